@@ -1,0 +1,18 @@
+//! The measuring core of ioscale: engines, offsets, data patterns and the
+//! worker loop.
+//!
+//! It knows nothing of command lines or output formats. The driver hands it
+//! a [`worker::PhasePlan`] and gets back one [`worker::WorkerSample`] per
+//! worker; reduction and reporting happen elsewhere.
+
+pub mod buf;
+pub mod offsets;
+pub mod pattern;
+pub mod queue;
+pub mod sys;
+pub mod uring;
+pub mod worker;
+
+pub use worker::{
+    run_worker, IoFailure, PhaseControl, PhasePlan, Prepared, VerifyTally, WorkerSample,
+};

@@ -1,0 +1,166 @@
+//! The one submission/completion shape every engine fits.
+//!
+//! The worker loop pushes requests into free slots, then waits for at least
+//! one completion. The sync engine is simply a queue of depth 1 that does
+//! the system call when asked to wait, so both engines share the same loop,
+//! the same timing points and the same error handling.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+use crate::buf::AlignedBuf;
+
+/// One read or write of a whole transfer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request {
+    /// File offset in bytes.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u32,
+    /// Write (true) or read (false).
+    pub write: bool,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoFault {
+    /// The system call returned this errno.
+    Errno(i32),
+    /// A read hit end of file before the transfer was complete.
+    ShortRead {
+        /// Bytes that did arrive.
+        got: u32,
+    },
+    /// A write made no progress (returned 0).
+    NoProgress,
+}
+
+impl IoFault {
+    /// A one-line description.
+    pub fn describe(&self) -> String {
+        match self {
+            IoFault::Errno(e) => io::Error::from_raw_os_error(*e).to_string(),
+            IoFault::ShortRead { got } => format!(
+                "unexpected end of file after {got} bytes of the transfer (file shorter than the workload expects)"
+            ),
+            IoFault::NoProgress => "write returned 0 bytes".into(),
+        }
+    }
+
+    /// The errno, if the fault came from the kernel.
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            IoFault::Errno(e) => Some(*e),
+            _ => None,
+        }
+    }
+}
+
+/// A finished request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completion {
+    /// Slot the request was pushed into.
+    pub slot: u32,
+    /// The request.
+    pub req: Request,
+    /// `Ok` once the whole transfer is done.
+    pub result: Result<(), IoFault>,
+}
+
+/// An engine's queue of in-flight requests, each owning one buffer.
+pub trait IoQueue {
+    /// How many requests may be in flight.
+    fn depth(&self) -> usize;
+    /// Buffer of `slot`, to fill before a write.
+    fn buf_mut(&mut self, slot: usize) -> &mut [u8];
+    /// Buffer of `slot`, to check after a read.
+    fn buf(&self, slot: usize) -> &[u8];
+    /// Queues a request in a free slot; nothing is issued until
+    /// [`IoQueue::submit_and_reap`].
+    fn push(&mut self, slot: usize, req: Request);
+    /// Issues what was pushed and waits for at least one completion, which
+    /// are appended to `out` (cleared first; its capacity is reused).
+    fn submit_and_reap(&mut self, out: &mut Vec<Completion>) -> io::Result<()>;
+}
+
+/// pread/pwrite on one file: a queue of depth 1.
+pub struct SyncQueue<'f> {
+    file: &'f File,
+    buf: AlignedBuf,
+    pending: Option<Request>,
+}
+
+impl<'f> SyncQueue<'f> {
+    /// A queue over `file` with one buffer of `xfer` bytes.
+    pub fn new(file: &'f File, buf: AlignedBuf) -> Self {
+        SyncQueue {
+            file,
+            buf,
+            pending: None,
+        }
+    }
+
+    /// Gives back the buffer.
+    pub fn into_buf(self) -> AlignedBuf {
+        self.buf
+    }
+}
+
+impl IoQueue for SyncQueue<'_> {
+    fn depth(&self) -> usize {
+        1
+    }
+
+    fn buf_mut(&mut self, _slot: usize) -> &mut [u8] {
+        self.buf.as_mut_slice()
+    }
+
+    fn buf(&self, _slot: usize) -> &[u8] {
+        self.buf.as_slice()
+    }
+
+    #[inline]
+    fn push(&mut self, _slot: usize, req: Request) {
+        self.pending = Some(req);
+    }
+
+    #[inline]
+    fn submit_and_reap(&mut self, out: &mut Vec<Completion>) -> io::Result<()> {
+        out.clear();
+        let Some(req) = self.pending.take() else {
+            return Ok(());
+        };
+        let len = req.len as usize;
+        let mut done = 0usize;
+        let result = loop {
+            let r = if req.write {
+                self.file
+                    .write_at(&self.buf.as_slice()[done..len], req.offset + done as u64)
+            } else {
+                self.file.read_at(
+                    &mut self.buf.as_mut_slice()[done..len],
+                    req.offset + done as u64,
+                )
+            };
+            match r {
+                Ok(0) if req.write => break Err(IoFault::NoProgress),
+                Ok(0) => break Err(IoFault::ShortRead { got: done as u32 }),
+                Ok(n) => {
+                    done += n;
+                    if done >= len {
+                        break Ok(());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => break Err(IoFault::Errno(e.raw_os_error().unwrap_or(libc::EIO))),
+            }
+        };
+        out.push(Completion {
+            slot: 0,
+            req,
+            result,
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,554 @@
+//! One worker's share of one phase: open, transfer, sync, close.
+//!
+//! Everything a worker needs is prepared before the start barrier (buffers
+//! touched, io_uring ring created), so the timed section holds only what
+//! IOR times: open, the transfers, the optional fsync, and close. The loop
+//! owns all its state — counters, histogram, generator — and never
+//! allocates, locks or formats per operation; other threads learn about it
+//! only through a few relaxed atomics.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use spec::{EngineKind, Layout, Op, SyncMode};
+use stats::{IoCounters, LatencyHistogram};
+
+use crate::buf::AlignedBuf;
+use crate::offsets::{splitmix64, OffsetGen};
+use crate::pattern;
+use crate::queue::{Completion, IoQueue, Request, SyncQueue};
+use crate::sys;
+use crate::uring::UringQueue;
+
+/// Everything the workers of one phase share.
+#[derive(Debug, Clone)]
+pub struct PhasePlan {
+    /// The access pattern.
+    pub op: Op,
+    /// Workers in the phase.
+    pub threads: u32,
+    /// File layout.
+    pub layout: Layout,
+    /// Bytes per request.
+    pub xfer: u64,
+    /// Bytes per block (IOR -b).
+    pub block: u64,
+    /// Blocks per worker (IOR -s).
+    pub segments: u64,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// Sync mode.
+    pub sync: SyncMode,
+    /// Engine.
+    pub engine: EngineKind,
+    /// Requests in flight per worker.
+    pub iodepth: u32,
+    /// Seed for shuffles, patterns and the read/write choice.
+    pub seed: u64,
+    /// Write the verify pattern and check reads against it.
+    pub verify: bool,
+    /// Percentage of reads in mixed phases.
+    pub rwmix_read: u8,
+    /// Worker r works on the data of worker (r + offset) mod threads.
+    pub reorder_offset: u32,
+    /// Path of each data file, by file index.
+    pub files: Vec<PathBuf>,
+    /// Buffer alignment in bytes.
+    pub align: usize,
+    /// Stop issuing requests this long after the worker started.
+    pub time_limit: Option<Duration>,
+    /// Repetition number, mixed into the seed of random phases.
+    pub rep: u32,
+}
+
+impl PhasePlan {
+    /// The worker whose data worker `w` touches.
+    pub fn owner_of(&self, w: u32) -> u32 {
+        (w + self.reorder_offset) % self.threads
+    }
+
+    /// The file index worker `w` opens.
+    pub fn file_of(&self, w: u32) -> usize {
+        match self.layout {
+            Layout::Shared => 0,
+            _ => self.owner_of(w) as usize,
+        }
+    }
+
+    /// File offset of transfer `i` of the data owned by worker `owner`.
+    ///
+    /// Shared file: IOR's segmented layout, where the block of worker r in
+    /// segment s starts at s·threads·block + r·block. One file per worker:
+    /// its blocks follow each other.
+    #[inline]
+    pub fn offset_of(&self, owner: u32, i: u64) -> u64 {
+        let per_block = self.block / self.xfer;
+        let seg = i / per_block;
+        let t = i % per_block;
+        match self.layout {
+            Layout::Shared => {
+                seg * self.threads as u64 * self.block + owner as u64 * self.block + t * self.xfer
+            }
+            _ => seg * self.block + t * self.xfer,
+        }
+    }
+
+    /// Transfers per worker.
+    pub fn xfers(&self) -> u64 {
+        self.block * self.segments / self.xfer
+    }
+}
+
+/// Signals shared by the workers of a phase and the driver.
+#[derive(Debug)]
+pub struct PhaseControl {
+    /// Set from outside (Ctrl-C, a failed peer rank): stop issuing.
+    pub stop: Arc<AtomicBool>,
+    /// Set by a worker that hit an error: the others stop too.
+    pub abort: AtomicBool,
+    /// Set by the first worker to finish its transfers (the stonewall).
+    pub first_done: AtomicBool,
+    /// When the first worker finished, in ns since `epoch`.
+    pub first_done_ns: AtomicU64,
+    /// The common time origin of all timestamps in the samples.
+    pub epoch: Instant,
+}
+
+impl PhaseControl {
+    /// Fresh signals for one phase.
+    pub fn new(stop: Arc<AtomicBool>) -> Self {
+        PhaseControl {
+            stop,
+            abort: AtomicBool::new(false),
+            first_done: AtomicBool::new(false),
+            first_done_ns: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+
+    #[inline]
+    fn should_stop(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
+    }
+}
+
+/// What went wrong in a worker, precisely enough to find it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoFailure {
+    /// The operation: open, read, write, fsync, close, io_uring.
+    pub op: String,
+    /// The file.
+    pub path: PathBuf,
+    /// File offset of the failed transfer, if any.
+    pub offset: Option<u64>,
+    /// The kernel's error number, if it came from a system call.
+    pub errno: Option<i32>,
+    /// Human-readable description.
+    pub message: String,
+}
+
+impl std::fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.op, self.path.display())?;
+        if let Some(o) = self.offset {
+            write!(f, " at offset {o}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Data-check tally of one worker.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VerifyTally {
+    /// Bytes compared with the pattern.
+    pub checked_bytes: u64,
+    /// Bytes that differed.
+    pub bad_bytes: u64,
+    /// Where the first differing byte was: file and offset.
+    pub first_bad: Option<(PathBuf, u64)>,
+}
+
+/// Everything one worker measured in one phase. Times are nanoseconds since
+/// the phase's common epoch.
+#[derive(Debug, Clone)]
+pub struct WorkerSample {
+    /// Worker index.
+    pub worker: u32,
+    /// File index it opened.
+    pub file: u32,
+    /// Operation and byte counts.
+    pub counters: IoCounters,
+    /// Latency of every completed request.
+    pub hist: LatencyHistogram,
+    /// Before open.
+    pub start_ns: u64,
+    /// After open.
+    pub open_done_ns: u64,
+    /// After the last transfer and fsync.
+    pub io_done_ns: u64,
+    /// After close.
+    pub end_ns: u64,
+    /// Time spent in fsync (part of the I/O time).
+    pub fsync_ns: u64,
+    /// Bytes done when the first worker finished.
+    pub stonewall_bytes: u64,
+    /// Requests done when the first worker finished.
+    pub stonewall_ops: u64,
+    /// Stopped by the time limit rather than by running out of work.
+    pub hit_deadline: bool,
+    /// The error that stopped it, if any.
+    pub failure: Option<IoFailure>,
+    /// Data check results.
+    pub verify: VerifyTally,
+}
+
+/// Buffers and ring of one worker, made before the barrier and reused
+/// across phases so first-touch page faults are never timed.
+pub enum Prepared {
+    /// One buffer for the sync engine.
+    Sync(AlignedBuf),
+    /// A ring and `iodepth` buffers.
+    Uring(Box<io_uring::IoUring>, Vec<AlignedBuf>),
+}
+
+impl Prepared {
+    /// Allocates and touches the buffers (and creates the ring) for `plan`.
+    pub fn new(plan: &PhasePlan, worker: u32) -> std::io::Result<Self> {
+        let make = |k: u64| {
+            let mut b = AlignedBuf::new(plan.xfer as usize, plan.align);
+            pattern::fill_random(b.as_mut_slice(), plan.seed ^ (worker as u64) << 20 ^ k);
+            b
+        };
+        Ok(match plan.engine {
+            EngineKind::Sync => Prepared::Sync(make(0)),
+            EngineKind::IoUring => {
+                let depth = plan.iodepth.max(1) as usize;
+                let ring = UringQueue::ring(depth)?;
+                Prepared::Uring(Box::new(ring), (0..depth as u64).map(make).collect())
+            }
+        })
+    }
+}
+
+fn ns_since(epoch: Instant, t: Instant) -> u64 {
+    t.saturating_duration_since(epoch).as_nanos() as u64
+}
+
+/// Runs worker `w`'s share of the phase: waits at `barrier`, then opens,
+/// transfers, syncs and closes, and returns what it measured.
+pub fn run_worker(
+    w: u32,
+    plan: &PhasePlan,
+    ctl: &PhaseControl,
+    barrier: &Barrier,
+    prepared: Prepared,
+) -> (WorkerSample, Option<Prepared>) {
+    let file_idx = plan.file_of(w);
+    let path = plan.files[file_idx].clone();
+    let mut s = WorkerSample {
+        worker: w,
+        file: file_idx as u32,
+        counters: IoCounters::default(),
+        hist: LatencyHistogram::new(),
+        start_ns: 0,
+        open_done_ns: 0,
+        io_done_ns: 0,
+        end_ns: 0,
+        fsync_ns: 0,
+        stonewall_bytes: 0,
+        stonewall_ops: 0,
+        hit_deadline: false,
+        failure: None,
+        verify: VerifyTally::default(),
+    };
+    let mut opts = OpenOptions::new();
+    let writes = plan.op.writes();
+    opts.read(plan.op.reads()).write(writes).create(writes);
+    let mut flags = 0;
+    if plan.direct {
+        flags |= libc::O_DIRECT;
+    }
+    if writes {
+        match plan.sync {
+            SyncMode::Each => flags |= libc::O_SYNC,
+            SyncMode::Dsync => flags |= libc::O_DSYNC,
+            _ => {}
+        }
+    }
+    opts.custom_flags(flags).mode(0o644);
+
+    barrier.wait();
+    let t_start = Instant::now();
+    s.start_ns = ns_since(ctl.epoch, t_start);
+    let file = match opts.open(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            s.failure = Some(IoFailure {
+                op: "open".into(),
+                path,
+                offset: None,
+                errno: e.raw_os_error(),
+                message: e.to_string(),
+            });
+            ctl.abort.store(true, Ordering::Relaxed);
+            let now = ns_since(ctl.epoch, Instant::now());
+            s.open_done_ns = now;
+            s.io_done_ns = now;
+            s.end_ns = now;
+            return (s, Some(prepared));
+        }
+    };
+    s.open_done_ns = ns_since(ctl.epoch, Instant::now());
+    let deadline = plan.time_limit.map(|d| t_start + d);
+
+    let back = match prepared {
+        Prepared::Sync(buf) => {
+            let mut q = SyncQueue::new(&file, buf);
+            io_loop(&mut q, w, plan, ctl, deadline, &file, &path, &mut s);
+            Prepared::Sync(q.into_buf())
+        }
+        Prepared::Uring(ring, bufs) => {
+            let mut q = UringQueue::new(&file, *ring, bufs);
+            io_loop(&mut q, w, plan, ctl, deadline, &file, &path, &mut s);
+            match q.into_parts() {
+                Some((ring, bufs)) => Prepared::Uring(Box::new(ring), bufs),
+                None => {
+                    let _ = sys::close_checked(file);
+                    s.end_ns = ns_since(ctl.epoch, Instant::now());
+                    s.io_done_ns = s.end_ns;
+                    return (s, None);
+                }
+            }
+        }
+    };
+
+    if writes && s.failure.is_none() && matches!(plan.sync, SyncMode::End | SyncMode::Every(_)) {
+        let t = Instant::now();
+        if let Err(e) = file.sync_all() {
+            s.failure = Some(IoFailure {
+                op: "fsync".into(),
+                path: path.clone(),
+                offset: None,
+                errno: e.raw_os_error(),
+                message: e.to_string(),
+            });
+            ctl.abort.store(true, Ordering::Relaxed);
+        }
+        s.fsync_ns += Instant::now().duration_since(t).as_nanos() as u64;
+    }
+    s.io_done_ns = ns_since(ctl.epoch, Instant::now());
+    if let Err(e) = sys::close_checked(file) {
+        if s.failure.is_none() {
+            s.failure = Some(IoFailure {
+                op: "close".into(),
+                path: path.clone(),
+                offset: None,
+                errno: e.raw_os_error(),
+                message: e.to_string(),
+            });
+            ctl.abort.store(true, Ordering::Relaxed);
+        }
+    }
+    s.end_ns = ns_since(ctl.epoch, Instant::now());
+    (s, Some(back))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn io_loop<Q: IoQueue>(
+    q: &mut Q,
+    w: u32,
+    plan: &PhasePlan,
+    ctl: &PhaseControl,
+    deadline: Option<Instant>,
+    file: &File,
+    path: &std::path::Path,
+    s: &mut WorkerSample,
+) {
+    let owner = plan.owner_of(w);
+    let file_id = plan.file_of(w) as u64;
+    let n = plan.xfers();
+    let seed = plan.seed ^ (owner as u64).wrapping_mul(0x9E37_79B9) ^ ((plan.rep as u64) << 40);
+    let mut gen = if plan.op.is_random() {
+        OffsetGen::shuffled(n, seed)
+    } else {
+        OffsetGen::sequential(n)
+    };
+    let mixed = matches!(plan.op, Op::Rw | Op::Randrw);
+    let read_only = !plan.op.writes();
+    let mut rng = seed ^ 0x5bd1_e995;
+    // Mixed phases pick read or write per request: read when a uniform
+    // 64-bit draw falls below rwmix% of the range (no division per op).
+    let read_threshold = ((plan.rwmix_read as u128 * (u64::MAX as u128 + 1)) / 100) as u64;
+    let read_always = plan.rwmix_read >= 100;
+    let depth = q.depth();
+    let xfer = plan.xfer as u32;
+    let every = match plan.sync {
+        SyncMode::Every(k) => k,
+        _ => 0,
+    };
+    let mut writes_since_sync = 0u64;
+
+    let mut free: Vec<usize> = (0..depth).rev().collect();
+    let mut t_sub: Vec<Instant> = vec![ctl.epoch; depth];
+    let mut done: Vec<Completion> = Vec::with_capacity(depth * 2);
+    let mut inflight = 0usize;
+    let mut exhausted = false;
+    let mut stopping = false;
+    let mut sw_taken = false;
+    let mut now = Instant::now();
+
+    loop {
+        while !exhausted && !stopping && inflight < depth {
+            let Some(i) = gen.next_index() else {
+                exhausted = true;
+                break;
+            };
+            let off = plan.offset_of(owner, i);
+            let write = if read_only {
+                false
+            } else if mixed {
+                !(read_always || splitmix64(&mut rng) < read_threshold)
+            } else {
+                true
+            };
+            let slot = free
+                .pop()
+                .expect("a free slot exists while inflight < depth");
+            if write && plan.verify {
+                pattern::fill(q.buf_mut(slot), plan.seed, file_id, off);
+                now = Instant::now();
+            }
+            t_sub[slot] = now;
+            q.push(
+                slot,
+                Request {
+                    offset: off,
+                    len: xfer,
+                    write,
+                },
+            );
+            inflight += 1;
+        }
+        if inflight == 0 {
+            break;
+        }
+        if let Err(e) = q.submit_and_reap(&mut done) {
+            s.failure = Some(IoFailure {
+                op: "io_uring_enter".into(),
+                path: path.to_path_buf(),
+                offset: None,
+                errno: e.raw_os_error(),
+                message: e.to_string(),
+            });
+            ctl.abort.store(true, Ordering::Relaxed);
+            // The ring is unusable; the queue leaks its buffers if requests
+            // are still in flight when it is taken apart.
+            break;
+        }
+        now = Instant::now();
+        for c in &done {
+            let slot = c.slot as usize;
+            free.push(slot);
+            inflight -= 1;
+            match c.result {
+                Ok(()) => {
+                    s.hist
+                        .record(now.saturating_duration_since(t_sub[slot]).as_nanos() as u64);
+                    if c.req.write {
+                        s.counters.record_write(c.req.len as u64);
+                        writes_since_sync += 1;
+                    } else {
+                        s.counters.record_read(c.req.len as u64);
+                        if plan.verify {
+                            let r = pattern::check(q.buf(slot), plan.seed, file_id, c.req.offset);
+                            s.verify.checked_bytes += c.req.len as u64;
+                            if r.bad_bytes > 0 {
+                                s.verify.bad_bytes += r.bad_bytes;
+                                if s.verify.first_bad.is_none() {
+                                    s.verify.first_bad =
+                                        Some((path.to_path_buf(), r.first_bad.unwrap_or(0)));
+                                }
+                            }
+                        }
+                    }
+                }
+                Err(fault) => {
+                    s.counters.record_error();
+                    if s.failure.is_none() {
+                        s.failure = Some(IoFailure {
+                            op: if c.req.write { "write" } else { "read" }.into(),
+                            path: path.to_path_buf(),
+                            offset: Some(c.req.offset),
+                            errno: fault.errno(),
+                            message: fault.describe(),
+                        });
+                    }
+                    ctl.abort.store(true, Ordering::Relaxed);
+                    stopping = true;
+                }
+            }
+        }
+        if every > 0 && writes_since_sync >= every && !stopping {
+            let t = Instant::now();
+            if let Err(e) = file.sync_all() {
+                s.failure = Some(IoFailure {
+                    op: "fsync".into(),
+                    path: path.to_path_buf(),
+                    offset: None,
+                    errno: e.raw_os_error(),
+                    message: e.to_string(),
+                });
+                ctl.abort.store(true, Ordering::Relaxed);
+                stopping = true;
+            }
+            now = Instant::now();
+            s.fsync_ns += now.duration_since(t).as_nanos() as u64;
+            writes_since_sync = 0;
+        }
+        if !sw_taken && ctl.first_done.load(Ordering::Relaxed) {
+            sw_taken = true;
+            s.stonewall_bytes = s.counters.bytes;
+            s.stonewall_ops = s.counters.ops;
+        }
+        if !stopping {
+            if ctl.should_stop() {
+                stopping = true;
+            } else if let Some(d) = deadline {
+                if now >= d {
+                    stopping = true;
+                    s.hit_deadline = true;
+                }
+            }
+        }
+    }
+    if exhausted && !stopping && s.failure.is_none() {
+        // Whoever finishes first defines the stonewall point for all.
+        if ctl
+            .first_done
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            ctl.first_done_ns
+                .store(ns_since(ctl.epoch, now), Ordering::Release);
+        }
+    }
+    if s.hit_deadline {
+        // A time-limited phase: the deadline is the stonewall.
+        ctl.first_done.store(true, Ordering::Relaxed);
+        let _ = ctl.first_done_ns.compare_exchange(
+            0,
+            ns_since(ctl.epoch, now),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+    }
+    if !sw_taken {
+        s.stonewall_bytes = s.counters.bytes;
+        s.stonewall_ops = s.counters.ops;
+    }
+}

@@ -1,0 +1,306 @@
+//! Command-line definitions: the first parsing stage.
+//!
+//! clap only collects and type-checks raw flags here; sizes, lists and their
+//! combinations are validated when [`RunArgs::to_raw`] builds a
+//! [`spec::RawWorkload`] and [`spec::RawWorkload::build`] checks it, so each
+//! rejection names the flag and the fix in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use spec::{
+    parse_count, parse_duration, parse_size, EngineKind, Layout, Op, RawWorkload, SyncMode,
+};
+
+/// Parallel storage benchmark: how throughput, IOPS and latency change as
+/// work is spread across threads, transfer sizes, sync modes and layouts.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ioscale",
+    version,
+    about,
+    after_help = "Examples:\n  \
+        ioscale run /tmp                                     # 1 worker writes then reads 256 MiB\n  \
+        ioscale run --op write,read --threads 8 --layout per-thread --xfer 1m --size 256m --direct /mnt/fs\n  \
+        ioscale run --op randread --xfer 4k --engine io_uring --iodepth 32 --direct --size 1g /mnt/fs\n  \
+        ioscale clean /mnt/fs                                # remove files a --keep run left\n\n\
+        Exit codes: 0 ran clean, 1 I/O errors or failed verification, 2 usage or setup error, 130 interrupted."
+)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a data workload (write, read, random, mixed) with N parallel workers.
+    #[command(after_help = RUN_EXAMPLES)]
+    Run(Box<RunArgs>),
+    /// Remove the files a `run --keep` left in TARGET (recognised by ioscale's marker only).
+    Clean(CleanArgs),
+}
+
+const RUN_EXAMPLES: &str = "Examples:
+  # the EFS workshop's IOR test: 2 GiB in all, 8 workers, one file each, O_DIRECT
+  ioscale run --op write,read --threads 8 --layout per-thread --xfer 1m --total 2g --direct /mnt/efs
+
+  # one shared file in IOR's segmented layout (ior -t 1m -b 1m -s 256 with 8 tasks)
+  ioscale run --op write --threads 8 --layout shared --xfer 1m --block 1m --segments 256 /mnt/fs
+
+  # dd oflag=sync versus conv=fsync
+  ioscale run --op write --xfer 1m --size 2g --sync each /mnt/fs
+  ioscale run --op write --xfer 1m --size 2g --sync end /mnt/fs
+
+  # 4 KiB random reads at queue depth 32, three repetitions, JSON record
+  ioscale run --op randread --xfer 4k --size 1g --direct --engine io_uring --iodepth 32 --reps 3 --json r.json /mnt/fs
+
+  # write with a checkable pattern, read back and verify every byte
+  ioscale run --op write,read --verify --drop-caches /mnt/fs
+
+  # keep the files, read them in a later run
+  ioscale run --op write --threads 4 --keep /mnt/fs && ioscale run --op read --threads 4 /mnt/fs
+
+Sizes: 4k 1m 2g (powers of 1024, as IOR and dd), 1MiB, 1MB (10^6), 512 (bytes).";
+
+/// Output formats for stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The human table.
+    Text,
+    /// The canonical JSON record.
+    Json,
+    /// One CSV row per phase.
+    Csv,
+}
+
+/// I/O engine choice on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// pread/pwrite, one request in flight per worker.
+    Sync,
+    /// io_uring, --iodepth requests in flight per worker.
+    #[value(name = "io_uring", alias = "io-uring", alias = "uring")]
+    IoUring,
+}
+
+/// Flags of `ioscale run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Directory to test; ioscale works in TARGET/ioscale.d and removes only what it created.
+    pub target: PathBuf,
+
+    /// Phases, in order: write, read, randwrite, randread, rw, randrw (comma list).
+    #[arg(long = "op", value_name = "LIST", default_value = "write,read")]
+    pub op: String,
+
+    /// Parallel workers.
+    #[arg(short = 't', long, value_name = "N", default_value = "1")]
+    pub threads: String,
+
+    /// File layout: shared (one file, IOR segmented), per-thread, per-thread-dir.
+    #[arg(long, value_name = "LAYOUT", default_value = "per-thread")]
+    pub layout: String,
+
+    /// Bytes per request.
+    #[arg(short = 'x', long, value_name = "SIZE", default_value = "1m")]
+    pub xfer: String,
+
+    /// Bytes per worker [default: 256m, or --block × --segments].
+    #[arg(short = 's', long, value_name = "SIZE", conflicts_with = "total")]
+    pub size: Option<String>,
+
+    /// Bytes in all, split evenly across the workers (keeps the total fixed as --threads changes).
+    #[arg(long, value_name = "SIZE")]
+    pub total: Option<String>,
+
+    /// Contiguous bytes per worker per segment (IOR -b).
+    #[arg(short = 'b', long, value_name = "SIZE")]
+    pub block: Option<String>,
+
+    /// Segments (IOR -s): each worker writes --block in each of them.
+    #[arg(long, value_name = "N")]
+    pub segments: Option<String>,
+
+    /// Bypass the page cache (O_DIRECT, aligned buffers).
+    #[arg(long)]
+    pub direct: bool,
+
+    /// Sync mode: none, end (one fsync at the end, timed, like dd conv=fsync),
+    /// each (O_SYNC, like dd oflag=sync), dsync (O_DSYNC), every:N (fsync after N writes).
+    #[arg(long, value_name = "MODE", default_value = "none")]
+    pub sync: String,
+
+    /// Drop the page cache between phases (root); otherwise falls back to
+    /// fadvise(DONTNEED) on ioscale's files, with a warning.
+    #[arg(long)]
+    pub drop_caches: bool,
+
+    /// Read phases read the data another worker wrote (IOR -C): worker r reads worker r+1's.
+    #[arg(long)]
+    pub reorder: bool,
+
+    /// With --reorder: read the data of worker r+N instead of r+1.
+    #[arg(long, value_name = "N", requires = "reorder")]
+    pub reorder_offset: Option<String>,
+
+    /// I/O engine.
+    #[arg(long, value_enum, default_value = "sync")]
+    pub engine: EngineArg,
+
+    /// Requests in flight per worker (io_uring) [default: 32 with io_uring].
+    #[arg(long, value_name = "N")]
+    pub iodepth: Option<String>,
+
+    /// Repeat the whole phase sequence N times; min, max, mean, stddev are reported.
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub reps: String,
+
+    /// Stop each phase at this deadline (e.g. 30s) and report what was done by then.
+    #[arg(long = "time", value_name = "DURATION")]
+    pub time: Option<String>,
+
+    /// Percentage of reads in rw/randrw phases.
+    #[arg(long, value_name = "PCT")]
+    pub rwmix: Option<String>,
+
+    /// Write a pattern encoding file, offset and seed; check every byte read.
+    #[arg(long)]
+    pub verify: bool,
+
+    /// Leave the files in place (for a later read run, or `ioscale clean`).
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Seed for random offsets and data patterns.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<String>,
+
+    /// Write the canonical JSON record to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write one CSV row per phase to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Print nothing on standard output (files named by --json/--csv are still written).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Flags of `ioscale clean`.
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Directory a `run --keep` used.
+    pub target: PathBuf,
+}
+
+/// A flag whose value could not be read: names the flag and what was wrong.
+#[derive(Debug)]
+pub struct FlagError {
+    /// The flag.
+    pub flag: &'static str,
+    /// The message.
+    pub message: String,
+}
+
+impl std::fmt::Display for FlagError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.flag, self.message)
+    }
+}
+
+impl std::error::Error for FlagError {}
+
+fn flag<T, E: std::fmt::Display>(flag: &'static str, r: Result<T, E>) -> Result<T, FlagError> {
+    r.map_err(|e| FlagError {
+        flag,
+        message: e.to_string(),
+    })
+}
+
+fn opt<T, E: std::fmt::Display>(
+    name: &'static str,
+    v: &Option<String>,
+    f: impl Fn(&str) -> Result<T, E>,
+) -> Result<Option<T>, FlagError> {
+    v.as_deref().map(|s| flag(name, f(s))).transpose()
+}
+
+impl RunArgs {
+    /// Second stage: turns raw text into typed values, naming the flag on error.
+    pub fn to_raw(&self) -> Result<RawWorkload, FlagError> {
+        let mut ops = Vec::new();
+        for part in self.op.split(',') {
+            let part = part.trim();
+            match Op::parse(part) {
+                Some(o) => ops.push(o),
+                None => {
+                    return Err(FlagError {
+                        flag: "--op",
+                        message: format!(
+                            "unknown operation '{part}' (use write, read, randwrite, randread, rw, randrw)"
+                        ),
+                    })
+                }
+            }
+        }
+        let layout = Layout::parse(&self.layout).ok_or_else(|| FlagError {
+            flag: "--layout",
+            message: format!(
+                "unknown layout '{}' (use shared, per-thread, per-thread-dir)",
+                self.layout
+            ),
+        })?;
+        let sync = SyncMode::parse(&self.sync).ok_or_else(|| FlagError {
+            flag: "--sync",
+            message: format!(
+                "unknown sync mode '{}' (use none, end, each, dsync, every:N with N > 0)",
+                self.sync
+            ),
+        })?;
+        let reorder = if self.reorder {
+            Some(opt("--reorder-offset", &self.reorder_offset, parse_count)?.unwrap_or(1))
+        } else {
+            None
+        };
+        if reorder == Some(0) {
+            return Err(FlagError {
+                flag: "--reorder-offset",
+                message: "must be at least 1".into(),
+            });
+        }
+        Ok(RawWorkload {
+            target: Some(self.target.clone()),
+            ops,
+            threads: Some(flag("--threads", parse_count(&self.threads))?),
+            layout: Some(layout),
+            xfer: Some(flag("--xfer", parse_size(&self.xfer))?),
+            size: opt("--size", &self.size, parse_size)?,
+            total: opt("--total", &self.total, parse_size)?,
+            block: opt("--block", &self.block, parse_size)?,
+            segments: opt("--segments", &self.segments, parse_count)?,
+            direct: self.direct,
+            sync: Some(sync),
+            drop_caches: self.drop_caches,
+            reorder,
+            engine: Some(match self.engine {
+                EngineArg::Sync => EngineKind::Sync,
+                EngineArg::IoUring => EngineKind::IoUring,
+            }),
+            iodepth: opt("--iodepth", &self.iodepth, parse_count)?,
+            reps: Some(flag("--reps", parse_count(&self.reps))?),
+            time_limit: opt("--time", &self.time, parse_duration)?,
+            verify: self.verify,
+            keep: self.keep,
+            seed: opt("--seed", &self.seed, parse_count)?,
+            rwmix_read: opt("--rwmix", &self.rwmix, parse_count)?,
+        })
+    }
+}

@@ -1,0 +1,854 @@
+//! Exporters: turn a [`ResultSet`] into bytes in one of several formats.
+//!
+//! Every output is rendered from the one canonical record, never from the
+//! engine's live state, so a saved JSON file can be turned into a table or a
+//! CSV later and will say exactly what the run printed. Exporters return
+//! bytes and never write files themselves; the binary decides where they go.
+//!
+//! The shape follows hyperfine: a small [`Exporter`] trait and a closed
+//! [`ExportType`] enum that picks the implementation, so adding a format is
+//! one enum arm plus one struct, and the CLI can list the choices.
+
+use std::fmt;
+
+use serde_json::Error as JsonError;
+use spec::format_size;
+
+use crate::model::{PhaseRecord, ResultSet, SCHEMA};
+
+/// Why a result set could not be rendered or read back.
+#[derive(thiserror::Error, Debug)]
+pub enum ExportError {
+    /// JSON encoding or decoding failed.
+    #[error("JSON: {0}")]
+    Json(#[from] JsonError),
+    /// A saved record uses a layout newer than this build understands.
+    #[error("results schema {found} is newer than the supported schema {supported}; upgrade ioscale to read it")]
+    Schema {
+        /// The `schema` field of the record.
+        found: u32,
+        /// The newest schema this build reads ([`SCHEMA`]).
+        supported: u32,
+    },
+}
+
+/// Renders a whole [`ResultSet`] into one output document.
+pub trait Exporter {
+    /// Returns the document's bytes (UTF-8 for every built-in format).
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError>;
+}
+
+/// The output formats ioscale knows; picks the [`Exporter`] to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExportType {
+    /// The human table ([`TextExporter`]).
+    Text,
+    /// The canonical record ([`JsonExporter`]).
+    Json,
+    /// One row per phase ([`CsvExporter`]).
+    Csv,
+}
+
+impl ExportType {
+    /// Every format, in the order `--help` lists them.
+    pub const ALL: [ExportType; 3] = [ExportType::Text, ExportType::Json, ExportType::Csv];
+
+    /// The exporter that produces this format.
+    pub fn exporter(self) -> Box<dyn Exporter> {
+        match self {
+            ExportType::Text => Box::new(TextExporter),
+            ExportType::Json => Box::new(JsonExporter),
+            ExportType::Csv => Box::new(CsvExporter),
+        }
+    }
+
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExportType::Text => "text",
+            ExportType::Json => "json",
+            ExportType::Csv => "csv",
+        }
+    }
+
+    /// The usual file-name extension, without the dot.
+    pub fn extension(self) -> &'static str {
+        match self {
+            ExportType::Text => "txt",
+            ExportType::Json => "json",
+            ExportType::Csv => "csv",
+        }
+    }
+
+    /// Parses a name as typed on the command line (`txt` is accepted for
+    /// `text`).
+    pub fn parse(s: &str) -> Option<ExportType> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "text" | "txt" => Some(ExportType::Text),
+            "json" => Some(ExportType::Json),
+            "csv" => Some(ExportType::Csv),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for ExportType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+// ---------------------------------------------------------------- JSON
+
+/// The canonical record as pretty-printed JSON with a trailing newline.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonExporter;
+
+impl Exporter for JsonExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        let mut out = serde_json::to_vec_pretty(rs)?;
+        out.push(b'\n');
+        Ok(out)
+    }
+}
+
+/// Reads a record written by [`JsonExporter`], refusing layouts newer than
+/// [`SCHEMA`] rather than misreading them.
+pub fn from_json(bytes: &[u8]) -> Result<ResultSet, ExportError> {
+    let rs: ResultSet = serde_json::from_slice(bytes)?;
+    if rs.schema > SCHEMA {
+        return Err(ExportError::Schema {
+            found: rs.schema,
+            supported: SCHEMA,
+        });
+    }
+    Ok(rs)
+}
+
+// ---------------------------------------------------------------- CSV
+
+/// The CSV columns, in order; one row per [`PhaseRecord`].
+pub const CSV_COLUMNS: [&str; 23] = [
+    "op",
+    "rep",
+    "threads",
+    "bytes",
+    "ops",
+    "elapsed_s",
+    "bw_mib_s",
+    "bw_mb_s",
+    "iops",
+    "lat_p50_us",
+    "lat_p99_us",
+    "lat_p999_us",
+    "lat_max_us",
+    "open_s",
+    "io_s",
+    "close_s",
+    "cpu_user_s",
+    "cpu_sys_s",
+    "stonewall_s",
+    "stonewall_bw_mib_s",
+    "errors",
+    "time_limited",
+    "interrupted",
+];
+
+/// One row per phase for spreadsheets and plotting scripts.
+///
+/// RFC 4180 quoting (a field is quoted only when it holds a comma, quote or
+/// line break) with `\n` line endings, which every CSV reader accepts.
+/// Seconds carry 6 decimals (microseconds), rates and latencies 3.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CsvExporter;
+
+impl Exporter for CsvExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        let mut out = CSV_COLUMNS.join(",");
+        out.push('\n');
+        for p in &rs.phases {
+            let fields = [
+                csv_field(&p.op),
+                p.rep.to_string(),
+                p.threads.to_string(),
+                p.bytes.to_string(),
+                p.ops.to_string(),
+                format!("{:.6}", p.elapsed_s),
+                format!("{:.3}", p.bw_mib_s),
+                format!("{:.3}", p.bw_mb_s),
+                format!("{:.3}", p.iops),
+                format!("{:.3}", p.lat_us.p50),
+                format!("{:.3}", p.lat_us.p99),
+                format!("{:.3}", p.lat_us.p999),
+                format!("{:.3}", p.lat_us.max),
+                format!("{:.6}", p.open_s),
+                format!("{:.6}", p.io_s),
+                format!("{:.6}", p.close_s),
+                format!("{:.6}", p.cpu_user_s),
+                format!("{:.6}", p.cpu_sys_s),
+                format!("{:.6}", p.stonewall.s),
+                format!("{:.3}", p.stonewall.bw_mib_s),
+                p.errors.to_string(),
+                p.time_limited.to_string(),
+                p.interrupted.to_string(),
+            ];
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+        Ok(out.into_bytes())
+    }
+}
+
+/// Quotes a field only when RFC 4180 requires it, doubling inner quotes.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+// ---------------------------------------------------------------- text
+
+/// The table a storage engineer reads at the end of a run: context, one
+/// row per phase, then everything that qualifies the numbers (stonewall,
+/// time limits, repetitions, data checks, errors).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextExporter;
+
+impl Exporter for TextExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        let mut sections: Vec<Vec<String>> = vec![header_lines(rs)];
+        if !rs.warnings.is_empty() {
+            sections.push(
+                rs.warnings
+                    .iter()
+                    .map(|w| format!("warning: {w}"))
+                    .collect(),
+            );
+        }
+        if rs.phases.is_empty() {
+            sections.push(vec!["no phase completed".to_string()]);
+        } else {
+            sections.push(phase_table(&rs.phases));
+        }
+        let notes: Vec<String> = rs.phases.iter().flat_map(phase_notes).collect();
+        if !notes.is_empty() {
+            sections.push(notes);
+        }
+        if rs.summary.iter().any(|s| s.reps > 1) {
+            sections.push(summary_table(rs));
+        }
+        let verify = verify_lines(&rs.phases);
+        if !verify.is_empty() {
+            sections.push(verify);
+        }
+        if !rs.errors.is_empty() {
+            sections.push(rs.errors.iter().map(error_line).collect());
+        }
+        if rs.interrupted {
+            sections.push(vec!["interrupted: results so far are shown".to_string()]);
+        }
+        let mut out = sections
+            .into_iter()
+            .map(|lines| lines.join("\n"))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        out.push('\n');
+        Ok(out.into_bytes())
+    }
+}
+
+fn header_lines(rs: &ResultSet) -> Vec<String> {
+    let h = &rs.host;
+    let mut target = format!("target {}", h.target);
+    if !h.fs_type.is_empty() || !h.mount_point.is_empty() {
+        target.push_str(&format!(" ({} on {}", h.fs_type, h.mount_point));
+        if !h.mount_options.is_empty() {
+            target.push_str(&format!(", {}", h.mount_options));
+        }
+        target.push(')');
+    }
+    vec![
+        format!(
+            "ioscale {}  {}  kernel {}  {} CPUs  {:.1} GiB",
+            rs.version,
+            h.hostname,
+            h.kernel,
+            h.cpus,
+            h.mem_bytes as f64 / (1u64 << 30) as f64
+        ),
+        target,
+        format!("workload: {}", rs.spec.describe()),
+    ]
+}
+
+fn phase_table(phases: &[PhaseRecord]) -> Vec<String> {
+    const HEAD: [&str; 15] = [
+        "op",
+        "rep",
+        "MiB/s",
+        "MB/s",
+        "IOPS",
+        "p50(us)",
+        "p99(us)",
+        "p99.9(us)",
+        "max(us)",
+        "open(s)",
+        "io(s)",
+        "close(s)",
+        "total(s)",
+        "usr(s)",
+        "sys(s)",
+    ];
+    let rows = phases
+        .iter()
+        .map(|p| {
+            vec![
+                p.op.clone(),
+                p.rep.to_string(),
+                fmt_rate(p.bw_mib_s),
+                fmt_rate(p.bw_mb_s),
+                fmt_iops(p.iops),
+                fmt_lat(p.lat_us.p50),
+                fmt_lat(p.lat_us.p99),
+                fmt_lat(p.lat_us.p999),
+                fmt_lat(p.lat_us.max),
+                fmt_secs(p.open_s),
+                fmt_secs(p.io_s),
+                fmt_secs(p.close_s),
+                fmt_secs(p.elapsed_s),
+                fmt_secs(p.cpu_user_s),
+                fmt_secs(p.cpu_sys_s),
+            ]
+        })
+        .collect::<Vec<_>>();
+    table(&HEAD, &rows)
+}
+
+/// Whether the stonewall figure tells a different story from the phase
+/// total: the first worker finished more than 2 % before the last and
+/// work was still outstanding then.
+fn stonewall_matters(p: &PhaseRecord) -> bool {
+    p.stonewall.s > 0.0 && p.stonewall.s < 0.98 * p.elapsed_s && p.stonewall.bytes < p.bytes
+}
+
+fn phase_notes(p: &PhaseRecord) -> Vec<String> {
+    let who = format!("  {} rep {}", p.op, p.rep);
+    let mut notes = Vec::new();
+    if stonewall_matters(p) {
+        notes.push(format!(
+            "{who}: stonewall: {} in {} s = {} MiB/s (work done by the time the first worker finished)",
+            format_size(p.stonewall.bytes),
+            fmt_secs(p.stonewall.s),
+            fmt_rate(p.stonewall.bw_mib_s),
+        ));
+    }
+    if p.time_limited {
+        notes.push(format!(
+            "{who}: stopped by --time after {} s; figures cover the work done until then",
+            fmt_secs(p.elapsed_s)
+        ));
+    }
+    if p.interrupted {
+        notes.push(format!(
+            "{who}: interrupted; figures are partial and left out of the summary"
+        ));
+    }
+    if p.errors > 0 {
+        notes.push(format!("{who}: {} failed request(s)", p.errors));
+    }
+    notes
+}
+
+fn summary_table(rs: &ResultSet) -> Vec<String> {
+    const HEAD: [&str; 8] = [
+        "op",
+        "reps",
+        "min MiB/s",
+        "max MiB/s",
+        "mean MiB/s",
+        "stddev MiB/s",
+        "mean IOPS",
+        "mean total(s)",
+    ];
+    let n = rs.summary.iter().map(|s| s.reps).max().unwrap_or(0);
+    let rows = rs
+        .summary
+        .iter()
+        .map(|s| {
+            vec![
+                s.op.clone(),
+                s.reps.to_string(),
+                fmt_rate(s.bw_mib_s.min),
+                fmt_rate(s.bw_mib_s.max),
+                fmt_rate(s.bw_mib_s.mean),
+                fmt_rate(s.bw_mib_s.stddev),
+                fmt_iops(s.iops.mean),
+                fmt_secs(s.elapsed_s.mean),
+            ]
+        })
+        .collect::<Vec<_>>();
+    let mut lines = vec![format!(
+        "Summary over {n} repetitions (sample stddev; interrupted repetitions left out)"
+    )];
+    lines.extend(table(&HEAD, &rows));
+    lines
+}
+
+fn verify_lines(phases: &[PhaseRecord]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for p in phases {
+        let Some(v) = &p.verify else { continue };
+        lines.push(format!(
+            "verify {} rep {}: checked {}, {} bad bytes",
+            p.op,
+            p.rep,
+            format_size(v.checked_bytes),
+            v.bad_bytes
+        ));
+        for m in &v.mismatches {
+            lines.push(format!(
+                "  MISMATCH {} first bad offset {} ({} bytes)",
+                m.file, m.offset, m.bad_bytes
+            ));
+        }
+    }
+    lines
+}
+
+fn error_line(e: &crate::model::ErrorRecord) -> String {
+    let at = e
+        .offset
+        .map(|o| format!(" at offset {o}"))
+        .unwrap_or_default();
+    format!(
+        "error: worker {}: {} {}{at}: {}",
+        e.worker, e.op, e.file, e.message
+    )
+}
+
+/// Lays out a table: the first column left-aligned, the rest right-aligned,
+/// each as wide as its widest cell, two spaces between columns.
+fn table(head: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
+        let mut s = String::new();
+        for (i, (cell, &w)) in cells.zip(&widths).enumerate() {
+            let pad = " ".repeat(w.saturating_sub(cell.chars().count()));
+            if i == 0 {
+                s.push_str(cell);
+                s.push_str(&pad);
+            } else {
+                s.push_str("  ");
+                s.push_str(&pad);
+                s.push_str(cell);
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = vec![line(&mut head.iter().copied())];
+    out.extend(rows.iter().map(|r| line(&mut r.iter().map(String::as_str))));
+    out
+}
+
+/// Rates: 2 decimals below 1000, 1 decimal from 1000 up.
+fn fmt_rate(v: f64) -> String {
+    if v.abs() < 1000.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// IOPS: whole numbers from 100 up, 2 decimals below.
+fn fmt_iops(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Latencies in microseconds: 1 decimal.
+fn fmt_lat(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// Seconds: 3 decimals, or 4 significant digits below 0.01 s so short
+/// opens and closes do not all read `0.000`.
+fn fmt_secs(v: f64) -> String {
+    if v != 0.0 && v.is_finite() && v.abs() < 0.01 {
+        let decimals = (3 - v.abs().log10().floor() as i32).clamp(3, 12) as usize;
+        format!("{v:.decimals$}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use spec::{Op, RawWorkload};
+    use stats::LatencySummary;
+
+    use super::*;
+    use crate::model::{ErrorRecord, HostInfo, Mismatch, Stonewall, VerifyRecord, WorkerRecord};
+
+    const MIB: f64 = (1u64 << 20) as f64;
+
+    /// One phase with rates derived from bytes, ops and elapsed, so the
+    /// fixture is self-consistent.
+    fn phase(op: &str, rep: u32, bytes: u64, ops: u64, elapsed_s: f64) -> PhaseRecord {
+        PhaseRecord {
+            op: op.into(),
+            rep,
+            threads: 4,
+            bytes,
+            ops,
+            read_bytes: if op.contains("read") { bytes } else { 0 },
+            write_bytes: if op.contains("write") { bytes } else { 0 },
+            elapsed_s,
+            bw_mib_s: bytes as f64 / MIB / elapsed_s,
+            bw_mb_s: bytes as f64 / 1e6 / elapsed_s,
+            iops: ops as f64 / elapsed_s,
+            lat_us: LatencySummary {
+                mean: 1800.5,
+                p50: 1730.25,
+                p99: 4100.0,
+                p999: 9875.5,
+                max: 12034.75,
+                min: 610.0,
+            },
+            open_s: 0.000_123_4,
+            io_s: elapsed_s - 0.002,
+            close_s: 0.0015,
+            fsync_s: 0.0,
+            cpu_user_s: 0.021,
+            cpu_sys_s: 0.3125,
+            stonewall: Stonewall {
+                s: elapsed_s,
+                bytes,
+                bw_mib_s: bytes as f64 / MIB / elapsed_s,
+            },
+            time_limited: false,
+            interrupted: false,
+            errors: 0,
+            verify: None,
+            workers: (0..4)
+                .map(|w| WorkerRecord {
+                    worker: w,
+                    host: "node01".into(),
+                    bytes: bytes / 4,
+                    ops: ops / 4,
+                    start_s: 0.0,
+                    end_s: elapsed_s,
+                    open_s: 0.000_123_4,
+                    io_s: elapsed_s - 0.002,
+                    close_s: 0.0015,
+                    bw_mib_s: bytes as f64 / 4.0 / MIB / elapsed_s,
+                })
+                .collect(),
+        }
+    }
+
+    fn fixture() -> ResultSet {
+        let spec = RawWorkload {
+            target: Some(PathBuf::from("/mnt/lustre/scratch/ioscale")),
+            ops: vec![Op::Write, Op::Read],
+            threads: Some(4),
+            xfer: Some(1 << 20),
+            size: Some(1 << 30),
+            reps: Some(2),
+            sync: Some(spec::SyncMode::End),
+            time_limit: Some(Duration::from_secs(30)),
+            verify: true,
+            ..Default::default()
+        }
+        .build()
+        .expect("fixture workload is valid");
+        let total = 4u64 << 30;
+        let ops = 4096;
+
+        let w0 = phase("write", 0, total, ops, 2.3456);
+        let r0 = phase("read", 0, total, ops, 0.8125);
+
+        // A slow straggler: the first worker finished well before the last.
+        let mut w1 = phase("write", 1, total, ops, 3.5);
+        w1.stonewall = Stonewall {
+            s: 2.75,
+            bytes: 3 << 30,
+            bw_mib_s: (3u64 << 30) as f64 / MIB / 2.75,
+        };
+        w1.time_limited = true;
+
+        // A read that found corrupted data and lost a worker.
+        let mut r1 = phase("read", 1, total - (64 << 20), ops - 64, 0.9);
+        r1.errors = 1;
+        r1.verify = Some(VerifyRecord {
+            checked_bytes: total - (64 << 20),
+            bad_bytes: 4096 + 512,
+            mismatches: vec![
+                Mismatch {
+                    file: "/mnt/lustre/scratch/ioscale/ioscale.2".into(),
+                    offset: 1_048_576,
+                    bad_bytes: 4096,
+                },
+                Mismatch {
+                    file: "/mnt/lustre/scratch/ioscale/ioscale.3".into(),
+                    offset: 7_340_544,
+                    bad_bytes: 512,
+                },
+            ],
+        });
+
+        // A tiny, slow phase to exercise the small-number formats.
+        let mut tiny = phase("randread", 0, 40 << 10, 10, 0.25);
+        tiny.cpu_user_s = 0.0;
+        tiny.lat_us = LatencySummary {
+            mean: 25_000.0,
+            p50: 24_999.9,
+            p99: 31_000.0,
+            p999: 31_000.0,
+            max: 31_000.0,
+            min: 20_000.0,
+        };
+
+        let mut rs = ResultSet {
+            schema: SCHEMA,
+            tool: "ioscale".into(),
+            version: "0.1.0".into(),
+            command: vec![
+                "ioscale".into(),
+                "run".into(),
+                "/mnt/lustre/scratch/ioscale".into(),
+                "--op".into(),
+                "write,read".into(),
+            ],
+            started: "2025-01-02T03:04:05Z".into(),
+            host: HostInfo {
+                hostname: "node01".into(),
+                kernel: "6.8.0-45-generic".into(),
+                cpus: 64,
+                mem_bytes: 270_000_000_000,
+                target: "/mnt/lustre/scratch/ioscale".into(),
+                mount_point: "/mnt/lustre".into(),
+                fs_type: "lustre".into(),
+                fs_source: "10.0.0.1@o2ib:/scratch".into(),
+                mount_options: "rw,flock,lazystatfs".into(),
+            },
+            spec,
+            warnings: vec![
+                "the data (4 GiB) is smaller than twice the memory (251.5 GiB); reads may come from the page cache".into(),
+            ],
+            interrupted: false,
+            errors: vec![
+                ErrorRecord {
+                    worker: 3,
+                    op: "read".into(),
+                    file: "/mnt/lustre/scratch/ioscale/ioscale.3".into(),
+                    offset: Some(201_326_592),
+                    errno: Some(5),
+                    message: "Input/output error (os error 5)".into(),
+                },
+                ErrorRecord {
+                    worker: 1,
+                    op: "close".into(),
+                    file: "/mnt/lustre/scratch/ioscale/ioscale.1".into(),
+                    offset: None,
+                    errno: Some(122),
+                    message: "Disk quota exceeded (os error 122)".into(),
+                },
+            ],
+            phases: vec![w0, r0, tiny, w1, r1],
+            summary: Vec::new(),
+        };
+        rs.summarise();
+        rs
+    }
+
+    fn render(t: ExportType, rs: &ResultSet) -> String {
+        String::from_utf8(t.exporter().render(rs).expect("render")).expect("UTF-8")
+    }
+
+    /// Compares with `tests/golden/<name>`; `UPDATE_GOLDEN=1` rewrites it.
+    fn check_golden(name: &str, got: &str) {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden")
+            .join(name);
+        if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, got).unwrap();
+            return;
+        }
+        let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
+                path.display()
+            )
+        });
+        assert!(
+            want == got,
+            "{} differs (UPDATE_GOLDEN=1 rewrites it)\n--- want\n{want}\n--- got\n{got}",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn golden_text() {
+        check_golden("results.txt", &render(ExportType::Text, &fixture()));
+    }
+
+    #[test]
+    fn golden_csv() {
+        check_golden("results.csv", &render(ExportType::Csv, &fixture()));
+    }
+
+    #[test]
+    fn golden_json() {
+        check_golden("results.json", &render(ExportType::Json, &fixture()));
+    }
+
+    #[test]
+    fn json_round_trip() {
+        let rs = fixture();
+        let bytes = JsonExporter.render(&rs).unwrap();
+        assert_eq!(bytes.last(), Some(&b'\n'));
+        assert_eq!(from_json(&bytes).unwrap(), rs);
+    }
+
+    #[test]
+    fn json_has_contract_fields() {
+        let bytes = JsonExporter.render(&fixture()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let phase = &v["phases"][0];
+        for key in [
+            "op",
+            "threads",
+            "bytes",
+            "ops",
+            "elapsed_s",
+            "bw_mib_s",
+            "iops",
+            "lat_us",
+            "cpu_user_s",
+            "cpu_sys_s",
+        ] {
+            assert!(phase.get(key).is_some(), "phase lacks {key}");
+        }
+        for key in ["p50", "p99", "p999", "max"] {
+            assert!(phase["lat_us"].get(key).is_some(), "lat_us lacks {key}");
+        }
+    }
+
+    #[test]
+    fn from_json_refuses_newer_schema() {
+        let mut rs = fixture();
+        rs.schema = SCHEMA + 1;
+        let bytes = JsonExporter.render(&rs).unwrap();
+        assert!(matches!(
+            from_json(&bytes),
+            Err(ExportError::Schema { found, .. }) if found == SCHEMA + 1
+        ));
+        assert!(matches!(from_json(b"{"), Err(ExportError::Json(_))));
+    }
+
+    #[test]
+    fn csv_one_line_per_phase() {
+        let rs = fixture();
+        let text = render(ExportType::Csv, &rs);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), rs.phases.len() + 1);
+        assert_eq!(lines[0], CSV_COLUMNS.join(","));
+        for line in &lines {
+            assert_eq!(line.split(',').count(), CSV_COLUMNS.len(), "{line}");
+        }
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        assert_eq!(csv_field("write"), "write");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        let mut rs = fixture();
+        rs.phases.truncate(1);
+        rs.phases[0].op = "odd,op".into();
+        let text = render(ExportType::Csv, &rs);
+        assert!(text.lines().nth(1).unwrap().starts_with("\"odd,op\",0,4,"));
+    }
+
+    #[test]
+    fn text_interrupted_and_no_summary() {
+        let mut rs = fixture();
+        rs.phases.truncate(2);
+        rs.phases[1].interrupted = true;
+        rs.interrupted = true;
+        rs.errors.clear();
+        rs.summarise();
+        let text = render(ExportType::Text, &rs);
+        assert!(
+            text.ends_with("interrupted: results so far are shown\n"),
+            "{text}"
+        );
+        assert!(text.contains("  read rep 0: interrupted"), "{text}");
+        assert!(!text.contains("Summary over"), "{text}");
+        assert!(!text.contains("error:"), "{text}");
+    }
+
+    #[test]
+    fn text_without_phases() {
+        let mut rs = fixture();
+        rs.phases.clear();
+        rs.summarise();
+        let text = render(ExportType::Text, &rs);
+        assert!(text.contains("no phase completed"), "{text}");
+    }
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_rate(999.994), "999.99");
+        assert_eq!(fmt_rate(1843.27), "1843.3");
+        assert_eq!(fmt_iops(12.345), "12.35");
+        assert_eq!(fmt_iops(5042.6), "5043");
+        assert_eq!(fmt_lat(1730.25), "1730.2");
+        assert_eq!(fmt_secs(2.3456), "2.346");
+        assert_eq!(fmt_secs(0.0), "0.000");
+        assert_eq!(fmt_secs(0.0015), "0.001500");
+        assert_eq!(fmt_secs(0.000_123_4), "0.0001234");
+        assert_eq!(fmt_secs(0.05), "0.050");
+    }
+
+    #[test]
+    fn table_widths_follow_content() {
+        let rows = vec![
+            vec!["write".to_string(), "1".to_string()],
+            vec!["randread".to_string(), "123456789".to_string()],
+        ];
+        assert_eq!(
+            table(&["op", "n"], &rows),
+            vec![
+                "op                n",
+                "write             1",
+                "randread  123456789",
+            ]
+        );
+    }
+
+    #[test]
+    fn export_type_names() {
+        for t in ExportType::ALL {
+            assert_eq!(ExportType::parse(t.name()), Some(t));
+        }
+        assert_eq!(ExportType::parse("TXT"), Some(ExportType::Text));
+        assert_eq!(ExportType::parse("html"), None);
+        assert_eq!(ExportType::Csv.to_string(), "csv");
+    }
+}

@@ -1,0 +1,245 @@
+//! The results model: pure data, the canonical record of a run.
+//!
+//! The JSON form of [`ResultSet`] is a contract (see docs/results.md): every
+//! other output — tables, CSV, later charts and HTML — is rendered from it,
+//! so a saved JSON file can always be rendered again. Field names in
+//! [`PhaseRecord`] are fixed by DESIGN.md; add fields, never rename them,
+//! and bump [`SCHEMA`] with a migration note when a meaning changes.
+
+use serde::{Deserialize, Serialize};
+use spec::WorkloadSpec;
+use stats::{LatencySummary, RepStats};
+
+/// Version of the JSON layout.
+pub const SCHEMA: u32 = 1;
+
+/// Facts about the machine and the target, recorded with every run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// Physical memory in bytes.
+    pub mem_bytes: u64,
+    /// The tested directory.
+    pub target: String,
+    /// Mount point holding the target.
+    pub mount_point: String,
+    /// File-system type (ext4, xfs, tmpfs, nfs4, fuse.*, …).
+    pub fs_type: String,
+    /// Mount source (device or server:export).
+    pub fs_source: String,
+    /// Mount options.
+    pub mount_options: String,
+}
+
+/// Per-worker detail of one phase (times in seconds since the phase's
+/// first start).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRecord {
+    /// Worker index.
+    pub worker: u32,
+    /// Host the worker ran on.
+    pub host: String,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Requests completed.
+    pub ops: u64,
+    /// When it started (before open).
+    pub start_s: f64,
+    /// When it finished (after close).
+    pub end_s: f64,
+    /// Seconds in open.
+    pub open_s: f64,
+    /// Seconds in transfers and fsync.
+    pub io_s: f64,
+    /// Seconds in close.
+    pub close_s: f64,
+    /// The worker's own rate: bytes ÷ its own elapsed time, in MiB/s.
+    pub bw_mib_s: f64,
+}
+
+/// The honest partial figure: work done by the time the first worker
+/// finished (or the time limit struck).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stonewall {
+    /// Seconds from the first start to the first finish.
+    pub s: f64,
+    /// Bytes all workers had moved by then.
+    pub bytes: u64,
+    /// Those bytes ÷ those seconds, in MiB/s.
+    pub bw_mib_s: f64,
+}
+
+/// Data-check results of a phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerifyRecord {
+    /// Bytes compared with the pattern.
+    pub checked_bytes: u64,
+    /// Bytes that differed.
+    pub bad_bytes: u64,
+    /// Each file with a mismatch: path, first bad offset, bad bytes.
+    pub mismatches: Vec<Mismatch>,
+}
+
+/// A file whose data did not match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mismatch {
+    /// The file.
+    pub file: String,
+    /// First differing offset seen.
+    pub offset: u64,
+    /// Differing bytes seen by the worker that found it.
+    pub bad_bytes: u64,
+}
+
+/// An error that stopped a worker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorRecord {
+    /// Worker index.
+    pub worker: u32,
+    /// Operation: open, read, write, fsync, close.
+    pub op: String,
+    /// The file.
+    pub file: String,
+    /// File offset, if the error belongs to a transfer.
+    pub offset: Option<u64>,
+    /// errno, if from the kernel.
+    pub errno: Option<i32>,
+    /// Description.
+    pub message: String,
+}
+
+/// One phase of one repetition: the unit every table row and chart point
+/// comes from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseRecord {
+    /// Operation name (`write`, `read`, `randread`, …).
+    pub op: String,
+    /// Repetition number, from 0.
+    pub rep: u32,
+    /// Workers.
+    pub threads: u32,
+    /// Bytes moved by all workers.
+    pub bytes: u64,
+    /// Requests completed by all workers.
+    pub ops: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Seconds from the first worker's open to the last worker's close.
+    pub elapsed_s: f64,
+    /// bytes ÷ elapsed_s in MiB/s (2^20).
+    pub bw_mib_s: f64,
+    /// bytes ÷ elapsed_s in MB/s (10^6).
+    pub bw_mb_s: f64,
+    /// ops ÷ elapsed_s.
+    pub iops: f64,
+    /// Request latency over all workers, microseconds.
+    pub lat_us: LatencySummary,
+    /// Longest open among workers, seconds.
+    pub open_s: f64,
+    /// Longest transfer section (including fsync) among workers, seconds.
+    pub io_s: f64,
+    /// Longest close among workers, seconds.
+    pub close_s: f64,
+    /// Longest fsync time among workers, seconds.
+    pub fsync_s: f64,
+    /// Process CPU time in user mode during the phase, seconds.
+    pub cpu_user_s: f64,
+    /// Process CPU time in the kernel during the phase, seconds.
+    pub cpu_sys_s: f64,
+    /// The stonewall figure.
+    pub stonewall: Stonewall,
+    /// Whether a `--time` limit cut the phase short.
+    pub time_limited: bool,
+    /// Whether an interrupt cut the phase short.
+    pub interrupted: bool,
+    /// Requests that failed.
+    pub errors: u64,
+    /// Data check, when `--verify` was on and the phase read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyRecord>,
+    /// Per-worker detail.
+    pub workers: Vec<WorkerRecord>,
+}
+
+/// Statistics of one operation over its repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseSummary {
+    /// Operation name.
+    pub op: String,
+    /// Repetitions that completed.
+    pub reps: usize,
+    /// Bandwidth in MiB/s.
+    pub bw_mib_s: RepStats,
+    /// IOPS.
+    pub iops: RepStats,
+    /// Elapsed seconds.
+    pub elapsed_s: RepStats,
+}
+
+/// The whole record of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultSet {
+    /// Layout version of this record.
+    pub schema: u32,
+    /// Always "ioscale".
+    pub tool: String,
+    /// ioscale version that wrote it.
+    pub version: String,
+    /// The command line, word by word.
+    pub command: Vec<String>,
+    /// When the run began, RFC 3339 UTC.
+    pub started: String,
+    /// Machine and target facts.
+    pub host: HostInfo,
+    /// The workload as run.
+    pub spec: WorkloadSpec,
+    /// Warnings about how to read the figures (page cache, oversubscription).
+    pub warnings: Vec<String>,
+    /// Whether the run was cut short by an interrupt.
+    pub interrupted: bool,
+    /// Errors that stopped workers.
+    pub errors: Vec<ErrorRecord>,
+    /// Every phase of every repetition, in the order run.
+    pub phases: Vec<PhaseRecord>,
+    /// Per operation, statistics over repetitions.
+    pub summary: Vec<PhaseSummary>,
+}
+
+impl ResultSet {
+    /// Recomputes [`ResultSet::summary`] from the phases.
+    pub fn summarise(&mut self) {
+        let mut ops: Vec<String> = Vec::new();
+        for p in &self.phases {
+            if !ops.contains(&p.op) {
+                ops.push(p.op.clone());
+            }
+        }
+        self.summary = ops
+            .into_iter()
+            .filter_map(|op| {
+                let rows: Vec<&PhaseRecord> = self
+                    .phases
+                    .iter()
+                    .filter(|p| p.op == op && !p.interrupted)
+                    .collect();
+                let pick = |f: fn(&PhaseRecord) -> f64| -> Vec<f64> {
+                    rows.iter().map(|p| f(p)).collect()
+                };
+                Some(PhaseSummary {
+                    reps: rows.len(),
+                    bw_mib_s: RepStats::from_samples(&pick(|p| p.bw_mib_s))?,
+                    iops: RepStats::from_samples(&pick(|p| p.iops))?,
+                    elapsed_s: RepStats::from_samples(&pick(|p| p.elapsed_s))?,
+                    op,
+                })
+            })
+            .collect();
+    }
+}

@@ -1,0 +1,707 @@
+//! The validated description of a data workload.
+//!
+//! Front-ends (the native CLI, and later the IOR and dd emulations) only
+//! collect raw values into [`RawWorkload`]; [`RawWorkload::build`] is the one
+//! place that checks them and resolves the sizing rules into a
+//! [`WorkloadSpec`] the engine can trust. Keeping that in one place means an
+//! impossible combination is refused the same way whatever the front-end.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::units::format_size;
+
+/// One phase's access pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Sequential writes.
+    Write,
+    /// Sequential reads.
+    Read,
+    /// Writes at shuffled offsets, each transfer exactly once.
+    Randwrite,
+    /// Reads at shuffled offsets, each transfer exactly once.
+    Randread,
+    /// Sequential offsets, each transfer a read or a write by `rwmix`.
+    Rw,
+    /// Shuffled offsets, each transfer a read or a write by `rwmix`.
+    Randrw,
+}
+
+impl Op {
+    /// All operations, in the order `--help` lists them.
+    pub const ALL: [Op; 6] = [
+        Op::Write,
+        Op::Read,
+        Op::Randwrite,
+        Op::Randread,
+        Op::Rw,
+        Op::Randrw,
+    ];
+
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Write => "write",
+            Op::Read => "read",
+            Op::Randwrite => "randwrite",
+            Op::Randread => "randread",
+            Op::Rw => "rw",
+            Op::Randrw => "randrw",
+        }
+    }
+
+    /// Whether offsets are shuffled.
+    pub fn is_random(self) -> bool {
+        matches!(self, Op::Randwrite | Op::Randread | Op::Randrw)
+    }
+
+    /// Whether the phase may read.
+    pub fn reads(self) -> bool {
+        !matches!(self, Op::Write | Op::Randwrite)
+    }
+
+    /// Whether the phase may write.
+    pub fn writes(self) -> bool {
+        !matches!(self, Op::Read | Op::Randread)
+    }
+
+    /// Parses a name as typed on the command line.
+    pub fn parse(s: &str) -> Option<Op> {
+        Op::ALL.into_iter().find(|o| o.name() == s.trim())
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How workers share files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layout {
+    /// One file in IOR's segmented layout.
+    Shared,
+    /// One file per worker, all in one directory.
+    PerThread,
+    /// One file per worker, each in its own directory.
+    PerThreadDir,
+}
+
+impl Layout {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Shared => "shared",
+            Layout::PerThread => "per-thread",
+            Layout::PerThreadDir => "per-thread-dir",
+        }
+    }
+
+    /// Parses a name as typed on the command line.
+    pub fn parse(s: &str) -> Option<Layout> {
+        match s.trim() {
+            "shared" => Some(Layout::Shared),
+            "per-thread" | "fpp" => Some(Layout::PerThread),
+            "per-thread-dir" => Some(Layout::PerThreadDir),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// When written data is forced to stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "mode", content = "n")]
+pub enum SyncMode {
+    /// Never; the page cache decides (buffered) or the device does (direct).
+    None,
+    /// One fsync per file at the end of a write phase, inside the timing
+    /// (like `dd conv=fsync`).
+    End,
+    /// Open with O_SYNC, so every write returns only once it is stable (like
+    /// `dd oflag=sync`).
+    Each,
+    /// Open with O_DSYNC (data, not all metadata; like `dd oflag=dsync`).
+    Dsync,
+    /// An fsync after every N writes of a worker, and at the end.
+    Every(u64),
+}
+
+impl SyncMode {
+    /// Parses `none`, `end`, `each`, `dsync` or `every:N`.
+    pub fn parse(s: &str) -> Option<SyncMode> {
+        let s = s.trim();
+        match s {
+            "none" => Some(SyncMode::None),
+            "end" => Some(SyncMode::End),
+            "each" | "sync" => Some(SyncMode::Each),
+            "dsync" => Some(SyncMode::Dsync),
+            _ => {
+                let n = s.strip_prefix("every:")?.parse().ok()?;
+                (n > 0).then_some(SyncMode::Every(n))
+            }
+        }
+    }
+
+    /// The name used in tables.
+    pub fn label(self) -> String {
+        match self {
+            SyncMode::None => "none".into(),
+            SyncMode::End => "end".into(),
+            SyncMode::Each => "each".into(),
+            SyncMode::Dsync => "dsync".into(),
+            SyncMode::Every(n) => format!("every:{n}"),
+        }
+    }
+}
+
+/// Which I/O engine issues the requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EngineKind {
+    /// pread/pwrite, one request in flight per worker.
+    Sync,
+    /// io_uring with up to `iodepth` requests in flight per worker.
+    IoUring,
+}
+
+impl EngineKind {
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Sync => "sync",
+            EngineKind::IoUring => "io_uring",
+        }
+    }
+}
+
+/// The raw, unchecked values a front-end collected.
+///
+/// `None` means "not given"; [`RawWorkload::build`] applies the defaults.
+#[derive(Debug, Clone, Default)]
+pub struct RawWorkload {
+    /// Directory the files go into.
+    pub target: Option<PathBuf>,
+    /// Phases in order.
+    pub ops: Vec<Op>,
+    /// Number of workers.
+    pub threads: Option<u64>,
+    /// File layout.
+    pub layout: Option<Layout>,
+    /// Transfer size.
+    pub xfer: Option<u64>,
+    /// Bytes per worker.
+    pub size: Option<u64>,
+    /// Bytes in all, split across workers.
+    pub total: Option<u64>,
+    /// IOR block size.
+    pub block: Option<u64>,
+    /// IOR segment count.
+    pub segments: Option<u64>,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// Sync mode.
+    pub sync: Option<SyncMode>,
+    /// Drop the page cache between phases.
+    pub drop_caches: bool,
+    /// Task offset for reordered reads (IOR -C uses 1).
+    pub reorder: Option<u64>,
+    /// Engine.
+    pub engine: Option<EngineKind>,
+    /// Requests in flight per worker.
+    pub iodepth: Option<u64>,
+    /// Repetitions.
+    pub reps: Option<u64>,
+    /// Per-phase deadline.
+    pub time_limit: Option<Duration>,
+    /// Write a checkable pattern and check it on read.
+    pub verify: bool,
+    /// Leave the files behind.
+    pub keep: bool,
+    /// Seed for shuffles and patterns.
+    pub seed: Option<u64>,
+    /// Percentage of reads in mixed phases.
+    pub rwmix_read: Option<u64>,
+}
+
+/// A complete, consistent workload the engine can run without further checks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    /// Directory the files go into.
+    pub target: PathBuf,
+    /// Phases in order.
+    pub ops: Vec<Op>,
+    /// Number of workers.
+    pub threads: u32,
+    /// File layout.
+    pub layout: Layout,
+    /// Bytes per request.
+    pub xfer: u64,
+    /// Bytes of one worker's contiguous block (IOR -b).
+    pub block: u64,
+    /// Blocks per worker (IOR -s).
+    pub segments: u64,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// Sync mode.
+    pub sync: SyncMode,
+    /// Drop the page cache before each phase after the first.
+    pub drop_caches: bool,
+    /// Worker r reads what worker (r + offset) mod threads wrote; 0 = off.
+    pub reorder_offset: u32,
+    /// Engine.
+    pub engine: EngineKind,
+    /// Requests in flight per worker (1 for the sync engine).
+    pub iodepth: u32,
+    /// Repetitions of the whole phase sequence.
+    pub reps: u32,
+    /// Stop each phase at this deadline (stonewall).
+    #[serde(with = "opt_secs")]
+    pub time_limit: Option<Duration>,
+    /// Pattern write and check.
+    pub verify: bool,
+    /// Leave the files behind.
+    pub keep: bool,
+    /// Seed for shuffles and patterns.
+    pub seed: u64,
+    /// Percentage of reads in mixed phases.
+    pub rwmix_read: u8,
+}
+
+impl WorkloadSpec {
+    /// Bytes each worker moves in one phase.
+    pub fn bytes_per_worker(&self) -> u64 {
+        self.block * self.segments
+    }
+
+    /// Bytes all workers move in one phase.
+    pub fn total_bytes(&self) -> u64 {
+        self.bytes_per_worker() * self.threads as u64
+    }
+
+    /// Transfers each worker issues in one phase.
+    pub fn xfers_per_worker(&self) -> u64 {
+        self.bytes_per_worker() / self.xfer
+    }
+
+    /// Size of one data file.
+    pub fn file_size(&self) -> u64 {
+        match self.layout {
+            Layout::Shared => self.total_bytes(),
+            _ => self.bytes_per_worker(),
+        }
+    }
+
+    /// Number of data files.
+    pub fn file_count(&self) -> u32 {
+        match self.layout {
+            Layout::Shared => 1,
+            _ => self.threads,
+        }
+    }
+
+    /// One line that says what the run does, for logs and headers.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} x {} worker(s), {} layout, xfer {}, {} per worker ({} block x {} segment(s)), {}{}, sync {}",
+            self.ops
+                .iter()
+                .map(|o| o.name())
+                .collect::<Vec<_>>()
+                .join(","),
+            self.threads,
+            self.layout,
+            format_size(self.xfer),
+            format_size(self.bytes_per_worker()),
+            format_size(self.block),
+            self.segments,
+            if self.engine == EngineKind::IoUring {
+                format!("io_uring depth {}", self.iodepth)
+            } else {
+                "sync engine".into()
+            },
+            if self.direct { ", O_DIRECT" } else { ", buffered" },
+            self.sync.label(),
+        )
+    }
+}
+
+/// Why a workload was refused. Each message names the flag and the fix.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SpecError {
+    /// A required value is missing.
+    #[error("{flag} is required: {hint}")]
+    Missing {
+        /// The flag.
+        flag: &'static str,
+        /// What to give.
+        hint: &'static str,
+    },
+    /// A value is zero where it must be positive.
+    #[error("{flag} must be greater than zero")]
+    Zero {
+        /// The flag.
+        flag: &'static str,
+    },
+    /// A value is out of its range.
+    #[error("{flag} {value} is out of range: {hint}")]
+    Range {
+        /// The flag.
+        flag: &'static str,
+        /// The value as given.
+        value: String,
+        /// What is allowed.
+        hint: String,
+    },
+    /// Two flags contradict each other.
+    #[error("{0}")]
+    Conflict(String),
+    /// Sizes that cannot be laid out.
+    #[error("{0}")]
+    Sizes(String),
+}
+
+const MAX_THREADS: u64 = 65_536;
+const MAX_IODEPTH: u64 = 4_096;
+
+impl RawWorkload {
+    /// Checks every value and resolves the sizing rules.
+    ///
+    /// Sizing: the bytes per worker come from `--size`, or `--total` ÷
+    /// threads, or `--block` × `--segments`. If only the size is known, it
+    /// is one block (one segment). `--block`/`--segments` then split it as
+    /// IOR does; every block must be a whole number of transfers.
+    pub fn build(&self) -> Result<WorkloadSpec, SpecError> {
+        let target = self.target.clone().ok_or(SpecError::Missing {
+            flag: "TARGET",
+            hint: "name the directory to test, e.g. `ioscale run /mnt/fs`",
+        })?;
+        if self.ops.is_empty() {
+            return Err(SpecError::Missing {
+                flag: "--op",
+                hint: "e.g. --op write,read",
+            });
+        }
+        let threads = self.threads.unwrap_or(1);
+        if threads == 0 {
+            return Err(SpecError::Zero { flag: "--threads" });
+        }
+        if threads > MAX_THREADS {
+            return Err(SpecError::Range {
+                flag: "--threads",
+                value: threads.to_string(),
+                hint: format!("at most {MAX_THREADS}"),
+            });
+        }
+        let layout = self.layout.unwrap_or(Layout::PerThread);
+        let xfer = self.xfer.unwrap_or(1 << 20);
+        if xfer == 0 {
+            return Err(SpecError::Zero { flag: "--xfer" });
+        }
+        if xfer > (1 << 31) {
+            return Err(SpecError::Range {
+                flag: "--xfer",
+                value: format_size(xfer),
+                hint: "at most 2 GiB per request".into(),
+            });
+        }
+        if self.size.is_some() && self.total.is_some() {
+            return Err(SpecError::Conflict(
+                "--size (per worker) and --total (split across workers) were both given; use one"
+                    .into(),
+            ));
+        }
+        for (flag, v) in [
+            ("--size", self.size),
+            ("--total", self.total),
+            ("--block", self.block),
+            ("--segments", self.segments),
+        ] {
+            if v == Some(0) {
+                return Err(SpecError::Zero { flag });
+            }
+        }
+        let per_worker = if let Some(s) = self.size {
+            Some(s)
+        } else if let Some(t) = self.total {
+            if t % threads != 0 {
+                return Err(SpecError::Sizes(format!(
+                    "--total {} does not split evenly across {threads} workers; \
+                     choose a total divisible by the thread count or use --size",
+                    format_size(t)
+                )));
+            }
+            Some(t / threads)
+        } else {
+            None
+        };
+        let (block, segments) = match (per_worker, self.block, self.segments) {
+            (None, None, None) => (256 << 20, 1),
+            (None, Some(b), s) => (b, s.unwrap_or(1)),
+            (None, None, Some(s)) => (xfer, s),
+            (Some(p), None, None) => (p, 1),
+            (Some(p), Some(b), s) => {
+                if p % b != 0 {
+                    return Err(SpecError::Sizes(format!(
+                        "the size per worker ({}) is not a multiple of --block {}; \
+                         make it a whole number of blocks",
+                        format_size(p),
+                        format_size(b)
+                    )));
+                }
+                let n = p / b;
+                if let Some(s) = s {
+                    if s != n {
+                        return Err(SpecError::Conflict(format!(
+                            "--segments {s} × --block {} is not the size per worker ({}); give two of the three",
+                            format_size(b),
+                            format_size(p)
+                        )));
+                    }
+                }
+                (b, n)
+            }
+            (Some(p), None, Some(s)) => {
+                if p % s != 0 {
+                    return Err(SpecError::Sizes(format!(
+                        "the size per worker ({}) does not split into {s} equal segments",
+                        format_size(p)
+                    )));
+                }
+                (p / s, s)
+            }
+        };
+        if xfer > block {
+            return Err(SpecError::Sizes(format!(
+                "--xfer {} is larger than the block ({}); use a transfer no larger than --block/--size",
+                format_size(xfer),
+                format_size(block)
+            )));
+        }
+        if block % xfer != 0 {
+            return Err(SpecError::Sizes(format!(
+                "the block ({}) is not a multiple of --xfer {}; make the block a whole number of transfers",
+                format_size(block),
+                format_size(xfer)
+            )));
+        }
+        let per = block.checked_mul(segments).ok_or_else(|| {
+            SpecError::Sizes("--block × --segments overflows 64 bits; use smaller sizes".into())
+        })?;
+        per.checked_mul(threads).ok_or_else(|| {
+            SpecError::Sizes("the total size overflows 64 bits; use smaller sizes".into())
+        })?;
+        if per / xfer > (1u64 << 48) {
+            return Err(SpecError::Sizes(
+                "more than 2^48 transfers per worker; raise --xfer".into(),
+            ));
+        }
+        if self.direct && !xfer.is_multiple_of(512) {
+            return Err(SpecError::Sizes(format!(
+                "--direct needs --xfer to be a multiple of 512 bytes (usually 4 KiB); {} is not",
+                format_size(xfer)
+            )));
+        }
+        let engine = self.engine.unwrap_or(EngineKind::Sync);
+        let iodepth = self
+            .iodepth
+            .unwrap_or(if engine == EngineKind::IoUring { 32 } else { 1 });
+        if iodepth == 0 {
+            return Err(SpecError::Zero { flag: "--iodepth" });
+        }
+        if iodepth > MAX_IODEPTH {
+            return Err(SpecError::Range {
+                flag: "--iodepth",
+                value: iodepth.to_string(),
+                hint: format!("at most {MAX_IODEPTH}"),
+            });
+        }
+        if engine == EngineKind::Sync && iodepth > 1 {
+            return Err(SpecError::Conflict(
+                "--iodepth above 1 needs --engine io_uring (the sync engine has one request in flight)"
+                    .into(),
+            ));
+        }
+        let reps = self.reps.unwrap_or(1);
+        if reps == 0 {
+            return Err(SpecError::Zero { flag: "--reps" });
+        }
+        if reps > 100_000 {
+            return Err(SpecError::Range {
+                flag: "--reps",
+                value: reps.to_string(),
+                hint: "at most 100000".into(),
+            });
+        }
+        let rwmix = self.rwmix_read.unwrap_or(50);
+        if rwmix > 100 {
+            return Err(SpecError::Range {
+                flag: "--rwmix",
+                value: rwmix.to_string(),
+                hint: "a percentage of reads, 0 to 100".into(),
+            });
+        }
+        if self.rwmix_read.is_some() && !self.ops.iter().any(|o| matches!(o, Op::Rw | Op::Randrw)) {
+            return Err(SpecError::Conflict(
+                "--rwmix only applies to --op rw or randrw".into(),
+            ));
+        }
+        let reorder = self.reorder.unwrap_or(0);
+        if reorder > 0 && threads < 2 {
+            return Err(SpecError::Conflict(
+                "--reorder needs at least 2 workers (with one, a worker can only read its own data)"
+                    .into(),
+            ));
+        }
+        let reorder = reorder % threads;
+        if let Some(t) = self.time_limit {
+            if t.is_zero() {
+                return Err(SpecError::Zero { flag: "--time" });
+            }
+        }
+        if self.verify && self.ops.iter().all(|o| !o.reads()) && !self.keep {
+            // Not an error: the write still lays the pattern down. Nothing to do.
+        }
+        Ok(WorkloadSpec {
+            target,
+            ops: self.ops.clone(),
+            threads: threads as u32,
+            layout,
+            xfer,
+            block,
+            segments,
+            direct: self.direct,
+            sync: self.sync.unwrap_or(SyncMode::None),
+            drop_caches: self.drop_caches,
+            reorder_offset: reorder as u32,
+            engine,
+            iodepth: iodepth as u32,
+            reps: reps as u32,
+            time_limit: self.time_limit,
+            verify: self.verify,
+            keep: self.keep,
+            seed: self.seed.unwrap_or(0x10_5ca1e),
+            rwmix_read: rwmix as u8,
+        })
+    }
+}
+
+mod opt_secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(v: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let v: Option<f64> = Option::deserialize(d)?;
+        Ok(v.filter(|x| x.is_finite() && *x >= 0.0)
+            .map(Duration::from_secs_f64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw() -> RawWorkload {
+        RawWorkload {
+            target: Some("/tmp".into()),
+            ops: vec![Op::Write],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn total_splits_across_threads() {
+        let mut r = raw();
+        r.total = Some(2 << 30);
+        r.threads = Some(8);
+        r.block = Some(1 << 20);
+        r.xfer = Some(1 << 20);
+        let s = r.build().unwrap();
+        assert_eq!(s.segments, 256);
+        assert_eq!(s.total_bytes(), 2 << 30);
+    }
+
+    #[test]
+    fn seed_000_shape() {
+        // ior -t 1m -b 1m -s 2048 with one task: 2 GiB
+        let mut r = raw();
+        r.xfer = Some(1 << 20);
+        r.block = Some(1 << 20);
+        r.segments = Some(2048);
+        r.layout = Some(Layout::Shared);
+        let s = r.build().unwrap();
+        assert_eq!(s.file_size(), 2 << 30);
+        assert_eq!(s.xfers_per_worker(), 2048);
+    }
+
+    #[test]
+    fn impossible_sizes_name_the_flag() {
+        let mut r = raw();
+        r.size = Some(1 << 20);
+        r.xfer = Some(4 << 20);
+        let e = r.build().unwrap_err().to_string();
+        assert!(e.contains("--xfer"), "{e}");
+
+        let mut r = raw();
+        r.block = Some(3 << 20);
+        r.xfer = Some(2 << 20);
+        assert!(r
+            .build()
+            .unwrap_err()
+            .to_string()
+            .contains("multiple of --xfer"));
+
+        let mut r = raw();
+        r.size = Some(0);
+        assert_eq!(r.build().unwrap_err(), SpecError::Zero { flag: "--size" });
+
+        let mut r = raw();
+        r.block = Some(u64::MAX / 2);
+        r.segments = Some(4);
+        r.xfer = Some(1 << 20);
+        assert!(r.build().is_err());
+
+        let mut r = raw();
+        r.direct = true;
+        r.xfer = Some(1000);
+        r.size = Some(1000 * 16);
+        assert!(r.build().unwrap_err().to_string().contains("--direct"));
+    }
+
+    #[test]
+    fn sync_mode_parse() {
+        assert_eq!(SyncMode::parse("every:16"), Some(SyncMode::Every(16)));
+        assert_eq!(SyncMode::parse("every:0"), None);
+        assert_eq!(SyncMode::parse("each"), Some(SyncMode::Each));
+        assert_eq!(SyncMode::parse("bogus"), None);
+    }
+
+    #[test]
+    fn iodepth_needs_io_uring() {
+        let mut r = raw();
+        r.iodepth = Some(8);
+        assert!(r.build().unwrap_err().to_string().contains("io_uring"));
+        r.engine = Some(EngineKind::IoUring);
+        assert_eq!(r.build().unwrap().iodepth, 8);
+    }
+}

@@ -40,6 +40,17 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Remove the files a `run --keep` left in TARGET (recognised by ioscale's marker only).
     Clean(CleanArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Example:\n  ioscale completions bash > /etc/bash_completion.d/ioscale"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) generated from the same flag definitions.
+    #[command(after_help = "Example:\n  ioscale man | man -l -")]
+    Man,
 }
 
 const RUN_EXAMPLES: &str = "Examples:

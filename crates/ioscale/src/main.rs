@@ -45,6 +45,23 @@ fn real_main() -> anyhow::Result<i32> {
     match cli.command {
         Command::Run(args) => cmd_run(&args),
         Command::Clean(args) => cmd_clean(&args.target),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "ioscale", &mut std::io::stdout());
+            Ok(0)
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
+            for sub in cmd.get_subcommands() {
+                let name = format!("ioscale-{}", sub.get_name());
+                let sub = sub.clone().name(&*name.leak());
+                clap_mangen::Man::new(sub).render(&mut out)?;
+            }
+            let _ = std::io::stdout().write_all(&out);
+            Ok(0)
+        }
     }
 }
 

@@ -14,8 +14,8 @@ use std::sync::{Arc, Barrier};
 
 use engine::{run_worker, PhaseControl, PhasePlan, Prepared, WorkerSample};
 use report::{
-    ErrorRecord, HostInfo, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord, WorkerRecord,
-    SCHEMA,
+    ErrorRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord,
+    WorkerRecord, SCHEMA,
 };
 use spec::{format_size, EngineKind, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
@@ -266,7 +266,7 @@ pub fn run(
         command,
         started: host::now_rfc3339(),
         host,
-        spec: spec.clone(),
+        spec: JobSpec::Run(spec.clone()),
         warnings: Vec::new(),
         interrupted: false,
         errors: Vec::new(),
@@ -338,8 +338,9 @@ pub fn run(
                 }
             }
             let interrupted = rec.interrupted;
+            let cut_short = rec.time_limited;
             results.phases.push(rec);
-            if op.writes() && !failed && !interrupted && spec.time_limit.is_none() {
+            if op.writes() && !failed && !interrupted && !cut_short {
                 // A complete write of every transfer: the files now hold a
                 // full data set (mixed phases only count if they wrote all).
                 if matches!(op, Op::Write | Op::Randwrite) {

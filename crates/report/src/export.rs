@@ -644,7 +644,7 @@ mod tests {
                 fs_source: "10.0.0.1@o2ib:/scratch".into(),
                 mount_options: "rw,flock,lazystatfs".into(),
             },
-            spec,
+            spec: crate::model::JobSpec::Run(spec),
             warnings: vec![
                 "the data (4 GiB) is smaller than twice the memory (251.5 GiB); reads may come from the page cache".into(),
             ],

@@ -12,6 +12,6 @@ pub use export::{
     CSV_COLUMNS,
 };
 pub use model::{
-    ErrorRecord, HostInfo, Mismatch, PhaseRecord, PhaseSummary, ResultSet, Stonewall, VerifyRecord,
-    WorkerRecord, SCHEMA,
+    ErrorRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, PhaseSummary, ResultSet, Stonewall,
+    VerifyRecord, WorkerRecord, SCHEMA,
 };

@@ -10,6 +10,32 @@ use serde::{Deserialize, Serialize};
 use spec::WorkloadSpec;
 use stats::{LatencySummary, RepStats};
 
+/// What was run. The JSON carries a `kind` tag (`"run"` for a data
+/// workload) beside the workload's own fields, so each command's record
+/// keeps its own vocabulary in one place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum JobSpec {
+    /// `ioscale run`: a data workload.
+    Run(WorkloadSpec),
+}
+
+impl JobSpec {
+    /// One line that says what the job does.
+    pub fn describe(&self) -> String {
+        match self {
+            JobSpec::Run(w) => w.describe(),
+        }
+    }
+
+    /// The data workload, if this is one.
+    pub fn as_run(&self) -> Option<&WorkloadSpec> {
+        match self {
+            JobSpec::Run(w) => Some(w),
+        }
+    }
+}
+
 /// Version of the JSON layout.
 pub const SCHEMA: u32 = 1;
 
@@ -199,7 +225,7 @@ pub struct ResultSet {
     /// Machine and target facts.
     pub host: HostInfo,
     /// The workload as run.
-    pub spec: WorkloadSpec,
+    pub spec: JobSpec,
     /// Warnings about how to read the figures (page cache, oversubscription).
     pub warnings: Vec<String>,
     /// Whether the run was cut short by an interrupt.

@@ -374,7 +374,7 @@ pub enum SpecError {
     Sizes(String),
 }
 
-const MAX_THREADS: u64 = 65_536;
+const MAX_THREADS: u64 = 4_096;
 const MAX_IODEPTH: u64 = 4_096;
 
 impl RawWorkload {

@@ -97,6 +97,10 @@ pub enum EngineArg {
 }
 
 /// Flags of `ioscale run`.
+///
+/// Value flags accept a leading hyphen (`allow_hyphen_values`) so that
+/// `--size -4k` reaches the second stage and is refused there with one line
+/// naming the flag, instead of clap's "unexpected argument '-4'".
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Directory to test; ioscale works in TARGET/ioscale.d and removes only what it created.
@@ -107,7 +111,13 @@ pub struct RunArgs {
     pub op: String,
 
     /// Parallel workers.
-    #[arg(short = 't', long, value_name = "N", default_value = "1")]
+    #[arg(
+        short = 't',
+        long,
+        value_name = "N",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     pub threads: String,
 
     /// File layout: shared (one file, IOR segmented), per-thread, per-thread-dir.
@@ -115,23 +125,29 @@ pub struct RunArgs {
     pub layout: String,
 
     /// Bytes per request.
-    #[arg(short = 'x', long, value_name = "SIZE", default_value = "1m")]
+    #[arg(
+        short = 'x',
+        long,
+        value_name = "SIZE",
+        default_value = "1m",
+        allow_hyphen_values = true
+    )]
     pub xfer: String,
 
     /// Bytes per worker [default: 256m, or --block × --segments].
-    #[arg(short = 's', long, value_name = "SIZE", conflicts_with = "total")]
+    #[arg(short = 's', long, value_name = "SIZE", allow_hyphen_values = true)]
     pub size: Option<String>,
 
     /// Bytes in all, split evenly across the workers (keeps the total fixed as --threads changes).
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub total: Option<String>,
 
     /// Contiguous bytes per worker per segment (IOR -b).
-    #[arg(short = 'b', long, value_name = "SIZE")]
+    #[arg(short = 'b', long, value_name = "SIZE", allow_hyphen_values = true)]
     pub block: Option<String>,
 
     /// Segments (IOR -s): each worker writes --block in each of them.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub segments: Option<String>,
 
     /// Bypass the page cache (O_DIRECT, aligned buffers).
@@ -153,7 +169,12 @@ pub struct RunArgs {
     pub reorder: bool,
 
     /// With --reorder: read the data of worker r+N instead of r+1.
-    #[arg(long, value_name = "N", requires = "reorder")]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "reorder",
+        allow_hyphen_values = true
+    )]
     pub reorder_offset: Option<String>,
 
     /// I/O engine.
@@ -161,19 +182,24 @@ pub struct RunArgs {
     pub engine: EngineArg,
 
     /// Requests in flight per worker (io_uring) [default: 32 with io_uring].
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub iodepth: Option<String>,
 
     /// Repeat the whole phase sequence N times; min, max, mean, stddev are reported.
-    #[arg(long, value_name = "N", default_value = "1")]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value = "1",
+        allow_hyphen_values = true
+    )]
     pub reps: String,
 
     /// Stop each phase at this deadline (e.g. 30s) and report what was done by then.
-    #[arg(long = "time", value_name = "DURATION")]
+    #[arg(long = "time", value_name = "DURATION", allow_hyphen_values = true)]
     pub time: Option<String>,
 
     /// Percentage of reads in rw/randrw phases.
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", allow_hyphen_values = true)]
     pub rwmix: Option<String>,
 
     /// Write a pattern encoding file, offset and seed; check every byte read.
@@ -185,7 +211,7 @@ pub struct RunArgs {
     pub keep: bool,
 
     /// Seed for random offsets and data patterns.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub seed: Option<String>,
 
     /// Write the canonical JSON record to FILE.

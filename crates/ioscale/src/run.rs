@@ -288,9 +288,12 @@ pub fn run(
                 // does before a mixed or read job on fresh files.
                 let plan = plan_for(spec, Op::Write, &ds, align, rep, false);
                 let (samples, _) = run_phase(&plan, &stop, &mut prepared);
-                if let Some(f) = samples.iter().find_map(|s| s.failure.as_ref()) {
+                if let Some((worker, f)) = samples
+                    .iter()
+                    .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
+                {
                     results.errors.push(ErrorRecord {
-                        worker: 0,
+                        worker,
                         op: format!("layout {}", f.op),
                         file: f.path.display().to_string(),
                         offset: f.offset,

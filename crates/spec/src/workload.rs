@@ -486,14 +486,14 @@ impl RawWorkload {
         };
         if xfer > block {
             return Err(SpecError::Sizes(format!(
-                "--xfer {} is larger than the block ({}); use a transfer no larger than --block/--size",
+                "--xfer {} is larger than the block (--block or --size: {}); use a transfer no larger than the block",
                 format_size(xfer),
                 format_size(block)
             )));
         }
         if block % xfer != 0 {
             return Err(SpecError::Sizes(format!(
-                "the block ({}) is not a multiple of --xfer {}; make the block a whole number of transfers",
+                "the block (--block or --size: {}) is not a multiple of --xfer {}; make the block a whole number of transfers",
                 format_size(block),
                 format_size(xfer)
             )));
@@ -565,6 +565,16 @@ impl RawWorkload {
                 "--reorder needs at least 2 workers (with one, a worker can only read its own data)"
                     .into(),
             ));
+        }
+        if reorder > 0 && reorder % threads == 0 {
+            return Err(SpecError::Range {
+                flag: "--reorder-offset",
+                value: reorder.to_string(),
+                hint: format!(
+                    "a multiple of --threads ({threads}) makes every worker read its own data; use 1 to {}",
+                    threads - 1
+                ),
+            });
         }
         let reorder = reorder % threads;
         if let Some(t) = self.time_limit {

@@ -247,10 +247,7 @@ pub fn snapshot(dir: &Path) -> Tree {
             let ft = e.file_type().unwrap();
             if ft.is_symlink() {
                 let t = std::fs::read_link(&p).unwrap();
-                out.insert(
-                    rel,
-                    Some(format!("-> {}", t.display()).into_bytes()),
-                );
+                out.insert(rel, Some(format!("-> {}", t.display()).into_bytes()));
             } else if ft.is_dir() {
                 out.insert(rel, None);
                 walk(root, &p, out);

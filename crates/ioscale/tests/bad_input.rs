@@ -1,0 +1,130 @@
+//! Usage and setup errors: each exits 2 with one line on standard error
+//! that names the flag (or TARGET), creates nothing, and never panics.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// Runs `ioscale run ARGS TARGET` and checks the refusal.
+fn refused(args: &[&str], target: &Path, names: &str) {
+    let mut all = vec!["run"];
+    all.extend(args);
+    all.push(s(target));
+    let out = run(&all);
+    let err = stderr(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{args:?}: expected exit 2\nstderr:\n{err}"
+    );
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: one line on stderr, got:\n{err}");
+    assert!(
+        lines[0].contains(names),
+        "{args:?}: the message should name {names}: {err}"
+    );
+    assert!(out.stdout.is_empty(), "{args:?}: stdout: {}", stdout(&out));
+}
+
+#[test]
+fn bad_flags_are_refused_and_create_nothing() {
+    let t = scratch();
+    let tp = t.path();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--xfer", "2m", "--size", "1m"], "--xfer"),
+        (&["--block", "3m", "--xfer", "2m"], "--xfer"),
+        (&["--size", "0"], "--size"),
+        (&["--size", "-4k"], "--size"),
+        (&["--size=-4k"], "--size"),
+        (&["--size", "4q"], "--size"),
+        (&["--size", "99999999999999t"], "--size"),
+        (&["--threads", "0"], "--threads"),
+        (&["--threads", "-2"], "--threads"),
+        (&["--op", "bogus"], "--op"),
+        (&["--op", "write,bogus"], "--op"),
+        (&["--layout", "bogus"], "--layout"),
+        (&["--sync", "bogus"], "--sync"),
+        (&["--sync", "every:0"], "--sync"),
+        (&["--iodepth", "8"], "--iodepth"),
+        (&["--rwmix", "150", "--op", "rw"], "--rwmix"),
+        (&["--reps", "0"], "--reps"),
+        (&["--time", "-1s"], "--time"),
+        (&["--time", "0"], "--time"),
+        (
+            &["--direct", "--xfer", "1000", "--size", "1000k"],
+            "--direct",
+        ),
+        (&["--size", "1m", "--total", "2m"], "--total"),
+    ];
+    for (args, names) in cases {
+        refused(args, tp, names);
+        assert_empty(tp);
+    }
+}
+
+#[test]
+fn bad_targets_are_refused() {
+    let base = scratch();
+    let missing = base.path().join("no-such-dir");
+    refused(&["--size", "1m"], &missing, "TARGET");
+    assert!(!missing.exists());
+
+    let file = base.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    refused(&["--size", "1m"], &file, "TARGET");
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+    assert_eq!(names(base.path()), vec!["a-file".to_string()]);
+}
+
+#[test]
+fn read_only_target_is_refused() {
+    let Some(m) = tmpfs("size=4m,ro") else { return };
+    refused(&["--size", "1m"], m.path(), "read-only");
+    assert_empty(m.path());
+}
+
+#[test]
+fn output_path_in_a_missing_directory_is_refused() {
+    let t = scratch();
+    let out = run(&[
+        "run",
+        "--size",
+        "1m",
+        "--json",
+        "/nonexistent-dir/r.json",
+        s(t.path()),
+    ]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--json"), "{}", stderr(&out));
+    assert_empty(t.path());
+}
+
+#[test]
+fn clean_without_kept_files_is_refused() {
+    let t = scratch();
+    let out = run(&["clean", s(t.path())]);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("nothing to clean"),
+        "{}",
+        stderr(&out)
+    );
+    assert_empty(t.path());
+}
+
+#[test]
+fn unknown_subcommand_and_flag_exit_2() {
+    let t = scratch();
+    for args in [
+        vec!["frobnicate"],
+        vec!["run", "--no-such-flag", s(t.path())],
+        vec!["run"],
+    ] {
+        let out = run(&args);
+        assert_code(&out, 2);
+        assert!(!stderr(&out).is_empty());
+    }
+    assert_empty(t.path());
+}

@@ -53,20 +53,27 @@ impl OffsetGen {
                     None
                 }
             }
-            OffsetGen::Shuffled { pos, n, perm } => {
-                // Cycle walking: the domain is the next power of two above n,
-                // so on average fewer than two steps land inside [0, n).
-                while *pos < perm.domain() {
-                    let v = perm.apply(*pos);
-                    *pos += 1;
-                    if v < *n {
-                        return Some(v);
-                    }
-                }
-                None
-            }
+            OffsetGen::Shuffled { pos, n, perm } => next_shuffled(pos, *n, perm),
         }
     }
+}
+
+/// Cycle walking: the domain is the next power of two above n, so on
+/// average fewer than two steps land inside [0, n).
+///
+/// Kept out of line on purpose: inlined into the worker loop, LLVM
+/// vectorises this search with emulated 64-bit multiplies, which measured
+/// about 700 instructions per offset instead of about 40 (callgrind).
+#[inline(never)]
+fn next_shuffled(pos: &mut u64, n: u64, perm: &Permutation) -> Option<u64> {
+    while *pos < perm.domain() {
+        let v = perm.apply(*pos);
+        *pos += 1;
+        if v < n {
+            return Some(v);
+        }
+    }
+    None
 }
 
 /// A keyed bijection on `[0, 2^bits)` built from steps that are each

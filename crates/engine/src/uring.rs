@@ -1,8 +1,10 @@
 //! The io_uring engine: up to `iodepth` requests in flight per worker.
 //!
-//! Plain (not registered) buffers and one submit-and-wait call per batch,
-//! which is what fio's io_uring engine does by default, so the two measure
-//! the same thing. Short transfers are resubmitted for the remainder before
+//! Plain (not registered) buffers, and each request is submitted as soon as
+//! it is queued — what fio's io_uring engine does by default
+//! (iodepth_batch_submit=1). Batching the submissions of a whole refill
+//! measured 15–20% fewer IOPS on virtio disks here: the queue then drains
+//! and refills in lockstep instead of staying full. Short transfers are resubmitted for the remainder before
 //! the request counts as complete. This is the only module with `unsafe`
 //! blocks that hand memory to the kernel.
 
@@ -116,6 +118,20 @@ impl<'f> UringQueue<'f> {
             let _ = self.ring.submit();
         }
         self.to_submit += 1;
+        // Submit now rather than at the next wait: the device starts on the
+        // request at once, which keeps the queue evenly full.
+        loop {
+            match self.ring.submit() {
+                Ok(_) => {
+                    self.to_submit = 0;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // EBUSY/EAGAIN: the completion queue is full; the next wait
+                // reaps and submits what is left.
+                Err(_) => break,
+            }
+        }
     }
 }
 

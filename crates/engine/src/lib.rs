@@ -6,6 +6,7 @@
 //! worker; reduction and reporting happen elsewhere.
 
 pub mod buf;
+pub mod meta;
 pub mod offsets;
 pub mod pattern;
 pub mod queue;
@@ -13,6 +14,7 @@ pub mod sys;
 pub mod uring;
 pub mod worker;
 
+pub use meta::{run_meta_worker, MetaPlan, MetaSample};
 pub use worker::{
     run_worker, IoFailure, PhaseControl, PhasePlan, Prepared, VerifyTally, WorkerSample,
 };

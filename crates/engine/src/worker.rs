@@ -330,6 +330,7 @@ pub fn run_worker(
     if writes && s.failure.is_none() && matches!(plan.sync, SyncMode::End | SyncMode::Every(_)) {
         let t = Instant::now();
         if let Err(e) = file.sync_all() {
+            s.counters.record_error();
             s.failure = Some(IoFailure {
                 op: "fsync".into(),
                 path: path.clone(),
@@ -502,6 +503,7 @@ fn io_loop<Q: IoQueue>(
         if every > 0 && writes_since_sync >= every && !stopping {
             let t = Instant::now();
             if let Err(e) = file.sync_all() {
+                s.counters.record_error();
                 s.failure = Some(IoFailure {
                     op: "fsync".into(),
                     path: path.to_path_buf(),

@@ -23,7 +23,9 @@ use spec::{
         ioscale run /tmp                                     # 1 worker writes then reads 256 MiB\n  \
         ioscale run --op write,read --threads 8 --layout per-thread --xfer 1m --size 256m --direct /mnt/fs\n  \
         ioscale run --op randread --xfer 4k --engine io_uring --iodepth 32 --direct --size 1g /mnt/fs\n  \
-        ioscale clean /mnt/fs                                # remove files a --keep run left\n\n\
+        ioscale clean /mnt/fs                                # remove files a --keep run left\n  \
+        ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -w -F -o /mnt/fs/ior.bin   # IOR's command line\n  \
+        ioscale dd if=/dev/zero of=/mnt/fs/f bs=1M count=2048 conv=fsync            # dd's command line\n\n\
         Exit codes: 0 ran clean, 1 I/O errors or failed verification, 2 usage or setup error, 130 interrupted."
 )]
 pub struct Cli {
@@ -38,6 +40,35 @@ pub enum Command {
     /// Run a data workload (write, read, random, mixed) with N parallel workers.
     #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
+    /// Small files and metadata: create, stat, read, delete … N files per thread (smallfile, mdtest).
+    #[command(after_help = META_EXAMPLES)]
+    Meta(Box<MetaArgs>),
+    /// Run a job at many thread counts (× transfer sizes × layouts × targets) and analyse the scaling.
+    #[command(after_help = crate::sweep::SWEEP_EXAMPLES)]
+    Sweep(Box<crate::sweep::SweepArgs>),
+    /// Render a saved JSON record (sweep or run) again: table, CSV, HTML report, charts.
+    #[command(after_help = crate::report_cmd::REPORT_EXAMPLES)]
+    Report(Box<crate::report_cmd::ReportArgs>),
+    /// Put two or more saved records side by side with their ratios.
+    #[command(after_help = crate::report_cmd::COMPARE_EXAMPLES)]
+    Compare(crate::report_cmd::CompareArgs),
+    /// Run an IOR command line (`ioscale ior -w -r -t 1m -b 1m -s 16 -F -o /mnt/fs/ior.bin`); `ioscale ior --help` lists its options.
+    #[command(after_help = crate::front::ior::HELP, disable_help_flag = true)]
+    Ior {
+        /// IOR's options, as IOR takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Run a dd command line (`ioscale dd if=/dev/zero of=F bs=1M count=2048 conv=fsync`); `--jobs N` runs N in parallel.
+    #[command(after_help = crate::front::dd::HELP, disable_help_flag = true)]
+    Dd {
+        /// dd's operands, as dd takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Write an sbatch script that runs an ioscale command as one Slurm job (MPI ranks).
+    #[command(after_help = crate::slurm::EXAMPLES)]
+    Slurm(Box<crate::slurm::SlurmArgs>),
     /// Remove the files a `run --keep` left in TARGET (recognised by ioscale's marker only).
     Clean(CleanArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -231,6 +262,169 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+const META_EXAMPLES: &str = "Examples:
+  # seed 003: 1024 files of 4 KiB, one thread, all in one directory (smallfile --same-dir Y)
+  ioscale meta --ops create --threads 1 --files 1024 --file-size 4k --same-dir \\
+      --files-per-dir 1024 --dirs-per-dir 1024 /mnt/efs
+
+  # the same 1024 files spread over 16 threads, a directory per thread (--same-dir N)
+  ioscale meta --ops create --threads 16 --files 64 --file-size 4k /mnt/efs
+
+  # smallfile's usual sequence, with latency percentiles and a JSON record
+  ioscale meta --ops create,read,append,stat,chmod,rename,delete --threads 4 --files 10000 --json m.json /mnt/fs
+
+  # mdtest-like: 100,000 empty files per thread hashed 100 per directory, 10 subdirectories each
+  ioscale meta --ops create,stat,delete --threads 8 --files 100000 --file-size 0 \\
+      --files-per-dir 100 --dirs-per-dir 10 /mnt/fs
+
+  # directories instead of files (mdtest -D), and random sizes between 1 KiB and 64 KiB
+  ioscale meta --ops mkdir,rmdir --threads 4 --files 5000 /mnt/fs
+  ioscale meta --ops create,read,delete --file-size 1k..64k --seed 7 /mnt/fs
+
+  # keep the tree, stat it in a later run, then remove it
+  ioscale meta --ops create --keep --threads 4 /mnt/fs
+  ioscale meta --ops stat,readdir --keep --threads 4 /mnt/fs
+  ioscale meta --ops cleanup --threads 4 /mnt/fs
+
+Operations: create, read, append, overwrite, truncate-overwrite, stat, chmod, rename,
+setxattr, getxattr, symlink, readdir (ls -l), delete, mkdir, rmdir, cleanup.
+The tree lives in TARGET/ioscale-meta.d; only names ioscale made are ever removed.";
+
+/// Flags of `ioscale meta`.
+#[derive(Debug, Args)]
+pub struct MetaArgs {
+    /// Directory to test; ioscale works in TARGET/ioscale-meta.d and removes only what it created.
+    pub target: PathBuf,
+
+    /// Phases, in order (comma list): create, read, append, overwrite,
+    /// truncate-overwrite, stat, chmod, rename, setxattr, getxattr, symlink,
+    /// readdir, delete, mkdir, rmdir, cleanup.
+    #[arg(
+        long = "ops",
+        alias = "op",
+        value_name = "LIST",
+        default_value = "create,stat,read,delete"
+    )]
+    pub ops: String,
+
+    /// Parallel threads.
+    #[arg(short = 't', long, value_name = "N", default_value = "1")]
+    pub threads: String,
+
+    /// Files per thread.
+    #[arg(short = 'n', long, value_name = "N", default_value = "1024")]
+    pub files: String,
+
+    /// Bytes per file: a size (0 allowed), or a range MIN..MAX for a seeded random size per file.
+    #[arg(long, value_name = "SIZE", default_value = "4k")]
+    pub file_size: String,
+
+    /// Bytes per write or read call [default: the file size, 4k to 1m].
+    #[arg(long, value_name = "SIZE")]
+    pub record_size: Option<String>,
+
+    /// All threads work in one shared directory (contention); otherwise one directory per thread.
+    #[arg(long)]
+    pub same_dir: bool,
+
+    /// Files of a thread per directory; more start a new directory of a hashed tree.
+    #[arg(long, value_name = "N")]
+    pub files_per_dir: Option<String>,
+
+    /// Subdirectories per directory in that tree [default: 10].
+    #[arg(long, value_name = "N")]
+    pub dirs_per_dir: Option<String>,
+
+    /// fsync each file before closing it (create, append, overwrite).
+    #[arg(long)]
+    pub fsync: bool,
+
+    /// Bypass the page cache for file data (O_DIRECT).
+    #[arg(long)]
+    pub direct: bool,
+
+    /// Stop each phase at this deadline (e.g. 30s) and report the files done by then.
+    #[arg(long = "time", value_name = "DURATION")]
+    pub time: Option<String>,
+
+    /// Repeat the whole sequence N times (it must end with delete or cleanup).
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub reps: String,
+
+    /// Seed for random file sizes.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<String>,
+
+    /// Text at the start of every file name.
+    #[arg(long, value_name = "TEXT")]
+    pub prefix: Option<String>,
+
+    /// Leave the tree in place (for a later run, or `--ops cleanup`).
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Remove the tree an earlier `--keep` run left in TARGET before starting.
+    #[arg(long)]
+    pub clean_existing: bool,
+
+    /// Write the canonical JSON record to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write one CSV row per phase to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Print nothing on standard output (files named by --json/--csv are still written).
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+impl MetaArgs {
+    /// Second stage: turns raw text into typed values, naming the flag on error.
+    pub fn to_raw(&self) -> Result<spec::RawMeta, FlagError> {
+        let mut ops = Vec::new();
+        for part in self.ops.split(',') {
+            let part = part.trim();
+            match spec::MetaOp::parse(part) {
+                Some(o) => ops.push(o),
+                None => {
+                    return Err(FlagError {
+                        flag: "--ops",
+                        message: format!(
+                            "unknown operation '{part}' (use {})",
+                            spec::MetaOp::ALL.map(|o| o.name()).join(", ")
+                        ),
+                    })
+                }
+            }
+        }
+        Ok(spec::RawMeta {
+            target: Some(self.target.clone()),
+            ops,
+            threads: Some(flag("--threads", parse_count(&self.threads))?),
+            files: Some(flag("--files", parse_count(&self.files))?),
+            file_size: Some(flag("--file-size", spec::FileSize::parse(&self.file_size))?),
+            record_size: opt("--record-size", &self.record_size, parse_size)?,
+            same_dir: self.same_dir,
+            files_per_dir: opt("--files-per-dir", &self.files_per_dir, parse_count)?,
+            dirs_per_dir: opt("--dirs-per-dir", &self.dirs_per_dir, parse_count)?,
+            fsync: self.fsync,
+            direct: self.direct,
+            time_limit: opt("--time", &self.time, parse_duration)?,
+            reps: Some(flag("--reps", parse_count(&self.reps))?),
+            seed: opt("--seed", &self.seed, parse_count)?,
+            prefix: self.prefix.clone(),
+            keep: self.keep,
+            clean_existing: self.clean_existing,
+        })
+    }
+}
+
 /// Flags of `ioscale clean`.
 #[derive(Debug, Args)]
 pub struct CleanArgs {
@@ -338,6 +532,7 @@ impl RunArgs {
             keep: self.keep,
             seed: opt("--seed", &self.seed, parse_count)?,
             rwmix_read: opt("--rwmix", &self.rwmix, parse_count)?,
+            ..Default::default()
         })
     }
 }

@@ -6,13 +6,21 @@
 //! and removes directories with `rmdir` — never recursively — so anything a
 //! user put there survives. A directory called `ioscale.d` without the
 //! marker is refused, never reused.
+//!
+//! The compatibility front-ends name files as their tools do
+//! ([`FileNaming`]). IOR's files sit next to a hidden sidecar marker
+//! (`.NAME.ioscale-marker` beside the `-o` path) that records what ioscale
+//! made, so a later run may read or remove them; a file there without it
+//! is never overwritten or removed. dd's files belong to the user, as with
+//! dd: written (and truncated) as dd would, and removed only on request and
+//! only if this very run created them.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use spec::{Layout, WorkloadSpec};
+use spec::{FileNaming, Layout, WorkloadSpec};
 
 /// Name of the working directory inside the target.
 pub const ROOT_NAME: &str = "ioscale.d";
@@ -37,6 +45,20 @@ pub struct Marker {
     pub complete: bool,
     /// Seed of the verify pattern.
     pub seed: u64,
+    /// Directories this marker's runs created (IOR -u), removed with rmdir.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dirs_created: Vec<PathBuf>,
+}
+
+/// Which cleanup rules apply to a data set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetKind {
+    /// `TARGET/ioscale.d` with the marker inside.
+    Native,
+    /// IOR names with a sidecar marker at this path.
+    Sidecar(PathBuf),
+    /// dd names: these files did not exist before this run.
+    Dd(Vec<PathBuf>),
 }
 
 /// The data files of one run and what this run created.
@@ -54,6 +76,8 @@ pub struct DataSet {
     pub marker: Marker,
     /// Whether the files held a complete data set before this run.
     pub had_data: bool,
+    /// Which cleanup rules apply.
+    pub kind: SetKind,
 }
 
 /// Why a data set could not be used.
@@ -104,12 +128,72 @@ fn read_marker(root: &Path) -> Option<Marker> {
 }
 
 fn write_marker(root: &Path, m: &Marker) -> io::Result<()> {
-    let tmp = root.join(format!("{MARKER_NAME}.tmp"));
+    write_marker_at(&root.join(MARKER_NAME), m)
+}
+
+fn write_marker_at(path: &Path, m: &Marker) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
     fs::write(
         &tmp,
         serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
     )?;
-    fs::rename(&tmp, root.join(MARKER_NAME))
+    fs::rename(&tmp, path)
+}
+
+fn read_marker_at(path: &Path) -> Option<Marker> {
+    let text = fs::read(path).ok()?;
+    let m: Marker = serde_json::from_slice(&text).ok()?;
+    (m.tool == "ioscale").then_some(m)
+}
+
+/// `path` with `.%08d` appended, as IOR names a task's file.
+fn ior_suffixed(path: &Path, i: u32) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{i:08}"));
+    PathBuf::from(s)
+}
+
+/// IOR's file and directory names for `path` (the `-o` value).
+///
+/// Shared: `path`. File per task (-F): `path.00000000`, … Directory per
+/// task (-F -u): `dirname(path)/0/basename(path).00000000`, … (IOR's
+/// `PrependDir`: the task number, unpadded, as a directory).
+pub fn ior_names(path: &Path, layout: Layout, threads: u32) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    match layout {
+        Layout::Shared => (vec![path.to_path_buf()], Vec::new()),
+        Layout::PerThread => (
+            (0..threads).map(|i| ior_suffixed(path, i)).collect(),
+            Vec::new(),
+        ),
+        Layout::PerThreadDir => {
+            let parent = parent_of(path);
+            let name = path.file_name().unwrap_or_default();
+            let dirs: Vec<PathBuf> = (0..threads).map(|i| parent.join(i.to_string())).collect();
+            let files = dirs
+                .iter()
+                .enumerate()
+                .map(|(i, d)| ior_suffixed(&d.join(name), i as u32))
+                .collect();
+            (files, dirs)
+        }
+    }
+}
+
+/// The directory holding `path` (`.` for a bare name).
+pub fn parent_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The sidecar marker of an IOR-named data set: `.NAME.ioscale-marker`
+/// beside the `-o` path (hidden, so `ls` and `NAME.*` globs skip it).
+pub fn ior_marker_path(path: &Path) -> PathBuf {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    parent_of(path).join(format!(".{name}.ioscale-marker"))
 }
 
 impl DataSet {
@@ -119,6 +203,11 @@ impl DataSet {
     /// the same layout left). A run that only reads needs such a kept data
     /// set with matching layout, worker count and size.
     pub fn prepare(spec: &WorkloadSpec, run_id: &str) -> Result<DataSet, SetupError> {
+        match &spec.naming {
+            FileNaming::Native => {}
+            FileNaming::Ior { path } => return prepare_ior(spec, path, run_id),
+            FileNaming::Dd { paths, notrunc } => return prepare_dd(spec, paths, *notrunc, run_id),
+        }
         let root = spec.target.join(ROOT_NAME);
         let writes = spec.ops.iter().any(|o| o.writes());
         let (files, dirs) = names(&root, spec.layout, spec.threads);
@@ -130,6 +219,7 @@ impl DataSet {
             file_size: spec.file_size(),
             complete: false,
             seed: spec.seed,
+            dirs_created: Vec::new(),
         };
         match fs::symlink_metadata(&root) {
             Ok(meta) => {
@@ -201,6 +291,7 @@ impl DataSet {
                     dirs,
                     marker: found,
                     had_data,
+                    kind: SetKind::Native,
                 })
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -223,6 +314,7 @@ impl DataSet {
                     dirs,
                     marker: want,
                     had_data: false,
+                    kind: SetKind::Native,
                 };
                 if let Err(e) = write_marker(&root, &ds.marker) {
                     let _ = fs::remove_dir(&root);
@@ -254,15 +346,353 @@ impl DataSet {
         self.marker.file_size = file_size;
         self.marker.seed = seed;
         self.had_data = true;
-        let _ = write_marker(&self.root, &self.marker);
+        match &self.kind {
+            SetKind::Native => {
+                let _ = write_marker(&self.root, &self.marker);
+            }
+            SetKind::Sidecar(p) => {
+                let _ = write_marker_at(p, &self.marker);
+            }
+            SetKind::Dd(_) => {}
+        }
+    }
+
+    /// What to tell the user about files left in place, if anything.
+    pub fn kept_note(&self, spec: &WorkloadSpec) -> Option<String> {
+        match &self.kind {
+            SetKind::Native if spec.keep => Some(format!(
+                "kept the files in {} (`ioscale clean {}` removes them)",
+                self.root.display(),
+                spec.target.display()
+            )),
+            SetKind::Native => Some(format!(
+                "the files in {} were kept by an earlier run and are left in place (`ioscale clean {}` removes them)",
+                self.root.display(),
+                spec.target.display()
+            )),
+            SetKind::Sidecar(_) if spec.keep => Some(format!(
+                "kept {} file(s) starting {} (a later run without -k removes them)",
+                self.files.len(),
+                self.files.first().map(|f| f.display().to_string()).unwrap_or_default()
+            )),
+            SetKind::Sidecar(_) => Some(format!(
+                "{} has no ioscale marker: ioscale did not make it, so it is left in place",
+                self.files.first().map(|f| f.display().to_string()).unwrap_or_default()
+            )),
+            SetKind::Dd(_) => None,
+        }
     }
 
     /// Removes the data files, per-worker directories, marker and working
     /// directory — only by their exact names, directories only when empty.
     /// Returns what could not be removed.
     pub fn remove(&self) -> Vec<String> {
-        remove_set(&self.root, &self.files, &self.dirs)
+        match &self.kind {
+            SetKind::Native => remove_set(&self.root, &self.files, &self.dirs),
+            SetKind::Sidecar(marker) => {
+                let mut left = remove_files(&self.files);
+                for d in &self.marker.dirs_created {
+                    match fs::remove_dir(d) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => left.push(format!(
+                            "{}: {e} (it holds files ioscale did not create; they were left alone)",
+                            d.display()
+                        )),
+                    }
+                }
+                let mut tmp = marker.as_os_str().to_owned();
+                tmp.push(".tmp");
+                let _ = fs::remove_file(PathBuf::from(tmp));
+                if left.is_empty() {
+                    let _ = fs::remove_file(marker);
+                }
+                left
+            }
+            SetKind::Dd(created) => remove_files(created),
+        }
     }
+}
+
+fn remove_files(files: &[PathBuf]) -> Vec<String> {
+    let mut left = Vec::new();
+    for f in files {
+        match fs::remove_file(f) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => left.push(format!("{}: {e}", f.display())),
+        }
+    }
+    left
+}
+
+/// Checks that every file exists, is a regular file and holds at least
+/// `size` bytes (what a read-only run needs).
+fn check_readable(files: &[PathBuf], size: u64, hint: &str) -> Result<(), SetupError> {
+    for f in files {
+        match fs::metadata(f) {
+            Ok(m) if m.is_file() => {
+                if m.len() < size {
+                    return Err(SetupError::Usage(format!(
+                        "{} holds {} bytes but this run reads {size}; {hint}",
+                        f.display(),
+                        m.len()
+                    )));
+                }
+            }
+            Ok(_) => {
+                return Err(SetupError::Usage(format!(
+                    "{} is not a regular file; ioscale reads regular files only",
+                    f.display()
+                )))
+            }
+            Err(e) => {
+                return Err(SetupError::Usage(format!(
+                    "nothing to read at {}: {e}; {hint}",
+                    f.display()
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// IOR naming: see [`ior_names`] and [`ior_marker_path`].
+fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet, SetupError> {
+    let writes = spec.ops.iter().any(|o| o.writes());
+    let (files, dirs) = ior_names(path, spec.layout, spec.threads);
+    let marker_path = ior_marker_path(path);
+    let root = parent_of(path);
+    let hint = "write the files first with `ioscale ior -w -k` and the same -b/-s/-N/-F/-u";
+    let mut found = read_marker_at(&marker_path);
+    if let Some(old) = found
+        .as_ref()
+        .filter(|m| writes && (m.layout != spec.layout || m.threads != spec.threads))
+    {
+        // A write with another task count or layout replaces the kept set,
+        // as IOR would overwrite it; the old names ioscale made go first so
+        // none is left behind unrecognised.
+        let (old_files, old_dirs) = ior_names(path, old.layout, old.threads);
+        let old_set = DataSet {
+            root: root.clone(),
+            created_root: true,
+            files: old_files,
+            dirs: old_dirs,
+            marker: old.clone(),
+            had_data: false,
+            kind: SetKind::Sidecar(marker_path.clone()),
+        };
+        let left = old_set.remove();
+        if !left.is_empty() {
+            return Err(SetupError::Usage(format!(
+                "cannot replace the files kept at {}: {}",
+                path.display(),
+                left.join("; ")
+            )));
+        }
+        found = None;
+    }
+    if let Some(found) = found {
+        if found.layout != spec.layout || found.threads != spec.threads {
+            return Err(SetupError::Usage(format!(
+                "{} were written by an earlier `ioscale ior -k` run with {} task(s) and {} files; \
+                 use the same -N/-F/-u to read them (a run with those flags and no -k removes them)",
+                path.display(),
+                found.threads,
+                found.layout
+            )));
+        }
+        let had_data = found.complete
+            && found.file_size >= spec.file_size()
+            && check_readable(&files, spec.file_size(), hint).is_ok();
+        if !writes && !had_data {
+            check_readable(&files, spec.file_size(), hint)?;
+            return Err(SetupError::Usage(format!(
+                "the kept files at {} are incomplete or smaller than this run reads; {hint}",
+                path.display()
+            )));
+        }
+        if spec.verify && found.seed != spec.seed && !writes {
+            return Err(SetupError::Usage(format!(
+                "the kept files were written with -G {}; pass the same -G to check them",
+                found.seed
+            )));
+        }
+        let mut marker = found;
+        if writes {
+            make_ior_dirs(&dirs, &mut marker)?;
+            let _ = write_marker_at(&marker_path, &marker);
+        }
+        return Ok(DataSet {
+            root,
+            created_root: true,
+            files,
+            dirs,
+            marker,
+            had_data,
+            kind: SetKind::Sidecar(marker_path),
+        });
+    }
+    let mut marker = Marker {
+        tool: "ioscale".into(),
+        run_id: run_id.into(),
+        layout: spec.layout,
+        threads: spec.threads,
+        file_size: spec.file_size(),
+        complete: false,
+        seed: spec.seed,
+        dirs_created: Vec::new(),
+    };
+    if !writes {
+        // Files another tool (or a real IOR) wrote: read them, never remove them.
+        check_readable(&files, spec.file_size(), hint)?;
+        return Ok(DataSet {
+            root,
+            created_root: false,
+            files,
+            dirs,
+            marker,
+            had_data: true,
+            kind: SetKind::Sidecar(marker_path),
+        });
+    }
+    for f in &files {
+        if fs::symlink_metadata(f).is_ok() {
+            return Err(SetupError::Usage(format!(
+                "{} exists and ioscale did not make it (no marker {}); refusing to overwrite it. \
+                 Remove it yourself or choose another -o",
+                f.display(),
+                marker_path.display()
+            )));
+        }
+    }
+    if fs::symlink_metadata(&marker_path).is_ok() {
+        return Err(SetupError::Usage(format!(
+            "{} exists but is not a valid ioscale marker; refusing to touch it",
+            marker_path.display()
+        )));
+    }
+    // The marker goes down before any data file, so an interrupted run
+    // still leaves files ioscale recognises.
+    write_marker_at(&marker_path, &marker).map_err(|e| {
+        SetupError::Io(
+            format!("cannot write the marker {}", marker_path.display()),
+            e,
+        )
+    })?;
+    let made = make_ior_dirs(&dirs, &mut marker);
+    let ds = DataSet {
+        root,
+        created_root: true,
+        files,
+        dirs,
+        marker,
+        had_data: false,
+        kind: SetKind::Sidecar(marker_path.clone()),
+    };
+    if let Err(e) = made {
+        ds.remove();
+        return Err(e);
+    }
+    if !ds.marker.dirs_created.is_empty() {
+        let _ = write_marker_at(&marker_path, &ds.marker);
+    }
+    Ok(ds)
+}
+
+/// Creates IOR's per-task directories that do not exist yet, recording
+/// them in the marker; existing ones must be directories.
+fn make_ior_dirs(dirs: &[PathBuf], marker: &mut Marker) -> Result<(), SetupError> {
+    for d in dirs {
+        match fs::create_dir(d) {
+            Ok(()) => {
+                if !marker.dirs_created.contains(d) {
+                    marker.dirs_created.push(d.clone());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                if !d.is_dir() {
+                    return Err(SetupError::Usage(format!(
+                        "{} exists and is not a directory; IOR -u needs it as the directory of task files",
+                        d.display()
+                    )));
+                }
+            }
+            Err(e) => return Err(SetupError::Io(format!("cannot create {}", d.display()), e)),
+        }
+    }
+    Ok(())
+}
+
+/// dd naming: the user's own files, handled as dd handles them.
+fn prepare_dd(
+    spec: &WorkloadSpec,
+    paths: &[PathBuf],
+    notrunc: bool,
+    run_id: &str,
+) -> Result<DataSet, SetupError> {
+    let writes = spec.ops.iter().any(|o| o.writes());
+    let marker = Marker {
+        tool: "ioscale".into(),
+        run_id: run_id.into(),
+        layout: spec.layout,
+        threads: spec.threads,
+        file_size: spec.file_size(),
+        complete: false,
+        seed: spec.seed,
+        dirs_created: Vec::new(),
+    };
+    let root = paths.first().map(|p| parent_of(p)).unwrap_or_default();
+    if !writes {
+        check_readable(
+            paths,
+            spec.file_size(),
+            "give a smaller count= or a larger file",
+        )?;
+        return Ok(DataSet {
+            root,
+            created_root: false,
+            files: paths.to_vec(),
+            dirs: Vec::new(),
+            marker,
+            had_data: true,
+            kind: SetKind::Dd(Vec::new()),
+        });
+    }
+    let mut created = Vec::new();
+    for p in paths {
+        match fs::metadata(p) {
+            Ok(m) if m.is_file() => {
+                if !notrunc {
+                    // dd opens of= with O_TRUNC unless conv=notrunc.
+                    fs::OpenOptions::new()
+                        .write(true)
+                        .truncate(true)
+                        .open(p)
+                        .map_err(|e| {
+                            SetupError::Io(format!("cannot truncate {}", p.display()), e)
+                        })?;
+                }
+            }
+            Ok(_) => {
+                return Err(SetupError::Usage(format!(
+                    "of={} is not a regular file; ioscale dd writes regular files only",
+                    p.display()
+                )))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => created.push(p.clone()),
+            Err(e) => return Err(SetupError::Io(format!("cannot inspect {}", p.display()), e)),
+        }
+    }
+    Ok(DataSet {
+        root,
+        created_root: true,
+        files: paths.to_vec(),
+        dirs: Vec::new(),
+        marker,
+        had_data: false,
+        kind: SetKind::Dd(created),
+    })
 }
 
 fn remove_set(root: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> Vec<String> {

@@ -98,6 +98,7 @@ pub fn collect(target: &Path) -> HostInfo {
         fs_type,
         fs_source,
         mount_options,
+        cluster: None,
     }
 }
 

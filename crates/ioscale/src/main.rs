@@ -7,9 +7,15 @@
 //! 130 interrupted (results so far kept).
 
 mod cli;
+mod cluster;
 mod files;
+mod front;
 mod host;
+mod meta;
+mod report_cmd;
 mod run;
+mod slurm;
+mod sweep;
 
 use std::io::Write;
 use std::path::Path;
@@ -34,6 +40,42 @@ fn main() {
 }
 
 fn real_main() -> anyhow::Result<i32> {
+    // The compatibility front-ends read their tools' own syntax, which clap
+    // cannot: a binary called `ior`/`dd` (a symlink), or `ioscale ior|dd …`.
+    let argv: Vec<String> = std::env::args().collect();
+    let called = argv
+        .first()
+        .map(|a| {
+            Path::new(a)
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_default();
+    match called.as_str() {
+        "ior" | "dd" => {
+            if let Some(code) = one_process_only(&called) {
+                return Ok(code);
+            }
+        }
+        _ => {}
+    }
+    match called.as_str() {
+        "ior" => return front::ior::main(&argv[0], &argv[1..]),
+        "dd" => return front::dd::main(&argv[1..]),
+        _ => {}
+    }
+    if let Some(w @ ("ior" | "dd")) = argv.get(1).map(String::as_str) {
+        if let Some(code) = one_process_only(w) {
+            return Ok(code);
+        }
+    }
+    match argv.get(1).map(String::as_str) {
+        Some("ior") => return front::ior::main("ioscale ior", &argv[2..]),
+        Some("dd") => return front::dd::main(&argv[2..]),
+        _ => {}
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -44,6 +86,15 @@ fn real_main() -> anyhow::Result<i32> {
     };
     match cli.command {
         Command::Run(args) => cmd_run(&args),
+        Command::Meta(args) => one_process_only("meta").map_or_else(|| meta::cmd_meta(&args), Ok),
+        Command::Sweep(args) => {
+            one_process_only("sweep").map_or_else(|| sweep::cmd_sweep(&args), Ok)
+        }
+        Command::Slurm(args) => slurm::cmd_slurm(&args),
+        Command::Report(args) => report_cmd::cmd_report(&args),
+        Command::Compare(args) => report_cmd::cmd_compare(&args),
+        Command::Ior { args } => front::ior::main("ioscale ior", &args),
+        Command::Dd { args } => front::dd::main(&args),
         Command::Clean(args) => cmd_clean(&args.target),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -86,27 +137,122 @@ fn cmd_run(args: &RunArgs) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    let spec = match raw.build() {
-        Ok(s) => s,
+    let coord = match coord::init() {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("ioscale: error: {e}");
             return Ok(2);
         }
     };
-    for (flag, p) in [("--json", &args.json), ("--csv", &args.csv)] {
-        if let Some(p) = p {
-            check_output_path(flag, p)?;
+    let code = run_ranks(args, raw, &*coord);
+    // Dropping the coordinator finalises MPI before the process exits.
+    drop(coord);
+    code
+}
+
+/// `ioscale run` as one rank of `coord` (the only rank when alone): the
+/// spec is checked for all `ranks × threads` workers, every rank runs its
+/// threads, and rank 0 alone prints and writes; every rank exits with
+/// rank 0's exit code.
+fn run_ranks(
+    args: &RunArgs,
+    mut raw: spec::RawWorkload,
+    coord: &dyn coord::Coordinator,
+) -> anyhow::Result<i32> {
+    let ranks = coord.size();
+    let root = coord.rank() == 0;
+    let threads = raw.threads.unwrap_or(1);
+    if ranks > 1 {
+        if args.reorder && args.reorder_offset.is_none() {
+            // IOR -C: with ranks on several hosts, read another host's data.
+            let layout = cluster::Layout::discover(coord, threads as u32);
+            raw.reorder = Some(layout.default_reorder_offset() as u64);
         }
+        // Sizes (--total), --reorder and layouts are checked for all workers.
+        raw.threads = Some(threads.saturating_mul(ranks as u64));
+    }
+    let mut spec = match raw.build() {
+        Ok(s) => s,
+        Err(e) => {
+            if root {
+                eprintln!("ioscale: error: {e}");
+            }
+            return Ok(2);
+        }
+    };
+    spec.threads = threads as u32;
+    let mut bad_output = None;
+    for (flag, p) in [("--json", &args.json), ("--csv", &args.csv)] {
+        if let (true, Some(p)) = (root, p) {
+            if let Err(e) = check_output_path(flag, p) {
+                bad_output.get_or_insert(e);
+            }
+        }
+    }
+    if coord.any(bad_output.is_some()) {
+        if let Some(e) = bad_output {
+            eprintln!("ioscale: error: {e:#}");
+        }
+        return Ok(2);
     }
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
-    let outcome = match run::run(&spec, command, stop) {
+    let outcome = match run::run_with(&spec, command, stop, coord) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("ioscale: error: {e}");
+            if root {
+                eprintln!("ioscale: error: {e}");
+            }
             return Ok(2);
         }
     };
+    let code = if root {
+        emit(
+            &outcome,
+            args.json.as_deref(),
+            args.csv.as_deref(),
+            args.format,
+            args.quiet,
+        )
+        .unwrap_or_else(|e| {
+            eprintln!("ioscale: error: {e:#}");
+            2
+        })
+    } else {
+        0
+    };
+    Ok(if ranks > 1 {
+        coord.broadcast_as(&code).unwrap_or(code)
+    } else {
+        code
+    })
+}
+
+/// Commands that do not run as MPI ranks yet refuse a multi-task launch
+/// (mpirun -np N, srun -n N) instead of running N independent copies on
+/// the same files. Returns the exit code when refused.
+fn one_process_only(command: &str) -> Option<i32> {
+    let env = coord::detect(|k| std::env::var(k).ok());
+    let tasks = env
+        .launcher_tasks()
+        .filter(|(n, _)| *n > 1 && !env.allow_solo);
+    let (n, source) = tasks?;
+    eprintln!(
+        "ioscale: error: `{command}` runs in one process only ({source}={n} says this is one of          {n} tasks); start it once, without mpirun/srun, and use --threads. `ioscale run` runs as          MPI ranks (docs/cluster.md)"
+    );
+    Some(2)
+}
+
+/// The edge of a finished run, shared by `run` and `meta`: errors and
+/// warnings to stderr, the record to `--json`/`--csv`, the chosen format to
+/// stdout, notes last. Returns the exit code.
+fn emit(
+    outcome: &run::Outcome,
+    json: Option<&Path>,
+    csv: Option<&Path>,
+    format: Format,
+    quiet: bool,
+) -> anyhow::Result<i32> {
     let rs = &outcome.results;
     for e in &rs.errors {
         let at = e
@@ -118,24 +264,24 @@ fn cmd_run(args: &RunArgs) -> anyhow::Result<i32> {
             e.worker, e.op, e.file, e.message
         );
     }
-    if args.format != Format::Text {
+    if format != Format::Text {
         for w in &rs.warnings {
             eprintln!("ioscale: warning: {w}");
         }
     }
     let mut write_err = None;
-    if let Some(p) = &args.json {
+    if let Some(p) = json {
         if let Err(e) = write_output(p, ExportType::Json, rs) {
             write_err = Some(e);
         }
     }
-    if let Some(p) = &args.csv {
+    if let Some(p) = csv {
         if let Err(e) = write_output(p, ExportType::Csv, rs) {
             write_err = Some(e);
         }
     }
-    if !args.quiet {
-        let kind = match args.format {
+    if !quiet {
+        let kind = match format {
             Format::Text => ExportType::Text,
             Format::Json => ExportType::Json,
             Format::Csv => ExportType::Csv,

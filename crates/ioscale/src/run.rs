@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
+use coord::{Coordinator, PhaseSignals, Signal};
 use engine::{run_worker, PhaseControl, PhasePlan, Prepared, WorkerSample};
 use report::{
     ErrorRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord,
@@ -20,7 +21,8 @@ use report::{
 use spec::{format_size, EngineKind, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
-use crate::files::{DataSet, SetupError};
+use crate::cluster::{self, Layout, RankPhase, WireSample};
+use crate::files::{DataSet, Marker, SetKind, SetupError};
 use crate::host;
 
 /// A setup problem: reported with exit code 2 before any data is written.
@@ -113,7 +115,7 @@ pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Refused> {
 
 /// Opens a scratch file with O_DIRECT and writes one transfer, so a file
 /// system that refuses O_DIRECT or this alignment is named before the run.
-fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Refused> {
+pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Refused> {
     let probe = dir.join(format!(".ioscale-probe-{}", std::process::id()));
     let file = OpenOptions::new()
         .read(true)
@@ -234,19 +236,60 @@ fn drop_caches(ds: &DataSet, warned: &mut bool, warnings: &mut Vec<String>) {
     }
 }
 
-/// Runs the whole workload. `stop` is raised by the signal handler.
+/// Runs the whole workload in this one process. `stop` is raised by the
+/// signal handler.
 pub fn run(
     spec: &WorkloadSpec,
     command: Vec<String>,
     stop: Arc<AtomicBool>,
 ) -> Result<Outcome, Refused> {
-    let align = preflight(spec)?;
-    let host = host::collect(&spec.target);
-    let mut warns = warnings(spec, &host);
+    run_with(spec, command, stop, &coord::Solo)
+}
+
+/// Runs the whole workload as one rank of `coord`: `spec.threads` threads
+/// in this process, `coord.size() × spec.threads` workers in all, worker
+/// `rank × threads + t` being thread `t` of rank `rank`. Every rank calls
+/// it with the same spec (`spec.reorder_offset` counts workers).
+///
+/// Rank 0 alone creates the working directory (before any other rank
+/// opens a file), removes it after every rank finished, and receives the
+/// record of all workers; the other ranks' [`Outcome`] holds their agreed
+/// errors only and is not meant to be printed. Errors are agreed at every
+/// phase boundary, so all ranks stop at the same point.
+pub fn run_with(
+    spec: &WorkloadSpec,
+    command: Vec<String>,
+    stop: Arc<AtomicBool>,
+    coord: &dyn Coordinator,
+) -> Result<Outcome, Refused> {
+    let ranks = coord.size();
+    let is_root = coord.rank() == 0;
+    let workers = spec.threads.checked_mul(ranks).ok_or_else(|| {
+        Refused(format!(
+            "--threads {} × {ranks} ranks overflows the worker count",
+            spec.threads
+        ))
+    })?;
+    // The spec of all workers: file names, offsets and the marker use it.
+    let mut gspec = spec.clone();
+    gspec.threads = workers;
+    let align = cluster::agree(coord, preflight(spec))?;
+    let mut host = host::collect(&spec.target);
+    let layout = if ranks > 1 {
+        let l = Layout::discover(coord, spec.threads);
+        host.cluster = Some(l.info(coord.kind()));
+        l
+    } else {
+        Layout {
+            hosts: vec![host.hostname.clone()],
+            threads: spec.threads,
+        }
+    };
+    let mut warns = warnings(&gspec, &host);
     let writes = spec.ops.iter().any(|o| o.writes());
     if writes {
         if let Ok(free) = engine::sys::free_bytes(&spec.target) {
-            let need = spec.file_size() * spec.file_count() as u64;
+            let need = gspec.file_size() * gspec.file_count() as u64;
             if need > free {
                 warns.push(format!(
                     "the run writes {} but the target has {} free: expect ENOSPC",
@@ -256,8 +299,14 @@ pub fn run(
             }
         }
     }
-    let run_id = make_run_id();
-    let mut ds = DataSet::prepare(spec, &run_id)?;
+    let run_id = coord
+        .broadcast_as(&make_run_id())
+        .map_err(|e| Refused(e.to_string()))?;
+    // Rank 0 makes the directory and marker; the others learn the names
+    // only after that (the broadcast), so nobody opens a file before.
+    let made = is_root.then(|| DataSet::prepare(&gspec, &run_id).map_err(Refused::from));
+    let made = cluster::agree(coord, made.transpose())?;
+    let mut ds = share_dataset(coord, made)?;
     let mut notes = Vec::new();
     let mut results = ResultSet {
         schema: SCHEMA,
@@ -277,32 +326,45 @@ pub fn run(
     let mut drop_warned = false;
     let mut first = true;
     let mut have_data = ds.had_data;
+    let mut seq = 0u64;
     'reps: for rep in 0..spec.reps {
+        if rep > 0 {
+            if let Some(d) = spec.rep_delay {
+                // IOR -d: a pause between repetitions that Ctrl-C cuts short.
+                let until = std::time::Instant::now() + d;
+                while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+            }
+        }
         for &op in &spec.ops {
-            if stop.load(Ordering::Relaxed) {
+            if coord.any(stop.load(Ordering::Relaxed)) {
                 results.interrupted = true;
                 break 'reps;
             }
             if op.reads() && !have_data {
                 // Reads need data: lay the files out first, untimed, as fio
                 // does before a mixed or read job on fresh files.
-                let plan = plan_for(spec, Op::Write, &ds, align, rep, false);
-                let (samples, _) = run_phase(&plan, &stop, &mut prepared);
-                if let Some((worker, f)) = samples
-                    .iter()
-                    .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
-                {
-                    results.errors.push(ErrorRecord {
-                        worker,
-                        op: format!("layout {}", f.op),
-                        file: f.path.display().to_string(),
-                        offset: f.offset,
-                        errno: f.errno,
-                        message: f.message.clone(),
-                    });
+                let plan = plan_for(&gspec, Op::Write, &ds, align, rep, false);
+                let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq);
+                if out.failed {
+                    if let Some((worker, f)) = out
+                        .samples
+                        .iter()
+                        .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
+                    {
+                        results.errors.push(ErrorRecord {
+                            worker,
+                            op: format!("layout {}", f.op),
+                            file: f.path.display().to_string(),
+                            offset: f.offset,
+                            errno: f.errno,
+                            message: f.message.clone(),
+                        });
+                    }
                     break 'reps;
                 }
-                if stop.load(Ordering::Relaxed) {
+                if out.interrupted {
                     results.interrupted = true;
                     break 'reps;
                 }
@@ -315,20 +377,24 @@ pub fn run(
                 drop_caches(&ds, &mut drop_warned, &mut warns);
             }
             first = false;
-            let plan = plan_for(spec, op, &ds, align, rep, true);
-            let cpu0 = engine::sys::cpu_times();
-            let (samples, first_done_ns) = run_phase(&plan, &stop, &mut prepared);
-            let cpu1 = engine::sys::cpu_times();
-            let rec = reduce(
-                &plan,
-                &samples,
-                first_done_ns,
-                (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
-                &results.host.hostname,
-                stop.load(Ordering::Relaxed),
-            );
-            let failed = samples.iter().any(|s| s.failure.is_some());
-            for s in &samples {
+            let plan = plan_for(&gspec, op, &ds, align, rep, true);
+            let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq);
+            if is_root {
+                let rec = reduce(
+                    &plan,
+                    &out.samples,
+                    out.first_done_ns,
+                    out.cpu,
+                    &layout,
+                    out.interrupted,
+                );
+                if let Some(c) = results.host.cluster.as_mut() {
+                    c.node_phases
+                        .extend(layout.node_phases(results.phases.len(), &rec));
+                }
+                results.phases.push(rec);
+            }
+            for s in &out.samples {
                 if let Some(f) = &s.failure {
                     results.errors.push(ErrorRecord {
                         worker: s.worker,
@@ -340,24 +406,32 @@ pub fn run(
                     });
                 }
             }
-            let interrupted = rec.interrupted;
-            let cut_short = rec.time_limited;
-            results.phases.push(rec);
-            if op.writes() && !failed && !interrupted && !cut_short {
+            if op.writes() && !out.failed && !out.interrupted && !out.deadline {
                 // A complete write of every transfer: the files now hold a
                 // full data set (mixed phases only count if they wrote all).
                 if matches!(op, Op::Write | Op::Randwrite) {
                     have_data = true;
-                    if spec.keep {
+                    if spec.keep && is_root {
                         ds.mark_complete(&run_id, spec.file_size(), spec.seed);
                     }
                 }
             }
-            if interrupted {
+            if out.interrupted {
                 results.interrupted = true;
                 break 'reps;
             }
-            if failed {
+            if out.failed {
+                if results.errors.is_empty() {
+                    // Another rank failed: this one stops cleanly with it.
+                    results.errors.push(ErrorRecord {
+                        worker: coord.rank() * spec.threads,
+                        op: "stop".into(),
+                        file: String::new(),
+                        offset: None,
+                        errno: None,
+                        message: "another rank failed; rank 0 reports the error".into(),
+                    });
+                }
                 break 'reps;
             }
         }
@@ -365,25 +439,61 @@ pub fn run(
     results.warnings = warns;
     results.summarise();
 
+    // Every rank has closed its files before rank 0 removes them.
+    coord.barrier();
+    if !is_root {
+        return Ok(Outcome { results, notes });
+    }
     if !spec.keep && ds.created_root {
         let left = ds.remove();
         for l in left {
             notes.push(format!("cleanup: could not remove {l}"));
         }
-    } else if spec.keep {
-        notes.push(format!(
-            "kept the files in {} (`ioscale clean {}` removes them)",
-            ds.root.display(),
-            spec.target.display()
-        ));
-    } else {
-        notes.push(format!(
-            "the files in {} were kept by an earlier run and are left in place (`ioscale clean {}` removes them)",
-            ds.root.display(),
-            spec.target.display()
-        ));
+    } else if let Some(n) = ds.kept_note(spec) {
+        notes.push(n);
     }
     Ok(Outcome { results, notes })
+}
+
+/// What the ranks other than 0 need of the data set rank 0 prepared.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SharedSet {
+    root: std::path::PathBuf,
+    files: Vec<std::path::PathBuf>,
+    dirs: Vec<std::path::PathBuf>,
+    marker: Marker,
+    had_data: bool,
+}
+
+/// Hands rank 0's data set to every rank. The other ranks' copy never
+/// removes anything (`created_root` false) and never writes the marker.
+fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataSet, Refused> {
+    if coord.size() == 1 {
+        return made.ok_or_else(|| Refused("rank 0 has no data set".into()));
+    }
+    let shared = made.as_ref().map(|d| SharedSet {
+        root: d.root.clone(),
+        files: d.files.clone(),
+        dirs: d.dirs.clone(),
+        marker: d.marker.clone(),
+        had_data: d.had_data,
+    });
+    let got: Option<SharedSet> = coord
+        .broadcast_as(&shared)
+        .map_err(|e| Refused(e.to_string()))?;
+    if let Some(d) = made {
+        return Ok(d);
+    }
+    let s = got.ok_or_else(|| Refused("rank 0 sent no data set".into()))?;
+    Ok(DataSet {
+        root: s.root,
+        created_root: false,
+        files: s.files,
+        dirs: s.dirs,
+        marker: s.marker,
+        had_data: s.had_data,
+        kind: SetKind::Native,
+    })
 }
 
 fn plan_for(
@@ -417,20 +527,132 @@ fn plan_for(
     }
 }
 
-/// Runs one phase: one thread per worker, all released together.
+/// One phase as every rank agrees on it.
+struct PhaseOut {
+    /// All workers' samples on rank 0 (by worker); this rank's elsewhere.
+    samples: Vec<WorkerSample>,
+    /// The stonewall: the earliest first finish on any rank.
+    first_done_ns: Option<u64>,
+    /// Process CPU time (user, system), summed over ranks on rank 0.
+    cpu: (f64, f64),
+    /// Some worker on some rank failed.
+    failed: bool,
+    /// Some rank was interrupted.
+    interrupted: bool,
+    /// Some worker hit the time limit.
+    deadline: bool,
+}
+
+/// Runs one phase on this rank and agrees on its outcome with the others;
+/// a collective call every rank reaches, whatever its workers met.
+fn run_phase_all(
+    plan: &PhasePlan,
+    stop: &Arc<AtomicBool>,
+    prepared: &mut [Option<Prepared>],
+    coord: &dyn Coordinator,
+    seq: &mut u64,
+) -> PhaseOut {
+    *seq += 1;
+    let cpu0 = engine::sys::cpu_times();
+    let (samples, first_done_ns) = run_phase(plan, stop, prepared, coord, *seq);
+    let cpu1 = engine::sys::cpu_times();
+    let cpu = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
+    let failed = samples.iter().any(|s| s.failure.is_some());
+    let deadline = samples.iter().any(|s| s.hit_deadline);
+    if coord.size() == 1 {
+        return PhaseOut {
+            samples,
+            first_done_ns,
+            cpu,
+            failed,
+            interrupted: stop.load(Ordering::Relaxed),
+            deadline,
+        };
+    }
+    let failed = coord.any(failed);
+    let interrupted = coord.any(stop.load(Ordering::Relaxed));
+    let deadline = coord.any(deadline);
+    let first = coord.min_u64(first_done_ns.unwrap_or(u64::MAX));
+    let first_done_ns = (first != u64::MAX).then_some(first);
+    let mine = RankPhase {
+        samples: samples.iter().map(WireSample::from).collect(),
+        cpu,
+    };
+    let gathered = coord
+        .gather_as(&mine)
+        .expect("ranks exchange their phase samples");
+    let (samples, cpu) = match gathered {
+        Some(all) => {
+            let mut cpu = (0.0, 0.0);
+            let mut out = Vec::new();
+            for r in all {
+                cpu.0 += r.cpu.0;
+                cpu.1 += r.cpu.1;
+                for s in r.samples {
+                    out.push(s.into_sample().expect("ranks run the same ioscale binary"));
+                }
+            }
+            out.sort_by_key(|s| s.worker);
+            if let Some(sw) = first_done_ns {
+                prorate_stonewall(&mut out, sw);
+            }
+            (out, cpu)
+        }
+        None => (samples, cpu),
+    };
+    PhaseOut {
+        samples,
+        first_done_ns,
+        cpu,
+        failed,
+        interrupted,
+        deadline,
+    }
+}
+
+/// The stonewall signal reaches other ranks within about a millisecond;
+/// a worker that finished its transfers after the stonewall but before
+/// hearing of it would count all its work. Such a worker is counted pro
+/// rata instead: its bytes and requests times the share of its transfer
+/// section that lay before the stonewall.
+fn prorate_stonewall(samples: &mut [WorkerSample], sw_ns: u64) {
+    for s in samples {
+        let heard = s.stonewall_bytes < s.counters.bytes;
+        if heard || s.io_done_ns <= sw_ns || s.io_done_ns <= s.open_done_ns {
+            continue;
+        }
+        let share =
+            sw_ns.saturating_sub(s.open_done_ns) as f64 / (s.io_done_ns - s.open_done_ns) as f64;
+        s.stonewall_bytes = (s.counters.bytes as f64 * share) as u64;
+        s.stonewall_ops = (s.counters.ops as f64 * share) as u64;
+    }
+}
+
+/// Runs one phase on this rank: one thread per worker, all released
+/// together after the ranks' barrier. While they run, the main thread
+/// relays the stonewall and failures between ranks.
 fn run_phase(
     plan: &PhasePlan,
     stop: &Arc<AtomicBool>,
     prepared: &mut [Option<Prepared>],
+    coord: &dyn Coordinator,
+    seq: u64,
 ) -> (Vec<WorkerSample>, Option<u64>) {
+    let base = coord.rank() * prepared.len() as u32;
+    coord.barrier();
+    // Each rank's epoch is taken right after the barrier, so the sample
+    // times of all ranks share one origin (as IOR's MPI_Wtime after a
+    // barrier).
     let ctl = PhaseControl::new(stop.clone());
-    let barrier = Barrier::new(plan.threads as usize);
-    let mut out: Vec<(WorkerSample, Option<Prepared>)> = Vec::with_capacity(plan.threads as usize);
+    let barrier = Barrier::new(prepared.len());
+    let mut signals = (coord.size() > 1).then(|| coord.signals(seq));
+    let mut out: Vec<(WorkerSample, Option<Prepared>)> = Vec::with_capacity(prepared.len());
     std::thread::scope(|scope| {
         let handles: Vec<_> = prepared
             .iter_mut()
             .enumerate()
-            .map(|(w, slot)| {
+            .map(|(t, slot)| {
+                let w = base + t as u32;
                 let ctl = &ctl;
                 let barrier = &barrier;
                 let mine = slot.take();
@@ -440,26 +662,45 @@ fn run_phase(
                     .spawn_scoped(scope, move || {
                         let p = match mine {
                             Some(p) => p,
-                            None => match Prepared::new(plan, w as u32) {
+                            None => match Prepared::new(plan, w) {
                                 Ok(p) => p,
                                 Err(e) => {
                                     // Still take part in the barrier so the
                                     // others are not left waiting.
                                     barrier.wait();
                                     ctl.abort.store(true, Ordering::Relaxed);
-                                    return (setup_failure(plan, w as u32, e), None);
+                                    return (setup_failure(plan, w, e), None);
                                 }
                             },
                         };
-                        run_worker(w as u32, plan, ctl, barrier, p)
+                        run_worker(w, plan, ctl, barrier, p)
                     })
                     .expect("spawning a worker thread")
             })
             .collect();
+        if let Some(sig) = signals.as_mut() {
+            let mut told = Told::default();
+            loop {
+                let done = handles.iter().all(|h| h.is_finished());
+                told.tell(&ctl, sig.as_mut(), done);
+                for s in sig.poll() {
+                    apply_signal(&ctl, s);
+                }
+                if done {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
         for h in handles {
             out.push(h.join().expect("worker thread panicked"));
         }
     });
+    if let Some(mut sig) = signals {
+        for s in sig.finish() {
+            apply_signal(&ctl, s);
+        }
+    }
     let first_done = ctl
         .first_done
         .load(Ordering::Acquire)
@@ -470,6 +711,51 @@ fn run_phase(
         samples.push(s);
     }
     (samples, first_done)
+}
+
+/// Which local events this rank already told the others about.
+#[derive(Default)]
+struct Told {
+    first: bool,
+    abort: bool,
+    remote_first: bool,
+}
+
+impl Told {
+    fn tell(&mut self, ctl: &PhaseControl, sig: &mut dyn PhaseSignals, final_pass: bool) {
+        if !self.first && !self.remote_first && ctl.first_done.load(Ordering::Acquire) {
+            // The worker stores the time just after raising the flag.
+            let ns = ctl.first_done_ns.load(Ordering::Acquire);
+            if ns > 0 || final_pass {
+                self.first = true;
+                sig.announce(Signal::FirstDone(ns));
+            }
+        }
+        if !self.abort && ctl.abort.load(Ordering::Relaxed) {
+            self.abort = true;
+            sig.announce(Signal::Abort);
+        }
+    }
+}
+
+/// Applies another rank's signal: its first finish is this rank's
+/// stonewall too (workers take their stonewall counts when they see the
+/// flag), and its failure stops this rank's workers at their next check.
+fn apply_signal(ctl: &PhaseControl, s: Signal) {
+    match s {
+        Signal::FirstDone(ns) => {
+            if ctl
+                .first_done
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                ctl.first_done_ns.store(ns, Ordering::Release);
+            } else {
+                ctl.first_done_ns.fetch_min(ns, Ordering::AcqRel);
+            }
+        }
+        Signal::Abort => ctl.abort.store(true, Ordering::Relaxed),
+    }
 }
 
 fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
@@ -505,7 +791,7 @@ fn reduce(
     samples: &[WorkerSample],
     first_done_ns: Option<u64>,
     cpu: (f64, f64),
-    hostname: &str,
+    layout: &Layout,
     interrupted: bool,
 ) -> PhaseRecord {
     let t0 = samples.iter().map(|s| s.start_ns).min().unwrap_or(0);
@@ -571,13 +857,14 @@ fn reduce(
         interrupted,
         errors: counters.errors,
         verify,
+        files: None,
         workers: samples
             .iter()
             .map(|s| {
                 let own = (s.end_ns.saturating_sub(s.start_ns)) as f64 / 1e9;
                 WorkerRecord {
                     worker: s.worker,
-                    host: hostname.to_string(),
+                    host: layout.host_of(s.worker).to_string(),
                     bytes: s.counters.bytes,
                     ops: s.counters.ops,
                     start_s: s.start_ns.saturating_sub(t0) as f64 / 1e9,

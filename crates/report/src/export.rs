@@ -218,6 +218,9 @@ pub struct TextExporter;
 
 impl Exporter for TextExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        if rs.spec.as_meta().is_some() {
+            return MetaTextExporter.render(rs);
+        }
         let mut sections: Vec<Vec<String>> = vec![header_lines(rs)];
         if !rs.warnings.is_empty() {
             sections.push(
@@ -269,7 +272,7 @@ fn header_lines(rs: &ResultSet) -> Vec<String> {
         }
         target.push(')');
     }
-    vec![
+    let mut lines = vec![
         format!(
             "ioscale {}  {}  kernel {}  {} CPUs  {:.1} GiB",
             rs.version,
@@ -280,7 +283,19 @@ fn header_lines(rs: &ResultSet) -> Vec<String> {
         ),
         target,
         format!("workload: {}", rs.spec.describe()),
-    ]
+    ];
+    if let Some(c) = &h.cluster {
+        lines.push(format!(
+            "ranks: {} ({}) x {} thread(s) = {} workers on {} node(s), {} tasks per node",
+            c.ranks,
+            c.launcher,
+            c.threads_per_rank,
+            c.ranks * c.threads_per_rank,
+            c.nodes,
+            c.tasks_per_node
+        ));
+    }
+    lines
 }
 
 fn phase_table(phases: &[PhaseRecord]) -> Vec<String> {
@@ -491,6 +506,110 @@ fn fmt_secs(v: f64) -> String {
     }
 }
 
+// ---------------------------------------------------------------- meta text
+
+/// The smallfile-style report of `ioscale meta`: per phase, a line per
+/// thread, then the totals a smallfile user looks for (files/s, IOPS,
+/// MiB/s, elapsed, the share of requested files processed), with latency
+/// percentiles and the stonewall figure beside them. [`TextExporter`]
+/// hands metadata records to it, so `--format text` needs no new choice.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MetaTextExporter;
+
+impl Exporter for MetaTextExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        let mut sections: Vec<Vec<String>> = vec![header_lines(rs)];
+        if !rs.warnings.is_empty() {
+            sections.push(
+                rs.warnings
+                    .iter()
+                    .map(|w| format!("warning: {w}"))
+                    .collect(),
+            );
+        }
+        if rs.phases.is_empty() {
+            sections.push(vec!["no phase completed".to_string()]);
+        }
+        for p in &rs.phases {
+            sections.push(meta_phase_lines(p));
+        }
+        if rs.summary.iter().any(|s| s.reps > 1) {
+            sections.push(summary_table(rs));
+        }
+        if !rs.errors.is_empty() {
+            sections.push(rs.errors.iter().map(error_line).collect());
+        }
+        if rs.interrupted {
+            sections.push(vec!["interrupted: results so far are shown".to_string()]);
+        }
+        let mut out = sections
+            .into_iter()
+            .map(|lines| lines.join("\n"))
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        out.push('\n');
+        Ok(out.into_bytes())
+    }
+}
+
+fn meta_phase_lines(p: &PhaseRecord) -> Vec<String> {
+    let mut l = vec![format!("{} (rep {})", p.op, p.rep)];
+    let files = p.files.clone().unwrap_or_default();
+    for t in &files.threads {
+        l.push(format!(
+            "thr = {:02}, elapsed = {:.6}, files = {}, records = {}, status = {}",
+            t.thread, t.elapsed_s, t.files, t.records, t.status
+        ));
+    }
+    l.push(format!("total threads = {}", p.threads));
+    l.push(format!("total files = {}", p.ops));
+    l.push(format!(
+        "total data = {:9.3} GiB",
+        p.bytes as f64 / (1u64 << 30) as f64
+    ));
+    l.push(format!(
+        "{:.2}% of requested files processed ({} of {})",
+        files.processed_pct, p.ops, files.requested
+    ));
+    l.push(format!("elapsed time = {:9.3}", p.elapsed_s));
+    l.push(format!("files/sec = {:.6}", p.iops));
+    l.push(format!("IOPS = {:.6}", p.iops));
+    l.push(format!("MiB/sec = {:.6}", p.bw_mib_s));
+    l.push(format!(
+        "latency (us): p50 {}, p99 {}, p99.9 {}, max {}",
+        fmt_lat(p.lat_us.p50),
+        fmt_lat(p.lat_us.p99),
+        fmt_lat(p.lat_us.p999),
+        fmt_lat(p.lat_us.max)
+    ));
+    if p.stonewall.s > 0.0 && p.stonewall.s < 0.98 * p.elapsed_s && files.stonewall_files < p.ops {
+        l.push(format!(
+            "stonewall: {} files in {} s = {:.2} files/s (work done by the time the first thread finished)",
+            files.stonewall_files,
+            fmt_secs(p.stonewall.s),
+            files.stonewall_files_s
+        ));
+    }
+    l.push(format!(
+        "cpu: usr {} s, sys {} s",
+        fmt_secs(p.cpu_user_s),
+        fmt_secs(p.cpu_sys_s)
+    ));
+    if p.time_limited {
+        l.push(format!(
+            "stopped by --time after {} s; figures cover the files done until then",
+            fmt_secs(p.elapsed_s)
+        ));
+    }
+    if p.interrupted {
+        l.push("interrupted; figures are partial and left out of the summary".into());
+    }
+    if p.errors > 0 {
+        l.push(format!("{} failed operation(s)", p.errors));
+    }
+    l
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -542,6 +661,7 @@ mod tests {
             interrupted: false,
             errors: 0,
             verify: None,
+            files: None,
             workers: (0..4)
                 .map(|w| WorkerRecord {
                     worker: w,
@@ -643,6 +763,7 @@ mod tests {
                 fs_type: "lustre".into(),
                 fs_source: "10.0.0.1@o2ib:/scratch".into(),
                 mount_options: "rw,flock,lazystatfs".into(),
+                ..Default::default()
             },
             spec: crate::model::JobSpec::Run(spec),
             warnings: vec![

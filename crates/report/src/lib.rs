@@ -4,14 +4,18 @@
 //! bytes and never touches files or stdout, so the binary has one place that
 //! writes and a saved record can be rendered again at any time.
 
+pub mod dd_text;
 pub mod export;
+pub mod ior_text;
 pub mod model;
 
+pub use dd_text::{DdInfo, DdStatus, DdTextExporter};
 pub use export::{
-    from_json, CsvExporter, ExportError, ExportType, Exporter, JsonExporter, TextExporter,
-    CSV_COLUMNS,
+    from_json, CsvExporter, ExportError, ExportType, Exporter, JsonExporter, MetaTextExporter,
+    TextExporter, CSV_COLUMNS,
 };
+pub use ior_text::{FsStats, IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
 pub use model::{
-    ErrorRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, PhaseSummary, ResultSet, Stonewall,
-    VerifyRecord, WorkerRecord, SCHEMA,
+    ClusterInfo, ErrorRecord, FilesRecord, HostInfo, JobSpec, Mismatch, NodePhase, PhaseRecord,
+    PhaseSummary, ResultSet, Stonewall, ThreadFiles, VerifyRecord, WorkerRecord, SCHEMA,
 };

@@ -7,17 +7,19 @@
 //! and bump [`SCHEMA`] with a migration note when a meaning changes.
 
 use serde::{Deserialize, Serialize};
-use spec::WorkloadSpec;
+use spec::{MetaSpec, WorkloadSpec};
 use stats::{LatencySummary, RepStats};
 
 /// What was run. The JSON carries a `kind` tag (`"run"` for a data
-/// workload) beside the workload's own fields, so each command's record
+/// workload, `"meta"` for a metadata one) beside the workload's own fields, so each command's record
 /// keeps its own vocabulary in one place.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum JobSpec {
     /// `ioscale run`: a data workload.
     Run(WorkloadSpec),
+    /// `ioscale meta`: small files and metadata operations.
+    Meta(MetaSpec),
 }
 
 impl JobSpec {
@@ -25,6 +27,7 @@ impl JobSpec {
     pub fn describe(&self) -> String {
         match self {
             JobSpec::Run(w) => w.describe(),
+            JobSpec::Meta(m) => m.describe(),
         }
     }
 
@@ -32,6 +35,15 @@ impl JobSpec {
     pub fn as_run(&self) -> Option<&WorkloadSpec> {
         match self {
             JobSpec::Run(w) => Some(w),
+            JobSpec::Meta(_) => None,
+        }
+    }
+
+    /// The metadata workload, if this is one.
+    pub fn as_meta(&self) -> Option<&MetaSpec> {
+        match self {
+            JobSpec::Meta(m) => Some(m),
+            JobSpec::Run(_) => None,
         }
     }
 }
@@ -60,6 +72,57 @@ pub struct HostInfo {
     pub fs_source: String,
     /// Mount options.
     pub mount_options: String,
+    /// Where the ranks of a multi-process (MPI) run were; absent when one
+    /// process ran. The other fields describe rank 0's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterInfo>,
+}
+
+/// The processes of a multi-process (MPI) run: ranks × threads workers,
+/// worker `w` being thread `w % threads_per_rank` of rank
+/// `w / threads_per_rank`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    /// How the processes were coordinated (`mpi`).
+    pub launcher: String,
+    /// Processes (MPI ranks).
+    pub ranks: u32,
+    /// Worker threads in each rank.
+    pub threads_per_rank: u32,
+    /// Distinct hosts.
+    pub nodes: u32,
+    /// Ranks on the busiest host (IOR's tPN, "tasks per node").
+    pub tasks_per_node: u32,
+    /// Host name of each rank, by rank.
+    pub hosts: Vec<String>,
+    /// Per host and phase: the work of that host's workers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_phases: Vec<NodePhase>,
+}
+
+/// One host's share of one phase of a multi-process run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodePhase {
+    /// Index of the phase in the record's `phases`.
+    pub phase: usize,
+    /// Operation name, as in that phase.
+    pub op: String,
+    /// Repetition, as in that phase.
+    pub rep: u32,
+    /// The host.
+    pub host: String,
+    /// Ranks on it.
+    pub ranks: u32,
+    /// Workers on it.
+    pub workers: u32,
+    /// Bytes its workers moved.
+    pub bytes: u64,
+    /// Requests its workers completed.
+    pub ops: u64,
+    /// Its first worker's start to its last worker's finish, seconds.
+    pub elapsed_s: f64,
+    /// bytes ÷ elapsed_s, MiB/s.
+    pub bw_mib_s: f64,
 }
 
 /// Per-worker detail of one phase (times in seconds since the phase's
@@ -190,8 +253,51 @@ pub struct PhaseRecord {
     /// Data check, when `--verify` was on and the phase read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyRecord>,
+    /// File counts of a metadata phase (`ioscale meta`): requested versus
+    /// processed, the stonewall in files, per-thread detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<FilesRecord>,
     /// Per-worker detail.
     pub workers: Vec<WorkerRecord>,
+}
+
+/// File counts of one metadata phase. In such a phase `ops` is the number
+/// of files processed and `iops` files per second; this adds what a
+/// smallfile user reads next to them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FilesRecord {
+    /// Files the phase was asked to process (threads × files per thread).
+    pub requested: u64,
+    /// Files processed (the same as the phase's `ops`).
+    pub processed: u64,
+    /// processed ÷ requested, in percent.
+    pub processed_pct: f64,
+    /// Files all threads had processed when the first finished (or the
+    /// time limit struck).
+    pub stonewall_files: u64,
+    /// Those files ÷ the stonewall seconds.
+    pub stonewall_files_s: f64,
+    /// Read and write system calls that moved data.
+    pub records: u64,
+    /// Peak resident memory of the process at the end of the phase, bytes.
+    pub peak_rss_bytes: u64,
+    /// Per thread, in thread order.
+    pub threads: Vec<ThreadFiles>,
+}
+
+/// One thread's file counts in a metadata phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadFiles {
+    /// Thread index.
+    pub thread: u32,
+    /// Files processed.
+    pub files: u64,
+    /// Data system calls.
+    pub records: u64,
+    /// The thread's own elapsed seconds.
+    pub elapsed_s: f64,
+    /// `ok`, `time-limit`, `interrupted`, `stopped` (a peer failed) or `error`.
+    pub status: String,
 }
 
 /// Statistics of one operation over its repetitions.

@@ -1,11 +1,16 @@
 //! What a benchmark run is asked to do, independent of how it is asked.
 //!
-//! Every front-end — the native `ioscale run`, and the IOR/dd emulations —
-//! turns its command line into these types, so the engine and the reports
-//! see one vocabulary. Nothing here touches the file system.
+//! Every front-end — the native `ioscale run` and `ioscale meta`, and the
+//! IOR/dd emulations — turns its command line into these types, so the
+//! engine and the reports see one vocabulary. Nothing here touches the file
+//! system.
 
+pub mod meta;
 pub mod units;
 pub mod workload;
 
+pub use meta::{EntryKind, FileSize, MetaOp, MetaSpec, RawMeta, TreeState};
 pub use units::{format_size, parse_count, parse_duration, parse_list, parse_size, UnitError};
-pub use workload::{EngineKind, Layout, Op, RawWorkload, SpecError, SyncMode, WorkloadSpec};
+pub use workload::{
+    EngineKind, FileNaming, Layout, Op, RawWorkload, SpecError, SyncMode, WorkloadSpec,
+};

@@ -188,6 +188,42 @@ impl EngineKind {
     }
 }
 
+/// How the data files are named and where they live.
+///
+/// The native commands work inside `TARGET/ioscale.d`; the compatibility
+/// front-ends name files the way the tool they stand in for does, so
+/// scripts that look for those files keep working.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "scheme", rename_all = "kebab-case")]
+pub enum FileNaming {
+    /// `TARGET/ioscale.d/shared.dat`, `file.%08d`, `dir.%08d/file.%08d`.
+    #[default]
+    Native,
+    /// IOR's names: the shared file at exactly `path`; one file per task
+    /// at `path.%08d`; with a directory per task,
+    /// `dirname(path)/%d/basename(path).%08d`.
+    Ior {
+        /// The `-o` path.
+        path: PathBuf,
+    },
+    /// dd's names: exactly these files, one per worker (`of=` or `if=`).
+    Dd {
+        /// One path per worker.
+        paths: Vec<PathBuf>,
+        /// Keep an existing file's length (dd `conv=notrunc`); otherwise a
+        /// write run truncates it first, as dd does.
+        #[serde(default)]
+        notrunc: bool,
+    },
+}
+
+impl FileNaming {
+    /// Whether this is the native scheme (left out of the JSON then).
+    pub fn is_native(&self) -> bool {
+        matches!(self, FileNaming::Native)
+    }
+}
+
 /// The raw, unchecked values a front-end collected.
 ///
 /// `None` means "not given"; [`RawWorkload::build`] applies the defaults.
@@ -235,6 +271,10 @@ pub struct RawWorkload {
     pub seed: Option<u64>,
     /// Percentage of reads in mixed phases.
     pub rwmix_read: Option<u64>,
+    /// File naming scheme (native when not given).
+    pub naming: Option<FileNaming>,
+    /// Pause before each repetition after the first (IOR -d).
+    pub rep_delay: Option<Duration>,
 }
 
 /// A complete, consistent workload the engine can run without further checks.
@@ -279,6 +319,12 @@ pub struct WorkloadSpec {
     pub seed: u64,
     /// Percentage of reads in mixed phases.
     pub rwmix_read: u8,
+    /// File naming scheme; absent from the JSON when native.
+    #[serde(default, skip_serializing_if = "FileNaming::is_native")]
+    pub naming: FileNaming,
+    /// Pause before each repetition after the first (IOR -d); absent when none.
+    #[serde(default, with = "opt_secs", skip_serializing_if = "Option::is_none")]
+    pub rep_delay: Option<Duration>,
 }
 
 impl WorkloadSpec {
@@ -566,7 +612,7 @@ impl RawWorkload {
                     .into(),
             ));
         }
-        if reorder > 0 && reorder % threads == 0 {
+        if reorder > 0 && reorder.is_multiple_of(threads) {
             return Err(SpecError::Range {
                 flag: "--reorder-offset",
                 value: reorder.to_string(),
@@ -584,6 +630,26 @@ impl RawWorkload {
         }
         if self.verify && self.ops.iter().all(|o| !o.reads()) && !self.keep {
             // Not an error: the write still lays the pattern down. Nothing to do.
+        }
+        let naming = self.naming.clone().unwrap_or_default();
+        match &naming {
+            FileNaming::Native => {}
+            FileNaming::Ior { path } => {
+                if path.file_name().is_none() {
+                    return Err(SpecError::Conflict(format!(
+                        "-o {}: name a file, not a directory",
+                        path.display()
+                    )));
+                }
+            }
+            FileNaming::Dd { paths, .. } => {
+                if paths.len() as u64 != threads || layout == Layout::Shared {
+                    return Err(SpecError::Conflict(format!(
+                        "dd naming needs one file per worker ({} paths for {threads} workers)",
+                        paths.len()
+                    )));
+                }
+            }
         }
         Ok(WorkloadSpec {
             target,
@@ -605,6 +671,8 @@ impl RawWorkload {
             keep: self.keep,
             seed: self.seed.unwrap_or(0x10_5ca1e),
             rwmix_read: rwmix as u8,
+            naming,
+            rep_delay: self.rep_delay,
         })
     }
 }

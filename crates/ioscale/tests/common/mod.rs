@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod fuse;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -1,0 +1,19 @@
+//! Sweeps of ioscale runs and what they mean.
+//!
+//! A sweep runs one job at many thread counts (and transfer sizes, layouts,
+//! targets). This crate holds its record ([`model`]), the statistics of each
+//! point, the scaling analysis that answers the seeds' question "is there a
+//! big difference, and why?" ([`findings`], [`usl`]), the side-by-side
+//! comparison of saved records ([`compare`]) and the text and CSV
+//! renderings ([`render`]). It is pure computation: the binary runs the
+//! points and writes the files.
+
+pub mod compare;
+pub mod findings;
+pub mod model;
+pub mod render;
+pub mod usl;
+
+pub use findings::{analyse, Analysis, CurveAnalysis, Limit};
+pub use model::{OpStats, SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
+pub use render::{load, LoadError, Loaded};

@@ -1,0 +1,545 @@
+//! Text and CSV renderings of a sweep, and reading records back.
+//!
+//! The table follows the seeds' hand-made tables (Operation, Threads, File
+//! count, Directory per file, Duration, Throughput in MB/s) with the spread
+//! over repetitions beside it, so a sweep's output can be pasted where the
+//! seeds pasted theirs. Like the run exporters these return strings and
+//! never write anything themselves.
+
+use report::{ExportError, ResultSet};
+
+use crate::findings::{analyse, num};
+use crate::model::{point_stats, SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
+
+/// A saved record: a sweep, or a plain run.
+#[derive(Debug, Clone)]
+pub enum Loaded {
+    /// `ioscale sweep --json`.
+    Sweep(Box<SweepRecord>),
+    /// `ioscale run --json` (or `meta`).
+    Run(Box<ResultSet>),
+}
+
+impl Loaded {
+    /// The record as a sweep: a run becomes a one-point sweep, so every
+    /// renderer serves both.
+    pub fn into_sweep(self) -> SweepRecord {
+        match self {
+            Loaded::Sweep(s) => *s,
+            Loaded::Run(r) => sweep_of_run(*r),
+        }
+    }
+}
+
+/// Why a saved record could not be read.
+#[derive(thiserror::Error, Debug)]
+pub enum LoadError {
+    /// Not JSON, or not a record ioscale wrote.
+    #[error("not an ioscale results record: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A run record that the run reader refused.
+    #[error("{0}")]
+    Run(#[from] ExportError),
+    /// A sweep layout newer than this build.
+    #[error("sweep schema {0} is newer than the supported schema {SWEEP_SCHEMA}; upgrade ioscale to read it")]
+    Schema(u32),
+}
+
+/// Reads a sweep record or a run record.
+pub fn load(bytes: &[u8]) -> Result<Loaded, LoadError> {
+    let v: serde_json::Value = serde_json::from_slice(bytes)?;
+    if v.get("kind").and_then(|k| k.as_str()) == Some("sweep") {
+        let schema = v.get("schema").and_then(|s| s.as_u64()).unwrap_or(0) as u32;
+        if schema > SWEEP_SCHEMA {
+            return Err(LoadError::Schema(schema));
+        }
+        Ok(Loaded::Sweep(Box::new(serde_json::from_value(v)?)))
+    } else {
+        Ok(Loaded::Run(Box::new(report::from_json(bytes)?)))
+    }
+}
+
+/// Wraps a run record as a sweep of one point.
+pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
+    let (threads, xfer, layout, file_count, dir_per_file, per_thread) = match rs.spec.as_run() {
+        Some(w) => (
+            w.threads,
+            w.xfer,
+            w.layout.name().to_string(),
+            w.file_count() as u64,
+            w.layout == spec::Layout::PerThreadDir,
+            w.bytes_per_worker(),
+        ),
+        None => {
+            let t = rs.phases.first().map(|p| p.threads).unwrap_or(1);
+            let files = rs
+                .phases
+                .first()
+                .and_then(|p| p.files.as_ref())
+                .map(|f| f.requested)
+                .unwrap_or(0);
+            (t, 0, String::new(), files, false, 0)
+        }
+    };
+    let reps = rs.phases.iter().map(|p| p.rep + 1).max().unwrap_or(1);
+    let trim = crate::model::default_trim(reps);
+    let (ops, geomean_bw_mib_s, geomean_iops) = point_stats(&rs, threads, trim);
+    let point = SweepPoint {
+        index: 0,
+        series: String::new(),
+        threads,
+        xfer,
+        layout,
+        target: rs.host.target.clone(),
+        file_count,
+        dir_per_file,
+        bytes_per_thread: per_thread,
+        ops,
+        geomean_bw_mib_s,
+        geomean_iops,
+        result: rs.clone(),
+    };
+    let mut rec = SweepRecord {
+        schema: SWEEP_SCHEMA,
+        tool: "ioscale".into(),
+        kind: "sweep".into(),
+        version: rs.version.clone(),
+        command: rs.command.clone(),
+        started: rs.started.clone(),
+        host: rs.host.clone(),
+        config: SweepConfig {
+            command: if rs.spec.as_run().is_some() {
+                "run"
+            } else {
+                "meta"
+            }
+            .into(),
+            threads: vec![threads],
+            reps,
+            trim,
+            ..Default::default()
+        },
+        interrupted: rs.interrupted,
+        points_total: 1,
+        points: vec![point],
+        analysis: Default::default(),
+    };
+    rec.analysis = analyse(&rec);
+    rec
+}
+
+/// Which swept values vary between the points (and so need a column).
+#[derive(Debug, Clone, Copy)]
+pub struct Varying {
+    /// More than one target.
+    pub target: bool,
+    /// More than one layout.
+    pub layout: bool,
+    /// More than one transfer size.
+    pub xfer: bool,
+}
+
+/// Finds which swept values vary.
+pub fn varying(points: &[SweepPoint]) -> Varying {
+    let differs =
+        |f: &dyn Fn(&SweepPoint) -> String| points.windows(2).any(|w| f(&w[0]) != f(&w[1]));
+    Varying {
+        target: differs(&|p| p.target.clone()),
+        layout: differs(&|p| p.layout.clone()),
+        xfer: differs(&|p| p.xfer.to_string()),
+    }
+}
+
+/// One row of the seed-style table.
+#[derive(Debug, Clone)]
+pub struct Row {
+    /// Cells, in [`table_head`] order.
+    pub cells: Vec<String>,
+}
+
+/// The column names of the seed-style table.
+pub fn table_head(v: Varying) -> Vec<&'static str> {
+    let mut h = Vec::new();
+    if v.target {
+        h.push("Target");
+    }
+    if v.layout {
+        h.push("Layout");
+    }
+    if v.xfer {
+        h.push("Transfer");
+    }
+    h.extend([
+        "Operation",
+        "Threads",
+        "File count",
+        "Directory per file",
+        "Duration (s)",
+        "Throughput (MB/s)",
+        "± (MB/s)",
+        "IOPS",
+        "Reps",
+        "Outliers",
+    ]);
+    h
+}
+
+/// The table rows: by series, then operation, then thread count.
+pub fn table_rows(rec: &SweepRecord) -> Vec<Row> {
+    let v = varying(&rec.points);
+    let mut series: Vec<&str> = Vec::new();
+    for p in &rec.points {
+        if !series.contains(&p.series.as_str()) {
+            series.push(&p.series);
+        }
+    }
+    let mut rows = Vec::new();
+    for s in series {
+        let pts: Vec<&SweepPoint> = rec.points.iter().filter(|p| p.series == s).collect();
+        let mut ops: Vec<&str> = Vec::new();
+        for p in &pts {
+            for o in &p.ops {
+                if !ops.contains(&o.op.as_str()) {
+                    ops.push(&o.op);
+                }
+            }
+        }
+        for op in ops {
+            let mut these: Vec<&&SweepPoint> = pts
+                .iter()
+                .filter(|p| p.ops.iter().any(|o| o.op == op))
+                .collect();
+            these.sort_by_key(|p| p.threads);
+            for p in these {
+                let o = p.ops.iter().find(|o| o.op == op).expect("filtered");
+                let mut cells = Vec::new();
+                if v.target {
+                    cells.push(p.target.clone());
+                }
+                if v.layout {
+                    cells.push(p.layout.clone());
+                }
+                if v.xfer {
+                    cells.push(spec::format_size(p.xfer));
+                }
+                cells.extend([
+                    cap(op),
+                    p.threads.to_string(),
+                    p.file_count.to_string(),
+                    if p.dir_per_file { "Y" } else { "N" }.to_string(),
+                    format!("{:.2}", o.center_elapsed_s()),
+                    format!("{:.2}", o.center_bw_mb_s()),
+                    format!("{:.2}", o.bw_mb_s.stddev),
+                    num(o.center_iops()),
+                    o.reps.to_string(),
+                    if o.outlier_reps.is_empty() {
+                        "-".to_string()
+                    } else {
+                        o.outlier_reps
+                            .iter()
+                            .map(|r| format!("rep {r}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    },
+                ]);
+                rows.push(Row { cells });
+            }
+        }
+    }
+    rows
+}
+
+fn cap(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+/// Lays out a table: text columns left-aligned, numbers right-aligned.
+pub fn layout_table(head: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+    let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let numeric: Vec<bool> = (0..head.len())
+        .map(|i| {
+            rows.iter().all(|r| {
+                r.get(i)
+                    .is_some_and(|c| c.parse::<f64>().is_ok() || c == "-")
+            }) && !rows.is_empty()
+        })
+        .collect();
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            let pad = " ".repeat(widths[i].saturating_sub(c.chars().count()));
+            if i > 0 {
+                s.push_str("  ");
+            }
+            if numeric[i] {
+                s.push_str(&pad);
+                s.push_str(c);
+            } else {
+                s.push_str(c);
+                s.push_str(&pad);
+            }
+        }
+        s.trim_end().to_string()
+    };
+    let mut out = vec![line(head.to_vec())];
+    out.extend(
+        rows.iter()
+            .map(|r| line(r.iter().map(String::as_str).collect())),
+    );
+    out
+}
+
+/// What the sweep covered, in one line.
+pub fn describe(rec: &SweepRecord) -> String {
+    let c = &rec.config;
+    let mut parts = vec![format!(
+        "threads {}",
+        c.threads
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    )];
+    if !c.xfer.is_empty() {
+        parts.push(format!(
+            "xfer {}",
+            c.xfer
+                .iter()
+                .map(|x| spec::format_size(*x))
+                .collect::<Vec<_>>()
+                .join(",")
+        ));
+    }
+    if !c.layout.is_empty() {
+        parts.push(format!("layout {}", c.layout.join(",")));
+    }
+    if !c.targets.is_empty() {
+        parts.push(format!("target {}", c.targets.join(",")));
+    }
+    format!(
+        "sweep of `{}`: {} ({} of {} points), {} rep(s) per point, {} data scaling, trimmed mean drops {} at each end",
+        c.command,
+        parts.join(" × "),
+        rec.points.len(),
+        rec.points_total,
+        c.reps,
+        if c.scale.is_empty() { "-" } else { &c.scale },
+        c.trim
+    )
+}
+
+/// The human output: header, seed-style table, geometric means,
+/// warnings, the analysis.
+pub fn render_text(rec: &SweepRecord) -> String {
+    let mut sections: Vec<Vec<String>> = Vec::new();
+    let h = &rec.host;
+    sections.push(vec![
+        format!(
+            "ioscale {}  {}  kernel {}  {} CPUs  {:.1} GiB",
+            rec.version,
+            h.hostname,
+            h.kernel,
+            h.cpus,
+            h.mem_bytes as f64 / (1u64 << 30) as f64
+        ),
+        describe(rec),
+        match rec.points.first() {
+            Some(p) => format!(
+                "workload (first point): {}; target {} ({})",
+                p.result.spec.describe(),
+                p.target,
+                p.result.host.fs_type
+            ),
+            None => "no point finished".into(),
+        },
+    ]);
+    if !rec.points.is_empty() {
+        let v = varying(&rec.points);
+        let rows: Vec<Vec<String>> = table_rows(rec).into_iter().map(|r| r.cells).collect();
+        let mut t = vec![
+            "Throughput and duration are the trimmed mean (or mean) over repetitions; ± is the sample stddev."
+                .to_string(),
+        ];
+        t.extend(layout_table(&table_head(v), &rows));
+        sections.push(t);
+        if rec.points.iter().any(|p| p.ops.len() > 1) {
+            let rows: Vec<Vec<String>> = rec
+                .points
+                .iter()
+                .map(|p| {
+                    vec![
+                        if p.series.is_empty() {
+                            "-".into()
+                        } else {
+                            p.series.clone()
+                        },
+                        p.threads.to_string(),
+                        p.geomean_bw_mib_s.map(num).unwrap_or_else(|| "-".into()),
+                        p.geomean_iops.map(num).unwrap_or_else(|| "-".into()),
+                    ]
+                })
+                .collect();
+            let mut g = vec!["Geometric mean across operations".to_string()];
+            g.extend(layout_table(
+                &["Series", "Threads", "MiB/s", "ops/s"],
+                &rows,
+            ));
+            sections.push(g);
+        }
+    }
+    let mut warns: Vec<String> = Vec::new();
+    for p in &rec.points {
+        for w in &p.result.warnings {
+            // Warnings that name sizes or thread counts differ per point;
+            // keep one of each kind.
+            if !warns.iter().any(|x| warning_kind(x) == warning_kind(w)) {
+                warns.push(w.clone());
+            }
+        }
+    }
+    if !warns.is_empty() {
+        sections.push(warns.iter().map(|w| format!("warning: {w}")).collect());
+    }
+    if !rec.analysis.curves.is_empty() {
+        let mut a = vec!["Analysis".to_string()];
+        for c in &rec.analysis.curves {
+            a.push(format!("  {}:", c.name()));
+            a.extend(c.sentences.iter().map(|s| format!("    - {s}")));
+        }
+        if !rec.analysis.comparisons.is_empty() {
+            a.push("  compared:".into());
+            a.extend(
+                rec.analysis
+                    .comparisons
+                    .iter()
+                    .map(|c| format!("    - {}: {}", c.op, c.sentence)),
+            );
+        }
+        sections.push(a);
+    }
+    if rec.interrupted {
+        sections.push(vec![format!(
+            "interrupted: {} of {} points finished and are shown; run the same command with --resume to continue",
+            rec.points.len(),
+            rec.points_total
+        )]);
+    }
+    let mut out = sections
+        .into_iter()
+        .map(|s| s.join("\n"))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    out.push('\n');
+    out
+}
+
+/// A warning with its figures taken out, so the same warning about
+/// different sizes counts once.
+pub fn warning_kind(w: &str) -> String {
+    w.chars()
+        .filter(|c| !c.is_ascii_digit() && *c != '.')
+        .collect()
+}
+
+/// The CSV columns of a sweep, one row per point and operation.
+pub const SWEEP_CSV_COLUMNS: [&str; 27] = [
+    "point",
+    "series",
+    "target",
+    "layout",
+    "xfer",
+    "op",
+    "threads",
+    "file_count",
+    "dir_per_file",
+    "reps",
+    "elapsed_s",
+    "bw_mb_s",
+    "bw_mib_s",
+    "bw_mib_s_min",
+    "bw_mib_s_max",
+    "bw_mib_s_median",
+    "bw_mib_s_stddev",
+    "bw_mib_s_trimmed",
+    "iops",
+    "iops_stddev",
+    "little_latency_s",
+    "lat_p50_us",
+    "cpu_busy",
+    "cpu_s_per_op",
+    "outliers",
+    "geomean_bw_mib_s",
+    "geomean_iops",
+];
+
+/// One CSV row per point and operation (RFC 4180 quoting).
+pub fn render_csv(rec: &SweepRecord) -> String {
+    let mut out = SWEEP_CSV_COLUMNS.join(",");
+    out.push('\n');
+    let opt = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_default();
+    for p in &rec.points {
+        for o in &p.ops {
+            let fields = [
+                p.index.to_string(),
+                csv(&p.series),
+                csv(&p.target),
+                csv(&p.layout),
+                p.xfer.to_string(),
+                csv(&o.op),
+                p.threads.to_string(),
+                p.file_count.to_string(),
+                p.dir_per_file.to_string(),
+                o.reps.to_string(),
+                format!("{:.6}", o.center_elapsed_s()),
+                format!("{:.3}", o.center_bw_mb_s()),
+                format!("{:.3}", o.center_bw_mib_s()),
+                format!("{:.3}", o.bw_mib_s.min),
+                format!("{:.3}", o.bw_mib_s.max),
+                format!("{:.3}", o.bw_mib_s.median),
+                format!("{:.3}", o.bw_mib_s.stddev),
+                opt(o.bw_mib_s_trimmed),
+                format!("{:.3}", o.center_iops()),
+                format!("{:.3}", o.iops.stddev),
+                format!("{:.9}", o.little_latency_s),
+                format!("{:.3}", o.lat_p50_us),
+                format!("{:.3}", o.cpu_busy),
+                format!("{:.9}", o.cpu_s_per_op),
+                csv(&o
+                    .outlier_reps
+                    .iter()
+                    .map(|r| r.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")),
+                opt(p.geomean_bw_mib_s),
+                opt(p.geomean_iops),
+            ];
+            out.push_str(&fields.join(","));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn csv(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The canonical JSON, pretty-printed with a trailing newline.
+pub fn render_json(rec: &SweepRecord) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = serde_json::to_vec_pretty(rec)?;
+    out.push(b'\n');
+    Ok(out)
+}

@@ -1,0 +1,253 @@
+//! The self-contained HTML report: charts inline as SVG, the seed-style
+//! table, per-point statistics, the analysis, host facts and the exact
+//! command. No scripts, fonts or images are fetched, so it opens the same
+//! offline, from a mail attachment or a CI artefact.
+
+use std::fmt::Write;
+
+use analysis::findings::{dur, num};
+use analysis::render::{describe, table_head, table_rows, varying};
+use analysis::SweepRecord;
+
+use crate::svg::{self, esc};
+
+const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:24px auto;max-width:1180px;color:#222;background:#fff}\
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 8px}\
+th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+pre{background:#f6f6f6;padding:8px;overflow-x:auto;white-space:pre-wrap}\
+.charts{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}figcaption{font-size:12px;color:#555}\
+.warn{color:#8a4b00}ul.analysis li{margin:4px 0}";
+
+fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
+    out.push_str("<table><thead><tr>");
+    for h in head {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        out.push_str("<tr>");
+        for c in r {
+            let n = c.parse::<f64>().is_ok();
+            let _ = write!(
+                out,
+                "<td{}>{}</td>",
+                if n { " class=\"n\"" } else { "" },
+                esc(c)
+            );
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+/// Renders the whole report.
+pub fn render_html(rec: &SweepRecord) -> String {
+    let mut o = String::new();
+    let title = if rec.points_total > 1 || rec.config.threads.len() > 1 {
+        "ioscale sweep report"
+    } else {
+        "ioscale run report"
+    };
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n"
+    );
+    let _ = writeln!(o, "<p>{}</p>", esc(&describe(rec)));
+    let _ = writeln!(
+        o,
+        "<h2>Command</h2><pre id=\"command\">{}</pre>",
+        esc(&shell_words(&rec.command))
+    );
+    if rec.interrupted {
+        let _ = writeln!(
+            o,
+            "<p class=\"warn\">Interrupted: {} of {} points finished; run the same command with --resume to continue.</p>",
+            rec.points.len(),
+            rec.points_total
+        );
+    }
+
+    o.push_str("<h2>Analysis</h2>\n<div id=\"analysis\">\n");
+    for c in &rec.analysis.curves {
+        let _ = write!(o, "<h3>{}</h3><ul class=\"analysis\">", esc(&c.name()));
+        for s in &c.sentences {
+            let _ = write!(o, "<li>{}</li>", esc(s));
+        }
+        o.push_str("</ul>\n");
+    }
+    if !rec.analysis.comparisons.is_empty() {
+        o.push_str("<h3>Compared</h3><ul class=\"analysis\">");
+        for c in &rec.analysis.comparisons {
+            let _ = write!(o, "<li>{}: {}</li>", esc(&c.op), esc(&c.sentence));
+        }
+        o.push_str("</ul>\n");
+    }
+    o.push_str("</div>\n");
+
+    o.push_str("<h2>Charts</h2><p>Error bars span the lowest to the highest repetition; the line joins the trimmed means (or means).</p><div class=\"charts\">\n");
+    for c in crate::charts_for(rec) {
+        let _ = writeln!(
+            o,
+            "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
+            esc(&c.name),
+            svg::render(&c.chart),
+            esc(&c.chart.title)
+        );
+    }
+    o.push_str("</div>\n");
+
+    o.push_str("<h2>Results</h2>\n");
+    let v = varying(&rec.points);
+    let rows: Vec<Vec<String>> = table_rows(rec).into_iter().map(|r| r.cells).collect();
+    table(&mut o, &table_head(v), &rows);
+
+    if rec.points.iter().any(|p| p.ops.len() > 1) {
+        o.push_str("<h3>Geometric mean across operations</h3>\n");
+        let rows: Vec<Vec<String>> = rec
+            .points
+            .iter()
+            .map(|p| {
+                vec![
+                    p.series.clone(),
+                    p.threads.to_string(),
+                    p.geomean_bw_mib_s.map(num).unwrap_or_default(),
+                    p.geomean_iops.map(num).unwrap_or_default(),
+                ]
+            })
+            .collect();
+        table(&mut o, &["Series", "Threads", "MiB/s", "ops/s"], &rows);
+    }
+
+    o.push_str("<h2>Statistics per point</h2><p>Over the repetitions: bandwidth in MiB/s; trimmed mean drops the k highest and k lowest; outliers by modified z-score (|M| &gt; 3.5); latency by Little's law is threads ÷ operations per second.</p>\n");
+    let mut rows = Vec::new();
+    for p in &rec.points {
+        for s in &p.ops {
+            rows.push(vec![
+                p.series.clone(),
+                s.op.clone(),
+                p.threads.to_string(),
+                s.reps.to_string(),
+                format!("{:.2}", s.bw_mib_s.min),
+                format!("{:.2}", s.bw_mib_s.max),
+                format!("{:.2}", s.bw_mib_s.mean),
+                format!("{:.2}", s.bw_mib_s.median),
+                format!("{:.2}", s.bw_mib_s.stddev),
+                s.bw_mib_s_trimmed
+                    .map(|t| format!("{t:.2}"))
+                    .unwrap_or_else(|| "-".into()),
+                format!("{:.1}", s.iops.mean),
+                dur(s.little_latency_s),
+                format!("{:.1}", s.lat_p50_us),
+                format!("{:.2}", s.cpu_busy),
+                if s.outlier_reps.is_empty() {
+                    "-".into()
+                } else {
+                    format!("{:?}", s.outlier_reps)
+                },
+            ]);
+        }
+    }
+    table(
+        &mut o,
+        &[
+            "Series",
+            "Op",
+            "Threads",
+            "Reps",
+            "Min",
+            "Max",
+            "Mean",
+            "Median",
+            "Stddev",
+            "Trimmed",
+            "IOPS",
+            "Latency (Little)",
+            "p50 (µs)",
+            "CPUs busy",
+            "Outliers",
+        ],
+        &rows,
+    );
+
+    let mut warns: Vec<&String> = Vec::new();
+    for p in &rec.points {
+        for w in &p.result.warnings {
+            let kind = analysis::render::warning_kind(w);
+            if !warns
+                .iter()
+                .any(|x| analysis::render::warning_kind(x) == kind)
+            {
+                warns.push(w);
+            }
+        }
+    }
+    if !warns.is_empty() {
+        o.push_str("<h2>Warnings</h2><ul>\n");
+        for w in warns.iter().take(20) {
+            let _ = writeln!(o, "<li class=\"warn\">{}</li>", esc(w));
+        }
+        o.push_str("</ul>\n");
+    }
+
+    let h = &rec.host;
+    o.push_str("<h2>Host</h2>\n");
+    let mut facts = vec![
+        vec!["hostname".to_string(), h.hostname.clone()],
+        vec!["kernel".into(), h.kernel.clone()],
+        vec!["CPUs".into(), h.cpus.to_string()],
+        vec![
+            "memory".into(),
+            format!("{:.1} GiB", h.mem_bytes as f64 / (1u64 << 30) as f64),
+        ],
+        vec!["ioscale".into(), rec.version.clone()],
+        vec!["started".into(), rec.started.clone()],
+    ];
+    let mut targets: Vec<&report::HostInfo> = Vec::new();
+    for p in &rec.points {
+        if !targets.iter().any(|t| t.target == p.result.host.target) {
+            targets.push(&p.result.host);
+        }
+    }
+    if targets.is_empty() {
+        targets.push(h);
+    }
+    for t in targets {
+        facts.push(vec![
+            "target".into(),
+            format!(
+                "{} — {} on {} ({}, {})",
+                t.target, t.fs_type, t.mount_point, t.fs_source, t.mount_options
+            ),
+        ]);
+    }
+    table(&mut o, &["fact", "value"], &facts);
+    if let Some(p) = rec.points.first() {
+        let _ = writeln!(
+            o,
+            "<p>Workload of the first point: {}</p>",
+            esc(&p.result.spec.describe())
+        );
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// Joins words as a shell would need them typed (single quotes where a
+/// word holds anything but safe characters).
+pub fn shell_words(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

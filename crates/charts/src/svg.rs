@@ -1,0 +1,345 @@
+//! Line charts as hand-written SVG: throughput or duration against thread
+//! count, one line per series, a log2 x-axis and error bars.
+//!
+//! SVG is text, needs no dependency and embeds directly in the HTML
+//! report; [`crate::png`] rasterises the same document, so the PNG and the
+//! SVG always show the same picture.
+
+use std::fmt::Write;
+
+/// One point: x, the central y, and the error bar's ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    /// Thread count.
+    pub x: f64,
+    /// Central value.
+    pub y: f64,
+    /// Lower end of the error bar (lowest repetition).
+    pub lo: f64,
+    /// Upper end of the error bar (highest repetition).
+    pub hi: f64,
+}
+
+/// One line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// Legend text.
+    pub label: String,
+    /// Points, any order (drawn by x).
+    pub points: Vec<Point>,
+}
+
+/// A whole chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// Title above the plot.
+    pub title: String,
+    /// x-axis label.
+    pub x_label: String,
+    /// y-axis label.
+    pub y_label: String,
+    /// The lines.
+    pub series: Vec<Series>,
+}
+
+/// Width of a rendered chart, pixels.
+pub const WIDTH: f64 = 760.0;
+/// Height of a rendered chart, pixels.
+pub const HEIGHT: f64 = 440.0;
+
+const LEFT: f64 = 78.0;
+const RIGHT: f64 = 190.0;
+const TOP: f64 = 48.0;
+const BOTTOM: f64 = 58.0;
+
+/// Line colours (Okabe–Ito, readable by colour-blind readers).
+const PALETTE: [&str; 8] = [
+    "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
+];
+
+/// Escapes text for XML content and attributes.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A "nice" upper bound and step for a 0-based axis (1, 2, 2.5, 5 × 10^k).
+fn nice_axis(max: f64) -> (f64, f64) {
+    if !(max.is_finite() && max > 0.0) {
+        return (1.0, 0.25);
+    }
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+fn tick_label(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 || (v.fract() == 0.0 && v.abs() >= 1.0) {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').to_string()
+    }
+}
+
+/// Renders the chart as a standalone SVG document.
+pub fn render(c: &Chart) -> String {
+    let mut s = String::new();
+    let pw = WIDTH - LEFT - RIGHT;
+    let ph = HEIGHT - TOP - BOTTOM;
+    let all: Vec<&Point> = c.series.iter().flat_map(|s| &s.points).collect();
+    let xs = all.iter().map(|p| p.x.max(1e-9).log2());
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 - x0 < 1e-9 {
+        x0 -= 1.0;
+        x1 += 1.0;
+    }
+    // A little room so end points and their error bars are not on the frame.
+    let pad = (x1 - x0) * 0.04;
+    let (x0, x1) = (x0 - pad, x1 + pad);
+    let ymax = all
+        .iter()
+        .map(|p| p.hi.max(p.y))
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let (ytop, ystep) = nice_axis(ymax * 1.05);
+    let px = |x: f64| LEFT + (x.max(1e-9).log2() - x0) / (x1 - x0) * pw;
+    let py = |y: f64| TOP + ph - (y.max(0.0) / ytop).min(1.05) * ph;
+
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Verdana, Arial, sans-serif" font-size="13" role="img">"##
+    );
+    let _ = write!(s, "<title>{}</title>", esc(&c.title));
+    let _ = write!(
+        s,
+        r##"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>"##
+    );
+    let _ = write!(
+        s,
+        r##"<text x="{}" y="26" text-anchor="middle" font-size="16" font-weight="bold" fill="#222">{}</text>"##,
+        LEFT + pw / 2.0,
+        esc(&c.title)
+    );
+    // y grid and ticks
+    let mut v = 0.0;
+    while v <= ytop + ystep * 1e-6 {
+        let y = py(v);
+        let _ = write!(
+            s,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#dddddd" stroke-width="1"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{}</text>"##,
+            LEFT + pw,
+            LEFT - 8.0,
+            y + 4.5,
+            tick_label(v)
+        );
+        v += ystep;
+    }
+    // x ticks at powers of two, plus every measured x.
+    let mut ticks: Vec<f64> = Vec::new();
+    let mut k = x0.ceil();
+    while k <= x1 {
+        ticks.push(2f64.powf(k));
+        k += 1.0;
+    }
+    for p in &all {
+        if !ticks.iter().any(|t| (t - p.x).abs() < 1e-9) {
+            ticks.push(p.x);
+        }
+    }
+    ticks.sort_by(f64::total_cmp);
+    let mut last_x = f64::NEG_INFINITY;
+    for t in ticks {
+        let x = px(t);
+        let _ = write!(
+            s,
+            r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eeeeee" stroke-width="1"/>"##,
+            TOP + ph
+        );
+        // Skip labels that would overlap the previous one.
+        if x - last_x >= 24.0 {
+            let _ = write!(
+                s,
+                r##"<text x="{x:.1}" y="{:.1}" text-anchor="middle" fill="#333">{}</text>"##,
+                TOP + ph + 18.0,
+                tick_label(t)
+            );
+            last_x = x;
+        }
+    }
+    // frame and axis labels
+    let _ = write!(
+        s,
+        r##"<rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#666" stroke-width="1"/>"##
+    );
+    let _ = write!(
+        s,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#222">{}</text>"##,
+        LEFT + pw / 2.0,
+        HEIGHT - 14.0,
+        esc(&c.x_label)
+    );
+    let _ = write!(
+        s,
+        r##"<text x="20" y="{:.1}" text-anchor="middle" fill="#222" transform="rotate(-90 20 {:.1})">{}</text>"##,
+        TOP + ph / 2.0,
+        TOP + ph / 2.0,
+        esc(&c.y_label)
+    );
+    // lines, error bars, markers
+    for (i, ser) in c.series.iter().enumerate() {
+        let col = PALETTE[i % PALETTE.len()];
+        let mut pts = ser.points.clone();
+        pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+        let _ = write!(
+            s,
+            r##"<g class="series" data-label="{}">"##,
+            esc(&ser.label)
+        );
+        if pts.len() > 1 {
+            let path: Vec<String> = pts
+                .iter()
+                .map(|p| format!("{:.1},{:.1}", px(p.x), py(p.y)))
+                .collect();
+            let _ = write!(
+                s,
+                r##"<polyline points="{}" fill="none" stroke="{col}" stroke-width="2.5"/>"##,
+                path.join(" ")
+            );
+        }
+        for p in &pts {
+            let x = px(p.x);
+            if p.hi > p.lo {
+                let (ya, yb) = (py(p.lo), py(p.hi));
+                let _ = write!(
+                    s,
+                    r##"<path d="M{x:.1},{ya:.1}V{yb:.1}M{:.1},{ya:.1}H{:.1}M{:.1},{yb:.1}H{:.1}" stroke="{col}" stroke-width="1.5" fill="none"/>"##,
+                    x - 4.0,
+                    x + 4.0,
+                    x - 4.0,
+                    x + 4.0
+                );
+            }
+            let _ = write!(
+                s,
+                r##"<circle cx="{x:.1}" cy="{:.1}" r="4" fill="{col}"><title>{}: {} threads, {}</title></circle>"##,
+                py(p.y),
+                esc(&ser.label),
+                tick_label(p.x),
+                tick_label(p.y)
+            );
+        }
+        // legend entry
+        let ly = TOP + 10.0 + i as f64 * 22.0;
+        let lx = LEFT + pw + 16.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="3"/><circle cx="{:.1}" cy="{ly:.1}" r="4" fill="{col}"/><text x="{:.1}" y="{:.1}" fill="#222">{}</text>"##,
+            lx + 26.0,
+            lx + 13.0,
+            lx + 32.0,
+            ly + 4.5,
+            esc(&ellipsis(&ser.label, 20))
+        );
+        s.push_str("</g>");
+    }
+    if all.is_empty() {
+        let _ = write!(
+            s,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#888">no data</text>"##,
+            LEFT + pw / 2.0,
+            TOP + ph / 2.0
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn ellipsis(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let head: String = s.chars().take(n - 1).collect();
+        format!("{head}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chart() -> Chart {
+        Chart {
+            title: "write: throughput <vs> threads".into(),
+            x_label: "threads (log2)".into(),
+            y_label: "MB/s".into(),
+            series: vec![Series {
+                label: "shared & co".into(),
+                points: [1.0, 2.0, 4.0, 8.0]
+                    .iter()
+                    .map(|&x| Point {
+                        x,
+                        y: 25.0 * x,
+                        lo: 24.0 * x,
+                        hi: 26.0 * x,
+                    })
+                    .collect(),
+            }],
+        }
+    }
+
+    #[test]
+    fn escapes_and_draws_every_point() {
+        let s = render(&chart());
+        assert!(s.starts_with("<svg"));
+        assert!(s.contains("&lt;vs&gt;") && s.contains("shared &amp; co"));
+        assert_eq!(s.matches("<circle").count(), 4 + 1, "4 markers + legend");
+        assert_eq!(s.matches("<polyline").count(), 1);
+    }
+
+    #[test]
+    fn nice_axes() {
+        assert_eq!(nice_axis(281.0), (300.0, 100.0));
+        assert_eq!(nice_axis(9.0), (10.0, 2.0));
+        assert_eq!(nice_axis(0.0), (1.0, 0.25));
+    }
+
+    #[test]
+    fn log2_axis_spaces_doublings_evenly() {
+        let s = render(&chart());
+        let xs: Vec<f64> = s
+            .split("<circle cx=\"")
+            .skip(1)
+            .take(4)
+            .map(|t| t.split('"').next().unwrap().parse().unwrap())
+            .collect();
+        let d1 = xs[1] - xs[0];
+        let d2 = xs[2] - xs[1];
+        assert!((d1 - d2).abs() < 0.2, "{xs:?}");
+    }
+
+    #[test]
+    fn empty_chart_says_so() {
+        let s = render(&Chart {
+            series: vec![],
+            ..chart()
+        });
+        assert!(s.contains("no data"));
+    }
+}

@@ -1,0 +1,1069 @@
+//! One thread's share of one metadata phase: a system call or a few per
+//! file, timed one by one.
+//!
+//! The loop never holds a list of files: names are recomputed from
+//! (thread, index) into one reusable buffer, and every call is made
+//! relative to an open directory descriptor (`openat`, `fstatat`,
+//! `unlinkat`, …), so the kernel resolves one component per operation and
+//! memory does not grow with the file count. The directory descriptor
+//! changes only when the index crosses into the next hashed directory.
+//! State is owned by the worker; peers learn about it only through the
+//! relaxed atomics of [`PhaseControl`].
+
+use std::ffi::CStr;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Barrier;
+use std::time::Instant;
+
+use spec::{EntryKind, MetaOp, MetaSpec, TreeState};
+use stats::LatencyHistogram;
+
+use crate::buf::AlignedBuf;
+use crate::pattern;
+use crate::worker::{IoFailure, PhaseControl};
+
+/// Name of the extended attribute `setxattr` writes and `getxattr` reads.
+pub const XATTR_NAME: &CStr = c"user.ioscale";
+/// Bytes of the extended attribute's value.
+pub const XATTR_LEN: usize = 32;
+
+/// Everything the threads of one metadata phase share.
+#[derive(Debug, Clone)]
+pub struct MetaPlan<'a> {
+    /// Shape and names.
+    pub spec: &'a MetaSpec,
+    /// The operation.
+    pub op: MetaOp,
+    /// The working root (`TARGET/ioscale-meta.d`).
+    pub root: PathBuf,
+    /// Repetition number.
+    pub rep: u32,
+    /// Which entries may exist (decides the names `delete` and `cleanup`
+    /// use, and which kinds `cleanup` tries).
+    pub state: TreeState,
+    /// Indices to process per thread; `None` = `spec.files` each.
+    pub limit: Option<Vec<u64>>,
+    /// Whether `--time` applies (not for untimed layout and teardown).
+    pub timed: bool,
+}
+
+impl MetaPlan<'_> {
+    /// Indices thread `w` processes.
+    pub fn count_for(&self, w: u32) -> u64 {
+        match &self.limit {
+            Some(l) => l.get(w as usize).copied().unwrap_or(0),
+            None => self.spec.files,
+        }
+    }
+
+    /// The base directory of thread `w`.
+    pub fn base_dir(&self, w: u32) -> PathBuf {
+        match self.spec.thread_dir(w) {
+            Some(d) => self.root.join(d),
+            None => self.root.clone(),
+        }
+    }
+}
+
+/// What one thread measured in one metadata phase. Times are nanoseconds
+/// since the phase's common epoch.
+#[derive(Debug, Clone)]
+pub struct MetaSample {
+    /// Thread index.
+    pub worker: u32,
+    /// Files (entries) processed successfully.
+    pub files: u64,
+    /// Indices attempted, including a failed one: what cleanup must cover.
+    pub touched: u64,
+    /// Data system calls (reads and writes that moved bytes).
+    pub records: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Operations that failed.
+    pub errors: u64,
+    /// Entries cleanup had to leave (a directory holding foreign files).
+    pub left: u64,
+    /// First entry left, for the note.
+    pub first_left: Option<PathBuf>,
+    /// Latency of every processed file.
+    pub hist: LatencyHistogram,
+    /// Before the first operation.
+    pub start_ns: u64,
+    /// After the last.
+    pub end_ns: u64,
+    /// Files done when the first thread finished (or the deadline struck).
+    pub stonewall_files: u64,
+    /// Bytes done by then.
+    pub stonewall_bytes: u64,
+    /// Stopped by the time limit.
+    pub hit_deadline: bool,
+    /// The error that stopped it.
+    pub failure: Option<IoFailure>,
+}
+
+impl MetaSample {
+    fn new(worker: u32) -> Self {
+        MetaSample {
+            worker,
+            files: 0,
+            touched: 0,
+            records: 0,
+            read_bytes: 0,
+            write_bytes: 0,
+            errors: 0,
+            left: 0,
+            first_left: None,
+            hist: LatencyHistogram::new(),
+            start_ns: 0,
+            end_ns: 0,
+            stonewall_files: 0,
+            stonewall_bytes: 0,
+            hit_deadline: false,
+            failure: None,
+        }
+    }
+
+    /// Bytes moved either way.
+    pub fn bytes(&self) -> u64 {
+        self.read_bytes + self.write_bytes
+    }
+}
+
+fn ns_since(epoch: Instant, t: Instant) -> u64 {
+    t.saturating_duration_since(epoch).as_nanos() as u64
+}
+
+/// Whether an error number means "stop: the system, not this file, is the
+/// problem" — named in the error so the user knows what ran out.
+pub fn errno_hint(errno: i32) -> Option<&'static str> {
+    match errno {
+        libc::ENOSPC => Some("the file system is out of space or inodes"),
+        libc::EDQUOT => Some("a disk quota is exhausted"),
+        libc::EMFILE => Some("the process ran out of file descriptors (raise `ulimit -n`)"),
+        libc::ENFILE => Some("the system ran out of file descriptors"),
+        libc::ENAMETOOLONG => {
+            Some("a name is longer than this file system allows (shorten --prefix)")
+        }
+        libc::EACCES | libc::EPERM => Some("permission denied"),
+        libc::EROFS => Some("the file system is read-only"),
+        libc::ENOTSUP => Some("this file system does not support the operation (user xattrs?)"),
+        _ => None,
+    }
+}
+
+/// The worker's reusable buffers and open directories.
+struct Cursor<'p, 'a> {
+    plan: &'p MetaPlan<'a>,
+    w: u32,
+    base: OwnedFd,
+    /// Full path of the base directory, with a trailing '/'.
+    base_path: Vec<u8>,
+    /// Directory node the `dir` descriptor is open on.
+    node: u64,
+    dir: Option<OwnedFd>,
+    /// Path of `node` relative to base, NUL-terminated when used.
+    node_rel: Vec<u8>,
+    /// Entry name, NUL-terminated.
+    name: Vec<u8>,
+    /// Second entry name (rename target, link name), NUL-terminated.
+    name2: Vec<u8>,
+    /// Full path for the path-only calls (xattrs), NUL-terminated.
+    full: Vec<u8>,
+    buf: AlignedBuf,
+}
+
+/// Failure of one call: which call and its error.
+struct OpErr {
+    call: &'static str,
+    err: io::Error,
+    /// Whether the second name was the one involved.
+    second: bool,
+}
+
+type OpResult = Result<(), OpErr>;
+
+fn fail(call: &'static str) -> impl FnOnce(io::Error) -> OpErr {
+    move |err| OpErr {
+        call,
+        err,
+        second: false,
+    }
+}
+
+impl Cursor<'_, '_> {
+    fn dfd(&self) -> RawFd {
+        match &self.dir {
+            Some(d) => d.as_raw_fd(),
+            None => self.base.as_raw_fd(),
+        }
+    }
+
+    /// Full path of the current directory joined with `name` (without NUL).
+    fn path_of(&self, name: &[u8]) -> PathBuf {
+        let mut p = self.base_path.clone();
+        if !self.node_rel.is_empty() {
+            p.extend_from_slice(self.node_rel.strip_suffix(b"\0").unwrap_or(&self.node_rel));
+            p.push(b'/');
+        }
+        p.extend_from_slice(name.strip_suffix(b"\0").unwrap_or(name));
+        PathBuf::from(std::ffi::OsStr::from_bytes(&p))
+    }
+
+    /// Moves the directory descriptor to `node`, creating it first when the
+    /// phase creates entries. Returns `Ok(false)` when the node does not
+    /// exist and `missing_ok`.
+    fn enter(&mut self, node: u64, create: bool, missing_ok: bool) -> Result<bool, OpErr> {
+        self.dir = None;
+        self.node = node;
+        self.node_rel.clear();
+        if node == 0 {
+            return Ok(true);
+        }
+        self.plan.spec.push_node_path(&mut self.node_rel, node);
+        self.node_rel.push(0);
+        let base = self.base.as_raw_fd();
+        if create {
+            match at::mkdir(base, &self.node_rel, 0o755) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                Err(e) => return Err(fail("mkdir")(e)),
+            }
+        }
+        match at::open_dir(base, &self.node_rel) {
+            Ok(fd) => {
+                self.dir = Some(fd);
+                Ok(true)
+            }
+            Err(e) if missing_ok && e.raw_os_error() == Some(libc::ENOENT) => Ok(false),
+            Err(e) => Err(fail("open dir")(e)),
+        }
+    }
+
+    fn set_name(&mut self, kind: EntryKind, i: u64) {
+        self.name.clear();
+        self.plan.spec.push_name(&mut self.name, kind, self.w, i);
+        self.name.push(0);
+    }
+
+    fn set_name2(&mut self, kind: EntryKind, i: u64) {
+        self.name2.clear();
+        self.plan.spec.push_name(&mut self.name2, kind, self.w, i);
+        self.name2.push(0);
+    }
+
+    fn set_full(&mut self) {
+        self.full.clear();
+        self.full.extend_from_slice(&self.base_path);
+        if !self.node_rel.is_empty() {
+            self.full
+                .extend_from_slice(&self.node_rel[..self.node_rel.len() - 1]);
+            self.full.push(b'/');
+        }
+        self.full.extend_from_slice(&self.name);
+    }
+
+    /// Writes `size` bytes in records; counts records and bytes.
+    fn write_all(&mut self, fd: RawFd, size: u64, s: &mut MetaSample) -> OpResult {
+        let rec = self.buf.len() as u64;
+        let mut left = size;
+        while left > 0 {
+            let n = left.min(rec) as usize;
+            let done = at::write(fd, &self.buf.as_slice()[..n]).map_err(fail("write"))?;
+            if done == 0 {
+                return Err(fail("write")(io::Error::from_raw_os_error(libc::ENOSPC)));
+            }
+            s.records += 1;
+            s.write_bytes += done as u64;
+            left -= done as u64;
+        }
+        Ok(())
+    }
+
+    /// Opens, writes, optionally fsyncs, and closes; closes on error too.
+    fn write_file(&mut self, flags: i32, size: u64, s: &mut MetaSample) -> OpResult {
+        let spec = self.plan.spec;
+        let mut flags = flags | libc::O_WRONLY | libc::O_CLOEXEC;
+        if spec.direct {
+            flags |= libc::O_DIRECT;
+        }
+        let call = if flags & libc::O_CREAT != 0 {
+            "create"
+        } else {
+            "open"
+        };
+        let fd = at::open(self.dfd(), &self.name, flags, 0o644).map_err(fail(call))?;
+        let mut r = self.write_all(fd, size, s);
+        if r.is_ok() && spec.fsync {
+            r = at::fsync(fd).map_err(fail("fsync"));
+        }
+        let c = at::close(fd).map_err(fail("close"));
+        r.and(c)
+    }
+
+    fn read_file(&mut self, s: &mut MetaSample) -> OpResult {
+        let mut flags = libc::O_RDONLY | libc::O_CLOEXEC;
+        if self.plan.spec.direct {
+            flags |= libc::O_DIRECT;
+        }
+        let fd = at::open(self.dfd(), &self.name, flags, 0).map_err(fail("open"))?;
+        let mut r = Ok(());
+        loop {
+            match at::read(fd, self.buf.as_mut_slice()) {
+                Ok(0) => break,
+                Ok(n) => {
+                    s.records += 1;
+                    s.read_bytes += n as u64;
+                }
+                Err(e) => {
+                    r = Err(fail("read")(e));
+                    break;
+                }
+            }
+        }
+        let c = at::close(fd).map_err(fail("close"));
+        r.and(c)
+    }
+
+    /// Runs the phase's operation on index `i` of this thread.
+    fn op(&mut self, i: u64, s: &mut MetaSample) -> OpResult {
+        let plan = self.plan;
+        let spec = plan.spec;
+        let file_kind = if plan.state.renamed {
+            EntryKind::Renamed
+        } else {
+            EntryKind::File
+        };
+        match plan.op {
+            MetaOp::Create => {
+                self.set_name(EntryKind::File, i);
+                let size = spec.size_of(self.w, i);
+                self.write_file(libc::O_CREAT | libc::O_EXCL, size, s)
+            }
+            MetaOp::Read => {
+                self.set_name(file_kind, i);
+                self.read_file(s)
+            }
+            MetaOp::Append => {
+                self.set_name(file_kind, i);
+                self.write_file(libc::O_APPEND, spec.size_of(self.w, i), s)
+            }
+            MetaOp::Overwrite => {
+                self.set_name(file_kind, i);
+                self.write_file(0, spec.size_of(self.w, i), s)
+            }
+            MetaOp::TruncateOverwrite => {
+                self.set_name(file_kind, i);
+                self.write_file(libc::O_TRUNC, spec.size_of(self.w, i), s)
+            }
+            MetaOp::Stat => {
+                self.set_name(file_kind, i);
+                at::lstat(self.dfd(), &self.name)
+                    .map(|_| ())
+                    .map_err(fail("stat"))
+            }
+            MetaOp::Chmod => {
+                self.set_name(file_kind, i);
+                // Alternate so a repeated chmod still changes the inode.
+                let mode = if (plan.rep & 1) == 0 { 0o640 } else { 0o644 };
+                at::chmod(self.dfd(), &self.name, mode).map_err(fail("chmod"))
+            }
+            MetaOp::Rename => {
+                let to = if plan.state.renamed {
+                    EntryKind::File
+                } else {
+                    EntryKind::Renamed
+                };
+                self.set_name(file_kind, i);
+                self.set_name2(to, i);
+                at::rename(self.dfd(), &self.name, &self.name2).map_err(fail("rename"))
+            }
+            MetaOp::Setxattr => {
+                self.set_name(file_kind, i);
+                self.set_full();
+                let mut v = [0u8; XATTR_LEN];
+                v[..8].copy_from_slice(&i.to_le_bytes());
+                at::set_xattr(&self.full, XATTR_NAME, &v).map_err(fail("setxattr"))
+            }
+            MetaOp::Getxattr => {
+                self.set_name(file_kind, i);
+                self.set_full();
+                let mut v = [0u8; XATTR_LEN + 8];
+                let n = at::get_xattr(&self.full, XATTR_NAME, &mut v).map_err(fail("getxattr"))?;
+                if n != XATTR_LEN || v[..8] != i.to_le_bytes() {
+                    return Err(fail("getxattr")(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the attribute's value is not the one setxattr wrote",
+                    )));
+                }
+                Ok(())
+            }
+            MetaOp::Symlink => {
+                self.set_name(file_kind, i);
+                self.set_name2(EntryKind::Link, i);
+                at::symlink(&self.name, self.dfd(), &self.name2).map_err(|err| OpErr {
+                    call: "symlink",
+                    err,
+                    second: true,
+                })
+            }
+            MetaOp::Delete => {
+                self.set_name(file_kind, i);
+                at::unlink(self.dfd(), &self.name, false).map_err(fail("unlink"))
+            }
+            MetaOp::Mkdir => {
+                self.set_name(EntryKind::Dir, i);
+                at::mkdir(self.dfd(), &self.name, 0o755).map_err(fail("mkdir"))
+            }
+            MetaOp::Rmdir => {
+                self.set_name(EntryKind::Dir, i);
+                at::unlink(self.dfd(), &self.name, true).map_err(fail("rmdir"))
+            }
+            MetaOp::Cleanup => self.cleanup(i, s),
+            MetaOp::Readdir => unreachable!("readdir walks directories, not indices"),
+        }
+    }
+
+    /// Removes every entry of index `i` that may exist; absent ones are
+    /// fine, a directory holding foreign files is left and counted.
+    fn cleanup(&mut self, i: u64, s: &mut MetaSample) -> OpResult {
+        let st = self.plan.state;
+        let kinds = [
+            (EntryKind::File, st.files, false),
+            (EntryKind::Renamed, st.files, false),
+            (EntryKind::Link, st.links, false),
+            (EntryKind::Dir, st.dirs, true),
+        ];
+        for (kind, maybe, is_dir) in kinds {
+            if !maybe {
+                continue;
+            }
+            self.set_name(kind, i);
+            match at::unlink(self.dfd(), &self.name, is_dir) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => {
+                    s.left += 1;
+                    if s.first_left.is_none() {
+                        s.first_left = Some(self.path_of(&self.name));
+                    }
+                }
+                Err(e) => return Err(fail(if is_dir { "rmdir" } else { "unlink" })(e)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs thread `w`'s share of the phase: prepares, waits at `barrier`,
+/// processes its files, and returns what it measured.
+pub fn run_meta_worker(
+    w: u32,
+    plan: &MetaPlan<'_>,
+    ctl: &PhaseControl,
+    barrier: &Barrier,
+) -> MetaSample {
+    let mut s = MetaSample::new(w);
+    let base_dir = plan.base_dir(w);
+    let setup = (|| -> io::Result<Cursor<'_, '_>> {
+        let mut bp = Vec::with_capacity(base_dir.as_os_str().len() + 1);
+        bp.extend_from_slice(base_dir.as_os_str().as_bytes());
+        let mut c = bp.clone();
+        c.push(0);
+        let base = at::open_dir(libc::AT_FDCWD, &c)?;
+        bp.push(b'/');
+        let rec = plan.spec.record_size.max(1) as usize;
+        let mut buf = AlignedBuf::new(rec, 4096);
+        pattern::fill_random(buf.as_mut_slice(), plan.spec.seed ^ ((w as u64) << 20));
+        Ok(Cursor {
+            plan,
+            w,
+            base,
+            base_path: bp,
+            node: 0,
+            dir: None,
+            node_rel: Vec::with_capacity(256),
+            name: Vec::with_capacity(320),
+            name2: Vec::with_capacity(320),
+            full: Vec::with_capacity(4096),
+            buf,
+        })
+    })();
+    barrier.wait();
+    let t_start = Instant::now();
+    s.start_ns = ns_since(ctl.epoch, t_start);
+    let mut cur = match setup {
+        Ok(c) => c,
+        Err(e) => {
+            let tolerable = plan.op == MetaOp::Cleanup && e.raw_os_error() == Some(libc::ENOENT);
+            if !tolerable {
+                s.errors += 1;
+                s.failure = Some(IoFailure {
+                    op: "open dir".into(),
+                    path: base_dir,
+                    offset: None,
+                    errno: e.raw_os_error(),
+                    message: describe(&e),
+                });
+                ctl.abort.store(true, Ordering::Relaxed);
+            } else {
+                s.files = plan.count_for(w);
+            }
+            s.end_ns = ns_since(ctl.epoch, Instant::now());
+            return s;
+        }
+    };
+    let deadline = if plan.timed {
+        plan.spec.time_limit.map(|d| t_start + d)
+    } else {
+        None
+    };
+    let finished = if plan.op == MetaOp::Readdir {
+        readdir_loop(&mut cur, ctl, deadline, &mut s)
+    } else {
+        index_loop(&mut cur, ctl, deadline, &mut s)
+    };
+    let now = Instant::now();
+    s.end_ns = ns_since(ctl.epoch, now);
+    if finished
+        && s.failure.is_none()
+        && ctl
+            .first_done
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    {
+        ctl.first_done_ns.store(s.end_ns, Ordering::Release);
+    }
+    if s.hit_deadline {
+        ctl.first_done.store(true, Ordering::Relaxed);
+        let _ =
+            ctl.first_done_ns
+                .compare_exchange(0, s.end_ns, Ordering::AcqRel, Ordering::Relaxed);
+    }
+    if !s.hit_deadline && s.stonewall_files == 0 && s.stonewall_bytes == 0 {
+        s.stonewall_files = s.files;
+        s.stonewall_bytes = s.bytes();
+    }
+    s
+}
+
+fn describe(e: &io::Error) -> String {
+    match e.raw_os_error().and_then(errno_hint) {
+        Some(h) => format!("{e}: {h}"),
+        None => e.to_string(),
+    }
+}
+
+#[inline]
+fn should_stop(ctl: &PhaseControl) -> bool {
+    ctl.stop.load(Ordering::Relaxed) || ctl.abort.load(Ordering::Relaxed)
+}
+
+/// Records the first failure with its full path; stops the phase unless
+/// it is a best-effort cleanup.
+fn record_failure(cur: &Cursor<'_, '_>, e: OpErr, ctl: &PhaseControl, s: &mut MetaSample) -> bool {
+    s.errors += 1;
+    if s.failure.is_none() {
+        let name: &[u8] = if e.call == "mkdir" && cur.dir.is_none() && !cur.node_rel.is_empty() {
+            &cur.node_rel
+        } else if e.second {
+            &cur.name2
+        } else {
+            &cur.name
+        };
+        let path = if e.call == "open dir" || (e.call == "mkdir" && name == cur.node_rel.as_slice())
+        {
+            let mut p = cur.base_path.clone();
+            p.extend_from_slice(name.strip_suffix(b"\0").unwrap_or(name));
+            PathBuf::from(std::ffi::OsStr::from_bytes(&p))
+        } else {
+            cur.path_of(name)
+        };
+        s.failure = Some(IoFailure {
+            op: e.call.into(),
+            path,
+            offset: None,
+            errno: e.err.raw_os_error(),
+            message: describe(&e.err),
+        });
+    }
+    if cur.plan.op == MetaOp::Cleanup && !cur.plan.timed {
+        // Untimed teardown: remove what can be removed, report the rest.
+        return false;
+    }
+    ctl.abort.store(true, Ordering::Relaxed);
+    true
+}
+
+/// The loop over indices; returns whether every index was processed.
+fn index_loop(
+    cur: &mut Cursor<'_, '_>,
+    ctl: &PhaseControl,
+    deadline: Option<Instant>,
+    s: &mut MetaSample,
+) -> bool {
+    let plan = cur.plan;
+    let spec = plan.spec;
+    let n = plan.count_for(cur.w);
+    let creates = matches!(plan.op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink);
+    let missing_ok = plan.op == MetaOp::Cleanup;
+    let mut sw_taken = false;
+    let mut t = Instant::now();
+    let mut i = 0u64;
+    while i < n {
+        if should_stop(ctl) {
+            return false;
+        }
+        if let Some(d) = deadline {
+            if t >= d {
+                s.hit_deadline = true;
+                return false;
+            }
+        }
+        if !sw_taken && ctl.first_done.load(Ordering::Relaxed) {
+            sw_taken = true;
+            s.stonewall_files = s.files;
+            s.stonewall_bytes = s.bytes();
+        }
+        let node = spec.node_of(i);
+        if node != cur.node {
+            match cur.enter(node, creates, missing_ok) {
+                Ok(true) => {}
+                Ok(false) => {
+                    // A directory cleanup finds absent holds nothing of ours.
+                    let next = ((node + 1).saturating_mul(spec.files_per_dir)).min(n);
+                    s.files += next - i;
+                    s.touched = next;
+                    i = next;
+                    continue;
+                }
+                Err(e) => {
+                    s.touched = i + 1;
+                    if record_failure(cur, e, ctl, s) {
+                        return false;
+                    }
+                    i += 1;
+                    continue;
+                }
+            }
+        }
+        s.touched = i + 1;
+        match cur.op(i, s) {
+            Ok(()) => {
+                let now = Instant::now();
+                s.hist
+                    .record(now.saturating_duration_since(t).as_nanos() as u64);
+                s.files += 1;
+                t = now;
+            }
+            Err(e) => {
+                if record_failure(cur, e, ctl, s) {
+                    return false;
+                }
+                t = Instant::now();
+            }
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `ls -l`: lists each directory node of the thread (in `--same-dir`, the
+/// shared nodes are dealt out round-robin) and lstats every entry. Counts
+/// entries that are not directories and not dot files.
+fn readdir_loop(
+    cur: &mut Cursor<'_, '_>,
+    ctl: &PhaseControl,
+    deadline: Option<Instant>,
+    s: &mut MetaSample,
+) -> bool {
+    let plan = cur.plan;
+    let spec = plan.spec;
+    let nodes = spec.nodes_for(plan.count_for(cur.w));
+    let (first, step) = if spec.same_dir {
+        (cur.w as u64, plan.spec.threads as u64)
+    } else {
+        (0, 1)
+    };
+    let mut sw_taken = false;
+    let mut t = Instant::now();
+    let mut node = first;
+    while node < nodes {
+        if let Err(e) = cur.enter(node, false, false) {
+            record_failure(cur, e, ctl, s);
+            return false;
+        }
+        let fd = match at::dup(cur.dfd()) {
+            Ok(fd) => fd,
+            Err(e) => {
+                record_failure(cur, fail("open dir")(e), ctl, s);
+                return false;
+            }
+        };
+        let mut stream = match at::DirStream::new(fd) {
+            Ok(d) => d,
+            Err(e) => {
+                record_failure(cur, fail("opendir")(e), ctl, s);
+                return false;
+            }
+        };
+        let dfd = stream.fd();
+        let mut stopped = false;
+        let r = stream.for_each(|name| {
+            let bytes = name.to_bytes();
+            if bytes.first() == Some(&b'.') {
+                return true;
+            }
+            match at::lstat(dfd, name.to_bytes_with_nul()) {
+                Ok(mode) => {
+                    let now = Instant::now();
+                    if mode & libc::S_IFMT != libc::S_IFDIR {
+                        s.hist
+                            .record(now.saturating_duration_since(t).as_nanos() as u64);
+                        s.files += 1;
+                    }
+                    t = now;
+                }
+                // Gone between readdir and stat: a peer's business.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+                Err(e) => {
+                    cur.name.clear();
+                    cur.name.extend_from_slice(name.to_bytes_with_nul());
+                    record_failure(cur, fail("stat")(e), ctl, s);
+                    stopped = true;
+                    return false;
+                }
+            }
+            if !sw_taken && ctl.first_done.load(Ordering::Relaxed) {
+                sw_taken = true;
+                s.stonewall_files = s.files;
+            }
+            if should_stop(ctl) {
+                stopped = true;
+                return false;
+            }
+            if let Some(d) = deadline {
+                if t >= d {
+                    s.hit_deadline = true;
+                    stopped = true;
+                    return false;
+                }
+            }
+            true
+        });
+        if let Err(e) = r {
+            record_failure(cur, fail("readdir")(e), ctl, s);
+            return false;
+        }
+        if stopped {
+            return false;
+        }
+        node += step;
+    }
+    s.touched = plan.count_for(cur.w);
+    true
+}
+
+/// Removes the hashed directory nodes of thread `w` (deepest first), then
+/// its thread directory, by `rmdir` only. Returns directories that could
+/// not be removed (they hold entries ioscale did not create).
+pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<String> {
+    let mut left = Vec::new();
+    let base = match spec.thread_dir(w) {
+        Some(d) => root.join(d),
+        None => root.to_path_buf(),
+    };
+    let mut rel = Vec::with_capacity(256);
+    for node in (1..spec.nodes_for(indices)).rev() {
+        rel.clear();
+        spec.push_node_path(&mut rel, node);
+        let p = base.join(std::ffi::OsStr::from_bytes(&rel));
+        match std::fs::remove_dir(&p) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => left.push(format!("{}: {e}", p.display())),
+        }
+    }
+    if spec.thread_dir(w).is_some() {
+        match std::fs::remove_dir(&base) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => left.push(format!("{}: {e}", base.display())),
+        }
+    }
+    left
+}
+
+/// The `*at` system calls and xattr calls std does not wrap. Every
+/// `unsafe` of the metadata engine is here. Names are NUL-terminated byte
+/// slices, checked with [`CStr::from_bytes_with_nul`] before use.
+pub mod at {
+    use std::ffi::CStr;
+    use std::io;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+    fn cstr(b: &[u8]) -> io::Result<&CStr> {
+        CStr::from_bytes_with_nul(b)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))
+    }
+
+    fn check(r: libc::c_int) -> io::Result<()> {
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+
+    /// Opens a directory relative to `dir` (or `AT_FDCWD`).
+    pub fn open_dir(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
+        let c = cstr(path)?;
+        // SAFETY: `c` is a valid NUL-terminated string; openat does not
+        // keep the pointer.
+        let fd = unsafe {
+            libc::openat(
+                dir,
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by openat and is owned by no one else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// A second descriptor for the same directory.
+    pub fn dup(fd: RawFd) -> io::Result<OwnedFd> {
+        // SAFETY: fcntl on a descriptor the caller keeps open; no memory.
+        let r = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `r` is a new descriptor nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(r) })
+    }
+
+    /// openat; returns a raw descriptor the caller must [`close`].
+    pub fn open(dir: RawFd, name: &[u8], flags: i32, mode: u32) -> io::Result<RawFd> {
+        let c = cstr(name)?;
+        // SAFETY: valid C string; mode is passed as the variadic argument
+        // openat reads when O_CREAT is set.
+        let fd = unsafe { libc::openat(dir, c.as_ptr(), flags, mode as libc::c_uint) };
+        if fd < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(fd)
+        }
+    }
+
+    /// write(2), retried on EINTR.
+    pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
+            let r = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
+            if r >= 0 {
+                return Ok(r as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(e);
+            }
+        }
+    }
+
+    /// read(2), retried on EINTR.
+    pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+            let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            if r >= 0 {
+                return Ok(r as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(e);
+            }
+        }
+    }
+
+    /// fsync(2).
+    pub fn fsync(fd: RawFd) -> io::Result<()> {
+        // SAFETY: no memory is passed.
+        check(unsafe { libc::fsync(fd) })
+    }
+
+    /// close(2), reporting the error `drop` would swallow. EINTR counts as
+    /// closed (Linux releases the descriptor anyway).
+    pub fn close(fd: RawFd) -> io::Result<()> {
+        // SAFETY: the caller owns `fd` and does not use it afterwards.
+        let r = unsafe { libc::close(fd) };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }
+
+    /// fstatat with AT_SYMLINK_NOFOLLOW; returns `st_mode`.
+    pub fn lstat(dir: RawFd, name: &[u8]) -> io::Result<u32> {
+        let c = cstr(name)?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: valid C string; `st` points at writable memory of the
+        // right size.
+        let r =
+            unsafe { libc::fstatat(dir, c.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+        check(r)?;
+        // SAFETY: fstatat succeeded, so it filled the struct.
+        Ok(unsafe { st.assume_init() }.st_mode)
+    }
+
+    /// fchmodat.
+    pub fn chmod(dir: RawFd, name: &[u8], mode: u32) -> io::Result<()> {
+        let c = cstr(name)?;
+        // SAFETY: valid C string.
+        check(unsafe { libc::fchmodat(dir, c.as_ptr(), mode as libc::mode_t, 0) })
+    }
+
+    /// renameat within one directory.
+    pub fn rename(dir: RawFd, from: &[u8], to: &[u8]) -> io::Result<()> {
+        let (a, b) = (cstr(from)?, cstr(to)?);
+        // SAFETY: valid C strings.
+        check(unsafe { libc::renameat(dir, a.as_ptr(), dir, b.as_ptr()) })
+    }
+
+    /// symlinkat: `link` in `dir` points at `target`.
+    pub fn symlink(target: &[u8], dir: RawFd, link: &[u8]) -> io::Result<()> {
+        let (a, b) = (cstr(target)?, cstr(link)?);
+        // SAFETY: valid C strings.
+        check(unsafe { libc::symlinkat(a.as_ptr(), dir, b.as_ptr()) })
+    }
+
+    /// unlinkat; `dir_entry` removes a directory (rmdir semantics: only
+    /// when empty).
+    pub fn unlink(dir: RawFd, name: &[u8], dir_entry: bool) -> io::Result<()> {
+        let c = cstr(name)?;
+        let flags = if dir_entry { libc::AT_REMOVEDIR } else { 0 };
+        // SAFETY: valid C string.
+        check(unsafe { libc::unlinkat(dir, c.as_ptr(), flags) })
+    }
+
+    /// mkdirat.
+    pub fn mkdir(dir: RawFd, name: &[u8], mode: u32) -> io::Result<()> {
+        let c = cstr(name)?;
+        // SAFETY: valid C string.
+        check(unsafe { libc::mkdirat(dir, c.as_ptr(), mode as libc::mode_t) })
+    }
+
+    /// lsetxattr on a full path (there is no portable `*at` form).
+    pub fn set_xattr(path: &[u8], name: &CStr, value: &[u8]) -> io::Result<()> {
+        let c = cstr(path)?;
+        // SAFETY: valid C strings; `value` is valid for `value.len()` bytes.
+        check(unsafe {
+            libc::lsetxattr(
+                c.as_ptr(),
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                0,
+            )
+        })
+    }
+
+    /// lgetxattr on a full path; returns the value's length.
+    pub fn get_xattr(path: &[u8], name: &CStr, out: &mut [u8]) -> io::Result<usize> {
+        let c = cstr(path)?;
+        // SAFETY: valid C strings; `out` is writable for `out.len()` bytes.
+        let r = unsafe {
+            libc::lgetxattr(
+                c.as_ptr(),
+                name.as_ptr(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// An open directory stream (opendir/readdir/closedir).
+    pub struct DirStream {
+        dir: *mut libc::DIR,
+    }
+
+    impl DirStream {
+        /// Takes ownership of `fd` (closed with the stream).
+        pub fn new(fd: OwnedFd) -> io::Result<DirStream> {
+            use std::os::fd::IntoRawFd;
+            let raw = fd.into_raw_fd();
+            // SAFETY: `raw` is an open directory descriptor we own; on
+            // success fdopendir owns it, on failure we close it.
+            let dir = unsafe { libc::fdopendir(raw) };
+            if dir.is_null() {
+                let e = io::Error::last_os_error();
+                // SAFETY: fdopendir failed, so `raw` is still ours.
+                unsafe { libc::close(raw) };
+                return Err(e);
+            }
+            Ok(DirStream { dir })
+        }
+
+        /// The stream's descriptor, for `*at` calls on its entries.
+        pub fn fd(&self) -> RawFd {
+            // SAFETY: `self.dir` is a live stream.
+            unsafe { libc::dirfd(self.dir) }
+        }
+
+        /// Calls `f` with each entry name until it returns false or the
+        /// directory ends.
+        pub fn for_each(&mut self, mut f: impl FnMut(&CStr) -> bool) -> io::Result<()> {
+            loop {
+                // readdir signals errors only through errno.
+                // SAFETY: __errno_location returns this thread's errno.
+                unsafe { *libc::__errno_location() = 0 };
+                // SAFETY: `self.dir` is a live stream used by this thread only.
+                let ent = unsafe { libc::readdir(self.dir) };
+                if ent.is_null() {
+                    let e = io::Error::last_os_error();
+                    return if e.raw_os_error().unwrap_or(0) == 0 {
+                        Ok(())
+                    } else {
+                        Err(e)
+                    };
+                }
+                // SAFETY: readdir returned a valid entry whose d_name is a
+                // NUL-terminated string, valid until the next readdir.
+                let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
+                if !f(name) {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    impl Drop for DirStream {
+        fn drop(&mut self) {
+            // SAFETY: `self.dir` is live and closed exactly once here.
+            unsafe { libc::closedir(self.dir) };
+        }
+    }
+
+    impl AsRawFd for DirStream {
+        fn as_raw_fd(&self) -> RawFd {
+            self.fd()
+        }
+    }
+}

@@ -1,0 +1,588 @@
+//! `ioscale ior …` (and the binary started as `ior`): IOR's command line.
+//!
+//! Options are read the way IOR reads them — `-b 1m`, `-b=256m`, `-b1m`
+//! and bundled flags such as `-wrk` — into a [`RawWorkload`] with IOR's
+//! defaults (`-t 256k -b 1m -s 1`, write and read when neither -w nor -r
+//! is given). Tasks (-N) run as threads of one process. Files are named as
+//! IOR names them (see [`crate::files::ior_names`]) and removed at the end
+//! unless -k, by the same safety rules as every ioscale run.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use report::{Exporter, IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
+use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
+
+use super::Usage;
+use crate::files::parent_of;
+
+/// The IOR version whose command line and layout are followed.
+pub const IOR_VERSION: &str = "3.3.0";
+
+/// `ioscale ior --help`.
+pub const HELP: &str = "\
+ioscale ior: run an IOR command line on ioscale's engine (tasks run as threads)
+
+Usage: ioscale ior [OPTIONS]      (or a symlink named `ior` to the ioscale binary)
+
+Options (IOR's; values as `-b 1m`, `-b=1m` or `-b1m`):
+  -a S   API: POSIX only                  -b N   block size per task [1m]
+  -t N   transfer size [256k]             -s N   segments [1]
+  -F     one file per task                -u     a directory per task (with -F)
+  -o S   test file name [testFile]        -E     use an existing file (see docs/compat.md)
+  -N N   tasks (threads) [1]              -k     keep the files
+  -w     write                            -r     read (neither: both)
+  -W     check the data after writing     -R     check the data when reading
+  -G N   data pattern seed                -C     read another task's data (offset -Q)
+  -Q N   task offset for -C [1]           -z     random offsets within the file
+  -e     fsync at the end of each write   -Y     fsync after every write
+  -g     barriers between phases (always) -D N   stonewall deadline in seconds (0 off)
+  -i N   repetitions [1]                  -d N   seconds between repetitions
+  -T N   stop the whole test after N minutes
+  -x     single transfer attempt (note)   -q     quit on a data-check error (note)
+  -v     more output (-vv, -vvv)          -A N   reference number
+  -O stoneWallingWearOut=1 (only with -D 0)
+  -O summaryFormat=JSON|CSV               -O summaryFile=PATH
+  --posix.odirect (or -B)  O_DIRECT
+  --print-spec   print the ioscale workload the command line becomes, and exit
+  -h, --help     this help
+
+Examples:
+  ioscale ior --posix.odirect -t 1m -b 1m -s 2048 -g -v -w -i 1 -D 0 -o /efs/ior/ior.bin
+  ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -w -i 1 -F -u -k -o /efs/ior/ior.bin
+  ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -r -i 1 -F -u -o /efs/ior/ior.bin
+  ioscale ior -N 16 -w -r -o=/shared/test_dir -b=256m -a=POSIX -i=5 -F -z -t=64m -C
+  ioscale ior -w -W -k -o /mnt/fs/check.bin && ioscale ior -r -R -o /mnt/fs/check.bin
+  ioscale ior -w -r -o /mnt/fs/f -O summaryFormat=JSON -O summaryFile=ior.json
+
+Unsupported IOR options are refused with the nearest ioscale option; the full
+mapping is in docs/compat.md. Exit codes: 0 ran clean, 1 I/O errors or failed
+data check, 2 usage or setup error, 130 interrupted.
+";
+
+/// What the IOR command line asked for, before the workload is built.
+#[derive(Debug, Default)]
+struct IorArgs {
+    api: Option<String>,
+    block: Option<u64>,
+    xfer: Option<u64>,
+    segments: Option<u64>,
+    fpp: bool,
+    unique_dir: bool,
+    out: Option<String>,
+    existing: bool,
+    tasks: Option<u64>,
+    keep: bool,
+    write: bool,
+    read: bool,
+    check_write: bool,
+    check_read: bool,
+    seed: Option<u64>,
+    reorder: bool,
+    task_offset: Option<u64>,
+    random: bool,
+    fsync: bool,
+    fsync_each: bool,
+    deadline: u64,
+    wearout: bool,
+    reps: Option<u64>,
+    delay: u64,
+    max_minutes: u64,
+    single_xfer: bool,
+    quit_on_error: bool,
+    verbose: u32,
+    ref_num: i64,
+    direct: bool,
+    summary_format: Option<String>,
+    summary_file: Option<PathBuf>,
+    print_spec: bool,
+    help: bool,
+}
+
+/// IOR options that take a value.
+const VALUE_OPTS: &str = "abtsoNiGQDdTOA";
+/// IOR flags ioscale supports.
+const FLAG_OPTS: &str = "FuEkwrWRCzeYgxvqB";
+
+/// The IOR options ioscale refuses, with the nearest native equivalent.
+fn unsupported(opt: &str) -> Option<&'static str> {
+    Some(match opt {
+        "-c" => "collective MPI-IO is not supported: ioscale issues POSIX I/O (use -a POSIX)",
+        "-f" => "IOR scripts are not supported: run one command line per test, or `ioscale sweep`",
+        "-H" | "-U" => "MPI-IO hints are not supported: ioscale issues POSIX I/O",
+        "-j" => "outlier detection is not supported: `ioscale run --reps N` reports min/max/mean/stddev",
+        "-J" => "setAlignment is not supported: ioscale aligns buffers to 4 KiB (O_DIRECT-safe)",
+        "-K" => "keepFileWithError is not supported: use -k (keep the files) instead",
+        "-l" => "data packet types are not supported: -W/-R/-G check ioscale's own offset-encoding pattern",
+        "-m" => "multiFile is not supported: run the command once per file (or `ioscale sweep`)",
+        "-M" => "memoryPerNode is not supported: use a working set larger than RAM, or --posix.odirect",
+        "-n" => "noFill is not supported: files are always written in full",
+        "-p" => "preallocate is not supported: files are written in full by the write phase",
+        "-P" => "shared file pointers are not supported: ioscale uses explicit offsets (pread/pwrite)",
+        "-S" => "strided datatypes are not supported: use -s segments for IOR's strided layout",
+        "-V" => "file views are not supported: ioscale issues POSIX I/O",
+        "-X" | "-Z" => {
+            "random task reordering (-Z/-X) is not supported: use -C with -Q N (a constant task offset, `ioscale run --reorder --reorder-offset N`)"
+        }
+        "-y" => "dual mount is not supported: give one -o path",
+        "-I" => "-I is not an IOR option ioscale knows: see `ioscale ior --help`",
+        _ => return None,
+    })
+}
+
+fn usage(msg: impl Into<String>) -> Usage {
+    Usage(msg.into())
+}
+
+fn size_of(opt: &str, v: &str) -> Result<u64, Usage> {
+    parse_size(v).map_err(|e| usage(format!("{opt} {v}: {e}")))
+}
+
+fn count_of(opt: &str, v: &str) -> Result<u64, Usage> {
+    parse_count(v).map_err(|e| usage(format!("{opt} {v}: {e}")))
+}
+
+fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
+    for kv in v.split(',').filter(|s| !s.is_empty()) {
+        let (k, val) = kv.split_once('=').ok_or_else(|| {
+            usage(format!(
+                "-O {kv}: expected key=value (stoneWallingWearOut=1, summaryFormat=JSON|CSV, summaryFile=PATH)"
+            ))
+        })?;
+        match k {
+            "stoneWallingWearOut" => a.wearout = count_of("-O stoneWallingWearOut", val)? != 0,
+            "summaryFormat" => {
+                let f = val.to_ascii_uppercase();
+                if !matches!(f.as_str(), "JSON" | "CSV" | "DEFAULT") {
+                    return Err(usage(format!(
+                        "-O summaryFormat={val}: use JSON, CSV or default (ioscale's own: --json/--csv of `ioscale run`)"
+                    )));
+                }
+                a.summary_format = (f != "DEFAULT").then_some(f);
+            }
+            "summaryFile" => a.summary_file = Some(PathBuf::from(val)),
+            _ => {
+                return Err(usage(format!(
+                    "-O {k}: not supported (ioscale knows stoneWallingWearOut, summaryFormat, summaryFile); \
+                     see docs/compat.md for the native options"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn apply_value(a: &mut IorArgs, c: char, v: &str) -> Result<(), Usage> {
+    let opt = format!("-{c}");
+    let opt = opt.as_str();
+    match c {
+        'a' => {
+            if !v.eq_ignore_ascii_case("POSIX") {
+                return Err(usage(format!(
+                    "-a {v}: not supported: ioscale issues POSIX pread/pwrite (use -a POSIX; for \
+                     asynchronous I/O the nearest native option is `ioscale run --engine io_uring`)"
+                )));
+            }
+            a.api = Some("POSIX".into());
+        }
+        'b' => a.block = Some(size_of(opt, v)?),
+        't' => a.xfer = Some(size_of(opt, v)?),
+        's' => a.segments = Some(count_of(opt, v)?),
+        'o' => a.out = Some(v.to_string()),
+        'N' => a.tasks = Some(count_of(opt, v)?),
+        'i' => a.reps = Some(count_of(opt, v)?),
+        'G' => {
+            let n: i64 = v
+                .trim()
+                .parse()
+                .map_err(|_| usage(format!("-G {v}: not a whole number")))?;
+            a.seed = Some(n as u64);
+        }
+        'Q' => a.task_offset = Some(count_of(opt, v)?),
+        'D' => a.deadline = count_of(opt, v)?,
+        'd' => a.delay = count_of(opt, v)?,
+        'T' => a.max_minutes = count_of(opt, v)?,
+        'A' => {
+            a.ref_num = v
+                .trim()
+                .parse()
+                .map_err(|_| usage(format!("-A {v}: not a whole number")))?
+        }
+        'O' => apply_o(a, v)?,
+        _ => unreachable!("only VALUE_OPTS reach here"),
+    }
+    Ok(())
+}
+
+fn apply_flag(a: &mut IorArgs, c: char) {
+    match c {
+        'F' => a.fpp = true,
+        'u' => a.unique_dir = true,
+        'E' => a.existing = true,
+        'k' => a.keep = true,
+        'w' => a.write = true,
+        'r' => a.read = true,
+        'W' => a.check_write = true,
+        'R' => a.check_read = true,
+        'C' => a.reorder = true,
+        'z' => a.random = true,
+        'e' => a.fsync = true,
+        'Y' => a.fsync_each = true,
+        'g' => {}
+        'x' => a.single_xfer = true,
+        'q' => a.quit_on_error = true,
+        'v' => a.verbose += 1,
+        'B' => a.direct = true,
+        _ => unreachable!("only FLAG_OPTS reach here"),
+    }
+}
+
+/// First stage: IOR's syntax into [`IorArgs`].
+fn parse(args: &[String]) -> Result<IorArgs, Usage> {
+    let mut a = IorArgs::default();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if let Some(long) = arg.strip_prefix("--") {
+            match long {
+                "help" => a.help = true,
+                "print-spec" => a.print_spec = true,
+                "posix.odirect" => a.direct = true,
+                _ => {
+                    let name = long.split('=').next().unwrap_or(long);
+                    return Err(usage(if name.starts_with("posix.") {
+                        format!("--{name}: not supported (ioscale knows --posix.odirect; see docs/compat.md)")
+                    } else {
+                        format!(
+                            "--{name}: not an option ioscale's IOR front-end supports; see `ioscale ior --help` \
+                             and docs/compat.md for the nearest native option"
+                        )
+                    }));
+                }
+            }
+            continue;
+        }
+        let Some(body) = arg.strip_prefix('-').filter(|b| !b.is_empty()) else {
+            return Err(usage(format!(
+                "unexpected argument '{arg}': IOR takes options only (name the file with -o)"
+            )));
+        };
+        let mut chars = body.chars();
+        let c = chars.next().expect("body is not empty");
+        if c == 'h' {
+            a.help = true;
+            continue;
+        }
+        if VALUE_OPTS.contains(c) {
+            let rest = chars.as_str();
+            let rest = rest.strip_prefix('=').unwrap_or(rest);
+            let v = if rest.is_empty() {
+                let v = args
+                    .get(i)
+                    .ok_or_else(|| usage(format!("-{c} needs a value")))?;
+                i += 1;
+                v.clone()
+            } else {
+                rest.to_string()
+            };
+            apply_value(&mut a, c, &v)?;
+            continue;
+        }
+        for f in body.chars() {
+            let opt = format!("-{f}");
+            if let Some(hint) = unsupported(&opt) {
+                return Err(usage(format!("{opt}: {hint}")));
+            }
+            if FLAG_OPTS.contains(f) {
+                apply_flag(&mut a, f);
+            } else if VALUE_OPTS.contains(f) {
+                return Err(usage(format!(
+                    "{opt} takes a value; give it as its own option (e.g. `{opt} VALUE`), not bundled in {arg}"
+                )));
+            } else {
+                return Err(usage(format!(
+                    "{opt}: not an IOR option ioscale supports; see `ioscale ior --help` and docs/compat.md"
+                )));
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// Second stage: IOR's meaning of the options, as an ioscale workload.
+fn to_raw(a: &IorArgs) -> Result<RawWorkload, Usage> {
+    if a.wearout && a.deadline > 0 {
+        return Err(usage(
+            "-O stoneWallingWearOut=1 with -D: not supported: ioscale stops every task at the deadline \
+             and reports the stonewall figure (`ioscale run --time`); drop the wear-out, or use -D 0",
+        ));
+    }
+    let tasks = a.tasks.unwrap_or(1);
+    let (write, read) = if !a.write && !a.read {
+        (true, true)
+    } else {
+        (a.write, a.read)
+    };
+    if a.check_write && !write {
+        return Err(usage(
+            "-W checks what this run writes: add -w (or use -R to check a read)",
+        ));
+    }
+    let mut ops = Vec::new();
+    if write {
+        ops.push(if a.random { Op::Randwrite } else { Op::Write });
+    }
+    if read || a.check_write {
+        ops.push(if a.random { Op::Randread } else { Op::Read });
+    }
+    let layout = match (a.fpp, a.unique_dir) {
+        (false, _) => Layout::Shared,
+        (true, false) => Layout::PerThread,
+        (true, true) => Layout::PerThreadDir,
+    };
+    let path = PathBuf::from(a.out.clone().unwrap_or_else(|| "testFile".into()));
+    let offset = a.task_offset.unwrap_or(1);
+    // IOR with one task (or an offset that wraps to itself) reads its own
+    // data under -C; so does ioscale with no reordering.
+    let reorder = (a.reorder && tasks > 1 && !offset.is_multiple_of(tasks)).then_some(offset);
+    let sync = if a.fsync_each {
+        SyncMode::Every(1)
+    } else if a.fsync {
+        SyncMode::End
+    } else {
+        SyncMode::None
+    };
+    Ok(RawWorkload {
+        target: Some(parent_of(&path)),
+        ops,
+        threads: Some(tasks),
+        layout: Some(layout),
+        xfer: Some(a.xfer.unwrap_or(256 << 10)),
+        block: Some(a.block.unwrap_or(1 << 20)),
+        segments: Some(a.segments.unwrap_or(1)),
+        direct: a.direct,
+        sync: Some(sync),
+        reorder,
+        reps: Some(a.reps.unwrap_or(1)),
+        time_limit: (a.deadline > 0).then(|| Duration::from_secs(a.deadline)),
+        verify: a.check_write || a.check_read,
+        keep: a.keep,
+        seed: a.seed,
+        naming: Some(FileNaming::Ior { path }),
+        rep_delay: (a.delay > 0).then(|| Duration::from_secs(a.delay)),
+        ..Default::default()
+    })
+}
+
+fn info_for(a: &IorArgs, spec: &WorkloadSpec, command_line: String) -> IorInfo {
+    let test_filename = a.out.clone().unwrap_or_else(|| "testFile".into());
+    IorInfo {
+        ior_version: IOR_VERSION.into(),
+        command_line,
+        began: String::new(),
+        finished: String::new(),
+        machine: String::new(),
+        path: parent_of(std::path::Path::new(&test_filename))
+            .display()
+            .to_string(),
+        test_filename,
+        fs: None,
+        api: "POSIX".into(),
+        file_per_proc: a.fpp,
+        unique_dir: a.unique_dir,
+        random_offsets: a.random,
+        reorder_tasks: a.reorder,
+        task_offset: a.task_offset.unwrap_or(1) as u32,
+        tasks: spec.threads,
+        repetitions: spec.reps,
+        xfer: spec.xfer,
+        block: spec.block,
+        segments: spec.segments,
+        verbose: a.verbose,
+        deadline_s: a.deadline,
+        wearout: a.wearout,
+        ref_num: a.ref_num,
+        read_is_check: a.check_write && !a.read && a.write,
+    }
+}
+
+/// Runs the IOR front-end; `prog` is how it was called (`ior` or
+/// `ioscale ior`), for IOR's `Command line` header.
+pub fn main(prog: &str, args: &[String]) -> anyhow::Result<i32> {
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ior: error: {e}");
+            return Ok(2);
+        }
+    };
+    if a.help {
+        print!("{HELP}");
+        return Ok(0);
+    }
+    let spec = match to_raw(&a).and_then(|r| r.build().map_err(|e| usage(e.to_string()))) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ior: error: {e}");
+            return Ok(2);
+        }
+    };
+    if a.print_spec {
+        println!("{}", serde_json::to_string_pretty(&spec)?);
+        return Ok(0);
+    }
+    if let Some(p) = &a.summary_file {
+        crate::check_output_path("-O summaryFile", p)?;
+    }
+    if a.single_xfer {
+        eprintln!(
+            "ior: note: -x: ioscale completes a short transfer by issuing the rest (as IOR does without -x); \
+             a transfer that cannot complete is an error either way"
+        );
+    }
+    if a.quit_on_error {
+        eprintln!(
+            "ior: note: -q: a failed data check is reported with exit code 1; ioscale finishes the phase \
+             to count every bad byte"
+        );
+    }
+    if a.existing {
+        eprintln!(
+            "ior: note: -E: ioscale writes into an existing test file only if an earlier ioscale run made it \
+             (its marker says so); it never overwrites other files"
+        );
+    }
+    let mut command_line = vec![prog.to_string()];
+    command_line.extend(args.iter().cloned());
+    let mut info = info_for(&a, &spec, command_line.join(" "));
+
+    let stop = crate::install_signals()?;
+    let timed_out = Arc::new(AtomicBool::new(false));
+    if a.max_minutes > 0 {
+        let (stop, timed_out) = (Arc::clone(&stop), Arc::clone(&timed_out));
+        let limit = Duration::from_secs(a.max_minutes * 60);
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            timed_out.store(true, Ordering::Relaxed);
+            stop.store(true, Ordering::Relaxed);
+        });
+    }
+    info.began = super::ctime_now();
+    let mut argv = vec!["ior".to_string()];
+    argv.extend(args.iter().cloned());
+    let outcome = match crate::run::run(&spec, argv, stop) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ior: error: {e}");
+            return Ok(2);
+        }
+    };
+    info.finished = super::ctime_now();
+    let rs = &outcome.results;
+    info.machine = format!("Linux {}", rs.host.hostname);
+    info.fs = super::fs_stats(&spec.target);
+    super::print_errors("ior", rs);
+    for w in &rs.warnings {
+        eprintln!("ior: warning: {w}");
+    }
+    let text = IorTextExporter { info: info.clone() }.render(rs)?;
+    let doc = match a.summary_format.as_deref() {
+        Some("JSON") => Some(IorJsonExporter { info: info.clone() }.render(rs)?),
+        Some("CSV") => Some(IorCsvExporter { info: info.clone() }.render(rs)?),
+        _ => None,
+    };
+    let mut write_err = None;
+    let stdout_bytes = match (&a.summary_file, doc) {
+        (Some(p), doc) => {
+            if let Err(e) = write_atomic(p, doc.as_deref().unwrap_or(&text)) {
+                write_err = Some(e);
+            }
+            text
+        }
+        (None, Some(doc)) => doc,
+        (None, None) => text,
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&stdout_bytes);
+    let _ = out.flush();
+    for n in &outcome.notes {
+        eprintln!("ior: {n}");
+    }
+    if timed_out.load(Ordering::Relaxed) {
+        eprintln!(
+            "ior: -T {}: the test stopped after {} minute(s); the figures cover the work done until then",
+            a.max_minutes, a.max_minutes
+        );
+    }
+    let mut code = outcome.exit_code();
+    if code == 130 && timed_out.load(Ordering::Relaxed) {
+        code = if rs.errors.is_empty()
+            && !rs
+                .phases
+                .iter()
+                .any(|p| p.errors > 0 || p.verify.as_ref().is_some_and(|v| v.bad_bytes > 0))
+        {
+            0
+        } else {
+            1
+        };
+    }
+    if let Some(e) = write_err {
+        eprintln!("ior: error: {e:#}");
+        code = code.max(1);
+    }
+    Ok(code)
+}
+
+fn write_atomic(p: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let mut tmp = p.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn both_value_syntaxes() {
+        let a = parse(&argv("-b=256m -t 64m -s4 -a=POSIX -i=5 -wrk")).unwrap();
+        assert_eq!(a.block, Some(256 << 20));
+        assert_eq!(a.xfer, Some(64 << 20));
+        assert_eq!(a.segments, Some(4));
+        assert_eq!(a.reps, Some(5));
+        assert!(a.write && a.read && a.keep);
+    }
+
+    #[test]
+    fn unsupported_names_the_option_and_the_native_one() {
+        let e = parse(&argv("-w -Z")).unwrap_err().to_string();
+        assert!(e.contains("-Z") && e.contains("--reorder-offset"), "{e}");
+        let e = parse(&argv("-a MPIIO")).unwrap_err().to_string();
+        assert!(e.contains("-a MPIIO") && e.contains("io_uring"), "{e}");
+        let e = parse(&argv("--mpiio.hints=x")).unwrap_err().to_string();
+        assert!(e.contains("--mpiio.hints"), "{e}");
+    }
+
+    #[test]
+    fn neither_w_nor_r_means_both() {
+        let s = to_raw(&parse(&argv("-o /tmp/x")).unwrap())
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(s.ops, vec![Op::Write, Op::Read]);
+        assert_eq!((s.xfer, s.block, s.segments), (256 << 10, 1 << 20, 1));
+    }
+}

@@ -1,0 +1,863 @@
+//! The driver of `ioscale meta`: the tree, its marker, the phases, and
+//! removing exactly what was made.
+//!
+//! ioscale works in `TARGET/ioscale-meta.d` and writes a marker there
+//! before anything else. The marker records the tree's shape (threads,
+//! files, hashing, prefix) and which kinds of entries may exist, so a later
+//! run can use a kept tree, and so cleanup can recompute every name instead
+//! of listing and deleting whatever it finds: only names of ioscale's
+//! scheme are unlinked, directories are removed with `rmdir` only, and
+//! anything a user put there survives. Results reduce into the same
+//! [`ResultSet`] as `ioscale run`, with `op` the metadata operation and
+//! `ops` the files processed.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+
+use engine::meta::{remove_tree, run_meta_worker, MetaPlan, MetaSample};
+use engine::PhaseControl;
+use report::{
+    ErrorRecord, FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles,
+    WorkerRecord, SCHEMA,
+};
+use serde::{Deserialize, Serialize};
+use spec::{format_size, MetaOp, MetaSpec, TreeState};
+use stats::LatencyHistogram;
+
+use crate::cli::MetaArgs;
+use crate::host;
+use crate::run::{Outcome, Refused};
+
+/// Name of the working directory inside the target.
+pub const ROOT_NAME: &str = "ioscale-meta.d";
+/// Name of the marker file inside it.
+pub const MARKER_NAME: &str = ".ioscale-meta-marker";
+
+/// What the marker records: the shape of the names and what may exist.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Marker {
+    /// Always "ioscale-meta".
+    tool: String,
+    /// Run that last wrote it.
+    run_id: String,
+    threads: u32,
+    files: u64,
+    same_dir: bool,
+    files_per_dir: u64,
+    dirs_per_dir: u64,
+    prefix: String,
+    /// Whether an ioscale run created the working directory itself.
+    root_created: bool,
+    /// Which kinds of entries may exist.
+    state: TreeState,
+    /// Indices per thread that may have entries.
+    extent: u64,
+}
+
+impl Marker {
+    /// `spec` with this marker's shape: what cleanup must use to
+    /// recompute the names of the kept tree.
+    fn shaped(&self, spec: &MetaSpec) -> MetaSpec {
+        let mut s = spec.clone();
+        s.threads = self.threads;
+        s.files = self.files;
+        s.same_dir = self.same_dir;
+        s.files_per_dir = self.files_per_dir;
+        s.dirs_per_dir = self.dirs_per_dir;
+        s.prefix = self.prefix.clone();
+        s
+    }
+
+    fn same_shape(&self, spec: &MetaSpec) -> bool {
+        self.threads == spec.threads
+            && self.same_dir == spec.same_dir
+            && self.files_per_dir == spec.files_per_dir
+            && self.dirs_per_dir == spec.dirs_per_dir
+            && self.prefix == spec.prefix
+            && self.files >= spec.files
+    }
+}
+
+fn read_marker(root: &Path) -> Option<Marker> {
+    let text = fs::read(root.join(MARKER_NAME)).ok()?;
+    let m: Marker = serde_json::from_slice(&text).ok()?;
+    (m.tool == "ioscale-meta").then_some(m)
+}
+
+fn write_marker(root: &Path, m: &Marker) -> io::Result<()> {
+    let tmp = root.join(format!("{MARKER_NAME}.tmp"));
+    fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
+    )?;
+    fs::rename(&tmp, root.join(MARKER_NAME))
+}
+
+/// `ioscale meta`: parse, run, emit.
+pub fn cmd_meta(args: &MetaArgs) -> anyhow::Result<i32> {
+    let raw = match args.to_raw() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("ioscale: error: {e}");
+            return Ok(2);
+        }
+    };
+    let spec = match raw.build() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ioscale: error: {e}");
+            return Ok(2);
+        }
+    };
+    for (flag, p) in [("--json", &args.json), ("--csv", &args.csv)] {
+        if let Some(p) = p {
+            crate::check_output_path(flag, p)?;
+        }
+    }
+    let stop = crate::install_signals()?;
+    let command: Vec<String> = std::env::args().collect();
+    let outcome = match run(&spec, command, stop) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("ioscale: error: {e}");
+            return Ok(2);
+        }
+    };
+    crate::emit(
+        &outcome,
+        args.json.as_deref(),
+        args.csv.as_deref(),
+        args.format,
+        args.quiet,
+    )
+}
+
+/// Checks the target before anything is created.
+fn preflight(spec: &MetaSpec) -> Result<(), Refused> {
+    let t = &spec.target;
+    let meta = fs::metadata(t).map_err(|e| {
+        Refused(format!(
+            "TARGET {}: {e}; name an existing directory on the file system to test",
+            t.display()
+        ))
+    })?;
+    if !meta.is_dir() {
+        return Err(Refused(format!(
+            "TARGET {} is not a directory; name a directory on the file system to test",
+            t.display()
+        )));
+    }
+    if engine::sys::is_read_only(t).unwrap_or(false) {
+        return Err(Refused(format!(
+            "TARGET {} is on a read-only file system (EROFS); ioscale meta needs to create its \
+             working directory and marker there; choose a writable target",
+            t.display()
+        )));
+    }
+    if !engine::sys::can_write(t) {
+        return Err(Refused(format!(
+            "TARGET {}: permission denied (EACCES); choose a directory you may write to",
+            t.display()
+        )));
+    }
+    if spec.direct && spec.ops.iter().any(|o| o.moves_data()) {
+        crate::run::probe_direct(t, spec.record_size)?;
+    }
+    Ok(())
+}
+
+fn warnings(spec: &MetaSpec, host: &HostInfo) -> Vec<String> {
+    let mut w = Vec::new();
+    if matches!(host.fs_type.as_str(), "tmpfs" | "ramfs") {
+        w.push(format!(
+            "the target is on {}: memory, not storage",
+            host.fs_type
+        ));
+    }
+    if spec.threads > host.cpus.max(1) * 4 {
+        w.push(format!(
+            "{} threads on {} CPUs: threads take turns; the aggregate rate (first start to last \
+             finish) is the honest figure, the stonewall figure shows the files done by the time \
+             the first thread finished",
+            spec.threads, host.cpus
+        ));
+    }
+    let reads_after_write = spec.ops.iter().enumerate().any(|(i, o)| {
+        matches!(o, MetaOp::Read | MetaOp::Stat | MetaOp::Readdir)
+            && spec.ops[..i].iter().any(|p| p.writes_data())
+    });
+    if reads_after_write && !spec.direct {
+        w.push(
+            "a read, stat or readdir phase follows the create in the same run: it is served from \
+             the page and inode caches, not the storage"
+                .into(),
+        );
+    }
+    w
+}
+
+fn make_run_id() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}-{}", t, std::process::id())
+}
+
+/// The working directory as found or made.
+struct Tree {
+    root: PathBuf,
+    marker: Marker,
+    /// Whether the marker can be written (not a read-only tree).
+    writable: bool,
+    /// Whether this run made the entries (fresh tree, or one it emptied
+    /// with --clean-existing), so it removes them unless --keep.
+    ours: bool,
+}
+
+impl Tree {
+    fn save(&mut self) {
+        if self.writable && write_marker(&self.root, &self.marker).is_err() {
+            self.writable = false;
+        }
+    }
+}
+
+/// Finds or makes the working directory and decides what may be reused.
+fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tree, Refused> {
+    let root = spec.target.join(ROOT_NAME);
+    let fresh = |root_created: bool| Marker {
+        tool: "ioscale-meta".into(),
+        run_id: run_id.into(),
+        threads: spec.threads,
+        files: spec.files,
+        same_dir: spec.same_dir,
+        files_per_dir: spec.files_per_dir,
+        dirs_per_dir: spec.dirs_per_dir,
+        prefix: spec.prefix.clone(),
+        root_created,
+        state: TreeState::default(),
+        extent: 0,
+    };
+    let mut tree = match fs::symlink_metadata(&root) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir(&root)
+                .map_err(|e| Refused(format!("cannot create {}: {}", root.display(), e)))?;
+            Tree {
+                root: root.clone(),
+                marker: fresh(true),
+                writable: true,
+                ours: true,
+            }
+        }
+        Err(e) => return Err(Refused(format!("cannot inspect {}: {e}", root.display()))),
+        Ok(m) if !m.is_dir() => {
+            return Err(Refused(format!(
+            "{} exists and is not a directory made by ioscale; remove it or choose another target",
+            root.display()
+        )))
+        }
+        Ok(_) => match read_marker(&root) {
+            None => {
+                let empty = fs::read_dir(&root)
+                    .map_err(|e| Refused(format!("cannot read {}: {e}", root.display())))?
+                    .next()
+                    .is_none();
+                if !empty {
+                    return Err(Refused(format!(
+                        "{} exists and holds files but no ioscale marker, so ioscale did not make them; \
+                         refusing to touch it (remove it yourself or choose another target)",
+                        root.display()
+                    )));
+                }
+                // An empty directory: use it, and leave it (not ours) at the end.
+                Tree {
+                    root: root.clone(),
+                    marker: fresh(false),
+                    writable: true,
+                    ours: true,
+                }
+            }
+            Some(found) => {
+                if spec.clean_existing {
+                    let kept_spec = found.shaped(spec);
+                    let left = teardown(&kept_spec, &root, found.state, found.extent);
+                    if !left.is_empty() {
+                        return Err(Refused(format!(
+                            "--clean-existing: could not remove the earlier run's tree in {}: {}",
+                            root.display(),
+                            left.join("; ")
+                        )));
+                    }
+                    notes.push(format!(
+                        "removed the tree an earlier run kept in {} (--clean-existing)",
+                        root.display()
+                    ));
+                    Tree {
+                        root: root.clone(),
+                        marker: fresh(found.root_created),
+                        writable: true,
+                        ours: true,
+                    }
+                } else {
+                    if !found.same_shape(spec) {
+                        return Err(Refused(format!(
+                            "{} holds a tree kept by an earlier run with --threads {} --files {}{}{}{} \
+                             --prefix '{}'; use the same flags (and no more files) to work on it, or \
+                             pass --clean-existing to remove it first",
+                            root.display(),
+                            found.threads,
+                            found.files,
+                            if found.same_dir { " --same-dir" } else { "" },
+                            if found.files_per_dir != u64::MAX {
+                                format!(" --files-per-dir {}", found.files_per_dir)
+                            } else {
+                                String::new()
+                            },
+                            if found.files_per_dir != u64::MAX {
+                                format!(" --dirs-per-dir {}", found.dirs_per_dir)
+                            } else {
+                                String::new()
+                            },
+                            found.prefix
+                        )));
+                    }
+                    let mut st = found.state;
+                    for &op in &spec.ops {
+                        if let Some(pre) = st.prerequisite(op) {
+                            st = st.after(pre).unwrap_or(st);
+                        }
+                        st = st.after(op).map_err(|why| {
+                            Refused(format!(
+                                "{} holds a tree an earlier run kept, and `{op}` cannot run on it: {why}; \
+                                 pass --clean-existing to remove it first, or run phases that use it \
+                                 (e.g. --ops stat,read,delete)",
+                                root.display()
+                            ))
+                        })?;
+                    }
+                    let writable = engine::sys::can_write(&root);
+                    Tree {
+                        root: root.clone(),
+                        marker: Marker {
+                            run_id: run_id.into(),
+                            ..found
+                        },
+                        writable,
+                        ours: false,
+                    }
+                }
+            }
+        },
+    };
+    tree.save();
+    if !tree.writable && tree.ours {
+        return Err(Refused(format!(
+            "cannot write the marker in {}; choose a writable target",
+            root.display()
+        )));
+    }
+    // Thread directories, untimed, as `run` makes its per-worker ones.
+    for w in 0..spec.threads {
+        if let Some(d) = spec.thread_dir(w) {
+            let p = root.join(d);
+            match fs::create_dir(&p) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    let msg = format!("cannot create {}: {e}", p.display());
+                    if tree.ours {
+                        let left = teardown(spec, &root, TreeState::default(), 0);
+                        finish_root(&tree, &left, &mut Vec::new());
+                    }
+                    return Err(Refused(msg));
+                }
+            }
+        }
+    }
+    Ok(tree)
+}
+
+/// Removes entries of every kind `state` allows for indices below
+/// `extent`, then the hashed directories and thread directories — names
+/// recomputed, `rmdir` only. Returns what could not be removed.
+fn teardown(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> Vec<String> {
+    let mut left = Vec::new();
+    if !state.is_empty() && extent > 0 {
+        let plan = MetaPlan {
+            spec,
+            op: MetaOp::Cleanup,
+            root: root.to_path_buf(),
+            rep: 0,
+            state: TreeState {
+                renamed: true,
+                ..state
+            },
+            limit: Some(vec![extent; spec.threads as usize]),
+            timed: false,
+        };
+        // One thread at a time: few descriptors, so even after EMFILE the
+        // cleanup can run.
+        let stop = Arc::new(AtomicBool::new(false));
+        for w in 0..spec.threads {
+            let ctl = PhaseControl::new(stop.clone());
+            let s = run_meta_worker(w, &plan, &ctl, &Barrier::new(1));
+            if let Some(f) = &s.failure {
+                left.push(format!("{}: {}", f.path.display(), f.message));
+            }
+            if let Some(p) = &s.first_left {
+                left.push(format!(
+                    "{} and {} more: not empty (they hold entries ioscale did not create; left alone)",
+                    p.display(),
+                    s.left.saturating_sub(1)
+                ));
+            }
+        }
+    }
+    let dirs_extent = extent.max(1);
+    if spec.same_dir {
+        left.extend(remove_tree(spec, root, 0, dirs_extent));
+    } else {
+        for w in 0..spec.threads {
+            left.extend(remove_tree(spec, root, w, dirs_extent));
+        }
+    }
+    left
+}
+
+/// Removes the marker and, when an ioscale run made it, the working
+/// directory (rmdir: only when nothing foreign is left).
+fn finish_root(tree: &Tree, left: &[String], notes: &mut Vec<String>) {
+    for l in left {
+        notes.push(format!("cleanup: could not remove {l}"));
+    }
+    let _ = fs::remove_file(tree.root.join(format!("{MARKER_NAME}.tmp")));
+    let _ = fs::remove_file(tree.root.join(MARKER_NAME));
+    if tree.marker.root_created {
+        match fs::remove_dir(&tree.root) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => notes.push(format!(
+                "cleanup: could not remove {}: {e} (it holds files ioscale did not create; they were left alone)",
+                tree.root.display()
+            )),
+        }
+    }
+}
+
+/// Merges what may exist before and after a phase that did not finish.
+fn union(a: TreeState, b: TreeState) -> TreeState {
+    TreeState {
+        files: a.files || b.files,
+        renamed: a.renamed || b.renamed,
+        links: a.links || b.links,
+        dirs: a.dirs || b.dirs,
+    }
+}
+
+/// Runs the whole metadata workload. `stop` is raised by the signal handler.
+pub fn run(
+    spec: &MetaSpec,
+    command: Vec<String>,
+    stop: Arc<AtomicBool>,
+) -> Result<Outcome, Refused> {
+    preflight(spec)?;
+    let host = host::collect(&spec.target);
+    let mut warns = warnings(spec, &host);
+    if spec.ops.contains(&MetaOp::Create) {
+        if let Ok(free) = engine::sys::free_bytes(&spec.target) {
+            let need = spec.file_size.max() * spec.total_files();
+            if need > free {
+                warns.push(format!(
+                    "the run writes up to {} but the target has {} free: expect ENOSPC",
+                    format_size(need),
+                    format_size(free)
+                ));
+            }
+        }
+    }
+    let run_id = make_run_id();
+    let mut notes = Vec::new();
+    let mut tree = prepare(spec, &run_id, &mut notes)?;
+    let mut results = ResultSet {
+        schema: SCHEMA,
+        tool: "ioscale".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command,
+        started: host::now_rfc3339(),
+        host,
+        spec: JobSpec::Meta(spec.clone()),
+        warnings: Vec::new(),
+        interrupted: false,
+        errors: Vec::new(),
+        phases: Vec::new(),
+        summary: Vec::new(),
+    };
+    // Indices per thread that the next phase may use: a time-limited
+    // create leaves only a prefix of the files.
+    let mut limit: Vec<u64> = vec![spec.files; spec.threads as usize];
+    let mut state = tree.marker.state;
+    let mut extent = tree.marker.extent;
+    let mut ran_cleanup = false;
+    'reps: for rep in 0..spec.reps {
+        for &op in &spec.ops {
+            if stop.load(Ordering::Relaxed) {
+                results.interrupted = true;
+                break 'reps;
+            }
+            if let Some(pre) = state.prerequisite(op) {
+                // Lay out what the phase works on, untimed, as `run` lays
+                // out data before a read.
+                tree.marker.state = union(state, state.after(pre).unwrap_or(state));
+                tree.marker.extent = spec.files.max(extent);
+                tree.save();
+                let plan = MetaPlan {
+                    spec,
+                    op: pre,
+                    root: tree.root.clone(),
+                    rep,
+                    state,
+                    limit: Some(limit.clone()),
+                    timed: false,
+                };
+                let (samples, _) = run_phase(&plan, &stop);
+                extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
+                if let Some((w, f)) = samples
+                    .iter()
+                    .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
+                {
+                    state = tree.marker.state;
+                    results.errors.push(ErrorRecord {
+                        worker: w,
+                        op: format!("layout {}", f.op),
+                        file: f.path.display().to_string(),
+                        offset: None,
+                        errno: f.errno,
+                        message: f.message.clone(),
+                    });
+                    break 'reps;
+                }
+                if stop.load(Ordering::Relaxed) {
+                    state = tree.marker.state;
+                    results.interrupted = true;
+                    break 'reps;
+                }
+                state = state.after(pre).unwrap_or(state);
+                warns.push(format!(
+                    "the entries were laid out by an untimed {pre} before the first {op} phase"
+                ));
+            }
+            let after = match state.after(op) {
+                Ok(a) => a,
+                Err(why) => {
+                    // Validation and `prepare` rule this out; be safe anyway.
+                    warns.push(format!("skipped {op}: {why}"));
+                    continue;
+                }
+            };
+            if op == MetaOp::Cleanup {
+                ran_cleanup = true;
+            }
+            let creates = matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink);
+            // Pessimistic marker first: a crash mid-phase must not leave
+            // entries the marker does not mention.
+            tree.marker.state = union(state, after);
+            if creates {
+                tree.marker.extent = spec.files.max(extent);
+            }
+            tree.save();
+            let plan = MetaPlan {
+                spec,
+                op,
+                root: tree.root.clone(),
+                rep,
+                state,
+                limit: Some(limit.clone()),
+                timed: true,
+            };
+            let cpu0 = engine::sys::cpu_times();
+            let (samples, first_done_ns) = run_phase(&plan, &stop);
+            let cpu1 = engine::sys::cpu_times();
+            if creates {
+                extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
+            }
+            let interrupted = stop.load(Ordering::Relaxed);
+            let rec = reduce(
+                &plan,
+                &samples,
+                first_done_ns,
+                (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
+                &results.host.hostname,
+                interrupted,
+            );
+            let failed = samples.iter().any(|s| s.failure.is_some());
+            for s in &samples {
+                if let Some(f) = &s.failure {
+                    results.errors.push(ErrorRecord {
+                        worker: s.worker,
+                        op: f.op.clone(),
+                        file: f.path.display().to_string(),
+                        offset: None,
+                        errno: f.errno,
+                        message: f.message.clone(),
+                    });
+                }
+                if let Some(p) = &s.first_left {
+                    notes.push(format!(
+                        "cleanup: {} and {} more directories were not empty (they hold entries \
+                         ioscale did not create; left alone)",
+                        p.display(),
+                        s.left.saturating_sub(1)
+                    ));
+                }
+            }
+            let cut_short = rec.time_limited;
+            results.phases.push(rec);
+            if failed || interrupted {
+                state = union(state, after);
+                if interrupted {
+                    results.interrupted = true;
+                }
+                break 'reps;
+            }
+            if cut_short {
+                if creates {
+                    // The files made form a prefix per thread; later
+                    // phases work on those.
+                    for s in &samples {
+                        limit[s.worker as usize] = limit[s.worker as usize].min(s.files);
+                    }
+                    state = after;
+                } else if matches!(
+                    op,
+                    MetaOp::Delete | MetaOp::Rename | MetaOp::Rmdir | MetaOp::Cleanup
+                ) {
+                    state = union(state, after);
+                    warns.push(format!(
+                        "the sequence stopped after the time-limited {op}: later phases would find a \
+                         partly changed tree"
+                    ));
+                    break 'reps;
+                }
+            } else {
+                state = after;
+            }
+            tree.marker.state = state;
+            tree.marker.extent = extent;
+            tree.save();
+        }
+    }
+    results.warnings = warns;
+    results.summarise();
+
+    tree.marker.state = state;
+    tree.marker.extent = extent;
+    let remove = !spec.keep && (tree.ours || ran_cleanup || state.is_empty());
+    if remove {
+        let left = teardown(spec, &tree.root, state, extent);
+        if left.is_empty() || tree.ours {
+            finish_root(&tree, &left, &mut notes);
+        } else {
+            for l in &left {
+                notes.push(format!("cleanup: could not remove {l}"));
+            }
+        }
+    } else {
+        tree.save();
+        let how = format!(
+            "`ioscale meta --ops cleanup --threads {} --files {}{}{} {}` removes it",
+            spec.threads,
+            tree.marker.files,
+            if spec.same_dir { " --same-dir" } else { "" },
+            if spec.files_per_dir != u64::MAX {
+                format!(
+                    " --files-per-dir {} --dirs-per-dir {}",
+                    spec.files_per_dir, spec.dirs_per_dir
+                )
+            } else {
+                String::new()
+            },
+            spec.target.display()
+        );
+        if spec.keep {
+            notes.push(format!("kept the tree in {} ({how})", tree.root.display()));
+        } else {
+            notes.push(format!(
+                "the tree in {} was kept by an earlier run and is left in place ({how})",
+                tree.root.display()
+            ));
+        }
+        if !tree.writable {
+            notes.push(format!(
+                "could not update the marker in {} (no write permission)",
+                tree.root.display()
+            ));
+        }
+    }
+    Ok(Outcome { results, notes })
+}
+
+/// Runs one phase: one thread per worker, all released together.
+fn run_phase(plan: &MetaPlan<'_>, stop: &Arc<AtomicBool>) -> (Vec<MetaSample>, Option<u64>) {
+    let threads = plan.spec.threads as usize;
+    let ctl = PhaseControl::new(stop.clone());
+    let barrier = Barrier::new(threads);
+    let samples = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|w| {
+                let ctl = &ctl;
+                let barrier = &barrier;
+                std::thread::Builder::new()
+                    .name(format!("ioscale-m{w}"))
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(scope, move || run_meta_worker(w as u32, plan, ctl, barrier))
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("worker thread panicked"))
+            .collect::<Vec<_>>()
+    });
+    let first_done = ctl
+        .first_done
+        .load(Ordering::Acquire)
+        .then(|| ctl.first_done_ns.load(Ordering::Acquire));
+    (samples, first_done)
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Reduces thread samples into one phase record: totals ÷ (last finish −
+/// first start), never a sum of per-thread rates.
+fn reduce(
+    plan: &MetaPlan<'_>,
+    samples: &[MetaSample],
+    first_done_ns: Option<u64>,
+    cpu: (f64, f64),
+    hostname: &str,
+    interrupted: bool,
+) -> PhaseRecord {
+    let t0 = samples.iter().map(|s| s.start_ns).min().unwrap_or(0);
+    let t1 = samples.iter().map(|s| s.end_ns).max().unwrap_or(0);
+    let elapsed = t1.saturating_sub(t0) as f64 / 1e9;
+    let mut hist = LatencyHistogram::new();
+    for s in samples {
+        hist += &s.hist;
+    }
+    let files: u64 = samples.iter().map(|s| s.files).sum();
+    let read_bytes: u64 = samples.iter().map(|s| s.read_bytes).sum();
+    let write_bytes: u64 = samples.iter().map(|s| s.write_bytes).sum();
+    let bytes = read_bytes + write_bytes;
+    let records: u64 = samples.iter().map(|s| s.records).sum();
+    let rate = |x: f64| if elapsed > 0.0 { x / elapsed } else { 0.0 };
+    let sw_s = match first_done_ns {
+        Some(ns) => ns.saturating_sub(t0) as f64 / 1e9,
+        None => elapsed,
+    };
+    let sw_files: u64 = samples.iter().map(|s| s.stonewall_files).sum();
+    let sw_bytes: u64 = samples.iter().map(|s| s.stonewall_bytes).sum();
+    let requested: u64 = (0..plan.spec.threads).map(|w| plan.count_for(w)).sum();
+    let any_failed = samples.iter().any(|s| s.failure.is_some());
+    PhaseRecord {
+        op: plan.op.name().into(),
+        rep: plan.rep,
+        threads: plan.spec.threads,
+        bytes,
+        ops: files,
+        read_bytes,
+        write_bytes,
+        elapsed_s: elapsed,
+        bw_mib_s: rate(bytes as f64) / MIB,
+        bw_mb_s: rate(bytes as f64) / 1e6,
+        iops: rate(files as f64),
+        lat_us: hist.summary(),
+        open_s: 0.0,
+        io_s: samples
+            .iter()
+            .map(|s| s.end_ns.saturating_sub(s.start_ns))
+            .max()
+            .unwrap_or(0) as f64
+            / 1e9,
+        close_s: 0.0,
+        fsync_s: 0.0,
+        cpu_user_s: cpu.0,
+        cpu_sys_s: cpu.1,
+        stonewall: Stonewall {
+            s: sw_s,
+            bytes: sw_bytes,
+            bw_mib_s: if sw_s > 0.0 {
+                sw_bytes as f64 / sw_s / MIB
+            } else {
+                0.0
+            },
+        },
+        time_limited: samples.iter().any(|s| s.hit_deadline),
+        interrupted,
+        errors: samples.iter().map(|s| s.errors).sum(),
+        verify: None,
+        files: Some(FilesRecord {
+            requested,
+            processed: files,
+            processed_pct: if requested > 0 {
+                files as f64 * 100.0 / requested as f64
+            } else {
+                100.0
+            },
+            stonewall_files: sw_files,
+            stonewall_files_s: if sw_s > 0.0 {
+                sw_files as f64 / sw_s
+            } else {
+                0.0
+            },
+            records,
+            peak_rss_bytes: engine::sys::peak_rss_bytes(),
+            threads: samples
+                .iter()
+                .map(|s| ThreadFiles {
+                    thread: s.worker,
+                    files: s.files,
+                    records: s.records,
+                    elapsed_s: s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9,
+                    status: if s.failure.is_some() {
+                        "error"
+                    } else if s.hit_deadline {
+                        "time-limit"
+                    } else if interrupted && s.files < plan.count_for(s.worker) {
+                        "interrupted"
+                    } else if any_failed && s.files < plan.count_for(s.worker) {
+                        "stopped"
+                    } else {
+                        "ok"
+                    }
+                    .into(),
+                })
+                .collect(),
+        }),
+        workers: samples
+            .iter()
+            .map(|s| {
+                let own = s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9;
+                WorkerRecord {
+                    worker: s.worker,
+                    host: hostname.to_string(),
+                    bytes: s.bytes(),
+                    ops: s.files,
+                    start_s: s.start_ns.saturating_sub(t0) as f64 / 1e9,
+                    end_s: s.end_ns.saturating_sub(t0) as f64 / 1e9,
+                    open_s: 0.0,
+                    io_s: own,
+                    close_s: 0.0,
+                    bw_mib_s: if own > 0.0 {
+                        s.bytes() as f64 / own / MIB
+                    } else {
+                        0.0
+                    },
+                }
+            })
+            .collect(),
+    }
+}

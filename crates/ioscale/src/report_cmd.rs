@@ -1,0 +1,197 @@
+//! `ioscale report` and `ioscale compare`: render saved records again.
+//!
+//! The JSON record is the canonical output (DESIGN.md), so every other
+//! output — table, CSV, charts, HTML — can be drawn from it later, on
+//! another machine, without running anything. Both a sweep record and a
+//! plain `run`/`meta` record are accepted; a run is shown as a one-point
+//! sweep in the HTML report and charts.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use analysis::render::sweep_of_run;
+use analysis::{Loaded, SweepRecord};
+use clap::{Args, ValueEnum};
+use report::ExportType;
+
+use crate::cli::Format;
+use crate::sweep::Outputs;
+
+/// Flags of `ioscale report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A JSON record written by `ioscale sweep --json` or `ioscale run --json`.
+    pub file: PathBuf,
+
+    /// Write the self-contained HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write the charts as PNG and SVG into directory DIR (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+
+    /// Write the CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Print nothing on standard output.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Output formats of `ioscale compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// The side-by-side table.
+    Text,
+    /// The matched rows and ratios as JSON.
+    Json,
+}
+
+/// Flags of `ioscale compare`.
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two or more JSON records (sweeps or runs); ratios are against the first.
+    #[arg(num_args = 2.., required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: CompareFormat,
+}
+
+/// Examples for `ioscale report --help`.
+pub const REPORT_EXAMPLES: &str = "Examples:
+  ioscale report efs.json --html efs.html --png efs-charts/
+  ioscale report run.json --format csv > run.csv";
+
+/// Examples for `ioscale compare --help`.
+pub const COMPARE_EXAMPLES: &str = "Examples:
+  ioscale compare ebs.json efs.json            # efs ÷ ebs per operation and thread count
+  ioscale compare before.json after.json --format json";
+
+fn read(p: &Path) -> Result<Loaded, String> {
+    let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    analysis::load(&bytes).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// `ioscale report`.
+pub fn cmd_report(args: &ReportArgs) -> anyhow::Result<i32> {
+    let loaded = match read(&args.file) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ioscale: error: {e}");
+            return Ok(2);
+        }
+    };
+    for (flag, p) in [("--csv", &args.csv), ("--html", &args.html)] {
+        if let Some(p) = p {
+            crate::check_output_path(flag, p)?;
+        }
+    }
+    let ok = match loaded {
+        Loaded::Sweep(rec) => Outputs {
+            json: None,
+            csv: args.csv.as_deref(),
+            html: args.html.as_deref(),
+            png: args.png.as_deref(),
+            format: args.format,
+            quiet: args.quiet,
+        }
+        .emit(&rec),
+        Loaded::Run(rs) => {
+            // Text, CSV and JSON of a run are the run's own exporters, so
+            // the output is what the run printed; HTML and charts show it
+            // as a one-point sweep.
+            let mut ok = true;
+            if let Some(p) = &args.csv {
+                let bytes = ExportType::Csv.exporter().render(&rs)?;
+                if let Err(e) = crate::sweep::write_atomic(p, &bytes) {
+                    eprintln!("ioscale: error: {e:#}");
+                    ok = false;
+                }
+            }
+            let rec: SweepRecord = sweep_of_run((*rs).clone());
+            ok &= Outputs {
+                json: None,
+                csv: None,
+                html: args.html.as_deref(),
+                png: args.png.as_deref(),
+                format: args.format,
+                quiet: true,
+            }
+            .emit(&rec);
+            if !args.quiet {
+                let kind = match args.format {
+                    Format::Text => ExportType::Text,
+                    Format::Json => ExportType::Json,
+                    Format::Csv => ExportType::Csv,
+                };
+                let mut bytes = kind.exporter().render(&rs)?;
+                if args.format == Format::Text {
+                    let sentences = rec.analysis.sentences();
+                    if !sentences.is_empty() {
+                        bytes.extend_from_slice(b"\nAnalysis\n");
+                        for s in sentences {
+                            bytes.extend_from_slice(format!("  {s}\n").as_bytes());
+                        }
+                    }
+                }
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(&bytes);
+                let _ = out.flush();
+            }
+            ok
+        }
+    };
+    Ok(if ok { 0 } else { 1 })
+}
+
+/// `ioscale compare`.
+pub fn cmd_compare(args: &CompareArgs) -> anyhow::Result<i32> {
+    let mut recs = Vec::new();
+    for p in &args.files {
+        match read(p) {
+            Ok(l) => recs.push((p.clone(), l.into_sweep())),
+            Err(e) => {
+                eprintln!("ioscale: error: {e}");
+                return Ok(2);
+            }
+        }
+    }
+    // Short names where they are unique, full paths otherwise.
+    let stems: Vec<String> = recs
+        .iter()
+        .map(|(p, _)| {
+            p.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.display().to_string())
+        })
+        .collect();
+    let unique = stems
+        .iter()
+        .all(|s| stems.iter().filter(|t| *t == s).count() == 1);
+    let named: Vec<(String, SweepRecord)> = recs
+        .into_iter()
+        .zip(stems)
+        .map(|((p, r), s)| (if unique { s } else { p.display().to_string() }, r))
+        .collect();
+    let c = analysis::compare::compare(&named);
+    let bytes = match args.format {
+        CompareFormat::Text => analysis::compare::render_text(&c).into_bytes(),
+        CompareFormat::Json => {
+            let mut b = serde_json::to_vec_pretty(&c)?;
+            b.push(b'\n');
+            b
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(&bytes);
+    let _ = out.flush();
+    Ok(0)
+}

@@ -1,0 +1,341 @@
+//! `ioscale slurm`: writes an sbatch script that runs ioscale as one job.
+//!
+//! Seed 002 submits `mpirun ior …` with sbatch. The script this writes does
+//! the same with `ioscale run` as MPI ranks, and can sweep the number of
+//! ranks (1, 2, 4 … up to nodes × tasks per node) inside the one job, one
+//! JSON record per point, so a scaling curve across nodes costs one queue
+//! wait. It only writes text; `sbatch` submits it.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+
+/// Examples shown by `ioscale slurm --help`.
+pub const EXAMPLES: &str = "Examples:
+  # seed 002 as one job: 4 nodes × 4 tasks, one file per task, read another node's data
+  ioscale slurm --nodes 4 --ntasks-per-node 4 --out ior.sbatch -- \\
+      run --op write,read --layout per-thread --xfer 64m --size 256m --direct --reorder --reps 5 /shared/test_dir
+  sbatch ior.sbatch
+
+  # a scaling sweep over ranks in one job: 1, 2, 4 … 16 ranks, one JSON record each
+  ioscale slurm --nodes 4 --ntasks-per-node 4 --ranks 1..16x2 --out scale.sbatch -- \\
+      run --op write --xfer 1m --size 1g /shared/fs
+
+  # Open MPI's mpirun instead of srun (an MPI built without Slurm's PMIx)
+  ioscale slurm --nodes 2 --ntasks-per-node 8 --launcher mpirun -- run --op write,read /shared/fs
+
+The script runs `ioscale run` under srun --mpi=pmix (or mpirun) and writes each record to
+ioscale-results/JOBID/ranks-N.json. `meta` and `sweep` run in one process, once per job.";
+
+/// How the script starts the ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Launcher {
+    /// `srun --mpi=TYPE -n N` (Slurm's own launcher; needs a matching PMI).
+    Srun,
+    /// `mpirun -np N` (the MPI's launcher, which reads the Slurm allocation).
+    Mpirun,
+}
+
+/// Flags of `ioscale slurm`.
+#[derive(Debug, Args)]
+pub struct SlurmArgs {
+    /// Nodes to allocate (sbatch --nodes).
+    #[arg(short = 'N', long, value_name = "N", default_value = "1")]
+    pub nodes: u32,
+
+    /// MPI ranks per node (sbatch --ntasks-per-node; IOR's tasks per node).
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub ntasks_per_node: u32,
+
+    /// Rank counts to run one after another in the job (1,2,4 or 1..16x2)
+    /// [default: all, nodes × ntasks-per-node].
+    #[arg(long, value_name = "LIST")]
+    pub ranks: Option<String>,
+
+    /// Wall-clock limit (sbatch --time, e.g. 01:00:00).
+    #[arg(long, value_name = "TIME")]
+    pub time: Option<String>,
+
+    /// Partition (sbatch --partition).
+    #[arg(long, value_name = "NAME")]
+    pub partition: Option<String>,
+
+    /// Account (sbatch --account).
+    #[arg(long, value_name = "NAME")]
+    pub account: Option<String>,
+
+    /// Job name (sbatch --job-name).
+    #[arg(long, value_name = "NAME", default_value = "ioscale")]
+    pub job_name: String,
+
+    /// Where the job's output goes (sbatch --output).
+    #[arg(long, value_name = "PATTERN", default_value = "%x-%j.out")]
+    pub output: String,
+
+    /// How to start the ranks.
+    #[arg(long, value_enum, default_value = "srun")]
+    pub launcher: Launcher,
+
+    /// PMI type for srun (srun --mpi; `srun --mpi=list` shows what this Slurm has).
+    #[arg(long, value_name = "TYPE", default_value = "pmix")]
+    pub mpi: String,
+
+    /// Extra words for the launcher, e.g. "--oversubscribe" for mpirun.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub launcher_args: Option<String>,
+
+    /// Directory for the JSON records [default: ioscale-results/$SLURM_JOB_ID].
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+
+    /// The ioscale binary the job runs [default: this one].
+    #[arg(long, value_name = "PATH")]
+    pub binary: Option<PathBuf>,
+
+    /// Write the script to FILE (made executable) instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+
+    /// The ioscale command the job runs, after `--` (e.g. `-- run --op write /shared/fs`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<String>,
+}
+
+/// Quotes a word for bash when it needs it.
+fn sh_quote(w: &str) -> String {
+    let plain = !w.is_empty()
+        && w.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'-' | b'_' | b'.' | b'/' | b',' | b':' | b'=' | b'+' | b'@' | b'%'
+                )
+        });
+    if plain {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
+}
+
+/// Builds the script text, or says which flag is wrong.
+pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
+    if args.nodes == 0 || args.ntasks_per_node == 0 {
+        return Err("--nodes and --ntasks-per-node must be at least 1".into());
+    }
+    let total = args.nodes.saturating_mul(args.ntasks_per_node);
+    let sub = args.command.first().map(String::as_str).unwrap_or("");
+    let ranked = match sub {
+        "run" => true,
+        "meta" | "sweep" | "ior" | "mdtest" | "dd" | "smallfile" => false,
+        other => {
+            return Err(format!(
+                "COMMAND must be an ioscale command such as `run …` or `sweep …`, not '{other}'"
+            ))
+        }
+    };
+    if !ranked && (total > 1 || args.ranks.is_some()) {
+        return Err(format!(
+            "`{sub}` runs in one process, not as MPI ranks yet: use --nodes 1 --ntasks-per-node 1 \
+             (the job then runs it once), or `run` for a job across ranks"
+        ));
+    }
+    let ranks: Vec<u64> = match &args.ranks {
+        Some(l) => spec::parse_list(l, spec::parse_count).map_err(|e| format!("--ranks: {e}"))?,
+        None => vec![total as u64],
+    };
+    if let Some(&r) = ranks.iter().find(|&&r| r == 0 || r > total as u64) {
+        return Err(format!(
+            "--ranks: {r} is outside 1..={total} (nodes × ntasks-per-node)"
+        ));
+    }
+    let has_json = args
+        .command
+        .iter()
+        .any(|w| w == "--json" || w.starts_with("--json="));
+    if has_json && ranks.len() > 1 {
+        return Err(
+            "the command names --json but the job runs several rank counts: leave --json out, \
+             the script writes ranks-N.json per point into --results"
+                .into(),
+        );
+    }
+    let mut s = String::new();
+    s.push_str("#!/bin/bash\n");
+    s.push_str(&format!(
+        "# Written by `ioscale slurm` (ioscale {}). Submit with: sbatch THIS_FILE\n",
+        env!("CARGO_PKG_VERSION")
+    ));
+    s.push_str(&format!(
+        "#SBATCH --job-name={}\n",
+        sh_quote(&args.job_name)
+    ));
+    s.push_str(&format!("#SBATCH --nodes={}\n", args.nodes));
+    s.push_str(&format!(
+        "#SBATCH --ntasks-per-node={}\n",
+        args.ntasks_per_node
+    ));
+    s.push_str(&format!("#SBATCH --output={}\n", sh_quote(&args.output)));
+    for (k, v) in [
+        ("time", &args.time),
+        ("partition", &args.partition),
+        ("account", &args.account),
+    ] {
+        if let Some(v) = v {
+            s.push_str(&format!("#SBATCH --{k}={}\n", sh_quote(v)));
+        }
+    }
+    s.push_str("set -euo pipefail\n\n");
+    s.push_str(&format!("IOSCALE={}\n", sh_quote(binary)));
+    let results = match &args.results {
+        Some(d) => sh_quote(&d.display().to_string()),
+        None => "\"ioscale-results/${SLURM_JOB_ID:-local}\"".into(),
+    };
+    s.push_str(&format!("RESULTS={results}\n"));
+    s.push_str("mkdir -p \"$RESULTS\"\n");
+    s.push_str("echo \"ioscale: job ${SLURM_JOB_ID:-?} on ${SLURM_JOB_NODELIST:-$(hostname)}, records in $RESULTS\"\n\n");
+    let words: Vec<String> = args.command.iter().map(|w| sh_quote(w)).collect();
+    let cmd = words.join(" ");
+    let extra = args
+        .launcher_args
+        .as_deref()
+        .map(|a| format!(" {a}"))
+        .unwrap_or_default();
+    if !ranked {
+        let json = if has_json {
+            String::new()
+        } else {
+            format!(" --json \"$RESULTS/{sub}.json\"")
+        };
+        // One process, in the batch step itself: no launcher.
+        s.push_str(&format!("\"$IOSCALE\" {cmd}{json}\n"));
+        return Ok(s);
+    }
+    let list: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
+    s.push_str("status=0\n");
+    s.push_str(&format!("for n in {}; do\n", list.join(" ")));
+    let json = if has_json {
+        String::new()
+    } else {
+        " --json \"$RESULTS/ranks-$n.json\"".into()
+    };
+    let launch = match args.launcher {
+        Launcher::Srun => format!("srun --mpi={} --ntasks=\"$n\"{extra}", sh_quote(&args.mpi)),
+        Launcher::Mpirun => format!("mpirun -np \"$n\"{extra}"),
+    };
+    s.push_str(&format!(
+        "    echo \"ioscale: $n rank(s)\"\n    {launch} \"$IOSCALE\" {cmd}{json} || status=$?\n"
+    ));
+    s.push_str("done\n");
+    s.push_str("exit \"$status\"\n");
+    Ok(s)
+}
+
+/// Runs `ioscale slurm`.
+pub fn cmd_slurm(args: &SlurmArgs) -> anyhow::Result<i32> {
+    let binary = match &args.binary {
+        Some(b) => b.clone(),
+        None => std::env::current_exe().context("finding this ioscale binary")?,
+    };
+    let text = match script(args, &binary.display().to_string()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ioscale: error: {e}");
+            return Ok(2);
+        }
+    };
+    match &args.out {
+        Some(p) => {
+            std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
+            eprintln!(
+                "ioscale: wrote {}; submit it with `sbatch {}`",
+                p.display(),
+                p.display()
+            );
+        }
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+        }
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(cmd: &[&str]) -> SlurmArgs {
+        SlurmArgs {
+            nodes: 2,
+            ntasks_per_node: 4,
+            ranks: None,
+            time: Some("00:10:00".into()),
+            partition: None,
+            account: None,
+            job_name: "ioscale".into(),
+            output: "%x-%j.out".into(),
+            launcher: Launcher::Srun,
+            mpi: "pmix".into(),
+            launcher_args: None,
+            results: None,
+            binary: None,
+            out: None,
+            command: cmd.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn run_job_uses_srun_with_pmix_and_all_ranks() {
+        let s = script(
+            &args(&["run", "--op", "write", "/shared fs"]),
+            "/opt/ioscale",
+        )
+        .unwrap();
+        assert!(s.contains("#SBATCH --nodes=2\n"), "{s}");
+        assert!(s.contains("#SBATCH --ntasks-per-node=4\n"), "{s}");
+        assert!(s.contains("#SBATCH --time=00:10:00\n"), "{s}");
+        assert!(s.contains("for n in 8; do"), "{s}");
+        assert!(
+            s.contains("srun --mpi=pmix --ntasks=\"$n\" \"$IOSCALE\" run --op write '/shared fs' --json \"$RESULTS/ranks-$n.json\""),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn rank_sweep_and_its_limits() {
+        let mut a = args(&["run", "/fs"]);
+        a.ranks = Some("1..8x2".into());
+        a.launcher = Launcher::Mpirun;
+        let s = script(&a, "ioscale").unwrap();
+        assert!(s.contains("for n in 1 2 4 8; do"), "{s}");
+        assert!(s.contains("mpirun -np \"$n\" \"$IOSCALE\""), "{s}");
+        a.ranks = Some("16".into());
+        assert!(script(&a, "ioscale").unwrap_err().contains("outside 1..=8"));
+        let mut j = args(&["run", "--json", "x.json", "/fs"]);
+        j.ranks = Some("1,2".into());
+        assert!(script(&j, "ioscale").unwrap_err().contains("--json"));
+    }
+
+    #[test]
+    fn one_process_commands_run_once() {
+        let mut a = args(&["sweep", "--threads", "1..8x2", "/fs"]);
+        assert!(script(&a, "ioscale").unwrap_err().contains("one process"));
+        a.nodes = 1;
+        a.ntasks_per_node = 1;
+        let s = script(&a, "ioscale").unwrap();
+        assert!(
+            s.contains("\"$IOSCALE\" sweep --threads 1..8x2 /fs --json \"$RESULTS/sweep.json\""),
+            "{s}"
+        );
+        assert!(script(&args(&["rm", "-rf"]), "x").is_err());
+    }
+}

@@ -1,0 +1,1125 @@
+//! `ioscale sweep`: one job at many thread counts (× transfer sizes ×
+//! layouts × targets), with statistics per point and the analysis.
+//!
+//! The inner command (`-- run …` or `-- meta …`) is parsed by the very clap
+//! definitions of `ioscale run`/`meta` and run in-process, point by point,
+//! through the same drivers, so a sweep point is exactly the run a user
+//! would have typed. After every finished point the whole record is written
+//! to `--json` again (temporary file, then rename), which is what makes an
+//! interrupted sweep resumable: `--resume` reads it back, checks that the
+//! arguments are the same, and runs only the points that are missing.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use analysis::model::{default_trim, point_stats};
+use analysis::render::{render_csv, render_json, render_text};
+use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
+use anyhow::Context;
+use clap::{Args, Parser, ValueEnum};
+use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
+
+use crate::cli::{Cli, Command, Format};
+
+/// How the amount of data changes with the thread count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scale {
+    /// The data in all stays that of the first point; each thread does its share (IOR -s 2048/N).
+    Total,
+    /// Each thread keeps the first point's share; the total grows with threads.
+    PerThread,
+}
+
+impl Scale {
+    fn name(self) -> &'static str {
+        match self {
+            Scale::Total => "total",
+            Scale::PerThread => "per-thread",
+        }
+    }
+}
+
+/// Flags of `ioscale sweep`.
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Thread counts: a list `1,2,4` or a doubling range `1..64x2` (also `1..13`, `4..16+4`).
+    #[arg(long, value_name = "LIST")]
+    pub threads: String,
+
+    /// Transfer sizes to sweep (`run` only), e.g. `1m,16m`; default: the inner command's --xfer.
+    #[arg(long, value_name = "LIST")]
+    pub xfer: Option<String>,
+
+    /// Layouts to sweep: shared, per-thread, per-thread-dir for `run`;
+    /// same-dir, per-thread-dir for `meta`. Default: the inner command's.
+    #[arg(long, value_name = "LIST")]
+    pub layout: Option<String>,
+
+    /// Target directories to compare (comma list); default: the inner command's TARGET.
+    #[arg(long, value_name = "LIST")]
+    pub target: Option<String>,
+
+    /// Repetitions per point [default: the inner command's --reps].
+    #[arg(long, value_name = "N")]
+    pub reps: Option<String>,
+
+    /// Keep the total data constant across thread counts (`total`) or each
+    /// thread's share (`per-thread`) [default: total when the inner command
+    /// gives --total, per-thread otherwise].
+    #[arg(long, value_enum)]
+    pub scale: Option<Scale>,
+
+    /// Repetitions dropped at each end for the trimmed mean [default: reps ÷ 5, so 10 drop 2 and 2].
+    #[arg(long, value_name = "K")]
+    pub trim: Option<String>,
+
+    /// Continue an interrupted sweep saved in --json FILE (same arguments required).
+    #[arg(long, requires = "json")]
+    pub resume: bool,
+
+    /// Write the sweep record (all points, statistics, analysis) to FILE after every point.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write one CSV row per point and operation to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    /// Write the self-contained HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write the charts as PNG and SVG into directory DIR (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Print nothing on standard output (files are still written).
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// The job to sweep, after `--`: `run OPTIONS…` or `meta OPTIONS…`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub inner: Vec<String>,
+}
+
+/// Examples for `ioscale sweep --help`.
+pub const SWEEP_EXAMPLES: &str = "Examples:
+  # seed 000 (EFS workshop, IOR): 2 GiB in all, 1..64 threads, three layouts, O_DIRECT
+  ioscale sweep --threads 1..64x2 --layout shared,per-thread,per-thread-dir --scale total \\
+      --json efs.json --html efs.html --png efs-charts -- run --op write --xfer 1m --total 2g --direct /mnt/efs
+
+  # seed 001 (dd): EBS against EFS, 1 MiB and 16 MiB, O_SYNC writes
+  ioscale sweep --threads 1,4,16 --xfer 1m,16m --target /ebs,/efs --scale total -- run --op write --total 2g --sync each
+
+  # seed 003 (smallfile): 1024 files of 4 KiB in all, same directory or one per thread
+  ioscale sweep --threads 1..32x2 --layout same-dir,per-thread-dir --scale total -- meta --op create --files 1024 --file-size 4k /mnt/efs
+
+  # seed 004 (Flux7): 10 repetitions, trimmed mean of the middle 6
+  ioscale sweep --threads 1..13 --reps 10 --trim 2 -- run --op write,read,rw,randrw --size 256m --direct /mnt/ssd
+
+  # continue after Ctrl-C (same arguments)
+  ioscale sweep --threads 1..64x2 --json efs.json --resume -- run --op write --total 2g /mnt/efs";
+
+/// A usage problem: printed, exit 2.
+struct Usage(String);
+
+/// The job of one point, validated.
+enum Job {
+    Run(Box<WorkloadSpec>),
+    Meta(Box<MetaSpec>),
+}
+
+/// One point, planned before anything runs so every bad combination is
+/// refused up front.
+struct Planned {
+    threads: u32,
+    xfer: u64,
+    layout: String,
+    target: String,
+    series: String,
+    file_count: u64,
+    dir_per_file: bool,
+    bytes_per_thread: u64,
+    job: Job,
+}
+
+/// The sweep's parameters after parsing.
+struct Plan {
+    config: SweepConfig,
+    points: Vec<Planned>,
+}
+
+fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
+    Err(Usage(msg.into()))
+}
+
+/// Parses the inner command with the `ioscale` definitions. A missing
+/// TARGET is filled with `target` when the sweep names targets itself.
+fn parse_inner(inner: &[String], target: Option<&str>) -> Result<Command, Usage> {
+    let argv = std::iter::once("ioscale".to_string()).chain(inner.iter().cloned());
+    match Cli::try_parse_from(argv) {
+        Ok(c) => Ok(c.command),
+        Err(e) => {
+            if let (Some(t), clap::error::ErrorKind::MissingRequiredArgument) = (target, e.kind()) {
+                let mut with = inner.to_vec();
+                with.push(t.to_string());
+                return parse_inner(&with, None);
+            }
+            usage(format!(
+                "the command after -- ({}): {}",
+                inner.join(" "),
+                e.to_string().lines().next().unwrap_or("invalid")
+            ))
+        }
+    }
+}
+
+/// The values of a swept dimension, or the inner command's own when not
+/// swept (`None` in the list means "leave as the inner command has it").
+fn dim<T: Clone>(v: &[T]) -> Vec<Option<T>> {
+    if v.is_empty() {
+        vec![None]
+    } else {
+        v.iter().cloned().map(Some).collect()
+    }
+}
+
+fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
+    let threads: Vec<u32> = parse_list(&args.threads, parse_count)
+        .map_err(|e| Usage(format!("--threads: {e}")))?
+        .into_iter()
+        .map(|t| {
+            if t == 0 {
+                usage("--threads: 0 is not a thread count")
+            } else {
+                u32::try_from(t).or_else(|_| usage(format!("--threads: {t} is too large")))
+            }
+        })
+        .collect::<Result<_, _>>()?;
+    let xfers: Vec<u64> = match &args.xfer {
+        Some(x) => parse_list(x, parse_size).map_err(|e| Usage(format!("--xfer: {e}")))?,
+        None => Vec::new(),
+    };
+    let split = |s: &Option<String>| -> Vec<String> {
+        s.as_deref()
+            .map(|s| {
+                s.split(',')
+                    .map(|p| p.trim().to_string())
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let layouts = split(&args.layout);
+    let targets = split(&args.target);
+    let first_target = targets.first().map(String::as_str);
+    let inner = parse_inner(&args.inner, first_target)?;
+    let (kind, inner_reps, has_total) = match &inner {
+        Command::Run(r) => {
+            if r.json.is_some() || r.csv.is_some() || r.quiet || r.format != Format::Text {
+                return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner run");
+            }
+            ("run", r.reps.clone(), r.total.is_some())
+        }
+        Command::Meta(m) => {
+            if m.json.is_some() || m.csv.is_some() || m.quiet || m.format != Format::Text {
+                return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner meta");
+            }
+            if !xfers.is_empty() {
+                return usage("--xfer applies to `run` sweeps; a `meta` job has no transfer size (sweep --layout or --threads)");
+            }
+            ("meta", m.reps.clone(), false)
+        }
+        _ => return usage(
+            "sweep runs `run` or `meta`: ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
+        ),
+    };
+    for l in &layouts {
+        let ok = match kind {
+            "run" => Layout::parse(l).is_some(),
+            _ => matches!(l.as_str(), "same-dir" | "per-thread-dir"),
+        };
+        if !ok {
+            return usage(format!(
+                "--layout: unknown layout '{l}' for `{kind}' (use {})",
+                if kind == "run" {
+                    "shared, per-thread, per-thread-dir"
+                } else {
+                    "same-dir, per-thread-dir"
+                }
+            ));
+        }
+    }
+    let reps: u32 = match &args.reps {
+        Some(r) => parse_count(r).map_err(|e| Usage(format!("--reps: {e}")))? as u32,
+        None => parse_count(&inner_reps).unwrap_or(1) as u32,
+    };
+    if reps == 0 {
+        return usage("--reps: must be at least 1");
+    }
+    let trim = match &args.trim {
+        Some(t) => parse_count(t).map_err(|e| Usage(format!("--trim: {e}")))? as u32,
+        None => default_trim(reps),
+    };
+    if trim.saturating_mul(2) >= reps && trim > 0 {
+        return usage(format!(
+            "--trim {trim} drops all {reps} repetitions (2 × {trim} ≥ {reps}); use a smaller --trim or more --reps"
+        ));
+    }
+    let scale = args.scale.unwrap_or(if has_total {
+        Scale::Total
+    } else {
+        Scale::PerThread
+    });
+    let config = SweepConfig {
+        command: kind.into(),
+        threads: threads.clone(),
+        xfer: xfers.clone(),
+        layout: layouts.clone(),
+        targets: targets.clone(),
+        reps,
+        scale: scale.name().into(),
+        trim,
+        inner: args.inner.clone(),
+    };
+
+    // The first point fixes the amount of data the others scale from.
+    let t0 = threads[0];
+    let base = build(
+        &args.inner,
+        first_target,
+        t0,
+        xfers.first().copied(),
+        layouts.first().map(String::as_str),
+        None,
+        reps,
+    )
+    .map_err(|Usage(m)| {
+        Usage(format!(
+            "point threads={t0}{}: {m}",
+            xfers
+                .first()
+                .map(|x| format!(" xfer={}", format_size(*x)))
+                .unwrap_or_default()
+        ))
+    })?;
+    let base_amount = match &base {
+        Job::Run(w) => w.bytes_per_worker(),
+        Job::Meta(m) => m.files,
+    };
+    let mut points = Vec::new();
+    for target in dim(&targets) {
+        for layout in dim(&layouts) {
+            for xfer in dim(&xfers) {
+                let mut label = Vec::new();
+                if targets.len() > 1 {
+                    label.push(target.clone().unwrap_or_default());
+                }
+                if layouts.len() > 1 {
+                    label.push(layout.clone().unwrap_or_default());
+                }
+                if xfers.len() > 1 {
+                    label.push(format_size(xfer.unwrap_or(0)));
+                }
+                let series = label.join(" ");
+                for &n in &threads {
+                    let amount = match scale {
+                        Scale::PerThread => base_amount,
+                        Scale::Total => {
+                            let total = base_amount * t0 as u64;
+                            if !total.is_multiple_of(n as u64) {
+                                return usage(format!(
+                                    "--scale total: the first point's total ({}) does not split evenly across {n} threads; choose thread counts that divide it",
+                                    if kind == "run" { format_size(total) } else { format!("{total} files") }
+                                ));
+                            }
+                            total / n as u64
+                        }
+                    };
+                    let job = build(
+                        &args.inner,
+                        target.as_deref().or(first_target),
+                        n,
+                        xfer,
+                        layout.as_deref(),
+                        Some(amount),
+                        reps,
+                    )
+                    .map_err(|Usage(m)| {
+                        Usage(format!(
+                            "point threads={n}{}{}: {m}",
+                            xfer.map(|x| format!(" xfer={}", format_size(x)))
+                                .unwrap_or_default(),
+                            layout
+                                .as_deref()
+                                .map(|l| format!(" layout={l}"))
+                                .unwrap_or_default()
+                        ))
+                    })?;
+                    let (xf, lay, tgt, files, dir_per_file, per) = match &job {
+                        Job::Run(w) => (
+                            w.xfer,
+                            w.layout.name().to_string(),
+                            w.target.display().to_string(),
+                            w.file_count() as u64,
+                            w.layout == Layout::PerThreadDir,
+                            w.bytes_per_worker(),
+                        ),
+                        Job::Meta(m) => (
+                            0,
+                            if m.same_dir {
+                                "same-dir"
+                            } else {
+                                "per-thread-dir"
+                            }
+                            .to_string(),
+                            m.target.display().to_string(),
+                            m.total_files(),
+                            !m.same_dir,
+                            m.files * m.file_size.max(),
+                        ),
+                    };
+                    points.push(Planned {
+                        threads: n,
+                        xfer: xf,
+                        layout: lay,
+                        target: tgt,
+                        series: series.clone(),
+                        file_count: files,
+                        dir_per_file,
+                        bytes_per_thread: per,
+                        job,
+                    });
+                }
+            }
+        }
+    }
+    Ok(Plan { config, points })
+}
+
+/// Builds one point's job from the inner words with the swept values put
+/// in. `amount` is the bytes per thread (`run`) or files per thread
+/// (`meta`); `None` leaves the inner command's sizing alone.
+fn build(
+    inner: &[String],
+    target: Option<&str>,
+    threads: u32,
+    xfer: Option<u64>,
+    layout: Option<&str>,
+    amount: Option<u64>,
+    reps: u32,
+) -> Result<Job, Usage> {
+    match parse_inner(inner, target)? {
+        Command::Run(mut r) => {
+            r.threads = threads.to_string();
+            r.reps = reps.to_string();
+            if let Some(t) = target {
+                r.target = PathBuf::from(t);
+            }
+            if let Some(x) = xfer {
+                r.xfer = x.to_string();
+            }
+            if let Some(l) = layout {
+                r.layout = l.to_string();
+            }
+            if let Some(a) = amount {
+                r.size = Some(a.to_string());
+                r.total = None;
+                if r.block.is_some() {
+                    // IOR style: keep the block, let the segments follow
+                    // (ior -b 1m -s 2048/N).
+                    r.segments = None;
+                }
+            }
+            let raw = r.to_raw().map_err(|e| Usage(e.to_string()))?;
+            let spec = raw.build().map_err(|e| Usage(e.to_string()))?;
+            Ok(Job::Run(Box::new(spec)))
+        }
+        Command::Meta(mut m) => {
+            m.threads = threads.to_string();
+            m.reps = reps.to_string();
+            if let Some(t) = target {
+                m.target = PathBuf::from(t);
+            }
+            if let Some(l) = layout {
+                m.same_dir = l == "same-dir";
+            }
+            if let Some(a) = amount {
+                m.files = a.to_string();
+            }
+            let raw = m.to_raw().map_err(|e| Usage(e.to_string()))?;
+            let spec = raw.build().map_err(|e| Usage(e.to_string()))?;
+            Ok(Job::Meta(Box::new(spec)))
+        }
+        _ => usage("sweep runs `run` or `meta`"),
+    }
+}
+
+/// Writes bytes atomically: a temporary file beside the target, then rename.
+pub fn write_atomic(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = p.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
+    Ok(())
+}
+
+/// What the live line shows.
+#[derive(Default)]
+struct Progress {
+    done: usize,
+    total: usize,
+    current: String,
+    last_rate: Option<String>,
+    point_started: Option<Instant>,
+    finished_time: Duration,
+    finished_here: usize,
+    stopped: bool,
+}
+
+fn fmt_secs(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, (s / 60) % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+impl Progress {
+    fn line(&self) -> String {
+        let k = (self.done + 1).min(self.total);
+        let mut s = format!("[point {k}/{}] {}", self.total, self.current);
+        if let Some(t) = self.point_started {
+            s.push_str(&format!("  {}", fmt_secs(t.elapsed())));
+        }
+        if let Some(r) = &self.last_rate {
+            s.push_str(&format!("  last {r}"));
+        }
+        if self.finished_here > 0 {
+            let per = self.finished_time / self.finished_here as u32;
+            let left = self.total.saturating_sub(self.done);
+            let spent = self.point_started.map(|t| t.elapsed()).unwrap_or_default();
+            let eta = (per * left as u32).saturating_sub(spent);
+            s.push_str(&format!("  ETA {}", fmt_secs(eta)));
+        }
+        s
+    }
+}
+
+/// The live line on a terminal: redrawn twice a second by its own thread
+/// so the measuring threads never print.
+struct Live {
+    state: Arc<Mutex<Progress>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Live {
+    fn start(total: usize, done: usize) -> Option<Live> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let state = Arc::new(Mutex::new(Progress {
+            total,
+            done,
+            ..Default::default()
+        }));
+        let s2 = Arc::clone(&state);
+        let handle = std::thread::spawn(move || loop {
+            let (line, stop) = {
+                let p = s2.lock().unwrap_or_else(|e| e.into_inner());
+                (p.line(), p.stopped)
+            };
+            let mut err = std::io::stderr().lock();
+            if stop {
+                let _ = write!(err, "\r\x1b[K");
+                let _ = err.flush();
+                break;
+            }
+            let _ = write!(err, "\r\x1b[K{line}");
+            let _ = err.flush();
+            drop(err);
+            std::thread::sleep(Duration::from_millis(500));
+        });
+        Some(Live {
+            state,
+            handle: Some(handle),
+        })
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Progress)) {
+        let mut p = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut p);
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.update(|p| p.stopped = true);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Explains how a saved sweep's arguments differ from these.
+fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
+    let mut d = Vec::new();
+    let mut cmp = |name: &str, a: String, b: String| {
+        if a != b {
+            d.push(format!("{name}: {a} in the file, {b} now"));
+        }
+    };
+    cmp("inner command", saved.command.clone(), now.command.clone());
+    cmp(
+        "--threads",
+        format!("{:?}", saved.threads),
+        format!("{:?}", now.threads),
+    );
+    cmp(
+        "--xfer",
+        format!("{:?}", saved.xfer),
+        format!("{:?}", now.xfer),
+    );
+    cmp(
+        "--layout",
+        format!("{:?}", saved.layout),
+        format!("{:?}", now.layout),
+    );
+    cmp(
+        "--target",
+        format!("{:?}", saved.targets),
+        format!("{:?}", now.targets),
+    );
+    cmp("--reps", saved.reps.to_string(), now.reps.to_string());
+    cmp("--scale", saved.scale.clone(), now.scale.clone());
+    cmp("--trim", saved.trim.to_string(), now.trim.to_string());
+    cmp(
+        "the words after --",
+        saved.inner.join(" "),
+        now.inner.join(" "),
+    );
+    d
+}
+
+/// `ioscale sweep`.
+pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
+    let plan = match plan(args) {
+        Ok(p) => p,
+        Err(Usage(m)) => {
+            eprintln!("ioscale: error: {m}");
+            return Ok(2);
+        }
+    };
+    for (flag, p) in [
+        ("--json", &args.json),
+        ("--csv", &args.csv),
+        ("--html", &args.html),
+    ] {
+        if let Some(p) = p {
+            crate::check_output_path(flag, p)?;
+        }
+    }
+    if let Some(d) = &args.png {
+        check_png_dir(d)?;
+    }
+    let command: Vec<String> = std::env::args().collect();
+    let first_target = plan
+        .points
+        .first()
+        .map(|p| PathBuf::from(&p.target))
+        .unwrap_or_default();
+    let mut rec = SweepRecord {
+        schema: SWEEP_SCHEMA,
+        tool: "ioscale".into(),
+        kind: "sweep".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: command.clone(),
+        started: crate::host::now_rfc3339(),
+        host: crate::host::collect(&first_target),
+        config: plan.config.clone(),
+        interrupted: false,
+        points_total: plan.points.len(),
+        points: Vec::new(),
+        analysis: Default::default(),
+    };
+    if args.resume {
+        let path = args
+            .json
+            .as_ref()
+            .expect("clap requires --json with --resume");
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!(
+                    "ioscale: error: --resume: cannot read {}: {e}",
+                    path.display()
+                );
+                return Ok(2);
+            }
+        };
+        let saved = match analysis::load(&bytes) {
+            Ok(analysis::Loaded::Sweep(s)) => *s,
+            Ok(analysis::Loaded::Run(_)) => {
+                eprintln!(
+                    "ioscale: error: --resume: {} holds a single run, not a sweep",
+                    path.display()
+                );
+                return Ok(2);
+            }
+            Err(e) => {
+                eprintln!("ioscale: error: --resume: {}: {e}", path.display());
+                return Ok(2);
+            }
+        };
+        let diff = config_diff(&saved.config, &plan.config);
+        if !diff.is_empty() {
+            eprintln!(
+                "ioscale: error: --resume: {} was written by a sweep with different arguments ({}); \
+                 repeat the original arguments, or drop --resume (or use another --json file) to start over",
+                path.display(),
+                diff.join("; ")
+            );
+            return Ok(2);
+        }
+        rec.started = saved.started;
+        rec.command = saved.command;
+        rec.host = saved.host;
+        // Keep only points that still match the plan at their index.
+        rec.points = saved
+            .points
+            .into_iter()
+            .filter(|p| {
+                plan.points.get(p.index).is_some_and(|q| {
+                    q.threads == p.threads
+                        && q.xfer == p.xfer
+                        && q.layout == p.layout
+                        && q.target == p.target
+                })
+            })
+            .collect();
+        eprintln!(
+            "ioscale: resuming {}: {} of {} points already done",
+            path.display(),
+            rec.points.len(),
+            rec.points_total
+        );
+    }
+
+    let stop = crate::install_signals()?;
+    let live = Live::start(plan.points.len(), rec.points.len());
+    let mut exit = 0;
+    let mut failure: Option<String> = None;
+    for (index, p) in plan.points.iter().enumerate() {
+        if rec.points.iter().any(|q| q.index == index) {
+            continue;
+        }
+        if stop.load(Ordering::Relaxed) {
+            rec.interrupted = true;
+            break;
+        }
+        let what = format!(
+            "threads={}{}{}",
+            p.threads,
+            if p.series.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", p.series)
+            },
+            if p.xfer > 0 {
+                format!(" xfer={}", format_size(p.xfer))
+            } else {
+                String::new()
+            }
+        );
+        if let Some(l) = &live {
+            l.update(|s| {
+                s.current = what.clone();
+                s.point_started = Some(Instant::now());
+            });
+        }
+        let t = Instant::now();
+        let outcome = match &p.job {
+            Job::Run(w) => crate::run::run(w, command.clone(), Arc::clone(&stop)),
+            Job::Meta(m) => crate::meta::run(m, command.clone(), Arc::clone(&stop)),
+        };
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                failure = Some(format!("point {what}: {e}"));
+                break;
+            }
+        };
+        for n in &outcome.notes {
+            if n.starts_with("cleanup") {
+                eprintln!("ioscale: point {what}: {n}");
+            }
+        }
+        if outcome.results.interrupted {
+            rec.interrupted = true;
+            break;
+        }
+        exit = exit.max(outcome.exit_code());
+        for e in &outcome.results.errors {
+            eprintln!(
+                "ioscale: error: point {what}: worker {}: {} {}: {}",
+                e.worker, e.op, e.file, e.message
+            );
+        }
+        let (ops, geomean_bw_mib_s, geomean_iops) =
+            point_stats(&outcome.results, p.threads, plan.config.trim);
+        let rate = ops
+            .first()
+            .map(|o| {
+                if o.moves_data() {
+                    format!("{} {:.1} MiB/s", o.op, o.center_bw_mib_s())
+                } else {
+                    format!("{} {:.0} ops/s", o.op, o.center_iops())
+                }
+            })
+            .unwrap_or_default();
+        rec.points.push(SweepPoint {
+            index,
+            series: p.series.clone(),
+            threads: p.threads,
+            xfer: p.xfer,
+            layout: p.layout.clone(),
+            target: p.target.clone(),
+            file_count: p.file_count,
+            dir_per_file: p.dir_per_file,
+            bytes_per_thread: p.bytes_per_thread,
+            ops,
+            geomean_bw_mib_s,
+            geomean_iops,
+            result: outcome.results,
+        });
+        rec.points.sort_by_key(|q| q.index);
+        rec.analysis = analysis::analyse(&rec);
+        if let Some(j) = &args.json {
+            if let Err(e) = write_atomic(j, &render_json(&rec)?) {
+                eprintln!("ioscale: error: {e:#}");
+                exit = exit.max(1);
+            }
+        }
+        if let Some(l) = &live {
+            l.update(|s| {
+                s.done += 1;
+                s.finished_here += 1;
+                s.finished_time += t.elapsed();
+                s.last_rate = Some(rate);
+                s.point_started = None;
+            });
+        }
+    }
+    drop(live);
+    rec.analysis = analysis::analyse(&rec);
+    if failure.is_some() && rec.points.len() < rec.points_total {
+        // A refused point leaves the sweep unfinished; resuming is possible.
+        rec.interrupted = true;
+    }
+    let wrote = emit_sweep(&rec, args);
+    if let Some(f) = failure {
+        eprintln!("ioscale: error: {f}");
+        if let Some(j) = &args.json {
+            eprintln!(
+                "ioscale: {} of {} points are saved in {}; fix the problem and add --resume to continue",
+                rec.points.len(),
+                rec.points_total,
+                j.display()
+            );
+        }
+        return Ok(2);
+    }
+    if rec.interrupted {
+        match &args.json {
+            Some(j) => eprintln!(
+                "ioscale: interrupted: {} of {} points finished and are saved in {}; the same command with --resume continues",
+                rec.points.len(),
+                rec.points_total,
+                j.display()
+            ),
+            None => eprintln!(
+                "ioscale: interrupted: {} of {} points finished (give --json FILE to be able to --resume)",
+                rec.points.len(),
+                rec.points_total
+            ),
+        }
+        return Ok(130);
+    }
+    Ok(if wrote { exit } else { exit.max(1) })
+}
+
+/// Refuses a `--png` directory whose parent does not exist.
+fn check_png_dir(d: &Path) -> anyhow::Result<()> {
+    if d.exists() && !d.is_dir() {
+        anyhow::bail!("--png {}: is not a directory", d.display());
+    }
+    let parent = d
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        anyhow::bail!(
+            "--png {}: directory {} does not exist",
+            d.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
+/// Writes every requested output of a sweep record and prints the chosen
+/// format. Returns false when a file could not be written.
+pub fn emit_sweep(rec: &SweepRecord, args: &SweepArgs) -> bool {
+    let outs = Outputs {
+        json: args.json.as_deref(),
+        csv: args.csv.as_deref(),
+        html: args.html.as_deref(),
+        png: args.png.as_deref(),
+        format: args.format,
+        quiet: args.quiet,
+    };
+    outs.emit(rec)
+}
+
+/// Where a rendered sweep goes; shared by `sweep` and `report`.
+pub struct Outputs<'a> {
+    /// JSON record file.
+    pub json: Option<&'a Path>,
+    /// CSV file.
+    pub csv: Option<&'a Path>,
+    /// HTML report file.
+    pub html: Option<&'a Path>,
+    /// Chart directory.
+    pub png: Option<&'a Path>,
+    /// Standard output format.
+    pub format: Format,
+    /// No standard output.
+    pub quiet: bool,
+}
+
+impl Outputs<'_> {
+    /// Writes the files and standard output; false when a file failed.
+    pub fn emit(&self, rec: &SweepRecord) -> bool {
+        let mut ok = true;
+        let put = |p: &Path, bytes: &[u8]| -> bool {
+            match write_atomic(p, bytes) {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!("ioscale: error: {e:#}");
+                    false
+                }
+            }
+        };
+        if let Some(p) = self.json {
+            match render_json(rec) {
+                Ok(b) => ok &= put(p, &b),
+                Err(e) => {
+                    eprintln!("ioscale: error: JSON: {e}");
+                }
+            }
+        }
+        if let Some(p) = self.csv {
+            ok &= put(p, render_csv(rec).as_bytes());
+        }
+        if let Some(p) = self.html {
+            ok &= put(p, charts::render_html(rec).as_bytes());
+        }
+        if let Some(d) = self.png {
+            if let Err(e) = std::fs::create_dir_all(d) {
+                eprintln!("ioscale: error: --png {}: {e}", d.display());
+                ok = false;
+            } else {
+                let r = charts::Rasteriser::new();
+                if r.fonts() == 0 {
+                    eprintln!(
+                        "ioscale: warning: no system fonts found; PNG charts will have no labels (install fonts-dejavu-core)"
+                    );
+                }
+                for c in charts::charts_for(rec) {
+                    let svg = charts::svg::render(&c.chart);
+                    ok &= put(&d.join(format!("{}.svg", c.name)), svg.as_bytes());
+                    match r.png(&svg, 1.0) {
+                        Ok(b) => ok &= put(&d.join(format!("{}.png", c.name)), &b),
+                        Err(e) => {
+                            eprintln!("ioscale: error: {}.png: {e}", c.name);
+                            ok = false;
+                        }
+                    }
+                }
+            }
+        }
+        if !self.quiet {
+            let bytes = match self.format {
+                Format::Text => render_text(rec).into_bytes(),
+                Format::Json => render_json(rec).unwrap_or_default(),
+                Format::Csv => render_csv(rec).into_bytes(),
+            };
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&bytes);
+            let _ = out.flush();
+        }
+        ok
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(threads: &str, rest: &[&str], inner: &[&str]) -> SweepArgs {
+        let mut argv = vec!["ioscale", "sweep", "--threads", threads];
+        argv.extend_from_slice(rest);
+        argv.push("--");
+        argv.extend_from_slice(inner);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Sweep(a) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn scale_total_is_ior_s_2048_over_n() {
+        let a = args(
+            "1..64x2",
+            &["--layout", "shared,per-thread", "--scale", "total"],
+            &[
+                "run",
+                "--op",
+                "write",
+                "--xfer",
+                "1m",
+                "--block",
+                "1m",
+                "--segments",
+                "2048",
+                "/tmp",
+            ],
+        );
+        let p = plan(&a).ok().unwrap();
+        assert_eq!(p.points.len(), 14);
+        for pt in &p.points {
+            let Job::Run(w) = &pt.job else { panic!() };
+            assert_eq!(w.total_bytes(), 2 << 30, "{} threads", pt.threads);
+            assert_eq!(w.block, 1 << 20);
+            assert_eq!(w.segments, 2048 / pt.threads as u64);
+        }
+        assert_eq!(p.points[0].series, "shared");
+        assert_eq!(p.points[7].series, "per-thread");
+        assert_eq!(p.config.scale, "total");
+    }
+
+    #[test]
+    fn total_flag_picks_total_scale_and_per_thread_keeps_share() {
+        let a = args(
+            "1,2,4",
+            &[],
+            &["run", "--op", "write", "--total", "64m", "/tmp"],
+        );
+        let p = plan(&a).ok().unwrap();
+        assert_eq!(p.config.scale, "total");
+        let sizes: Vec<u64> = p
+            .points
+            .iter()
+            .map(|pt| match &pt.job {
+                Job::Run(w) => w.bytes_per_worker(),
+                Job::Meta(_) => 0,
+            })
+            .collect();
+        assert_eq!(sizes, vec![64 << 20, 32 << 20, 16 << 20]);
+        let a = args(
+            "2,4",
+            &[],
+            &["run", "--op", "write", "--size", "8m", "/tmp"],
+        );
+        let p = plan(&a).ok().unwrap();
+        assert_eq!(p.config.scale, "per-thread");
+        assert!(p.points.iter().all(|pt| pt.bytes_per_thread == 8 << 20));
+    }
+
+    #[test]
+    fn targets_fill_a_missing_target_and_label_series() {
+        let a = args(
+            "1,2",
+            &["--target", "/tmp,/", "--xfer", "4k,8k"],
+            &["run", "--op", "write", "--size", "64k"],
+        );
+        let p = plan(&a).ok().unwrap();
+        assert_eq!(p.points.len(), 8);
+        assert_eq!(p.points[0].series, "/tmp 4 KiB");
+        assert_eq!(p.points[7].series, "/ 8 KiB");
+        assert_eq!(p.points[7].target, "/");
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        let bad = |t: &str, rest: &[&str], inner: &[&str], want: &str| {
+            let msg = match plan(&args(t, rest, inner)) {
+                Err(Usage(m)) => m,
+                Ok(_) => panic!("accepted {t} {rest:?} {inner:?}"),
+            };
+            assert!(msg.contains(want), "{msg}");
+        };
+        bad(
+            "1,3",
+            &[],
+            &["run", "--total", "64m", "/tmp"],
+            "does not split evenly across 3",
+        );
+        bad("0,1", &[], &["run", "/tmp"], "0 is not a thread count");
+        bad(
+            "1",
+            &["--layout", "diagonal"],
+            &["run", "/tmp"],
+            "unknown layout 'diagonal'",
+        );
+        bad(
+            "1",
+            &["--reps", "4", "--trim", "2"],
+            &["run", "/tmp"],
+            "drops all 4",
+        );
+        bad(
+            "1",
+            &[],
+            &["run", "--json", "x.json", "/tmp"],
+            "give --json",
+        );
+        bad("1", &[], &["clean", "/tmp"], "sweep runs `run` or `meta`");
+        bad(
+            "1",
+            &["--xfer", "3k"],
+            &["run", "--size", "64k", "/tmp"],
+            "point threads=1 xfer=3 KiB",
+        );
+    }
+
+    #[test]
+    fn config_diff_lists_changes() {
+        let a = SweepConfig {
+            threads: vec![1, 2],
+            reps: 2,
+            ..Default::default()
+        };
+        let b = SweepConfig {
+            threads: vec![1, 2, 4],
+            reps: 2,
+            ..Default::default()
+        };
+        let d = config_diff(&a, &b);
+        assert_eq!(d, vec!["--threads: [1, 2] in the file, [1, 2, 4] now"]);
+        assert!(config_diff(&a, &a).is_empty());
+    }
+}

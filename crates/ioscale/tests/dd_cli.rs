@@ -1,0 +1,181 @@
+//! `ioscale dd`: dd's operands, closing lines and file handling.
+
+mod common;
+
+use common::*;
+
+fn dd(args: &[&str]) -> std::process::Output {
+    let mut a = vec!["dd"];
+    a.extend_from_slice(args);
+    run(&a)
+}
+
+#[test]
+fn write_prints_dds_closing_lines_on_stderr_and_keeps_the_file() {
+    let dir = scratch();
+    let f = dir.path().join("2G-dd");
+    let of = format!("of={}", s(&f));
+    let out = dd(&[
+        "if=/dev/zero",
+        &of,
+        "bs=64k",
+        "count=16",
+        "status=progress",
+        "conv=fsync",
+    ]);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
+    assert!(
+        err.contains("16+0 records in\n16+0 records out\n1048576 bytes (1.0 MB, 1.0 MiB) copied, "),
+        "{err}"
+    );
+    assert!(
+        err.contains(" MB/s") || err.contains(" GB/s") || err.contains(" kB/s"),
+        "{err}"
+    );
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 1 << 20);
+    // dd truncates an existing of= file, unless conv=notrunc.
+    let out = dd(&["if=/dev/zero", &of, "bs=64k", "count=2"]);
+    assert_code(&out, 0);
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 128 << 10);
+    std::fs::write(&f, vec![1u8; 1 << 20]).unwrap();
+    assert_code(
+        &dd(&["if=/dev/zero", &of, "bs=64k", "count=2", "conv=notrunc"]),
+        0,
+    );
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 1 << 20);
+    // Reading it back: all whole blocks when count= is not given.
+    let out = dd(&[&format!("if={}", s(&f)), "of=/dev/null", "bs=64k"]);
+    assert_code(&out, 0);
+    assert!(stderr(&out).contains("16+0 records in"), "{}", stderr(&out));
+    let out = dd(&[
+        &format!("if={}", s(&f)),
+        "of=/dev/null",
+        "bs=64k",
+        "iflag=direct",
+        "status=none",
+    ]);
+    assert_code(&out, 0);
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn jobs_run_in_parallel_on_numbered_files_and_add_up() {
+    let dir = scratch();
+    let of = format!("of={}/f", s(dir.path()));
+    let out = dd(&[
+        "--jobs",
+        "4",
+        "if=/dev/zero",
+        &of,
+        "bs=64k",
+        "count=4",
+        "oflag=sync",
+    ]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert_eq!(err.matches("4+0 records out").count(), 4, "{err}");
+    assert!(err.contains("total of 4 jobs: 1048576 bytes"), "{err}");
+    assert_eq!(names(dir.path()), vec!["f-1", "f-2", "f-3", "f-4"]);
+    // --rm removes what this run created, and only that.
+    std::fs::write(dir.path().join("g-2"), b"mine").unwrap();
+    let of = format!("of={}/g-{{}}", s(dir.path()));
+    assert_code(
+        &dd(&[
+            "--jobs",
+            "2",
+            "--rm",
+            "if=/dev/zero",
+            &of,
+            "bs=4k",
+            "count=1",
+            "conv=notrunc",
+        ]),
+        0,
+    );
+    let left = names(dir.path());
+    assert!(!left.contains(&"g-1".to_string()), "{left:?}");
+    assert!(left.contains(&"g-2".to_string()), "{left:?}");
+}
+
+#[test]
+fn the_binary_called_dd_is_the_front_end() {
+    let dir = scratch();
+    let link = dir.path().join("dd");
+    std::os::unix::fs::symlink(ioscale_path(), &link).unwrap();
+    let f = dir.path().join("out");
+    let out = std::process::Command::new(&link)
+        .args([
+            "if=/dev/zero",
+            &format!("of={}", s(&f)),
+            "bs=1M",
+            "count=2",
+            "oflag=dsync",
+        ])
+        .output()
+        .unwrap();
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    assert!(stderr(&out).contains("2+0 records out"));
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 2 << 20);
+}
+
+#[test]
+fn unsupported_operands_name_the_operand_and_the_native_option() {
+    for (args, what, native) in [
+        (vec!["if=/dev/zero", "of=x", "bs=1M"], "count=", "--size"),
+        (
+            vec!["if=/dev/zero", "of=x", "count=1", "skip=2"],
+            "skip=",
+            "--segments",
+        ),
+        (
+            vec!["if=/dev/zero", "of=x", "count=1", "oflag=append"],
+            "oflag=append",
+            "--sync",
+        ),
+        (
+            vec!["if=/dev/zero", "of=x", "count=1", "ibs=4k"],
+            "ibs=",
+            "--xfer",
+        ),
+        (
+            vec!["if=/dev/zero", "of=x", "count=1", "conv=ucase"],
+            "conv=ucase",
+            "fsync",
+        ),
+        (vec!["of=x", "count=1"], "if=", "/dev/zero"),
+        (
+            vec!["if=/dev/zero", "of=/dev/sda", "count=1"],
+            "of=/dev/sda",
+            "regular files",
+        ),
+    ] {
+        let out = dd(&args);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains(what) && err.contains(native),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn print_spec_shows_the_workload() {
+    let out = dd(&[
+        "if=/dev/zero",
+        "of=/efs/dd/f",
+        "bs=16M",
+        "count=128",
+        "oflag=sync",
+        "--print-spec",
+    ]);
+    assert_code(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["xfer"], 16 << 20);
+    assert_eq!(v["sync"]["mode"], "each");
+    assert_eq!(v["naming"]["scheme"], "dd");
+    assert_eq!(v["keep"], true);
+}

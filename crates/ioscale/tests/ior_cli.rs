@@ -1,0 +1,368 @@
+//! `ioscale ior`: IOR's syntax, names, phases, checks and outputs, on the
+//! repository's real file system.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn ior(args: &[&str]) -> std::process::Output {
+    let mut a = vec!["ior"];
+    a.extend_from_slice(args);
+    run(&a)
+}
+
+#[test]
+fn unsupported_options_name_the_option_and_the_native_one() {
+    for (args, opt, native) in [
+        (vec!["-w", "-Z"], "-Z", "--reorder-offset"),
+        (vec!["-a", "MPIIO"], "-a MPIIO", "--engine io_uring"),
+        (vec!["-w", "-c"], "-c", "-a POSIX"),
+        (vec!["-w", "-m"], "-m", "ioscale sweep"),
+        (vec!["--mpiio.hints=x"], "--mpiio.hints", "docs/compat.md"),
+        (vec!["-O", "bogus=1"], "-O bogus", "docs/compat.md"),
+        (
+            vec!["-w", "-D", "5", "-O", "stoneWallingWearOut=1"],
+            "stoneWallingWearOut",
+            "--time",
+        ),
+    ] {
+        let out = ior(&args);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains(opt), "{args:?}: {err}");
+        assert!(err.contains(native), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn help_has_examples() {
+    let out = ior(&["--help"]);
+    assert_code(&out, 0);
+    assert!(stdout(&out).contains("Examples:"));
+    let out = run(&["--help"]);
+    assert!(stdout(&out).contains("ioscale ior"));
+    assert!(stdout(&out).contains("ioscale dd"));
+}
+
+#[test]
+fn equals_and_space_syntax_give_the_same_spec() {
+    let a = ior(&[
+        "-w",
+        "-b=256k",
+        "-t=64k",
+        "-s=2",
+        "-N=2",
+        "-o=/x/f",
+        "--print-spec",
+    ]);
+    let b = ior(&[
+        "-w",
+        "-b",
+        "256k",
+        "-t",
+        "64k",
+        "-s",
+        "2",
+        "-N",
+        "2",
+        "-o",
+        "/x/f",
+        "--print-spec",
+    ]);
+    let c = ior(&[
+        "-w",
+        "-b256k",
+        "-t64k",
+        "-s2",
+        "-N2",
+        "-o/x/f",
+        "--print-spec",
+    ]);
+    assert_code(&a, 0);
+    assert_eq!(stdout(&a), stdout(&b));
+    assert_eq!(stdout(&a), stdout(&c));
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    assert_eq!(v["block"], 256 * 1024);
+    assert_eq!(v["threads"], 2);
+    assert_eq!(v["naming"]["path"], "/x/f");
+}
+
+#[test]
+fn the_binary_called_ior_is_the_front_end() {
+    let dir = scratch();
+    let link = dir.path().join("ior");
+    std::os::unix::fs::symlink(ioscale_path(), &link).unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let f = data.join("f");
+    let out = std::process::Command::new(&link)
+        .args(["-w", "-t", "64k", "-b", "256k", "-o", s(&f)])
+        .output()
+        .unwrap();
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(text.starts_with("IOR-3.3.0 compatible (ioscale "), "{text}");
+    assert!(text.contains("Max Write:"), "{text}");
+    assert!(text.contains("Summary of all tests:"), "{text}");
+    assert_empty(&data);
+}
+
+#[test]
+fn shared_file_is_exactly_the_o_path_and_per_task_names_follow_ior() {
+    let dir = scratch();
+    let f = dir.path().join("ior.bin");
+    let out = ior(&[
+        "-w",
+        "-k",
+        "-N",
+        "2",
+        "-t",
+        "64k",
+        "-b",
+        "64k",
+        "-s",
+        "4",
+        "-o",
+        s(&f),
+    ]);
+    assert_code(&out, 0);
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 2 * 4 * 64 * 1024);
+    let out = ior(&[
+        "-w",
+        "-k",
+        "-F",
+        "-N",
+        "2",
+        "-t",
+        "64k",
+        "-b",
+        "64k",
+        "-o",
+        s(&dir.path().join("g")),
+    ]);
+    assert_code(&out, 0);
+    let names = names(dir.path());
+    for n in [
+        "ior.bin",
+        "g.00000000",
+        "g.00000001",
+        ".ior.bin.ioscale-marker",
+        ".g.ioscale-marker",
+    ] {
+        assert!(names.contains(&n.to_string()), "{n} missing: {names:?}");
+    }
+    // A run without -k removes them again (IOR's behaviour), marker and all.
+    assert_code(
+        &ior(&[
+            "-r",
+            "-N",
+            "2",
+            "-t",
+            "64k",
+            "-b",
+            "64k",
+            "-s",
+            "4",
+            "-o",
+            s(&f),
+        ]),
+        0,
+    );
+    assert_code(
+        &ior(&[
+            "-r",
+            "-F",
+            "-N",
+            "2",
+            "-t",
+            "64k",
+            "-b",
+            "64k",
+            "-o",
+            s(&dir.path().join("g")),
+        ]),
+        0,
+    );
+    assert_empty(dir.path());
+}
+
+#[test]
+fn keep_then_read_with_unique_dirs() {
+    let dir = scratch();
+    let f = dir.path().join("ior.bin");
+    let common = [
+        "-N",
+        "3",
+        "-t",
+        "64k",
+        "-b",
+        "64k",
+        "-s",
+        "2",
+        "-F",
+        "-u",
+        "-o",
+        s(&f),
+    ];
+    let mut w = vec!["-w", "-k"];
+    w.extend_from_slice(&common);
+    assert_code(&ior(&w), 0);
+    for i in 0..3 {
+        let p = dir.path().join(format!("{i}/ior.bin.{i:08}"));
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().len(),
+            128 * 1024,
+            "{}",
+            p.display()
+        );
+    }
+    let mut r = vec!["-r"];
+    r.extend_from_slice(&common);
+    let out = ior(&r);
+    assert_code(&out, 0);
+    assert!(stdout(&out).contains("Max Read:"));
+    assert!(!stdout(&out).contains("Max Write:"));
+    // Read without -k: files, per-task directories and marker are gone.
+    assert_empty(dir.path());
+    // Reading again finds nothing and says how to write first.
+    let out = ior(&r);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("ioscale ior -w -k"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_foreign_file_at_the_o_path_is_never_overwritten_or_removed() {
+    let dir = scratch();
+    let f = dir.path().join("precious");
+    std::fs::write(&f, vec![7u8; 300_000]).unwrap();
+    let out = ior(&["-w", "-t", "64k", "-b", "256k", "-o", s(&f)]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("did not make it"), "{}", stderr(&out));
+    // Reading a file ioscale did not make is fine, and leaves it in place.
+    let out = ior(&["-r", "-t", "64k", "-b", "256k", "-o", s(&f)]);
+    assert_code(&out, 0);
+    assert_eq!(std::fs::read(&f).unwrap(), vec![7u8; 300_000]);
+}
+
+#[test]
+fn verification_finds_a_flipped_byte_and_its_offset() {
+    let dir = scratch();
+    let f = dir.path().join("chk");
+    let base = [
+        "-N",
+        "2",
+        "-F",
+        "-t",
+        "64k",
+        "-b",
+        "128k",
+        "-G",
+        "42",
+        "-o",
+        s(&f),
+    ];
+    let mut w = vec!["-w", "-W", "-k"];
+    w.extend_from_slice(&base);
+    let out = ior(&w);
+    assert_code(&out, 0);
+    assert!(stdout(&out).contains("Verifying contents of the file(s) just written."));
+    assert!(
+        !stdout(&out).contains("Max Read:"),
+        "-W alone shows no measured read"
+    );
+    flip_byte(&dir.path().join("chk.00000001"), 70_001);
+    let mut r = vec!["-r", "-R", "-k"];
+    r.extend_from_slice(&base);
+    let out = ior(&r);
+    assert_code(&out, 1);
+    let text = stdout(&out);
+    assert!(text.contains("incorrect data on read"), "{text}");
+    assert!(text.contains("chk.00000001 at offset 70001"), "{text}");
+    // -G must match the seed the data was written with.
+    let mut bad = vec!["-r", "-R", "-k", "-G", "7"];
+    bad.extend_from_slice(&base[..8]);
+    bad.extend_from_slice(&["-o", s(&f)]);
+    assert_code(&ior(&bad), 2);
+}
+
+fn json_of(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn summary_format_json_file() {
+    let dir = scratch();
+    let f = dir.path().join("f");
+    let sum = dir.path().join("summary.json");
+    let out = ior(&[
+        "-w",
+        "-r",
+        "-i",
+        "2",
+        "-N",
+        "2",
+        "-t",
+        "64k",
+        "-b",
+        "256k",
+        "-O",
+        "summaryFormat=JSON",
+        "-O",
+        &format!("summaryFile={}", s(&sum)),
+        "-o",
+        s(&f),
+    ]);
+    assert_code(&out, 0);
+    assert!(stdout(&out).contains("Summary of all tests:"));
+    let v = json_of(&sum);
+    assert!(v["Version"]
+        .as_str()
+        .unwrap()
+        .starts_with("3.3.0 compatible"));
+    let summary = v["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 2);
+    assert_eq!(summary[0]["operation"], "write");
+    assert_eq!(summary[1]["operation"], "read");
+    for k in [
+        "bwMaxMIB",
+        "bwMinMIB",
+        "bwMeanMIB",
+        "bwStdMIB",
+        "OPsMax",
+        "OPsMean",
+        "MeanTime",
+        "xsizeMiB",
+    ] {
+        assert!(summary[0][k].is_number(), "{k}: {}", summary[0]);
+    }
+    assert_eq!(summary[0]["numTasks"], 2);
+    assert_eq!(summary[0]["repetitions"], 2);
+    assert_eq!(summary[0]["xsizeMiB"], 0.5);
+    let results = v["tests"][0]["Results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "one array per repetition");
+    assert_eq!(results[0][0]["access"], "write");
+    assert!(v["tests"][0]["max"]["writeMiB"].is_number());
+    // CSV to stdout when no summaryFile is given.
+    let out = ior(&[
+        "-w",
+        "-t",
+        "64k",
+        "-b",
+        "256k",
+        "-O",
+        "summaryFormat=CSV",
+        "-o",
+        s(&f),
+    ]);
+    assert_code(&out, 0);
+    let csv = stdout(&out);
+    assert!(csv.starts_with("Operation,Max(MiB)"), "{csv}");
+    assert_eq!(csv.lines().count(), 2);
+}

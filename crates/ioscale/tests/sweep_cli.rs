@@ -1,0 +1,474 @@
+//! `ioscale sweep`, `report` and `compare` end to end on real file systems:
+//! point counts and the JSON record on tmpfs and loop-mounted ext4, an
+//! interrupted sweep (SIGINT in a child process) resumed without re-running
+//! its finished points, refusals, and the known answer of the latency
+//! injecting FUSE file system (ioscale-testfs).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// Runs a 2-point, 2-rep sweep on `dir` and checks its record.
+fn small_sweep(dir: &Path, out: &Path) -> Value {
+    let json = out.join("s.json");
+    let csv = out.join("s.csv");
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--json",
+        s(&json),
+        "--csv",
+        s(&csv),
+        "--",
+        "run",
+        "--op",
+        "write,read",
+        "--size",
+        "1m",
+        "--xfer",
+        "64k",
+        s(dir),
+    ]);
+    assert_code(&r, 0);
+    let text = stdout(&r);
+    assert!(
+        text.contains(
+            "Operation  Threads  File count  Directory per file  Duration (s)  Throughput (MB/s)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("Analysis"), "{text}");
+    let v = common::json(&json);
+    assert_eq!(v["kind"], "sweep");
+    assert_eq!(v["schema"], 1);
+    assert_eq!(v["points_total"], 2);
+    assert_eq!(v["interrupted"], false);
+    assert_eq!(v["config"]["threads"], serde_json::json!([1, 2]));
+    assert_eq!(v["config"]["reps"], 2);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (i, p) in points.iter().enumerate() {
+        let n = i as u64 + 1;
+        assert_eq!(p["index"], i as u64);
+        assert_eq!(p["threads"], n);
+        assert_eq!(p["file_count"], n, "per-thread layout");
+        let ops = p["ops"].as_array().unwrap();
+        assert_eq!(ops.len(), 2);
+        for (o, name) in ops.iter().zip(["write", "read"]) {
+            assert_eq!(o["op"], name);
+            assert_eq!(o["reps"], 2);
+            for k in ["min", "max", "mean", "median", "stddev"] {
+                assert!(o["bw_mib_s"][k].as_f64().unwrap() > 0.0, "{k}: {o}");
+            }
+            assert!(o["little_latency_s"].as_f64().unwrap() > 0.0);
+            assert!(o["outlier_reps"].is_array());
+        }
+        assert!(p["geomean_bw_mib_s"].as_f64().unwrap() > 0.0);
+        let phases = phases(&p["result"]);
+        assert_eq!(phases.len(), 4, "2 ops × 2 reps");
+        for ph in phases {
+            check_phase(ph, ph["op"].as_str().unwrap(), n, n << 20, 64 << 10);
+        }
+    }
+    let curves = v["analysis"]["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 2, "write and read");
+    for c in curves {
+        assert!(c["peak_threads"].as_u64().unwrap() >= 1);
+        assert!(!c["sentences"].as_array().unwrap().is_empty());
+    }
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
+    v
+}
+
+#[test]
+fn sweep_on_tmpfs_and_ext4() {
+    let out = scratch();
+    let mut ran = 0;
+    if let Some(m) = tmpfs("size=64m") {
+        let v = small_sweep(m.path(), out.path());
+        assert_eq!(v["host"]["fs_type"], "tmpfs");
+        assert_empty(m.path());
+        ran += 1;
+    }
+    if let Some(m) = loop_ext4("64M") {
+        let v = small_sweep(m.path(), out.path());
+        assert_eq!(v["host"]["fs_type"], "ext4");
+        ran += 1;
+    }
+    if ran == 0 {
+        let dir = scratch();
+        small_sweep(dir.path(), out.path());
+    }
+}
+
+/// The sweep of the interrupt test: 12 points of about 0.3 s each.
+fn slow_sweep_args(json: &Path, dir: &Path) -> Vec<String> {
+    [
+        "sweep",
+        "--threads",
+        "1..12",
+        "--json",
+        s(json),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "4k",
+        "--size",
+        "256m",
+        "--sync",
+        "each",
+        "--time",
+        "300ms",
+        s(dir),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect()
+}
+
+#[test]
+fn interrupted_sweep_keeps_points_and_resumes() {
+    let dir = scratch();
+    let out = scratch();
+    let json = out.path().join("r.json");
+    let args = slow_sweep_args(&json, dir.path());
+    let mut child = Command::new(ioscale_path())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for two finished points, then interrupt mid-sweep.
+    let t0 = Instant::now();
+    loop {
+        let n = std::fs::read(&json)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(|v| v["points"].as_array().map(Vec::len).unwrap_or(0))
+            .unwrap_or(0);
+        if n >= 2 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the sweep ended before it could be interrupted"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(60), "no point in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let outp = child.wait_with_output().unwrap();
+    assert_code(&outp, 130);
+    assert!(
+        stderr(&outp).contains("--resume continues"),
+        "{}",
+        stderr(&outp)
+    );
+    let v = common::json(&json);
+    assert_eq!(v["interrupted"], true);
+    let kept = v["points"].as_array().unwrap().clone();
+    assert!(
+        kept.len() >= 2 && kept.len() < 12,
+        "{} points kept",
+        kept.len()
+    );
+    assert_eq!(v["points_total"], 12);
+    assert_empty(dir.path());
+
+    // Different arguments are refused.
+    let mut other = args.clone();
+    other[2] = "1..13".into();
+    other.insert(5, "--resume".into());
+    let r = run(&other.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_code(&r, 2);
+    assert!(
+        stderr(&r).contains("different arguments") && stderr(&r).contains("--threads"),
+        "{}",
+        stderr(&r)
+    );
+
+    // The same arguments with --resume finish it without re-running.
+    let mut again = args.clone();
+    again.insert(5, "--resume".into());
+    let r = run(&again.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_code(&r, 0);
+    assert!(
+        stderr(&r).contains(&format!("{} of 12 points already done", kept.len())),
+        "{}",
+        stderr(&r)
+    );
+    let v = common::json(&json);
+    assert_eq!(v["interrupted"], false);
+    let all = v["points"].as_array().unwrap();
+    assert_eq!(all.len(), 12);
+    for (i, p) in all.iter().enumerate() {
+        assert_eq!(p["index"], i as u64);
+        assert_eq!(p["threads"], i as u64 + 1);
+    }
+    for k in &kept {
+        let i = k["index"].as_u64().unwrap() as usize;
+        assert_eq!(&all[i], k, "point {i} was run again");
+    }
+}
+
+#[test]
+fn bad_sweeps_are_refused_with_exit_2() {
+    let dir = scratch();
+    let d = s(dir.path());
+    for (args, want) in [
+        (
+            vec!["sweep", "--threads", "1,3", "--", "run", "--total", "4m", d],
+            "does not split evenly",
+        ),
+        (vec!["sweep", "--threads", "x", "--", "run", d], "--threads"),
+        (
+            vec!["sweep", "--threads", "1", "--", "clean", d],
+            "sweep runs `run` or `meta`",
+        ),
+        (
+            vec!["sweep", "--threads", "1", "--", "run", "--bogus", d],
+            "the command after --",
+        ),
+        (
+            vec!["sweep", "--threads", "1", "--layout", "x", "--", "run", d],
+            "unknown layout",
+        ),
+    ] {
+        let r = run(&args);
+        assert_code(&r, 2);
+        assert!(stderr(&r).contains(want), "{args:?}: {}", stderr(&r));
+    }
+    let r = run(&["sweep", "--threads", "1", "--resume", "--", "run", d]);
+    assert_code(&r, 2);
+    assert!(stderr(&r).contains("--json"), "{}", stderr(&r));
+    let missing = dir.path().join("none.json");
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--resume",
+        "--json",
+        s(&missing),
+        "--",
+        "run",
+        d,
+    ]);
+    assert_code(&r, 2);
+    assert!(stderr(&r).contains("cannot read"), "{}", stderr(&r));
+}
+
+#[test]
+fn sweep_of_meta_counts_files() {
+    let dir = scratch();
+    let out = scratch();
+    let json = out.path().join("m.json");
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--layout",
+        "same-dir,per-thread-dir",
+        "--scale",
+        "total",
+        "--json",
+        s(&json),
+        "--",
+        "meta",
+        "--op",
+        "create,delete",
+        "--files",
+        "64",
+        "--file-size",
+        "4k",
+        s(dir.path()),
+    ]);
+    assert_code(&r, 0);
+    let v = common::json(&json);
+    let pts = v["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 4);
+    for p in pts {
+        assert_eq!(p["file_count"], 64, "total kept at 64 files");
+    }
+    assert_eq!(pts[0]["layout"], "same-dir");
+    assert_eq!(pts[0]["dir_per_file"], false);
+    assert_eq!(pts[2]["dir_per_file"], true);
+}
+
+#[test]
+fn report_and_compare_render_saved_records() {
+    let dir = scratch();
+    let out = scratch();
+    let a = out.path().join("a.json");
+    let b = out.path().join("b.json");
+    for f in [&a, &b] {
+        let r = run(&[
+            "sweep",
+            "--threads",
+            "1,2",
+            "--json",
+            s(f),
+            "-q",
+            "--",
+            "run",
+            "--op",
+            "write",
+            "--size",
+            "1m",
+            "--xfer",
+            "64k",
+            s(dir.path()),
+        ]);
+        assert_code(&r, 0);
+        assert!(stdout(&r).is_empty());
+    }
+    let csv = out.path().join("again.csv");
+    let r = run(&["report", s(&a), "--csv", s(&csv)]);
+    assert_code(&r, 0);
+    assert!(stdout(&r).contains("Throughput (MB/s)"));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 3);
+
+    let r = run(&["compare", s(&a), s(&b)]);
+    assert_code(&r, 0);
+    let text = stdout(&r);
+    assert!(text.contains("×2"), "{text}");
+    assert!(text.contains("b ÷ a: geometric mean"), "{text}");
+    let r = run(&["compare", s(&a), s(&b), "--format", "json"]);
+    let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(v["rows"].as_array().unwrap().len(), 2);
+
+    // A plain run record renders too.
+    let runj = out.path().join("run.json");
+    let r = run(&[
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "1m",
+        "--json",
+        s(&runj),
+        "-q",
+        s(dir.path()),
+    ]);
+    assert_code(&r, 0);
+    let html = out.path().join("run.html");
+    let r = run(&["report", s(&runj), "--html", s(&html)]);
+    assert_code(&r, 0);
+    assert!(stdout(&r).contains("workload:"), "the run's own table");
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    let r = run(&["compare", s(&runj), s(&a)]);
+    assert_code(&r, 0);
+
+    let r = run(&["report", s(&out.path().join("nope.json"))]);
+    assert_code(&r, 2);
+}
+
+/// The test FUSE file system's binary, built beside ioscale by
+/// `cargo test --workspace` (scripts/test).
+fn testfs_bin() -> PathBuf {
+    ioscale_path().with_file_name("ioscale-testfs")
+}
+
+fn mounted(mp: &Path) -> bool {
+    let want = mp.canonicalize().unwrap();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(want.to_str().unwrap()))
+}
+
+/// Known answer: with 2 ms per request, Little's law must find a latency
+/// near 2 ms, and throughput must rise with threads (the EFS shape).
+#[test]
+fn latency_of_the_fuse_test_fs_is_recovered() {
+    if !Path::new("/dev/fuse").exists() || unsafe { libc::geteuid() } != 0 {
+        eprintln!("note: skipping: needs /dev/fuse and root");
+        return;
+    }
+    let bin = testfs_bin();
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace (`cargo test --workspace`, as scripts/test does)",
+        bin.display()
+    );
+    let src = scratch();
+    let mp = tempfile::tempdir().unwrap();
+    let mut fs = Command::new(&bin)
+        .args(["--delay", "2ms"])
+        .arg(src.path())
+        .arg(mp.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !mounted(mp.path()) {
+        assert!(fs.try_wait().unwrap().is_none(), "ioscale-testfs exited");
+        assert!(t0.elapsed() < Duration::from_secs(20), "no mount in 20 s");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let out = scratch();
+    let json = out.path().join("f.json");
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1,2,4,8",
+        "--scale",
+        "total",
+        "--json",
+        s(&json),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "64k",
+        "--total",
+        "8m",
+        "--direct",
+        s(mp.path()),
+    ]);
+    let _ = Command::new("kill")
+        .args(["-TERM", &fs.id().to_string()])
+        .status();
+    let _ = fs.wait();
+    assert_code(&r, 0);
+    let v = common::json(&json);
+    let c = &v["analysis"]["curves"][0];
+    let lat = c["little"][0]["latency_s"].as_f64().unwrap();
+    assert!(
+        (0.0015..0.008).contains(&lat),
+        "Little's-law latency {lat} s, want near 2 ms"
+    );
+    let bw: Vec<f64> = c["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["value"].as_f64().unwrap())
+        .collect();
+    assert!(
+        bw[3] > 2.5 * bw[0],
+        "throughput must rise with threads: {bw:?}"
+    );
+    assert!(
+        stdout(&r).contains("Per-operation latency ≈"),
+        "{}",
+        stdout(&r)
+    );
+    assert_eq!(v["host"]["fs_type"], "fuse.ioscale-testfs");
+}

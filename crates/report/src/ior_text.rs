@@ -1,0 +1,686 @@
+//! IOR's output layouts, for `ioscale ior`.
+//!
+//! People who run IOR read its text layout by eye and parse it with
+//! scripts: the header, the `Options:` block, the `Results:` table with
+//! IOR's column widths, the `Max Write:`/`Max Read:` lines and the
+//! `Summary of all tests:` table. These exporters render that layout (and
+//! IOR's `summaryFormat=JSON|CSV` documents) from the same [`ResultSet`] as
+//! every other output, plus an [`IorInfo`] with the few IOR-only facts
+//! (the command line as typed, the `-o` name, verbosity) that the canonical
+//! record does not hold. Like every exporter they return bytes.
+//!
+//! Definitions follow IOR: bandwidth is bytes ÷ (first open to last
+//! close); the table's IOPS is transfers ÷ the transfer phase (IOR's
+//! `wr/rd(s)`), the summary's OPs transfers ÷ the whole phase; statistics
+//! over repetitions use the population standard deviation, as IOR does.
+//! Where ioscale differs on purpose — the latency column is the mean
+//! request latency over all workers, where IOR prints the lowest per-task
+//! average — docs/compat.md says so.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::export::{ExportError, Exporter};
+use crate::model::{PhaseRecord, ResultSet};
+
+const MIB: f64 = 1024.0 * 1024.0;
+const MB: f64 = 1_000_000.0;
+
+/// File-system capacity figures for IOR's `FS` line (from statvfs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FsStats {
+    /// Size in bytes.
+    pub total_bytes: u64,
+    /// Bytes in use.
+    pub used_bytes: u64,
+    /// Inodes in all.
+    pub inodes: u64,
+    /// Inodes in use.
+    pub used_inodes: u64,
+}
+
+/// What the IOR layouts show beyond the canonical record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IorInfo {
+    /// The IOR version whose layout is followed (`3.3.0`).
+    pub ior_version: String,
+    /// The command line as typed (`ior -w -o /x ...`).
+    pub command_line: String,
+    /// When the run began, in IOR's `ctime` form.
+    pub began: String,
+    /// When it finished, in the same form.
+    pub finished: String,
+    /// `Linux <hostname>`.
+    pub machine: String,
+    /// The `-o` value.
+    pub test_filename: String,
+    /// The directory holding the test file(s).
+    pub path: String,
+    /// Capacity of the file system, when it could be read.
+    pub fs: Option<FsStats>,
+    /// `POSIX`.
+    pub api: String,
+    /// -F.
+    pub file_per_proc: bool,
+    /// -u.
+    pub unique_dir: bool,
+    /// -z.
+    pub random_offsets: bool,
+    /// -C (or -Q).
+    pub reorder_tasks: bool,
+    /// -Q (1 unless given).
+    pub task_offset: u32,
+    /// Tasks (-N, or 1).
+    pub tasks: u32,
+    /// -i.
+    pub repetitions: u32,
+    /// -t in bytes.
+    pub xfer: u64,
+    /// -b in bytes.
+    pub block: u64,
+    /// -s.
+    pub segments: u64,
+    /// How many -v.
+    pub verbose: u32,
+    /// -D in seconds (0 = no stonewall deadline).
+    pub deadline_s: u64,
+    /// -O stoneWallingWearOut=1.
+    pub wearout: bool,
+    /// -A.
+    pub ref_num: i64,
+    /// -W without -r: the read phases only check what was written and are
+    /// not shown as measured reads.
+    pub read_is_check: bool,
+}
+
+/// The IOR text layout.
+#[derive(Debug, Clone, Default)]
+pub struct IorTextExporter {
+    /// IOR-only facts.
+    pub info: IorInfo,
+}
+
+/// IOR's `-O summaryFormat=JSON` document.
+#[derive(Debug, Clone, Default)]
+pub struct IorJsonExporter {
+    /// IOR-only facts.
+    pub info: IorInfo,
+}
+
+/// IOR's `-O summaryFormat=CSV` document: the summary table as CSV.
+#[derive(Debug, Clone, Default)]
+pub struct IorCsvExporter {
+    /// IOR-only facts.
+    pub info: IorInfo,
+}
+
+/// `write` or `read`, as IOR names the access of a phase.
+fn access(p: &PhaseRecord) -> &'static str {
+    if p.write_bytes > 0 || (p.read_bytes == 0 && p.op.contains("write")) {
+        "write"
+    } else {
+        "read"
+    }
+}
+
+/// The phases shown as measured results (check-only reads left out).
+fn measured<'a>(rs: &'a ResultSet, info: &IorInfo) -> Vec<&'a PhaseRecord> {
+    rs.phases
+        .iter()
+        .filter(|p| !(info.read_is_check && access(p) == "read"))
+        .collect()
+}
+
+/// Transfers per second over the transfer section (IOR's table IOPS).
+fn table_iops(p: &PhaseRecord) -> f64 {
+    if p.io_s > 0.0 {
+        p.ops as f64 / p.io_s
+    } else {
+        0.0
+    }
+}
+
+/// IOR's `PPDouble`: left-justified, width 10, 6 decimals below 1,
+/// 2 below 3600, none above; `-` for negatives.
+fn pp(v: f64, append: &str) -> String {
+    if v < 0.0 || !v.is_finite() {
+        return format!("   -      {append}");
+    }
+    let prec = if v < 1.0 {
+        6
+    } else if v < 3600.0 {
+        2
+    } else {
+        0
+    };
+    format!("{v:<10.prec$}{append}")
+}
+
+/// IOR's `HumanReadable(…, BASE_TWO)`.
+pub fn human_base_two(v: u64) -> String {
+    const M: u64 = 1 << 20;
+    const G: u64 = 1 << 30;
+    if v >= G {
+        if !v.is_multiple_of(G) {
+            format!("{:.2} GiB", v as f64 / G as f64)
+        } else {
+            format!("{} GiB", v / G)
+        }
+    } else if v >= M {
+        if !v.is_multiple_of(M) {
+            format!("{:.2} MiB", v as f64 / M as f64)
+        } else {
+            format!("{} MiB", v / M)
+        }
+    } else {
+        format!("{v} bytes")
+    }
+}
+
+fn kv(key: &str, value: impl std::fmt::Display) -> String {
+    format!("{key:<20}: {value}")
+}
+
+/// Statistics of one access over the repetitions, as IOR computes them.
+struct OpStats {
+    access: &'static str,
+    bw: [f64; 4],
+    ops: [f64; 4],
+    mean_s: f64,
+    stonewall_s: f64,
+    stonewall_mib: f64,
+    agg_mib: f64,
+}
+
+/// max, min, mean, population stddev.
+fn stats(v: &[f64]) -> [f64; 4] {
+    if v.is_empty() {
+        return [0.0; 4];
+    }
+    let n = v.len() as f64;
+    let max = v.iter().cloned().fold(f64::MIN, f64::max);
+    let min = v.iter().cloned().fold(f64::MAX, f64::min);
+    let mean = v.iter().sum::<f64>() / n;
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    [max, min, mean, var.sqrt()]
+}
+
+fn op_stats(rs: &ResultSet, info: &IorInfo) -> Vec<OpStats> {
+    let shown = measured(rs, info);
+    ["write", "read"]
+        .into_iter()
+        .filter_map(|a| {
+            let ps: Vec<&PhaseRecord> = shown
+                .iter()
+                .copied()
+                .filter(|p| access(p) == a && !p.interrupted)
+                .collect();
+            if ps.is_empty() {
+                return None;
+            }
+            let rate = |x: f64, p: &PhaseRecord| {
+                if p.elapsed_s > 0.0 {
+                    x / p.elapsed_s
+                } else {
+                    0.0
+                }
+            };
+            let bw: Vec<f64> = ps.iter().map(|p| rate(p.bytes as f64, p) / MIB).collect();
+            let ops: Vec<f64> = ps.iter().map(|p| rate(p.ops as f64, p)).collect();
+            let n = ps.len() as f64;
+            Some(OpStats {
+                access: a,
+                bw: stats(&bw),
+                ops: stats(&ops),
+                mean_s: ps.iter().map(|p| p.elapsed_s).sum::<f64>() / n,
+                stonewall_s: ps.iter().map(|p| p.stonewall.s).sum::<f64>() / n,
+                stonewall_mib: ps.iter().map(|p| p.stonewall.bytes as f64).sum::<f64>() / n / MIB,
+                agg_mib: ps[0].bytes as f64 / MIB,
+            })
+        })
+        .collect()
+}
+
+fn max_bw(rs: &ResultSet, info: &IorInfo, a: &str) -> Option<f64> {
+    measured(rs, info)
+        .into_iter()
+        .filter(|p| access(p) == a && p.elapsed_s > 0.0)
+        .map(|p| p.bytes as f64 / p.elapsed_s)
+        .reduce(f64::max)
+}
+
+/// The `Summary of all tests:` header line, with IOR's widths.
+pub const SUMMARY_HEADER: &str = "Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) Stonewall(s) Stonewall(MiB) Test# #Tasks tPN reps fPP reord reordoff reordrand seed segcnt   blksiz    xsize aggs(MiB)   API RefNum";
+
+/// The `Results:` table header and rule.
+pub const RESULTS_HEADER: [&str; 2] = [
+    "access    bw(MiB/s)  IOPS       Latency(s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter",
+    "------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----",
+];
+
+fn summary_row(s: &OpStats, info: &IorInfo) -> String {
+    let (sw_s, sw_mib) = if info.deadline_s > 0 {
+        (
+            format!("{:>10.2}", s.stonewall_s),
+            format!("{:>13.2}", s.stonewall_mib),
+        )
+    } else {
+        (format!("{:>10}", "NA"), format!("{:>13}", "NA"))
+    };
+    let mut out = format!("{:<9} ", s.access);
+    for v in s.bw {
+        out.push_str(&format!("{:>10.2} ", v));
+    }
+    for v in s.ops {
+        out.push_str(&format!("{:>10.2} ", v));
+    }
+    out.push_str(&format!("{:>10.5} ", s.mean_s));
+    out.push_str(&format!("{sw_s} {sw_mib} "));
+    out.push_str(&format!(
+        "{:>5} {:>6} {:>3} {:>4} {:>3} {:>5} {:>8} {:>9} {:>4} {:>6} {:>8} {:>8} {:>9.1} {:>3} {:>6}",
+        0,
+        info.tasks,
+        info.tasks,
+        info.repetitions,
+        info.file_per_proc as u8,
+        info.reorder_tasks as u8,
+        info.task_offset,
+        0,
+        0,
+        info.segments,
+        info.block,
+        info.xfer,
+        s.agg_mib,
+        info.api,
+        info.ref_num
+    ));
+    out
+}
+
+impl Exporter for IorTextExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        let i = &self.info;
+        let mut l: Vec<String> = Vec::new();
+        l.push(format!(
+            "IOR-{} compatible (ioscale {}): Coordinated Test of Parallel I/O",
+            i.ior_version, rs.version
+        ));
+        l.push(kv("Began", &i.began));
+        l.push(kv("Command line", &i.command_line));
+        l.push(kv("Machine", &i.machine));
+        if i.verbose >= 1 {
+            l.push("Start time skew across all tasks: 0.00 sec".into());
+        }
+        l.push(kv("TestID", 0));
+        l.push(kv("StartTime", &i.began));
+        l.push(kv("Path", &i.path));
+        if let Some(fs) = &i.fs {
+            l.push(kv("FS", fs_line(fs)));
+        }
+        if i.verbose >= 1 {
+            l.push(format!("Participating tasks: {}", i.tasks));
+        }
+        l.push(String::new());
+        l.push("Options:".into());
+        l.push(kv("api", &i.api));
+        l.push(kv("apiVersion", ""));
+        l.push(kv("test filename", &i.test_filename));
+        l.push(kv(
+            "access",
+            if i.file_per_proc {
+                "file-per-process"
+            } else {
+                "single-shared-file"
+            },
+        ));
+        l.push(kv("type", "independent"));
+        l.push(kv("segments", i.segments));
+        l.push(kv(
+            "ordering in a file",
+            if i.random_offsets {
+                "random"
+            } else {
+                "sequential"
+            },
+        ));
+        if i.reorder_tasks {
+            l.push(kv("ordering inter file", "constant task offset"));
+            l.push(kv("task offset", i.task_offset));
+        } else {
+            l.push(kv("ordering inter file", "no tasks offsets"));
+        }
+        l.push(kv("nodes", 1));
+        l.push(kv("tasks", i.tasks));
+        l.push(kv("clients per node", i.tasks));
+        l.push(kv("repetitions", i.repetitions));
+        l.push(kv("xfersize", human_base_two(i.xfer)));
+        l.push(kv("blocksize", human_base_two(i.block)));
+        l.push(kv(
+            "aggregate filesize",
+            human_base_two(i.block * i.segments * i.tasks as u64),
+        ));
+        if i.deadline_s > 0 {
+            l.push(kv("stonewallingTime", i.deadline_s));
+            l.push(kv("stoneWallingWearOut", i.wearout as u8));
+        }
+        l.push(String::new());
+        l.push("Results:".into());
+        l.push(String::new());
+        l.extend(RESULTS_HEADER.iter().map(|s| s.to_string()));
+        for p in measured(rs, i) {
+            l.push(format!(
+                "{:<10}{}{}{}{}{}{}{}{}{}{:<4}",
+                access(p),
+                pp(p.bw_mib_s, " "),
+                pp(table_iops(p), " "),
+                pp(p.lat_us.mean / 1e6, "  "),
+                pp(i.block as f64 / 1024.0, " "),
+                pp(i.xfer as f64 / 1024.0, " "),
+                pp(p.open_s, " "),
+                pp(p.io_s, " "),
+                pp(p.close_s, " "),
+                pp(p.elapsed_s, " "),
+                p.rep
+            ));
+        }
+        l.extend(check_lines(rs, i));
+        if let Some(bw) = max_bw(rs, i, "write") {
+            l.push(format!(
+                "Max Write: {:.2} MiB/sec ({:.2} MB/sec)",
+                bw / MIB,
+                bw / MB
+            ));
+        }
+        if let Some(bw) = max_bw(rs, i, "read") {
+            l.push(format!(
+                "Max Read:  {:.2} MiB/sec ({:.2} MB/sec)",
+                bw / MIB,
+                bw / MB
+            ));
+        }
+        l.push(String::new());
+        l.push("Summary of all tests:".into());
+        l.push(SUMMARY_HEADER.into());
+        for s in op_stats(rs, i) {
+            l.push(summary_row(&s, i));
+        }
+        if rs.interrupted {
+            l.push(
+                "ior WARNING: interrupted; repetitions cut short are left out of the summary"
+                    .into(),
+            );
+        }
+        l.push(kv("Finished", &i.finished));
+        // IOR pads some lines with trailing blanks; nobody reads them.
+        let mut out = l
+            .iter()
+            .map(|s| s.trim_end())
+            .collect::<Vec<_>>()
+            .join("\n");
+        out.push('\n');
+        Ok(out.into_bytes())
+    }
+}
+
+/// IOR's `FS` line: size, used %, inodes in Mi, used inodes %.
+fn fs_line(fs: &FsStats) -> String {
+    let gib = fs.total_bytes as f64 / (1u64 << 30) as f64;
+    let (size, unit) = if gib >= 1024.0 {
+        (gib / 1024.0, "TiB")
+    } else {
+        (gib, "GiB")
+    };
+    let pct = |used: u64, total: u64| {
+        if total > 0 {
+            format!("{:.1}%", used as f64 * 100.0 / total as f64)
+        } else {
+            "-nan%".to_string()
+        }
+    };
+    format!(
+        "{size:.1} {unit}   Used FS: {}   Inodes: {:.1} Mi   Used Inodes: {}",
+        pct(fs.used_bytes, fs.total_bytes),
+        fs.inodes as f64 / MIB,
+        pct(fs.used_inodes, fs.inodes)
+    )
+}
+
+/// The data-check lines: IOR's `Verifying contents…` and a warning per
+/// phase whose data did not match, naming the file and offset.
+fn check_lines(rs: &ResultSet, i: &IorInfo) -> Vec<String> {
+    let mut l = Vec::new();
+    for p in &rs.phases {
+        let Some(v) = &p.verify else { continue };
+        if i.read_is_check {
+            l.push("Verifying contents of the file(s) just written.".into());
+        }
+        if v.bad_bytes > 0 {
+            l.push(format!(
+                "ior WARNING: incorrect data on {} (iter {}): {} of {} bytes differ",
+                if i.read_is_check { "write" } else { "read" },
+                p.rep,
+                v.bad_bytes,
+                v.checked_bytes
+            ));
+            for m in &v.mismatches {
+                l.push(format!(
+                    "ior WARNING: first difference in {} at offset {}",
+                    m.file, m.offset
+                ));
+            }
+        }
+    }
+    l
+}
+
+fn summary_json(rs: &ResultSet, i: &IorInfo) -> Vec<Value> {
+    op_stats(rs, i)
+        .iter()
+        .map(|s| {
+            json!({
+                "operation": s.access,
+                "API": i.api,
+                "TestID": 0,
+                "ReferenceNumber": i.ref_num,
+                "segmentCount": i.segments,
+                "blockSize": i.block,
+                "transferSize": i.xfer,
+                "numTasks": i.tasks,
+                "tasksPerNode": i.tasks,
+                "repetitions": i.repetitions,
+                "filePerProc": i.file_per_proc as u8,
+                "reorderTasks": i.reorder_tasks as u8,
+                "taskPerNodeOffset": i.task_offset,
+                "reorderTasksRandom": 0,
+                "reorderTasksRandomSeed": 0,
+                "bwMaxMIB": s.bw[0],
+                "bwMinMIB": s.bw[1],
+                "bwMeanMIB": s.bw[2],
+                "bwStdMIB": s.bw[3],
+                "OPsMax": s.ops[0],
+                "OPsMin": s.ops[1],
+                "OPsMean": s.ops[2],
+                "OPsSD": s.ops[3],
+                "MeanTime": s.mean_s,
+                "StoneWallTime": if i.deadline_s > 0 { json!(s.stonewall_s) } else { Value::Null },
+                "StoneWallbwMeanMIB": if i.deadline_s > 0 && s.stonewall_s > 0.0 {
+                    json!(s.stonewall_mib / s.stonewall_s)
+                } else {
+                    Value::Null
+                },
+                "xsizeMiB": s.agg_mib,
+            })
+        })
+        .collect()
+}
+
+impl Exporter for IorJsonExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        let i = &self.info;
+        let reps = rs.phases.iter().map(|p| p.rep).max().map_or(0, |r| r + 1);
+        let results: Vec<Value> = (0..reps)
+            .map(|rep| {
+                Value::Array(
+                    measured(rs, i)
+                        .into_iter()
+                        .filter(|p| p.rep == rep)
+                        .map(|p| {
+                            json!({
+                                "access": access(p),
+                                "bwMiB": p.bw_mib_s,
+                                "blockKiB": i.block as f64 / 1024.0,
+                                "xferKiB": i.xfer as f64 / 1024.0,
+                                "iops": table_iops(p),
+                                "latency": p.lat_us.mean / 1e6,
+                                "openTime": p.open_s,
+                                "wrRdTime": p.io_s,
+                                "closeTime": p.close_s,
+                                "totalTime": p.elapsed_s,
+                            })
+                        })
+                        .collect(),
+                )
+            })
+            .collect();
+        let mut max = serde_json::Map::new();
+        if let Some(bw) = max_bw(rs, i, "write") {
+            max.insert("writeMiB".into(), json!(bw / MIB));
+            max.insert("writeMB".into(), json!(bw / MB));
+        }
+        if let Some(bw) = max_bw(rs, i, "read") {
+            max.insert("readMiB".into(), json!(bw / MIB));
+            max.insert("readMB".into(), json!(bw / MB));
+        }
+        let doc = json!({
+            "Version": format!("{} compatible (ioscale {})", i.ior_version, rs.version),
+            "Began": i.began,
+            "Command line": i.command_line,
+            "Machine": i.machine,
+            "tests": [{
+                "TestID": 0,
+                "StartTime": i.began,
+                "Path": i.path,
+                "Capacity": i.fs.map(|f| human_base_two(f.total_bytes)),
+                "Options": {
+                    "api": i.api,
+                    "apiVersion": "",
+                    "test filename": i.test_filename,
+                    "access": if i.file_per_proc { "file-per-process" } else { "single-shared-file" },
+                    "type": "independent",
+                    "segments": i.segments,
+                    "ordering in a file": if i.random_offsets { "random" } else { "sequential" },
+                    "ordering inter file": if i.reorder_tasks { "constant task offset" } else { "no tasks offsets" },
+                    "nodes": 1,
+                    "tasks": i.tasks,
+                    "clients per node": i.tasks,
+                    "repetitions": i.repetitions,
+                    "xfersize": human_base_two(i.xfer),
+                    "blocksize": human_base_two(i.block),
+                    "aggregate filesize": human_base_two(i.block * i.segments * i.tasks as u64),
+                },
+                "Results": results,
+                "max": max,
+            }],
+            "summary": summary_json(rs, i),
+            "Finished": i.finished,
+        });
+        let mut out = serde_json::to_vec_pretty(&doc)?;
+        out.push(b'\n');
+        Ok(out)
+    }
+}
+
+impl Exporter for IorCsvExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        let i = &self.info;
+        let mut out = String::from(
+            "Operation,Max(MiB),Min(MiB),Mean(MiB),StdDev,Max(OPs),Min(OPs),Mean(OPs),StdDev,Mean(s),\
+             Stonewall(s),Stonewall(MiB),Test#,#Tasks,tPN,reps,fPP,reord,reordoff,reordrand,seed,\
+             segcnt,blksiz,xsize,aggs(MiB),API,RefNum\n",
+        );
+        for s in op_stats(rs, i) {
+            let (sw_s, sw_mib) = if i.deadline_s > 0 {
+                (
+                    format!("{:.2}", s.stonewall_s),
+                    format!("{:.2}", s.stonewall_mib),
+                )
+            } else {
+                ("NA".into(), "NA".into())
+            };
+            out.push_str(&format!(
+                "{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.5},{sw_s},{sw_mib},0,{},{},{},{},{},{},0,0,{},{},{},{:.1},{},{}\n",
+                s.access,
+                s.bw[0],
+                s.bw[1],
+                s.bw[2],
+                s.bw[3],
+                s.ops[0],
+                s.ops[1],
+                s.ops[2],
+                s.ops[3],
+                s.mean_s,
+                i.tasks,
+                i.tasks,
+                i.repetitions,
+                i.file_per_proc as u8,
+                i.reorder_tasks as u8,
+                i.task_offset,
+                i.segments,
+                i.block,
+                i.xfer,
+                s.agg_mib,
+                i.api,
+                i.ref_num
+            ));
+        }
+        Ok(out.into_bytes())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ppdouble_matches_ior() {
+        assert_eq!(pp(24.38, " "), "24.38      ");
+        assert_eq!(pp(0.004828, " "), "0.004828   ");
+        assert_eq!(pp(262144.0, " "), "262144     ");
+        assert_eq!(pp(-1.0, " "), "   -       ");
+    }
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_base_two(1 << 20), "1 MiB");
+        assert_eq!(human_base_two(2 << 30), "2 GiB");
+        assert_eq!(human_base_two(262_144), "262144 bytes");
+        assert_eq!(human_base_two(3 << 19), "1.50 MiB");
+    }
+
+    #[test]
+    fn summary_columns_line_up_with_the_header() {
+        let info = IorInfo {
+            api: "POSIX".into(),
+            tasks: 1,
+            repetitions: 1,
+            segments: 2048,
+            block: 1 << 20,
+            xfer: 1 << 20,
+            task_offset: 1,
+            ..Default::default()
+        };
+        let s = OpStats {
+            access: "write",
+            bw: [24.38; 4],
+            ops: [24.38; 4],
+            mean_s: 83.99048,
+            stonewall_s: 0.0,
+            stonewall_mib: 0.0,
+            agg_mib: 2048.0,
+        };
+        let row = summary_row(&s, &info);
+        // Right edges of the columns in IOR's own output (seed 000).
+        let want = "write          24.38      24.38      24.38      24.38      24.38      24.38      24.38      24.38   83.99048         NA            NA     0      1   1    1   0     0        1         0    0   2048  1048576  1048576    2048.0 POSIX      0";
+        assert_eq!(row, want);
+    }
+}

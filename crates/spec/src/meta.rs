@@ -1,0 +1,865 @@
+//! The validated description of a small-file / metadata workload.
+//!
+//! `ioscale meta` runs smallfile- and mdtest-style experiments: many small
+//! files, one metadata operation per file per phase. As with data
+//! workloads, front-ends only collect raw values into [`RawMeta`], and
+//! [`RawMeta::build`] is the one place that checks them.
+//!
+//! The file layout lives here too, as pure functions of (thread, index):
+//! the engine and the cleanup code recompute every name instead of keeping a
+//! list, so memory stays flat at millions of files, and cleanup can only
+//! ever touch names this scheme produces.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::format_size;
+use crate::workload::SpecError;
+
+/// One metadata operation, run as a phase over every file of every thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetaOp {
+    /// Create (O_EXCL), write `--file-size` bytes, close.
+    Create,
+    /// Open, read to the end, close.
+    Read,
+    /// Open with O_APPEND, write `--file-size` bytes, close.
+    Append,
+    /// Open, write `--file-size` bytes from offset 0 (no truncation), close.
+    Overwrite,
+    /// Open with O_TRUNC, write `--file-size` bytes, close.
+    TruncateOverwrite,
+    /// lstat the file.
+    Stat,
+    /// Change the permission bits.
+    Chmod,
+    /// Rename the file within its directory (a second rename renames back).
+    Rename,
+    /// Set a user extended attribute.
+    Setxattr,
+    /// Read the extended attribute back.
+    Getxattr,
+    /// Create a symbolic link to each file.
+    Symlink,
+    /// List each directory and lstat every entry, like `ls -l`.
+    Readdir,
+    /// Unlink each file.
+    Delete,
+    /// Create a directory per index (mdtest -D).
+    Mkdir,
+    /// Remove those directories.
+    Rmdir,
+    /// Remove everything of ioscale's names that exists: files, links,
+    /// directories.
+    Cleanup,
+}
+
+impl MetaOp {
+    /// All operations, in the order `--help` lists them.
+    pub const ALL: [MetaOp; 16] = [
+        MetaOp::Create,
+        MetaOp::Read,
+        MetaOp::Append,
+        MetaOp::Overwrite,
+        MetaOp::TruncateOverwrite,
+        MetaOp::Stat,
+        MetaOp::Chmod,
+        MetaOp::Rename,
+        MetaOp::Setxattr,
+        MetaOp::Getxattr,
+        MetaOp::Symlink,
+        MetaOp::Readdir,
+        MetaOp::Delete,
+        MetaOp::Mkdir,
+        MetaOp::Rmdir,
+        MetaOp::Cleanup,
+    ];
+
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            MetaOp::Create => "create",
+            MetaOp::Read => "read",
+            MetaOp::Append => "append",
+            MetaOp::Overwrite => "overwrite",
+            MetaOp::TruncateOverwrite => "truncate-overwrite",
+            MetaOp::Stat => "stat",
+            MetaOp::Chmod => "chmod",
+            MetaOp::Rename => "rename",
+            MetaOp::Setxattr => "setxattr",
+            MetaOp::Getxattr => "getxattr",
+            MetaOp::Symlink => "symlink",
+            MetaOp::Readdir => "readdir",
+            MetaOp::Delete => "delete",
+            MetaOp::Mkdir => "mkdir",
+            MetaOp::Rmdir => "rmdir",
+            MetaOp::Cleanup => "cleanup",
+        }
+    }
+
+    /// Parses a name as typed on the command line.
+    pub fn parse(s: &str) -> Option<MetaOp> {
+        let s = s.trim();
+        MetaOp::ALL.into_iter().find(|o| o.name() == s).or(match s {
+            "truncate_overwrite" | "truncate" => Some(MetaOp::TruncateOverwrite),
+            "ls-l" | "ls" => Some(MetaOp::Readdir),
+            "unlink" => Some(MetaOp::Delete),
+            _ => None,
+        })
+    }
+
+    /// Whether the phase writes file data (and so honours `--fsync`).
+    pub fn writes_data(self) -> bool {
+        matches!(
+            self,
+            MetaOp::Create | MetaOp::Append | MetaOp::Overwrite | MetaOp::TruncateOverwrite
+        )
+    }
+
+    /// Whether the phase opens files for data (and so honours `--direct`).
+    pub fn moves_data(self) -> bool {
+        self.writes_data() || self == MetaOp::Read
+    }
+
+    /// Whether the phase works on existing regular files.
+    pub fn needs_files(self) -> bool {
+        matches!(
+            self,
+            MetaOp::Read
+                | MetaOp::Append
+                | MetaOp::Overwrite
+                | MetaOp::TruncateOverwrite
+                | MetaOp::Stat
+                | MetaOp::Chmod
+                | MetaOp::Rename
+                | MetaOp::Setxattr
+                | MetaOp::Getxattr
+                | MetaOp::Delete
+        )
+    }
+}
+
+impl fmt::Display for MetaOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Bytes per file: fixed, or drawn per file from a range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "kind")]
+pub enum FileSize {
+    /// Every file has this size.
+    Fixed {
+        /// Bytes.
+        bytes: u64,
+    },
+    /// Each file's size is drawn, seeded, from `min..=max`.
+    Range {
+        /// Smallest size.
+        min: u64,
+        /// Largest size.
+        max: u64,
+    },
+}
+
+impl FileSize {
+    /// Parses `4k`, `0`, or a range `1k..64k`.
+    pub fn parse(text: &str) -> Result<FileSize, crate::units::UnitError> {
+        match text.split_once("..") {
+            Some((a, b)) => Ok(FileSize::Range {
+                min: crate::units::parse_size(a)?,
+                max: crate::units::parse_size(b)?,
+            }),
+            None => Ok(FileSize::Fixed {
+                bytes: crate::units::parse_size(text)?,
+            }),
+        }
+    }
+
+    /// The largest size a file can have.
+    pub fn max(self) -> u64 {
+        match self {
+            FileSize::Fixed { bytes } => bytes,
+            FileSize::Range { max, .. } => max,
+        }
+    }
+
+    /// As typed: `4 KiB` or `1 KiB..64 KiB`.
+    pub fn label(self) -> String {
+        match self {
+            FileSize::Fixed { bytes } => format_size(bytes),
+            FileSize::Range { min, max } => format!("{}..{}", format_size(min), format_size(max)),
+        }
+    }
+}
+
+/// The raw, unchecked values a front-end collected.
+#[derive(Debug, Clone, Default)]
+pub struct RawMeta {
+    /// Directory the tree goes into.
+    pub target: Option<PathBuf>,
+    /// Phases in order.
+    pub ops: Vec<MetaOp>,
+    /// Threads.
+    pub threads: Option<u64>,
+    /// Files per thread.
+    pub files: Option<u64>,
+    /// Bytes per file.
+    pub file_size: Option<FileSize>,
+    /// Bytes per write/read call.
+    pub record_size: Option<u64>,
+    /// Every thread in one shared directory.
+    pub same_dir: bool,
+    /// Files per directory before a new directory is started.
+    pub files_per_dir: Option<u64>,
+    /// Subdirectories per directory in the hashed tree.
+    pub dirs_per_dir: Option<u64>,
+    /// fsync each file before close.
+    pub fsync: bool,
+    /// O_DIRECT for data.
+    pub direct: bool,
+    /// Per-phase deadline.
+    pub time_limit: Option<Duration>,
+    /// Repetitions of the whole sequence.
+    pub reps: Option<u64>,
+    /// Seed for random file sizes.
+    pub seed: Option<u64>,
+    /// Text at the start of every file name.
+    pub prefix: Option<String>,
+    /// Leave the tree behind.
+    pub keep: bool,
+    /// Remove an earlier run's kept tree first.
+    pub clean_existing: bool,
+}
+
+/// A complete, consistent metadata workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetaSpec {
+    /// Directory the tree goes into.
+    pub target: PathBuf,
+    /// Phases in order.
+    pub ops: Vec<MetaOp>,
+    /// Threads.
+    pub threads: u32,
+    /// Files per thread.
+    pub files: u64,
+    /// Bytes per file.
+    pub file_size: FileSize,
+    /// Bytes per write/read call.
+    pub record_size: u64,
+    /// Every thread in one shared directory.
+    pub same_dir: bool,
+    /// Files of one thread per directory; `u64::MAX` = all in one.
+    pub files_per_dir: u64,
+    /// Subdirectories per directory in the hashed tree.
+    pub dirs_per_dir: u64,
+    /// fsync each file before close.
+    pub fsync: bool,
+    /// O_DIRECT for data.
+    pub direct: bool,
+    /// Stop each phase at this deadline.
+    #[serde(with = "opt_secs")]
+    pub time_limit: Option<Duration>,
+    /// Repetitions of the whole sequence.
+    pub reps: u32,
+    /// Seed for random file sizes.
+    pub seed: u64,
+    /// Text at the start of every file name.
+    pub prefix: String,
+    /// Leave the tree behind.
+    pub keep: bool,
+    /// Remove an earlier run's kept tree first.
+    pub clean_existing: bool,
+}
+
+/// What kind of entry a name is for; each kind has its own letter so a
+/// rename or a link never collides with a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryKind {
+    /// A regular file (`f`).
+    File,
+    /// A regular file after `rename` (`r`).
+    Renamed,
+    /// A symbolic link (`l`).
+    Link,
+    /// A directory made by `mkdir` (`d`).
+    Dir,
+}
+
+impl EntryKind {
+    fn letter(self) -> u8 {
+        match self {
+            EntryKind::File => b'f',
+            EntryKind::Renamed => b'r',
+            EntryKind::Link => b'l',
+            EntryKind::Dir => b'd',
+        }
+    }
+}
+
+/// Longest file name Linux file systems accept.
+pub const NAME_MAX: usize = 255;
+
+/// Number of decimal digits of `v`.
+pub fn digits(v: u64) -> usize {
+    let mut n = 1;
+    let mut x = v / 10;
+    while x > 0 {
+        n += 1;
+        x /= 10;
+    }
+    n
+}
+
+/// Appends the decimal digits of `v` without formatting machinery.
+#[inline]
+pub fn push_u64(out: &mut Vec<u8>, v: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    let mut x = v;
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (x % 10) as u8;
+        x /= 10;
+        if x == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&tmp[i..]);
+}
+
+/// splitmix64 (Steele, Lea & Flood 2014): a full-period 64-bit mixer, used
+/// to draw a file's size from (seed, thread, index) without state.
+pub fn mix64(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl MetaSpec {
+    /// Name of a thread's directory under the root (`thr.007`), or `None`
+    /// when every thread shares the root (`--same-dir`).
+    pub fn thread_dir(&self, thread: u32) -> Option<String> {
+        (!self.same_dir).then(|| format!("thr.{thread:03}"))
+    }
+
+    /// Directory node (0 = the thread's base directory) holding index `i`.
+    #[inline]
+    pub fn node_of(&self, i: u64) -> u64 {
+        i / self.files_per_dir
+    }
+
+    /// Directory nodes needed for the first `n` indices of a thread.
+    pub fn nodes_for(&self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            (n - 1) / self.files_per_dir + 1
+        }
+    }
+
+    /// Appends the path of directory node `node`, relative to the thread's
+    /// base directory, to `out` (nothing for node 0).
+    ///
+    /// The nodes form a complete `dirs_per_dir`-ary tree numbered
+    /// breadth-first (node n's children are n·B+1 … n·B+B), as mdtest's
+    /// branching tree; a parent's number is always below its children's, so
+    /// walking the indices in order creates parents first. Each node holds
+    /// `files_per_dir` of a thread's files, as smallfile's hashed dirs do.
+    pub fn push_node_path(&self, out: &mut Vec<u8>, node: u64) {
+        let mut comps = [0u64; 64];
+        let mut depth = 0;
+        let mut n = node;
+        let b = self.dirs_per_dir;
+        while n > 0 {
+            comps[depth] = (n - 1) % b;
+            n = (n - 1) / b;
+            depth += 1;
+        }
+        for k in (0..depth).rev() {
+            if !out.is_empty() && out.last() != Some(&b'/') {
+                out.push(b'/');
+            }
+            out.extend_from_slice(b"h");
+            push_u64(out, comps[k]);
+        }
+    }
+
+    /// Appends the entry name of (thread, index) of `kind`:
+    /// `{prefix}{letter}{thread}.{index}`.
+    #[inline]
+    pub fn push_name(&self, out: &mut Vec<u8>, kind: EntryKind, thread: u32, i: u64) {
+        out.extend_from_slice(self.prefix.as_bytes());
+        out.push(kind.letter());
+        push_u64(out, thread as u64);
+        out.push(b'.');
+        push_u64(out, i);
+    }
+
+    /// Longest entry name the spec produces.
+    pub fn max_name_len(&self) -> usize {
+        self.prefix.len()
+            + 1
+            + digits(self.threads.saturating_sub(1) as u64)
+            + 1
+            + digits(self.files.saturating_sub(1))
+    }
+
+    /// Size of file (thread, index).
+    #[inline]
+    pub fn size_of(&self, thread: u32, i: u64) -> u64 {
+        match self.file_size {
+            FileSize::Fixed { bytes } => bytes,
+            FileSize::Range { min, max } => {
+                let r = mix64(self.seed ^ ((thread as u64) << 40) ^ i);
+                min + r % (max - min + 1)
+            }
+        }
+    }
+
+    /// Files all threads are asked to process in one phase.
+    pub fn total_files(&self) -> u64 {
+        self.files * self.threads as u64
+    }
+
+    /// One line that says what the run does.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "meta {} x {} thread(s), {} files each of {}, record {}, {}",
+            self.ops
+                .iter()
+                .map(|o| o.name())
+                .collect::<Vec<_>>()
+                .join(","),
+            self.threads,
+            self.files,
+            self.file_size.label(),
+            format_size(self.record_size),
+            if self.same_dir {
+                "one shared directory"
+            } else {
+                "a directory per thread"
+            },
+        );
+        if self.files_per_dir != u64::MAX {
+            s.push_str(&format!(
+                ", {} files per dir, {} dirs per dir",
+                self.files_per_dir, self.dirs_per_dir
+            ));
+        }
+        if self.fsync {
+            s.push_str(", fsync");
+        }
+        s.push_str(if self.direct {
+            ", O_DIRECT"
+        } else {
+            ", buffered"
+        });
+        s
+    }
+}
+
+const MAX_THREADS: u64 = 4_096;
+const MAX_FILES: u64 = 1 << 40;
+
+/// What a sequence of phases leaves behind, to check it up front.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeState {
+    /// Regular files exist (under their `f` names, or `r` after a rename).
+    pub files: bool,
+    /// The files carry their renamed (`r`) names.
+    pub renamed: bool,
+    /// Symbolic links exist.
+    pub links: bool,
+    /// `mkdir` directories exist.
+    pub dirs: bool,
+}
+
+impl TreeState {
+    /// Whether nothing of the run's entries exists.
+    pub fn is_empty(&self) -> bool {
+        !self.files && !self.links && !self.dirs
+    }
+
+    /// The state after `op` ran to completion; `Err` names what the op
+    /// would find already there.
+    pub fn after(mut self, op: MetaOp) -> Result<TreeState, &'static str> {
+        match op {
+            MetaOp::Create => {
+                if self.files {
+                    return Err("the files already exist");
+                }
+                self.files = true;
+                self.renamed = false;
+            }
+            MetaOp::Rename => self.renamed = !self.renamed,
+            MetaOp::Delete => {
+                self.files = false;
+                self.renamed = false;
+            }
+            MetaOp::Symlink => {
+                if self.links {
+                    return Err("the links already exist");
+                }
+                self.links = true;
+            }
+            MetaOp::Mkdir => {
+                if self.dirs {
+                    return Err("the directories already exist");
+                }
+                self.dirs = true;
+            }
+            MetaOp::Rmdir => self.dirs = false,
+            MetaOp::Cleanup => self = TreeState::default(),
+            _ => {}
+        }
+        Ok(self)
+    }
+
+    /// The untimed step that must run first so `op` finds what it works
+    /// on: a create before a phase that needs files, a mkdir before rmdir.
+    pub fn prerequisite(&self, op: MetaOp) -> Option<MetaOp> {
+        if op.needs_files() && !self.files {
+            Some(MetaOp::Create)
+        } else if op == MetaOp::Rmdir && !self.dirs {
+            Some(MetaOp::Mkdir)
+        } else {
+            None
+        }
+    }
+}
+
+impl RawMeta {
+    /// Checks every value and the phase sequence.
+    pub fn build(&self) -> Result<MetaSpec, SpecError> {
+        let target = self.target.clone().ok_or(SpecError::Missing {
+            flag: "TARGET",
+            hint: "name the directory to test, e.g. `ioscale meta /mnt/fs`",
+        })?;
+        if self.ops.is_empty() {
+            return Err(SpecError::Missing {
+                flag: "--ops",
+                hint: "e.g. --ops create,stat,read,delete",
+            });
+        }
+        let threads = self.threads.unwrap_or(1);
+        if threads == 0 {
+            return Err(SpecError::Zero { flag: "--threads" });
+        }
+        if threads > MAX_THREADS {
+            return Err(SpecError::Range {
+                flag: "--threads",
+                value: threads.to_string(),
+                hint: format!("at most {MAX_THREADS}"),
+            });
+        }
+        let files = self.files.unwrap_or(1024);
+        if files == 0 {
+            return Err(SpecError::Zero { flag: "--files" });
+        }
+        if files > MAX_FILES {
+            return Err(SpecError::Range {
+                flag: "--files",
+                value: files.to_string(),
+                hint: "at most 2^40 per thread".into(),
+            });
+        }
+        let file_size = self.file_size.unwrap_or(FileSize::Fixed { bytes: 4096 });
+        if let FileSize::Range { min, max } = file_size {
+            if min > max {
+                return Err(SpecError::Range {
+                    flag: "--file-size",
+                    value: format!("{}..{}", format_size(min), format_size(max)),
+                    hint: "write the range as SMALLEST..LARGEST".into(),
+                });
+            }
+        }
+        if file_size.max() > (1 << 40) {
+            return Err(SpecError::Range {
+                flag: "--file-size",
+                value: format_size(file_size.max()),
+                hint: "at most 1 TiB per file; use `ioscale run` for large files".into(),
+            });
+        }
+        let record_size = match self.record_size {
+            Some(0) => {
+                return Err(SpecError::Zero {
+                    flag: "--record-size",
+                })
+            }
+            Some(r) => r,
+            // One call per file up to 1 MiB, as smallfile's default record
+            // is the file size.
+            None => file_size.max().clamp(4096, 1 << 20),
+        };
+        if record_size > (1 << 30) {
+            return Err(SpecError::Range {
+                flag: "--record-size",
+                value: format_size(record_size),
+                hint: "at most 1 GiB".into(),
+            });
+        }
+        if self.direct {
+            let sizes = match file_size {
+                FileSize::Fixed { bytes } => vec![bytes],
+                FileSize::Range { min, max } => vec![min, max],
+            };
+            if !record_size.is_multiple_of(512)
+                || sizes.iter().any(|s| !s.is_multiple_of(512))
+                || matches!(file_size, FileSize::Range { min, max } if min != max)
+            {
+                return Err(SpecError::Sizes(
+                    "--direct needs a fixed --file-size and a --record-size that are multiples of \
+                     512 bytes (4k is safe)"
+                        .into(),
+                ));
+            }
+        }
+        let files_per_dir = match self.files_per_dir {
+            Some(0) => {
+                return Err(SpecError::Zero {
+                    flag: "--files-per-dir",
+                })
+            }
+            Some(n) => n,
+            None => u64::MAX,
+        };
+        let dirs_per_dir = match self.dirs_per_dir {
+            Some(0) => {
+                return Err(SpecError::Zero {
+                    flag: "--dirs-per-dir",
+                })
+            }
+            Some(n) => n,
+            None => 10,
+        };
+        if self.dirs_per_dir.is_some() && self.files_per_dir.is_none() {
+            return Err(SpecError::Conflict(
+                "--dirs-per-dir only shapes the tree that --files-per-dir makes; give --files-per-dir too"
+                    .into(),
+            ));
+        }
+        let reps = self.reps.unwrap_or(1);
+        if reps == 0 {
+            return Err(SpecError::Zero { flag: "--reps" });
+        }
+        if reps > 100_000 {
+            return Err(SpecError::Range {
+                flag: "--reps",
+                value: reps.to_string(),
+                hint: "at most 100000".into(),
+            });
+        }
+        if let Some(t) = self.time_limit {
+            if t.is_zero() {
+                return Err(SpecError::Zero { flag: "--time" });
+            }
+        }
+        let prefix = self.prefix.clone().unwrap_or_default();
+        if prefix.contains('/') || prefix.contains('\0') {
+            return Err(SpecError::Range {
+                flag: "--prefix",
+                value: prefix,
+                hint: "a file-name prefix may not hold '/' or NUL".into(),
+            });
+        }
+        let spec = MetaSpec {
+            target,
+            ops: self.ops.clone(),
+            threads: threads as u32,
+            files,
+            file_size,
+            record_size,
+            same_dir: self.same_dir,
+            files_per_dir,
+            dirs_per_dir,
+            fsync: self.fsync,
+            direct: self.direct,
+            time_limit: self.time_limit,
+            reps: reps as u32,
+            seed: self.seed.unwrap_or(0x10_5ca1e),
+            prefix,
+            keep: self.keep,
+            clean_existing: self.clean_existing,
+        };
+        if spec.max_name_len() > NAME_MAX {
+            return Err(SpecError::Range {
+                flag: "--prefix",
+                value: format!("of {} bytes", spec.prefix.len()),
+                hint: format!(
+                    "file names would be {} bytes, over the {NAME_MAX}-byte limit of Linux file systems; \
+                     use a shorter prefix",
+                    spec.max_name_len()
+                ),
+            });
+        }
+        // Walk the sequence once per repetition from an empty tree, so an
+        // impossible order is refused before anything is created.
+        let mut st = TreeState::default();
+        for rep in 0..reps.min(2) {
+            for &op in &spec.ops {
+                if let Some(pre) = st.prerequisite(op) {
+                    st = st.after(pre).expect("a prerequisite always applies");
+                }
+                st = st.after(op).map_err(|why| {
+                    SpecError::Conflict(if rep == 0 {
+                        format!(
+                            "--ops: `{op}` cannot run here: {why} (put a delete, rmdir or cleanup before it)"
+                        )
+                    } else {
+                        format!(
+                            "--reps {reps}: the second repetition's `{op}` would fail: {why}; \
+                             end the sequence with delete or cleanup"
+                        )
+                    })
+                })?;
+            }
+        }
+        Ok(spec)
+    }
+}
+
+mod opt_secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(v: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let v: Option<f64> = Option::deserialize(d)?;
+        Ok(v.filter(|x| x.is_finite() && *x >= 0.0)
+            .map(Duration::from_secs_f64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw() -> RawMeta {
+        RawMeta {
+            target: Some("/tmp".into()),
+            ops: vec![MetaOp::Create, MetaOp::Delete],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn op_names_round_trip() {
+        for o in MetaOp::ALL {
+            assert_eq!(MetaOp::parse(o.name()), Some(o));
+        }
+        assert_eq!(MetaOp::parse("bogus"), None);
+    }
+
+    #[test]
+    fn seed_003_shape() {
+        let mut r = raw();
+        r.ops = vec![MetaOp::Create];
+        r.threads = Some(4);
+        r.files = Some(256);
+        r.file_size = Some(FileSize::Fixed { bytes: 4096 });
+        r.same_dir = true;
+        r.files_per_dir = Some(1024);
+        r.dirs_per_dir = Some(1024);
+        let s = r.build().unwrap();
+        assert_eq!(s.total_files(), 1024);
+        assert_eq!(s.nodes_for(256), 1);
+        assert_eq!(s.record_size, 4096);
+    }
+
+    #[test]
+    fn tree_paths_are_breadth_first() {
+        let mut r = raw();
+        r.files_per_dir = Some(10);
+        r.dirs_per_dir = Some(3);
+        let s = r.build().unwrap();
+        let p = |n| {
+            let mut v = Vec::new();
+            s.push_node_path(&mut v, n);
+            String::from_utf8(v).unwrap()
+        };
+        assert_eq!(p(0), "");
+        assert_eq!(p(1), "h0");
+        assert_eq!(p(3), "h2");
+        assert_eq!(p(4), "h0/h0");
+        assert_eq!(p(6), "h0/h2");
+        assert_eq!(p(7), "h1/h0");
+        assert_eq!(s.node_of(9), 0);
+        assert_eq!(s.node_of(10), 1);
+        assert_eq!(s.nodes_for(10), 1);
+        assert_eq!(s.nodes_for(11), 2);
+    }
+
+    #[test]
+    fn names_and_sizes() {
+        let mut r = raw();
+        r.prefix = Some("p_".into());
+        r.file_size = Some(FileSize::parse("1k..2k").unwrap());
+        let s = r.build().unwrap();
+        let mut v = Vec::new();
+        s.push_name(&mut v, EntryKind::File, 3, 1017);
+        assert_eq!(v, b"p_f3.1017");
+        for i in 0..1000 {
+            let z = s.size_of(1, i);
+            assert!((1024..=2048).contains(&z));
+        }
+        assert_eq!(s.size_of(1, 5), s.size_of(1, 5));
+        let mut v = Vec::new();
+        push_u64(&mut v, 0);
+        push_u64(&mut v, u64::MAX);
+        assert_eq!(v, b"018446744073709551615");
+        assert_eq!(digits(0), 1);
+        assert_eq!(digits(1023), 4);
+    }
+
+    #[test]
+    fn bad_input_names_the_flag() {
+        let mut r = raw();
+        r.prefix = Some("x".repeat(300));
+        assert!(r.build().unwrap_err().to_string().contains("--prefix"));
+        let mut r = raw();
+        r.files = Some(0);
+        assert_eq!(r.build().unwrap_err(), SpecError::Zero { flag: "--files" });
+        let mut r = raw();
+        r.file_size = Some(FileSize::Range { min: 9, max: 1 });
+        assert!(r.build().unwrap_err().to_string().contains("--file-size"));
+        let mut r = raw();
+        r.ops = vec![MetaOp::Create, MetaOp::Create];
+        assert!(r.build().unwrap_err().to_string().contains("--ops"));
+        let mut r = raw();
+        r.ops = vec![MetaOp::Create];
+        r.reps = Some(2);
+        assert!(r.build().unwrap_err().to_string().contains("--reps"));
+        let mut r = raw();
+        r.direct = true;
+        r.file_size = Some(FileSize::Fixed { bytes: 1000 });
+        assert!(r.build().unwrap_err().to_string().contains("--direct"));
+        let mut r = raw();
+        r.dirs_per_dir = Some(4);
+        assert!(r
+            .build()
+            .unwrap_err()
+            .to_string()
+            .contains("--files-per-dir"));
+    }
+
+    #[test]
+    fn zero_size_files_are_allowed() {
+        let mut r = raw();
+        r.file_size = Some(FileSize::Fixed { bytes: 0 });
+        let s = r.build().unwrap();
+        assert_eq!(s.size_of(0, 0), 0);
+    }
+}

@@ -1,0 +1,372 @@
+//! What the file system adds to plain pass-through: delays, a bandwidth
+//! cap and faults, decided per request.
+//!
+//! Everything here is shared by all service threads and is lock-free except
+//! the token bucket's one small critical section (a reservation, not a
+//! sleep), so the injector itself never serialises requests: a request
+//! waits for its own deadline only, on its own thread.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Which faults to inject, as configured on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Faults {
+    /// Data requests fail with EIO once this many bytes were served.
+    pub eio_after_bytes: Option<u64>,
+    /// Data requests fail with EIO once this many data requests were served.
+    pub eio_after_ops: Option<u64>,
+    /// Writes fail with ENOSPC once this many bytes were written in all.
+    pub enospc_after_bytes: Option<u64>,
+    /// Serve at most half of each write (at least 1 byte).
+    pub short_writes: bool,
+    /// Serve at most half of each read (at least 1 byte).
+    pub short_reads: bool,
+    /// fsync and fdatasync return EIO.
+    pub fsync_fail: bool,
+    /// Only paths (relative to the mount) containing this are faulted.
+    pub path_substr: Option<String>,
+}
+
+impl Faults {
+    /// True if any fault is configured.
+    pub fn any(&self) -> bool {
+        self.eio_after_bytes.is_some()
+            || self.eio_after_ops.is_some()
+            || self.enospc_after_bytes.is_some()
+            || self.short_writes
+            || self.short_reads
+            || self.fsync_fail
+    }
+
+    /// Whether faults apply to a file at `rel` (its path inside the mount).
+    pub fn applies_to(&self, rel: &str) -> bool {
+        match &self.path_substr {
+            Some(s) => rel.contains(s.as_str()),
+            None => true,
+        }
+    }
+}
+
+/// Delays and the bandwidth cap.
+#[derive(Debug, Clone, Default)]
+pub struct Timing {
+    /// Minimum service time of each read or write request.
+    pub delay: Duration,
+    /// Added to every metadata request (lookup, getattr, create, unlink, …).
+    pub meta_delay: Duration,
+    /// Added to every fsync / fdatasync.
+    pub fsync_delay: Duration,
+    /// Aggregate cap on data bytes per second, across all requests.
+    pub bw: Option<u64>,
+}
+
+/// Direction of a data request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    /// A read request.
+    Read,
+    /// A write request.
+    Write,
+}
+
+/// Why a data request was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// An injected I/O error (EIO).
+    Eio,
+    /// An injected full file system (ENOSPC).
+    Enospc,
+}
+
+impl Refusal {
+    /// The errno the kernel gets.
+    pub fn errno(self) -> i32 {
+        match self {
+            Refusal::Eio => libc::EIO,
+            Refusal::Enospc => libc::ENOSPC,
+        }
+    }
+}
+
+/// Counts of what was served and injected, for the summary at exit.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Read requests served (including refused ones).
+    pub reads: AtomicU64,
+    /// Write requests served (including refused ones).
+    pub writes: AtomicU64,
+    /// Bytes returned by reads.
+    pub read_bytes: AtomicU64,
+    /// Bytes accepted by writes.
+    pub write_bytes: AtomicU64,
+    /// Metadata requests.
+    pub meta: AtomicU64,
+    /// fsync requests.
+    pub fsyncs: AtomicU64,
+    /// Injected errors (EIO, ENOSPC, failed fsync).
+    pub injected_errors: AtomicU64,
+    /// Transfers cut short on purpose.
+    pub short: AtomicU64,
+}
+
+/// A token bucket that hands out completion times instead of sleeping:
+/// each request reserves `bytes / rate` seconds of the link after whatever
+/// was reserved before it. Requests still run concurrently; only their
+/// completion times are spread out so that the aggregate rate never
+/// exceeds the cap (no burst credit is kept: an idle link does not let the
+/// next requests go faster than the cap).
+#[derive(Debug)]
+pub struct Bucket {
+    rate: f64,
+    next_free: Mutex<Instant>,
+}
+
+impl Bucket {
+    /// A bucket that lets `bytes_per_s` through.
+    pub fn new(bytes_per_s: u64) -> Bucket {
+        Bucket {
+            rate: bytes_per_s as f64,
+            next_free: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// Reserves `bytes` and returns when their transfer is complete.
+    pub fn reserve(&self, bytes: u64, now: Instant) -> Instant {
+        let cost = Duration::from_secs_f64(bytes as f64 / self.rate);
+        let mut next = self.next_free.lock().unwrap_or_else(|e| e.into_inner());
+        let start = (*next).max(now);
+        *next = start + cost;
+        *next
+    }
+}
+
+/// The per-mount injector: configuration plus the shared counters the
+/// "after N" faults count against.
+#[derive(Debug)]
+pub struct Injector {
+    /// The faults.
+    pub faults: Faults,
+    /// The delays and the cap.
+    pub timing: Timing,
+    bucket: Option<Bucket>,
+    /// Data bytes served to faultable files (for --eio-after-bytes).
+    fault_bytes: AtomicU64,
+    /// Data requests served on faultable files (for --eio-after-ops).
+    fault_ops: AtomicU64,
+    /// Bytes written to faultable files (for --enospc-after-bytes).
+    fault_written: AtomicU64,
+    /// What happened, for the summary.
+    pub counters: Counters,
+}
+
+impl Injector {
+    /// An injector for these settings.
+    pub fn new(faults: Faults, timing: Timing) -> Injector {
+        Injector {
+            bucket: timing.bw.map(Bucket::new),
+            faults,
+            timing,
+            fault_bytes: AtomicU64::new(0),
+            fault_ops: AtomicU64::new(0),
+            fault_written: AtomicU64::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    /// Decides how much of a data request of `len` bytes to serve, or
+    /// refuses it. `faulty` says whether faults apply to this file.
+    ///
+    /// Order: the EIO counters first (a device error wins over everything),
+    /// then the short-transfer cut, then the space left. ENOSPC behaves like
+    /// a real full file system: a write that crosses the limit is accepted
+    /// up to it (a short write) and the next one fails.
+    pub fn admit(&self, dir: Dir, len: usize, faulty: bool) -> Result<usize, Refusal> {
+        if !faulty || len == 0 {
+            return Ok(len);
+        }
+        let f = &self.faults;
+        if let Some(n) = f.eio_after_ops {
+            if self.fault_ops.fetch_add(1, Ordering::Relaxed) >= n {
+                return self.refuse(Refusal::Eio);
+            }
+        }
+        let mut take = len;
+        let short = match dir {
+            Dir::Read => f.short_reads,
+            Dir::Write => f.short_writes,
+        };
+        if short && take > 1 {
+            take = (take / 2).max(1);
+        }
+        if let Some(n) = f.eio_after_bytes {
+            if self.fault_bytes.fetch_add(take as u64, Ordering::Relaxed) >= n {
+                return self.refuse(Refusal::Eio);
+            }
+        }
+        if dir == Dir::Write {
+            if let Some(n) = f.enospc_after_bytes {
+                let mut cur = self.fault_written.load(Ordering::Relaxed);
+                loop {
+                    let room = n.saturating_sub(cur);
+                    if room == 0 {
+                        return self.refuse(Refusal::Enospc);
+                    }
+                    let got = (take as u64).min(room);
+                    match self.fault_written.compare_exchange_weak(
+                        cur,
+                        cur + got,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => {
+                            take = got as usize;
+                            break;
+                        }
+                        Err(now) => cur = now,
+                    }
+                }
+            }
+        }
+        if take < len {
+            self.counters.short.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(take)
+    }
+
+    fn refuse(&self, r: Refusal) -> Result<usize, Refusal> {
+        self.counters
+            .injected_errors
+            .fetch_add(1, Ordering::Relaxed);
+        Err(r)
+    }
+
+    /// When a data request that arrived at `arrived` and moved `bytes` may
+    /// complete: not before the delay has passed, nor before the bandwidth
+    /// cap has let its bytes through.
+    pub fn data_deadline(&self, arrived: Instant, bytes: u64) -> Instant {
+        let mut done = arrived + self.timing.delay;
+        if let Some(b) = &self.bucket {
+            if bytes > 0 {
+                done = done.max(b.reserve(bytes, Instant::now()));
+            }
+        }
+        done
+    }
+
+    /// Whether fsync on a file fails on purpose.
+    pub fn fsync_fails(&self, faulty: bool) -> bool {
+        let fail = faulty && self.faults.fsync_fail;
+        if fail {
+            self.counters
+                .injected_errors
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        fail
+    }
+
+    /// One line summing up what was served and injected.
+    pub fn summary(&self) -> String {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        format!(
+            "{} reads ({} bytes), {} writes ({} bytes), {} fsyncs, {} metadata requests, \
+             {} injected errors, {} short transfers",
+            l(&c.reads),
+            l(&c.read_bytes),
+            l(&c.writes),
+            l(&c.write_bytes),
+            l(&c.fsyncs),
+            l(&c.meta),
+            l(&c.injected_errors),
+            l(&c.short)
+        )
+    }
+}
+
+/// Sleeps until `t` (returns at once if it has passed).
+pub fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        std::thread::sleep(t - now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inj(f: Faults) -> Injector {
+        Injector::new(f, Timing::default())
+    }
+
+    #[test]
+    fn eio_after_bytes_counts_whole_requests() {
+        let i = inj(Faults {
+            eio_after_bytes: Some(100),
+            ..Faults::default()
+        });
+        assert_eq!(i.admit(Dir::Write, 60, true), Ok(60));
+        assert_eq!(i.admit(Dir::Read, 60, true), Ok(60));
+        assert_eq!(i.admit(Dir::Write, 60, true), Err(Refusal::Eio));
+        // Files the faults do not apply to are untouched and uncounted.
+        assert_eq!(i.admit(Dir::Write, 60, false), Ok(60));
+    }
+
+    #[test]
+    fn eio_after_ops() {
+        let i = inj(Faults {
+            eio_after_ops: Some(2),
+            ..Faults::default()
+        });
+        assert!(i.admit(Dir::Read, 1, true).is_ok());
+        assert!(i.admit(Dir::Read, 1, true).is_ok());
+        assert_eq!(i.admit(Dir::Read, 1, true), Err(Refusal::Eio));
+    }
+
+    #[test]
+    fn enospc_serves_up_to_the_limit() {
+        let i = inj(Faults {
+            enospc_after_bytes: Some(100),
+            ..Faults::default()
+        });
+        assert_eq!(i.admit(Dir::Write, 64, true), Ok(64));
+        assert_eq!(i.admit(Dir::Read, 64, true), Ok(64));
+        assert_eq!(i.admit(Dir::Write, 64, true), Ok(36));
+        assert_eq!(i.admit(Dir::Write, 64, true), Err(Refusal::Enospc));
+        assert_eq!(Refusal::Enospc.errno(), 28);
+    }
+
+    #[test]
+    fn short_transfers_halve_but_never_reach_zero() {
+        let i = inj(Faults {
+            short_reads: true,
+            ..Faults::default()
+        });
+        assert_eq!(i.admit(Dir::Read, 65536, true), Ok(32768));
+        assert_eq!(i.admit(Dir::Read, 3, true), Ok(1));
+        assert_eq!(i.admit(Dir::Read, 1, true), Ok(1));
+        assert_eq!(i.admit(Dir::Write, 64, true), Ok(64));
+    }
+
+    #[test]
+    fn bucket_spreads_completions() {
+        let b = Bucket::new(1000);
+        let t0 = Instant::now();
+        let a = b.reserve(100, t0);
+        let c = b.reserve(100, t0);
+        assert!(a >= t0 + Duration::from_millis(99));
+        assert!(c >= t0 + Duration::from_millis(199));
+    }
+
+    #[test]
+    fn path_filter() {
+        let f = Faults {
+            path_substr: Some("file.0001".into()),
+            ..Faults::default()
+        };
+        assert!(f.applies_to("ioscale.d/file.00010000"));
+        assert!(!f.applies_to("ioscale.d/file.00000000"));
+    }
+}

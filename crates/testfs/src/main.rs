@@ -1,0 +1,327 @@
+//! Command line of `ioscale-testfs`: parses the flags, mounts the
+//! pass-through file system in the foreground, and unmounts it cleanly on
+//! SIGTERM, SIGINT or SIGHUP (or when someone runs `fusermount3 -u`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use fuser::{Config, MountOption, Session, SessionACL};
+use testfs::fs::{FsOptions, PassFs};
+use testfs::inject::{Faults, Injector, Timing};
+use testfs::parse::{parse_duration, parse_rate, parse_size};
+
+const EXAMPLES: &str = "Examples:
+  # serve /srv/data at /mnt/t with 2 ms per read/write request (the EFS-like shape)
+  ioscale-testfs --delay 2ms /srv/data /mnt/t
+
+  # a 100 MiB/s link shared by all clients, 1 ms per metadata request
+  ioscale-testfs --bw 100m --meta-delay 1ms /srv/data /mnt/t
+
+  # EIO after 1 MiB of data; writes find the disk full after 2 MiB
+  ioscale-testfs --eio-after-bytes 1m /srv/data /mnt/t
+  ioscale-testfs --enospc-after-bytes 2m /srv/data /mnt/t
+
+  # every read and write served at most half, fsync fails, only for file.00000001
+  ioscale-testfs --short-reads --short-writes --fsync-fail --faults-path-substr file.00000001 /srv/data /mnt/t
+
+  # stop: Ctrl-C, kill -TERM <pid>, or
+  fusermount3 -u /mnt/t
+
+Durations: 0, 500us, 2ms, 1.5s. Sizes and rates: 512, 64k, 1m, 2g, 1MiB, 1MB (10^6), 100m/s.
+Delays are minimum service times: a request completes no earlier than its delay after it
+arrived, and no earlier than the bandwidth cap allows; concurrent requests wait in parallel.
+Faults count only requests on files the --faults-path-substr filter selects (all by default).";
+
+/// On or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// A pass-through FUSE file system that injects latency, a bandwidth cap and
+/// faults: a test double for storage with known answers.
+#[derive(Debug, Parser)]
+#[command(name = "ioscale-testfs", version, about, after_help = EXAMPLES)]
+struct Args {
+    /// Directory whose contents are served.
+    source: PathBuf,
+
+    /// Where to mount (an existing directory outside SOURCE).
+    mountpoint: PathBuf,
+
+    /// Minimum service time of each read or write request.
+    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
+    delay: Duration,
+
+    /// Added to each metadata request (lookup, getattr, setattr, open, create,
+    /// flush, mkdir, unlink, rename, readdir, statfs, xattr, access, ...).
+    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
+    meta_delay: Duration,
+
+    /// Added to each fsync / fdatasync.
+    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
+    fsync_delay: Duration,
+
+    /// Aggregate cap on data bytes per second across all requests (token bucket, e.g. 100m).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    bw: Option<u64>,
+
+    /// Data requests fail with EIO once this many bytes were served (whole requests).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    eio_after_bytes: Option<u64>,
+
+    /// Data requests fail with EIO once this many data requests were served.
+    #[arg(long, value_name = "N")]
+    eio_after_ops: Option<u64>,
+
+    /// Writes fail with ENOSPC once this many bytes were written in all (the
+    /// write that crosses the limit is accepted up to it, as a full disk does).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    enospc_after_bytes: Option<u64>,
+
+    /// Serve at most half of each write (at least 1 byte): the client must loop.
+    #[arg(long)]
+    short_writes: bool,
+
+    /// Serve at most half of each read (at least 1 byte): the client must loop.
+    /// Needs --direct-io on (the page cache takes a short read for end of file).
+    #[arg(long)]
+    short_reads: bool,
+
+    /// fsync and fdatasync return EIO.
+    #[arg(long)]
+    fsync_fail: bool,
+
+    /// Inject faults only on files whose path inside the mount contains S.
+    #[arg(long, value_name = "S")]
+    faults_path_substr: Option<String>,
+
+    /// Service threads: requests served at once (each sleeps its delay on its thread).
+    #[arg(long, value_name = "N", default_value_t = 16,
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: u32,
+
+    /// Open files with FOPEN_DIRECT_IO, so every read and write reaches the
+    /// daemon (and pays the delay) instead of the kernel page cache.
+    #[arg(long, value_enum, value_name = "ON|OFF", default_value = "on")]
+    direct_io: OnOff,
+
+    /// Largest write request to negotiate; the kernel caps it (1 MiB on
+    /// current Linux, 128 KiB on kernels without FUSE_MAX_PAGES).
+    #[arg(long, value_name = "SIZE", default_value = "1m", value_parser = parse_size)]
+    max_write: u64,
+
+    /// How long the kernel may cache attributes and names.
+    #[arg(long, value_name = "DUR", default_value = "1s", value_parser = parse_duration)]
+    attr_ttl: Duration,
+
+    /// Mount directly instead of through fusermount3's auto_unmount (which
+    /// removes the mount even if this process is killed with SIGKILL).
+    #[arg(long)]
+    no_auto_unmount: bool,
+
+    /// Print one line per read or write request to stderr (offset, asked, served).
+    #[arg(long)]
+    trace: bool,
+
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+fn on_path(bin: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(bin).is_file()))
+        .unwrap_or(false)
+}
+
+fn config(threads: u32, auto_unmount: bool) -> Config {
+    let mut c = Config::default();
+    c.mount_options = vec![
+        MountOption::FSName("ioscale-testfs".into()),
+        MountOption::Subtype("ioscale-testfs".into()),
+        MountOption::RW,
+        MountOption::NoAtime,
+    ];
+    if auto_unmount {
+        c.mount_options.push(MountOption::AutoUnmount);
+    }
+    // allow_root: root and the owner (the same user here) may use the
+    // mount; auto_unmount needs something other than the default owner-only.
+    c.acl = SessionACL::RootAndOwner;
+    c.n_threads = Some(threads as usize);
+    c.clone_fd = true;
+    c
+}
+
+fn umount(mp: &Path, flags: libc::c_int) -> std::io::Result<()> {
+    let c = std::ffi::CString::new(mp.as_os_str().as_encoded_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: a valid NUL-terminated path.
+    if unsafe { libc::umount2(c.as_ptr(), flags) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+fn main() -> ExitCode {
+    let a = Args::parse();
+    let fail = |msg: String| {
+        eprintln!("ioscale-testfs: {msg}");
+        ExitCode::from(2)
+    };
+    if a.short_reads && a.direct_io == OnOff::Off {
+        return fail(
+            "--short-reads needs --direct-io on: through the page cache the kernel takes a short \
+             read for the end of the file"
+                .into(),
+        );
+    }
+    let source = match a.source.canonicalize() {
+        Ok(p) if p.is_dir() => p,
+        Ok(p) => return fail(format!("SOURCE {} is not a directory", p.display())),
+        Err(e) => return fail(format!("SOURCE {}: {e}", a.source.display())),
+    };
+    let mp = match a.mountpoint.canonicalize() {
+        Ok(p) if p.is_dir() => p,
+        Ok(p) => return fail(format!("MOUNTPOINT {} is not a directory", p.display())),
+        Err(e) => return fail(format!("MOUNTPOINT {}: {e}", a.mountpoint.display())),
+    };
+    if mp.starts_with(&source) {
+        return fail(format!(
+            "MOUNTPOINT {} is inside SOURCE {}: the file system would serve itself",
+            mp.display(),
+            source.display()
+        ));
+    }
+    let max_write = match u32::try_from(a.max_write) {
+        Ok(v) if v >= 4096 => v,
+        _ => return fail("--max-write: use a size from 4k to 16m".into()),
+    };
+
+    // Modes come from the client with its umask already applied.
+    // SAFETY: umask has no failure mode.
+    unsafe { libc::umask(0) };
+
+    let inj = Arc::new(Injector::new(
+        Faults {
+            eio_after_bytes: a.eio_after_bytes,
+            eio_after_ops: a.eio_after_ops,
+            enospc_after_bytes: a.enospc_after_bytes,
+            short_writes: a.short_writes,
+            short_reads: a.short_reads,
+            fsync_fail: a.fsync_fail,
+            path_substr: a.faults_path_substr.clone(),
+        },
+        Timing {
+            delay: a.delay,
+            meta_delay: a.meta_delay,
+            fsync_delay: a.fsync_delay,
+            bw: a.bw,
+        },
+    ));
+    let make_fs = || {
+        PassFs::new(
+            source.clone(),
+            FsOptions {
+                direct_io: a.direct_io == OnOff::On,
+                attr_ttl: a.attr_ttl,
+                max_write,
+                trace: a.trace,
+            },
+            inj.clone(),
+        )
+    };
+
+    let auto = !a.no_auto_unmount && on_path("fusermount3");
+    let session = match Session::new(make_fs(), &mp, &config(a.threads, auto)) {
+        Ok(s) => Ok(s),
+        Err(e) if auto => {
+            eprintln!(
+                "ioscale-testfs: mounting through fusermount3 (auto_unmount) failed: {e}; \
+                 mounting directly"
+            );
+            Session::new(make_fs(), &mp, &config(a.threads, false))
+        }
+        Err(e) => Err(e),
+    };
+    let mut session = match session {
+        Ok(s) => s,
+        Err(e) => {
+            return fail(format!(
+                "cannot mount at {}: {e} (is /dev/fuse there, and are you root or is \
+                 fusermount3 installed?)",
+                mp.display()
+            ))
+        }
+    };
+
+    let mut unmounter = session.unmount_callable();
+    let mut signals = match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ]) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("cannot install signal handlers: {e}")),
+    };
+    let quiet = a.quiet;
+    let mp_sig = mp.clone();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                if !quiet {
+                    eprintln!("ioscale-testfs: signal {sig}, unmounting");
+                }
+                // As root, unmount directly: dropping fusermount3's
+                // auto_unmount socket while this process lives was seen to
+                // leave the mount in place (fuse3 3.14).
+                // SAFETY: geteuid has no failure mode.
+                if unsafe { libc::geteuid() } == 0 {
+                    if let Err(e) = umount(&mp_sig, 0) {
+                        eprintln!("ioscale-testfs: unmount failed ({e}); detaching the mount");
+                        let _ = umount(&mp_sig, libc::MNT_DETACH);
+                    }
+                } else if let Err(e) = unmounter.unmount() {
+                    eprintln!("ioscale-testfs: unmount failed ({e}); detaching the mount");
+                    let _ = umount(&mp_sig, libc::MNT_DETACH);
+                }
+            }
+        })
+        .expect("spawning the signal thread");
+
+    if !quiet {
+        eprintln!(
+            "ioscale-testfs: serving {} at {} (pid {}, {} threads, direct_io {}, {})",
+            source.display(),
+            mp.display(),
+            std::process::id(),
+            a.threads,
+            if a.direct_io == OnOff::On {
+                "on"
+            } else {
+                "off"
+            },
+            if auto { "auto_unmount" } else { "direct mount" }
+        );
+    }
+    let r = session.run();
+    if !quiet {
+        eprintln!("ioscale-testfs: unmounted; {}", inj.summary());
+    }
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ioscale-testfs: session ended with an error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

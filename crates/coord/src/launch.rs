@@ -43,6 +43,12 @@ pub enum LaunchError {
         /// `SLURM_MPI_TYPE`, if set.
         mpi_type: Option<String>,
     },
+    /// A PMI-1/PMI-2 launch (`srun --mpi=pmi2`) of an Open MPI built
+    /// without support for it (Debian's joins Slurm through PMIx only).
+    NoPmi2 {
+        /// `PMI_SIZE`.
+        tasks: u32,
+    },
     /// MPI came up with a different world than the launcher started.
     WorldMismatch {
         /// Ranks MPI sees.
@@ -78,6 +84,13 @@ impl std::fmt::Display for LaunchError {
                  Use `srun --mpi=pmix` (see `srun --mpi=list`), set MpiDefault=pmix in slurm.conf, \
                  or start the ranks with mpirun inside the allocation",
                 mpi_type.as_deref().unwrap_or("unset")
+            ),
+            LaunchError::NoPmi2 { tasks } => write!(
+                f,
+                "the launcher started {tasks} tasks through PMI-1/PMI-2 (PMI_SIZE={tasks}, e.g. \
+                 `srun --mpi=pmi2`), but the Open MPI ioscale was built with has no PMI-2 support \
+                 (it joins Slurm through PMIx only), so MPI_Init would abort. Use \
+                 `srun --mpi=pmix` (check `srun --mpi=list`), or mpirun inside the allocation"
             ),
             LaunchError::WorldMismatch {
                 world,

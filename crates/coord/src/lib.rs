@@ -222,6 +222,11 @@ pub fn init() -> Result<Box<dyn Coordinator>, LaunchError> {
     env.check_before_init(HAS_MPI)?;
     #[cfg(feature = "mpi")]
     if env.wants_mpi() {
+        if env.pmi_size.is_some() && !env.pmix && mpi_impl::open_mpi_lacks_pmi2() == Some(true) {
+            return Err(LaunchError::NoPmi2 {
+                tasks: env.pmi_size.unwrap_or(0),
+            });
+        }
         let c = MpiCoordinator::init().ok_or(LaunchError::MpiInit)?;
         env.check_world(c.size())?;
         return Ok(Box::new(c));

@@ -51,6 +51,48 @@ impl MpiCoordinator {
     }
 }
 
+/// Whether this is an Open MPI that cannot join a PMI-1/PMI-2 launch
+/// (`srun --mpi=pmi2`): its `pmix` framework has no `s1`/`s2` component
+/// next to the libmpi this process loaded. Such an MPI_Init aborts with
+/// its own long message; checking first lets ioscale say what to do.
+/// `None` when it cannot tell (another MPI, components not found).
+pub fn open_mpi_lacks_pmi2() -> Option<bool> {
+    let version = mpi::environment::library_version().ok()?;
+    if !version.contains("Open MPI") {
+        return None;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let lib = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libmpi.so"))?;
+    let dir = std::path::Path::new(lib).parent()?;
+    let mut saw_components = false;
+    // Upstream keeps components in LIBDIR/openmpi; Debian's libmpi sits in
+    // the multiarch directory with them in openmpi/lib/openmpi3.
+    let roots = [dir.to_path_buf(), dir.join("openmpi/lib")];
+    let subdirs = roots
+        .iter()
+        .filter_map(|r| std::fs::read_dir(r).ok())
+        .flat_map(|d| d.flatten())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("openmpi") && e.path().is_dir());
+    for entry in subdirs {
+        let Ok(list) = std::fs::read_dir(entry.path()) else {
+            continue;
+        };
+        for c in list.flatten() {
+            let c = c.file_name().to_string_lossy().into_owned();
+            if c.starts_with("mca_pmix_") {
+                saw_components = true;
+                if c.starts_with("mca_pmix_s1.") || c.starts_with("mca_pmix_s2.") {
+                    return Some(false);
+                }
+            }
+        }
+    }
+    saw_components.then_some(true)
+}
+
 impl Coordinator for MpiCoordinator {
     fn rank(&self) -> u32 {
         self.world.rank() as u32

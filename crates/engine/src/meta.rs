@@ -105,7 +105,22 @@ pub struct MetaSample {
     pub hit_deadline: bool,
     /// The error that stopped it.
     pub failure: Option<IoFailure>,
+    /// Stopped because the first thread had finished (`stop_at_first`).
+    pub stonewalled: bool,
+    /// Time this thread spent in the phase's closing syncfs (the one
+    /// thread that made it), ns.
+    pub sync_ns: u64,
+    /// Bytes read and compared with the verify pattern.
+    pub checked_bytes: u64,
+    /// Bytes that differed from it (or were missing: a short file).
+    pub bad_bytes: u64,
+    /// Files with a mismatch: path, first bad offset, bad bytes (the first
+    /// [`MAX_MISMATCHES`] files of this thread).
+    pub mismatches: Vec<(PathBuf, u64, u64)>,
 }
+
+/// Files with a data mismatch listed per thread; the rest are counted.
+pub const MAX_MISMATCHES: usize = 16;
 
 impl MetaSample {
     fn new(worker: u32) -> Self {
@@ -126,6 +141,11 @@ impl MetaSample {
             stonewall_bytes: 0,
             hit_deadline: false,
             failure: None,
+            stonewalled: false,
+            sync_ns: 0,
+            checked_bytes: 0,
+            bad_bytes: 0,
+            mismatches: Vec::new(),
         }
     }
 
@@ -160,6 +180,8 @@ pub fn errno_hint(errno: i32) -> Option<&'static str> {
 /// The worker's reusable buffers and open directories.
 struct Cursor<'p, 'a> {
     plan: &'p MetaPlan<'a>,
+    /// The thread whose entries this one works on (itself unless
+    /// `--stride` redirects the phase).
     w: u32,
     base: OwnedFd,
     /// Full path of the base directory, with a trailing '/'.
@@ -184,6 +206,8 @@ struct OpErr {
     err: io::Error,
     /// Whether the second name was the one involved.
     second: bool,
+    /// File offset of a failed read or write, when known.
+    offset: Option<u64>,
 }
 
 type OpResult = Result<(), OpErr>;
@@ -193,6 +217,7 @@ fn fail(call: &'static str) -> impl FnOnce(io::Error) -> OpErr {
         call,
         err,
         second: false,
+        offset: None,
     }
 }
 
@@ -232,6 +257,23 @@ impl Cursor<'_, '_> {
             match at::mkdir(base, &self.node_rel, 0o755) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                // With --leaf-depth the nodes above the leaves hold no
+                // entries, so nothing made them yet: make them, top down.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                    let mut part = Vec::with_capacity(self.node_rel.len());
+                    for (k, &c) in self.node_rel.iter().enumerate() {
+                        if c == b'/' || c == 0 {
+                            part.clear();
+                            part.extend_from_slice(&self.node_rel[..k]);
+                            part.push(0);
+                            match at::mkdir(base, &part, 0o755) {
+                                Ok(()) => {}
+                                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                                Err(e) => return Err(fail("mkdir")(e)),
+                            }
+                        }
+                    }
+                }
                 Err(e) => return Err(fail("mkdir")(e)),
             }
         }
@@ -268,15 +310,43 @@ impl Cursor<'_, '_> {
         self.full.extend_from_slice(&self.name);
     }
 
-    /// Writes `size` bytes in records; counts records and bytes.
-    fn write_all(&mut self, fd: RawFd, size: u64, s: &mut MetaSample) -> OpResult {
+    /// Writes `size` bytes in records; counts records and bytes. A failed
+    /// write names its file offset unless the file was opened to append
+    /// (`append`), where the offset is wherever the file ended.
+    /// With `--verify` each record carries the pattern of (file, offset),
+    /// `start` being the file offset of the first byte (the end of the
+    /// file for an append).
+    fn write_all(
+        &mut self,
+        fd: RawFd,
+        size: u64,
+        append: bool,
+        start: u64,
+        i: u64,
+        s: &mut MetaSample,
+    ) -> OpResult {
         let rec = self.buf.len() as u64;
+        let spec = self.plan.spec;
+        let id = spec.file_id(self.w, i);
         let mut left = size;
         while left > 0 {
             let n = left.min(rec) as usize;
-            let done = at::write(fd, &self.buf.as_slice()[..n]).map_err(fail("write"))?;
+            if spec.verify {
+                pattern::fill(
+                    &mut self.buf.as_mut_slice()[..n],
+                    spec.seed,
+                    id,
+                    start + size - left,
+                );
+            }
+            let at_off = (!append).then_some(size - left);
+            let failed = |err| OpErr {
+                offset: at_off,
+                ..fail("write")(err)
+            };
+            let done = at::write(fd, &self.buf.as_slice()[..n]).map_err(failed)?;
             if done == 0 {
-                return Err(fail("write")(io::Error::from_raw_os_error(libc::ENOSPC)));
+                return Err(failed(io::Error::from_raw_os_error(libc::ENOSPC)));
             }
             s.records += 1;
             s.write_bytes += done as u64;
@@ -286,7 +356,7 @@ impl Cursor<'_, '_> {
     }
 
     /// Opens, writes, optionally fsyncs, and closes; closes on error too.
-    fn write_file(&mut self, flags: i32, size: u64, s: &mut MetaSample) -> OpResult {
+    fn write_file(&mut self, flags: i32, size: u64, i: u64, s: &mut MetaSample) -> OpResult {
         let spec = self.plan.spec;
         let mut flags = flags | libc::O_WRONLY | libc::O_CLOEXEC;
         if spec.direct {
@@ -298,7 +368,18 @@ impl Cursor<'_, '_> {
             "open"
         };
         let fd = at::open(self.dfd(), &self.name, flags, 0o644).map_err(fail(call))?;
-        let mut r = self.write_all(fd, size, s);
+        let append = flags & libc::O_APPEND != 0;
+        let mut r = Ok(());
+        let mut start = 0;
+        if append && spec.verify {
+            match at::file_size(fd) {
+                Ok(len) => start = len,
+                Err(e) => r = Err(fail("stat")(e)),
+            }
+        }
+        if r.is_ok() {
+            r = self.write_all(fd, size, append, start, i, s);
+        }
         if r.is_ok() && spec.fsync {
             r = at::fsync(fd).map_err(fail("fsync"));
         }
@@ -306,27 +387,61 @@ impl Cursor<'_, '_> {
         r.and(c)
     }
 
-    fn read_file(&mut self, s: &mut MetaSample) -> OpResult {
+    /// Reads the file to its end; with `--verify` checks every byte against
+    /// the pattern, and a file shorter than it was written counts its
+    /// missing bytes as bad.
+    fn read_file(&mut self, i: u64, s: &mut MetaSample) -> OpResult {
+        let spec = self.plan.spec;
+        let id = spec.file_id(self.w, i);
+        let mut bad = 0u64;
+        let mut first_bad = None;
         let mut flags = libc::O_RDONLY | libc::O_CLOEXEC;
         if self.plan.spec.direct {
             flags |= libc::O_DIRECT;
         }
         let fd = at::open(self.dfd(), &self.name, flags, 0).map_err(fail("open"))?;
         let mut r = Ok(());
+        let mut pos = 0u64;
         loop {
             match at::read(fd, self.buf.as_mut_slice()) {
                 Ok(0) => break,
                 Ok(n) => {
                     s.records += 1;
                     s.read_bytes += n as u64;
+                    if spec.verify {
+                        let c = pattern::check(&self.buf.as_slice()[..n], spec.seed, id, pos);
+                        s.checked_bytes += n as u64;
+                        bad += c.bad_bytes;
+                        if first_bad.is_none() {
+                            first_bad = c.first_bad;
+                        }
+                    }
+                    pos += n as u64;
                 }
                 Err(e) => {
-                    r = Err(fail("read")(e));
+                    r = Err(OpErr {
+                        offset: Some(pos),
+                        ..fail("read")(e)
+                    });
                     break;
                 }
             }
         }
         let c = at::close(fd).map_err(fail("close"));
+        if spec.verify && r.is_ok() {
+            let want = spec.size_of(self.w, i);
+            if pos < want {
+                bad += want - pos;
+                first_bad.get_or_insert(pos);
+            }
+            if bad > 0 {
+                s.bad_bytes += bad;
+                if s.mismatches.len() < MAX_MISMATCHES {
+                    let path = self.path_of(&self.name);
+                    s.mismatches.push((path, first_bad.unwrap_or(0), bad));
+                }
+            }
+        }
         r.and(c)
     }
 
@@ -343,23 +458,23 @@ impl Cursor<'_, '_> {
             MetaOp::Create => {
                 self.set_name(EntryKind::File, i);
                 let size = spec.size_of(self.w, i);
-                self.write_file(libc::O_CREAT | libc::O_EXCL, size, s)
+                self.write_file(libc::O_CREAT | libc::O_EXCL, size, i, s)
             }
             MetaOp::Read => {
                 self.set_name(file_kind, i);
-                self.read_file(s)
+                self.read_file(i, s)
             }
             MetaOp::Append => {
                 self.set_name(file_kind, i);
-                self.write_file(libc::O_APPEND, spec.size_of(self.w, i), s)
+                self.write_file(libc::O_APPEND, spec.size_of(self.w, i), i, s)
             }
             MetaOp::Overwrite => {
                 self.set_name(file_kind, i);
-                self.write_file(0, spec.size_of(self.w, i), s)
+                self.write_file(0, spec.size_of(self.w, i), i, s)
             }
             MetaOp::TruncateOverwrite => {
                 self.set_name(file_kind, i);
-                self.write_file(libc::O_TRUNC, spec.size_of(self.w, i), s)
+                self.write_file(libc::O_TRUNC, spec.size_of(self.w, i), i, s)
             }
             MetaOp::Stat => {
                 self.set_name(file_kind, i);
@@ -410,6 +525,7 @@ impl Cursor<'_, '_> {
                     call: "symlink",
                     err,
                     second: true,
+                    offset: None,
                 })
             }
             MetaOp::Delete => {
@@ -419,6 +535,12 @@ impl Cursor<'_, '_> {
             MetaOp::Mkdir => {
                 self.set_name(EntryKind::Dir, i);
                 at::mkdir(self.dfd(), &self.name, 0o755).map_err(fail("mkdir"))
+            }
+            MetaOp::StatDir => {
+                self.set_name(EntryKind::Dir, i);
+                at::lstat(self.dfd(), &self.name)
+                    .map(|_| ())
+                    .map_err(fail("stat"))
             }
             MetaOp::Rmdir => {
                 self.set_name(EntryKind::Dir, i);
@@ -469,7 +591,8 @@ pub fn run_meta_worker(
     barrier: &Barrier,
 ) -> MetaSample {
     let mut s = MetaSample::new(w);
-    let base_dir = plan.base_dir(w);
+    let owner = plan.spec.owner_of(plan.op, w);
+    let base_dir = plan.base_dir(owner);
     let setup = (|| -> io::Result<Cursor<'_, '_>> {
         let mut bp = Vec::with_capacity(base_dir.as_os_str().len() + 1);
         bp.extend_from_slice(base_dir.as_os_str().as_bytes());
@@ -482,7 +605,7 @@ pub fn run_meta_worker(
         pattern::fill_random(buf.as_mut_slice(), plan.spec.seed ^ ((w as u64) << 20));
         Ok(Cursor {
             plan,
-            w,
+            w: owner,
             base,
             base_path: bp,
             node: 0,
@@ -497,6 +620,50 @@ pub fn run_meta_worker(
     barrier.wait();
     let t_start = Instant::now();
     s.start_ns = ns_since(ctl.epoch, t_start);
+    run_body(&mut s, setup, base_dir, plan, ctl, t_start);
+    if plan.timed && plan.spec.sync_phase {
+        sync_phase(&mut s, plan, ctl, barrier);
+    }
+    s
+}
+
+/// mdtest -Y: once every thread is done, one of them calls syncfs(2) on
+/// the working root; its end time, and so the phase's time, includes it.
+fn sync_phase(s: &mut MetaSample, plan: &MetaPlan<'_>, ctl: &PhaseControl, barrier: &Barrier) {
+    if !barrier.wait().is_leader() {
+        return;
+    }
+    let t = Instant::now();
+    let mut path = plan.root.as_os_str().as_bytes().to_vec();
+    path.push(0);
+    let r = at::open_dir(libc::AT_FDCWD, &path).and_then(|fd| at::syncfs(fd.as_raw_fd()));
+    let now = Instant::now();
+    s.sync_ns = now.saturating_duration_since(t).as_nanos() as u64;
+    s.end_ns = s.end_ns.max(ns_since(ctl.epoch, now));
+    if let Err(e) = r {
+        s.errors += 1;
+        if s.failure.is_none() {
+            s.failure = Some(IoFailure {
+                op: "syncfs".into(),
+                path: plan.root.clone(),
+                offset: None,
+                errno: e.raw_os_error(),
+                message: describe(&e),
+            });
+        }
+    }
+}
+
+/// The phase proper for one thread, after the start barrier.
+fn run_body(
+    s: &mut MetaSample,
+    setup: io::Result<Cursor<'_, '_>>,
+    base_dir: PathBuf,
+    plan: &MetaPlan<'_>,
+    ctl: &PhaseControl,
+    t_start: Instant,
+) {
+    let w = s.worker;
     let mut cur = match setup {
         Ok(c) => c,
         Err(e) => {
@@ -515,7 +682,7 @@ pub fn run_meta_worker(
                 s.files = plan.count_for(w);
             }
             s.end_ns = ns_since(ctl.epoch, Instant::now());
-            return s;
+            return;
         }
     };
     let deadline = if plan.timed {
@@ -524,9 +691,9 @@ pub fn run_meta_worker(
         None
     };
     let finished = if plan.op == MetaOp::Readdir {
-        readdir_loop(&mut cur, ctl, deadline, &mut s)
+        readdir_loop(&mut cur, ctl, deadline, s)
     } else {
-        index_loop(&mut cur, ctl, deadline, &mut s)
+        index_loop(&mut cur, ctl, deadline, s)
     };
     let now = Instant::now();
     s.end_ns = ns_since(ctl.epoch, now);
@@ -549,7 +716,6 @@ pub fn run_meta_worker(
         s.stonewall_files = s.files;
         s.stonewall_bytes = s.bytes();
     }
-    s
 }
 
 fn describe(e: &io::Error) -> String {
@@ -587,7 +753,7 @@ fn record_failure(cur: &Cursor<'_, '_>, e: OpErr, ctl: &PhaseControl, s: &mut Me
         s.failure = Some(IoFailure {
             op: e.call.into(),
             path,
-            offset: None,
+            offset: e.offset,
             errno: e.err.raw_os_error(),
             message: describe(&e.err),
         });
@@ -629,6 +795,11 @@ fn index_loop(
             sw_taken = true;
             s.stonewall_files = s.files;
             s.stonewall_bytes = s.bytes();
+            // Not for cleanup: what it left, the teardown removes anyway.
+            if spec.stop_at_first && plan.timed && plan.op != MetaOp::Cleanup {
+                s.stonewalled = true;
+                return false;
+            }
         }
         let node = spec.node_of(i);
         if node != cur.node {
@@ -636,7 +807,7 @@ fn index_loop(
                 Ok(true) => {}
                 Ok(false) => {
                     // A directory cleanup finds absent holds nothing of ours.
-                    let next = ((node + 1).saturating_mul(spec.files_per_dir)).min(n);
+                    let next = spec.first_index_of(node + 1).min(n);
                     s.files += next - i;
                     s.touched = next;
                     i = next;
@@ -690,6 +861,7 @@ fn readdir_loop(
     } else {
         (0, 1)
     };
+    let first = first + spec.first_node();
     let mut sw_taken = false;
     let mut t = Instant::now();
     let mut node = first;
@@ -891,6 +1063,23 @@ pub mod at {
                 return Err(e);
             }
         }
+    }
+
+    /// syncfs(2): flushes the whole file system holding `fd` (mdtest -Y).
+    pub fn syncfs(fd: RawFd) -> io::Result<()> {
+        // SAFETY: no memory is passed; `fd` is an open descriptor the
+        // caller keeps open for the duration of the call.
+        check(unsafe { libc::syncfs(fd) })
+    }
+
+    /// The size of an open file (fstat's `st_size`).
+    pub fn file_size(fd: RawFd) -> io::Result<u64> {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `st` points at writable memory of the right size; no
+        // other memory is passed.
+        check(unsafe { libc::fstat(fd, st.as_mut_ptr()) })?;
+        // SAFETY: fstat succeeded, so it filled the struct.
+        Ok(unsafe { st.assume_init() }.st_size as u64)
     }
 
     /// fsync(2).

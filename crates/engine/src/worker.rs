@@ -8,7 +8,7 @@
 //! only through a few relaxed atomics.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -235,6 +235,9 @@ impl Prepared {
     }
 }
 
+/// How often a writer checks that its file was not deleted under it.
+const LINK_CHECK: Duration = Duration::from_secs(1);
+
 fn ns_since(epoch: Instant, t: Instant) -> u64 {
     t.saturating_duration_since(epoch).as_nanos() as u64
 }
@@ -402,6 +405,12 @@ fn io_loop<Q: IoQueue>(
     let mut stopping = false;
     let mut sw_taken = false;
     let mut now = Instant::now();
+    // A writer looks once a second whether its file still has a name: if
+    // someone deleted it (or its directory) mid-run, the writes would go on
+    // into an unlinked inode and measure nothing anyone can keep.
+    let watch_unlink = plan.op.writes();
+    let mut next_link_check = now + LINK_CHECK;
+    let mut last_end = 0u64;
 
     loop {
         while !exhausted && !stopping && inflight < depth {
@@ -464,6 +473,7 @@ fn io_loop<Q: IoQueue>(
                     if c.req.write {
                         s.counters.record_write(c.req.len as u64);
                         writes_since_sync += 1;
+                        last_end = c.req.offset + c.req.len as u64;
                     } else {
                         s.counters.record_read(c.req.len as u64);
                         if plan.verify {
@@ -517,6 +527,23 @@ fn io_loop<Q: IoQueue>(
             now = Instant::now();
             s.fsync_ns += now.duration_since(t).as_nanos() as u64;
             writes_since_sync = 0;
+        }
+        if watch_unlink && !stopping && now >= next_link_check {
+            next_link_check = now + LINK_CHECK;
+            if file.metadata().is_ok_and(|m| m.nlink() == 0) {
+                s.counters.record_error();
+                s.failure = Some(IoFailure {
+                    op: "write".into(),
+                    path: path.to_path_buf(),
+                    offset: Some(last_end),
+                    errno: Some(libc::ENOENT),
+                    message: "the file was deleted while ioscale wrote it (was its directory \
+                              removed?); stopped writing"
+                        .into(),
+                });
+                ctl.abort.store(true, Ordering::Relaxed);
+                stopping = true;
+            }
         }
         if !sw_taken && ctl.first_done.load(Ordering::Relaxed) {
             sw_taken = true;

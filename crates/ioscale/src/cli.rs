@@ -25,7 +25,9 @@ use spec::{
         ioscale run --op randread --xfer 4k --engine io_uring --iodepth 32 --direct --size 1g /mnt/fs\n  \
         ioscale clean /mnt/fs                                # remove files a --keep run left\n  \
         ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -w -F -o /mnt/fs/ior.bin   # IOR's command line\n  \
-        ioscale dd if=/dev/zero of=/mnt/fs/f bs=1M count=2048 conv=fsync            # dd's command line\n\n\
+        ioscale dd if=/dev/zero of=/mnt/fs/f bs=1M count=2048 conv=fsync            # dd's command line\n  \
+        ioscale mdtest --tasks 4 -n 1000 -F -u -d /mnt/fs/md                  # mdtest's command line\n  \
+        ioscale smallfile --operation create --threads 4 --top /mnt/fs/sf      # smallfile's\n\n\
         Exit codes: 0 ran clean, 1 I/O errors or failed verification, 2 usage or setup error, 130 interrupted."
 )]
 pub struct Cli {
@@ -63,6 +65,20 @@ pub enum Command {
     #[command(after_help = crate::front::dd::HELP, disable_help_flag = true)]
     Dd {
         /// dd's operands, as dd takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Run an mdtest command line (`ioscale mdtest --tasks 4 -n 1000 -F -u -d /mnt/fs/md`); `ioscale mdtest --help` lists its options.
+    #[command(after_help = crate::front::mdtest::HELP, disable_help_flag = true)]
+    Mdtest {
+        /// mdtest's options, as mdtest takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Run a smallfile_cli.py command line (`ioscale smallfile --operation create --threads 4 --files 256 --file-size 4 --top /mnt/fs/sf`).
+    #[command(after_help = crate::front::smallfile::HELP, disable_help_flag = true)]
+    Smallfile {
+        /// smallfile's options, as smallfile_cli.py takes them.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
@@ -286,8 +302,8 @@ const META_EXAMPLES: &str = "Examples:
   ioscale meta --ops stat,readdir --keep --threads 4 /mnt/fs
   ioscale meta --ops cleanup --threads 4 /mnt/fs
 
-Operations: create, read, append, overwrite, truncate-overwrite, stat, chmod, rename,
-setxattr, getxattr, symlink, readdir (ls -l), delete, mkdir, rmdir, cleanup.
+Operations: create, read, append, overwrite, truncate-overwrite, stat, stat-dir, chmod,
+rename, setxattr, getxattr, symlink, readdir (ls -l), delete, mkdir, rmdir, cleanup.
 The tree lives in TARGET/ioscale-meta.d; only names ioscale made are ever removed.";
 
 /// Flags of `ioscale meta`.
@@ -297,8 +313,8 @@ pub struct MetaArgs {
     pub target: PathBuf,
 
     /// Phases, in order (comma list): create, read, append, overwrite,
-    /// truncate-overwrite, stat, chmod, rename, setxattr, getxattr, symlink,
-    /// readdir, delete, mkdir, rmdir, cleanup.
+    /// truncate-overwrite, stat, stat-dir, chmod, rename, setxattr, getxattr,
+    /// symlink, readdir, delete, mkdir, rmdir, cleanup.
     #[arg(
         long = "ops",
         alias = "op",
@@ -367,6 +383,30 @@ pub struct MetaArgs {
     #[arg(long)]
     pub clean_existing: bool,
 
+    /// syncfs(2) the target at the end of every phase, inside the phase's time (mdtest -Y).
+    #[arg(long)]
+    pub sync_phase: bool,
+
+    /// Write a pattern encoding (file, offset, seed) and check every byte `read` reads;
+    /// mismatches are reported with path and offset (exit 1).
+    #[arg(long)]
+    pub verify: bool,
+
+    /// In stat, read and delete/rmdir phases thread t works on the entries of thread
+    /// (t + N) mod threads (mdtest -N), to read what another thread wrote.
+    #[arg(long, value_name = "N")]
+    pub stride: Option<String>,
+
+    /// Put entries only in the directories at depth N of the --dirs-per-dir tree, its
+    /// leaves (mdtest -L -z N); the directories above hold only directories.
+    #[arg(long, value_name = "N")]
+    pub leaf_depth: Option<String>,
+
+    /// Stop every thread as soon as the first has processed all its files
+    /// (smallfile --stonewall Y --finish N).
+    #[arg(long)]
+    pub stop_at_first: bool,
+
     /// Write the canonical JSON record to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -421,6 +461,11 @@ impl MetaArgs {
             prefix: self.prefix.clone(),
             keep: self.keep,
             clean_existing: self.clean_existing,
+            sync_phase: self.sync_phase,
+            verify: self.verify,
+            stride: opt("--stride", &self.stride, parse_count)?,
+            leaf_depth: opt("--leaf-depth", &self.leaf_depth, parse_count)?,
+            stop_at_first: self.stop_at_first,
         })
     }
 }

@@ -10,10 +10,15 @@
 //! are comparable across ranks to within the barrier's exit skew.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
 
-use coord::Coordinator;
-use engine::{IoFailure, VerifyTally, WorkerSample};
-use report::{ClusterInfo, NodePhase, PhaseRecord};
+use coord::{Coordinator, PhaseSignals, Signal};
+use engine::meta::MetaSample;
+use engine::{IoFailure, PhaseControl, VerifyTally, WorkerSample};
+use report::{ClusterInfo, HostInfo, NodePhase, PhaseRecord};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stats::{IoCounters, LatencyHistogram, SparseHistogram};
 
@@ -84,13 +89,385 @@ impl WireSample {
     }
 }
 
+/// A [`MetaSample`] (`ioscale meta`, mdtest, smallfile) in a form serde
+/// can carry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MetaWire {
+    worker: u32,
+    files: u64,
+    touched: u64,
+    records: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    errors: u64,
+    left: u64,
+    first_left: Option<PathBuf>,
+    hist: SparseHistogram,
+    start_ns: u64,
+    end_ns: u64,
+    stonewall_files: u64,
+    stonewall_bytes: u64,
+    hit_deadline: bool,
+    failure: Option<IoFailure>,
+    #[serde(default)]
+    stonewalled: bool,
+    #[serde(default)]
+    sync_ns: u64,
+    #[serde(default)]
+    checked_bytes: u64,
+    #[serde(default)]
+    bad_bytes: u64,
+    #[serde(default)]
+    mismatches: Vec<(PathBuf, u64, u64)>,
+}
+
+impl From<&MetaSample> for MetaWire {
+    fn from(s: &MetaSample) -> Self {
+        MetaWire {
+            worker: s.worker,
+            files: s.files,
+            touched: s.touched,
+            records: s.records,
+            read_bytes: s.read_bytes,
+            write_bytes: s.write_bytes,
+            errors: s.errors,
+            left: s.left,
+            first_left: s.first_left.clone(),
+            hist: s.hist.to_sparse(),
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            stonewall_files: s.stonewall_files,
+            stonewall_bytes: s.stonewall_bytes,
+            hit_deadline: s.hit_deadline,
+            failure: s.failure.clone(),
+            stonewalled: s.stonewalled,
+            sync_ns: s.sync_ns,
+            checked_bytes: s.checked_bytes,
+            bad_bytes: s.bad_bytes,
+            mismatches: s.mismatches.clone(),
+        }
+    }
+}
+
+impl MetaWire {
+    /// Back to a sample (see [`WireSample::into_sample`]).
+    pub fn into_sample(self) -> Result<MetaSample, String> {
+        let hist = LatencyHistogram::from_sparse(&self.hist)
+            .map_err(|e| format!("worker {}: latency histogram: {e}", self.worker))?;
+        Ok(MetaSample {
+            worker: self.worker,
+            files: self.files,
+            touched: self.touched,
+            records: self.records,
+            read_bytes: self.read_bytes,
+            write_bytes: self.write_bytes,
+            errors: self.errors,
+            left: self.left,
+            first_left: self.first_left,
+            hist,
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            stonewall_files: self.stonewall_files,
+            stonewall_bytes: self.stonewall_bytes,
+            hit_deadline: self.hit_deadline,
+            failure: self.failure,
+            stonewalled: self.stonewalled,
+            sync_ns: self.sync_ns,
+            checked_bytes: self.checked_bytes,
+            bad_bytes: self.bad_bytes,
+            mismatches: self.mismatches,
+        })
+    }
+}
+
+/// A per-worker sample that crosses between ranks: the data driver's
+/// [`WorkerSample`] or the metadata driver's [`MetaSample`].
+pub trait Sample: Sized + Send {
+    /// Its serde form.
+    type Wire: Serialize + DeserializeOwned;
+    /// To the wire.
+    fn to_wire(&self) -> Self::Wire;
+    /// From the wire; an error means mismatched binaries.
+    fn from_wire(w: Self::Wire) -> Result<Self, String>;
+    /// Global worker index.
+    fn worker(&self) -> u32;
+    /// The worker failed.
+    fn failed(&self) -> bool;
+    /// The worker stopped at the time limit.
+    fn hit_deadline(&self) -> bool;
+}
+
+impl Sample for WorkerSample {
+    type Wire = WireSample;
+    fn to_wire(&self) -> WireSample {
+        WireSample::from(self)
+    }
+    fn from_wire(w: WireSample) -> Result<Self, String> {
+        w.into_sample()
+    }
+    fn worker(&self) -> u32 {
+        self.worker
+    }
+    fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+    fn hit_deadline(&self) -> bool {
+        self.hit_deadline
+    }
+}
+
+impl Sample for MetaSample {
+    type Wire = MetaWire;
+    fn to_wire(&self) -> MetaWire {
+        MetaWire::from(self)
+    }
+    fn from_wire(w: MetaWire) -> Result<Self, String> {
+        w.into_sample()
+    }
+    fn worker(&self) -> u32 {
+        self.worker
+    }
+    fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+    /// The time limit, or `stop_at_first` (smallfile --finish N): either
+    /// way the phase was cut short and a create left a prefix of the files.
+    fn hit_deadline(&self) -> bool {
+        self.hit_deadline || self.stonewalled
+    }
+}
+
 /// One rank's part of one phase.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RankPhase {
+pub struct RankPhase<W> {
     /// Its workers' samples.
-    pub samples: Vec<WireSample>,
+    pub samples: Vec<W>,
     /// Process CPU time (user, system) during the phase.
     pub cpu: (f64, f64),
+}
+
+/// One phase as every rank agrees on it.
+pub struct PhaseOut<S> {
+    /// All workers' samples on rank 0 (by worker); this rank's elsewhere.
+    pub samples: Vec<S>,
+    /// The stonewall: the earliest first finish on any rank.
+    pub first_done_ns: Option<u64>,
+    /// Process CPU time (user, system), summed over ranks on rank 0.
+    pub cpu: (f64, f64),
+    /// Some worker on some rank failed.
+    pub failed: bool,
+    /// Some rank was interrupted.
+    pub interrupted: bool,
+    /// Some worker hit the time limit.
+    pub deadline: bool,
+}
+
+/// Runs one phase on this rank with one thread per item and agrees on its
+/// outcome with the other ranks: a collective call every rank reaches,
+/// whatever its workers met. `seq` numbers the phases (the same on every
+/// rank). Thread `t` is global worker `rank × items + t`; `work` gets that
+/// index, its item, the phase control and the threads' start barrier
+/// (which it must wait at once, even when its setup failed).
+pub fn run_phase_all<I, S>(
+    coord: &dyn Coordinator,
+    seq: &mut u64,
+    stop: &Arc<AtomicBool>,
+    name: &str,
+    items: Vec<I>,
+    work: impl Fn(u32, I, &PhaseControl, &Barrier) -> S + Sync,
+) -> PhaseOut<S>
+where
+    I: Send,
+    S: Sample,
+{
+    *seq += 1;
+    let cpu0 = engine::sys::cpu_times();
+    let (samples, first_done_ns) = run_threads(coord, *seq, stop, name, items, work);
+    let cpu1 = engine::sys::cpu_times();
+    let cpu = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
+    let failed = samples.iter().any(Sample::failed);
+    let deadline = samples.iter().any(Sample::hit_deadline);
+    if coord.size() == 1 {
+        return PhaseOut {
+            samples,
+            first_done_ns,
+            cpu,
+            failed,
+            interrupted: stop.load(Ordering::Relaxed),
+            deadline,
+        };
+    }
+    let failed = coord.any(failed);
+    let interrupted = coord.any(stop.load(Ordering::Relaxed));
+    let deadline = coord.any(deadline);
+    let first = coord.min_u64(first_done_ns.unwrap_or(u64::MAX));
+    let first_done_ns = (first != u64::MAX).then_some(first);
+    let mine = RankPhase {
+        samples: samples.iter().map(Sample::to_wire).collect(),
+        cpu,
+    };
+    let gathered = coord
+        .gather_as(&mine)
+        .expect("ranks exchange their phase samples");
+    let (samples, cpu) = match gathered {
+        Some(all) => {
+            let mut cpu = (0.0, 0.0);
+            let mut out = Vec::new();
+            for r in all {
+                cpu.0 += r.cpu.0;
+                cpu.1 += r.cpu.1;
+                for s in r.samples {
+                    out.push(S::from_wire(s).expect("ranks run the same ioscale binary"));
+                }
+            }
+            out.sort_by_key(Sample::worker);
+            (out, cpu)
+        }
+        None => (samples, cpu),
+    };
+    PhaseOut {
+        samples,
+        first_done_ns,
+        cpu,
+        failed,
+        interrupted,
+        deadline,
+    }
+}
+
+/// Runs one phase's threads on this rank, all released together after the
+/// ranks' barrier. While they run, the main thread relays the stonewall and
+/// failures between ranks. Returns the samples by thread and this rank's
+/// view of the first finish.
+fn run_threads<I: Send, S: Send>(
+    coord: &dyn Coordinator,
+    seq: u64,
+    stop: &Arc<AtomicBool>,
+    name: &str,
+    items: Vec<I>,
+    work: impl Fn(u32, I, &PhaseControl, &Barrier) -> S + Sync,
+) -> (Vec<S>, Option<u64>) {
+    let base = coord.rank() * items.len() as u32;
+    coord.barrier();
+    // Each rank's epoch is taken right after the barrier, so the sample
+    // times of all ranks share one origin (as IOR's MPI_Wtime after a
+    // barrier).
+    let ctl = PhaseControl::new(stop.clone());
+    let barrier = Barrier::new(items.len());
+    let mut signals = (coord.size() > 1).then(|| coord.signals(seq));
+    let mut out = Vec::with_capacity(items.len());
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items
+            .into_iter()
+            .enumerate()
+            .map(|(t, item)| {
+                let w = base + t as u32;
+                let (ctl, barrier, work) = (&ctl, &barrier, &work);
+                std::thread::Builder::new()
+                    .name(format!("ioscale-{name}{w}"))
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(scope, move || work(w, item, ctl, barrier))
+                    .expect("spawning a worker thread")
+            })
+            .collect();
+        if let Some(sig) = signals.as_mut() {
+            let mut told = Told::default();
+            loop {
+                let done = handles.iter().all(|h| h.is_finished());
+                told.tell(&ctl, sig.as_mut(), done);
+                for s in sig.poll() {
+                    apply_signal(&ctl, s);
+                }
+                if done {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        for h in handles {
+            out.push(h.join().expect("worker thread panicked"));
+        }
+    });
+    if let Some(mut sig) = signals {
+        for s in sig.finish() {
+            apply_signal(&ctl, s);
+        }
+    }
+    let first_done = ctl
+        .first_done
+        .load(Ordering::Acquire)
+        .then(|| ctl.first_done_ns.load(Ordering::Acquire));
+    (out, first_done)
+}
+
+/// Which local events this rank already told the others about.
+#[derive(Default)]
+struct Told {
+    first: bool,
+    abort: bool,
+}
+
+impl Told {
+    fn tell(&mut self, ctl: &PhaseControl, sig: &mut dyn PhaseSignals, final_pass: bool) {
+        if !self.first && ctl.first_done.load(Ordering::Acquire) {
+            // The worker stores the time just after raising the flag.
+            let ns = ctl.first_done_ns.load(Ordering::Acquire);
+            if ns > 0 || final_pass {
+                self.first = true;
+                sig.announce(Signal::FirstDone(ns));
+            }
+        }
+        if !self.abort && ctl.abort.load(Ordering::Relaxed) {
+            self.abort = true;
+            sig.announce(Signal::Abort);
+        }
+    }
+}
+
+/// Applies another rank's signal: its first finish is this rank's
+/// stonewall too (workers take their stonewall counts when they see the
+/// flag), and its failure stops this rank's workers at their next check.
+fn apply_signal(ctl: &PhaseControl, s: Signal) {
+    match s {
+        Signal::FirstDone(ns) => {
+            if ctl
+                .first_done
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                ctl.first_done_ns.store(ns, Ordering::Release);
+            } else {
+                ctl.first_done_ns.fetch_min(ns, Ordering::AcqRel);
+            }
+        }
+        Signal::Abort => ctl.abort.store(true, Ordering::Relaxed),
+    }
+}
+
+/// The ranks' layout for a run of `threads` threads per rank, recording
+/// the cluster facts in `host` when there are several ranks (a collective
+/// call).
+pub fn layout(coord: &dyn Coordinator, threads: u32, host: &mut HostInfo) -> Layout {
+    if coord.size() > 1 {
+        let l = Layout::discover(coord, threads);
+        host.cluster = Some(l.info(coord.kind()));
+        l
+    } else {
+        Layout {
+            hosts: vec![host.hostname.clone()],
+            threads,
+        }
+    }
+}
+
+/// Agrees on a check only rank 0 makes (output paths and the like): the
+/// error on rank 0, `Err(None)` on the others when it failed. A
+/// collective call.
+pub fn root_check<E>(coord: &dyn Coordinator, r: Result<(), E>) -> Result<(), Option<E>> {
+    if coord.any(r.is_err()) {
+        return Err(r.err());
+    }
+    Ok(())
 }
 
 /// Where the ranks run: host of each rank, by rank.

@@ -54,26 +54,17 @@ fn real_main() -> anyhow::Result<i32> {
         })
         .unwrap_or_default();
     match called.as_str() {
-        "ior" | "dd" => {
-            if let Some(code) = one_process_only(&called) {
-                return Ok(code);
-            }
-        }
-        _ => {}
-    }
-    match called.as_str() {
         "ior" => return front::ior::main(&argv[0], &argv[1..]),
         "dd" => return front::dd::main(&argv[1..]),
+        "mdtest" => return front::mdtest::main(&argv[0], &argv[1..]),
+        "smallfile_cli.py" => return front::smallfile::main(&argv[1..]),
         _ => {}
-    }
-    if let Some(w @ ("ior" | "dd")) = argv.get(1).map(String::as_str) {
-        if let Some(code) = one_process_only(w) {
-            return Ok(code);
-        }
     }
     match argv.get(1).map(String::as_str) {
         Some("ior") => return front::ior::main("ioscale ior", &argv[2..]),
         Some("dd") => return front::dd::main(&argv[2..]),
+        Some("mdtest") => return front::mdtest::main("mdtest", &argv[2..]),
+        Some("smallfile") => return front::smallfile::main(&argv[2..]),
         _ => {}
     }
     let cli = match Cli::try_parse() {
@@ -86,15 +77,15 @@ fn real_main() -> anyhow::Result<i32> {
     };
     match cli.command {
         Command::Run(args) => cmd_run(&args),
-        Command::Meta(args) => one_process_only("meta").map_or_else(|| meta::cmd_meta(&args), Ok),
-        Command::Sweep(args) => {
-            one_process_only("sweep").map_or_else(|| sweep::cmd_sweep(&args), Ok)
-        }
+        Command::Meta(args) => meta::cmd_meta(&args),
+        Command::Sweep(args) => sweep::cmd_sweep(&args),
         Command::Slurm(args) => slurm::cmd_slurm(&args),
         Command::Report(args) => report_cmd::cmd_report(&args),
         Command::Compare(args) => report_cmd::cmd_compare(&args),
         Command::Ior { args } => front::ior::main("ioscale ior", &args),
         Command::Dd { args } => front::dd::main(&args),
+        Command::Mdtest { args } => front::mdtest::main("mdtest", &args),
+        Command::Smallfile { args } => front::smallfile::main(&args),
         Command::Clean(args) => cmd_clean(&args.target),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -228,19 +219,65 @@ fn run_ranks(
     })
 }
 
-/// Commands that do not run as MPI ranks yet refuse a multi-task launch
-/// (mpirun -np N, srun -n N) instead of running N independent copies on
-/// the same files. Returns the exit code when refused.
-fn one_process_only(command: &str) -> Option<i32> {
-    let env = coord::detect(|k| std::env::var(k).ok());
-    let tasks = env
-        .launcher_tasks()
-        .filter(|(n, _)| *n > 1 && !env.allow_solo);
-    let (n, source) = tasks?;
-    eprintln!(
-        "ioscale: error: `{command}` runs in one process only ({source}={n} says this is one of          {n} tasks); start it once, without mpirun/srun, and use --threads. `ioscale run` runs as          MPI ranks (docs/cluster.md)"
-    );
-    Some(2)
+/// Runs a command as one rank of its launch (the only one when started
+/// alone; see [`coord::init`]): every rank exits with rank 0's exit code,
+/// and MPI is finalised before the process exits. `body` makes the same
+/// collective calls on every rank whatever happens, and prints only on
+/// rank 0; an `Err` it returns is printed by rank 0 and means exit 2.
+pub(crate) fn as_ranks(
+    tool: &str,
+    body: impl FnOnce(&dyn coord::Coordinator) -> anyhow::Result<i32>,
+) -> anyhow::Result<i32> {
+    let coord = match coord::init() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{tool}: error: {e}");
+            return Ok(2);
+        }
+    };
+    let code = body(&*coord).unwrap_or_else(|e| {
+        if coord.rank() == 0 {
+            eprintln!("{tool}: error: {e:#}");
+        }
+        2
+    });
+    let code = if coord.size() > 1 {
+        coord.broadcast_as(&code).unwrap_or(code)
+    } else {
+        code
+    };
+    // Dropping the coordinator finalises MPI.
+    drop(coord);
+    Ok(code)
+}
+
+/// Checks the `--json`/`--csv` paths on rank 0 and agrees on the outcome:
+/// `Some(2)` on every rank when one is bad (rank 0 says which).
+pub(crate) fn check_outputs(
+    coord: &dyn coord::Coordinator,
+    tool: &str,
+    outputs: &[(&str, Option<&Path>)],
+) -> Option<i32> {
+    let mut bad = Ok(());
+    if coord.rank() == 0 {
+        for (flag, p) in outputs {
+            if let Some(p) = p {
+                if let Err(e) = check_output_path(flag, p) {
+                    bad = Err(e);
+                    break;
+                }
+            }
+        }
+    }
+    match cluster::root_check(coord, bad) {
+        Ok(()) => None,
+        Err(e) => {
+            if let Some(e) = e {
+                eprintln!("{tool}: error: {e:#}");
+            }
+            Some(2)
+        }
+    }
 }
 
 /// The edge of a finished run, shared by `run` and `meta`: errors and
@@ -254,15 +291,17 @@ fn emit(
     quiet: bool,
 ) -> anyhow::Result<i32> {
     let rs = &outcome.results;
-    for e in &rs.errors {
-        let at = e
-            .offset
-            .map(|o| format!(" at offset {o}"))
-            .unwrap_or_default();
-        eprintln!(
-            "ioscale: error: worker {}: {} {}{at}: {}",
-            e.worker, e.op, e.file, e.message
-        );
+    for line in error_lines(&rs.errors) {
+        eprintln!("ioscale: error: {line}");
+    }
+    // A failed data check is an error too: said on stderr even with -q.
+    for p in &rs.phases {
+        for m in p.verify.iter().flat_map(|v| &v.mismatches) {
+            eprintln!(
+                "ioscale: error: verify {} rep {}: {} at offset {}: data differs from what was written ({} bad byte(s))",
+                p.op, p.rep, m.file, m.offset, m.bad_bytes
+            );
+        }
     }
     if format != Format::Text {
         for w in &rs.warnings {
@@ -300,6 +339,40 @@ fn emit(
         return Ok(outcome.exit_code().max(1));
     }
     Ok(outcome.exit_code())
+}
+
+/// The error lines of a run: the first failure of each kind (errno) in
+/// full — operation, file, offset — and, when many workers failed the same
+/// way (64 workers out of descriptors), one line counting the others
+/// instead of one line each. Every failure stays in the report and in the
+/// JSON record's `errors[]`.
+fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
+    let mut shown: Vec<Option<i32>> = Vec::new();
+    let mut lines = Vec::new();
+    let mut more = 0usize;
+    for e in errors {
+        let kind = e.errno;
+        if kind.is_some() && shown.contains(&kind) {
+            more += 1;
+            continue;
+        }
+        shown.push(kind);
+        let at = e
+            .offset
+            .map(|o| format!(" at offset {o}"))
+            .unwrap_or_default();
+        lines.push(format!(
+            "worker {}: {} {}{at}: {}",
+            e.worker, e.op, e.file, e.message
+        ));
+    }
+    if more > 0 {
+        lines.push(format!(
+            "{more} more failure(s) with the same error in other workers; all {} are listed in the report and in the JSON record's errors[]",
+            errors.len()
+        ));
+    }
+    lines
 }
 
 /// Refuses an output path whose directory does not exist before the run,

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 
+use coord::Coordinator;
 use engine::meta::{remove_tree, run_meta_worker, MetaPlan, MetaSample};
 use engine::PhaseControl;
 use report::{
@@ -28,6 +29,7 @@ use spec::{format_size, MetaOp, MetaSpec, TreeState};
 use stats::LatencyHistogram;
 
 use crate::cli::MetaArgs;
+use crate::cluster::{self, Layout, PhaseOut};
 use crate::host;
 use crate::run::{Outcome, Refused};
 
@@ -55,6 +57,9 @@ struct Marker {
     state: TreeState,
     /// Indices per thread that may have entries.
     extent: u64,
+    /// Entries only at this depth of the tree (`--leaf-depth`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    leaf_depth: Option<u32>,
 }
 
 impl Marker {
@@ -68,6 +73,7 @@ impl Marker {
         s.files_per_dir = self.files_per_dir;
         s.dirs_per_dir = self.dirs_per_dir;
         s.prefix = self.prefix.clone();
+        s.leaf_depth = self.leaf_depth;
         s
     }
 
@@ -77,6 +83,7 @@ impl Marker {
             && self.files_per_dir == spec.files_per_dir
             && self.dirs_per_dir == spec.dirs_per_dir
             && self.prefix == spec.prefix
+            && self.leaf_depth == spec.leaf_depth
             && self.files >= spec.files
     }
 }
@@ -96,36 +103,48 @@ fn write_marker(root: &Path, m: &Marker) -> io::Result<()> {
     fs::rename(&tmp, root.join(MARKER_NAME))
 }
 
-/// `ioscale meta`: parse, run, emit.
+/// `ioscale meta`: parse, run, emit; as one rank of an MPI launch when
+/// started by mpirun or srun (rank 0 alone prints and writes).
 pub fn cmd_meta(args: &MetaArgs) -> anyhow::Result<i32> {
-    let raw = match args.to_raw() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("ioscale: error: {e}");
-            return Ok(2);
-        }
-    };
-    let spec = match raw.build() {
+    crate::as_ranks("ioscale", |coord| meta_ranks(args, coord))
+}
+
+fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    let root = coord.rank() == 0;
+    let built = args
+        .to_raw()
+        .map_err(|e| e.to_string())
+        .and_then(|raw| raw.build().map_err(|e| e.to_string()));
+    let spec = match built {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("ioscale: error: {e}");
+            if root {
+                eprintln!("ioscale: error: {e}");
+            }
             return Ok(2);
         }
     };
-    for (flag, p) in [("--json", &args.json), ("--csv", &args.csv)] {
-        if let Some(p) = p {
-            crate::check_output_path(flag, p)?;
-        }
+    let outputs = [
+        ("--json", args.json.as_deref()),
+        ("--csv", args.csv.as_deref()),
+    ];
+    if let Some(code) = crate::check_outputs(coord, "ioscale", &outputs) {
+        return Ok(code);
     }
     let stop = crate::install_signals()?;
     let command: Vec<String> = std::env::args().collect();
-    let outcome = match run(&spec, command, stop) {
+    let outcome = match run_with(&spec, command, stop, coord) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("ioscale: error: {e}");
+            if root {
+                eprintln!("ioscale: error: {e}");
+            }
             return Ok(2);
         }
     };
+    if !root {
+        return Ok(outcome.exit_code());
+    }
     crate::emit(
         &outcome,
         args.json.as_deref(),
@@ -241,6 +260,7 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
         root_created,
         state: TreeState::default(),
         extent: 0,
+        leaf_depth: spec.leaf_depth,
     };
     let mut tree = match fs::symlink_metadata(&root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -328,9 +348,9 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
                     let mut st = found.state;
                     for &op in &spec.ops {
                         if let Some(pre) = st.prerequisite(op) {
-                            st = st.after(pre).unwrap_or(st);
+                            st = spec.state_after(st, pre).unwrap_or(st);
                         }
-                        st = st.after(op).map_err(|why| {
+                        st = spec.state_after(st, op).map_err(|why| {
                             Refused(format!(
                                 "{} holds a tree an earlier run kept, and `{op}` cannot run on it: {why}; \
                                  pass --clean-existing to remove it first, or run phases that use it \
@@ -455,18 +475,54 @@ fn union(a: TreeState, b: TreeState) -> TreeState {
         renamed: a.renamed || b.renamed,
         links: a.links || b.links,
         dirs: a.dirs || b.dirs,
+        // Data half written by either side holds neither's pattern for sure.
+        pattern: if a.pattern == b.pattern {
+            a.pattern
+        } else {
+            None
+        },
     }
 }
 
-/// Runs the whole metadata workload. `stop` is raised by the signal handler.
-pub fn run(
+/// Runs the whole metadata workload as one rank of `coord`: `spec.threads`
+/// threads here, `coord.size() × spec.threads` workers in all, worker
+/// `rank × threads + t` being thread `t` of rank `rank` (names, hashed
+/// directories and the marker use the global index, so a tree made by 4
+/// ranks of 2 threads is the tree of `--threads 8`). Every rank calls it
+/// with the same spec.
+///
+/// Rank 0 alone makes (or finds) the working directory and the marker
+/// before any other rank starts, writes the marker between phases, and
+/// removes the tree after every rank finished; it receives every worker's
+/// sample. Failures, interrupts and time limits are agreed at every phase
+/// boundary, so all ranks stop at the same point. The other ranks'
+/// [`Outcome`] is not meant to be printed.
+pub fn run_with(
     spec: &MetaSpec,
     command: Vec<String>,
     stop: Arc<AtomicBool>,
+    coord: &dyn Coordinator,
 ) -> Result<Outcome, Refused> {
-    preflight(spec)?;
-    let host = host::collect(&spec.target);
-    let mut warns = warnings(spec, &host);
+    let ranks = coord.size();
+    let is_root = coord.rank() == 0;
+    let workers = spec.threads.checked_mul(ranks).ok_or_else(|| {
+        Refused(format!(
+            "--threads {} × {ranks} ranks overflows the worker count",
+            spec.threads
+        ))
+    })?;
+    // The spec of all workers: names, the marker and cleanup use it.
+    let mut gspec = spec.clone();
+    gspec.threads = workers;
+    let user_spec = spec;
+    let spec = &gspec;
+    cluster::agree(coord, preflight(spec))?;
+    let mut host = host::collect(&spec.target);
+    let layout = cluster::layout(coord, user_spec.threads, &mut host);
+    // CPUs are per node: warn about one node's share.
+    let mut node_spec = user_spec.clone();
+    node_spec.threads = user_spec.threads * layout.tasks_per_node();
+    let mut warns = warnings(&node_spec, &host);
     if spec.ops.contains(&MetaOp::Create) {
         if let Ok(free) = engine::sys::free_bytes(&spec.target) {
             let need = spec.file_size.max() * spec.total_files();
@@ -479,9 +535,17 @@ pub fn run(
             }
         }
     }
-    let run_id = make_run_id();
+    let run_id = coord
+        .broadcast_as(&make_run_id())
+        .map_err(|e| Refused(e.to_string()))?;
     let mut notes = Vec::new();
-    let mut tree = prepare(spec, &run_id, &mut notes)?;
+    // Rank 0 makes the tree; the others learn its marker only after that
+    // (the broadcast), so nobody creates an entry before. Their copy never
+    // writes the marker.
+    let made = is_root.then(|| prepare(spec, &run_id, &mut notes));
+    let made = cluster::agree(coord, made.transpose())?;
+    let mut tree = share_tree(coord, made, spec)?;
+    let mut seq = 0u64;
     let mut results = ResultSet {
         schema: SCHEMA,
         tool: "ioscale".into(),
@@ -489,7 +553,7 @@ pub fn run(
         command,
         started: host::now_rfc3339(),
         host,
-        spec: JobSpec::Meta(spec.clone()),
+        spec: JobSpec::Meta(user_spec.clone()),
         warnings: Vec::new(),
         interrupted: false,
         errors: Vec::new(),
@@ -504,14 +568,14 @@ pub fn run(
     let mut ran_cleanup = false;
     'reps: for rep in 0..spec.reps {
         for &op in &spec.ops {
-            if stop.load(Ordering::Relaxed) {
+            if coord.any(stop.load(Ordering::Relaxed)) {
                 results.interrupted = true;
                 break 'reps;
             }
             if let Some(pre) = state.prerequisite(op) {
                 // Lay out what the phase works on, untimed, as `run` lays
                 // out data before a read.
-                tree.marker.state = union(state, state.after(pre).unwrap_or(state));
+                tree.marker.state = union(state, spec.state_after(state, pre).unwrap_or(state));
                 tree.marker.extent = spec.files.max(extent);
                 tree.save();
                 let plan = MetaPlan {
@@ -523,34 +587,38 @@ pub fn run(
                     limit: Some(limit.clone()),
                     timed: false,
                 };
-                let (samples, _) = run_phase(&plan, &stop);
+                let out = run_phase_all(&plan, &stop, coord, &mut seq);
+                let samples = &out.samples;
                 extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
-                if let Some((w, f)) = samples
-                    .iter()
-                    .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
-                {
+                if out.failed {
                     state = tree.marker.state;
-                    results.errors.push(ErrorRecord {
-                        worker: w,
-                        op: format!("layout {}", f.op),
-                        file: f.path.display().to_string(),
-                        offset: None,
-                        errno: f.errno,
-                        message: f.message.clone(),
-                    });
+                    match samples
+                        .iter()
+                        .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
+                    {
+                        Some((w, f)) => results.errors.push(ErrorRecord {
+                            worker: w,
+                            op: format!("layout {}", f.op),
+                            file: f.path.display().to_string(),
+                            offset: f.offset,
+                            errno: f.errno,
+                            message: f.message.clone(),
+                        }),
+                        None => results.errors.push(other_rank_failed(coord, user_spec)),
+                    }
                     break 'reps;
                 }
-                if stop.load(Ordering::Relaxed) {
+                if out.interrupted {
                     state = tree.marker.state;
                     results.interrupted = true;
                     break 'reps;
                 }
-                state = state.after(pre).unwrap_or(state);
+                state = spec.state_after(state, pre).unwrap_or(state);
                 warns.push(format!(
                     "the entries were laid out by an untimed {pre} before the first {op} phase"
                 ));
             }
-            let after = match state.after(op) {
+            let after = match spec.state_after(state, op) {
                 Ok(a) => a,
                 Err(why) => {
                     // Validation and `prepare` rule this out; be safe anyway.
@@ -578,29 +646,36 @@ pub fn run(
                 limit: Some(limit.clone()),
                 timed: true,
             };
-            let cpu0 = engine::sys::cpu_times();
-            let (samples, first_done_ns) = run_phase(&plan, &stop);
-            let cpu1 = engine::sys::cpu_times();
+            let out = run_phase_all(&plan, &stop, coord, &mut seq);
+            let samples = out.samples;
             if creates {
                 extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
             }
-            let interrupted = stop.load(Ordering::Relaxed);
-            let rec = reduce(
-                &plan,
-                &samples,
-                first_done_ns,
-                (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
-                &results.host.hostname,
-                interrupted,
-            );
-            let failed = samples.iter().any(|s| s.failure.is_some());
+            let interrupted = out.interrupted;
+            let failed = out.failed;
+            let cut_short = out.deadline;
+            if is_root {
+                let rec = reduce(
+                    &plan,
+                    &samples,
+                    out.first_done_ns,
+                    out.cpu,
+                    &layout,
+                    interrupted,
+                );
+                if let Some(c) = results.host.cluster.as_mut() {
+                    c.node_phases
+                        .extend(layout.node_phases(results.phases.len(), &rec));
+                }
+                results.phases.push(rec);
+            }
             for s in &samples {
                 if let Some(f) = &s.failure {
                     results.errors.push(ErrorRecord {
                         worker: s.worker,
                         op: f.op.clone(),
                         file: f.path.display().to_string(),
-                        offset: None,
+                        offset: f.offset,
                         errno: f.errno,
                         message: f.message.clone(),
                     });
@@ -614,8 +689,9 @@ pub fn run(
                     ));
                 }
             }
-            let cut_short = rec.time_limited;
-            results.phases.push(rec);
+            if failed && results.errors.is_empty() {
+                results.errors.push(other_rank_failed(coord, user_spec));
+            }
             if failed || interrupted {
                 state = union(state, after);
                 if interrupted {
@@ -637,8 +713,8 @@ pub fn run(
                 ) {
                     state = union(state, after);
                     warns.push(format!(
-                        "the sequence stopped after the time-limited {op}: later phases would find a \
-                         partly changed tree"
+                        "the sequence stopped after the cut-short {op} (--time or --stop-at-first): later \
+                         phases would find a partly changed tree"
                     ));
                     break 'reps;
                 }
@@ -653,6 +729,11 @@ pub fn run(
     results.warnings = warns;
     results.summarise();
 
+    // Every rank has closed its entries before rank 0 removes them.
+    coord.barrier();
+    if !is_root {
+        return Ok(Outcome { results, notes });
+    }
     tree.marker.state = state;
     tree.marker.extent = extent;
     let remove = !spec.keep && (tree.ours || ran_cleanup || state.is_empty());
@@ -668,10 +749,15 @@ pub fn run(
     } else {
         tree.save();
         let how = format!(
-            "`ioscale meta --ops cleanup --threads {} --files {}{}{} {}` removes it",
+            "`ioscale meta --ops cleanup --threads {} --files {}{}{}{} {}` removes it",
             spec.threads,
             tree.marker.files,
             if spec.same_dir { " --same-dir" } else { "" },
+            if spec.prefix.is_empty() {
+                String::new()
+            } else {
+                format!(" --prefix {}", spec.prefix)
+            },
             if spec.files_per_dir != u64::MAX {
                 format!(
                     " --files-per-dir {} --dirs-per-dir {}",
@@ -700,33 +786,62 @@ pub fn run(
     Ok(Outcome { results, notes })
 }
 
-/// Runs one phase: one thread per worker, all released together.
-fn run_phase(plan: &MetaPlan<'_>, stop: &Arc<AtomicBool>) -> (Vec<MetaSample>, Option<u64>) {
-    let threads = plan.spec.threads as usize;
-    let ctl = PhaseControl::new(stop.clone());
-    let barrier = Barrier::new(threads);
-    let samples = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|w| {
-                let ctl = &ctl;
-                let barrier = &barrier;
-                std::thread::Builder::new()
-                    .name(format!("ioscale-m{w}"))
-                    .stack_size(256 * 1024)
-                    .spawn_scoped(scope, move || run_meta_worker(w as u32, plan, ctl, barrier))
-                    .expect("spawning a worker thread")
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("worker thread panicked"))
-            .collect::<Vec<_>>()
-    });
-    let first_done = ctl
-        .first_done
-        .load(Ordering::Acquire)
-        .then(|| ctl.first_done_ns.load(Ordering::Acquire));
-    (samples, first_done)
+/// Runs one phase on this rank, one thread per worker, all released
+/// together after the ranks' barrier, and agrees on its outcome with the
+/// other ranks (see [`cluster::run_phase_all`]).
+fn run_phase_all(
+    plan: &MetaPlan<'_>,
+    stop: &Arc<AtomicBool>,
+    coord: &dyn Coordinator,
+    seq: &mut u64,
+) -> PhaseOut<MetaSample> {
+    let threads = (plan.spec.threads / coord.size()) as usize;
+    cluster::run_phase_all(
+        coord,
+        seq,
+        stop,
+        "m",
+        vec![(); threads],
+        |w, (), ctl, barrier| run_meta_worker(w, plan, ctl, barrier),
+    )
+}
+
+/// The error a rank records when another rank's worker failed: it stopped
+/// with them; rank 0 reports the failure itself.
+fn other_rank_failed(coord: &dyn Coordinator, spec: &MetaSpec) -> ErrorRecord {
+    ErrorRecord {
+        worker: coord.rank() * spec.threads,
+        op: "stop".into(),
+        file: String::new(),
+        offset: None,
+        errno: None,
+        message: "another rank failed; rank 0 reports the error".into(),
+    }
+}
+
+/// Hands rank 0's tree to every rank. The others' copy never writes the
+/// marker (`writable` false) and is never removed by them.
+fn share_tree(
+    coord: &dyn Coordinator,
+    made: Option<Tree>,
+    spec: &MetaSpec,
+) -> Result<Tree, Refused> {
+    if coord.size() == 1 {
+        return made.ok_or_else(|| Refused("rank 0 has no tree".into()));
+    }
+    let marker: Option<Marker> = coord
+        .broadcast_as(&made.as_ref().map(|t| t.marker.clone()))
+        .map_err(|e| Refused(e.to_string()))?;
+    if let Some(t) = made {
+        return Ok(t);
+    }
+    let marker = marker.ok_or_else(|| Refused("rank 0 sent no tree".into()))?;
+    Ok(Tree {
+        root: spec.target.join(ROOT_NAME),
+        marker,
+        writable: false,
+        ours: false,
+    })
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -738,7 +853,7 @@ fn reduce(
     samples: &[MetaSample],
     first_done_ns: Option<u64>,
     cpu: (f64, f64),
-    hostname: &str,
+    layout: &Layout,
     interrupted: bool,
 ) -> PhaseRecord {
     let t0 = samples.iter().map(|s| s.start_ns).min().unwrap_or(0);
@@ -783,7 +898,8 @@ fn reduce(
             .unwrap_or(0) as f64
             / 1e9,
         close_s: 0.0,
-        fsync_s: 0.0,
+        // mdtest -Y: the closing syncfs, inside the phase's time.
+        fsync_s: samples.iter().map(|s| s.sync_ns).max().unwrap_or(0) as f64 / 1e9,
         cpu_user_s: cpu.0,
         cpu_sys_s: cpu.1,
         stonewall: Stonewall {
@@ -798,7 +914,19 @@ fn reduce(
         time_limited: samples.iter().any(|s| s.hit_deadline),
         interrupted,
         errors: samples.iter().map(|s| s.errors).sum(),
-        verify: None,
+        verify: (plan.op == MetaOp::Read && plan.spec.verify).then(|| report::VerifyRecord {
+            checked_bytes: samples.iter().map(|s| s.checked_bytes).sum(),
+            bad_bytes: samples.iter().map(|s| s.bad_bytes).sum(),
+            mismatches: samples
+                .iter()
+                .flat_map(|s| &s.mismatches)
+                .map(|(f, o, b)| report::Mismatch {
+                    file: f.display().to_string(),
+                    offset: *o,
+                    bad_bytes: *b,
+                })
+                .collect(),
+        }),
         files: Some(FilesRecord {
             requested,
             processed: files,
@@ -843,7 +971,7 @@ fn reduce(
                 let own = s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9;
                 WorkerRecord {
                     worker: s.worker,
-                    host: hostname.to_string(),
+                    host: layout.host_of(s.worker).to_string(),
                     bytes: s.bytes(),
                     ops: s.files,
                     start_s: s.start_ns.saturating_sub(t0) as f64 / 1e9,

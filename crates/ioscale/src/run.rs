@@ -10,10 +10,10 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 
-use coord::{Coordinator, PhaseSignals, Signal};
-use engine::{run_worker, PhaseControl, PhasePlan, Prepared, WorkerSample};
+use coord::Coordinator;
+use engine::{run_worker, PhasePlan, Prepared, WorkerSample};
 use report::{
     ErrorRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord,
     WorkerRecord, SCHEMA,
@@ -21,7 +21,7 @@ use report::{
 use spec::{format_size, EngineKind, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
-use crate::cluster::{self, Layout, RankPhase, WireSample};
+use crate::cluster::{self, Layout, PhaseOut};
 use crate::files::{DataSet, Marker, SetKind, SetupError};
 use crate::host;
 
@@ -236,16 +236,6 @@ fn drop_caches(ds: &DataSet, warned: &mut bool, warnings: &mut Vec<String>) {
     }
 }
 
-/// Runs the whole workload in this one process. `stop` is raised by the
-/// signal handler.
-pub fn run(
-    spec: &WorkloadSpec,
-    command: Vec<String>,
-    stop: Arc<AtomicBool>,
-) -> Result<Outcome, Refused> {
-    run_with(spec, command, stop, &coord::Solo)
-}
-
 /// Runs the whole workload as one rank of `coord`: `spec.threads` threads
 /// in this process, `coord.size() × spec.threads` workers in all, worker
 /// `rank × threads + t` being thread `t` of rank `rank`. Every rank calls
@@ -275,17 +265,11 @@ pub fn run_with(
     gspec.threads = workers;
     let align = cluster::agree(coord, preflight(spec))?;
     let mut host = host::collect(&spec.target);
-    let layout = if ranks > 1 {
-        let l = Layout::discover(coord, spec.threads);
-        host.cluster = Some(l.info(coord.kind()));
-        l
-    } else {
-        Layout {
-            hosts: vec![host.hostname.clone()],
-            threads: spec.threads,
-        }
-    };
-    let mut warns = warnings(&gspec, &host);
+    let layout = cluster::layout(coord, spec.threads, &mut host);
+    // Page cache and CPUs are per node: warn about one node's share.
+    let mut node_spec = spec.clone();
+    node_spec.threads = spec.threads * layout.tasks_per_node();
+    let mut warns = warnings(&node_spec, &host);
     let writes = spec.ops.iter().any(|o| o.writes());
     if writes {
         if let Ok(free) = engine::sys::free_bytes(&spec.target) {
@@ -527,87 +511,50 @@ fn plan_for(
     }
 }
 
-/// One phase as every rank agrees on it.
-struct PhaseOut {
-    /// All workers' samples on rank 0 (by worker); this rank's elsewhere.
-    samples: Vec<WorkerSample>,
-    /// The stonewall: the earliest first finish on any rank.
-    first_done_ns: Option<u64>,
-    /// Process CPU time (user, system), summed over ranks on rank 0.
-    cpu: (f64, f64),
-    /// Some worker on some rank failed.
-    failed: bool,
-    /// Some rank was interrupted.
-    interrupted: bool,
-    /// Some worker hit the time limit.
-    deadline: bool,
-}
-
 /// Runs one phase on this rank and agrees on its outcome with the others;
-/// a collective call every rank reaches, whatever its workers met.
+/// a collective call every rank reaches, whatever its workers met. The
+/// prepared state of each thread (buffers, io_uring) carries over to the
+/// next phase.
 fn run_phase_all(
     plan: &PhasePlan,
     stop: &Arc<AtomicBool>,
     prepared: &mut [Option<Prepared>],
     coord: &dyn Coordinator,
     seq: &mut u64,
-) -> PhaseOut {
-    *seq += 1;
-    let cpu0 = engine::sys::cpu_times();
-    let (samples, first_done_ns) = run_phase(plan, stop, prepared, coord, *seq);
-    let cpu1 = engine::sys::cpu_times();
-    let cpu = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
-    let failed = samples.iter().any(|s| s.failure.is_some());
-    let deadline = samples.iter().any(|s| s.hit_deadline);
-    if coord.size() == 1 {
-        return PhaseOut {
-            samples,
-            first_done_ns,
-            cpu,
-            failed,
-            interrupted: stop.load(Ordering::Relaxed),
-            deadline,
-        };
-    }
-    let failed = coord.any(failed);
-    let interrupted = coord.any(stop.load(Ordering::Relaxed));
-    let deadline = coord.any(deadline);
-    let first = coord.min_u64(first_done_ns.unwrap_or(u64::MAX));
-    let first_done_ns = (first != u64::MAX).then_some(first);
-    let mine = RankPhase {
-        samples: samples.iter().map(WireSample::from).collect(),
-        cpu,
-    };
-    let gathered = coord
-        .gather_as(&mine)
-        .expect("ranks exchange their phase samples");
-    let (samples, cpu) = match gathered {
-        Some(all) => {
-            let mut cpu = (0.0, 0.0);
-            let mut out = Vec::new();
-            for r in all {
-                cpu.0 += r.cpu.0;
-                cpu.1 += r.cpu.1;
-                for s in r.samples {
-                    out.push(s.into_sample().expect("ranks run the same ioscale binary"));
+) -> PhaseOut<WorkerSample> {
+    let items: Vec<Option<Prepared>> = prepared.iter_mut().map(Option::take).collect();
+    let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
+        (0..items.len()).map(|_| Default::default()).collect();
+    let base = coord.rank() * items.len() as u32;
+    let mut out = cluster::run_phase_all(coord, seq, stop, "w", items, |w, mine, ctl, barrier| {
+        let p = match mine {
+            Some(p) => p,
+            None => match Prepared::new(plan, w) {
+                Ok(p) => p,
+                Err(e) => {
+                    // Still take part in the barrier so the others are
+                    // not left waiting.
+                    barrier.wait();
+                    ctl.abort.store(true, Ordering::Relaxed);
+                    return setup_failure(plan, w, e);
                 }
-            }
-            out.sort_by_key(|s| s.worker);
-            if let Some(sw) = first_done_ns {
-                prorate_stonewall(&mut out, sw);
-            }
-            (out, cpu)
-        }
-        None => (samples, cpu),
-    };
-    PhaseOut {
-        samples,
-        first_done_ns,
-        cpu,
-        failed,
-        interrupted,
-        deadline,
+            },
+        };
+        let (s, p) = run_worker(w, plan, ctl, barrier, p);
+        *slots[(w - base) as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = p;
+        s
+    });
+    for (slot, p) in prepared.iter_mut().zip(slots) {
+        *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
     }
+    if coord.size() > 1 && coord.rank() == 0 {
+        if let Some(sw) = out.first_done_ns {
+            prorate_stonewall(&mut out.samples, sw);
+        }
+    }
+    out
 }
 
 /// The stonewall signal reaches other ranks within about a millisecond;
@@ -625,136 +572,6 @@ fn prorate_stonewall(samples: &mut [WorkerSample], sw_ns: u64) {
             sw_ns.saturating_sub(s.open_done_ns) as f64 / (s.io_done_ns - s.open_done_ns) as f64;
         s.stonewall_bytes = (s.counters.bytes as f64 * share) as u64;
         s.stonewall_ops = (s.counters.ops as f64 * share) as u64;
-    }
-}
-
-/// Runs one phase on this rank: one thread per worker, all released
-/// together after the ranks' barrier. While they run, the main thread
-/// relays the stonewall and failures between ranks.
-fn run_phase(
-    plan: &PhasePlan,
-    stop: &Arc<AtomicBool>,
-    prepared: &mut [Option<Prepared>],
-    coord: &dyn Coordinator,
-    seq: u64,
-) -> (Vec<WorkerSample>, Option<u64>) {
-    let base = coord.rank() * prepared.len() as u32;
-    coord.barrier();
-    // Each rank's epoch is taken right after the barrier, so the sample
-    // times of all ranks share one origin (as IOR's MPI_Wtime after a
-    // barrier).
-    let ctl = PhaseControl::new(stop.clone());
-    let barrier = Barrier::new(prepared.len());
-    let mut signals = (coord.size() > 1).then(|| coord.signals(seq));
-    let mut out: Vec<(WorkerSample, Option<Prepared>)> = Vec::with_capacity(prepared.len());
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = prepared
-            .iter_mut()
-            .enumerate()
-            .map(|(t, slot)| {
-                let w = base + t as u32;
-                let ctl = &ctl;
-                let barrier = &barrier;
-                let mine = slot.take();
-                std::thread::Builder::new()
-                    .name(format!("ioscale-w{w}"))
-                    .stack_size(256 * 1024)
-                    .spawn_scoped(scope, move || {
-                        let p = match mine {
-                            Some(p) => p,
-                            None => match Prepared::new(plan, w) {
-                                Ok(p) => p,
-                                Err(e) => {
-                                    // Still take part in the barrier so the
-                                    // others are not left waiting.
-                                    barrier.wait();
-                                    ctl.abort.store(true, Ordering::Relaxed);
-                                    return (setup_failure(plan, w, e), None);
-                                }
-                            },
-                        };
-                        run_worker(w, plan, ctl, barrier, p)
-                    })
-                    .expect("spawning a worker thread")
-            })
-            .collect();
-        if let Some(sig) = signals.as_mut() {
-            let mut told = Told::default();
-            loop {
-                let done = handles.iter().all(|h| h.is_finished());
-                told.tell(&ctl, sig.as_mut(), done);
-                for s in sig.poll() {
-                    apply_signal(&ctl, s);
-                }
-                if done {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        }
-        for h in handles {
-            out.push(h.join().expect("worker thread panicked"));
-        }
-    });
-    if let Some(mut sig) = signals {
-        for s in sig.finish() {
-            apply_signal(&ctl, s);
-        }
-    }
-    let first_done = ctl
-        .first_done
-        .load(Ordering::Acquire)
-        .then(|| ctl.first_done_ns.load(Ordering::Acquire));
-    let mut samples = Vec::with_capacity(out.len());
-    for (i, (s, p)) in out.into_iter().enumerate() {
-        prepared[i] = p;
-        samples.push(s);
-    }
-    (samples, first_done)
-}
-
-/// Which local events this rank already told the others about.
-#[derive(Default)]
-struct Told {
-    first: bool,
-    abort: bool,
-    remote_first: bool,
-}
-
-impl Told {
-    fn tell(&mut self, ctl: &PhaseControl, sig: &mut dyn PhaseSignals, final_pass: bool) {
-        if !self.first && !self.remote_first && ctl.first_done.load(Ordering::Acquire) {
-            // The worker stores the time just after raising the flag.
-            let ns = ctl.first_done_ns.load(Ordering::Acquire);
-            if ns > 0 || final_pass {
-                self.first = true;
-                sig.announce(Signal::FirstDone(ns));
-            }
-        }
-        if !self.abort && ctl.abort.load(Ordering::Relaxed) {
-            self.abort = true;
-            sig.announce(Signal::Abort);
-        }
-    }
-}
-
-/// Applies another rank's signal: its first finish is this rank's
-/// stonewall too (workers take their stonewall counts when they see the
-/// flag), and its failure stops this rank's workers at their next check.
-fn apply_signal(ctl: &PhaseControl, s: Signal) {
-    match s {
-        Signal::FirstDone(ns) => {
-            if ctl
-                .first_done
-                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-                .is_ok()
-            {
-                ctl.first_done_ns.store(ns, Ordering::Release);
-            } else {
-                ctl.first_done_ns.fetch_min(ns, Ordering::AcqRel);
-            }
-        }
-        Signal::Abort => ctl.abort.store(true, Ordering::Relaxed),
     }
 }
 

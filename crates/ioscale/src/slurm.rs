@@ -26,8 +26,9 @@ pub const EXAMPLES: &str = "Examples:
   # Open MPI's mpirun instead of srun (an MPI built without Slurm's PMIx)
   ioscale slurm --nodes 2 --ntasks-per-node 8 --launcher mpirun -- run --op write,read /shared/fs
 
-The script runs `ioscale run` under srun --mpi=pmix (or mpirun) and writes each record to
-ioscale-results/JOBID/ranks-N.json. `meta` and `sweep` run in one process, once per job.";
+The script runs the command under srun --mpi=pmix (or mpirun) and writes each record to
+ioscale-results/JOBID/ranks-N.json (meta-N.json, sweep-N.json for `meta` and `sweep`;
+the ior, mdtest, dd and smallfile front-ends print their reports into the job output).";
 
 /// How the script starts the ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -132,21 +133,17 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
     }
     let total = args.nodes.saturating_mul(args.ntasks_per_node);
     let sub = args.command.first().map(String::as_str).unwrap_or("");
-    let ranked = match sub {
-        "run" => true,
-        "meta" | "sweep" | "ior" | "mdtest" | "dd" | "smallfile" => false,
+    // Every command runs as MPI ranks; the front-ends print their tools'
+    // reports (into the job's output) instead of writing a JSON record.
+    let records = match sub {
+        "run" | "meta" | "sweep" => true,
+        "ior" | "mdtest" | "dd" | "smallfile" => false,
         other => {
             return Err(format!(
                 "COMMAND must be an ioscale command such as `run …` or `sweep …`, not '{other}'"
             ))
         }
     };
-    if !ranked && (total > 1 || args.ranks.is_some()) {
-        return Err(format!(
-            "`{sub}` runs in one process, not as MPI ranks yet: use --nodes 1 --ntasks-per-node 1 \
-             (the job then runs it once), or `run` for a job across ranks"
-        ));
-    }
     let ranks: Vec<u64> = match &args.ranks {
         Some(l) => spec::parse_list(l, spec::parse_count).map_err(|e| format!("--ranks: {e}"))?,
         None => vec![total as u64],
@@ -208,23 +205,16 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
         .as_deref()
         .map(|a| format!(" {a}"))
         .unwrap_or_default();
-    if !ranked {
-        let json = if has_json {
-            String::new()
-        } else {
-            format!(" --json \"$RESULTS/{sub}.json\"")
-        };
-        // One process, in the batch step itself: no launcher.
-        s.push_str(&format!("\"$IOSCALE\" {cmd}{json}\n"));
-        return Ok(s);
-    }
     let list: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
     s.push_str("status=0\n");
     s.push_str(&format!("for n in {}; do\n", list.join(" ")));
-    let json = if has_json {
+    let json = if has_json || !records {
         String::new()
     } else {
-        " --json \"$RESULTS/ranks-$n.json\"".into()
+        format!(
+            " --json \"$RESULTS/{}-$n.json\"",
+            if sub == "run" { "ranks" } else { sub }
+        )
     };
     let launch = match args.launcher {
         Launcher::Srun => format!("srun --mpi={} --ntasks=\"$n\"{extra}", sh_quote(&args.mpi)),
@@ -326,16 +316,19 @@ mod tests {
     }
 
     #[test]
-    fn one_process_commands_run_once() {
-        let mut a = args(&["sweep", "--threads", "1..8x2", "/fs"]);
-        assert!(script(&a, "ioscale").unwrap_err().contains("one process"));
-        a.nodes = 1;
-        a.ntasks_per_node = 1;
+    fn every_command_runs_as_ranks() {
+        let a = args(&["sweep", "--threads", "1,2", "--", "run", "/fs"]);
         let s = script(&a, "ioscale").unwrap();
         assert!(
-            s.contains("\"$IOSCALE\" sweep --threads 1..8x2 /fs --json \"$RESULTS/sweep.json\""),
+            s.contains(
+                "\"$IOSCALE\" sweep --threads 1,2 -- run /fs --json \"$RESULTS/sweep-$n.json\""
+            ),
             "{s}"
         );
+        let m = script(&args(&["meta", "--files", "10", "/fs"]), "ioscale").unwrap();
+        assert!(m.contains("--json \"$RESULTS/meta-$n.json\""), "{m}");
+        let i = script(&args(&["ior", "-w", "-o", "/fs/x"]), "ioscale").unwrap();
+        assert!(i.contains("\"$IOSCALE\" ior -w -o /fs/x || status"), "{i}");
         assert!(script(&args(&["rm", "-rf"]), "x").is_err());
     }
 }

@@ -20,6 +20,7 @@ use analysis::render::{render_csv, render_json, render_text};
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
 use anyhow::Context;
 use clap::{Args, Parser, ValueEnum};
+use coord::Coordinator;
 use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
 
 use crate::cli::{Cli, Command, Format};
@@ -614,26 +615,43 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
     d
 }
 
-/// `ioscale sweep`.
+/// `ioscale sweep`; started by mpirun or srun, every point runs as the
+/// ranks of the launch, and rank 0 alone prints, journals and renders.
 pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
+    crate::as_ranks("ioscale", |coord| sweep_ranks(args, coord))
+}
+
+fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    let root = coord.rank() == 0;
     let plan = match plan(args) {
         Ok(p) => p,
         Err(Usage(m)) => {
-            eprintln!("ioscale: error: {m}");
+            if root {
+                eprintln!("ioscale: error: {m}");
+            }
             return Ok(2);
         }
     };
-    for (flag, p) in [
-        ("--json", &args.json),
-        ("--csv", &args.csv),
-        ("--html", &args.html),
-    ] {
-        if let Some(p) = p {
-            crate::check_output_path(flag, p)?;
+    let mut bad = Ok(());
+    if root {
+        for (flag, p) in [
+            ("--json", &args.json),
+            ("--csv", &args.csv),
+            ("--html", &args.html),
+        ] {
+            if let Some(p) = p {
+                bad = bad.and_then(|()| crate::check_output_path(flag, p));
+            }
+        }
+        if let Some(d) = &args.png {
+            bad = bad.and_then(|()| check_png_dir(d));
         }
     }
-    if let Some(d) = &args.png {
-        check_png_dir(d)?;
+    if let Err(e) = crate::cluster::root_check(coord, bad) {
+        if let Some(e) = e {
+            eprintln!("ioscale: error: {e:#}");
+        }
+        return Ok(2);
     }
     let command: Vec<String> = std::env::args().collect();
     let first_target = plan
@@ -655,78 +673,33 @@ pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         points: Vec::new(),
         analysis: Default::default(),
     };
-    if args.resume {
-        let path = args
-            .json
-            .as_ref()
-            .expect("clap requires --json with --resume");
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!(
-                    "ioscale: error: --resume: cannot read {}: {e}",
-                    path.display()
-                );
-                return Ok(2);
-            }
-        };
-        let saved = match analysis::load(&bytes) {
-            Ok(analysis::Loaded::Sweep(s)) => *s,
-            Ok(analysis::Loaded::Run(_)) => {
-                eprintln!(
-                    "ioscale: error: --resume: {} holds a single run, not a sweep",
-                    path.display()
-                );
-                return Ok(2);
-            }
-            Err(e) => {
-                eprintln!("ioscale: error: --resume: {}: {e}", path.display());
-                return Ok(2);
-            }
-        };
-        let diff = config_diff(&saved.config, &plan.config);
-        if !diff.is_empty() {
-            eprintln!(
-                "ioscale: error: --resume: {} was written by a sweep with different arguments ({}); \
-                 repeat the original arguments, or drop --resume (or use another --json file) to start over",
-                path.display(),
-                diff.join("; ")
-            );
-            return Ok(2);
-        }
-        rec.started = saved.started;
-        rec.command = saved.command;
-        rec.host = saved.host;
-        // Keep only points that still match the plan at their index.
-        rec.points = saved
-            .points
-            .into_iter()
-            .filter(|p| {
-                plan.points.get(p.index).is_some_and(|q| {
-                    q.threads == p.threads
-                        && q.xfer == p.xfer
-                        && q.layout == p.layout
-                        && q.target == p.target
-                })
-            })
-            .collect();
-        eprintln!(
-            "ioscale: resuming {}: {} of {} points already done",
-            path.display(),
-            rec.points.len(),
-            rec.points_total
-        );
-    }
+    // Rank 0 reads the journal; every rank learns which points are done.
+    let refused = if root && args.resume {
+        resume(args, &plan, &mut rec)
+    } else {
+        None
+    };
+    let ok = refused.is_none();
+    let done: Option<Vec<usize>> = coord
+        .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Some(done) = done else {
+        return Ok(refused.unwrap_or(2));
+    };
 
     let stop = crate::install_signals()?;
-    let live = Live::start(plan.points.len(), rec.points.len());
+    let live = if root {
+        Live::start(plan.points.len(), rec.points.len())
+    } else {
+        None
+    };
     let mut exit = 0;
     let mut failure: Option<String> = None;
     for (index, p) in plan.points.iter().enumerate() {
-        if rec.points.iter().any(|q| q.index == index) {
+        if done.contains(&index) {
             continue;
         }
-        if stop.load(Ordering::Relaxed) {
+        if coord.any(stop.load(Ordering::Relaxed)) {
             rec.interrupted = true;
             break;
         }
@@ -752,8 +725,8 @@ pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         }
         let t = Instant::now();
         let outcome = match &p.job {
-            Job::Run(w) => crate::run::run(w, command.clone(), Arc::clone(&stop)),
-            Job::Meta(m) => crate::meta::run(m, command.clone(), Arc::clone(&stop)),
+            Job::Run(w) => crate::run::run_with(w, command.clone(), Arc::clone(&stop), coord),
+            Job::Meta(m) => crate::meta::run_with(m, command.clone(), Arc::clone(&stop), coord),
         };
         let outcome = match outcome {
             Ok(o) => o,
@@ -762,21 +735,22 @@ pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
                 break;
             }
         };
+        if outcome.results.interrupted {
+            rec.interrupted = true;
+            break;
+        }
+        if !root {
+            // Rank 0 records the point; its exit code is the sweep's.
+            continue;
+        }
         for n in &outcome.notes {
             if n.starts_with("cleanup") {
                 eprintln!("ioscale: point {what}: {n}");
             }
         }
-        if outcome.results.interrupted {
-            rec.interrupted = true;
-            break;
-        }
         exit = exit.max(outcome.exit_code());
-        for e in &outcome.results.errors {
-            eprintln!(
-                "ioscale: error: point {what}: worker {}: {} {}: {}",
-                e.worker, e.op, e.file, e.message
-            );
+        for line in crate::error_lines(&outcome.results.errors) {
+            eprintln!("ioscale: error: point {what}: {line}");
         }
         let (ops, geomean_bw_mib_s, geomean_iops) =
             point_stats(&outcome.results, p.threads, plan.config.trim);
@@ -824,6 +798,9 @@ pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         }
     }
     drop(live);
+    if !root {
+        return Ok(exit);
+    }
     rec.analysis = analysis::analyse(&rec);
     if failure.is_some() && rec.points.len() < rec.points_total {
         // A refused point leaves the sweep unfinished; resuming is possible.
@@ -859,6 +836,75 @@ pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
         return Ok(130);
     }
     Ok(if wrote { exit } else { exit.max(1) })
+}
+
+/// `--resume`: reads the journal into `rec` (rank 0). `Some(exit code)`
+/// when it cannot be used.
+fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
+    {
+        let path = args
+            .json
+            .as_ref()
+            .expect("clap requires --json with --resume");
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!(
+                    "ioscale: error: --resume: cannot read {}: {e}",
+                    path.display()
+                );
+                return Some(2);
+            }
+        };
+        let saved = match analysis::load(&bytes) {
+            Ok(analysis::Loaded::Sweep(s)) => *s,
+            Ok(analysis::Loaded::Run(_)) => {
+                eprintln!(
+                    "ioscale: error: --resume: {} holds a single run, not a sweep",
+                    path.display()
+                );
+                return Some(2);
+            }
+            Err(e) => {
+                eprintln!("ioscale: error: --resume: {}: {e}", path.display());
+                return Some(2);
+            }
+        };
+        let diff = config_diff(&saved.config, &plan.config);
+        if !diff.is_empty() {
+            eprintln!(
+                "ioscale: error: --resume: {} was written by a sweep with different arguments ({}); \
+                 repeat the original arguments, or drop --resume (or use another --json file) to start over",
+                path.display(),
+                diff.join("; ")
+            );
+            return Some(2);
+        }
+        rec.started = saved.started;
+        rec.command = saved.command;
+        rec.host = saved.host;
+        // Keep only points that still match the plan at their index.
+        rec.points = saved
+            .points
+            .into_iter()
+            .filter(|p| {
+                plan.points.get(p.index).is_some_and(|q| {
+                    q.threads == p.threads
+                        && q.xfer == p.xfer
+                        && q.layout == p.layout
+                        && q.target == p.target
+                })
+            })
+            .collect();
+        eprintln!(
+            "ioscale: resuming {}: {} of {} points already done",
+            path.display(),
+            rec.points.len(),
+            rec.points_total
+        );
+    }
+
+    None
 }
 
 /// Refuses a `--png` directory whose parent does not exist.

@@ -536,6 +536,10 @@ impl Exporter for MetaTextExporter {
         if rs.summary.iter().any(|s| s.reps > 1) {
             sections.push(summary_table(rs));
         }
+        let verify = verify_lines(&rs.phases);
+        if !verify.is_empty() {
+            sections.push(verify);
+        }
         if !rs.errors.is_empty() {
             sections.push(rs.errors.iter().map(error_line).collect());
         }
@@ -588,6 +592,12 @@ fn meta_phase_lines(p: &PhaseRecord) -> Vec<String> {
             files.stonewall_files,
             fmt_secs(p.stonewall.s),
             files.stonewall_files_s
+        ));
+    }
+    if p.fsync_s > 0.0 {
+        l.push(format!(
+            "syncfs at the end: {} s (inside the elapsed time)",
+            fmt_secs(p.fsync_s)
         ));
     }
     l.push(format!(

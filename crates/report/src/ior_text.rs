@@ -258,7 +258,20 @@ pub const RESULTS_HEADER: [&str; 2] = [
     "------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----",
 ];
 
-fn summary_row(s: &OpStats, info: &IorInfo) -> String {
+/// Where IOR's tasks ran: (nodes, tasks per node). Under MPI the record's
+/// cluster facts say (each rank's threads are tasks too); one process is
+/// one node with every task on it.
+fn placement(rs: &ResultSet, info: &IorInfo) -> (u32, u32) {
+    match &rs.host.cluster {
+        Some(c) => (
+            c.nodes.max(1),
+            (c.tasks_per_node * c.threads_per_rank.max(1)).max(1),
+        ),
+        None => (1, info.tasks),
+    }
+}
+
+fn summary_row(s: &OpStats, info: &IorInfo, tpn: u32) -> String {
     let (sw_s, sw_mib) = if info.deadline_s > 0 {
         (
             format!("{:>10.2}", s.stonewall_s),
@@ -280,7 +293,7 @@ fn summary_row(s: &OpStats, info: &IorInfo) -> String {
         "{:>5} {:>6} {:>3} {:>4} {:>3} {:>5} {:>8} {:>9} {:>4} {:>6} {:>8} {:>8} {:>9.1} {:>3} {:>6}",
         0,
         info.tasks,
-        info.tasks,
+        tpn,
         info.repetitions,
         info.file_per_proc as u8,
         info.reorder_tasks as u8,
@@ -349,9 +362,10 @@ impl Exporter for IorTextExporter {
         } else {
             l.push(kv("ordering inter file", "no tasks offsets"));
         }
-        l.push(kv("nodes", 1));
+        let (nodes, tpn) = placement(rs, i);
+        l.push(kv("nodes", nodes));
         l.push(kv("tasks", i.tasks));
-        l.push(kv("clients per node", i.tasks));
+        l.push(kv("clients per node", tpn));
         l.push(kv("repetitions", i.repetitions));
         l.push(kv("xfersize", human_base_two(i.xfer)));
         l.push(kv("blocksize", human_base_two(i.block)));
@@ -402,7 +416,7 @@ impl Exporter for IorTextExporter {
         l.push("Summary of all tests:".into());
         l.push(SUMMARY_HEADER.into());
         for s in op_stats(rs, i) {
-            l.push(summary_row(&s, i));
+            l.push(summary_row(&s, i, placement(rs, i).1));
         }
         if rs.interrupted {
             l.push(
@@ -486,7 +500,7 @@ fn summary_json(rs: &ResultSet, i: &IorInfo) -> Vec<Value> {
                 "blockSize": i.block,
                 "transferSize": i.xfer,
                 "numTasks": i.tasks,
-                "tasksPerNode": i.tasks,
+                "tasksPerNode": placement(rs, i).1,
                 "repetitions": i.repetitions,
                 "filePerProc": i.file_per_proc as u8,
                 "reorderTasks": i.reorder_tasks as u8,
@@ -570,9 +584,9 @@ impl Exporter for IorJsonExporter {
                     "segments": i.segments,
                     "ordering in a file": if i.random_offsets { "random" } else { "sequential" },
                     "ordering inter file": if i.reorder_tasks { "constant task offset" } else { "no tasks offsets" },
-                    "nodes": 1,
+                    "nodes": placement(rs, i).0,
                     "tasks": i.tasks,
-                    "clients per node": i.tasks,
+                    "clients per node": placement(rs, i).1,
                     "repetitions": i.repetitions,
                     "xfersize": human_base_two(i.xfer),
                     "blocksize": human_base_two(i.block),
@@ -620,7 +634,7 @@ impl Exporter for IorCsvExporter {
                 s.ops[3],
                 s.mean_s,
                 i.tasks,
-                i.tasks,
+                placement(rs, i).1,
                 i.repetitions,
                 i.file_per_proc as u8,
                 i.reorder_tasks as u8,
@@ -678,7 +692,7 @@ mod tests {
             stonewall_mib: 0.0,
             agg_mib: 2048.0,
         };
-        let row = summary_row(&s, &info);
+        let row = summary_row(&s, &info, info.tasks);
         // Right edges of the columns in IOR's own output (seed 000).
         let want = "write          24.38      24.38      24.38      24.38      24.38      24.38      24.38      24.38   83.99048         NA            NA     0      1   1    1   0     0        1         0    0   2048  1048576  1048576    2048.0 POSIX      0";
         assert_eq!(row, want);

@@ -35,6 +35,8 @@ pub enum MetaOp {
     TruncateOverwrite,
     /// lstat the file.
     Stat,
+    /// lstat each `mkdir` directory (mdtest's "Directory stat").
+    StatDir,
     /// Change the permission bits.
     Chmod,
     /// Rename the file within its directory (a second rename renames back).
@@ -60,13 +62,14 @@ pub enum MetaOp {
 
 impl MetaOp {
     /// All operations, in the order `--help` lists them.
-    pub const ALL: [MetaOp; 16] = [
+    pub const ALL: [MetaOp; 17] = [
         MetaOp::Create,
         MetaOp::Read,
         MetaOp::Append,
         MetaOp::Overwrite,
         MetaOp::TruncateOverwrite,
         MetaOp::Stat,
+        MetaOp::StatDir,
         MetaOp::Chmod,
         MetaOp::Rename,
         MetaOp::Setxattr,
@@ -88,6 +91,7 @@ impl MetaOp {
             MetaOp::Overwrite => "overwrite",
             MetaOp::TruncateOverwrite => "truncate-overwrite",
             MetaOp::Stat => "stat",
+            MetaOp::StatDir => "stat-dir",
             MetaOp::Chmod => "chmod",
             MetaOp::Rename => "rename",
             MetaOp::Setxattr => "setxattr",
@@ -123,6 +127,16 @@ impl MetaOp {
     /// Whether the phase opens files for data (and so honours `--direct`).
     pub fn moves_data(self) -> bool {
         self.writes_data() || self == MetaOp::Read
+    }
+
+    /// Whether `--stride` applies: the phases that visit existing entries
+    /// and that mdtest's -N redirects to another task's items (stat, read,
+    /// removal of files and directories).
+    pub fn uses_stride(self) -> bool {
+        matches!(
+            self,
+            MetaOp::Stat | MetaOp::StatDir | MetaOp::Read | MetaOp::Delete | MetaOp::Rmdir
+        )
     }
 
     /// Whether the phase works on existing regular files.
@@ -235,6 +249,24 @@ pub struct RawMeta {
     pub keep: bool,
     /// Remove an earlier run's kept tree first.
     pub clean_existing: bool,
+    /// syncfs(2) the target at the end of every timed phase (mdtest -Y).
+    pub sync_phase: bool,
+    /// Write the verify pattern and check every byte read.
+    pub verify: bool,
+    /// Stat, read and remove the items of thread (t + stride) mod threads.
+    pub stride: Option<u64>,
+    /// Entries only in the directories at this depth of the tree (mdtest -L).
+    pub leaf_depth: Option<u64>,
+    /// Stop every thread once the first has processed all its files.
+    pub stop_at_first: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A complete, consistent metadata workload.
@@ -275,6 +307,26 @@ pub struct MetaSpec {
     pub keep: bool,
     /// Remove an earlier run's kept tree first.
     pub clean_existing: bool,
+    /// syncfs(2) the target at the end of every timed phase, inside the
+    /// phase's time (mdtest -Y).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub sync_phase: bool,
+    /// Data phases write the verify pattern; `read` checks every byte.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub verify: bool,
+    /// In stat, read and remove phases thread t works on the entries of
+    /// thread (t + stride) mod threads (mdtest -N); 0 = its own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stride: u64,
+    /// Entries go only into the directories at this depth of the
+    /// `--dirs-per-dir` tree, its leaves (mdtest -L with -z); `None` = the
+    /// tree is filled from its root down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_depth: Option<u32>,
+    /// Stop every thread of a phase as soon as the first one has processed
+    /// all its files (smallfile --stonewall Y --finish N).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub stop_at_first: bool,
 }
 
 /// What kind of entry a name is for; each kind has its own letter so a
@@ -349,19 +401,78 @@ impl MetaSpec {
         (!self.same_dir).then(|| format!("thr.{thread:03}"))
     }
 
+    /// The first directory node that holds entries: 0 (the thread's
+    /// directory) normally; with `leaf_depth` z, the first node at depth z
+    /// — the nodes above it, (Bᶻ−1)/(B−1) of them, hold only directories.
+    #[inline]
+    pub fn first_node(&self) -> u64 {
+        match self.leaf_depth {
+            None | Some(0) => 0,
+            Some(z) => nodes_above(z as u64, self.dirs_per_dir).unwrap_or(u64::MAX),
+        }
+    }
+
     /// Directory node (0 = the thread's base directory) holding index `i`.
     #[inline]
     pub fn node_of(&self, i: u64) -> u64 {
-        i / self.files_per_dir
+        self.first_node() + i / self.files_per_dir
     }
 
-    /// Directory nodes needed for the first `n` indices of a thread.
+    /// Index of the first entry in node `node` (at least the first node).
+    #[inline]
+    pub fn first_index_of(&self, node: u64) -> u64 {
+        (node.saturating_sub(self.first_node())).saturating_mul(self.files_per_dir)
+    }
+
+    /// Directory nodes (numbered from 0, including the ones above the
+    /// leaves) needed for the first `n` indices of a thread.
     pub fn nodes_for(&self, n: u64) -> u64 {
         if n == 0 {
             0
         } else {
-            (n - 1) / self.files_per_dir + 1
+            self.first_node() + (n - 1) / self.files_per_dir + 1
         }
+    }
+
+    /// The thread whose entries thread `w` works on in a phase of `op`:
+    /// (w + stride) mod threads for the phases `--stride` applies to.
+    #[inline]
+    pub fn owner_of(&self, op: MetaOp, w: u32) -> u32 {
+        if self.stride == 0 || !op.uses_stride() {
+            w
+        } else {
+            ((w as u64 + self.stride) % self.threads as u64) as u32
+        }
+    }
+
+    /// The identity of file (thread, index) in the verify pattern.
+    #[inline]
+    pub fn file_id(&self, thread: u32, i: u64) -> u64 {
+        ((thread as u64) << 40) | i
+    }
+
+    /// The tree state after `op` ran to completion, with what the data
+    /// holds: a create or truncate-overwrite with `--verify` leaves the
+    /// pattern of this seed, a write without it leaves data that cannot be
+    /// checked. A `read` with `--verify` over other data is refused
+    /// (`Err` says why).
+    pub fn state_after(&self, st: TreeState, op: MetaOp) -> Result<TreeState, &'static str> {
+        if op == MetaOp::Read && self.verify && st.files && st.pattern != Some(self.seed) {
+            return Err(
+                "the files were not written with --verify and this --seed, so their data cannot \
+                 be checked (create them with --verify, or read without it)",
+            );
+        }
+        let mut after = st.after(op)?;
+        if op.writes_data() {
+            after.pattern = match op {
+                _ if !self.verify => None,
+                MetaOp::Create | MetaOp::TruncateOverwrite => Some(self.seed),
+                _ if st.pattern == Some(self.seed) => Some(self.seed),
+                _ => None,
+            };
+        }
+        Ok(after)
     }
 
     /// Appends the path of directory node `node`, relative to the thread's
@@ -453,8 +564,23 @@ impl MetaSpec {
                 self.files_per_dir, self.dirs_per_dir
             ));
         }
+        if let Some(z) = self.leaf_depth {
+            s.push_str(&format!(", entries at depth {z} only"));
+        }
         if self.fsync {
             s.push_str(", fsync");
+        }
+        if self.sync_phase {
+            s.push_str(", syncfs after each phase");
+        }
+        if self.verify {
+            s.push_str(", verified");
+        }
+        if self.stride > 0 {
+            s.push_str(&format!(", stride {}", self.stride));
+        }
+        if self.stop_at_first {
+            s.push_str(", stop at the first finished thread");
         }
         s.push_str(if self.direct {
             ", O_DIRECT"
@@ -463,6 +589,19 @@ impl MetaSpec {
         });
         s
     }
+}
+
+/// Directory nodes above depth `z` of a complete `b`-ary tree, i.e. the
+/// number of the first node at depth z in breadth-first order; `None` when
+/// it does not fit in 64 bits.
+pub fn nodes_above(z: u64, b: u64) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut level: u64 = 1;
+    for _ in 0..z {
+        total = total.checked_add(level)?;
+        level = level.checked_mul(b.max(1))?;
+    }
+    Some(total)
 }
 
 const MAX_THREADS: u64 = 4_096;
@@ -479,6 +618,9 @@ pub struct TreeState {
     pub links: bool,
     /// `mkdir` directories exist.
     pub dirs: bool,
+    /// The files hold the verify pattern of this seed (`--verify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<u64>,
 }
 
 impl TreeState {
@@ -497,11 +639,13 @@ impl TreeState {
                 }
                 self.files = true;
                 self.renamed = false;
+                self.pattern = None;
             }
             MetaOp::Rename => self.renamed = !self.renamed,
             MetaOp::Delete => {
                 self.files = false;
                 self.renamed = false;
+                self.pattern = None;
             }
             MetaOp::Symlink => {
                 if self.links {
@@ -523,11 +667,12 @@ impl TreeState {
     }
 
     /// The untimed step that must run first so `op` finds what it works
-    /// on: a create before a phase that needs files, a mkdir before rmdir.
+    /// on: a create before a phase that needs files, a mkdir before rmdir
+    /// or stat-dir.
     pub fn prerequisite(&self, op: MetaOp) -> Option<MetaOp> {
         if op.needs_files() && !self.files {
             Some(MetaOp::Create)
-        } else if op == MetaOp::Rmdir && !self.dirs {
+        } else if matches!(op, MetaOp::Rmdir | MetaOp::StatDir) && !self.dirs {
             Some(MetaOp::Mkdir)
         } else {
             None
@@ -669,6 +814,60 @@ impl RawMeta {
                 hint: "a file-name prefix may not hold '/' or NUL".into(),
             });
         }
+        let stride = self.stride.unwrap_or(0);
+        if stride > 0 && stride >= threads {
+            return Err(SpecError::Range {
+                flag: "--stride",
+                value: stride.to_string(),
+                hint: format!(
+                    "thread t works on the entries of thread (t + stride) mod {threads}; give a \
+                     stride from 1 to {} (with one thread there is no other thread's entries)",
+                    threads - 1
+                ),
+            });
+        }
+        let leaf_depth = match self.leaf_depth {
+            None => None,
+            Some(z) => {
+                if self.files_per_dir.is_none() {
+                    return Err(SpecError::Conflict(
+                        "--leaf-depth places entries in the leaves of the tree that \
+                         --files-per-dir and --dirs-per-dir make; give --files-per-dir too"
+                            .into(),
+                    ));
+                }
+                let too_deep = || SpecError::Range {
+                    flag: "--leaf-depth",
+                    value: z.to_string(),
+                    hint: "the tree would have more directories than fit in 64 bits; use a \
+                           smaller depth or --dirs-per-dir"
+                        .into(),
+                };
+                if z > 64 {
+                    return Err(too_deep());
+                }
+                let first = nodes_above(z, dirs_per_dir).ok_or_else(too_deep)?;
+                let leaves = if dirs_per_dir <= 1 {
+                    1
+                } else {
+                    dirs_per_dir.checked_pow(z as u32).ok_or_else(too_deep)?
+                };
+                first.checked_add(leaves).ok_or_else(too_deep)?;
+                let needed = (files - 1) / files_per_dir + 1;
+                if needed > leaves {
+                    return Err(SpecError::Range {
+                        flag: "--leaf-depth",
+                        value: z.to_string(),
+                        hint: format!(
+                            "{files} files per thread at {files_per_dir} per directory need {needed} \
+                             directories, but depth {z} of a tree with {dirs_per_dir} dirs per dir \
+                             has {leaves}; raise --files-per-dir or the depth"
+                        ),
+                    });
+                }
+                Some(z as u32)
+            }
+        };
         let spec = MetaSpec {
             target,
             ops: self.ops.clone(),
@@ -687,6 +886,11 @@ impl RawMeta {
             prefix,
             keep: self.keep,
             clean_existing: self.clean_existing,
+            sync_phase: self.sync_phase,
+            verify: self.verify,
+            stride,
+            leaf_depth,
+            stop_at_first: self.stop_at_first,
         };
         if spec.max_name_len() > NAME_MAX {
             return Err(SpecError::Range {
@@ -705,9 +909,11 @@ impl RawMeta {
         for rep in 0..reps.min(2) {
             for &op in &spec.ops {
                 if let Some(pre) = st.prerequisite(op) {
-                    st = st.after(pre).expect("a prerequisite always applies");
+                    st = spec
+                        .state_after(st, pre)
+                        .expect("a prerequisite always applies");
                 }
-                st = st.after(op).map_err(|why| {
+                st = spec.state_after(st, op).map_err(|why| {
                     SpecError::Conflict(if rep == 0 {
                         format!(
                             "--ops: `{op}` cannot run here: {why} (put a delete, rmdir or cleanup before it)"

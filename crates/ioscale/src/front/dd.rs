@@ -341,39 +341,61 @@ fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
     ))
 }
 
-/// Runs the dd front-end.
+/// Runs the dd front-end; started by mpirun or srun, as one MPI rank of
+/// `jobs=` threads each (rank 0 prints the transfer lines).
 pub fn main(args: &[String]) -> anyhow::Result<i32> {
+    crate::as_ranks("dd", |coord| ranks_main(args, coord))
+}
+
+fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result<i32> {
+    let root = coord.rank() == 0;
+    let ranks = coord.size();
+    let fail = |e: &dyn std::fmt::Display| {
+        if root {
+            eprintln!("dd: error: {e}");
+        }
+        Ok(2)
+    };
     let a = match parse(args) {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("dd: error: {e}");
-            return Ok(2);
-        }
+        Err(e) => return fail(&e),
     };
     if a.help {
-        print!("{HELP}");
+        if root {
+            print!("{HELP}");
+        }
         return Ok(0);
     }
-    let (raw, notes) = match to_raw(&a) {
+    let (mut raw, notes) = match to_raw(&a) {
         Ok(r) => r,
-        Err(e) => {
-            eprintln!("dd: error: {e}");
-            return Ok(2);
-        }
+        Err(e) => return fail(&e),
     };
-    let spec = match raw.build() {
+    // Names and sizes are checked for the jobs of every rank.
+    let jobs = raw.threads.unwrap_or(1);
+    raw.threads = Some(jobs.saturating_mul(ranks as u64));
+    let mut spec = match raw.build() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("dd: error: {e}");
-            return Ok(2);
+            const NATIVE_FLAGS: &[(&str, &str)] = &[
+                ("--xfer", "bs="),
+                ("--size", "bs= × count="),
+                ("--block", "bs= × count="),
+                ("--threads", "--jobs"),
+                ("--direct", "oflag=direct/iflag=direct"),
+            ];
+            return fail(&super::in_tool_terms("dd", &e.to_string(), NATIVE_FLAGS));
         }
     };
     if a.print_spec {
-        println!("{}", serde_json::to_string_pretty(&spec)?);
+        if root {
+            println!("{}", serde_json::to_string_pretty(&spec)?);
+        }
         return Ok(0);
     }
+    let all_jobs = spec.threads;
+    spec.threads = jobs as u32;
     let quiet = a.status == DdStatus::None;
-    if !quiet {
+    if !quiet && root {
         for n in &notes {
             eprintln!("dd: note: {n}");
         }
@@ -381,19 +403,19 @@ pub fn main(args: &[String]) -> anyhow::Result<i32> {
     let stop = crate::install_signals()?;
     let mut argv = vec!["dd".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match crate::run::run(&spec, argv, stop) {
+    let outcome = match crate::run::run_with(&spec, argv, stop, coord) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("dd: error: {e}");
-            return Ok(2);
-        }
+        Err(e) => return fail(&e),
     };
+    if !root {
+        return Ok(outcome.exit_code());
+    }
     let rs = &outcome.results;
     super::print_errors("dd", rs);
     let lines = DdTextExporter {
         info: DdInfo {
             status: a.status,
-            jobs: spec.threads,
+            jobs: all_jobs,
         },
     }
     .render(rs)?;

@@ -3,7 +3,8 @@
 //! Options are read the way IOR reads them — `-b 1m`, `-b=256m`, `-b1m`
 //! and bundled flags such as `-wrk` — into a [`RawWorkload`] with IOR's
 //! defaults (`-t 256k -b 1m -s 1`, write and read when neither -w nor -r
-//! is given). Tasks (-N) run as threads of one process. Files are named as
+//! is given). Tasks (-N) run as threads of one process, or, started by
+//! mpirun or srun, as one MPI rank each. Files are named as
 //! IOR names them (see [`crate::files::ior_names`]) and removed at the end
 //! unless -k, by the same safety rules as every ioscale run.
 
@@ -16,6 +17,8 @@ use std::time::Duration;
 use report::{Exporter, IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
 use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
+use coord::Coordinator;
+
 use super::Usage;
 use crate::files::parent_of;
 
@@ -24,7 +27,8 @@ pub const IOR_VERSION: &str = "3.3.0";
 
 /// `ioscale ior --help`.
 pub const HELP: &str = "\
-ioscale ior: run an IOR command line on ioscale's engine (tasks run as threads)
+ioscale ior: run an IOR command line on ioscale's engine (tasks run as threads, or as MPI
+ranks when started by mpirun or srun)
 
 Usage: ioscale ior [OPTIONS]      (or a symlink named `ior` to the ioscale binary)
 
@@ -33,7 +37,7 @@ Options (IOR's; values as `-b 1m`, `-b=1m` or `-b1m`):
   -t N   transfer size [256k]             -s N   segments [1]
   -F     one file per task                -u     a directory per task (with -F)
   -o S   test file name [testFile]        -E     use an existing file (see docs/compat.md)
-  -N N   tasks (threads) [1]              -k     keep the files
+  -N N   tasks (threads; MPI: ranks) [1]  -k     keep the files
   -w     write                            -r     read (neither: both)
   -W     check the data after writing     -R     check the data when reading
   -G N   data pattern seed                -C     read another task's data (offset -Q)
@@ -101,6 +105,20 @@ struct IorArgs {
     print_spec: bool,
     help: bool,
 }
+
+/// ioscale's flags that workload checks name, and IOR's options for them.
+const NATIVE_FLAGS: &[(&str, &str)] = &[
+    ("--xfer", "-t"),
+    ("--block", "-b"),
+    ("--size", "-b × -s"),
+    ("--segments", "-s"),
+    ("--threads", "-N"),
+    ("--reps", "-i"),
+    ("--reorder-offset", "-Q"),
+    ("--reorder", "-C"),
+    ("--direct", "--posix.odirect"),
+    ("--time", "-T/-D"),
+];
 
 /// IOR options that take a value.
 const VALUE_OPTS: &str = "abtsoNiGQDdTOA";
@@ -292,10 +310,16 @@ fn parse(args: &[String]) -> Result<IorArgs, Usage> {
             apply_value(&mut a, c, &v)?;
             continue;
         }
+        // Inside a bundle (-wrk, -B=0) the message names the whole argument.
+        let within = if body.chars().count() > 1 {
+            format!(" (in {arg})")
+        } else {
+            String::new()
+        };
         for f in body.chars() {
             let opt = format!("-{f}");
             if let Some(hint) = unsupported(&opt) {
-                return Err(usage(format!("{opt}: {hint}")));
+                return Err(usage(format!("{opt}{within}: {hint}")));
             }
             if FLAG_OPTS.contains(f) {
                 apply_flag(&mut a, f);
@@ -303,9 +327,13 @@ fn parse(args: &[String]) -> Result<IorArgs, Usage> {
                 return Err(usage(format!(
                     "{opt} takes a value; give it as its own option (e.g. `{opt} VALUE`), not bundled in {arg}"
                 )));
+            } else if f == '=' {
+                return Err(usage(format!(
+                    "{arg}: a flag takes no value; give the flag alone (see `ioscale ior --help`)"
+                )));
             } else {
                 return Err(usage(format!(
-                    "{opt}: not an IOR option ioscale supports; see `ioscale ior --help` and docs/compat.md"
+                    "{opt}{within}: not an IOR option ioscale supports; see `ioscale ior --help` and docs/compat.md"
                 )));
             }
         }
@@ -411,46 +439,87 @@ fn info_for(a: &IorArgs, spec: &WorkloadSpec, command_line: String) -> IorInfo {
 }
 
 /// Runs the IOR front-end; `prog` is how it was called (`ior` or
-/// `ioscale ior`), for IOR's `Command line` header.
+/// `ioscale ior`), for IOR's `Command line` header. Started by mpirun or
+/// srun, each IOR task is one MPI rank, as with IOR itself.
 pub fn main(prog: &str, args: &[String]) -> anyhow::Result<i32> {
-    let a = match parse(args) {
+    crate::as_ranks("ior", |coord| ranks_main(prog, args, coord))
+}
+
+fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    let root = coord.rank() == 0;
+    let ranks = coord.size();
+    let mut a = match parse(args) {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("ior: error: {e}");
+            if root {
+                eprintln!("ior: error: {e}");
+            }
             return Ok(2);
         }
     };
     if a.help {
-        print!("{HELP}");
+        if root {
+            print!("{HELP}");
+        }
         return Ok(0);
     }
-    let spec = match to_raw(&a).and_then(|r| r.build().map_err(|e| usage(e.to_string()))) {
+    let shown_offset = a.task_offset.unwrap_or(1) as u32;
+    if ranks > 1 {
+        // Each task is a rank; -N, as in IOR, may only repeat their number.
+        if let Some(n) = a.tasks.filter(|&n| n != ranks as u64) {
+            if root {
+                eprintln!(
+                    "ior: error: -N {n}: the launcher started {ranks} tasks; under mpirun or srun                      every rank is one IOR task, so drop -N or start {n} ranks (mpirun -np {n})"
+                );
+            }
+            return Ok(2);
+        }
+        a.tasks = Some(ranks as u64);
+        if a.reorder {
+            // IOR -C reads the data of the task -Q × tasks-per-node further
+            // on, so the reader sits on another node than the writer.
+            let layout = crate::cluster::Layout::discover(coord, 1);
+            if layout.nodes() > 1 {
+                let q = a.task_offset.unwrap_or(1);
+                a.task_offset = Some(q.saturating_mul(layout.tasks_per_node() as u64));
+            }
+        }
+    }
+    let mut spec = match to_raw(&a).and_then(|r| {
+        r.build()
+            .map_err(|e| usage(super::in_tool_terms("IOR", &e.to_string(), NATIVE_FLAGS)))
+    }) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("ior: error: {e}");
+            if root {
+                eprintln!("ior: error: {e}");
+            }
             return Ok(2);
         }
     };
     if a.print_spec {
-        println!("{}", serde_json::to_string_pretty(&spec)?);
+        if root {
+            println!("{}", serde_json::to_string_pretty(&spec)?);
+        }
         return Ok(0);
     }
-    if let Some(p) = &a.summary_file {
-        crate::check_output_path("-O summaryFile", p)?;
+    let outputs = [("-O summaryFile", a.summary_file.as_deref())];
+    if let Some(code) = crate::check_outputs(coord, "ior", &outputs) {
+        return Ok(code);
     }
-    if a.single_xfer {
+    if root && a.single_xfer {
         eprintln!(
             "ior: note: -x: ioscale completes a short transfer by issuing the rest (as IOR does without -x); \
              a transfer that cannot complete is an error either way"
         );
     }
-    if a.quit_on_error {
+    if root && a.quit_on_error {
         eprintln!(
             "ior: note: -q: a failed data check is reported with exit code 1; ioscale finishes the phase \
              to count every bad byte"
         );
     }
-    if a.existing {
+    if root && a.existing {
         eprintln!(
             "ior: note: -E: ioscale writes into an existing test file only if an earlier ioscale run made it \
              (its marker says so); it never overwrites other files"
@@ -459,6 +528,11 @@ pub fn main(prog: &str, args: &[String]) -> anyhow::Result<i32> {
     let mut command_line = vec![prog.to_string()];
     command_line.extend(args.iter().cloned());
     let mut info = info_for(&a, &spec, command_line.join(" "));
+    info.task_offset = shown_offset;
+    if ranks > 1 {
+        // The spec was checked for all tasks; this rank runs one of them.
+        spec.threads = 1;
+    }
 
     let stop = crate::install_signals()?;
     let timed_out = Arc::new(AtomicBool::new(false));
@@ -474,13 +548,18 @@ pub fn main(prog: &str, args: &[String]) -> anyhow::Result<i32> {
     info.began = super::ctime_now();
     let mut argv = vec!["ior".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match crate::run::run(&spec, argv, stop) {
+    let outcome = match crate::run::run_with(&spec, argv, stop, coord) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("ior: error: {e}");
+            if root {
+                eprintln!("ior: error: {e}");
+            }
             return Ok(2);
         }
     };
+    if !root {
+        return Ok(outcome.exit_code());
+    }
     info.finished = super::ctime_now();
     let rs = &outcome.results;
     info.machine = format!("Linux {}", rs.host.hostname);

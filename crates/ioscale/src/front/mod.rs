@@ -1,15 +1,20 @@
-//! Compatibility front-ends: `ioscale ior` and `ioscale dd`.
+//! Compatibility front-ends: `ioscale ior`, `ioscale dd`, `ioscale mdtest`
+//! and `ioscale smallfile`.
 //!
 //! People arrive with IOR and dd command lines they already trust. Each
 //! front-end parses its tool's syntax into a [`spec::RawWorkload`], lets
 //! [`spec::RawWorkload::build`] check it like any native command line, runs
-//! it on the same driver ([`crate::run::run`]) and engine, and renders the
+//! it on the same driver ([`crate::run::run_with`]) and engine, and renders the
 //! result in the tool's own layout with an exporter from the report crate.
 //! An option the front-end does not support is an error that names it and
-//! the nearest native equivalent — never silently ignored.
+//! the nearest native equivalent — never silently ignored. The mdtest and
+//! smallfile front-ends build a [`spec::RawMeta`] instead and run on
+//! `ioscale meta`'s driver ([`crate::meta::run_with`]).
 
 pub mod dd;
 pub mod ior;
+pub mod mdtest;
+pub mod smallfile;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -83,14 +88,52 @@ pub fn fs_stats(dir: &Path) -> Option<FsStats> {
 
 /// Prints the errors that stopped workers, as `ioscale run` does.
 pub fn print_errors(prefix: &str, rs: &report::ResultSet) {
-    for e in &rs.errors {
-        let at = e
-            .offset
-            .map(|o| format!(" at offset {o}"))
-            .unwrap_or_default();
+    for line in crate::error_lines(&rs.errors) {
+        eprintln!("{prefix}: error: {line}");
+    }
+}
+
+/// Prints the data-check failures of `--verify` reads (mdtest -X,
+/// smallfile --verify-read Y): each file with its first bad offset.
+pub fn print_mismatches(prefix: &str, rs: &report::ResultSet) {
+    for p in &rs.phases {
+        let Some(v) = &p.verify else { continue };
+        if v.bad_bytes == 0 {
+            continue;
+        }
         eprintln!(
-            "{prefix}: error: worker {}: {} {}{at}: {}",
-            e.worker, e.op, e.file, e.message
+            "{prefix}: error: {} (iteration {}): {} of {} bytes checked differ from what was written",
+            p.op, p.rep, v.bad_bytes, v.checked_bytes
         );
+        for m in &v.mismatches {
+            eprintln!(
+                "{prefix}: error: MISMATCH {} first bad offset {} ({} bytes)",
+                m.file, m.offset, m.bad_bytes
+            );
+        }
+    }
+}
+
+/// A workload check's message in the front-end's own terms: the spec
+/// names ioscale's native flags (`--xfer`), which a user of the tool never
+/// typed, so each one named is followed by the tool's option for it
+/// (`map`: native flag → tool option), e.g. "(in IOR's terms: -t is
+/// --xfer)".
+pub fn in_tool_terms(tool: &str, msg: &str, map: &[(&str, &str)]) -> String {
+    let named = |flag: &str| {
+        msg.match_indices(flag).any(|(i, _)| {
+            let after = msg[i + flag.len()..].chars().next();
+            !after.is_some_and(|c| c.is_alphanumeric() || c == '-')
+        })
+    };
+    let terms: Vec<String> = map
+        .iter()
+        .filter(|(native, _)| named(native))
+        .map(|(native, theirs)| format!("{theirs} is {native}"))
+        .collect();
+    if terms.is_empty() {
+        msg.to_string()
+    } else {
+        format!("{msg} (in {tool}'s terms: {})", terms.join(", "))
     }
 }

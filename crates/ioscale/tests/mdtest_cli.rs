@@ -1,0 +1,265 @@
+//! `ioscale mdtest`: mdtest's options, phases, tree, SUMMARY tables, kept
+//! trees and refusals, on the repository's real file system.
+//! `UPDATE_GOLDEN=1` rewrites the golden file.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+
+fn md(args: &[&str]) -> std::process::Output {
+    let mut a = vec!["mdtest"];
+    a.extend_from_slice(args);
+    run(&a)
+}
+
+fn regular_files(dir: &Path) -> Vec<String> {
+    snapshot(dir)
+        .into_iter()
+        .filter(|(k, v)| v.is_some() && !k.ends_with(".ioscale-meta-marker"))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// Numbers and dates become N, the directory a placeholder.
+fn normalise(text: &str, dir: &Path) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut l = line.replace(dir.to_str().unwrap(), "<DIR>");
+        if l.starts_with("FS: ") {
+            l = "FS: <FS>".into();
+        }
+        let mut norm = String::new();
+        let mut in_num = false;
+        for ch in l.chars() {
+            if ch.is_ascii_digit() || (in_num && (ch == '.' || ch == ':' || ch == '/')) {
+                if !in_num {
+                    norm.push('N');
+                    in_num = true;
+                }
+            } else {
+                in_num = false;
+                if ch == ' ' && norm.ends_with(' ') {
+                    continue;
+                }
+                norm.push(ch);
+            }
+        }
+        out.push_str(&norm);
+        out.push('\n');
+    }
+    out
+}
+
+fn check_golden(name: &str, got: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run with UPDATE_GOLDEN=1", path.display()));
+    assert!(
+        want == got,
+        "{} differs\n--- want\n{want}\n--- got\n{got}",
+        path.display()
+    );
+}
+
+#[test]
+fn default_run_prints_the_summary_table_and_removes_everything() {
+    let dir = scratch();
+    plant_foreign(dir.path());
+    let before = snapshot(dir.path());
+    let out_dir = dir.path().join("out");
+    let out = md(&["--tasks", "2", "-n", "20", "-i", "2", "-d", s(&out_dir)]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    check_golden("mdtest_default_text.txt", &normalise(&text, dir.path()));
+    assert!(text.contains("SUMMARY rate: (of 2 iterations)"), "{text}");
+    assert!(text.contains("2 tasks, 40 files/directories"), "{text}");
+    for row in [
+        "Directory creation:",
+        "Directory stat    :",
+        "Directory removal :",
+        "File creation     :",
+        "File stat         :",
+        "File read         :",
+        "File removal      :",
+        "Tree creation     :",
+        "Tree removal      :",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.contains(row))
+            .unwrap_or_else(|| panic!("{row}: {text}"));
+        if !row.starts_with("Tree") {
+            let max: f64 = line[22..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(max > 0.0, "{line}");
+        }
+    }
+    assert!(!text.contains("SUMMARY time"));
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+#[test]
+fn create_only_keeps_exactly_the_items_then_remove_only_removes_them() {
+    let dir = scratch();
+    let d = dir.path().join("md");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("notes.txt"), b"keep").unwrap();
+    let shape = [
+        "--tasks",
+        "3",
+        "-I",
+        "4",
+        "-z",
+        "2",
+        "-b",
+        "2",
+        "-F",
+        "-u",
+        "-d",
+        s(&d),
+    ];
+    let mut a = shape.to_vec();
+    a.extend_from_slice(&["-C", "-w", "100", "-y"]);
+    let out = md(&a);
+    assert_code(&out, 0);
+    assert!(
+        stdout(&out).contains("3 tasks, 84 files"),
+        "{}",
+        stdout(&out)
+    );
+    // 3 tasks x 4 items in each of the 7 directories of the tree.
+    let files = regular_files(&d);
+    assert_eq!(files.len(), 84 + 1, "{files:?}");
+    assert!(
+        names(&d).iter().any(|n| n.ends_with("/h1/h0")),
+        "{:?}",
+        names(&d)
+    );
+    let mut a = shape.to_vec();
+    a.extend_from_slice(&["-T", "-E", "-r", "-e", "100", "-P"]);
+    let out = md(&a);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        text.contains("SUMMARY rate") && text.contains("SUMMARY time"),
+        "{text}"
+    );
+    let creation = text.lines().find(|l| l.contains("File creation")).unwrap();
+    assert!(
+        creation.ends_with("0.000          0.000          0.000          0.000"),
+        "{creation}"
+    );
+    assert_eq!(names(&d), vec!["notes.txt".to_string()]);
+}
+
+#[test]
+fn directories_only_and_time_only() {
+    let dir = scratch();
+    let d = dir.path().join("md");
+    let out = md(&["-n", "30", "-D", "-Z", "-d", s(&d)]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(text.contains("SUMMARY time: (of 1 iterations)"), "{text}");
+    assert!(!text.contains("SUMMARY rate"), "{text}");
+    assert!(text.contains("1 tasks, 30 directories"), "{text}");
+    assert!(text.contains("Directory stat"), "{text}");
+    assert!(!text.contains("File creation"), "{text}");
+    assert_empty(dir.path());
+}
+
+#[test]
+fn print_spec_shows_the_tree() {
+    let out = md(&[
+        "-n",
+        "100",
+        "-z",
+        "1",
+        "-b",
+        "4",
+        "-u",
+        "-F",
+        "--tasks",
+        "2",
+        "-d",
+        "/x/md",
+        "--print-spec",
+    ]);
+    assert_code(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 100);
+    assert_eq!(v["files_per_dir"], 20);
+    assert_eq!(v["dirs_per_dir"], 4);
+    assert_eq!(v["threads"], 2);
+    assert_eq!(v["same_dir"], false);
+    assert_eq!(
+        v["ops"],
+        serde_json::json!(["create", "stat", "read", "delete"])
+    );
+}
+
+#[test]
+fn unsupported_options_name_the_option_and_the_native_one() {
+    let dir = scratch();
+    for (args, opt, native) in [
+        // -N, -Y, -X and -L are supported (tests/mdtest_more.rs); what
+        // they cannot do is still refused.
+        (
+            vec!["-n", "2", "-z", "2", "-b", "2", "-L"],
+            "-n 2",
+            "leaf directories",
+        ),
+        (vec!["-n", "5", "-k"], "-k", "--ops create"),
+        (vec!["-n", "5", "-B"], "-B", "barrier"),
+        (vec!["-n", "5", "-a", "MPIIO"], "-a MPIIO", "-a POSIX"),
+        (vec!["-n", "5", "-f", "1", "-l", "4"], "-f", "ioscale sweep"),
+        (vec!["-n", "5", "-S"], "-S", "--layout shared"),
+        (vec!["-n", "5", "--bogus"], "--bogus", "docs/compat.md"),
+        (vec!["-F"], "-n N", "-I N"),
+    ] {
+        let mut a = args.clone();
+        let d = dir.path().join("md");
+        a.extend_from_slice(&["-d", s(&d)]);
+        let out = md(&a);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains(opt), "{args:?}: {err}");
+        assert!(err.contains(native), "{args:?}: {err}");
+    }
+    assert_empty(dir.path());
+}
+
+#[test]
+fn the_binary_called_mdtest_is_the_front_end() {
+    let dir = scratch();
+    let link = dir.path().join("mdtest");
+    std::os::unix::fs::symlink(ioscale_path(), &link).unwrap();
+    let d = dir.path().join("out");
+    let out = std::process::Command::new(&link)
+        .args(["-n", "10", "-F", "-d", s(&d)])
+        .output()
+        .unwrap();
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(text.starts_with("-- started at "), "{text}");
+    assert!(text.contains("mdtest-3.3.0 compatible (ioscale "), "{text}");
+    assert!(text.contains("Command line used: "), "{text}");
+    assert!(text.contains("\"-n\" \"10\""), "{text}");
+    assert!(text.contains("-- finished at "), "{text}");
+    assert!(!d.exists());
+    let help = md(&["--help"]);
+    assert_code(&help, 0);
+    assert!(stdout(&help).contains("Examples"));
+}

@@ -1,0 +1,260 @@
+//! `ioscale mdtest` options built on `ioscale meta`: -Y (syncfs after each
+//! phase), -X (check the data read), -N (task stride) and -L with a deeper
+//! tree (items only in the leaves). No test asserts on timing.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+fn md(args: &[&str]) -> std::process::Output {
+    let mut a = vec!["mdtest"];
+    a.extend_from_slice(args);
+    run(&a)
+}
+
+/// Whether the SUMMARY table has a row named `row`.
+fn has_row(text: &str, row: &str) -> bool {
+    text.lines().any(|l| l.trim_start().starts_with(row))
+}
+
+#[test]
+fn sync_after_each_phase_runs_with_exact_counts() {
+    let t = scratch();
+    let d = t.path().join("md");
+    let out = md(&["-n", "6", "-Y", "-u", "--tasks", "2", "-d", s(&d)]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    for row in [
+        "Directory creation",
+        "File creation",
+        "File read",
+        "File removal",
+    ] {
+        assert!(has_row(&text, row), "{row}:\n{text}");
+    }
+    assert!(text.contains("2 tasks, 12 files/directories"), "{text}");
+    // The spec carries it, and every phase of the native record syncs.
+    let out = md(&["-n", "6", "-Y", "-d", s(&d), "--print-spec"]);
+    assert!(stdout(&out).contains("\"sync_phase\": true"));
+    let o = scratch();
+    let j = o.path().join("y.json");
+    let out = run(&[
+        "meta",
+        "--ops",
+        "create,stat,read,delete",
+        "--sync-phase",
+        "--threads",
+        "2",
+        "--files",
+        "6",
+        "--json",
+        s(&j),
+        "-q",
+        s(t.path()),
+    ]);
+    assert_code(&out, 0);
+    for p in phases(&json(&j)) {
+        assert_eq!(p["ops"], 12);
+        assert!(p["fsync_s"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    assert_empty(t.path());
+}
+
+#[test]
+fn verify_read_is_clean_and_names_a_flipped_byte() {
+    let t = scratch();
+    let d = t.path().join("md");
+    let flags = [
+        "-n", "4", "-F", "-u", "-w", "3000", "-e", "3000", "--tasks", "2",
+    ];
+    // Clean, in one run.
+    let mut a = vec!["-X", "-d", s(&d)];
+    a.extend(flags);
+    assert_code(&md(&a), 0);
+    // Create with -X (the pattern), flip a byte, read with -X.
+    let mut a = vec!["-C", "-X", "-d", s(&d)];
+    a.extend(flags);
+    assert_code(&md(&a), 0);
+    let victim = d.join("ioscale-meta.d/thr.001/f1.2");
+    flip_byte(&victim, 1234);
+    let mut a = vec!["-E", "--verify-read", "-d", s(&d)];
+    a.extend(flags);
+    let out = md(&a);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!(
+            "MISMATCH {} first bad offset 1234 (1 bytes)",
+            s(&victim)
+        )),
+        "{err}"
+    );
+    let mut a = vec!["-r", "-d", s(&d)];
+    a.extend(flags);
+    assert_code(&md(&a), 0);
+    // Only the -d directory an earlier run made is left, empty.
+    assert_empty(&d);
+}
+
+/// -N 1: task 0 reads task 1's files. Replacing task 1's first file by a
+/// directory (open works, read fails with EISDIR) shows which task read it.
+#[test]
+fn stride_reads_the_next_tasks_items() {
+    let t = scratch();
+    let d = t.path().join("md");
+    let flags = ["-n", "2", "-F", "-u", "-w", "512", "--tasks", "2", "-d"];
+    let mut a = vec!["-C"];
+    a.extend(flags);
+    a.push(s(&d));
+    assert_code(&md(&a), 0);
+    let f = d.join("ioscale-meta.d/thr.001/f1.0");
+    std::fs::remove_file(&f).unwrap();
+    std::fs::create_dir(&f).unwrap();
+    for (stride, want) in [("1", 0), ("0", 1)] {
+        let mut a = vec!["-E", "-N", stride];
+        a.extend(flags);
+        a.push(s(&d));
+        let out = md(&a);
+        assert_code(&out, 1);
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("worker {want}: read {}", s(&f)))
+                && err.contains("Is a directory"),
+            "-N {stride}: {err}"
+        );
+    }
+    // Back to a file, so the removal finds what it made.
+    std::fs::remove_dir(&f).unwrap();
+    std::fs::write(&f, vec![0u8; 512]).unwrap();
+    let mut a = vec!["-r", "-N", "1"];
+    a.extend(flags);
+    a.push(s(&d));
+    assert_code(&md(&a), 0);
+    assert_empty(&d);
+    // A stride over one task wraps to itself, with a note.
+    let out = md(&["-n", "2", "-N", "3", "-d", s(&d), "--print-spec"]);
+    assert_code(&out, 0);
+}
+
+/// Walks `dir` and returns (directories, files) as relative paths.
+fn walk(dir: &Path) -> (Vec<String>, Vec<String>) {
+    let mut dirs = Vec::new();
+    let mut files = Vec::new();
+    for (k, v) in snapshot(dir) {
+        if k.ends_with(".ioscale-meta-marker") {
+            continue;
+        }
+        if v.is_none() {
+            dirs.push(k);
+        } else {
+            files.push(k);
+        }
+    }
+    (dirs, files)
+}
+
+#[test]
+fn leaf_only_puts_items_in_the_leaves() {
+    let t = scratch();
+    let d = t.path().join("md");
+    // -z 2 -b 2: 7 directories, 4 of them leaves; -I 3: 3 items per leaf.
+    let out = md(&[
+        "-I",
+        "3",
+        "-z",
+        "2",
+        "-b",
+        "2",
+        "-L",
+        "-F",
+        "-C",
+        "--tasks",
+        "2",
+        "-u",
+        "-d",
+        s(&d),
+    ]);
+    assert_code(&out, 0);
+    let root = d.join("ioscale-meta.d");
+    let (dirs, files) = walk(&root);
+    assert_eq!(files.len(), 2 * 4 * 3, "{files:?}");
+    for f in &files {
+        // thr.N/hA/hB/name: exactly two levels below the task's directory.
+        let parts: Vec<&str> = f.split('/').collect();
+        assert_eq!(parts.len(), 4, "{f} is not in a leaf");
+        assert!(
+            parts[1].starts_with('h') && parts[2].starts_with('h'),
+            "{f}"
+        );
+    }
+    // Every leaf holds 3 items, the inner directories none.
+    for dir in &dirs {
+        let n = files
+            .iter()
+            .filter(|f| Path::new(f).parent() == Some(Path::new(dir)))
+            .count();
+        let depth = dir.split('/').count() - 1;
+        assert_eq!(n, if depth == 2 { 3 } else { 0 }, "{dir}");
+    }
+    assert_eq!(dirs.len(), 2 * 7, "{dirs:?}");
+    // Directories (-D) go to the leaves too; then remove all.
+    let out = md(&[
+        "-I",
+        "3",
+        "-z",
+        "2",
+        "-b",
+        "2",
+        "-L",
+        "-F",
+        "-T",
+        "-E",
+        "-r",
+        "--tasks",
+        "2",
+        "-u",
+        "-d",
+        s(&d),
+    ]);
+    assert_code(&out, 0);
+    assert!(!root.exists());
+    let out = md(&[
+        "-I",
+        "2",
+        "-z",
+        "2",
+        "-b",
+        "2",
+        "-L",
+        "-D",
+        "-C",
+        "-d",
+        s(&d),
+    ]);
+    assert_code(&out, 0);
+    let (dirs, files) = walk(&root);
+    assert!(files.is_empty());
+    let items: Vec<&String> = dirs
+        .iter()
+        .filter(|p| p.rsplit('/').next().unwrap().starts_with('d'))
+        .collect();
+    assert_eq!(items.len(), 8, "{dirs:?}");
+    assert!(items.iter().all(|p| p.split('/').count() == 3), "{items:?}");
+    let out = md(&[
+        "-I",
+        "2",
+        "-z",
+        "2",
+        "-b",
+        "2",
+        "-L",
+        "-D",
+        "-r",
+        "-d",
+        s(&d),
+    ]);
+    assert_code(&out, 0);
+    assert_empty(&d);
+}

@@ -1,0 +1,642 @@
+//! ioscale as MPI ranks: Open MPI's mpirun and a real one-node Slurm
+//! (slurm-wlm and munge from Debian, started by scripts/slurm-local).
+//!
+//! Built only with `--features mpi`; scripts/test installs the packages
+//! and runs `cargo test -p ioscale --features mpi --test mpi_cli`. A test
+//! skips, saying why, only when mpirun or Slurm is not installed (or, for
+//! Slurm and tmpfs, when not root). Every child runs under `timeout`, so a
+//! rank that hangs fails the test instead of stalling CI.
+
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use common::*;
+use serde_json::Value;
+
+/// One MPI job at a time: 2 cores, and timing-free assertions anyway.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+fn is_root() -> bool {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() == 0 }
+}
+
+fn skip(why: &str) {
+    eprintln!("SKIPPED: {why}");
+}
+
+/// `mpirun -np N ioscale ARGS…` under a 120 s timeout.
+fn mpirun(np: u32, args: &[&str]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args([
+        "-k",
+        "10",
+        "120",
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+    ])
+    .args(["-np", &np.to_string()])
+    .arg(ioscale_path())
+    .args(args)
+    .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none");
+    let out = c.output().expect("running mpirun");
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "mpirun timed out: {}",
+        stderr(&out)
+    );
+    out
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+fn file_len(p: &Path) -> u64 {
+    std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+}
+
+/// Checks what every gathered MPI record holds: ranks, hosts, tPN, one
+/// worker record per rank × thread, node totals that add up.
+fn check_cluster(v: &Value, ranks: u64, threads: u64) {
+    let c = &v["host"]["cluster"];
+    assert_eq!(c["launcher"], "mpi", "{c}");
+    assert_eq!(c["ranks"], ranks, "{c}");
+    assert_eq!(c["threads_per_rank"], threads);
+    assert_eq!(c["nodes"], 1);
+    assert_eq!(c["tasks_per_node"], ranks);
+    let host = hostname();
+    let hosts = c["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len() as u64, ranks);
+    assert!(hosts.iter().all(|h| h == &Value::from(host.clone())), "{c}");
+    let nodes = c["node_phases"].as_array().unwrap();
+    for (i, p) in phases(v).iter().enumerate() {
+        let workers = p["workers"].as_array().unwrap();
+        assert_eq!(workers.len() as u64, ranks * threads);
+        for (k, w) in workers.iter().enumerate() {
+            assert_eq!(w["worker"], k as u64);
+            assert_eq!(w["host"], Value::from(host.clone()));
+        }
+        let n: Vec<&Value> = nodes.iter().filter(|n| n["phase"] == i as u64).collect();
+        assert_eq!(n.len(), 1, "one node in phase {i}");
+        assert_eq!(n[0]["bytes"], p["bytes"]);
+        assert_eq!(n[0]["ranks"], ranks);
+        assert_eq!(n[0]["workers"], ranks * threads);
+    }
+}
+
+#[test]
+fn four_ranks_one_file_each_gathered_at_rank_0() {
+    if !have("mpirun") {
+        return skip("mpirun not installed (apt-get install openmpi-bin libopenmpi-dev)");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let o = scratch();
+    let j = o.path().join("r.json");
+    let out = mpirun(
+        4,
+        &[
+            "run",
+            "--op",
+            "write,read",
+            "--layout",
+            "per-thread",
+            "--size",
+            "4m",
+            "--xfer",
+            "256k",
+            "--verify",
+            "--keep",
+            "--json",
+            s(&j),
+            s(dir.path()),
+        ],
+    );
+    assert_code(&out, 0);
+    // Only rank 0 prints: one table, one header.
+    let text = stdout(&out);
+    assert_eq!(text.matches("op     rep").count(), 1, "{text}");
+    assert!(
+        text.contains("ranks: 4 (mpi) x 1 thread(s) = 4 workers"),
+        "{text}"
+    );
+    let v = json(&j);
+    let ph = phases(&v);
+    assert_eq!(ph.len(), 2);
+    check_phase(&ph[0], "write", 4, 4 * (4 << 20), 256 << 10);
+    check_phase(&ph[1], "read", 4, 4 * (4 << 20), 256 << 10);
+    check_verified(&ph[1], 4 * (4 << 20));
+    check_cluster(&v, 4, 1);
+    // One file per worker across ranks, named by global worker index.
+    let root = dir.path().join("ioscale.d");
+    for w in 0..4 {
+        let f = root.join(format!("file.{w:08}"));
+        assert_eq!(file_len(&f), 4 << 20, "{}", f.display());
+    }
+    assert!(!root.join("file.00000004").exists());
+    assert_code(&run(&["clean", s(dir.path())]), 0);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn ranks_times_threads_share_one_file_and_read_each_others_data() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let o = scratch();
+    let j = o.path().join("r.json");
+    // --total splits over all 2 × 2 workers; --reorder reads the next worker's block.
+    let out = mpirun(
+        2,
+        &[
+            "run",
+            "--op",
+            "write,read",
+            "--threads",
+            "2",
+            "--layout",
+            "shared",
+            "--total",
+            "8m",
+            "--block",
+            "1m",
+            "--xfer",
+            "256k",
+            "--verify",
+            "--reorder",
+            "--json",
+            s(&j),
+            s(dir.path()),
+        ],
+    );
+    assert_code(&out, 0);
+    let v = json(&j);
+    let ph = phases(&v);
+    check_phase(&ph[0], "write", 4, 8 << 20, 256 << 10);
+    check_phase(&ph[1], "read", 4, 8 << 20, 256 << 10);
+    check_verified(&ph[1], 8 << 20);
+    check_cluster(&v, 2, 2);
+    assert_eq!(
+        v["spec"]["threads"], 2,
+        "the spec keeps the threads per rank"
+    );
+    assert_eq!(v["spec"]["reorder_offset"], 1);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn a_rank_that_fills_the_disk_stops_every_rank() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let Some(fs) = tmpfs("size=6m") else {
+        return skip("cannot mount a tmpfs (needs root)");
+    };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let o = scratch();
+    let j = o.path().join("r.json");
+    // 4 × 4 MiB into 6 MiB: some rank hits ENOSPC, the others must not hang
+    // in the read phase or the reduce.
+    let out = mpirun(
+        4,
+        &[
+            "run",
+            "--op",
+            "write,read",
+            "--size",
+            "4m",
+            "--xfer",
+            "64k",
+            "--json",
+            s(&j),
+            s(fs.path()),
+        ],
+    );
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("No space left on device"), "{err}");
+    let v = json(&j);
+    let ph = phases(&v);
+    assert_eq!(ph.len(), 1, "no read phase after the failed write");
+    assert!(ph[0]["errors"].as_u64().unwrap() >= 1);
+    let errors = v["errors"].as_array().unwrap();
+    assert!(errors.iter().any(|e| e["errno"] == 28), "{v}");
+    assert_eq!(ph[0]["workers"].as_array().unwrap().len(), 4);
+    assert_empty(fs.path());
+}
+
+/// Regular files under `dir`, with their sizes.
+fn files_in(dir: &Path) -> Vec<(String, u64)> {
+    snapshot(dir)
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|b| (k, b.len() as u64)))
+        .collect()
+}
+
+#[test]
+fn meta_on_four_ranks_makes_every_workers_files_and_removes_them() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let o = scratch();
+    let j = o.path().join("m.json");
+    // 4 ranks × 2 threads × 25 files, kept: exactly 200 files, named by
+    // the 8 global worker indices.
+    let out = mpirun(
+        4,
+        &[
+            "meta",
+            "--ops",
+            "create,stat",
+            "--threads",
+            "2",
+            "--files",
+            "25",
+            "--keep",
+            "--json",
+            s(&j),
+            s(dir.path()),
+        ],
+    );
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert_eq!(text.matches("create (rep 0)").count(), 1, "{text}");
+    let v = json(&j);
+    let ph = phases(&v);
+    assert_eq!(ph.len(), 2);
+    for p in ph {
+        assert_eq!(p["ops"], 200, "{p}");
+        assert_eq!(p["files"]["requested"], 200);
+        assert_eq!(p["errors"], 0);
+    }
+    assert_eq!(ph[0]["bytes"], 200 * 4096);
+    check_cluster(&v, 4, 2);
+    let root = dir.path().join("ioscale-meta.d");
+    let files: Vec<(String, u64)> = files_in(&root)
+        .into_iter()
+        .filter(|(n, _)| !n.contains(".ioscale-meta-marker"))
+        .collect();
+    assert_eq!(files.len(), 200, "{files:?}");
+    assert!(files.iter().all(|(_, len)| *len == 4096));
+    for w in 0..8 {
+        let mine = files
+            .iter()
+            .filter(|(n, _)| n.starts_with(&format!("thr.{w:03}/")))
+            .count();
+        assert_eq!(mine, 25, "worker {w}: {files:?}");
+    }
+    // The kept tree is the tree of 8 workers: 4 ranks × 2 threads remove it.
+    let out = mpirun(
+        4,
+        &[
+            "meta",
+            "--ops",
+            "delete",
+            "--threads",
+            "2",
+            "--files",
+            "25",
+            "--quiet",
+            s(dir.path()),
+        ],
+    );
+    assert_code(&out, 0);
+    assert_empty(dir.path());
+}
+
+#[test]
+fn a_rank_that_runs_out_of_inodes_in_meta_stops_every_rank() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let Some(fs) = tmpfs("size=16m,nr_inodes=64") else {
+        return skip("cannot mount a tmpfs (needs root)");
+    };
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let o = scratch();
+    let j = o.path().join("m.json");
+    // 4 × 40 files into 64 inodes: some rank hits ENOSPC; the others must
+    // stop at the agreement, not hang, and rank 0 removes everything.
+    let out = mpirun(
+        4,
+        &[
+            "meta",
+            "--ops",
+            "create,stat,delete",
+            "--files",
+            "40",
+            "--json",
+            s(&j),
+            s(fs.path()),
+        ],
+    );
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(
+        err.matches("ioscale: error: worker").count(),
+        1,
+        "rank 0 alone reports: {err}"
+    );
+    let v = json(&j);
+    let ph = phases(&v);
+    assert_eq!(ph.len(), 1, "no phase after the failed create");
+    assert_eq!(ph[0]["workers"].as_array().unwrap().len(), 4);
+    let errors = v["errors"].as_array().unwrap();
+    assert!(errors.iter().any(|e| e["errno"] == 28), "{v}");
+    assert_empty(fs.path());
+}
+
+#[test]
+fn ior_tasks_are_ranks_with_gathered_totals() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let file = dir.path().join("ior.bin");
+    let out = mpirun(
+        4,
+        &[
+            "ior",
+            "-w",
+            "-r",
+            "-F",
+            "-k",
+            "-t",
+            "64k",
+            "-b",
+            "1m",
+            "-o",
+            s(&file),
+        ],
+    );
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert_eq!(text.matches("Summary of all tests:").count(), 1, "{text}");
+    assert!(text.contains("tasks               : 4"), "{text}");
+    assert!(text.contains("clients per node    : 4"), "{text}");
+    assert!(text.contains("nodes               : 1"), "{text}");
+    assert!(text.contains("aggregate filesize  : 4 MiB"), "{text}");
+    // #Tasks and tPN in the summary rows: 4 and 4.
+    for op in ["write", "read"] {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(op) && l.contains("POSIX"))
+            .unwrap_or_else(|| panic!("no {op} summary row: {text}"));
+        let cols: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            &cols[cols.len() - 14..cols.len() - 12],
+            &["4", "4"],
+            "{row}"
+        );
+    }
+    // One file per task, each task's block in full.
+    let files = files_in(dir.path());
+    let data: Vec<_> = files
+        .iter()
+        .filter(|(n, _)| n.starts_with("ior.bin"))
+        .collect();
+    assert_eq!(data.len(), 4, "{files:?}");
+    assert!(data.iter().all(|(_, len)| *len == 1 << 20), "{files:?}");
+
+    // -N may only repeat the number of ranks.
+    let out = mpirun(2, &["ior", "-N", "3", "-w", "-o", s(&file)]);
+    assert_code(&out, 2);
+    assert_eq!(stderr(&out).matches("-N 3").count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn mdtest_on_two_ranks_counts_every_task() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let d = dir.path().join("t");
+    let out = mpirun(2, &["mdtest", "-n", "50", "-d", s(&d)]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert_eq!(text.matches("SUMMARY rate").count(), 1, "{text}");
+    assert!(text.contains("with 2 total task(s)"), "{text}");
+    assert!(text.contains("2 tasks, 100 files/directories"), "{text}");
+    for row in ["File creation", "File removal", "Directory creation"] {
+        let line = text.lines().find(|l| l.contains(row)).unwrap();
+        assert!(!line.contains("NA"), "{line}");
+    }
+    assert_empty(dir.path());
+}
+
+#[test]
+fn sweep_on_two_ranks_writes_one_record() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let o = scratch();
+    let j = o.path().join("sweep.json");
+    let out = mpirun(
+        2,
+        &[
+            "sweep",
+            "--threads",
+            "1,2",
+            "--json",
+            s(&j),
+            "--",
+            "run",
+            "--op",
+            "write",
+            "--size",
+            "1m",
+            "--xfer",
+            "256k",
+            s(dir.path()),
+        ],
+    );
+    assert_code(&out, 0);
+    let v = json(&j);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{v}");
+    for p in points {
+        let t = p["threads"].as_u64().unwrap();
+        let r = &p["result"];
+        check_cluster(r, 2, t);
+        let ph = phases(r);
+        check_phase(&ph[0], "write", 2 * t, 2 * t * (1 << 20), 256 << 10);
+    }
+    // Only rank 0 wrote the journal and the files.
+    assert_eq!(names(o.path()), vec!["sweep.json".to_string()]);
+    assert_empty(dir.path());
+}
+
+/// A private Slurm (scripts/slurm-local), stopped on drop.
+struct Slurm {
+    dir: tempfile::TempDir,
+    conf: PathBuf,
+}
+
+impl Slurm {
+    fn start() -> Option<Slurm> {
+        let dir = tempfile::Builder::new()
+            .prefix("ioscale-slurm-")
+            .tempdir()
+            .ok()?;
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local");
+        let out = Command::new("timeout")
+            .args(["60", "bash"])
+            .arg(&script)
+            .arg("start")
+            .arg(dir.path())
+            .output()
+            .expect("running scripts/slurm-local");
+        assert!(
+            out.status.success(),
+            "scripts/slurm-local start failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let conf = dir.path().join("slurm.conf");
+        Some(Slurm { dir, conf })
+    }
+
+    fn cmd(&self, program: &str, timeout_s: u32) -> Command {
+        let mut c = Command::new("timeout");
+        c.args(["-k", "10", &timeout_s.to_string(), program])
+            .env("SLURM_CONF", &self.conf);
+        c
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local");
+        let _ = Command::new("bash")
+            .arg(script)
+            .arg("stop")
+            .arg(self.dir.path())
+            .output();
+    }
+}
+
+#[test]
+fn slurm_job_runs_four_ranks_with_srun_and_pmix() {
+    if !have("slurmctld") || !have("munged") || !have("mpirun") {
+        return skip("slurm-wlm, munge or openmpi-bin not installed");
+    }
+    if !is_root() {
+        return skip("starting slurmctld, slurmd and munged needs root");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let slurm = Slurm::start().expect("a local Slurm");
+    let conf = std::fs::read_to_string(&slurm.conf).unwrap();
+    assert!(
+        conf.contains("MpiDefault=pmix"),
+        "this Slurm has no PMIx plugin (mpi_pmix*.so); Debian ships it in slurm-wlm-basic-plugins"
+    );
+    let work = scratch();
+    let target = work.path().join("fs");
+    let results = work.path().join("results");
+    std::fs::create_dir(&target).unwrap();
+    let job = work.path().join("job.sbatch");
+    let out = run(&[
+        "slurm",
+        "--nodes",
+        "1",
+        "--ntasks-per-node",
+        "4",
+        "--time",
+        "00:05:00",
+        "--output",
+        s(&work.path().join("job.out")),
+        "--results",
+        s(&results),
+        "--out",
+        s(&job),
+        "--",
+        "run",
+        "--op",
+        "write,read",
+        "--size",
+        "2m",
+        "--xfer",
+        "256k",
+        "--verify",
+        s(&target),
+    ]);
+    assert_code(&out, 0);
+    let script = std::fs::read_to_string(&job).unwrap();
+    assert!(
+        script.contains("srun --mpi=pmix --ntasks=\"$n\""),
+        "{script}"
+    );
+
+    let sb = slurm
+        .cmd("sbatch", 180)
+        .arg("--wait")
+        .arg(&job)
+        .output()
+        .expect("running sbatch");
+    let log = std::fs::read_to_string(work.path().join("job.out")).unwrap_or_default();
+    assert!(
+        sb.status.success(),
+        "sbatch --wait: {}{}\njob output:\n{log}",
+        String::from_utf8_lossy(&sb.stdout),
+        String::from_utf8_lossy(&sb.stderr)
+    );
+    let v = json(&results.join("ranks-4.json"));
+    let ph = phases(&v);
+    check_phase(&ph[0], "write", 4, 4 * (2 << 20), 256 << 10);
+    check_phase(&ph[1], "read", 4, 4 * (2 << 20), 256 << 10);
+    check_verified(&ph[1], 4 * (2 << 20));
+    check_cluster(&v, 4, 1);
+    assert_eq!(
+        log.matches("op     rep").count(),
+        1,
+        "only rank 0 prints:\n{log}"
+    );
+    assert_empty(&target);
+
+    // The wrong launches srun can make are refused with the fix, exit 2:
+    // PMI-2 for an Open MPI that only speaks PMIx, and no PMI at all.
+    for (mpi, says) in [("pmi2", "srun --mpi=pmix"), ("none", "without a PMI")] {
+        let o = slurm
+            .cmd("srun", 120)
+            .args([&format!("--mpi={mpi}"), "-n", "2"])
+            .arg(ioscale_path())
+            .args(["run", "--size", "1m", s(&target)])
+            .output()
+            .expect("running srun");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "srun --mpi={mpi}: {err}");
+        assert!(
+            err.contains("Exited with exit code 2"),
+            "srun --mpi={mpi}: {err}"
+        );
+    }
+    assert_empty(&target);
+}

@@ -1,0 +1,169 @@
+//! smallfile's result lines, for `ioscale smallfile`.
+//!
+//! smallfile_cli.py ends every run with one line per thread
+//! (`host = …,thr = 00,elapsed = …,files = …,records = …,status = ok`) and
+//! its totals: `total threads`, `total files`, `total IOPS`, `total data`,
+//! the `% of requested files processed, warning threshold` line,
+//! `elapsed time`, `files/sec`, `IOPS` and `MiB/sec`. This exporter renders
+//! them from the canonical [`ResultSet`] of an `ioscale meta` run, one
+//! block per timed phase.
+//!
+//! Definitions follow smallfile: `files/sec`, `IOPS` and `MiB/sec` are the
+//! sums of each thread's own rate (its files, records or bytes ÷ its own
+//! elapsed time), `elapsed time` is the longest thread's, and `total IOPS`
+//! is the summed IOPS truncated to an integer. ioscale's native figure,
+//! total files ÷ (first start to last finish), is in the JSON record and
+//! on the `ioscale meta` text; docs/compat.md compares the two.
+
+use serde::{Deserialize, Serialize};
+
+use crate::export::{ExportError, Exporter};
+use crate::model::{PhaseRecord, ResultSet};
+
+/// smallfile's warning threshold for the files processed, in percent.
+pub const PCT_FILES_MIN: f64 = 70.0;
+
+/// What smallfile's lines show beyond the canonical record.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SmallfileInfo {
+    /// Host name as smallfile shows it (the short name).
+    pub host: String,
+    /// `--response-times Y`: add the latency percentiles.
+    pub response_times: bool,
+}
+
+/// smallfile's result lines.
+#[derive(Debug, Clone, Default)]
+pub struct SmallfileTextExporter {
+    /// smallfile-only facts.
+    pub info: SmallfileInfo,
+}
+
+/// smallfile's totals of one phase, as its `output_results` adds them up.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SmallfileTotals {
+    /// Threads.
+    pub threads: usize,
+    /// Files processed.
+    pub files: u64,
+    /// Data calls.
+    pub records: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// The longest thread's elapsed seconds.
+    pub elapsed: f64,
+    /// Sum of each thread's files ÷ its elapsed time.
+    pub files_per_sec: f64,
+    /// Sum of each thread's records ÷ its elapsed time.
+    pub iops: f64,
+    /// Sum of each thread's MiB ÷ its elapsed time.
+    pub mib_per_sec: f64,
+    /// Files processed ÷ files requested, percent.
+    pub pct_files: f64,
+    /// Every thread finished with `ok`.
+    pub ok: bool,
+}
+
+/// Adds up a phase the way smallfile does.
+pub fn totals(p: &PhaseRecord) -> SmallfileTotals {
+    let mut t = SmallfileTotals {
+        ok: true,
+        ..Default::default()
+    };
+    let Some(f) = &p.files else {
+        return t;
+    };
+    for th in &f.threads {
+        let bytes = p
+            .workers
+            .iter()
+            .find(|w| w.worker == th.thread)
+            .map_or(0, |w| w.bytes);
+        t.threads += 1;
+        t.files += th.files;
+        t.records += th.records;
+        t.bytes += bytes;
+        t.elapsed = t.elapsed.max(th.elapsed_s);
+        if th.elapsed_s > 0.0 {
+            t.files_per_sec += th.files as f64 / th.elapsed_s;
+            t.iops += th.records as f64 / th.elapsed_s;
+            t.mib_per_sec += bytes as f64 / (1024.0 * 1024.0) / th.elapsed_s;
+        }
+        t.ok &= th.status == "ok";
+    }
+    t.pct_files = if f.requested > 0 {
+        100.0 * t.files as f64 / f.requested as f64
+    } else {
+        100.0
+    };
+    t
+}
+
+impl SmallfileTextExporter {
+    fn phase(&self, p: &PhaseRecord, out: &mut String) {
+        let Some(f) = &p.files else {
+            return;
+        };
+        for th in &f.threads {
+            let status = if th.status == "ok" {
+                "ok".to_string()
+            } else {
+                format!("ERR: {}", th.status)
+            };
+            out.push_str(&format!(
+                "host = {},thr = {:02},elapsed = {:.6},files = {},records = {},status = {status}\n",
+                self.info.host, th.thread, th.elapsed_s, th.files, th.records
+            ));
+        }
+        let t = totals(p);
+        out.push_str(&format!("total threads = {}\n", t.threads));
+        out.push_str(&format!("total files = {}\n", t.files));
+        if t.records > 0 {
+            out.push_str(&format!("total IOPS = {}\n", t.iops as u64));
+            out.push_str(&format!(
+                "total data = {:9.3} GiB\n",
+                t.bytes as f64 / (1u64 << 30) as f64
+            ));
+        }
+        out.push_str(&format!(
+            "{:6.2}% of requested files processed, warning threshold is {PCT_FILES_MIN:6.2}\n",
+            t.pct_files
+        ));
+        out.push_str(&format!("elapsed time = {:9.3}\n", t.elapsed));
+        if t.elapsed < 0.001 {
+            out.push_str("WARNING: test must run longer than a millisecond\n");
+        } else {
+            out.push_str(&format!("files/sec = {:.6}\n", t.files_per_sec));
+            if t.records > 0 {
+                out.push_str(&format!("IOPS = {:.6}\n", t.iops));
+                out.push_str(&format!("MiB/sec = {:.6}\n", t.mib_per_sec));
+            }
+        }
+        if self.info.response_times {
+            let l = &p.lat_us;
+            out.push_str(&format!(
+                "response times (usec): p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}\n",
+                l.p50, l.p99, l.p999, l.max
+            ));
+        }
+        if !t.ok {
+            out.push_str(
+                "WARNING: at least one thread encountered error, test may be incomplete\n",
+            );
+        } else if t.pct_files < PCT_FILES_MIN {
+            out.push_str(
+                "WARNING: not enough total files processed before 1st thread finished, change test parameters\n",
+            );
+        }
+    }
+}
+
+impl Exporter for SmallfileTextExporter {
+    fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
+        let mut out = String::new();
+        for p in &rs.phases {
+            self.phase(p, &mut out);
+        }
+        Ok(out.into_bytes())
+    }
+}

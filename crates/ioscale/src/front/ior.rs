@@ -125,6 +125,16 @@ const VALUE_OPTS: &str = "abtsoNiGQDdTOA";
 /// IOR flags ioscale supports.
 const FLAG_OPTS: &str = "FuEkwrWRCzeYgxvqB";
 
+/// The getopt-style syntax of the options above.
+const SHORT: super::ShortOpts = super::ShortOpts {
+    tool: "IOR",
+    cmd: "ior",
+    value: VALUE_OPTS,
+    flags: FLAG_OPTS,
+    unsupported,
+    operand_hint: "name the file with -o",
+};
+
 /// The IOR options ioscale refuses, with the nearest native equivalent.
 fn unsupported(opt: &str) -> Option<&'static str> {
     Some(match opt {
@@ -284,58 +294,10 @@ fn parse(args: &[String]) -> Result<IorArgs, Usage> {
             }
             continue;
         }
-        let Some(body) = arg.strip_prefix('-').filter(|b| !b.is_empty()) else {
-            return Err(usage(format!(
-                "unexpected argument '{arg}': IOR takes options only (name the file with -o)"
-            )));
-        };
-        let mut chars = body.chars();
-        let c = chars.next().expect("body is not empty");
-        if c == 'h' {
-            a.help = true;
-            continue;
-        }
-        if VALUE_OPTS.contains(c) {
-            let rest = chars.as_str();
-            let rest = rest.strip_prefix('=').unwrap_or(rest);
-            let v = if rest.is_empty() {
-                let v = args
-                    .get(i)
-                    .ok_or_else(|| usage(format!("-{c} needs a value")))?;
-                i += 1;
-                v.clone()
-            } else {
-                rest.to_string()
-            };
-            apply_value(&mut a, c, &v)?;
-            continue;
-        }
-        // Inside a bundle (-wrk, -B=0) the message names the whole argument.
-        let within = if body.chars().count() > 1 {
-            format!(" (in {arg})")
-        } else {
-            String::new()
-        };
-        for f in body.chars() {
-            let opt = format!("-{f}");
-            if let Some(hint) = unsupported(&opt) {
-                return Err(usage(format!("{opt}{within}: {hint}")));
-            }
-            if FLAG_OPTS.contains(f) {
-                apply_flag(&mut a, f);
-            } else if VALUE_OPTS.contains(f) {
-                return Err(usage(format!(
-                    "{opt} takes a value; give it as its own option (e.g. `{opt} VALUE`), not bundled in {arg}"
-                )));
-            } else if f == '=' {
-                return Err(usage(format!(
-                    "{arg}: a flag takes no value; give the flag alone (see `ioscale ior --help`)"
-                )));
-            } else {
-                return Err(usage(format!(
-                    "{opt}{within}: not an IOR option ioscale supports; see `ioscale ior --help` and docs/compat.md"
-                )));
-            }
+        match super::short_option(&SHORT, arg, args, &mut i)? {
+            super::Short::Help => a.help = true,
+            super::Short::Value(c, v) => apply_value(&mut a, c, &v)?,
+            super::Short::Flags(fs) => fs.chars().for_each(|f| apply_flag(&mut a, f)),
         }
     }
     Ok(a)

@@ -295,7 +295,7 @@ pub struct MetaSpec {
     /// O_DIRECT for data.
     pub direct: bool,
     /// Stop each phase at this deadline.
-    #[serde(with = "opt_secs")]
+    #[serde(with = "crate::units::opt_secs")]
     pub time_limit: Option<Duration>,
     /// Repetitions of the whole sequence.
     pub reps: u32,
@@ -928,24 +928,6 @@ impl RawMeta {
             }
         }
         Ok(spec)
-    }
-}
-
-mod opt_secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(v: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(d) => s.serialize_some(&d.as_secs_f64()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        let v: Option<f64> = Option::deserialize(d)?;
-        Ok(v.filter(|x| x.is_finite() && *x >= 0.0)
-            .map(Duration::from_secs_f64))
     }
 }
 

@@ -269,6 +269,26 @@ pub fn format_size(bytes: u64) -> String {
     }
 }
 
+/// Serde for an optional duration as seconds (`30.5` or `null`), the form
+/// the JSON records use for time limits and delays.
+pub(crate) mod opt_secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(v: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(d) => s.serialize_some(&d.as_secs_f64()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let v: Option<f64> = Option::deserialize(d)?;
+        Ok(v.filter(|x| x.is_finite() && *x >= 0.0)
+            .map(Duration::from_secs_f64))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -309,7 +309,7 @@ pub struct WorkloadSpec {
     /// Repetitions of the whole phase sequence.
     pub reps: u32,
     /// Stop each phase at this deadline (stonewall).
-    #[serde(with = "opt_secs")]
+    #[serde(with = "crate::units::opt_secs")]
     pub time_limit: Option<Duration>,
     /// Pattern write and check.
     pub verify: bool,
@@ -323,7 +323,11 @@ pub struct WorkloadSpec {
     #[serde(default, skip_serializing_if = "FileNaming::is_native")]
     pub naming: FileNaming,
     /// Pause before each repetition after the first (IOR -d); absent when none.
-    #[serde(default, with = "opt_secs", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "crate::units::opt_secs",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub rep_delay: Option<Duration>,
 }
 
@@ -674,24 +678,6 @@ impl RawWorkload {
             naming,
             rep_delay: self.rep_delay,
         })
-    }
-}
-
-mod opt_secs {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(v: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(d) => s.serialize_some(&d.as_secs_f64()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-        let v: Option<f64> = Option::deserialize(d)?;
-        Ok(v.filter(|x| x.is_finite() && *x >= 0.0)
-            .map(Duration::from_secs_f64))
     }
 }
 

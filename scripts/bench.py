@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Speed benchmark of ioscale against fio (and a bare pread loop).
 
-Runs the tools interleaved (A B A B ...) on the same workloads and reports
+Runs the tools interleaved (A B B A A B ..., alternating who goes first) on the same workloads and reports
 the ratio of every pair and the median ratio per workload. Called by
 scripts/bench, which builds the binaries first. Standard library only.
 
@@ -190,7 +190,10 @@ class Bench:
         for i in range(self.a.pairs):
             seed = 1000 + i
             self.cache_file()
-            row = {t: self.run_a_one(t, seed) for t in tools}
+            # Rotate the order so no tool always runs first (or right after
+            # the same neighbour) in a pair.
+            order = tools[i % 3:] + tools[:i % 3]
+            row = {t: self.run_a_one(t, seed) for t in order}
             row["ioscale/bare"] = row["ioscale"]["cpu_ns_per_op"] / row["bare"]["cpu_ns_per_op"]
             row["ioscale/fio"] = row["ioscale"]["cpu_ns_per_op"] / row["fio"]["cpu_ns_per_op"]
             row["inphase ioscale/bare"] = row["ioscale"]["inphase_ns_per_op"] / row["bare"]["inphase_ns_per_op"]
@@ -269,8 +272,13 @@ class Bench:
         for n in (1, 2):
             pairs = []
             for i in range(self.a.pairs):
-                io = self.run_b_ioscale(n, 2000 + i)
-                fo = self.run_b_fio(n)
+                # Alternate which tool goes first in a pair.
+                if i % 2 == 0:
+                    io = self.run_b_ioscale(n, 2000 + i)
+                    fo = self.run_b_fio(n)
+                else:
+                    fo = self.run_b_fio(n)
+                    io = self.run_b_ioscale(n, 2000 + i)
                 row = {"ioscale": io, "fio": fo,
                        "write": io["write"] / fo["write"], "read": io["read"] / fo["read"]}
                 pairs.append(row)
@@ -331,8 +339,12 @@ class Bench:
         self.run_c_one("fio", 1)
         pairs = []
         for i in range(self.a.pairs):
-            io = self.run_c_one("ioscale", 3000 + i)
-            fo = self.run_c_one("fio", 3000 + i)
+            if i % 2 == 0:  # alternate which tool goes first
+                io = self.run_c_one("ioscale", 3000 + i)
+                fo = self.run_c_one("fio", 3000 + i)
+            else:
+                fo = self.run_c_one("fio", 3000 + i)
+                io = self.run_c_one("ioscale", 3000 + i)
             row = {"ioscale": io, "fio": fo, "ratio": io["iops"] / fo["iops"]}
             pairs.append(row)
             log("  pair %d: IOPS ioscale %.0f fio %.0f ratio %.3f | CPU s ioscale %.2f fio %.2f | ioscale RSS %d KiB" % (

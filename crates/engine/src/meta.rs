@@ -193,6 +193,11 @@ struct Cursor<'p, 'a> {
     node_rel: Vec<u8>,
     /// Entry name, NUL-terminated.
     name: Vec<u8>,
+    /// Length of `name`'s stem (everything before the index) for
+    /// `stem_kind`, so the next name only rewrites the digits.
+    stem_len: usize,
+    /// The entry kind whose stem `name` holds.
+    stem_kind: Option<EntryKind>,
     /// Second entry name (rename target, link name), NUL-terminated.
     name2: Vec<u8>,
     /// Full path for the path-only calls (xattrs), NUL-terminated.
@@ -288,8 +293,17 @@ impl Cursor<'_, '_> {
     }
 
     fn set_name(&mut self, kind: EntryKind, i: u64) {
-        self.name.clear();
-        self.plan.spec.push_name(&mut self.name, kind, self.w, i);
+        // Only the index changes from one file to the next: keep the stem
+        // (`{prefix}{letter}{thread}.`) and rewrite the digits.
+        if self.stem_kind != Some(kind) {
+            self.name.clear();
+            self.plan.spec.push_name(&mut self.name, kind, self.w, 0);
+            let digits = 1; // the `0` just written
+            self.stem_len = self.name.len() - digits;
+            self.stem_kind = Some(kind);
+        }
+        self.name.truncate(self.stem_len);
+        spec::meta::push_u64(&mut self.name, i);
         self.name.push(0);
     }
 
@@ -612,6 +626,8 @@ pub fn run_meta_worker(
             dir: None,
             node_rel: Vec::with_capacity(256),
             name: Vec::with_capacity(320),
+            stem_len: 0,
+            stem_kind: None,
             name2: Vec::with_capacity(320),
             full: Vec::with_capacity(4096),
             buf,
@@ -979,9 +995,29 @@ pub mod at {
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-    fn cstr(b: &[u8]) -> io::Result<&CStr> {
-        CStr::from_bytes_with_nul(b)
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))
+    /// A NUL-terminated name as the kernel takes it.
+    struct CName<'a>(&'a [u8]);
+
+    impl CName<'_> {
+        fn as_ptr(&self) -> *const libc::c_char {
+            self.0.as_ptr().cast()
+        }
+    }
+
+    /// Checks that `b` ends in NUL, so the kernel's read of the name stops
+    /// inside the slice. O(1), unlike `CStr::from_bytes_with_nul`, which
+    /// scans for interior NULs on every file operation (about 45
+    /// instructions per name, callgrind); names are built from the prefix
+    /// (checked for NUL when the spec was built) and decimal digits.
+    fn cstr(b: &[u8]) -> io::Result<CName<'_>> {
+        if b.last() == Some(&0) {
+            Ok(CName(b))
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "name is not NUL-terminated",
+            ))
+        }
     }
 
     fn check(r: libc::c_int) -> io::Result<()> {

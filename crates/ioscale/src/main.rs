@@ -12,6 +12,7 @@ mod files;
 mod front;
 mod host;
 mod meta;
+mod output;
 mod report_cmd;
 mod run;
 mod slurm;
@@ -395,16 +396,10 @@ fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes a rendered record atomically: a temporary file, then rename.
+/// Renders a record and writes it atomically.
 fn write_output(p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()> {
     let bytes = kind.exporter().render(rs)?;
-    let tmp = p.with_extension(format!(
-        "{}.tmp",
-        p.extension().and_then(|e| e.to_str()).unwrap_or("out")
-    ));
-    std::fs::write(&tmp, &bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
-    Ok(())
+    output::write_atomic(p, &bytes)
 }
 
 fn cmd_clean(target: &Path) -> anyhow::Result<i32> {

@@ -18,7 +18,6 @@ use std::time::{Duration, Instant};
 use analysis::model::{default_trim, point_stats};
 use analysis::render::{render_csv, render_json, render_text};
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
-use anyhow::Context;
 use clap::{Args, Parser, ValueEnum};
 use coord::Coordinator;
 use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
@@ -463,17 +462,7 @@ fn build(
     }
 }
 
-/// Writes bytes atomically: a temporary file beside the target, then rename.
-pub fn write_atomic(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let name = p
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = p.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
-    Ok(())
-}
+pub use crate::output::write_atomic;
 
 /// What the live line shows.
 #[derive(Default)]

@@ -539,7 +539,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     let mut write_err = None;
     let stdout_bytes = match (&a.summary_file, doc) {
         (Some(p), doc) => {
-            if let Err(e) = write_atomic(p, doc.as_deref().unwrap_or(&text)) {
+            if let Err(e) = crate::output::write_atomic(p, doc.as_deref().unwrap_or(&text)) {
                 write_err = Some(e);
             }
             text
@@ -577,16 +577,6 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
         code = code.max(1);
     }
     Ok(code)
-}
-
-fn write_atomic(p: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let mut tmp = p.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -638,7 +638,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let mut code = outcome.exit_code();
     if let Some(p) = &a.output_json {
         let doc = serde_json::to_vec_pretty(&json_doc(&a, rs, &host))?;
-        if let Err(e) = write_atomic(p, &doc) {
+        if let Err(e) = crate::output::write_atomic(p, &doc) {
             eprintln!("smallfile: error: {e:#}");
             code = code.max(1);
         }
@@ -651,16 +651,6 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         std::thread::sleep(std::time::Duration::from_micros(us.min(3_600_000_000)));
     }
     Ok(code)
-}
-
-fn write_atomic(p: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use anyhow::Context;
-    let mut tmp = p.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, p).with_context(|| format!("writing {}", p.display()))?;
-    Ok(())
 }
 
 #[cfg(test)]

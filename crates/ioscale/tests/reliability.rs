@@ -583,7 +583,7 @@ fn working_directory_removed_mid_run() {
         "--ops",
         "create,delete",
         "--files",
-        "5000000",
+        "300000",
         "--file-size",
         "0",
         "--json",

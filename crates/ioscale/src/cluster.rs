@@ -623,6 +623,16 @@ pub fn agree<T>(coord: &dyn Coordinator, r: Result<T, Refused>) -> Result<T, Ref
     Err(Refused(msg))
 }
 
+/// Workers across all ranks: `threads` per rank × ranks.
+pub fn worker_count(threads: u32, coord: &dyn Coordinator) -> Result<u32, crate::run::Refused> {
+    let ranks = coord.size();
+    threads.checked_mul(ranks).ok_or_else(|| {
+        crate::run::Refused(format!(
+            "--threads {threads} × {ranks} ranks overflows the worker count"
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

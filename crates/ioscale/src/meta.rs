@@ -25,13 +25,13 @@ use report::{
     WorkerRecord, SCHEMA,
 };
 use serde::{Deserialize, Serialize};
-use spec::{format_size, MetaOp, MetaSpec, TreeState};
+use spec::{MetaOp, MetaSpec, TreeState};
 use stats::LatencyHistogram;
 
 use crate::cli::MetaArgs;
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::host;
-use crate::run::{Outcome, Refused};
+use crate::run::{make_run_id, space_warning, Outcome, Refused};
 
 /// Name of the working directory inside the target.
 pub const ROOT_NAME: &str = "ioscale-meta.d";
@@ -157,31 +157,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
 /// Checks the target before anything is created.
 fn preflight(spec: &MetaSpec) -> Result<(), Refused> {
     let t = &spec.target;
-    let meta = fs::metadata(t).map_err(|e| {
-        Refused(format!(
-            "TARGET {}: {e}; name an existing directory on the file system to test",
-            t.display()
-        ))
-    })?;
-    if !meta.is_dir() {
-        return Err(Refused(format!(
-            "TARGET {} is not a directory; name a directory on the file system to test",
-            t.display()
-        )));
-    }
-    if engine::sys::is_read_only(t).unwrap_or(false) {
-        return Err(Refused(format!(
-            "TARGET {} is on a read-only file system (EROFS); ioscale meta needs to create its \
-             working directory and marker there; choose a writable target",
-            t.display()
-        )));
-    }
-    if !engine::sys::can_write(t) {
-        return Err(Refused(format!(
-            "TARGET {}: permission denied (EACCES); choose a directory you may write to",
-            t.display()
-        )));
-    }
+    crate::run::check_target(t)?;
     if spec.direct && spec.ops.iter().any(|o| o.moves_data()) {
         crate::run::probe_direct(t, spec.record_size)?;
     }
@@ -216,14 +192,6 @@ fn warnings(spec: &MetaSpec, host: &HostInfo) -> Vec<String> {
         );
     }
     w
-}
-
-fn make_run_id() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{:x}-{}", t, std::process::id())
 }
 
 /// The working directory as found or made.
@@ -503,14 +471,8 @@ pub fn run_with(
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
 ) -> Result<Outcome, Refused> {
-    let ranks = coord.size();
     let is_root = coord.rank() == 0;
-    let workers = spec.threads.checked_mul(ranks).ok_or_else(|| {
-        Refused(format!(
-            "--threads {} × {ranks} ranks overflows the worker count",
-            spec.threads
-        ))
-    })?;
+    let workers = cluster::worker_count(spec.threads, coord)?;
     // The spec of all workers: names, the marker and cleanup use it.
     let mut gspec = spec.clone();
     gspec.threads = workers;
@@ -524,16 +486,10 @@ pub fn run_with(
     node_spec.threads = user_spec.threads * layout.tasks_per_node();
     let mut warns = warnings(&node_spec, &host);
     if spec.ops.contains(&MetaOp::Create) {
-        if let Ok(free) = engine::sys::free_bytes(&spec.target) {
-            let need = spec.file_size.max() * spec.total_files();
-            if need > free {
-                warns.push(format!(
-                    "the run writes up to {} but the target has {} free: expect ENOSPC",
-                    format_size(need),
-                    format_size(free)
-                ));
-            }
-        }
+        warns.extend(space_warning(
+            &spec.target,
+            spec.file_size.max() * spec.total_files(),
+        ));
     }
     let run_id = coord
         .broadcast_as(&make_run_id())

@@ -75,6 +75,25 @@ impl Outcome {
 /// available. Returns the buffer alignment to use.
 pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Refused> {
     let t = &spec.target;
+    check_target(t)?;
+    let mut align = 4096usize;
+    if spec.direct {
+        align = probe_direct(t, spec.xfer)?;
+    }
+    if spec.engine == EngineKind::IoUring {
+        if let Err(e) = engine::uring::UringQueue::ring(2) {
+            return Err(Refused(format!(
+                "--engine io_uring: io_uring is not available here ({e}); use --engine sync"
+            )));
+        }
+    }
+    Ok(align)
+}
+
+/// The checks every command makes of TARGET before it creates anything:
+/// it exists, is a directory, is on a writable file system, and this user
+/// may create entries in it.
+pub(crate) fn check_target(t: &Path) -> Result<(), Refused> {
     let meta = std::fs::metadata(t).map_err(|e| {
         Refused(format!(
             "TARGET {}: {e}; name an existing directory on the file system to test",
@@ -89,28 +108,29 @@ pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Refused> {
     }
     if engine::sys::is_read_only(t).unwrap_or(false) {
         return Err(Refused(format!(
-            "TARGET {} is on a read-only file system; choose a writable target",
+            "TARGET {} is on a read-only file system (EROFS); choose a writable target",
             t.display()
         )));
     }
     if !engine::sys::can_write(t) {
         return Err(Refused(format!(
-            "TARGET {}: permission denied; choose a directory you may write to",
+            "TARGET {}: permission denied (EACCES); choose a directory you may write to",
             t.display()
         )));
     }
-    let mut align = 4096usize;
-    if spec.direct {
-        align = probe_direct(t, spec.xfer)?;
-    }
-    if spec.engine == EngineKind::IoUring {
-        if let Err(e) = engine::uring::UringQueue::ring(2) {
-            return Err(Refused(format!(
-                "--engine io_uring: io_uring is not available here ({e}); use --engine sync"
-            )));
-        }
-    }
-    Ok(align)
+    Ok(())
+}
+
+/// A warning when TARGET has less free space than the run may write.
+pub(crate) fn space_warning(target: &Path, need: u64) -> Option<String> {
+    let free = engine::sys::free_bytes(target).ok()?;
+    (need > free).then(|| {
+        format!(
+            "the run writes up to {} but the target has {} free: expect ENOSPC",
+            format_size(need),
+            format_size(free)
+        )
+    })
 }
 
 /// Opens a scratch file with O_DIRECT and writes one transfer, so a file
@@ -207,7 +227,8 @@ fn warnings(spec: &WorkloadSpec, host: &HostInfo) -> Vec<String> {
     w
 }
 
-fn make_run_id() -> String {
+/// A run's identity in its marker: time and pid, unique on one host.
+pub(crate) fn make_run_id() -> String {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -252,14 +273,8 @@ pub fn run_with(
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
 ) -> Result<Outcome, Refused> {
-    let ranks = coord.size();
     let is_root = coord.rank() == 0;
-    let workers = spec.threads.checked_mul(ranks).ok_or_else(|| {
-        Refused(format!(
-            "--threads {} × {ranks} ranks overflows the worker count",
-            spec.threads
-        ))
-    })?;
+    let workers = cluster::worker_count(spec.threads, coord)?;
     // The spec of all workers: file names, offsets and the marker use it.
     let mut gspec = spec.clone();
     gspec.threads = workers;
@@ -270,18 +285,11 @@ pub fn run_with(
     let mut node_spec = spec.clone();
     node_spec.threads = spec.threads * layout.tasks_per_node();
     let mut warns = warnings(&node_spec, &host);
-    let writes = spec.ops.iter().any(|o| o.writes());
-    if writes {
-        if let Ok(free) = engine::sys::free_bytes(&spec.target) {
-            let need = gspec.file_size() * gspec.file_count() as u64;
-            if need > free {
-                warns.push(format!(
-                    "the run writes {} but the target has {} free: expect ENOSPC",
-                    format_size(need),
-                    format_size(free)
-                ));
-            }
-        }
+    if spec.ops.iter().any(|o| o.writes()) {
+        warns.extend(space_warning(
+            &spec.target,
+            gspec.file_size() * gspec.file_count() as u64,
+        ));
     }
     let run_id = coord
         .broadcast_as(&make_run_id())

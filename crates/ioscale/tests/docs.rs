@@ -402,6 +402,23 @@ fn every_fenced_block_says_its_language_and_sh_attributes_parse() {
     assert!(bad.is_empty(), "{bad}");
 }
 
+/// Shell examples are copied into terminals and scripts: no line wider
+/// than 80 columns (wrap with a trailing `\`).
+#[test]
+fn sh_blocks_fit_in_80_columns() {
+    let mut wide = String::new();
+    for doc in documents() {
+        for b in blocks(&std::fs::read_to_string(&doc).unwrap()).unwrap() {
+            for (i, l) in b.text.lines().enumerate() {
+                if b.lang == "sh" && l.chars().count() > 80 {
+                    writeln!(wide, "{}:{}: {l}", rel(&doc), b.line + 1 + i).unwrap();
+                }
+            }
+        }
+    }
+    assert!(wide.is_empty(), "sh lines over 80 columns:\n{wide}");
+}
+
 #[test]
 fn every_sh_block_runs_scaled_down_and_leaves_nothing_behind() {
     let only = std::env::var("IOSCALE_DOCS_ONLY").ok();

@@ -9,10 +9,10 @@
 //! - Every fenced block must say its language (` ```sh `, ` ```text `,
 //!   ` ```json ` …); only `sh` blocks run.
 //! - The blocks of one document run in order, each in its own `bash -e -o
-//!   pipefail`, in one fresh temporary directory W per document (the
-//!   working directory and HOME are `W/home`, TMPDIR is `W/tmp`); shell
-//!   variables a block sets (lower-case names) carry over to the next
-//!   block, as they would in a terminal.
+//!   pipefail`, in one fresh temporary directory W per document (under
+//!   target/tmp; the working directory and HOME are `W/home`, TMPDIR is
+//!   `W/tmp`); shell variables a block sets (lower-case names) carry over
+//!   to the next block, as they would in a terminal.
 //! - `ioscale`, `ior`, `mdtest` and `smallfile_cli.py` on PATH are the
 //!   binary under test.
 //! - Scale-down: paths `/mnt/NAME…` become `W/mnt/NAME…` (each `W/mnt/NAME`
@@ -81,6 +81,7 @@ const SCALE_DOWN: &[(&str, &str)] = &[
     ("-t=64m", "-t=1m"),
     // file counts (smallfile, meta, mdtest)
     ("--files 64", "--files 8"),
+    ("--files 256", "--files 8"),
     ("1024", "16"),
     ("-n 256", "-n 8"),
 ];
@@ -271,9 +272,11 @@ source "$1"
 /// Runs one document's runnable blocks; returns its failures.
 fn run_document(doc: &Path, blocks: &[Block], issue14: bool) -> Vec<String> {
     let mut failures = Vec::new();
+    // Under target/tmp: the repository's file system (O_DIRECT works there,
+    // as it may not on a tmpfs /tmp).
     let w = tempfile::Builder::new()
         .prefix("ioscale-docs.")
-        .tempdir()
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
         .unwrap();
     let w = w.path();
     let (bin, home, tmp, mnt) = (w.join("bin"), w.join("home"), w.join("tmp"), w.join("mnt"));

@@ -40,7 +40,7 @@ Options (mdtest's; values as `-n 100`, `-n=100` or `-n100`):
   -C     create only     -T  stat only         -E     read only      -r  remove only
   -w N   bytes written to each file            -e N   bytes read from each file
   -y     fsync each file after writing         -i N   iterations [1]
-  -Y     syncfs after each phase (timed)       -X, --verify-read  check every byte read
+  -Y     syncfs after each phase (timed)       -X, --verify-read  check every byte read (needs -e)
   -W N   stonewall: stop each phase after N seconds
   -N N   task stride: stat/read/remove task (t+N)'s items      -a POSIX  API
   -P     print the time table after the rate table   -Z  print time instead of rate

@@ -536,6 +536,16 @@ fn summary_format_json_file() {
     ]);
     assert_code(&out, 0);
     let csv = stdout(&out);
-    assert!(csv.starts_with("Operation,Max(MiB)"), "{csv}");
-    assert_eq!(csv.lines().count(), 2);
+    // IOR 4.0's CSV: the results header and one row per phase.
+    assert!(
+        csv.starts_with("access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(
+        (row[0], row[4], row[5], row[10], row[11]),
+        ("write", "256.0000", "64.0000", "1", "0"),
+        "{csv}"
+    );
 }

@@ -144,7 +144,9 @@ pub struct IorJsonExporter {
     pub info: IorInfo,
 }
 
-/// IOR's `-O summaryFormat=CSV` document: the summary table as CSV.
+/// IOR's `-O summaryFormat=CSV` document, as IOR 4.0 writes it: the
+/// results table's header and one row per measured phase (`%.4f` figures,
+/// the task count, the repetition).
 #[derive(Debug, Clone, Default)]
 pub struct IorCsvExporter {
     /// IOR-only facts.
@@ -814,43 +816,23 @@ impl Exporter for IorCsvExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
         let i = &self.info;
         let mut out = String::from(
-            "Operation,Max(MiB),Min(MiB),Mean(MiB),StdDev,Max(OPs),Min(OPs),Mean(OPs),StdDev,Mean(s),\
-             Stonewall(s),Stonewall(MiB),Test#,#Tasks,tPN,reps,fPP,reord,reordoff,reordrand,seed,\
-             segcnt,blksiz,xsize,aggs(MiB),API,RefNum\n",
+            "access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter\n",
         );
-        for s in op_stats(rs, i) {
-            let (sw_s, sw_mib) = if i.deadline_s > 0 {
-                (
-                    format!("{:.2}", s.stonewall_s),
-                    format!("{:.2}", s.stonewall_mib),
-                )
-            } else {
-                ("NA".into(), "NA".into())
-            };
+        for p in measured(rs, i) {
             out.push_str(&format!(
-                "{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.5},{sw_s},{sw_mib},0,{},{},{},{},{},{},0,0,{},{},{},{:.1},{},{}\n",
-                s.access,
-                s.bw[0],
-                s.bw[1],
-                s.bw[2],
-                s.bw[3],
-                s.ops[0],
-                s.ops[1],
-                s.ops[2],
-                s.ops[3],
-                s.mean_s,
+                "{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{}\n",
+                access(p),
+                p.bw_mib_s,
+                table_iops(p),
+                p.lat_us.mean / 1e6,
+                i.block as f64 / 1024.0,
+                i.xfer as f64 / 1024.0,
+                p.open_s,
+                p.io_s,
+                p.close_s,
+                p.elapsed_s,
                 i.tasks,
-                placement(rs, i).1,
-                i.repetitions,
-                i.file_per_proc as u8,
-                i.reorder_tasks as u8,
-                i.task_offset,
-                i.segments,
-                i.block,
-                i.xfer,
-                s.agg_mib,
-                i.api,
-                i.ref_num
+                p.rep
             ));
         }
         // Not in IOR's CSV: the data checks, after a blank line, so a

@@ -170,6 +170,14 @@ fn ior_text_is_ior_4_0_0s_layout() {
 }
 
 #[test]
+fn ior_csv_is_ior_4_0_0s_document() {
+    let got = report::IorCsvExporter { info: ior_info() }
+        .render(&ior_record())
+        .unwrap();
+    same(&String::from_utf8(got).unwrap(), &golden("ior-4.0.0.csv"));
+}
+
+#[test]
 fn ior_verbose_adds_max_lines_and_a_measured_skew_only() {
     let mut rs = ior_record();
     let info = IorInfo {

@@ -196,6 +196,50 @@ fn count_of(opt: &str, v: &str) -> Result<u64, Usage> {
     parse_count(v).map_err(|e| usage(format!("{opt} {v}: {e}")))
 }
 
+/// IOR's `-O` directives that are another spelling of a short option
+/// (IOR 4.0's `DecodeDirective`, names compared without case): the option,
+/// and whether it takes a value (a flag directive is `NAME=0|1`).
+const DIRECTIVES: &[(&str, char, bool)] = &[
+    ("api", 'a', true),
+    ("refnum", 'A', true),
+    ("testfile", 'o', true),
+    ("deadlineforstonewalling", 'D', true),
+    ("maxtimeduration", 'T', true),
+    ("numtasks", 'N', true),
+    ("repetitions", 'i', true),
+    ("intertestdelay", 'd', true),
+    ("taskpernodeoffset", 'Q', true),
+    ("segmentcount", 's', true),
+    ("blocksize", 'b', true),
+    ("transfersize", 't', true),
+    ("settimestampsignature", 'G', true),
+    ("readfile", 'r', false),
+    ("writefile", 'w', false),
+    ("fileperproc", 'F', false),
+    ("reordertasks", 'C', false),
+    ("reordertasksconstant", 'C', false),
+    ("checkwrite", 'W', false),
+    ("checkread", 'R', false),
+    ("keepfile", 'k', false),
+    ("singlexferattempt", 'x', false),
+    ("intratestbarriers", 'g', false),
+    ("uniquedir", 'u', false),
+    ("useexistingtestfile", 'E', false),
+    ("fsyncperwrite", 'Y', false),
+    ("fsync", 'e', false),
+    ("randomoffset", 'z', false),
+    // Refused, as their short options are.
+    ("dualmount", 'y', false),
+    ("outlierthreshold", 'j', true),
+    ("reordertasksrandom", 'Z', false),
+    ("reordertasksrandomseed", 'X', true),
+    ("keepfilewitherror", 'K', false),
+    ("multifile", 'm', false),
+    ("collective", 'c', false),
+    ("datapackettype", 'l', true),
+    ("memorypernode", 'M', true),
+];
+
 fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
     for kv in v.split(',').filter(|s| !s.is_empty()) {
         let (k, val) = kv.split_once('=').ok_or_else(|| {
@@ -203,9 +247,10 @@ fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
                 "-O {kv}: expected key=value (stoneWallingWearOut=1, summaryFormat=JSON|CSV, summaryFile=PATH)"
             ))
         })?;
-        match k {
-            "stoneWallingWearOut" => a.wearout = count_of("-O stoneWallingWearOut", val)? != 0,
-            "summaryFormat" => {
+        let key = k.to_ascii_lowercase();
+        match key.as_str() {
+            "stonewallingwearout" => a.wearout = count_of("-O stoneWallingWearOut", val)? != 0,
+            "summaryformat" => {
                 let f = val.to_ascii_uppercase();
                 if !matches!(f.as_str(), "JSON" | "CSV" | "DEFAULT") {
                     return Err(usage(format!(
@@ -214,30 +259,68 @@ fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
                 }
                 a.summary_format = (f != "DEFAULT").then_some(f);
             }
-            "summaryFile" => a.summary_file = Some(PathBuf::from(val)),
-            "stoneWallingWearOutIterations" | "stoneWallingStatusFile" => {
+            "summaryfile" => a.summary_file = Some(PathBuf::from(val)),
+            "verbose" => a.verbose = count_of("-O verbose", val)? as u32,
+            "stonewallingwearoutiterations" | "stonewallingstatusfile" => {
                 return Err(usage(format!(
                     "-O {k}: not supported: ioscale's stonewall is -D N (`ioscale run --time Ns`), which stops \
                      every task at the deadline in one run"
                 )))
             }
-            "minTimeDuration" => {
+            "mintimeduration" => {
                 return Err(usage(
                     "-O minTimeDuration: not supported: the nearest is -i N (`ioscale run --reps N`) to run longer, \
                      or -D N (`--time Ns`) to bound a phase",
                 ))
             }
-            "saveRankPerformanceDetailsCSV" => {
+            "saverankperformancedetailscsv" => {
                 return Err(usage(
                     "-O saveRankPerformanceDetailsCSV: not supported: the nearest is `ioscale run --json FILE`, \
                      whose `workers` list holds every task's bytes, times and rate",
                 ))
             }
-            _ => {
+            "warningaserrors" | "allocatebufferongpu" | "gpuid" | "gpudirect" => {
+                let why = unsupported_long(if key == "warningaserrors" {
+                    "warningAsErrors"
+                } else {
+                    "gpuDirect"
+                })
+                .unwrap_or_default();
+                return Err(usage(format!("-O {k}: {why}")));
+            }
+            "memorypertask" => {
                 return Err(usage(format!(
-                    "-O {k}: not supported (ioscale knows stoneWallingWearOut, summaryFormat, summaryFile); \
-                     see docs/compat.md for the native options"
+                    "-O {k}: not supported: use a working set larger than RAM, or --posix.odirect (`ioscale run --direct`)"
                 )))
+            }
+            "interiodelay" => {
+                return Err(usage(format!(
+                    "-O {k}: a delay between transfers is not supported: the nearest is fewer tasks (-N, `ioscale run --threads`) \
+                     or -Y (`--sync every:1`) to slow each write"
+                )))
+            }
+            "numnodes" | "platform" | "debug" | "summaryalways" => {
+                return Err(usage(format!(
+                    "-O {k}: not supported: no nearest option (ioscale finds the nodes from the launcher, prints the host \
+                     and its summary once at the end); see `ioscale ior --help`"
+                )))
+            }
+            _ => {
+                let Some(&(_, c, takes_value)) = DIRECTIVES.iter().find(|(n, _, _)| *n == key) else {
+                    return Err(usage(format!(
+                        "-O {k}: not an IOR 4.0 directive ioscale knows (it knows stoneWallingWearOut, summaryFormat, \
+                         summaryFile and the directive spelling of each supported short option, e.g. blockSize=1m \
+                         for -b 1m); use the short options of `ioscale ior --help` (docs/compat.md maps each)"
+                    )));
+                };
+                if let Some(why) = unsupported(&format!("-{c}")) {
+                    return Err(usage(format!("-O {k} (-{c}): {why}")));
+                }
+                if takes_value {
+                    apply_value(a, c, val)?;
+                } else if count_of(&format!("-O {k}"), val)? != 0 {
+                    apply_flag(a, c);
+                }
             }
         }
     }
@@ -687,6 +770,29 @@ mod tests {
         assert!(e.contains("-a MPIIO") && e.contains("io_uring"), "{e}");
         let e = parse(&argv("--mpiio.hints=x")).unwrap_err().to_string();
         assert!(e.contains("--mpiio.hints"), "{e}");
+    }
+
+    #[test]
+    fn o_directives_are_their_short_options() {
+        let spec = |s: &str| to_raw(&parse(&argv(s)).unwrap()).unwrap().build().unwrap();
+        let by_o = spec(
+            "-O blockSize=4m,transferSize=1m -O segmentCount=2,filePerProc=1,keepFile=1 -O writeFile=1,numTasks=2 -o /tmp/x",
+        );
+        let short = spec("-b 4m -t 1m -s 2 -F -k -w -N 2 -o /tmp/x");
+        assert_eq!(
+            serde_json::to_value(&by_o).unwrap(),
+            serde_json::to_value(&short).unwrap()
+        );
+        // A flag directive set to 0 leaves the flag off.
+        assert!(!parse(&argv("-O keepFile=0")).unwrap().keep);
+        // Refused directives say what their short option's refusal says.
+        let e = parse(&argv("-O reorderTasksRandom=1"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("reorderTasksRandom") && e.contains("-C with -Q N"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -222,6 +222,73 @@ fn verbose_adds_the_max_lines_as_ior_4_does() {
     assert_empty(dir.path());
 }
 
+/// (start, end) of each blank-separated token of a line.
+fn spans(line: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in line.char_indices() {
+        match (c == ' ', start) {
+            (false, None) => start = Some(i),
+            (true, Some(s0)) => {
+                out.push((s0, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s0) = start {
+        out.push((s0, line.len()));
+    }
+    out
+}
+
+/// A real run's columns sit where IOR 4.0 puts them: each Results value
+/// starts under its heading (IOR left-justifies them), each summary
+/// figure ends under its heading's last character (right-justified).
+#[test]
+fn a_real_runs_columns_line_up_as_in_ior_4() {
+    let dir = scratch();
+    let f = dir.path().join("ior.test");
+    let out = ior(&[
+        "-w",
+        "-r",
+        "-N",
+        "2",
+        "-F",
+        "-t",
+        "64k",
+        "-b",
+        "256k",
+        "-o",
+        s(&f),
+    ]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let h = lines
+        .iter()
+        .position(|l| l.starts_with("access    bw(MiB/s)"))
+        .unwrap();
+    let heads: Vec<usize> = spans(lines[h]).iter().map(|s| s.0).collect();
+    for row in &lines[h + 2..h + 4] {
+        assert!(row.ends_with("0   "), "IOR pads the iter column: {row:?}");
+        let starts: Vec<usize> = spans(row).iter().map(|s| s.0).collect();
+        assert_eq!(starts, heads, "{row}\n{}", lines[h]);
+    }
+    let h = lines
+        .iter()
+        .position(|l| l.starts_with("Operation "))
+        .unwrap();
+    // Max(MiB) … Mean(s): the nine figures after the operation.
+    let ends: Vec<usize> = spans(lines[h])[1..10].iter().map(|s| s.1).collect();
+    for row in &lines[h + 1..h + 3] {
+        let got: Vec<usize> = spans(row)[1..10].iter().map(|s| s.1).collect();
+        assert_eq!(got, ends, "{row}\n{}", lines[h]);
+        assert_eq!(spans(row).len(), spans(lines[h]).len(), "{row}");
+    }
+    assert_empty(dir.path());
+}
+
 #[test]
 fn help_has_examples() {
     let out = ior(&["--help"]);

@@ -49,6 +49,7 @@ Options (IOR's; values as `-b 1m`, `-b=1m` or `-b1m`):
   -x     single transfer attempt (note)   -v     more output (-vv, -vvv)
   -A N   reference number
   -O summaryFormat=JSON|CSV               -O summaryFile=PATH
+  -O NAME=VALUE  IOR's directive for an option above (blockSize=1m is -b 1m)
   --posix.odirect  O_DIRECT
   --print-spec   print the ioscale workload the command line becomes, and exit
   -h, --help     this help

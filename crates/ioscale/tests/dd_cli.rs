@@ -77,6 +77,19 @@ fn jobs_run_in_parallel_on_numbered_files_and_add_up() {
     let err = stderr(&out);
     assert_eq!(err.matches("4+0 records out").count(), 4, "{err}");
     assert!(err.contains("total of 4 jobs: 1048576 bytes"), "{err}");
+    // The honest total first, then the jobs' own rates added up, named as
+    // such (what summing the four dd lines gives).
+    let lines: Vec<&str> = err.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("total of 4 jobs: "))
+        .unwrap();
+    assert!(
+        lines[at + 1].starts_with("sum of the 4 jobs' own dd rates: ")
+            && lines[at + 1]
+                .ends_with("/s (each job's bytes ÷ its own time, added up; not a throughput)"),
+        "{err}"
+    );
     assert_eq!(names(dir.path()), vec!["f-1", "f-2", "f-3", "f-4"]);
     // --rm removes what this run created, and only that.
     std::fs::write(dir.path().join("g-2"), b"mine").unwrap();

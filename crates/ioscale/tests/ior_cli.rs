@@ -36,6 +36,259 @@ fn unsupported_options_name_the_option_and_the_native_one() {
     }
 }
 
+/// What IOR 4.0 refuses, ioscale refuses too (exit 2, naming the option
+/// and what to use instead).
+#[test]
+fn options_ior_4_refuses_are_refused() {
+    let dir = scratch();
+    let f = dir.path().join("f");
+    for (args, opt, native) in [
+        (vec!["-w", "-q"], "-q", "-R"),
+        (vec!["-w", "-B"], "-B", "--posix.odirect"),
+        (
+            vec!["-w", "-O", "stoneWallingWearOut=1"],
+            "stoneWallingWearOut",
+            "-D",
+        ),
+    ] {
+        let mut a = args.clone();
+        a.extend_from_slice(&["-o", s(&f)]);
+        let out = ior(&a);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains(opt) && err.contains(native), "{args:?}: {err}");
+    }
+    assert_empty(dir.path());
+}
+
+/// IOR 4.0's whole option list (src/parse_options.c and the POSIX
+/// backend): each option is either accepted or refused with exit 2 and a
+/// message that names it and the nearest native option, or says there is
+/// none and why.
+#[test]
+fn every_ior_4_option_is_accepted_or_refused_with_the_nearest_one() {
+    let dir = scratch();
+    let f = dir.path().join("f");
+    let opts: &[&[&str]] = &[
+        &["-a", "POSIX"],
+        &["-A", "7"],
+        &["-b", "64k"],
+        &["-c"],
+        &["--collective"],
+        &["-C"],
+        &["-d", "0"],
+        &["-D", "0"],
+        &["-O", "stoneWallingWearOut=1"],
+        &["-O", "stoneWallingWearOutIterations=4"],
+        &["-O", "stoneWallingStatusFile=sw.txt"],
+        &["-O", "minTimeDuration=1"],
+        &["-e"],
+        &["-E"],
+        &["-f", "script.txt"],
+        &["-F"],
+        &["-g"],
+        &["-G", "5"],
+        &["-i", "1"],
+        &["-j", "3"],
+        &["-k"],
+        &["-K"],
+        &["-l", "offset"],
+        &["--dataPacketType=offset"],
+        &["-m"],
+        &["-M", "1g"],
+        &["-N", "1"],
+        &["-o", "x"],
+        &["-O", "summaryFormat=JSON"],
+        &["-O", "summaryFile=sum.txt"],
+        &["-O", "saveRankPerformanceDetailsCSV=r.csv"],
+        &["-Q", "1"],
+        &["-r"],
+        &["-R"],
+        &["-s", "1"],
+        &["-t", "64k"],
+        &["-T", "1"],
+        &["-u"],
+        &["-v"],
+        &["-w"],
+        &["-W"],
+        &["-x"],
+        &["-X", "3"],
+        &["-y"],
+        &["-Y"],
+        &["-z"],
+        &["--randomPrefill=1m"],
+        &["--random-offset-seed=3"],
+        &["-Z"],
+        &["--warningAsErrors"],
+        &["--dryRun"],
+        &["--posix.odirect"],
+        &["--posix.rangelocks"],
+        &["-h"],
+        // IOR 4.0's -O directives (its DecodeDirective).
+        &["-O", "api=POSIX"],
+        &["-O", "refnum=3"],
+        &["-O", "debug=1"],
+        &["-O", "platform=x"],
+        &["-O", "testfile=y"],
+        &["-O", "dualmount=1"],
+        &["-O", "allocateBufferOnGPU=1"],
+        &["-O", "GPUid=0"],
+        &["-O", "GPUDirect=1"],
+        &["-O", "deadlineForStonewalling=0"],
+        &["-O", "maxTimeDuration=1"],
+        &["-O", "outlierThreshold=2"],
+        &["-O", "numNodes=1"],
+        &["-O", "numTasks=1"],
+        &["-O", "repetitions=1"],
+        &["-O", "interTestDelay=0"],
+        &["-O", "interIODelay=10"],
+        &["-O", "readFile=1"],
+        &["-O", "writeFile=1"],
+        &["-O", "filePerProc=1"],
+        &["-O", "taskPerNodeOffset=1"],
+        &["-O", "reorderTasksConstant=1"],
+        &["-O", "reorderTasksRandom=1"],
+        &["-O", "reorderTasksRandomSeed=4"],
+        &["-O", "reorderTasks=1"],
+        &["-O", "checkWrite=1"],
+        &["-O", "checkRead=1"],
+        &["-O", "keepFile=1"],
+        &["-O", "keepFileWithError=1"],
+        &["-O", "multiFile=1"],
+        &["-O", "warningAsErrors=1"],
+        &["-O", "segmentCount=1"],
+        &["-O", "blockSize=64k"],
+        &["-O", "transferSize=64k"],
+        &["-O", "singleXferAttempt=1"],
+        &["-O", "intraTestBarriers=1"],
+        &["-O", "verbose=1"],
+        &["-O", "collective=1"],
+        &["-O", "setTimeStampSignature=3"],
+        &["-O", "dataPacketType=o"],
+        &["-O", "uniqueDir=1"],
+        &["-O", "useExistingTestFile=1"],
+        &["-O", "fsyncPerWrite=1"],
+        &["-O", "fsync=1"],
+        &["-O", "randomOffset=1"],
+        &["-O", "memoryPerTask=1g"],
+        &["-O", "memoryPerNode=1g"],
+        &["-O", "summaryAlways=1"],
+    ];
+    for opt in opts {
+        let mut a = vec!["-w", "-t", "64k", "-b", "64k", "-o", s(&f)];
+        a.extend_from_slice(opt);
+        a.push("--print-spec");
+        let out = ior(&a);
+        assert_no_panic(&out);
+        let code = out.status.code();
+        if code == Some(0) {
+            continue;
+        }
+        assert_eq!(code, Some(2), "{opt:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        let name = opt[0].split('=').next().unwrap();
+        let shown = if name == "-O" {
+            opt[1].split('=').next().unwrap()
+        } else {
+            name
+        };
+        assert!(err.contains(shown), "{opt:?} not named: {err}");
+        assert!(
+            names_a_native_option(&err),
+            "{opt:?}: no native option named: {err}"
+        );
+    }
+    assert_empty(dir.path());
+}
+
+#[test]
+fn verbose_adds_the_max_lines_as_ior_4_does() {
+    let dir = scratch();
+    let f = dir.path().join("f");
+    let out = ior(&["-v", "-w", "-r", "-t", "64k", "-b", "256k", "-o", s(&f)]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(text.contains("\nMax Write: "), "{text}");
+    assert!(text.contains("\nMax Read:  "), "{text}");
+    assert!(text.contains("\nParticipating tasks : 1\n"), "{text}");
+    // The skew line carries a measured figure, never a fixed string.
+    let skew = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Start time skew across all tasks: "))
+        .expect("-v prints the measured start skew");
+    assert!(skew.ends_with(" sec"), "{skew}");
+    let quiet = ior(&["-w", "-r", "-t", "64k", "-b", "256k", "-o", s(&f)]);
+    assert!(!stdout(&quiet).contains("Max Write"), "{}", stdout(&quiet));
+    assert_empty(dir.path());
+}
+
+/// (start, end) of each blank-separated token of a line.
+fn spans(line: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in line.char_indices() {
+        match (c == ' ', start) {
+            (false, None) => start = Some(i),
+            (true, Some(s0)) => {
+                out.push((s0, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s0) = start {
+        out.push((s0, line.len()));
+    }
+    out
+}
+
+/// A real run's columns sit where IOR 4.0 puts them: each Results value
+/// starts under its heading (IOR left-justifies them), each summary
+/// figure ends under its heading's last character (right-justified).
+#[test]
+fn a_real_runs_columns_line_up_as_in_ior_4() {
+    let dir = scratch();
+    let f = dir.path().join("ior.test");
+    let out = ior(&[
+        "-w",
+        "-r",
+        "-N",
+        "2",
+        "-F",
+        "-t",
+        "64k",
+        "-b",
+        "256k",
+        "-o",
+        s(&f),
+    ]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let h = lines
+        .iter()
+        .position(|l| l.starts_with("access    bw(MiB/s)"))
+        .unwrap();
+    let heads: Vec<usize> = spans(lines[h]).iter().map(|s| s.0).collect();
+    for row in &lines[h + 2..h + 4] {
+        assert!(row.ends_with("0   "), "IOR pads the iter column: {row:?}");
+        let starts: Vec<usize> = spans(row).iter().map(|s| s.0).collect();
+        assert_eq!(starts, heads, "{row}\n{}", lines[h]);
+    }
+    let h = lines
+        .iter()
+        .position(|l| l.starts_with("Operation "))
+        .unwrap();
+    // Max(MiB) … Mean(s): the nine figures after the operation.
+    let ends: Vec<usize> = spans(lines[h])[1..10].iter().map(|s| s.1).collect();
+    for row in &lines[h + 1..h + 3] {
+        let got: Vec<usize> = spans(row)[1..10].iter().map(|s| s.1).collect();
+        assert_eq!(got, ends, "{row}\n{}", lines[h]);
+        assert_eq!(spans(row).len(), spans(lines[h]).len(), "{row}");
+    }
+    assert_empty(dir.path());
+}
+
 #[test]
 fn help_has_examples() {
     let out = ior(&["--help"]);
@@ -104,8 +357,12 @@ fn the_binary_called_ior_is_the_front_end() {
     assert_no_panic(&out);
     assert_code(&out, 0);
     let text = stdout(&out);
-    assert!(text.starts_with("IOR-3.3.0 compatible (ioscale "), "{text}");
-    assert!(text.contains("Max Write:"), "{text}");
+    assert!(
+        text.starts_with("IOR-4.0.0: MPI Coordinated Test of Parallel I/O\n"),
+        "{text}"
+    );
+    // IOR 4.0 prints the Max lines only with -v.
+    assert!(!text.contains("Max Write:"), "{text}");
     assert!(text.contains("Summary of all tests:"), "{text}");
     assert_empty(&data);
 }
@@ -223,8 +480,14 @@ fn keep_then_read_with_unique_dirs() {
     r.extend_from_slice(&common);
     let out = ior(&r);
     assert_code(&out, 0);
-    assert!(stdout(&out).contains("Max Read:"));
-    assert!(!stdout(&out).contains("Max Write:"));
+    // IOR 4.0's Path: the first task's file name.
+    let path = format!(
+        "\nPath                : {}/0/ior.bin.00000000\n",
+        s(dir.path())
+    );
+    assert!(stdout(&out).contains(&path), "{}", stdout(&out));
+    assert!(stdout(&out).contains("\nread "), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("\nwrite "), "{}", stdout(&out));
     // Read without -k: files, per-task directories and marker are gone.
     assert_empty(dir.path());
     // Reading again finds nothing and says how to write first.
@@ -274,7 +537,7 @@ fn verification_finds_a_flipped_byte_and_its_offset() {
     assert_code(&out, 0);
     assert!(stdout(&out).contains("Verifying contents of the file(s) just written."));
     assert!(
-        !stdout(&out).contains("Max Read:"),
+        !stdout(&out).contains("\nread "),
         "-W alone shows no measured read"
     );
     flip_byte(&dir.path().join("chk.00000001"), 70_001);
@@ -285,6 +548,28 @@ fn verification_finds_a_flipped_byte_and_its_offset() {
     let text = stdout(&out);
     assert!(text.contains("incorrect data on read"), "{text}");
     assert!(text.contains("chk.00000001 at offset 70001"), "{text}");
+    let victim = format!("{}.00000001", s(&f));
+    let on_stderr = format!("MISMATCH {victim} first bad offset 70001");
+    assert!(stderr(&out).contains(&on_stderr), "{}", stderr(&out));
+    // In the JSON and CSV documents too, and on standard error always.
+    let mut j = r.clone();
+    j.extend_from_slice(&["-O", "summaryFormat=JSON"]);
+    let out = ior(&j);
+    assert_code(&out, 1);
+    assert!(stderr(&out).contains(&on_stderr), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let check = &v["tests"][0]["dataCheck"][0];
+    assert_eq!(check["access"], "read");
+    assert!(check["badBytes"].as_u64().unwrap() > 0, "{check}");
+    assert_eq!(check["mismatches"][0]["file"], victim.as_str());
+    assert_eq!(check["mismatches"][0]["offset"], 70001);
+    let mut c = r.clone();
+    c.extend_from_slice(&["-O", "summaryFormat=CSV"]);
+    let out = ior(&c);
+    assert_code(&out, 1);
+    assert!(stderr(&out).contains(&on_stderr), "{}", stderr(&out));
+    let csv = stdout(&out);
+    assert!(csv.contains(&format!(",{victim},70001\n")), "{csv}");
     // -G must match the seed the data was written with.
     let mut bad = vec!["-r", "-R", "-k", "-G", "7"];
     bad.extend_from_slice(&base[..8]);
@@ -322,10 +607,7 @@ fn summary_format_json_file() {
     assert_code(&out, 0);
     assert!(stdout(&out).contains("Summary of all tests:"));
     let v = json_of(&sum);
-    assert!(v["Version"]
-        .as_str()
-        .unwrap()
-        .starts_with("3.3.0 compatible"));
+    assert_eq!(v["Version"], "4.0.0");
     let summary = v["summary"].as_array().unwrap();
     assert_eq!(summary.len(), 2);
     assert_eq!(summary[0]["operation"], "write");
@@ -346,9 +628,16 @@ fn summary_format_json_file() {
     assert_eq!(summary[0]["repetitions"], 2);
     assert_eq!(summary[0]["xsizeMiB"], 0.5);
     let results = v["tests"][0]["Results"].as_array().unwrap();
-    assert_eq!(results.len(), 2, "one array per repetition");
-    assert_eq!(results[0][0]["access"], "write");
-    assert!(v["tests"][0]["max"]["writeMiB"].is_number());
+    // IOR 4.0: one flat list of every phase of every repetition.
+    assert_eq!(results.len(), 4, "{results:?}");
+    let access: Vec<&str> = results
+        .iter()
+        .map(|r| r["access"].as_str().unwrap())
+        .collect();
+    assert_eq!(access, ["write", "read", "write", "read"]);
+    // `max` only with -v, as IOR 4.0.
+    assert!(v["tests"][0].get("max").is_none());
+    assert_eq!(v["tests"][0]["Parameters"]["repetitions"], 2);
     // CSV to stdout when no summaryFile is given.
     let out = ior(&[
         "-w",
@@ -363,6 +652,16 @@ fn summary_format_json_file() {
     ]);
     assert_code(&out, 0);
     let csv = stdout(&out);
-    assert!(csv.starts_with("Operation,Max(MiB)"), "{csv}");
-    assert_eq!(csv.lines().count(), 2);
+    // IOR 4.0's CSV: the results header and one row per phase.
+    assert!(
+        csv.starts_with("access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter\n"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(
+        (row[0], row[4], row[5], row[10], row[11]),
+        ("write", "256.0000", "64.0000", "1", "0"),
+        "{csv}"
+    );
 }

@@ -5,12 +5,13 @@
 //! This exporter renders them from the canonical record, one block per dd
 //! job (worker), and with `--jobs N` a closing total over all jobs whose
 //! rate is total bytes ÷ (first start to last finish) — what
-//! `time seq 1 N | parallel dd …` measures, not the sum of each job's rate.
+//! `time seq 1 N | parallel dd …` measures — then, labelled as such, the
+//! sum of each job's own rate (what adding up the dd lines gives).
 
 use serde::{Deserialize, Serialize};
 
 use crate::export::{ExportError, Exporter};
-use crate::model::ResultSet;
+use crate::model::{PhaseRecord, ResultSet};
 
 /// What dd's `status=` asked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +106,26 @@ pub fn copied_line(bytes: u64, secs: f64) -> String {
     format!("{size} copied, {} s, {rate}", g(secs))
 }
 
+/// A `--jobs` phase's two totals: the seconds from the first job's start
+/// to the last job's finish (the honest total's time), and the sum of
+/// each job's own rate in bytes per second (dd's figures added up).
+pub fn jobs_rates(p: &PhaseRecord) -> (f64, f64) {
+    let wall = if p.workers.is_empty() {
+        p.elapsed_s
+    } else {
+        let first = p.workers.iter().map(|w| w.start_s).fold(f64::MAX, f64::min);
+        let last = p.workers.iter().map(|w| w.end_s).fold(f64::MIN, f64::max);
+        (last - first).max(0.0)
+    };
+    let summed = p
+        .workers
+        .iter()
+        .filter(|w| w.end_s > w.start_s)
+        .map(|w| w.bytes as f64 / (w.end_s - w.start_s))
+        .sum();
+    (wall, summed)
+}
+
 impl Exporter for DdTextExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
         let mut out = String::new();
@@ -123,10 +144,19 @@ impl Exporter for DdTextExporter {
                 }
             }
             if p.workers.len() > 1 && self.info.status == DdStatus::Default {
+                let (wall, summed) = jobs_rates(p);
                 out.push_str(&format!(
                     "total of {} jobs: {}\n",
                     p.workers.len(),
-                    copied_line(p.bytes, p.elapsed_s)
+                    copied_line(p.bytes, wall)
+                ));
+                // What adding up each dd's own closing rate gives: above
+                // the real throughput whenever the jobs did not all run
+                // side by side for the whole time.
+                out.push_str(&format!(
+                    "sum of the {} jobs' own dd rates: {}/s (each job's bytes ÷ its own time, added up; not a throughput)\n",
+                    p.workers.len(),
+                    human(summed, 1000.0, &SI)
                 ));
             }
         }

@@ -42,7 +42,7 @@ pub struct FsStats {
 /// What the IOR layouts show beyond the canonical record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IorInfo {
-    /// The IOR version whose layout is followed (`3.3.0`).
+    /// The IOR version whose layout is followed (`4.0.0`).
     pub ior_version: String,
     /// The command line as typed (`ior -w -o /x ...`).
     pub command_line: String,
@@ -54,7 +54,8 @@ pub struct IorInfo {
     pub machine: String,
     /// The `-o` value.
     pub test_filename: String,
-    /// The directory holding the test file(s).
+    /// IOR's `Path`: the name of the first task's file (`-o` for a shared
+    /// file, `NAME.00000000` with -F, `DIR/0/BASE.00000000` with -F -u).
     pub path: String,
     /// Capacity of the file system, when it could be read.
     pub fs: Option<FsStats>,
@@ -91,6 +92,42 @@ pub struct IorInfo {
     /// -W without -r: the read phases only check what was written and are
     /// not shown as measured reads.
     pub read_is_check: bool,
+    /// -w was given (or neither -w nor -r): IOR's `writeFile`.
+    #[serde(default)]
+    pub write_file: bool,
+    /// -r was given (or neither): IOR's `readFile`.
+    #[serde(default)]
+    pub read_file: bool,
+    /// -W.
+    #[serde(default)]
+    pub check_write: bool,
+    /// -R.
+    #[serde(default)]
+    pub check_read: bool,
+    /// -k.
+    #[serde(default)]
+    pub keep_file: bool,
+    /// -E.
+    #[serde(default)]
+    pub use_existing: bool,
+    /// -e.
+    #[serde(default)]
+    pub fsync: bool,
+    /// -Y.
+    #[serde(default)]
+    pub fsync_per_write: bool,
+    /// -x.
+    #[serde(default)]
+    pub single_xfer: bool,
+    /// -d, seconds.
+    #[serde(default)]
+    pub inter_test_delay: u64,
+    /// -T, minutes.
+    #[serde(default)]
+    pub max_minutes: u64,
+    /// -G (0 when not given).
+    #[serde(default)]
+    pub seed: i64,
 }
 
 /// The IOR text layout.
@@ -107,7 +144,9 @@ pub struct IorJsonExporter {
     pub info: IorInfo,
 }
 
-/// IOR's `-O summaryFormat=CSV` document: the summary table as CSV.
+/// IOR's `-O summaryFormat=CSV` document, as IOR 4.0 writes it: the
+/// results table's header and one row per measured phase (`%.4f` figures,
+/// the task count, the repetition).
 #[derive(Debug, Clone, Default)]
 pub struct IorCsvExporter {
     /// IOR-only facts.
@@ -310,19 +349,38 @@ fn summary_row(s: &OpStats, info: &IorInfo, tpn: u32) -> String {
     out
 }
 
+/// The spread of the workers' start times in a phase (the latest start
+/// after the phase's first), the largest over the phases: measured, from
+/// the per-worker record. `None` when the record holds no worker detail.
+pub fn start_skew_s(rs: &ResultSet) -> Option<f64> {
+    rs.phases
+        .iter()
+        .filter(|p| !p.workers.is_empty())
+        .map(|p| {
+            let first = p.workers.iter().map(|w| w.start_s).fold(f64::MAX, f64::min);
+            let last = p.workers.iter().map(|w| w.start_s).fold(f64::MIN, f64::max);
+            last - first
+        })
+        .reduce(f64::max)
+}
+
 impl Exporter for IorTextExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
         let i = &self.info;
         let mut l: Vec<String> = Vec::new();
         l.push(format!(
-            "IOR-{} compatible (ioscale {}): Coordinated Test of Parallel I/O",
-            i.ior_version, rs.version
+            "IOR-{}: MPI Coordinated Test of Parallel I/O",
+            i.ior_version
         ));
         l.push(kv("Began", &i.began));
         l.push(kv("Command line", &i.command_line));
         l.push(kv("Machine", &i.machine));
         if i.verbose >= 1 {
-            l.push("Start time skew across all tasks: 0.00 sec".into());
+            // IOR 4.0 no longer prints this line; ioscale prints it with
+            // -v from the workers' measured start times (docs/compat.md).
+            if let Some(skew) = start_skew_s(rs) {
+                l.push(format!("Start time skew across all tasks: {skew:.2} sec"));
+            }
         }
         l.push(kv("TestID", 0));
         l.push(kv("StartTime", &i.began));
@@ -331,10 +389,13 @@ impl Exporter for IorTextExporter {
             l.push(kv("FS", fs_line(fs)));
         }
         if i.verbose >= 1 {
-            l.push(format!("Participating tasks: {}", i.tasks));
+            l.push(format!("Participating tasks : {}", i.tasks));
+            if i.reorder_tasks {
+                l.push("Using reorderTasks '-C' (useful to avoid read cache in client)".into());
+            }
         }
         l.push(String::new());
-        l.push("Options:".into());
+        l.push("Options: ".into());
         l.push(kv("api", &i.api));
         l.push(kv("apiVersion", ""));
         l.push(kv("test filename", &i.test_filename));
@@ -373,12 +434,15 @@ impl Exporter for IorTextExporter {
             "aggregate filesize",
             human_base_two(i.block * i.segments * i.tasks as u64),
         ));
+        if i.verbose >= 1 {
+            l.push(kv("verbose", i.verbose));
+        }
         if i.deadline_s > 0 {
             l.push(kv("stonewallingTime", i.deadline_s));
             l.push(kv("stoneWallingWearOut", i.wearout as u8));
         }
         l.push(String::new());
-        l.push("Results:".into());
+        l.push("Results: ".into());
         l.push(String::new());
         l.extend(RESULTS_HEADER.iter().map(|s| s.to_string()));
         for p in measured(rs, i) {
@@ -398,19 +462,22 @@ impl Exporter for IorTextExporter {
             ));
         }
         l.extend(check_lines(rs, i));
-        if let Some(bw) = max_bw(rs, i, "write") {
-            l.push(format!(
-                "Max Write: {:.2} MiB/sec ({:.2} MB/sec)",
-                bw / MIB,
-                bw / MB
-            ));
-        }
-        if let Some(bw) = max_bw(rs, i, "read") {
-            l.push(format!(
-                "Max Read:  {:.2} MiB/sec ({:.2} MB/sec)",
-                bw / MIB,
-                bw / MB
-            ));
+        // IOR 4.0 prints the Max lines only when verbose.
+        if i.verbose >= 1 {
+            if let Some(bw) = max_bw(rs, i, "write") {
+                l.push(format!(
+                    "Max Write: {:.2} MiB/sec ({:.2} MB/sec)",
+                    bw / MIB,
+                    bw / MB
+                ));
+            }
+            if let Some(bw) = max_bw(rs, i, "read") {
+                l.push(format!(
+                    "Max Read:  {:.2} MiB/sec ({:.2} MB/sec)",
+                    bw / MIB,
+                    bw / MB
+                ));
+            }
         }
         l.push(String::new());
         l.push("Summary of all tests:".into());
@@ -425,12 +492,9 @@ impl Exporter for IorTextExporter {
             );
         }
         l.push(kv("Finished", &i.finished));
-        // IOR pads some lines with trailing blanks; nobody reads them.
-        let mut out = l
-            .iter()
-            .map(|s| s.trim_end())
-            .collect::<Vec<_>>()
-            .join("\n");
+        // Lines keep IOR's trailing blanks (`Options: `, the `iter` column),
+        // so the layout compares byte for byte with IOR's.
+        let mut out = l.join("\n");
         out.push('\n');
         Ok(out.into_bytes())
     }
@@ -487,11 +551,26 @@ fn check_lines(rs: &ResultSet, i: &IorInfo) -> Vec<String> {
     l
 }
 
+/// A CSV field, quoted when it holds a comma, quote or line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn o_insert_xsize(v: &mut Value, agg_mib: f64) {
+    if let Some(o) = v.as_object_mut() {
+        o.insert("xsizeMiB".into(), json!(agg_mib));
+    }
+}
+
 fn summary_json(rs: &ResultSet, i: &IorInfo) -> Vec<Value> {
     op_stats(rs, i)
         .iter()
         .map(|s| {
-            json!({
+            let mut v = json!({
                 "operation": s.access,
                 "API": i.api,
                 "TestID": 0,
@@ -516,85 +595,214 @@ fn summary_json(rs: &ResultSet, i: &IorInfo) -> Vec<Value> {
                 "OPsMean": s.ops[2],
                 "OPsSD": s.ops[3],
                 "MeanTime": s.mean_s,
-                "StoneWallTime": if i.deadline_s > 0 { json!(s.stonewall_s) } else { Value::Null },
-                "StoneWallbwMeanMIB": if i.deadline_s > 0 && s.stonewall_s > 0.0 {
-                    json!(s.stonewall_mib / s.stonewall_s)
-                } else {
-                    Value::Null
-                },
-                "xsizeMiB": s.agg_mib,
-            })
+            });
+            // IOR 4.0 adds the stonewall fields only when a stonewall
+            // applied; ioscale's stonewall is the -D deadline.
+            if i.deadline_s > 0 {
+                let o = v.as_object_mut().expect("an object");
+                o.insert("StoneWallTime".into(), json!(s.stonewall_s));
+                o.insert(
+                    "StoneWallbwMeanMIB".into(),
+                    json!(if s.stonewall_s > 0.0 {
+                        s.stonewall_mib / s.stonewall_s
+                    } else {
+                        0.0
+                    }),
+                );
+            }
+            o_insert_xsize(&mut v, s.agg_mib);
+            v
         })
         .collect()
+}
+
+/// The data checks of a run, for the JSON and CSV documents: one entry per
+/// checked phase, with every file whose data differed.
+fn data_checks(rs: &ResultSet, i: &IorInfo) -> Vec<Value> {
+    rs.phases
+        .iter()
+        .filter_map(|p| {
+            let v = p.verify.as_ref()?;
+            Some(json!({
+                "access": if i.read_is_check { "write" } else { access(p) },
+                "iter": p.rep,
+                "checkedBytes": v.checked_bytes,
+                "badBytes": v.bad_bytes,
+                "mismatches": v.mismatches.iter().map(|m| json!({
+                    "file": m.file,
+                    "offset": m.offset,
+                    "badBytes": m.bad_bytes,
+                })).collect::<Vec<_>>(),
+            }))
+        })
+        .collect()
+}
+
+/// `used` of `total` in percent, as IOR's `%2.1f%%`.
+fn pct(used: u64, total: u64) -> String {
+    if total > 0 {
+        format!("{:.1}%", used as f64 * 100.0 / total as f64)
+    } else {
+        "-nan%".to_string()
+    }
 }
 
 impl Exporter for IorJsonExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
         let i = &self.info;
-        let reps = rs.phases.iter().map(|p| p.rep).max().map_or(0, |r| r + 1);
-        let results: Vec<Value> = (0..reps)
-            .map(|rep| {
-                Value::Array(
-                    measured(rs, i)
-                        .into_iter()
-                        .filter(|p| p.rep == rep)
-                        .map(|p| {
-                            json!({
-                                "access": access(p),
-                                "bwMiB": p.bw_mib_s,
-                                "blockKiB": i.block as f64 / 1024.0,
-                                "xferKiB": i.xfer as f64 / 1024.0,
-                                "iops": table_iops(p),
-                                "latency": p.lat_us.mean / 1e6,
-                                "openTime": p.open_s,
-                                "wrRdTime": p.io_s,
-                                "closeTime": p.close_s,
-                                "totalTime": p.elapsed_s,
-                            })
-                        })
-                        .collect(),
-                )
+        let (nodes, tpn) = placement(rs, i);
+        // IOR 4.0's `Results` is one flat list: each measured phase of each
+        // repetition in the order run, without a repetition number.
+        let results: Vec<Value> = measured(rs, i)
+            .into_iter()
+            .map(|p| {
+                json!({
+                    "access": access(p),
+                    "bwMiB": p.bw_mib_s,
+                    "blockKiB": i.block as f64 / 1024.0,
+                    "xferKiB": i.xfer as f64 / 1024.0,
+                    "iops": table_iops(p),
+                    "latency": p.lat_us.mean / 1e6,
+                    "openTime": p.open_s,
+                    "wrRdTime": p.io_s,
+                    "closeTime": p.close_s,
+                    "totalTime": p.elapsed_s,
+                })
             })
             .collect();
-        let mut max = serde_json::Map::new();
-        if let Some(bw) = max_bw(rs, i, "write") {
-            max.insert("writeMiB".into(), json!(bw / MIB));
-            max.insert("writeMB".into(), json!(bw / MB));
+        let mut test = serde_json::Map::new();
+        test.insert("TestID".into(), json!(0));
+        test.insert("StartTime".into(), json!(i.began));
+        test.insert("Path".into(), json!(i.path));
+        if let Some(f) = &i.fs {
+            let line = fs_line(f);
+            let size = line.split("   ").next().unwrap_or_default().to_string();
+            test.insert("Capacity".into(), json!(size));
+            test.insert(
+                "Used Capacity".into(),
+                json!(pct(f.used_bytes, f.total_bytes)),
+            );
+            test.insert(
+                "Inodes".into(),
+                json!(format!("{:.1} Mi", f.inodes as f64 / MIB)),
+            );
+            test.insert("Used Inodes".into(), json!(pct(f.used_inodes, f.inodes)));
         }
-        if let Some(bw) = max_bw(rs, i, "read") {
-            max.insert("readMiB".into(), json!(bw / MIB));
-            max.insert("readMB".into(), json!(bw / MB));
+        let packet = i.check_write || i.check_read;
+        let params: Vec<(&str, Value)> = vec![
+            ("testID", json!(0)),
+            ("refnum", json!(i.ref_num)),
+            ("api", json!(i.api)),
+            (
+                "platform",
+                json!(i.machine.strip_prefix("Linux ").unwrap_or(&i.machine)),
+            ),
+            ("testFileName", json!(i.test_filename)),
+            ("deadlineForStonewall", json!(i.deadline_s)),
+            ("stoneWallingWearOut", json!(i.wearout as u8)),
+            ("maxTimeDuration", json!(i.max_minutes)),
+            ("outlierThreshold", json!(0)),
+            ("options", json!("")),
+            ("dryRun", json!(0)),
+            ("nodes", json!(nodes)),
+            ("memoryPerTask", json!(0)),
+            ("memoryPerNode", json!(0)),
+            ("tasksPerNode", json!(tpn)),
+            ("repetitions", json!(i.repetitions)),
+            ("multiFile", json!(0)),
+            ("interTestDelay", json!(i.inter_test_delay)),
+            ("fsync", json!(i.fsync as u8)),
+            ("fsyncperwrite", json!(i.fsync_per_write as u8)),
+            ("useExistingTestFile", json!(i.use_existing as u8)),
+            ("uniqueDir", json!(i.unique_dir as u8)),
+            ("singleXferAttempt", json!(i.single_xfer as u8)),
+            ("readFile", json!(i.read_file as u8)),
+            ("writeFile", json!(i.write_file as u8)),
+            ("filePerProc", json!(i.file_per_proc as u8)),
+            ("reorderTasks", json!(i.reorder_tasks as u8)),
+            ("reorderTasksRandom", json!(0)),
+            ("reorderTasksRandomSeed", json!(0)),
+            ("randomOffset", json!(i.random_offsets as u8)),
+            ("checkWrite", json!(i.check_write as u8)),
+            ("checkRead", json!(i.check_read as u8)),
+            ("dataPacketType", json!(if packet { 2 } else { 3 })),
+            ("keepFile", json!(i.keep_file as u8)),
+            ("keepFileWithError", json!(0)),
+            ("warningAsErrors", json!(0)),
+            ("verbose", json!(i.verbose)),
+            ("data packet type", json!(if packet { "o" } else { "i" })),
+            ("setTimeStampSignature/incompressibleSeed", json!(i.seed)),
+            ("collective", json!(0)),
+            ("segmentCount", json!(i.segments)),
+            ("transferSize", json!(i.xfer)),
+            ("blockSize", json!(i.block)),
+        ];
+        test.insert(
+            "Parameters".into(),
+            Value::Object(
+                params
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            ),
+        );
+        let mut options = json!({
+            "api": i.api,
+            "apiVersion": "",
+            "test filename": i.test_filename,
+            "access": if i.file_per_proc { "file-per-process" } else { "single-shared-file" },
+            "type": "independent",
+            "segments": i.segments,
+            "ordering in a file": if i.random_offsets { "random" } else { "sequential" },
+            "ordering inter file": if i.reorder_tasks { "constant task offset" } else { "no tasks offsets" },
+        });
+        let o = options.as_object_mut().expect("an object");
+        if i.reorder_tasks {
+            o.insert("task offset".into(), json!(i.task_offset));
+        }
+        o.insert("nodes".into(), json!(nodes));
+        o.insert("tasks".into(), json!(i.tasks));
+        o.insert("clients per node".into(), json!(tpn));
+        o.insert("repetitions".into(), json!(i.repetitions));
+        o.insert("xfersize".into(), json!(human_base_two(i.xfer)));
+        o.insert("blocksize".into(), json!(human_base_two(i.block)));
+        o.insert(
+            "aggregate filesize".into(),
+            json!(human_base_two(i.block * i.segments * i.tasks as u64)),
+        );
+        if i.verbose >= 1 {
+            o.insert("verbose".into(), json!(i.verbose));
+        }
+        if i.deadline_s > 0 {
+            o.insert("stonewallingTime".into(), json!(i.deadline_s));
+            o.insert("stoneWallingWearOut".into(), json!(i.wearout as u8));
+        }
+        test.insert("Options".into(), options);
+        test.insert("Results".into(), Value::Array(results));
+        let checks = data_checks(rs, i);
+        if !checks.is_empty() {
+            // Not in IOR's document: a failed data check must be visible in
+            // every format, not only on standard error.
+            test.insert("dataCheck".into(), Value::Array(checks));
+        }
+        if i.verbose >= 1 {
+            let mut max = serde_json::Map::new();
+            if let Some(bw) = max_bw(rs, i, "write") {
+                max.insert("writeMiB".into(), json!(bw / MIB));
+                max.insert("writeMB".into(), json!(bw / MB));
+            }
+            if let Some(bw) = max_bw(rs, i, "read") {
+                max.insert("readMiB".into(), json!(bw / MIB));
+                max.insert("readMB".into(), json!(bw / MB));
+            }
+            test.insert("max".into(), Value::Object(max));
         }
         let doc = json!({
-            "Version": format!("{} compatible (ioscale {})", i.ior_version, rs.version),
+            "Version": i.ior_version,
             "Began": i.began,
             "Command line": i.command_line,
             "Machine": i.machine,
-            "tests": [{
-                "TestID": 0,
-                "StartTime": i.began,
-                "Path": i.path,
-                "Capacity": i.fs.map(|f| human_base_two(f.total_bytes)),
-                "Options": {
-                    "api": i.api,
-                    "apiVersion": "",
-                    "test filename": i.test_filename,
-                    "access": if i.file_per_proc { "file-per-process" } else { "single-shared-file" },
-                    "type": "independent",
-                    "segments": i.segments,
-                    "ordering in a file": if i.random_offsets { "random" } else { "sequential" },
-                    "ordering inter file": if i.reorder_tasks { "constant task offset" } else { "no tasks offsets" },
-                    "nodes": placement(rs, i).0,
-                    "tasks": i.tasks,
-                    "clients per node": placement(rs, i).1,
-                    "repetitions": i.repetitions,
-                    "xfersize": human_base_two(i.xfer),
-                    "blocksize": human_base_two(i.block),
-                    "aggregate filesize": human_base_two(i.block * i.segments * i.tasks as u64),
-                },
-                "Results": results,
-                "max": max,
-            }],
+            "tests": [Value::Object(test)],
             "summary": summary_json(rs, i),
             "Finished": i.finished,
         });
@@ -608,44 +816,50 @@ impl Exporter for IorCsvExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
         let i = &self.info;
         let mut out = String::from(
-            "Operation,Max(MiB),Min(MiB),Mean(MiB),StdDev,Max(OPs),Min(OPs),Mean(OPs),StdDev,Mean(s),\
-             Stonewall(s),Stonewall(MiB),Test#,#Tasks,tPN,reps,fPP,reord,reordoff,reordrand,seed,\
-             segcnt,blksiz,xsize,aggs(MiB),API,RefNum\n",
+            "access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter\n",
         );
-        for s in op_stats(rs, i) {
-            let (sw_s, sw_mib) = if i.deadline_s > 0 {
-                (
-                    format!("{:.2}", s.stonewall_s),
-                    format!("{:.2}", s.stonewall_mib),
-                )
-            } else {
-                ("NA".into(), "NA".into())
-            };
+        for p in measured(rs, i) {
             out.push_str(&format!(
-                "{},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.2},{:.5},{sw_s},{sw_mib},0,{},{},{},{},{},{},0,0,{},{},{},{:.1},{},{}\n",
-                s.access,
-                s.bw[0],
-                s.bw[1],
-                s.bw[2],
-                s.bw[3],
-                s.ops[0],
-                s.ops[1],
-                s.ops[2],
-                s.ops[3],
-                s.mean_s,
+                "{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{}\n",
+                access(p),
+                p.bw_mib_s,
+                table_iops(p),
+                p.lat_us.mean / 1e6,
+                i.block as f64 / 1024.0,
+                i.xfer as f64 / 1024.0,
+                p.open_s,
+                p.io_s,
+                p.close_s,
+                p.elapsed_s,
                 i.tasks,
-                placement(rs, i).1,
-                i.repetitions,
-                i.file_per_proc as u8,
-                i.reorder_tasks as u8,
-                i.task_offset,
-                i.segments,
-                i.block,
-                i.xfer,
-                s.agg_mib,
-                i.api,
-                i.ref_num
+                p.rep
             ));
+        }
+        // Not in IOR's CSV: the data checks, after a blank line, so a
+        // failed check is visible in this format too.
+        let checks = data_checks(rs, i);
+        if !checks.is_empty() {
+            out.push_str("\nDataCheck,access,iter,checkedBytes,badBytes,file,offset\n");
+            for c in &checks {
+                let head = format!(
+                    "{},{},{},{}",
+                    c["access"].as_str().unwrap_or_default(),
+                    c["iter"],
+                    c["checkedBytes"],
+                    c["badBytes"]
+                );
+                let ms = c["mismatches"].as_array().cloned().unwrap_or_default();
+                if ms.is_empty() {
+                    out.push_str(&format!("check,{head},,\n"));
+                }
+                for m in ms {
+                    out.push_str(&format!(
+                        "check,{head},{},{}\n",
+                        csv_field(m["file"].as_str().unwrap_or_default()),
+                        m["offset"]
+                    ));
+                }
+            }
         }
         Ok(out.into_bytes())
     }

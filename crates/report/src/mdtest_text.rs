@@ -2,7 +2,7 @@
 //!
 //! Whoever ran mdtest reads (and greps) its header — `-- started at`, the
 //! `was launched with N total task(s)` line, `Command line used`, `Path`,
-//! `FS` — the `N tasks, M files/directories` line, and the `SUMMARY rate:
+//! `FS`, `Nodemap` — the `N tasks, M files/directories` line, and the `SUMMARY rate:
 //! (of N iterations)` table with one row per operation (Max, Min, Mean,
 //! Std Dev over the iterations). With `-P` a `SUMMARY time:` table follows
 //! in the same layout. This exporter renders that layout from the
@@ -11,9 +11,9 @@
 //!
 //! Definitions follow mdtest: a rate is the items of all tasks ÷ the
 //! phase's time from the barrier before it to the last task's end (the
-//! record's `iops`); statistics over iterations use the population
-//! standard deviation; an operation that did not run in an iteration
-//! counts 0, as in mdtest. ioscale creates the tree's directories inside
+//! record's `iops`); statistics over iterations use the sample standard
+//! deviation (n − 1, 0 for one iteration), as mdtest 4.0 does; an
+//! operation that did not run in an iteration counts 0, as in mdtest. ioscale creates the tree's directories inside
 //! the timed creation phase and removes them in its untimed cleanup, so
 //! the `Tree creation`/`Tree removal` rows print `NA` (docs/compat.md).
 
@@ -26,9 +26,9 @@ use crate::model::ResultSet;
 /// What mdtest's layout shows beyond the canonical record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MdtestInfo {
-    /// The mdtest version whose layout is followed (`3.3.0`).
+    /// The mdtest version whose layout is followed (`4.0.0`).
     pub mdtest_version: String,
-    /// `mdtest "-n" "10" …`, as mdtest echoes it.
+    /// `mdtest '-n' '10' …`, as mdtest 4.0 echoes it.
     pub command_line: String,
     /// `-- started at` time stamp (`%m/%d/%Y %T`).
     pub began: String,
@@ -36,7 +36,7 @@ pub struct MdtestInfo {
     pub finished: String,
     /// Tasks (threads).
     pub tasks: u32,
-    /// The directory shown on the `Path:` line.
+    /// The directory shown on the `Path` line (mdtest 4.0: the `-d` directory).
     pub path: String,
     /// Capacity of that file system, when it could be read.
     pub fs: Option<FsStats>,
@@ -59,21 +59,29 @@ pub struct MdtestTextExporter {
     pub info: MdtestInfo,
 }
 
-/// mdtest's rows: label and the ioscale operation behind it (`None`: the
-/// tree rows, which ioscale does not time separately).
-const ROWS: [(&str, Option<&str>, bool); 9] = [
-    ("Directory creation:", Some("mkdir"), true),
-    ("Directory stat    :", Some("stat-dir"), true),
-    ("Directory removal :", Some("rmdir"), true),
-    ("File creation     :", Some("create"), false),
-    ("File stat         :", Some("stat"), false),
-    ("File read         :", Some("read"), false),
-    ("File removal      :", Some("delete"), false),
-    ("Tree creation     :", None, false),
-    ("Tree removal      :", None, false),
+/// mdtest 4.0's rows, in its order: label, the ioscale operation behind
+/// it (`None`: not done by ioscale, see below) and whether it is a
+/// directory row. ioscale's mdtest front-end renames no directories, so
+/// `Directory rename` shows 0, as mdtest 4.0 shows it when it renames
+/// none.
+const ROWS: [(&str, Option<&str>, bool); 8] = [
+    ("Directory creation", Some("mkdir"), true),
+    ("Directory stat", Some("stat-dir"), true),
+    ("Directory rename", None, true),
+    ("Directory removal", Some("rmdir"), true),
+    ("File creation", Some("create"), false),
+    ("File stat", Some("stat"), false),
+    ("File read", Some("read"), false),
+    ("File removal", Some("delete"), false),
 ];
 
-/// Max, min, mean and population standard deviation.
+/// The tree rows: ioscale makes the tree's directories inside the timed
+/// creation phase and removes them untimed, so it has no figure for them.
+const TREE_ROWS: [&str; 2] = ["Tree creation", "Tree removal"];
+
+/// Max, min, mean and standard deviation over iterations, as mdtest 4.0
+/// computes them: the sample standard deviation (n − 1), 0 for one
+/// iteration.
 fn stats(v: &[f64]) -> (f64, f64, f64, f64) {
     if v.is_empty() {
         return (0.0, 0.0, 0.0, 0.0);
@@ -81,11 +89,14 @@ fn stats(v: &[f64]) -> (f64, f64, f64, f64) {
     let max = v.iter().cloned().fold(f64::MIN, f64::max);
     let min = v.iter().cloned().fold(f64::MAX, f64::min);
     let mean = v.iter().sum::<f64>() / v.len() as f64;
-    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+    if v.len() < 2 {
+        return (max, min, mean, 0.0);
+    }
+    let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64;
     (max, min, mean, var.sqrt())
 }
 
-/// The `FS:` line: capacity in GiB (TiB above 1024 GiB), inodes in Mi.
+/// The `FS` figures: capacity in GiB (TiB above 1024 GiB), inodes in Mi.
 pub fn fs_line(fs: &FsStats) -> String {
     let mut size = fs.total_bytes as f64 / (1u64 << 30) as f64;
     let mut unit = "GiB";
@@ -101,11 +112,31 @@ pub fn fs_line(fs: &FsStats) -> String {
         }
     };
     format!(
-        "FS: {size:.1} {unit}   Used FS: {:2.1}%   Inodes: {:.1} Mi   Used Inodes: {:2.1}%",
+        "{size:.1} {unit}   Used FS: {:2.1}%   Inodes: {:.1} Mi   Used Inodes: {:2.1}%",
         pct(fs.used_bytes, fs.total_bytes),
         fs.inodes as f64 / (1u64 << 20) as f64,
         pct(fs.used_inodes, fs.inodes)
     )
+}
+
+/// mdtest's `Nodemap`: one digit per task, 1 when the task runs on rank
+/// 0's host. Tasks are threads of ranks (worker `w` is thread
+/// `w % threads_per_rank` of rank `w / threads_per_rank`).
+pub fn nodemap(rs: &ResultSet, tasks: u32) -> String {
+    match &rs.host.cluster {
+        Some(c) if !c.hosts.is_empty() => {
+            let per = c.threads_per_rank.max(1) as usize;
+            let root = &c.hosts[0];
+            (0..tasks as usize)
+                .map(|t| match c.hosts.get(t / per) {
+                    Some(h) if h == root => '1',
+                    Some(_) => '0',
+                    None => '1',
+                })
+                .collect()
+        }
+        _ => "1".repeat(tasks as usize),
+    }
 }
 
 impl MdtestTextExporter {
@@ -117,36 +148,37 @@ impl MdtestTextExporter {
             self.info.iterations
         );
         out.push_str(
-            "   Operation                      Max            Min           Mean        Std Dev\n",
+            "   Operation                     Max            Min           Mean        Std Dev\n",
         );
         out.push_str(
-            "   ---------                      ---            ---           ----        -------\n",
+            "   ---------                     ---            ---           ----        -------\n",
         );
         for (label, op, dir_row) in ROWS {
-            let shown = match op {
-                None => true,
-                Some(_) if dir_row => self.info.dirs,
-                Some(_) => self.info.files,
+            let shown = if dir_row {
+                self.info.dirs
+            } else {
+                self.info.files
             };
             if !shown {
                 continue;
             }
-            let Some(op) = op else {
-                out.push_str(&format!(
-                    "   {label} {:>14} {:>14} {:>14} {:>14}\n",
-                    "NA", "NA", "NA", "NA"
-                ));
-                continue;
-            };
             let mut v = vec![0.0; iters];
-            for p in rs.phases.iter().filter(|p| p.op == op) {
-                if let Some(slot) = v.get_mut(p.rep as usize) {
-                    *slot = if time { p.elapsed_s } else { p.iops };
+            if let Some(op) = op {
+                for p in rs.phases.iter().filter(|p| p.op == op) {
+                    if let Some(slot) = v.get_mut(p.rep as usize) {
+                        *slot = if time { p.elapsed_s } else { p.iops };
+                    }
                 }
             }
             let (max, min, mean, sd) = stats(&v);
             out.push_str(&format!(
-                "   {label} {max:14.3} {min:14.3} {mean:14.3} {sd:14.3}\n"
+                "   {label:<18}     {max:14.3} {min:14.3} {mean:14.3} {sd:14.3}\n"
+            ));
+        }
+        for label in TREE_ROWS {
+            out.push_str(&format!(
+                "   {label:<22} {:>14} {:>14} {:>14} {:>14}\n",
+                "NA", "NA", "NA", "NA"
             ));
         }
         out
@@ -156,28 +188,29 @@ impl MdtestTextExporter {
 impl Exporter for MdtestTextExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
         let i = &self.info;
+        let nodes = rs.host.cluster.as_ref().map_or(1, |c| c.nodes.max(1));
         let mut out = format!("-- started at {} --\n\n", i.began);
         out.push_str(&format!(
-            "mdtest-{} compatible (ioscale {}) was launched with {} total task(s) on 1 node(s)\n",
-            i.mdtest_version, rs.version, i.tasks
+            "mdtest-{} was launched with {} total task(s) on {} node(s)\n",
+            i.mdtest_version, i.tasks, nodes
         ));
         out.push_str(&format!("Command line used: {}\n", i.command_line));
-        out.push_str(&format!("Path: {}\n", i.path));
+        out.push_str(&format!("{:<20}: {}\n", "Path", i.path));
         if let Some(fs) = &i.fs {
-            out.push_str(&fs_line(fs));
-            out.push('\n');
+            out.push_str(&format!("{:<20}: {}\n", "FS", fs_line(fs)));
         }
+        out.push_str(&format!("Nodemap: {}\n", nodemap(rs, i.tasks)));
         let what = match (i.files, i.dirs) {
             (true, true) => "files/directories",
             (true, false) => "files",
             _ => "directories",
         };
-        out.push_str(&format!("\n{} tasks, {} {what}\n", i.tasks, i.items_all));
+        out.push_str(&format!("{} tasks, {} {what}\n", i.tasks, i.items_all));
         out.push_str(&self.table(rs, false));
         if i.rate_and_time {
             out.push_str(&self.table(rs, true));
         }
-        out.push_str(&format!("\n-- finished at {} --\n", i.finished));
+        out.push_str(&format!("-- finished at {} --\n\n", i.finished));
         Ok(out.into_bytes())
     }
 }
@@ -196,9 +229,12 @@ mod tests {
         };
         assert_eq!(
             fs_line(&fs),
-            "FS: 40.0 GiB   Used FS: 25.0%   Inodes: 2.0 Mi   Used Inodes: 25.0%"
+            "40.0 GiB   Used FS: 25.0%   Inodes: 2.0 Mi   Used Inodes: 25.0%"
         );
+        // mdtest 4.0: the sample standard deviation, 0 for one iteration.
         let (max, min, mean, sd) = stats(&[2.0, 4.0]);
-        assert_eq!((max, min, mean, sd), (4.0, 2.0, 3.0, 1.0));
+        assert_eq!((max, min, mean), (4.0, 2.0, 3.0));
+        assert!((sd - 2f64.sqrt()).abs() < 1e-12, "{sd}");
+        assert_eq!(stats(&[5.0]).3, 0.0);
     }
 }

@@ -8,12 +8,15 @@
 //! them from the canonical [`ResultSet`] of an `ioscale meta` run, one
 //! block per timed phase.
 //!
-//! Definitions follow smallfile: `files/sec`, `IOPS` and `MiB/sec` are the
-//! sums of each thread's own rate (its files, records or bytes ÷ its own
-//! elapsed time), `elapsed time` is the longest thread's, and `total IOPS`
-//! is the summed IOPS truncated to an integer. ioscale's native figure,
-//! total files ÷ (first start to last finish), is in the JSON record and
-//! on the `ioscale meta` text; docs/compat.md compares the two.
+//! smallfile's `files/sec`, `IOPS` and `MiB/sec` are the sums of each
+//! thread's own rate (its files, records or bytes ÷ its own elapsed time);
+//! `elapsed time` is the longest thread's, and `total IOPS` is the summed
+//! IOPS truncated to an integer. Adding up per-thread rates overstates
+//! the aggregate when threads do not run side by side (more threads than
+//! cores), so each of those lines is preceded by the honest aggregate —
+//! all threads' work ÷ (first start to last finish), the headline,
+//! labelled `(all threads, wall clock)` — and followed by a note naming
+//! smallfile's definition. docs/compat.md compares the two.
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +65,27 @@ pub struct SmallfileTotals {
     pub pct_files: f64,
     /// Every thread finished with `ok`.
     pub ok: bool,
+    /// First thread's start to last thread's finish, seconds (the phase's
+    /// `elapsed_s`, or the span of its workers' start and end).
+    pub wall_s: f64,
+    /// files ÷ wall_s: the honest aggregate.
+    pub files_per_sec_wall: f64,
+    /// records ÷ wall_s.
+    pub iops_wall: f64,
+    /// MiB ÷ wall_s.
+    pub mib_per_sec_wall: f64,
+}
+
+/// First start to last finish of a phase, seconds: from the workers'
+/// start and end when the record has them, else the phase's `elapsed_s`
+/// (which the driver measures over the same span).
+pub fn wall_s(p: &PhaseRecord) -> f64 {
+    if p.workers.is_empty() {
+        return p.elapsed_s;
+    }
+    let first = p.workers.iter().map(|w| w.start_s).fold(f64::MAX, f64::min);
+    let last = p.workers.iter().map(|w| w.end_s).fold(f64::MIN, f64::max);
+    (last - first).max(0.0)
 }
 
 /// Adds up a phase the way smallfile does.
@@ -91,12 +115,29 @@ pub fn totals(p: &PhaseRecord) -> SmallfileTotals {
         }
         t.ok &= th.status == "ok";
     }
+    t.wall_s = wall_s(p);
+    if t.wall_s > 0.0 {
+        t.files_per_sec_wall = t.files as f64 / t.wall_s;
+        t.iops_wall = t.records as f64 / t.wall_s;
+        t.mib_per_sec_wall = t.bytes as f64 / (1024.0 * 1024.0) / t.wall_s;
+    }
     t.pct_files = if f.requested > 0 {
         100.0 * t.files as f64 / f.requested as f64
     } else {
         100.0
     };
     t
+}
+
+/// A float as Python's `str` prints it (smallfile's per-thread `elapsed`):
+/// the shortest form that reads back the same, with `.0` on whole numbers.
+pub fn py_float(v: f64) -> String {
+    let s = format!("{v}");
+    if v.is_finite() && !s.contains(['.', 'e']) {
+        format!("{s}.0")
+    } else {
+        s
+    }
 }
 
 impl SmallfileTextExporter {
@@ -111,8 +152,12 @@ impl SmallfileTextExporter {
                 format!("ERR: {}", th.status)
             };
             out.push_str(&format!(
-                "host = {},thr = {:02},elapsed = {:.6},files = {},records = {},status = {status}\n",
-                self.info.host, th.thread, th.elapsed_s, th.files, th.records
+                "host = {},thr = {:02},elapsed = {},files = {},records = {},status = {status}\n",
+                self.info.host,
+                th.thread,
+                py_float(th.elapsed_s),
+                th.files,
+                th.records
             ));
         }
         let t = totals(p);
@@ -126,17 +171,33 @@ impl SmallfileTextExporter {
             ));
         }
         out.push_str(&format!(
-            "{:6.2}% of requested files processed, warning threshold is {PCT_FILES_MIN:6.2}\n",
+            "{:6.2}% of requested files processed, warning threshold is {PCT_FILES_MIN:6.2}%\n",
             t.pct_files
         ));
         out.push_str(&format!("elapsed time = {:9.3}\n", t.elapsed));
         if t.elapsed < 0.001 {
             out.push_str("WARNING: test must run longer than a millisecond\n");
         } else {
-            out.push_str(&format!("files/sec = {:.6}\n", t.files_per_sec));
+            // The honest aggregate first, then smallfile's figure where
+            // smallfile prints it, its definition named after the number
+            // (so `awk '{print $3}'` still finds the number).
+            const DEF: &str = "(smallfile's definition: the sum of each thread's own rate)";
+            out.push_str(&format!(
+                "files/sec (all threads, wall clock) = {:.6}\n",
+                t.files_per_sec_wall
+            ));
+            out.push_str(&format!("files/sec = {:.6} {DEF}\n", t.files_per_sec));
             if t.records > 0 {
-                out.push_str(&format!("IOPS = {:.6}\n", t.iops));
-                out.push_str(&format!("MiB/sec = {:.6}\n", t.mib_per_sec));
+                out.push_str(&format!(
+                    "IOPS (all threads, wall clock) = {:.6}\n",
+                    t.iops_wall
+                ));
+                out.push_str(&format!("IOPS = {:.6} {DEF}\n", t.iops));
+                out.push_str(&format!(
+                    "MiB/sec (all threads, wall clock) = {:.6}\n",
+                    t.mib_per_sec_wall
+                ));
+                out.push_str(&format!("MiB/sec = {:.6} {DEF}\n", t.mib_per_sec));
             }
         }
         if self.info.response_times {

@@ -23,7 +23,7 @@ use super::Usage;
 use crate::files::parent_of;
 
 /// The IOR version whose command line and layout are followed.
-pub const IOR_VERSION: &str = "3.3.0";
+pub const IOR_VERSION: &str = "4.0.0";
 
 /// `ioscale ior --help`.
 pub const HELP: &str = "\
@@ -46,11 +46,11 @@ Options (IOR's; values as `-b 1m`, `-b=1m` or `-b1m`):
   -g     barriers between phases (always) -D N   stonewall deadline in seconds (0 off)
   -i N   repetitions [1]                  -d N   seconds between repetitions
   -T N   stop the whole test after N minutes
-  -x     single transfer attempt (note)   -q     quit on a data-check error (note)
-  -v     more output (-vv, -vvv)          -A N   reference number
-  -O stoneWallingWearOut=1 (only with -D 0)
+  -x     single transfer attempt (note)   -v     more output (-vv, -vvv)
+  -A N   reference number
   -O summaryFormat=JSON|CSV               -O summaryFile=PATH
-  --posix.odirect (or -B)  O_DIRECT
+  -O NAME=VALUE  IOR's directive for an option above (blockSize=1m is -b 1m)
+  --posix.odirect  O_DIRECT
   --print-spec   print the ioscale workload the command line becomes, and exit
   -h, --help     this help
 
@@ -96,7 +96,6 @@ struct IorArgs {
     delay: u64,
     max_minutes: u64,
     single_xfer: bool,
-    quit_on_error: bool,
     verbose: u32,
     ref_num: i64,
     direct: bool,
@@ -123,7 +122,7 @@ const NATIVE_FLAGS: &[(&str, &str)] = &[
 /// IOR options that take a value.
 const VALUE_OPTS: &str = "abtsoNiGQDdTOA";
 /// IOR flags ioscale supports.
-const FLAG_OPTS: &str = "FuEkwrWRCzeYgxvqB";
+const FLAG_OPTS: &str = "FuEkwrWRCzeYgxv";
 
 /// The getopt-style syntax of the options above.
 const SHORT: super::ShortOpts = super::ShortOpts {
@@ -138,25 +137,50 @@ const SHORT: super::ShortOpts = super::ShortOpts {
 /// The IOR options ioscale refuses, with the nearest native equivalent.
 fn unsupported(opt: &str) -> Option<&'static str> {
     Some(match opt {
-        "-c" => "collective MPI-IO is not supported: ioscale issues POSIX I/O (use -a POSIX)",
-        "-f" => "IOR scripts are not supported: run one command line per test, or `ioscale sweep`",
-        "-H" | "-U" => "MPI-IO hints are not supported: ioscale issues POSIX I/O",
-        "-j" => "outlier detection is not supported: `ioscale run --reps N` reports min/max/mean/stddev",
-        "-J" => "setAlignment is not supported: ioscale aligns buffers to 4 KiB (O_DIRECT-safe)",
+        "-c" => "collective MPI-IO is not supported: ioscale issues independent POSIX I/O (use -a POSIX)",
+        "-f" => "IOR scripts are not supported: run one command line per test, or use `ioscale sweep`",
+        "-j" => "outlier detection is not supported: the nearest is -i N (`ioscale run --reps N`), whose summary gives min/max/mean/stddev",
         "-K" => "keepFileWithError is not supported: use -k (keep the files) instead",
-        "-l" => "data packet types are not supported: -W/-R/-G check ioscale's own offset-encoding pattern",
-        "-m" => "multiFile is not supported: run the command once per file (or `ioscale sweep`)",
-        "-M" => "memoryPerNode is not supported: use a working set larger than RAM, or --posix.odirect",
-        "-n" => "noFill is not supported: files are always written in full",
-        "-p" => "preallocate is not supported: files are written in full by the write phase",
-        "-P" => "shared file pointers are not supported: ioscale uses explicit offsets (pread/pwrite)",
-        "-S" => "strided datatypes are not supported: use -s segments for IOR's strided layout",
-        "-V" => "file views are not supported: ioscale issues POSIX I/O",
+        "-l" => "data packet types are not supported: use -W/-R/-G (`ioscale run --verify --seed N`), which check ioscale's own offset-encoding pattern",
+        "-m" => "multiFile is not supported: run the command once per file, or use `ioscale sweep`",
+        "-M" => "memoryPerNode is not supported: use a working set larger than RAM, or --posix.odirect (`ioscale run --direct`)",
         "-X" | "-Z" => {
             "random task reordering (-Z/-X) is not supported: use -C with -Q N (a constant task offset, `ioscale run --reorder --reorder-offset N`)"
         }
-        "-y" => "dual mount is not supported: give one -o path",
-        "-I" => "-I is not an IOR option ioscale knows: see `ioscale ior --help`",
+        "-y" => "dual mount is not supported: use one -o path (`ioscale sweep --target A,B` to compare mounts)",
+        "-q" => {
+            "-q is not an IOR 4.0 option (IOR 4.0 refuses it; it was 3.x's quitOnError): use -R or -W              (`ioscale run --verify`), which end with exit 1 on a failed check"
+        }
+        "-B" => "-B is not an IOR 4.0 option (IOR 4.0 refuses it; it was 3.x's useO_DIRECT): use --posix.odirect (`ioscale run --direct`)",
+        "-H" | "-U" | "-P" | "-S" | "-V" | "-I" | "-J" | "-n" | "-p" | "-L" => {
+            "not an IOR 4.0 option (IOR 4.0 refuses it): see `ioscale ior --help`; use -a POSIX with the options listed there (docs/compat.md gives the nearest native option of each)"
+        }
+        _ => return None,
+    })
+}
+
+/// IOR 4.0's long options (and the POSIX backend's) that ioscale refuses,
+/// each with the nearest native option or the reason there is none.
+fn unsupported_long(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "collective" => "collective MPI-IO (-c) is not supported: ioscale issues independent POSIX I/O (use -a POSIX)",
+        "dataPacketType" => {
+            "data packet types (-l) are not supported: use -W/-R/-G (`ioscale run --verify --seed N`), which check              ioscale's own offset-encoding pattern; without a check the data are incompressible random bytes"
+        }
+        "randomPrefill" => {
+            "a random prefill is not supported: with -z every transfer is written once in random order              (`ioscale run --op randwrite`), so the file is full when the phase ends; the nearest is -w without -z"
+        }
+        "random-offset-seed" => {
+            "a separate seed for -z is not supported: the nearest is -G N (`ioscale run --seed N`), which seeds both              the -z offset order and the data pattern"
+        }
+        "warningAsErrors" => {
+            "no nearest option: ioscale's warnings (page cache, oversubscription) describe how to read the figures              and never change the exit code; errors already end with exit 1 (I/O, data check) or 2 (setup)"
+        }
+        "dryRun" => "a dry run is not supported: use --print-spec (print the workload ioscale would run, and exit)",
+        "posix.rangelocks" => {
+            "range locks are not supported: ioscale takes no locks; the nearest is IOR's default (no --posix.rangelocks)"
+        }
+        "gpuDirect" | "allocateBufferOnGPU" => "GPU buffers are not supported: no nearest option (ioscale's buffers are host memory)",
         _ => return None,
     })
 }
@@ -173,6 +197,50 @@ fn count_of(opt: &str, v: &str) -> Result<u64, Usage> {
     parse_count(v).map_err(|e| usage(format!("{opt} {v}: {e}")))
 }
 
+/// IOR's `-O` directives that are another spelling of a short option
+/// (IOR 4.0's `DecodeDirective`, names compared without case): the option,
+/// and whether it takes a value (a flag directive is `NAME=0|1`).
+const DIRECTIVES: &[(&str, char, bool)] = &[
+    ("api", 'a', true),
+    ("refnum", 'A', true),
+    ("testfile", 'o', true),
+    ("deadlineforstonewalling", 'D', true),
+    ("maxtimeduration", 'T', true),
+    ("numtasks", 'N', true),
+    ("repetitions", 'i', true),
+    ("intertestdelay", 'd', true),
+    ("taskpernodeoffset", 'Q', true),
+    ("segmentcount", 's', true),
+    ("blocksize", 'b', true),
+    ("transfersize", 't', true),
+    ("settimestampsignature", 'G', true),
+    ("readfile", 'r', false),
+    ("writefile", 'w', false),
+    ("fileperproc", 'F', false),
+    ("reordertasks", 'C', false),
+    ("reordertasksconstant", 'C', false),
+    ("checkwrite", 'W', false),
+    ("checkread", 'R', false),
+    ("keepfile", 'k', false),
+    ("singlexferattempt", 'x', false),
+    ("intratestbarriers", 'g', false),
+    ("uniquedir", 'u', false),
+    ("useexistingtestfile", 'E', false),
+    ("fsyncperwrite", 'Y', false),
+    ("fsync", 'e', false),
+    ("randomoffset", 'z', false),
+    // Refused, as their short options are.
+    ("dualmount", 'y', false),
+    ("outlierthreshold", 'j', true),
+    ("reordertasksrandom", 'Z', false),
+    ("reordertasksrandomseed", 'X', true),
+    ("keepfilewitherror", 'K', false),
+    ("multifile", 'm', false),
+    ("collective", 'c', false),
+    ("datapackettype", 'l', true),
+    ("memorypernode", 'M', true),
+];
+
 fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
     for kv in v.split(',').filter(|s| !s.is_empty()) {
         let (k, val) = kv.split_once('=').ok_or_else(|| {
@@ -180,9 +248,10 @@ fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
                 "-O {kv}: expected key=value (stoneWallingWearOut=1, summaryFormat=JSON|CSV, summaryFile=PATH)"
             ))
         })?;
-        match k {
-            "stoneWallingWearOut" => a.wearout = count_of("-O stoneWallingWearOut", val)? != 0,
-            "summaryFormat" => {
+        let key = k.to_ascii_lowercase();
+        match key.as_str() {
+            "stonewallingwearout" => a.wearout = count_of("-O stoneWallingWearOut", val)? != 0,
+            "summaryformat" => {
                 let f = val.to_ascii_uppercase();
                 if !matches!(f.as_str(), "JSON" | "CSV" | "DEFAULT") {
                     return Err(usage(format!(
@@ -191,12 +260,68 @@ fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
                 }
                 a.summary_format = (f != "DEFAULT").then_some(f);
             }
-            "summaryFile" => a.summary_file = Some(PathBuf::from(val)),
-            _ => {
+            "summaryfile" => a.summary_file = Some(PathBuf::from(val)),
+            "verbose" => a.verbose = count_of("-O verbose", val)? as u32,
+            "stonewallingwearoutiterations" | "stonewallingstatusfile" => {
                 return Err(usage(format!(
-                    "-O {k}: not supported (ioscale knows stoneWallingWearOut, summaryFormat, summaryFile); \
-                     see docs/compat.md for the native options"
+                    "-O {k}: not supported: ioscale's stonewall is -D N (`ioscale run --time Ns`), which stops \
+                     every task at the deadline in one run"
                 )))
+            }
+            "mintimeduration" => {
+                return Err(usage(
+                    "-O minTimeDuration: not supported: the nearest is -i N (`ioscale run --reps N`) to run longer, \
+                     or -D N (`--time Ns`) to bound a phase",
+                ))
+            }
+            "saverankperformancedetailscsv" => {
+                return Err(usage(
+                    "-O saveRankPerformanceDetailsCSV: not supported: the nearest is `ioscale run --json FILE`, \
+                     whose `workers` list holds every task's bytes, times and rate",
+                ))
+            }
+            "warningaserrors" | "allocatebufferongpu" | "gpuid" | "gpudirect" => {
+                let why = unsupported_long(if key == "warningaserrors" {
+                    "warningAsErrors"
+                } else {
+                    "gpuDirect"
+                })
+                .unwrap_or_default();
+                return Err(usage(format!("-O {k}: {why}")));
+            }
+            "memorypertask" => {
+                return Err(usage(format!(
+                    "-O {k}: not supported: use a working set larger than RAM, or --posix.odirect (`ioscale run --direct`)"
+                )))
+            }
+            "interiodelay" => {
+                return Err(usage(format!(
+                    "-O {k}: a delay between transfers is not supported: the nearest is fewer tasks (-N, `ioscale run --threads`) \
+                     or -Y (`--sync every:1`) to slow each write"
+                )))
+            }
+            "numnodes" | "platform" | "debug" | "summaryalways" => {
+                return Err(usage(format!(
+                    "-O {k}: not supported: no nearest option (ioscale finds the nodes from the launcher, prints the host \
+                     and its summary once at the end); see `ioscale ior --help`"
+                )))
+            }
+            _ => {
+                let Some(&(_, c, takes_value)) = DIRECTIVES.iter().find(|(n, _, _)| *n == key) else {
+                    return Err(usage(format!(
+                        "-O {k}: not an IOR 4.0 directive ioscale knows (it knows stoneWallingWearOut, summaryFormat, \
+                         summaryFile and the directive spelling of each supported short option, e.g. blockSize=1m \
+                         for -b 1m); use the short options of `ioscale ior --help` (docs/compat.md maps each)"
+                    )));
+                };
+                if let Some(why) = unsupported(&format!("-{c}")) {
+                    return Err(usage(format!("-O {k} (-{c}): {why}")));
+                }
+                if takes_value {
+                    apply_value(a, c, val)?;
+                } else if count_of(&format!("-O {k}"), val)? != 0 {
+                    apply_flag(a, c);
+                }
             }
         }
     }
@@ -261,9 +386,7 @@ fn apply_flag(a: &mut IorArgs, c: char) {
         'Y' => a.fsync_each = true,
         'g' => {}
         'x' => a.single_xfer = true,
-        'q' => a.quit_on_error = true,
         'v' => a.verbose += 1,
-        'B' => a.direct = true,
         _ => unreachable!("only FLAG_OPTS reach here"),
     }
 }
@@ -280,6 +403,11 @@ fn parse(args: &[String]) -> Result<IorArgs, Usage> {
                 "help" => a.help = true,
                 "print-spec" => a.print_spec = true,
                 "posix.odirect" => a.direct = true,
+                _ if unsupported_long(long.split('=').next().unwrap_or(long)).is_some() => {
+                    let name = long.split('=').next().unwrap_or(long);
+                    let why = unsupported_long(name).unwrap_or_default();
+                    return Err(usage(format!("--{name}: {why}")));
+                }
                 _ => {
                     let name = long.split('=').next().unwrap_or(long);
                     return Err(usage(if name.starts_with("posix.") {
@@ -305,6 +433,15 @@ fn parse(args: &[String]) -> Result<IorArgs, Usage> {
 
 /// Second stage: IOR's meaning of the options, as an ioscale workload.
 fn to_raw(a: &IorArgs) -> Result<RawWorkload, Usage> {
+    if a.wearout && a.deadline == 0 {
+        // IOR 4.0 refuses this too ("only sensible when setting a stonewall
+        // deadline with -D").
+        return Err(usage(
+            "-O stoneWallingWearOut=1 needs a stonewall deadline (-D N), as in IOR 4.0, and ioscale does not \
+             support the wear-out with one: drop it; the nearest is -D N (`ioscale run --time Ns`), which stops \
+             every task at the deadline",
+        ));
+    }
     if a.wearout && a.deadline > 0 {
         return Err(usage(
             "-O stoneWallingWearOut=1 with -D: not supported: ioscale stops every task at the deadline \
@@ -376,9 +513,7 @@ fn info_for(a: &IorArgs, spec: &WorkloadSpec, command_line: String) -> IorInfo {
         began: String::new(),
         finished: String::new(),
         machine: String::new(),
-        path: parent_of(std::path::Path::new(&test_filename))
-            .display()
-            .to_string(),
+        path: ior_path(&test_filename, a.fpp, a.unique_dir),
         test_filename,
         fs: None,
         api: "POSIX".into(),
@@ -397,7 +532,41 @@ fn info_for(a: &IorArgs, spec: &WorkloadSpec, command_line: String) -> IorInfo {
         wearout: a.wearout,
         ref_num: a.ref_num,
         read_is_check: a.check_write && !a.read && a.write,
+        write_file: a.write || !a.read,
+        read_file: a.read || !a.write,
+        check_write: a.check_write,
+        check_read: a.check_read,
+        keep_file: a.keep,
+        use_existing: a.existing,
+        fsync: a.fsync,
+        fsync_per_write: a.fsync_each,
+        single_xfer: a.single_xfer,
+        inter_test_delay: a.delay,
+        max_minutes: a.max_minutes,
+        seed: a.seed.map_or(0, |s| s as i64),
     }
+}
+
+/// IOR's `Path`: the name of the first task's file, as IOR 4.0 prints it
+/// (its `GetTestFileName` for rank 0): the `-o` name of a shared file,
+/// `NAME.00000000` with -F, `DIR/0/BASE.00000000` with -F -u.
+fn ior_path(test_filename: &str, fpp: bool, unique_dir: bool) -> String {
+    if !fpp {
+        return test_filename.to_string();
+    }
+    if unique_dir {
+        let p = std::path::Path::new(test_filename);
+        let base = p
+            .file_name()
+            .map(|b| b.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = match p.parent().map(|d| d.to_string_lossy().into_owned()) {
+            Some(d) if !d.is_empty() => format!("{d}/"),
+            _ => String::new(),
+        };
+        return format!("{dir}0/{base}.00000000");
+    }
+    format!("{test_filename}.00000000")
 }
 
 /// Runs the IOR front-end; `prog` is how it was called (`ior` or
@@ -475,12 +644,6 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
              a transfer that cannot complete is an error either way"
         );
     }
-    if root && a.quit_on_error {
-        eprintln!(
-            "ior: note: -q: a failed data check is reported with exit code 1; ioscale finishes the phase \
-             to count every bad byte"
-        );
-    }
     if root && a.existing {
         eprintln!(
             "ior: note: -E: ioscale writes into an existing test file only if an earlier ioscale run made it \
@@ -527,6 +690,9 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     info.machine = format!("Linux {}", rs.host.hostname);
     info.fs = super::fs_stats(&spec.target);
     super::print_errors("ior", rs);
+    // A failed data check is on standard error whatever the document
+    // format (the JSON and CSV carry it too).
+    super::print_mismatches("ior", rs);
     for w in &rs.warnings {
         eprintln!("ior: warning: {w}");
     }
@@ -605,6 +771,29 @@ mod tests {
         assert!(e.contains("-a MPIIO") && e.contains("io_uring"), "{e}");
         let e = parse(&argv("--mpiio.hints=x")).unwrap_err().to_string();
         assert!(e.contains("--mpiio.hints"), "{e}");
+    }
+
+    #[test]
+    fn o_directives_are_their_short_options() {
+        let spec = |s: &str| to_raw(&parse(&argv(s)).unwrap()).unwrap().build().unwrap();
+        let by_o = spec(
+            "-O blockSize=4m,transferSize=1m -O segmentCount=2,filePerProc=1,keepFile=1 -O writeFile=1,numTasks=2 -o /tmp/x",
+        );
+        let short = spec("-b 4m -t 1m -s 2 -F -k -w -N 2 -o /tmp/x");
+        assert_eq!(
+            serde_json::to_value(&by_o).unwrap(),
+            serde_json::to_value(&short).unwrap()
+        );
+        // A flag directive set to 0 leaves the flag off.
+        assert!(!parse(&argv("-O keepFile=0")).unwrap().keep);
+        // Refused directives say what their short option's refusal says.
+        let e = parse(&argv("-O reorderTasksRandom=1"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("reorderTasksRandom") && e.contains("-C with -Q N"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -23,7 +23,7 @@ use spec::{FileSize, MetaOp, RawMeta};
 use super::Usage;
 
 /// The mdtest version whose command line and layout are followed.
-pub const MDTEST_VERSION: &str = "3.3.0";
+pub const MDTEST_VERSION: &str = "4.0.0";
 
 /// `ioscale mdtest --help`.
 pub const HELP: &str = "\
@@ -40,7 +40,7 @@ Options (mdtest's; values as `-n 100`, `-n=100` or `-n100`):
   -C     create only     -T  stat only         -E     read only      -r  remove only
   -w N   bytes written to each file            -e N   bytes read from each file
   -y     fsync each file after writing         -i N   iterations [1]
-  -Y     syncfs after each phase (timed)       -X, --verify-read  check every byte read
+  -Y     syncfs after each phase (timed)       -X, --verify-read  check every byte read (needs -e)
   -W N   stonewall: stop each phase after N seconds
   -N N   task stride: stat/read/remove task (t+N)'s items      -a POSIX  API
   -P     print the time table after the rate table   -Z  print time instead of rate
@@ -114,18 +114,58 @@ fn usage(msg: impl Into<String>) -> Usage {
 /// mdtest options ioscale refuses, with the nearest native equivalent.
 fn unsupported(opt: &str) -> Option<&'static str> {
     Some(match opt {
-        "-B" => "no barriers is not supported: every ioscale phase starts at a barrier",
-        "-c" => "collective creates are not supported: every task creates its own items (`ioscale meta --threads`)",
+        "-B" => "no barriers is not supported: every ioscale phase starts at a barrier; the nearest is mdtest's default (no -B)",
+        "-c" => "collective creates are not supported: every task creates its own items (nearest: `ioscale meta --threads N`)",
         "-S" => "shared file access is not supported: ioscale's items are one per task; for one shared file use `ioscale run --layout shared`",
-        "-k" => "mknod is not supported: files are created with open(O_CREAT) (`ioscale meta --ops create`)",
-        "-R" => "random stat order is not supported: items are visited in order",
-        "-t" => "timing the unique-directory overhead is not supported: per-task directories are made untimed",
+        "-k" => "mknod is not supported: files are created with open(O_CREAT) (nearest: -F -C, `ioscale meta --ops create`)",
+        "-R" => "random stat order is not supported: items are visited in order (nearest: -T, `ioscale meta --ops stat`)",
+        "-t" => "timing the unique-directory overhead is not supported: per-task directories are made untimed (nearest: -u)",
         "-f" | "-l" | "-s" => {
-            "task ranges (-f/-l/-s) are not supported: run one task count per command, or `ioscale sweep --threads 1..N -- meta …`"
+            "task ranges (-f/-l/-s) are not supported: run one task count per command, or use `ioscale sweep --threads 1..N -- meta …`"
         }
-        "-p" => "a pre-iteration delay is not supported: iterations run back to back (`ioscale meta --reps`)",
+        "-p" => "a pre-iteration delay is not supported: iterations run back to back (nearest: -i N, `ioscale meta --reps N`)",
         "-x" => "a stonewall status file is not supported: use -W N (`ioscale meta --time Ns`) in one run",
-        "-G" | "-O" => "not an mdtest option ioscale supports; see `ioscale mdtest --help`",
+        "-G" => {
+            "a buffer offset for the data is not supported: ioscale writes its own pattern; the nearest is -X \
+             (`ioscale meta --verify --seed N`), whose pattern depends on the seed"
+        }
+        "-g" => "Lustre directory layouts are not supported: no nearest option (ioscale sets no striping; use lfs setstripe on -d first)",
+        "-O" => "not an mdtest 4.0 option (mdtest refuses it): see `ioscale mdtest --help` for the options and docs/compat.md for the nearest native ones",
+        _ => return None,
+    })
+}
+
+/// mdtest 4.0's long options (and its POSIX backend's) that ioscale
+/// refuses, each with the nearest native option or why there is none.
+fn unsupported_long(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "posix.odirect" => {
+            "O_DIRECT for metadata tests is not supported: ioscale's meta engine uses buffered calls; \
+             the nearest is `ioscale run --direct` for data, or -y (`ioscale meta --fsync`) to reach the device"
+        }
+        "posix.rangelocks" => "range locks are not supported: ioscale takes no locks; the nearest is mdtest's default (no --posix.rangelocks)",
+        "verify-write" => {
+            "checking right after each write is not supported: use -X with a read phase (`ioscale meta --verify`), \
+             which checks every byte of every file"
+        }
+        "showRankStatistics" | "print-all-procs" => {
+            "per-rank statistics are not printed: the nearest is `ioscale meta --json FILE`, whose `workers` and \
+             `files.threads` hold every task's count and time"
+        }
+        "saveRankPerformanceDetails" => {
+            "a per-rank CSV is not supported: the nearest is `ioscale meta --json FILE` (every task's count and time)"
+        }
+        "run-cmd-before-phase" | "run-cmd-after-phase" => {
+            "running a command around each phase is not supported: the nearest is one phase per command (-C, -T, -E, -r \
+             in separate runs, `ioscale meta --ops OP`) with the command in between"
+        }
+        "dataPacketType" => "data packet types are not supported: the nearest is -X (`ioscale meta --verify`), ioscale's own pattern",
+        "random-seed" => "random stat order (-R) is not supported, so neither is its seed: the nearest is -T (`ioscale meta --ops stat`) in order",
+        "allocateBufferOnGPU" => "GPU buffers are not supported: no nearest option (ioscale's buffers are host memory)",
+        "warningAsErrors" => {
+            "no nearest option: ioscale's warnings describe how to read the figures and never change the exit code; \
+             errors already end with exit 1 (I/O, data check) or 2 (setup)"
+        }
         _ => return None,
     })
 }
@@ -224,6 +264,10 @@ fn parse(args: &[String]) -> Result<MdArgs, Usage> {
                         return Err(usage("--verify-read takes no value (it is -X)"));
                     }
                     a.verify = true;
+                }
+                _ if unsupported_long(name).is_some() => {
+                    let why = unsupported_long(name).unwrap_or_default();
+                    return Err(usage(format!("--{name}: {why}")));
                 }
                 _ => {
                     return Err(usage(format!(
@@ -394,6 +438,14 @@ fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
     if items == 0 {
         return Err(usage("-n 0: give at least one item per task"));
     }
+    if a.verify && a.read_bytes.unwrap_or(0) == 0 {
+        // mdtest 4.0 refuses it too ("Verify read requires that read bytes
+        // is > 0").
+        return Err(usage(
+            "-X (--verify-read) needs -e N > 0 (bytes read from each file), as in mdtest 4.0: \
+             add -e with the -w size (ioscale checks every byte, `ioscale meta --verify`)",
+        ));
+    }
     let ops = ops_of(a);
     if let Some(e) = a.read_bytes {
         if e != a.write_bytes && ops.contains(&MetaOp::Read) {
@@ -554,14 +606,11 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
     for w in &rs.warnings {
         eprintln!("mdtest: warning: {w}");
     }
-    let parent = match spec.target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let path = parent.canonicalize().unwrap_or(parent);
+    // mdtest 4.0's Path is the test directory (-d) itself.
+    let path = spec.target.clone();
     let mut command_line = prog.to_string();
     for x in args {
-        command_line.push_str(&format!(" \"{x}\""));
+        command_line.push_str(&format!(" '{x}'"));
     }
     let (files, dirs) = if !a.files_only && !a.dirs_only {
         (true, true)
@@ -680,7 +729,7 @@ mod tests {
         // A chain (-b 1): everything in the one leaf at depth 3.
         let s = spec("-n 7 -z 3 -L -d /x");
         assert_eq!((s.files, s.files_per_dir, s.first_node()), (7, 7, 3));
-        let s = spec("-n 4 -N 1 -Y -X -d /x --tasks 3");
+        let s = spec("-n 4 -N 1 -Y -X -w 8 -e 8 -d /x --tasks 3");
         assert_eq!(s.stride, 1);
         assert!(s.sync_phase && s.verify);
         assert_eq!(s.owner_of(MetaOp::Read, 2), 0);

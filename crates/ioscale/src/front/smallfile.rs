@@ -20,7 +20,8 @@ use spec::{FileSize, MetaOp, MetaSpec, RawMeta};
 
 use super::Usage;
 
-/// The smallfile version whose command line and output are followed.
+/// The smallfile release whose command line and output are followed is
+/// tag 1.1; this is what that release prints on its `version :` line.
 pub const SMALLFILE_VERSION: &str = "3.2";
 
 /// `ioscale smallfile --help`.
@@ -93,6 +94,8 @@ struct SfArgs {
     xattr_size: u64,
     xattr_count: u64,
     cleanup_delay_usec: u64,
+    verbose: bool,
+    log_to_stderr: bool,
     print_spec: bool,
     help: bool,
     notes: Vec<String>,
@@ -122,6 +125,8 @@ impl Default for SfArgs {
             xattr_size: 0,
             xattr_count: 0,
             cleanup_delay_usec: 0,
+            verbose: false,
+            log_to_stderr: false,
             print_spec: false,
             help: false,
             notes: Vec::new(),
@@ -285,9 +290,8 @@ fn parse(args: &[String]) -> Result<SfArgs, Usage> {
             "finish" => a.finish = yn(name, v)?,
             "verify-read" => a.verify_read = Some(yn(name, v)?),
             "incompressible" => a.incompressible = yn(name, v)?,
-            "verbose" | "log-to-stderr" => {
-                yn(name, v)?;
-            }
+            "verbose" => a.verbose = yn(name, v)?,
+            "log-to-stderr" => a.log_to_stderr = yn(name, v)?,
             "permute-host-dirs" | "record-ctime-size" => {
                 if yn(name, v)? {
                     return Err(usage(if name == "permute-host-dirs" {
@@ -413,15 +417,13 @@ fn to_raw(a: &SfArgs) -> Result<RawMeta, Usage> {
 fn params_block(a: &SfArgs, spec: &MetaSpec) -> String {
     let yn = |b: bool| if b { "Y" } else { "N" };
     let rows: Vec<(&str, String)> = vec![
-        (
-            "version",
-            format!(
-                "{SMALLFILE_VERSION} compatible (ioscale {})",
-                env!("CARGO_PKG_VERSION")
-            ),
-        ),
+        ("version", SMALLFILE_VERSION.into()),
         ("hosts in test", "None".into()),
-        ("top test directory", spec.target.display().to_string()),
+        ("launch by daemon", "False".into()),
+        (
+            "top test directory(s)",
+            format!("['{}']", spec.target.display()),
+        ),
         ("operation", a.operation.clone()),
         ("files/thread", a.files.to_string()),
         ("threads", a.threads.to_string()),
@@ -439,10 +441,20 @@ fn params_block(a: &SfArgs, spec: &MetaSpec) -> String {
         ("hash file number into dir.?", yn(a.hash_into_dirs).into()),
         ("fsync after modify?", yn(a.fsync).into()),
         ("incompressible?", yn(a.incompressible).into()),
+        ("pause between files (microsec)", "0".into()),
+        ("auto-pause?", "N".into()),
+        (
+            "delay after cleanup per file (microsec)",
+            a.cleanup_delay_usec.to_string(),
+        ),
+        ("minimum directories per sec", "50".into()),
+        ("total hosts", "1".into()),
         ("finish all requests?", yn(a.finish).into()),
         ("stonewall?", yn(a.stonewall).into()),
         ("measure response times?", yn(a.response_times).into()),
         ("verify read?", yn(a.verify_read.unwrap_or(false)).into()),
+        ("verbose?", yn(a.verbose).into()),
+        ("log to stderr?", yn(a.log_to_stderr).into()),
     ];
     rows.iter()
         .map(|(k, v)| format!("{k:>40} : {v}\n"))
@@ -487,6 +499,10 @@ fn json_doc(a: &SfArgs, rs: &report::ResultSet, host: &str) -> serde_json::Value
         "files": t.files,
         "records": t.records,
         "files-per-sec": t.files_per_sec,
+        // ioscale's honest aggregate, under names smallfile does not use:
+        // all threads' work ÷ (first start to last finish).
+        "wall-clock-elapsed": t.wall_s,
+        "files-per-sec-wall-clock": t.files_per_sec_wall,
         "in-thread": threads,
         "total-threads": t.threads,
         "pct-files-done": t.pct_files,
@@ -497,6 +513,8 @@ fn json_doc(a: &SfArgs, rs: &report::ResultSet, host: &str) -> serde_json::Value
     if t.records > 0 {
         results["IOPS"] = json!(t.iops);
         results["MiBps"] = json!(t.mib_per_sec);
+        results["IOPS-wall-clock"] = json!(t.iops_wall);
+        results["MiBps-wall-clock"] = json!(t.mib_per_sec_wall);
         results["total-data-GB"] = json!(t.bytes as f64 / (1u64 << 30) as f64);
     }
     json!({

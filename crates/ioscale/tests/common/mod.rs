@@ -317,3 +317,22 @@ pub fn s(p: &Path) -> &str {
 pub const K: u64 = 1024;
 /// 1 MiB.
 pub const M: u64 = 1024 * 1024;
+
+/// Whether a front-end's refusal names something to use instead — a
+/// native option, the tool's own option for it, or an ioscale command —
+/// or says plainly that there is none, rather than only pointing at the
+/// help text.
+pub fn names_a_native_option(err: &str) -> bool {
+    [
+        "use -",
+        "use --",
+        "`ioscale run",
+        "`ioscale meta",
+        "`ioscale sweep",
+        "nearest is",
+        "(nearest: ",
+        "no nearest option",
+    ]
+    .iter()
+    .any(|k| err.contains(k))
+}

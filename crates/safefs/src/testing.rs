@@ -469,3 +469,26 @@ where
     }
     Ok(report)
 }
+
+/// Runs `cmd` (stdout and stderr discarded unless the caller set them) and
+/// waits at most `limit`; a command still running then is killed and
+/// `Ok(None)` returned. For pointing [`race`] at the ioscale binary:
+/// `race(&cfg, scratch, |t, _| { run_bounded(Command::new(bin).args(["run", "-q"]).arg(t), limit).unwrap(); })`.
+pub fn run_bounded(
+    cmd: &mut std::process::Command,
+    limit: Duration,
+) -> io::Result<Option<std::process::ExitStatus>> {
+    let mut child = cmd.spawn()?;
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok(Some(st));
+        }
+        if Instant::now() >= end {
+            child.kill()?;
+            child.wait()?;
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}

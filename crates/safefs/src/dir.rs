@@ -229,7 +229,15 @@ impl DirHandle {
         let p = self.child_path(name);
         rustix::fs::mkdirat(&self.fd, name, Mode::from_raw_mode(mode))
             .map_err(|e| Error::io("mkdir", &p, e))?;
-        self.open_dir_at(name, None)
+        // Between mkdirat and openat the name can be swapped. A link is
+        // refused by O_NOFOLLOW; another directory put there is refused
+        // unless it is empty as ours is (an empty directory is the one
+        // case this cannot tell apart, and it holds nothing to lose).
+        let h = self.open_dir_at(name, None)?;
+        if !h.list()?.is_empty() {
+            return Err(Error::refused("mkdir", p, Refusal::NotFresh));
+        }
+        Ok(h)
     }
 
     /// Creates the regular file `name` exclusively (`O_CREAT|O_EXCL|

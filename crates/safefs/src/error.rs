@@ -27,6 +27,9 @@ pub enum Refusal {
         /// The (device, inode) that is there now.
         found: FileId,
     },
+    /// A directory ioscale just made already holds entries: the name was
+    /// swapped for another directory between `mkdir` and `open`.
+    NotFresh,
     /// The name is not one plain path component (empty, `.`, `..`, or
     /// holding a `/`).
     BadName,
@@ -48,6 +51,10 @@ impl fmt::Display for Refusal {
                 expected.dev, expected.ino, found.dev, found.ino
             ),
             Refusal::BadName => write!(f, "it is not a single path component"),
+            Refusal::NotFresh => write!(
+                f,
+                "the directory ioscale just made holds entries, so it was swapped"
+            ),
         }
     }
 }

@@ -76,4 +76,4 @@ pub use replace::{
 pub use sleep::{
     deadline_after, duration_from_secs_f64, sleep_or_stop, sleep_until_or_stop, Waited, SLICE,
 };
-pub use tree::{remove_tree, Left, RemovalReport, Remover, MAX_LISTED};
+pub use tree::{remove_tree, Left, RemovalReport, Remover, MAX_LISTED, MAX_OPEN_DIRS};

@@ -204,19 +204,30 @@ impl SetLock {
     ) -> Result<TryLock> {
         let name = name.as_ref();
         let p = dir.child_path(name);
-        let (mut file, id) = open_or_create(dir, name)?;
-        match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => {}
-            Err(Errno::WOULDBLOCK) => {
-                return Ok(TryLock::Held {
-                    holder: read_record(&mut file),
-                    liveness: Liveness::Live,
-                })
+        let mut tries = 0;
+        let (mut file, id) = loop {
+            let (mut file, id) = open_or_create(dir, name)?;
+            match rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => {}
+                Err(Errno::WOULDBLOCK) => {
+                    return Ok(TryLock::Held {
+                        holder: read_record(&mut file),
+                        liveness: Liveness::Live,
+                    })
+                }
+                // No flock on this file system: the record alone decides.
+                Err(Errno::NOLCK) | Err(Errno::OPNOTSUPP) | Err(Errno::NOSYS) => {}
+                Err(e) => return Err(Error::io("flock", &p, e)),
             }
-            // No flock on this file system: the record alone decides.
-            Err(Errno::NOLCK) | Err(Errno::OPNOTSUPP) | Err(Errno::NOSYS) => {}
-            Err(e) => return Err(Error::io("flock", &p, e)),
-        }
+            // The holder may have removed the lock file (its set is gone)
+            // between our open and our flock: a lock on an unlinked file
+            // guards nothing, so check the name still leads to it.
+            match dir.stat_at(name)? {
+                Some(info) if info.id == id => break (file, id),
+                _ if tries < 8 => tries += 1,
+                _ => return Err(Error::io("flock", &p, Errno::AGAIN)),
+            }
+        };
         let mut stale = None;
         if let Some(h) = read_record(&mut file) {
             match h.liveness() {

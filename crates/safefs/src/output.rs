@@ -3,7 +3,7 @@
 //!
 //! | the path is | ioscale |
 //! |---|---|
-//! | `-` | writes to standard output |
+//! | `-`, `/dev/stdout`, `/dev/stderr`, `/dev/fd/1`, `/dev/fd/2` | writes to standard output (error) through the open descriptor |
 //! | a FIFO or a character device (`/dev/null`, `/dev/stdout`, a tty), or a link to one | opens it for writing without creating or truncating it and writes straight into it; never renames over it |
 //! | a regular file, a link to one, or a missing name in an existing directory | replaces it atomically: a temporary file beside it (beside the link's target for a link), `fsync`, rename; in place when the file system cannot rename; the temporary file removed on any failure |
 //! | anything else: a directory, a block device, a socket, a dangling link, a missing directory | refuses before writing ([`FlagError::exit_code`] 2, naming the flag) |
@@ -27,8 +27,10 @@ use crate::replace::{replace_at, Written};
 /// Where a result goes, as [`check_output`] found it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OutputTarget {
-    /// `-`: standard output.
+    /// `-`, `/dev/stdout`, `/dev/fd/1`: standard output.
     Stdout,
+    /// `/dev/stderr`, `/dev/fd/2`: standard error.
+    Stderr,
     /// A FIFO or character device, written straight into.
     Stream {
         /// The path as given.
@@ -55,6 +57,23 @@ fn kind_of(m: &std::fs::Metadata) -> Kind {
 pub fn check_output(flag: &str, path: &Path) -> Result<OutputTarget, FlagError> {
     if path.as_os_str() == "-" {
         return Ok(OutputTarget::Stdout);
+    }
+    // The process's own descriptors: write to them, never resolve them to
+    // the file behind (`--json /dev/stdout > out.txt` must not replace
+    // out.txt by rename, nor rewrite it from offset 0).
+    for (names, t) in [
+        (
+            ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"],
+            OutputTarget::Stdout,
+        ),
+        (
+            ["/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"],
+            OutputTarget::Stderr,
+        ),
+    ] {
+        if names.iter().any(|n| path.as_os_str() == *n) {
+            return Ok(t);
+        }
     }
     let refuse = |why: String| Err(FlagError::refused(flag, path, why));
     let lmeta = match std::fs::symlink_metadata(path) {
@@ -116,7 +135,7 @@ fn split(p: &Path) -> (PathBuf, Option<&OsStr>) {
 /// How [`write_output`] wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputWritten {
-    /// To standard output.
+    /// To standard output or standard error.
     Stdout,
     /// Straight into a FIFO or character device.
     Stream,
@@ -130,6 +149,13 @@ pub fn write_output(flag: &str, path: &Path, bytes: &[u8]) -> Result<OutputWritt
     match check_output(flag, path)? {
         OutputTarget::Stdout => {
             let mut out = std::io::stdout().lock();
+            out.write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(|e| FlagError::io(flag, path, e))?;
+            Ok(OutputWritten::Stdout)
+        }
+        OutputTarget::Stderr => {
+            let mut out = std::io::stderr().lock();
             out.write_all(bytes)
                 .and_then(|()| out.flush())
                 .map_err(|e| FlagError::io(flag, path, e))?;

@@ -18,6 +18,11 @@ use crate::error::Error;
 /// Most entries a [`RemovalReport`] lists one by one; the rest are counted.
 pub const MAX_LISTED: usize = 1000;
 
+/// Most directories a [`Remover`] keeps open at once; beyond it the cache
+/// is emptied and directories are opened again, checked against the
+/// identity they had when first opened.
+pub const MAX_OPEN_DIRS: usize = 64;
+
 /// One entry that was not removed, and why.
 #[derive(Debug)]
 pub struct Left {
@@ -83,6 +88,7 @@ impl RemovalReport {
 pub struct Remover<'a> {
     root: &'a DirHandle,
     open: HashMap<PathBuf, DirHandle>,
+    seen: HashMap<PathBuf, FileId>,
     refused: HashMap<PathBuf, usize>,
     expected: HashMap<PathBuf, FileId>,
     report: RemovalReport,
@@ -94,6 +100,7 @@ impl<'a> Remover<'a> {
         Remover {
             root,
             open: HashMap::new(),
+            seen: HashMap::new(),
             refused: HashMap::new(),
             expected: HashMap::new(),
             report: RemovalReport::default(),
@@ -137,13 +144,21 @@ impl<'a> Remover<'a> {
         if !self.open.contains_key(rel) {
             let parent = rel.parent().unwrap_or(Path::new(""));
             let name = rel.file_name().unwrap_or(OsStr::new("")).to_os_string();
-            let want = self.expected.get(rel).copied();
+            let want = self
+                .expected
+                .get(rel)
+                .or_else(|| self.seen.get(rel))
+                .copied();
             let opened = match self.dir(parent)? {
                 None => return Ok(None),
                 Some(p) => p.open_dir_at(&name, want),
             };
             match opened {
                 Ok(h) => {
+                    if self.open.len() >= MAX_OPEN_DIRS {
+                        self.open.clear();
+                    }
+                    self.seen.insert(rel.to_path_buf(), h.id());
                     self.open.insert(rel.to_path_buf(), h);
                 }
                 Err(e) if e.is_not_found() => return Ok(None),
@@ -203,8 +218,9 @@ impl<'a> Remover<'a> {
             .expected
             .get(rel)
             .copied()
-            .or_else(|| self.open.get(rel).map(|h| h.id()));
+            .or_else(|| self.seen.get(rel).copied());
         self.open.remove(rel);
+        self.seen.remove(rel);
         if self.refused.contains_key(rel) {
             return;
         }

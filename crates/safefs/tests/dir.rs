@@ -254,3 +254,43 @@ fn single_entry_operations_never_follow_or_remove_foreign_kinds() {
         Some(&Refusal::Symlink)
     );
 }
+
+#[test]
+fn a_directory_swapped_after_the_remover_closed_it_is_refused_on_reopen() {
+    let fs_ = Tmpfs::new("16m");
+    let root = DirHandle::open(fs_.path()).unwrap();
+    let n = safefs::MAX_OPEN_DIRS + 10;
+    for i in 0..n {
+        let d = root.mkdir_at(format!("d{i}"), 0o755).unwrap();
+        d.create_at("f", 0o644).unwrap();
+        d.create_at("g", 0o644).unwrap();
+    }
+    let mut r = Remover::new(&root);
+    r.file("d0/f");
+    // Open more directories than the remover keeps: d0's handle is closed.
+    for i in 1..n {
+        r.file(format!("d{i}/f"));
+    }
+    // Now swap d0 for a foreign directory holding a `g`.
+    fs::rename(fs_.join("d0"), fs_.join("aside")).unwrap();
+    fs::create_dir(fs_.join("d0")).unwrap();
+    fs::write(fs_.join("d0/g"), b"foreign").unwrap();
+    r.file("d0/g");
+    r.dir_entry("d0");
+    for i in 1..n {
+        r.file(format!("d{i}/g"));
+        r.dir_entry(format!("d{i}"));
+    }
+    let rep = r.finish();
+    assert_eq!(fs::read(fs_.join("d0/g")).unwrap(), b"foreign");
+    assert_eq!(rep.left.len(), 1, "{:?}", rep.describe());
+    assert_eq!(rep.left[0].path, fs_.join("d0"));
+    assert!(matches!(
+        rep.left[0].error.refusal(),
+        Some(Refusal::Replaced { .. })
+    ));
+    assert_eq!(
+        common::listing(fs_.path()),
+        vec!["aside", "aside/g", "d0", "d0/g"]
+    );
+}

@@ -181,9 +181,50 @@ fn directories_block_devices_sockets_dangling_links_and_missing_dirs_are_refused
 }
 
 #[test]
-fn dash_is_standard_output() {
+fn dash_and_the_standard_descriptors_are_written_through_the_descriptor() {
+    for p in ["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        assert_eq!(
+            check_output("--json", Path::new(p)).unwrap(),
+            OutputTarget::Stdout,
+            "{p}"
+        );
+    }
     assert_eq!(
-        check_output("--json", Path::new("-")).unwrap(),
-        OutputTarget::Stdout
+        check_output("--json", Path::new("/dev/stderr")).unwrap(),
+        OutputTarget::Stderr
     );
+}
+
+#[test]
+fn dev_stdout_redirected_to_a_file_is_written_through_not_replaced() {
+    // The test binary re-run as a child whose stdout is a regular file.
+    if std::env::var_os("SAFEFS_STDOUT_CHILD").is_some() {
+        print!("before ");
+        write_output("--json", Path::new("/dev/stdout"), b"{\"r\":1}").unwrap();
+        return;
+    }
+    let fs_ = Tmpfs::new("4m");
+    let out = fs_.join("out.txt");
+    let f = fs::File::create(&out).unwrap();
+    let ino = fs::metadata(&out).unwrap().ino();
+    let st = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "dev_stdout_redirected_to_a_file_is_written_through_not_replaced",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SAFEFS_STDOUT_CHILD", "1")
+        .stdout(f)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let text = fs::read_to_string(&out).unwrap();
+    assert!(text.contains("before {\"r\":1}"), "{text}");
+    assert_eq!(
+        fs::metadata(&out).unwrap().ino(),
+        ino,
+        "the same file, not a renamed one"
+    );
+    assert_eq!(common::listing(fs_.path()), vec!["out.txt"]);
 }

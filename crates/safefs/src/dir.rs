@@ -441,7 +441,10 @@ impl DirHandle {
 
     /// Removes `name` if it is a regular file (and, with `expected`, that
     /// very file). A symbolic link, a directory, a device or a swapped file
-    /// is refused; a missing name is [`Removed::Absent`].
+    /// is refused; a missing name is [`Removed::Absent`]. `unlinkat`
+    /// never follows a link, so the worst a swap between the check and the
+    /// unlink can do is remove a name planted in this (ioscale's own)
+    /// directory — never a file elsewhere.
     pub fn unlink_at(&self, name: impl AsRef<OsStr>, expected: Option<FileId>) -> Result<Removed> {
         let name = name.as_ref();
         check_name("unlink", &self.path, name)?;

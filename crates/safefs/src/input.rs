@@ -21,10 +21,21 @@ use crate::error::FlagError;
 /// sweep is far below it; `/dev/zero` or a wrong file is refused.
 pub const MAX_RECORD_BYTES: u64 = 1 << 30;
 
-/// Opens the record `path` given with `flag` for reading: a regular file
-/// of at most `limit` bytes (see the module docs). Returns the file and
-/// its size. `-` is not accepted here (use [`read_bounded`]).
-pub fn open_bounded(flag: &str, path: &Path, limit: u64) -> Result<(File, u64), FlagError> {
+/// Opens the record `path` given with `flag` for a streaming parser: a
+/// regular file of at most `limit` bytes (see the module docs). Returns a
+/// reader that ends after `limit` bytes even if the file grows (a parser
+/// then sees a truncated record and fails) and the file's size. `-` is
+/// not accepted here (use [`read_bounded`]).
+pub fn open_bounded(
+    flag: &str,
+    path: &Path,
+    limit: u64,
+) -> Result<(std::io::Take<File>, u64), FlagError> {
+    let (f, size) = open_regular(flag, path, limit)?;
+    Ok((f.take(limit), size))
+}
+
+fn open_regular(flag: &str, path: &Path, limit: u64) -> Result<(File, u64), FlagError> {
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
     let fd =
         rustix::fs::open(path, flags, Mode::empty()).map_err(|e| FlagError::io(flag, path, e))?;
@@ -60,7 +71,7 @@ pub fn read_bounded(flag: &str, path: &Path, limit: u64) -> Result<Vec<u8>, Flag
     let (reader, size): (Box<dyn Read>, u64) = if path.as_os_str() == "-" {
         (Box::new(std::io::stdin().lock()), 0)
     } else {
-        let (f, size) = open_bounded(flag, path, limit)?;
+        let (f, size) = open_regular(flag, path, limit)?;
         (Box::new(f), size)
     };
     let mut buf = Vec::with_capacity(size.min(limit) as usize);

@@ -1,9 +1,9 @@
 //! The race-test harness (feature `testing`): while a command works on a
 //! target, a saboteur thread swaps, deletes and renames paths under it at
-//! random (seeded) moments and plants links and hard links to a VICTIM
-//! directory of foreign files; after every iteration the VICTIM is checked
-//! file by file (kind, length, content hash) and must be exactly as
-//! planted — nothing lost, changed or added.
+//! random (seeded) moments, and plants FIFOs, links and hard links to a
+//! VICTIM directory of foreign files under ioscale's names; after every
+//! iteration the VICTIM is checked file by file (kind, length, content
+//! hash) and must be exactly as planted — nothing lost, changed or added.
 //!
 //! ```no_run
 //! use safefs::testing::{race, RaceConfig};
@@ -294,7 +294,7 @@ impl Saboteur {
         let n = self.n;
         let vf = self.pick(&self.victim_files.clone()).cloned()?;
         let vfile = self.victim.join(vf);
-        let r: io::Result<String> = match self.rng.below(7) {
+        let r: io::Result<String> = match self.rng.below(8) {
             0 => {
                 let d = self.pick(&dirs)?.clone();
                 self.swap_dir_for_symlink(&d)
@@ -343,6 +343,24 @@ impl Saboteur {
                         to.display()
                     )
                 })
+            }
+            6 => {
+                // A FIFO named like ioscale's: an open that blocks on it
+                // hangs the command (which `run_bounded` reports).
+                let mut places = dirs.clone();
+                places.push(self.target.clone());
+                let d = self.pick(&places)?.clone();
+                let name = IOSCALE_NAMES[self.rng.below(IOSCALE_NAMES.len() as u64) as usize];
+                let p = d.join(name);
+                rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &p,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o644),
+                    0,
+                )
+                .map_err(io::Error::from)
+                .map(|()| format!("planted FIFO {}", p.display()))
             }
             _ => {
                 // A hard link to a victim file under one of ioscale's

@@ -3,6 +3,7 @@
 mod common;
 
 use std::fs;
+use std::io::{Read, Write};
 use std::path::Path;
 
 use common::Tmpfs;
@@ -52,14 +53,25 @@ fn files_over_the_limit_are_refused_and_the_limit_itself_is_read() {
     let e = read_bounded("RECORD", &p, 4095).unwrap_err();
     refused(&e, "4096 bytes, more than the 4095");
     assert_eq!(read_bounded("RECORD", &p, 4096).unwrap().len(), 4096);
-    let (_, size) = open_bounded("RECORD", &p, 4096).unwrap();
+    let (mut r, size) = open_bounded("RECORD", &p, 4096).unwrap();
     assert_eq!(size, 4096);
+    // The file grows after the open: the reader still stops at the limit.
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&p)
+        .unwrap()
+        .write_all(&[b'b'; 100])
+        .unwrap();
+    let mut got = Vec::new();
+    r.read_to_end(&mut got).unwrap();
+    assert_eq!(got.len(), 4096);
+    assert!(read_bounded("RECORD", &p, 4096).is_err());
     // A link to a regular file is the user's choice and is read.
     std::os::unix::fs::symlink(&p, fs_.join("l.json")).unwrap();
     assert_eq!(
-        read_bounded("RECORD", &fs_.join("l.json"), 4096)
+        read_bounded("RECORD", &fs_.join("l.json"), 8192)
             .unwrap()
             .len(),
-        4096
+        4196
     );
 }

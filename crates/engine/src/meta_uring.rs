@@ -86,8 +86,17 @@ struct MSlot {
     err: Option<OpErr>,
     opened: bool,
     closed: bool,
+    /// Bytes read so far, and by the last read; whether it hit EOF.
     read_len: u64,
+    last_read: u64,
+    eof: bool,
     want: u64,
+    /// (offset, length) of each write of the current chain.
+    writes: Vec<(u64, u64)>,
+    /// What short writes of the current chain left to write.
+    holes: Vec<(u64, u64)>,
+    /// The current chain continues a short transfer.
+    cont: bool,
 }
 
 impl MSlot {
@@ -111,6 +120,7 @@ struct Queue {
     inflight: usize,
     rec: u64,
     flags: i32,
+    fsync: bool,
 }
 
 fn errno(res: i32) -> io::Error {
@@ -188,7 +198,12 @@ impl Queue {
                     opened: false,
                     closed: false,
                     read_len: 0,
+                    last_read: 0,
+                    eof: false,
                     want: 0,
+                    writes: Vec::with_capacity(MAX_RECORDS as usize),
+                    holes: Vec::with_capacity(MAX_RECORDS as usize),
+                    cont: false,
                 }
             })
             .collect();
@@ -208,6 +223,7 @@ impl Queue {
             inflight: 0,
             rec,
             flags,
+            fsync: spec.fsync,
         })
     }
 
@@ -216,7 +232,6 @@ impl Queue {
         let slot = self.free.pop().expect("a free slot while inflight < depth");
         let plan = cur.plan;
         let spec = plan.spec;
-        let dfd = types::Fd(cur.dfd());
         let s = &mut self.slots[slot];
         s.i = i;
         s.name.clear();
@@ -224,11 +239,42 @@ impl Queue {
         s.name2.clear();
         s.name2.extend_from_slice(&cur.name2);
         s.err = None;
-        s.opened = false;
-        s.closed = false;
         s.read_len = 0;
+        s.eof = false;
         s.want = spec.size_of(cur.w, i);
         s.t0 = Instant::now();
+        s.writes.clear();
+        s.holes.clear();
+        s.cont = false;
+        if matches!(
+            plan.op,
+            MetaOp::Create | MetaOp::Overwrite | MetaOp::TruncateOverwrite
+        ) {
+            let id = spec.file_id(cur.w, i);
+            let mut off = 0u64;
+            while off < s.want {
+                let len = (s.want - off).min(self.rec);
+                if spec.verify {
+                    let b = &mut s.buf.as_mut_slice()[off as usize..(off + len) as usize];
+                    pattern::fill(b, spec.seed, id, off);
+                }
+                s.writes.push((off, len));
+                off += len;
+            }
+        }
+        self.inflight += 1;
+        self.chain(slot, cur.dfd(), plan.op, self.flags);
+    }
+
+    /// Pushes the requests of `slot`'s operation: the first chain, or a
+    /// continuation (open without O_CREAT/O_TRUNC → the missing writes or
+    /// the rest of the read → close) after a short transfer.
+    fn chain(&mut self, slot: usize, dfd: i32, op: MetaOp, flags: i32) {
+        let dfd = types::Fd(dfd);
+        let s = &mut self.slots[slot];
+        s.opened = false;
+        s.closed = false;
+        s.last_read = 0;
         let name = s.name.as_ptr().cast::<libc::c_char>();
         let name2 = s.name2.as_ptr().cast::<libc::c_char>();
         let fixed = types::Fixed(slot as u32);
@@ -238,44 +284,34 @@ impl Queue {
             push(ring, &e);
             n += 1;
         };
-        match plan.op {
+        match op {
             MetaOp::Create | MetaOp::Overwrite | MetaOp::TruncateOverwrite | MetaOp::Read => {
                 let dest = types::DestinationSlot::try_from_slot_target(slot as u32).ok();
                 add(opcode::OpenAt::new(dfd, name)
-                    .flags(self.flags)
+                    .flags(flags)
                     .mode(0o644)
                     .file_index(dest)
                     .build()
                     .flags(squeue::Flags::IO_LINK)
                     .user_data(tag(slot, OPEN, 0)));
-                if plan.op == MetaOp::Read {
-                    let len = s.buf.len() as u32;
-                    let p = s.buf.as_mut_slice().as_mut_ptr();
-                    add(opcode::Read::new(fixed, p, len)
-                        .offset(0)
+                if op == MetaOp::Read {
+                    let at = s.read_len as usize;
+                    let b = &mut s.buf.as_mut_slice()[at..];
+                    add(opcode::Read::new(fixed, b.as_mut_ptr(), b.len() as u32)
+                        .offset(at as u64)
                         .build()
                         .flags(squeue::Flags::IO_HARDLINK)
                         .user_data(tag(slot, READ, 0)));
                 } else {
-                    let size = s.want;
-                    let id = spec.file_id(cur.w, i);
-                    let mut off = 0u64;
-                    let mut k = 0u64;
-                    while off < size {
-                        let len = (size - off).min(self.rec);
-                        let b = &mut s.buf.as_mut_slice()[off as usize..(off + len) as usize];
-                        if spec.verify {
-                            pattern::fill(b, spec.seed, id, off);
-                        }
-                        add(opcode::Write::new(fixed, b.as_ptr(), len as u32)
+                    for (k, &(off, len)) in s.writes.iter().enumerate() {
+                        let p = s.buf.as_slice()[off as usize..].as_ptr();
+                        add(opcode::Write::new(fixed, p, len as u32)
                             .offset(off)
                             .build()
                             .flags(squeue::Flags::IO_HARDLINK)
-                            .user_data(tag(slot, WRITE, k)));
-                        off += len;
-                        k += 1;
+                            .user_data(tag(slot, WRITE, k as u64)));
                     }
-                    if spec.fsync {
+                    if self.fsync {
                         add(opcode::Fsync::new(fixed)
                             .build()
                             .flags(squeue::Flags::IO_HARDLINK)
@@ -295,7 +331,7 @@ impl Queue {
                     .user_data(tag(slot, SINGLE, 0)));
             }
             MetaOp::Delete | MetaOp::Rmdir => {
-                let f = if plan.op == MetaOp::Rmdir {
+                let f = if op == MetaOp::Rmdir {
                     libc::AT_REMOVEDIR
                 } else {
                     0
@@ -318,20 +354,43 @@ impl Queue {
             _ => unreachable!("the registry sends only OPS here"),
         }
         s.pending = n;
-        self.inflight += 1;
     }
 
-    /// Handles one completion; returns the slot if its operation is over.
+    /// After a chain ended without error: whether a short transfer left
+    /// work, and if so queues the continuation (as the synchronous engine
+    /// loops on a short write or read).
+    fn continue_short(&mut self, slot: usize, dfd: i32, op: MetaOp) -> bool {
+        let m = &mut self.slots[slot];
+        m.cont = true;
+        let direct = self.flags & libc::O_DIRECT;
+        let more_read = op == MetaOp::Read
+            && !m.eof
+            && m.last_read > 0
+            && m.read_len < m.want
+            && (m.read_len as usize) < m.buf.len();
+        if more_read {
+            self.chain(slot, dfd, op, libc::O_RDONLY | direct);
+            return true;
+        }
+        if !m.holes.is_empty() {
+            std::mem::swap(&mut m.writes, &mut m.holes);
+            m.holes.clear();
+            self.chain(slot, dfd, op, libc::O_WRONLY | direct);
+            return true;
+        }
+        false
+    }
+
+    /// Handles one completion; returns the slot if its chain is over.
     fn complete(&mut self, ud: u64, res: i32, op: MetaOp, s: &mut MetaSample) -> Option<usize> {
         let slot = (ud >> 32) as usize;
         let kind = (ud >> 24) & 0xff;
-        let k = ud & 0xff_ffff;
-        let rec = self.rec;
+        let k = (ud & 0xff_ffff) as usize;
         let m = &mut self.slots[slot];
         m.pending -= 1;
         match kind {
             OPEN if res < 0 => {
-                let call = if op == MetaOp::Create {
+                let call = if op == MetaOp::Create && !m.cont {
                     "create"
                 } else {
                     "open"
@@ -340,36 +399,38 @@ impl Queue {
             }
             OPEN => m.opened = true,
             WRITE => {
-                let off = k * rec;
-                let len = (m.want - off).min(rec);
+                let (off, len) = m.writes[k];
                 if res < 0 {
                     m.set_err(OpErr {
                         offset: Some(off),
                         ..fail("write")(errno(res))
                     });
+                } else if res == 0 {
+                    m.set_err(OpErr {
+                        offset: Some(off),
+                        ..fail("write")(io::Error::other("write returned 0 bytes"))
+                    });
                 } else {
                     s.records += 1;
                     s.write_bytes += res as u64;
                     if (res as u64) < len {
-                        m.set_err(OpErr {
-                            offset: Some(off + res as u64),
-                            ..fail("write")(io::Error::other(format!(
-                                "short write: {res} of {len} bytes"
-                            )))
-                        });
+                        m.holes.push((off + res as u64, len - res as u64));
                     }
                 }
             }
             READ if res < 0 => m.set_err(OpErr {
-                offset: Some(0),
+                offset: Some(m.read_len),
                 ..fail("read")(errno(res))
             }),
             READ => {
                 if res > 0 {
                     s.records += 1;
+                } else {
+                    m.eof = true;
                 }
                 s.read_bytes += res as u64;
-                m.read_len = res as u64;
+                m.read_len += res as u64;
+                m.last_read = res as u64;
             }
             FSYNC if res < 0 => m.set_err(fail("fsync")(errno(res))),
             CLOSE | LATE_CLOSE if res == -libc::ECANCELED => {}
@@ -416,7 +477,7 @@ impl Queue {
         &mut self,
         op: MetaOp,
         s: &mut MetaSample,
-        mut done: impl FnMut(&mut Queue, usize, &mut MetaSample),
+        mut done: impl FnMut(&mut Queue, usize, &mut MetaSample) -> bool,
     ) -> io::Result<()> {
         loop {
             match self.ring.submit_and_wait(1) {
@@ -445,9 +506,10 @@ impl Queue {
             }
             for &(ud, res) in &cqes[..n] {
                 if let Some(slot) = self.complete(ud, res, op, s) {
-                    self.inflight -= 1;
-                    done(self, slot, s);
-                    self.free.push(slot);
+                    if done(self, slot, s) {
+                        self.inflight -= 1;
+                        self.free.push(slot);
+                    }
                 }
             }
         }
@@ -459,7 +521,7 @@ impl Queue {
         &mut self,
         op: MetaOp,
         s: &mut MetaSample,
-        mut done: impl FnMut(&mut Queue, usize, &mut MetaSample),
+        mut done: impl FnMut(&mut Queue, usize, &mut MetaSample) -> bool,
     ) -> bool {
         let mut tries = 0;
         while self.inflight > 0 {
@@ -480,7 +542,9 @@ struct Tally {
     t_last: Instant,
 }
 
-/// Accounts a finished slot: latency, files, verify, or the failure.
+/// Accounts a slot whose chain ended: queues the continuation of a short
+/// transfer (returns false: still in flight), or records latency, files,
+/// verify, or the failure (returns true).
 fn finish(
     q: &mut Queue,
     slot: usize,
@@ -488,7 +552,11 @@ fn finish(
     ctl: &PhaseControl,
     s: &mut MetaSample,
     tally: &mut Tally,
-) {
+) -> bool {
+    let op = cur.plan.op;
+    if q.slots[slot].err.is_none() && q.continue_short(slot, cur.dfd(), op) {
+        return false;
+    }
     let now = Instant::now();
     tally.t_last = now;
     let m = &mut q.slots[slot];
@@ -500,7 +568,7 @@ fn finish(
         if record_failure(cur, e, ctl, s) {
             tally.stopping = true;
         }
-        return;
+        return true;
     }
     let spec = cur.plan.spec;
     if cur.plan.op == MetaOp::Read && spec.verify {
@@ -525,6 +593,7 @@ fn finish(
     s.hist
         .record(now.saturating_duration_since(m.t0).as_nanos() as u64);
     s.files += 1;
+    true
 }
 
 /// Sets the names of index `i` in `cur` for the phase's operation.

@@ -90,3 +90,164 @@ impl Drop for Scratch {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A fresh tmpfs with mount options `opts` (e.g. `size=256k`,
+/// `nr_inodes=64`), unmounted on drop. Needs root.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    pub fn mount(tag: &str, opts: &str) -> Tmpfs {
+        let p = std::env::temp_dir().join(format!("ioscale-engine-{tag}-{}", std::process::id()));
+        let _ = std::process::Command::new("umount").arg(&p).status();
+        std::fs::create_dir_all(&p).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", opts, "tmpfs"])
+            .arg(&p)
+            .status()
+            .unwrap()
+            .success();
+        assert!(
+            ok,
+            "mount -t tmpfs -o {opts} {} (these tests need root)",
+            p.display()
+        );
+        Tmpfs(p)
+    }
+
+    /// Unmounts now; false if the file system is busy (a file still open).
+    pub fn unmount(&self) -> bool {
+        std::process::Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .unwrap()
+            .success()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn testfs_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("IOSCALE_TESTFS") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test> → target/<profile>/ioscale-testfs
+    let beside = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("ioscale-testfs");
+    if beside.is_file() {
+        return beside;
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testfs/Cargo.toml");
+    let target_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/engine-testfs");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let ok = std::process::Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "--bin",
+            "ioscale-testfs",
+            "--manifest-path",
+        ])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "building ioscale-testfs");
+    target_dir.join("debug/ioscale-testfs")
+}
+
+fn fuse_mounted(mp: &Path) -> bool {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = mp.to_string_lossy();
+    info.lines().any(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        f.len() > 4
+            && f[4] == want
+            && (l.contains(" - fuse ioscale-testfs ") || l.contains(" - fuse.ioscale-testfs "))
+    })
+}
+
+/// A mounted `ioscale-testfs` (the fault-injecting FUSE file system) with
+/// the given flags; stopped and unmounted on drop.
+pub struct TestFs {
+    child: Option<std::process::Child>,
+    pub mnt: PathBuf,
+    src: PathBuf,
+}
+
+impl TestFs {
+    pub fn mount(tag: &str, flags: &[&str]) -> TestFs {
+        let base = std::env::temp_dir();
+        let id = format!("{tag}-{}", std::process::id());
+        let src = base.join(format!("ioscale-engine-src-{id}"));
+        let mnt = base.join(format!("ioscale-engine-mnt-{id}"));
+        let _ = std::process::Command::new("umount").arg(&mnt).status();
+        let _ = std::fs::remove_dir_all(&src);
+        std::fs::create_dir_all(&src).unwrap();
+        std::fs::create_dir_all(&mnt).unwrap();
+        let child = std::process::Command::new(testfs_bin())
+            .args(flags)
+            .args(["-q", "--no-auto-unmount"])
+            .arg(&src)
+            .arg(&mnt)
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("starting ioscale-testfs");
+        let mut fs = TestFs {
+            child: Some(child),
+            mnt,
+            src,
+        };
+        let t0 = std::time::Instant::now();
+        while !fuse_mounted(&fs.mnt) {
+            if let Some(st) = fs.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("ioscale-testfs exited ({st}) before mounting");
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "ioscale-testfs did not mount within 20 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        fs
+    }
+}
+
+impl Drop for TestFs {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // SAFETY: signalling our own child by its pid.
+            unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = c.wait();
+        }
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+        let _ = std::fs::remove_dir(&self.mnt);
+        let _ = std::fs::remove_dir_all(&self.src);
+    }
+}
+
+/// Regular files anywhere under `dir`.
+pub fn count_files(dir: &Path) -> u64 {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            n += count_files(&e.path());
+        } else if t.is_file() {
+            n += 1;
+        }
+    }
+    n
+}

@@ -136,8 +136,11 @@ def data_part(a, tdir):
 def meta_part(a, tdir):
     ex = os.path.join(tdir, "release/examples/meta_depth")
     testfs = os.path.join(tdir, "debug/ioscale-testfs")
-    configs = [("sync", 1, 1), ("sync", 2, 1), ("sync", 32, 1),
-               ("io_uring", 1, 1), ("io_uring", 1, 8), ("io_uring", 1, 32), ("io_uring", 2, 32)]
+    # (engine, threads, depth, layout): "dirs" = a directory per thread,
+    # "same" = every thread in one directory.
+    configs = [("sync", 1, 1, "dirs"), ("sync", 2, 1, "dirs"), ("sync", 32, 1, "dirs"),
+               ("sync", 32, 1, "same"), ("io_uring", 1, 1, "dirs"), ("io_uring", 1, 8, "dirs"),
+               ("io_uring", 1, 32, "dirs"), ("io_uring", 2, 32, "dirs"), ("io_uring", 4, 8, "dirs")]
     for fs in ("tmpfs", "testfs"):
         mnt = tempfile.mkdtemp(prefix="ioscale-bench-meta-")
         src = tempfile.mkdtemp(prefix="ioscale-bench-src-", dir=a.data_dir)
@@ -158,30 +161,35 @@ def meta_part(a, tdir):
             res = {}
             for rnd in range(a.pairs + 1):
                 k = rnd % len(configs)
-                for eng, thr, depth in configs[k:] + configs[:k]:
+                for eng, thr, depth, lay in configs[k:] + configs[:k]:
                     per = max(1, total // thr)
-                    out, _ = run([ex, mnt, eng, str(thr), str(depth), str(per), "0"])
+                    out, _ = run([ex, mnt, eng, str(thr), str(depth), str(per), "0", lay])
                     if rnd == 0:
                         continue
                     for line in out.splitlines():
                         j = json.loads(line)
-                        res.setdefault((eng, thr, depth, j["op"]), []).append(
+                        res.setdefault((eng, thr, depth, lay, j["op"]), []).append(
                             (j["files_per_s"], j["files_per_cpu_s"]))
             label = "fresh tmpfs" if fs == "tmpfs" else "ioscale-testfs --meta-delay 2ms --threads 64"
             log("\n### meta: %s, %d empty files in all per run, %d rounds (medians)\n"
                 % (label, total, a.pairs))
-            log("| engine | threads | depth | create files/s | create files/CPU-s | stat files/s | stat files/CPU-s | delete files/s | delete files/CPU-s |")
-            log("|---|---|---|---|---|---|---|---|---|")
-            for eng, thr, depth in configs:
+            log("| engine | threads | depth | directories | create files/s | create files/CPU-s | stat files/s | stat files/CPU-s | delete files/s | delete files/CPU-s |")
+            log("|---|---|---|---|---|---|---|---|---|---|")
+            for eng, thr, depth, lay in configs:
                 cells = []
                 for op in ("create", "stat", "delete"):
-                    xs = res[(eng, thr, depth, op)]
+                    xs = res[(eng, thr, depth, lay, op)]
                     cells += ["%.0f" % med([x[0] for x in xs]), "%.0f" % med([x[1] for x in xs])]
-                log("| %s | %d | %d | %s |" % (eng, thr, depth, " | ".join(cells)))
-            a_ = res[("io_uring", 1, 32, "create")]
-            b_ = res[("sync", 32, 1, "create")]
-            c_ = res[("sync", 1, 1, "create")]
-            log("\n- create rate, io_uring 1 thread depth 32 / sync 32 threads, per round: %s; median **%.3f**"
+                where = "one per thread" if lay == "dirs" else "one shared"
+                log("| %s | %d | %d | %s | %s |" % (eng, thr, depth, where, " | ".join(cells)))
+            a_ = res[("io_uring", 1, 32, "dirs", "create")]
+            b_ = res[("sync", 32, 1, "dirs", "create")]
+            c_ = res[("sync", 1, 1, "dirs", "create")]
+            d_ = res[("sync", 32, 1, "same", "create")]
+            log("\n- create rate, io_uring 1 thread depth 32 / sync 32 threads in one shared directory, per round: %s; median **%.3f**"
+                % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(a_, d_)),
+                   med([x[0] / y[0] for x, y in zip(a_, d_)])))
+            log("- create rate, io_uring 1 thread depth 32 / sync 32 threads (a directory each), per round: %s; median **%.3f**"
                 % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(a_, b_)),
                    med([x[0] / y[0] for x, y in zip(a_, b_)])))
             log("- creates per CPU-second, io_uring 1x32 / sync 1 thread, per round: %s; median **%.3f**"

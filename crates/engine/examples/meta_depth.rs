@@ -1,8 +1,10 @@
 //! Metadata rate by engine, threads and depth, for `scripts/bench-uring`
 //! while the `ioscale meta` command line cannot choose the engine yet.
 //!
-//! `meta_depth DIR ENGINE THREADS DEPTH FILES [SIZE]` creates FILES files
-//! of SIZE bytes (default 0) per thread in a fresh tree under DIR, stats
+//! `meta_depth DIR ENGINE THREADS DEPTH FILES [SIZE [LAYOUT]]` creates
+//! FILES files of SIZE bytes (default 0) per thread in a fresh tree under
+//! DIR (LAYOUT: `dirs` = one directory per thread, the default; `same` =
+//! every thread in one directory; a number N = N files per directory), stats
 //! them and deletes them, and prints one JSON line per phase: files/s
 //! (files ÷ (last end − first start)) and the process CPU seconds the phase
 //! took (user + system, io-wq workers included: they are threads of this
@@ -41,7 +43,13 @@ fn main() {
         iodepth: depth,
     };
     let scratch = common::Scratch::new(&dir, "meta-depth");
-    let spec = common::meta_spec(&scratch.0, threads, files, size, &ops);
+    let mut raw = common::meta_raw(&scratch.0, threads, files, size, &ops);
+    match a.get(7).map(String::as_str) {
+        None | Some("dirs") => {}
+        Some("same") => raw.same_dir = true,
+        Some(n) => raw.files_per_dir = Some(n.parse().expect("LAYOUT")),
+    }
+    let spec = raw.build().expect("valid spec");
     let root = common::make_root(&spec);
     let mut state = TreeState::default();
     for op in ops {

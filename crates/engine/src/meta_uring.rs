@@ -22,13 +22,14 @@
 //! (process threads, so their CPU time is in the process's rusage), and
 //! each request pays a hand-off that the synchronous engine does not.
 //!
-//! The directory node a request names must stay open until it completes,
-//! so the queue drains when the index crosses into the next hashed
-//! directory. Untimed phases (layout, teardown) and operations without an
+//! The directory node a request names stays open until it completes, so
+//! the window of requests in flight may span several hashed directories
+//! (up to `iodepth` of them). Untimed phases (layout, teardown) and operations without an
 //! opcode here run on the synchronous engine (see the registry).
 
 use std::io;
 use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
 use std::sync::Barrier;
 use std::time::Instant;
 
@@ -97,6 +98,12 @@ struct MSlot {
     holes: Vec<(u64, u64)>,
     /// The current chain continues a short transfer.
     cont: bool,
+    /// In flight.
+    busy: bool,
+    /// The directory the request names, and its generation (see
+    /// [`Queue::old_dirs`]).
+    dfd: i32,
+    gen: u64,
 }
 
 impl MSlot {
@@ -121,6 +128,12 @@ struct Queue {
     rec: u64,
     flags: i32,
     fsync: bool,
+    /// Generation of the cursor's current directory descriptor.
+    gen: u64,
+    /// Directories the cursor has moved on from while requests naming them
+    /// were in flight: kept open until those requests complete, so the
+    /// window of in-flight requests may span several directories.
+    old_dirs: Vec<(u64, OwnedFd)>,
 }
 
 fn errno(res: i32) -> io::Error {
@@ -204,6 +217,9 @@ impl Queue {
                     writes: Vec::with_capacity(MAX_RECORDS as usize),
                     holes: Vec::with_capacity(MAX_RECORDS as usize),
                     cont: false,
+                    busy: false,
+                    dfd: -1,
+                    gen: 0,
                 }
             })
             .collect();
@@ -224,6 +240,8 @@ impl Queue {
             rec,
             flags,
             fsync: spec.fsync,
+            gen: 0,
+            old_dirs: Vec::new(),
         })
     }
 
@@ -246,6 +264,9 @@ impl Queue {
         s.writes.clear();
         s.holes.clear();
         s.cont = false;
+        s.busy = true;
+        s.dfd = cur.dfd();
+        s.gen = self.gen;
         if matches!(
             plan.op,
             MetaOp::Create | MetaOp::Overwrite | MetaOp::TruncateOverwrite
@@ -263,7 +284,8 @@ impl Queue {
             }
         }
         self.inflight += 1;
-        self.chain(slot, cur.dfd(), plan.op, self.flags);
+        let dfd = s.dfd;
+        self.chain(slot, dfd, plan.op, self.flags);
     }
 
     /// Pushes the requests of `slot`'s operation: the first chain, or a
@@ -359,8 +381,9 @@ impl Queue {
     /// After a chain ended without error: whether a short transfer left
     /// work, and if so queues the continuation (as the synchronous engine
     /// loops on a short write or read).
-    fn continue_short(&mut self, slot: usize, dfd: i32, op: MetaOp) -> bool {
+    fn continue_short(&mut self, slot: usize, op: MetaOp) -> bool {
         let m = &mut self.slots[slot];
+        let dfd = m.dfd;
         m.cont = true;
         let direct = self.flags & libc::O_DIRECT;
         let more_read = op == MetaOp::Read
@@ -502,12 +525,18 @@ impl Queue {
                 }
             }
             if n == 0 {
+                if !self.old_dirs.is_empty() {
+                    let slots = &self.slots;
+                    self.old_dirs
+                        .retain(|(g, _)| slots.iter().any(|m| m.busy && m.gen == *g));
+                }
                 return Ok(());
             }
             for &(ud, res) in &cqes[..n] {
                 if let Some(slot) = self.complete(ud, res, op, s) {
                     if done(self, slot, s) {
                         self.inflight -= 1;
+                        self.slots[slot].busy = false;
                         self.free.push(slot);
                     }
                 }
@@ -554,7 +583,7 @@ fn finish(
     tally: &mut Tally,
 ) -> bool {
     let op = cur.plan.op;
-    if q.slots[slot].err.is_none() && q.continue_short(slot, cur.dfd(), op) {
+    if q.slots[slot].err.is_none() && q.continue_short(slot, op) {
         return false;
     }
     let now = Instant::now();
@@ -650,8 +679,14 @@ fn queued_loop(
             let node = spec.node_of(i);
             if node != cur.node {
                 if q.inflight > 0 {
-                    break;
+                    if q.old_dirs.len() >= depth {
+                        break; // enough directories open: reap first
+                    }
+                    if let Some(fd) = cur.dir.take() {
+                        q.old_dirs.push((q.gen, fd));
+                    }
                 }
+                q.gen += 1;
                 if let Err(e) = cur.enter(node, creates, false) {
                     s.touched = i + 1;
                     record_failure(cur, e, ctl, s);

@@ -15,15 +15,21 @@ use spec::{MetaOp, MetaSpec, RawMeta, TreeState};
 
 /// A metadata spec over `target` with `threads` × `files` of `size` bytes.
 pub fn meta_spec(target: &Path, threads: u64, files: u64, size: u64, ops: &[MetaOp]) -> MetaSpec {
-    let raw = RawMeta {
+    meta_raw(target, threads, files, size, ops)
+        .build()
+        .expect("valid spec")
+}
+
+/// The raw form of [`meta_spec`], to adjust before building.
+pub fn meta_raw(target: &Path, threads: u64, files: u64, size: u64, ops: &[MetaOp]) -> RawMeta {
+    RawMeta {
         target: Some(target.to_path_buf()),
         ops: ops.to_vec(),
         threads: Some(threads),
         files: Some(files),
         file_size: Some(spec::FileSize::Fixed { bytes: size }),
         ..Default::default()
-    };
-    raw.build().expect("valid spec")
+    }
 }
 
 /// The working root, created with its thread directories.

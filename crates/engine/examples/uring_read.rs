@@ -2,8 +2,10 @@
 //! ring options, for `scripts/bench-uring` while the `ioscale run` command
 //! line cannot set them yet.
 //!
-//! `uring_read FILE SIZE DEPTH SECS OPTS` reads FILE (SIZE bytes, e.g.
-//! 1073741824) in a seeded shuffled order for at most SECS seconds and
+//! `uring_read FILE SIZE DEPTH SECS OPTS [ENGINE [buffered]]` reads FILE
+//! (SIZE bytes, e.g. 1073741824) in a seeded shuffled order for at most
+//! SECS seconds (ENGINE `io_uring`, the default, or `sync`; `buffered`
+//! drops O_DIRECT, for page-cached reads) and
 //! prints one JSON line: requests, seconds, IOPS, in-phase CPU seconds and
 //! notes. OPTS is `+`-joined from `plain` (no option), `fixedbufs`,
 //! `files`, `batch`, `coop`, `single`, `sqpoll`; `tuned` = fixedbufs +
@@ -41,8 +43,8 @@ fn parse_opts(s: &str) -> UringOptions {
 
 fn main() {
     let a: Vec<String> = std::env::args().collect();
-    if a.len() != 6 {
-        eprintln!("usage: uring_read FILE SIZE DEPTH SECS OPTS");
+    if !(6..=8).contains(&a.len()) {
+        eprintln!("usage: uring_read FILE SIZE DEPTH SECS OPTS [ENGINE [buffered]]");
         std::process::exit(2);
     }
     let size: u64 = a[2].parse().expect("SIZE in bytes");
@@ -58,9 +60,16 @@ fn main() {
         xfer: 4096,
         block: size,
         segments: 1,
-        direct: true,
+        direct: a.get(7).map(String::as_str) != Some("buffered"),
         sync: SyncMode::None,
-        engine: EngineKind::IoUring,
+        engine: match a.get(6).map(String::as_str) {
+            None | Some("io_uring") => EngineKind::IoUring,
+            Some("sync") => EngineKind::Sync,
+            Some(e) => {
+                eprintln!("uring_read: unknown engine {e}");
+                std::process::exit(2);
+            }
+        },
         iodepth: depth,
         seed: 3000,
         verify: false,

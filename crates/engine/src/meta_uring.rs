@@ -62,7 +62,7 @@ pub const OPS: &[MetaOp] = &[
 /// Largest file a write or read chain handles (one slot buffer each).
 pub const MAX_FILE: u64 = 1 << 20;
 /// Most write records in one chain.
-const MAX_RECORDS: u64 = 64;
+pub const MAX_RECORDS: u64 = 64;
 
 const OPEN: u64 = 1;
 const WRITE: u64 = 2;

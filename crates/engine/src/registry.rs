@@ -179,6 +179,16 @@ pub enum EngineError {
         /// The engine.
         engine: &'static str,
     },
+    /// Files larger than the metadata engine handles.
+    #[error("--file-size {size}: the {engine} metadata engine handles files up to {max} bytes")]
+    FileTooLarge {
+        /// The engine.
+        engine: &'static str,
+        /// The largest file of the spec.
+        size: u64,
+        /// Its limit.
+        max: u64,
+    },
     /// A metadata operation the engine does not run.
     #[error(
         "--ops {op}: the {engine} metadata engine does not run this operation (it runs: {ops})"
@@ -247,6 +257,8 @@ pub struct MetaEngineInfo {
     /// The timed operations it runs itself. Untimed layout and teardown
     /// (`cleanup`) always run synchronously.
     pub ops: &'static [MetaOp],
+    /// Largest `--file-size` its data operations handle, if limited.
+    pub max_file_size: Option<u64>,
 }
 
 /// How a metadata phase is run: which engine, how deep.
@@ -307,6 +319,7 @@ static SYNC_META_INFO: MetaEngineInfo = MetaEngineInfo {
         MetaOp::Rmdir,
         MetaOp::Cleanup,
     ],
+    max_file_size: None,
 };
 
 impl MetaEngine for SyncMeta {
@@ -332,6 +345,7 @@ static URING_META_INFO: MetaEngineInfo = MetaEngineInfo {
     summary: "io_uring: one thread keeps --iodepth operations in flight",
     queueing: true,
     ops: crate::meta_uring::OPS,
+    max_file_size: Some(crate::meta_uring::MAX_FILE),
 };
 
 impl MetaEngine for UringMeta {
@@ -401,6 +415,38 @@ pub fn check_meta(
                 .collect::<Vec<_>>()
                 .join(","),
         });
+    }
+    Ok(e)
+}
+
+/// Checks a metadata engine choice against a whole spec: [`check_meta`]
+/// on its phases, and, when a phase moves data, its largest file against
+/// the engine's limit (with
+/// `--record-size`, at most [`crate::meta_uring::MAX_RECORDS`] records per
+/// file for io_uring).
+pub fn check_meta_spec(
+    name: &str,
+    iodepth: u32,
+    spec: &spec::MetaSpec,
+) -> Result<&'static dyn MetaEngine, EngineError> {
+    let e = check_meta(name, iodepth, &spec.ops)?;
+    let info = e.info();
+    let data = spec.ops.iter().any(|o| {
+        matches!(
+            o,
+            MetaOp::Create | MetaOp::Read | MetaOp::Overwrite | MetaOp::TruncateOverwrite
+        )
+    });
+    if let (true, Some(max)) = (data, info.max_file_size) {
+        let size = spec.file_size.max();
+        let records = size.div_ceil(spec.record_size.max(1));
+        if size > max || (info.queueing && records > crate::meta_uring::MAX_RECORDS) {
+            return Err(EngineError::FileTooLarge {
+                engine: info.name,
+                size,
+                max: max.min(crate::meta_uring::MAX_RECORDS * spec.record_size.max(1)),
+            });
+        }
     }
     Ok(e)
 }

@@ -7,14 +7,10 @@
 //! 130 interrupted (results so far kept).
 
 mod cli;
-mod cluster;
-mod files;
 mod front;
-mod host;
-mod meta;
+mod meta_cmd;
 mod output;
 mod report_cmd;
-mod run;
 mod slurm;
 mod sweep;
 
@@ -78,7 +74,7 @@ fn real_main() -> anyhow::Result<i32> {
     };
     match cli.command {
         Command::Run(args) => cmd_run(&args),
-        Command::Meta(args) => meta::cmd_meta(&args),
+        Command::Meta(args) => meta_cmd::cmd_meta(&args),
         Command::Sweep(args) => sweep::cmd_sweep(&args),
         Command::Slurm(args) => slurm::cmd_slurm(&args),
         Command::Report(args) => report_cmd::cmd_report(&args),
@@ -110,7 +106,7 @@ fn real_main() -> anyhow::Result<i32> {
 
 /// Installs Ctrl-C / SIGTERM handling: the first signal asks the run to
 /// stop and keep its results; a second one exits at once with 130.
-fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
+pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
@@ -157,7 +153,7 @@ fn run_ranks(
     if ranks > 1 {
         if args.reorder && args.reorder_offset.is_none() {
             // IOR -C: with ranks on several hosts, read another host's data.
-            let layout = cluster::Layout::discover(coord, threads as u32);
+            let layout = bench::cluster::Layout::discover(coord, threads as u32);
             raw.reorder = Some(layout.default_reorder_offset() as u64);
         }
         // Sizes (--total), --reorder and layouts are checked for all workers.
@@ -189,7 +185,7 @@ fn run_ranks(
     }
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
-    let outcome = match run::run_with(&spec, command, stop, coord) {
+    let outcome = match bench::run::run_with(&spec, command, stop, coord) {
         Ok(o) => o,
         Err(e) => {
             if root {
@@ -270,7 +266,7 @@ pub(crate) fn check_outputs(
             }
         }
     }
-    match cluster::root_check(coord, bad) {
+    match bench::cluster::root_check(coord, bad) {
         Ok(()) => None,
         Err(e) => {
             if let Some(e) = e {
@@ -284,8 +280,8 @@ pub(crate) fn check_outputs(
 /// The edge of a finished run, shared by `run` and `meta`: errors and
 /// warnings to stderr, the record to `--json`/`--csv`, the chosen format to
 /// stdout, notes last. Returns the exit code.
-fn emit(
-    outcome: &run::Outcome,
+pub(crate) fn emit(
+    outcome: &bench::run::Outcome,
     json: Option<&Path>,
     csv: Option<&Path>,
     format: Format,
@@ -347,7 +343,7 @@ fn emit(
 /// way (64 workers out of descriptors), one line counting the others
 /// instead of one line each. Every failure stays in the report and in the
 /// JSON record's `errors[]`.
-fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
+pub(crate) fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
     let mut shown: Vec<Option<i32>> = Vec::new();
     let mut lines = Vec::new();
     let mut more = 0usize;
@@ -378,7 +374,7 @@ fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
 
 /// Refuses an output path whose directory does not exist before the run,
 /// rather than losing the results after it.
-fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
     let dir = p
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -403,7 +399,7 @@ fn write_output(p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()
 }
 
 fn cmd_clean(target: &Path) -> anyhow::Result<i32> {
-    match files::clean(target) {
+    match bench::dataset::clean(target) {
         Ok(left) => {
             for l in &left {
                 eprintln!("ioscale: could not remove {l}");

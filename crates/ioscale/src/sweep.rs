@@ -636,7 +636,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             bad = bad.and_then(|()| check_png_dir(d));
         }
     }
-    if let Err(e) = crate::cluster::root_check(coord, bad) {
+    if let Err(e) = bench::cluster::root_check(coord, bad) {
         if let Some(e) = e {
             eprintln!("ioscale: error: {e:#}");
         }
@@ -654,8 +654,8 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         kind: "sweep".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         command: command.clone(),
-        started: crate::host::now_rfc3339(),
-        host: crate::host::collect(&first_target),
+        started: bench::host::now_rfc3339(),
+        host: bench::host::collect(&first_target),
         config: plan.config.clone(),
         interrupted: false,
         points_total: plan.points.len(),
@@ -714,8 +714,8 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         }
         let t = Instant::now();
         let outcome = match &p.job {
-            Job::Run(w) => crate::run::run_with(w, command.clone(), Arc::clone(&stop), coord),
-            Job::Meta(m) => crate::meta::run_with(m, command.clone(), Arc::clone(&stop), coord),
+            Job::Run(w) => bench::run::run_with(w, command.clone(), Arc::clone(&stop), coord),
+            Job::Meta(m) => bench::meta::run_with(m, command.clone(), Arc::clone(&stop), coord),
         };
         let outcome = match outcome {
             Ok(o) => o,

@@ -521,7 +521,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
             Err(e) => mkdir = Err(e),
         }
     }
-    if let Err(e) = crate::cluster::root_check(coord, mkdir) {
+    if let Err(e) = bench::cluster::root_check(coord, mkdir) {
         if let Some(e) = e {
             eprintln!(
                 "mdtest: error: -d {}: unable to create the test directory: {e}",
@@ -533,7 +533,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
     let stop = crate::install_signals()?;
     let mut argv = vec!["mdtest".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match crate::meta::run_with(&spec, argv, stop, coord) {
+    let outcome = match bench::meta::run_with(&spec, argv, stop, coord) {
         Ok(o) => o,
         Err(e) => {
             if made_dir {

@@ -4,12 +4,12 @@
 //! People arrive with IOR and dd command lines they already trust. Each
 //! front-end parses its tool's syntax into a [`spec::RawWorkload`], lets
 //! [`spec::RawWorkload::build`] check it like any native command line, runs
-//! it on the same driver ([`crate::run::run_with`]) and engine, and renders the
+//! it on the same driver ([`bench::run::run_with`]) and engine, and renders the
 //! result in the tool's own layout with an exporter from the report crate.
 //! An option the front-end does not support is an error that names it and
 //! the nearest native equivalent — never silently ignored. The mdtest and
 //! smallfile front-ends build a [`spec::RawMeta`] instead and run on
-//! `ioscale meta`'s driver ([`crate::meta::run_with`]).
+//! `ioscale meta`'s driver ([`bench::meta::run_with`]).
 
 pub mod dd;
 pub mod ior;

@@ -589,7 +589,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let stop = crate::install_signals()?;
     let mut argv = vec!["smallfile_cli.py".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match crate::meta::run_with(&spec, argv, stop, coord) {
+    let outcome = match bench::meta::run_with(&spec, argv, stop, coord) {
         Ok(o) => o,
         Err(e) => {
             let mut msg = e.to_string();

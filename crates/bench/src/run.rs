@@ -22,7 +22,7 @@ use spec::{format_size, EngineKind, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
 use crate::cluster::{self, Layout, PhaseOut};
-use crate::files::{DataSet, Marker, SetKind, SetupError};
+use crate::dataset::{DataSet, Marker, SetKind, SetupError};
 use crate::host;
 
 /// A setup problem: reported with exit code 2 before any data is written.

@@ -14,10 +14,16 @@
 //! - [`run`] / [`meta`]: the phase drivers of data and metadata workloads.
 //! - [`cluster`]: threads × ranks: running a phase on every worker of every
 //!   rank, the wire types, and the reduction's rank-level half.
+//! - [`error`]: the one error type, with its exit code.
 //! - [`host`]: what is recorded about the machine and the target.
+
+#![deny(missing_docs)]
 
 pub mod cluster;
 pub mod dataset;
+pub mod error;
 pub mod host;
 pub mod meta;
 pub mod run;
+
+pub use error::{Error, Result};

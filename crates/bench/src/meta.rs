@@ -29,8 +29,9 @@ use spec::{MetaOp, MetaSpec, TreeState};
 use stats::LatencyHistogram;
 
 use crate::cluster::{self, Layout, PhaseOut};
+use crate::error::Error;
 use crate::host;
-use crate::run::{make_run_id, space_warning, Outcome, Refused};
+use crate::run::{make_run_id, space_warning, Outcome};
 
 /// Name of the working directory inside the target.
 pub const ROOT_NAME: &str = "ioscale-meta.d";
@@ -103,7 +104,7 @@ fn write_marker(root: &Path, m: &Marker) -> io::Result<()> {
 }
 
 /// Checks the target before anything is created.
-fn preflight(spec: &MetaSpec) -> Result<(), Refused> {
+fn preflight(spec: &MetaSpec) -> Result<(), Error> {
     let t = &spec.target;
     crate::run::check_target(t)?;
     if spec.direct && spec.ops.iter().any(|o| o.moves_data()) {
@@ -162,7 +163,7 @@ impl Tree {
 }
 
 /// Finds or makes the working directory and decides what may be reused.
-fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tree, Refused> {
+fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tree, Error> {
     let root = spec.target.join(ROOT_NAME);
     let fresh = |root_created: bool| Marker {
         tool: "ioscale-meta".into(),
@@ -181,7 +182,7 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
     let mut tree = match fs::symlink_metadata(&root) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             fs::create_dir(&root)
-                .map_err(|e| Refused(format!("cannot create {}: {}", root.display(), e)))?;
+                .map_err(|e| Error::Refused(format!("cannot create {}: {}", root.display(), e)))?;
             Tree {
                 root: root.clone(),
                 marker: fresh(true),
@@ -189,9 +190,14 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
                 ours: true,
             }
         }
-        Err(e) => return Err(Refused(format!("cannot inspect {}: {e}", root.display()))),
+        Err(e) => {
+            return Err(Error::Refused(format!(
+                "cannot inspect {}: {e}",
+                root.display()
+            )))
+        }
         Ok(m) if !m.is_dir() => {
-            return Err(Refused(format!(
+            return Err(Error::Refused(format!(
             "{} exists and is not a directory made by ioscale; remove it or choose another target",
             root.display()
         )))
@@ -199,11 +205,11 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
         Ok(_) => match read_marker(&root) {
             None => {
                 let empty = fs::read_dir(&root)
-                    .map_err(|e| Refused(format!("cannot read {}: {e}", root.display())))?
+                    .map_err(|e| Error::Refused(format!("cannot read {}: {e}", root.display())))?
                     .next()
                     .is_none();
                 if !empty {
-                    return Err(Refused(format!(
+                    return Err(Error::Refused(format!(
                         "{} exists and holds files but no ioscale marker, so ioscale did not make them; \
                          refusing to touch it (remove it yourself or choose another target)",
                         root.display()
@@ -222,7 +228,7 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
                     let kept_spec = found.shaped(spec);
                     let left = teardown(&kept_spec, &root, found.state, found.extent);
                     if !left.is_empty() {
-                        return Err(Refused(format!(
+                        return Err(Error::Refused(format!(
                             "--clean-existing: could not remove the earlier run's tree in {}: {}",
                             root.display(),
                             left.join("; ")
@@ -240,7 +246,7 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
                     }
                 } else {
                     if !found.same_shape(spec) {
-                        return Err(Refused(format!(
+                        return Err(Error::Refused(format!(
                             "{} holds a tree kept by an earlier run with --threads {} --files {}{}{}{} \
                              --prefix '{}'; use the same flags (and no more files) to work on it, or \
                              pass --clean-existing to remove it first",
@@ -267,7 +273,7 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
                             st = spec.state_after(st, pre).unwrap_or(st);
                         }
                         st = spec.state_after(st, op).map_err(|why| {
-                            Refused(format!(
+                            Error::Refused(format!(
                                 "{} holds a tree an earlier run kept, and `{op}` cannot run on it: {why}; \
                                  pass --clean-existing to remove it first, or run phases that use it \
                                  (e.g. --ops stat,read,delete)",
@@ -291,7 +297,7 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
     };
     tree.save();
     if !tree.writable && tree.ours {
-        return Err(Refused(format!(
+        return Err(Error::Refused(format!(
             "cannot write the marker in {}; choose a writable target",
             root.display()
         )));
@@ -309,7 +315,7 @@ fn prepare(spec: &MetaSpec, run_id: &str, notes: &mut Vec<String>) -> Result<Tre
                         let left = teardown(spec, &root, TreeState::default(), 0);
                         finish_root(&tree, &left, &mut Vec::new());
                     }
-                    return Err(Refused(msg));
+                    return Err(Error::Refused(msg));
                 }
             }
         }
@@ -418,7 +424,7 @@ pub fn run_with(
     command: Vec<String>,
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
-) -> Result<Outcome, Refused> {
+) -> Result<Outcome, Error> {
     let is_root = coord.rank() == 0;
     let workers = cluster::worker_count(spec.threads, coord)?;
     // The spec of all workers: names, the marker and cleanup use it.
@@ -428,7 +434,7 @@ pub fn run_with(
     let spec = &gspec;
     cluster::agree(coord, preflight(spec))?;
     let mut host = host::collect(&spec.target);
-    let layout = cluster::layout(coord, user_spec.threads, &mut host);
+    let layout = cluster::layout(coord, user_spec.threads, &mut host)?;
     // CPUs are per node: warn about one node's share.
     let mut node_spec = user_spec.clone();
     node_spec.threads = user_spec.threads * layout.tasks_per_node();
@@ -441,7 +447,7 @@ pub fn run_with(
     }
     let run_id = coord
         .broadcast_as(&make_run_id())
-        .map_err(|e| Refused(e.to_string()))?;
+        .map_err(|e| Error::Refused(e.to_string()))?;
     let mut notes = Vec::new();
     // Rank 0 makes the tree; the others learn its marker only after that
     // (the broadcast), so nobody creates an entry before. Their copy never
@@ -491,7 +497,7 @@ pub fn run_with(
                     limit: Some(limit.clone()),
                     timed: false,
                 };
-                let out = run_phase_all(&plan, &stop, coord, &mut seq);
+                let out = run_phase_all(&plan, &stop, coord, &mut seq)?;
                 let samples = &out.samples;
                 extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
                 if out.failed {
@@ -550,7 +556,7 @@ pub fn run_with(
                 limit: Some(limit.clone()),
                 timed: true,
             };
-            let out = run_phase_all(&plan, &stop, coord, &mut seq);
+            let out = run_phase_all(&plan, &stop, coord, &mut seq)?;
             let samples = out.samples;
             if creates {
                 extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
@@ -698,7 +704,7 @@ fn run_phase_all(
     stop: &Arc<AtomicBool>,
     coord: &dyn Coordinator,
     seq: &mut u64,
-) -> PhaseOut<MetaSample> {
+) -> Result<PhaseOut<MetaSample>, Error> {
     let threads = (plan.spec.threads / coord.size()) as usize;
     cluster::run_phase_all(
         coord,
@@ -725,21 +731,17 @@ fn other_rank_failed(coord: &dyn Coordinator, spec: &MetaSpec) -> ErrorRecord {
 
 /// Hands rank 0's tree to every rank. The others' copy never writes the
 /// marker (`writable` false) and is never removed by them.
-fn share_tree(
-    coord: &dyn Coordinator,
-    made: Option<Tree>,
-    spec: &MetaSpec,
-) -> Result<Tree, Refused> {
+fn share_tree(coord: &dyn Coordinator, made: Option<Tree>, spec: &MetaSpec) -> Result<Tree, Error> {
     if coord.size() == 1 {
-        return made.ok_or_else(|| Refused("rank 0 has no tree".into()));
+        return made.ok_or_else(|| Error::Refused("rank 0 has no tree".into()));
     }
     let marker: Option<Marker> = coord
         .broadcast_as(&made.as_ref().map(|t| t.marker.clone()))
-        .map_err(|e| Refused(e.to_string()))?;
+        .map_err(|e| Error::Refused(e.to_string()))?;
     if let Some(t) = made {
         return Ok(t);
     }
-    let marker = marker.ok_or_else(|| Refused("rank 0 sent no tree".into()))?;
+    let marker = marker.ok_or_else(|| Error::Refused("rank 0 sent no tree".into()))?;
     Ok(Tree {
         root: spec.target.join(ROOT_NAME),
         marker,

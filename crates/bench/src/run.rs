@@ -22,26 +22,9 @@ use spec::{format_size, EngineKind, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
 use crate::cluster::{self, Layout, PhaseOut};
-use crate::dataset::{DataSet, Marker, SetKind, SetupError};
+use crate::dataset::{DataSet, Marker, SetKind};
+use crate::error::Error;
 use crate::host;
-
-/// A setup problem: reported with exit code 2 before any data is written.
-#[derive(Debug)]
-pub struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
-impl From<SetupError> for Refused {
-    fn from(e: SetupError) -> Self {
-        Refused(e.to_string())
-    }
-}
 
 /// What a finished (or stopped) run hands back to the caller.
 pub struct Outcome {
@@ -73,7 +56,7 @@ impl Outcome {
 /// Checks the target before anything is created: exists, is a directory,
 /// writable, not read-only; O_DIRECT accepted with this alignment; io_uring
 /// available. Returns the buffer alignment to use.
-pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Refused> {
+pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Error> {
     let t = &spec.target;
     check_target(t)?;
     let mut align = 4096usize;
@@ -82,7 +65,7 @@ pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Refused> {
     }
     if spec.engine == EngineKind::IoUring {
         if let Err(e) = engine::uring::UringQueue::ring(2) {
-            return Err(Refused(format!(
+            return Err(Error::Refused(format!(
                 "--engine io_uring: io_uring is not available here ({e}); use --engine sync"
             )));
         }
@@ -93,27 +76,27 @@ pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Refused> {
 /// The checks every command makes of TARGET before it creates anything:
 /// it exists, is a directory, is on a writable file system, and this user
 /// may create entries in it.
-pub(crate) fn check_target(t: &Path) -> Result<(), Refused> {
+pub(crate) fn check_target(t: &Path) -> Result<(), Error> {
     let meta = std::fs::metadata(t).map_err(|e| {
-        Refused(format!(
+        Error::Refused(format!(
             "TARGET {}: {e}; name an existing directory on the file system to test",
             t.display()
         ))
     })?;
     if !meta.is_dir() {
-        return Err(Refused(format!(
+        return Err(Error::Refused(format!(
             "TARGET {} is not a directory; name a directory on the file system to test",
             t.display()
         )));
     }
     if engine::sys::is_read_only(t).unwrap_or(false) {
-        return Err(Refused(format!(
+        return Err(Error::Refused(format!(
             "TARGET {} is on a read-only file system (EROFS); choose a writable target",
             t.display()
         )));
     }
     if !engine::sys::can_write(t) {
-        return Err(Refused(format!(
+        return Err(Error::Refused(format!(
             "TARGET {}: permission denied (EACCES); choose a directory you may write to",
             t.display()
         )));
@@ -135,7 +118,7 @@ pub(crate) fn space_warning(target: &Path, need: u64) -> Option<String> {
 
 /// Opens a scratch file with O_DIRECT and writes one transfer, so a file
 /// system that refuses O_DIRECT or this alignment is named before the run.
-pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Refused> {
+pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
     let probe = dir.join(format!(".ioscale-probe-{}", std::process::id()));
     let file = OpenOptions::new()
         .read(true)
@@ -146,14 +129,14 @@ pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Refused> {
     let file = match file {
         Ok(f) => f,
         Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            return Err(Refused(format!(
+            return Err(Error::Refused(format!(
                 "--direct: the file system at {} refuses O_DIRECT; run without --direct \
                  (and mind the page cache) or test another file system",
                 dir.display()
             )))
         }
         Err(e) => {
-            return Err(Refused(format!(
+            return Err(Error::Refused(format!(
                 "--direct: cannot create a probe file in {}: {e}",
                 dir.display()
             )))
@@ -165,7 +148,7 @@ pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Refused> {
     buf.as_mut_slice().fill(0x5a);
     use std::os::unix::fs::FileExt;
     if let Err(e) = file.write_at(buf.as_slice(), 0) {
-        result = Err(Refused(if e.raw_os_error() == Some(libc::EINVAL) {
+        result = Err(Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
             format!(
                 "--direct: {} refuses O_DIRECT transfers of {}; use an --xfer that is a multiple of the \
                  device block size (4k is safe)",
@@ -272,7 +255,7 @@ pub fn run_with(
     command: Vec<String>,
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
-) -> Result<Outcome, Refused> {
+) -> Result<Outcome, Error> {
     let is_root = coord.rank() == 0;
     let workers = cluster::worker_count(spec.threads, coord)?;
     // The spec of all workers: file names, offsets and the marker use it.
@@ -280,7 +263,7 @@ pub fn run_with(
     gspec.threads = workers;
     let align = cluster::agree(coord, preflight(spec))?;
     let mut host = host::collect(&spec.target);
-    let layout = cluster::layout(coord, spec.threads, &mut host);
+    let layout = cluster::layout(coord, spec.threads, &mut host)?;
     // Page cache and CPUs are per node: warn about one node's share.
     let mut node_spec = spec.clone();
     node_spec.threads = spec.threads * layout.tasks_per_node();
@@ -293,10 +276,10 @@ pub fn run_with(
     }
     let run_id = coord
         .broadcast_as(&make_run_id())
-        .map_err(|e| Refused(e.to_string()))?;
+        .map_err(|e| Error::Refused(e.to_string()))?;
     // Rank 0 makes the directory and marker; the others learn the names
     // only after that (the broadcast), so nobody opens a file before.
-    let made = is_root.then(|| DataSet::prepare(&gspec, &run_id).map_err(Refused::from));
+    let made = is_root.then(|| DataSet::prepare(&gspec, &run_id));
     let made = cluster::agree(coord, made.transpose())?;
     let mut ds = share_dataset(coord, made)?;
     let mut notes = Vec::new();
@@ -338,7 +321,7 @@ pub fn run_with(
                 // Reads need data: lay the files out first, untimed, as fio
                 // does before a mixed or read job on fresh files.
                 let plan = plan_for(&gspec, Op::Write, &ds, align, rep, false);
-                let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq);
+                let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq)?;
                 if out.failed {
                     if let Some((worker, f)) = out
                         .samples
@@ -370,7 +353,7 @@ pub fn run_with(
             }
             first = false;
             let plan = plan_for(&gspec, op, &ds, align, rep, true);
-            let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq);
+            let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq)?;
             if is_root {
                 let rec = reduce(
                     &plan,
@@ -459,9 +442,9 @@ struct SharedSet {
 
 /// Hands rank 0's data set to every rank. The other ranks' copy never
 /// removes anything (`created_root` false) and never writes the marker.
-fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataSet, Refused> {
+fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataSet, Error> {
     if coord.size() == 1 {
-        return made.ok_or_else(|| Refused("rank 0 has no data set".into()));
+        return made.ok_or_else(|| Error::Refused("rank 0 has no data set".into()));
     }
     let shared = made.as_ref().map(|d| SharedSet {
         root: d.root.clone(),
@@ -472,11 +455,11 @@ fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataS
     });
     let got: Option<SharedSet> = coord
         .broadcast_as(&shared)
-        .map_err(|e| Refused(e.to_string()))?;
+        .map_err(|e| Error::Refused(e.to_string()))?;
     if let Some(d) = made {
         return Ok(d);
     }
-    let s = got.ok_or_else(|| Refused("rank 0 sent no data set".into()))?;
+    let s = got.ok_or_else(|| Error::Refused("rank 0 sent no data set".into()))?;
     Ok(DataSet {
         root: s.root,
         created_root: false,
@@ -529,7 +512,7 @@ fn run_phase_all(
     prepared: &mut [Option<Prepared>],
     coord: &dyn Coordinator,
     seq: &mut u64,
-) -> PhaseOut<WorkerSample> {
+) -> Result<PhaseOut<WorkerSample>, Error> {
     let items: Vec<Option<Prepared>> = prepared.iter_mut().map(Option::take).collect();
     let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
         (0..items.len()).map(|_| Default::default()).collect();
@@ -553,7 +536,7 @@ fn run_phase_all(
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = p;
         s
-    });
+    })?;
     for (slot, p) in prepared.iter_mut().zip(slots) {
         *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
     }
@@ -562,7 +545,7 @@ fn run_phase_all(
             prorate_stonewall(&mut out.samples, sw);
         }
     }
-    out
+    Ok(out)
 }
 
 /// The stonewall signal reaches other ranks within about a millisecond;

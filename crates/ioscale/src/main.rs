@@ -153,7 +153,7 @@ fn run_ranks(
     if ranks > 1 {
         if args.reorder && args.reorder_offset.is_none() {
             // IOR -C: with ranks on several hosts, read another host's data.
-            let layout = bench::cluster::Layout::discover(coord, threads as u32);
+            let layout = bench::cluster::Layout::discover(coord, threads as u32)?;
             raw.reorder = Some(layout.default_reorder_offset() as u64);
         }
         // Sizes (--total), --reorder and layouts are checked for all workers.

@@ -440,7 +440,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
         if a.reorder {
             // IOR -C reads the data of the task -Q × tasks-per-node further
             // on, so the reader sits on another node than the writer.
-            let layout = bench::cluster::Layout::discover(coord, 1);
+            let layout = bench::cluster::Layout::discover(coord, 1)?;
             if layout.nodes() > 1 {
                 let q = a.task_offset.unwrap_or(1);
                 a.task_offset = Some(q.saturating_mul(layout.tasks_per_node() as u64));

@@ -6,8 +6,6 @@
 //! rates use total work ÷ (last finish − first start), so workers that take
 //! turns on too few CPUs are not flattered by summing their own rates.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -61,7 +59,7 @@ pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Error> {
     check_target(t)?;
     let mut align = 4096usize;
     if spec.direct {
-        align = probe_direct(t, spec.xfer)?;
+        align = crate::dataset::probe_direct(t, spec.xfer)?;
     }
     if spec.engine == EngineKind::IoUring {
         if let Err(e) = engine::uring::UringQueue::ring(2) {
@@ -114,54 +112,6 @@ pub(crate) fn space_warning(target: &Path, need: u64) -> Option<String> {
             format_size(free)
         )
     })
-}
-
-/// Opens a scratch file with O_DIRECT and writes one transfer, so a file
-/// system that refuses O_DIRECT or this alignment is named before the run.
-pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
-    let probe = dir.join(format!(".ioscale-probe-{}", std::process::id()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe);
-    let file = match file {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            return Err(Error::Refused(format!(
-                "--direct: the file system at {} refuses O_DIRECT; run without --direct \
-                 (and mind the page cache) or test another file system",
-                dir.display()
-            )))
-        }
-        Err(e) => {
-            return Err(Error::Refused(format!(
-                "--direct: cannot create a probe file in {}: {e}",
-                dir.display()
-            )))
-        }
-    };
-    let mut result = Ok(4096);
-    let len = xfer.min(1 << 20) as usize;
-    let mut buf = engine::buf::AlignedBuf::new(len, 4096);
-    buf.as_mut_slice().fill(0x5a);
-    use std::os::unix::fs::FileExt;
-    if let Err(e) = file.write_at(buf.as_slice(), 0) {
-        result = Err(Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
-            format!(
-                "--direct: {} refuses O_DIRECT transfers of {}; use an --xfer that is a multiple of the \
-                 device block size (4k is safe)",
-                dir.display(),
-                format_size(xfer)
-            )
-        } else {
-            format!("--direct: probe write in {} failed: {e}", dir.display())
-        }));
-    }
-    drop(file);
-    let _ = std::fs::remove_file(&probe);
-    result
 }
 
 /// Warnings that change how the figures must be read.

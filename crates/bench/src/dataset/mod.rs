@@ -14,15 +14,24 @@
 //! is never overwritten or removed. dd's files belong to the user, as with
 //! dd: written (and truncated) as dd would, and removed only on request and
 //! only if this very run created them.
+//!
+//! Every file-system mutation of a dataset lives in this module (the
+//! metadata tree's in [`tree`]): directories made, the marker written and
+//! removed, files created or truncated before a run, files unlinked and
+//! directories removed after it, and the O_DIRECT probe file. The timed
+//! I/O of the workload itself happens in the engine.
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use spec::{FileNaming, Layout, WorkloadSpec};
+use spec::{format_size, FileNaming, Layout, WorkloadSpec};
 
 use crate::error::Error;
+
+pub mod tree;
 
 /// Name of the working directory inside the target.
 pub const ROOT_NAME: &str = "ioscale.d";
@@ -728,4 +737,51 @@ pub fn clean(target: &Path) -> Result<Vec<String>, Error> {
     };
     let (files, dirs) = names(&root, m.layout, m.threads);
     Ok(remove_set(&root, &files, &dirs))
+}
+
+/// Opens a scratch file with O_DIRECT and writes one transfer, so a file
+/// system that refuses O_DIRECT or this alignment is named before the run.
+pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
+    let probe = dir.join(format!(".ioscale-probe-{}", std::process::id()));
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe);
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            return Err(Error::Refused(format!(
+                "--direct: the file system at {} refuses O_DIRECT; run without --direct \
+                 (and mind the page cache) or test another file system",
+                dir.display()
+            )))
+        }
+        Err(e) => {
+            return Err(Error::Refused(format!(
+                "--direct: cannot create a probe file in {}: {e}",
+                dir.display()
+            )))
+        }
+    };
+    let mut result = Ok(4096);
+    let len = xfer.min(1 << 20) as usize;
+    let mut buf = engine::buf::AlignedBuf::new(len, 4096);
+    buf.as_mut_slice().fill(0x5a);
+    if let Err(e) = file.write_at(buf.as_slice(), 0) {
+        result = Err(Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
+            format!(
+                "--direct: {} refuses O_DIRECT transfers of {}; use an --xfer that is a multiple of the \
+                 device block size (4k is safe)",
+                dir.display(),
+                format_size(xfer)
+            )
+        } else {
+            format!("--direct: probe write in {} failed: {e}", dir.display())
+        }));
+    }
+    drop(file);
+    let _ = std::fs::remove_file(&probe);
+    result
 }

@@ -15,6 +15,7 @@
 //! - [`cluster`]: threads × ranks: running a phase on every worker of every
 //!   rank, the wire types, and the reduction's rank-level half.
 //! - [`error`]: the one error type, with its exit code.
+//! - [`topology`]: ranks, nodes, threads per rank and worker ids, once.
 //! - [`host`]: what is recorded about the machine and the target.
 
 #![deny(missing_docs)]
@@ -25,5 +26,6 @@ pub mod error;
 pub mod host;
 pub mod meta;
 pub mod run;
+pub mod topology;
 
 pub use error::{Error, Result};

@@ -28,6 +28,7 @@ use crate::dataset::tree::{finish_root, prepare, teardown, union, Marker, Tree};
 use crate::error::Error;
 use crate::host;
 use crate::run::{make_run_id, space_warning, Outcome};
+use crate::topology::Topology;
 
 pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
 
@@ -91,18 +92,18 @@ pub fn run_with(
     coord: &dyn Coordinator,
 ) -> Result<Outcome, Error> {
     let is_root = coord.rank() == 0;
-    let workers = cluster::worker_count(spec.threads, coord)?;
+    let mut host = host::collect(&spec.target);
+    let topo = Topology::discover(coord, spec.threads, &mut host)?;
+    let layout = &topo.layout;
     // The spec of all workers: names, the marker and cleanup use it.
     let mut gspec = spec.clone();
-    gspec.threads = workers;
+    gspec.threads = topo.workers;
     let user_spec = spec;
     let spec = &gspec;
     cluster::agree(coord, preflight(spec))?;
-    let mut host = host::collect(&spec.target);
-    let layout = cluster::layout(coord, user_spec.threads, &mut host)?;
     // CPUs are per node: warn about one node's share.
     let mut node_spec = user_spec.clone();
-    node_spec.threads = user_spec.threads * layout.tasks_per_node();
+    node_spec.threads = topo.threads_per_node();
     let mut warns = warnings(&node_spec, &host);
     if spec.ops.contains(&MetaOp::Create) {
         warns.extend(space_warning(
@@ -162,7 +163,7 @@ pub fn run_with(
                     limit: Some(limit.clone()),
                     timed: false,
                 };
-                let out = run_phase_all(&plan, &stop, coord, &mut seq)?;
+                let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
                 let samples = &out.samples;
                 extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
                 if out.failed {
@@ -221,7 +222,7 @@ pub fn run_with(
                 limit: Some(limit.clone()),
                 timed: true,
             };
-            let out = run_phase_all(&plan, &stop, coord, &mut seq)?;
+            let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
             let samples = out.samples;
             if creates {
                 extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
@@ -235,7 +236,7 @@ pub fn run_with(
                     &samples,
                     out.first_done_ns,
                     out.cpu,
-                    &layout,
+                    layout,
                     interrupted,
                 );
                 if let Some(c) = results.host.cluster.as_mut() {
@@ -368,9 +369,10 @@ fn run_phase_all(
     plan: &MetaPlan<'_>,
     stop: &Arc<AtomicBool>,
     coord: &dyn Coordinator,
+    topo: &Topology,
     seq: &mut u64,
 ) -> Result<PhaseOut<MetaSample>, Error> {
-    let threads = (plan.spec.threads / coord.size()) as usize;
+    let threads = topo.threads_per_rank as usize;
     cluster::run_phase_all(
         coord,
         seq,

@@ -23,6 +23,7 @@ use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::{DataSet, Marker, SetKind};
 use crate::error::Error;
 use crate::host;
+use crate::topology::Topology;
 
 /// What a finished (or stopped) run hands back to the caller.
 pub struct Outcome {
@@ -207,16 +208,16 @@ pub fn run_with(
     coord: &dyn Coordinator,
 ) -> Result<Outcome, Error> {
     let is_root = coord.rank() == 0;
-    let workers = cluster::worker_count(spec.threads, coord)?;
+    let mut host = host::collect(&spec.target);
+    let topo = Topology::discover(coord, spec.threads, &mut host)?;
+    let layout = &topo.layout;
     // The spec of all workers: file names, offsets and the marker use it.
     let mut gspec = spec.clone();
-    gspec.threads = workers;
+    gspec.threads = topo.workers;
     let align = cluster::agree(coord, preflight(spec))?;
-    let mut host = host::collect(&spec.target);
-    let layout = cluster::layout(coord, spec.threads, &mut host)?;
     // Page cache and CPUs are per node: warn about one node's share.
     let mut node_spec = spec.clone();
-    node_spec.threads = spec.threads * layout.tasks_per_node();
+    node_spec.threads = topo.threads_per_node();
     let mut warns = warnings(&node_spec, &host);
     if spec.ops.iter().any(|o| o.writes()) {
         warns.extend(space_warning(
@@ -271,7 +272,7 @@ pub fn run_with(
                 // Reads need data: lay the files out first, untimed, as fio
                 // does before a mixed or read job on fresh files.
                 let plan = plan_for(&gspec, Op::Write, &ds, align, rep, false);
-                let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq)?;
+                let out = run_phase_all(&plan, &stop, &mut prepared, coord, &topo, &mut seq)?;
                 if out.failed {
                     if let Some((worker, f)) = out
                         .samples
@@ -303,14 +304,14 @@ pub fn run_with(
             }
             first = false;
             let plan = plan_for(&gspec, op, &ds, align, rep, true);
-            let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq)?;
+            let out = run_phase_all(&plan, &stop, &mut prepared, coord, &topo, &mut seq)?;
             if is_root {
                 let rec = reduce(
                     &plan,
                     &out.samples,
                     out.first_done_ns,
                     out.cpu,
-                    &layout,
+                    layout,
                     out.interrupted,
                 );
                 if let Some(c) = results.host.cluster.as_mut() {
@@ -461,12 +462,13 @@ fn run_phase_all(
     stop: &Arc<AtomicBool>,
     prepared: &mut [Option<Prepared>],
     coord: &dyn Coordinator,
+    topo: &Topology,
     seq: &mut u64,
 ) -> Result<PhaseOut<WorkerSample>, Error> {
     let items: Vec<Option<Prepared>> = prepared.iter_mut().map(Option::take).collect();
     let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
         (0..items.len()).map(|_| Default::default()).collect();
-    let base = coord.rank() * items.len() as u32;
+    let base = topo.my_workers().start;
     let mut out = cluster::run_phase_all(coord, seq, stop, "w", items, |w, mine, ctl, barrier| {
         let p = match mine {
             Some(p) => p,

@@ -4,6 +4,8 @@
 //! bytes and never touches files or stdout, so the binary has one place that
 //! writes and a saved record can be rendered again at any time.
 
+#![deny(missing_docs)]
+
 pub mod dd_text;
 pub mod export;
 pub mod ior_text;

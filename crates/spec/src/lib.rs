@@ -5,6 +5,8 @@
 //! engine and the reports see one vocabulary. Nothing here touches the file
 //! system.
 
+#![deny(missing_docs)]
+
 pub mod meta;
 pub mod units;
 pub mod workload;

@@ -50,19 +50,11 @@ fn real_main() -> anyhow::Result<i32> {
                 .into_owned()
         })
         .unwrap_or_default();
-    match called.as_str() {
-        "ior" => return front::ior::main(&argv[0], &argv[1..]),
-        "dd" => return front::dd::main(&argv[1..]),
-        "mdtest" => return front::mdtest::main(&argv[0], &argv[1..]),
-        "smallfile_cli.py" => return front::smallfile::main(&argv[1..]),
-        _ => {}
+    if let Some(f) = front::by_program(&called) {
+        return (f.main)(&argv[0], &argv[1..]);
     }
-    match argv.get(1).map(String::as_str) {
-        Some("ior") => return front::ior::main("ioscale ior", &argv[2..]),
-        Some("dd") => return front::dd::main(&argv[2..]),
-        Some("mdtest") => return front::mdtest::main("mdtest", &argv[2..]),
-        Some("smallfile") => return front::smallfile::main(&argv[2..]),
-        _ => {}
+    if let Some(f) = argv.get(1).and_then(|a| front::by_command(a)) {
+        return (f.main)(f.shown_as, &argv[2..]);
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -79,10 +71,10 @@ fn real_main() -> anyhow::Result<i32> {
         Command::Slurm(args) => slurm::cmd_slurm(&args),
         Command::Report(args) => report_cmd::cmd_report(&args),
         Command::Compare(args) => report_cmd::cmd_compare(&args),
-        Command::Ior { args } => front::ior::main("ioscale ior", &args),
-        Command::Dd { args } => front::dd::main(&args),
-        Command::Mdtest { args } => front::mdtest::main("mdtest", &args),
-        Command::Smallfile { args } => front::smallfile::main(&args),
+        Command::Ior { args } => front_main("ior", &args),
+        Command::Dd { args } => front_main("dd", &args),
+        Command::Mdtest { args } => front_main("mdtest", &args),
+        Command::Smallfile { args } => front_main("smallfile", &args),
         Command::Clean(args) => cmd_clean(&args.target),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -102,6 +94,13 @@ fn real_main() -> anyhow::Result<i32> {
             Ok(0)
         }
     }
+}
+
+/// Runs the front-end registered as `command` (clap reached it: the
+/// fast path in `real_main` normally does first).
+fn front_main(command: &str, args: &[String]) -> anyhow::Result<i32> {
+    let f = front::by_command(command).expect("every front-end subcommand is registered");
+    (f.main)(f.shown_as, args)
 }
 
 /// Installs Ctrl-C / SIGTERM handling: the first signal asks the run to

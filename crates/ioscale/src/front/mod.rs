@@ -22,6 +22,60 @@ use std::path::Path;
 
 use report::FsStats;
 
+/// One compatibility front-end: the names it answers to and its entry.
+/// Adding a front-end is one module here and one line in [`REGISTRY`]
+/// (plus its clap subcommand in `cli.rs`, for `--help` and completions).
+pub struct FrontEnd {
+    /// The subcommand: `ioscale NAME …`.
+    pub command: &'static str,
+    /// The program name it answers to when the binary is started under it
+    /// (a symlink called `ior`, `mdtest`, …).
+    pub program: &'static str,
+    /// The program name its messages show when run as a subcommand.
+    pub shown_as: &'static str,
+    /// Parses the tool's own syntax, runs, prints in the tool's layout:
+    /// the program name to show, then the arguments after it.
+    pub main: fn(&str, &[String]) -> anyhow::Result<i32>,
+}
+
+/// Every compatibility front-end.
+pub const REGISTRY: &[FrontEnd] = &[
+    FrontEnd {
+        command: "ior",
+        program: "ior",
+        shown_as: "ioscale ior",
+        main: ior::main,
+    },
+    FrontEnd {
+        command: "dd",
+        program: "dd",
+        shown_as: "dd",
+        main: |_, args| dd::main(args),
+    },
+    FrontEnd {
+        command: "mdtest",
+        program: "mdtest",
+        shown_as: "mdtest",
+        main: mdtest::main,
+    },
+    FrontEnd {
+        command: "smallfile",
+        program: "smallfile_cli.py",
+        shown_as: "smallfile",
+        main: |_, args| smallfile::main(args),
+    },
+];
+
+/// The front-end run as `ioscale NAME`.
+pub fn by_command(name: &str) -> Option<&'static FrontEnd> {
+    REGISTRY.iter().find(|f| f.command == name)
+}
+
+/// The front-end the binary is when started under the name `program`.
+pub fn by_program(program: &str) -> Option<&'static FrontEnd> {
+    REGISTRY.iter().find(|f| f.program == program)
+}
+
 /// A command line the front-end refuses: printed with exit code 2.
 #[derive(Debug)]
 pub struct Usage(pub String);

@@ -17,6 +17,14 @@ pub enum Error {
     /// foreign directory, an engine the kernel lacks.
     #[error("{0}")]
     Refused(String),
+    /// A tree an earlier run kept, on which a requested phase cannot run.
+    #[error("{message}")]
+    KeptTree {
+        /// The whole message, naming the tree, the phase and the fix.
+        message: String,
+        /// What the phase would find.
+        conflict: spec::Conflict,
+    },
     /// The file system refused a setup step; `what` says which.
     #[error("{what}: {source}")]
     Setup {
@@ -57,7 +65,11 @@ impl Error {
     /// exchange failures, 130 when interrupted.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Refused(_) | Error::Setup { .. } | Error::Rank { .. } => 2,
+            Error::Usage(_)
+            | Error::Refused(_)
+            | Error::KeptTree { .. }
+            | Error::Setup { .. }
+            | Error::Rank { .. } => 2,
             Error::Interrupted => 130,
         }
     }

@@ -190,7 +190,7 @@ fn run_ranks(
             if root {
                 eprintln!("ioscale: error: {e}");
             }
-            return Ok(2);
+            return Ok(e.exit_code());
         }
     };
     let code = if root {

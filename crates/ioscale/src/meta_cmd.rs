@@ -41,7 +41,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
             if root {
                 eprintln!("ioscale: error: {e}");
             }
-            return Ok(2);
+            return Ok(e.exit_code());
         }
     };
     if !root {

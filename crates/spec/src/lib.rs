@@ -11,7 +11,7 @@ pub mod meta;
 pub mod units;
 pub mod workload;
 
-pub use meta::{EntryKind, FileSize, MetaOp, MetaSpec, RawMeta, TreeState};
+pub use meta::{Conflict, EntryKind, FileSize, MetaOp, MetaSpec, RawMeta, TreeState};
 pub use units::{format_size, parse_count, parse_duration, parse_list, parse_size, UnitError};
 pub use workload::{
     EngineKind, FileNaming, Layout, Op, RawWorkload, SpecError, SyncMode, WorkloadSpec,

@@ -223,13 +223,14 @@ pub(crate) fn prepare(
                         if let Some(pre) = st.prerequisite(op) {
                             st = spec.state_after(st, pre).unwrap_or(st);
                         }
-                        st = spec.state_after(st, op).map_err(|why| {
-                            Error::Refused(format!(
+                        st = spec.state_after(st, op).map_err(|why| Error::KeptTree {
+                            message: format!(
                                 "{} holds a tree an earlier run kept, and `{op}` cannot run on it: {why}; \
                                  pass --clean-existing to remove it first, or run phases that use it \
                                  (e.g. --ops stat,read,delete)",
                                 root.display()
-                            ))
+                            ),
+                            conflict: why,
                         })?;
                     }
                     let writable = engine::sys::can_write(&root);

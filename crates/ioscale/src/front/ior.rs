@@ -516,7 +516,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
             if root {
                 eprintln!("ior: error: {e}");
             }
-            return Ok(2);
+            return Ok(e.exit_code());
         }
     };
     if !root {

@@ -542,7 +542,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
             if root {
                 eprintln!("mdtest: error: {e}");
             }
-            return Ok(2);
+            return Ok(e.exit_code());
         }
     };
     if !root {

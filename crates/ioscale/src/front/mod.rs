@@ -16,8 +16,6 @@ pub mod ior;
 pub mod mdtest;
 pub mod smallfile;
 
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use report::FsStats;
@@ -183,52 +181,17 @@ pub fn short_option(
 /// Now in C's `ctime` form in local time (`Mon Jun  1 19:21:30 2020`),
 /// as IOR prints its time stamps.
 pub fn ctime_now() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
-    // SAFETY: `tm` is plain data that localtime_r fills in; both pointers
-    // are valid for the duration of the call.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return String::new();
-        }
-        tm
-    };
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {} {:>2} {:02}:{:02}:{:02} {}",
-        DAYS[tm.tm_wday.clamp(0, 6) as usize],
-        MONTHS[tm.tm_mon.clamp(0, 11) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        tm.tm_year + 1900
-    )
+    bench::host::local_now("%a %b %e %H:%M:%S %Y")
 }
 
 /// Capacity of the file system holding `dir`, for IOR's `FS` line.
 pub fn fs_stats(dir: &Path) -> Option<FsStats> {
-    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs.
-    let st = unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
-            return None;
-        }
-        st
-    };
-    let frsize = st.f_frsize as u64;
+    let st = rustix::fs::statvfs(dir).ok()?;
     Some(FsStats {
-        total_bytes: st.f_blocks as u64 * frsize,
-        used_bytes: (st.f_blocks as u64).saturating_sub(st.f_bfree as u64) * frsize,
-        inodes: st.f_files as u64,
-        used_inodes: (st.f_files as u64).saturating_sub(st.f_ffree as u64),
+        total_bytes: st.f_blocks * st.f_frsize,
+        used_bytes: st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize,
+        inodes: st.f_files,
+        used_inodes: st.f_files.saturating_sub(st.f_ffree),
     })
 }
 

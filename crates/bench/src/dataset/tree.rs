@@ -174,77 +174,7 @@ pub(crate) fn prepare(
                     ours: true,
                 }
             }
-            Some(found) => {
-                if spec.clean_existing {
-                    let kept_spec = found.shaped(spec);
-                    let left = teardown(&kept_spec, &root, found.state, found.extent);
-                    if !left.is_empty() {
-                        return Err(Error::Refused(format!(
-                            "--clean-existing: could not remove the earlier run's tree in {}: {}",
-                            root.display(),
-                            left.join("; ")
-                        )));
-                    }
-                    notes.push(format!(
-                        "removed the tree an earlier run kept in {} (--clean-existing)",
-                        root.display()
-                    ));
-                    Tree {
-                        root: root.clone(),
-                        marker: fresh(found.root_created),
-                        writable: true,
-                        ours: true,
-                    }
-                } else {
-                    if !found.same_shape(spec) {
-                        return Err(Error::Refused(format!(
-                            "{} holds a tree kept by an earlier run with --threads {} --files {}{}{}{} \
-                             --prefix '{}'; use the same flags (and no more files) to work on it, or \
-                             pass --clean-existing to remove it first",
-                            root.display(),
-                            found.threads,
-                            found.files,
-                            if found.same_dir { " --same-dir" } else { "" },
-                            if found.files_per_dir != u64::MAX {
-                                format!(" --files-per-dir {}", found.files_per_dir)
-                            } else {
-                                String::new()
-                            },
-                            if found.files_per_dir != u64::MAX {
-                                format!(" --dirs-per-dir {}", found.dirs_per_dir)
-                            } else {
-                                String::new()
-                            },
-                            found.prefix
-                        )));
-                    }
-                    let mut st = found.state;
-                    for &op in &spec.ops {
-                        if let Some(pre) = st.prerequisite(op) {
-                            st = spec.state_after(st, pre).unwrap_or(st);
-                        }
-                        st = spec.state_after(st, op).map_err(|why| Error::KeptTree {
-                            message: format!(
-                                "{} holds a tree an earlier run kept, and `{op}` cannot run on it: {why}; \
-                                 pass --clean-existing to remove it first, or run phases that use it \
-                                 (e.g. --ops stat,read,delete)",
-                                root.display()
-                            ),
-                            conflict: why,
-                        })?;
-                    }
-                    let writable = engine::sys::can_write(&root);
-                    Tree {
-                        root: root.clone(),
-                        marker: Marker {
-                            run_id: run_id.into(),
-                            ..found
-                        },
-                        writable,
-                        ours: false,
-                    }
-                }
-            }
+            Some(found) => adopt_kept(spec, &root, run_id, found, notes, fresh)?,
         },
     };
     tree.save();
@@ -254,7 +184,96 @@ pub(crate) fn prepare(
             root.display()
         )));
     }
-    // Thread directories, untimed, as `run` makes its per-worker ones.
+    make_thread_dirs(spec, &root, &tree)?;
+    Ok(tree)
+}
+
+/// The working directory holds a tree an earlier run kept (`found` is its
+/// marker): remove it first with `--clean-existing`, or check that this
+/// run's phases can work on it as it is.
+fn adopt_kept(
+    spec: &MetaSpec,
+    root: &Path,
+    run_id: &str,
+    found: Marker,
+    notes: &mut Vec<String>,
+    fresh: impl Fn(bool) -> Marker,
+) -> Result<Tree, Error> {
+    let root = root.to_path_buf();
+    if spec.clean_existing {
+        let kept_spec = found.shaped(spec);
+        let left = teardown(&kept_spec, &root, found.state, found.extent);
+        if !left.is_empty() {
+            return Err(Error::Refused(format!(
+                "--clean-existing: could not remove the earlier run's tree in {}: {}",
+                root.display(),
+                left.join("; ")
+            )));
+        }
+        notes.push(format!(
+            "removed the tree an earlier run kept in {} (--clean-existing)",
+            root.display()
+        ));
+        Ok(Tree {
+            root,
+            marker: fresh(found.root_created),
+            writable: true,
+            ours: true,
+        })
+    } else {
+        if !found.same_shape(spec) {
+            return Err(Error::Refused(format!(
+                "{} holds a tree kept by an earlier run with --threads {} --files {}{}{}{} \
+                 --prefix '{}'; use the same flags (and no more files) to work on it, or \
+                 pass --clean-existing to remove it first",
+                root.display(),
+                found.threads,
+                found.files,
+                if found.same_dir { " --same-dir" } else { "" },
+                if found.files_per_dir != u64::MAX {
+                    format!(" --files-per-dir {}", found.files_per_dir)
+                } else {
+                    String::new()
+                },
+                if found.files_per_dir != u64::MAX {
+                    format!(" --dirs-per-dir {}", found.dirs_per_dir)
+                } else {
+                    String::new()
+                },
+                found.prefix
+            )));
+        }
+        let mut st = found.state;
+        for &op in &spec.ops {
+            if let Some(pre) = st.prerequisite(op) {
+                st = spec.state_after(st, pre).unwrap_or(st);
+            }
+            st = spec.state_after(st, op).map_err(|why| Error::KeptTree {
+                message: format!(
+                    "{} holds a tree an earlier run kept, and `{op}` cannot run on it: {why}; \
+                     pass --clean-existing to remove it first, or run phases that use it \
+                     (e.g. --ops stat,read,delete)",
+                    root.display()
+                ),
+                conflict: why,
+            })?;
+        }
+        let writable = engine::sys::can_write(&root);
+        Ok(Tree {
+            root,
+            marker: Marker {
+                run_id: run_id.into(),
+                ..found
+            },
+            writable,
+            ours: false,
+        })
+    }
+}
+
+/// Thread directories, untimed, as `run` makes its per-worker ones; on a
+/// failure a tree this run made is removed again.
+fn make_thread_dirs(spec: &MetaSpec, root: &Path, tree: &Tree) -> Result<(), Error> {
     for w in 0..spec.threads {
         if let Some(d) = spec.thread_dir(w) {
             let p = root.join(d);
@@ -264,15 +283,15 @@ pub(crate) fn prepare(
                 Err(e) => {
                     let msg = format!("cannot create {}: {e}", p.display());
                     if tree.ours {
-                        let left = teardown(spec, &root, TreeState::default(), 0);
-                        finish_root(&tree, &left, &mut Vec::new());
+                        let left = teardown(spec, root, TreeState::default(), 0);
+                        finish_root(tree, &left, &mut Vec::new());
                     }
                     return Err(Error::Refused(msg));
                 }
             }
         }
     }
-    Ok(tree)
+    Ok(())
 }
 
 /// Removes entries of every kind `state` allows for indices below

@@ -25,6 +25,7 @@ pub mod dataset;
 pub mod error;
 pub mod host;
 pub mod meta;
+mod record;
 pub mod run;
 pub mod topology;
 

@@ -16,10 +16,7 @@ use std::sync::Arc;
 
 use coord::Coordinator;
 use engine::meta::{run_meta_worker, MetaPlan, MetaSample};
-use report::{
-    ErrorRecord, FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles,
-    WorkerRecord, SCHEMA,
-};
+use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, Stonewall, ThreadFiles, WorkerRecord};
 use spec::{MetaOp, MetaSpec};
 use stats::LatencyHistogram;
 
@@ -27,6 +24,7 @@ use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::tree::{finish_root, prepare, teardown, union, Marker, Tree};
 use crate::error::Error;
 use crate::host;
+use crate::record::{failure_record, new_record, other_rank_failed};
 use crate::run::{make_run_id, space_warning, Outcome};
 use crate::topology::Topology;
 
@@ -122,20 +120,7 @@ pub fn run_with(
     let made = cluster::agree(coord, made.transpose())?;
     let mut tree = share_tree(coord, made, spec)?;
     let mut seq = 0u64;
-    let mut results = ResultSet {
-        schema: SCHEMA,
-        tool: "ioscale".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command,
-        started: host::now_rfc3339(),
-        host,
-        spec: JobSpec::Meta(user_spec.clone()),
-        warnings: Vec::new(),
-        interrupted: false,
-        errors: Vec::new(),
-        phases: Vec::new(),
-        summary: Vec::new(),
-    };
+    let mut results = new_record(command, host, JobSpec::Meta(user_spec.clone()));
     // Indices per thread that the next phase may use: a time-limited
     // create leaves only a prefix of the files.
     let mut limit: Vec<u64> = vec![spec.files; spec.threads as usize];
@@ -172,15 +157,12 @@ pub fn run_with(
                         .iter()
                         .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
                     {
-                        Some((w, f)) => results.errors.push(ErrorRecord {
-                            worker: w,
-                            op: format!("layout {}", f.op),
-                            file: f.path.display().to_string(),
-                            offset: f.offset,
-                            errno: f.errno,
-                            message: f.message.clone(),
-                        }),
-                        None => results.errors.push(other_rank_failed(coord, user_spec)),
+                        Some((w, f)) => {
+                            results
+                                .errors
+                                .push(failure_record(w, format!("layout {}", f.op), f))
+                        }
+                        None => results.errors.push(other_rank_failed(&topo)),
                     }
                     break 'reps;
                 }
@@ -247,14 +229,9 @@ pub fn run_with(
             }
             for s in &samples {
                 if let Some(f) = &s.failure {
-                    results.errors.push(ErrorRecord {
-                        worker: s.worker,
-                        op: f.op.clone(),
-                        file: f.path.display().to_string(),
-                        offset: f.offset,
-                        errno: f.errno,
-                        message: f.message.clone(),
-                    });
+                    results
+                        .errors
+                        .push(failure_record(s.worker, f.op.clone(), f));
                 }
                 if let Some(p) = &s.first_left {
                     notes.push(format!(
@@ -266,7 +243,7 @@ pub fn run_with(
                 }
             }
             if failed && results.errors.is_empty() {
-                results.errors.push(other_rank_failed(coord, user_spec));
+                results.errors.push(other_rank_failed(&topo));
             }
             if failed || interrupted {
                 state = union(state, after);
@@ -381,19 +358,6 @@ fn run_phase_all(
         vec![(); threads],
         |w, (), ctl, barrier| run_meta_worker(w, plan, ctl, barrier),
     )
-}
-
-/// The error a rank records when another rank's worker failed: it stopped
-/// with them; rank 0 reports the failure itself.
-fn other_rank_failed(coord: &dyn Coordinator, spec: &MetaSpec) -> ErrorRecord {
-    ErrorRecord {
-        worker: coord.rank() * spec.threads,
-        op: "stop".into(),
-        file: String::new(),
-        offset: None,
-        errno: None,
-        message: "another rank failed; rank 0 reports the error".into(),
-    }
 }
 
 /// Hands rank 0's tree to every rank. The others' copy never writes the

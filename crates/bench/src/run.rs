@@ -13,8 +13,7 @@ use std::sync::Arc;
 use coord::Coordinator;
 use engine::{run_worker, PhasePlan, Prepared, WorkerSample};
 use report::{
-    ErrorRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord,
-    WorkerRecord, SCHEMA,
+    HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord, WorkerRecord,
 };
 use spec::{format_size, EngineKind, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
@@ -23,6 +22,7 @@ use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::{DataSet, Marker, SetKind};
 use crate::error::Error;
 use crate::host;
+use crate::record::{failure_record, new_record, other_rank_failed};
 use crate::topology::Topology;
 
 /// What a finished (or stopped) run hands back to the caller.
@@ -207,11 +207,144 @@ pub fn run_with(
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
 ) -> Result<Outcome, Error> {
-    let is_root = coord.rank() == 0;
+    let Setup {
+        host,
+        topo,
+        gspec,
+        align,
+        mut warns,
+        run_id,
+        mut ds,
+    } = setup(spec, coord)?;
+    let is_root = topo.is_root();
+    let layout = &topo.layout;
+    let mut results = new_record(command, host, JobSpec::Run(spec.clone()));
+    let mut phases = Phases {
+        coord,
+        topo: &topo,
+        stop: &stop,
+        seq: 0,
+        prepared: (0..spec.threads).map(|_| None).collect(),
+    };
+    let mut drop_warned = false;
+    let mut first = true;
+    let mut have_data = ds.had_data;
+    'reps: for rep in 0..spec.reps {
+        if rep > 0 {
+            pause(spec.rep_delay, &stop);
+        }
+        for &op in &spec.ops {
+            if coord.any(stop.load(Ordering::Relaxed)) {
+                results.interrupted = true;
+                break 'reps;
+            }
+            if op.reads() && !have_data {
+                // Reads need data: lay the files out first, untimed, as fio
+                // does before a mixed or read job on fresh files.
+                let plan = plan_for(&gspec, Op::Write, &ds, align, rep, false);
+                let out = phases.run(&plan)?;
+                if out.failed {
+                    results.errors.extend(out.samples.iter().find_map(|s| {
+                        let f = s.failure.as_ref()?;
+                        Some(failure_record(s.worker, format!("layout {}", f.op), f))
+                    }));
+                    break 'reps;
+                }
+                if out.interrupted {
+                    results.interrupted = true;
+                    break 'reps;
+                }
+                warns.push(format!(
+                    "the files were laid out by an untimed write before the first {op} phase"
+                ));
+                have_data = true;
+            }
+            if spec.drop_caches && !first {
+                drop_caches(&ds, &mut drop_warned, &mut warns);
+            }
+            first = false;
+            let plan = plan_for(&gspec, op, &ds, align, rep, true);
+            let out = phases.run(&plan)?;
+            record_phase(&mut results, &plan, &out, layout, is_root);
+            // A complete write of every transfer: the files now hold a full
+            // data set (mixed phases only count if they wrote all).
+            let complete = !out.failed && !out.interrupted && !out.deadline;
+            if complete && matches!(op, Op::Write | Op::Randwrite) {
+                have_data = true;
+                if spec.keep && is_root {
+                    ds.mark_complete(&run_id, spec.file_size(), spec.seed);
+                }
+            }
+            if out.interrupted {
+                results.interrupted = true;
+                break 'reps;
+            }
+            if out.failed {
+                if results.errors.is_empty() {
+                    // Another rank failed: this one stops cleanly with it.
+                    results.errors.push(other_rank_failed(&topo));
+                }
+                break 'reps;
+            }
+        }
+    }
+    results.warnings = warns;
+    results.summarise();
+    Ok(finish(spec, coord, &ds, results))
+}
+
+/// Adds a finished phase to the record: rank 0 reduces every worker's
+/// sample into a phase record (and per-node totals on a cluster); every
+/// rank adds its workers' failures.
+fn record_phase(
+    results: &mut ResultSet,
+    plan: &PhasePlan,
+    out: &PhaseOut<WorkerSample>,
+    layout: &Layout,
+    is_root: bool,
+) {
+    if is_root {
+        let rec = reduce(
+            plan,
+            &out.samples,
+            out.first_done_ns,
+            out.cpu,
+            layout,
+            out.interrupted,
+        );
+        if let Some(c) = results.host.cluster.as_mut() {
+            c.node_phases
+                .extend(layout.node_phases(results.phases.len(), &rec));
+        }
+        results.phases.push(rec);
+    }
+    for s in &out.samples {
+        if let Some(f) = &s.failure {
+            results
+                .errors
+                .push(failure_record(s.worker, f.op.clone(), f));
+        }
+    }
+}
+
+/// What a run has before its first phase.
+struct Setup {
+    host: HostInfo,
+    topo: Topology,
+    /// The spec of all workers: file names, offsets and the marker use it.
+    gspec: WorkloadSpec,
+    /// Buffer alignment (O_DIRECT's, or 1).
+    align: usize,
+    warns: Vec<String>,
+    run_id: String,
+    ds: DataSet,
+}
+
+/// The checks, warnings and data set before the first phase: collective
+/// calls every rank makes in the same order.
+fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
     let mut host = host::collect(&spec.target);
     let topo = Topology::discover(coord, spec.threads, &mut host)?;
-    let layout = &topo.layout;
-    // The spec of all workers: file names, offsets and the marker use it.
     let mut gspec = spec.clone();
     gspec.threads = topo.workers;
     let align = cluster::agree(coord, preflight(spec))?;
@@ -230,145 +363,42 @@ pub fn run_with(
         .map_err(|e| Error::Refused(e.to_string()))?;
     // Rank 0 makes the directory and marker; the others learn the names
     // only after that (the broadcast), so nobody opens a file before.
-    let made = is_root.then(|| DataSet::prepare(&gspec, &run_id));
+    let made = topo.is_root().then(|| DataSet::prepare(&gspec, &run_id));
     let made = cluster::agree(coord, made.transpose())?;
-    let mut ds = share_dataset(coord, made)?;
-    let mut notes = Vec::new();
-    let mut results = ResultSet {
-        schema: SCHEMA,
-        tool: "ioscale".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command,
-        started: host::now_rfc3339(),
+    let ds = share_dataset(coord, made)?;
+    Ok(Setup {
         host,
-        spec: JobSpec::Run(spec.clone()),
-        warnings: Vec::new(),
-        interrupted: false,
-        errors: Vec::new(),
-        phases: Vec::new(),
-        summary: Vec::new(),
-    };
-    let mut prepared: Vec<Option<Prepared>> = (0..spec.threads).map(|_| None).collect();
-    let mut drop_warned = false;
-    let mut first = true;
-    let mut have_data = ds.had_data;
-    let mut seq = 0u64;
-    'reps: for rep in 0..spec.reps {
-        if rep > 0 {
-            if let Some(d) = spec.rep_delay {
-                // IOR -d: a pause between repetitions that Ctrl-C cuts short.
-                let until = std::time::Instant::now() + d;
-                while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-            }
-        }
-        for &op in &spec.ops {
-            if coord.any(stop.load(Ordering::Relaxed)) {
-                results.interrupted = true;
-                break 'reps;
-            }
-            if op.reads() && !have_data {
-                // Reads need data: lay the files out first, untimed, as fio
-                // does before a mixed or read job on fresh files.
-                let plan = plan_for(&gspec, Op::Write, &ds, align, rep, false);
-                let out = run_phase_all(&plan, &stop, &mut prepared, coord, &topo, &mut seq)?;
-                if out.failed {
-                    if let Some((worker, f)) = out
-                        .samples
-                        .iter()
-                        .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
-                    {
-                        results.errors.push(ErrorRecord {
-                            worker,
-                            op: format!("layout {}", f.op),
-                            file: f.path.display().to_string(),
-                            offset: f.offset,
-                            errno: f.errno,
-                            message: f.message.clone(),
-                        });
-                    }
-                    break 'reps;
-                }
-                if out.interrupted {
-                    results.interrupted = true;
-                    break 'reps;
-                }
-                warns.push(format!(
-                    "the files were laid out by an untimed write before the first {op} phase"
-                ));
-                have_data = true;
-            }
-            if spec.drop_caches && !first {
-                drop_caches(&ds, &mut drop_warned, &mut warns);
-            }
-            first = false;
-            let plan = plan_for(&gspec, op, &ds, align, rep, true);
-            let out = run_phase_all(&plan, &stop, &mut prepared, coord, &topo, &mut seq)?;
-            if is_root {
-                let rec = reduce(
-                    &plan,
-                    &out.samples,
-                    out.first_done_ns,
-                    out.cpu,
-                    layout,
-                    out.interrupted,
-                );
-                if let Some(c) = results.host.cluster.as_mut() {
-                    c.node_phases
-                        .extend(layout.node_phases(results.phases.len(), &rec));
-                }
-                results.phases.push(rec);
-            }
-            for s in &out.samples {
-                if let Some(f) = &s.failure {
-                    results.errors.push(ErrorRecord {
-                        worker: s.worker,
-                        op: f.op.clone(),
-                        file: f.path.display().to_string(),
-                        offset: f.offset,
-                        errno: f.errno,
-                        message: f.message.clone(),
-                    });
-                }
-            }
-            if op.writes() && !out.failed && !out.interrupted && !out.deadline {
-                // A complete write of every transfer: the files now hold a
-                // full data set (mixed phases only count if they wrote all).
-                if matches!(op, Op::Write | Op::Randwrite) {
-                    have_data = true;
-                    if spec.keep && is_root {
-                        ds.mark_complete(&run_id, spec.file_size(), spec.seed);
-                    }
-                }
-            }
-            if out.interrupted {
-                results.interrupted = true;
-                break 'reps;
-            }
-            if out.failed {
-                if results.errors.is_empty() {
-                    // Another rank failed: this one stops cleanly with it.
-                    results.errors.push(ErrorRecord {
-                        worker: coord.rank() * spec.threads,
-                        op: "stop".into(),
-                        file: String::new(),
-                        offset: None,
-                        errno: None,
-                        message: "another rank failed; rank 0 reports the error".into(),
-                    });
-                }
-                break 'reps;
-            }
+        topo,
+        gspec,
+        align,
+        warns,
+        run_id,
+        ds,
+    })
+}
+
+/// IOR -d: a pause between repetitions that Ctrl-C cuts short.
+fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
+    if let Some(d) = delay {
+        let until = std::time::Instant::now() + d;
+        while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
-    results.warnings = warns;
-    results.summarise();
+}
 
-    // Every rank has closed its files before rank 0 removes them.
+/// After the last phase: every rank has closed its files before rank 0
+/// removes them (or says where they were kept).
+fn finish(
+    spec: &WorkloadSpec,
+    coord: &dyn Coordinator,
+    ds: &DataSet,
+    results: ResultSet,
+) -> Outcome {
+    let mut notes = Vec::new();
     coord.barrier();
-    if !is_root {
-        return Ok(Outcome { results, notes });
+    if coord.rank() != 0 {
+        return Outcome { results, notes };
     }
     if !spec.keep && ds.created_root {
         let left = ds.remove();
@@ -378,7 +408,32 @@ pub fn run_with(
     } else if let Some(n) = ds.kept_note(spec) {
         notes.push(n);
     }
-    Ok(Outcome { results, notes })
+    Outcome { results, notes }
+}
+
+/// What runs the phases of one rank: the ranks' coordinator, the run's
+/// topology, the stop flag, the phase count (the same on every rank) and
+/// each thread's prepared engine state, which carries over between phases.
+struct Phases<'a> {
+    coord: &'a dyn Coordinator,
+    topo: &'a Topology,
+    stop: &'a Arc<AtomicBool>,
+    seq: u64,
+    prepared: Vec<Option<Prepared>>,
+}
+
+impl Phases<'_> {
+    /// Runs one phase (see [`run_phase_all`]).
+    fn run(&mut self, plan: &PhasePlan) -> Result<PhaseOut<WorkerSample>, Error> {
+        run_phase_all(
+            plan,
+            self.stop,
+            &mut self.prepared,
+            self.coord,
+            self.topo,
+            &mut self.seq,
+        )
+    }
 }
 
 /// What the ranks other than 0 need of the data set rank 0 prepared.

@@ -16,12 +16,14 @@ use std::sync::Arc;
 
 use coord::Coordinator;
 use engine::meta::{run_meta_worker, MetaPlan, MetaSample};
-use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, Stonewall, ThreadFiles, WorkerRecord};
+use report::{
+    FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles, WorkerRecord,
+};
 use spec::{MetaOp, MetaSpec};
 use stats::LatencyHistogram;
 
 use crate::cluster::{self, Layout, PhaseOut};
-use crate::dataset::tree::{finish_root, prepare, teardown, union, Marker, Tree};
+use crate::dataset::tree::{close, prepare, union, Marker, Tree};
 use crate::error::Error;
 use crate::host;
 use crate::record::{failure_record, new_record, other_rank_failed};
@@ -89,36 +91,18 @@ pub fn run_with(
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
 ) -> Result<Outcome, Error> {
-    let is_root = coord.rank() == 0;
-    let mut host = host::collect(&spec.target);
-    let topo = Topology::discover(coord, spec.threads, &mut host)?;
+    let mut notes = Vec::new();
+    let Setup {
+        host,
+        topo,
+        gspec,
+        mut warns,
+        mut tree,
+    } = setup(spec, coord, &mut notes)?;
+    let is_root = topo.is_root();
     let layout = &topo.layout;
-    // The spec of all workers: names, the marker and cleanup use it.
-    let mut gspec = spec.clone();
-    gspec.threads = topo.workers;
     let user_spec = spec;
     let spec = &gspec;
-    cluster::agree(coord, preflight(spec))?;
-    // CPUs are per node: warn about one node's share.
-    let mut node_spec = user_spec.clone();
-    node_spec.threads = topo.threads_per_node();
-    let mut warns = warnings(&node_spec, &host);
-    if spec.ops.contains(&MetaOp::Create) {
-        warns.extend(space_warning(
-            &spec.target,
-            spec.file_size.max() * spec.total_files(),
-        ));
-    }
-    let run_id = coord
-        .broadcast_as(&make_run_id())
-        .map_err(|e| Error::Refused(e.to_string()))?;
-    let mut notes = Vec::new();
-    // Rank 0 makes the tree; the others learn its marker only after that
-    // (the broadcast), so nobody creates an entry before. Their copy never
-    // writes the marker.
-    let made = is_root.then(|| prepare(spec, &run_id, &mut notes));
-    let made = cluster::agree(coord, made.transpose())?;
-    let mut tree = share_tree(coord, made, spec)?;
     let mut seq = 0u64;
     let mut results = new_record(command, host, JobSpec::Meta(user_spec.clone()));
     // Indices per thread that the next phase may use: a time-limited
@@ -205,43 +189,14 @@ pub fn run_with(
                 timed: true,
             };
             let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
-            let samples = out.samples;
+            let samples = &out.samples;
             if creates {
                 extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
             }
             let interrupted = out.interrupted;
             let failed = out.failed;
             let cut_short = out.deadline;
-            if is_root {
-                let rec = reduce(
-                    &plan,
-                    &samples,
-                    out.first_done_ns,
-                    out.cpu,
-                    layout,
-                    interrupted,
-                );
-                if let Some(c) = results.host.cluster.as_mut() {
-                    c.node_phases
-                        .extend(layout.node_phases(results.phases.len(), &rec));
-                }
-                results.phases.push(rec);
-            }
-            for s in &samples {
-                if let Some(f) = &s.failure {
-                    results
-                        .errors
-                        .push(failure_record(s.worker, f.op.clone(), f));
-                }
-                if let Some(p) = &s.first_left {
-                    notes.push(format!(
-                        "cleanup: {} and {} more directories were not empty (they hold entries \
-                         ioscale did not create; left alone)",
-                        p.display(),
-                        s.left.saturating_sub(1)
-                    ));
-                }
-            }
+            record_phase(&mut results, &mut notes, &plan, &out, layout, is_root);
             if failed && results.errors.is_empty() {
                 results.errors.push(other_rank_failed(&topo));
             }
@@ -256,7 +211,7 @@ pub fn run_with(
                 if creates {
                     // The files made form a prefix per thread; later
                     // phases work on those.
-                    for s in &samples {
+                    for s in samples {
                         limit[s.worker as usize] = limit[s.worker as usize].min(s.files);
                     }
                     state = after;
@@ -284,59 +239,107 @@ pub fn run_with(
 
     // Every rank has closed its entries before rank 0 removes them.
     coord.barrier();
-    if !is_root {
-        return Ok(Outcome { results, notes });
-    }
-    tree.marker.state = state;
-    tree.marker.extent = extent;
-    let remove = !spec.keep && (tree.ours || ran_cleanup || state.is_empty());
-    if remove {
-        let left = teardown(spec, &tree.root, state, extent);
-        if left.is_empty() || tree.ours {
-            finish_root(&tree, &left, &mut notes);
-        } else {
-            for l in &left {
-                notes.push(format!("cleanup: could not remove {l}"));
-            }
-        }
-    } else {
-        tree.save();
-        let how = format!(
-            "`ioscale meta --ops cleanup --threads {} --files {}{}{}{} {}` removes it",
-            spec.threads,
-            tree.marker.files,
-            if spec.same_dir { " --same-dir" } else { "" },
-            if spec.prefix.is_empty() {
-                String::new()
-            } else {
-                format!(" --prefix {}", spec.prefix)
-            },
-            if spec.files_per_dir != u64::MAX {
-                format!(
-                    " --files-per-dir {} --dirs-per-dir {}",
-                    spec.files_per_dir, spec.dirs_per_dir
-                )
-            } else {
-                String::new()
-            },
-            spec.target.display()
-        );
-        if spec.keep {
-            notes.push(format!("kept the tree in {} ({how})", tree.root.display()));
-        } else {
-            notes.push(format!(
-                "the tree in {} was kept by an earlier run and is left in place ({how})",
-                tree.root.display()
-            ));
-        }
-        if !tree.writable {
-            notes.push(format!(
-                "could not update the marker in {} (no write permission)",
-                tree.root.display()
-            ));
-        }
+    if is_root {
+        tree.marker.state = state;
+        tree.marker.extent = extent;
+        close(spec, &mut tree, ran_cleanup, &mut notes);
     }
     Ok(Outcome { results, notes })
+}
+
+/// Adds a finished phase to the record: rank 0 reduces every worker's
+/// sample into a phase record (and per-node totals on a cluster); every
+/// rank adds its workers' failures, and notes on directories cleanup had
+/// to leave.
+fn record_phase(
+    results: &mut ResultSet,
+    notes: &mut Vec<String>,
+    plan: &MetaPlan<'_>,
+    out: &PhaseOut<MetaSample>,
+    layout: &Layout,
+    is_root: bool,
+) {
+    if is_root {
+        let rec = reduce(
+            plan,
+            &out.samples,
+            out.first_done_ns,
+            out.cpu,
+            layout,
+            out.interrupted,
+        );
+        if let Some(c) = results.host.cluster.as_mut() {
+            c.node_phases
+                .extend(layout.node_phases(results.phases.len(), &rec));
+        }
+        results.phases.push(rec);
+    }
+    for s in &out.samples {
+        if let Some(f) = &s.failure {
+            results
+                .errors
+                .push(failure_record(s.worker, f.op.clone(), f));
+        }
+        if let Some(p) = &s.first_left {
+            notes.push(format!(
+                "cleanup: {} and {} more directories were not empty (they hold entries \
+                 ioscale did not create; left alone)",
+                p.display(),
+                s.left.saturating_sub(1)
+            ));
+        }
+    }
+}
+
+/// What a metadata run has before its first phase.
+struct Setup {
+    host: HostInfo,
+    topo: Topology,
+    /// The spec of all workers: names, the marker and cleanup use it.
+    gspec: MetaSpec,
+    warns: Vec<String>,
+    tree: Tree,
+}
+
+/// The checks, warnings and tree before the first phase: collective calls
+/// every rank makes in the same order. `spec` is the user's (threads per
+/// rank); notes of the tree's preparation go to `notes`.
+fn setup(
+    spec: &MetaSpec,
+    coord: &dyn Coordinator,
+    notes: &mut Vec<String>,
+) -> Result<Setup, Error> {
+    let mut host = host::collect(&spec.target);
+    let topo = Topology::discover(coord, spec.threads, &mut host)?;
+    let mut gspec = spec.clone();
+    gspec.threads = topo.workers;
+    cluster::agree(coord, preflight(&gspec))?;
+    // CPUs are per node: warn about one node's share.
+    let mut node_spec = spec.clone();
+    node_spec.threads = topo.threads_per_node();
+    let mut warns = warnings(&node_spec, &host);
+    if gspec.ops.contains(&MetaOp::Create) {
+        warns.extend(space_warning(
+            &gspec.target,
+            gspec.file_size.max() * gspec.total_files(),
+        ));
+    }
+    let run_id = coord
+        .broadcast_as(&make_run_id())
+        .map_err(|e| Error::Refused(e.to_string()))?;
+    // Rank 0 makes the tree; the others learn its marker only after that
+    // (the broadcast), so nobody creates an entry before. Their copy never
+    // writes the marker.
+    let made = topo.is_root().then(|| prepare(&gspec, &run_id, notes));
+    let made = cluster::agree(coord, made.transpose())?;
+    let tree = share_tree(coord, made, &gspec)?;
+    Ok(Setup {
+        host,
+        topo,
+        gspec,
+        warns,
+        tree,
+    })
 }
 
 /// Runs one phase on this rank, one thread per worker, all released

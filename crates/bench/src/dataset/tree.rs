@@ -341,6 +341,60 @@ pub(crate) fn teardown(spec: &MetaSpec, root: &Path, state: TreeState, extent: u
     left
 }
 
+/// After the last phase, on rank 0: removes the tree (when this run made
+/// it, ran a cleanup, or left it empty, and not `--keep`), or saves its
+/// marker and says how to remove it later. `spec` is the spec of all
+/// workers; the marker holds the state and extent the phases left.
+pub(crate) fn close(spec: &MetaSpec, tree: &mut Tree, ran_cleanup: bool, notes: &mut Vec<String>) {
+    let remove = !spec.keep && (tree.ours || ran_cleanup || tree.marker.state.is_empty());
+    if remove {
+        let left = teardown(spec, &tree.root, tree.marker.state, tree.marker.extent);
+        if left.is_empty() || tree.ours {
+            finish_root(tree, &left, notes);
+        } else {
+            for l in &left {
+                notes.push(format!("cleanup: could not remove {l}"));
+            }
+        }
+    } else {
+        tree.save();
+        let how = format!(
+            "`ioscale meta --ops cleanup --threads {} --files {}{}{}{} {}` removes it",
+            spec.threads,
+            tree.marker.files,
+            if spec.same_dir { " --same-dir" } else { "" },
+            if spec.prefix.is_empty() {
+                String::new()
+            } else {
+                format!(" --prefix {}", spec.prefix)
+            },
+            if spec.files_per_dir != u64::MAX {
+                format!(
+                    " --files-per-dir {} --dirs-per-dir {}",
+                    spec.files_per_dir, spec.dirs_per_dir
+                )
+            } else {
+                String::new()
+            },
+            spec.target.display()
+        );
+        if spec.keep {
+            notes.push(format!("kept the tree in {} ({how})", tree.root.display()));
+        } else {
+            notes.push(format!(
+                "the tree in {} was kept by an earlier run and is left in place ({how})",
+                tree.root.display()
+            ));
+        }
+        if !tree.writable {
+            notes.push(format!(
+                "could not update the marker in {} (no write permission)",
+                tree.root.display()
+            ));
+        }
+    }
+}
+
 /// Removes the marker and, when an ioscale run made it, the working
 /// directory (rmdir: only when nothing foreign is left).
 pub(crate) fn finish_root(tree: &Tree, left: &[String], notes: &mut Vec<String>) {

@@ -16,9 +16,7 @@ use std::sync::Arc;
 
 use coord::Coordinator;
 use engine::meta::{run_meta_worker, MetaPlan, MetaSample};
-use report::{
-    FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles, WorkerRecord,
-};
+use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, Stonewall, ThreadFiles, WorkerRecord};
 use spec::{MetaOp, MetaSpec};
 use stats::LatencyHistogram;
 
@@ -26,7 +24,7 @@ use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::tree::{close, prepare, union, Marker, Tree};
 use crate::error::Error;
 use crate::host;
-use crate::record::{failure_record, new_record, other_rank_failed};
+use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
 use crate::run::{make_run_id, space_warning, Outcome};
 use crate::topology::Topology;
 
@@ -196,7 +194,9 @@ pub fn run_with(
             let interrupted = out.interrupted;
             let failed = out.failed;
             let cut_short = out.deadline;
-            record_phase(&mut results, &mut notes, &plan, &out, layout, is_root);
+            let rec = is_root.then(|| reduce(&plan, &out, layout));
+            record_phase(&mut results, rec, &out, layout, |s| s.failure.as_ref());
+            left_notes(samples, &mut notes);
             if failed && results.errors.is_empty() {
                 results.errors.push(other_rank_failed(&topo));
             }
@@ -247,39 +247,10 @@ pub fn run_with(
     Ok(Outcome { results, notes })
 }
 
-/// Adds a finished phase to the record: rank 0 reduces every worker's
-/// sample into a phase record (and per-node totals on a cluster); every
-/// rank adds its workers' failures, and notes on directories cleanup had
-/// to leave.
-fn record_phase(
-    results: &mut ResultSet,
-    notes: &mut Vec<String>,
-    plan: &MetaPlan<'_>,
-    out: &PhaseOut<MetaSample>,
-    layout: &Layout,
-    is_root: bool,
-) {
-    if is_root {
-        let rec = reduce(
-            plan,
-            &out.samples,
-            out.first_done_ns,
-            out.cpu,
-            layout,
-            out.interrupted,
-        );
-        if let Some(c) = results.host.cluster.as_mut() {
-            c.node_phases
-                .extend(layout.node_phases(results.phases.len(), &rec));
-        }
-        results.phases.push(rec);
-    }
-    for s in &out.samples {
-        if let Some(f) = &s.failure {
-            results
-                .errors
-                .push(failure_record(s.worker, f.op.clone(), f));
-        }
+/// Notes on the directories a cleanup had to leave (they held entries
+/// ioscale did not create).
+fn left_notes(samples: &[MetaSample], notes: &mut Vec<String>) {
+    for s in samples {
         if let Some(p) = &s.first_left {
             notes.push(format!(
                 "cleanup: {} and {} more directories were not empty (they hold entries \
@@ -388,14 +359,13 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// Reduces thread samples into one phase record: totals ÷ (last finish −
 /// first start), never a sum of per-thread rates.
-fn reduce(
-    plan: &MetaPlan<'_>,
-    samples: &[MetaSample],
-    first_done_ns: Option<u64>,
-    cpu: (f64, f64),
-    layout: &Layout,
-    interrupted: bool,
-) -> PhaseRecord {
+fn reduce(plan: &MetaPlan<'_>, out: &PhaseOut<MetaSample>, layout: &Layout) -> PhaseRecord {
+    let (samples, first_done_ns, cpu, interrupted) = (
+        &out.samples[..],
+        out.first_done_ns,
+        out.cpu,
+        out.interrupted,
+    );
     let t0 = samples.iter().map(|s| s.start_ns).min().unwrap_or(0);
     let t1 = samples.iter().map(|s| s.end_ns).max().unwrap_or(0);
     let elapsed = t1.saturating_sub(t0) as f64 / 1e9;

@@ -2,8 +2,9 @@
 //! a worker's failure, and the stop of a rank whose peer failed.
 
 use engine::IoFailure;
-use report::{ErrorRecord, HostInfo, JobSpec, ResultSet, SCHEMA};
+use report::{ErrorRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, SCHEMA};
 
+use crate::cluster::{Layout, PhaseOut, Sample};
 use crate::host;
 use crate::topology::Topology;
 
@@ -48,5 +49,31 @@ pub(crate) fn other_rank_failed(topo: &Topology) -> ErrorRecord {
         offset: None,
         errno: None,
         message: "another rank failed; rank 0 reports the error".into(),
+    }
+}
+
+/// Adds a finished phase to the record: the phase record rank 0 reduced
+/// (with per-node totals on a cluster), and on every rank its workers'
+/// failures (`failure` finds a sample's).
+pub(crate) fn record_phase<S: Sample>(
+    results: &mut ResultSet,
+    rec: Option<PhaseRecord>,
+    out: &PhaseOut<S>,
+    layout: &Layout,
+    failure: impl Fn(&S) -> Option<&IoFailure>,
+) {
+    if let Some(rec) = rec {
+        if let Some(c) = results.host.cluster.as_mut() {
+            c.node_phases
+                .extend(layout.node_phases(results.phases.len(), &rec));
+        }
+        results.phases.push(rec);
+    }
+    for s in &out.samples {
+        if let Some(f) = failure(s) {
+            results
+                .errors
+                .push(failure_record(s.worker(), f.op.clone(), f));
+        }
     }
 }

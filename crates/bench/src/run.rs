@@ -22,7 +22,7 @@ use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::{DataSet, Marker, SetKind};
 use crate::error::Error;
 use crate::host;
-use crate::record::{failure_record, new_record, other_rank_failed};
+use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
 use crate::topology::Topology;
 
 /// What a finished (or stopped) run hands back to the caller.
@@ -265,7 +265,8 @@ pub fn run_with(
             first = false;
             let plan = plan_for(&gspec, op, &ds, align, rep, true);
             let out = phases.run(&plan)?;
-            record_phase(&mut results, &plan, &out, layout, is_root);
+            let rec = is_root.then(|| reduce(&plan, &out, layout));
+            record_phase(&mut results, rec, &out, layout, |s| s.failure.as_ref());
             // A complete write of every transfer: the files now hold a full
             // data set (mixed phases only count if they wrote all).
             let complete = !out.failed && !out.interrupted && !out.deadline;
@@ -291,40 +292,6 @@ pub fn run_with(
     results.warnings = warns;
     results.summarise();
     Ok(finish(spec, coord, &ds, results))
-}
-
-/// Adds a finished phase to the record: rank 0 reduces every worker's
-/// sample into a phase record (and per-node totals on a cluster); every
-/// rank adds its workers' failures.
-fn record_phase(
-    results: &mut ResultSet,
-    plan: &PhasePlan,
-    out: &PhaseOut<WorkerSample>,
-    layout: &Layout,
-    is_root: bool,
-) {
-    if is_root {
-        let rec = reduce(
-            plan,
-            &out.samples,
-            out.first_done_ns,
-            out.cpu,
-            layout,
-            out.interrupted,
-        );
-        if let Some(c) = results.host.cluster.as_mut() {
-            c.node_phases
-                .extend(layout.node_phases(results.phases.len(), &rec));
-        }
-        results.phases.push(rec);
-    }
-    for s in &out.samples {
-        if let Some(f) = &s.failure {
-            results
-                .errors
-                .push(failure_record(s.worker, f.op.clone(), f));
-        }
-    }
 }
 
 /// What a run has before its first phase.
@@ -601,14 +568,13 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Reduces worker samples into one phase record.
-fn reduce(
-    plan: &PhasePlan,
-    samples: &[WorkerSample],
-    first_done_ns: Option<u64>,
-    cpu: (f64, f64),
-    layout: &Layout,
-    interrupted: bool,
-) -> PhaseRecord {
+fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> PhaseRecord {
+    let (samples, first_done_ns, cpu, interrupted) = (
+        &out.samples[..],
+        out.first_done_ns,
+        out.cpu,
+        out.interrupted,
+    );
     let t0 = samples.iter().map(|s| s.start_ns).min().unwrap_or(0);
     let t1 = samples.iter().map(|s| s.end_ns).max().unwrap_or(0);
     let elapsed = (t1.saturating_sub(t0)) as f64 / 1e9;

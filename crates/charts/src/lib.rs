@@ -51,12 +51,28 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
             } else {
                 p.series.clone()
             };
-            let (y, lo, hi) = throughput(o, data);
+            if o.failed > 0 {
+                for set in [&mut thr, &mut dur] {
+                    let at = (p.workers() as f64, o.failed as u32);
+                    match set.iter_mut().find(|s| s.label == label) {
+                        Some(s) => s.failed.push(at),
+                        None => set.push(Series {
+                            label: label.clone(),
+                            points: Vec::new(),
+                            failed: vec![at],
+                        }),
+                    }
+                }
+            }
+            if o.reps == 0 {
+                continue;
+            }
+            let (y, lo, hi) = throughput(o, data, rec.analysis.units);
             push(
                 &mut thr,
                 &label,
                 Point {
-                    x: p.threads as f64,
+                    x: p.workers() as f64,
                     y,
                     lo,
                     hi,
@@ -66,17 +82,24 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
                 &mut dur,
                 &label,
                 Point {
-                    x: p.threads as f64,
+                    x: p.workers() as f64,
                     y: o.center_elapsed_s(),
                     lo: o.elapsed_s.min,
                     hi: o.elapsed_s.max,
                 },
             );
         }
+        let files = rec
+            .points
+            .iter()
+            .flat_map(|p| &p.ops)
+            .any(|o| o.op == op && o.counts_files);
         let unit = if data {
-            "Throughput (MB/s)"
+            format!("Throughput ({})", rec.analysis.units.data())
+        } else if files {
+            "Files per second".to_string()
         } else {
-            "Operations per second"
+            "Operations per second".to_string()
         };
         let stem = safe(&op);
         out.push(NamedChart {
@@ -86,8 +109,8 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
                     "{op}: {} vs threads",
                     if data { "throughput" } else { "rate" }
                 ),
-                x_label: "Threads (log2 scale)".into(),
-                y_label: unit.into(),
+                x_label: "Workers (log2 scale)".into(),
+                y_label: unit,
                 series: thr,
             },
         });
@@ -95,7 +118,7 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
             name: format!("duration-{stem}"),
             chart: Chart {
                 title: format!("{op}: duration vs threads"),
-                x_label: "Threads (log2 scale)".into(),
+                x_label: "Workers (log2 scale)".into(),
                 y_label: "Duration (s)".into(),
                 series: dur,
             },
@@ -104,9 +127,13 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
     out
 }
 
-fn throughput(o: &OpStats, data: bool) -> (f64, f64, f64) {
+fn throughput(o: &OpStats, data: bool, units: analysis::Units) -> (f64, f64, f64) {
     if data {
-        (o.center_bw_mb_s(), o.bw_mb_s.min, o.bw_mb_s.max)
+        (
+            units.from_mib_s(o.center_bw_mib_s()),
+            units.from_mib_s(o.bw_mib_s.min),
+            units.from_mib_s(o.bw_mib_s.max),
+        )
     } else {
         (o.center_iops(), o.iops.min, o.iops.max)
     }
@@ -118,6 +145,7 @@ fn push(series: &mut Vec<Series>, label: &str, p: Point) {
         None => series.push(Series {
             label: label.to_string(),
             points: vec![p],
+            failed: Vec::new(),
         }),
     }
 }

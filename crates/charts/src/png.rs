@@ -81,6 +81,7 @@ mod tests {
             y_label: "MB/s".into(),
             series: vec![crate::svg::Series {
                 label: "a".into(),
+                failed: vec![(2.0, 1)],
                 points: vec![
                     crate::svg::Point {
                         x: 1.0,

@@ -27,6 +27,9 @@ pub struct Series {
     pub label: String,
     /// Points, any order (drawn by x).
     pub points: Vec<Point>,
+    /// Failed repetitions, as (x, how many): drawn as a red cross at the
+    /// bottom of the plot, with the count on hover.
+    pub failed: Vec<(f64, u32)>,
 }
 
 /// A whole chart.
@@ -238,11 +241,31 @@ pub fn render(c: &Chart) -> String {
             }
             let _ = write!(
                 s,
-                r##"<circle cx="{x:.1}" cy="{:.1}" r="4" fill="{col}"><title>{}: {} threads, {}</title></circle>"##,
+                r##"<circle cx="{x:.1}" cy="{:.1}" r="4" fill="{col}"><title>{}: {} workers, {}</title></circle>"##,
                 py(p.y),
                 esc(&ser.label),
                 tick_label(p.x),
                 tick_label(p.y)
+            );
+        }
+        for &(fx, n) in &ser.failed {
+            if fx < 2f64.powf(x0) - 1e-9 || fx > 2f64.powf(x1) + 1e-9 {
+                continue;
+            }
+            let (x, y) = (px(fx), TOP + ph - 9.0);
+            let _ = write!(
+                s,
+                r##"<path class="failed" d="M{:.1},{:.1}L{:.1},{:.1}M{:.1},{:.1}L{:.1},{:.1}" stroke="#c00000" stroke-width="2.5"><title>{}: {n} failed repetition(s) at {} workers, left out</title></path>"##,
+                x - 5.0,
+                y - 5.0,
+                x + 5.0,
+                y + 5.0,
+                x - 5.0,
+                y + 5.0,
+                x + 5.0,
+                y - 5.0,
+                esc(&ser.label),
+                tick_label(fx)
             );
         }
         // legend entry
@@ -291,6 +314,7 @@ mod tests {
             y_label: "MB/s".into(),
             series: vec![Series {
                 label: "shared & co".into(),
+                failed: vec![(2.0, 1)],
                 points: [1.0, 2.0, 4.0, 8.0]
                     .iter()
                     .map(|&x| Point {
@@ -311,6 +335,12 @@ mod tests {
         assert!(s.contains("&lt;vs&gt;") && s.contains("shared &amp; co"));
         assert_eq!(s.matches("<circle").count(), 4 + 1, "4 markers + legend");
         assert_eq!(s.matches("<polyline").count(), 1);
+        assert_eq!(
+            s.matches("class=\"failed\"").count(),
+            1,
+            "one failed marker"
+        );
+        assert!(s.contains("1 failed repetition(s) at 2 workers, left out"));
     }
 
     #[test]

@@ -223,7 +223,7 @@ pub struct Context {
 pub enum Limit {
     /// The machine's CPUs are (nearly) all busy.
     Cpu,
-    /// Another process (a FUSE daemon, an NFS helper) uses a whole core.
+    /// The FUSE daemon serving the target uses a whole core.
     Process,
     /// The block device under the target is (nearly) always busy.
     Device,
@@ -413,8 +413,8 @@ fn is_remote(fs: &str) -> bool {
 
 /// Names the resource that limits the points `at` (the flat part of a
 /// line), from the last of them that carries measurements. Rules, in
-/// order: all CPUs busy → CPU; another process at a whole core → that
-/// process; the device busy → device; a daemon-served or network target
+/// order: all CPUs busy → CPU; the FUSE daemon at a whole core → the
+/// daemon; the device busy → device; a daemon-served or network target
 /// with none of those → its server; else unidentified. Without
 /// measurements, ioscale's own CPU time is the only evidence.
 pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
@@ -471,19 +471,20 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
             workers: w,
         };
     }
+    // Only the daemon serving the target can limit it from one core; an
+    // unrelated busy process matters only through the CPUs (above).
     if let Some(o) = r
-        .top_other
+        .fuse
         .as_ref()
+        .and_then(|f| f.daemon.as_ref())
         .filter(|o| o.cores >= PROCESS_SATURATED)
     {
-        let who = if fs.starts_with("fuse") {
-            format!("the FUSE daemon ({}, pid {})", o.name, o.pid)
-        } else {
-            format!("process {} (pid {})", o.name, o.pid)
-        };
         return Limiter {
             limit: Limit::Process,
-            figure: format!("{who} at {:.2} of a core", o.cores),
+            figure: format!(
+                "the FUSE daemon ({}, pid {}) at {:.2} of a core",
+                o.name, o.pid, o.cores
+            ),
             workers: w,
         };
     }
@@ -1406,10 +1407,22 @@ mod tests {
             l.figure
         );
         let mut r = res("fuse.sshfs", 1.1, 0.1);
-        r.top_other = Some(ProcessUse {
+        let sshfs = ProcessUse {
             pid: 42,
             name: "sshfs".into(),
             cores: 0.93,
+        };
+        r.top_other = Some(sshfs.clone());
+        // A busy process that is not the daemon is not the limit.
+        let p = CurvePoint {
+            resources: Some(r.clone()),
+            ..p
+        };
+        let l = limiter(std::slice::from_ref(&p), &ctx("fuse.sshfs"));
+        assert_eq!(l.limit, Limit::Server, "{}", l.figure);
+        r.fuse = Some(probe::FuseUse {
+            daemon: Some(sshfs),
+            ..Default::default()
         });
         let p = CurvePoint {
             resources: Some(r),

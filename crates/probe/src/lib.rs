@@ -180,6 +180,10 @@ pub struct FuseUse {
     pub max_background: Option<u64>,
     /// The `max_read` mount option, when set.
     pub max_read: Option<u64>,
+    /// The busiest process that holds `/dev/fuse` open (the daemon serving
+    /// this mount, or one of them when several FUSE mounts exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<ProcessUse>,
 }
 
 /// Raw counters at one instant.
@@ -256,6 +260,12 @@ impl Probe {
         let el = end.at.duration_since(self.start.at).as_secs_f64().max(1e-9);
         let tck = clock_ticks();
         let mut top: Option<ProcessUse> = None;
+        let mut daemon: Option<ProcessUse> = None;
+        let daemons = if self.target.fuse_conn.is_some() {
+            fuse_holders()
+        } else {
+            Vec::new()
+        };
         let me = std::process::id();
         for (pid, name, t1) in &end.procs {
             if *pid == me {
@@ -265,6 +275,13 @@ impl Probe {
                 continue;
             };
             let cores = t1.saturating_sub(*t0) as f64 / tck / el;
+            if daemons.contains(pid) && daemon.as_ref().is_none_or(|t| cores > t.cores) {
+                daemon = Some(ProcessUse {
+                    pid: *pid,
+                    name: name.clone(),
+                    cores,
+                });
+            }
             if top.as_ref().is_none_or(|t| cores > t.cores) {
                 top = Some(ProcessUse {
                     pid: *pid,
@@ -301,6 +318,7 @@ impl Probe {
                 waiting_max: max,
                 max_background: read_u64(&dir.join("max_background")),
                 max_read: self.target.max_read,
+                daemon: daemon.clone(),
             }
         });
         Resources {
@@ -421,6 +439,29 @@ fn processes() -> Vec<(u32, String, u64)> {
             if let Some(p) = parse_proc_stat(&s) {
                 out.push((pid, p.0, p.1));
             }
+        }
+    }
+    out
+}
+
+/// Processes holding `/dev/fuse` open: the FUSE daemons.
+fn fuse_holders() -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = fs::read_dir(e.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|l| l == Path::new("/dev/fuse")))
+        {
+            out.push(pid);
         }
     }
     out

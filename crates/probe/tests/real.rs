@@ -158,5 +158,5 @@ fn tmpfs_has_no_device() {
     assert!(r.device.is_none() && r.fuse.is_none(), "{r:?}");
     let j = serde_json::to_string(&r).unwrap();
     let back: probe::Resources = serde_json::from_str(&j).unwrap();
-    assert_eq!(back, r);
+    assert_eq!(serde_json::to_string(&back).unwrap(), j);
 }

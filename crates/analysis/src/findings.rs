@@ -37,6 +37,11 @@ pub const ENOUGH_SHARE: f64 = 0.9;
 /// a sentence).
 pub const MIN_EFFECT: f64 = 0.05;
 
+/// Largest relative half-width of a point's interval for it to count as
+/// part of a flat stretch: noisier points cannot show "within 10 % of the
+/// peak".
+pub const PLATEAU_NOISE: f64 = 0.15;
+
 /// Latency growth (against the fewest workers) still read as "unchanged".
 pub const LATENCY_STEADY: f64 = 1.25;
 
@@ -450,7 +455,18 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
         r.fs_type.as_str()
     };
     let w = p.threads;
-    if busy >= CPU_SATURATED {
+    // The work under test: ioscale and the daemon serving the target.
+    let daemon = r.fuse.as_ref().and_then(|f| f.daemon.as_ref());
+    let own = r.self_cores + daemon.map(|d| d.cores).unwrap_or(0.0);
+    let others = r
+        .top_other
+        .as_ref()
+        .filter(|o| o.cores >= 0.25 && daemon.is_none_or(|d| d.pid != o.pid));
+    // Starved: ioscale's threads waited for a CPU at least as long as they
+    // ran (whoever kept the CPUs busy, they are this workload's limit).
+    let wait = r.self_cpu_wait.unwrap_or(0.0);
+    let starved = wait >= 0.2 && wait >= r.self_cores;
+    if busy >= CPU_SATURATED && (own >= 0.5 * rc as f64 || starved) {
         let mut figure = format!(
             "the CPUs: {} {} {} busy, ioscale {:.2} cores",
             if rc == 2 {
@@ -462,7 +478,15 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
             pct(busy.min(1.0)),
             r.self_cores
         );
-        if let Some(o) = r.top_other.as_ref().filter(|o| o.cores >= 0.25) {
+        if let Some(d) = daemon.filter(|d| d.cores >= 0.05) {
+            figure.push_str(&format!(", FUSE daemon {:.2}", d.cores));
+        }
+        if wait >= 0.05 {
+            figure.push_str(&format!(
+                ", its threads waiting for a CPU {wait:.2} s per second"
+            ));
+        }
+        if let Some(o) = others {
             figure.push_str(&format!(", {} {:.2} cores", o.name, o.cores));
         }
         return Limiter {
@@ -471,6 +495,23 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
             workers: w,
         };
     }
+    // CPUs kept busy by other work disturb the figures but are not this
+    // workload's limit: say so beside whatever is.
+    let disturbed = match others {
+        Some(o) if busy >= CPU_SATURATED && !starved => format!(
+            " (the CPUs were {} busy, mostly with other work: {} {:.2} cores; expect noise)",
+            pct(busy.min(1.0)),
+            o.name,
+            o.cores
+        ),
+        _ => String::new(),
+    };
+    let mut l = limiter_below_cpu(r, fs, busy, w);
+    l.figure.push_str(&disturbed);
+    l
+}
+
+fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
     // Only the daemon serving the target can limit it from one core; an
     // unrelated busy process matters only through the CPUs (above).
     if let Some(o) = r
@@ -694,9 +735,9 @@ pub fn analyse_curve(
                 first.threads, peak.threads
             );
         }
-    } else if peak.threads == last.threads {
+    } else if peak.threads == last.threads && clearly_above(&last, &pts[pts.len() - 2]) {
         let prev = pts[pts.len() - 2].clone();
-        if clearly_above(&last, &prev) {
+        {
             let steady = matches!((w_first, w_last), (Some(a), Some(b)) if b <= LATENCY_STEADY * a);
             v.evidence.push(ev("next to most workers", &prev));
             if steady {
@@ -723,15 +764,6 @@ pub fn analyse_curve(
                     lat(w_first, w_last)
                 );
             }
-        } else {
-            v.evidence.push(ev("next to most workers", &prev));
-            v.text = format!(
-                "Highest at {} ({} {u}), but not clearly above {} at {} (within noise: {noise}): cannot tell whether more workers help; run more --reps.",
-                workers_word(last.threads),
-                num(last.value),
-                num(prev.value),
-                workers_word(prev.threads)
-            );
         }
     } else if clearly_above(&peak, &last) && last.value < ENOUGH_SHARE * peak.value {
         let from = pts
@@ -753,6 +785,44 @@ pub fn analyse_curve(
             l.figure
         );
         v.limiter = Some(l);
+    } else if knee_i == pts.len() - 1 && peak.threads != last.threads {
+        v.evidence.push(ev("most workers", &last));
+        v.text = format!(
+            "Uneven: the peak is {} {u} at {}, then lower and back to {} at {} (within noise: {noise}): cannot tell where it flattens; run more --reps.",
+            num(peak.value),
+            workers_word(peak.threads),
+            num(last.value),
+            workers_word(last.threads)
+        );
+    } else if knee_i == pts.len() - 1 {
+        // The peak is the last point, not clearly above the one before.
+        let prev = pts[pts.len() - 2].clone();
+        v.evidence.push(ev("next to most workers", &prev));
+        v.text = format!(
+            "Highest at {} ({} {u}), but not clearly above {} at {} (within noise: {noise}): cannot tell whether more workers help; run more --reps.",
+            workers_word(last.threads),
+            num(last.value),
+            num(prev.value),
+            workers_word(prev.threads)
+        );
+    } else if pts[knee_i..]
+        .iter()
+        .any(|p| p.interval().half_width_rel(p.value) > PLATEAU_NOISE)
+    {
+        let k = pts[knee_i..]
+            .iter()
+            .map(|p| p.interval().half_width_rel(p.value))
+            .fold(0.0, f64::max);
+        v.evidence.push(ev("first near the peak", &knee));
+        v.text = format!(
+            "Rises {}× from {} to {} {u} at {}, but the points from {} on are too noisy (±{:.0}%) to tell whether it flattens or keeps rising; run more --reps.",
+            num(gain),
+            workers_word(first.threads),
+            num(peak.value),
+            workers_word(peak.threads),
+            workers_word(knee.threads),
+            k * 100.0
+        );
     } else if knee_i > 0 && !clearly_above(&peak, &pts[knee_i - 1]) {
         let before = pts[knee_i - 1].clone();
         v.evidence.push(ev("before the flat part", &before));
@@ -1073,7 +1143,23 @@ pub fn curve_point(
     o: &crate::model::OpStats,
     units: Units,
 ) -> CurvePoint {
-    let (ranks, tpr, workers) = p.topology();
+    let (ranks, tpr, _) = p.topology();
+    curve_point_of(o, ranks, tpr, units)
+}
+
+/// A point of a line from one operation's statistics, for `ranks` ×
+/// `threads_per_rank` workers: what a caller that builds [`OpStats`]
+/// itself (a test driving a file system with plain threads, another
+/// driver) hands to [`analyse_curve`].
+///
+/// [`OpStats`]: crate::model::OpStats
+pub fn curve_point_of(
+    o: &crate::model::OpStats,
+    ranks: u32,
+    threads_per_rank: u32,
+    units: Units,
+) -> CurvePoint {
+    let (ranks, tpr, workers) = (ranks, threads_per_rank, ranks * threads_per_rank);
     let data = o.moves_data();
     let scale = |v: f64| if data { units.from_mib_s(v) } else { v };
     let (value, min, max) = if data {
@@ -1386,6 +1472,43 @@ mod tests {
     }
 
     #[test]
+    fn cpus_busy_with_other_work_are_not_the_limit() {
+        let mut r = res("ext4", 1.98, 0.2);
+        r.top_other = Some(ProcessUse {
+            pid: 7,
+            name: "rustc".into(),
+            cores: 1.7,
+        });
+        let p = CurvePoint {
+            resources: Some(r),
+            ..pt(4, &tight(100.0), KIB64)
+        };
+        let l = limiter(std::slice::from_ref(&p), &ctx("ext4"));
+        assert_eq!(l.limit, Limit::Unidentified, "{}", l.figure);
+        assert!(
+            l.figure
+                .contains("mostly with other work: rustc 1.70 cores"),
+            "{}",
+            l.figure
+        );
+        // But when ioscale's threads wait for a CPU longer than they run,
+        // the CPUs are its limit, whoever keeps them busy.
+        let mut r = p.resources.clone().unwrap();
+        r.self_cpu_wait = Some(1.2);
+        let p = CurvePoint {
+            resources: Some(r),
+            ..p
+        };
+        let l = limiter(&[p], &ctx("ext4"));
+        assert_eq!(l.limit, Limit::Cpu, "{}", l.figure);
+        assert!(
+            l.figure.contains("waiting for a CPU 1.20 s per second"),
+            "{}",
+            l.figure
+        );
+    }
+
+    #[test]
     fn device_and_daemon_limits() {
         let mut r = res("ext4", 0.3, 0.2);
         r.device = Some(DeviceUse {
@@ -1458,7 +1581,7 @@ mod tests {
         );
         assert_eq!(a.enough_threads, 0);
         assert!(
-            a.verdict.text.contains("within noise"),
+            a.verdict.text.contains("nois"),
             "{}",
             a.verdict.text
         );

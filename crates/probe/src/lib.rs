@@ -44,6 +44,12 @@ pub struct Resources {
     pub cpus: u32,
     /// This process: CPU seconds (user + system) per second, in cores.
     pub self_cores: f64,
+    /// This process's threads: seconds spent ready to run but waiting for
+    /// a CPU, per second (the average number of its threads kept off a
+    /// CPU by others), from the run-queue wait in
+    /// /proc/self/task/*/schedstat, sampled every 10 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_cpu_wait: Option<f64>,
     /// The whole machine: busy CPU seconds per second, in cores
     /// (everything but idle and iowait in `/proc/stat`).
     pub machine_busy_cores: f64,
@@ -85,6 +91,10 @@ impl Resources {
             elapsed_s: t,
             cpus: first.cpus,
             self_cores: w(|r| r.self_cores),
+            self_cpu_wait: all
+                .iter()
+                .all(|r| r.self_cpu_wait.is_some())
+                .then(|| w(|r| r.self_cpu_wait.unwrap_or(0.0))),
             machine_busy_cores: w(|r| r.machine_busy_cores),
             top_other: None,
             device: None,
@@ -208,8 +218,67 @@ struct Target {
     fs_type: String,
 }
 
-/// The FUSE `waiting` sampler: its stop flag and its (sum, samples, max).
-type Sampler = (Arc<AtomicBool>, JoinHandle<(u64, u64, u64)>);
+/// The sampler thread: its stop flag and what it saw.
+type Sampler = (Arc<AtomicBool>, JoinHandle<Samples>);
+
+/// What the sampler saw while the phase ran.
+#[derive(Debug, Default)]
+struct Samples {
+    /// FUSE `waiting`: (sum, samples, max).
+    fuse: (u64, u64, u64),
+    /// Run-queue wait of this process's threads, nanoseconds (from
+    /// /proc/self/task/*/schedstat); `None` when not available.
+    wait_ns: Option<u64>,
+}
+
+/// Samples every 10 ms until told to stop: the FUSE connection's waiting
+/// requests, and each thread's cumulative run-queue wait (threads come
+/// and go during a phase, so each is followed from when it was first seen
+/// to when it was last seen).
+fn sample(stop: &AtomicBool, fuse_file: Option<PathBuf>) -> Samples {
+    // SAFETY: gettid has no failure mode.
+    let me = unsafe { libc::gettid() } as u32;
+    let mut out = Samples::default();
+    let mut seen: Vec<(u32, u64, u64)> = Vec::new();
+    let mut available = false;
+    loop {
+        let last = stop.load(Ordering::Relaxed);
+        if let Some(f) = &fuse_file {
+            if let Some(v) = read_u64(f) {
+                out.fuse.0 += v;
+                out.fuse.1 += 1;
+                out.fuse.2 = out.fuse.2.max(v);
+            }
+        }
+        if let Ok(rd) = fs::read_dir("/proc/self/task") {
+            for e in rd.flatten() {
+                let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if tid == me {
+                    continue;
+                }
+                let Some(w) = fs::read_to_string(e.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+                else {
+                    continue;
+                };
+                available = true;
+                match seen.iter_mut().find(|x| x.0 == tid) {
+                    Some(x) => x.2 = w,
+                    None => seen.push((tid, w, w)),
+                }
+            }
+        }
+        if last {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    out.wait_ns = available.then(|| seen.iter().map(|x| x.2 - x.1).sum());
+    out
+}
 
 /// A measurement in progress.
 #[derive(Debug)]
@@ -224,28 +293,17 @@ impl Probe {
     /// file system under test).
     pub fn start(target: &Path) -> Probe {
         let t = resolve(target);
-        let sampler = t.fuse_conn.and_then(|c| {
-            let file = fuse_dir(c).join("waiting");
-            fs::read_to_string(&file).ok()?;
-            let stop = Arc::new(AtomicBool::new(false));
-            let s2 = Arc::clone(&stop);
-            let h = std::thread::Builder::new()
-                .name("ioscale-probe".into())
-                .spawn(move || {
-                    let (mut sum, mut n, mut max) = (0u64, 0u64, 0u64);
-                    while !s2.load(Ordering::Relaxed) {
-                        if let Some(v) = read_u64(&file) {
-                            sum += v;
-                            n += 1;
-                            max = max.max(v);
-                        }
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    (sum, n, max)
-                })
-                .ok()?;
-            Some((stop, h))
-        });
+        let fuse_file = t
+            .fuse_conn
+            .map(|c| fuse_dir(c).join("waiting"))
+            .filter(|f| fs::read_to_string(f).is_ok());
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = Arc::clone(&stop);
+        let sampler = std::thread::Builder::new()
+            .name("ioscale-probe".into())
+            .spawn(move || sample(&s2, fuse_file))
+            .ok()
+            .map(|h| (stop, h));
         let start = snapshot(&t);
         Probe {
             target: t,
@@ -300,17 +358,20 @@ impl Probe {
             )),
             _ => None,
         };
+        let samples = match self.sampler {
+            Some((stop, h)) => {
+                stop.store(true, Ordering::Relaxed);
+                h.join().unwrap_or_default()
+            }
+            None => Samples::default(),
+        };
         let fuse = self.target.fuse_conn.map(|c| {
             let dir = fuse_dir(c);
-            let (avg, max) = match self.sampler {
-                Some((stop, h)) => {
-                    stop.store(true, Ordering::Relaxed);
-                    match h.join() {
-                        Ok((sum, n, max)) if n > 0 => (Some(sum as f64 / n as f64), Some(max)),
-                        _ => (None, None),
-                    }
-                }
-                None => (None, None),
+            let (sum, n, max) = samples.fuse;
+            let (avg, max) = if n > 0 {
+                (Some(sum as f64 / n as f64), Some(max))
+            } else {
+                (None, None)
             };
             FuseUse {
                 connection: c,
@@ -325,6 +386,7 @@ impl Probe {
             elapsed_s: el,
             cpus: online_cpus(),
             self_cores: (end.self_cpu_s - self.start.self_cpu_s).max(0.0) / el,
+            self_cpu_wait: samples.wait_ns.map(|w| w as f64 * 1e-9 / el),
             machine_busy_cores: end
                 .machine_busy_ticks
                 .saturating_sub(self.start.machine_busy_ticks)

@@ -34,6 +34,26 @@ fn own_cpu_and_machine_cpu_are_measured() {
 }
 
 #[test]
+fn threads_waiting_for_a_cpu_are_measured() {
+    // Twice as many spinning threads as CPUs: some must wait for a CPU.
+    let n = 2 * probe::online_cpus() as usize;
+    let p = Probe::start(Path::new("."));
+    std::thread::scope(|s| {
+        for _ in 0..n {
+            s.spawn(|| std::hint::black_box(spin(Duration::from_millis(400))));
+        }
+    });
+    let r = p.finish();
+    eprintln!("{r:?}");
+    let w = r.self_cpu_wait.expect("schedstat is available");
+    assert!(
+        w > 0.2,
+        "{n} spinners on {} CPUs waited only {w} s/s",
+        r.cpus
+    );
+}
+
+#[test]
 fn a_busy_other_process_is_found() {
     let mut child = Command::new("sh")
         .args(["-c", "while :; do :; done"])

@@ -410,7 +410,10 @@ mod tests {
         let lo = ms.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = ms.iter().copied().fold(0.0, f64::max);
         let mean = ms.iter().sum::<f64>() / ms.len() as f64;
-        assert!((1.0..1.1).contains(&lo) && hi <= 7.0 && hi > 6.9, "{lo} {hi}");
+        assert!(
+            (1.0..1.1).contains(&lo) && hi <= 7.0 && hi > 6.9,
+            "{lo} {hi}"
+        );
         assert!((mean - 4.0).abs() < 0.1, "{mean}");
         let c = Injector::new(Faults::default(), Timing { seed: 8, ..t });
         assert_ne!(c.data_delay(), da[0], "another seed, other delays");

@@ -1580,11 +1580,7 @@ mod tests {
             a.sentences
         );
         assert_eq!(a.enough_threads, 0);
-        assert!(
-            a.verdict.text.contains("nois"),
-            "{}",
-            a.verdict.text
-        );
+        assert!(a.verdict.text.contains("nois"), "{}", a.verdict.text);
         assert!(a.verdict.text.contains("--reps"), "{}", a.verdict.text);
         // The same shape with tight repetitions does fall.
         let pts = vec![

@@ -595,7 +595,7 @@ pub fn warning_kind(w: &str) -> String {
 }
 
 /// The CSV columns of a sweep, one row per point and operation.
-pub const SWEEP_CSV_COLUMNS: [&str; 27] = [
+pub const SWEEP_CSV_COLUMNS: [&str; 35] = [
     "point",
     "series",
     "target",
@@ -623,6 +623,14 @@ pub const SWEEP_CSV_COLUMNS: [&str; 27] = [
     "outliers",
     "geomean_bw_mib_s",
     "geomean_iops",
+    "workers",
+    "ranks",
+    "threads_per_rank",
+    "failed",
+    "first_error",
+    "ci_lo",
+    "ci_hi",
+    "lat_p99_us",
 ];
 
 /// One CSV row per point and operation (RFC 4180 quoting).
@@ -665,6 +673,14 @@ pub fn render_csv(rec: &SweepRecord) -> String {
                     .join(" ")),
                 opt(p.geomean_bw_mib_s),
                 opt(p.geomean_iops),
+                p.workers().to_string(),
+                p.topology().0.to_string(),
+                p.topology().1.to_string(),
+                o.failed.to_string(),
+                csv(o.first_error.as_deref().unwrap_or("")),
+                opt(o.ci.map(|c| c.lo)),
+                opt(o.ci.map(|c| c.hi)),
+                format!("{:.3}", o.lat_p99_us),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');

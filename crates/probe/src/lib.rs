@@ -4,7 +4,8 @@
 //! *what*. This crate measures, around one phase, the candidates:
 //!
 //! - this process's CPU (user + system seconds per second, i.e. cores),
-//!   from `getrusage(RUSAGE_SELF)`;
+//!   from `getrusage(RUSAGE_SELF)`, and how long its threads waited for a
+//!   CPU (run-queue wait in `/proc/self/task/*/schedstat`, sampled);
 //! - the whole machine's CPU, from the first line of `/proc/stat`;
 //! - the busiest other process (a FUSE daemon, an NFS helper, a
 //!   compiler…), from the `utime`/`stime` of every `/proc/PID/stat`;
@@ -16,7 +17,7 @@
 //!   file);
 //! - for a FUSE target, the kernel connection under
 //!   `/sys/fs/fuse/connections/N` (requests waiting for the daemon,
-//!   sampled every 20 ms while the phase runs) and the `max_read` mount
+//!   sampled every 10 ms while the phase runs) and the `max_read` mount
 //!   option. The size of each write request the kernel sends is not
 //!   exposed by the kernel; the daemon has to count it.
 //!
@@ -181,7 +182,7 @@ pub struct DeviceUse {
 pub struct FuseUse {
     /// Connection number (the directory under /sys/fs/fuse/connections).
     pub connection: u32,
-    /// Requests waiting for the daemon, averaged over samples every 20 ms;
+    /// Requests waiting for the daemon, averaged over samples every 10 ms;
     /// `None` when the fusectl file system is not mounted.
     pub waiting_avg: Option<f64>,
     /// Largest number of waiting requests sampled.

@@ -16,7 +16,8 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc
 table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 8px}\
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;white-space:pre-wrap}\
-.charts{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}figcaption{font-size:12px;color:#555}\
+.charts{display:block}figure{margin:0 0 18px}figure svg{width:100%;height:auto}figcaption{font-size:12px;color:#555}\
+ul.headline li{margin:6px 0;font-size:15px}\
 .warn{color:#8a4b00}ul.analysis li{margin:4px 0}\
 .banner{background:#fff3e0;border:1px solid #e0a050;padding:8px 12px;margin:12px 0}\
 p.verdict{font-weight:bold;margin:6px 0}p.evidence{font-size:12px;color:#555;margin:2px 0 8px}\
@@ -89,11 +90,22 @@ pub fn render_html(rec: &SweepRecord) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n"
     );
     let _ = writeln!(o, "<p>{}</p>", esc(&describe(rec)));
-    let _ = writeln!(
-        o,
-        "<h2>Command</h2><pre id=\"command\">{}</pre>",
-        esc(&shell_words(&rec.command))
-    );
+    // The answer first: one verdict per line, then the comparisons.
+    if !rec.analysis.curves.is_empty() {
+        o.push_str("<section id=\"headline\"><h2>Answer</h2><ul class=\"headline\">");
+        for c in &rec.analysis.curves {
+            let _ = write!(
+                o,
+                "<li><b>{}</b>: {}</li>",
+                esc(&c.name()),
+                esc(&c.verdict.text)
+            );
+        }
+        for c in &rec.analysis.comparisons {
+            let _ = write!(o, "<li><b>{}</b>: {}</li>", esc(&c.op), esc(&c.sentence));
+        }
+        o.push_str("</ul></section>\n");
+    }
     if rec.interrupted {
         let _ = writeln!(
             o,
@@ -129,7 +141,50 @@ pub fn render_html(rec: &SweepRecord) -> String {
         );
     }
 
-    o.push_str("<h2>Analysis</h2>\n<div id=\"analysis\">\n");
+    let mut warns: Vec<&String> = Vec::new();
+    for p in &rec.points {
+        for w in &p.result.warnings {
+            let kind = analysis::render::warning_kind(w);
+            if !warns
+                .iter()
+                .any(|x| analysis::render::warning_kind(x) == kind)
+            {
+                warns.push(w);
+            }
+        }
+    }
+    // The analysis' own notes (one repetition per point…); failed
+    // repetitions already have the banner.
+    let notes: Vec<&String> = rec
+        .analysis
+        .notes
+        .iter()
+        .filter(|n| !n.contains("repetitions failed"))
+        .collect();
+    if !warns.is_empty() || !notes.is_empty() {
+        o.push_str("<section id=\"warnings\"><h2>Read the figures with this in mind</h2><ul>\n");
+        for n in notes {
+            let _ = writeln!(o, "<li class=\"warn\">{}</li>", esc(n));
+        }
+        for w in warns.iter().take(20) {
+            let _ = writeln!(o, "<li class=\"warn\">{}</li>", esc(w));
+        }
+        o.push_str("</ul></section>\n");
+    }
+
+    o.push_str("<h2>Charts</h2><p>Error bars span the lowest to the highest good repetition (side by side for several lines); the line joins the trimmed means (or means); dashed: ideal linear scaling from the fewest workers, dotted: the USL fit where the analysis quotes it; a red cross marks failed repetitions. Hover a point for its values.</p><div class=\"charts\">\n");
+    for c in crate::charts_for(rec) {
+        let _ = writeln!(
+            o,
+            "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
+            esc(&c.name),
+            svg::render(&c.chart),
+            esc(&c.chart.title)
+        );
+    }
+    o.push_str("</div>\n");
+
+    o.push_str("<h2>Analysis in detail</h2>\n<div id=\"analysis\">\n");
     for n in &rec.analysis.notes {
         let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(n));
     }
@@ -182,18 +237,6 @@ pub fn render_html(rec: &SweepRecord) -> String {
             let _ = write!(o, "<li>{}: {}</li>", esc(&c.op), esc(&c.sentence));
         }
         o.push_str("</ul>\n");
-    }
-    o.push_str("</div>\n");
-
-    o.push_str("<h2>Charts</h2><p>Error bars span the lowest to the highest repetition; the line joins the trimmed means (or means).</p><div class=\"charts\">\n");
-    for c in crate::charts_for(rec) {
-        let _ = writeln!(
-            o,
-            "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
-            esc(&c.name),
-            svg::render(&c.chart),
-            esc(&c.chart.title)
-        );
     }
     o.push_str("</div>\n");
 
@@ -274,26 +317,11 @@ pub fn render_html(rec: &SweepRecord) -> String {
         &rows,
     );
 
-    let mut warns: Vec<&String> = Vec::new();
-    for p in &rec.points {
-        for w in &p.result.warnings {
-            let kind = analysis::render::warning_kind(w);
-            if !warns
-                .iter()
-                .any(|x| analysis::render::warning_kind(x) == kind)
-            {
-                warns.push(w);
-            }
-        }
-    }
-    if !warns.is_empty() {
-        o.push_str("<h2>Warnings</h2><ul>\n");
-        for w in warns.iter().take(20) {
-            let _ = writeln!(o, "<li class=\"warn\">{}</li>", esc(w));
-        }
-        o.push_str("</ul>\n");
-    }
-
+    let _ = writeln!(
+        o,
+        "<h2>Command</h2><pre id=\"command\">{}</pre>",
+        esc(&shell_words(&rec.command))
+    );
     let h = &rec.host;
     o.push_str("<h2>Host</h2>\n");
     let mut facts = vec![

@@ -102,13 +102,17 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
             "Operations per second".to_string()
         };
         let stem = safe(&op);
+        let sub = subtitle(rec);
+        let overlays = overlays(rec, &op, &thr);
         out.push(NamedChart {
             name: format!("throughput-{stem}"),
             chart: Chart {
                 title: format!(
-                    "{op}: {} vs threads",
+                    "{op}: {} vs workers",
                     if data { "throughput" } else { "rate" }
                 ),
+                subtitle: sub.clone(),
+                overlays,
                 x_label: "Workers (log2 scale)".into(),
                 y_label: unit,
                 series: thr,
@@ -117,12 +121,81 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
         out.push(NamedChart {
             name: format!("duration-{stem}"),
             chart: Chart {
-                title: format!("{op}: duration vs threads"),
+                title: format!("{op}: duration vs workers"),
+                subtitle: sub,
+                overlays: Vec::new(),
                 x_label: "Workers (log2 scale)".into(),
                 y_label: "Duration (s)".into(),
                 series: dur,
             },
         });
+    }
+    out
+}
+
+/// What was measured, for the subtitle: target and file system, transfer
+/// size (when one), O_DIRECT or buffered, and the sync mode.
+fn subtitle(rec: &SweepRecord) -> String {
+    let Some(p) = rec.points.first() else {
+        return String::new();
+    };
+    let h = &p.result.host;
+    let mut parts = vec![if rec.config.targets.len() > 1 {
+        format!("{} targets", rec.config.targets.len())
+    } else {
+        format!("{} ({})", p.target, h.fs_type)
+    }];
+    if let Some(w) = p.result.spec.as_run() {
+        if rec.config.xfer.len() <= 1 {
+            parts.push(format!("xfer {}", spec::format_size(w.xfer)));
+        }
+        parts.push(if w.direct { "O_DIRECT" } else { "buffered" }.into());
+        parts.push(format!("sync {:?}", w.sync).to_lowercase());
+    }
+    parts.push(format!("{} rep(s) per point", rec.config.reps.max(1)));
+    parts.join(" · ")
+}
+
+/// Dashed reference curves of a throughput chart: for each line, the ideal
+/// linear scaling from its fewest-workers point, and the USL fit where the
+/// analysis quotes it.
+fn overlays(rec: &SweepRecord, op: &str, series: &[Series]) -> Vec<svg::Overlay> {
+    let mut out = Vec::new();
+    for (i, s) in series.iter().enumerate() {
+        let mut pts = s.points.clone();
+        pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+        let (Some(first), Some(last)) = (pts.first(), pts.last()) else {
+            continue;
+        };
+        if pts.len() < 2 || first.x <= 0.0 || first.y <= 0.0 {
+            continue;
+        }
+        // Samples every tenth of a doubling, so the curves look smooth on
+        // the log2 axis.
+        let xs: Vec<f64> = {
+            let (a, b) = (first.x.log2(), last.x.log2());
+            let n = ((b - a) * 10.0).ceil().max(1.0) as usize;
+            (0..=n)
+                .map(|k| 2f64.powf(a + (b - a) * k as f64 / n as f64))
+                .collect()
+        };
+        out.push(svg::Overlay {
+            label: "ideal linear".into(),
+            series: i,
+            dash: "6 4".into(),
+            points: xs.iter().map(|&x| (x, first.y * x / first.x)).collect(),
+        });
+        let curve = rec.analysis.curves.iter().find(|c| {
+            c.op == op && (c.series == s.label || (c.series.is_empty() && s.label == op))
+        });
+        if let Some(f) = curve.and_then(|c| c.usl.filter(|_| c.usl_shown)) {
+            out.push(svg::Overlay {
+                label: "USL fit".into(),
+                series: i,
+                dash: "2 3".into(),
+                points: xs.iter().map(|&x| (x, f.predict(x))).collect(),
+            });
+        }
     }
     out
 }

@@ -77,6 +77,8 @@ mod tests {
     fn rasterises_a_chart() {
         let svg = crate::svg::render(&crate::svg::Chart {
             title: "t".into(),
+            subtitle: String::new(),
+            overlays: Vec::new(),
             x_label: "threads".into(),
             y_label: "MB/s".into(),
             series: vec![crate::svg::Series {

@@ -131,6 +131,19 @@ fn failed_repetitions_are_shown_and_verdicts_link_to_rows() {
             "link #{l} has a row"
         );
     }
+    // The answer first: the headline (with the verdict) and the warnings
+    // come before the first chart; the command and host facts after.
+    let at = |needle: &str| {
+        html.find(needle)
+            .unwrap_or_else(|| panic!("{needle} missing"))
+    };
+    assert!(at("id=\"headline\"") < at("<svg"));
+    assert!(at("id=\"failures\"") < at("<svg"));
+    assert!(at(&rec.analysis.curves[0].verdict.text) < at("<svg"));
+    assert!(at("<svg") < at("id=\"command\""));
+    // Charts carry the ideal linear line and a subtitle saying what ran.
+    assert!(html.contains("class=\"overlay\"") && html.contains("ideal linear"));
+    assert!(html.contains("/mnt/lustre/scratch/ioscale (lustre)"));
     // One unit system: MiB/s everywhere, never MB/s.
     assert!(html.contains("Throughput (MiB/s)"));
     assert!(!html.contains("MB/s"), "no MB/s in a MiB/s report");

@@ -709,18 +709,19 @@ pub fn analyse_curve(
             pm(&first)
         );
     } else if !clearly_above(&peak, &first) {
-        if last.threads >= 2 * first.threads && last.value <= 1.25 * first.value {
+        let quiet = pts
+            .iter()
+            .all(|p| p.interval().half_width_rel(p.value) <= PLATEAU_NOISE);
+        if last.threads >= 2 * first.threads && last.value <= 1.25 * first.value && quiet {
             let l = limiter(&pts, ctx);
             v.kind = VerdictKind::Serialised;
             let at = match l.limit {
-                Limit::Server => format!("at the server ({})", l.figure),
-                Limit::NotMeasured | Limit::Unidentified => {
-                    format!("somewhere not measured ({})", l.figure)
-                }
-                _ => format!("at {}", l.figure),
+                Limit::Server => format!(" at the server ({})", l.figure),
+                Limit::NotMeasured | Limit::Unidentified => format!("; where: {}", l.figure),
+                _ => format!(" at {}", l.figure),
             };
             v.text = format!(
-                "No scaling: {} {u} at {} and {} at {} (no clear difference, within noise: {noise}), while each request's time grows with the workers{}: requests are served one at a time — serialised {at}.",
+                "No scaling: {} {u} at {} and {} at {} (no clear difference, within noise: {noise}), while each request's time grows with the workers{}: requests are served one at a time — serialised{at}.",
                 num(first.value),
                 workers_word(first.threads),
                 num(last.value),

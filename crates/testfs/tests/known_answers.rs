@@ -275,15 +275,15 @@ const FS: &str = "fuse.ioscale-testfs";
 
 /// Whether other work on the machine disturbed the measurement, from the
 /// probe's figures: this process's threads waited for a CPU for more than
-/// 0.3 s per second. (Other work merely running beside it, on a shared
-/// machine, is reported but does not count.)
+/// 0.3 s per second, or other processes (not the FUSE daemon, whose own
+/// waits are not measured) kept more than half of the CPUs busy.
 fn disturbed(a: &CurveAnalysis) -> Option<String> {
     a.points.iter().find_map(|p| {
         let r = p.resources.as_ref()?;
         let wait = r.self_cpu_wait.unwrap_or(0.0);
         let daemon = r.fuse.as_ref().and_then(|f| f.daemon.as_ref()).map_or(0.0, |d| d.cores);
         let other = r.machine_busy_cores - r.self_cores - daemon;
-        (wait > 0.3).then(|| {
+        (wait > 0.3 || other > 0.5 * r.cpus as f64).then(|| {
             format!(
                 "at {} workers ioscale's threads waited for a CPU {wait:.2} s/s and other work used {other:.2} cores",
                 p.threads

@@ -487,7 +487,10 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
             ));
         }
         if let Some(o) = others {
-            figure.push_str(&format!(", {} {:.2} cores", o.name, o.cores));
+            figure.push_str(&format!(
+                ", other work: {} (pid {}) {:.2} cores",
+                o.name, o.pid, o.cores
+            ));
         }
         return Limiter {
             limit: Limit::Cpu,
@@ -499,9 +502,10 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     // workload's limit: say so beside whatever is.
     let disturbed = match others {
         Some(o) if busy >= CPU_SATURATED && !starved => format!(
-            " (the CPUs were {} busy, mostly with other work: {} {:.2} cores; expect noise)",
+            " (the CPUs were {} busy, mostly with other work: {} (pid {}) {:.2} cores; expect noise)",
             pct(busy.min(1.0)),
             o.name,
+            o.pid,
             o.cores
         ),
         _ => String::new(),
@@ -557,7 +561,7 @@ fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
         return Limiter {
             limit: Limit::Server,
             figure: format!(
-                "the file-system server ({fs}): CPUs only {} busy{dev}{waiting}, no process here at a full core",
+                "the file-system server ({fs}): no process here at a full core, CPUs {} busy{dev}{waiting}",
                 pct(busy)
             ),
             workers: w,
@@ -1488,7 +1492,7 @@ mod tests {
         assert_eq!(l.limit, Limit::Unidentified, "{}", l.figure);
         assert!(
             l.figure
-                .contains("mostly with other work: rustc 1.70 cores"),
+                .contains("mostly with other work: rustc (pid 7) 1.70 cores"),
             "{}",
             l.figure
         );

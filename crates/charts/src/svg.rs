@@ -418,7 +418,11 @@ mod tests {
         assert!(s.starts_with("<svg"));
         assert!(s.contains("&lt;vs&gt;") && s.contains("shared &amp; co"));
         assert_eq!(s.matches("<circle").count(), 4 + 1, "4 markers + legend");
-        assert_eq!(s.matches("<polyline").count(), 2, "the line and the ideal-linear overlay");
+        assert_eq!(
+            s.matches("<polyline").count(),
+            2,
+            "the line and the ideal-linear overlay"
+        );
         assert_eq!(
             s.matches("class=\"failed\"").count(),
             1,

@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use mpi::collective::SystemOperation;
 use mpi::environment::Universe;
-use mpi::request::StaticScope;
+use mpi::request::{Request, StaticScope};
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 
@@ -92,6 +92,8 @@ pub struct MpiCoordinator {
     failed: RefCell<Option<String>>,
     /// The root said the wait of this number may go on.
     keepalive: Cell<Option<u64>>,
+    /// Control messages in flight, with their leaked buffers.
+    outgoing: RefCell<Vec<(Request<'static, [u8]>, *mut [u8])>>,
     _universe: Universe,
 }
 
@@ -147,6 +149,7 @@ impl MpiCoordinator {
             tally: RefCell::new(None),
             failed: RefCell::new(None),
             keepalive: Cell::new(None),
+            outgoing: RefCell::new(Vec::new()),
             _universe: universe,
         };
         let hosts = c.gather(c.host.clone().into_bytes());
@@ -167,12 +170,54 @@ impl MpiCoordinator {
         self.stats.set(s);
     }
 
+    /// Sends a control message without waiting: a blocking send to a rank
+    /// that stopped (before the connection to it was made) would never
+    /// return, and this rank could then not answer or time out.
     fn send_u64s(&self, to: i32, tag: i32, msg: &[u64]) {
-        self.world.process_at_rank(to).send_with_tag(msg, tag);
+        let bytes: Vec<u8> = msg.iter().flat_map(|w| w.to_le_bytes()).collect();
+        self.send_nb(to, tag, bytes);
+    }
+
+    fn send_nb(&self, to: i32, tag: i32, bytes: Vec<u8>) {
+        let n = bytes.len() as u64;
+        let buf: &'static mut [u8] = Box::leak(bytes.into_boxed_slice());
+        let ptr = buf as *mut [u8];
+        let req = self
+            .world
+            .process_at_rank(to)
+            .immediate_send_with_tag(StaticScope, &*buf, tag);
+        self.outgoing.borrow_mut().push((req, ptr));
         self.count(|s| {
             s.p2p_sent += 1;
-            s.bytes_sent += 8 * msg.len() as u64;
+            s.bytes_sent += n;
         });
+        self.reap();
+    }
+
+    /// Frees the buffers of control messages that were delivered.
+    fn reap(&self) {
+        let mut out = self.outgoing.borrow_mut();
+        let mut keep = Vec::with_capacity(out.len());
+        for (req, ptr) in out.drain(..) {
+            match req.test() {
+                // SAFETY: the send completed, so MPI no longer reads the
+                // buffer, which came from Box::leak in `send_nb`.
+                Ok(_) => drop(unsafe { Box::from_raw(ptr) }),
+                Err(req) => keep.push((req, ptr)),
+            }
+        }
+        *out = keep;
+    }
+
+    /// Receives a control message from `src` with `tag` as u64 words.
+    fn recv_u64s(&self, src: i32, tag: i32) -> Vec<u64> {
+        let (m, _) = self
+            .world
+            .process_at_rank(src)
+            .receive_vec_with_tag::<u8>(tag);
+        m.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect()
     }
 
     /// `rank (host)`, or the bare rank where this rank does not know hosts.
@@ -217,10 +262,7 @@ impl MpiCoordinator {
     fn service(&self, waiting: Option<u64>) {
         while let Some(st) = self.world.any_process().immediate_probe_with_tag(TAG_TALLY) {
             let src = st.source_rank();
-            let (m, _) = self
-                .world
-                .process_at_rank(src)
-                .receive_vec_with_tag::<u64>(TAG_TALLY);
+            let m = self.recv_u64s(src, TAG_TALLY);
             if m.len() != 3 {
                 continue;
             }
@@ -321,13 +363,7 @@ impl MpiCoordinator {
         msg.extend_from_slice(text.as_bytes());
         for r in 1..t.answered.len() {
             if t.answered[r] {
-                self.world
-                    .process_at_rank(r as i32)
-                    .send_with_tag(&msg[..], TAG_VERDICT);
-                self.count(|s| {
-                    s.p2p_sent += 1;
-                    s.bytes_sent += msg.len() as u64;
-                });
+                self.send_nb(r as i32, TAG_VERDICT, msg.clone());
             }
         }
         *slot = None;
@@ -391,6 +427,23 @@ impl MpiCoordinator {
                 )));
             }
             pause(&mut spins);
+        }
+    }
+}
+
+impl Drop for MpiCoordinator {
+    fn drop(&mut self) {
+        // Control messages still in flight at the end (a stonewall
+        // forwarded to a rank that had finished) complete as MPI
+        // progresses; give them a moment, then leave the rest to MPI.
+        let until = Instant::now() + Duration::from_secs(1);
+        while !self.outgoing.borrow().is_empty() && Instant::now() < until {
+            self.service(None);
+            self.reap();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for (req, _) in self.outgoing.borrow_mut().drain(..) {
+            std::mem::forget(req);
         }
     }
 }
@@ -682,9 +735,7 @@ impl MpiSignals<'_> {
         let w = &self.c.world;
         while let Some(st) = w.any_process().immediate_probe_with_tag(TAG_SIGNAL) {
             let src = st.source_rank();
-            let (m, _) = w
-                .process_at_rank(src)
-                .receive_vec_with_tag::<u64>(TAG_SIGNAL);
+            let m = self.c.recv_u64s(src, TAG_SIGNAL);
             if m.len() != 3 || m[0] != self.phase {
                 // A late message of an earlier phase: the phase-end
                 // reduction carried its information already.
@@ -777,7 +828,7 @@ impl PhaseSignals for MpiSignals<'_> {
         let r = {
             let this = &mut *self;
             c.bounded_wait(
-                "the end of the phase",
+                &format!("the end of phase {phase}"),
                 limit,
                 || match req.take().map(|r| r.test()) {
                     Some(Ok(_)) => true,

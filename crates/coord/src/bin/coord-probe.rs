@@ -5,7 +5,8 @@
 //! histogram-sized payload, and optional per-rank rows.
 //!
 //! Usage: `mpirun … coord-probe [--phases N] [--work-ms M] [--words W]
-//! [--rows] [--abort-phase P] [--stall-rank R --stall-phase P]`.
+//! [--rows] [--abort-phase P] [--stall-rank R --stall-phase P]
+//! [--kill-rank R --kill-phase P] [--slow-rank R --slow-ms M]`.
 //! Rank 0 prints one `phase …` line per phase; every rank prints one
 //! `agree …` line per phase with what the phase-end collective told it.
 
@@ -20,6 +21,8 @@ struct Opts {
     rows: bool,
     abort_phase: Option<u64>,
     stall: Option<(u32, u64)>,
+    kill: Option<(u32, u64)>,
+    slow: Option<(u32, u64)>,
 }
 
 fn parse() -> Opts {
@@ -30,10 +33,16 @@ fn parse() -> Opts {
         rows: false,
         abort_phase: None,
         stall: None,
+        kill: None,
+        slow: None,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut stall_rank = None;
     let mut stall_phase = None;
+    let mut kill_rank = None;
+    let mut kill_phase = None;
+    let mut slow_rank = None;
+    let mut slow_ms = None;
     let mut i = 0;
     while i < args.len() {
         let val = |i: usize| -> u64 {
@@ -51,6 +60,10 @@ fn parse() -> Opts {
             "--abort-phase" => o.abort_phase = Some(val(i)),
             "--stall-rank" => stall_rank = Some(val(i) as u32),
             "--stall-phase" => stall_phase = Some(val(i)),
+            "--kill-rank" => kill_rank = Some(val(i) as u32),
+            "--kill-phase" => kill_phase = Some(val(i)),
+            "--slow-rank" => slow_rank = Some(val(i) as u32),
+            "--slow-ms" => slow_ms = Some(val(i)),
             "--rows" => {
                 o.rows = true;
                 i += 1;
@@ -65,6 +78,12 @@ fn parse() -> Opts {
     }
     if let (Some(r), Some(p)) = (stall_rank, stall_phase) {
         o.stall = Some((r, p));
+    }
+    if let (Some(r), Some(p)) = (kill_rank, kill_phase) {
+        o.kill = Some((r, p));
+    }
+    if let (Some(r), Some(ms)) = (slow_rank, slow_ms) {
+        o.slow = Some((r, ms));
     }
     o
 }
@@ -122,6 +141,12 @@ fn main() {
                 .args(["-STOP", &std::process::id().to_string()])
                 .status();
         }
+        if o.kill == Some((rank, phase)) {
+            // A rank that dies (a crashed node): SIGKILL itself.
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", &std::process::id().to_string()])
+                .status();
+        }
         let mut heard_first = false;
         if rank == designated {
             sig.announce(Signal::FirstDone(1000 + phase));
@@ -129,7 +154,11 @@ fn main() {
                 sig.announce(Signal::Abort);
             }
         }
-        let work_end = Instant::now() + Duration::from_millis(o.work_ms);
+        let extra = match o.slow {
+            Some((r, ms)) if r == rank => ms,
+            _ => 0,
+        };
+        let work_end = Instant::now() + Duration::from_millis(o.work_ms + extra);
         loop {
             for s in sig.poll() {
                 if s == Signal::FirstDone(1000 + phase) {

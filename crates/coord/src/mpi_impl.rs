@@ -93,9 +93,12 @@ pub struct MpiCoordinator {
     /// The root said the wait of this number may go on.
     keepalive: Cell<Option<u64>>,
     /// Control messages in flight, with their leaked buffers.
-    outgoing: RefCell<Vec<(Request<'static, [u8]>, *mut [u8])>>,
+    outgoing: RefCell<Vec<InFlight>>,
     _universe: Universe,
 }
+
+/// A control message being sent, with its leaked buffer.
+type InFlight = (Request<'static, [u8]>, *mut [u8]);
 
 /// Rank 0's count of who answered its ping.
 struct Tally {

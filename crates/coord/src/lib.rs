@@ -65,11 +65,16 @@ pub trait PhaseSignals {
     /// past this call for ranks that stopped answering; ranks still
     /// working are asked whether they are alive and waited for. The
     /// error names the ranks (and hosts) that did not answer.
-    fn end(&mut self, limit: Option<Duration>) -> Result<PhaseEnd, CoordError> {
+    ///
+    /// `flags` are eight caller-defined bits (failed, interrupted, hit the
+    /// time limit, …) OR-ed over all ranks in the same reduction, so the
+    /// caller needs no further collective to agree on them.
+    fn end(&mut self, limit: Option<Duration>, flags: u8) -> Result<PhaseEnd, CoordError> {
         let _ = limit;
         let signals = self.finish();
         Ok(PhaseEnd {
             signals,
+            flags,
             ..PhaseEnd::default()
         })
     }
@@ -80,11 +85,14 @@ pub trait PhaseSignals {
 pub struct PhaseEnd {
     /// Signals not yet polled (for the caller to apply, as with `finish`).
     pub signals: Vec<Signal>,
-    /// The earliest first-done time of any rank (ns after the phase
-    /// epoch), the stonewall.
+    /// The earliest first-done time any rank announced (ns after the
+    /// phase epoch), the stonewall. `None` also from coordinators without
+    /// a reduction ([`Solo`]): there the local value is the answer.
     pub first_done_ns: Option<u64>,
-    /// Some rank announced [`Signal::Abort`].
+    /// Some rank announced [`Signal::Abort`] (always `false` from [`Solo`]).
     pub abort: bool,
+    /// The `flags` given to [`PhaseSignals::end`], OR-ed over all ranks.
+    pub flags: u8,
     /// Spread of the ranks' clocks read right after the phase's start
     /// barrier (latest − earliest, ns): the start skew. `None` when the
     /// coordinator does not measure it (one process).
@@ -428,5 +436,7 @@ mod tests {
         sig.announce(Signal::Abort);
         assert!(sig.poll().is_empty());
         assert!(sig.finish().is_empty());
+        let mut sig = c.signals(1);
+        assert_eq!(sig.end(None, 5).unwrap().flags, 5);
     }
 }

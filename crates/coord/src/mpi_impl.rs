@@ -11,10 +11,11 @@
 //!   rank 0, and rank 0 passes it once down; every rank forwards what it
 //!   gets from its parent to its children. At most 3 messages per kind per
 //!   rank, O(log N) hops.
-//! - **The phase end** is one non-blocking all-reduce (`MPI_Iallreduce`)
-//!   of six integers: the phase number (both signs, so ranks at different
-//!   phases are caught), the earliest first-done time, the abort flag and
-//!   the barrier-exit clock (both signs: its spread is the start skew). The
+//! - **The phase end** is one non-blocking all-reduce (`MPI_Iallreduce`,
+//!   max) of fourteen integers: the phase number (both signs, so ranks at
+//!   different phases are caught), the earliest first-done time, the abort
+//!   flag, the barrier-exit clock (both signs: its spread is the start
+//!   skew) and eight caller flags (failed, interrupted, …). The
 //!   main thread polls it with `MPI_Test`, so the wait is bounded.
 //! - **A wait that runs out** (default 60 s, `IOSCALE_COORD_TIMEOUT`)
 //!   asks rank 0 for a tally: rank 0 pings every rank, every main thread
@@ -792,7 +793,7 @@ impl PhaseSignals for MpiSignals<'_> {
     }
 
     fn finish(&mut self) -> Vec<Signal> {
-        match self.end(None) {
+        match self.end(None, 0) {
             Ok(e) => e.signals,
             Err(e) => {
                 eprintln!(
@@ -805,7 +806,7 @@ impl PhaseSignals for MpiSignals<'_> {
         }
     }
 
-    fn end(&mut self, limit: Option<Duration>) -> Result<PhaseEnd, CoordError> {
+    fn end(&mut self, limit: Option<Duration>, flags: u8) -> Result<PhaseEnd, CoordError> {
         let limit = limit.or(self.c.timeout);
         let phase = self.phase as i64;
         let t = self.c.barrier_exit_ns.get();
@@ -816,10 +817,14 @@ impl PhaseSignals for MpiSignals<'_> {
         // Leaked so a request that never completes (a rank gone) can be
         // forgotten without MPI writing into freed memory; reclaimed below
         // once it completed.
-        let send: &'static mut [i64; 6] =
-            Box::leak(Box::new([phase, -phase, first, self.abort as i64, t, -t]));
-        let recv: &'static mut [i64; 6] = Box::leak(Box::new([0; 6]));
-        let (send_ptr, recv_ptr) = (send as *mut [i64; 6], recv as *mut [i64; 6]);
+        let mut vals = [0i64; 14];
+        vals[..6].copy_from_slice(&[phase, -phase, first, self.abort as i64, t, -t]);
+        for (bit, v) in vals[6..].iter_mut().enumerate() {
+            *v = i64::from((flags >> bit) & 1);
+        }
+        let send: &'static mut [i64; 14] = Box::leak(Box::new(vals));
+        let recv: &'static mut [i64; 14] = Box::leak(Box::new([0; 14]));
+        let (send_ptr, recv_ptr) = (send as *mut [i64; 14], recv as *mut [i64; 14]);
         let mut req = Some(self.c.world.immediate_all_reduce_into(
             StaticScope,
             &send[..],
@@ -868,6 +873,10 @@ impl PhaseSignals for MpiSignals<'_> {
             signals: std::mem::take(&mut self.heard),
             first_done_ns,
             abort: out[3] != 0,
+            flags: out[6..]
+                .iter()
+                .enumerate()
+                .fold(0u8, |f, (bit, &v)| f | (u8::from(v != 0) << bit)),
             start_skew_ns: Some((out[4] + out[5]).max(0) as u64),
         })
     }

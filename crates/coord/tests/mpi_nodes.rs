@@ -85,6 +85,8 @@ fn four_nodes_see_their_names_and_the_collectives_agree() {
             // The designated rank's first finish is the earliest of all.
             assert_eq!(f["first"], (1000 + phase).to_string(), "{f:?}");
             assert_eq!(f["abort"], if phase == 2 { "1" } else { "0" }, "{f:?}");
+            // Rank r raises flag r % 8: all eight bits on every rank.
+            assert_eq!(f["flags"], "255", "{f:?}");
         }
         let root = o
             .stdout

@@ -174,7 +174,7 @@ fn main() {
             sig.announce(Signal::FirstDone(5_000_000 + rank as u64));
         }
         let t1 = Instant::now();
-        let end = match sig.end(None) {
+        let end = match sig.end(None, 1 << (rank % 8)) {
             Ok(e) => e,
             Err(e) => {
                 eprintln!("coord-probe: rank {rank} ({}): {e}", c.hostname());
@@ -185,9 +185,10 @@ fn main() {
         let t_end = t1.elapsed();
         heard_first |= end.signals.contains(&Signal::FirstDone(1000 + phase));
         println!(
-            "agree rank {rank} phase {phase} first {} abort {} heard {}",
+            "agree rank {rank} phase {phase} first {} abort {} flags {} heard {}",
             end.first_done_ns.unwrap_or(0),
             end.abort as u8,
+            end.flags,
             heard_first as u8
         );
         // The merged gather: every rank's counters summed at node leaders,

@@ -66,7 +66,10 @@ fn ior_header_counts_nodes_and_clients_per_node() {
     assert_eq!(header(&text, "tasks"), "8");
     assert_eq!(header(&text, "clients per node"), "2");
     assert_eq!(header(&text, "aggregate filesize"), "8 MiB");
-    assert!(header(&text, "Machine").ends_with("ioscale-sim-node0"), "{text}");
+    assert!(
+        header(&text, "Machine").ends_with("ioscale-sim-node0"),
+        "{text}"
+    );
     // Summary rows: #Tasks 8, tPN 2.
     let write = text
         .lines()

@@ -784,6 +784,18 @@ impl PhaseSignals for MpiSignals<'_> {
     fn poll(&mut self) -> Vec<Signal> {
         self.drain();
         self.c.service(None);
+        if self.c.world.rank() == 0 {
+            // Rank 0 may still be working when another rank's wait runs
+            // out: it runs the tally from here too.
+            if let Some(l) = self.c.timeout {
+                if let Some(text) = self
+                    .c
+                    .settle_tally(&format!("the end of phase {}", self.phase), l)
+                {
+                    self.c.failed.borrow_mut().get_or_insert(text);
+                }
+            }
+        }
         if self.c.failed.borrow().is_some() && !self.abort {
             // A rank is gone: stop this rank's workers; `end` reports it.
             self.abort = true;

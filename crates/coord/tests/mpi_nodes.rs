@@ -134,6 +134,21 @@ fn a_slow_rank_that_answers_is_waited_for() {
 }
 
 #[test]
+fn a_slow_rank_0_still_settles_the_tally() {
+    // Rank 0 works on while the others' waits run out: it answers their
+    // reports from its in-phase polling.
+    let o = probe(
+        "1",
+        &["--phases", "2", "--slow-rank", "0", "--slow-ms", "3000"],
+    );
+    assert!(o.ok, "{}", o.all);
+    assert_eq!(
+        o.stdout.lines().filter(|l| l.starts_with("agree ")).count(),
+        16
+    );
+}
+
+#[test]
 fn a_killed_rank_stops_the_others() {
     let o = probe(
         "5",

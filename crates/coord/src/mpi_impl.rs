@@ -453,14 +453,17 @@ impl Drop for MpiCoordinator {
 }
 
 /// Between polls: yield at first (a collective usually completes within
-/// microseconds), then sleep briefly so oversubscribed ranks leave the
-/// cores to the ones that work.
+/// microseconds), then sleep 0.1 ms for about 0.1 s, then 1 ms: a rank
+/// that waits long for a slow one must leave the cores to the ranks of its
+/// node that still work (and, oversubscribed, to the ones it waits for).
 fn pause(spins: &mut u32) {
-    *spins += 1;
+    *spins = spins.saturating_add(1);
     if *spins < 64 {
         std::thread::yield_now();
+    } else if *spins < 1064 {
+        std::thread::sleep(Duration::from_micros(100));
     } else {
-        std::thread::sleep(Duration::from_micros(200));
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

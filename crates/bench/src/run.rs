@@ -291,7 +291,7 @@ pub fn run_with(
     }
     results.warnings = warns;
     results.summarise();
-    Ok(finish(spec, coord, &ds, results))
+    Ok(finish(spec, coord, &mut ds, results))
 }
 
 /// What a run has before its first phase.
@@ -359,7 +359,7 @@ fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
 fn finish(
     spec: &WorkloadSpec,
     coord: &dyn Coordinator,
-    ds: &DataSet,
+    ds: &mut DataSet,
     results: ResultSet,
 ) -> Outcome {
     let mut notes = Vec::new();
@@ -441,6 +441,7 @@ fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataS
         marker: s.marker,
         had_data: s.had_data,
         kind: SetKind::Native,
+        guard: None,
     })
 }
 

@@ -347,10 +347,9 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
 /// IOR -d: a pause between repetitions that Ctrl-C cuts short.
 fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
     if let Some(d) = delay {
-        let until = std::time::Instant::now() + d;
-        while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        // Any length, 2^64-1 s included: a pause past the end of the
+        // clock lasts until a signal.
+        let _ = safefs::sleep_or_stop(d, stop);
     }
 }
 

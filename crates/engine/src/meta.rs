@@ -753,7 +753,8 @@ pub(crate) fn run_body(
         }
     };
     let deadline = if plan.timed {
-        plan.spec.time_limit.map(|d| t_start + d)
+        // A limit past the end of the clock is no limit.
+        plan.spec.time_limit.and_then(|d| t_start.checked_add(d))
     } else {
         None
     };

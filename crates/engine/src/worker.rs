@@ -356,7 +356,8 @@ pub fn run_worker(
         }
     };
     s.open_done_ns = ns_since(ctl.epoch, Instant::now());
-    let deadline = plan.time_limit.map(|d| t_start + d);
+    // A limit past the end of the clock is no limit.
+    let deadline = plan.time_limit.and_then(|d| t_start.checked_add(d));
 
     let usable = {
         let mut lp = LoopCtx {

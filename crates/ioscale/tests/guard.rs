@@ -306,3 +306,62 @@ fn a_device_or_fifo_output_is_written_into_never_replaced() {
     assert_code(&out, 2);
     assert!(stderr(&out).contains("--json"), "{}", stderr(&out));
 }
+
+#[test]
+fn u64_edge_values_are_no_panic() {
+    let t = scratch();
+    let d = t.path();
+    let of = format!("of={}", s(&d.join("dd.out")));
+    let out = run(&["dd", "--jobs", "0", "if=/dev/zero", &of, "bs=4k", "count=4"]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--jobs"), "{}", stderr(&out));
+    // A time limit past the end of time is no limit.
+    let f = d.join("f");
+    let out = run(&[
+        "ior",
+        "-w",
+        "-t",
+        "4k",
+        "-b",
+        "16k",
+        "-D",
+        "18446744073709551615",
+        "-o",
+        s(&f),
+    ]);
+    assert_code(&out, 0);
+    let m = d.join("m");
+    let out = run(&[
+        "mdtest",
+        "-n",
+        "4",
+        "-W",
+        "18446744073709551615",
+        "-d",
+        s(&m),
+    ]);
+    assert_no_panic(&out);
+    assert_ne!(out.status.code(), Some(101));
+    // A pause past the end of time lasts until a signal, then exit 130.
+    let g = d.join("g");
+    let marker = d.join(".g.ioscale-marker");
+    let mut child = spawn(&[
+        "ior",
+        "-w",
+        "-t",
+        "4k",
+        "-b",
+        "16k",
+        "-d",
+        "18446744073709551615",
+        "-i",
+        "2",
+        "-o",
+        s(&g),
+    ]);
+    wait_until(&mut child, "the first repetition", || marker.exists());
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    let out = finish(child, Duration::from_secs(30));
+    assert_code(&out, 130);
+}

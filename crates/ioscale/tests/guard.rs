@@ -365,3 +365,57 @@ fn u64_edge_values_are_no_panic() {
     let out = finish(child, Duration::from_secs(30));
     assert_code(&out, 130);
 }
+
+/// Sets every `time_limit` in `v` to `x`.
+fn set_time_limit(v: &mut serde_json::Value, x: f64) -> usize {
+    let mut n = 0;
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, val) in m.iter_mut() {
+                if k == "time_limit" {
+                    *val = serde_json::json!(x);
+                    n += 1;
+                } else {
+                    n += set_time_limit(val, x);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for val in a {
+                n += set_time_limit(val, x);
+            }
+        }
+        _ => {}
+    }
+    n
+}
+
+#[test]
+fn a_record_with_a_huge_time_limit_reads_without_panic() {
+    let t = scratch();
+    let j = t.path().join("r.json");
+    let data = t.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "4k",
+        "--size",
+        "64k",
+        "--time",
+        "10s",
+        "--json",
+        s(&j),
+        "-q",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let mut v = json(&j);
+    assert!(set_time_limit(&mut v, 1e20) > 0, "no time_limit in {v}");
+    std::fs::write(&j, serde_json::to_vec(&v).unwrap()).unwrap();
+    let out = run(&["report", s(&j)]);
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+}

@@ -419,3 +419,79 @@ fn a_record_with_a_huge_time_limit_reads_without_panic() {
     assert_no_panic(&out);
     assert_code(&out, 0);
 }
+
+#[test]
+fn a_full_tmpfs_leaves_no_unmarked_directory() {
+    let Some(m) = tmpfs("size=1m") else {
+        return;
+    };
+    // Fill it: the marker cannot be written.
+    let fill = m.path().join("fill");
+    let _ = std::fs::write(&fill, vec![7u8; 2 << 20]);
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "4k",
+        "--size",
+        "64k",
+        "-q",
+        s(m.path()),
+    ]);
+    assert_no_panic(&out);
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut left: Vec<_> = std::fs::read_dir(m.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["fill"], "{}", stderr(&out));
+    // The target is usable again once there is room.
+    std::fs::remove_file(&fill).unwrap();
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "4k",
+        "--size",
+        "64k",
+        "-q",
+        s(m.path()),
+    ]);
+    assert_code(&out, 0);
+}
+
+#[test]
+fn clean_removes_ioscale_temp_names_and_the_lock() {
+    let t = scratch();
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "4k",
+        "--size",
+        "64k",
+        "--keep",
+        "-q",
+        s(t.path()),
+    ]);
+    assert_code(&out, 0);
+    let root = t.path().join("ioscale.d");
+    // What an interrupted marker write of an older and of this version
+    // leave, and a stale lock file.
+    std::fs::write(root.join(".ioscale-marker.tmp"), b"x").unwrap();
+    let tmp = safefs_temp_name();
+    std::fs::write(root.join(&tmp), b"x").unwrap();
+    std::fs::write(root.join(".ioscale-marker.lock"), b"").unwrap();
+    let out = run(&["clean", s(t.path())]);
+    assert_code(&out, 0);
+    assert!(!root.exists(), "{}", stderr(&out));
+}
+
+/// A temporary name safefs::replace_at uses for the marker.
+fn safefs_temp_name() -> String {
+    format!("..ioscale-marker.ioscale-tmp.{}.0", std::process::id())
+}

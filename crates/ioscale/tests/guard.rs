@@ -495,3 +495,53 @@ fn clean_removes_ioscale_temp_names_and_the_lock() {
 fn safefs_temp_name() -> String {
     format!("..ioscale-marker.ioscale-tmp.{}.0", std::process::id())
 }
+
+#[test]
+fn a_second_ctrl_c_during_meta_cleanup_keeps_the_record() {
+    let t = scratch();
+    let target = t.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let j = t.path().join("m.json");
+    let c = t.path().join("m.csv");
+    let mut child = spawn(&[
+        "meta",
+        "--ops",
+        "create,stat,delete",
+        "--files",
+        "150000",
+        "--threads",
+        "2",
+        "--json",
+        s(&j),
+        "--csv",
+        s(&c),
+        "-q",
+        s(&target),
+    ]);
+    let probe = target.join("ioscale-meta.d/thr.000");
+    wait_until(&mut child, "the first files", || {
+        count_entries(&probe) > 2000
+    });
+    signal(&child, libc::SIGINT);
+    // The second Ctrl-C lands once the cleanup has begun removing files
+    // (the count falls), whatever the build does with the record.
+    let mut peak = count_entries(&probe);
+    let t0 = std::time::Instant::now();
+    loop {
+        let n = count_entries(&probe);
+        if n < peak || child.try_wait().unwrap().is_some() || t0.elapsed() > Duration::from_secs(60)
+        {
+            break;
+        }
+        peak = peak.max(n);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if child.try_wait().unwrap().is_none() {
+        signal(&child, libc::SIGINT);
+    }
+    let out = finish(child, Duration::from_secs(60));
+    assert_code(&out, 130);
+    let v = json(&j);
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert!(std::fs::metadata(&c).unwrap().len() > 0);
+}

@@ -108,6 +108,11 @@ pub struct SweepPoint {
     pub geomean_iops: Option<f64>,
     /// The point's full run record.
     pub result: ResultSet,
+    /// What each phase of each repetition used, as the driver measured it
+    /// (rank 0's under MPI); `ops[].resources` combine them per operation.
+    /// Empty in records written before the probe.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<PhaseProbe>,
 }
 
 /// One operation of one point, over its repetitions.
@@ -169,17 +174,7 @@ pub struct OpStats {
     pub resources: Option<Resources>,
 }
 
-/// The resources one phase of one repetition used, as the driver measured
-/// them with [`probe::Probe`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhaseProbe {
-    /// Operation of the phase.
-    pub op: String,
-    /// Repetition, from 0.
-    pub rep: u32,
-    /// The measurement.
-    pub resources: Resources,
-}
+pub use probe::PhaseProbe;
 
 /// Whether a phase record is a failed repetition: it saw request errors,
 /// or moved nothing at all.

@@ -66,6 +66,7 @@ fn point(index: usize, workers: u32, reps: &[f64]) -> SweepPoint {
         geomean_bw_mib_s: g1,
         geomean_iops: g2,
         result: rs,
+        probes: Vec::new(),
     }
 }
 

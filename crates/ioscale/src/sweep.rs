@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use analysis::model::{default_trim, point_stats};
+use analysis::model::{default_trim, point_stats_probed};
 use analysis::render::{render_csv, render_json, render_text};
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
 use clap::{Args, Parser, ValueEnum};
@@ -38,6 +38,26 @@ impl Scale {
         match self {
             Scale::Total => "total",
             Scale::PerThread => "per-thread",
+        }
+    }
+}
+
+/// The unit system of a report (`--units`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum UnitsArg {
+    /// MiB/s (2^20 bytes per second).
+    #[default]
+    Iec,
+    /// MB/s (10^6 bytes per second), as the seed tables print it.
+    Si,
+}
+
+impl UnitsArg {
+    /// The analysis's unit system.
+    pub fn units(self) -> analysis::Units {
+        match self {
+            UnitsArg::Iec => analysis::Units::Iec,
+            UnitsArg::Si => analysis::Units::Si,
         }
     }
 }
@@ -99,6 +119,10 @@ pub struct SweepArgs {
     /// Format for standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+
+    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
+    #[arg(long, value_enum, default_value = "iec")]
+    pub units: UnitsArg,
 
     /// Print nothing on standard output (files are still written).
     #[arg(short, long)]
@@ -758,9 +782,20 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             });
         }
         let t = Instant::now();
+        // Each point measures what its phases used (for the limit the
+        // analysis names) and keeps going past a failed repetition (it is
+        // counted and left out of the figures, not the end of the point).
+        let opts = bench::run::Options {
+            probe: true,
+            keep_going: true,
+        };
         let outcome = match &p.job {
-            Job::Run(w) => bench::run::run_with(w, command.clone(), Arc::clone(&stop), coord),
-            Job::Meta(m) => bench::meta::run_with(m, command.clone(), Arc::clone(&stop), coord),
+            Job::Run(w) => {
+                bench::run::run_with_options(w, command.clone(), Arc::clone(&stop), coord, opts)
+            }
+            Job::Meta(m) => {
+                bench::meta::run_with_options(m, command.clone(), Arc::clone(&stop), coord, opts)
+            }
         };
         let outcome = match outcome {
             Ok(o) => o,
@@ -786,8 +821,12 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         for line in crate::error_lines(&outcome.results.errors) {
             eprintln!("ioscale: error: point {what}: {line}");
         }
-        let (ops, geomean_bw_mib_s, geomean_iops) =
-            point_stats(&outcome.results, p.threads, plan.config.trim);
+        let (ops, geomean_bw_mib_s, geomean_iops) = point_stats_probed(
+            &outcome.results,
+            p.threads,
+            plan.config.trim,
+            &outcome.probes,
+        );
         let rate = ops
             .first()
             .map(|o| {
@@ -812,9 +851,10 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             geomean_bw_mib_s,
             geomean_iops,
             result: outcome.results,
+            probes: outcome.probes,
         });
         rec.points.sort_by_key(|q| q.index);
-        rec.analysis = analysis::analyse(&rec);
+        rec.analysis = analysis::analyse_with(&rec, args.units.units());
         if let Some(j) = &args.json {
             if let Err(e) = write_atomic(j, &render_json(&rec)?) {
                 eprintln!("ioscale: error: {e:#}");
@@ -835,7 +875,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     if !root {
         return Ok(exit);
     }
-    rec.analysis = analysis::analyse(&rec);
+    rec.analysis = analysis::analyse_with(&rec, args.units.units());
     if failure.is_some() && rec.points.len() < rec.points_total {
         // A refused point leaves the sweep unfinished; resuming is possible.
         rec.interrupted = true;

@@ -737,7 +737,12 @@ pub fn analyse_curve(
         } else {
             v.text = format!(
                 "No clear difference between {} and {} workers (within noise: {noise}); run more --reps to tell whether workers help.",
-                first.threads, peak.threads
+                first.threads,
+                if peak.threads == first.threads {
+                    last.threads
+                } else {
+                    peak.threads
+                }
             );
         }
     } else if peak.threads == last.threads && clearly_above(&last, &pts[pts.len() - 2]) {
@@ -1386,6 +1391,26 @@ mod tests {
     }
 
     const KIB64: f64 = 65536.0;
+
+    #[test]
+    fn noisy_line_highest_at_one_worker_names_the_range() {
+        // Highest at 1 worker, everything within wide noise: the sentence
+        // names the fewest and the most workers, not "1 and 1".
+        let pts = [
+            pt(1, &[130.0, 60.0, 100.0], KIB64),
+            pt(2, &[120.0, 50.0, 95.0], KIB64),
+            pt(4, &[125.0, 55.0, 90.0], KIB64),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("ext4"));
+        assert_eq!(a.verdict.kind, VerdictKind::Uncertain, "{:?}", a.sentences);
+        assert!(
+            a.verdict
+                .text
+                .starts_with("No clear difference between 1 and 4 workers"),
+            "{}",
+            a.verdict.text
+        );
+    }
 
     #[test]
     fn latency_bound_line() {

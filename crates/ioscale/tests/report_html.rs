@@ -128,7 +128,7 @@ fn html_report_renders_charts_in_chromium() {
     assert!(dom.contains("id=\"throughput-write\"") && dom.contains("id=\"duration-write\""));
     assert!(dom.contains("<polyline"), "lines drawn");
     assert!(dom.contains("Peak"), "analysis present");
-    assert!(dom.contains("Throughput (MB/s)"), "table present");
+    assert!(dom.contains("Throughput (MiB/s)"), "table present");
 
     let shot = out.path().join("shot.png");
     browse(&bin, &html, &[format!("--screenshot={}", shot.display())]);

@@ -12,6 +12,7 @@ pub mod html;
 pub mod png;
 pub mod svg;
 
+use analysis::model::phase_failed;
 use analysis::{OpStats, SweepRecord};
 
 pub use html::render_html;
@@ -27,7 +28,8 @@ pub struct NamedChart {
     pub chart: Chart,
 }
 
-/// The throughput and duration charts of each operation of a sweep.
+/// The throughput, duration and latency (p50 and p99) charts of each
+/// operation of a sweep.
 pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
     let mut ops: Vec<(String, bool)> = Vec::new();
     for p in &rec.points {
@@ -42,6 +44,8 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
     for (op, data) in ops {
         let mut thr: Vec<Series> = Vec::new();
         let mut dur: Vec<Series> = Vec::new();
+        let mut lat: Vec<Series> = Vec::new();
+        let (lat_unit, lat_scale) = analysis::render::latency_unit(rec);
         for p in &rec.points {
             let Some(o) = p.ops.iter().find(|o| o.op == op && o.moves_data() == data) else {
                 continue;
@@ -88,6 +92,38 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
                     hi: o.elapsed_s.max,
                 },
             );
+            // The measured p50 and p99 (mean over the good repetitions),
+            // bars from the lowest to the highest repetition's.
+            let good: Vec<&report::PhaseRecord> = p
+                .result
+                .phases
+                .iter()
+                .filter(|ph| ph.op == op && !ph.interrupted && !phase_failed(ph))
+                .collect();
+            for (name, y, f) in [
+                (
+                    "p50",
+                    o.lat_p50_us,
+                    (|ph: &report::PhaseRecord| ph.lat_us.p50) as fn(&report::PhaseRecord) -> f64,
+                ),
+                ("p99", o.lat_p99_us, |ph: &report::PhaseRecord| {
+                    ph.lat_us.p99
+                }),
+            ] {
+                let v: Vec<f64> = good.iter().map(|ph| f(ph)).collect();
+                let lo = v.iter().copied().fold(y, f64::min);
+                let hi = v.iter().copied().fold(y, f64::max);
+                push(
+                    &mut lat,
+                    &format!("{label} {name}"),
+                    Point {
+                        x: p.workers() as f64,
+                        y: y * lat_scale,
+                        lo: lo * lat_scale,
+                        hi: hi * lat_scale,
+                    },
+                );
+            }
         }
         let files = rec
             .points
@@ -122,11 +158,22 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
             name: format!("duration-{stem}"),
             chart: Chart {
                 title: format!("{op}: duration vs workers"),
-                subtitle: sub,
+                subtitle: sub.clone(),
                 overlays: Vec::new(),
                 x_label: "Workers (log2 scale)".into(),
                 y_label: "Duration (s)".into(),
                 series: dur,
+            },
+        });
+        out.push(NamedChart {
+            name: format!("latency-{stem}"),
+            chart: Chart {
+                title: format!("{op}: request latency (p50, p99) vs workers"),
+                subtitle: sub,
+                overlays: Vec::new(),
+                x_label: "Workers (log2 scale)".into(),
+                y_label: format!("Latency ({lat_unit})"),
+                series: lat,
             },
         });
     }

@@ -159,3 +159,35 @@ fn si_units_are_used_throughout() {
     assert!(!text.contains("MiB/s"), "{text}");
     assert!(text.contains("Throughput (MB/s)"));
 }
+
+#[test]
+fn latency_chart_has_p50_and_p99_by_workers_in_one_unit() {
+    let rec = record(Units::Iec);
+    let charts = charts::charts_for(&rec);
+    let c = charts
+        .iter()
+        .find(|c| c.name == "latency-write")
+        .expect("a latency chart per operation");
+    let (unit, scale) = analysis::render::latency_unit(&rec);
+    assert_eq!(c.chart.y_label, format!("Latency ({unit})"));
+    assert!(c.chart.x_label.starts_with("Workers"));
+    let labels: Vec<&str> = c.chart.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["write p50", "write p99"]);
+    // Each point is the measured percentile at that worker count.
+    for (s, pick) in c.chart.series.iter().zip([0, 1]) {
+        let xs: Vec<f64> = s.points.iter().map(|p| p.x).collect();
+        assert_eq!(xs, [1.0, 2.0, 4.0]);
+        for (p, pt) in s.points.iter().zip(&rec.points) {
+            let o = &pt.ops[0];
+            let want = if pick == 0 {
+                o.lat_p50_us
+            } else {
+                o.lat_p99_us
+            } * scale;
+            assert!((p.y - want).abs() < 1e-9, "{} vs {want}", p.y);
+            assert!(p.lo <= p.y && p.y <= p.hi);
+        }
+    }
+    let svg = charts::svg::render(&c.chart);
+    assert!(svg.contains("Latency ("), "axis title with its unit");
+}

@@ -844,7 +844,13 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             xfer: p.xfer,
             layout: p.layout.clone(),
             target: p.target.clone(),
-            file_count: p.file_count,
+            // Planned for one rank: every rank has its own files unless
+            // they share one.
+            file_count: if p.layout == "shared" {
+                p.file_count
+            } else {
+                p.file_count * u64::from(coord.size())
+            },
             dir_per_file: p.dir_per_file,
             bytes_per_thread: p.bytes_per_thread,
             ops,

@@ -119,7 +119,10 @@ fn html_report_renders_charts_in_chromium() {
         assert!(svg.is_file(), "{}", svg.display());
         let (blue, w, h) = chart_blue_pixels(&png);
         assert_eq!((w, h), (760, 440));
-        assert!(blue > 200, "{f}.png: only {blue} line pixels");
+        // The latency chart's first (blue) line is the p50 one, drawn
+        // against an axis sized for the p99: shorter than the others.
+        let least = if f.starts_with("latency") { 50 } else { 200 };
+        assert!(blue > least, "{f}.png: only {blue} line pixels");
     }
 
     let dom = browse(&bin, &html, &["--dump-dom".to_string()]);

@@ -11,7 +11,8 @@ use analysis::SweepRecord;
 
 use crate::svg::{self, esc};
 
-const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:24px auto;max-width:1180px;color:#222;background:#fff}\
+const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:24px auto;padding:0 12px;max-width:1180px;color:#222;background:#fff;overflow-wrap:anywhere}\
+div.wide{overflow-x:auto;max-width:100%}\
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 8px}\
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
@@ -24,7 +25,9 @@ p.verdict{font-weight:bold;margin:6px 0}p.evidence{font-size:12px;color:#555;mar
 tr.failed td{background:#fdecea}tr:target td{background:#fff8c4}";
 
 fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
-    out.push_str("<table><thead><tr>");
+    // A table wider than the window scrolls inside its box; the page
+    // itself never scrolls sideways.
+    out.push_str("<div class=\"wide\"><table><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
@@ -42,11 +45,11 @@ fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
 }
 
 fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
-    out.push_str("<table id=\"results\"><thead><tr>");
+    out.push_str("<div class=\"wide\"><table id=\"results\"><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
@@ -73,7 +76,7 @@ fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
 }
 
 /// Renders the whole report.

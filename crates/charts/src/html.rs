@@ -186,6 +186,20 @@ pub fn render_html(rec: &SweepRecord) -> String {
         );
     }
     o.push_str("</div>\n");
+    let bars = crate::bars_for(rec);
+    if !bars.is_empty() {
+        o.push_str("<h2>Per rank and per node</h2><p>At the most workers of each operation: what each rank (and each node) did, mean over the good repetitions, the line spanning the lowest to the highest. Uneven bars show a rank or node that held the others back.</p><div class=\"charts\">\n");
+        for b in bars {
+            let _ = writeln!(
+                o,
+                "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
+                esc(&b.name),
+                svg::render_bars(&b.bars),
+                esc(&b.bars.title)
+            );
+        }
+        o.push_str("</div>\n");
+    }
 
     o.push_str("<h2>Analysis in detail</h2>\n<div id=\"analysis\">\n");
     for n in &rec.analysis.notes {

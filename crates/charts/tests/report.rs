@@ -191,3 +191,82 @@ fn latency_chart_has_p50_and_p99_by_workers_in_one_unit() {
     let svg = charts::svg::render(&c.chart);
     assert!(svg.contains("Latency ("), "axis title with its unit");
 }
+
+/// The record of [`record`] as if its last point ran on 2 ranks of 2
+/// threads on two hosts, rank 1 moving half of rank 0's bytes.
+fn mpi_record() -> SweepRecord {
+    let mut rec = record(Units::Iec);
+    let p = rec.points.last_mut().unwrap();
+    p.threads = 2;
+    p.result.host.cluster = Some(report::ClusterInfo {
+        launcher: "mpi".into(),
+        ranks: 2,
+        threads_per_rank: 2,
+        nodes: 2,
+        tasks_per_node: 1,
+        hosts: vec!["n1".into(), "n2".into()],
+        node_phases: Vec::new(),
+    });
+    let n = p.result.phases.len();
+    for (i, ph) in p.result.phases.iter_mut().enumerate() {
+        ph.workers = (0..4u32)
+            .map(|w| report::WorkerRecord {
+                worker: w,
+                host: if w < 2 { "n1" } else { "n2" }.into(),
+                bytes: if w < 2 { 2 << 20 } else { 1 << 20 },
+                ops: 16,
+                start_s: 0.0,
+                end_s: 1.0,
+                ..Default::default()
+            })
+            .collect();
+        let c = p.result.host.cluster.as_mut().unwrap();
+        for (h, mib) in [("n1", 4.0), ("n2", 2.0)] {
+            c.node_phases.push(report::NodePhase {
+                phase: i,
+                op: ph.op.clone(),
+                rep: ph.rep,
+                host: h.into(),
+                ranks: 1,
+                workers: 2,
+                bytes: (mib as u64) << 20,
+                ops: 32,
+                elapsed_s: 1.0,
+                bw_mib_s: mib,
+            });
+        }
+    }
+    assert_eq!(n, 4);
+    rec
+}
+
+#[test]
+fn per_rank_and_per_node_bars_under_mpi() {
+    let rec = mpi_record();
+    let bars = charts::bars_for(&rec);
+    let names: Vec<&str> = bars.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["per-rank-write", "per-node-write"], "{names:?}");
+    let ranks = &bars[0].bars;
+    assert!(ranks.title.contains("at 4 workers"), "{}", ranks.title);
+    let got: Vec<(&str, f64)> = ranks
+        .bars
+        .iter()
+        .map(|b| (b.label.as_str(), b.value))
+        .collect();
+    // Rank 0 moved 4 MiB in 1 s, rank 1 2 MiB (good repetitions only).
+    assert_eq!(got, [("rank 0 (n1)", 4.0), ("rank 1 (n2)", 2.0)]);
+    let nodes: Vec<(&str, f64)> = bars[1]
+        .bars
+        .bars
+        .iter()
+        .map(|b| (b.label.as_str(), b.value))
+        .collect();
+    assert_eq!(nodes, [("n1", 4.0), ("n2", 2.0)]);
+    let svg = charts::svg::render_bars(&bars[0].bars);
+    assert!(svg.contains("Throughput (MiB/s)") && svg.contains("rank 1 (n2)"));
+    assert!(svg.contains("<title>rank 0 (n1): 4"), "hover value");
+    let html = charts::render_html(&rec);
+    assert!(html.contains("id=\"per-rank-write\""));
+    // A run on one rank has no such bars.
+    assert!(charts::bars_for(&record(Units::Iec)).is_empty());
+}

@@ -1074,13 +1074,18 @@ impl Outputs<'_> {
                         "ioscale: warning: no system fonts found; PNG charts will have no labels (install fonts-dejavu-core)"
                     );
                 }
-                for c in charts::charts_for(rec) {
-                    let svg = charts::svg::render(&c.chart);
-                    ok &= put(&d.join(format!("{}.svg", c.name)), svg.as_bytes());
+                let lines = charts::charts_for(rec)
+                    .into_iter()
+                    .map(|c| (c.name, charts::svg::render(&c.chart)));
+                let bars = charts::bars_for(rec)
+                    .into_iter()
+                    .map(|b| (b.name, charts::svg::render_bars(&b.bars)));
+                for (name, svg) in lines.chain(bars) {
+                    ok &= put(&d.join(format!("{name}.svg")), svg.as_bytes());
                     match r.png(&svg, 1.0) {
-                        Ok(b) => ok &= put(&d.join(format!("{}.png", c.name)), &b),
+                        Ok(b) => ok &= put(&d.join(format!("{name}.png")), &b),
                         Err(e) => {
-                            eprintln!("ioscale: error: {}.png: {e}", c.name);
+                            eprintln!("ioscale: error: {name}.png: {e}");
                             ok = false;
                         }
                     }

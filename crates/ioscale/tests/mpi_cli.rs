@@ -503,6 +503,7 @@ fn sweep_on_four_ranks_is_labelled_and_analysed_by_workers() {
     let dir = scratch();
     let o = scratch();
     let j = o.path().join("sweep.json");
+    let h = o.path().join("sweep.html");
     let out = mpirun(
         4,
         &[
@@ -513,6 +514,8 @@ fn sweep_on_four_ranks_is_labelled_and_analysed_by_workers() {
             "2",
             "--json",
             s(&j),
+            "--html",
+            s(&h),
             "--",
             "run",
             "--op",
@@ -556,6 +559,13 @@ fn sweep_on_four_ranks_is_labelled_and_analysed_by_workers() {
     assert_eq!(w, [4, 8], "{c:#}");
     assert_eq!(c["little"][0]["threads"], 4, "{c:#}");
     assert!(!c["verdict"]["text"].as_str().unwrap().contains("1 worker"));
+    // The report shows what each rank did at 8 workers.
+    let page = std::fs::read_to_string(&h).unwrap();
+    assert!(page.contains("id=\"per-rank-write\""), "per-rank bars");
+    assert!(page.contains("write: per rank at 8 workers"));
+    for r in 0..4 {
+        assert!(page.contains(&format!("rank {r} (")), "bar of rank {r}");
+    }
     // Rank 0 probed every phase.
     for p in v["points"].as_array().unwrap() {
         assert_eq!(p["probes"].as_array().unwrap().len(), 2, "{p:#}");

@@ -761,9 +761,15 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             rec.interrupted = true;
             break;
         }
+        // Under MPI a point is named by its workers (ranks × threads).
+        let size = coord.size();
+        let who = if size > 1 {
+            format!("workers={} ({size}×{})", size * p.threads, p.threads)
+        } else {
+            format!("threads={}", p.threads)
+        };
         let what = format!(
-            "threads={}{}{}",
-            p.threads,
+            "{who}{}{}",
             if p.series.is_empty() {
                 String::new()
             } else {

@@ -687,6 +687,8 @@ mod tests {
             time_limited: false,
             interrupted: false,
             errors: 0,
+            start_skew_s: None,
+            worker_start_spread_s: None,
             verify: None,
             files: None,
             workers: (0..4)

@@ -140,6 +140,13 @@ fn run_records_every_node_and_its_totals() {
             assert_eq!(n["ranks"], 2);
             // 2 ranks × 1 thread × 1 MiB each.
             assert_eq!(n["bytes"], 2 << 20, "{n}");
+            // The node's own rate: its bytes over its own span.
+            let (bw, el) = (
+                n["bw_mib_s"].as_f64().unwrap(),
+                n["elapsed_s"].as_f64().unwrap(),
+            );
+            assert!(el > 0.0 && bw > 0.0, "{n}");
+            assert!((bw - 2.0 / el).abs() <= 1e-6 * bw, "{n}");
         }
     }
 }

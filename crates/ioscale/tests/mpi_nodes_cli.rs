@@ -147,6 +147,22 @@ fn run_records_every_node_and_its_totals() {
             );
             assert!(el > 0.0 && bw > 0.0, "{n}");
             assert!((bw - 2.0 / el).abs() <= 1e-6 * bw, "{n}");
+            // The text report shows it: one row per phase and node.
+            let row = [
+                n["op"].as_str().unwrap().to_string(),
+                "0".into(),
+                n["host"].as_str().unwrap().to_string(),
+                "2".into(),
+                "2.00".into(),
+                format!("{bw:.2}"),
+            ];
+            assert!(
+                text.lines().any(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    cols.len() == 7 && cols[..6] == row
+                }),
+                "no per-node row {row:?} in:\n{text}"
+            );
         }
     }
 }

@@ -1,7 +1,10 @@
 //! The ioscale binary on 4 simulated nodes × 2 ranks (`scripts/mpi-nodes`:
 //! one Open MPI daemon per node name in its own UTS namespace, ranks of
 //! different nodes over TCP), as a black box: the IOR header's nodes,
-//! tasks and clients per node, and the JSON record's per-node totals.
+//! tasks and clients per node, the JSON record's per-node totals and rates
+//! (and the text report's per-node rows), reordered reads from the next
+//! node (strace per rank), one deadline and the recorded start skew, and
+//! a rank that stops answering named with its node.
 //! Needs mpirun and root (`unshare --uts`); built only with
 //! `--features mpi`.
 
@@ -335,4 +338,55 @@ fn a_rank_that_stops_answering_is_named_with_its_node() {
         text.contains("rank 5 (ioscale-sim-node2)"),
         "the error names the rank and its node: {text}"
     );
+}
+
+#[test]
+fn reordered_reads_come_from_the_next_node() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = shm_dir();
+    let target = dir.path().join("t");
+    let traces = dir.path().join("traces");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::create_dir(&traces).unwrap();
+    // Every rank under strace, its trace named by its rank: which data
+    // file each rank opens read-only is which data it reads.
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
+    let out = Command::new("timeout")
+        .arg("300")
+        .arg(script)
+        .args(["run", "4", "2", "--", "sh", "-c"])
+        .arg(r#"exec strace -f -qq --seccomp-bpf -e trace=openat -o "$0/rank$OMPI_COMM_WORLD_RANK" "$@""#)
+        .arg(&traces)
+        .arg(env!("CARGO_BIN_EXE_ioscale"))
+        .args(["run", "--op", "write,read", "--layout", "per-thread"])
+        .args(["--xfer", "256k", "--size", "1m", "--reorder"])
+        .arg(&target)
+        .output()
+        .expect("running scripts/mpi-nodes");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    for rank in 0..8u32 {
+        let trace = std::fs::read_to_string(traces.join(format!("rank{rank}"))).unwrap();
+        let read: Vec<u32> = trace
+            .lines()
+            .filter(|l| l.contains("O_RDONLY") && !l.contains("O_CREAT"))
+            .filter_map(|l| {
+                let at = l.find("/file.")? + "/file.".len();
+                l.get(at..at + 8)?.parse().ok()
+            })
+            .collect();
+        // One thread per rank, 2 ranks per node: IOR -C's shift by the
+        // tasks per node, so each rank reads the file of the rank 2 further
+        // on, which ran on the next node.
+        let want = (rank + 2) % 8;
+        assert_eq!(
+            read,
+            vec![want],
+            "rank {rank} read files {read:?}:\n{trace}"
+        );
+    }
 }

@@ -457,6 +457,8 @@ fn reduce(plan: &MetaPlan<'_>, out: &PhaseOut<MetaSample>, layout: &Layout) -> P
         time_limited: samples.iter().any(|s| s.hit_deadline),
         interrupted,
         errors: samples.iter().map(|s| s.errors).sum(),
+        start_skew_s: out.start_skew_s(),
+        worker_start_spread_s: out.worker_start_spread_s(),
         verify: (plan.op == MetaOp::Read && plan.spec.verify).then(|| report::VerifyRecord {
             checked_bytes: samples.iter().map(|s| s.checked_bytes).sum(),
             bad_bytes: samples.iter().map(|s| s.bad_bytes).sum(),

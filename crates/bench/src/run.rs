@@ -697,6 +697,8 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         time_limited: samples.iter().any(|s| s.hit_deadline),
         interrupted,
         errors: counters.errors,
+        start_skew_s: out.start_skew_s(),
+        worker_start_spread_s: out.worker_start_spread_s(),
         verify,
         files: None,
         workers: samples

@@ -61,7 +61,14 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
              `ioscale meta --ops cleanup` with the same flags removes it)"
         );
     };
-    let outcome = match bench::meta::run_with_hook(&spec, command, stop, coord, &mut save_early) {
+    let outcome = match bench::meta::run_with_hook(
+        &spec,
+        command,
+        stop,
+        coord,
+        bench::run::Options::default(),
+        &mut save_early,
+    ) {
         Ok(o) => o,
         Err(e) => {
             if root {

@@ -57,6 +57,7 @@ fn real_main() -> anyhow::Result<i32> {
     match called.as_str() {
         "ior" => return front::ior::main(&argv[0], &argv[1..]),
         "dd" => return front::dd::main(&argv[1..]),
+        "fio" => return front::fio::main(&argv[1..]),
         "mdtest" => return front::mdtest::main(&argv[0], &argv[1..]),
         "smallfile_cli.py" => return front::smallfile::main(&argv[1..]),
         _ => {}
@@ -64,6 +65,7 @@ fn real_main() -> anyhow::Result<i32> {
     match argv.get(1).map(String::as_str) {
         Some("ior") => return front::ior::main("ioscale ior", &argv[2..]),
         Some("dd") => return front::dd::main(&argv[2..]),
+        Some("fio") => return front::fio::main(&argv[2..]),
         Some("mdtest") => return front::mdtest::main("mdtest", &argv[2..]),
         Some("smallfile") => return front::smallfile::main(&argv[2..]),
         _ => {}
@@ -85,6 +87,7 @@ fn real_main() -> anyhow::Result<i32> {
         Command::Compare(args) => report_cmd::cmd_compare(&args),
         Command::Ior { args } => front::ior::main("ioscale ior", &args),
         Command::Dd { args } => front::dd::main(&args),
+        Command::Fio { args } => front::fio::main(&args),
         Command::Mdtest { args } => front::mdtest::main("mdtest", &args),
         Command::Smallfile { args } => front::smallfile::main(&args),
         Command::Clean(args) => cmd_clean(&args.target),

@@ -536,8 +536,9 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         std::fs::write(p, serde_json::to_string_pretty(&v)?)
             .map_err(|e| anyhow::anyhow!("--ioscale-json {}: {e}", p.display()))?;
     }
-    for rs in &records {
-        for w in &rs.warnings {
+    let mut said = std::collections::BTreeSet::new();
+    for w in records.iter().flat_map(|rs| &rs.warnings) {
+        if said.insert(w) {
             eprintln!("fio: warning: {w}");
         }
     }

@@ -589,9 +589,12 @@ pub struct Job {
     pub own: Vec<(String, String)>,
 }
 
+/// Options as written: (name, value).
+pub type Written = Vec<(String, String)>;
+
 /// Turns the sections into jobs: each job starts from the `[global]`
 /// options seen before it (and the command line's), then its own.
-pub fn jobs(cli: &Cli) -> Result<(Vec<Job>, Vec<(String, String)>), Usage> {
+pub fn jobs(cli: &Cli) -> Result<(Vec<Job>, Written), Usage> {
     let mut sections = Vec::new();
     for f in &cli.files {
         sections.extend(parse_file(f, 0)?);

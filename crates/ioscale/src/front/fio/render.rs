@@ -410,12 +410,10 @@ pub fn normal(r: &Report) -> String {
         for d in &r.disks {
             let x = &d.d;
             out.push_str(&format!(
-                "  {}: ios={}/{}, sectors={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%\n",
+                "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%\n",
                 d.name,
                 x[0],
                 x[4],
-                x[2],
-                x[6],
                 x[1],
                 x[5],
                 x[3],
@@ -559,7 +557,6 @@ pub fn json(r: &Report) -> Value {
                 json!({
                     "name": d.name,
                     "read_ios": x[0], "write_ios": x[4],
-                    "read_sectors": x[2], "write_sectors": x[6],
                     "read_merges": x[1], "write_merges": x[5],
                     "read_ticks": x[3], "write_ticks": x[7],
                     "in_queue": x[10],

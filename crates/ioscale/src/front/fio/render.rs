@@ -193,7 +193,8 @@ pub struct Report {
 }
 
 /// fio's number style: at most four digits before the unit, decimals to
-/// fill the rest (`491k`, `48.1MiB`, `1918MiB`, `5.12k`).
+/// fill the rest once divided (`491k`, `48.1MiB`, `1918MiB`, `5.12k`,
+/// `32.0MiB`).
 fn num(v: f64, base: f64, units: &[&str]) -> String {
     let mut x = v;
     let mut i = 0;
@@ -203,7 +204,7 @@ fn num(v: f64, base: f64, units: &[&str]) -> String {
     }
     let digits = (x.trunc() as u64).to_string().len();
     let dec = 4usize.saturating_sub(digits + 1);
-    if i == 0 || dec == 0 || x.fract() == 0.0 {
+    if i == 0 || dec == 0 {
         format!("{}{}", x.round() as u64, units[i])
     } else {
         format!("{x:.dec$}{}", units[i])
@@ -582,5 +583,7 @@ mod tests {
         assert_eq!(num(50_436_096.0, 1024.0, &IEC), "48.1MiB");
         assert_eq!(num(12_345.0, 1000.0, &["", "k"]), "12.3k");
         assert_eq!(num(7.0, 1000.0, &["", "k"]), "7");
+        // fio keeps the decimal of a whole number after a division.
+        assert_eq!(size_text(32 << 20), "32.0MiB");
     }
 }

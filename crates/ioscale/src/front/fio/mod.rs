@@ -354,6 +354,54 @@ fn lay_out(
     Ok(created)
 }
 
+/// The workload of a fio job with `numjobs` set to `clones`, for
+/// `ioscale sweep … -- fio JOBFILE` (seed 004 sweeps fio's numjobs): the
+/// command line must hold one job (or jobs that run together), not
+/// `time_based` (a sweep point is one pass). A read job's files are laid
+/// out here, untimed, as fio does, so call it right before the point runs.
+#[allow(dead_code)] // called by `ioscale sweep` once it is wired in (after the issue 10 move)
+pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> {
+    let cli = parse::parse_cli(args)?;
+    if cli.output.is_some() || !cli.formats.is_empty() || cli.ioscale_json.is_some() {
+        return Err(Usage(
+            "give --json, --csv and --format to sweep (before --), not --output/--output-format to the inner fio".into(),
+        ));
+    }
+    let (mut jobs, _) = parse::jobs(&cli)?;
+    for j in &mut jobs {
+        j.numjobs = u64::from(clones);
+        if j.time_based {
+            return Err(Usage(format!(
+                "job '{}': time_based in a sweep is not supported (each point is one pass); give size= alone \
+                 or runtime= without time_based",
+                j.name
+            )));
+        }
+    }
+    let mut runs = plan_runs(jobs)?;
+    if runs.len() != 1 {
+        return Err(Usage(
+            "a sweep runs one fio job (or jobs that run together); this one has `stonewall` steps: \
+             sweep each step's job file on its own"
+                .into(),
+        ));
+    }
+    let run = runs.remove(0);
+    let (raw, paths, _) = to_raw(&run)?;
+    let spec = raw.build().map_err(|e| {
+        Usage(super::in_tool_terms(
+            "fio",
+            &e.to_string(),
+            &[("--xfer", "bs=")],
+        ))
+    })?;
+    if spec.ops.iter().all(|o| !o.writes()) {
+        lay_out(&paths, spec.file_size(), &mut Vec::new(), &run.jobs[0].name)
+            .map_err(|e| Usage(format!("laying out {}: {e}", paths[0].display())))?;
+    }
+    Ok(spec)
+}
+
 /// Runs the fio front-end.
 pub fn main(args: &[String]) -> anyhow::Result<i32> {
     crate::as_ranks("fio", |coord| ranks_main(args, coord))
@@ -732,4 +780,57 @@ fn entry(
         e.cpu_s = Some(cpu);
     }
     e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn sweep_point_sets_the_clones_and_their_files() {
+        let dir = std::env::temp_dir().join(format!("ioscale-fio-sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = argv(&format!(
+            "--name=seq --rw=write --bs=64k --size=1m --directory={}",
+            dir.display()
+        ));
+        let s = sweep_point(&a, 3).unwrap();
+        assert_eq!(s.threads, 3);
+        assert_eq!(s.bytes_per_worker(), 1 << 20);
+        match &s.naming {
+            FileNaming::Dd { paths, notrunc } => {
+                assert!(*notrunc);
+                assert_eq!(paths[2], dir.join("seq.2.0"));
+            }
+            n => panic!("{n:?}"),
+        }
+        // A read job's files are laid out for the point.
+        let r = argv(&format!(
+            "--name=rd --rw=read --bs=64k --size=256k --directory={}",
+            dir.display()
+        ));
+        sweep_point(&r, 2).unwrap();
+        assert_eq!(
+            std::fs::metadata(dir.join("rd.1.0")).unwrap().len(),
+            256 << 10
+        );
+        let t = argv("--name=t --rw=read --size=1m --runtime=1 --time_based");
+        assert!(sweep_point(&t, 1).unwrap_err().0.contains("time_based"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_jobs_of_another_shape_are_refused() {
+        let c = parse::parse_cli(&argv(
+            "--name=a --rw=write --size=1m --name=b --rw=write --size=2m",
+        ))
+        .unwrap();
+        let (jobs, _) = parse::jobs(&c).unwrap();
+        let e = plan_runs(jobs).err().unwrap().0;
+        assert!(e.contains("size") && e.contains("stonewall"), "{e}");
+    }
 }

@@ -138,7 +138,6 @@ fn canonical(key: &str) -> &str {
         "blocksize" => "bs",
         "blocksize_range" => "bsrange",
         "rwmixcycle" => "rwmixcycle",
-        "wait_for_previous" => "stonewall",
         "io_size" => "io_size",
         other => other,
     }
@@ -873,7 +872,7 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
                     "{k}=: not supported: ioscale keeps no per-interval logs (its own record: --ioscale-json FILE)"
                 )))
             }
-            "stonewall" => j.stonewall = b()?,
+            "stonewall" | "wait_for_previous" => j.stonewall = b()?,
             other => return Err(at(format!("{other}: not supported"))),
         }
     }

@@ -477,3 +477,58 @@ fn a_symlink_named_fio_is_the_fio_front_end() {
         64 * 1024
     );
 }
+
+#[test]
+fn sweep_runs_a_fio_job_over_numjobs() {
+    let dir = scratch();
+    let jf = dir.path().join("seed004.fio");
+    std::fs::write(
+        &jf,
+        format!(
+            "[global]\ndirectory={}\nbs=64k\nsize=512k\n\n[seqread]\nrw=read\n",
+            s(dir.path())
+        ),
+    )
+    .unwrap();
+    let rec = dir.path().join("sweep.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2,3",
+        "--reps",
+        "4",
+        "--trim",
+        "1",
+        "--json",
+        s(&rec),
+        "--",
+        "fio",
+        s(&jf),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&rec);
+    let pts = v["points"].as_array().unwrap();
+    let threads: Vec<u64> = pts.iter().map(|p| p["threads"].as_u64().unwrap()).collect();
+    assert_eq!(threads, vec![1, 2, 3]);
+    for p in pts {
+        assert_eq!(p["bytes_per_thread"], 512 * 1024);
+        assert_eq!(p["file_count"], p["threads"]);
+    }
+    // fio's names: one file per clone, laid out for the read job.
+    for c in 0..3 {
+        let f = dir.path().join(format!("seqread.{c}.0"));
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 512 * 1024, "{f:?}");
+    }
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--xfer",
+        "4k",
+        "--",
+        "fio",
+        s(&jf),
+    ]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("numjobs"), "{}", stderr(&out));
+}

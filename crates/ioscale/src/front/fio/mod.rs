@@ -359,7 +359,6 @@ fn lay_out(
 /// command line must hold one job (or jobs that run together), not
 /// `time_based` (a sweep point is one pass). A read job's files are laid
 /// out here, untimed, as fio does, so call it right before the point runs.
-#[allow(dead_code)] // called by `ioscale sweep` once it is wired in (after the issue 10 move)
 pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> {
     let cli = parse::parse_cli(args)?;
     if cli.output.is_some() || !cli.formats.is_empty() || cli.ioscale_json.is_some() {
@@ -518,7 +517,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             );
         }
         if disk_dev.is_none() {
-            let host = crate::host::collect(&spec.target);
+            let host = bench::host::collect(&spec.target);
             disk_dev = render::disk_name(&host.fs_source);
             disk_before = disk_dev.as_deref().and_then(render::read_diskstats);
         }
@@ -614,7 +613,7 @@ fn run_passes(
             }
             s.time_limit = Some(left);
         }
-        let o = crate::run::run_with(&s, argv.to_vec(), stop.clone(), coord)
+        let o = bench::run::run_with(&s, argv.to_vec(), stop.clone(), coord)
             .map_err(|e| e.to_string())?;
         let code = o.exit_code();
         let done = o

@@ -249,7 +249,7 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             ("fio", "1".to_string(), false)
         }
         _ => return usage(
-            "sweep runs `run`, `meta` or `fio`: ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
+            "sweep runs `run` or `meta` (or a `fio` job): ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
         ),
     };
     for l in &layouts {
@@ -459,7 +459,7 @@ fn typed_inner(inner: &mut Command, swept_xfer: bool, swept_layout: bool) -> Res
                 .map_err(|e| Usage(e.to_string()))
         }
         Command::Fio { args } => Ok(Inner::Fio(args.clone())),
-        _ => usage("sweep runs `run`, `meta` or `fio`"),
+        _ => usage("sweep runs `run` or `meta` (or a `fio` job)"),
     }
 }
 

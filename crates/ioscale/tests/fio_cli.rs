@@ -449,6 +449,20 @@ fn output_file_json_plus_and_ioscale_record() {
     let mut left = names(dir.path());
     left.sort();
     assert_eq!(left, vec!["out.json".to_string(), "rec.json".to_string()]);
+    // An output in a directory that does not exist is refused before the run.
+    let out = fio(
+        &[
+            "--name=j",
+            "--rw=write",
+            "--size=64k",
+            &d,
+            "--ioscale-json=/nonexistent-dir/rec.json",
+        ],
+        dir.path(),
+    );
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--ioscale-json"), "{}", stderr(&out));
+    assert!(!dir.path().join("j.0.0").exists());
 }
 
 #[test]

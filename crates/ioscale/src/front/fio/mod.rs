@@ -463,9 +463,14 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         };
         planned.push((run, spec, paths, notes));
     }
-    for p in [&cli.output, &cli.ioscale_json].into_iter().flatten() {
-        if let Err(e) = crate::check_output_path("--output", p) {
-            return fail(&e);
+    for (flag, p) in [
+        ("--output", &cli.output),
+        ("--ioscale-json", &cli.ioscale_json),
+    ] {
+        if let Some(p) = p {
+            if let Err(e) = crate::check_output_path(flag, p) {
+                return fail(&e);
+            }
         }
     }
     let stop = crate::install_signals()?;
@@ -719,9 +724,15 @@ fn entry(
     let mut cpu = (0.0, 0.0);
     for rs in results {
         if let Some(err) = rs.errors.first() {
-            e.error = err.errno.unwrap_or(5);
+            // fio's error is an errno; a failure ioscale has none for is
+            // reported as EIO.
+            e.error = err.errno.unwrap_or(libc::EIO);
         }
         for p in &rs.phases {
+            if p.verify.as_ref().is_some_and(|v| v.bad_bytes > 0) && e.error == 0 {
+                // fio reports a failed verify as EILSEQ.
+                e.error = libc::EILSEQ;
+            }
             let op = Op::parse(&p.op).unwrap_or(j.op);
             let mine: Vec<&report::WorkerRecord> = p
                 .workers

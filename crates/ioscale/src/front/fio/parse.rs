@@ -27,6 +27,9 @@ pub struct Opt {
     pub val: Option<String>,
     /// `command line` or `FILE:LINE`.
     pub origin: String,
+    /// The name fio lists in its "job options": the option's own name,
+    /// not the alias used (`readwrite` is listed as `rw`).
+    pub written: String,
 }
 
 /// A `[section]` of a job file, or one `--name=` job of the command line.
@@ -137,6 +140,7 @@ fn canonical(key: &str) -> &str {
         "readwrite" => "rw",
         "blocksize" => "bs",
         "blocksize_range" => "bsrange",
+        "wait_for_previous" => "stonewall",
         "rwmixcycle" => "rwmixcycle",
         "io_size" => "io_size",
         other => other,
@@ -307,6 +311,7 @@ pub fn parse_cli(args: &[String]) -> Result<Cli, Usage> {
             }
             _ => {
                 let key = canonical(key);
+                let written = key.to_string();
                 let kind = check_known(key, "command line")?;
                 let val = match (kind, &inline) {
                     (_, Some(v)) => Some(v.clone()),
@@ -317,12 +322,14 @@ pub fn parse_cli(args: &[String]) -> Result<Cli, Usage> {
                     key: key.to_string(),
                     val: val.map(|v| expand_env(&v)),
                     origin: "command line".into(),
+                    written,
                 };
                 if key == "name" {
+                    // fio lists a command-line job's name among its options.
                     let name = opt.val.clone().unwrap_or_default();
                     cli.jobs.push(Section {
                         name,
-                        opts: Vec::new(),
+                        opts: vec![opt],
                     });
                 } else if let Some(job) = cli.jobs.last_mut() {
                     job.opts.push(opt);
@@ -391,6 +398,7 @@ pub fn parse_file(path: &Path, depth: u32) -> Result<Vec<Section>, Usage> {
             None => (line, None),
         };
         let key = canonical(key);
+        let written = key.to_string();
         let kind = check_known(key, &origin)?;
         if kind == Kind::Value && val.is_none() {
             return Err(usage(format!("{key} ({origin}) needs a value: {key}=…")));
@@ -399,6 +407,7 @@ pub fn parse_file(path: &Path, depth: u32) -> Result<Vec<Section>, Usage> {
             key: key.to_string(),
             val,
             origin: origin.clone(),
+            written,
         };
         match sections.last_mut() {
             Some(s) => s.opts.push(opt),
@@ -600,13 +609,20 @@ pub fn jobs(cli: &Cli) -> Result<(Vec<Job>, Written), Usage> {
     }
     sections.extend(cli.jobs.iter().cloned());
     let mut global: Vec<Opt> = cli.global.clone();
-    let mut global_shown = Vec::new();
+    let mut global_shown: Written = cli
+        .global
+        .iter()
+        .filter_map(|o| Some((o.written.clone(), o.val.clone()?)))
+        .collect();
     let mut out: Vec<Job> = Vec::new();
     let mut group = 0usize;
     for s in sections {
         if s.name == "global" {
+            // fio lists options with a value; bare flags are left out.
             for o in &s.opts {
-                global_shown.push((o.key.clone(), o.val.clone().unwrap_or_default()));
+                if let Some(v) = &o.val {
+                    global_shown.push((o.written.clone(), v.clone()));
+                }
             }
             global.extend(s.opts);
             continue;
@@ -620,7 +636,7 @@ pub fn jobs(cli: &Cli) -> Result<(Vec<Job>, Written), Usage> {
         j.own = s
             .opts
             .iter()
-            .map(|o| (o.key.clone(), o.val.clone().unwrap_or_default()))
+            .filter_map(|o| Some((o.written.clone(), o.val.clone()?)))
             .collect();
         let new_group = all
             .iter()

@@ -40,6 +40,7 @@ Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
 Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
   --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)
+  --print-spec         print the ioscale workload of each run (JSON list) and exit
 
 Examples:
   ioscale fio --name=seqread --rw=read --bs=1m --size=1g --directory=/mnt/fs --direct=1
@@ -462,6 +463,11 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             }
         };
         planned.push((run, spec, paths, notes));
+    }
+    if cli.print_spec {
+        let specs: Vec<&WorkloadSpec> = planned.iter().map(|(_, s, _, _)| s).collect();
+        println!("{}", serde_json::to_string_pretty(&specs)?);
+        return Ok(0);
     }
     for (flag, p) in [
         ("--output", &cli.output),

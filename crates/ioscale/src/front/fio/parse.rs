@@ -71,6 +71,8 @@ pub struct Cli {
     pub help: bool,
     /// `--version`.
     pub version: bool,
+    /// `--print-spec`: print each run's ioscale workload and exit.
+    pub print_spec: bool,
 }
 
 /// What kind of value an option takes.
@@ -287,6 +289,7 @@ pub fn parse_cli(args: &[String]) -> Result<Cli, Usage> {
         match key {
             "help" => cli.help = true,
             "version" => cli.version = true,
+            "print-spec" => cli.print_spec = true,
             "output" => cli.output = Some(PathBuf::from(take("a file name")?)),
             "ioscale-json" => cli.ioscale_json = Some(PathBuf::from(take("a file name")?)),
             "output-format" => {

@@ -13,7 +13,7 @@ pub mod render;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use spec::{EngineKind, FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
@@ -486,6 +486,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let mut report = Report {
         version: format!("ioscale-{}", env!("CARGO_PKG_VERSION")),
         started,
+        started_text: super::ctime_now(),
         global,
         headers: Vec::new(),
         entries: Vec::new(),
@@ -643,7 +644,6 @@ fn run_passes(
             break;
         }
     }
-    let _ = Duration::ZERO;
     Ok((out, 0))
 }
 

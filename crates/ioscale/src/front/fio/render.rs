@@ -178,6 +178,8 @@ pub struct Report {
     pub version: String,
     /// When the command started.
     pub started: std::time::SystemTime,
+    /// The same in C's `ctime` form, local time (fio's date style).
+    pub started_text: String,
     /// `[global]` options.
     pub global: Vec<(String, String)>,
     /// One per job.
@@ -236,11 +238,6 @@ fn lat_unit(min_ns: f64) -> (&'static str, f64) {
     } else {
         ("nsec", 1.0)
     }
-}
-
-fn ctime(t: std::time::SystemTime) -> String {
-    let _ = t;
-    super::super::ctime_now()
 }
 
 fn percentiles_of(e: &Entry, l: &Lat) -> Vec<(f64, f64)> {
@@ -339,7 +336,7 @@ pub fn normal(r: &Report) -> String {
         out.push('\n');
     }
     out.push('\n');
-    let when = ctime(r.started);
+    let when = &r.started_text;
     for e in &r.entries {
         out.push_str(&format!(
             "{}: (groupid={}, jobs={}): err={:2}: pid={}: {when}\n",
@@ -504,7 +501,7 @@ pub fn json(r: &Report) -> Value {
     top.insert("fio version".into(), json!(r.version));
     top.insert("timestamp".into(), json!(t.as_secs()));
     top.insert("timestamp_ms".into(), json!(t.as_millis() as u64));
-    top.insert("time".into(), json!(ctime(r.started)));
+    top.insert("time".into(), json!(r.started_text));
     if !r.global.is_empty() {
         let g: Map<String, Value> = r
             .global

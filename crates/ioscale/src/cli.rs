@@ -68,6 +68,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Run fio job files and command lines (`ioscale fio jobs.fio`, `ioscale fio --name=r --rw=randread --size=1g`).
+    #[command(after_help = crate::front::fio::HELP, disable_help_flag = true)]
+    Fio {
+        /// fio's job files and options, as fio takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Run an mdtest command line (`ioscale mdtest --tasks 4 -n 1000 -F -u -d /mnt/fs/md`); `ioscale mdtest --help` lists its options.
     #[command(after_help = crate::front::mdtest::HELP, disable_help_flag = true)]
     Mdtest {

@@ -1,5 +1,5 @@
-//! Compatibility front-ends: `ioscale ior`, `ioscale dd`, `ioscale mdtest`
-//! and `ioscale smallfile`.
+//! Compatibility front-ends: `ioscale ior`, `ioscale dd`, `ioscale mdtest`,
+//! `ioscale smallfile` and `ioscale fio`.
 //!
 //! People arrive with IOR and dd command lines they already trust. Each
 //! front-end parses its tool's syntax into a [`spec::RawWorkload`], lets
@@ -12,6 +12,7 @@
 //! `ioscale meta`'s driver ([`bench::meta::run_with`]).
 
 pub mod dd;
+pub mod fio;
 pub mod ior;
 pub mod mdtest;
 pub mod smallfile;
@@ -49,6 +50,12 @@ pub const REGISTRY: &[FrontEnd] = &[
         program: "dd",
         shown_as: "dd",
         main: |_, args| dd::main(args),
+    },
+    FrontEnd {
+        command: "fio",
+        program: "fio",
+        shown_as: "fio",
+        main: |_, args| fio::main(args),
     },
     FrontEnd {
         command: "mdtest",

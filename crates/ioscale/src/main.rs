@@ -66,6 +66,7 @@ fn real_main() -> anyhow::Result<i32> {
         Some("dd") => return front::dd::main(&argv[2..]),
         Some("mdtest") => return front::mdtest::main("mdtest", &argv[2..]),
         Some("smallfile") => return front::smallfile::main(&argv[2..]),
+        Some("io500") => return front::io500::main(&argv[2..]),
         _ => {}
     }
     let cli = match Cli::try_parse() {
@@ -87,6 +88,7 @@ fn real_main() -> anyhow::Result<i32> {
         Command::Dd { args } => front::dd::main(&args),
         Command::Mdtest { args } => front::mdtest::main("mdtest", &args),
         Command::Smallfile { args } => front::smallfile::main(&args),
+        Command::Io500 { args } => front::io500::main(&args),
         Command::Clean(args) => cmd_clean(&args.target),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

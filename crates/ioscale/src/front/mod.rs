@@ -12,6 +12,7 @@
 //! `ioscale meta`'s driver ([`crate::meta::run_with`]).
 
 pub mod dd;
+pub mod io500;
 pub mod ior;
 pub mod mdtest;
 pub mod smallfile;

@@ -65,6 +65,9 @@ struct Args {
     /// Write ioscale's JSON record of the run here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Keep the data files at the end (io500 removes them), e.g. to inspect their layout.
+    #[arg(long)]
+    keep: bool,
 }
 
 fn parse_duration(v: &str) -> Result<u64, String> {
@@ -407,9 +410,15 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
     if !root {
         return Ok(exit_code(interrupted, errors));
     }
-    let left = cleanup(&names, &st, &created);
-    for l in &left {
-        eprintln!("io500: cleanup: could not remove {l}");
+    if a.keep {
+        eprintln!(
+            "io500: note: --keep: the data files stay in {}",
+            names.d.display()
+        );
+    } else {
+        for l in cleanup(&names, &st, &created) {
+            eprintln!("io500: cleanup: could not remove {l}");
+        }
     }
     println!();
     println!(

@@ -314,7 +314,8 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
     let mut errors = false;
     let mut drop_warned = false;
     for p in &plan {
-        if ctx.stop.load(Ordering::Relaxed) || coord.any(ctx.stop.load(Ordering::Relaxed)) {
+        // Every rank asks, whatever its own flag says (a collective call).
+        if coord.any(ctx.stop.load(Ordering::Relaxed)) {
             interrupted = true;
             break;
         }

@@ -8,7 +8,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::findings::num;
+use stats::Interval;
+
+use crate::findings::{num, unit_of, Units, MIN_EFFECT};
 use crate::model::SweepRecord;
 use crate::render::layout_table;
 
@@ -28,6 +30,37 @@ pub struct CompareRow {
     /// Each value ÷ the first record's (the first entry is always 1 when
     /// present).
     pub ratios: Vec<Option<f64>>,
+    /// The 95 % bootstrap interval of each value (same unit).
+    #[serde(default)]
+    pub intervals: Vec<Option<Interval>>,
+    /// Per record after the first: `faster`, `slower` or `no clear
+    /// difference` against the first, judged with the intervals.
+    #[serde(default)]
+    pub verdicts: Vec<Option<String>>,
+}
+
+/// `faster`, `slower` or `no clear difference`: `b` against `a`, by more
+/// than [`MIN_EFFECT`] and with intervals that do not overlap.
+pub fn judge(a: f64, ia: Option<Interval>, b: f64, ib: Option<Interval>) -> &'static str {
+    let ia = ia.unwrap_or(Interval {
+        lo: a,
+        hi: a,
+        level: 0.95,
+        n: 1,
+    });
+    let ib = ib.unwrap_or(Interval {
+        lo: b,
+        hi: b,
+        level: 0.95,
+        n: 1,
+    });
+    if b > a * (1.0 + MIN_EFFECT) && ib.lo > ia.hi {
+        "faster"
+    } else if a > b * (1.0 + MIN_EFFECT) && ia.lo > ib.hi {
+        "slower"
+    } else {
+        "no clear difference"
+    }
 }
 
 /// The whole comparison.
@@ -42,36 +75,55 @@ pub struct Comparison {
     pub geomean_ratio: Vec<Option<f64>>,
 }
 
-/// Lines up the records.
+/// Lines up the records, in MB/s (the unit the binary's compare printed
+/// before `--units`; see [`compare_with`]).
 pub fn compare(records: &[(String, SweepRecord)]) -> Comparison {
+    compare_with(records, Units::Si)
+}
+
+/// Lines up the records, data rates in `units`.
+pub fn compare_with(records: &[(String, SweepRecord)], units: Units) -> Comparison {
     let mut rows: Vec<CompareRow> = Vec::new();
     for (i, (_, rec)) in records.iter().enumerate() {
         for p in &rec.points {
             for o in &p.ops {
+                if o.reps == 0 {
+                    continue;
+                }
                 let data = o.moves_data();
-                let unit = if data { "MB/s" } else { "ops/s" };
-                let v = if data {
-                    o.center_bw_mb_s()
+                let unit = unit_of(o, units);
+                let scale = |x: f64| if data { units.from_mib_s(x) } else { x };
+                let v = scale(if data {
+                    o.center_bw_mib_s()
                 } else {
                     o.center_iops()
-                };
+                });
+                let iv = o.ci.filter(|c| c.n > 1).map(|c| Interval {
+                    lo: scale(c.lo),
+                    hi: scale(c.hi),
+                    ..c
+                });
+                let workers = p.workers();
                 let row = match rows.iter_mut().position(|r| {
-                    r.series == p.series && r.op == o.op && r.threads == p.threads && r.unit == unit
+                    r.series == p.series && r.op == o.op && r.threads == workers && r.unit == unit
                 }) {
                     Some(k) => &mut rows[k],
                     None => {
                         rows.push(CompareRow {
                             series: p.series.clone(),
                             op: o.op.clone(),
-                            threads: p.threads,
+                            threads: workers,
                             unit: unit.into(),
                             values: vec![None; records.len()],
                             ratios: vec![None; records.len()],
+                            intervals: vec![None; records.len()],
+                            verdicts: vec![None; records.len()],
                         });
                         rows.last_mut().expect("just pushed")
                     }
                 };
                 row.values[i] = Some(v);
+                row.intervals[i] = iv;
             }
         }
     }
@@ -79,6 +131,12 @@ pub fn compare(records: &[(String, SweepRecord)]) -> Comparison {
         if let Some(base) = r.values[0].filter(|b| *b > 0.0) {
             for (ratio, v) in r.ratios.iter_mut().zip(&r.values) {
                 *ratio = v.map(|v| v / base);
+            }
+            for i in 1..r.values.len() {
+                if let Some(v) = r.values[i] {
+                    r.verdicts[i] =
+                        Some(judge(base, r.intervals[0], v, r.intervals[i]).to_string());
+                }
             }
         }
     }
@@ -110,6 +168,7 @@ pub fn render_text(c: &Comparison) -> String {
         head.push(n.clone());
         if i > 0 {
             head.push(format!("×{}", i + 1));
+            head.push(format!("verdict {}", i + 1));
         }
     }
     let rows: Vec<Vec<String>> = c
@@ -137,6 +196,7 @@ pub fn render_text(c: &Comparison) -> String {
                             .map(|v| format!("{v:.2}"))
                             .unwrap_or_else(|| "-".into()),
                     );
+                    cells.push(r.verdicts[i].clone().unwrap_or_else(|| "-".into()));
                 }
             }
             cells
@@ -144,26 +204,39 @@ pub fn render_text(c: &Comparison) -> String {
         .collect();
     let head_ref: Vec<&str> = head.iter().map(String::as_str).collect();
     let mut out = vec![format!(
-        "Compared with {} (×N = record N ÷ record 1; figures are trimmed means or means over repetitions)",
+        "Compared with {} (×N = record N ÷ record 1; figures are trimmed means or means over the good repetitions; a verdict needs a gap above 5% and non-overlapping 95% bootstrap intervals)",
         c.names[0]
     )];
     out.extend(layout_table(&head_ref, &rows));
     out.push(String::new());
     for i in 1..c.names.len() {
         let n = c.rows.iter().filter(|r| r.ratios[i].is_some()).count();
+        let vs: Vec<&str> = c
+            .rows
+            .iter()
+            .filter_map(|r| r.verdicts[i].as_deref())
+            .collect();
+        let count = |w: &str| vs.iter().filter(|v| **v == w).count();
+        let (f, sl, same) = (
+            count("faster"),
+            count("slower"),
+            count("no clear difference"),
+        );
+        let word = if same == vs.len() {
+            " — no clear difference (every row within noise)".to_string()
+        } else if f == vs.len() {
+            " — faster at every row, beyond noise".to_string()
+        } else if sl == vs.len() {
+            " — slower at every row, beyond noise".to_string()
+        } else {
+            format!(" — faster in {f}, slower in {sl}, no clear difference in {same} row(s)")
+        };
         out.push(match c.geomean_ratio[i] {
             Some(g) => format!(
-                "{} ÷ {}: geometric mean {}× over {n} matched row(s){}",
+                "{} ÷ {}: geometric mean {}× over {n} matched row(s){word}",
                 c.names[i],
                 c.names[0],
                 num(g),
-                if g > 1.0 {
-                    " — faster"
-                } else if g < 1.0 {
-                    " — slower"
-                } else {
-                    ""
-                }
             ),
             None => format!(
                 "{} ÷ {}: no matching rows (different operations or thread counts)",

@@ -14,6 +14,11 @@ pub mod model;
 pub mod render;
 pub mod usl;
 
-pub use findings::{analyse, Analysis, CurveAnalysis, Limit};
-pub use model::{OpStats, SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
+pub use findings::{
+    analyse, analyse_with, Analysis, CurveAnalysis, Limit, Units, Verdict, VerdictKind,
+};
+pub use model::{
+    point_stats_probed, OpStats, PhaseProbe, SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA,
+};
+pub use probe;
 pub use render::{load, LoadError, Loaded};

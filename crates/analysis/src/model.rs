@@ -7,9 +7,11 @@
 //! written again after every finished point, which is also what `--resume`
 //! reads back.
 
+use probe::Resources;
 use serde::{Deserialize, Serialize};
+use stats::bootstrap::trimmed_mean_ci;
 use stats::summary::{outliers, trimmed_mean, OUTLIER_Z};
-use stats::RepStats;
+use stats::{Interval, RepStats};
 
 use report::{HostInfo, PhaseRecord, ResultSet};
 
@@ -143,16 +145,94 @@ pub struct OpStats {
     pub cpu_s_per_op: f64,
     /// CPUs kept busy: CPU time ÷ elapsed time (mean over reps).
     pub cpu_busy: f64,
+    /// Repetitions that failed (request errors, or a stopped phase): they
+    /// are left out of every figure above and counted here.
+    #[serde(default)]
+    pub failed: usize,
+    /// The first error of a failed repetition, as the run recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+    /// 95 % bootstrap interval of the central bandwidth (MiB/s), or of the
+    /// central rate for an operation that moves no data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci: Option<Interval>,
+    /// Measured 99th-percentile request latency (mean over reps), µs.
+    #[serde(default)]
+    pub lat_p99_us: f64,
+    /// Whether the operation counts files (a metadata phase of `meta`):
+    /// its rate is files/s, not ops/s.
+    #[serde(default)]
+    pub counts_files: bool,
+    /// What the phase used (CPU, device, FUSE), over its good repetitions,
+    /// when the driver measured it (see the `probe` crate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Resources>,
+}
+
+/// The resources one phase of one repetition used, as the driver measured
+/// them with [`probe::Probe`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseProbe {
+    /// Operation of the phase.
+    pub op: String,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// The measurement.
+    pub resources: Resources,
+}
+
+/// Whether a phase record is a failed repetition: it saw request errors,
+/// or moved nothing at all.
+pub fn phase_failed(p: &PhaseRecord) -> bool {
+    p.errors > 0 || (p.ops == 0 && p.bytes == 0 && !p.interrupted)
 }
 
 impl OpStats {
     /// Builds the statistics of `op` from a run record's phases; `None`
     /// when no repetition of it completed.
     pub fn from_phases(op: &str, phases: &[PhaseRecord], threads: u32, trim: u32) -> Option<Self> {
-        let rows: Vec<&PhaseRecord> = phases
+        Self::from_run(op, phases, &[], threads, trim, &[])
+    }
+
+    /// Builds the statistics of `op`, leaving failed repetitions out of
+    /// every figure (they are counted in `failed`, with the first of
+    /// `errors` as their reason), and combining the resource measurements
+    /// of the good repetitions. `workers` is the total in flight (ranks ×
+    /// threads), the N of Little's law. `None` when no repetition of it
+    /// ran; a point whose repetitions all failed gives zeros and
+    /// `failed > 0`.
+    pub fn from_run(
+        op: &str,
+        phases: &[PhaseRecord],
+        errors: &[report::ErrorRecord],
+        workers: u32,
+        trim: u32,
+        probes: &[PhaseProbe],
+    ) -> Option<Self> {
+        let all: Vec<&PhaseRecord> = phases
             .iter()
             .filter(|p| p.op == op && !p.interrupted)
             .collect();
+        if all.is_empty() {
+            return None;
+        }
+        let bad: Vec<&PhaseRecord> = all.iter().copied().filter(|p| phase_failed(p)).collect();
+        let rows: Vec<&PhaseRecord> = all.iter().copied().filter(|p| !phase_failed(p)).collect();
+        let first_error = (!bad.is_empty()).then(|| {
+            errors
+                .iter()
+                .find(|e| e.op == op || op.contains(e.op.as_str()))
+                .or(errors.first())
+                .map(|e| e.message.clone())
+                .unwrap_or_else(|| {
+                    let b = bad[0];
+                    if b.errors > 0 {
+                        format!("{} request error(s) in repetition {}", b.errors, b.rep)
+                    } else {
+                        format!("repetition {} moved nothing", b.rep)
+                    }
+                })
+        });
         let pick = |f: fn(&PhaseRecord) -> f64| -> Vec<f64> { rows.iter().map(|p| f(p)).collect() };
         let bw = pick(|p| p.bw_mib_s);
         let iops = pick(|p| p.iops);
@@ -161,14 +241,30 @@ impl OpStats {
         let moves_data = bw.iter().any(|&b| b > 0.0);
         let judged = if moves_data { &bw } else { &iops };
         let flags = outliers(judged, OUTLIER_Z);
-        let n = rows.len() as f64;
-        let iops_stats = RepStats::from_samples(&iops)?;
+        let n = rows.len().max(1) as f64;
+        let zero = RepStats {
+            n: 0,
+            min: 0.0,
+            max: 0.0,
+            mean: 0.0,
+            median: 0.0,
+            stddev: 0.0,
+        };
+        let st = |v: &[f64]| RepStats::from_samples(v).unwrap_or(zero);
+        let iops_stats = st(&iops);
+        let ci = trimmed_mean_ci(judged, k).or_else(|| trimmed_mean_ci(judged, 0));
+        let good_reps: Vec<u32> = rows.iter().map(|p| p.rep).collect();
+        let res: Vec<Resources> = probes
+            .iter()
+            .filter(|p| p.op == op && good_reps.contains(&p.rep))
+            .map(|p| p.resources.clone())
+            .collect();
         Some(OpStats {
             op: op.to_string(),
             reps: rows.len(),
-            bw_mib_s: RepStats::from_samples(&bw)?,
-            bw_mb_s: RepStats::from_samples(&pick(|p| p.bw_mb_s))?,
-            elapsed_s: RepStats::from_samples(&el)?,
+            bw_mib_s: st(&bw),
+            bw_mb_s: st(&pick(|p| p.bw_mb_s)),
+            elapsed_s: st(&el),
             trim,
             bw_mib_s_trimmed: trimmed_mean(&bw, k),
             iops_trimmed: trimmed_mean(&iops, k),
@@ -180,11 +276,12 @@ impl OpStats {
                 .map(|(p, _)| p.rep)
                 .collect(),
             little_latency_s: if iops_stats.mean > 0.0 {
-                threads as f64 / iops_stats.mean
+                workers as f64 / iops_stats.mean
             } else {
                 0.0
             },
             lat_p50_us: rows.iter().map(|p| p.lat_us.p50).sum::<f64>() / n,
+            lat_p99_us: rows.iter().map(|p| p.lat_us.p99).sum::<f64>() / n,
             cpu_s_per_op: rows
                 .iter()
                 .map(|p| {
@@ -208,6 +305,11 @@ impl OpStats {
                 .sum::<f64>()
                 / n,
             iops: iops_stats,
+            failed: bad.len(),
+            first_error,
+            ci,
+            counts_files: all.iter().any(|p| p.files.is_some()),
+            resources: Resources::combine(&res),
         })
     }
 
@@ -258,17 +360,32 @@ pub fn ops_in_order(rs: &ResultSet) -> Vec<String> {
 }
 
 /// Per-operation statistics and the geometric means of a finished run.
+/// `threads` is the threads per rank; under MPI the record's cluster facts
+/// multiply it to the total workers.
 pub fn point_stats(
     rs: &ResultSet,
     threads: u32,
     trim: u32,
 ) -> (Vec<OpStats>, Option<f64>, Option<f64>) {
+    point_stats_probed(rs, threads, trim, &[])
+}
+
+/// [`point_stats`] with the resource measurements of each phase (the
+/// sweep driver takes them with [`probe::Probe`] around every phase).
+pub fn point_stats_probed(
+    rs: &ResultSet,
+    threads: u32,
+    trim: u32,
+    probes: &[PhaseProbe],
+) -> (Vec<OpStats>, Option<f64>, Option<f64>) {
+    let workers = topology(rs, threads).2;
     let ops: Vec<OpStats> = ops_in_order(rs)
         .iter()
-        .filter_map(|op| OpStats::from_phases(op, &rs.phases, threads, trim))
+        .filter_map(|op| OpStats::from_run(op, &rs.phases, &rs.errors, workers, trim, probes))
         .collect();
-    let bw: Vec<f64> = ops.iter().map(OpStats::center_bw_mib_s).collect();
-    let iops: Vec<f64> = ops.iter().map(OpStats::center_iops).collect();
+    let good: Vec<&OpStats> = ops.iter().filter(|o| o.reps > 0).collect();
+    let bw: Vec<f64> = good.iter().map(|o| o.center_bw_mib_s()).collect();
+    let iops: Vec<f64> = good.iter().map(|o| o.center_iops()).collect();
     (
         ops,
         stats::summary::geometric_mean(&bw),
@@ -276,9 +393,133 @@ pub fn point_stats(
     )
 }
 
+/// `(ranks, threads per rank, total workers)` of a run: the record's
+/// cluster facts when it ran under MPI, else one rank of `threads`.
+pub fn topology(rs: &ResultSet, threads: u32) -> (u32, u32, u32) {
+    topology_of(rs.host.cluster.as_ref(), threads)
+}
+
+/// [`topology`] from the cluster facts alone.
+pub fn topology_of(cluster: Option<&report::ClusterInfo>, threads: u32) -> (u32, u32, u32) {
+    match cluster {
+        Some(c) if c.ranks > 1 => {
+            let tpr = if c.threads_per_rank > 0 {
+                c.threads_per_rank
+            } else {
+                threads
+            };
+            (c.ranks, tpr, c.ranks * tpr)
+        }
+        _ => (1, threads, threads),
+    }
+}
+
+impl SweepPoint {
+    /// `(ranks, threads per rank, total workers)` of this point.
+    pub fn topology(&self) -> (u32, u32, u32) {
+        topology(&self.result, self.threads)
+    }
+
+    /// Workers in flight: ranks × threads per rank.
+    pub fn workers(&self) -> u32 {
+        self.topology().2
+    }
+}
+
 /// The default number of repetitions trimmed at each end: a fifth of
 /// them, so 10 repetitions drop 2 and 2 as the Flux7 study did, and fewer
 /// than 5 trim nothing.
 pub fn default_trim(reps: u32) -> u32 {
     reps / 5
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(rep: u32, bw: f64, errors: u64) -> PhaseRecord {
+        PhaseRecord {
+            op: "write".into(),
+            rep,
+            threads: 4,
+            bytes: if bw > 0.0 { 1 << 20 } else { 0 },
+            ops: if bw > 0.0 { 16 } else { 0 },
+            elapsed_s: 1.0,
+            bw_mib_s: bw,
+            bw_mb_s: bw * 1.048576,
+            iops: bw * 16.0,
+            errors,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn failed_repetitions_are_left_out_and_counted() {
+        let phases = [
+            phase(0, 20.0, 0),
+            phase(1, 0.0, 3),
+            phase(2, 22.0, 0),
+            phase(3, 0.0, 1),
+        ];
+        let errors = [report::ErrorRecord {
+            worker: 0,
+            op: "write".into(),
+            file: "f".into(),
+            offset: Some(0),
+            errno: Some(22),
+            message: "write f at 0: Invalid argument (os error 22)".into(),
+        }];
+        let o = OpStats::from_run("write", &phases, &errors, 4, 0, &[]).unwrap();
+        assert_eq!((o.reps, o.failed), (2, 2));
+        assert_eq!(
+            o.bw_mib_s.mean, 21.0,
+            "zeros of failed reps are not averaged in"
+        );
+        assert_eq!(o.bw_mib_s.min, 20.0);
+        assert_eq!(o.first_error.as_deref(), Some(errors[0].message.as_str()));
+        let ci = o.ci.unwrap();
+        assert!(ci.lo >= 20.0 && ci.hi <= 22.0, "{ci:?}");
+        // Little's law with the 4 workers: 4 ÷ (21 × 16) ops/s.
+        assert!((o.little_latency_s - 4.0 / 336.0).abs() < 1e-12);
+        // All failed: zeros, counted, still listed.
+        let o = OpStats::from_run("write", &phases[1..2], &[], 4, 0, &[]).unwrap();
+        assert_eq!((o.reps, o.failed), (0, 1));
+        assert_eq!(
+            o.first_error.as_deref(),
+            Some("3 request error(s) in repetition 1")
+        );
+    }
+
+    #[test]
+    fn probes_of_good_reps_are_combined() {
+        let phases = [phase(0, 20.0, 0), phase(1, 0.0, 3)];
+        let probe = |rep, cores| PhaseProbe {
+            op: "write".into(),
+            rep,
+            resources: Resources {
+                elapsed_s: 1.0,
+                cpus: 2,
+                self_cores: cores,
+                ..Default::default()
+            },
+        };
+        let o = OpStats::from_run("write", &phases, &[], 1, 0, &[probe(0, 0.5), probe(1, 2.0)])
+            .unwrap();
+        assert_eq!(
+            o.resources.unwrap().self_cores,
+            0.5,
+            "the failed rep's probe is left out"
+        );
+    }
+
+    #[test]
+    fn workers_are_ranks_times_threads() {
+        assert_eq!(topology_of(None, 8), (1, 8, 8));
+        let c = report::ClusterInfo {
+            ranks: 4,
+            threads_per_rank: 2,
+            ..Default::default()
+        };
+        assert_eq!(topology_of(Some(&c), 2), (4, 2, 8));
+    }
 }

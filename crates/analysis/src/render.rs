@@ -137,6 +137,9 @@ pub struct Varying {
     pub layout: bool,
     /// More than one transfer size.
     pub xfer: bool,
+    /// Some point ran under MPI with more than one rank: the table shows
+    /// workers, ranks and threads per rank.
+    pub ranks: bool,
 }
 
 /// Finds which swept values vary.
@@ -147,6 +150,7 @@ pub fn varying(points: &[SweepPoint]) -> Varying {
         target: differs(&|p| p.target.clone()),
         layout: differs(&|p| p.layout.clone()),
         xfer: differs(&|p| p.xfer.to_string()),
+        ranks: points.iter().any(|p| p.topology().0 > 1),
     }
 }
 
@@ -155,9 +159,106 @@ pub fn varying(points: &[SweepPoint]) -> Varying {
 pub struct Row {
     /// Cells, in [`table_head`] order.
     pub cells: Vec<String>,
+    /// Anchor of the row (`pt-<series>-<op>-<workers>`), which the HTML
+    /// verdicts link to.
+    pub anchor: String,
+    /// Repetitions of this row that failed.
+    pub failed: usize,
 }
 
-/// The column names of the seed-style table.
+/// The anchor of a table row, shared by the table and the verdict links.
+pub fn anchor(series: &str, op: &str, workers: u32) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect()
+    };
+    format!("pt-{}-{}-{workers}", clean(series), clean(op))
+}
+
+/// The latency unit of a table: ms when any median reaches 1 ms, else µs.
+pub fn latency_unit(rec: &SweepRecord) -> (&'static str, f64) {
+    let any_ms = rec
+        .points
+        .iter()
+        .flat_map(|p| &p.ops)
+        .any(|o| o.lat_p50_us >= 1000.0);
+    if any_ms {
+        ("ms", 1e-3)
+    } else {
+        ("µs", 1.0)
+    }
+}
+
+/// The rate column's unit: files/s when every operation counts files,
+/// else ops/s.
+fn rate_unit(rec: &SweepRecord) -> &'static str {
+    let all_files = rec
+        .points
+        .iter()
+        .flat_map(|p| &p.ops)
+        .all(|o| o.counts_files);
+    if all_files && !rec.points.is_empty() {
+        "files/s"
+    } else {
+        "ops/s"
+    }
+}
+
+/// Whether any operation moves data (so the table has a throughput column).
+fn any_data(rec: &SweepRecord) -> bool {
+    rec.points
+        .iter()
+        .flat_map(|p| &p.ops)
+        .any(|o| o.moves_data())
+}
+
+/// The column names of the seed-style table, in the record's units.
+pub fn table_head_for(rec: &SweepRecord) -> Vec<String> {
+    let v = varying(&rec.points);
+    let u = rec.analysis.units.data();
+    let (lu, _) = latency_unit(rec);
+    let mut h: Vec<String> = Vec::new();
+    if v.target {
+        h.push("Target".into());
+    }
+    if v.layout {
+        h.push("Layout".into());
+    }
+    if v.xfer {
+        h.push("Transfer".into());
+    }
+    h.push("Operation".into());
+    if v.ranks {
+        h.extend(["Workers".into(), "Ranks".into(), "Threads per rank".into()]);
+    } else {
+        h.push("Threads".into());
+    }
+    h.extend([
+        "File count".into(),
+        "Directory per file".into(),
+        "Duration (s)".into(),
+    ]);
+    if any_data(rec) {
+        h.push(format!("Throughput ({u})"));
+        h.push(format!("95% CI ({u})"));
+    }
+    let ru = rate_unit(rec);
+    h.push(format!("Rate ({ru})"));
+    if !any_data(rec) {
+        h.push(format!("95% CI ({ru})"));
+    }
+    h.extend([
+        format!("p50 ({lu})"),
+        format!("p99 ({lu})"),
+        "Reps".into(),
+        "Outliers".into(),
+    ]);
+    h
+}
+
+/// The column names of the seed-style table (kept for callers that only
+/// know which values vary; the units are those of an `analyse` record).
 pub fn table_head(v: Varying) -> Vec<&'static str> {
     let mut h = Vec::new();
     if v.target {
@@ -169,24 +270,22 @@ pub fn table_head(v: Varying) -> Vec<&'static str> {
     if v.xfer {
         h.push("Transfer");
     }
-    h.extend([
-        "Operation",
-        "Threads",
-        "File count",
-        "Directory per file",
-        "Duration (s)",
-        "Throughput (MB/s)",
-        "± (MB/s)",
-        "IOPS",
-        "Reps",
-        "Outliers",
-    ]);
+    h.push("Operation");
+    if v.ranks {
+        h.extend(["Workers", "Ranks", "Threads per rank"]);
+    } else {
+        h.push("Threads");
+    }
+    h.extend(["File count", "Directory per file", "Duration (s)"]);
     h
 }
 
-/// The table rows: by series, then operation, then thread count.
+/// The table rows: by series, then operation, then worker count.
 pub fn table_rows(rec: &SweepRecord) -> Vec<Row> {
     let v = varying(&rec.points);
+    let units = rec.analysis.units;
+    let (_, lscale) = latency_unit(rec);
+    let data_col = any_data(rec);
     let mut series: Vec<&str> = Vec::new();
     for p in &rec.points {
         if !series.contains(&p.series.as_str()) {
@@ -209,9 +308,19 @@ pub fn table_rows(rec: &SweepRecord) -> Vec<Row> {
                 .iter()
                 .filter(|p| p.ops.iter().any(|o| o.op == op))
                 .collect();
-            these.sort_by_key(|p| p.threads);
+            these.sort_by_key(|p| p.workers());
             for p in these {
                 let o = p.ops.iter().find(|o| o.op == op).expect("filtered");
+                let (ranks, tpr, workers) = p.topology();
+                let ok = o.reps > 0;
+                let dash = || "-".to_string();
+                let f2 = |x: f64| if ok { format!("{x:.2}") } else { dash() };
+                let ci = |scale: &dyn Fn(f64) -> f64| match o.ci {
+                    Some(c) if ok && c.n > 1 => {
+                        format!("{}–{}", num(scale(c.lo)), num(scale(c.hi)))
+                    }
+                    _ => dash(),
+                };
                 let mut cells = Vec::new();
                 if v.target {
                     cells.push(p.target.clone());
@@ -222,18 +331,47 @@ pub fn table_rows(rec: &SweepRecord) -> Vec<Row> {
                 if v.xfer {
                     cells.push(spec::format_size(p.xfer));
                 }
+                cells.push(cap(op));
+                if v.ranks {
+                    cells.extend([workers.to_string(), ranks.to_string(), tpr.to_string()]);
+                } else {
+                    cells.push(workers.to_string());
+                }
                 cells.extend([
-                    cap(op),
-                    p.threads.to_string(),
                     p.file_count.to_string(),
                     if p.dir_per_file { "Y" } else { "N" }.to_string(),
-                    format!("{:.2}", o.center_elapsed_s()),
-                    format!("{:.2}", o.center_bw_mb_s()),
-                    format!("{:.2}", o.bw_mb_s.stddev),
-                    num(o.center_iops()),
-                    o.reps.to_string(),
+                    f2(o.center_elapsed_s()),
+                ]);
+                if data_col {
+                    if o.moves_data() {
+                        cells.push(f2(units.from_mib_s(o.center_bw_mib_s())));
+                        cells.push(ci(&|x| units.from_mib_s(x)));
+                    } else {
+                        cells.extend([dash(), dash()]);
+                    }
+                }
+                cells.push(if ok { num(o.center_iops()) } else { dash() });
+                if !data_col {
+                    cells.push(ci(&|x| x));
+                }
+                cells.extend([
+                    if ok && o.lat_p50_us > 0.0 {
+                        num(o.lat_p50_us * lscale)
+                    } else {
+                        dash()
+                    },
+                    if ok && o.lat_p99_us > 0.0 {
+                        num(o.lat_p99_us * lscale)
+                    } else {
+                        dash()
+                    },
+                    if o.failed > 0 {
+                        format!("{} ({} failed)", o.reps, o.failed)
+                    } else {
+                        o.reps.to_string()
+                    },
                     if o.outlier_reps.is_empty() {
-                        "-".to_string()
+                        dash()
                     } else {
                         o.outlier_reps
                             .iter()
@@ -242,7 +380,11 @@ pub fn table_rows(rec: &SweepRecord) -> Vec<Row> {
                             .join(" ")
                     },
                 ]);
-                rows.push(Row { cells });
+                rows.push(Row {
+                    cells,
+                    anchor: anchor(&p.series, op, workers),
+                    failed: o.failed,
+                });
             }
         }
     }
@@ -363,13 +505,14 @@ pub fn render_text(rec: &SweepRecord) -> String {
         },
     ]);
     if !rec.points.is_empty() {
-        let v = varying(&rec.points);
         let rows: Vec<Vec<String>> = table_rows(rec).into_iter().map(|r| r.cells).collect();
         let mut t = vec![
-            "Throughput and duration are the trimmed mean (or mean) over repetitions; ± is the sample stddev."
+            "Throughput, rate and duration are the trimmed mean (or mean) over the good repetitions; the 95% CI is a bootstrap interval of it; failed repetitions are left out and counted under Reps."
                 .to_string(),
         ];
-        t.extend(layout_table(&table_head(v), &rows));
+        let head = table_head_for(rec);
+        let head: Vec<&str> = head.iter().map(String::as_str).collect();
+        t.extend(layout_table(&head, &rows));
         sections.push(t);
         if rec.points.iter().any(|p| p.ops.len() > 1) {
             let rows: Vec<Vec<String>> = rec
@@ -382,17 +525,17 @@ pub fn render_text(rec: &SweepRecord) -> String {
                         } else {
                             p.series.clone()
                         },
-                        p.threads.to_string(),
-                        p.geomean_bw_mib_s.map(num).unwrap_or_else(|| "-".into()),
+                        p.workers().to_string(),
+                        p.geomean_bw_mib_s
+                            .map(|g| num(rec.analysis.units.from_mib_s(g)))
+                            .unwrap_or_else(|| "-".into()),
                         p.geomean_iops.map(num).unwrap_or_else(|| "-".into()),
                     ]
                 })
                 .collect();
             let mut g = vec!["Geometric mean across operations".to_string()];
-            g.extend(layout_table(
-                &["Series", "Threads", "MiB/s", "ops/s"],
-                &rows,
-            ));
+            let u = format!("Throughput ({})", rec.analysis.units.data());
+            g.extend(layout_table(&["Series", "Workers", &u, "ops/s"], &rows));
             sections.push(g);
         }
     }
@@ -409,8 +552,9 @@ pub fn render_text(rec: &SweepRecord) -> String {
     if !warns.is_empty() {
         sections.push(warns.iter().map(|w| format!("warning: {w}")).collect());
     }
-    if !rec.analysis.curves.is_empty() {
+    if !rec.analysis.curves.is_empty() || !rec.analysis.notes.is_empty() {
         let mut a = vec!["Analysis".to_string()];
+        a.extend(rec.analysis.notes.iter().map(|n| format!("  {n}")));
         for c in &rec.analysis.curves {
             a.push(format!("  {}:", c.name()));
             a.extend(c.sentences.iter().map(|s| format!("    - {s}")));
@@ -451,7 +595,7 @@ pub fn warning_kind(w: &str) -> String {
 }
 
 /// The CSV columns of a sweep, one row per point and operation.
-pub const SWEEP_CSV_COLUMNS: [&str; 27] = [
+pub const SWEEP_CSV_COLUMNS: [&str; 35] = [
     "point",
     "series",
     "target",
@@ -479,6 +623,14 @@ pub const SWEEP_CSV_COLUMNS: [&str; 27] = [
     "outliers",
     "geomean_bw_mib_s",
     "geomean_iops",
+    "workers",
+    "ranks",
+    "threads_per_rank",
+    "failed",
+    "first_error",
+    "ci_lo",
+    "ci_hi",
+    "lat_p99_us",
 ];
 
 /// One CSV row per point and operation (RFC 4180 quoting).
@@ -521,6 +673,14 @@ pub fn render_csv(rec: &SweepRecord) -> String {
                     .join(" ")),
                 opt(p.geomean_bw_mib_s),
                 opt(p.geomean_iops),
+                p.workers().to_string(),
+                p.topology().0.to_string(),
+                p.topology().1.to_string(),
+                o.failed.to_string(),
+                csv(o.first_error.as_deref().unwrap_or("")),
+                opt(o.ci.map(|c| c.lo)),
+                opt(o.ci.map(|c| c.hi)),
+                format!("{:.3}", o.lat_p99_us),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use analysis::findings::{dur, num};
-use analysis::render::{describe, table_head, table_rows, varying};
+use analysis::render::{anchor, describe, table_head_for, table_rows, Row};
 use analysis::SweepRecord;
 
 use crate::svg::{self, esc};
@@ -16,8 +16,12 @@ h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc
 table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 8px}\
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;white-space:pre-wrap}\
-.charts{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}figcaption{font-size:12px;color:#555}\
-.warn{color:#8a4b00}ul.analysis li{margin:4px 0}";
+.charts{display:block}figure{margin:0 0 18px}figure svg{width:100%;height:auto}figcaption{font-size:12px;color:#555}\
+ul.headline li{margin:6px 0;font-size:15px}\
+.warn{color:#8a4b00}ul.analysis li{margin:4px 0}\
+.banner{background:#fff3e0;border:1px solid #e0a050;padding:8px 12px;margin:12px 0}\
+p.verdict{font-weight:bold;margin:6px 0}p.evidence{font-size:12px;color:#555;margin:2px 0 8px}\
+tr.failed td{background:#fdecea}tr:target td{background:#fff8c4}";
 
 fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
     out.push_str("<table><thead><tr>");
@@ -41,8 +45,40 @@ fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
     out.push_str("</tbody></table>\n");
 }
 
+fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
+    out.push_str("<table id=\"results\"><thead><tr>");
+    for h in head {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for r in rows {
+        let _ = write!(
+            out,
+            "<tr id=\"{}\"{}>",
+            esc(&r.anchor),
+            if r.failed > 0 {
+                " class=\"failed\""
+            } else {
+                ""
+            }
+        );
+        for c in &r.cells {
+            let n = c.parse::<f64>().is_ok();
+            let _ = write!(
+                out,
+                "<td{}>{}</td>",
+                if n { " class=\"n\"" } else { "" },
+                esc(c)
+            );
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
 /// Renders the whole report.
 pub fn render_html(rec: &SweepRecord) -> String {
+    let units = rec.analysis.units;
     let mut o = String::new();
     let title = if rec.points_total > 1 || rec.config.threads.len() > 1 {
         "ioscale sweep report"
@@ -54,11 +90,22 @@ pub fn render_html(rec: &SweepRecord) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n"
     );
     let _ = writeln!(o, "<p>{}</p>", esc(&describe(rec)));
-    let _ = writeln!(
-        o,
-        "<h2>Command</h2><pre id=\"command\">{}</pre>",
-        esc(&shell_words(&rec.command))
-    );
+    // The answer first: one verdict per line, then the comparisons.
+    if !rec.analysis.curves.is_empty() {
+        o.push_str("<section id=\"headline\"><h2>Answer</h2><ul class=\"headline\">");
+        for c in &rec.analysis.curves {
+            let _ = write!(
+                o,
+                "<li><b>{}</b>: {}</li>",
+                esc(&c.name()),
+                esc(&c.verdict.text)
+            );
+        }
+        for c in &rec.analysis.comparisons {
+            let _ = write!(o, "<li><b>{}</b>: {}</li>", esc(&c.op), esc(&c.sentence));
+        }
+        o.push_str("</ul></section>\n");
+    }
     if rec.interrupted {
         let _ = writeln!(
             o,
@@ -68,10 +115,118 @@ pub fn render_html(rec: &SweepRecord) -> String {
         );
     }
 
-    o.push_str("<h2>Analysis</h2>\n<div id=\"analysis\">\n");
+    let failed: usize = rec
+        .points
+        .iter()
+        .flat_map(|p| &p.ops)
+        .map(|o| o.failed)
+        .sum();
+    if failed > 0 {
+        let first = rec
+            .points
+            .iter()
+            .flat_map(|p| &p.ops)
+            .find_map(|o| o.first_error.clone())
+            .unwrap_or_default();
+        let total: usize = rec
+            .points
+            .iter()
+            .flat_map(|p| &p.ops)
+            .map(|o| o.failed + o.reps)
+            .sum();
+        let _ = writeln!(
+            o,
+            "<div class=\"banner\" id=\"failures\"><b>{failed} of {total} repetitions failed</b> and are left out of every figure (marked in the table and with a cross in the charts). First error: {}</div>",
+            esc(&first)
+        );
+    }
+
+    let mut warns: Vec<&String> = Vec::new();
+    for p in &rec.points {
+        for w in &p.result.warnings {
+            let kind = analysis::render::warning_kind(w);
+            if !warns
+                .iter()
+                .any(|x| analysis::render::warning_kind(x) == kind)
+            {
+                warns.push(w);
+            }
+        }
+    }
+    // The analysis' own notes (one repetition per point…); failed
+    // repetitions already have the banner.
+    let notes: Vec<&String> = rec
+        .analysis
+        .notes
+        .iter()
+        .filter(|n| !n.contains("repetitions failed"))
+        .collect();
+    if !warns.is_empty() || !notes.is_empty() {
+        o.push_str("<section id=\"warnings\"><h2>Read the figures with this in mind</h2><ul>\n");
+        for n in notes {
+            let _ = writeln!(o, "<li class=\"warn\">{}</li>", esc(n));
+        }
+        for w in warns.iter().take(20) {
+            let _ = writeln!(o, "<li class=\"warn\">{}</li>", esc(w));
+        }
+        o.push_str("</ul></section>\n");
+    }
+
+    o.push_str("<h2>Charts</h2><p>Error bars span the lowest to the highest good repetition (side by side for several lines); the line joins the trimmed means (or means); dashed: ideal linear scaling from the fewest workers, dotted: the USL fit where the analysis quotes it; a red cross marks failed repetitions. Hover a point for its values.</p><div class=\"charts\">\n");
+    for c in crate::charts_for(rec) {
+        let _ = writeln!(
+            o,
+            "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
+            esc(&c.name),
+            svg::render(&c.chart),
+            esc(&c.chart.title)
+        );
+    }
+    o.push_str("</div>\n");
+
+    o.push_str("<h2>Analysis in detail</h2>\n<div id=\"analysis\">\n");
+    for n in &rec.analysis.notes {
+        let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(n));
+    }
     for c in &rec.analysis.curves {
-        let _ = write!(o, "<h3>{}</h3><ul class=\"analysis\">", esc(&c.name()));
-        for s in &c.sentences {
+        let _ = write!(o, "<h3>{}</h3>", esc(&c.name()));
+        let _ = write!(o, "<p class=\"verdict\">{}</p>", esc(&c.verdict.text));
+        if !c.verdict.evidence.is_empty() {
+            o.push_str("<p class=\"evidence\">Based on: ");
+            let links: Vec<String> = c
+                .verdict
+                .evidence
+                .iter()
+                .map(|e| {
+                    let iv = e
+                        .interval
+                        .filter(|i| i.n > 1)
+                        .map(|i| format!(" [95% CI {}–{}]", num(i.lo), num(i.hi)))
+                        .unwrap_or_default();
+                    format!(
+                        "<a href=\"#{}\">{} ({} workers): {} {}{}</a>",
+                        esc(&anchor(&c.series, &c.op, e.workers)),
+                        esc(&e.what),
+                        e.workers,
+                        num(e.value),
+                        esc(&c.unit),
+                        esc(&iv)
+                    )
+                })
+                .collect();
+            o.push_str(&links.join("; "));
+            if let Some(l) = &c.verdict.limiter {
+                let _ = write!(
+                    o,
+                    "; limit measured at <a href=\"#{}\">{} workers</a>",
+                    esc(&anchor(&c.series, &c.op, l.workers)),
+                    l.workers
+                );
+            }
+            o.push_str("</p>");
+        }
+        o.push_str("<ul class=\"analysis\">");
+        for s in c.sentences.iter().filter(|s| **s != c.verdict.text) {
             let _ = write!(o, "<li>{}</li>", esc(s));
         }
         o.push_str("</ul>\n");
@@ -85,22 +240,8 @@ pub fn render_html(rec: &SweepRecord) -> String {
     }
     o.push_str("</div>\n");
 
-    o.push_str("<h2>Charts</h2><p>Error bars span the lowest to the highest repetition; the line joins the trimmed means (or means).</p><div class=\"charts\">\n");
-    for c in crate::charts_for(rec) {
-        let _ = writeln!(
-            o,
-            "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
-            esc(&c.name),
-            svg::render(&c.chart),
-            esc(&c.chart.title)
-        );
-    }
-    o.push_str("</div>\n");
-
     o.push_str("<h2>Results</h2>\n");
-    let v = varying(&rec.points);
-    let rows: Vec<Vec<String>> = table_rows(rec).into_iter().map(|r| r.cells).collect();
-    table(&mut o, &table_head(v), &rows);
+    row_table(&mut o, &table_head_for(rec), &table_rows(rec));
 
     if rec.points.iter().any(|p| p.ops.len() > 1) {
         o.push_str("<h3>Geometric mean across operations</h3>\n");
@@ -110,31 +251,37 @@ pub fn render_html(rec: &SweepRecord) -> String {
             .map(|p| {
                 vec![
                     p.series.clone(),
-                    p.threads.to_string(),
-                    p.geomean_bw_mib_s.map(num).unwrap_or_default(),
+                    p.workers().to_string(),
+                    p.geomean_bw_mib_s
+                        .map(|g| num(units.from_mib_s(g)))
+                        .unwrap_or_default(),
                     p.geomean_iops.map(num).unwrap_or_default(),
                 ]
             })
             .collect();
-        table(&mut o, &["Series", "Threads", "MiB/s", "ops/s"], &rows);
+        table(&mut o, &["Series", "Workers", units.data(), "ops/s"], &rows);
     }
 
-    o.push_str("<h2>Statistics per point</h2><p>Over the repetitions: bandwidth in MiB/s; trimmed mean drops the k highest and k lowest; outliers by modified z-score (|M| &gt; 3.5); latency by Little's law is threads ÷ operations per second.</p>\n");
+    let _ = writeln!(o, "<h2>Statistics per point</h2><p>Over the repetitions: bandwidth in {}; trimmed mean drops the k highest and k lowest; outliers by modified z-score (|M| &gt; 3.5); latency by Little's law is workers ÷ operations per second; failed repetitions are left out.</p>", units.data());
     let mut rows = Vec::new();
     for p in &rec.points {
         for s in &p.ops {
             rows.push(vec![
                 p.series.clone(),
                 s.op.clone(),
-                p.threads.to_string(),
-                s.reps.to_string(),
-                format!("{:.2}", s.bw_mib_s.min),
-                format!("{:.2}", s.bw_mib_s.max),
-                format!("{:.2}", s.bw_mib_s.mean),
-                format!("{:.2}", s.bw_mib_s.median),
-                format!("{:.2}", s.bw_mib_s.stddev),
+                p.workers().to_string(),
+                if s.failed > 0 {
+                    format!("{} ({} failed)", s.reps, s.failed)
+                } else {
+                    s.reps.to_string()
+                },
+                format!("{:.2}", units.from_mib_s(s.bw_mib_s.min)),
+                format!("{:.2}", units.from_mib_s(s.bw_mib_s.max)),
+                format!("{:.2}", units.from_mib_s(s.bw_mib_s.mean)),
+                format!("{:.2}", units.from_mib_s(s.bw_mib_s.median)),
+                format!("{:.2}", units.from_mib_s(s.bw_mib_s.stddev)),
                 s.bw_mib_s_trimmed
-                    .map(|t| format!("{t:.2}"))
+                    .map(|t| format!("{:.2}", units.from_mib_s(t)))
                     .unwrap_or_else(|| "-".into()),
                 format!("{:.1}", s.iops.mean),
                 dur(s.little_latency_s),
@@ -153,7 +300,7 @@ pub fn render_html(rec: &SweepRecord) -> String {
         &[
             "Series",
             "Op",
-            "Threads",
+            "Workers",
             "Reps",
             "Min",
             "Max",
@@ -170,26 +317,11 @@ pub fn render_html(rec: &SweepRecord) -> String {
         &rows,
     );
 
-    let mut warns: Vec<&String> = Vec::new();
-    for p in &rec.points {
-        for w in &p.result.warnings {
-            let kind = analysis::render::warning_kind(w);
-            if !warns
-                .iter()
-                .any(|x| analysis::render::warning_kind(x) == kind)
-            {
-                warns.push(w);
-            }
-        }
-    }
-    if !warns.is_empty() {
-        o.push_str("<h2>Warnings</h2><ul>\n");
-        for w in warns.iter().take(20) {
-            let _ = writeln!(o, "<li class=\"warn\">{}</li>", esc(w));
-        }
-        o.push_str("</ul>\n");
-    }
-
+    let _ = writeln!(
+        o,
+        "<h2>Command</h2><pre id=\"command\">{}</pre>",
+        esc(&shell_words(&rec.command))
+    );
     let h = &rec.host;
     o.push_str("<h2>Host</h2>\n");
     let mut facts = vec![

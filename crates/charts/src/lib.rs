@@ -51,12 +51,28 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
             } else {
                 p.series.clone()
             };
-            let (y, lo, hi) = throughput(o, data);
+            if o.failed > 0 {
+                for set in [&mut thr, &mut dur] {
+                    let at = (p.workers() as f64, o.failed as u32);
+                    match set.iter_mut().find(|s| s.label == label) {
+                        Some(s) => s.failed.push(at),
+                        None => set.push(Series {
+                            label: label.clone(),
+                            points: Vec::new(),
+                            failed: vec![at],
+                        }),
+                    }
+                }
+            }
+            if o.reps == 0 {
+                continue;
+            }
+            let (y, lo, hi) = throughput(o, data, rec.analysis.units);
             push(
                 &mut thr,
                 &label,
                 Point {
-                    x: p.threads as f64,
+                    x: p.workers() as f64,
                     y,
                     lo,
                     hi,
@@ -66,36 +82,49 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
                 &mut dur,
                 &label,
                 Point {
-                    x: p.threads as f64,
+                    x: p.workers() as f64,
                     y: o.center_elapsed_s(),
                     lo: o.elapsed_s.min,
                     hi: o.elapsed_s.max,
                 },
             );
         }
+        let files = rec
+            .points
+            .iter()
+            .flat_map(|p| &p.ops)
+            .any(|o| o.op == op && o.counts_files);
         let unit = if data {
-            "Throughput (MB/s)"
+            format!("Throughput ({})", rec.analysis.units.data())
+        } else if files {
+            "Files per second".to_string()
         } else {
-            "Operations per second"
+            "Operations per second".to_string()
         };
         let stem = safe(&op);
+        let sub = subtitle(rec);
+        let overlays = overlays(rec, &op, &thr);
         out.push(NamedChart {
             name: format!("throughput-{stem}"),
             chart: Chart {
                 title: format!(
-                    "{op}: {} vs threads",
+                    "{op}: {} vs workers",
                     if data { "throughput" } else { "rate" }
                 ),
-                x_label: "Threads (log2 scale)".into(),
-                y_label: unit.into(),
+                subtitle: sub.clone(),
+                overlays,
+                x_label: "Workers (log2 scale)".into(),
+                y_label: unit,
                 series: thr,
             },
         });
         out.push(NamedChart {
             name: format!("duration-{stem}"),
             chart: Chart {
-                title: format!("{op}: duration vs threads"),
-                x_label: "Threads (log2 scale)".into(),
+                title: format!("{op}: duration vs workers"),
+                subtitle: sub,
+                overlays: Vec::new(),
+                x_label: "Workers (log2 scale)".into(),
                 y_label: "Duration (s)".into(),
                 series: dur,
             },
@@ -104,9 +133,80 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
     out
 }
 
-fn throughput(o: &OpStats, data: bool) -> (f64, f64, f64) {
+/// What was measured, for the subtitle: target and file system, transfer
+/// size (when one), O_DIRECT or buffered, and the sync mode.
+fn subtitle(rec: &SweepRecord) -> String {
+    let Some(p) = rec.points.first() else {
+        return String::new();
+    };
+    let h = &p.result.host;
+    let mut parts = vec![if rec.config.targets.len() > 1 {
+        format!("{} targets", rec.config.targets.len())
+    } else {
+        format!("{} ({})", p.target, h.fs_type)
+    }];
+    if let Some(w) = p.result.spec.as_run() {
+        if rec.config.xfer.len() <= 1 {
+            parts.push(format!("xfer {}", spec::format_size(w.xfer)));
+        }
+        parts.push(if w.direct { "O_DIRECT" } else { "buffered" }.into());
+        parts.push(format!("sync {:?}", w.sync).to_lowercase());
+    }
+    parts.push(format!("{} rep(s) per point", rec.config.reps.max(1)));
+    parts.join(" · ")
+}
+
+/// Dashed reference curves of a throughput chart: for each line, the ideal
+/// linear scaling from its fewest-workers point, and the USL fit where the
+/// analysis quotes it.
+fn overlays(rec: &SweepRecord, op: &str, series: &[Series]) -> Vec<svg::Overlay> {
+    let mut out = Vec::new();
+    for (i, s) in series.iter().enumerate() {
+        let mut pts = s.points.clone();
+        pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+        let (Some(first), Some(last)) = (pts.first(), pts.last()) else {
+            continue;
+        };
+        if pts.len() < 2 || first.x <= 0.0 || first.y <= 0.0 {
+            continue;
+        }
+        // Samples every tenth of a doubling, so the curves look smooth on
+        // the log2 axis.
+        let xs: Vec<f64> = {
+            let (a, b) = (first.x.log2(), last.x.log2());
+            let n = ((b - a) * 10.0).ceil().max(1.0) as usize;
+            (0..=n)
+                .map(|k| 2f64.powf(a + (b - a) * k as f64 / n as f64))
+                .collect()
+        };
+        out.push(svg::Overlay {
+            label: "ideal linear".into(),
+            series: i,
+            dash: "6 4".into(),
+            points: xs.iter().map(|&x| (x, first.y * x / first.x)).collect(),
+        });
+        let curve = rec.analysis.curves.iter().find(|c| {
+            c.op == op && (c.series == s.label || (c.series.is_empty() && s.label == op))
+        });
+        if let Some(f) = curve.and_then(|c| c.usl.filter(|_| c.usl_shown)) {
+            out.push(svg::Overlay {
+                label: "USL fit".into(),
+                series: i,
+                dash: "2 3".into(),
+                points: xs.iter().map(|&x| (x, f.predict(x))).collect(),
+            });
+        }
+    }
+    out
+}
+
+fn throughput(o: &OpStats, data: bool, units: analysis::Units) -> (f64, f64, f64) {
     if data {
-        (o.center_bw_mb_s(), o.bw_mb_s.min, o.bw_mb_s.max)
+        (
+            units.from_mib_s(o.center_bw_mib_s()),
+            units.from_mib_s(o.bw_mib_s.min),
+            units.from_mib_s(o.bw_mib_s.max),
+        )
     } else {
         (o.center_iops(), o.iops.min, o.iops.max)
     }
@@ -118,6 +218,7 @@ fn push(series: &mut Vec<Series>, label: &str, p: Point) {
         None => series.push(Series {
             label: label.to_string(),
             points: vec![p],
+            failed: Vec::new(),
         }),
     }
 }

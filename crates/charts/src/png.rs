@@ -77,10 +77,13 @@ mod tests {
     fn rasterises_a_chart() {
         let svg = crate::svg::render(&crate::svg::Chart {
             title: "t".into(),
+            subtitle: String::new(),
+            overlays: Vec::new(),
             x_label: "threads".into(),
             y_label: "MB/s".into(),
             series: vec![crate::svg::Series {
                 label: "a".into(),
+                failed: vec![(2.0, 1)],
                 points: vec![
                     crate::svg::Point {
                         x: 1.0,

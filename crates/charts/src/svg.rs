@@ -27,6 +27,23 @@ pub struct Series {
     pub label: String,
     /// Points, any order (drawn by x).
     pub points: Vec<Point>,
+    /// Failed repetitions, as (x, how many): drawn as a red cross at the
+    /// bottom of the plot, with the count on hover.
+    pub failed: Vec<(f64, u32)>,
+}
+
+/// A reference curve drawn dashed over a series: the ideal linear scaling
+/// from its first point, or the fitted USL model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overlay {
+    /// Legend text ("ideal linear", "USL fit").
+    pub label: String,
+    /// Index of the series whose colour it takes.
+    pub series: usize,
+    /// Dash pattern (SVG `stroke-dasharray`).
+    pub dash: String,
+    /// (x, y) samples; those above the plot are cut off.
+    pub points: Vec<(f64, f64)>,
 }
 
 /// A whole chart.
@@ -34,6 +51,11 @@ pub struct Series {
 pub struct Chart {
     /// Title above the plot.
     pub title: String,
+    /// One line under the title: what was measured (target, transfer size,
+    /// O_DIRECT / sync mode).
+    pub subtitle: String,
+    /// Dashed reference curves.
+    pub overlays: Vec<Overlay>,
     /// x-axis label.
     pub x_label: String,
     /// y-axis label.
@@ -137,6 +159,14 @@ pub fn render(c: &Chart) -> String {
         LEFT + pw / 2.0,
         esc(&c.title)
     );
+    if !c.subtitle.is_empty() {
+        let _ = write!(
+            s,
+            r##"<text x="{}" y="42" text-anchor="middle" font-size="11" fill="#555">{}</text>"##,
+            LEFT + pw / 2.0,
+            esc(&ellipsis(&c.subtitle, 110))
+        );
+    }
     // y grid and ticks
     let mut v = 0.0;
     while v <= ytop + ystep * 1e-6 {
@@ -202,8 +232,30 @@ pub fn render(c: &Chart) -> String {
         TOP + ph / 2.0,
         esc(&c.y_label)
     );
+    // Reference curves first, under the data.
+    for o in &c.overlays {
+        let col = PALETTE[o.series % PALETTE.len()];
+        let pts: Vec<String> = o
+            .points
+            .iter()
+            .take_while(|p| p.1 <= ytop * 1.02)
+            .map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1)))
+            .collect();
+        if pts.len() > 1 {
+            let _ = write!(
+                s,
+                r##"<polyline class="overlay" points="{}" fill="none" stroke="{col}" stroke-opacity="0.6" stroke-width="1.5" stroke-dasharray="{}"><title>{}</title></polyline>"##,
+                pts.join(" "),
+                o.dash,
+                esc(&o.label)
+            );
+        }
+    }
+    let nser = c.series.len() as f64;
     // lines, error bars, markers
     for (i, ser) in c.series.iter().enumerate() {
+        // Error bars of several series side by side, not on top of each other.
+        let dodge = (i as f64 - (nser - 1.0) / 2.0) * 5.0;
         let col = PALETTE[i % PALETTE.len()];
         let mut pts = ser.points.clone();
         pts.sort_by(|a, b| a.x.total_cmp(&b.x));
@@ -224,7 +276,7 @@ pub fn render(c: &Chart) -> String {
             );
         }
         for p in &pts {
-            let x = px(p.x);
+            let x = px(p.x) + dodge;
             if p.hi > p.lo {
                 let (ya, yb) = (py(p.lo), py(p.hi));
                 let _ = write!(
@@ -236,13 +288,36 @@ pub fn render(c: &Chart) -> String {
                     x + 4.0
                 );
             }
+            let x = x - dodge;
             let _ = write!(
                 s,
-                r##"<circle cx="{x:.1}" cy="{:.1}" r="4" fill="{col}"><title>{}: {} threads, {}</title></circle>"##,
+                r##"<circle cx="{x:.1}" cy="{:.1}" r="4" fill="{col}"><title>{}: {} workers, {} (repetitions {} to {})</title></circle>"##,
                 py(p.y),
                 esc(&ser.label),
                 tick_label(p.x),
-                tick_label(p.y)
+                tick_label(p.y),
+                tick_label(p.lo),
+                tick_label(p.hi)
+            );
+        }
+        for &(fx, n) in &ser.failed {
+            if fx < 2f64.powf(x0) - 1e-9 || fx > 2f64.powf(x1) + 1e-9 {
+                continue;
+            }
+            let (x, y) = (px(fx), TOP + ph - 9.0);
+            let _ = write!(
+                s,
+                r##"<path class="failed" d="M{:.1},{:.1}L{:.1},{:.1}M{:.1},{:.1}L{:.1},{:.1}" stroke="#c00000" stroke-width="2.5"><title>{}: {n} failed repetition(s) at {} workers, left out</title></path>"##,
+                x - 5.0,
+                y - 5.0,
+                x + 5.0,
+                y + 5.0,
+                x - 5.0,
+                y + 5.0,
+                x + 5.0,
+                y - 5.0,
+                esc(&ser.label),
+                tick_label(fx)
             );
         }
         // legend entry
@@ -258,6 +333,25 @@ pub fn render(c: &Chart) -> String {
             esc(&ellipsis(&ser.label, 20))
         );
         s.push_str("</g>");
+    }
+    // Legend entries of the reference curves, one per kind.
+    let mut kinds: Vec<(&str, &str)> = Vec::new();
+    for o in &c.overlays {
+        if !kinds.iter().any(|k| k.0 == o.label) {
+            kinds.push((&o.label, &o.dash));
+        }
+    }
+    for (k, (label, dash)) in kinds.iter().enumerate() {
+        let ly = TOP + 10.0 + (c.series.len() + k) as f64 * 22.0;
+        let lx = LEFT + pw + 16.0;
+        let _ = write!(
+            s,
+            r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="#666" stroke-width="1.5" stroke-dasharray="{dash}"/><text x="{:.1}" y="{:.1}" fill="#222">{}</text>"##,
+            lx + 26.0,
+            lx + 32.0,
+            ly + 4.5,
+            esc(&ellipsis(label, 20))
+        );
     }
     if all.is_empty() {
         let _ = write!(
@@ -287,10 +381,24 @@ mod tests {
     fn chart() -> Chart {
         Chart {
             title: "write: throughput <vs> threads".into(),
+            subtitle: "/mnt/t (tmpfs), xfer 64 KiB".into(),
+            overlays: vec![Overlay {
+                label: "ideal linear".into(),
+                series: 0,
+                dash: "6 4".into(),
+                points: vec![
+                    (1.0, 25.0),
+                    (2.0, 50.0),
+                    (4.0, 100.0),
+                    (8.0, 200.0),
+                    (16.0, 400.0),
+                ],
+            }],
             x_label: "threads (log2)".into(),
             y_label: "MB/s".into(),
             series: vec![Series {
                 label: "shared & co".into(),
+                failed: vec![(2.0, 1)],
                 points: [1.0, 2.0, 4.0, 8.0]
                     .iter()
                     .map(|&x| Point {
@@ -310,7 +418,17 @@ mod tests {
         assert!(s.starts_with("<svg"));
         assert!(s.contains("&lt;vs&gt;") && s.contains("shared &amp; co"));
         assert_eq!(s.matches("<circle").count(), 4 + 1, "4 markers + legend");
-        assert_eq!(s.matches("<polyline").count(), 1);
+        assert_eq!(
+            s.matches("<polyline").count(),
+            2,
+            "the line and the ideal-linear overlay"
+        );
+        assert_eq!(
+            s.matches("class=\"failed\"").count(),
+            1,
+            "one failed marker"
+        );
+        assert!(s.contains("1 failed repetition(s) at 2 workers, left out"));
     }
 
     #[test]

@@ -7,9 +7,11 @@
 
 pub mod buf;
 pub mod meta;
+pub mod meta_uring;
 pub mod offsets;
 pub mod pattern;
 pub mod queue;
+pub mod registry;
 pub mod sys;
 pub mod uring;
 pub mod worker;

@@ -24,6 +24,7 @@ use stats::LatencyHistogram;
 
 use crate::buf::AlignedBuf;
 use crate::pattern;
+use crate::registry::{self, MetaEngineConfig};
 use crate::worker::{IoFailure, PhaseControl};
 
 /// Name of the extended attribute `setxattr` writes and `getxattr` reads.
@@ -123,7 +124,7 @@ pub struct MetaSample {
 pub const MAX_MISMATCHES: usize = 16;
 
 impl MetaSample {
-    fn new(worker: u32) -> Self {
+    pub(crate) fn new(worker: u32) -> Self {
         MetaSample {
             worker,
             files: 0,
@@ -155,7 +156,7 @@ impl MetaSample {
     }
 }
 
-fn ns_since(epoch: Instant, t: Instant) -> u64 {
+pub(crate) fn ns_since(epoch: Instant, t: Instant) -> u64 {
     t.saturating_duration_since(epoch).as_nanos() as u64
 }
 
@@ -178,46 +179,46 @@ pub fn errno_hint(errno: i32) -> Option<&'static str> {
 }
 
 /// The worker's reusable buffers and open directories.
-struct Cursor<'p, 'a> {
-    plan: &'p MetaPlan<'a>,
+pub(crate) struct Cursor<'p, 'a> {
+    pub(crate) plan: &'p MetaPlan<'a>,
     /// The thread whose entries this one works on (itself unless
     /// `--stride` redirects the phase).
-    w: u32,
-    base: OwnedFd,
+    pub(crate) w: u32,
+    pub(crate) base: OwnedFd,
     /// Full path of the base directory, with a trailing '/'.
-    base_path: Vec<u8>,
+    pub(crate) base_path: Vec<u8>,
     /// Directory node the `dir` descriptor is open on.
-    node: u64,
-    dir: Option<OwnedFd>,
+    pub(crate) node: u64,
+    pub(crate) dir: Option<OwnedFd>,
     /// Path of `node` relative to base, NUL-terminated when used.
-    node_rel: Vec<u8>,
+    pub(crate) node_rel: Vec<u8>,
     /// Entry name, NUL-terminated.
-    name: Vec<u8>,
+    pub(crate) name: Vec<u8>,
     /// Length of `name`'s stem (everything before the index) for
     /// `stem_kind`, so the next name only rewrites the digits.
-    stem_len: usize,
+    pub(crate) stem_len: usize,
     /// The entry kind whose stem `name` holds.
-    stem_kind: Option<EntryKind>,
+    pub(crate) stem_kind: Option<EntryKind>,
     /// Second entry name (rename target, link name), NUL-terminated.
-    name2: Vec<u8>,
+    pub(crate) name2: Vec<u8>,
     /// Full path for the path-only calls (xattrs), NUL-terminated.
-    full: Vec<u8>,
-    buf: AlignedBuf,
+    pub(crate) full: Vec<u8>,
+    pub(crate) buf: AlignedBuf,
 }
 
 /// Failure of one call: which call and its error.
-struct OpErr {
-    call: &'static str,
-    err: io::Error,
+pub(crate) struct OpErr {
+    pub(crate) call: &'static str,
+    pub(crate) err: io::Error,
     /// Whether the second name was the one involved.
-    second: bool,
+    pub(crate) second: bool,
     /// File offset of a failed read or write, when known.
-    offset: Option<u64>,
+    pub(crate) offset: Option<u64>,
 }
 
 type OpResult = Result<(), OpErr>;
 
-fn fail(call: &'static str) -> impl FnOnce(io::Error) -> OpErr {
+pub(crate) fn fail(call: &'static str) -> impl FnOnce(io::Error) -> OpErr {
     move |err| OpErr {
         call,
         err,
@@ -227,7 +228,7 @@ fn fail(call: &'static str) -> impl FnOnce(io::Error) -> OpErr {
 }
 
 impl Cursor<'_, '_> {
-    fn dfd(&self) -> RawFd {
+    pub(crate) fn dfd(&self) -> RawFd {
         match &self.dir {
             Some(d) => d.as_raw_fd(),
             None => self.base.as_raw_fd(),
@@ -235,7 +236,7 @@ impl Cursor<'_, '_> {
     }
 
     /// Full path of the current directory joined with `name` (without NUL).
-    fn path_of(&self, name: &[u8]) -> PathBuf {
+    pub(crate) fn path_of(&self, name: &[u8]) -> PathBuf {
         let mut p = self.base_path.clone();
         if !self.node_rel.is_empty() {
             p.extend_from_slice(self.node_rel.strip_suffix(b"\0").unwrap_or(&self.node_rel));
@@ -248,7 +249,12 @@ impl Cursor<'_, '_> {
     /// Moves the directory descriptor to `node`, creating it first when the
     /// phase creates entries. Returns `Ok(false)` when the node does not
     /// exist and `missing_ok`.
-    fn enter(&mut self, node: u64, create: bool, missing_ok: bool) -> Result<bool, OpErr> {
+    pub(crate) fn enter(
+        &mut self,
+        node: u64,
+        create: bool,
+        missing_ok: bool,
+    ) -> Result<bool, OpErr> {
         self.dir = None;
         self.node = node;
         self.node_rel.clear();
@@ -292,7 +298,7 @@ impl Cursor<'_, '_> {
         }
     }
 
-    fn set_name(&mut self, kind: EntryKind, i: u64) {
+    pub(crate) fn set_name(&mut self, kind: EntryKind, i: u64) {
         // Only the index changes from one file to the next: keep the stem
         // (`{prefix}{letter}{thread}.`) and rewrite the digits.
         if self.stem_kind != Some(kind) {
@@ -307,7 +313,7 @@ impl Cursor<'_, '_> {
         self.name.push(0);
     }
 
-    fn set_name2(&mut self, kind: EntryKind, i: u64) {
+    pub(crate) fn set_name2(&mut self, kind: EntryKind, i: u64) {
         self.name2.clear();
         self.plan.spec.push_name(&mut self.name2, kind, self.w, i);
         self.name2.push(0);
@@ -596,26 +602,51 @@ impl Cursor<'_, '_> {
     }
 }
 
-/// Runs thread `w`'s share of the phase: prepares, waits at `barrier`,
-/// processes its files, and returns what it measured.
+/// Runs thread `w`'s share of the phase with the synchronous engine:
+/// prepares, waits at `barrier`, processes its files, and returns what it
+/// measured.
 pub fn run_meta_worker(
     w: u32,
     plan: &MetaPlan<'_>,
     ctl: &PhaseControl,
     barrier: &Barrier,
 ) -> MetaSample {
-    let mut s = MetaSample::new(w);
-    let owner = plan.spec.owner_of(plan.op, w);
-    let base_dir = plan.base_dir(owner);
-    let setup = (|| -> io::Result<Cursor<'_, '_>> {
+    run_meta_worker_with(w, plan, &MetaEngineConfig::default(), ctl, barrier)
+}
+
+/// As [`run_meta_worker`], with the engine and depth of `cfg` (looked up in
+/// the registry; an unknown name runs the synchronous engine, so check it
+/// with [`crate::registry::check_meta`] first).
+pub fn run_meta_worker_with(
+    w: u32,
+    plan: &MetaPlan<'_>,
+    cfg: &MetaEngineConfig,
+    ctl: &PhaseControl,
+    barrier: &Barrier,
+) -> MetaSample {
+    match registry::meta_engine(cfg.engine) {
+        Ok(e) => e.run(w, plan, cfg, ctl, barrier),
+        Err(_) => run_sync_worker(w, plan, ctl, barrier),
+    }
+}
+
+impl<'p, 'a> Cursor<'p, 'a> {
+    /// Opens thread `owner`'s base directory and makes the buffers; `w` is
+    /// the calling thread (it seeds the buffer).
+    pub(crate) fn open(
+        plan: &'p MetaPlan<'a>,
+        owner: u32,
+        w: u32,
+        buf_len: usize,
+    ) -> io::Result<Self> {
+        let base_dir = plan.base_dir(owner);
         let mut bp = Vec::with_capacity(base_dir.as_os_str().len() + 1);
         bp.extend_from_slice(base_dir.as_os_str().as_bytes());
         let mut c = bp.clone();
         c.push(0);
         let base = at::open_dir(libc::AT_FDCWD, &c)?;
         bp.push(b'/');
-        let rec = plan.spec.record_size.max(1) as usize;
-        let mut buf = AlignedBuf::new(rec, 4096);
+        let mut buf = AlignedBuf::new(buf_len.max(1), 4096);
         pattern::fill_random(buf.as_mut_slice(), plan.spec.seed ^ ((w as u64) << 20));
         Ok(Cursor {
             plan,
@@ -632,11 +663,25 @@ pub fn run_meta_worker(
             full: Vec::with_capacity(4096),
             buf,
         })
-    })();
+    }
+}
+
+/// The synchronous engine's worker.
+pub(crate) fn run_sync_worker(
+    w: u32,
+    plan: &MetaPlan<'_>,
+    ctl: &PhaseControl,
+    barrier: &Barrier,
+) -> MetaSample {
+    let mut s = MetaSample::new(w);
+    let owner = plan.spec.owner_of(plan.op, w);
+    let base_dir = plan.base_dir(owner);
+    let rec = plan.spec.record_size.max(1) as usize;
+    let setup = Cursor::open(plan, owner, w, rec);
     barrier.wait();
     let t_start = Instant::now();
     s.start_ns = ns_since(ctl.epoch, t_start);
-    run_body(&mut s, setup, base_dir, plan, ctl, t_start);
+    run_body(&mut s, setup, base_dir, plan, ctl, t_start, &mut index_loop);
     if plan.timed && plan.spec.sync_phase {
         sync_phase(&mut s, plan, ctl, barrier);
     }
@@ -645,7 +690,12 @@ pub fn run_meta_worker(
 
 /// mdtest -Y: once every thread is done, one of them calls syncfs(2) on
 /// the working root; its end time, and so the phase's time, includes it.
-fn sync_phase(s: &mut MetaSample, plan: &MetaPlan<'_>, ctl: &PhaseControl, barrier: &Barrier) {
+pub(crate) fn sync_phase(
+    s: &mut MetaSample,
+    plan: &MetaPlan<'_>,
+    ctl: &PhaseControl,
+    barrier: &Barrier,
+) {
     if !barrier.wait().is_leader() {
         return;
     }
@@ -671,13 +721,14 @@ fn sync_phase(s: &mut MetaSample, plan: &MetaPlan<'_>, ctl: &PhaseControl, barri
 }
 
 /// The phase proper for one thread, after the start barrier.
-fn run_body(
+pub(crate) fn run_body(
     s: &mut MetaSample,
     setup: io::Result<Cursor<'_, '_>>,
     base_dir: PathBuf,
     plan: &MetaPlan<'_>,
     ctl: &PhaseControl,
     t_start: Instant,
+    indices: IndexLoop<'_>,
 ) {
     let w = s.worker;
     let mut cur = match setup {
@@ -709,7 +760,7 @@ fn run_body(
     let finished = if plan.op == MetaOp::Readdir {
         readdir_loop(&mut cur, ctl, deadline, s)
     } else {
-        index_loop(&mut cur, ctl, deadline, s)
+        indices(&mut cur, ctl, deadline, s)
     };
     let now = Instant::now();
     s.end_ns = ns_since(ctl.epoch, now);
@@ -734,7 +785,7 @@ fn run_body(
     }
 }
 
-fn describe(e: &io::Error) -> String {
+pub(crate) fn describe(e: &io::Error) -> String {
     match e.raw_os_error().and_then(errno_hint) {
         Some(h) => format!("{e}: {h}"),
         None => e.to_string(),
@@ -742,13 +793,18 @@ fn describe(e: &io::Error) -> String {
 }
 
 #[inline]
-fn should_stop(ctl: &PhaseControl) -> bool {
+pub(crate) fn should_stop(ctl: &PhaseControl) -> bool {
     ctl.stop.load(Ordering::Relaxed) || ctl.abort.load(Ordering::Relaxed)
 }
 
 /// Records the first failure with its full path; stops the phase unless
 /// it is a best-effort cleanup.
-fn record_failure(cur: &Cursor<'_, '_>, e: OpErr, ctl: &PhaseControl, s: &mut MetaSample) -> bool {
+pub(crate) fn record_failure(
+    cur: &Cursor<'_, '_>,
+    e: OpErr,
+    ctl: &PhaseControl,
+    s: &mut MetaSample,
+) -> bool {
     s.errors += 1;
     if s.failure.is_none() {
         let name: &[u8] = if e.call == "mkdir" && cur.dir.is_none() && !cur.node_rel.is_empty() {
@@ -781,6 +837,11 @@ fn record_failure(cur: &Cursor<'_, '_>, e: OpErr, ctl: &PhaseControl, s: &mut Me
     ctl.abort.store(true, Ordering::Relaxed);
     true
 }
+
+/// A loop over a thread's indices; returns whether every index was
+/// processed.
+pub(crate) type IndexLoop<'l> =
+    &'l mut dyn FnMut(&mut Cursor<'_, '_>, &PhaseControl, Option<Instant>, &mut MetaSample) -> bool;
 
 /// The loop over indices; returns whether every index was processed.
 fn index_loop(

@@ -87,23 +87,18 @@ pub trait IoQueue {
 /// pread/pwrite on one file: a queue of depth 1.
 pub struct SyncQueue<'f> {
     file: &'f File,
-    buf: AlignedBuf,
+    buf: &'f mut AlignedBuf,
     pending: Option<Request>,
 }
 
 impl<'f> SyncQueue<'f> {
     /// A queue over `file` with one buffer of `xfer` bytes.
-    pub fn new(file: &'f File, buf: AlignedBuf) -> Self {
+    pub fn new(file: &'f File, buf: &'f mut AlignedBuf) -> Self {
         SyncQueue {
             file,
             buf,
             pending: None,
         }
-    }
-
-    /// Gives back the buffer.
-    pub fn into_buf(self) -> AlignedBuf {
-        self.buf
     }
 }
 

@@ -21,9 +21,9 @@ use stats::{IoCounters, LatencyHistogram};
 use crate::buf::AlignedBuf;
 use crate::offsets::{splitmix64, OffsetGen};
 use crate::pattern;
-use crate::queue::{Completion, IoQueue, Request, SyncQueue};
+use crate::queue::{Completion, IoQueue, Request};
+use crate::registry::{self, EngineOptions, EngineState};
 use crate::sys;
-use crate::uring::UringQueue;
 
 /// Everything the workers of one phase share.
 #[derive(Debug, Clone)]
@@ -207,32 +207,65 @@ pub struct WorkerSample {
     pub verify: VerifyTally,
 }
 
-/// Buffers and ring of one worker, made before the barrier and reused
-/// across phases so first-touch page faults are never timed.
-pub enum Prepared {
-    /// One buffer for the sync engine.
-    Sync(AlignedBuf),
-    /// A ring and `iodepth` buffers.
-    Uring(Box<io_uring::IoUring>, Vec<AlignedBuf>),
+/// Buffers and engine state (an io_uring ring) of one worker, made before
+/// the barrier and reused across phases so first-touch page faults and ring
+/// set-up are never timed. Which engine makes it comes from the registry.
+pub struct Prepared {
+    state: Box<dyn EngineState>,
 }
 
 impl Prepared {
-    /// Allocates and touches the buffers (and creates the ring) for `plan`.
+    /// Allocates and touches the buffers (and creates the ring) for `plan`
+    /// with the engines' default options.
     pub fn new(plan: &PhasePlan, worker: u32) -> std::io::Result<Self> {
-        let make = |k: u64| {
-            let mut b = AlignedBuf::new(plan.xfer as usize, plan.align);
-            pattern::fill_random(b.as_mut_slice(), plan.seed ^ (worker as u64) << 20 ^ k);
-            b
+        Self::with_options(plan, worker, &EngineOptions::default())
+    }
+
+    /// As [`Prepared::new`], with engine options (io_uring ring set-up).
+    pub fn with_options(
+        plan: &PhasePlan,
+        worker: u32,
+        opts: &EngineOptions,
+    ) -> std::io::Result<Self> {
+        let engine = registry::data_engine(plan.engine.name())
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+        let depth = if engine.info().queueing {
+            plan.iodepth.max(1) as u64
+        } else {
+            1
         };
-        Ok(match plan.engine {
-            EngineKind::Sync => Prepared::Sync(make(0)),
-            EngineKind::IoUring => {
-                let depth = plan.iodepth.max(1) as usize;
-                let ring = UringQueue::ring(depth)?;
-                Prepared::Uring(Box::new(ring), (0..depth as u64).map(make).collect())
-            }
+        let bufs = (0..depth)
+            .map(|k| {
+                let mut b = AlignedBuf::new(plan.xfer as usize, plan.align);
+                pattern::fill_random(b.as_mut_slice(), plan.seed ^ (worker as u64) << 20 ^ k);
+                b
+            })
+            .collect();
+        Ok(Prepared {
+            state: engine.prepare(bufs, opts)?,
         })
     }
+
+    /// Notes on engine features asked for but not available (each once).
+    pub fn notes(&self) -> &[String] {
+        self.state.notes()
+    }
+}
+
+/// What the transfer loop of one worker works with.
+pub struct LoopCtx<'a> {
+    /// Worker index.
+    pub w: u32,
+    /// The phase.
+    pub plan: &'a PhasePlan,
+    /// Shared signals.
+    pub ctl: &'a PhaseControl,
+    /// When to stop issuing.
+    pub deadline: Option<Instant>,
+    /// The file's path, for failures.
+    pub path: &'a std::path::Path,
+    /// Where results go.
+    pub s: &'a mut WorkerSample,
 }
 
 /// How often a writer checks that its file was not deleted under it.
@@ -284,10 +317,26 @@ pub fn run_worker(
         }
     }
     opts.custom_flags(flags).mode(0o644);
+    let mut prepared = prepared;
+    let bound = prepared.state.bind();
 
     barrier.wait();
     let t_start = Instant::now();
     s.start_ns = ns_since(ctl.epoch, t_start);
+    if let Err(e) = bound {
+        s.failure = Some(IoFailure {
+            op: "io_uring_setup".into(),
+            path,
+            offset: None,
+            errno: e.raw_os_error(),
+            message: e.to_string(),
+        });
+        ctl.abort.store(true, Ordering::Relaxed);
+        s.open_done_ns = s.start_ns;
+        s.io_done_ns = s.start_ns;
+        s.end_ns = s.start_ns;
+        return (s, None);
+    }
     let file = match opts.open(&path) {
         Ok(f) => f,
         Err(e) => {
@@ -309,26 +358,27 @@ pub fn run_worker(
     s.open_done_ns = ns_since(ctl.epoch, Instant::now());
     let deadline = plan.time_limit.map(|d| t_start + d);
 
-    let back = match prepared {
-        Prepared::Sync(buf) => {
-            let mut q = SyncQueue::new(&file, buf);
-            io_loop(&mut q, w, plan, ctl, deadline, &file, &path, &mut s);
-            Prepared::Sync(q.into_buf())
-        }
-        Prepared::Uring(ring, bufs) => {
-            let mut q = UringQueue::new(&file, *ring, bufs);
-            io_loop(&mut q, w, plan, ctl, deadline, &file, &path, &mut s);
-            match q.into_parts() {
-                Some((ring, bufs)) => Prepared::Uring(Box::new(ring), bufs),
-                None => {
-                    let _ = sys::close_checked(file);
-                    s.end_ns = ns_since(ctl.epoch, Instant::now());
-                    s.io_done_ns = s.end_ns;
-                    return (s, None);
-                }
-            }
-        }
+    let usable = {
+        let mut lp = LoopCtx {
+            w,
+            plan,
+            ctl,
+            deadline,
+            path: &path,
+            s: &mut s,
+        };
+        prepared.state.run(&file, &mut lp)
     };
+    if !usable {
+        // Requests the kernel may still complete into these buffers: leak
+        // the state rather than free memory it could write to.
+        std::mem::forget(prepared);
+        let _ = sys::close_checked(file);
+        s.end_ns = ns_since(ctl.epoch, Instant::now());
+        s.io_done_ns = s.end_ns;
+        return (s, None);
+    }
+    let back = prepared;
 
     if writes && s.failure.is_none() && matches!(plan.sync, SyncMode::End | SyncMode::Every(_)) {
         let t = Instant::now();
@@ -362,17 +412,11 @@ pub fn run_worker(
     (s, Some(back))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn io_loop<Q: IoQueue>(
-    q: &mut Q,
-    w: u32,
-    plan: &PhasePlan,
-    ctl: &PhaseControl,
-    deadline: Option<Instant>,
-    file: &File,
-    path: &std::path::Path,
-    s: &mut WorkerSample,
-) {
+/// The transfer loop every engine runs, monomorphised per queue type so the
+/// per-request calls inline.
+pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
+    let (w, plan, ctl, deadline, path) = (lp.w, lp.plan, lp.ctl, lp.deadline, lp.path);
+    let s = &mut *lp.s;
     let owner = plan.owner_of(w);
     let file_id = plan.file_of(w) as u64;
     let n = plan.xfers();

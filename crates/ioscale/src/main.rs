@@ -7,14 +7,10 @@
 //! 130 interrupted (results so far kept).
 
 mod cli;
-mod cluster;
-mod files;
 mod front;
-mod host;
-mod meta;
+mod meta_cmd;
 mod output;
 mod report_cmd;
-mod run;
 mod slurm;
 mod sweep;
 
@@ -54,20 +50,11 @@ fn real_main() -> anyhow::Result<i32> {
                 .into_owned()
         })
         .unwrap_or_default();
-    match called.as_str() {
-        "ior" => return front::ior::main(&argv[0], &argv[1..]),
-        "dd" => return front::dd::main(&argv[1..]),
-        "mdtest" => return front::mdtest::main(&argv[0], &argv[1..]),
-        "smallfile_cli.py" => return front::smallfile::main(&argv[1..]),
-        _ => {}
+    if let Some(f) = front::by_program(&called) {
+        return (f.main)(&argv[0], &argv[1..]);
     }
-    match argv.get(1).map(String::as_str) {
-        Some("ior") => return front::ior::main("ioscale ior", &argv[2..]),
-        Some("dd") => return front::dd::main(&argv[2..]),
-        Some("mdtest") => return front::mdtest::main("mdtest", &argv[2..]),
-        Some("smallfile") => return front::smallfile::main(&argv[2..]),
-        Some("io500") => return front::io500::main(&argv[2..]),
-        _ => {}
+    if let Some(f) = argv.get(1).and_then(|a| front::by_command(a)) {
+        return (f.main)(f.shown_as, &argv[2..]);
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -79,16 +66,16 @@ fn real_main() -> anyhow::Result<i32> {
     };
     match cli.command {
         Command::Run(args) => cmd_run(&args),
-        Command::Meta(args) => meta::cmd_meta(&args),
+        Command::Meta(args) => meta_cmd::cmd_meta(&args),
         Command::Sweep(args) => sweep::cmd_sweep(&args),
         Command::Slurm(args) => slurm::cmd_slurm(&args),
         Command::Report(args) => report_cmd::cmd_report(&args),
         Command::Compare(args) => report_cmd::cmd_compare(&args),
-        Command::Ior { args } => front::ior::main("ioscale ior", &args),
-        Command::Dd { args } => front::dd::main(&args),
-        Command::Mdtest { args } => front::mdtest::main("mdtest", &args),
-        Command::Smallfile { args } => front::smallfile::main(&args),
-        Command::Io500 { args } => front::io500::main(&args),
+        Command::Ior { args } => front_main("ior", &args),
+        Command::Dd { args } => front_main("dd", &args),
+        Command::Mdtest { args } => front_main("mdtest", &args),
+        Command::Smallfile { args } => front_main("smallfile", &args),
+        Command::Io500 { args } => front_main("io500", &args),
         Command::Clean(args) => cmd_clean(&args.target),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -110,9 +97,16 @@ fn real_main() -> anyhow::Result<i32> {
     }
 }
 
+/// Runs the front-end registered as `command` (clap reached it: the
+/// fast path in `real_main` normally does first).
+fn front_main(command: &str, args: &[String]) -> anyhow::Result<i32> {
+    let f = front::by_command(command).expect("every front-end subcommand is registered");
+    (f.main)(f.shown_as, args)
+}
+
 /// Installs Ctrl-C / SIGTERM handling: the first signal asks the run to
 /// stop and keep its results; a second one exits at once with 130.
-fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
+pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
@@ -159,7 +153,7 @@ fn run_ranks(
     if ranks > 1 {
         if args.reorder && args.reorder_offset.is_none() {
             // IOR -C: with ranks on several hosts, read another host's data.
-            let layout = cluster::Layout::discover(coord, threads as u32);
+            let layout = bench::cluster::Layout::discover(coord, threads as u32)?;
             raw.reorder = Some(layout.default_reorder_offset() as u64);
         }
         // Sizes (--total), --reorder and layouts are checked for all workers.
@@ -191,13 +185,13 @@ fn run_ranks(
     }
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
-    let outcome = match run::run_with(&spec, command, stop, coord) {
+    let outcome = match bench::run::run_with(&spec, command, stop, coord) {
         Ok(o) => o,
         Err(e) => {
             if root {
                 eprintln!("ioscale: error: {e}");
             }
-            return Ok(2);
+            return Ok(e.exit_code());
         }
     };
     let code = if root {
@@ -272,7 +266,7 @@ pub(crate) fn check_outputs(
             }
         }
     }
-    match cluster::root_check(coord, bad) {
+    match bench::cluster::root_check(coord, bad) {
         Ok(()) => None,
         Err(e) => {
             if let Some(e) = e {
@@ -286,8 +280,8 @@ pub(crate) fn check_outputs(
 /// The edge of a finished run, shared by `run` and `meta`: errors and
 /// warnings to stderr, the record to `--json`/`--csv`, the chosen format to
 /// stdout, notes last. Returns the exit code.
-fn emit(
-    outcome: &run::Outcome,
+pub(crate) fn emit(
+    outcome: &bench::run::Outcome,
     json: Option<&Path>,
     csv: Option<&Path>,
     format: Format,
@@ -349,7 +343,7 @@ fn emit(
 /// way (64 workers out of descriptors), one line counting the others
 /// instead of one line each. Every failure stays in the report and in the
 /// JSON record's `errors[]`.
-fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
+pub(crate) fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
     let mut shown: Vec<Option<i32>> = Vec::new();
     let mut lines = Vec::new();
     let mut more = 0usize;
@@ -380,7 +374,7 @@ fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
 
 /// Refuses an output path whose directory does not exist before the run,
 /// rather than losing the results after it.
-fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
     let dir = p
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -405,7 +399,7 @@ fn write_output(p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()
 }
 
 fn cmd_clean(target: &Path) -> anyhow::Result<i32> {
-    match files::clean(target) {
+    match bench::dataset::clean(target) {
         Ok(left) => {
             for l in &left {
                 eprintln!("ioscale: could not remove {l}");

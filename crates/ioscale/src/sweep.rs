@@ -220,7 +220,7 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
     let layouts = split(&args.layout);
     let targets = split(&args.target);
     let first_target = targets.first().map(String::as_str);
-    let inner = parse_inner(&args.inner, first_target)?;
+    let mut inner = parse_inner(&args.inner, first_target)?;
     let (kind, inner_reps, has_total) = match &inner {
         Command::Run(r) => {
             if r.json.is_some() || r.csv.is_some() || r.quiet || r.format != Format::Text {
@@ -290,26 +290,33 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
         inner: args.inner.clone(),
     };
 
-    // The first point fixes the amount of data the others scale from.
+    // The first point fixes the amount of data the others scale from. The
+    // inner command is typed once here; every point sets its own fields on
+    // a copy. Its flag errors are the first point's, as they always were.
     let t0 = threads[0];
-    let base = build(
-        &args.inner,
-        first_target,
-        t0,
-        xfers.first().copied(),
-        layouts.first().map(String::as_str),
-        None,
-        reps,
-    )
-    .map_err(|Usage(m)| {
-        Usage(format!(
-            "point threads={t0}{}: {m}",
-            xfers
-                .first()
-                .map(|x| format!(" xfer={}", format_size(*x)))
-                .unwrap_or_default()
-        ))
-    })?;
+    let base = typed_inner(&mut inner, !xfers.is_empty(), !layouts.is_empty())
+        .and_then(|typed| {
+            let base = point(
+                &typed,
+                first_target,
+                t0,
+                xfers.first().copied(),
+                layouts.first().map(String::as_str),
+                None,
+                reps,
+            )?;
+            Ok((typed, base))
+        })
+        .map_err(|Usage(m)| {
+            Usage(format!(
+                "point threads={t0}{}: {m}",
+                xfers
+                    .first()
+                    .map(|x| format!(" xfer={}", format_size(*x)))
+                    .unwrap_or_default()
+            ))
+        })?;
+    let (typed, base) = base;
     let base_amount = match &base {
         Job::Run(w) => w.bytes_per_worker(),
         Job::Meta(m) => m.files,
@@ -343,8 +350,8 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
                             total / n as u64
                         }
                     };
-                    let job = build(
-                        &args.inner,
+                    let job = point(
+                        &typed,
                         target.as_deref().or(first_target),
                         n,
                         xfer,
@@ -404,11 +411,49 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
     Ok(Plan { config, points })
 }
 
-/// Builds one point's job from the inner words with the swept values put
-/// in. `amount` is the bytes per thread (`run`) or files per thread
-/// (`meta`); `None` leaves the inner command's sizing alone.
-fn build(
-    inner: &[String],
+/// The inner command of a sweep as a typed request, parsed once.
+enum Inner {
+    /// `-- run …`.
+    Run(spec::RawWorkload),
+    /// `-- meta …`.
+    Meta(spec::RawMeta),
+}
+
+/// Types the inner command's flags once. The flags every point sets
+/// itself — `--threads`, `--reps`, and `--xfer` or `--layout` when the
+/// sweep varies them — are not read from the inner command: each point
+/// replaces them, so they are blanked to a neutral value first (an inner
+/// `-t 4` under `sweep --threads 1,2` never counted).
+fn typed_inner(inner: &mut Command, swept_xfer: bool, swept_layout: bool) -> Result<Inner, Usage> {
+    let set_by_points = |v: &mut String| *v = "1".into();
+    match inner {
+        Command::Run(r) => {
+            set_by_points(&mut r.threads);
+            set_by_points(&mut r.reps);
+            if swept_xfer {
+                set_by_points(&mut r.xfer);
+            }
+            if swept_layout {
+                r.layout = "per-thread".into();
+            }
+            r.to_raw().map(Inner::Run).map_err(|e| Usage(e.to_string()))
+        }
+        Command::Meta(m) => {
+            set_by_points(&mut m.threads);
+            set_by_points(&mut m.reps);
+            m.to_raw()
+                .map(Inner::Meta)
+                .map_err(|e| Usage(e.to_string()))
+        }
+        _ => usage("sweep runs `run` or `meta`"),
+    }
+}
+
+/// One point's job: the typed inner request with the swept values set.
+/// `amount` is the bytes per thread (`run`) or files per thread (`meta`);
+/// `None` leaves the inner command's sizing alone.
+fn point(
+    inner: &Inner,
     target: Option<&str>,
     threads: u32,
     xfer: Option<u64>,
@@ -416,21 +461,23 @@ fn build(
     amount: Option<u64>,
     reps: u32,
 ) -> Result<Job, Usage> {
-    match parse_inner(inner, target)? {
-        Command::Run(mut r) => {
-            r.threads = threads.to_string();
-            r.reps = reps.to_string();
+    match inner {
+        Inner::Run(raw) => {
+            let mut r = raw.clone();
+            r.threads = Some(threads.into());
+            r.reps = Some(reps.into());
             if let Some(t) = target {
-                r.target = PathBuf::from(t);
+                r.target = Some(PathBuf::from(t));
             }
-            if let Some(x) = xfer {
-                r.xfer = x.to_string();
+            if xfer.is_some() {
+                r.xfer = xfer;
             }
             if let Some(l) = layout {
-                r.layout = l.to_string();
+                // plan() checked every --layout value already.
+                r.layout = Layout::parse(l);
             }
             if let Some(a) = amount {
-                r.size = Some(a.to_string());
+                r.size = Some(a);
                 r.total = None;
                 if r.block.is_some() {
                     // IOR style: keep the block, let the segments follow
@@ -438,27 +485,25 @@ fn build(
                     r.segments = None;
                 }
             }
-            let raw = r.to_raw().map_err(|e| Usage(e.to_string()))?;
-            let spec = raw.build().map_err(|e| Usage(e.to_string()))?;
+            let spec = r.build().map_err(|e| Usage(e.to_string()))?;
             Ok(Job::Run(Box::new(spec)))
         }
-        Command::Meta(mut m) => {
-            m.threads = threads.to_string();
-            m.reps = reps.to_string();
+        Inner::Meta(raw) => {
+            let mut m = raw.clone();
+            m.threads = Some(threads.into());
+            m.reps = Some(reps.into());
             if let Some(t) = target {
-                m.target = PathBuf::from(t);
+                m.target = Some(PathBuf::from(t));
             }
             if let Some(l) = layout {
                 m.same_dir = l == "same-dir";
             }
             if let Some(a) = amount {
-                m.files = a.to_string();
+                m.files = Some(a);
             }
-            let raw = m.to_raw().map_err(|e| Usage(e.to_string()))?;
-            let spec = raw.build().map_err(|e| Usage(e.to_string()))?;
+            let spec = m.build().map_err(|e| Usage(e.to_string()))?;
             Ok(Job::Meta(Box::new(spec)))
         }
-        _ => usage("sweep runs `run` or `meta`"),
     }
 }
 
@@ -636,7 +681,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             bad = bad.and_then(|()| check_png_dir(d));
         }
     }
-    if let Err(e) = crate::cluster::root_check(coord, bad) {
+    if let Err(e) = bench::cluster::root_check(coord, bad) {
         if let Some(e) = e {
             eprintln!("ioscale: error: {e:#}");
         }
@@ -654,8 +699,8 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         kind: "sweep".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         command: command.clone(),
-        started: crate::host::now_rfc3339(),
-        host: crate::host::collect(&first_target),
+        started: bench::host::now_rfc3339(),
+        host: bench::host::collect(&first_target),
         config: plan.config.clone(),
         interrupted: false,
         points_total: plan.points.len(),
@@ -714,8 +759,8 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         }
         let t = Instant::now();
         let outcome = match &p.job {
-            Job::Run(w) => crate::run::run_with(w, command.clone(), Arc::clone(&stop), coord),
-            Job::Meta(m) => crate::meta::run_with(m, command.clone(), Arc::clone(&stop), coord),
+            Job::Run(w) => bench::run::run_with(w, command.clone(), Arc::clone(&stop), coord),
+            Job::Meta(m) => bench::meta::run_with(m, command.clone(), Arc::clone(&stop), coord),
         };
         let outcome = match outcome {
             Ok(o) => o,

@@ -30,6 +30,9 @@ pub enum ExportError {
         /// The newest schema this build reads ([`SCHEMA`]).
         supported: u32,
     },
+    /// The CSV writer failed (it writes to memory, so only on a bug).
+    #[error("CSV: {0}")]
+    Csv(#[from] csv::Error),
 }
 
 /// Renders a whole [`ResultSet`] into one output document.
@@ -164,11 +167,14 @@ pub struct CsvExporter;
 
 impl Exporter for CsvExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
-        let mut out = CSV_COLUMNS.join(",");
-        out.push('\n');
+        let mut w = csv::WriterBuilder::new()
+            .quote_style(csv::QuoteStyle::Necessary)
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        w.write_record(CSV_COLUMNS)?;
         for p in &rs.phases {
             let fields = [
-                csv_field(&p.op),
+                p.op.clone(),
                 p.rep.to_string(),
                 p.threads.to_string(),
                 p.bytes.to_string(),
@@ -192,20 +198,29 @@ impl Exporter for CsvExporter {
                 p.time_limited.to_string(),
                 p.interrupted.to_string(),
             ];
-            out.push_str(&fields.join(","));
-            out.push('\n');
+            w.write_record(&fields)?;
         }
-        Ok(out.into_bytes())
+        w.into_inner()
+            .map_err(|e| ExportError::Csv(csv::Error::from(e.into_error())))
     }
 }
 
-/// Quotes a field only when RFC 4180 requires it, doubling inner quotes.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
+/// One field quoted as the CSV exporters quote it (RFC 4180: only when it
+/// holds a comma, quote or line break, inner quotes doubled), for callers
+/// that build CSV cells one at a time.
+pub fn csv_field(s: &str) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::Necessary)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    // Writing to memory cannot fail; a lone empty field is written as `""`
+    // by the csv crate (an empty record otherwise), so it is kept bare.
+    if s.is_empty() || w.write_record([s]).is_err() {
+        return String::new();
     }
+    let mut out = String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default();
+    out.pop(); // the record's terminator
+    out
 }
 
 // ---------------------------------------------------------------- text
@@ -443,9 +458,11 @@ fn error_line(e: &crate::model::ErrorRecord) -> String {
     )
 }
 
-/// Lays out a table: the first column left-aligned, the rest right-aligned,
-/// each as wide as its widest cell, two spaces between columns.
-fn table(head: &[&str], rows: &[Vec<String>]) -> Vec<String> {
+/// The text-table writer of every plain-text exporter: the first column
+/// left-aligned, the rest right-aligned, each as wide as its widest cell,
+/// two spaces between columns, trailing blanks trimmed. One line per row,
+/// the head first.
+pub fn table(head: &[&str], rows: &[Vec<String>]) -> Vec<String> {
     let mut widths: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -4,6 +4,8 @@
 //! bytes and never touches files or stdout, so the binary has one place that
 //! writes and a saved record can be rendered again at any time.
 
+#![deny(missing_docs)]
+
 pub mod dd_text;
 pub mod export;
 pub mod ior_text;
@@ -13,8 +15,8 @@ pub mod smallfile_text;
 
 pub use dd_text::{DdInfo, DdStatus, DdTextExporter};
 pub use export::{
-    from_json, CsvExporter, ExportError, ExportType, Exporter, JsonExporter, MetaTextExporter,
-    TextExporter, CSV_COLUMNS,
+    csv_field, from_json, table, CsvExporter, ExportError, ExportType, Exporter, JsonExporter,
+    MetaTextExporter, TextExporter, CSV_COLUMNS,
 };
 pub use ior_text::{FsStats, IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
 pub use mdtest_text::{MdtestInfo, MdtestTextExporter};

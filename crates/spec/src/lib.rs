@@ -5,11 +5,13 @@
 //! engine and the reports see one vocabulary. Nothing here touches the file
 //! system.
 
+#![deny(missing_docs)]
+
 pub mod meta;
 pub mod units;
 pub mod workload;
 
-pub use meta::{EntryKind, FileSize, MetaOp, MetaSpec, RawMeta, TreeState};
+pub use meta::{Conflict, EntryKind, FileSize, MetaOp, MetaSpec, RawMeta, TreeState};
 pub use units::{format_size, parse_count, parse_duration, parse_list, parse_size, UnitError};
 pub use workload::{
     EngineKind, FileNaming, Layout, Op, RawWorkload, SpecError, SyncMode, WorkloadSpec,

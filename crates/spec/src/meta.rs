@@ -343,6 +343,31 @@ pub enum EntryKind {
     Dir,
 }
 
+/// Why a phase cannot run on a tree in a given state: what a kept tree
+/// or an order of `--ops` would have it find.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    /// A verifying read over data written without `--verify` and this
+    /// `--seed`.
+    Unverifiable,
+    /// Entries of this kind already exist where the phase would make them.
+    Exists(EntryKind),
+}
+
+impl fmt::Display for Conflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Conflict::Unverifiable => {
+                "the files were not written with --verify and this --seed, so their data cannot \
+                 be checked (create them with --verify, or read without it)"
+            }
+            Conflict::Exists(EntryKind::Link) => "the links already exist",
+            Conflict::Exists(EntryKind::Dir) => "the directories already exist",
+            Conflict::Exists(_) => "the files already exist",
+        })
+    }
+}
+
 impl EntryKind {
     fn letter(self) -> u8 {
         match self {
@@ -469,12 +494,9 @@ impl MetaSpec {
     /// pattern of this seed, a write without it leaves data that cannot be
     /// checked. A `read` with `--verify` over other data is refused
     /// (`Err` says why).
-    pub fn state_after(&self, st: TreeState, op: MetaOp) -> Result<TreeState, &'static str> {
+    pub fn state_after(&self, st: TreeState, op: MetaOp) -> Result<TreeState, Conflict> {
         if op == MetaOp::Read && self.verify && st.files && st.pattern != Some(self.seed) {
-            return Err(
-                "the files were not written with --verify and this --seed, so their data cannot \
-                 be checked (create them with --verify, or read without it)",
-            );
+            return Err(Conflict::Unverifiable);
         }
         let mut after = st.after(op)?;
         if op.writes_data() {
@@ -644,11 +666,11 @@ impl TreeState {
 
     /// The state after `op` ran to completion; `Err` names what the op
     /// would find already there.
-    pub fn after(mut self, op: MetaOp) -> Result<TreeState, &'static str> {
+    pub fn after(mut self, op: MetaOp) -> Result<TreeState, Conflict> {
         match op {
             MetaOp::Create => {
                 if self.files {
-                    return Err("the files already exist");
+                    return Err(Conflict::Exists(EntryKind::File));
                 }
                 self.files = true;
                 self.renamed = false;
@@ -662,13 +684,13 @@ impl TreeState {
             }
             MetaOp::Symlink => {
                 if self.links {
-                    return Err("the links already exist");
+                    return Err(Conflict::Exists(EntryKind::Link));
                 }
                 self.links = true;
             }
             MetaOp::Mkdir => {
                 if self.dirs {
-                    return Err("the directories already exist");
+                    return Err(Conflict::Exists(EntryKind::Dir));
                 }
                 self.dirs = true;
             }

@@ -7,10 +7,12 @@
 //! mergeable, so per-thread, per-rank and per-repetition results reduce the
 //! same way.
 
+pub mod bootstrap;
 pub mod counters;
 pub mod hist;
 pub mod summary;
 
+pub use bootstrap::Interval;
 pub use counters::IoCounters;
 pub use hist::{LatencyHistogram, LatencySummary, SparseError, SparseHistogram};
 pub use summary::RepStats;

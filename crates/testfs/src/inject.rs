@@ -60,6 +60,23 @@ pub struct Timing {
     pub fsync_delay: Duration,
     /// Aggregate cap on data bytes per second, across all requests.
     pub bw: Option<u64>,
+    /// Spread of the data delay: each read or write request's delay is
+    /// drawn uniformly from `delay ± delay_jitter` (never below 0), so the
+    /// mean stays `delay` while repetitions and requests vary.
+    pub delay_jitter: Duration,
+    /// Seed of the delay draws: the n-th data request of a mount always
+    /// gets the same delay.
+    pub seed: u64,
+}
+
+/// SplitMix64 of `seed` and `n` (Steele, Lea & Flood, OOPSLA 2014): a
+/// stateless draw, so concurrent requests need no lock to get theirs.
+pub fn draw(seed: u64, n: u64) -> f64 {
+    let mut z = seed.wrapping_add(n.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// Direction of a data request.
@@ -157,6 +174,8 @@ pub struct Injector {
     fault_ops: AtomicU64,
     /// Bytes written to faultable files (for --enospc-after-bytes).
     fault_written: AtomicU64,
+    /// Data requests whose delay was drawn (the index of the next draw).
+    draws: AtomicU64,
     /// What happened, for the summary.
     pub counters: Counters,
 }
@@ -171,6 +190,7 @@ impl Injector {
             fault_bytes: AtomicU64::new(0),
             fault_ops: AtomicU64::new(0),
             fault_written: AtomicU64::new(0),
+            draws: AtomicU64::new(0),
             counters: Counters::default(),
         }
     }
@@ -246,13 +266,26 @@ impl Injector {
     /// complete: not before the delay has passed, nor before the bandwidth
     /// cap has let its bytes through.
     pub fn data_deadline(&self, arrived: Instant, bytes: u64) -> Instant {
-        let mut done = arrived + self.timing.delay;
+        let mut done = arrived + self.data_delay();
         if let Some(b) = &self.bucket {
             if bytes > 0 {
                 done = done.max(b.reserve(bytes, Instant::now()));
             }
         }
         done
+    }
+
+    /// The delay of the next data request: `--delay`, or a draw from
+    /// `delay ± delay_jitter` when a jitter is set.
+    pub fn data_delay(&self) -> Duration {
+        let t = &self.timing;
+        if t.delay_jitter.is_zero() {
+            return t.delay;
+        }
+        let n = self.draws.fetch_add(1, Ordering::Relaxed);
+        let u = draw(t.seed, n) * 2.0 - 1.0;
+        let d = t.delay.as_secs_f64() + u * t.delay_jitter.as_secs_f64();
+        Duration::from_secs_f64(d.max(0.0))
     }
 
     /// Whether fsync on a file fails on purpose.
@@ -358,6 +391,35 @@ mod tests {
         let c = b.reserve(100, t0);
         assert!(a >= t0 + Duration::from_millis(99));
         assert!(c >= t0 + Duration::from_millis(199));
+    }
+
+    #[test]
+    fn jittered_delays_are_seeded_spread_and_centred() {
+        let t = Timing {
+            delay: Duration::from_millis(4),
+            delay_jitter: Duration::from_millis(3),
+            seed: 7,
+            ..Timing::default()
+        };
+        let a = Injector::new(Faults::default(), t.clone());
+        let b = Injector::new(Faults::default(), t.clone());
+        let da: Vec<Duration> = (0..2000).map(|_| a.data_delay()).collect();
+        let db: Vec<Duration> = (0..2000).map(|_| b.data_delay()).collect();
+        assert_eq!(da, db, "same seed, same delays");
+        let ms: Vec<f64> = da.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        let lo = ms.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ms.iter().copied().fold(0.0, f64::max);
+        let mean = ms.iter().sum::<f64>() / ms.len() as f64;
+        assert!(
+            (1.0..1.1).contains(&lo) && hi <= 7.0 && hi > 6.9,
+            "{lo} {hi}"
+        );
+        assert!((mean - 4.0).abs() < 0.1, "{mean}");
+        let c = Injector::new(Faults::default(), Timing { seed: 8, ..t });
+        assert_ne!(c.data_delay(), da[0], "another seed, other delays");
+        // Without jitter the delay is exact.
+        let d = inj(Faults::default());
+        assert_eq!(d.data_delay(), Duration::ZERO);
     }
 
     #[test]

@@ -17,6 +17,9 @@ const EXAMPLES: &str = "Examples:
   # serve /srv/data at /mnt/t with 2 ms per read/write request (the EFS-like shape)
   ioscale-testfs --delay 2ms /srv/data /mnt/t
 
+  # a noisy server: each data request takes 1..5 ms, drawn with seed 7
+  ioscale-testfs --delay 3ms --delay-jitter 2ms --seed 7 /srv/data /mnt/t
+
   # a 100 MiB/s link shared by all clients, 1 ms per metadata request
   ioscale-testfs --bw 100m --meta-delay 1ms /srv/data /mnt/t
 
@@ -58,6 +61,15 @@ struct Args {
     /// Minimum service time of each read or write request.
     #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
     delay: Duration,
+
+    /// Spread of --delay: each data request's delay is drawn uniformly from
+    /// DELAY ± DUR (never below 0), seeded by --seed.
+    #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
+    delay_jitter: Duration,
+
+    /// Seed of the --delay-jitter draws (the same seed gives the same delays).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
 
     /// Added to each metadata request (lookup, getattr, setattr, open, create,
     /// flush, mkdir, unlink, rename, readdir, statfs, xattr, access, ...).
@@ -225,6 +237,8 @@ fn main() -> ExitCode {
             meta_delay: a.meta_delay,
             fsync_delay: a.fsync_delay,
             bw: a.bw,
+            delay_jitter: a.delay_jitter,
+            seed: a.seed,
         },
     ));
     let make_fs = || {

@@ -74,6 +74,8 @@ fn help_lists_every_flag_with_examples() {
     let h = String::from_utf8_lossy(&out.stdout);
     for f in [
         "--delay",
+        "--delay-jitter",
+        "--seed",
         "--meta-delay",
         "--fsync-delay",
         "--bw",
@@ -96,6 +98,7 @@ fn help_lists_every_flag_with_examples() {
 fn bad_flags_name_the_flag() {
     for (args, flag) in [
         (&["--delay", "5", "a", "b"][..], "--delay"),
+        (&["--delay-jitter", "x", "a", "b"][..], "--delay-jitter"),
         (&["--bw", "0", "a", "b"][..], "--bw"),
         (&["--threads", "0", "a", "b"][..], "--threads"),
     ] {

@@ -16,7 +16,7 @@ use report::{DdInfo, DdStatus, DdTextExporter, Exporter};
 use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMode};
 
 use super::Usage;
-use crate::files::parent_of;
+use bench::dataset::parent_of;
 
 /// `ioscale dd --help`.
 pub const HELP: &str = "\
@@ -403,7 +403,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let stop = crate::install_signals()?;
     let mut argv = vec!["dd".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match crate::run::run_with(&spec, argv, stop, coord) {
+    let outcome = match bench::run::run_with(&spec, argv, stop, coord) {
         Ok(o) => o,
         Err(e) => return fail(&e),
     };

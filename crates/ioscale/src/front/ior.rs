@@ -5,7 +5,7 @@
 //! defaults (`-t 256k -b 1m -s 1`, write and read when neither -w nor -r
 //! is given). Tasks (-N) run as threads of one process, or, started by
 //! mpirun or srun, as one MPI rank each. Files are named as
-//! IOR names them (see [`crate::files::ior_names`]) and removed at the end
+//! IOR names them (see [`bench::dataset::ior_names`]) and removed at the end
 //! unless -k, by the same safety rules as every ioscale run.
 
 use std::io::Write;
@@ -20,7 +20,7 @@ use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMod
 use coord::Coordinator;
 
 use super::Usage;
-use crate::files::parent_of;
+use bench::dataset::parent_of;
 
 /// The IOR version whose command line and layout are followed.
 pub const IOR_VERSION: &str = "4.0.0";
@@ -609,7 +609,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
         if a.reorder {
             // IOR -C reads the data of the task -Q × tasks-per-node further
             // on, so the reader sits on another node than the writer.
-            let layout = crate::cluster::Layout::discover(coord, 1);
+            let layout = bench::cluster::Layout::discover(coord, 1)?;
             if layout.nodes() > 1 {
                 let q = a.task_offset.unwrap_or(1);
                 a.task_offset = Some(q.saturating_mul(layout.tasks_per_node() as u64));
@@ -673,13 +673,13 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     info.began = super::ctime_now();
     let mut argv = vec!["ior".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match crate::run::run_with(&spec, argv, stop, coord) {
+    let outcome = match bench::run::run_with(&spec, argv, stop, coord) {
         Ok(o) => o,
         Err(e) => {
             if root {
                 eprintln!("ior: error: {e}");
             }
-            return Ok(2);
+            return Ok(e.exit_code());
         }
     };
     if !root {

@@ -488,28 +488,7 @@ fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
 
 /// mdtest's time stamps: `%m/%d/%Y %T` in local time.
 fn timestamp() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
-    // SAFETY: `tm` is plain data that localtime_r fills in; both pointers
-    // are valid for the duration of the call.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return String::new();
-        }
-        tm
-    };
-    format!(
-        "{:02}/{:02}/{} {:02}:{:02}:{:02}",
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_year + 1900,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    bench::host::local_now("%m/%d/%Y %H:%M:%S")
 }
 
 /// Runs the mdtest front-end; `prog` is how it was called (`mdtest` or
@@ -573,7 +552,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
             Err(e) => mkdir = Err(e),
         }
     }
-    if let Err(e) = crate::cluster::root_check(coord, mkdir) {
+    if let Err(e) = bench::cluster::root_check(coord, mkdir) {
         if let Some(e) = e {
             eprintln!(
                 "mdtest: error: -d {}: unable to create the test directory: {e}",
@@ -585,7 +564,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
     let stop = crate::install_signals()?;
     let mut argv = vec!["mdtest".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match crate::meta::run_with(&spec, argv, stop, coord) {
+    let outcome = match bench::meta::run_with(&spec, argv, stop, coord) {
         Ok(o) => o,
         Err(e) => {
             if made_dir {
@@ -594,7 +573,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
             if root {
                 eprintln!("mdtest: error: {e}");
             }
-            return Ok(2);
+            return Ok(e.exit_code());
         }
     };
     if !root {

@@ -4,12 +4,12 @@
 //! People arrive with IOR and dd command lines they already trust. Each
 //! front-end parses its tool's syntax into a [`spec::RawWorkload`], lets
 //! [`spec::RawWorkload::build`] check it like any native command line, runs
-//! it on the same driver ([`crate::run::run_with`]) and engine, and renders the
+//! it on the same driver ([`bench::run::run_with`]) and engine, and renders the
 //! result in the tool's own layout with an exporter from the report crate.
 //! An option the front-end does not support is an error that names it and
 //! the nearest native equivalent — never silently ignored. The mdtest and
 //! smallfile front-ends build a [`spec::RawMeta`] instead and run on
-//! `ioscale meta`'s driver ([`crate::meta::run_with`]).
+//! `ioscale meta`'s driver ([`bench::meta::run_with`]).
 
 pub mod dd;
 pub mod io500;
@@ -17,11 +17,69 @@ pub mod ior;
 pub mod mdtest;
 pub mod smallfile;
 
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use report::FsStats;
+
+/// One compatibility front-end: the names it answers to and its entry.
+/// Adding a front-end is one module here and one line in [`REGISTRY`]
+/// (plus its clap subcommand in `cli.rs`, for `--help` and completions).
+pub struct FrontEnd {
+    /// The subcommand: `ioscale NAME …`.
+    pub command: &'static str,
+    /// The program name it answers to when the binary is started under it
+    /// (a symlink called `ior`, `mdtest`, …).
+    pub program: &'static str,
+    /// The program name its messages show when run as a subcommand.
+    pub shown_as: &'static str,
+    /// Parses the tool's own syntax, runs, prints in the tool's layout:
+    /// the program name to show, then the arguments after it.
+    pub main: fn(&str, &[String]) -> anyhow::Result<i32>,
+}
+
+/// Every compatibility front-end.
+pub const REGISTRY: &[FrontEnd] = &[
+    FrontEnd {
+        command: "ior",
+        program: "ior",
+        shown_as: "ioscale ior",
+        main: ior::main,
+    },
+    FrontEnd {
+        command: "dd",
+        program: "dd",
+        shown_as: "dd",
+        main: |_, args| dd::main(args),
+    },
+    FrontEnd {
+        command: "mdtest",
+        program: "mdtest",
+        shown_as: "mdtest",
+        main: mdtest::main,
+    },
+    FrontEnd {
+        command: "smallfile",
+        program: "smallfile_cli.py",
+        shown_as: "smallfile",
+        main: |_, args| smallfile::main(args),
+    },
+    FrontEnd {
+        command: "io500",
+        program: "io500",
+        shown_as: "io500",
+        main: |_, args| io500::main(args),
+    },
+];
+
+/// The front-end run as `ioscale NAME`.
+pub fn by_command(name: &str) -> Option<&'static FrontEnd> {
+    REGISTRY.iter().find(|f| f.command == name)
+}
+
+/// The front-end the binary is when started under the name `program`.
+pub fn by_program(program: &str) -> Option<&'static FrontEnd> {
+    REGISTRY.iter().find(|f| f.program == program)
+}
 
 /// A command line the front-end refuses: printed with exit code 2.
 #[derive(Debug)]
@@ -130,52 +188,17 @@ pub fn short_option(
 /// Now in C's `ctime` form in local time (`Mon Jun  1 19:21:30 2020`),
 /// as IOR prints its time stamps.
 pub fn ctime_now() -> String {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
-    // SAFETY: `tm` is plain data that localtime_r fills in; both pointers
-    // are valid for the duration of the call.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&t, &mut tm).is_null() {
-            return String::new();
-        }
-        tm
-    };
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {} {:>2} {:02}:{:02}:{:02} {}",
-        DAYS[tm.tm_wday.clamp(0, 6) as usize],
-        MONTHS[tm.tm_mon.clamp(0, 11) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        tm.tm_year + 1900
-    )
+    bench::host::local_now("%a %b %e %H:%M:%S %Y")
 }
 
 /// Capacity of the file system holding `dir`, for IOR's `FS` line.
 pub fn fs_stats(dir: &Path) -> Option<FsStats> {
-    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs.
-    let st = unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
-            return None;
-        }
-        st
-    };
-    let frsize = st.f_frsize as u64;
+    let st = rustix::fs::statvfs(dir).ok()?;
     Some(FsStats {
-        total_bytes: st.f_blocks as u64 * frsize,
-        used_bytes: (st.f_blocks as u64).saturating_sub(st.f_bfree as u64) * frsize,
-        inodes: st.f_files as u64,
-        used_inodes: (st.f_files as u64).saturating_sub(st.f_ffree as u64),
+        total_bytes: st.f_blocks * st.f_frsize,
+        used_bytes: st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize,
+        inodes: st.f_files,
+        used_inodes: st.f_files.saturating_sub(st.f_ffree),
     })
 }
 

@@ -607,20 +607,25 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let stop = crate::install_signals()?;
     let mut argv = vec!["smallfile_cli.py".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match crate::meta::run_with(&spec, argv, stop, coord) {
+    let outcome = match bench::meta::run_with(&spec, argv, stop, coord) {
         Ok(o) => o,
         Err(e) => {
             let mut msg = e.to_string();
-            if msg.contains("--verify") {
-                msg.push_str(
+            match &e {
+                bench::Error::KeptTree {
+                    conflict: spec::Conflict::Unverifiable,
+                    ..
+                } => msg.push_str(
                     " (smallfile: give --verify-read Y to the create as well, so the files carry data \
                      ioscale can check)",
-                );
-            }
-            if msg.contains("already exist") {
-                msg.push_str(
+                ),
+                bench::Error::KeptTree {
+                    conflict: spec::Conflict::Exists(_),
+                    ..
+                } => msg.push_str(
                     " (smallfile: run `--operation cleanup` with the same options first, or use another --top)",
-                );
+                ),
+                _ => {}
             }
             if root {
                 eprintln!("smallfile: error: {msg}");

@@ -332,9 +332,9 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
             drop_warned = true;
             eprintln!("io500: warning: drop-caches: cannot write /proc/sys/vm/drop_caches (needs root); caches kept");
         }
-        let t_start = crate::host::now_rfc3339();
+        let t_start = bench::host::now_rfc3339();
         let run = run_one(p, &ctx, &cfg, &names, &mut st, shift);
-        let t_end = crate::host::now_rfc3339();
+        let t_end = bench::host::now_rfc3339();
         let d = judge(p, run, &cfg, t_start, t_end);
         for r in &d.reasons {
             say(format!("ERROR INVALID {r}"), &mut out);
@@ -572,7 +572,18 @@ fn prepare(
             }
             fresh(d, &mut created)?;
         }
-        crate::run::check_target(d).map_err(|e| e.to_string())?;
+        if engine::sys::is_read_only(d).unwrap_or(false) {
+            return Err(format!(
+                "datadir {} is on a read-only file system (EROFS)",
+                d.display()
+            ));
+        }
+        if !engine::sys::can_write(d) {
+            return Err(format!(
+                "datadir {}: permission denied (EACCES)",
+                d.display()
+            ));
+        }
         let has = |k: &dyn Fn(&Kind) -> bool| plan.iter().any(|p| k(&p.kind));
         if has(&|k| matches!(k, Kind::IorEasy)) {
             fresh(&names.easy_dir(), &mut created)?;

@@ -102,31 +102,18 @@ pub fn collect(target: &Path) -> HostInfo {
     }
 }
 
-/// Now as RFC 3339 UTC (`2026-11-22T03:04:05Z`), without a date crate.
+/// Now as RFC 3339 UTC to the second (`2026-11-22T03:04:05Z`).
 pub fn now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil-from-days (Howard Hinnant's algorithm, public domain).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60
-    )
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// Now in local time (the `TZ` variable, else the system's zone), in the
+/// strftime `format`: the front-ends print their tools' time stamps with
+/// it (`%a %b %e %H:%M:%S %Y` is C's `ctime`, as IOR prints).
+pub fn local_now(format: &str) -> String {
+    jiff::Zoned::now().strftime(format).to_string()
 }
 
 #[cfg(test)]
@@ -152,5 +139,22 @@ mod tests {
         assert_eq!(s.len(), 20);
         assert!(s.starts_with("20"));
         assert!(s.ends_with('Z'));
+    }
+
+    #[test]
+    fn local_time_in_ctimes_and_mdtests_shapes() {
+        // ctime: "Mon Jun  1 19:21:30 2020", 24 characters, day space-padded.
+        let c = local_now("%a %b %e %H:%M:%S %Y");
+        assert_eq!(c.len(), 24, "{c}");
+        assert_eq!(c.as_bytes()[3], b' ');
+        assert!(c[8..10].trim().parse::<u32>().is_ok(), "{c}");
+        // mdtest: "06/01/2020 19:21:30".
+        let m = local_now("%m/%d/%Y %H:%M:%S");
+        assert_eq!(m.len(), 19, "{m}");
+        assert_eq!(&m[2..3], "/");
+        // The same instant's year in UTC and local time differ by at most one.
+        let y: i32 = m[6..10].parse().unwrap();
+        let u: i32 = now_rfc3339()[..4].parse().unwrap();
+        assert!((y - u).abs() <= 1);
     }
 }

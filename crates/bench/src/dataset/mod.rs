@@ -14,13 +14,24 @@
 //! is never overwritten or removed. dd's files belong to the user, as with
 //! dd: written (and truncated) as dd would, and removed only on request and
 //! only if this very run created them.
+//!
+//! Every file-system mutation of a dataset lives in this module (the
+//! metadata tree's in [`tree`]): directories made, the marker written and
+//! removed, files created or truncated before a run, files unlinked and
+//! directories removed after it, and the O_DIRECT probe file. The timed
+//! I/O of the workload itself happens in the engine.
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use spec::{FileNaming, Layout, WorkloadSpec};
+use spec::{format_size, FileNaming, Layout, WorkloadSpec};
+
+use crate::error::Error;
+
+pub mod tree;
 
 /// Name of the working directory inside the target.
 pub const ROOT_NAME: &str = "ioscale.d";
@@ -78,24 +89,6 @@ pub struct DataSet {
     pub had_data: bool,
     /// Which cleanup rules apply.
     pub kind: SetKind,
-}
-
-/// Why a data set could not be used.
-#[derive(Debug)]
-pub enum SetupError {
-    /// Bad target or foreign directory: a usage/setup error (exit 2).
-    Usage(String),
-    /// The file system refused something: exit 2 as well, with the cause.
-    Io(String, io::Error),
-}
-
-impl std::fmt::Display for SetupError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SetupError::Usage(m) => f.write_str(m),
-            SetupError::Io(m, e) => write!(f, "{m}: {e}"),
-        }
-    }
 }
 
 fn names(root: &Path, layout: Layout, threads: u32) -> (Vec<PathBuf>, Vec<PathBuf>) {
@@ -202,7 +195,7 @@ impl DataSet {
     /// A run that writes creates `ioscale.d` (or reuses one a kept run with
     /// the same layout left). A run that only reads needs such a kept data
     /// set with matching layout, worker count and size.
-    pub fn prepare(spec: &WorkloadSpec, run_id: &str) -> Result<DataSet, SetupError> {
+    pub fn prepare(spec: &WorkloadSpec, run_id: &str) -> Result<DataSet, Error> {
         match &spec.naming {
             FileNaming::Native => {}
             FileNaming::Ior { path } => return prepare_ior(spec, path, run_id),
@@ -224,13 +217,13 @@ impl DataSet {
         match fs::symlink_metadata(&root) {
             Ok(meta) => {
                 if !meta.is_dir() {
-                    return Err(SetupError::Usage(format!(
+                    return Err(Error::Refused(format!(
                         "{} exists and is not a directory made by ioscale; remove it or choose another target",
                         root.display()
                     )));
                 }
                 let Some(found) = read_marker(&root) else {
-                    return Err(SetupError::Usage(format!(
+                    return Err(Error::Refused(format!(
                         "{} exists but has no ioscale marker, so ioscale did not make it; \
                          refusing to touch it (remove it yourself or choose another target)",
                         root.display()
@@ -238,7 +231,7 @@ impl DataSet {
                 };
                 let same = found.layout == spec.layout && found.threads == spec.threads;
                 if !same {
-                    return Err(SetupError::Usage(format!(
+                    return Err(Error::Refused(format!(
                         "{} holds files kept by an earlier run with --layout {} and --threads {}; \
                          use the same flags to read them, or run `ioscale clean {}` first",
                         root.display(),
@@ -249,7 +242,7 @@ impl DataSet {
                 }
                 let had_data = found.complete && found.file_size >= spec.file_size();
                 if !writes && !had_data {
-                    return Err(SetupError::Usage(format!(
+                    return Err(Error::Refused(format!(
                         "the kept files in {} are incomplete or smaller ({} bytes per file) than this run reads ({}); \
                          write them again with --keep and the same sizes",
                         root.display(),
@@ -261,7 +254,7 @@ impl DataSet {
                     for f in &files {
                         let len = fs::metadata(f).map(|m| m.len()).unwrap_or(0);
                         if len < spec.file_size() {
-                            return Err(SetupError::Usage(format!(
+                            return Err(Error::Refused(format!(
                                 "{} holds {len} bytes but this run reads {}; write the files again with --keep",
                                 f.display(),
                                 spec.file_size()
@@ -270,7 +263,7 @@ impl DataSet {
                     }
                 }
                 if spec.verify && found.seed != spec.seed && !writes {
-                    return Err(SetupError::Usage(format!(
+                    return Err(Error::Refused(format!(
                         "the kept files were written with --seed {}; pass the same --seed to verify them",
                         found.seed
                     )));
@@ -280,7 +273,7 @@ impl DataSet {
                         Ok(()) => {}
                         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                         Err(e) => {
-                            return Err(SetupError::Io(format!("cannot create {}", d.display()), e))
+                            return Err(Error::io(format!("cannot create {}", d.display()), e))
                         }
                     }
                 }
@@ -296,7 +289,7 @@ impl DataSet {
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 if !writes {
-                    return Err(SetupError::Usage(format!(
+                    return Err(Error::Refused(format!(
                         "nothing to read in {}: no kept files there. Write them first with the same layout flags, e.g. \
                          `ioscale run --op write --keep --threads {} --layout {} ... {}`",
                         spec.target.display(),
@@ -306,7 +299,7 @@ impl DataSet {
                     )));
                 }
                 fs::create_dir(&root)
-                    .map_err(|e| SetupError::Io(format!("cannot create {}", root.display()), e))?;
+                    .map_err(|e| Error::io(format!("cannot create {}", root.display()), e))?;
                 let ds = DataSet {
                     root: root.clone(),
                     created_root: true,
@@ -318,7 +311,7 @@ impl DataSet {
                 };
                 if let Err(e) = write_marker(&root, &ds.marker) {
                     let _ = fs::remove_dir(&root);
-                    return Err(SetupError::Io(
+                    return Err(Error::io(
                         format!("cannot write the marker in {}", root.display()),
                         e,
                     ));
@@ -326,15 +319,12 @@ impl DataSet {
                 for d in &ds.dirs {
                     if let Err(e) = fs::create_dir(d) {
                         ds.remove();
-                        return Err(SetupError::Io(format!("cannot create {}", d.display()), e));
+                        return Err(Error::io(format!("cannot create {}", d.display()), e));
                     }
                 }
                 Ok(ds)
             }
-            Err(e) => Err(SetupError::Io(
-                format!("cannot inspect {}", root.display()),
-                e,
-            )),
+            Err(e) => Err(Error::io(format!("cannot inspect {}", root.display()), e)),
         }
     }
 
@@ -428,12 +418,12 @@ fn remove_files(files: &[PathBuf]) -> Vec<String> {
 
 /// Checks that every file exists, is a regular file and holds at least
 /// `size` bytes (what a read-only run needs).
-fn check_readable(files: &[PathBuf], size: u64, hint: &str) -> Result<(), SetupError> {
+fn check_readable(files: &[PathBuf], size: u64, hint: &str) -> Result<(), Error> {
     for f in files {
         match fs::metadata(f) {
             Ok(m) if m.is_file() => {
                 if m.len() < size {
-                    return Err(SetupError::Usage(format!(
+                    return Err(Error::Refused(format!(
                         "{} holds {} bytes but this run reads {size}; {hint}",
                         f.display(),
                         m.len()
@@ -441,13 +431,13 @@ fn check_readable(files: &[PathBuf], size: u64, hint: &str) -> Result<(), SetupE
                 }
             }
             Ok(_) => {
-                return Err(SetupError::Usage(format!(
+                return Err(Error::Refused(format!(
                     "{} is not a regular file; ioscale reads regular files only",
                     f.display()
                 )))
             }
             Err(e) => {
-                return Err(SetupError::Usage(format!(
+                return Err(Error::Refused(format!(
                     "nothing to read at {}: {e}; {hint}",
                     f.display()
                 )))
@@ -458,7 +448,7 @@ fn check_readable(files: &[PathBuf], size: u64, hint: &str) -> Result<(), SetupE
 }
 
 /// IOR naming: see [`ior_names`] and [`ior_marker_path`].
-fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet, SetupError> {
+fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet, Error> {
     let writes = spec.ops.iter().any(|o| o.writes());
     let (files, dirs) = ior_names(path, spec.layout, spec.threads);
     let marker_path = ior_marker_path(path);
@@ -484,7 +474,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         };
         let left = old_set.remove();
         if !left.is_empty() {
-            return Err(SetupError::Usage(format!(
+            return Err(Error::Refused(format!(
                 "cannot replace the files kept at {}: {}",
                 path.display(),
                 left.join("; ")
@@ -494,7 +484,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
     }
     if let Some(found) = found {
         if found.layout != spec.layout || found.threads != spec.threads {
-            return Err(SetupError::Usage(format!(
+            return Err(Error::Refused(format!(
                 "{} were written by an earlier `ioscale ior -k` run with {} task(s) and {} files; \
                  use the same -N/-F/-u to read them (a run with those flags and no -k removes them)",
                 path.display(),
@@ -507,13 +497,13 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
             && check_readable(&files, spec.file_size(), hint).is_ok();
         if !writes && !had_data {
             check_readable(&files, spec.file_size(), hint)?;
-            return Err(SetupError::Usage(format!(
+            return Err(Error::Refused(format!(
                 "the kept files at {} are incomplete or smaller than this run reads; {hint}",
                 path.display()
             )));
         }
         if spec.verify && found.seed != spec.seed && !writes {
-            return Err(SetupError::Usage(format!(
+            return Err(Error::Refused(format!(
                 "the kept files were written with -G {}; pass the same -G to check them",
                 found.seed
             )));
@@ -558,7 +548,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
     }
     for f in &files {
         if fs::symlink_metadata(f).is_ok() {
-            return Err(SetupError::Usage(format!(
+            return Err(Error::Refused(format!(
                 "{} exists and ioscale did not make it (no marker {}); refusing to overwrite it. \
                  Remove it yourself or choose another -o",
                 f.display(),
@@ -567,7 +557,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         }
     }
     if fs::symlink_metadata(&marker_path).is_ok() {
-        return Err(SetupError::Usage(format!(
+        return Err(Error::Refused(format!(
             "{} exists but is not a valid ioscale marker; refusing to touch it",
             marker_path.display()
         )));
@@ -575,7 +565,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
     // The marker goes down before any data file, so an interrupted run
     // still leaves files ioscale recognises.
     write_marker_at(&marker_path, &marker).map_err(|e| {
-        SetupError::Io(
+        Error::io(
             format!("cannot write the marker {}", marker_path.display()),
             e,
         )
@@ -602,7 +592,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
 
 /// Creates IOR's per-task directories that do not exist yet, recording
 /// them in the marker; existing ones must be directories.
-fn make_ior_dirs(dirs: &[PathBuf], marker: &mut Marker) -> Result<(), SetupError> {
+fn make_ior_dirs(dirs: &[PathBuf], marker: &mut Marker) -> Result<(), Error> {
     for d in dirs {
         match fs::create_dir(d) {
             Ok(()) => {
@@ -612,13 +602,13 @@ fn make_ior_dirs(dirs: &[PathBuf], marker: &mut Marker) -> Result<(), SetupError
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 if !d.is_dir() {
-                    return Err(SetupError::Usage(format!(
+                    return Err(Error::Refused(format!(
                         "{} exists and is not a directory; IOR -u needs it as the directory of task files",
                         d.display()
                     )));
                 }
             }
-            Err(e) => return Err(SetupError::Io(format!("cannot create {}", d.display()), e)),
+            Err(e) => return Err(Error::io(format!("cannot create {}", d.display()), e)),
         }
     }
     Ok(())
@@ -630,7 +620,7 @@ fn prepare_dd(
     paths: &[PathBuf],
     notrunc: bool,
     run_id: &str,
-) -> Result<DataSet, SetupError> {
+) -> Result<DataSet, Error> {
     let writes = spec.ops.iter().any(|o| o.writes());
     let marker = Marker {
         tool: "ioscale".into(),
@@ -669,19 +659,17 @@ fn prepare_dd(
                         .write(true)
                         .truncate(true)
                         .open(p)
-                        .map_err(|e| {
-                            SetupError::Io(format!("cannot truncate {}", p.display()), e)
-                        })?;
+                        .map_err(|e| Error::io(format!("cannot truncate {}", p.display()), e))?;
                 }
             }
             Ok(_) => {
-                return Err(SetupError::Usage(format!(
+                return Err(Error::Refused(format!(
                     "of={} is not a regular file; ioscale dd writes regular files only",
                     p.display()
                 )))
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => created.push(p.clone()),
-            Err(e) => return Err(SetupError::Io(format!("cannot inspect {}", p.display()), e)),
+            Err(e) => return Err(Error::io(format!("cannot inspect {}", p.display()), e)),
         }
     }
     Ok(DataSet {
@@ -733,20 +721,67 @@ fn remove_set(root: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> Vec<String> {
 }
 
 /// Removes what a kept run left in `target`, recognised by the marker.
-pub fn clean(target: &Path) -> Result<Vec<String>, SetupError> {
+pub fn clean(target: &Path) -> Result<Vec<String>, Error> {
     let root = target.join(ROOT_NAME);
     if !root.exists() {
-        return Err(SetupError::Usage(format!(
+        return Err(Error::Refused(format!(
             "nothing to clean: {} does not exist",
             root.display()
         )));
     }
     let Some(m) = read_marker(&root) else {
-        return Err(SetupError::Usage(format!(
+        return Err(Error::Refused(format!(
             "{} has no ioscale marker; refusing to remove anything in it",
             root.display()
         )));
     };
     let (files, dirs) = names(&root, m.layout, m.threads);
     Ok(remove_set(&root, &files, &dirs))
+}
+
+/// Opens a scratch file with O_DIRECT and writes one transfer, so a file
+/// system that refuses O_DIRECT or this alignment is named before the run.
+pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
+    let probe = dir.join(format!(".ioscale-probe-{}", std::process::id()));
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&probe);
+    let file = match file {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            return Err(Error::Refused(format!(
+                "--direct: the file system at {} refuses O_DIRECT; run without --direct \
+                 (and mind the page cache) or test another file system",
+                dir.display()
+            )))
+        }
+        Err(e) => {
+            return Err(Error::Refused(format!(
+                "--direct: cannot create a probe file in {}: {e}",
+                dir.display()
+            )))
+        }
+    };
+    let mut result = Ok(4096);
+    let len = xfer.min(1 << 20) as usize;
+    let mut buf = engine::buf::AlignedBuf::new(len, 4096);
+    buf.as_mut_slice().fill(0x5a);
+    if let Err(e) = file.write_at(buf.as_slice(), 0) {
+        result = Err(Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
+            format!(
+                "--direct: {} refuses O_DIRECT transfers of {}; use an --xfer that is a multiple of the \
+                 device block size (4k is safe)",
+                dir.display(),
+                format_size(xfer)
+            )
+        } else {
+            format!("--direct: probe write in {} failed: {e}", dir.display())
+        }));
+    }
+    drop(file);
+    let _ = std::fs::remove_file(&probe);
+    result
 }

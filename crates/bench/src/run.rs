@@ -6,8 +6,6 @@
 //! rates use total work ÷ (last finish − first start), so workers that take
 //! turns on too few CPUs are not flattered by summing their own rates.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,33 +13,17 @@ use std::sync::Arc;
 use coord::Coordinator;
 use engine::{run_worker, PhasePlan, Prepared, WorkerSample};
 use report::{
-    ErrorRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord,
-    WorkerRecord, SCHEMA,
+    HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord, WorkerRecord,
 };
 use spec::{format_size, EngineKind, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
 use crate::cluster::{self, Layout, PhaseOut};
-use crate::files::{DataSet, Marker, SetKind, SetupError};
+use crate::dataset::{DataSet, Marker, SetKind};
+use crate::error::Error;
 use crate::host;
-
-/// A setup problem: reported with exit code 2 before any data is written.
-#[derive(Debug)]
-pub struct Refused(pub String);
-
-impl std::fmt::Display for Refused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Refused {}
-
-impl From<SetupError> for Refused {
-    fn from(e: SetupError) -> Self {
-        Refused(e.to_string())
-    }
-}
+use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
+use crate::topology::Topology;
 
 /// What a finished (or stopped) run hands back to the caller.
 pub struct Outcome {
@@ -73,16 +55,16 @@ impl Outcome {
 /// Checks the target before anything is created: exists, is a directory,
 /// writable, not read-only; O_DIRECT accepted with this alignment; io_uring
 /// available. Returns the buffer alignment to use.
-pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Refused> {
+pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Error> {
     let t = &spec.target;
     check_target(t)?;
     let mut align = 4096usize;
     if spec.direct {
-        align = probe_direct(t, spec.xfer)?;
+        align = crate::dataset::probe_direct(t, spec.xfer)?;
     }
     if spec.engine == EngineKind::IoUring {
         if let Err(e) = engine::uring::UringQueue::ring(2) {
-            return Err(Refused(format!(
+            return Err(Error::Refused(format!(
                 "--engine io_uring: io_uring is not available here ({e}); use --engine sync"
             )));
         }
@@ -93,27 +75,27 @@ pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Refused> {
 /// The checks every command makes of TARGET before it creates anything:
 /// it exists, is a directory, is on a writable file system, and this user
 /// may create entries in it.
-pub(crate) fn check_target(t: &Path) -> Result<(), Refused> {
+pub(crate) fn check_target(t: &Path) -> Result<(), Error> {
     let meta = std::fs::metadata(t).map_err(|e| {
-        Refused(format!(
+        Error::Refused(format!(
             "TARGET {}: {e}; name an existing directory on the file system to test",
             t.display()
         ))
     })?;
     if !meta.is_dir() {
-        return Err(Refused(format!(
+        return Err(Error::Refused(format!(
             "TARGET {} is not a directory; name a directory on the file system to test",
             t.display()
         )));
     }
     if engine::sys::is_read_only(t).unwrap_or(false) {
-        return Err(Refused(format!(
+        return Err(Error::Refused(format!(
             "TARGET {} is on a read-only file system (EROFS); choose a writable target",
             t.display()
         )));
     }
     if !engine::sys::can_write(t) {
-        return Err(Refused(format!(
+        return Err(Error::Refused(format!(
             "TARGET {}: permission denied (EACCES); choose a directory you may write to",
             t.display()
         )));
@@ -131,54 +113,6 @@ pub(crate) fn space_warning(target: &Path, need: u64) -> Option<String> {
             format_size(free)
         )
     })
-}
-
-/// Opens a scratch file with O_DIRECT and writes one transfer, so a file
-/// system that refuses O_DIRECT or this alignment is named before the run.
-pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Refused> {
-    let probe = dir.join(format!(".ioscale-probe-{}", std::process::id()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(&probe);
-    let file = match file {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            return Err(Refused(format!(
-                "--direct: the file system at {} refuses O_DIRECT; run without --direct \
-                 (and mind the page cache) or test another file system",
-                dir.display()
-            )))
-        }
-        Err(e) => {
-            return Err(Refused(format!(
-                "--direct: cannot create a probe file in {}: {e}",
-                dir.display()
-            )))
-        }
-    };
-    let mut result = Ok(4096);
-    let len = xfer.min(1 << 20) as usize;
-    let mut buf = engine::buf::AlignedBuf::new(len, 4096);
-    buf.as_mut_slice().fill(0x5a);
-    use std::os::unix::fs::FileExt;
-    if let Err(e) = file.write_at(buf.as_slice(), 0) {
-        result = Err(Refused(if e.raw_os_error() == Some(libc::EINVAL) {
-            format!(
-                "--direct: {} refuses O_DIRECT transfers of {}; use an --xfer that is a multiple of the \
-                 device block size (4k is safe)",
-                dir.display(),
-                format_size(xfer)
-            )
-        } else {
-            format!("--direct: probe write in {} failed: {e}", dir.display())
-        }));
-    }
-    drop(file);
-    let _ = std::fs::remove_file(&probe);
-    result
 }
 
 /// Warnings that change how the figures must be read.
@@ -272,62 +206,32 @@ pub fn run_with(
     command: Vec<String>,
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
-) -> Result<Outcome, Refused> {
-    let is_root = coord.rank() == 0;
-    let workers = cluster::worker_count(spec.threads, coord)?;
-    // The spec of all workers: file names, offsets and the marker use it.
-    let mut gspec = spec.clone();
-    gspec.threads = workers;
-    let align = cluster::agree(coord, preflight(spec))?;
-    let mut host = host::collect(&spec.target);
-    let layout = cluster::layout(coord, spec.threads, &mut host);
-    // Page cache and CPUs are per node: warn about one node's share.
-    let mut node_spec = spec.clone();
-    node_spec.threads = spec.threads * layout.tasks_per_node();
-    let mut warns = warnings(&node_spec, &host);
-    if spec.ops.iter().any(|o| o.writes()) {
-        warns.extend(space_warning(
-            &spec.target,
-            gspec.file_size() * gspec.file_count() as u64,
-        ));
-    }
-    let run_id = coord
-        .broadcast_as(&make_run_id())
-        .map_err(|e| Refused(e.to_string()))?;
-    // Rank 0 makes the directory and marker; the others learn the names
-    // only after that (the broadcast), so nobody opens a file before.
-    let made = is_root.then(|| DataSet::prepare(&gspec, &run_id).map_err(Refused::from));
-    let made = cluster::agree(coord, made.transpose())?;
-    let mut ds = share_dataset(coord, made)?;
-    let mut notes = Vec::new();
-    let mut results = ResultSet {
-        schema: SCHEMA,
-        tool: "ioscale".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command,
-        started: host::now_rfc3339(),
+) -> Result<Outcome, Error> {
+    let Setup {
         host,
-        spec: JobSpec::Run(spec.clone()),
-        warnings: Vec::new(),
-        interrupted: false,
-        errors: Vec::new(),
-        phases: Vec::new(),
-        summary: Vec::new(),
+        topo,
+        gspec,
+        align,
+        mut warns,
+        run_id,
+        mut ds,
+    } = setup(spec, coord)?;
+    let is_root = topo.is_root();
+    let layout = &topo.layout;
+    let mut results = new_record(command, host, JobSpec::Run(spec.clone()));
+    let mut phases = Phases {
+        coord,
+        topo: &topo,
+        stop: &stop,
+        seq: 0,
+        prepared: (0..spec.threads).map(|_| None).collect(),
     };
-    let mut prepared: Vec<Option<Prepared>> = (0..spec.threads).map(|_| None).collect();
     let mut drop_warned = false;
     let mut first = true;
     let mut have_data = ds.had_data;
-    let mut seq = 0u64;
     'reps: for rep in 0..spec.reps {
         if rep > 0 {
-            if let Some(d) = spec.rep_delay {
-                // IOR -d: a pause between repetitions that Ctrl-C cuts short.
-                let until = std::time::Instant::now() + d;
-                while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-            }
+            pause(spec.rep_delay, &stop);
         }
         for &op in &spec.ops {
             if coord.any(stop.load(Ordering::Relaxed)) {
@@ -338,22 +242,12 @@ pub fn run_with(
                 // Reads need data: lay the files out first, untimed, as fio
                 // does before a mixed or read job on fresh files.
                 let plan = plan_for(&gspec, Op::Write, &ds, align, rep, false);
-                let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq);
+                let out = phases.run(&plan)?;
                 if out.failed {
-                    if let Some((worker, f)) = out
-                        .samples
-                        .iter()
-                        .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
-                    {
-                        results.errors.push(ErrorRecord {
-                            worker,
-                            op: format!("layout {}", f.op),
-                            file: f.path.display().to_string(),
-                            offset: f.offset,
-                            errno: f.errno,
-                            message: f.message.clone(),
-                        });
-                    }
+                    results.errors.extend(out.samples.iter().find_map(|s| {
+                        let f = s.failure.as_ref()?;
+                        Some(failure_record(s.worker, format!("layout {}", f.op), f))
+                    }));
                     break 'reps;
                 }
                 if out.interrupted {
@@ -370,42 +264,16 @@ pub fn run_with(
             }
             first = false;
             let plan = plan_for(&gspec, op, &ds, align, rep, true);
-            let out = run_phase_all(&plan, &stop, &mut prepared, coord, &mut seq);
-            if is_root {
-                let rec = reduce(
-                    &plan,
-                    &out.samples,
-                    out.first_done_ns,
-                    out.cpu,
-                    &layout,
-                    out.interrupted,
-                );
-                if let Some(c) = results.host.cluster.as_mut() {
-                    c.node_phases
-                        .extend(layout.node_phases(results.phases.len(), &rec));
-                }
-                results.phases.push(rec);
-            }
-            for s in &out.samples {
-                if let Some(f) = &s.failure {
-                    results.errors.push(ErrorRecord {
-                        worker: s.worker,
-                        op: f.op.clone(),
-                        file: f.path.display().to_string(),
-                        offset: f.offset,
-                        errno: f.errno,
-                        message: f.message.clone(),
-                    });
-                }
-            }
-            if op.writes() && !out.failed && !out.interrupted && !out.deadline {
-                // A complete write of every transfer: the files now hold a
-                // full data set (mixed phases only count if they wrote all).
-                if matches!(op, Op::Write | Op::Randwrite) {
-                    have_data = true;
-                    if spec.keep && is_root {
-                        ds.mark_complete(&run_id, spec.file_size(), spec.seed);
-                    }
+            let out = phases.run(&plan)?;
+            let rec = is_root.then(|| reduce(&plan, &out, layout));
+            record_phase(&mut results, rec, &out, layout, |s| s.failure.as_ref());
+            // A complete write of every transfer: the files now hold a full
+            // data set (mixed phases only count if they wrote all).
+            let complete = !out.failed && !out.interrupted && !out.deadline;
+            if complete && matches!(op, Op::Write | Op::Randwrite) {
+                have_data = true;
+                if spec.keep && is_root {
+                    ds.mark_complete(&run_id, spec.file_size(), spec.seed);
                 }
             }
             if out.interrupted {
@@ -415,14 +283,7 @@ pub fn run_with(
             if out.failed {
                 if results.errors.is_empty() {
                     // Another rank failed: this one stops cleanly with it.
-                    results.errors.push(ErrorRecord {
-                        worker: coord.rank() * spec.threads,
-                        op: "stop".into(),
-                        file: String::new(),
-                        offset: None,
-                        errno: None,
-                        message: "another rank failed; rank 0 reports the error".into(),
-                    });
+                    results.errors.push(other_rank_failed(&topo));
                 }
                 break 'reps;
             }
@@ -430,11 +291,81 @@ pub fn run_with(
     }
     results.warnings = warns;
     results.summarise();
+    Ok(finish(spec, coord, &ds, results))
+}
 
-    // Every rank has closed its files before rank 0 removes them.
+/// What a run has before its first phase.
+struct Setup {
+    host: HostInfo,
+    topo: Topology,
+    /// The spec of all workers: file names, offsets and the marker use it.
+    gspec: WorkloadSpec,
+    /// Buffer alignment (O_DIRECT's, or 1).
+    align: usize,
+    warns: Vec<String>,
+    run_id: String,
+    ds: DataSet,
+}
+
+/// The checks, warnings and data set before the first phase: collective
+/// calls every rank makes in the same order.
+fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
+    let mut host = host::collect(&spec.target);
+    let topo = Topology::discover(coord, spec.threads, &mut host)?;
+    let mut gspec = spec.clone();
+    gspec.threads = topo.workers;
+    let align = cluster::agree(coord, preflight(spec))?;
+    // Page cache and CPUs are per node: warn about one node's share.
+    let mut node_spec = spec.clone();
+    node_spec.threads = topo.threads_per_node();
+    let mut warns = warnings(&node_spec, &host);
+    if spec.ops.iter().any(|o| o.writes()) {
+        warns.extend(space_warning(
+            &spec.target,
+            gspec.file_size() * gspec.file_count() as u64,
+        ));
+    }
+    let run_id = coord
+        .broadcast_as(&make_run_id())
+        .map_err(|e| Error::Refused(e.to_string()))?;
+    // Rank 0 makes the directory and marker; the others learn the names
+    // only after that (the broadcast), so nobody opens a file before.
+    let made = topo.is_root().then(|| DataSet::prepare(&gspec, &run_id));
+    let made = cluster::agree(coord, made.transpose())?;
+    let ds = share_dataset(coord, made)?;
+    Ok(Setup {
+        host,
+        topo,
+        gspec,
+        align,
+        warns,
+        run_id,
+        ds,
+    })
+}
+
+/// IOR -d: a pause between repetitions that Ctrl-C cuts short.
+fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
+    if let Some(d) = delay {
+        let until = std::time::Instant::now() + d;
+        while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// After the last phase: every rank has closed its files before rank 0
+/// removes them (or says where they were kept).
+fn finish(
+    spec: &WorkloadSpec,
+    coord: &dyn Coordinator,
+    ds: &DataSet,
+    results: ResultSet,
+) -> Outcome {
+    let mut notes = Vec::new();
     coord.barrier();
-    if !is_root {
-        return Ok(Outcome { results, notes });
+    if coord.rank() != 0 {
+        return Outcome { results, notes };
     }
     if !spec.keep && ds.created_root {
         let left = ds.remove();
@@ -444,7 +375,32 @@ pub fn run_with(
     } else if let Some(n) = ds.kept_note(spec) {
         notes.push(n);
     }
-    Ok(Outcome { results, notes })
+    Outcome { results, notes }
+}
+
+/// What runs the phases of one rank: the ranks' coordinator, the run's
+/// topology, the stop flag, the phase count (the same on every rank) and
+/// each thread's prepared engine state, which carries over between phases.
+struct Phases<'a> {
+    coord: &'a dyn Coordinator,
+    topo: &'a Topology,
+    stop: &'a Arc<AtomicBool>,
+    seq: u64,
+    prepared: Vec<Option<Prepared>>,
+}
+
+impl Phases<'_> {
+    /// Runs one phase (see [`run_phase_all`]).
+    fn run(&mut self, plan: &PhasePlan) -> Result<PhaseOut<WorkerSample>, Error> {
+        run_phase_all(
+            plan,
+            self.stop,
+            &mut self.prepared,
+            self.coord,
+            self.topo,
+            &mut self.seq,
+        )
+    }
 }
 
 /// What the ranks other than 0 need of the data set rank 0 prepared.
@@ -459,9 +415,9 @@ struct SharedSet {
 
 /// Hands rank 0's data set to every rank. The other ranks' copy never
 /// removes anything (`created_root` false) and never writes the marker.
-fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataSet, Refused> {
+fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataSet, Error> {
     if coord.size() == 1 {
-        return made.ok_or_else(|| Refused("rank 0 has no data set".into()));
+        return made.ok_or_else(|| Error::Refused("rank 0 has no data set".into()));
     }
     let shared = made.as_ref().map(|d| SharedSet {
         root: d.root.clone(),
@@ -472,11 +428,11 @@ fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataS
     });
     let got: Option<SharedSet> = coord
         .broadcast_as(&shared)
-        .map_err(|e| Refused(e.to_string()))?;
+        .map_err(|e| Error::Refused(e.to_string()))?;
     if let Some(d) = made {
         return Ok(d);
     }
-    let s = got.ok_or_else(|| Refused("rank 0 sent no data set".into()))?;
+    let s = got.ok_or_else(|| Error::Refused("rank 0 sent no data set".into()))?;
     Ok(DataSet {
         root: s.root,
         created_root: false,
@@ -528,12 +484,13 @@ fn run_phase_all(
     stop: &Arc<AtomicBool>,
     prepared: &mut [Option<Prepared>],
     coord: &dyn Coordinator,
+    topo: &Topology,
     seq: &mut u64,
-) -> PhaseOut<WorkerSample> {
+) -> Result<PhaseOut<WorkerSample>, Error> {
     let items: Vec<Option<Prepared>> = prepared.iter_mut().map(Option::take).collect();
     let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
         (0..items.len()).map(|_| Default::default()).collect();
-    let base = coord.rank() * items.len() as u32;
+    let base = topo.my_workers().start;
     let mut out = cluster::run_phase_all(coord, seq, stop, "w", items, |w, mine, ctl, barrier| {
         let p = match mine {
             Some(p) => p,
@@ -553,7 +510,7 @@ fn run_phase_all(
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = p;
         s
-    });
+    })?;
     for (slot, p) in prepared.iter_mut().zip(slots) {
         *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
     }
@@ -562,7 +519,7 @@ fn run_phase_all(
             prorate_stonewall(&mut out.samples, sw);
         }
     }
-    out
+    Ok(out)
 }
 
 /// The stonewall signal reaches other ranks within about a millisecond;
@@ -611,14 +568,13 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Reduces worker samples into one phase record.
-fn reduce(
-    plan: &PhasePlan,
-    samples: &[WorkerSample],
-    first_done_ns: Option<u64>,
-    cpu: (f64, f64),
-    layout: &Layout,
-    interrupted: bool,
-) -> PhaseRecord {
+fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> PhaseRecord {
+    let (samples, first_done_ns, cpu, interrupted) = (
+        &out.samples[..],
+        out.first_done_ns,
+        out.cpu,
+        out.interrupted,
+    );
     let t0 = samples.iter().map(|s| s.start_ns).min().unwrap_or(0);
     let t1 = samples.iter().map(|s| s.end_ns).max().unwrap_or(0);
     let elapsed = (t1.saturating_sub(t0)) as f64 / 1e9;

@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stats::{IoCounters, LatencyHistogram, SparseHistogram};
 
-use crate::run::Refused;
+use crate::error::Error;
 
 /// A [`WorkerSample`] in a form serde can carry.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -275,7 +275,7 @@ pub fn run_phase_all<I, S>(
     name: &str,
     items: Vec<I>,
     work: impl Fn(u32, I, &PhaseControl, &Barrier) -> S + Sync,
-) -> PhaseOut<S>
+) -> Result<PhaseOut<S>, Error>
 where
     I: Send,
     S: Sample,
@@ -288,14 +288,14 @@ where
     let failed = samples.iter().any(Sample::failed);
     let deadline = samples.iter().any(Sample::hit_deadline);
     if coord.size() == 1 {
-        return PhaseOut {
+        return Ok(PhaseOut {
             samples,
             first_done_ns,
             cpu,
             failed,
             interrupted: stop.load(Ordering::Relaxed),
             deadline,
-        };
+        });
     }
     let failed = coord.any(failed);
     let interrupted = coord.any(stop.load(Ordering::Relaxed));
@@ -306,33 +306,50 @@ where
         samples: samples.iter().map(Sample::to_wire).collect(),
         cpu,
     };
-    let gathered = coord
+    // Rank 0 alone decodes; every rank then learns whether it could, so
+    // all of them stop together instead of one waiting at the next call.
+    let decoded = coord
         .gather_as(&mine)
-        .expect("ranks exchange their phase samples");
-    let (samples, cpu) = match gathered {
-        Some(all) => {
-            let mut cpu = (0.0, 0.0);
-            let mut out = Vec::new();
-            for r in all {
-                cpu.0 += r.cpu.0;
-                cpu.1 += r.cpu.1;
-                for s in r.samples {
-                    out.push(S::from_wire(s).expect("ranks run the same ioscale binary"));
-                }
-            }
-            out.sort_by_key(Sample::worker);
-            (out, cpu)
+        .map_err(Error::rank("their phase samples"))
+        .and_then(|g| g.map(merge_ranks::<S>).transpose());
+    let bad = coord.any(decoded.is_err());
+    let (samples, cpu) = match decoded {
+        Ok(Some(merged)) if !bad => merged,
+        Ok(None) if !bad => (samples, cpu),
+        Err(e) => return Err(e),
+        _ => {
+            return Err(Error::Rank {
+                what: "their phase samples",
+                source: coord::DecodeError("rank 0 could not decode them".into()),
+            })
         }
-        None => (samples, cpu),
     };
-    PhaseOut {
+    Ok(PhaseOut {
         samples,
         first_done_ns,
         cpu,
         failed,
         interrupted,
         deadline,
+    })
+}
+
+/// Rank 0's merge of every rank's samples (sorted by worker) and CPU time.
+fn merge_ranks<S: Sample>(all: Vec<RankPhase<S::Wire>>) -> Result<(Vec<S>, (f64, f64)), Error> {
+    let mut cpu = (0.0, 0.0);
+    let mut out = Vec::new();
+    for r in all {
+        cpu.0 += r.cpu.0;
+        cpu.1 += r.cpu.1;
+        for s in r.samples {
+            out.push(S::from_wire(s).map_err(|m| Error::Rank {
+                what: "their phase samples",
+                source: coord::DecodeError(m),
+            })?);
+        }
     }
+    out.sort_by_key(Sample::worker);
+    Ok((out, cpu))
 }
 
 /// Runs one phase's threads on this rank, all released together after the
@@ -447,16 +464,16 @@ fn apply_signal(ctl: &PhaseControl, s: Signal) {
 /// The ranks' layout for a run of `threads` threads per rank, recording
 /// the cluster facts in `host` when there are several ranks (a collective
 /// call).
-pub fn layout(coord: &dyn Coordinator, threads: u32, host: &mut HostInfo) -> Layout {
+pub fn layout(coord: &dyn Coordinator, threads: u32, host: &mut HostInfo) -> Result<Layout, Error> {
     if coord.size() > 1 {
-        let l = Layout::discover(coord, threads);
+        let l = Layout::discover(coord, threads)?;
         host.cluster = Some(l.info(coord.kind()));
-        l
+        Ok(l)
     } else {
-        Layout {
+        Ok(Layout {
             hosts: vec![host.hostname.clone()],
             threads,
-        }
+        })
     }
 }
 
@@ -481,11 +498,11 @@ pub struct Layout {
 
 impl Layout {
     /// Learns every rank's host (a collective call).
-    pub fn discover(coord: &dyn Coordinator, threads: u32) -> Layout {
+    pub fn discover(coord: &dyn Coordinator, threads: u32) -> Result<Layout, Error> {
         let hosts = coord
             .all_gather_as(&coord.hostname())
-            .expect("ranks exchange their host names");
-        Layout { hosts, threads }
+            .map_err(Error::rank("their host names"))?;
+        Ok(Layout { hosts, threads })
     }
 
     /// Ranks.
@@ -589,17 +606,19 @@ impl Layout {
 /// Agrees on a fallible step every rank took: if any rank failed, every
 /// rank returns an error, and rank 0's names each failing rank (one
 /// message when all failed alike). A collective call.
-pub fn agree<T>(coord: &dyn Coordinator, r: Result<T, Refused>) -> Result<T, Refused> {
+pub fn agree<T>(coord: &dyn Coordinator, r: Result<T, Error>) -> Result<T, Error> {
     if coord.size() == 1 {
         return r;
     }
-    let mine: Option<String> = r.as_ref().err().map(|e| e.0.clone());
+    let mine: Option<String> = r.as_ref().err().map(ToString::to_string);
     if !coord.any(mine.is_some()) {
         return r;
     }
+    // Every rank returns an error from here on, so a failed exchange
+    // cannot leave one rank waiting for the others.
     let all = coord
         .gather_as(&mine)
-        .expect("ranks exchange their setup errors");
+        .map_err(Error::rank("their setup errors"))?;
     let msg = match all {
         Some(all) => {
             let failed: Vec<(usize, String)> = all
@@ -620,14 +639,14 @@ pub fn agree<T>(coord: &dyn Coordinator, r: Result<T, Refused>) -> Result<T, Ref
         }
         None => mine.unwrap_or_else(|| "another rank failed its setup".into()),
     };
-    Err(Refused(msg))
+    Err(Error::Refused(msg))
 }
 
 /// Workers across all ranks: `threads` per rank × ranks.
-pub fn worker_count(threads: u32, coord: &dyn Coordinator) -> Result<u32, crate::run::Refused> {
+pub fn worker_count(threads: u32, coord: &dyn Coordinator) -> Result<u32, Error> {
     let ranks = coord.size();
     threads.checked_mul(ranks).ok_or_else(|| {
-        crate::run::Refused(format!(
+        Error::Refused(format!(
             "--threads {threads} × {ranks} ranks overflows the worker count"
         ))
     })

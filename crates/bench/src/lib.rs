@@ -1,0 +1,32 @@
+//! The driver library of ioscale: everything that runs a benchmark, and
+//! nothing that prints or parses argv.
+//!
+//! A front-end (the `ioscale` binary's native commands, or a compatibility
+//! front-end) builds a validated [`spec::WorkloadSpec`] or
+//! [`spec::MetaSpec`] and hands it to [`run::run_with`] or
+//! [`meta::run_with`] with a [`coord::Coordinator`]; what comes back is an
+//! [`run::Outcome`]: a [`report::ResultSet`] plus notes and an exit code.
+//! The caller decides what to print and where to write.
+//!
+//! - [`dataset`]: the files and directories a run creates, their marker,
+//!   and removing exactly those again — every file-system mutation of a
+//!   dataset goes through it.
+//! - [`run`] / [`meta`]: the phase drivers of data and metadata workloads.
+//! - [`cluster`]: threads × ranks: running a phase on every worker of every
+//!   rank, the wire types, and the reduction's rank-level half.
+//! - [`error`]: the one error type, with its exit code.
+//! - [`topology`]: ranks, nodes, threads per rank and worker ids, once.
+//! - [`host`]: what is recorded about the machine and the target.
+
+#![deny(missing_docs)]
+
+pub mod cluster;
+pub mod dataset;
+pub mod error;
+pub mod host;
+pub mod meta;
+mod record;
+pub mod run;
+pub mod topology;
+
+pub use error::{Error, Result};

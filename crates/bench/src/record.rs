@@ -1,0 +1,79 @@
+//! What a run's record starts as, and the error records both drivers add:
+//! a worker's failure, and the stop of a rank whose peer failed.
+
+use engine::IoFailure;
+use report::{ErrorRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, SCHEMA};
+
+use crate::cluster::{Layout, PhaseOut, Sample};
+use crate::host;
+use crate::topology::Topology;
+
+/// An empty record of a run of `spec` started now on `host`.
+pub(crate) fn new_record(command: Vec<String>, host: HostInfo, spec: JobSpec) -> ResultSet {
+    ResultSet {
+        schema: SCHEMA,
+        tool: "ioscale".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command,
+        started: host::now_rfc3339(),
+        host,
+        spec,
+        warnings: Vec::new(),
+        interrupted: false,
+        errors: Vec::new(),
+        phases: Vec::new(),
+        summary: Vec::new(),
+    }
+}
+
+/// The record of worker `worker`'s failure; `op` names the operation
+/// (the failure's own, or with a prefix such as `layout write`).
+pub(crate) fn failure_record(worker: u32, op: String, f: &IoFailure) -> ErrorRecord {
+    ErrorRecord {
+        worker,
+        op,
+        file: f.path.display().to_string(),
+        offset: f.offset,
+        errno: f.errno,
+        message: f.message.clone(),
+    }
+}
+
+/// The error a rank records when another rank's worker failed: it stopped
+/// with them; rank 0 reports the failure itself.
+pub(crate) fn other_rank_failed(topo: &Topology) -> ErrorRecord {
+    ErrorRecord {
+        worker: topo.my_workers().start,
+        op: "stop".into(),
+        file: String::new(),
+        offset: None,
+        errno: None,
+        message: "another rank failed; rank 0 reports the error".into(),
+    }
+}
+
+/// Adds a finished phase to the record: the phase record rank 0 reduced
+/// (with per-node totals on a cluster), and on every rank its workers'
+/// failures (`failure` finds a sample's).
+pub(crate) fn record_phase<S: Sample>(
+    results: &mut ResultSet,
+    rec: Option<PhaseRecord>,
+    out: &PhaseOut<S>,
+    layout: &Layout,
+    failure: impl Fn(&S) -> Option<&IoFailure>,
+) {
+    if let Some(rec) = rec {
+        if let Some(c) = results.host.cluster.as_mut() {
+            c.node_phases
+                .extend(layout.node_phases(results.phases.len(), &rec));
+        }
+        results.phases.push(rec);
+    }
+    for s in &out.samples {
+        if let Some(f) = failure(s) {
+            results
+                .errors
+                .push(failure_record(s.worker(), f.op.clone(), f));
+        }
+    }
+}

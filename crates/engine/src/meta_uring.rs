@@ -1,0 +1,785 @@
+//! The io_uring metadata engine: one thread keeps `iodepth` metadata
+//! operations in flight.
+//!
+//! Each file's operation is one request or one linked chain of requests:
+//!
+//! - create / overwrite / truncate-overwrite: `openat` into a direct
+//!   descriptor (the ring's file slot of the request's slot, no fd table
+//!   entry) → one `write` per record → `fsync` (with `--fsync`) → `close`;
+//! - read: `openat` → one `read` of the file's size → `close`;
+//! - stat / stat-dir: `statx`; delete / rmdir: `unlinkat`; mkdir:
+//!   `mkdirat`; rename: `renameat`; symlink: `symlinkat`.
+//!
+//! The `openat` is soft-linked to the rest, so a failed open cancels the
+//! chain (there is nothing to close); every later link is a hard link, so
+//! `close` runs after a failed write too. If a `close` is still cancelled,
+//! a standalone one is issued before the slot is reused. Names, buffers and
+//! `statx` results live in the slot until its last completion.
+//!
+//! On Linux 6.x the kernel runs `openat` with `O_CREAT`, `statx`,
+//! `unlinkat`, `renameat`, `mkdirat` and `symlinkat` in an io-wq worker
+//! thread, never inline: the queue depth is served by those workers
+//! (process threads, so their CPU time is in the process's rusage), and
+//! each request pays a hand-off that the synchronous engine does not.
+//!
+//! The directory node a request names stays open until it completes, so
+//! the window of requests in flight may span several hashed directories
+//! (up to `iodepth` of them). Untimed phases (layout, teardown) and operations without an
+//! opcode here run on the synchronous engine (see the registry).
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::OwnedFd;
+use std::sync::Barrier;
+use std::time::Instant;
+
+use io_uring::{opcode, squeue, types, IoUring};
+use spec::{EntryKind, MetaOp};
+
+use crate::buf::AlignedBuf;
+use crate::meta::{
+    fail, ns_since, record_failure, run_body, should_stop, sync_phase, Cursor, MetaPlan,
+    MetaSample, OpErr, MAX_MISMATCHES,
+};
+use crate::pattern;
+use crate::worker::PhaseControl;
+
+/// The timed operations this engine runs.
+pub const OPS: &[MetaOp] = &[
+    MetaOp::Create,
+    MetaOp::Read,
+    MetaOp::Overwrite,
+    MetaOp::TruncateOverwrite,
+    MetaOp::Stat,
+    MetaOp::StatDir,
+    MetaOp::Rename,
+    MetaOp::Symlink,
+    MetaOp::Delete,
+    MetaOp::Mkdir,
+    MetaOp::Rmdir,
+];
+
+/// Largest file a write or read chain handles (one slot buffer each).
+pub const MAX_FILE: u64 = 1 << 20;
+/// Most write records in one chain.
+pub const MAX_RECORDS: u64 = 64;
+
+const OPEN: u64 = 1;
+const WRITE: u64 = 2;
+const FSYNC: u64 = 3;
+const CLOSE: u64 = 4;
+const READ: u64 = 5;
+const SINGLE: u64 = 6;
+const LATE_CLOSE: u64 = 7;
+
+fn tag(slot: usize, kind: u64, k: u64) -> u64 {
+    (slot as u64) << 32 | kind << 24 | k
+}
+
+struct MSlot {
+    i: u64,
+    name: Vec<u8>,
+    name2: Vec<u8>,
+    stx: Box<MaybeUninit<libc::statx>>,
+    buf: AlignedBuf,
+    t0: Instant,
+    pending: u32,
+    err: Option<OpErr>,
+    opened: bool,
+    closed: bool,
+    /// Bytes read so far, and by the last read; whether it hit EOF.
+    read_len: u64,
+    last_read: u64,
+    eof: bool,
+    want: u64,
+    /// (offset, length) of each write of the current chain.
+    writes: Vec<(u64, u64)>,
+    /// What short writes of the current chain left to write.
+    holes: Vec<(u64, u64)>,
+    /// The current chain continues a short transfer.
+    cont: bool,
+    /// In flight.
+    busy: bool,
+    /// The directory the request names, and its generation (see
+    /// [`Queue::old_dirs`]).
+    dfd: i32,
+    gen: u64,
+}
+
+impl MSlot {
+    /// Keeps the first real error; a cancellation counts only if nothing
+    /// else failed (it is the echo of another request's failure).
+    fn set_err(&mut self, e: OpErr) {
+        let cancelled = |e: &OpErr| e.err.raw_os_error() == Some(libc::ECANCELED);
+        match &self.err {
+            None => self.err = Some(e),
+            Some(old) if cancelled(old) && !cancelled(&e) => self.err = Some(e),
+            _ => {}
+        }
+    }
+}
+
+/// The ring, its slots, and how to build each request.
+struct Queue {
+    ring: IoUring,
+    slots: Vec<MSlot>,
+    free: Vec<usize>,
+    inflight: usize,
+    rec: u64,
+    flags: i32,
+    fsync: bool,
+    /// Generation of the cursor's current directory descriptor.
+    gen: u64,
+    /// Directories the cursor has moved on from while requests naming them
+    /// were in flight: kept open until those requests complete, so the
+    /// window of in-flight requests may span several directories.
+    old_dirs: Vec<(u64, OwnedFd)>,
+}
+
+fn errno(res: i32) -> io::Error {
+    io::Error::from_raw_os_error(-res)
+}
+
+fn push(ring: &mut IoUring, e: &squeue::Entry) {
+    loop {
+        // SAFETY: every pointer in the entry (names, buffer, statx result)
+        // points into an `MSlot` owned by the `Queue`, whose heap parts are
+        // neither moved nor freed until the slot's last completion is
+        // reaped (the queue drains before it is dropped, and leaks itself
+        // if it cannot); the directory descriptor stays open until the
+        // queue is drained (it drains before changing directory).
+        if unsafe { ring.submission().push(e) }.is_ok() {
+            return;
+        }
+        let _ = ring.submit();
+    }
+}
+
+impl Queue {
+    fn new(plan: &MetaPlan<'_>, depth: u32) -> io::Result<Queue> {
+        let spec = plan.spec;
+        let max = spec.file_size.max();
+        let rec = spec.record_size.max(1);
+        let data = matches!(
+            plan.op,
+            MetaOp::Create | MetaOp::Read | MetaOp::Overwrite | MetaOp::TruncateOverwrite
+        );
+        if data && (max > MAX_FILE || max.div_ceil(rec) > MAX_RECORDS) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "the io_uring metadata engine handles files up to {} KiB in up to {MAX_RECORDS} records",
+                    MAX_FILE >> 10
+                ),
+            ));
+        }
+        let chain = if data { max.div_ceil(rec) + 3 } else { 1 };
+        let entries = (depth as u64 * chain).next_power_of_two().min(32768) as u32;
+        let mut b = IoUring::builder();
+        b.setup_cqsize(entries * 2)
+            .setup_coop_taskrun()
+            .setup_single_issuer()
+            .setup_defer_taskrun();
+        let ring = match b.build(entries) {
+            Ok(r) => r,
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => IoUring::builder()
+                .setup_cqsize(entries * 2)
+                .build(entries)?,
+            Err(e) => return Err(e),
+        };
+        let buf_len = if data {
+            max.max(1).next_multiple_of(4096)
+        } else {
+            1
+        };
+        if data {
+            ring.submitter().register_files_sparse(depth)?;
+        }
+        let slots = (0..depth)
+            .map(|k| {
+                let mut buf = AlignedBuf::new(buf_len as usize, 4096);
+                pattern::fill_random(buf.as_mut_slice(), spec.seed ^ (k as u64) << 28);
+                MSlot {
+                    i: 0,
+                    name: Vec::with_capacity(320),
+                    name2: Vec::with_capacity(320),
+                    stx: Box::new(MaybeUninit::zeroed()),
+                    buf,
+                    t0: Instant::now(),
+                    pending: 0,
+                    err: None,
+                    opened: false,
+                    closed: false,
+                    read_len: 0,
+                    last_read: 0,
+                    eof: false,
+                    want: 0,
+                    writes: Vec::with_capacity(MAX_RECORDS as usize),
+                    holes: Vec::with_capacity(MAX_RECORDS as usize),
+                    cont: false,
+                    busy: false,
+                    dfd: -1,
+                    gen: 0,
+                }
+            })
+            .collect();
+        let mut flags = match plan.op {
+            MetaOp::Create => libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY,
+            MetaOp::TruncateOverwrite => libc::O_TRUNC | libc::O_WRONLY,
+            MetaOp::Overwrite => libc::O_WRONLY,
+            _ => libc::O_RDONLY,
+        };
+        if spec.direct {
+            flags |= libc::O_DIRECT;
+        }
+        Ok(Queue {
+            ring,
+            slots,
+            free: (0..depth as usize).rev().collect(),
+            inflight: 0,
+            rec,
+            flags,
+            fsync: spec.fsync,
+            gen: 0,
+            old_dirs: Vec::new(),
+        })
+    }
+
+    /// Queues the operation on the current name of `cur` (index `i`).
+    fn start(&mut self, cur: &Cursor<'_, '_>, i: u64) {
+        let slot = self.free.pop().expect("a free slot while inflight < depth");
+        let plan = cur.plan;
+        let spec = plan.spec;
+        let s = &mut self.slots[slot];
+        s.i = i;
+        s.name.clear();
+        s.name.extend_from_slice(&cur.name);
+        s.name2.clear();
+        s.name2.extend_from_slice(&cur.name2);
+        s.err = None;
+        s.read_len = 0;
+        s.eof = false;
+        s.want = spec.size_of(cur.w, i);
+        s.t0 = Instant::now();
+        s.writes.clear();
+        s.holes.clear();
+        s.cont = false;
+        s.busy = true;
+        s.dfd = cur.dfd();
+        s.gen = self.gen;
+        if matches!(
+            plan.op,
+            MetaOp::Create | MetaOp::Overwrite | MetaOp::TruncateOverwrite
+        ) {
+            let id = spec.file_id(cur.w, i);
+            let mut off = 0u64;
+            while off < s.want {
+                let len = (s.want - off).min(self.rec);
+                if spec.verify {
+                    let b = &mut s.buf.as_mut_slice()[off as usize..(off + len) as usize];
+                    pattern::fill(b, spec.seed, id, off);
+                }
+                s.writes.push((off, len));
+                off += len;
+            }
+        }
+        self.inflight += 1;
+        let dfd = s.dfd;
+        self.chain(slot, dfd, plan.op, self.flags);
+    }
+
+    /// Pushes the requests of `slot`'s operation: the first chain, or a
+    /// continuation (open without O_CREAT/O_TRUNC → the missing writes or
+    /// the rest of the read → close) after a short transfer.
+    fn chain(&mut self, slot: usize, dfd: i32, op: MetaOp, flags: i32) {
+        let dfd = types::Fd(dfd);
+        let s = &mut self.slots[slot];
+        s.opened = false;
+        s.closed = false;
+        s.last_read = 0;
+        let name = s.name.as_ptr().cast::<libc::c_char>();
+        let name2 = s.name2.as_ptr().cast::<libc::c_char>();
+        let fixed = types::Fixed(slot as u32);
+        let mut n = 0u32;
+        let ring = &mut self.ring;
+        let mut add = |e: squeue::Entry| {
+            push(ring, &e);
+            n += 1;
+        };
+        match op {
+            MetaOp::Create | MetaOp::Overwrite | MetaOp::TruncateOverwrite | MetaOp::Read => {
+                let dest = types::DestinationSlot::try_from_slot_target(slot as u32).ok();
+                add(opcode::OpenAt::new(dfd, name)
+                    .flags(flags)
+                    .mode(0o644)
+                    .file_index(dest)
+                    .build()
+                    .flags(squeue::Flags::IO_LINK)
+                    .user_data(tag(slot, OPEN, 0)));
+                if op == MetaOp::Read {
+                    let at = s.read_len as usize;
+                    let b = &mut s.buf.as_mut_slice()[at..];
+                    add(opcode::Read::new(fixed, b.as_mut_ptr(), b.len() as u32)
+                        .offset(at as u64)
+                        .build()
+                        .flags(squeue::Flags::IO_HARDLINK)
+                        .user_data(tag(slot, READ, 0)));
+                } else {
+                    for (k, &(off, len)) in s.writes.iter().enumerate() {
+                        let p = s.buf.as_slice()[off as usize..].as_ptr();
+                        add(opcode::Write::new(fixed, p, len as u32)
+                            .offset(off)
+                            .build()
+                            .flags(squeue::Flags::IO_HARDLINK)
+                            .user_data(tag(slot, WRITE, k as u64)));
+                    }
+                    if self.fsync {
+                        add(opcode::Fsync::new(fixed)
+                            .build()
+                            .flags(squeue::Flags::IO_HARDLINK)
+                            .user_data(tag(slot, FSYNC, 0)));
+                    }
+                }
+                add(opcode::Close::new(fixed)
+                    .build()
+                    .user_data(tag(slot, CLOSE, 0)));
+            }
+            MetaOp::Stat | MetaOp::StatDir => {
+                let stx = s.stx.as_mut_ptr().cast::<types::statx>();
+                add(opcode::Statx::new(dfd, name, stx)
+                    .flags(libc::AT_SYMLINK_NOFOLLOW)
+                    .mask(libc::STATX_BASIC_STATS)
+                    .build()
+                    .user_data(tag(slot, SINGLE, 0)));
+            }
+            MetaOp::Delete | MetaOp::Rmdir => {
+                let f = if op == MetaOp::Rmdir {
+                    libc::AT_REMOVEDIR
+                } else {
+                    0
+                };
+                add(opcode::UnlinkAt::new(dfd, name)
+                    .flags(f)
+                    .build()
+                    .user_data(tag(slot, SINGLE, 0)));
+            }
+            MetaOp::Mkdir => add(opcode::MkDirAt::new(dfd, name)
+                .mode(0o755)
+                .build()
+                .user_data(tag(slot, SINGLE, 0))),
+            MetaOp::Rename => add(opcode::RenameAt::new(dfd, name, dfd, name2)
+                .build()
+                .user_data(tag(slot, SINGLE, 0))),
+            MetaOp::Symlink => add(opcode::SymlinkAt::new(dfd, name, name2)
+                .build()
+                .user_data(tag(slot, SINGLE, 0))),
+            _ => unreachable!("the registry sends only OPS here"),
+        }
+        s.pending = n;
+    }
+
+    /// After a chain ended without error: whether a short transfer left
+    /// work, and if so queues the continuation (as the synchronous engine
+    /// loops on a short write or read).
+    fn continue_short(&mut self, slot: usize, op: MetaOp) -> bool {
+        let m = &mut self.slots[slot];
+        let dfd = m.dfd;
+        m.cont = true;
+        let direct = self.flags & libc::O_DIRECT;
+        let more_read = op == MetaOp::Read
+            && !m.eof
+            && m.last_read > 0
+            && m.read_len < m.want
+            && (m.read_len as usize) < m.buf.len();
+        if more_read {
+            self.chain(slot, dfd, op, libc::O_RDONLY | direct);
+            return true;
+        }
+        if !m.holes.is_empty() {
+            std::mem::swap(&mut m.writes, &mut m.holes);
+            m.holes.clear();
+            self.chain(slot, dfd, op, libc::O_WRONLY | direct);
+            return true;
+        }
+        false
+    }
+
+    /// Handles one completion; returns the slot if its chain is over.
+    fn complete(&mut self, ud: u64, res: i32, op: MetaOp, s: &mut MetaSample) -> Option<usize> {
+        let slot = (ud >> 32) as usize;
+        let kind = (ud >> 24) & 0xff;
+        let k = (ud & 0xff_ffff) as usize;
+        let m = &mut self.slots[slot];
+        m.pending -= 1;
+        match kind {
+            OPEN if res < 0 => {
+                let call = if op == MetaOp::Create && !m.cont {
+                    "create"
+                } else {
+                    "open"
+                };
+                m.set_err(fail(call)(errno(res)));
+            }
+            OPEN => m.opened = true,
+            WRITE => {
+                let (off, len) = m.writes[k];
+                if res < 0 {
+                    m.set_err(OpErr {
+                        offset: Some(off),
+                        ..fail("write")(errno(res))
+                    });
+                } else if res == 0 {
+                    m.set_err(OpErr {
+                        offset: Some(off),
+                        ..fail("write")(io::Error::other("write returned 0 bytes"))
+                    });
+                } else {
+                    s.records += 1;
+                    s.write_bytes += res as u64;
+                    if (res as u64) < len {
+                        m.holes.push((off + res as u64, len - res as u64));
+                    }
+                }
+            }
+            READ if res < 0 => m.set_err(OpErr {
+                offset: Some(m.read_len),
+                ..fail("read")(errno(res))
+            }),
+            READ => {
+                if res > 0 {
+                    s.records += 1;
+                } else {
+                    m.eof = true;
+                }
+                s.read_bytes += res as u64;
+                m.read_len += res as u64;
+                m.last_read = res as u64;
+            }
+            FSYNC if res < 0 => m.set_err(fail("fsync")(errno(res))),
+            CLOSE | LATE_CLOSE if res == -libc::ECANCELED => {}
+            CLOSE | LATE_CLOSE => {
+                m.closed = true;
+                if res < 0 {
+                    m.set_err(fail("close")(errno(res)));
+                }
+            }
+            SINGLE if res < 0 => {
+                let call = match op {
+                    MetaOp::Stat | MetaOp::StatDir => "stat",
+                    MetaOp::Delete => "unlink",
+                    MetaOp::Rmdir => "rmdir",
+                    MetaOp::Mkdir => "mkdir",
+                    MetaOp::Rename => "rename",
+                    _ => "symlink",
+                };
+                let mut e = fail(call)(errno(res));
+                e.second = op == MetaOp::Symlink;
+                m.set_err(e);
+            }
+            _ => {}
+        }
+        if m.pending > 0 {
+            return None;
+        }
+        if m.opened && !m.closed {
+            // The chain's close was cancelled: close the direct descriptor
+            // before the slot (and its file slot) is reused.
+            m.pending = 1;
+            let e = opcode::Close::new(types::Fixed(slot as u32))
+                .build()
+                .user_data(tag(slot, LATE_CLOSE, 0));
+            push(&mut self.ring, &e);
+            return None;
+        }
+        Some(slot)
+    }
+
+    /// Waits for at least one completion (submitting what was queued) and
+    /// hands every finished slot to `done`.
+    fn reap(
+        &mut self,
+        op: MetaOp,
+        s: &mut MetaSample,
+        mut done: impl FnMut(&mut Queue, usize, &mut MetaSample) -> bool,
+    ) -> io::Result<()> {
+        loop {
+            match self.ring.submit_and_wait(1) {
+                Ok(_) => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => break,
+                Err(e) => return Err(e),
+            }
+        }
+        let mut cqes: [(u64, i32); 64] = [(0, 0); 64];
+        loop {
+            let mut n = 0;
+            {
+                let mut cq = self.ring.completion();
+                cq.sync();
+                for c in &mut cq {
+                    cqes[n] = (c.user_data(), c.result());
+                    n += 1;
+                    if n == cqes.len() {
+                        break;
+                    }
+                }
+            }
+            if n == 0 {
+                if !self.old_dirs.is_empty() {
+                    let slots = &self.slots;
+                    self.old_dirs
+                        .retain(|(g, _)| slots.iter().any(|m| m.busy && m.gen == *g));
+                }
+                return Ok(());
+            }
+            for &(ud, res) in &cqes[..n] {
+                if let Some(slot) = self.complete(ud, res, op, s) {
+                    if done(self, slot, s) {
+                        self.inflight -= 1;
+                        self.slots[slot].busy = false;
+                        self.free.push(slot);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits for everything in flight. Returns false if the ring failed
+    /// with requests outstanding.
+    fn drain(
+        &mut self,
+        op: MetaOp,
+        s: &mut MetaSample,
+        mut done: impl FnMut(&mut Queue, usize, &mut MetaSample) -> bool,
+    ) -> bool {
+        let mut tries = 0;
+        while self.inflight > 0 {
+            if self.reap(op, s, &mut done).is_err() {
+                tries += 1;
+                if tries > 100 {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Per-loop state the completion handler needs.
+struct Tally {
+    stopping: bool,
+    t_last: Instant,
+}
+
+/// Accounts a slot whose chain ended: queues the continuation of a short
+/// transfer (returns false: still in flight), or records latency, files,
+/// verify, or the failure (returns true).
+fn finish(
+    q: &mut Queue,
+    slot: usize,
+    cur: &mut Cursor<'_, '_>,
+    ctl: &PhaseControl,
+    s: &mut MetaSample,
+    tally: &mut Tally,
+) -> bool {
+    let op = cur.plan.op;
+    if q.slots[slot].err.is_none() && q.continue_short(slot, op) {
+        return false;
+    }
+    let now = Instant::now();
+    tally.t_last = now;
+    let m = &mut q.slots[slot];
+    if let Some(e) = m.err.take() {
+        cur.name.clear();
+        cur.name.extend_from_slice(&m.name);
+        cur.name2.clear();
+        cur.name2.extend_from_slice(&m.name2);
+        if record_failure(cur, e, ctl, s) {
+            tally.stopping = true;
+        }
+        return true;
+    }
+    let spec = cur.plan.spec;
+    if cur.plan.op == MetaOp::Read && spec.verify {
+        let id = spec.file_id(cur.w, m.i);
+        let got = m.read_len.min(m.want) as usize;
+        let c = pattern::check(&m.buf.as_slice()[..got], spec.seed, id, 0);
+        s.checked_bytes += got as u64;
+        let mut bad = c.bad_bytes;
+        let mut first = c.first_bad;
+        if m.read_len < m.want {
+            bad += m.want - m.read_len;
+            first.get_or_insert(m.read_len);
+        }
+        if bad > 0 {
+            s.bad_bytes += bad;
+            if s.mismatches.len() < MAX_MISMATCHES {
+                s.mismatches
+                    .push((cur.path_of(&m.name), first.unwrap_or(0), bad));
+            }
+        }
+    }
+    s.hist
+        .record(now.saturating_duration_since(m.t0).as_nanos() as u64);
+    s.files += 1;
+    true
+}
+
+/// Sets the names of index `i` in `cur` for the phase's operation.
+fn names(cur: &mut Cursor<'_, '_>, i: u64) {
+    let plan = cur.plan;
+    let file_kind = if plan.state.renamed {
+        EntryKind::Renamed
+    } else {
+        EntryKind::File
+    };
+    match plan.op {
+        MetaOp::Create => cur.set_name(EntryKind::File, i),
+        MetaOp::Mkdir | MetaOp::StatDir | MetaOp::Rmdir => cur.set_name(EntryKind::Dir, i),
+        MetaOp::Rename => {
+            let to = if plan.state.renamed {
+                EntryKind::File
+            } else {
+                EntryKind::Renamed
+            };
+            cur.set_name(file_kind, i);
+            cur.set_name2(to, i);
+        }
+        MetaOp::Symlink => {
+            cur.set_name(file_kind, i);
+            cur.set_name2(EntryKind::Link, i);
+        }
+        _ => cur.set_name(file_kind, i),
+    }
+}
+
+/// The loop over indices with up to `depth` operations in flight.
+fn queued_loop(
+    q: &mut Queue,
+    cur: &mut Cursor<'_, '_>,
+    ctl: &PhaseControl,
+    deadline: Option<Instant>,
+    s: &mut MetaSample,
+) -> bool {
+    let plan = cur.plan;
+    let spec = plan.spec;
+    let op = plan.op;
+    let n = plan.count_for(cur.w);
+    let creates = matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink);
+    let depth = q.slots.len();
+    let mut tally = Tally {
+        stopping: false,
+        t_last: Instant::now(),
+    };
+    let mut sw_taken = false;
+    let mut i = 0u64;
+    let mut finished = true;
+    loop {
+        while !tally.stopping && i < n && q.inflight < depth {
+            let node = spec.node_of(i);
+            if node != cur.node {
+                if q.inflight > 0 {
+                    if q.old_dirs.len() >= depth {
+                        break; // enough directories open: reap first
+                    }
+                    if let Some(fd) = cur.dir.take() {
+                        q.old_dirs.push((q.gen, fd));
+                    }
+                }
+                q.gen += 1;
+                if let Err(e) = cur.enter(node, creates, false) {
+                    s.touched = i + 1;
+                    record_failure(cur, e, ctl, s);
+                    tally.stopping = true;
+                    break;
+                }
+            }
+            names(cur, i);
+            q.start(cur, i);
+            i += 1;
+            s.touched = i;
+        }
+        if q.inflight == 0 {
+            break;
+        }
+        let r = q.reap(op, s, |q, slot, s| finish(q, slot, cur, ctl, s, &mut tally));
+        if let Err(e) = r {
+            record_failure(cur, fail("io_uring_enter")(e), ctl, s);
+            tally.stopping = true;
+            if !q.drain(op, s, |q, slot, s| finish(q, slot, cur, ctl, s, &mut tally)) {
+                return false;
+            }
+            break;
+        }
+        if !sw_taken && ctl.first_done.load(std::sync::atomic::Ordering::Relaxed) {
+            sw_taken = true;
+            s.stonewall_files = s.files;
+            s.stonewall_bytes = s.bytes();
+            if spec.stop_at_first && plan.timed {
+                s.stonewalled = true;
+                tally.stopping = true;
+                finished = false;
+            }
+        }
+        if !tally.stopping {
+            if should_stop(ctl) {
+                tally.stopping = true;
+                finished = false;
+            } else if deadline.is_some_and(|d| tally.t_last >= d) {
+                s.hit_deadline = true;
+                tally.stopping = true;
+                finished = false;
+            }
+        }
+    }
+    finished && i == n && s.failure.is_none()
+}
+
+/// Runs thread `w`'s share of a timed phase with `depth` operations in
+/// flight: prepares (directory, ring, slots) before `barrier`, then runs.
+pub(crate) fn run_worker(
+    w: u32,
+    plan: &MetaPlan<'_>,
+    depth: u32,
+    ctl: &PhaseControl,
+    barrier: &Barrier,
+) -> MetaSample {
+    let mut s = MetaSample::new(w);
+    let owner = plan.spec.owner_of(plan.op, w);
+    let base_dir = plan.base_dir(owner);
+    let setup = Cursor::open(plan, owner, w, 1);
+    let mut queue = Queue::new(plan, depth);
+    barrier.wait();
+    let t_start = Instant::now();
+    s.start_ns = ns_since(ctl.epoch, t_start);
+    let mut body = |cur: &mut Cursor<'_, '_>,
+                    ctl: &PhaseControl,
+                    deadline: Option<Instant>,
+                    s: &mut MetaSample| {
+        match &mut queue {
+            Ok(q) => {
+                let done = queued_loop(q, cur, ctl, deadline, s);
+                if q.inflight > 0 {
+                    // The ring failed with requests outstanding: the kernel
+                    // may still write into the slots; never free them.
+                    let q = std::mem::replace(&mut queue, Err(io::Error::other("leaked")));
+                    std::mem::forget(q);
+                }
+                done
+            }
+            Err(e) => {
+                let e = match e.raw_os_error() {
+                    Some(n) => io::Error::from_raw_os_error(n),
+                    None => io::Error::new(e.kind(), e.to_string()),
+                };
+                record_failure(cur, fail("io_uring_setup")(e), ctl, s);
+                false
+            }
+        }
+    };
+    run_body(&mut s, setup, base_dir, plan, ctl, t_start, &mut body);
+    if plan.timed && plan.spec.sync_phase {
+        sync_phase(&mut s, plan, ctl, barrier);
+    }
+    s
+}

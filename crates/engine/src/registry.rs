@@ -1,0 +1,502 @@
+//! The engine registry: every data engine and metadata engine, listed once
+//! by name with what it can do.
+//!
+//! As fio's ioengines and IOR's aiori backends, an engine is one entry in a
+//! table ([`DATA_ENGINES`], [`META_ENGINES`]); `--engine NAME`, its
+//! validation ([`check_data`], [`check_meta`]) and the code that runs it
+//! all come from that entry, so adding an engine is one module and one
+//! line here. Nothing outside this module matches on engine names.
+
+use std::fs::File;
+use std::io;
+use std::sync::Barrier;
+
+use spec::MetaOp;
+use thiserror::Error;
+
+use crate::buf::AlignedBuf;
+use crate::meta::{MetaPlan, MetaSample};
+use crate::queue::SyncQueue;
+use crate::uring::{UringOptions, UringQueue, UringState};
+use crate::worker::{io_loop, LoopCtx, PhaseControl};
+
+/// What a data engine can do, for validation and `--help`.
+#[derive(Debug)]
+pub struct EngineInfo {
+    /// The name on the command line and in results.
+    pub name: &'static str,
+    /// One line for `--help` and errors.
+    pub summary: &'static str,
+    /// Whether it keeps more than one request in flight (`--iodepth > 1`).
+    pub queueing: bool,
+    /// The depth used when none is given.
+    pub default_depth: u32,
+    /// Whether it works with O_DIRECT (`--direct`).
+    pub direct: bool,
+}
+
+/// Per-engine configuration that is not part of the workload spec. The
+/// default is what the engines did before the options existed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// The io_uring engine's ring set-up.
+    pub uring: UringOptions,
+}
+
+/// A data engine: makes the per-worker state (buffers, rings) before the
+/// timed section.
+pub trait DataEngine: Sync {
+    /// Its table entry.
+    fn info(&self) -> &'static EngineInfo;
+    /// State for one worker with one buffer per slot (`bufs.len()` is the
+    /// depth).
+    fn prepare(
+        &self,
+        bufs: Vec<AlignedBuf>,
+        opts: &EngineOptions,
+    ) -> io::Result<Box<dyn EngineState>>;
+}
+
+/// One worker's engine state, kept across phases.
+pub trait EngineState: Send {
+    /// Readies the state on the worker's own thread, before the start
+    /// barrier (io_uring's SINGLE_ISSUER binds the ring to it).
+    fn bind(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+    /// Runs the transfer loop of one phase over `file`. Returns false if
+    /// the state is unusable afterwards (requests stuck in flight).
+    fn run(&mut self, file: &File, lp: &mut LoopCtx<'_>) -> bool;
+    /// Notes on features asked for but not available here.
+    fn notes(&self) -> &[String] {
+        &[]
+    }
+}
+
+/// pread/pwrite, one request in flight.
+struct SyncEngine;
+
+static SYNC_INFO: EngineInfo = EngineInfo {
+    name: "sync",
+    summary: "pread/pwrite, one request in flight per worker",
+    queueing: false,
+    default_depth: 1,
+    direct: true,
+};
+
+struct SyncState(AlignedBuf);
+
+impl DataEngine for SyncEngine {
+    fn info(&self) -> &'static EngineInfo {
+        &SYNC_INFO
+    }
+    fn prepare(
+        &self,
+        mut bufs: Vec<AlignedBuf>,
+        _: &EngineOptions,
+    ) -> io::Result<Box<dyn EngineState>> {
+        let buf = bufs
+            .drain(..)
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no buffer"))?;
+        Ok(Box::new(SyncState(buf)))
+    }
+}
+
+impl EngineState for SyncState {
+    fn run(&mut self, file: &File, lp: &mut LoopCtx<'_>) -> bool {
+        let mut q = SyncQueue::new(file, &mut self.0);
+        io_loop(&mut q, file, lp);
+        true
+    }
+}
+
+/// io_uring, `iodepth` requests in flight.
+struct UringEngine;
+
+static URING_INFO: EngineInfo = EngineInfo {
+    name: "io_uring",
+    summary: "io_uring, up to --iodepth requests in flight per worker",
+    queueing: true,
+    default_depth: 32,
+    direct: true,
+};
+
+impl DataEngine for UringEngine {
+    fn info(&self) -> &'static EngineInfo {
+        &URING_INFO
+    }
+    fn prepare(
+        &self,
+        bufs: Vec<AlignedBuf>,
+        opts: &EngineOptions,
+    ) -> io::Result<Box<dyn EngineState>> {
+        Ok(Box::new(UringState::new(bufs, opts.uring)?))
+    }
+}
+
+impl EngineState for UringState {
+    fn bind(&mut self) -> io::Result<()> {
+        self.bind_to_thread()
+    }
+    fn run(&mut self, file: &File, lp: &mut LoopCtx<'_>) -> bool {
+        let mut q = UringQueue::new(file, self);
+        io_loop(&mut q, file, lp);
+        q.finish()
+    }
+    fn notes(&self) -> &[String] {
+        UringState::notes(self)
+    }
+}
+
+/// Every data engine, by name.
+pub static DATA_ENGINES: &[&dyn DataEngine] = &[&SyncEngine, &UringEngine];
+
+/// A refused engine choice; the message names the flag and the fix.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum EngineError {
+    /// No engine of that name.
+    #[error("--engine {name}: unknown engine (available: {available})")]
+    Unknown {
+        /// What was asked for.
+        name: String,
+        /// The table's names.
+        available: String,
+    },
+    /// `--iodepth > 1` with an engine that does not queue.
+    #[error("--iodepth {depth}: the {engine} engine keeps one request in flight; use --engine {queueing} for a deeper queue")]
+    NoQueue {
+        /// The engine.
+        engine: &'static str,
+        /// The depth asked for.
+        depth: u32,
+        /// Names of engines that queue.
+        queueing: String,
+    },
+    /// `--direct` with an engine that cannot do O_DIRECT.
+    #[error("--direct: the {engine} engine does not support O_DIRECT")]
+    NoDirect {
+        /// The engine.
+        engine: &'static str,
+    },
+    /// Files larger than the metadata engine handles.
+    #[error("--file-size {size}: the {engine} metadata engine handles files up to {max} bytes")]
+    FileTooLarge {
+        /// The engine.
+        engine: &'static str,
+        /// The largest file of the spec.
+        size: u64,
+        /// Its limit.
+        max: u64,
+    },
+    /// A metadata operation the engine does not run.
+    #[error(
+        "--ops {op}: the {engine} metadata engine does not run this operation (it runs: {ops})"
+    )]
+    MetaOpUnsupported {
+        /// The engine.
+        engine: &'static str,
+        /// The operation.
+        op: &'static str,
+        /// What it does run.
+        ops: String,
+    },
+}
+
+fn names<T>(table: &[T], name: impl Fn(&T) -> &'static str) -> String {
+    table.iter().map(name).collect::<Vec<_>>().join(", ")
+}
+
+/// The data engine called `name`.
+pub fn data_engine(name: &str) -> Result<&'static dyn DataEngine, EngineError> {
+    DATA_ENGINES
+        .iter()
+        .copied()
+        .find(|e| e.info().name == name)
+        .ok_or_else(|| EngineError::Unknown {
+            name: name.into(),
+            available: names(DATA_ENGINES, |e| e.info().name),
+        })
+}
+
+/// Checks a data engine choice: the name, `--iodepth` and `--direct`.
+pub fn check_data(
+    name: &str,
+    iodepth: u32,
+    direct: bool,
+) -> Result<&'static dyn DataEngine, EngineError> {
+    let e = data_engine(name)?;
+    let info = e.info();
+    if iodepth > 1 && !info.queueing {
+        let q: Vec<_> = DATA_ENGINES
+            .iter()
+            .filter(|e| e.info().queueing)
+            .map(|e| e.info().name)
+            .collect();
+        return Err(EngineError::NoQueue {
+            engine: info.name,
+            depth: iodepth,
+            queueing: q.join(" or "),
+        });
+    }
+    if direct && !info.direct {
+        return Err(EngineError::NoDirect { engine: info.name });
+    }
+    Ok(e)
+}
+
+/// What a metadata engine can do.
+#[derive(Debug)]
+pub struct MetaEngineInfo {
+    /// The name on the command line and in results.
+    pub name: &'static str,
+    /// One line for `--help` and errors.
+    pub summary: &'static str,
+    /// Whether one thread keeps several operations in flight (`--iodepth`).
+    pub queueing: bool,
+    /// The timed operations it runs itself. Untimed layout and teardown
+    /// (`cleanup`) always run synchronously.
+    pub ops: &'static [MetaOp],
+    /// Largest `--file-size` its data operations handle, if limited.
+    pub max_file_size: Option<u64>,
+}
+
+/// How a metadata phase is run: which engine, how deep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetaEngineConfig {
+    /// The engine's name in [`META_ENGINES`].
+    pub engine: &'static str,
+    /// Operations in flight per thread (1 for the synchronous engine).
+    pub iodepth: u32,
+}
+
+impl Default for MetaEngineConfig {
+    fn default() -> Self {
+        MetaEngineConfig {
+            engine: "sync",
+            iodepth: 1,
+        }
+    }
+}
+
+/// A metadata engine: runs one thread's share of one phase.
+pub trait MetaEngine: Sync {
+    /// Its table entry.
+    fn info(&self) -> &'static MetaEngineInfo;
+    /// Runs thread `w`'s share: prepares, waits at `barrier`, processes.
+    fn run(
+        &self,
+        w: u32,
+        plan: &MetaPlan<'_>,
+        cfg: &MetaEngineConfig,
+        ctl: &PhaseControl,
+        barrier: &Barrier,
+    ) -> MetaSample;
+}
+
+struct SyncMeta;
+
+static SYNC_META_INFO: MetaEngineInfo = MetaEngineInfo {
+    name: "sync",
+    summary: "one system call at a time per thread",
+    queueing: false,
+    ops: &[
+        MetaOp::Create,
+        MetaOp::Stat,
+        MetaOp::Read,
+        MetaOp::Append,
+        MetaOp::Overwrite,
+        MetaOp::TruncateOverwrite,
+        MetaOp::Chmod,
+        MetaOp::Rename,
+        MetaOp::Setxattr,
+        MetaOp::Getxattr,
+        MetaOp::Symlink,
+        MetaOp::Readdir,
+        MetaOp::Delete,
+        MetaOp::Mkdir,
+        MetaOp::StatDir,
+        MetaOp::Rmdir,
+        MetaOp::Cleanup,
+    ],
+    max_file_size: None,
+};
+
+impl MetaEngine for SyncMeta {
+    fn info(&self) -> &'static MetaEngineInfo {
+        &SYNC_META_INFO
+    }
+    fn run(
+        &self,
+        w: u32,
+        plan: &MetaPlan<'_>,
+        _: &MetaEngineConfig,
+        ctl: &PhaseControl,
+        barrier: &Barrier,
+    ) -> MetaSample {
+        crate::meta::run_sync_worker(w, plan, ctl, barrier)
+    }
+}
+
+struct UringMeta;
+
+static URING_META_INFO: MetaEngineInfo = MetaEngineInfo {
+    name: "io_uring",
+    summary: "io_uring: one thread keeps --iodepth operations in flight",
+    queueing: true,
+    ops: crate::meta_uring::OPS,
+    max_file_size: Some(crate::meta_uring::MAX_FILE),
+};
+
+impl MetaEngine for UringMeta {
+    fn info(&self) -> &'static MetaEngineInfo {
+        &URING_META_INFO
+    }
+    fn run(
+        &self,
+        w: u32,
+        plan: &MetaPlan<'_>,
+        cfg: &MetaEngineConfig,
+        ctl: &PhaseControl,
+        barrier: &Barrier,
+    ) -> MetaSample {
+        if !URING_META_INFO.ops.contains(&plan.op) || !plan.timed {
+            // Layout and teardown, and what io_uring has no opcode for.
+            return crate::meta::run_sync_worker(w, plan, ctl, barrier);
+        }
+        crate::meta_uring::run_worker(w, plan, cfg.iodepth.max(1), ctl, barrier)
+    }
+}
+
+/// Every metadata engine, by name.
+pub static META_ENGINES: &[&dyn MetaEngine] = &[&SyncMeta, &UringMeta];
+
+/// The metadata engine called `name`.
+pub fn meta_engine(name: &str) -> Result<&'static dyn MetaEngine, EngineError> {
+    META_ENGINES
+        .iter()
+        .copied()
+        .find(|e| e.info().name == name)
+        .ok_or_else(|| EngineError::Unknown {
+            name: name.into(),
+            available: names(META_ENGINES, |e| e.info().name),
+        })
+}
+
+/// Checks a metadata engine choice against `--iodepth` and the timed
+/// operations of the run.
+pub fn check_meta(
+    name: &str,
+    iodepth: u32,
+    ops: &[MetaOp],
+) -> Result<&'static dyn MetaEngine, EngineError> {
+    let e = meta_engine(name)?;
+    let info = e.info();
+    if iodepth > 1 && !info.queueing {
+        let q: Vec<_> = META_ENGINES
+            .iter()
+            .filter(|e| e.info().queueing)
+            .map(|e| e.info().name)
+            .collect();
+        return Err(EngineError::NoQueue {
+            engine: info.name,
+            depth: iodepth,
+            queueing: q.join(" or "),
+        });
+    }
+    if let Some(op) = ops.iter().find(|o| !info.ops.contains(o)) {
+        return Err(EngineError::MetaOpUnsupported {
+            engine: info.name,
+            op: op.name(),
+            ops: info
+                .ops
+                .iter()
+                .map(|o| o.name())
+                .collect::<Vec<_>>()
+                .join(","),
+        });
+    }
+    Ok(e)
+}
+
+/// Checks a metadata engine choice against a whole spec: [`check_meta`]
+/// on its phases, and, when a phase moves data, its largest file against
+/// the engine's limit (with
+/// `--record-size`, at most [`crate::meta_uring::MAX_RECORDS`] records per
+/// file for io_uring).
+pub fn check_meta_spec(
+    name: &str,
+    iodepth: u32,
+    spec: &spec::MetaSpec,
+) -> Result<&'static dyn MetaEngine, EngineError> {
+    let e = check_meta(name, iodepth, &spec.ops)?;
+    let info = e.info();
+    let data = spec.ops.iter().any(|o| {
+        matches!(
+            o,
+            MetaOp::Create | MetaOp::Read | MetaOp::Overwrite | MetaOp::TruncateOverwrite
+        )
+    });
+    if let (true, Some(max)) = (data, info.max_file_size) {
+        let size = spec.file_size.max();
+        let records = size.div_ceil(spec.record_size.max(1));
+        if size > max || (info.queueing && records > crate::meta_uring::MAX_RECORDS) {
+            return Err(EngineError::FileTooLarge {
+                engine: info.name,
+                size,
+                max: max.min(crate::meta_uring::MAX_RECORDS * spec.record_size.max(1)),
+            });
+        }
+    }
+    Ok(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_unique_and_found() {
+        for t in [
+            DATA_ENGINES
+                .iter()
+                .map(|e| e.info().name)
+                .collect::<Vec<_>>(),
+            META_ENGINES.iter().map(|e| e.info().name).collect(),
+        ] {
+            let mut u = t.clone();
+            u.sort();
+            u.dedup();
+            assert_eq!(u.len(), t.len());
+        }
+        assert_eq!(data_engine("io_uring").unwrap().info().name, "io_uring");
+        assert_eq!(meta_engine("sync").unwrap().info().name, "sync");
+    }
+
+    #[test]
+    fn checks_name_the_flag() {
+        let e = check_data("libaio", 1, false).err().unwrap();
+        assert_eq!(
+            e.to_string(),
+            "--engine libaio: unknown engine (available: sync, io_uring)"
+        );
+        let e = check_data("sync", 8, false).err().unwrap();
+        assert!(
+            e.to_string().starts_with("--iodepth 8: the sync engine"),
+            "{e}"
+        );
+        assert!(check_data("io_uring", 128, true).is_ok());
+        let e = check_meta("sync", 32, &[MetaOp::Create]).err().unwrap();
+        assert!(e.to_string().contains("--engine io_uring"), "{e}");
+        let e = check_meta("io_uring", 32, &[MetaOp::Create, MetaOp::Setxattr])
+            .err()
+            .unwrap();
+        assert!(e.to_string().starts_with("--ops setxattr"), "{e}");
+        assert!(check_meta(
+            "io_uring",
+            32,
+            &[MetaOp::Create, MetaOp::Stat, MetaOp::Delete]
+        )
+        .is_ok());
+    }
+}

@@ -1,0 +1,738 @@
+//! What a benchmark phase used: the measurements a limit can be named from.
+//!
+//! A throughput curve that flattens says *that* something saturated, not
+//! *what*. This crate measures, around one phase, the candidates:
+//!
+//! - this process's CPU (user + system seconds per second, i.e. cores),
+//!   from `getrusage(RUSAGE_SELF)`, and how long its threads waited for a
+//!   CPU (run-queue wait in `/proc/self/task/*/schedstat`, sampled);
+//! - the whole machine's CPU, from the first line of `/proc/stat`;
+//! - the busiest other process (a FUSE daemon, an NFS helper, a
+//!   compiler…), from the `utime`/`stime` of every `/proc/PID/stat`;
+//! - the block device under the target path, from its `stat` file in
+//!   sysfs, computed as iostat does (utilisation = Δio_ticks ÷ elapsed,
+//!   average queue = Δtime_in_queue ÷ elapsed, request size = Δsectors ×
+//!   512 ÷ Δrequests); the device is found from the path's `st_dev`
+//!   (partitions use their own counters; a loop device names its backing
+//!   file);
+//! - for a FUSE target, the kernel connection under
+//!   `/sys/fs/fuse/connections/N` (requests waiting for the daemon,
+//!   sampled every 10 ms while the phase runs) and the `max_read` mount
+//!   option. The size of each write request the kernel sends is not
+//!   exposed by the kernel; the daemon has to count it.
+//!
+//! [`Probe::start`] before the phase, [`Probe::finish`] after it; the
+//! result, [`Resources`], is plain serialisable data. Nothing here writes
+//! or prints, and a measurement that is not available is `None`, never a
+//! made-up figure.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+/// What one phase used, measured from its start to its end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    /// Wall-clock seconds between start and finish.
+    pub elapsed_s: f64,
+    /// Online CPUs.
+    pub cpus: u32,
+    /// This process: CPU seconds (user + system) per second, in cores.
+    pub self_cores: f64,
+    /// This process's threads: seconds spent ready to run but waiting for
+    /// a CPU, per second (the average number of its threads kept off a
+    /// CPU by others), from the run-queue wait in
+    /// /proc/self/task/*/schedstat, sampled every 10 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_cpu_wait: Option<f64>,
+    /// The whole machine: busy CPU seconds per second, in cores
+    /// (everything but idle and iowait in `/proc/stat`).
+    pub machine_busy_cores: f64,
+    /// The busiest process other than this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_other: Option<ProcessUse>,
+    /// The block device under the target, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceUse>,
+    /// The FUSE connection of the target, if it is a FUSE mount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuse: Option<FuseUse>,
+    /// File-system type of the target (from mountinfo).
+    #[serde(default)]
+    pub fs_type: String,
+}
+
+impl Resources {
+    /// Fraction of all CPUs the machine kept busy (0..1).
+    pub fn machine_busy_fraction(&self) -> f64 {
+        if self.cpus == 0 {
+            0.0
+        } else {
+            self.machine_busy_cores / self.cpus as f64
+        }
+    }
+
+    /// The averages of several measurements (the repetitions of a point):
+    /// rates are weighted by elapsed time, the busiest process and device
+    /// kept from the measurement where they were busiest.
+    pub fn combine(all: &[Resources]) -> Option<Resources> {
+        let first = all.first()?;
+        let t: f64 = all.iter().map(|r| r.elapsed_s).sum();
+        if t <= 0.0 {
+            return Some(first.clone());
+        }
+        let w = |f: fn(&Resources) -> f64| all.iter().map(|r| f(r) * r.elapsed_s).sum::<f64>() / t;
+        let mut out = Resources {
+            elapsed_s: t,
+            cpus: first.cpus,
+            self_cores: w(|r| r.self_cores),
+            self_cpu_wait: all
+                .iter()
+                .all(|r| r.self_cpu_wait.is_some())
+                .then(|| w(|r| r.self_cpu_wait.unwrap_or(0.0))),
+            machine_busy_cores: w(|r| r.machine_busy_cores),
+            top_other: None,
+            device: None,
+            fuse: None,
+            fs_type: first.fs_type.clone(),
+        };
+        out.top_other = all
+            .iter()
+            .filter_map(|r| r.top_other.clone())
+            .max_by(|a, b| a.cores.total_cmp(&b.cores));
+        let devs: Vec<(&DeviceUse, f64)> = all
+            .iter()
+            .filter_map(|r| r.device.as_ref().map(|d| (d, r.elapsed_s)))
+            .collect();
+        if let Some((d0, _)) = devs.first() {
+            let td: f64 = devs.iter().map(|(_, e)| e).sum::<f64>().max(1e-12);
+            let avg =
+                |f: fn(&DeviceUse) -> f64| devs.iter().map(|(d, e)| f(d) * e).sum::<f64>() / td;
+            let reqs: f64 = devs.iter().map(|(d, e)| d.iops * e).sum();
+            let bytes: f64 = devs
+                .iter()
+                .map(|(d, e)| d.avg_request_bytes * d.iops * e)
+                .sum();
+            out.device = Some(DeviceUse {
+                name: d0.name.clone(),
+                backing: d0.backing.clone(),
+                util: avg(|d| d.util),
+                avg_queue: avg(|d| d.avg_queue),
+                avg_request_bytes: if reqs > 0.0 { bytes / reqs } else { 0.0 },
+                iops: avg(|d| d.iops),
+                read_mib_s: avg(|d| d.read_mib_s),
+                write_mib_s: avg(|d| d.write_mib_s),
+                await_ms: avg(|d| d.await_ms),
+            });
+        }
+        out.fuse = all.iter().filter_map(|r| r.fuse.clone()).max_by(|a, b| {
+            a.waiting_avg
+                .unwrap_or(0.0)
+                .total_cmp(&b.waiting_avg.unwrap_or(0.0))
+        });
+        Some(out)
+    }
+}
+
+/// One process's CPU use over the phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ProcessUse {
+    /// Process id.
+    pub pid: u32,
+    /// Command name (`comm`).
+    pub name: String,
+    /// CPU seconds (user + system) per second, in cores.
+    pub cores: f64,
+}
+
+/// A block device's activity over the phase, computed as iostat does.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceUse {
+    /// Kernel name (`vda`, `vda1`, `loop0`, `dm-0`).
+    pub name: String,
+    /// For a loop device, its backing file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backing: Option<String>,
+    /// Fraction of the time the device had a request in flight (0..1,
+    /// iostat's %util ÷ 100).
+    pub util: f64,
+    /// Average requests in the device queue (iostat's aqu-sz).
+    pub avg_queue: f64,
+    /// Average bytes per completed request.
+    pub avg_request_bytes: f64,
+    /// Completed requests (reads + writes) per second.
+    pub iops: f64,
+    /// Read MiB/s.
+    pub read_mib_s: f64,
+    /// Written MiB/s.
+    pub write_mib_s: f64,
+    /// Average time per request including queueing, milliseconds (iostat's
+    /// r_await/w_await combined).
+    pub await_ms: f64,
+}
+
+/// A FUSE connection over the phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FuseUse {
+    /// Connection number (the directory under /sys/fs/fuse/connections).
+    pub connection: u32,
+    /// Requests waiting for the daemon, averaged over samples every 10 ms;
+    /// `None` when the fusectl file system is not mounted.
+    pub waiting_avg: Option<f64>,
+    /// Largest number of waiting requests sampled.
+    pub waiting_max: Option<u64>,
+    /// The connection's `max_background` (asynchronous requests allowed).
+    pub max_background: Option<u64>,
+    /// The `max_read` mount option, when set.
+    pub max_read: Option<u64>,
+    /// The busiest process that holds `/dev/fuse` open (the daemon serving
+    /// this mount, or one of them when several FUSE mounts exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daemon: Option<ProcessUse>,
+}
+
+/// Raw counters at one instant.
+#[derive(Debug, Clone)]
+struct Snapshot {
+    at: Instant,
+    self_cpu_s: f64,
+    machine_busy_ticks: u64,
+    procs: Vec<(u32, String, u64)>,
+    dev: Option<[u64; 11]>,
+}
+
+/// Where the target lives.
+#[derive(Debug, Clone, Default)]
+struct Target {
+    /// sysfs directory of the block device (`/sys/dev/block/M:m`).
+    dev_dir: Option<PathBuf>,
+    dev_name: String,
+    backing: Option<String>,
+    fuse_conn: Option<u32>,
+    max_read: Option<u64>,
+    fs_type: String,
+}
+
+/// The sampler thread: its stop flag and what it saw.
+type Sampler = (Arc<AtomicBool>, JoinHandle<Samples>);
+
+/// What the sampler saw while the phase ran.
+#[derive(Debug, Default)]
+struct Samples {
+    /// FUSE `waiting`: (sum, samples, max).
+    fuse: (u64, u64, u64),
+    /// Run-queue wait of this process's threads, nanoseconds (from
+    /// /proc/self/task/*/schedstat); `None` when not available.
+    wait_ns: Option<u64>,
+}
+
+/// Samples every 10 ms until told to stop: the FUSE connection's waiting
+/// requests, and each thread's cumulative run-queue wait (threads come
+/// and go during a phase, so each is followed from when it was first seen
+/// to when it was last seen).
+fn sample(stop: &AtomicBool, fuse_file: Option<PathBuf>) -> Samples {
+    // SAFETY: gettid has no failure mode.
+    let me = unsafe { libc::gettid() } as u32;
+    let mut out = Samples::default();
+    let mut seen: Vec<(u32, u64, u64)> = Vec::new();
+    let mut available = false;
+    loop {
+        let last = stop.load(Ordering::Relaxed);
+        if let Some(f) = &fuse_file {
+            if let Some(v) = read_u64(f) {
+                out.fuse.0 += v;
+                out.fuse.1 += 1;
+                out.fuse.2 = out.fuse.2.max(v);
+            }
+        }
+        if let Ok(rd) = fs::read_dir("/proc/self/task") {
+            for e in rd.flatten() {
+                let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                    continue;
+                };
+                if tid == me {
+                    continue;
+                }
+                let Some(w) = fs::read_to_string(e.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+                else {
+                    continue;
+                };
+                available = true;
+                match seen.iter_mut().find(|x| x.0 == tid) {
+                    Some(x) => x.2 = w,
+                    None => seen.push((tid, w, w)),
+                }
+            }
+        }
+        if last {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    out.wait_ns = available.then(|| seen.iter().map(|x| x.2 - x.1).sum());
+    out
+}
+
+/// A measurement in progress.
+#[derive(Debug)]
+pub struct Probe {
+    target: Target,
+    start: Snapshot,
+    sampler: Option<Sampler>,
+}
+
+impl Probe {
+    /// Starts measuring for a phase on `target` (a file or directory on the
+    /// file system under test).
+    pub fn start(target: &Path) -> Probe {
+        let t = resolve(target);
+        let fuse_file = t
+            .fuse_conn
+            .map(|c| fuse_dir(c).join("waiting"))
+            .filter(|f| fs::read_to_string(f).is_ok());
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = Arc::clone(&stop);
+        let sampler = std::thread::Builder::new()
+            .name("ioscale-probe".into())
+            .spawn(move || sample(&s2, fuse_file))
+            .ok()
+            .map(|h| (stop, h));
+        let start = snapshot(&t);
+        Probe {
+            target: t,
+            start,
+            sampler,
+        }
+    }
+
+    /// Ends the measurement.
+    pub fn finish(self) -> Resources {
+        let end = snapshot(&self.target);
+        let el = end.at.duration_since(self.start.at).as_secs_f64().max(1e-9);
+        let tck = clock_ticks();
+        let mut top: Option<ProcessUse> = None;
+        let mut daemon: Option<ProcessUse> = None;
+        let daemons = if self.target.fuse_conn.is_some() {
+            fuse_holders()
+        } else {
+            Vec::new()
+        };
+        let me = std::process::id();
+        for (pid, name, t1) in &end.procs {
+            if *pid == me {
+                continue;
+            }
+            let Some((_, _, t0)) = self.start.procs.iter().find(|p| p.0 == *pid) else {
+                continue;
+            };
+            let cores = t1.saturating_sub(*t0) as f64 / tck / el;
+            if daemons.contains(pid) && daemon.as_ref().is_none_or(|t| cores > t.cores) {
+                daemon = Some(ProcessUse {
+                    pid: *pid,
+                    name: name.clone(),
+                    cores,
+                });
+            }
+            if top.as_ref().is_none_or(|t| cores > t.cores) {
+                top = Some(ProcessUse {
+                    pid: *pid,
+                    name: name.clone(),
+                    cores,
+                });
+            }
+        }
+        let device = match (&self.start.dev, &end.dev) {
+            (Some(a), Some(b)) => Some(device_use(
+                &self.target.dev_name,
+                self.target.backing.clone(),
+                a,
+                b,
+                el,
+            )),
+            _ => None,
+        };
+        let samples = match self.sampler {
+            Some((stop, h)) => {
+                stop.store(true, Ordering::Relaxed);
+                h.join().unwrap_or_default()
+            }
+            None => Samples::default(),
+        };
+        let fuse = self.target.fuse_conn.map(|c| {
+            let dir = fuse_dir(c);
+            let (sum, n, max) = samples.fuse;
+            let (avg, max) = if n > 0 {
+                (Some(sum as f64 / n as f64), Some(max))
+            } else {
+                (None, None)
+            };
+            FuseUse {
+                connection: c,
+                waiting_avg: avg,
+                waiting_max: max,
+                max_background: read_u64(&dir.join("max_background")),
+                max_read: self.target.max_read,
+                daemon: daemon.clone(),
+            }
+        });
+        Resources {
+            elapsed_s: el,
+            cpus: online_cpus(),
+            self_cores: (end.self_cpu_s - self.start.self_cpu_s).max(0.0) / el,
+            self_cpu_wait: samples.wait_ns.map(|w| w as f64 * 1e-9 / el),
+            machine_busy_cores: end
+                .machine_busy_ticks
+                .saturating_sub(self.start.machine_busy_ticks)
+                as f64
+                / tck
+                / el,
+            top_other: top,
+            device,
+            fuse,
+            fs_type: self.target.fs_type.clone(),
+        }
+    }
+}
+
+fn device_use(
+    name: &str,
+    backing: Option<String>,
+    a: &[u64; 11],
+    b: &[u64; 11],
+    el: f64,
+) -> DeviceUse {
+    let d = |i: usize| b[i].saturating_sub(a[i]) as f64;
+    let ios = d(0) + d(4);
+    let ms = el * 1000.0;
+    DeviceUse {
+        name: name.to_string(),
+        backing,
+        util: (d(9) / ms).min(1.0),
+        avg_queue: d(10) / ms,
+        avg_request_bytes: if ios > 0.0 {
+            (d(2) + d(6)) * 512.0 / ios
+        } else {
+            0.0
+        },
+        iops: ios / el,
+        read_mib_s: d(2) * 512.0 / 1_048_576.0 / el,
+        write_mib_s: d(6) * 512.0 / 1_048_576.0 / el,
+        await_ms: if ios > 0.0 { (d(3) + d(7)) / ios } else { 0.0 },
+    }
+}
+
+fn fuse_dir(conn: u32) -> PathBuf {
+    PathBuf::from(format!("/sys/fs/fuse/connections/{conn}"))
+}
+
+fn read_u64(p: &Path) -> Option<u64> {
+    fs::read_to_string(p).ok()?.trim().parse().ok()
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// Online CPUs.
+pub fn online_cpus() -> u32 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1)
+}
+
+fn self_cpu_s() -> f64 {
+    // SAFETY: getrusage writes into the zeroed struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to a rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0.0;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Busy ticks of the machine: the `cpu` line of /proc/stat without idle
+/// and iowait (guest time is already inside user).
+fn machine_busy_ticks() -> u64 {
+    let Ok(s) = fs::read_to_string("/proc/stat") else {
+        return 0;
+    };
+    let Some(line) = s.lines().find(|l| l.starts_with("cpu ")) else {
+        return 0;
+    };
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal
+    v.iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, x)| x)
+        .sum()
+}
+
+/// `(pid, comm, utime + stime)` of every process.
+fn processes() -> Vec<(u32, String, u64)> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(s) = fs::read_to_string(e.path().join("stat")) {
+            if let Some(p) = parse_proc_stat(&s) {
+                out.push((pid, p.0, p.1));
+            }
+        }
+    }
+    out
+}
+
+/// Processes holding `/dev/fuse` open: the FUSE daemons.
+fn fuse_holders() -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(rd) = fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in rd.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = fs::read_dir(e.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|l| l == Path::new("/dev/fuse")))
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// `(comm, utime + stime)` from a /proc/PID/stat line; the name may hold
+/// spaces and parentheses, so it runs to the last `)`.
+fn parse_proc_stat(s: &str) -> Option<(String, u64)> {
+    let open = s.find('(')?;
+    let close = s.rfind(')')?;
+    let name = s.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = s.get(close + 1..)?.split_whitespace().collect();
+    // After the name: state(3) ppid pgrp session tty tpgid flags minflt
+    // cminflt majflt cmajflt utime(14) stime(15).
+    let ut: u64 = rest.get(11)?.parse().ok()?;
+    let st: u64 = rest.get(12)?.parse().ok()?;
+    Some((name, ut + st))
+}
+
+fn read_dev_stat(dir: &Path) -> Option<[u64; 11]> {
+    let s = fs::read_to_string(dir.join("stat")).ok()?;
+    let v: Vec<u64> = s
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let mut out = [0u64; 11];
+    if v.len() < 11 {
+        return None;
+    }
+    out.copy_from_slice(&v[..11]);
+    Some(out)
+}
+
+fn snapshot(t: &Target) -> Snapshot {
+    let procs = processes();
+    let dev = t.dev_dir.as_deref().and_then(read_dev_stat);
+    Snapshot {
+        at: Instant::now(),
+        self_cpu_s: self_cpu_s(),
+        machine_busy_ticks: machine_busy_ticks(),
+        procs,
+        dev,
+    }
+}
+
+/// One line of /proc/self/mountinfo that matters here.
+#[derive(Debug, Clone)]
+struct Mount {
+    major: u32,
+    minor: u32,
+    point: String,
+    fs_type: String,
+    source: String,
+    super_opts: String,
+}
+
+fn mounts() -> Vec<Mount> {
+    let s = fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    s.lines()
+        .filter_map(|l| {
+            let (pre, post) = l.split_once(" - ")?;
+            let pre: Vec<&str> = pre.split(' ').collect();
+            let post: Vec<&str> = post.split(' ').collect();
+            let (ma, mi) = pre.get(2)?.split_once(':')?;
+            Some(Mount {
+                major: ma.parse().ok()?,
+                minor: mi.parse().ok()?,
+                point: unescape(pre.get(4)?),
+                fs_type: post.first()?.to_string(),
+                source: unescape(post.get(1).unwrap_or(&"")),
+                super_opts: post.get(2).unwrap_or(&"").to_string(),
+            })
+        })
+        .collect()
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("\\040", " ")
+        .replace("\\011", "\t")
+        .replace("\\012", "\n")
+        .replace("\\134", "\\")
+}
+
+/// Finds the block device and FUSE connection under `path`.
+fn resolve(path: &Path) -> Target {
+    let mut t = Target::default();
+    let Ok(md) = fs::metadata(path) else {
+        return t;
+    };
+    let dev = md.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let ms = mounts();
+    // The last mount with this device number whose point is a prefix of the
+    // path (bind mounts and over-mounts share numbers).
+    let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let m = ms
+        .iter()
+        .filter(|m| m.major == major && m.minor == minor)
+        .filter(|m| canon.starts_with(&m.point))
+        .max_by_key(|m| m.point.len())
+        .or_else(|| ms.iter().find(|m| m.major == major && m.minor == minor))
+        .cloned();
+    if let Some(m) = &m {
+        t.fs_type = m.fs_type.clone();
+        if m.fs_type.starts_with("fuse") {
+            t.fuse_conn = Some(if major == 0 {
+                minor
+            } else {
+                (major << 20) | minor
+            });
+            t.max_read = m
+                .super_opts
+                .split(',')
+                .find_map(|o| o.strip_prefix("max_read="))
+                .and_then(|v| v.parse().ok());
+        }
+    }
+    let (mut bmaj, mut bmin) = (major, minor);
+    if major == 0 {
+        // An anonymous device (btrfs, overlay…): use the mount source when it
+        // is a block device node.
+        match m.as_ref().and_then(|m| fs::metadata(&m.source).ok()) {
+            Some(sm) if m.as_ref().is_some_and(|m| m.source.starts_with("/dev/")) => {
+                let r = sm.rdev();
+                (bmaj, bmin) = (libc::major(r), libc::minor(r));
+            }
+            _ => return t,
+        }
+    }
+    let dir = PathBuf::from(format!("/sys/dev/block/{bmaj}:{bmin}"));
+    if read_dev_stat(&dir).is_none() {
+        return t;
+    }
+    let name = fs::canonicalize(&dir)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| format!("{bmaj}:{bmin}"));
+    t.backing = fs::read_to_string(dir.join("loop/backing_file"))
+        .ok()
+        .map(|s| s.trim().to_string());
+    t.dev_dir = Some(dir);
+    t.dev_name = name;
+    t
+}
+
+/// The block device name under `path` (`vda`, `vda1`, `loop3`), if any.
+pub fn device_of(path: &Path) -> Option<String> {
+    let t = resolve(path);
+    t.dev_dir.map(|_| t.dev_name)
+}
+
+/// The FUSE connection number of `path`'s mount, if it is a FUSE mount.
+pub fn fuse_connection_of(path: &Path) -> Option<u32> {
+    resolve(path).fuse_conn
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_odd_names() {
+        let s = "1234 (a (b) c) S 1 1 1 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 5 0 0";
+        assert_eq!(parse_proc_stat(s), Some(("a (b) c".into(), 300)));
+        assert_eq!(parse_proc_stat("garbage"), None);
+    }
+
+    #[test]
+    fn iostat_arithmetic() {
+        // 100 reads of 8 sectors and 50 writes of 16 sectors in 2 s, device
+        // busy 1500 ms, queue-time 6000 ms.
+        let a = [0u64; 11];
+        let mut b = [0u64; 11];
+        b[0] = 100;
+        b[2] = 800;
+        b[3] = 300;
+        b[4] = 50;
+        b[6] = 800;
+        b[7] = 150;
+        b[9] = 1500;
+        b[10] = 6000;
+        let d = device_use("x", None, &a, &b, 2.0);
+        assert!((d.util - 0.75).abs() < 1e-12);
+        assert!((d.avg_queue - 3.0).abs() < 1e-12);
+        assert!((d.iops - 75.0).abs() < 1e-12);
+        assert!((d.avg_request_bytes - 1600.0 * 512.0 / 150.0).abs() < 1e-9);
+        assert!((d.await_ms - 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn combine_weights_by_time() {
+        let a = Resources {
+            elapsed_s: 1.0,
+            cpus: 2,
+            self_cores: 1.0,
+            machine_busy_cores: 2.0,
+            ..Default::default()
+        };
+        let b = Resources {
+            elapsed_s: 3.0,
+            cpus: 2,
+            self_cores: 0.0,
+            machine_busy_cores: 0.0,
+            ..Default::default()
+        };
+        let c = Resources::combine(&[a, b]).unwrap();
+        assert!((c.self_cores - 0.25).abs() < 1e-12);
+        assert!((c.machine_busy_fraction() - 0.25).abs() < 1e-12);
+        assert_eq!(Resources::combine(&[]), None);
+    }
+}

@@ -1,0 +1,199 @@
+//! Writing a result file the user named (`--json`, `--csv`, `--html`,
+//! IOR's `summaryFile=`, smallfile's `--output-json`, `report --csv`).
+//!
+//! | the path is | ioscale |
+//! |---|---|
+//! | `-`, `/dev/stdout`, `/dev/stderr`, `/dev/fd/1`, `/dev/fd/2` | writes to standard output (error) through the open descriptor |
+//! | a FIFO or a character device (`/dev/null`, `/dev/stdout`, a tty), or a link to one | opens it for writing without creating or truncating it and writes straight into it; never renames over it |
+//! | a regular file, a link to one, or a missing name in an existing directory | replaces it atomically: a temporary file beside it (beside the link's target for a link), `fsync`, rename; in place when the file system cannot rename; the temporary file removed on any failure |
+//! | anything else: a directory, a block device, a socket, a dangling link, a missing directory | refuses before writing ([`FlagError::exit_code`] 2, naming the flag) |
+//!
+//! Call [`check_output`] for every output flag before the run starts (so a
+//! bad path costs no benchmark time), and [`write_output`] when the bytes
+//! are ready. A write error (ENOSPC from `/dev/full`, EPIPE) is an I/O
+//! error: exit 1, never 0.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
+
+use crate::dir::{DirHandle, Kind};
+use crate::error::{FlagError, FlagErrorKind};
+use crate::replace::{replace_at, Written};
+
+/// Where a result goes, as [`check_output`] found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputTarget {
+    /// `-`, `/dev/stdout`, `/dev/fd/1`: standard output.
+    Stdout,
+    /// `/dev/stderr`, `/dev/fd/2`: standard error.
+    Stderr,
+    /// A FIFO or character device, written straight into.
+    Stream {
+        /// The path as given.
+        path: PathBuf,
+        /// [`Kind::Fifo`] or [`Kind::CharDevice`].
+        kind: Kind,
+    },
+    /// A regular file (or a missing name) replaced atomically.
+    Replace {
+        /// The directory the file is (or will be) in, links resolved.
+        dir: PathBuf,
+        /// The file's name in it.
+        name: std::ffi::OsString,
+    },
+}
+
+fn kind_of(m: &std::fs::Metadata) -> Kind {
+    use std::os::unix::fs::MetadataExt;
+    Kind::of(m.mode())
+}
+
+/// Checks that `path`, given with `flag`, can take a result (see the
+/// module docs), without writing anything.
+pub fn check_output(flag: &str, path: &Path) -> Result<OutputTarget, FlagError> {
+    if path.as_os_str() == "-" {
+        return Ok(OutputTarget::Stdout);
+    }
+    // The process's own descriptors: write to them, never resolve them to
+    // the file behind (`--json /dev/stdout > out.txt` must not replace
+    // out.txt by rename, nor rewrite it from offset 0).
+    for (names, t) in [
+        (
+            ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"],
+            OutputTarget::Stdout,
+        ),
+        (
+            ["/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"],
+            OutputTarget::Stderr,
+        ),
+    ] {
+        if names.iter().any(|n| path.as_os_str() == *n) {
+            return Ok(t);
+        }
+    }
+    let refuse = |why: String| Err(FlagError::refused(flag, path, why));
+    let lmeta = match std::fs::symlink_metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(FlagError::io(flag, path, e)),
+    };
+    let Some(lmeta) = lmeta else {
+        let (dir, name) = split(path);
+        let Some(name) = name else {
+            return refuse("names no file".into());
+        };
+        return match std::fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => Ok(OutputTarget::Replace {
+                dir,
+                name: name.to_os_string(),
+            }),
+            Ok(_) => refuse(format!("{} is not a directory", dir.display())),
+            Err(_) => refuse(format!("the directory {} does not exist", dir.display())),
+        };
+    };
+    let (meta, resolved) = if lmeta.file_type().is_symlink() {
+        match (std::fs::metadata(path), std::fs::canonicalize(path)) {
+            (Ok(m), Ok(r)) => (m, r),
+            _ => {
+                return refuse(
+                    "is a symbolic link to nothing; ioscale does not create a link's target".into(),
+                )
+            }
+        }
+    } else {
+        (lmeta, path.to_path_buf())
+    };
+    match kind_of(&meta) {
+        Kind::File => {
+            let (dir, name) = split(&resolved);
+            let name = name.expect("a regular file has a name").to_os_string();
+            Ok(OutputTarget::Replace { dir, name })
+        }
+        k @ (Kind::Fifo | Kind::CharDevice) => Ok(OutputTarget::Stream {
+            path: path.to_path_buf(),
+            kind: k,
+        }),
+        k => refuse(format!(
+            "is a {}; results go to a regular file, a FIFO, a character device or - (standard output)",
+            k.name()
+        )),
+    }
+}
+
+fn split(p: &Path) -> (PathBuf, Option<&OsStr>) {
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    (dir, p.file_name())
+}
+
+/// How [`write_output`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputWritten {
+    /// To standard output or standard error.
+    Stdout,
+    /// Straight into a FIFO or character device.
+    Stream,
+    /// A regular file, replaced atomically or in place.
+    File(Written),
+}
+
+/// Writes `bytes` to the output `path` given with `flag` (see the module
+/// docs).
+pub fn write_output(flag: &str, path: &Path, bytes: &[u8]) -> Result<OutputWritten, FlagError> {
+    match check_output(flag, path)? {
+        OutputTarget::Stdout => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(|e| FlagError::io(flag, path, e))?;
+            Ok(OutputWritten::Stdout)
+        }
+        OutputTarget::Stderr => {
+            let mut out = std::io::stderr().lock();
+            out.write_all(bytes)
+                .and_then(|()| out.flush())
+                .map_err(|e| FlagError::io(flag, path, e))?;
+            Ok(OutputWritten::Stdout)
+        }
+        OutputTarget::Stream { path: p, .. } => {
+            // No O_CREAT, no O_TRUNC: a device is written, never replaced.
+            let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+            let fd = rustix::fs::open(&p, flags, Mode::empty())
+                .map_err(|e| FlagError::io(flag, path, e))?;
+            let st = rustix::fs::fstat(&fd).map_err(|e| FlagError::io(flag, path, e))?;
+            let k = Kind::of(st.st_mode);
+            if !matches!(k, Kind::Fifo | Kind::CharDevice) {
+                return Err(FlagError::refused(
+                    flag,
+                    path,
+                    format!("changed into a {} while ioscale ran; not written", k.name()),
+                ));
+            }
+            let mut f = File::from(fd);
+            f.write_all(bytes)
+                .and_then(|()| f.flush())
+                .map_err(|e| FlagError::io(flag, path, e))?;
+            Ok(OutputWritten::Stream)
+        }
+        OutputTarget::Replace { dir, name } => {
+            let d = DirHandle::open_target(&dir).map_err(|e| FlagError {
+                flag: flag.into(),
+                path: path.to_path_buf(),
+                kind: FlagErrorKind::from(e),
+            })?;
+            replace_at(&d, &name, bytes)
+                .map(OutputWritten::File)
+                .map_err(|e| FlagError {
+                    flag: flag.into(),
+                    path: path.to_path_buf(),
+                    kind: FlagErrorKind::from(e),
+                })
+        }
+    }
+}

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Queue depth benchmark: ioscale's io_uring engines against fio's, interleaved.
+
+Called by scripts/bench-uring (which builds the example binaries). Two parts:
+
+data  O_DIRECT 4 KiB random reads of a 1 GiB file on the ext4 of /work, one
+      worker, for --secs seconds per run, at depths 1, 8, 32, 128. ioscale
+      (crates/engine/examples/uring_read.rs) with its ring options against
+      fio's io_uring engine with its best options. Every round runs every
+      variant once, in a rotating order. Reports IOPS and whole-process CPU
+      per request (wait4 rusage), the best variant of each tool per depth
+      (by median IOPS), and the median of the per-round ratios
+      ioscale-best / fio-best.
+meta  create/stat/delete of empty files (crates/engine/examples/meta_depth.rs):
+      threads x depth, sync engine against the io_uring metadata engine, on
+      a fresh tmpfs and on ioscale-testfs with --meta-delay 2ms. Reports
+      files/s and files per CPU-second (io-wq workers are threads of the
+      process, so their CPU is included), medians over the rounds.
+
+Standard library only.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def log(msg=""):
+    print(msg, flush=True)
+
+
+def run(argv):
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = p.stdout.read(), p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise RuntimeError("failed (%d): %s\n%s" % (code, " ".join(argv), err.decode()))
+    return out.decode(), ru.ru_utime + ru.ru_stime
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+FIO_VARIANTS = {
+    "fio fixedbufs+registerfiles": ["--fixedbufs", "--registerfiles"],
+    "fio ...+batch_submit": ["--fixedbufs", "--registerfiles", "BATCH"],
+    "fio ...+sqthread_poll": ["--fixedbufs", "--registerfiles", "--sqthread_poll=1"],
+}
+IOSCALE_VARIANTS = ["plain", "tuned", "tuned+batch"]
+
+
+def data_part(a, tdir):
+    ex = os.path.join(tdir, "release/examples/uring_read")
+    d = tempfile.mkdtemp(prefix="bench-uring.", dir=a.data_dir)
+    f = os.path.join(d, "f")
+    size = 1 << 30
+    try:
+        run(["fio", "--name=lay", "--filename=" + f, "--size=1g", "--bs=1m", "--rw=write",
+             "--ioengine=psync", "--direct=1", "--output-format=terse"])
+        variants = [("ioscale " + v, None, v) for v in IOSCALE_VARIANTS]
+        variants += [(k, v, None) for k, v in FIO_VARIANTS.items()]
+        res = {}  # (depth, name) -> [(iops, cpu_per_op_us)]
+        for rnd in range(a.pairs + 1):
+            for depth in a.depths:
+                k = rnd % len(variants)
+                order = variants[k:] + variants[:k]
+                for name, fio_opts, io_opts in order:
+                    if io_opts is not None:
+                        out, cpu = run([ex, f, str(size), str(depth), str(a.secs), io_opts])
+                        j = json.loads(out)
+                        ops, iops = j["ops"], j["iops"]
+                    else:
+                        opts = []
+                        for o in fio_opts:
+                            if o == "BATCH":
+                                b = max(1, depth // 4)
+                                opts += ["--iodepth_batch_submit=%d" % b,
+                                         "--iodepth_batch_complete_min=1"]
+                            else:
+                                opts.append(o)
+                        out, cpu = run(["fio", "--name=c", "--filename=" + f, "--size=1g",
+                                        "--bs=4k", "--rw=randread", "--ioengine=io_uring",
+                                        "--direct=1", "--iodepth=%d" % depth, "--randseed=3000",
+                                        "--runtime=%g" % a.secs, "--time_based",
+                                        "--output-format=json"] + opts)
+                        j = json.loads(out[out.find("{"):])
+                        r = j["jobs"][0]["read"]
+                        ops, iops = r["total_ios"], r["iops"]
+                    if rnd == 0:
+                        continue  # warm-up round
+                    res.setdefault((depth, name), []).append((iops, cpu * 1e6 / max(ops, 1)))
+            if rnd:
+                log("  data round %d of %d done" % (rnd, a.pairs))
+        log("\n### data: O_DIRECT 4 KiB random read, 1 worker, ext4 on /work, %gs per run, %d rounds\n"
+            % (a.secs, a.pairs))
+        log("| depth | variant | IOPS (median) | CPU µs/op (median) |")
+        log("|---|---|---|---|")
+        summary = []
+        for depth in a.depths:
+            for name, _, _ in variants:
+                xs = res[(depth, name)]
+                log("| %d | %s | %.0f | %.2f |" % (depth, name, med([x[0] for x in xs]),
+                                                 med([x[1] for x in xs])))
+            best = {}
+            for tool in ("ioscale", "fio"):
+                names = [n for n, _, _ in variants if n.startswith(tool)]
+                best[tool] = max(names, key=lambda n: med([x[0] for x in res[(depth, n)]]))
+            io_x, fio_x = res[(depth, best["ioscale"])], res[(depth, best["fio"])]
+            iops_r = [i[0] / f_[0] for i, f_ in zip(io_x, fio_x)]
+            cpu_r = [i[1] / f_[1] for i, f_ in zip(io_x, fio_x)]
+            # CPU at equal footing: ioscale's cheapest variant against fio's cheapest.
+            cheap = {}
+            for tool in ("ioscale", "fio"):
+                names = [n for n, _, _ in variants if n.startswith(tool)]
+                cheap[tool] = min(names, key=lambda n: med([x[1] for x in res[(depth, n)]]))
+            cc = [i[1] / f_[1] for i, f_ in zip(res[(depth, cheap["ioscale"])], res[(depth, cheap["fio"])])]
+            summary.append((depth, best, iops_r, cpu_r, cheap, cc))
+        log("\n| depth | ioscale best (IOPS) | fio best (IOPS) | IOPS ratio per round | median | CPU/op ratio of the two | least CPU/op: ioscale vs fio variant | ratio per round | median |")
+        log("|---|---|---|---|---|---|---|---|---|")
+        for depth, best, iops_r, cpu_r, cheap, cc in summary:
+            log("| %d | %s | %s | %s | **%.3f** | %.3f | %s vs %s | %s | **%.3f** |" % (
+                depth, best["ioscale"], best["fio"], " ".join("%.2f" % r for r in iops_r),
+                med(iops_r), med(cpu_r), cheap["ioscale"], cheap["fio"],
+                " ".join("%.2f" % r for r in cc), med(cc)))
+    finally:
+        subprocess.call(["rm", "-rf", d])
+
+
+def meta_part(a, tdir):
+    ex = os.path.join(tdir, "release/examples/meta_depth")
+    testfs = os.path.join(tdir, "debug/ioscale-testfs")
+    # (engine, threads, depth, layout): "dirs" = a directory per thread,
+    # "same" = every thread in one directory.
+    configs = [("sync", 1, 1, "dirs"), ("sync", 2, 1, "dirs"), ("sync", 32, 1, "dirs"),
+               ("sync", 32, 1, "same"), ("io_uring", 1, 1, "dirs"), ("io_uring", 1, 8, "dirs"),
+               ("io_uring", 1, 32, "dirs"), ("io_uring", 2, 32, "dirs"), ("io_uring", 4, 8, "dirs")]
+    for fs in ("tmpfs", "testfs"):
+        mnt = tempfile.mkdtemp(prefix="ioscale-bench-meta-")
+        src = tempfile.mkdtemp(prefix="ioscale-bench-src-", dir=a.data_dir)
+        daemon = None
+        try:
+            if fs == "tmpfs":
+                subprocess.check_call(["mount", "-t", "tmpfs", "-o", "size=2g", "tmpfs", mnt])
+                total = a.meta_files
+            else:
+                daemon = subprocess.Popen([testfs, "-q", "--no-auto-unmount", "--meta-delay", "2ms",
+                                           "--threads", "64", src, mnt])
+                t0 = time.monotonic()
+                while mnt not in open("/proc/self/mounts").read():
+                    if time.monotonic() - t0 > 20:
+                        raise RuntimeError("testfs did not mount")
+                    time.sleep(0.05)
+                total = a.meta_files_fuse
+            res = {}
+            for rnd in range(a.pairs + 1):
+                k = rnd % len(configs)
+                for eng, thr, depth, lay in configs[k:] + configs[:k]:
+                    per = max(1, total // thr)
+                    out, _ = run([ex, mnt, eng, str(thr), str(depth), str(per), "0", lay])
+                    if rnd == 0:
+                        continue
+                    for line in out.splitlines():
+                        j = json.loads(line)
+                        res.setdefault((eng, thr, depth, lay, j["op"]), []).append(
+                            (j["files_per_s"], j["files_per_cpu_s"]))
+            label = "fresh tmpfs" if fs == "tmpfs" else "ioscale-testfs --meta-delay 2ms --threads 64"
+            log("\n### meta: %s, %d empty files in all per run, %d rounds (medians)\n"
+                % (label, total, a.pairs))
+            log("| engine | threads | depth | directories | create files/s | create files/CPU-s | stat files/s | stat files/CPU-s | delete files/s | delete files/CPU-s |")
+            log("|---|---|---|---|---|---|---|---|---|---|")
+            for eng, thr, depth, lay in configs:
+                cells = []
+                for op in ("create", "stat", "delete"):
+                    xs = res[(eng, thr, depth, lay, op)]
+                    cells += ["%.0f" % med([x[0] for x in xs]), "%.0f" % med([x[1] for x in xs])]
+                where = "one per thread" if lay == "dirs" else "one shared"
+                log("| %s | %d | %d | %s | %s |" % (eng, thr, depth, where, " | ".join(cells)))
+            a_ = res[("io_uring", 1, 32, "dirs", "create")]
+            b_ = res[("sync", 32, 1, "dirs", "create")]
+            c_ = res[("sync", 1, 1, "dirs", "create")]
+            d_ = res[("sync", 32, 1, "same", "create")]
+            log("\n- create rate, io_uring 1 thread depth 32 / sync 32 threads in one shared directory, per round: %s; median **%.3f**"
+                % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(a_, d_)),
+                   med([x[0] / y[0] for x, y in zip(a_, d_)])))
+            log("- create rate, io_uring 1 thread depth 32 / sync 32 threads (a directory each), per round: %s; median **%.3f**"
+                % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(a_, b_)),
+                   med([x[0] / y[0] for x, y in zip(a_, b_)])))
+            log("- creates per CPU-second, io_uring 1x32 / sync 1 thread, per round: %s; median **%.3f**"
+                % (" ".join("%.2f" % (x[1] / y[1]) for x, y in zip(a_, c_)),
+                   med([x[1] / y[1] for x, y in zip(a_, c_)])))
+        finally:
+            subprocess.call(["umount", mnt])
+            if daemon:
+                daemon.terminate()
+                daemon.wait()
+            os.rmdir(mnt)
+            subprocess.call(["rm", "-rf", src])
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--target-dir", required=True)
+    p.add_argument("--pairs", type=int, default=3)
+    p.add_argument("--secs", type=float, default=2.0)
+    p.add_argument("--depths", default="1,8,32,128")
+    p.add_argument("--only", default="data,meta")
+    p.add_argument("--data-dir", default=None)
+    p.add_argument("--meta-files", type=int, default=64000)
+    p.add_argument("--meta-files-fuse", type=int, default=4096)
+    a = p.parse_args()
+    a.depths = [int(x) for x in a.depths.split(",")]
+    a.data_dir = a.data_dir or os.path.join(a.target_dir, "")
+    log("bench-uring: %s, kernel %s, %s" % (time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                                           os.uname().release,
+                                           subprocess.run(["fio", "--version"], capture_output=True,
+                                                          text=True).stdout.strip()))
+    log("command: scripts/bench-uring " + " ".join(sys.argv[3:]))
+    if "data" in a.only:
+        data_part(a, a.target_dir)
+    if "meta" in a.only:
+        meta_part(a, a.target_dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -558,19 +558,18 @@ fn prepare(
     };
     let d = &cfg.datadir;
     let result = (|| {
+        // Like io500, make the data directory and any missing parents
+        // (timestamp-datadir adds one); each is removed again at the end.
+        let missing: Vec<&Path> = d
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .take_while(|a| std::fs::symlink_metadata(a).is_err())
+            .collect();
+        for a in missing.iter().rev() {
+            fresh(a, &mut created)?;
+        }
         if !d.is_dir() {
-            let parent = d
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            if !parent.is_dir() {
-                return Err(format!(
-                    "datadir {}: its parent {} does not exist; name an existing directory on the file system to test",
-                    d.display(),
-                    parent.display()
-                ));
-            }
-            fresh(d, &mut created)?;
+            return Err(format!("datadir {} is not a directory", d.display()));
         }
         if engine::sys::is_read_only(d).unwrap_or(false) {
             return Err(format!(

@@ -227,7 +227,7 @@ pub fn run_phase(
                                 (0, Some(e), 0)
                             }
                         };
-                        TaskOut {
+                        let out = TaskOut {
                             task: w,
                             items: done,
                             items_at_stonewall: at_sw,
@@ -237,7 +237,8 @@ pub fn run_phase(
                             found: acc.found,
                             error,
                             hist: acc.hist.to_sparse(),
-                        }
+                        };
+                        (out, t_start)
                     })
                     .expect("spawning an io500 task thread")
             })
@@ -261,7 +262,11 @@ pub fn run_phase(
             mid.wait();
         }
         for h in handles {
-            outs.push(h.join().expect("an io500 task thread panicked"));
+            let (out, started) = h.join().expect("an io500 task thread panicked");
+            // The phase starts with its first task: this thread may be
+            // scheduled after the barrier only once the tasks are done.
+            t0 = t0.min(started);
+            outs.push(out);
         }
     });
     coord.barrier();

@@ -181,6 +181,7 @@ pub fn run_phase(
     coord.barrier();
     let cpu0 = engine::sys::cpu_times();
     let mut t0 = Instant::now();
+    let mut t_end = t0;
     let mut outs: Vec<TaskOut> = Vec::with_capacity(n);
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
@@ -238,7 +239,7 @@ pub fn run_phase(
                             error,
                             hist: acc.hist.to_sparse(),
                         };
-                        (out, t_start)
+                        (out, t_start, Instant::now())
                     })
                     .expect("spawning an io500 task thread")
             })
@@ -262,15 +263,23 @@ pub fn run_phase(
             mid.wait();
         }
         for h in handles {
-            let (out, started) = h.join().expect("an io500 task thread panicked");
-            // The phase starts with its first task: this thread may be
-            // scheduled after the barrier only once the tasks are done.
+            let (out, started, ended) = h.join().expect("an io500 task thread panicked");
+            // The phase starts with its first task and ends with its last:
+            // this thread may run after the barrier only once the tasks are
+            // done, and may wake late from the joins.
             t0 = t0.min(started);
+            t_end = t_end.max(ended);
             outs.push(out);
         }
     });
     coord.barrier();
-    let elapsed = t0.elapsed().as_secs_f64();
+    let elapsed = if coord.size() == 1 {
+        t_end.saturating_duration_since(t0)
+    } else {
+        // Ranks share no clock: rank 0's phase ends when all reached the barrier.
+        t0.elapsed()
+    }
+    .as_secs_f64();
     let cpu1 = engine::sys::cpu_times();
     let mine = RankOut {
         tasks: outs,

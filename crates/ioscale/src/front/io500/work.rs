@@ -262,8 +262,8 @@ impl Work for MdWork {
 }
 
 /// A task of the parallel find: it walks every directory under `root`
-/// and examines every W-th entry of each (its share), counting the
-/// entries it examined and the matches: a name containing "01" and, when
+/// and examines every W-th entry of each (its share), counting the files
+/// it examined (as pfind's total, directories not counted) and the matches: a name containing "01" and, when
 /// asked, exactly `size` bytes and modified after `newer` (ns).
 pub struct FindWork {
     /// Where the walk starts.
@@ -291,10 +291,14 @@ impl FindWork {
             if idx as u64 % self.workers as u64 != self.w as u64 {
                 continue;
             }
+            if is_dir {
+                // pfind counts the files it examines, not the directories.
+                continue;
+            }
             let t = std::time::Instant::now();
             acc.ops += 1;
             let name = ent.file_name();
-            if !is_dir && name.as_encoded_bytes().windows(2).any(|w| w == b"01") {
+            if name.as_encoded_bytes().windows(2).any(|w| w == b"01") {
                 let hit = if self.size.is_some() || self.newer_ns.is_some() {
                     match std::fs::symlink_metadata(ent.path()) {
                         Ok(m) => {

@@ -432,19 +432,14 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
         cfg.resultdir.display()
     ));
     let mut write_err = None;
-    let record = record(
-        &a,
-        &cfg,
-        s.extended,
-        workers,
-        coord,
-        &done,
-        &std_score,
+    let verdict = Verdict {
+        score: std_score,
         valid,
-        ext_score.as_ref().map(|x| (x, ext_valid)),
-        &run_reasons,
+        ext: ext_score.map(|x| (x, ext_valid)),
+        reasons: run_reasons,
         interrupted,
-    );
+    };
+    let record = record(&a, &cfg, s.extended, coord, &done, &verdict);
     if let Err(e) = write_results(
         &cfg.resultdir,
         &out,
@@ -1053,21 +1048,25 @@ fn lat(h: &stats::LatencyHistogram) -> serde_json::Value {
     json!({"mean": s.mean, "p50": s.p50, "p99": s.p99, "p999": s.p999, "max": s.max, "min": s.min})
 }
 
+/// How the run ends: its score and whether it is valid.
+struct Verdict {
+    score: score::Score,
+    valid: bool,
+    ext: Option<(score::Score, bool)>,
+    reasons: Vec<String>,
+    interrupted: bool,
+}
+
 /// ioscale's JSON record of the run.
-#[allow(clippy::too_many_arguments)]
 fn record(
     a: &Args,
     cfg: &Config,
     extended: bool,
-    workers: u32,
     coord: &dyn Coordinator,
     done: &[Done],
-    sc: &score::Score,
-    valid: bool,
-    ext: Option<(&score::Score, bool)>,
-    reasons: &[String],
-    interrupted: bool,
+    v: &Verdict,
 ) -> serde_json::Value {
+    let workers = a.tasks * coord.size();
     let phases: Vec<serde_json::Value> = done
         .iter()
         .map(|d| {
@@ -1120,10 +1119,10 @@ fn record(
         "stonewall_s": cfg.stonewall_s,
         "datadir": cfg.datadir,
         "resultdir": cfg.resultdir,
-        "interrupted": interrupted,
+        "interrupted": v.interrupted,
         "phases": phases,
-        "score": {"bw_gib_s": sc.bw, "md_kiops": sc.md, "total": sc.total, "valid": valid, "invalid_reasons": reasons},
-        "scorex": ext.map(|(x, v)| json!({"bw_gib_s": x.bw, "md_kiops": x.md, "total": x.total, "valid": v})),
+        "score": {"bw_gib_s": v.score.bw, "md_kiops": v.score.md, "total": v.score.total, "valid": v.valid, "invalid_reasons": v.reasons},
+        "scorex": v.ext.map(|(x, ok)| json!({"bw_gib_s": x.bw, "md_kiops": x.md, "total": x.total, "valid": ok})),
     })
 }
 

@@ -191,3 +191,82 @@ fn an_interrupted_run_keeps_the_phases_done() {
         "the run's own files and directories are removed"
     );
 }
+
+/// Writes that the stonewall ends: every task is worn out to the busiest
+/// task's count, the files hold exactly that, and the later phases handle
+/// all of it.
+#[test]
+fn the_stonewall_ends_the_writes_and_the_wear_out_evens_the_tasks() {
+    let mnt = tmpfs("size=1g");
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("d");
+    let res = work.path().join("r");
+    let cfg = ini(
+        work.path(),
+        &data,
+        &res,
+        "[mdtest-easy-delete]\nrun = FALSE\n[mdtest-hard-delete]\nrun = FALSE\n",
+    );
+    // Limits far beyond what 1 s allows on a test machine: the stonewall ends the writes.
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace(
+            "transferSize = 64k\nblockSize = 2m",
+            "transferSize = 4k\nblockSize = 64m",
+        )
+        .replace("n = 300", "n = 100000000");
+    std::fs::write(&cfg, text).unwrap();
+    let j = work.path().join("w.json");
+    let out = run(&[
+        "io500",
+        "--tasks",
+        "3",
+        "--stonewall",
+        "1s",
+        "--keep",
+        "--json",
+        s(&j),
+        s(&cfg),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    for (name, limit) in [
+        ("ior-easy-write", 16384u64),
+        ("mdtest-easy-write", 100_000_000),
+    ] {
+        let p = phase(&v, name);
+        let n = items(&v, name, 3);
+        // 10^8 creates in a second is out of reach: mdtest-easy always
+        // meets the stonewall; ior-easy may finish 64 MiB first on a fast machine.
+        assert!(name.starts_with("ior") || n < limit, "{name}: {n}");
+        if n < limit {
+            // Stopped by the stonewall, not by its size: it ran at least that long.
+            assert!(p["elapsed_s"].as_f64().unwrap() >= 1.0, "{p}");
+            let at: Vec<u64> = p["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["items_at_stonewall"].as_u64().unwrap())
+                .collect();
+            assert!(
+                at.iter().all(|&x| x <= n) && at.contains(&n),
+                "{name}: {at:?} -> {n}"
+            );
+        }
+    }
+    let n = items(&v, "ior-easy-write", 3);
+    for w in 0..3 {
+        let f = data.join(format!("ior-easy/ior_file_easy.{w:08}"));
+        assert_eq!(std::fs::metadata(f).unwrap().len(), n * 4096);
+    }
+    assert_eq!(phase(&v, "ior-easy-read")["bytes"], 3 * n * 4096);
+    let e = items(&v, "mdtest-easy-write", 3);
+    for w in 0..3 {
+        let dir = data.join(format!("mdtest-easy/test-dir.0-0/mdtest_tree.{w}.0"));
+        assert_eq!(std::fs::read_dir(dir).unwrap().count() as u64, e);
+    }
+    assert_eq!(phase(&v, "mdtest-easy-stat")["ops"], 3 * e);
+    std::fs::remove_dir_all(&data).unwrap();
+}

@@ -1008,6 +1008,13 @@ fn judge(p: &Phase, run: Option<PhaseRun>, cfg: &Config, t_start: String, t_end:
         None => (0.0, 0.0),
     };
     if let Some(r) = &run {
+        if p.checks_runtime() && p.is_bw() && elapsed < cfg.stonewall_s as f64 {
+            // As io500's IOR phases say when the size, not the stonewall, ended the write.
+            reasons.push(format!(
+                "Write phase needed {elapsed:.6}s instead of stonewall {}s",
+                cfg.stonewall_s
+            ));
+        }
         if p.checks_runtime() && elapsed < (cfg.stonewall_s.max(cfg.required_stonewall())) as f64 {
             reasons.push("Runtime is smaller than expected minimum runtime".to_string());
         }

@@ -89,6 +89,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Run the IO500 benchmark's phases and score (`ioscale io500 config.ini`); `ioscale io500 --help` lists its options.
+    #[command(disable_help_flag = true)]
+    Io500 {
+        /// An io500 .ini file and/or TARGET, and the options of `ioscale io500 --help`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Write an sbatch script that runs an ioscale command as one Slurm job (MPI ranks).
     #[command(after_help = crate::slurm::EXAMPLES)]
     Slurm(Box<crate::slurm::SlurmArgs>),

@@ -76,6 +76,7 @@ fn real_main() -> anyhow::Result<i32> {
         Command::Fio { args } => front_main("fio", &args),
         Command::Mdtest { args } => front_main("mdtest", &args),
         Command::Smallfile { args } => front_main("smallfile", &args),
+        Command::Io500 { args } => front_main("io500", &args),
         Command::Clean(args) => cmd_clean(&args.target),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

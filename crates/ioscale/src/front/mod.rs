@@ -13,6 +13,7 @@
 
 pub mod dd;
 pub mod fio;
+pub mod io500;
 pub mod ior;
 pub mod mdtest;
 pub mod smallfile;
@@ -68,6 +69,12 @@ pub const REGISTRY: &[FrontEnd] = &[
         program: "smallfile_cli.py",
         shown_as: "smallfile",
         main: |_, args| smallfile::main(args),
+    },
+    FrontEnd {
+        command: "io500",
+        program: "io500",
+        shown_as: "io500",
+        main: |_, args| io500::main(args),
     },
 ];
 

@@ -545,3 +545,42 @@ fn a_second_ctrl_c_during_meta_cleanup_keeps_the_record() {
     assert_eq!(v["interrupted"], true, "{v}");
     assert!(std::fs::metadata(&c).unwrap().len() > 0);
 }
+
+#[test]
+fn fio_outputs_go_into_a_fifo_and_never_replace_it() {
+    let t = scratch();
+    let dir = t.path().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    for flag in ["--output", "--ioscale-json"] {
+        let fifo = t.path().join(format!("{}.fifo", &flag[2..]));
+        let c = std::ffi::CString::new(s(&fifo)).unwrap();
+        // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        let out = run(&[
+            "fio",
+            "--name=j",
+            "--rw=write",
+            "--bs=4k",
+            "--size=64k",
+            &format!("--directory={}", s(&dir)),
+            "--output-format=json",
+            &format!("{flag}={}", s(&fifo)),
+        ]);
+        assert_code(&out, 0);
+        let got = reader.join().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&got)
+            .unwrap_or_else(|e| panic!("{flag}: JSON through the FIFO: {e}"));
+        assert!(v.is_object() || v.is_array(), "{flag}: {v}");
+        assert!(
+            std::fs::symlink_metadata(&fifo)
+                .unwrap()
+                .file_type()
+                .is_fifo(),
+            "{flag}: the FIFO was replaced"
+        );
+    }
+}

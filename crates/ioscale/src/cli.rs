@@ -276,6 +276,12 @@ pub struct RunArgs {
     /// Print nothing on standard output (files named by --json/--csv are still written).
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Live progress on standard error: bar (a live line on a terminal),
+    /// plain (one line per finished phase, for logs), none; auto is bar on
+    /// a terminal, plain otherwise.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub progress: crate::progress::ProgressMode,
 }
 
 const META_EXAMPLES: &str = "Examples:
@@ -422,6 +428,12 @@ pub struct MetaArgs {
     /// Print nothing on standard output (files named by --json/--csv are still written).
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Live progress on standard error: bar (a live line on a terminal),
+    /// plain (one line per finished phase, for logs), none; auto is bar on
+    /// a terminal, plain otherwise.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub progress: crate::progress::ProgressMode,
 }
 
 impl MetaArgs {

@@ -35,7 +35,14 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     }
     let stop = crate::install_signals()?;
     let command: Vec<String> = std::env::args().collect();
-    let outcome = match bench::meta::run_with(&spec, command, stop, coord) {
+    let live = root
+        .then(|| {
+            crate::progress::Display::start(args.progress, spec.reps, spec.ops.len(), coord.size())
+        })
+        .flatten();
+    let outcome = bench::meta::run_with(&spec, command, stop, coord);
+    drop(live);
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
             if root {

@@ -118,21 +118,34 @@ pub struct SweepArgs {
 
 /// Examples for `ioscale sweep --help`.
 pub const SWEEP_EXAMPLES: &str = "Examples:
-  # seed 000 (EFS workshop, IOR): 2 GiB in all, 1..64 threads, three layouts, O_DIRECT
-  ioscale sweep --threads 1..64x2 --layout shared,per-thread,per-thread-dir --scale total \\
-      --json efs.json --html efs.html --png efs-charts -- run --op write --xfer 1m --total 2g --direct /mnt/efs
+  # seed 000 (EFS workshop, IOR): 2 GiB in all, 1..64 threads, three layouts,
+  # O_DIRECT
+  ioscale sweep --threads 1..64x2 --layout shared,per-thread,per-thread-dir \\
+      --scale total --json efs.json --html efs.html --png efs-charts \\
+      -- run --op write --xfer 1m --total 2g --direct /mnt/efs
 
   # seed 001 (dd): EBS against EFS, 1 MiB and 16 MiB, O_SYNC writes
-  ioscale sweep --threads 1,4,16 --xfer 1m,16m --target /ebs,/efs --scale total -- run --op write --total 2g --sync each
+  ioscale sweep --threads 1,4,16 --xfer 1m,16m --target /ebs,/efs \\
+      --scale total -- run --op write --total 2g --sync each
 
-  # seed 003 (smallfile): 1024 files of 4 KiB in all, same directory or one per thread
-  ioscale sweep --threads 1..32x2 --layout same-dir,per-thread-dir --scale total -- meta --op create --files 1024 --file-size 4k /mnt/efs
+  # seed 003 (smallfile): 1024 files of 4 KiB in all, same directory or one
+  # per thread
+  ioscale sweep --threads 1..32x2 --layout same-dir,per-thread-dir \\
+      --scale total -- meta --op create --files 1024 --file-size 4k /mnt/efs
 
   # seed 004 (Flux7): 10 repetitions, trimmed mean of the middle 6
-  ioscale sweep --threads 1..13 --reps 10 --trim 2 -- run --op write,read,rw,randrw --size 256m --direct /mnt/ssd
+  ioscale sweep --threads 1..13 --reps 10 --trim 2 \\
+      -- run --op write,read,rw,randrw --size 256m --direct /mnt/ssd
 
-  # continue after Ctrl-C (same arguments)
-  ioscale sweep --threads 1..64x2 --json efs.json --resume -- run --op write --total 2g /mnt/efs";
+  # continue after Ctrl-C: the same line with --resume added (at the end
+  # works too)
+  ioscale sweep --threads 1..64x2 --json efs.json --resume \\
+      -- run --op write --total 2g /mnt/efs
+
+  # under sbatch: one log line per finished phase and point (the default
+  # when standard error is not a terminal)
+  ioscale sweep --progress plain --threads 1..16x2 --json s.json \\
+      -- run --op write --total 2g /shared/fs";
 
 /// A usage problem: printed, exit 2.
 struct Usage(String);

@@ -308,3 +308,72 @@ fn bar_on_a_terminal_shows_phase_and_live_rate() {
     assert!(!text.contains("ioscale: write rep"), "{text:?}");
     assert_empty(dir.path());
 }
+
+/// Checks the examples of one `--help`: there are some, every line fits
+/// 80 columns, and a command that goes on over several lines ends each
+/// but the last with ` \` (so it pastes into a shell as one command).
+fn check_examples(what: &str, help: &str) {
+    let lines: Vec<&str> = help.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("Example"))
+        .unwrap_or_else(|| panic!("`{what}` has no examples:\n{help}"));
+    let mut commands = 0;
+    let mut goes_on = false;
+    for l in &lines[start + 1..] {
+        if !l.is_empty() && !l.starts_with(' ') {
+            // The prose after the examples.
+            break;
+        }
+        assert!(
+            l.chars().count() <= 80,
+            "`{what}`: example line longer than 80 columns:\n{l}"
+        );
+        let t = l.trim_start();
+        let indent = l.len() - t.len();
+        if t.is_empty() {
+            assert!(!goes_on, "`{what}`: a line ending in \\ before a blank");
+            continue;
+        }
+        if goes_on {
+            assert!(indent > 2, "`{what}`: continuation not indented:\n{l}");
+        } else if !t.starts_with('#') {
+            let first = t.split(' ').next().unwrap();
+            assert!(
+                indent == 2 && ["ioscale", "sbatch"].contains(&first),
+                "`{what}`: a wrapped line without a trailing \\ before it:\n{l}"
+            );
+            commands += 1;
+        }
+        goes_on = t.ends_with('\\');
+    }
+    assert!(!goes_on, "`{what}`: the last example ends in \\");
+    assert!(commands > 0, "`{what}`: no example command:\n{help}");
+}
+
+/// Every subcommand's `--help` (and `ioscale --help`) has examples that
+/// can be copied as they are shown.
+#[test]
+fn every_help_has_examples_that_paste() {
+    let top = run(&["--help"]);
+    assert_code(&top, 0);
+    let text = stdout(&top);
+    check_examples("ioscale --help", &text);
+    let subs: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|c| c != "help")
+        .collect();
+    for want in ["run", "meta", "sweep", "clean", "ior", "dd", "completions"] {
+        assert!(subs.iter().any(|s| s == want), "{want} missing: {subs:?}");
+    }
+    for sub in &subs {
+        let r = run(&[sub, "--help"]);
+        assert_code(&r, 0);
+        check_examples(&format!("ioscale {sub} --help"), &stdout(&r));
+    }
+}

@@ -31,6 +31,7 @@ const EMPTY: Slot = Slot {
 };
 static COUNTS: [Slot; SLOTS] = [EMPTY; SLOTS];
 static RUNNING: AtomicBool = AtomicBool::new(false);
+static LISTENING: AtomicBool = AtomicBool::new(false);
 static PHASE: Mutex<Option<Running>> = Mutex::new(None);
 static DONE: Mutex<Vec<Finished>> = Mutex::new(Vec::new());
 
@@ -143,13 +144,18 @@ pub fn snapshot() -> Option<Snapshot> {
 
 /// Called by the driver (on the rank that records) with a recorded
 /// phase's figures.
+/// Kept only while a display listens ([`listen`]).
 pub fn finished(f: Finished) {
-    let mut d = lock(&DONE);
-    // Nobody reads them (no display): keep the memory bounded.
-    if d.len() >= 4096 {
-        d.clear();
+    if LISTENING.load(Ordering::Acquire) {
+        lock(&DONE).push(f);
     }
-    d.push(f);
+}
+
+/// A display starts (`true`) or stops (`false`) collecting the recorded
+/// phases; either way the ones not yet taken are dropped.
+pub fn listen(on: bool) {
+    LISTENING.store(on, Ordering::Release);
+    lock(&DONE).clear();
 }
 
 /// The phases recorded since the last call, oldest first.
@@ -183,7 +189,7 @@ mod tests {
         let s = snapshot().unwrap();
         assert_eq!((s.units, s.bytes, s.info.rep), (0, 0, 1));
         end();
-        finished(Finished {
+        let f = Finished {
             op: "write".into(),
             rep: 0,
             bytes: 350,
@@ -191,8 +197,13 @@ mod tests {
             elapsed_s: 1.0,
             bw_mib_s: 0.0,
             ops_s: 4.0,
-        });
-        assert_eq!(take_finished().len(), 1);
+        };
+        finished(f.clone());
+        assert!(take_finished().is_empty(), "kept with nobody listening");
+        listen(true);
+        finished(f.clone());
+        assert_eq!(take_finished(), vec![f]);
         assert!(take_finished().is_empty());
+        listen(false);
     }
 }

@@ -124,8 +124,7 @@ impl Display {
                 }
             }
         };
-        // Phases of an earlier job in this process are not this one's.
-        let _ = engine::live::take_finished();
+        engine::live::listen(true);
         let state = Arc::new(Mutex::new(State {
             style,
             lines: Vec::new(),
@@ -197,6 +196,7 @@ impl Drop for Display {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+        engine::live::listen(false);
     }
 }
 

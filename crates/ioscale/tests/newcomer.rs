@@ -280,10 +280,11 @@ fn bar_on_a_terminal_shows_phase_and_live_rate() {
         return;
     }
     let dir = scratch();
-    // O_SYNC 64 KiB writes for two seconds (--time): long enough for the
-    // live line, which a run shows after its phase's first second.
+    // O_SYNC 4 KiB writes (a journal commit each on the repository's file
+    // system) for two seconds (--time): long enough for the live line,
+    // which a run shows after its phase's first second.
     let cmd = format!(
-        "{} run -q --op write --size 1g --xfer 64k --sync each --time 2 {}",
+        "{} run -q --op write --size 256m --xfer 4k --sync each --time 2 {}",
         ioscale_path().display(),
         dir.path().display()
     );

@@ -380,24 +380,24 @@ pub fn fmt_secs(d: Duration) -> String {
     }
 }
 
-/// "0.42 s" below a minute, else as [`fmt_secs`].
+/// [`fmt_elapsed`] below a minute, else as [`fmt_secs`].
 fn fmt_secs_f(d: Duration) -> String {
     if d < Duration::from_secs(60) {
-        format!("{:.2} s", d.as_secs_f64())
+        fmt_elapsed(d.as_secs_f64())
     } else {
         fmt_secs(d)
     }
 }
 
-/// A phase's elapsed time with the digits that are not zero.
+/// A phase's elapsed time in seconds with three significant digits
+/// ("0.00107 s", "2.10 s"): never rounded to zero, always in one unit.
 fn fmt_elapsed(secs: f64) -> String {
-    if secs >= 1.0 {
-        format!("{secs:.2} s")
-    } else if secs >= 1e-3 {
-        format!("{:.2} ms", secs * 1e3)
+    let decimals = if secs > 0.0 {
+        (2 - secs.log10().floor() as i32).clamp(0, 9) as usize
     } else {
-        format!("{:.1} µs", secs * 1e6)
-    }
+        3
+    };
+    format!("{secs:.decimals$} s")
 }
 
 /// The terminal's width in columns (80 when it cannot tell).
@@ -431,6 +431,13 @@ mod tests {
             ranks: 1,
             sweep,
         }
+    }
+
+    #[test]
+    fn elapsed_keeps_three_digits() {
+        assert_eq!(fmt_elapsed(0.00107), "0.00107 s");
+        assert_eq!(fmt_elapsed(2.1), "2.10 s");
+        assert_eq!(fmt_elapsed(123.4), "123 s");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use coord::Coordinator;
 use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
 
 use crate::cli::{Cli, Command, Format};
-use crate::progress::Display;
+use crate::progress::{Display, ProgressMode};
 
 /// How the amount of data changes with the thread count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -246,11 +246,17 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             if r.json.is_some() || r.csv.is_some() || r.quiet || r.format != Format::Text {
                 return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner run");
             }
+            if r.progress != ProgressMode::Auto {
+                return usage("give --progress to sweep (before --), not to the inner run");
+            }
             ("run", r.reps.clone(), r.total.is_some())
         }
         Command::Meta(m) => {
             if m.json.is_some() || m.csv.is_some() || m.quiet || m.format != Format::Text {
                 return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner meta");
+            }
+            if m.progress != ProgressMode::Auto {
+                return usage("give --progress to sweep (before --), not to the inner meta");
             }
             if !xfers.is_empty() {
                 return usage("--xfer applies to `run` sweeps; a `meta` job has no transfer size (sweep --layout or --threads)");

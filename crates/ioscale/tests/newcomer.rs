@@ -378,3 +378,26 @@ fn every_help_has_examples_that_paste() {
         check_examples(&format!("ioscale {sub} --help"), &stdout(&r));
     }
 }
+
+/// `--progress` given to the inner command of a sweep would be ignored:
+/// it is refused with where it goes instead.
+#[test]
+fn progress_after_the_double_dash_says_where_it_goes() {
+    let dir = scratch();
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--",
+        "run",
+        "--progress",
+        "none",
+        "--size",
+        "64k",
+        s(dir.path()),
+    ]);
+    assert_code(&r, 2);
+    let e = stderr(&r);
+    assert!(e.contains("--progress") && e.contains("before --"), "{e}");
+    assert_empty(dir.path());
+}

@@ -158,6 +158,14 @@ impl Display {
         }
     }
 
+    /// A line for standard error ("ioscale: " is put before it), printed
+    /// by the display thread above its live line.
+    pub fn say(&self, line: String) {
+        let mut s = lock(&self.state);
+        absorb(&mut s);
+        s.lines.push(line);
+    }
+
     /// A sweep point finished; `figures` are its measured results.
     pub fn point_done(&self, figures: &str) {
         let mut s = lock(&self.state);

@@ -535,6 +535,15 @@ fn point(
 
 pub use crate::output::write_atomic;
 
+/// A line for standard error while the sweep runs: through the display
+/// when there is one, so it does not land in the middle of the live line.
+fn say(live: &Option<Display>, line: String) {
+    match live {
+        Some(l) => l.say(line),
+        None => eprintln!("ioscale: {line}"),
+    }
+}
+
 /// Explains how a saved sweep's arguments differ from these.
 fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
     let mut d = Vec::new();
@@ -739,12 +748,12 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         }
         for n in &outcome.notes {
             if n.starts_with("cleanup") {
-                eprintln!("ioscale: point {what}: {n}");
+                say(&live, format!("point {what}: {n}"));
             }
         }
         exit = exit.max(outcome.exit_code());
         for line in crate::error_lines(&outcome.results.errors) {
-            eprintln!("ioscale: error: point {what}: {line}");
+            say(&live, format!("error: point {what}: {line}"));
         }
         let (ops, geomean_bw_mib_s, geomean_iops) =
             point_stats(&outcome.results, p.threads, plan.config.trim);
@@ -778,7 +787,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         rec.analysis = analysis::analyse(&rec);
         if let Some(j) = &args.json {
             if let Err(e) = write_atomic(j, &render_json(&rec)?) {
-                eprintln!("ioscale: error: {e:#}");
+                say(&live, format!("error: {e:#}"));
                 exit = exit.max(1);
             }
         }

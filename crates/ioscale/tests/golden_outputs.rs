@@ -136,6 +136,10 @@ const OPAQUE: &[&str] = &[
     "started",
     "seed",
     "command",
+    // What the machine did during a phase (CPU of other processes, the
+    // device): measured, and different on every machine.
+    "resources",
+    "probes",
 ];
 
 /// Normalises a JSON record (see the module comment).

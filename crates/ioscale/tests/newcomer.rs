@@ -341,7 +341,7 @@ fn check_examples(what: &str, help: &str) {
         } else if !t.starts_with('#') {
             let first = t.split(' ').next().unwrap();
             assert!(
-                indent == 2 && ["ioscale", "sbatch"].contains(&first),
+                indent == 2 && ["ioscale", "sbatch", "mpirun"].contains(&first),
                 "`{what}`: a wrapped line without a trailing \\ before it:\n{l}"
             );
             commands += 1;

@@ -577,6 +577,14 @@ pub fn render_text(rec: &SweepRecord) -> String {
             rec.points.len(),
             rec.points_total
         )]);
+    } else if rec.points.len() < rec.points_total {
+        // Stopped by an error (said on standard error when it happened), or
+        // a journal read while its sweep still runs or after it was killed.
+        sections.push(vec![format!(
+            "unfinished: {} of {} points finished and are shown",
+            rec.points.len(),
+            rec.points_total
+        )]);
     }
     let mut out = sections
         .into_iter()

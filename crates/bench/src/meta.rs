@@ -377,14 +377,23 @@ fn run_phase_all(
     seq: &mut u64,
 ) -> Result<PhaseOut<MetaSample>, Error> {
     let threads = topo.threads_per_rank as usize;
-    cluster::run_phase_all(
+    engine::live::begin(engine::live::PhaseInfo {
+        op: plan.op.to_string(),
+        rep: plan.rep,
+        moves_data: false,
+        expected: topo.my_workers().map(|w| plan.count_for(w)).sum(),
+        time_limit: plan.spec.time_limit,
+    });
+    let out = cluster::run_phase_all(
         coord,
         seq,
         stop,
         "m",
         vec![(); threads],
         |w, (), ctl, barrier| run_meta_worker(w, plan, ctl, barrier),
-    )
+    );
+    engine::live::end();
+    out
 }
 
 /// Hands rank 0's tree to every rank. The others' copy never writes the

@@ -63,6 +63,15 @@ pub(crate) fn record_phase<S: Sample>(
     failure: impl Fn(&S) -> Option<&IoFailure>,
 ) {
     if let Some(rec) = rec {
+        engine::live::finished(engine::live::Finished {
+            op: rec.op.clone(),
+            rep: rec.rep,
+            bytes: rec.bytes,
+            files: rec.files.as_ref().map(|f| f.processed),
+            elapsed_s: rec.elapsed_s,
+            bw_mib_s: rec.bw_mib_s,
+            ops_s: rec.iops,
+        });
         if let Some(c) = results.host.cluster.as_mut() {
             c.node_phases
                 .extend(layout.node_phases(results.phases.len(), &rec));

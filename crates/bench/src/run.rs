@@ -551,7 +551,14 @@ fn run_phase_all(
     let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
         (0..items.len()).map(|_| Default::default()).collect();
     let base = topo.my_workers().start;
-    let mut out = cluster::run_phase_all(coord, seq, stop, "w", items, |w, mine, ctl, barrier| {
+    engine::live::begin(engine::live::PhaseInfo {
+        op: plan.op.to_string(),
+        rep: plan.rep,
+        moves_data: true,
+        expected: plan.xfers() * plan.xfer * items.len() as u64,
+        time_limit: plan.time_limit,
+    });
+    let out = cluster::run_phase_all(coord, seq, stop, "w", items, |w, mine, ctl, barrier| {
         let p = match mine {
             Some(p) => p,
             None => match Prepared::new(plan, w) {
@@ -570,7 +577,9 @@ fn run_phase_all(
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = p;
         s
-    })?;
+    });
+    engine::live::end();
+    let mut out = out?;
     for (slot, p) in prepared.iter_mut().zip(slots) {
         *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
     }

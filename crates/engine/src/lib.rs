@@ -6,6 +6,7 @@
 //! worker; reduction and reporting happen elsewhere.
 
 pub mod buf;
+pub mod live;
 pub mod meta;
 pub mod meta_uring;
 pub mod offsets;

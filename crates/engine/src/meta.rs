@@ -906,6 +906,7 @@ fn index_loop(
                 s.hist
                     .record(now.saturating_duration_since(t).as_nanos() as u64);
                 s.files += 1;
+                crate::live::publish(cur.w, s.files, s.bytes());
                 t = now;
             }
             Err(e) => {
@@ -974,6 +975,7 @@ fn readdir_loop(
                         s.hist
                             .record(now.saturating_duration_since(t).as_nanos() as u64);
                         s.files += 1;
+                        crate::live::publish(cur.w, s.files, s.bytes());
                     }
                     t = now;
                 }

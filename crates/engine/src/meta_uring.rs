@@ -622,6 +622,7 @@ fn finish(
     s.hist
         .record(now.saturating_duration_since(m.t0).as_nanos() as u64);
     s.files += 1;
+    crate::live::publish(cur.w, s.files, s.bytes());
     true
 }
 

@@ -559,6 +559,7 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
                 }
             }
         }
+        crate::live::publish(w, s.counters.ops, s.counters.bytes);
         if checked {
             // The check is not part of the next request's latency.
             now = Instant::now();

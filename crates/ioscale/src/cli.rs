@@ -19,16 +19,23 @@ use spec::{
     name = "ioscale",
     version,
     about,
-    after_help = "Examples:\n  \
-        ioscale run /tmp                                     # 1 worker writes then reads 256 MiB\n  \
-        ioscale run --op write,read --threads 8 --layout per-thread --xfer 1m --size 256m --direct /mnt/fs\n  \
-        ioscale run --op randread --xfer 4k --engine io_uring --iodepth 32 --direct --size 1g /mnt/fs\n  \
-        ioscale clean /mnt/fs                                # remove files a --keep run left\n  \
-        ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -w -F -o /mnt/fs/ior.bin   # IOR's command line\n  \
-        ioscale dd if=/dev/zero of=/mnt/fs/f bs=1M count=2048 conv=fsync            # dd's command line\n  \
-        ioscale mdtest --tasks 4 -n 1000 -F -u -d /mnt/fs/md                  # mdtest's command line\n  \
-        ioscale smallfile --operation create --threads 4 --top /mnt/fs/sf      # smallfile's\n\n\
-        Exit codes: 0 ran clean, 1 I/O errors or failed verification, 2 usage or setup error, 130 interrupted."
+    after_help = "Examples:
+  # 1 worker writes then reads 256 MiB
+  ioscale run /tmp
+  ioscale run --op write,read --threads 8 --layout per-thread --xfer 1m \\
+      --size 256m --direct /mnt/fs
+  ioscale run --op randread --xfer 4k --engine io_uring --iodepth 32 \\
+      --direct --size 1g /mnt/fs
+  # remove the files a --keep run left
+  ioscale clean /mnt/fs
+  # IOR's, dd's, mdtest's and smallfile's own command lines
+  ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -w -F -o /mnt/fs/ior.bin
+  ioscale dd if=/dev/zero of=/mnt/fs/f bs=1M count=2048 conv=fsync
+  ioscale mdtest --tasks 4 -n 1000 -F -u -d /mnt/fs/md
+  ioscale smallfile --operation create --threads 4 --top /mnt/fs/sf
+
+Exit codes: 0 ran clean, 1 I/O errors or failed verification, 2 usage or setup
+error, 130 interrupted."
 )]
 pub struct Cli {
     /// What to do.
@@ -100,6 +107,7 @@ pub enum Command {
     #[command(after_help = crate::slurm::EXAMPLES)]
     Slurm(Box<crate::slurm::SlurmArgs>),
     /// Remove the files a `run --keep` left in TARGET (recognised by ioscale's marker only).
+    #[command(after_help = CLEAN_EXAMPLES)]
     Clean(CleanArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
@@ -115,24 +123,31 @@ pub enum Command {
 }
 
 const RUN_EXAMPLES: &str = "Examples:
-  # the EFS workshop's IOR test: 2 GiB in all, 8 workers, one file each, O_DIRECT
-  ioscale run --op write,read --threads 8 --layout per-thread --xfer 1m --total 2g --direct /mnt/efs
+  # the EFS workshop's IOR test: 2 GiB in all, 8 workers, a file each, O_DIRECT
+  ioscale run --op write,read --threads 8 --layout per-thread --xfer 1m \\
+      --total 2g --direct /mnt/efs
 
-  # one shared file in IOR's segmented layout (ior -t 1m -b 1m -s 256 with 8 tasks)
-  ioscale run --op write --threads 8 --layout shared --xfer 1m --block 1m --segments 256 /mnt/fs
+  # one shared file in IOR's segmented layout (ior -t 1m -b 1m -s 256, 8 tasks)
+  ioscale run --op write --threads 8 --layout shared --xfer 1m --block 1m \\
+      --segments 256 /mnt/fs
 
   # dd oflag=sync versus conv=fsync
   ioscale run --op write --xfer 1m --size 2g --sync each /mnt/fs
   ioscale run --op write --xfer 1m --size 2g --sync end /mnt/fs
 
   # 4 KiB random reads at queue depth 32, three repetitions, JSON record
-  ioscale run --op randread --xfer 4k --size 1g --direct --engine io_uring --iodepth 32 --reps 3 --json r.json /mnt/fs
+  ioscale run --op randread --xfer 4k --size 1g --direct --engine io_uring \\
+      --iodepth 32 --reps 3 --json r.json /mnt/fs
 
   # write with a checkable pattern, read back and verify every byte
   ioscale run --op write,read --verify --drop-caches /mnt/fs
 
-  # keep the files, read them in a later run
-  ioscale run --op write --threads 4 --keep /mnt/fs && ioscale run --op read --threads 4 /mnt/fs
+  # keep the files, read them in a later run (which removes them)
+  ioscale run --op write --threads 4 --keep /mnt/fs && \\
+      ioscale run --op read --threads 4 /mnt/fs
+
+  # a batch log: one line per finished phase instead of the live line
+  ioscale run --progress plain --op write,read --reps 3 /mnt/fs
 
 Sizes: 4k 1m 2g (powers of 1024, as IOR and dd), 1MiB, 1MB (10^6), 512 (bytes).";
 
@@ -290,24 +305,33 @@ pub struct RunArgs {
     /// Print nothing on standard output (files named by --json/--csv are still written).
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Live progress on standard error: bar (a live line on a terminal),
+    /// plain (one line per finished phase, for logs), none; auto is bar on
+    /// a terminal, plain otherwise.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub progress: crate::progress::ProgressMode,
 }
 
 const META_EXAMPLES: &str = "Examples:
-  # seed 003: 1024 files of 4 KiB, one thread, all in one directory (smallfile --same-dir Y)
-  ioscale meta --ops create --threads 1 --files 1024 --file-size 4k --same-dir \\
-      --files-per-dir 1024 --dirs-per-dir 1024 /mnt/efs
+  # seed 003: 1024 files of 4 KiB, one thread, one directory (smallfile
+  # --same-dir Y)
+  ioscale meta --ops create --threads 1 --files 1024 --file-size 4k \\
+      --same-dir --files-per-dir 1024 --dirs-per-dir 1024 /mnt/efs
 
-  # the same 1024 files spread over 16 threads, a directory per thread (--same-dir N)
+  # the same 1024 files over 16 threads, a directory per thread (--same-dir N)
   ioscale meta --ops create --threads 16 --files 64 --file-size 4k /mnt/efs
 
   # smallfile's usual sequence, with latency percentiles and a JSON record
-  ioscale meta --ops create,read,append,stat,chmod,rename,delete --threads 4 --files 10000 --json m.json /mnt/fs
+  ioscale meta --ops create,read,append,stat,chmod,rename,delete \\
+      --threads 4 --files 10000 --json m.json /mnt/fs
 
-  # mdtest-like: 100,000 empty files per thread hashed 100 per directory, 10 subdirectories each
-  ioscale meta --ops create,stat,delete --threads 8 --files 100000 --file-size 0 \\
-      --files-per-dir 100 --dirs-per-dir 10 /mnt/fs
+  # mdtest-like: 100,000 empty files per thread, hashed 100 per directory,
+  # 10 subdirectories each
+  ioscale meta --ops create,stat,delete --threads 8 --files 100000 \\
+      --file-size 0 --files-per-dir 100 --dirs-per-dir 10 /mnt/fs
 
-  # directories instead of files (mdtest -D), and random sizes between 1 KiB and 64 KiB
+  # directories instead of files (mdtest -D); random sizes of 1 to 64 KiB
   ioscale meta --ops mkdir,rmdir --threads 4 --files 5000 /mnt/fs
   ioscale meta --ops create,read,delete --file-size 1k..64k --seed 7 /mnt/fs
 
@@ -316,9 +340,10 @@ const META_EXAMPLES: &str = "Examples:
   ioscale meta --ops stat,readdir --keep --threads 4 /mnt/fs
   ioscale meta --ops cleanup --threads 4 /mnt/fs
 
-Operations: create, read, append, overwrite, truncate-overwrite, stat, stat-dir, chmod,
-rename, setxattr, getxattr, symlink, readdir (ls -l), delete, mkdir, rmdir, cleanup.
-The tree lives in TARGET/ioscale-meta.d; only names ioscale made are ever removed.";
+Operations: create, read, append, overwrite, truncate-overwrite, stat,
+stat-dir, chmod, rename, setxattr, getxattr, symlink, readdir (ls -l), delete,
+mkdir, rmdir, cleanup. The tree lives in TARGET/ioscale-meta.d; only names
+ioscale made are ever removed.";
 
 /// Flags of `ioscale meta`.
 #[derive(Debug, Args)]
@@ -436,6 +461,12 @@ pub struct MetaArgs {
     /// Print nothing on standard output (files named by --json/--csv are still written).
     #[arg(short, long)]
     pub quiet: bool,
+
+    /// Live progress on standard error: bar (a live line on a terminal),
+    /// plain (one line per finished phase, for logs), none; auto is bar on
+    /// a terminal, plain otherwise.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub progress: crate::progress::ProgressMode,
 }
 
 impl MetaArgs {
@@ -483,6 +514,16 @@ impl MetaArgs {
         })
     }
 }
+
+/// Examples for `ioscale clean --help`.
+const CLEAN_EXAMPLES: &str = "Examples:
+  # files kept for a later read, then removed when done with them
+  ioscale run --op write --keep /mnt/fs
+  ioscale run --op read --keep /mnt/fs
+  ioscale clean /mnt/fs
+
+Only what ioscale's marker in TARGET/ioscale.d names is removed; files others
+put there are left alone and listed.";
 
 /// Flags of `ioscale clean`.
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ mod cli;
 mod front;
 mod meta_cmd;
 mod output;
+mod progress;
 mod report_cmd;
 mod slurm;
 mod sweep;
@@ -186,7 +187,12 @@ fn run_ranks(
     }
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
-    let outcome = match bench::run::run_with(&spec, command, stop, coord) {
+    let live = root
+        .then(|| progress::Display::start(args.progress, spec.reps, spec.ops.len(), ranks))
+        .flatten();
+    let outcome = bench::run::run_with(&spec, command, stop, coord);
+    drop(live);
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
             if root {

@@ -61,14 +61,21 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
              `ioscale meta --ops cleanup` with the same flags removes it)"
         );
     };
-    let outcome = match bench::meta::run_with_hook(
+    let live = root
+        .then(|| {
+            crate::progress::Display::start(args.progress, spec.reps, spec.ops.len(), coord.size())
+        })
+        .flatten();
+    let outcome = bench::meta::run_with_hook(
         &spec,
         command,
         stop,
         coord,
         bench::run::Options::default(),
         &mut save_early,
-    ) {
+    );
+    drop(live);
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
             if root {

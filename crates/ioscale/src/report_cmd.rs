@@ -80,7 +80,8 @@ pub const REPORT_EXAMPLES: &str = "Examples:
 
 /// Examples for `ioscale compare --help`.
 pub const COMPARE_EXAMPLES: &str = "Examples:
-  ioscale compare ebs.json efs.json            # efs ÷ ebs per operation and thread count
+  # efs ÷ ebs per operation and thread count
+  ioscale compare ebs.json efs.json
   ioscale compare before.json after.json --format json";
 
 fn read(p: &Path) -> Result<Loaded, String> {

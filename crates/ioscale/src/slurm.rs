@@ -14,21 +14,26 @@ use clap::{Args, ValueEnum};
 
 /// Examples shown by `ioscale slurm --help`.
 pub const EXAMPLES: &str = "Examples:
-  # seed 002 as one job: 4 nodes × 4 tasks, one file per task, read another node's data
+  # seed 002 as one job: 4 nodes × 4 tasks, one file per task, read another
+  # node's data
   ioscale slurm --nodes 4 --ntasks-per-node 4 --out ior.sbatch -- \\
-      run --op write,read --layout per-thread --xfer 64m --size 256m --direct --reorder --reps 5 /shared/test_dir
+      run --op write,read --layout per-thread --xfer 64m --size 256m \\
+      --direct --reorder --reps 5 /shared/test_dir
   sbatch ior.sbatch
 
-  # a scaling sweep over ranks in one job: 1, 2, 4 … 16 ranks, one JSON record each
-  ioscale slurm --nodes 4 --ntasks-per-node 4 --ranks 1..16x2 --out scale.sbatch -- \\
-      run --op write --xfer 1m --size 1g /shared/fs
+  # a scaling sweep over ranks in one job: 1, 2, 4 … 16 ranks, one JSON
+  # record each
+  ioscale slurm --nodes 4 --ntasks-per-node 4 --ranks 1..16x2 \\
+      --out scale.sbatch -- run --op write --xfer 1m --size 1g /shared/fs
 
   # Open MPI's mpirun instead of srun (an MPI built without Slurm's PMIx)
-  ioscale slurm --nodes 2 --ntasks-per-node 8 --launcher mpirun -- run --op write,read /shared/fs
+  ioscale slurm --nodes 2 --ntasks-per-node 8 --launcher mpirun -- \\
+      run --op write,read /shared/fs
 
-The script runs the command under srun --mpi=pmix (or mpirun) and writes each record to
-ioscale-results/JOBID/ranks-N.json (meta-N.json, sweep-N.json for `meta` and `sweep`;
-the ior, mdtest, dd and smallfile front-ends print their reports into the job output).";
+The script runs the command under srun --mpi=pmix (or mpirun) and writes each
+record to ioscale-results/JOBID/ranks-N.json (meta-N.json, sweep-N.json for
+`meta` and `sweep`; the ior, mdtest, dd and smallfile front-ends print their
+reports into the job output).";
 
 /// How the script starts the ranks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

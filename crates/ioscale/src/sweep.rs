@@ -9,11 +9,10 @@
 //! interrupted sweep resumable: `--resume` reads it back, checks that the
 //! arguments are the same, and runs only the points that are missing.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use analysis::model::{default_trim, point_stats_probed};
 use analysis::render::{render_csv, render_json, render_text};
@@ -23,6 +22,7 @@ use coord::Coordinator;
 use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
 
 use crate::cli::{Cli, Command, Format};
+use crate::progress::{Display, ProgressMode};
 
 /// How the amount of data changes with the thread count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -63,7 +63,7 @@ impl UnitsArg {
 }
 
 /// Flags of `ioscale sweep`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
     /// Thread counts: a list `1,2,4` or a doubling range `1..64x2` (also `1..13`, `4..16+4`).
     #[arg(long, value_name = "LIST")]
@@ -128,6 +128,13 @@ pub struct SweepArgs {
     #[arg(short, long)]
     pub quiet: bool,
 
+    /// Live progress on standard error: bar (point, repetition, phase, live
+    /// rate and ETA on one line), plain (one line per finished phase and
+    /// point, for batch logs), none; auto is bar on a terminal, plain
+    /// otherwise.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub progress: crate::progress::ProgressMode,
+
     /// The job to sweep, after `--`: `run OPTIONS…` or `meta OPTIONS…`.
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub inner: Vec<String>,
@@ -135,21 +142,34 @@ pub struct SweepArgs {
 
 /// Examples for `ioscale sweep --help`.
 pub const SWEEP_EXAMPLES: &str = "Examples:
-  # seed 000 (EFS workshop, IOR): 2 GiB in all, 1..64 threads, three layouts, O_DIRECT
-  ioscale sweep --threads 1..64x2 --layout shared,per-thread,per-thread-dir --scale total \\
-      --json efs.json --html efs.html --png efs-charts -- run --op write --xfer 1m --total 2g --direct /mnt/efs
+  # seed 000 (EFS workshop, IOR): 2 GiB in all, 1..64 threads, three layouts,
+  # O_DIRECT
+  ioscale sweep --threads 1..64x2 --layout shared,per-thread,per-thread-dir \\
+      --scale total --json efs.json --html efs.html --png efs-charts \\
+      -- run --op write --xfer 1m --total 2g --direct /mnt/efs
 
   # seed 001 (dd): EBS against EFS, 1 MiB and 16 MiB, O_SYNC writes
-  ioscale sweep --threads 1,4,16 --xfer 1m,16m --target /ebs,/efs --scale total -- run --op write --total 2g --sync each
+  ioscale sweep --threads 1,4,16 --xfer 1m,16m --target /ebs,/efs \\
+      --scale total -- run --op write --total 2g --sync each
 
-  # seed 003 (smallfile): 1024 files of 4 KiB in all, same directory or one per thread
-  ioscale sweep --threads 1..32x2 --layout same-dir,per-thread-dir --scale total -- meta --op create --files 1024 --file-size 4k /mnt/efs
+  # seed 003 (smallfile): 1024 files of 4 KiB in all, same directory or one
+  # per thread
+  ioscale sweep --threads 1..32x2 --layout same-dir,per-thread-dir \\
+      --scale total -- meta --op create --files 1024 --file-size 4k /mnt/efs
 
   # seed 004 (Flux7): 10 repetitions, trimmed mean of the middle 6
-  ioscale sweep --threads 1..13 --reps 10 --trim 2 -- run --op write,read,rw,randrw --size 256m --direct /mnt/ssd
+  ioscale sweep --threads 1..13 --reps 10 --trim 2 \\
+      -- run --op write,read,rw,randrw --size 256m --direct /mnt/ssd
 
-  # continue after Ctrl-C (same arguments)
-  ioscale sweep --threads 1..64x2 --json efs.json --resume -- run --op write --total 2g /mnt/efs";
+  # continue after Ctrl-C: the same line with --resume added (at the end
+  # works too)
+  ioscale sweep --threads 1..64x2 --json efs.json --resume \\
+      -- run --op write --total 2g /mnt/efs
+
+  # under sbatch: one log line per finished phase and point (the default
+  # when standard error is not a terminal)
+  ioscale sweep --progress plain --threads 1..16x2 --json s.json \\
+      -- run --op write --total 2g /shared/fs";
 
 /// A usage problem: printed, exit 2.
 struct Usage(String);
@@ -250,11 +270,17 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             if r.json.is_some() || r.csv.is_some() || r.quiet || r.format != Format::Text {
                 return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner run");
             }
+            if r.progress != ProgressMode::Auto {
+                return usage("give --progress to sweep (before --), not to the inner run");
+            }
             ("run", r.reps.clone(), r.total.is_some())
         }
         Command::Meta(m) => {
             if m.json.is_some() || m.csv.is_some() || m.quiet || m.format != Format::Text {
                 return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner meta");
+            }
+            if m.progress != ProgressMode::Auto {
+                return usage("give --progress to sweep (before --), not to the inner meta");
             }
             if !xfers.is_empty() {
                 return usage("--xfer applies to `run` sweeps; a `meta` job has no transfer size (sweep --layout or --threads)");
@@ -552,103 +578,12 @@ fn point(
 
 pub use crate::output::write_atomic;
 
-/// What the live line shows.
-#[derive(Default)]
-struct Progress {
-    done: usize,
-    total: usize,
-    current: String,
-    last_rate: Option<String>,
-    point_started: Option<Instant>,
-    finished_time: Duration,
-    finished_here: usize,
-    stopped: bool,
-}
-
-fn fmt_secs(d: Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 {
-        format!("{}h{:02}m", s / 3600, (s / 60) % 60)
-    } else if s >= 60 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{s}s")
-    }
-}
-
-impl Progress {
-    fn line(&self) -> String {
-        let k = (self.done + 1).min(self.total);
-        let mut s = format!("[point {k}/{}] {}", self.total, self.current);
-        if let Some(t) = self.point_started {
-            s.push_str(&format!("  {}", fmt_secs(t.elapsed())));
-        }
-        if let Some(r) = &self.last_rate {
-            s.push_str(&format!("  last {r}"));
-        }
-        if self.finished_here > 0 {
-            let per = self.finished_time / self.finished_here as u32;
-            let left = self.total.saturating_sub(self.done);
-            let spent = self.point_started.map(|t| t.elapsed()).unwrap_or_default();
-            let eta = (per * left as u32).saturating_sub(spent);
-            s.push_str(&format!("  ETA {}", fmt_secs(eta)));
-        }
-        s
-    }
-}
-
-/// The live line on a terminal: redrawn twice a second by its own thread
-/// so the measuring threads never print.
-struct Live {
-    state: Arc<Mutex<Progress>>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Live {
-    fn start(total: usize, done: usize) -> Option<Live> {
-        if !std::io::stderr().is_terminal() {
-            return None;
-        }
-        let state = Arc::new(Mutex::new(Progress {
-            total,
-            done,
-            ..Default::default()
-        }));
-        let s2 = Arc::clone(&state);
-        let handle = std::thread::spawn(move || loop {
-            let (line, stop) = {
-                let p = s2.lock().unwrap_or_else(|e| e.into_inner());
-                (p.line(), p.stopped)
-            };
-            let mut err = std::io::stderr().lock();
-            if stop {
-                let _ = write!(err, "\r\x1b[K");
-                let _ = err.flush();
-                break;
-            }
-            let _ = write!(err, "\r\x1b[K{line}");
-            let _ = err.flush();
-            drop(err);
-            std::thread::sleep(Duration::from_millis(500));
-        });
-        Some(Live {
-            state,
-            handle: Some(handle),
-        })
-    }
-
-    fn update(&self, f: impl FnOnce(&mut Progress)) {
-        let mut p = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut p);
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        self.update(|p| p.stopped = true);
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
+/// A line for standard error while the sweep runs: through the display
+/// when there is one, so it does not land in the middle of the live line.
+fn say(live: &Option<Display>, line: String) {
+    match live {
+        Some(l) => l.say(line),
+        None => eprintln!("ioscale: {line}"),
     }
 }
 
@@ -695,7 +630,33 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
 /// `ioscale sweep`; started by mpirun or srun, every point runs as the
 /// ranks of the launch, and rank 0 alone prints, journals and renders.
 pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
-    crate::as_ranks("ioscale", |coord| sweep_ranks(args, coord))
+    let mut args = args.clone();
+    if let Err(m) = trailing_resume(&mut args) {
+        eprintln!("ioscale: error: {m}");
+        return Ok(2);
+    }
+    crate::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))
+}
+
+/// Users re-run the line they typed with `--resume` added at the end,
+/// which puts it after `--`, among the inner command's words. Neither
+/// `run` nor `meta` has a `--resume`, so there it can only mean the
+/// sweep's: it is taken back out (the saved record's words after `--` are
+/// then the same as the first run's).
+fn trailing_resume(args: &mut SweepArgs) -> Result<(), String> {
+    if args.inner.last().map(String::as_str) != Some("--resume") {
+        return Ok(());
+    }
+    args.inner.pop();
+    if args.json.is_none() {
+        return Err(
+            "--resume continues the sweep saved by --json FILE: give the same --json FILE \
+                    (before --) as the run it continues"
+                .into(),
+        );
+    }
+    args.resume = true;
+    Ok(())
 }
 
 fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
@@ -765,8 +726,20 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     };
 
     let stop = crate::install_signals()?;
+    let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
+        Some(Job::Run(w)) => (w.reps, w.ops.len()),
+        Some(Job::Meta(m)) => (m.reps, m.ops.len()),
+        None => (1, 1),
+    };
     let live = if root {
-        Live::start(plan.points.len(), rec.points.len())
+        Display::start_sweep(
+            args.progress,
+            reps,
+            phases_per_rep,
+            coord.size(),
+            plan.points.len(),
+            rec.points.len(),
+        )
     } else {
         None
     };
@@ -801,12 +774,8 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             }
         );
         if let Some(l) = &live {
-            l.update(|s| {
-                s.current = what.clone();
-                s.point_started = Some(Instant::now());
-            });
+            l.point_started(&what);
         }
-        let t = Instant::now();
         // Each point measures what its phases used (for the limit the
         // analysis names) and keeps going past a failed repetition (it is
         // counted and left out of the figures, not the end of the point).
@@ -839,12 +808,12 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         }
         for n in &outcome.notes {
             if n.starts_with("cleanup") {
-                eprintln!("ioscale: point {what}: {n}");
+                say(&live, format!("point {what}: {n}"));
             }
         }
         exit = exit.max(outcome.exit_code());
         for line in crate::error_lines(&outcome.results.errors) {
-            eprintln!("ioscale: error: point {what}: {line}");
+            say(&live, format!("error: point {what}: {line}"));
         }
         let (ops, geomean_bw_mib_s, geomean_iops) = point_stats_probed(
             &outcome.results,
@@ -853,15 +822,16 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             &outcome.probes,
         );
         let rate = ops
-            .first()
+            .iter()
             .map(|o| {
                 if o.moves_data() {
                     format!("{} {:.1} MiB/s", o.op, o.center_bw_mib_s())
                 } else {
-                    format!("{} {:.0} ops/s", o.op, o.center_iops())
+                    format!("{} {:.0} files/s", o.op, o.center_iops())
                 }
             })
-            .unwrap_or_default();
+            .collect::<Vec<_>>()
+            .join(", ");
         rec.points.push(SweepPoint {
             index,
             series: p.series.clone(),
@@ -888,18 +858,12 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         rec.analysis = analysis::analyse_with(&rec, args.units.units());
         if let Some(j) = &args.json {
             if let Err(e) = write_atomic(j, &render_json(&rec)?) {
-                eprintln!("ioscale: error: {e:#}");
+                say(&live, format!("error: {e:#}"));
                 exit = exit.max(1);
             }
         }
         if let Some(l) = &live {
-            l.update(|s| {
-                s.done += 1;
-                s.finished_here += 1;
-                s.finished_time += t.elapsed();
-                s.last_rate = Some(rate);
-                s.point_started = None;
-            });
+            l.point_done(&rate);
         }
     }
     drop(live);
@@ -907,10 +871,8 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         return Ok(exit);
     }
     rec.analysis = analysis::analyse_with(&rec, args.units.units());
-    if failure.is_some() && rec.points.len() < rec.points_total {
-        // A refused point leaves the sweep unfinished; resuming is possible.
-        rec.interrupted = true;
-    }
+    // A refused point leaves the sweep unfinished but not interrupted: the
+    // record says so by its point count, and the error says what failed.
     let wrote = emit_sweep(&rec, args);
     if let Some(f) = failure {
         eprintln!("ioscale: error: {f}");

@@ -40,8 +40,10 @@ Options (ioscale's):
   --print-spec  print the ioscale workload the command line becomes, and exit
 
 Examples (the EFS workshop's dd experiments):
-  ioscale dd if=/dev/zero of=/efs/dd/2G-dd bs=1M count=2048 status=progress conv=fsync
-  ioscale dd if=/dev/zero of=/efs/dd/2G-dd bs=16M count=128 status=progress oflag=sync
+  ioscale dd if=/dev/zero of=/efs/dd/2G-dd bs=1M count=2048 status=progress \\
+      conv=fsync
+  ioscale dd if=/dev/zero of=/efs/dd/2G-dd bs=16M count=128 status=progress \\
+      oflag=sync
   ioscale dd --jobs 16 if=/dev/zero of=/efs/dd/2G-dd bs=1M count=128 oflag=sync
   ioscale dd if=/efs/dd/2G-dd of=/dev/null bs=1M iflag=direct
 

@@ -55,11 +55,16 @@ Options (IOR's; values as `-b 1m`, `-b=1m` or `-b1m`):
   -h, --help     this help
 
 Examples:
-  ioscale ior --posix.odirect -t 1m -b 1m -s 2048 -g -v -w -i 1 -D 0 -o /efs/ior/ior.bin
-  ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -w -i 1 -F -u -k -o /efs/ior/ior.bin
-  ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -r -i 1 -F -u -o /efs/ior/ior.bin
-  ioscale ior -N 16 -w -r -o=/shared/test_dir -b=256m -a=POSIX -i=5 -F -z -t=64m -C
-  ioscale ior -w -W -k -o /mnt/fs/check.bin && ioscale ior -r -R -o /mnt/fs/check.bin
+  ioscale ior --posix.odirect -t 1m -b 1m -s 2048 -g -v -w -i 1 -D 0 \\
+      -o /efs/ior/ior.bin
+  ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -w -i 1 -F -u -k \\
+      -o /efs/ior/ior.bin
+  ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -r -i 1 -F -u \\
+      -o /efs/ior/ior.bin
+  ioscale ior -N 16 -w -r -o=/shared/test_dir -b=256m -a=POSIX -i=5 -F -z \\
+      -t=64m -C
+  ioscale ior -w -W -k -o /mnt/fs/check.bin && \\
+      ioscale ior -r -R -o /mnt/fs/check.bin
   ioscale ior -w -r -o /mnt/fs/f -O summaryFormat=JSON -O summaryFile=ior.json
 
 Unsupported IOR options are refused with the nearest ioscale option; the full

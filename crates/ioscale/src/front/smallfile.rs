@@ -58,10 +58,12 @@ Options (smallfile's; `--name value` or `--name=value`; booleans Y or N):
   -h, --help                this help
 
 Examples (seed 003: 1024 files of 4 KiB in all):
-  ioscale smallfile --operation create --threads 1 --file-size 4 --files 1024 --same-dir Y \\
-      --hash-into-dirs Y --prefix a1b2c3 --dirs-per-dir 1024 --files-per-dir 1024 --top /efs/smallfile/job1
-  ioscale smallfile --operation create --threads 16 --file-size 4 --files 64 --same-dir N \\
-      --hash-into-dirs Y --dirs-per-dir 1024 --files-per-dir 1024 --top /efs/smallfile/job2
+  ioscale smallfile --operation create --threads 1 --file-size 4 \\
+      --files 1024 --same-dir Y --hash-into-dirs Y --prefix a1b2c3 \\
+      --dirs-per-dir 1024 --files-per-dir 1024 --top /efs/smallfile/job1
+  ioscale smallfile --operation create --threads 16 --file-size 4 \\
+      --files 64 --same-dir N --hash-into-dirs Y --dirs-per-dir 1024 \\
+      --files-per-dir 1024 --top /efs/smallfile/job2
   ioscale smallfile --operation cleanup --threads 16 --files 64 --same-dir N \\
       --dirs-per-dir 1024 --files-per-dir 1024 --top /efs/smallfile/job2
 

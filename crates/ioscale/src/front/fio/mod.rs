@@ -43,8 +43,10 @@ Options ioscale adds:
   --print-spec         print the ioscale workload of each run (JSON list) and exit
 
 Examples:
-  ioscale fio --name=seqread --rw=read --bs=1m --size=1g --directory=/mnt/fs --direct=1
-  ioscale fio --name=r --rw=randread --ioengine=io_uring --iodepth=32 --size=1g --numjobs=4 --group_reporting
+  ioscale fio --name=seqread --rw=read --bs=1m --size=1g --directory=/mnt/fs \\
+      --direct=1
+  ioscale fio --name=r --rw=randread --ioengine=io_uring --iodepth=32 \\
+      --size=1g --numjobs=4 --group_reporting
   ioscale fio jobs.fio --output-format=json --output=out.json
 
 Any other option is refused (exit 2) naming it and the nearest ioscale option.

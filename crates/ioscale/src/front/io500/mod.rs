@@ -40,8 +40,10 @@ pub const IO500_VERSION: &str = "io500-isc26_v2";
     name = "ioscale io500",
     about = "Run the IO500 benchmark's phases (io500 isc26_v2) and print its [RESULT] and [SCORE ] lines",
     after_help = "Examples:\n  ioscale io500 config.ini                      # an io500 config, unchanged\n  \
-ioscale io500 --tasks 4 --stonewall 2s trial.ini /mnt/fs   # a short trial (marked INVALID)\n  \
-mpirun -np 8 ioscale io500 config.ini          # with the MPI build: one task per rank\n\n\
+# a short trial (marked INVALID)\n  \
+ioscale io500 --tasks 4 --stonewall 2s trial.ini /mnt/fs\n  \
+# with the MPI build: one task per rank\n  \
+mpirun -np 8 ioscale io500 config.ini\n\n\
 The rules need a 300 s stonewall; a shorter one (--stonewall, or [debug] stonewall-time) makes the\n\
 run INVALID, as in io500. Exit codes: 0 ran clean, 1 I/O errors or failed data check, 2 usage or\n\
 setup error, 130 interrupted (the phases done are kept, the score is INVALID). See docs/io500.md."

@@ -1,0 +1,209 @@
+//! Live counters of the running phase, for a progress display.
+//!
+//! Each worker thread of this process owns one slot (a cache line of its
+//! own, so no two workers share a line) and stores its running totals
+//! there with relaxed atomic stores after each batch of completions: no
+//! lock, no allocation, no formatting and no extra clock read in the I/O
+//! loop. A display thread sums the slots a few times a second
+//! ([`snapshot`]). The driver names the phase before its workers start
+//! ([`begin`]) and hands over its reduced figures when it is recorded
+//! ([`finished`]); nothing here is printed.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Slots, one per worker thread of this process (worker `w` uses slot
+/// `w % SLOTS`; the threads of one process have consecutive indices, so
+/// up to `SLOTS` threads never share one).
+pub const SLOTS: usize = 1024;
+
+#[repr(align(128))]
+struct Slot {
+    units: AtomicU64,
+    bytes: AtomicU64,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const EMPTY: Slot = Slot {
+    units: AtomicU64::new(0),
+    bytes: AtomicU64::new(0),
+};
+static COUNTS: [Slot; SLOTS] = [EMPTY; SLOTS];
+static RUNNING: AtomicBool = AtomicBool::new(false);
+static LISTENING: AtomicBool = AtomicBool::new(false);
+static PHASE: Mutex<Option<Running>> = Mutex::new(None);
+static DONE: Mutex<Vec<Finished>> = Mutex::new(Vec::new());
+
+/// What a phase is, told by the driver before its workers start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PhaseInfo {
+    /// The operation (write, read, create, …).
+    pub op: String,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// Units of work are bytes (data) rather than files (metadata).
+    pub moves_data: bool,
+    /// Bytes (data) or files (metadata) this process's workers will do;
+    /// 0 when unknown.
+    pub expected: u64,
+    /// The phase's time limit, if any.
+    pub time_limit: Option<Duration>,
+}
+
+/// The running phase: its description and when it began.
+#[derive(Debug, Clone)]
+struct Running {
+    info: PhaseInfo,
+    started: Instant,
+}
+
+/// The running phase as a display sees it.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// What runs.
+    pub info: PhaseInfo,
+    /// Since [`begin`].
+    pub elapsed: Duration,
+    /// Requests (data) or files (metadata) done by this process so far.
+    pub units: u64,
+    /// Bytes moved by this process so far.
+    pub bytes: u64,
+}
+
+/// A recorded phase's reduced figures (of all ranks), as the report has
+/// them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finished {
+    /// The operation.
+    pub op: String,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// Bytes moved in all.
+    pub bytes: u64,
+    /// Files (metadata phases), or `None` for data phases.
+    pub files: Option<u64>,
+    /// The phase's elapsed time in seconds.
+    pub elapsed_s: f64,
+    /// Aggregate MiB/s.
+    pub bw_mib_s: f64,
+    /// Aggregate operations (or files) per second.
+    pub ops_s: f64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Called by the driver before a phase's workers start: clears the slots
+/// and names the phase.
+pub fn begin(info: PhaseInfo) {
+    for s in &COUNTS {
+        s.units.store(0, Ordering::Relaxed);
+        s.bytes.store(0, Ordering::Relaxed);
+    }
+    *lock(&PHASE) = Some(Running {
+        info,
+        started: Instant::now(),
+    });
+    RUNNING.store(true, Ordering::Release);
+}
+
+/// Called by the driver once the phase's workers have all returned.
+pub fn end() {
+    RUNNING.store(false, Ordering::Release);
+    *lock(&PHASE) = None;
+}
+
+/// A worker's running totals: two relaxed stores into its own slot.
+#[inline]
+pub fn publish(worker: u32, units: u64, bytes: u64) {
+    let s = &COUNTS[worker as usize % SLOTS];
+    s.units.store(units, Ordering::Relaxed);
+    s.bytes.store(bytes, Ordering::Relaxed);
+}
+
+/// The running phase and this process's counts, or `None` between phases.
+pub fn snapshot() -> Option<Snapshot> {
+    if !RUNNING.load(Ordering::Acquire) {
+        return None;
+    }
+    let r = lock(&PHASE).clone()?;
+    let (mut units, mut bytes) = (0u64, 0u64);
+    for s in &COUNTS {
+        units += s.units.load(Ordering::Relaxed);
+        bytes += s.bytes.load(Ordering::Relaxed);
+    }
+    Some(Snapshot {
+        info: r.info,
+        elapsed: r.started.elapsed(),
+        units,
+        bytes,
+    })
+}
+
+/// Called by the driver (on the rank that records) with a recorded
+/// phase's figures.
+/// Kept only while a display listens ([`listen`]).
+pub fn finished(f: Finished) {
+    if LISTENING.load(Ordering::Acquire) {
+        lock(&DONE).push(f);
+    }
+}
+
+/// A display starts (`true`) or stops (`false`) collecting the recorded
+/// phases; either way the ones not yet taken are dropped.
+pub fn listen(on: bool) {
+    LISTENING.store(on, Ordering::Release);
+    lock(&DONE).clear();
+}
+
+/// The phases recorded since the last call, oldest first.
+pub fn take_finished() -> Vec<Finished> {
+    std::mem::take(&mut *lock(&DONE))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_sum_and_reset_per_phase() {
+        let info = PhaseInfo {
+            op: "write".into(),
+            rep: 0,
+            moves_data: true,
+            expected: 300,
+            time_limit: None,
+        };
+        begin(info.clone());
+        publish(0, 1, 100);
+        publish(1, 2, 200);
+        publish(0, 2, 150);
+        let s = snapshot().unwrap();
+        assert_eq!((s.units, s.bytes), (4, 350));
+        assert_eq!(s.info, info);
+        end();
+        assert!(snapshot().is_none());
+        begin(PhaseInfo { rep: 1, ..info });
+        let s = snapshot().unwrap();
+        assert_eq!((s.units, s.bytes, s.info.rep), (0, 0, 1));
+        end();
+        let f = Finished {
+            op: "write".into(),
+            rep: 0,
+            bytes: 350,
+            files: None,
+            elapsed_s: 1.0,
+            bw_mib_s: 0.0,
+            ops_s: 4.0,
+        };
+        finished(f.clone());
+        assert!(take_finished().is_empty(), "kept with nobody listening");
+        listen(true);
+        finished(f.clone());
+        assert_eq!(take_finished(), vec![f]);
+        assert!(take_finished().is_empty());
+        listen(false);
+    }
+}

@@ -640,3 +640,162 @@ fn slurm_job_runs_four_ranks_with_srun_and_pmix() {
     }
     assert_empty(&target);
 }
+
+/// The IOR summary row of `op` (panics with the text when there is none).
+fn ior_row<'a>(text: &'a str, op: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(op) && l.contains("POSIX"))
+        .unwrap_or_else(|| panic!("no {op} summary row: {text}"))
+}
+
+#[test]
+fn files_written_by_n_ranks_read_back_by_n_by_half_and_by_one() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Shared file, file per task, directory per task.
+    for extra in [&[][..], &["-F"][..], &["-F", "-u"][..]] {
+        let dir = scratch();
+        let file = dir.path().join("ior.bin");
+        let common = ["-t", "64k", "-b", "128k", "-s", "4", "-k", "-o", s(&file)];
+        let mut w = vec!["ior", "-w"];
+        w.extend_from_slice(extra);
+        w.extend_from_slice(&common);
+        let out = mpirun(4, &w);
+        assert_code(&out, 0);
+        ior_row(&stdout(&out), "write");
+        for np in [4, 2, 1] {
+            let mut r = vec!["ior", "-r"];
+            r.extend_from_slice(extra);
+            r.extend_from_slice(&common);
+            let out = mpirun(np, &r);
+            assert_code(&out, 0);
+            let text = stdout(&out);
+            ior_row(&text, "read");
+            // Each reader reads its own share in full: 512 KiB per task.
+            let bytes = np as u64 * 512 * 1024;
+            let want = format!("aggregate filesize  : {bytes} bytes");
+            let want_mib = format!("aggregate filesize  : {} MiB", bytes >> 20);
+            assert!(
+                text.contains(&want) || (bytes % (1 << 20) == 0 && text.contains(&want_mib)),
+                "{extra:?} read by {np}: {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn files_shaped_by_real_ior_read_back_on_several_ranks() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // What IOR 4.0 leaves after `mpirun -np 4 ior -w -k -t 64k -b 128k
+    // -s 4 -o ior.bin` (shared) and with -F (ior.bin.00000000 …): made
+    // here by hand, with no ioscale marker.
+    let dir = scratch();
+    let shared = dir.path().join("shared.bin");
+    std::fs::write(&shared, vec![7u8; 4 * 128 * 1024 * 4]).unwrap();
+    let per = dir.path().join("per.bin");
+    for t in 0..4 {
+        std::fs::write(format!("{}.{t:08}", s(&per)), vec![7u8; 128 * 1024 * 4]).unwrap();
+    }
+    for (path, extra) in [(&shared, &[][..]), (&per, &["-F"][..])] {
+        for np in [4, 2] {
+            let mut r = vec!["ior", "-r", "-t", "64k", "-b", "128k", "-s", "4"];
+            r.extend_from_slice(extra);
+            r.extend_from_slice(&["-o", s(path)]);
+            let out = mpirun(np, &r);
+            assert_code(&out, 0);
+            ior_row(&stdout(&out), "read");
+        }
+    }
+    // A read never removes files it did not write.
+    assert_eq!(file_len(&shared), 4 * 128 * 1024 * 4);
+    assert_eq!(files_in(dir.path()).len(), 5);
+}
+
+#[test]
+fn dd_on_four_ranks_writes_one_file_per_rank_and_reads_them_back() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let f = dir.path().join("dd");
+    let out = mpirun(
+        4,
+        &[
+            "dd",
+            "if=/dev/zero",
+            &format!("of={}", s(&f)),
+            "bs=64k",
+            "count=4",
+        ],
+    );
+    assert_code(&out, 0);
+    // Rank 0 prints the closing lines once, for all ranks' records.
+    let err = stderr(&out);
+    assert_eq!(err.matches("4+0 records out").count(), 4, "{err}");
+    assert!(err.contains("total of 4 jobs: 1048576 bytes"), "{err}");
+    let files = files_in(dir.path());
+    assert_eq!(files.len(), 4, "{files:?}");
+    for j in 1..=4 {
+        assert_eq!(file_len(&dir.path().join(format!("dd-{j}"))), 256 << 10);
+    }
+    let out = mpirun(
+        4,
+        &["dd", &format!("if={}", s(&f)), "of=/dev/null", "bs=64k"],
+    );
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert_eq!(err.matches("4+0 records in").count(), 4, "{err}");
+    // Two ranks of two jobs: four files again, named by job number.
+    let out = mpirun(
+        2,
+        &[
+            "dd",
+            "if=/dev/zero",
+            &format!("of={}", s(&f)),
+            "bs=64k",
+            "count=2",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_code(&out, 0);
+    for j in 1..=4 {
+        assert_eq!(file_len(&dir.path().join(format!("dd-{j}"))), 128 << 10);
+    }
+}
+
+#[test]
+fn smallfile_on_two_ranks_counts_every_thread() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let top = dir.path().join("top");
+    std::fs::create_dir(&top).unwrap();
+    let out = mpirun(
+        2,
+        &[
+            "smallfile",
+            "--operation",
+            "create",
+            "--threads",
+            "2",
+            "--files",
+            "20",
+            "--file-size",
+            "4",
+            "--top",
+            s(&top),
+        ],
+    );
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(text.contains("total files = 80"), "{text}");
+}

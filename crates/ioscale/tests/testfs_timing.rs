@@ -111,14 +111,26 @@ fn the_meta_stonewall_counts_what_was_done_when_the_first_thread_finished() {
     // Thread 3's directory is slow: every lookup and create there takes
     // 20 ms or more, so by the time a fast thread has made its 30 files,
     // thread 3 has made at most (time so far ÷ 40 ms) + 1.
-    let Some(fs) = TestFs::mount(&["--meta-delay", "20ms", "--meta-delay-path-substr", "thr.003"])
-    else {
+    let Some(fs) = TestFs::mount(&[
+        "--meta-delay",
+        "20ms",
+        "--meta-delay-path-substr",
+        "thr.003",
+    ]) else {
         return;
     };
     let o = scratch();
     let j = o.path().join("m.json");
     let out = run(&[
-        "meta", "--ops", "create", "--threads", "4", "--files", "30", "--json", s(&j),
+        "meta",
+        "--ops",
+        "create",
+        "--threads",
+        "4",
+        "--files",
+        "30",
+        "--json",
+        s(&j),
         s(fs.path()),
     ]);
     assert_code(&out, 0);
@@ -134,9 +146,15 @@ fn the_meta_stonewall_counts_what_was_done_when_the_first_thread_finished() {
     assert!(sw_s < elapsed, "{sw_s} {elapsed}");
     // The first to finish made all 30; the slow thread at most slow_most.
     assert!(sw_files >= 30, "{f}");
-    assert!(sw_files <= 90 + slow_most, "{sw_files} > 90 + {slow_most}: {f}");
+    assert!(
+        sw_files <= 90 + slow_most,
+        "{sw_files} > 90 + {slow_most}: {f}"
+    );
     let rate = f["stonewall_files_s"].as_f64().unwrap();
-    assert!((rate * sw_s - sw_files as f64).abs() < 1.0, "{rate} × {sw_s}");
+    assert!(
+        (rate * sw_s - sw_files as f64).abs() < 1.0,
+        "{rate} × {sw_s}"
+    );
     // The slow thread really was slow: 30 files at 40 ms or more each.
     let slow = f["threads"]
         .as_array()

@@ -773,7 +773,7 @@ fn dd_on_four_ranks_writes_one_file_per_rank_and_reads_them_back() {
 }
 
 #[test]
-fn smallfile_on_two_ranks_counts_every_thread() {
+fn smallfile_and_mdtest_on_four_ranks_count_every_task() {
     if !have("mpirun") {
         return skip("mpirun not installed");
     }
@@ -782,7 +782,7 @@ fn smallfile_on_two_ranks_counts_every_thread() {
     let top = dir.path().join("top");
     std::fs::create_dir(&top).unwrap();
     let out = mpirun(
-        2,
+        4,
         &[
             "smallfile",
             "--operation",
@@ -799,5 +799,12 @@ fn smallfile_on_two_ranks_counts_every_thread() {
     );
     assert_code(&out, 0);
     let text = stdout(&out);
-    assert!(text.contains("total files = 80"), "{text}");
+    assert!(text.contains("total files = 160"), "{text}");
+    let d = dir.path().join("md");
+    let out = mpirun(4, &["mdtest", "-n", "20", "-d", s(&d)]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert_eq!(text.matches("SUMMARY rate").count(), 1, "{text}");
+    assert!(text.contains("with 4 total task(s)"), "{text}");
+    assert!(text.contains("4 tasks, 80 files/directories"), "{text}");
 }

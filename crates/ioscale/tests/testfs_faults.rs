@@ -241,4 +241,18 @@ fn a_failed_phase_prints_no_figures_in_any_format() {
     assert_eq!(p["op"], "write");
     assert!(p["partial_bytes"].as_u64().unwrap() <= 256 * K, "{p}");
     assert_clean(fs.source());
+    drop(fs);
+    // mdtest: NA for the failed creation and the phases after it, not 0.
+    let Some(fs) = TestFs::mount(&["--eio-after-bytes", "8k"]) else {
+        return;
+    };
+    let d = fs.path().join("md");
+    let out = run(&["mdtest", "-F", "-n", "10", "-w", "4096", "-d", s(&d)]);
+    assert_code(&out, 1);
+    let text = stdout(&out);
+    for row in ["File creation", "File stat", "File removal"] {
+        let line = text.lines().find(|l| l.contains(row));
+        assert!(line.is_none_or(|l| l.contains("NA")), "{row}: {text}");
+    }
+    assert_clean(fs.source());
 }

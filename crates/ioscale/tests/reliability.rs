@@ -351,7 +351,11 @@ fn ior_eio_enospc_fsync_and_read_faults() {
         // The summary of the phases that completed is saved; a failed
         // phase is no result and has no row.
         let text = std::fs::read_to_string(o.path().join("ior.json")).unwrap();
-        assert_eq!(text.contains("\"write\""), op == "read", "{flags:?}: {text}");
+        assert_eq!(
+            text.contains("\"write\""),
+            op == "read",
+            "{flags:?}: {text}"
+        );
         assert!(
             names(fs.source()).is_empty(),
             "{flags:?}: left {:?}",

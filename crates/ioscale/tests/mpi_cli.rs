@@ -680,7 +680,7 @@ fn files_written_by_n_ranks_read_back_by_n_by_half_and_by_one() {
             let want = format!("aggregate filesize  : {bytes} bytes");
             let want_mib = format!("aggregate filesize  : {} MiB", bytes >> 20);
             assert!(
-                text.contains(&want) || (bytes % (1 << 20) == 0 && text.contains(&want_mib)),
+                text.contains(&want) || (bytes.is_multiple_of(1 << 20) && text.contains(&want_mib)),
                 "{extra:?} read by {np}: {text}"
             );
         }

@@ -73,8 +73,10 @@ fn real_main() -> anyhow::Result<i32> {
         Command::Compare(args) => report_cmd::cmd_compare(&args),
         Command::Ior { args } => front_main("ior", &args),
         Command::Dd { args } => front_main("dd", &args),
+        Command::Fio { args } => front_main("fio", &args),
         Command::Mdtest { args } => front_main("mdtest", &args),
         Command::Smallfile { args } => front_main("smallfile", &args),
+        Command::Io500 { args } => front_main("io500", &args),
         Command::Clean(args) => cmd_clean(&args.target),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

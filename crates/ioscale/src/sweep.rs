@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use analysis::model::{default_trim, point_stats};
+use analysis::model::{default_trim, point_stats_probed};
 use analysis::render::{render_csv, render_json, render_text};
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
 use clap::{Args, Parser, ValueEnum};
@@ -38,6 +38,26 @@ impl Scale {
         match self {
             Scale::Total => "total",
             Scale::PerThread => "per-thread",
+        }
+    }
+}
+
+/// The unit system of a report (`--units`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum UnitsArg {
+    /// MiB/s (2^20 bytes per second).
+    #[default]
+    Iec,
+    /// MB/s (10^6 bytes per second), as the seed tables print it.
+    Si,
+}
+
+impl UnitsArg {
+    /// The analysis's unit system.
+    pub fn units(self) -> analysis::Units {
+        match self {
+            UnitsArg::Iec => analysis::Units::Iec,
+            UnitsArg::Si => analysis::Units::Si,
         }
     }
 }
@@ -99,6 +119,10 @@ pub struct SweepArgs {
     /// Format for standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+
+    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
+    #[arg(long, value_enum, default_value = "iec")]
+    pub units: UnitsArg,
 
     /// Print nothing on standard output (files are still written).
     #[arg(short, long)]
@@ -237,8 +261,19 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             }
             ("meta", m.reps.clone(), false)
         }
+        Command::Fio { .. } => {
+            // A fio job sweeps numjobs: its size= is per clone, and its
+            // file names come from the job.
+            if !xfers.is_empty() || !layouts.is_empty() || !targets.is_empty() {
+                return usage("a `fio` sweep varies --threads (fio's numjobs) only; change bs=, directory= in the job file");
+            }
+            if args.scale == Some(Scale::Total) {
+                return usage("--scale total: a fio job's size= is per clone (numjobs); a `fio` sweep keeps it (per-thread)");
+            }
+            ("fio", "1".to_string(), false)
+        }
         _ => return usage(
-            "sweep runs `run` or `meta`: ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
+            "sweep runs `run` or `meta` (or a `fio` job): ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
         ),
     };
     for l in &layouts {
@@ -417,6 +452,8 @@ enum Inner {
     Run(spec::RawWorkload),
     /// `-- meta …`.
     Meta(spec::RawMeta),
+    /// `-- fio …`: the job's words; each point sets numjobs.
+    Fio(Vec<String>),
 }
 
 /// Types the inner command's flags once. The flags every point sets
@@ -445,7 +482,8 @@ fn typed_inner(inner: &mut Command, swept_xfer: bool, swept_layout: bool) -> Res
                 .map(Inner::Meta)
                 .map_err(|e| Usage(e.to_string()))
         }
-        _ => usage("sweep runs `run` or `meta`"),
+        Command::Fio { args } => Ok(Inner::Fio(args.clone())),
+        _ => usage("sweep runs `run` or `meta` (or a `fio` job)"),
     }
 }
 
@@ -503,6 +541,11 @@ fn point(
             }
             let spec = m.build().map_err(|e| Usage(e.to_string()))?;
             Ok(Job::Meta(Box::new(spec)))
+        }
+        Inner::Fio(args) => {
+            let mut spec = crate::front::fio::sweep_point(args, threads).map_err(|e| Usage(e.0))?;
+            spec.reps = reps;
+            Ok(Job::Run(Box::new(spec)))
         }
     }
 }
@@ -737,9 +780,15 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             rec.interrupted = true;
             break;
         }
+        // Under MPI a point is named by its workers (ranks × threads).
+        let size = coord.size();
+        let who = if size > 1 {
+            format!("workers={} ({size}×{})", size * p.threads, p.threads)
+        } else {
+            format!("threads={}", p.threads)
+        };
         let what = format!(
-            "threads={}{}{}",
-            p.threads,
+            "{who}{}{}",
             if p.series.is_empty() {
                 String::new()
             } else {
@@ -758,9 +807,20 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             });
         }
         let t = Instant::now();
+        // Each point measures what its phases used (for the limit the
+        // analysis names) and keeps going past a failed repetition (it is
+        // counted and left out of the figures, not the end of the point).
+        let opts = bench::run::Options {
+            probe: true,
+            keep_going: true,
+        };
         let outcome = match &p.job {
-            Job::Run(w) => bench::run::run_with(w, command.clone(), Arc::clone(&stop), coord),
-            Job::Meta(m) => bench::meta::run_with(m, command.clone(), Arc::clone(&stop), coord),
+            Job::Run(w) => {
+                bench::run::run_with_options(w, command.clone(), Arc::clone(&stop), coord, opts)
+            }
+            Job::Meta(m) => {
+                bench::meta::run_with_options(m, command.clone(), Arc::clone(&stop), coord, opts)
+            }
         };
         let outcome = match outcome {
             Ok(o) => o,
@@ -786,8 +846,12 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         for line in crate::error_lines(&outcome.results.errors) {
             eprintln!("ioscale: error: point {what}: {line}");
         }
-        let (ops, geomean_bw_mib_s, geomean_iops) =
-            point_stats(&outcome.results, p.threads, plan.config.trim);
+        let (ops, geomean_bw_mib_s, geomean_iops) = point_stats_probed(
+            &outcome.results,
+            p.threads,
+            plan.config.trim,
+            &outcome.probes,
+        );
         let rate = ops
             .first()
             .map(|o| {
@@ -805,16 +869,23 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             xfer: p.xfer,
             layout: p.layout.clone(),
             target: p.target.clone(),
-            file_count: p.file_count,
+            // Planned for one rank: every rank has its own files unless
+            // they share one.
+            file_count: if p.layout == "shared" {
+                p.file_count
+            } else {
+                p.file_count * u64::from(coord.size())
+            },
             dir_per_file: p.dir_per_file,
             bytes_per_thread: p.bytes_per_thread,
             ops,
             geomean_bw_mib_s,
             geomean_iops,
             result: outcome.results,
+            probes: outcome.probes,
         });
         rec.points.sort_by_key(|q| q.index);
-        rec.analysis = analysis::analyse(&rec);
+        rec.analysis = analysis::analyse_with(&rec, args.units.units());
         if let Some(j) = &args.json {
             if let Err(e) = write_atomic(j, &render_json(&rec)?) {
                 eprintln!("ioscale: error: {e:#}");
@@ -835,7 +906,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     if !root {
         return Ok(exit);
     }
-    rec.analysis = analysis::analyse(&rec);
+    rec.analysis = analysis::analyse_with(&rec, args.units.units());
     if failure.is_some() && rec.points.len() < rec.points_total {
         // A refused point leaves the sweep unfinished; resuming is possible.
         rec.interrupted = true;
@@ -1028,13 +1099,18 @@ impl Outputs<'_> {
                         "ioscale: warning: no system fonts found; PNG charts will have no labels (install fonts-dejavu-core)"
                     );
                 }
-                for c in charts::charts_for(rec) {
-                    let svg = charts::svg::render(&c.chart);
-                    ok &= put(&d.join(format!("{}.svg", c.name)), svg.as_bytes());
+                let lines = charts::charts_for(rec)
+                    .into_iter()
+                    .map(|c| (c.name, charts::svg::render(&c.chart)));
+                let bars = charts::bars_for(rec)
+                    .into_iter()
+                    .map(|b| (b.name, charts::svg::render_bars(&b.bars)));
+                for (name, svg) in lines.chain(bars) {
+                    ok &= put(&d.join(format!("{name}.svg")), svg.as_bytes());
                     match r.png(&svg, 1.0) {
-                        Ok(b) => ok &= put(&d.join(format!("{}.png", c.name)), &b),
+                        Ok(b) => ok &= put(&d.join(format!("{name}.png")), &b),
                         Err(e) => {
-                            eprintln!("ioscale: error: {}.png: {e}", c.name);
+                            eprintln!("ioscale: error: {name}.png: {e}");
                             ok = false;
                         }
                     }

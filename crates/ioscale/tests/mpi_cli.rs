@@ -496,6 +496,85 @@ fn sweep_on_two_ranks_writes_one_record() {
     assert_empty(dir.path());
 }
 
+#[test]
+fn sweep_on_four_ranks_is_labelled_and_analysed_by_workers() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let o = scratch();
+    let j = o.path().join("sweep.json");
+    let h = o.path().join("sweep.html");
+    let out = mpirun(
+        4,
+        &[
+            "sweep",
+            "--threads",
+            "1,2",
+            "--reps",
+            "2",
+            "--json",
+            s(&j),
+            "--html",
+            s(&h),
+            "--",
+            "run",
+            "--op",
+            "write",
+            "--size",
+            "256k",
+            "--xfer",
+            "64k",
+            s(dir.path()),
+        ],
+    );
+    assert_code(&out, 0);
+    // The table counts workers (ranks × threads), with both factors.
+    let text = stdout(&out);
+    let head = text
+        .lines()
+        .find(|l| l.starts_with("Operation"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        head.contains("Workers  Ranks  Threads per rank  File count"),
+        "{head}"
+    );
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("Write "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    // Workers, ranks, threads per rank, file count (one file per worker).
+    assert_eq!(rows[0][1..5], ["4", "4", "1", "4"], "{text}");
+    assert_eq!(rows[1][1..5], ["8", "4", "2", "8"], "{text}");
+    // The analysis works by workers too: its points and Little's law.
+    let v = json(&j);
+    let c = &v["analysis"]["curves"][0];
+    let w: Vec<u64> = c["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(w, [4, 8], "{c:#}");
+    assert_eq!(c["little"][0]["threads"], 4, "{c:#}");
+    assert!(!c["verdict"]["text"].as_str().unwrap().contains("1 worker"));
+    // The report shows what each rank did at 8 workers.
+    let page = std::fs::read_to_string(&h).unwrap();
+    assert!(page.contains("id=\"per-rank-write\""), "per-rank bars");
+    assert!(page.contains("write: per rank at 8 workers"));
+    for r in 0..4 {
+        assert!(page.contains(&format!("rank {r} (")), "bar of rank {r}");
+    }
+    // Rank 0 probed every phase.
+    for p in v["points"].as_array().unwrap() {
+        assert_eq!(p["probes"].as_array().unwrap().len(), 2, "{p:#}");
+    }
+    assert_empty(dir.path());
+}
+
 /// A private Slurm (scripts/slurm-local), stopped on drop.
 struct Slurm {
     dir: tempfile::TempDir,
@@ -807,4 +886,75 @@ fn smallfile_and_mdtest_on_four_ranks_count_every_task() {
     assert_eq!(text.matches("SUMMARY rate").count(), 1, "{text}");
     assert!(text.contains("with 4 total task(s)"), "{text}");
     assert!(text.contains("4 tasks, 80 files/directories"), "{text}");
+}
+
+#[test]
+fn io500_on_four_ranks_lays_out_every_phase_as_io500_does() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mnt = if is_root() { tmpfs("size=256m") } else { None };
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("io500-data");
+    let res = work.path().join("results");
+    let cfg = io500::ini(
+        work.path(),
+        &data,
+        &res,
+        "\n[mdtest-easy-delete]\nrun = FALSE\n[mdtest-hard-delete]\nrun = FALSE\n",
+    );
+    let j = work.path().join("io500.json");
+    // 4 ranks, one task each: the files of 4 io500 tasks, kept.
+    let out = mpirun(
+        4,
+        &[
+            "io500",
+            "--stonewall",
+            "2s",
+            "--keep",
+            "--json",
+            s(&j),
+            s(&cfg),
+        ],
+    );
+    assert_code(&out, 0);
+    let order: Vec<&str> = io500::ORDER
+        .iter()
+        .copied()
+        .filter(|n| !n.ends_with("-delete"))
+        .collect();
+    io500::check_lines(&out, &order);
+    let v = json(&j);
+    assert_eq!(v["ranks"], 4);
+    assert_eq!(v["tasks"], 4);
+    io500::check_score(&v);
+    io500::check_layout(&data, &v, 4);
+    // 2 ranks × 2 threads, the whole standard run: everything it made goes.
+    let data2 = target.join("io500-data2");
+    let cfg = io500::ini(work.path(), &data2, &res, "");
+    let j = work.path().join("full.json");
+    let out = mpirun(
+        2,
+        &[
+            "io500",
+            "--tasks",
+            "2",
+            "--stonewall",
+            "2s",
+            "--json",
+            s(&j),
+            s(&cfg),
+        ],
+    );
+    assert_code(&out, 0);
+    io500::check_lines(&out, &io500::ORDER);
+    let v = json(&j);
+    assert_eq!(v["tasks"], 4);
+    io500::check_score(&v);
+    let e = io500::items(&v, "mdtest-easy-write", 4);
+    assert_eq!(io500::phase(&v, "mdtest-easy-delete")["ops"], e * 4);
+    assert!(!data2.exists(), "the run removes what it made");
 }

@@ -271,7 +271,8 @@ pub fn run_with_options(
     let mut drop_warned = false;
     let mut first = true;
     let mut have_data = ds.had_data;
-    if spec.reuse_files && spec.reps > 1 && spec.ops.iter().any(|o| o.writes()) {
+    let dd_named = matches!(spec.naming, spec::FileNaming::Dd { .. });
+    if spec.reuse_files && !dd_named && spec.reps > 1 && spec.ops.iter().any(|o| o.writes()) {
         warns.push(
             "--reuse: each repetition after the first writes over the files the one before \
              left (allocated blocks, warm page cache), not over fresh files as the first did"

@@ -664,6 +664,7 @@ impl RawWorkload {
                 }
             }
         }
+        let dd_named = matches!(naming, FileNaming::Dd { .. });
         Ok(WorkloadSpec {
             target,
             ops: self.ops.clone(),
@@ -686,7 +687,9 @@ impl RawWorkload {
             rwmix_read: rwmix as u8,
             naming,
             rep_delay: self.rep_delay,
-            reuse_files: self.reuse,
+            // dd's (and fio's) files are the user's: never removed between
+            // repetitions, so those reuse them whatever was asked.
+            reuse_files: self.reuse || dd_named,
         })
     }
 }

@@ -582,8 +582,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         }
     }
     match &cli.output {
-        Some(p) => std::fs::write(p, text.as_bytes())
-            .map_err(|e| anyhow::anyhow!("--output {}: {e}", p.display()))?,
+        Some(p) => crate::output::write_atomic(p, text.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--output {}: {e:#}", p.display()))?,
         None => std::io::stdout().write_all(text.as_bytes())?,
     }
     if let Some(p) = &cli.ioscale_json {
@@ -592,8 +592,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         } else {
             serde_json::to_value(&records)?
         };
-        std::fs::write(p, serde_json::to_string_pretty(&v)?)
-            .map_err(|e| anyhow::anyhow!("--ioscale-json {}: {e}", p.display()))?;
+        crate::output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--ioscale-json {}: {e:#}", p.display()))?;
     }
     let mut said = std::collections::BTreeSet::new();
     for w in records.iter().flat_map(|rs| &rs.warnings) {

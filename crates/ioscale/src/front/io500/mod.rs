@@ -619,8 +619,9 @@ fn prepare(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            std::fs::write(cfg.resultdir.join(format!("config-orig-{name}")), text)
-                .map_err(|e| format!("resultdir {}: {e}", cfg.resultdir.display()))?;
+            let copy = cfg.resultdir.join(format!("config-orig-{name}"));
+            crate::output::write_atomic(&copy, text.as_bytes())
+                .map_err(|e| format!("resultdir {}: {e:#}", cfg.resultdir.display()))?;
         }
         Ok(())
     })();
@@ -713,7 +714,7 @@ fn run_one(
             let mut ns = 0i128;
             if ctx.coord.rank() == 0 {
                 let path = cfg.resultdir.join("timestampfile");
-                if std::fs::write(&path, b"").is_ok() {
+                if crate::output::write_atomic(&path, b"").is_ok() {
                     if let Ok(m) = std::fs::metadata(&path) {
                         use std::os::unix::fs::MetadataExt;
                         ns = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;

@@ -2,7 +2,7 @@
 //! a worker's failure, and the stop of a rank whose peer failed.
 
 use engine::IoFailure;
-use report::{ErrorRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, SCHEMA};
+use report::{ErrorRecord, FailedPhase, HostInfo, JobSpec, PhaseRecord, ResultSet, SCHEMA};
 
 use crate::cluster::{Layout, PhaseOut, Sample};
 use crate::host;
@@ -22,6 +22,7 @@ pub(crate) fn new_record(command: Vec<String>, host: HostInfo, spec: JobSpec) ->
         interrupted: false,
         errors: Vec::new(),
         phases: Vec::new(),
+        failed_phases: Vec::new(),
         summary: Vec::new(),
     }
 }
@@ -54,7 +55,9 @@ pub(crate) fn other_rank_failed(topo: &Topology) -> ErrorRecord {
 
 /// Adds a finished phase to the record: the phase record rank 0 reduced
 /// (with per-node totals on a cluster), and on every rank its workers'
-/// failures (`failure` finds a sample's).
+/// failures (`failure` finds a sample's). A phase an error stopped on any
+/// rank goes to `failed_phases`, its counts as partial ones, never among
+/// the results.
 pub(crate) fn record_phase<S: Sample>(
     results: &mut ResultSet,
     rec: Option<PhaseRecord>,
@@ -62,7 +65,9 @@ pub(crate) fn record_phase<S: Sample>(
     layout: &Layout,
     failure: impl Fn(&S) -> Option<&IoFailure>,
 ) {
-    if let Some(rec) = rec {
+    if let Some(rec) = rec.as_ref().filter(|_| out.failed) {
+        results.failed_phases.push(FailedPhase::from(rec));
+    } else if let Some(rec) = rec {
         engine::live::finished(engine::live::Finished {
             op: rec.op.clone(),
             rep: rec.rep,

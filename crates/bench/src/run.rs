@@ -138,7 +138,17 @@ pub(crate) fn space_warning(target: &Path, need: u64) -> Option<String> {
 fn warnings(spec: &WorkloadSpec, host: &HostInfo) -> Vec<String> {
     let mut w = Vec::new();
     let working_set = spec.file_size() * spec.file_count() as u64;
-    if !spec.direct && host.mem_bytes > 0 && working_set < host.mem_bytes {
+    // Writes that are synchronous (O_SYNC/O_DSYNC) or flushed before the
+    // clock stops (--sync end/every) reach storage inside the timed phase:
+    // the page cache cannot flatter them. Buffered reads, and writes left
+    // in the cache, can.
+    let cached_writes = spec.sync == SyncMode::None && spec.ops.iter().any(|o| o.writes());
+    let cached_reads = spec.ops.iter().any(|o| o.reads());
+    if !spec.direct
+        && host.mem_bytes > 0
+        && working_set < host.mem_bytes
+        && (cached_writes || cached_reads)
+    {
         w.push(format!(
             "buffered I/O on {} of data, less than this machine's {} of RAM: the figures are likely \
              page cache, not storage. Use --direct, or a working set larger than RAM{}",
@@ -261,11 +271,22 @@ pub fn run_with_options(
     let mut drop_warned = false;
     let mut first = true;
     let mut have_data = ds.had_data;
+    let dd_named = matches!(spec.naming, spec::FileNaming::Dd { .. });
+    if spec.reuse_files && !dd_named && spec.reps > 1 && spec.ops.iter().any(|o| o.writes()) {
+        warns.push(
+            "--reuse: each repetition after the first writes over the files the one before \
+             left (allocated blocks, warm page cache), not over fresh files as the first did"
+                .into(),
+        );
+    }
     let mut probes = Vec::new();
     'reps: for rep in 0..spec.reps {
         if rep > 0 {
             pause(spec.rep_delay, &stop);
         }
+        // Each repetition's first write starts from no files, as IOR's
+        // does: rank 0 removes them once every rank has closed them.
+        let mut fresh = rep == 0 || spec.reuse_files;
         for &op in &spec.ops {
             if coord.any(stop.load(Ordering::Relaxed)) {
                 results.interrupted = true;
@@ -299,6 +320,16 @@ pub fn run_with_options(
                 drop_caches(&ds, &mut drop_warned, &mut warns);
             }
             first = false;
+            if !fresh && matches!(op, Op::Write | Op::Randwrite) {
+                fresh = true;
+                if is_root {
+                    for l in ds.remove_data_files() {
+                        warns.push(format!("before repetition {rep}: could not remove {l}"));
+                    }
+                }
+                have_data = false;
+                coord.barrier();
+            }
             let plan = plan_for(&gspec, op, &ds, align, rep, true);
             let pr = (opts.probe && is_root).then(|| Probe::start(&spec.target));
             let out = phases.run(&plan)?;
@@ -318,7 +349,7 @@ pub fn run_with_options(
             if complete && matches!(op, Op::Write | Op::Randwrite) {
                 have_data = true;
                 if spec.keep && is_root {
-                    ds.mark_complete(&run_id, spec.file_size(), spec.seed);
+                    ds.mark_complete(&run_id, gspec.file_size(), spec.seed);
                 }
             }
             if out.interrupted {

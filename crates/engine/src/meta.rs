@@ -778,10 +778,6 @@ pub(crate) fn run_body(
             ctl.first_done_ns
                 .compare_exchange(0, s.end_ns, Ordering::AcqRel, Ordering::Relaxed);
     }
-    if !s.hit_deadline && s.stonewall_files == 0 && s.stonewall_bytes == 0 {
-        s.stonewall_files = s.files;
-        s.stonewall_bytes = s.bytes();
-    }
 }
 
 pub(crate) fn describe(e: &io::Error) -> String {
@@ -918,6 +914,13 @@ fn index_loop(
         }
         i += 1;
     }
+    // Done without seeing another thread finish first: all of this
+    // thread's work lies before the stonewall. (A thread that saw it kept
+    // its count from then, zero for one that started after it.)
+    if !sw_taken {
+        s.stonewall_files = s.files;
+        s.stonewall_bytes = s.bytes();
+    }
     true
 }
 
@@ -1016,6 +1019,10 @@ fn readdir_loop(
         node += step;
     }
     s.touched = plan.count_for(cur.w);
+    if !sw_taken {
+        s.stonewall_files = s.files;
+        s.stonewall_bytes = s.bytes();
+    }
     true
 }
 

@@ -733,7 +733,13 @@ fn queued_loop(
             }
         }
     }
-    finished && i == n && s.failure.is_none()
+    let done = finished && i == n && s.failure.is_none();
+    // Done without seeing another thread finish first: all of it counts.
+    if done && !sw_taken {
+        s.stonewall_files = s.files;
+        s.stonewall_bytes = s.bytes();
+    }
+    done
 }
 
 /// Runs thread `w`'s share of a timed phase with `depth` operations in

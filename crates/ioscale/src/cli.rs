@@ -286,6 +286,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub keep: bool,
 
+    /// With --reps: write over the files the repetition before left instead
+    /// of removing them first (the default, as IOR does).
+    #[arg(long)]
+    pub reuse: bool,
+
     /// Seed for random offsets and data patterns.
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub seed: Option<String>,
@@ -632,6 +637,7 @@ impl RunArgs {
             keep: self.keep,
             seed: opt("--seed", &self.seed, parse_count)?,
             rwmix_read: opt("--rwmix", &self.rwmix, parse_count)?,
+            reuse: self.reuse,
             ..Default::default()
         })
     }

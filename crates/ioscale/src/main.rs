@@ -123,14 +123,18 @@ fn cmd_run(args: &RunArgs) -> anyhow::Result<i32> {
     let raw = match args.to_raw() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("ioscale: error: {e}");
+            if launched_as_rank_0() {
+                eprintln!("ioscale: error: {e}");
+            }
             return Ok(2);
         }
     };
     let coord = match coord::init() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("ioscale: error: {e}");
+            if launched_as_rank_0() {
+                eprintln!("ioscale: error: {e}");
+            }
             return Ok(2);
         }
     };
@@ -223,6 +227,23 @@ fn run_ranks(
     })
 }
 
+/// Whether this process is rank 0 of its launch (or was not launched as
+/// one of several tasks), read from the launcher's environment: before MPI
+/// is up, or when it cannot come up, only the launcher says which task
+/// this is. A launch error is the same on every task, so task 0 alone
+/// prints it instead of N copies.
+pub(crate) fn launched_as_rank_0() -> bool {
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|k| std::env::var(k).ok())
+    .is_none_or(|r| r.trim() == "0")
+}
+
 /// Runs a command as one rank of its launch (the only one when started
 /// alone; see [`coord::init`]): every rank exits with rank 0's exit code,
 /// and MPI is finalised before the process exits. `body` makes the same
@@ -235,7 +256,9 @@ pub(crate) fn as_ranks(
     let coord = match coord::init() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{tool}: error: {e}");
+            if launched_as_rank_0() {
+                eprintln!("{tool}: error: {e}");
+            }
             return Ok(2);
         }
     };

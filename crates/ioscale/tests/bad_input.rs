@@ -128,3 +128,34 @@ fn unknown_subcommand_and_flag_exit_2() {
     }
     assert_empty(t.path());
 }
+
+#[test]
+#[cfg(not(feature = "mpi"))]
+fn a_launch_error_is_printed_by_task_0_only() {
+    // Four tasks of an ioscale built without MPI: each is refused, and
+    // only task 0 says why (not four copies of the same message).
+    let t = scratch();
+    for (rank, prints) in [("0", true), ("1", false), ("3", false)] {
+        for args in [
+            vec!["run", "--op", "write", s(t.path())],
+            vec!["ior", "-w", "-o", "x"],
+            vec!["dd", "if=/dev/zero", "of=x", "count=1"],
+            vec!["run", "--size", "bogus", s(t.path())],
+        ] {
+            let out = ioscale()
+                .args(&args)
+                .env("OMPI_COMM_WORLD_SIZE", "4")
+                .env("OMPI_COMM_WORLD_RANK", rank)
+                .output()
+                .unwrap();
+            assert_code(&out, 2);
+            assert_eq!(
+                !stderr(&out).is_empty(),
+                prints,
+                "rank {rank} {args:?}: {}",
+                stderr(&out)
+            );
+        }
+    }
+    assert_empty(t.path());
+}

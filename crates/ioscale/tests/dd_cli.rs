@@ -160,8 +160,8 @@ fn unsupported_operands_name_the_operand_and_the_native_option() {
         ),
         (vec!["of=x", "count=1"], "if=", "/dev/zero"),
         (
-            vec!["if=/dev/zero", "of=/dev/sda", "count=1"],
-            "of=/dev/sda",
+            vec!["if=/dev/zero", "of=/dev/full", "count=1"],
+            "of=/dev/full",
             "regular files",
         ),
     ] {
@@ -191,4 +191,64 @@ fn print_spec_shows_the_workload() {
     assert_eq!(v["sync"]["mode"], "each");
     assert_eq!(v["naming"]["scheme"], "dd");
     assert_eq!(v["keep"], true);
+}
+
+#[test]
+fn a_directory_under_dev_is_a_place_for_files_and_only_devices_are_refused() {
+    // /dev/shm is a tmpfs directory, not a device: dd writes there, and so
+    // must ioscale dd. What is refused is a device node, found by stat.
+    let shm = std::path::Path::new("/dev/shm");
+    if !shm.is_dir() {
+        eprintln!("SKIPPED: no /dev/shm here");
+        return;
+    }
+    let dir = tempfile::tempdir_in(shm).unwrap();
+    let f = dir.path().join("dd");
+    let out = dd(&["if=/dev/zero", &format!("of={}", s(&f)), "bs=4k", "count=8"]);
+    assert_code(&out, 0);
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 32 << 10);
+    let out = dd(&[&format!("if={}", s(&f)), "of=/dev/null", "bs=4k"]);
+    assert_code(&out, 0);
+    assert!(stderr(&out).contains("8+0 records in"), "{}", stderr(&out));
+    // A character device is refused, naming the operand.
+    let out = dd(&["if=/dev/zero", "of=/dev/full", "bs=4k", "count=1"]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("of=/dev/full"), "{}", stderr(&out));
+    let out = dd(&["if=/dev/urandom", "of=/dev/null", "bs=4k", "count=1"]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("if=/dev/urandom"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_page_cache_warning_follows_what_happened_in_dds_words() {
+    let dir = scratch();
+    let of = format!("of={}", s(&dir.path().join("f")));
+    // Every write synchronous, or flushed before the clock stops: the
+    // figure is storage's, whatever the page cache holds.
+    for flag in ["oflag=sync", "oflag=dsync", "conv=fsync"] {
+        let out = dd(&["if=/dev/zero", &of, "bs=64k", "count=4", flag]);
+        assert_code(&out, 0);
+        assert!(
+            !stderr(&out).contains("page cache"),
+            "{flag}: {}",
+            stderr(&out)
+        );
+    }
+    // Buffered and never flushed: warned, with dd's operand, not ioscale's.
+    let out = dd(&["if=/dev/zero", &of, "bs=64k", "count=4"]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("page cache") && err.contains("oflag=direct"),
+        "{err}"
+    );
+    assert!(!err.contains("--direct"), "{err}");
+    // A buffered read is warned about too, whatever the write did.
+    let out = dd(&[
+        &format!("if={}", s(&dir.path().join("f"))),
+        "of=/dev/null",
+        "bs=64k",
+    ]);
+    assert_code(&out, 0);
+    assert!(stderr(&out).contains("iflag=direct"), "{}", stderr(&out));
 }

@@ -665,3 +665,125 @@ fn summary_format_json_file() {
         "{csv}"
     );
 }
+
+/// Runs `ioscale ARGS` under `strace -f` and returns, in order, what
+/// happened to `file`: "open" for every openat of it, "unlink" for every
+/// unlink. None when strace is not installed.
+fn opens_and_unlinks(args: &[&str], file: &Path) -> Option<(std::process::Output, Vec<String>)> {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let out = std::process::Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=openat,unlink,unlinkat", "-o"])
+        .arg(log.path())
+        .arg(ioscale_path())
+        .args(args)
+        .output()
+        .ok()?;
+    let quoted = format!("\"{}\"", s(file));
+    // Cleanup may unlink by name relative to a held directory handle.
+    let base = format!("\"{}\"", file.file_name().unwrap().to_str().unwrap());
+    let events = std::fs::read_to_string(log.path())
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            (l.contains(&quoted) || (l.contains("unlinkat(") && l.contains(&base)))
+                && !l.contains("ENOENT")
+        })
+        .filter_map(|l| {
+            if l.contains("openat(") {
+                Some("open".to_string())
+            } else if l.contains("unlink") {
+                Some("unlink".to_string())
+            } else {
+                None
+            }
+        })
+        .collect();
+    Some((out, events))
+}
+
+#[test]
+fn every_repetition_writes_fresh_files_as_ior_does() {
+    // IOR removes the files before each repetition's write phase; writing
+    // over the files the repetition before left measures a different
+    // (faster) thing. strace shows the order of opens and unlinks.
+    let dir = scratch();
+    let o = dir.path().join("test");
+    let args = [
+        "ior",
+        "-w",
+        "-i",
+        "3",
+        "-F",
+        "-t",
+        "64k",
+        "-b",
+        "256k",
+        "-o",
+        s(&o),
+    ];
+    let f = dir.path().join("test.00000000");
+    let Some((out, ev)) = opens_and_unlinks(&args, &f) else {
+        eprintln!("SKIPPED: strace not installed");
+        return;
+    };
+    assert_code(&out, 0);
+    assert_eq!(
+        ev,
+        ["open", "unlink", "open", "unlink", "open", "unlink"],
+        "{}",
+        stderr(&out)
+    );
+    assert_empty(dir.path());
+
+    // `ioscale run --reps` likewise; the JSON says which.
+    let t = scratch();
+    let j = dir.path().join("r.json");
+    let f = t.path().join("ioscale.d").join("file.00000000");
+    let base = [
+        "run", "--op", "write", "--reps", "3", "--size", "256k", "--xfer", "64k",
+    ];
+    let mut a = base.to_vec();
+    a.extend_from_slice(&["--json", s(&j), s(t.path())]);
+    let (out, ev) = opens_and_unlinks(&a, &f).unwrap();
+    assert_code(&out, 0);
+    assert_eq!(ev, ["open", "unlink", "open", "unlink", "open", "unlink"]);
+    assert_eq!(json(&j)["spec"]["reuse_files"], false);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(!said.contains("--reuse"), "{said}");
+
+    // --reuse writes over the same files, and says so.
+    let mut a = base.to_vec();
+    a.extend_from_slice(&["--reuse", "--json", s(&j), s(t.path())]);
+    let (out, ev) = opens_and_unlinks(&a, &f).unwrap();
+    assert_code(&out, 0);
+    assert_eq!(ev, ["open", "open", "open", "unlink"]);
+    assert_eq!(json(&j)["spec"]["reuse_files"], true);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("warning: --reuse"), "{said}");
+    assert_empty(t.path());
+}
+
+#[test]
+fn reading_files_ior_wrote_says_what_really_happens_to_them() {
+    // Files a real IOR left (no ioscale marker): a read with -k leaves
+    // them, and so would any later ioscale run; the note must not promise
+    // that "a later run without -k removes them".
+    let dir = scratch();
+    let o = dir.path().join("ior.bin");
+    std::fs::write(&o, vec![1u8; 1 << 20]).unwrap();
+    let out = ior(&["-r", "-k", "-t", "64k", "-b", "1m", "-o", s(&o)]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(!err.contains("without -k removes them"), "{err}");
+    assert!(err.contains("did not make them"), "{err}");
+    // The page-cache warning speaks IOR's option names.
+    assert!(err.contains("--posix.odirect"), "{err}");
+    assert!(!err.contains("Use --direct"), "{err}");
+    assert!(o.exists());
+    let out = ior(&["-r", "-t", "64k", "-b", "1m", "-o", s(&o)]);
+    assert_code(&out, 0);
+    assert!(
+        o.exists(),
+        "a read never removes files ioscale did not make"
+    );
+}

@@ -237,12 +237,15 @@ fn a_rank_that_fills_the_disk_stops_every_rank() {
     let err = stderr(&out);
     assert!(err.contains("No space left on device"), "{err}");
     let v = json(&j);
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1, "no read phase after the failed write");
-    assert!(ph[0]["errors"].as_u64().unwrap() >= 1);
+    assert!(
+        phases(&v).is_empty(),
+        "no result, and no read after the failed write"
+    );
+    let f = &v["failed_phases"][0];
+    assert!(f["errors"].as_u64().unwrap() >= 1, "{f}");
     let errors = v["errors"].as_array().unwrap();
     assert!(errors.iter().any(|e| e["errno"] == 28), "{v}");
-    assert_eq!(ph[0]["workers"].as_array().unwrap().len(), 4);
+    assert_eq!(f["threads"], 4, "{f}");
     assert_empty(fs.path());
 }
 
@@ -362,9 +365,8 @@ fn a_rank_that_runs_out_of_inodes_in_meta_stops_every_rank() {
         "rank 0 alone reports: {err}"
     );
     let v = json(&j);
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1, "no phase after the failed create");
-    assert_eq!(ph[0]["workers"].as_array().unwrap().len(), 4);
+    assert!(phases(&v).is_empty(), "the failed create is no result");
+    assert_eq!(v["failed_phases"][0]["threads"], 4, "{v}");
     let errors = v["errors"].as_array().unwrap();
     assert!(errors.iter().any(|e| e["errno"] == 28), "{v}");
     assert_empty(fs.path());
@@ -718,6 +720,172 @@ fn slurm_job_runs_four_ranks_with_srun_and_pmix() {
         );
     }
     assert_empty(&target);
+}
+
+/// The IOR summary row of `op` (panics with the text when there is none).
+fn ior_row<'a>(text: &'a str, op: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(op) && l.contains("POSIX"))
+        .unwrap_or_else(|| panic!("no {op} summary row: {text}"))
+}
+
+#[test]
+fn files_written_by_n_ranks_read_back_by_n_by_half_and_by_one() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // Shared file, file per task, directory per task.
+    for extra in [&[][..], &["-F"][..], &["-F", "-u"][..]] {
+        let dir = scratch();
+        let file = dir.path().join("ior.bin");
+        let common = ["-t", "64k", "-b", "128k", "-s", "4", "-k", "-o", s(&file)];
+        let mut w = vec!["ior", "-w"];
+        w.extend_from_slice(extra);
+        w.extend_from_slice(&common);
+        let out = mpirun(4, &w);
+        assert_code(&out, 0);
+        ior_row(&stdout(&out), "write");
+        for np in [4, 2, 1] {
+            let mut r = vec!["ior", "-r"];
+            r.extend_from_slice(extra);
+            r.extend_from_slice(&common);
+            let out = mpirun(np, &r);
+            assert_code(&out, 0);
+            let text = stdout(&out);
+            ior_row(&text, "read");
+            // Each reader reads its own share in full: 512 KiB per task.
+            let bytes = np as u64 * 512 * 1024;
+            let want = format!("aggregate filesize  : {bytes} bytes");
+            let want_mib = format!("aggregate filesize  : {} MiB", bytes >> 20);
+            assert!(
+                text.contains(&want) || (bytes.is_multiple_of(1 << 20) && text.contains(&want_mib)),
+                "{extra:?} read by {np}: {text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn files_shaped_by_real_ior_read_back_on_several_ranks() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // What IOR 4.0 leaves after `mpirun -np 4 ior -w -k -t 64k -b 128k
+    // -s 4 -o ior.bin` (shared) and with -F (ior.bin.00000000 …): made
+    // here by hand, with no ioscale marker.
+    let dir = scratch();
+    let shared = dir.path().join("shared.bin");
+    std::fs::write(&shared, vec![7u8; 4 * 128 * 1024 * 4]).unwrap();
+    let per = dir.path().join("per.bin");
+    for t in 0..4 {
+        std::fs::write(format!("{}.{t:08}", s(&per)), vec![7u8; 128 * 1024 * 4]).unwrap();
+    }
+    for (path, extra) in [(&shared, &[][..]), (&per, &["-F"][..])] {
+        for np in [4, 2] {
+            let mut r = vec!["ior", "-r", "-t", "64k", "-b", "128k", "-s", "4"];
+            r.extend_from_slice(extra);
+            r.extend_from_slice(&["-o", s(path)]);
+            let out = mpirun(np, &r);
+            assert_code(&out, 0);
+            ior_row(&stdout(&out), "read");
+        }
+    }
+    // A read never removes files it did not write.
+    assert_eq!(file_len(&shared), 4 * 128 * 1024 * 4);
+    assert_eq!(files_in(dir.path()).len(), 5);
+}
+
+#[test]
+fn dd_on_four_ranks_writes_one_file_per_rank_and_reads_them_back() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let f = dir.path().join("dd");
+    let out = mpirun(
+        4,
+        &[
+            "dd",
+            "if=/dev/zero",
+            &format!("of={}", s(&f)),
+            "bs=64k",
+            "count=4",
+        ],
+    );
+    assert_code(&out, 0);
+    // Rank 0 prints the closing lines once, for all ranks' records.
+    let err = stderr(&out);
+    assert_eq!(err.matches("4+0 records out").count(), 4, "{err}");
+    assert!(err.contains("total of 4 jobs: 1048576 bytes"), "{err}");
+    let files = files_in(dir.path());
+    assert_eq!(files.len(), 4, "{files:?}");
+    for j in 1..=4 {
+        assert_eq!(file_len(&dir.path().join(format!("dd-{j}"))), 256 << 10);
+    }
+    let out = mpirun(
+        4,
+        &["dd", &format!("if={}", s(&f)), "of=/dev/null", "bs=64k"],
+    );
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert_eq!(err.matches("4+0 records in").count(), 4, "{err}");
+    // Two ranks of two jobs: four files again, named by job number.
+    let out = mpirun(
+        2,
+        &[
+            "dd",
+            "if=/dev/zero",
+            &format!("of={}", s(&f)),
+            "bs=64k",
+            "count=2",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert_code(&out, 0);
+    for j in 1..=4 {
+        assert_eq!(file_len(&dir.path().join(format!("dd-{j}"))), 128 << 10);
+    }
+}
+
+#[test]
+fn smallfile_and_mdtest_on_four_ranks_count_every_task() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let top = dir.path().join("top");
+    std::fs::create_dir(&top).unwrap();
+    let out = mpirun(
+        4,
+        &[
+            "smallfile",
+            "--operation",
+            "create",
+            "--threads",
+            "2",
+            "--files",
+            "20",
+            "--file-size",
+            "4",
+            "--top",
+            s(&top),
+        ],
+    );
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(text.contains("total files = 160"), "{text}");
+    let d = dir.path().join("md");
+    let out = mpirun(4, &["mdtest", "-n", "20", "-d", s(&d)]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert_eq!(text.matches("SUMMARY rate").count(), 1, "{text}");
+    assert!(text.contains("with 4 total task(s)"), "{text}");
+    assert!(text.contains("4 tasks, 80 files/directories"), "{text}");
 }
 
 #[test]

@@ -64,9 +64,9 @@ fn meta_eio_after_ops() {
     error_line(&stderr(&out), "write", &f, Some(0));
     let v = json(&j);
     assert_eq!(the_error(&v, "write", 5, &f)["offset"].as_u64(), Some(0));
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1, "no phase after the failed create");
-    assert_eq!(ph[0]["ops"].as_u64(), Some(5), "{}", ph[0]);
+    assert!(phases(&v).is_empty(), "the failed create is no result");
+    let f = &v["failed_phases"][0];
+    assert_eq!(f["partial_ops"].as_u64(), Some(5), "{f}");
     assert_empty(fs.source());
 }
 
@@ -106,7 +106,7 @@ fn meta_enospc_names_the_offset() {
     assert!(line.contains("No space left"), "{line}");
     let v = json(&j);
     the_error(&v, "write", 28, &f);
-    assert_eq!(phases(&v)[0]["ops"].as_u64(), Some(1));
+    assert_eq!(v["failed_phases"][0]["partial_ops"].as_u64(), Some(1));
     assert_empty(fs.source());
 }
 
@@ -348,9 +348,14 @@ fn ior_eio_enospc_fsync_and_read_faults() {
         let f = file(&fs);
         let line = error_line(&stderr(&out), op, &f, offset);
         assert!(line.starts_with("ior: error: "), "{line}");
-        // The summary of the phases that ran is saved.
+        // The summary of the phases that completed is saved; a failed
+        // phase is no result and has no row.
         let text = std::fs::read_to_string(o.path().join("ior.json")).unwrap();
-        assert!(text.contains("\"write\""), "{flags:?}: {text}");
+        assert_eq!(
+            text.contains("\"write\""),
+            op == "read",
+            "{flags:?}: {text}"
+        );
         assert!(
             names(fs.source()).is_empty(),
             "{flags:?}: left {:?}",
@@ -572,9 +577,15 @@ fn working_directory_removed_mid_run() {
     let v = json(&j);
     let e = the_error(&v, "write", 2, s(&data));
     let off = e["offset"].as_u64().unwrap();
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1, "no read phase after the failed write");
-    assert!(off >= M && off <= ph[0]["bytes"].as_u64().unwrap(), "{e}");
+    assert!(
+        phases(&v).is_empty(),
+        "no result, and no read after the failed write"
+    );
+    let f = &v["failed_phases"][0];
+    assert!(
+        off >= M && off <= f["partial_bytes"].as_u64().unwrap(),
+        "{e}"
+    );
     assert_intact(tp, &before, "");
 
     // meta: the tree vanishes under the creates.
@@ -608,7 +619,7 @@ fn working_directory_removed_mid_run() {
     assert!(!err.contains("could not remove"), "cleanup is quiet: {err}");
     let v = json(&j);
     assert_eq!(v["errors"][0]["errno"].as_i64(), Some(2), "{}", v["errors"]);
-    assert!(phases(&v)[0]["ops"].as_u64().unwrap() > 1000);
+    assert!(v["failed_phases"][0]["partial_ops"].as_u64().unwrap() > 1000);
     assert_intact(tp, &before, "");
 }
 

@@ -47,16 +47,22 @@ fn failing_run(fs: &TestFs, args: &[&str], want: Expect) -> Value {
         assert_eq!(e["offset"].as_u64(), Some(off), "{e}");
         assert!(line.contains(&format!("offset {off}")), "{line}");
     }
-    let ph = phases(&v);
-    assert!(!ph.is_empty(), "the partial phase is kept: {v}");
+    // The failed phase is no result: it is kept apart, its counts under
+    // partial_* names.
+    let failed = v["failed_phases"].as_array().expect("failed_phases[]");
+    assert_eq!(failed.len(), 1, "the partial phase is kept apart: {v}");
+    let f = &failed[0];
+    assert!(
+        f.get("bytes").is_none() && f.get("bw_mib_s").is_none(),
+        "{f}"
+    );
+    assert!(phases(&v)
+        .iter()
+        .all(|p| p["op"] != f["op"] || p["rep"] != f["rep"]));
     if want.offset.is_some() {
         // A failed transfer is counted in its phase. (A failed fsync is
         // recorded in errors[] only; the phase's count is of transfers.)
-        assert!(
-            ph.last().unwrap()["errors"].as_u64().unwrap() >= 1,
-            "{}",
-            ph.last().unwrap()
-        );
+        assert!(f["errors"].as_u64().unwrap() >= 1, "{f}");
     }
     v
 }
@@ -80,10 +86,10 @@ fn eio_after_bytes_on_write() {
             offset: Some(M),
         },
     );
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1, "no read after a failed write");
-    assert_eq!(ph[0]["op"], "write");
-    assert_eq!(ph[0]["bytes"].as_u64(), Some(M), "{}", ph[0]);
+    assert_eq!(phases(&v).len(), 0, "no read after a failed write");
+    let f = &v["failed_phases"][0];
+    assert_eq!(f["op"], "write");
+    assert_eq!(f["partial_bytes"].as_u64(), Some(M), "{f}");
     assert_clean(fs.source());
 }
 
@@ -110,9 +116,9 @@ fn enospc_after_bytes() {
             offset: Some(2 * M),
         },
     );
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1);
-    assert_eq!(ph[0]["bytes"].as_u64(), Some(2 * M), "{}", ph[0]);
+    assert_eq!(phases(&v).len(), 0);
+    let f = &v["failed_phases"][0];
+    assert_eq!(f["partial_bytes"].as_u64(), Some(2 * M), "{f}");
     assert_clean(fs.source());
 }
 
@@ -133,8 +139,10 @@ fn fsync_fails() {
             offset: None,
         },
     );
-    // Every transfer was written; only the final fsync failed.
-    assert_eq!(phases(&v)[0]["bytes"].as_u64(), Some(M));
+    // Every transfer was written; only the final fsync failed, so the
+    // phase is still no result.
+    assert!(phases(&v).is_empty(), "{v}");
+    assert_eq!(v["failed_phases"][0]["partial_bytes"].as_u64(), Some(M));
     assert_clean(fs.source());
 }
 
@@ -169,12 +177,82 @@ fn eio_after_ops_on_read() {
             offset: Some(4 * 64 * K),
         },
     );
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1);
-    assert_eq!(ph[0]["op"], "read");
-    assert_eq!(ph[0]["bytes"].as_u64(), Some(4 * 64 * K), "{}", ph[0]);
+    assert_eq!(phases(&v).len(), 0);
+    let f = &v["failed_phases"][0];
+    assert_eq!(f["op"], "read");
+    assert_eq!(f["partial_bytes"].as_u64(), Some(4 * 64 * K), "{f}");
     // The kept files are the earlier run's: removed by `ioscale clean`.
     let out = run(&["clean", s(fs.path())]);
     assert_code(&out, 0);
+    assert_clean(fs.source());
+}
+
+#[test]
+fn a_failed_phase_prints_no_figures_in_any_format() {
+    // IOR prints an ERROR line and no row for a phase that failed; a row
+    // built from the bytes moved before the error is not a result.
+    let Some(fs) = TestFs::mount(&["--eio-after-bytes", "256k"]) else {
+        return;
+    };
+    let f = fs.path().join("ior.bin");
+    let out = run(&["ior", "-w", "-t", "64k", "-b", "1m", "-o", s(&f)]);
+    assert_code(&out, 1);
+    let text = stdout(&out);
+    assert!(
+        !text.lines().any(|l| l.starts_with("write ")),
+        "a write row for a failed phase:\n{text}"
+    );
+    assert!(!text.contains("Max Write"), "{text}");
+    assert!(
+        stderr(&out).contains("Input/output error"),
+        "{}",
+        stderr(&out)
+    );
+    assert_clean(fs.source());
+    drop(fs);
+    // Native: text, CSV and JSON (a fresh mount: the EIO budget is spent).
+    let Some(fs) = TestFs::mount(&["--eio-after-bytes", "256k"]) else {
+        return;
+    };
+    let o = scratch();
+    let (j, c) = (o.path().join("r.json"), o.path().join("r.csv"));
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "1m",
+        "--xfer",
+        "64k",
+        "--json",
+        s(&j),
+        "--csv",
+        s(&c),
+        s(fs.path()),
+    ]);
+    assert_code(&out, 1);
+    assert!(!stdout(&out).contains("MiB/s"), "{}", stdout(&out));
+    let csv = std::fs::read_to_string(&c).unwrap();
+    assert_eq!(csv.lines().count(), 1, "only the header: {csv}");
+    let v = json(&j);
+    assert!(phases(&v).is_empty(), "{v}");
+    assert!(v["summary"].as_array().unwrap().is_empty(), "{v}");
+    let p = &v["failed_phases"][0];
+    assert_eq!(p["op"], "write");
+    assert!(p["partial_bytes"].as_u64().unwrap() <= 256 * K, "{p}");
+    assert_clean(fs.source());
+    drop(fs);
+    // mdtest: NA for the failed creation and the phases after it, not 0.
+    let Some(fs) = TestFs::mount(&["--eio-after-bytes", "8k"]) else {
+        return;
+    };
+    let d = fs.path().join("md");
+    let out = run(&["mdtest", "-F", "-n", "10", "-w", "4096", "-d", s(&d)]);
+    assert_code(&out, 1);
+    let text = stdout(&out);
+    for row in ["File creation", "File stat", "File removal"] {
+        let line = text.lines().find(|l| l.contains(row));
+        assert!(line.is_none_or(|l| l.contains("NA")), "{row}: {text}");
+    }
     assert_clean(fs.source());
 }

@@ -104,3 +104,64 @@ fn bandwidth_cap_holds() {
     assert!(bw > 0.0);
     assert_empty(fs.source());
 }
+
+#[test]
+fn the_meta_stonewall_counts_what_was_done_when_the_first_thread_finished() {
+    let _t = turn();
+    // Thread 3's directory is slow: every lookup and create there takes
+    // 20 ms or more, so by the time a fast thread has made its 30 files,
+    // thread 3 has made at most (time so far ÷ 40 ms) + 1.
+    let Some(fs) = TestFs::mount(&[
+        "--meta-delay",
+        "20ms",
+        "--meta-delay-path-substr",
+        "thr.003",
+    ]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("m.json");
+    let out = run(&[
+        "meta",
+        "--ops",
+        "create",
+        "--threads",
+        "4",
+        "--files",
+        "30",
+        "--json",
+        s(&j),
+        s(fs.path()),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let p = &phases(&v)[0];
+    let f = &p["files"];
+    assert_eq!(f["processed"], 120, "{f}");
+    let sw_files = f["stonewall_files"].as_u64().unwrap();
+    let sw_s = p["stonewall"]["s"].as_f64().unwrap();
+    let elapsed = p["elapsed_s"].as_f64().unwrap();
+    let slow_most = (sw_s / 0.040).floor() as u64 + 1;
+    eprintln!("stonewall {sw_files} files in {sw_s:.3} s of {elapsed:.3} s");
+    assert!(sw_s < elapsed, "{sw_s} {elapsed}");
+    // The first to finish made all 30; the slow thread at most slow_most.
+    assert!(sw_files >= 30, "{f}");
+    assert!(
+        sw_files <= 90 + slow_most,
+        "{sw_files} > 90 + {slow_most}: {f}"
+    );
+    let rate = f["stonewall_files_s"].as_f64().unwrap();
+    assert!(
+        (rate * sw_s - sw_files as f64).abs() < 1.0,
+        "{rate} × {sw_s}"
+    );
+    // The slow thread really was slow: 30 files at 40 ms or more each.
+    let slow = f["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["thread"] == 3)
+        .unwrap();
+    assert!(slow["elapsed_s"].as_f64().unwrap() >= 1.2, "{slow}");
+    assert_empty(fs.source());
+}

@@ -160,6 +160,18 @@ impl Exporter for DdTextExporter {
                 ));
             }
         }
+        for f in &rs.failed_phases {
+            // As GNU dd after an error: the records copied before it; but
+            // no rate, since a copy an error stopped is no result.
+            let n = f.partial_ops;
+            out.push_str(&format!("{n}+0 records in\n{n}+0 records out\n"));
+            if self.info.status == DdStatus::Default {
+                out.push_str(&format!(
+                    "{} bytes copied before the error, in {:.6} s (no rate: the copy failed)\n",
+                    f.partial_bytes, f.partial_elapsed_s
+                ));
+            }
+        }
         Ok(out.into_bytes())
     }
 }

@@ -250,6 +250,9 @@ impl Exporter for TextExporter {
         } else {
             sections.push(phase_table(&rs.phases));
         }
+        if !rs.failed_phases.is_empty() {
+            sections.push(failed_lines(rs));
+        }
         let notes: Vec<String> = rs.phases.iter().flat_map(phase_notes).collect();
         if !notes.is_empty() {
             sections.push(notes);
@@ -467,6 +470,21 @@ fn summary_table(rs: &ResultSet) -> Vec<String> {
     lines
 }
 
+/// One line per phase an error stopped: what it did before, said as
+/// partial work, and no rate (there is no result to give).
+fn failed_lines(rs: &ResultSet) -> Vec<String> {
+    rs.failed_phases
+        .iter()
+        .map(|f| {
+            format!(
+                "{} (rep {}): FAILED, no result: stopped by an error after {} bytes and {} request(s) \
+                 in {:.3} s (see the error above)",
+                f.op, f.rep, f.partial_bytes, f.partial_ops, f.partial_elapsed_s
+            )
+        })
+        .collect()
+}
+
 fn verify_lines(phases: &[PhaseRecord]) -> Vec<String> {
     let mut lines = Vec::new();
     for p in phases {
@@ -590,6 +608,9 @@ impl Exporter for MetaTextExporter {
         }
         for p in &rs.phases {
             sections.push(meta_phase_lines(p));
+        }
+        if !rs.failed_phases.is_empty() {
+            sections.push(failed_lines(rs));
         }
         if rs.summary.iter().any(|s| s.reps > 1) {
             sections.push(summary_table(rs));
@@ -859,6 +880,7 @@ mod tests {
                 },
             ],
             phases: vec![w0, r0, tiny, w1, r1],
+            failed_phases: Vec::new(),
             summary: Vec::new(),
         };
         rs.summarise();

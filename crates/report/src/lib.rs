@@ -21,7 +21,8 @@ pub use export::{
 pub use ior_text::{FsStats, IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
 pub use mdtest_text::{MdtestInfo, MdtestTextExporter};
 pub use model::{
-    ClusterInfo, ErrorRecord, FilesRecord, HostInfo, JobSpec, Mismatch, NodePhase, PhaseRecord,
-    PhaseSummary, ResultSet, Stonewall, ThreadFiles, VerifyRecord, WorkerRecord, SCHEMA,
+    ClusterInfo, ErrorRecord, FailedPhase, FilesRecord, HostInfo, JobSpec, Mismatch, NodePhase,
+    PhaseRecord, PhaseSummary, ResultSet, Stonewall, ThreadFiles, VerifyRecord, WorkerRecord,
+    SCHEMA,
 };
 pub use smallfile_text::{SmallfileInfo, SmallfileTextExporter, SmallfileTotals};

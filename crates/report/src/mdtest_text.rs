@@ -162,6 +162,19 @@ impl MdtestTextExporter {
             if !shown {
                 continue;
             }
+            // A phase an error stopped is no result, and neither is one
+            // that never ran after it: NA, not a rate of 0.
+            let failed = op.is_some_and(|op| {
+                rs.failed_phases.iter().any(|f| f.op == op)
+                    || (!rs.failed_phases.is_empty() && !rs.phases.iter().any(|p| p.op == op))
+            });
+            if failed {
+                out.push_str(&format!(
+                    "   {label:<18}     {:>14} {:>14} {:>14} {:>14}\n",
+                    "NA", "NA", "NA", "NA"
+                ));
+                continue;
+            }
             let mut v = vec![0.0; iters];
             if let Some(op) = op {
                 for p in rs.phases.iter().filter(|p| p.op == op) {

@@ -348,10 +348,52 @@ pub struct ResultSet {
     pub interrupted: bool,
     /// Errors that stopped workers.
     pub errors: Vec<ErrorRecord>,
-    /// Every phase of every repetition, in the order run.
+    /// Every phase of every repetition, in the order run, that ran to its
+    /// end (or to its time limit, or to an interrupt). A phase an error
+    /// stopped is in `failed_phases` instead, so no exporter prints its
+    /// figures as a result.
     pub phases: Vec<PhaseRecord>,
+    /// Phases an error stopped (an I/O error on some worker of some rank),
+    /// with what they did before it under `partial_*` names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed_phases: Vec<FailedPhase>,
     /// Per operation, statistics over repetitions.
     pub summary: Vec<PhaseSummary>,
+}
+
+/// A phase an error stopped: its figures are no result (IOR prints an
+/// ERROR line and no row for it). What it did before it stopped is kept
+/// under names that cannot be read as a result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailedPhase {
+    /// Operation name (`write`, `read`, `create`, …).
+    pub op: String,
+    /// Repetition number, from 0.
+    pub rep: u32,
+    /// Workers.
+    pub threads: u32,
+    /// Bytes moved before the phase stopped.
+    pub partial_bytes: u64,
+    /// Requests (or files, for a metadata phase) done before it stopped.
+    pub partial_ops: u64,
+    /// Seconds from the first worker's start to the last one's stop.
+    pub partial_elapsed_s: f64,
+    /// Requests that failed.
+    pub errors: u64,
+}
+
+impl From<&PhaseRecord> for FailedPhase {
+    fn from(p: &PhaseRecord) -> Self {
+        FailedPhase {
+            op: p.op.clone(),
+            rep: p.rep,
+            threads: p.threads,
+            partial_bytes: p.bytes,
+            partial_ops: p.ops,
+            partial_elapsed_s: p.elapsed_s,
+            errors: p.errors,
+        }
+    }
 }
 
 impl ResultSet {

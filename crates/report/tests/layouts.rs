@@ -56,6 +56,7 @@ fn record(phases: Vec<PhaseRecord>) -> ResultSet {
         interrupted: false,
         errors: vec![],
         phases,
+        failed_phases: Vec::new(),
         summary: vec![],
     }
 }

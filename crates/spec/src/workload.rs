@@ -275,6 +275,9 @@ pub struct RawWorkload {
     pub naming: Option<FileNaming>,
     /// Pause before each repetition after the first (IOR -d).
     pub rep_delay: Option<Duration>,
+    /// Let a repetition's write phase reuse the files the one before left
+    /// (`run --reuse`); otherwise they are removed first, as IOR does.
+    pub reuse: bool,
 }
 
 /// A complete, consistent workload the engine can run without further checks.
@@ -329,6 +332,12 @@ pub struct WorkloadSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub rep_delay: Option<Duration>,
+    /// Whether a repetition's write phase reuses the files the repetition
+    /// before left (`run --reuse`). When false, each repetition after the
+    /// first removes them before it writes, as IOR does: a write over
+    /// allocated, cached blocks is not the write the first repetition did.
+    #[serde(default)]
+    pub reuse_files: bool,
 }
 
 impl WorkloadSpec {
@@ -655,6 +664,7 @@ impl RawWorkload {
                 }
             }
         }
+        let dd_named = matches!(naming, FileNaming::Dd { .. });
         Ok(WorkloadSpec {
             target,
             ops: self.ops.clone(),
@@ -677,6 +687,9 @@ impl RawWorkload {
             rwmix_read: rwmix as u8,
             naming,
             rep_delay: self.rep_delay,
+            // dd's (and fio's) files are the user's: never removed between
+            // repetitions, so those reuse them whatever was asked.
+            reuse_files: self.reuse || dd_named,
         })
     }
 }

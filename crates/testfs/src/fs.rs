@@ -261,13 +261,34 @@ impl PassFs {
         }
     }
 
-    /// Applies the metadata delay and counts the request.
+    /// Applies the metadata delay and counts the request (a request with
+    /// no name pays no delay when the delay is for some paths only).
     fn meta(&self) {
+        self.meta_on(None);
+    }
+
+    /// [`Self::meta`] for a request on the name at `path`, or on no name.
+    fn meta_on(&self, path: Option<&Path>) {
         self.inj.counters.meta.fetch_add(1, Ordering::Relaxed);
         let d = self.inj.timing.meta_delay;
-        if !d.is_zero() {
+        let applies = match (&self.inj.timing.meta_delay_path_substr, path) {
+            (None, _) => true,
+            (Some(s), Some(p)) => p
+                .strip_prefix(&self.root)
+                .unwrap_or(p)
+                .to_string_lossy()
+                .contains(s.as_str()),
+            (Some(_), None) => false,
+        };
+        if applies && !d.is_zero() {
             std::thread::sleep(d);
         }
+    }
+
+    /// [`Self::meta_on`] for the name `name` in directory `parent`.
+    fn meta_child(&self, parent: INodeNo, name: &OsStr) {
+        let p = self.child(parent, name).ok();
+        self.meta_on(p.as_deref());
     }
 
     fn entry(&self, path: &Path, reply: ReplyEntry) {
@@ -318,7 +339,7 @@ impl Filesystem for PassFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
-        self.meta();
+        self.meta_child(parent, name);
         match self.child(parent, name) {
             Ok(p) => self.entry(&p, reply),
             Err(e) => reply.error(e),
@@ -433,7 +454,7 @@ impl Filesystem for PassFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.meta();
+        self.meta_child(parent, name);
         let p = match self
             .child(parent, name)
             .and_then(|p| cstr(&p).map(|c| (p, c)))
@@ -457,7 +478,7 @@ impl Filesystem for PassFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        self.meta();
+        self.meta_child(parent, name);
         let p = match self
             .child(parent, name)
             .and_then(|p| cstr(&p).map(|c| (p, c)))
@@ -473,7 +494,7 @@ impl Filesystem for PassFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.meta();
+        self.meta_child(parent, name);
         match self.child(parent, name) {
             Ok(p) => match std::fs::remove_file(&p) {
                 Ok(()) => {
@@ -973,7 +994,7 @@ impl Filesystem for PassFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
-        self.meta();
+        self.meta_child(parent, name);
         let path = match self.child(parent, name) {
             Ok(p) => p,
             Err(e) => return reply.error(e),

@@ -56,6 +56,10 @@ pub struct Timing {
     pub delay: Duration,
     /// Added to every metadata request (lookup, getattr, create, unlink, …).
     pub meta_delay: Duration,
+    /// When set, `meta_delay` applies only to lookups, creates, mknods,
+    /// mkdirs and unlinks of names whose path inside the mount contains
+    /// this: one slow directory, to plant one slow worker.
+    pub meta_delay_path_substr: Option<String>,
     /// Added to every fsync / fdatasync.
     pub fsync_delay: Duration,
     /// Aggregate cap on data bytes per second, across all requests.

@@ -76,6 +76,12 @@ struct Args {
     #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
     meta_delay: Duration,
 
+    /// Apply --meta-delay only to lookups, creates, mknods, mkdirs and
+    /// unlinks of names whose path inside the mount contains S (one slow
+    /// directory among fast ones).
+    #[arg(long, value_name = "S")]
+    meta_delay_path_substr: Option<String>,
+
     /// Added to each fsync / fdatasync.
     #[arg(long, value_name = "DUR", default_value = "0", value_parser = parse_duration)]
     fsync_delay: Duration,
@@ -235,6 +241,7 @@ fn main() -> ExitCode {
         Timing {
             delay: a.delay,
             meta_delay: a.meta_delay,
+            meta_delay_path_substr: a.meta_delay_path_substr.clone(),
             fsync_delay: a.fsync_delay,
             bw: a.bw,
             delay_jitter: a.delay_jitter,

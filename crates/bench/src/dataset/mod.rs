@@ -414,8 +414,7 @@ impl DataSet {
                 };
                 check_root_id(&found, &rootd)?;
                 let lock = take_lock(&rootd, &spec.target)?;
-                let same = found.layout == spec.layout && found.threads == spec.threads;
-                if !same {
+                if !readable_by(&found, spec, writes) {
                     return Err(Error::Refused(format!(
                         "{} holds files kept by an earlier run with --layout {} and --threads {}; \
                          use the same flags to read them, or run `ioscale clean {}` first",
@@ -580,6 +579,32 @@ impl DataSet {
         }
     }
 
+    /// Removes the data files (not the directories or the marker) before a
+    /// repetition writes them again, as IOR does before every write phase;
+    /// the marker no longer says complete. dd's files are the user's and
+    /// stay. Returns what could not be removed.
+    pub fn remove_data_files(&mut self) -> Vec<String> {
+        if matches!(self.kind, SetKind::Dd(_)) {
+            return Vec::new();
+        }
+        self.had_data = false;
+        if self.marker.complete {
+            self.marker.complete = false;
+            match &self.kind {
+                SetKind::Native => {
+                    if let Some(g) = &self.guard {
+                        let _ = write_marker_in(&g.root, &self.marker);
+                    }
+                }
+                SetKind::Sidecar(p) => {
+                    let _ = write_marker_at(p, &self.marker);
+                }
+                SetKind::Dd(_) => {}
+            }
+        }
+        remove_files(&self.files)
+    }
+
     /// What to tell the user about files left in place, if anything.
     pub fn kept_note(&self, spec: &WorkloadSpec) -> Option<String> {
         match &self.kind {
@@ -593,8 +618,15 @@ impl DataSet {
                 self.root.display(),
                 spec.target.display()
             )),
+            SetKind::Sidecar(_) if spec.keep && !self.created_root => Some(format!(
+                "left {} file(s) starting {} in place: ioscale did not make them (no ioscale marker), \
+                 so no ioscale run removes them",
+                self.files.len(),
+                self.files.first().map(|f| f.display().to_string()).unwrap_or_default()
+            )),
             SetKind::Sidecar(_) if spec.keep => Some(format!(
-                "kept {} file(s) starting {} (a later run without -k removes them)",
+                "kept {} file(s) starting {} (an `ioscale ior` run with the same -o and without -k \
+                 removes them)",
                 self.files.len(),
                 self.files.first().map(|f| f.display().to_string()).unwrap_or_default()
             )),
@@ -638,6 +670,15 @@ impl DataSet {
             SetKind::Dd(created) => remove_files(created),
         }
     }
+}
+
+/// Whether a kept set written as `found` serves a run of `spec`: the same
+/// layout and worker count; a read may also use fewer workers (a shared
+/// file read by fewer tasks, or the first of the per-task files), as IOR
+/// reads what fewer tasks ask for. A write with another count replaces it.
+fn readable_by(found: &Marker, spec: &WorkloadSpec, writes: bool) -> bool {
+    found.layout == spec.layout
+        && (found.threads == spec.threads || (!writes && found.threads > spec.threads))
 }
 
 fn remove_files(files: &[PathBuf]) -> Vec<String> {
@@ -720,7 +761,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         found = None;
     }
     if let Some(found) = found {
-        if found.layout != spec.layout || found.threads != spec.threads {
+        if !readable_by(&found, spec, writes) {
             return Err(Error::Refused(format!(
                 "{} were written by an earlier `ioscale ior -k` run with {} task(s) and {} files; \
                  use the same -N/-F/-u to read them (a run with those flags and no -k removes them)",
@@ -745,6 +786,13 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
                 found.seed
             )));
         }
+        // Fewer readers than writers read the first files only; the set
+        // still holds all of them, so a run without -k removes them all.
+        let files = if found.threads > spec.threads && spec.layout != Layout::Shared {
+            ior_names(path, found.layout, found.threads).0
+        } else {
+            files
+        };
         let mut marker = found;
         if writes {
             make_ior_dirs(&dirs, &mut marker)?;

@@ -8,7 +8,9 @@
 //! in the name replaced by the job number). As with dd, the files are the
 //! user's: an existing `of=` file is truncated unless `conv=notrunc`, and
 //! nothing is removed afterwards unless `--rm` asks for it (and then only
-//! files this run created).
+//! files this run created). Under `mpirun -np N` each rank runs its jobs on
+//! its own files, numbered as if `--jobs` were N × jobs (`F-1` … `F-N`
+//! with one job per rank).
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +38,7 @@ Operands (dd's):
   status=progress|noxfer|none
 Options (ioscale's):
   --jobs N      N copies in parallel, on FILE-1 .. FILE-N ({} in FILE is replaced by the number)
+                (under mpirun -np R: R x N copies, FILE-1 .. FILE-RN, each rank its own)
   --rm          remove the files afterwards (only those this run created)
   --print-spec  print the ioscale workload the command line becomes, and exit
 
@@ -269,13 +272,20 @@ fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
         }
     };
     let name = if write { output } else { input };
-    if name.starts_with("/dev/") {
-        return Err(usage(format!(
-            "{}={name}: ioscale dd works on regular files only, never devices",
-            if write { "of" } else { "if" }
-        )));
-    }
     let paths: Vec<PathBuf> = (1..=jobs).map(|j| job_path(name, j, a.jobs)).collect();
+    // Devices and other special files are refused by what they are (stat),
+    // not by where they live: /dev/shm is a tmpfs directory for files.
+    for p in &paths {
+        if let Ok(m) = std::fs::metadata(p) {
+            if !m.is_file() {
+                return Err(usage(format!(
+                    "{}={}: not a regular file; ioscale dd works on regular files only, never devices",
+                    if write { "of" } else { "if" },
+                    p.display()
+                )));
+            }
+        }
+    }
     if write {
         if a.idirect {
             notes.push(
@@ -377,13 +387,18 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         }
         return Ok(0);
     }
-    let (mut raw, notes) = match to_raw(&a) {
+    // Under mpirun each rank runs its jobs on its own files: the jobs of
+    // all ranks are numbered as one --jobs, rank r holding r*jobs+1 ..
+    // (r+1)*jobs, so names and sizes are checked for every rank's jobs.
+    let jobs = a.jobs.unwrap_or(1);
+    let mut a = a;
+    if ranks > 1 {
+        a.jobs = Some(jobs.saturating_mul(ranks as u64));
+    }
+    let (raw, notes) = match to_raw(&a) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
-    // Names and sizes are checked for the jobs of every rank.
-    let jobs = raw.threads.unwrap_or(1);
-    raw.threads = Some(jobs.saturating_mul(ranks as u64));
     let mut spec = match raw.build() {
         Ok(s) => s,
         Err(e) => {
@@ -433,6 +448,11 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     eprint!("{}", String::from_utf8_lossy(&lines));
     if !quiet {
         for w in &rs.warnings {
+            // In dd's own words: O_DIRECT is an operand here.
+            let w = w.replace(
+                "Use --direct",
+                "Use oflag=direct (writes) or iflag=direct (reads)",
+            );
             eprintln!("dd: warning: {w}");
         }
         for n in &outcome.notes {

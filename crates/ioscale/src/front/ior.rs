@@ -699,6 +699,12 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     // format (the JSON and CSV carry it too).
     super::print_mismatches("ior", rs);
     for w in &rs.warnings {
+        // In IOR's own words: O_DIRECT is --posix.odirect (or -O useO_DIRECT=1).
+        let w = w.replace("Use --direct", "Use --posix.odirect").replace(
+            ", or --drop-caches before reads",
+            ", or drop the page cache before reads (IOR has no option for it; \
+                 `ioscale run --drop-caches` does)",
+        );
         eprintln!("ior: warning: {w}");
     }
     let text = IorTextExporter { info: info.clone() }.render(rs)?;

@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use coord::Coordinator;
-use engine::meta::{run_meta_worker, MetaPlan, MetaSample};
+use engine::meta::{run_meta_worker_with, MetaPlan, MetaSample};
+use engine::registry::{check_meta_spec, MetaEngineConfig};
 use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, Stonewall, ThreadFiles, WorkerRecord};
 use spec::{MetaOp, MetaSpec};
 use stats::LatencyHistogram;
@@ -32,6 +33,7 @@ pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
 
 /// Checks the target before anything is created.
 fn preflight(spec: &MetaSpec) -> Result<(), Error> {
+    check_meta_spec(&spec.engine, spec.iodepth, spec).map_err(|e| Error::Usage(e.to_string()))?;
     let t = &spec.target;
     crate::run::check_target(t)?;
     if spec.direct && spec.ops.iter().any(|o| o.moves_data()) {
@@ -324,13 +326,21 @@ fn run_phase_all(
     seq: &mut u64,
 ) -> Result<PhaseOut<MetaSample>, Error> {
     let threads = topo.threads_per_rank as usize;
+    // The engine was checked in preflight; the untimed layout and teardown
+    // phases run synchronously whatever it is.
+    let cfg = MetaEngineConfig {
+        engine: engine::registry::meta_engine(&plan.spec.engine)
+            .map(|e| e.info().name)
+            .unwrap_or("sync"),
+        iodepth: plan.spec.iodepth,
+    };
     cluster::run_phase_all(
         coord,
         seq,
         stop,
         "m",
         vec![(); threads],
-        |w, (), ctl, barrier| run_meta_worker(w, plan, ctl, barrier),
+        |w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
     )
 }
 

@@ -94,6 +94,22 @@ impl Default for UringOptions {
 }
 
 impl UringOptions {
+    /// The options a spec asks for (`--uring-opts`).
+    pub fn from_spec(o: &spec::UringOpts) -> Self {
+        UringOptions {
+            fixed_buffers: o.fixed_buffers,
+            register_files: o.register_files,
+            submit: if o.batch_submit {
+                SubmitMode::Batch
+            } else {
+                SubmitMode::Each
+            },
+            sqpoll_idle_ms: o.sqpoll_idle_ms,
+            coop_taskrun: o.coop_taskrun,
+            single_issuer: o.single_issuer,
+        }
+    }
+
     /// fio's best-known set: fixed buffers, registered file, COOP_TASKRUN
     /// and SINGLE_ISSUER/DEFER_TASKRUN.
     pub fn tuned() -> Self {

@@ -14,7 +14,7 @@ use common::{Scratch, TestFs, Tmpfs};
 use engine::registry::EngineOptions;
 use engine::uring::{SubmitMode, UringOptions};
 use engine::{run_worker, PhaseControl, PhasePlan, Prepared, WorkerSample};
-use spec::{EngineKind, Layout, Op, SyncMode};
+use spec::{Layout, Op, SyncMode};
 
 fn plan(op: Op, file: PathBuf, size: u64, depth: u32, direct: bool) -> PhasePlan {
     PhasePlan {
@@ -26,7 +26,7 @@ fn plan(op: Op, file: PathBuf, size: u64, depth: u32, direct: bool) -> PhasePlan
         segments: 1,
         direct,
         sync: SyncMode::None,
-        engine: EngineKind::IoUring,
+        engine: "io_uring".into(),
         iodepth: depth,
         seed: 7,
         verify: true,

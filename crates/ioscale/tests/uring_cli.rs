@@ -521,3 +521,71 @@ fn sweep_over_iodepth() {
         assert_empty(tp);
     }
 }
+
+/// The default submission (`each`) costs one io_uring_enter per request:
+/// the last request of a refill goes with the wait for completions instead
+/// of a submit of its own followed by the wait (which was two calls per
+/// request at depth 1). Counted with strace, so not a timing.
+#[test]
+fn each_submission_is_one_enter_per_request() {
+    if !have("strace") {
+        eprintln!("note: strace not installed; skipping");
+        return;
+    }
+    let t = scratch();
+    let tp = t.path();
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "8m",
+        "--xfer",
+        "1m",
+        "--keep",
+        "-q",
+        s(tp),
+    ]);
+    assert_code(&out, 0);
+    let o = scratch();
+    for depth in ["1", "8"] {
+        let log = o.path().join(format!("strace.{depth}"));
+        let st = std::process::Command::new("strace")
+            .args(["-f", "-c", "-e", "trace=io_uring_enter", "-o", s(&log)])
+            .arg(ioscale_path())
+            .args([
+                "run",
+                "--op",
+                "randread",
+                "--size",
+                "8m",
+                "--xfer",
+                "4k",
+                "--keep",
+                "--engine",
+                "io_uring",
+                "--iodepth",
+                depth,
+                "-q",
+                s(tp),
+            ])
+            .output()
+            .unwrap();
+        assert_code(&st, 0);
+        // strace -c: "% time  seconds  usecs/call  calls  [errors]  syscall".
+        let text = std::fs::read_to_string(&log).unwrap();
+        let enters: usize = text
+            .lines()
+            .find(|l| l.trim_end().ends_with(" io_uring_enter"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no io_uring_enter count in:\n{text}"));
+        // 2048 requests of 4 KiB; a few more calls for the final drain.
+        assert!(
+            (2048..=2048 + 16).contains(&enters),
+            "depth {depth}: {enters} io_uring_enter calls for 2048 requests"
+        );
+    }
+    let out = run(&["clean", s(tp)]);
+    assert_code(&out, 0);
+}

@@ -151,6 +151,10 @@ def meta_run(ex, mnt, eng, thr, depth, per, lay, js):
             "--json", js, "-q"]
     if lay == "same":
         argv.append("--same-dir")
+    elif lay == "spread":
+        # One thread's files over `depth` directories, so creates in flight
+        # do not queue on one directory's lock.
+        argv += ["--files-per-dir", str(max(1, per // depth))]
     run(argv + [mnt])
     out = {}
     for ph in json.load(open(js))["phases"]:
@@ -167,7 +171,8 @@ def meta_part(a, tdir):
     # "same" = every thread in one directory.
     configs = [("sync", 1, 1, "dirs"), ("sync", 2, 1, "dirs"), ("sync", 32, 1, "dirs"),
                ("sync", 32, 1, "same"), ("io_uring", 1, 1, "dirs"), ("io_uring", 1, 8, "dirs"),
-               ("io_uring", 1, 32, "dirs"), ("io_uring", 2, 32, "dirs"), ("io_uring", 4, 8, "dirs")]
+               ("io_uring", 1, 32, "dirs"), ("io_uring", 1, 32, "spread"),
+               ("io_uring", 2, 32, "dirs"), ("io_uring", 4, 8, "dirs")]
     for fs in ("tmpfs", "testfs"):
         mnt = tempfile.mkdtemp(prefix="ioscale-bench-meta-")
         src = tempfile.mkdtemp(prefix="ioscale-bench-src-", dir=a.data_dir)
@@ -205,7 +210,8 @@ def meta_part(a, tdir):
                 for op in ("create", "stat", "delete"):
                     xs = res[(eng, thr, depth, lay, op)]
                     cells += ["%.0f" % med([x[0] for x in xs]), "%.0f" % med([x[1] for x in xs])]
-                where = "one per thread" if lay == "dirs" else "one shared"
+                where = {"dirs": "one per thread", "same": "one shared",
+                         "spread": "%d per thread" % depth}[lay]
                 log("| %s | %d | %d | %s | %s |" % (eng, thr, depth, where, " | ".join(cells)))
             a_ = res[("io_uring", 1, 32, "dirs", "create")]
             b_ = res[("sync", 32, 1, "dirs", "create")]
@@ -220,6 +226,13 @@ def meta_part(a, tdir):
             log("- creates per CPU-second, io_uring 1x32 / sync 1 thread, per round: %s; median **%.3f**"
                 % (" ".join("%.2f" % (x[1] / y[1]) for x, y in zip(a_, c_)),
                    med([x[1] / y[1] for x, y in zip(a_, c_)])))
+            s_ = res[("io_uring", 1, 32, "spread", "create")]
+            log("- create rate, io_uring 1 thread depth 32 over 32 directories / sync 32 threads (a directory each), per round: %s; median **%.3f**"
+                % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(s_, b_)),
+                   med([x[0] / y[0] for x, y in zip(s_, b_)])))
+            log("- creates per CPU-second, io_uring 1x32 over 32 directories / sync 1 thread, per round: %s; median **%.3f**"
+                % (" ".join("%.2f" % (x[1] / y[1]) for x, y in zip(s_, c_)),
+                   med([x[1] / y[1] for x, y in zip(s_, c_)])))
         finally:
             subprocess.call(["umount", mnt])
             if daemon:

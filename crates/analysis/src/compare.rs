@@ -73,6 +73,61 @@ pub struct Comparison {
     /// Per record, the geometric mean of its ratios to the first over the
     /// rows both have; `None` for the first and when nothing matched.
     pub geomean_ratio: Vec<Option<f64>>,
+    /// Records that ran a different workload from the first (buffered
+    /// against O_DIRECT, another sync mode, other sizes or repetitions):
+    /// their ratios compare different experiments.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// What a record's workload was, as the facts a comparison must share:
+/// the I/O mode (O_DIRECT or buffered, and the sync mode) and the amount
+/// (bytes per worker × repetitions).
+fn workload(rec: &SweepRecord) -> Vec<String> {
+    let Some(p) = rec.points.first() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if let Some(w) = p.result.spec.as_run() {
+        out.push(format!(
+            "{}, sync {}",
+            if w.direct { "O_DIRECT" } else { "buffered" },
+            format!("{:?}", w.sync).to_lowercase()
+        ));
+    }
+    let reps = rec.config.reps.max(1);
+    out.push(format!(
+        "{} per worker × {reps} rep{}",
+        spec::format_size(p.bytes_per_thread),
+        if reps == 1 { "" } else { "s" }
+    ));
+    out
+}
+
+/// A warning per record whose workload differs from the first's.
+fn workload_warnings(records: &[(String, SweepRecord)]) -> Vec<String> {
+    let Some((name0, first)) = records.first() else {
+        return Vec::new();
+    };
+    let w0 = workload(first);
+    records[1..]
+        .iter()
+        .filter_map(|(name, rec)| {
+            let w = workload(rec);
+            let diff: Vec<String> = w
+                .iter()
+                .zip(&w0)
+                .filter(|(x, y)| x != y)
+                .map(|(x, y)| format!("{x} vs {y}"))
+                .collect();
+            (!diff.is_empty()).then(|| {
+                format!(
+                    "{name} and {name0} ran different workloads: {}; their ratios compare different experiments",
+                    diff.join("; ")
+                )
+            })
+        })
+        .collect()
 }
 
 /// Lines up the records, in MB/s (the unit the binary's compare printed
@@ -153,6 +208,7 @@ pub fn compare_with(records: &[(String, SweepRecord)], units: Units) -> Comparis
         names: records.iter().map(|(n, _)| n.clone()).collect(),
         rows,
         geomean_ratio,
+        warnings: workload_warnings(records),
     }
 }
 
@@ -185,11 +241,13 @@ pub fn render_text(c: &Comparison) -> String {
             }
             cells.extend([r.op.clone(), r.threads.to_string(), r.unit.clone()]);
             for i in 0..c.names.len() {
-                cells.push(
-                    r.values[i]
-                        .map(|v| format!("{v:.2}"))
-                        .unwrap_or_else(|| "-".into()),
-                );
+                // The figure with its 95 % interval: the spread a verdict
+                // is judged against.
+                cells.push(match (r.values[i], r.intervals.get(i).copied().flatten()) {
+                    (Some(v), Some(iv)) => format!("{v:.2} ({}–{})", num(iv.lo), num(iv.hi)),
+                    (Some(v), None) => format!("{v:.2}"),
+                    (None, _) => "-".into(),
+                });
                 if i > 0 {
                     cells.push(
                         r.ratios[i]
@@ -203,10 +261,11 @@ pub fn render_text(c: &Comparison) -> String {
         })
         .collect();
     let head_ref: Vec<&str> = head.iter().map(String::as_str).collect();
-    let mut out = vec![format!(
-        "Compared with {} (×N = record N ÷ record 1; figures are trimmed means or means over the good repetitions; a verdict needs a gap above 5% and non-overlapping 95% bootstrap intervals)",
+    let mut out: Vec<String> = c.warnings.iter().map(|w| format!("warning: {w}")).collect();
+    out.push(format!(
+        "Compared with {} (×N = record N ÷ record 1; figures are trimmed means or means over the good repetitions, with their 95% bootstrap interval in parentheses; a verdict needs a gap above 5% and non-overlapping intervals)",
         c.names[0]
-    )];
+    ));
     out.extend(layout_table(&head_ref, &rows));
     out.push(String::new());
     for i in 1..c.names.len() {

@@ -696,6 +696,11 @@ pub fn analyse_curve(
         _ => String::new(),
     };
 
+    // Highest at the fewest workers, and the most workers clearly below:
+    // a fall from the start, not "no clear difference".
+    let falls_from_first = peak.threads == first.threads
+        && clearly_above(&first, &last)
+        && last.value < ENOUGH_SHARE * peak.value;
     let mut v = Verdict {
         kind: VerdictKind::Uncertain,
         text: String::new(),
@@ -712,7 +717,7 @@ pub fn analyse_curve(
             workers_word(first.threads),
             pm(&first)
         );
-    } else if !clearly_above(&peak, &first) {
+    } else if !clearly_above(&peak, &first) && !falls_from_first {
         let quiet = pts
             .iter()
             .all(|p| p.interval().half_width_rel(p.value) <= PLATEAU_NOISE);
@@ -737,7 +742,12 @@ pub fn analyse_curve(
         } else {
             v.text = format!(
                 "No clear difference between {} and {} workers (within noise: {noise}); run more --reps to tell whether workers help.",
-                first.threads, peak.threads
+                first.threads,
+                if peak.threads == first.threads {
+                    last.threads
+                } else {
+                    peak.threads
+                }
             );
         }
     } else if peak.threads == last.threads && clearly_above(&last, &pts[pts.len() - 2]) {
@@ -778,12 +788,23 @@ pub fn analyse_curve(
         let l = limiter(&pts[from..], ctx);
         v.kind = VerdictKind::Falls;
         v.evidence.push(ev("most workers", &last));
+        let peaks = if falls_from_first {
+            format!(
+                "Highest at the fewest workers tested, {} ({} {u})",
+                workers_word(peak.threads),
+                num(peak.value)
+            )
+        } else {
+            format!(
+                "Peaks at {} ({} {u}, {}× {})",
+                workers_word(peak.threads),
+                num(peak.value),
+                num(gain),
+                workers_word(first.threads)
+            )
+        };
         v.text = format!(
-            "Peaks at {} ({} {u}, {}× {}), then falls beyond noise to {} at {} ({:.0}% below the peak): more workers cost more than they bring. At the peak: {}.",
-            workers_word(peak.threads),
-            num(peak.value),
-            num(gain),
-            workers_word(first.threads),
+            "{peaks}, then falls beyond noise to {} at {} ({:.0}% below the peak): more workers cost more than they bring. At the peak: {}.",
             num(last.value),
             workers_word(last.threads),
             (1.0 - last.value / peak.value) * 100.0,
@@ -1386,6 +1407,46 @@ mod tests {
     }
 
     const KIB64: f64 = 65536.0;
+
+    #[test]
+    fn noisy_line_highest_at_one_worker_names_the_range() {
+        // Highest at 1 worker, everything within wide noise: the sentence
+        // names the fewest and the most workers, not "1 and 1".
+        let pts = [
+            pt(1, &[130.0, 60.0, 100.0], KIB64),
+            pt(2, &[120.0, 50.0, 95.0], KIB64),
+            pt(4, &[125.0, 55.0, 90.0], KIB64),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("ext4"));
+        assert_eq!(a.verdict.kind, VerdictKind::Uncertain, "{:?}", a.sentences);
+        assert!(
+            a.verdict
+                .text
+                .starts_with("No clear difference between 1 and 4 workers"),
+            "{}",
+            a.verdict.text
+        );
+    }
+
+    #[test]
+    fn falling_from_the_fewest_workers_is_falls() {
+        // Highest at 1 worker, 4 workers clearly below beyond noise
+        // (tmpfs page-cache writes on 2 CPUs): not "no clear difference".
+        let pts = [
+            pt(1, &[2500.0, 2800.0, 3100.0], KIB64),
+            pt(2, &[900.0, 1050.0, 1200.0], KIB64),
+            pt(4, &[500.0, 620.0, 740.0], KIB64),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("tmpfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Falls, "{:?}", a.sentences);
+        assert!(
+            a.verdict
+                .text
+                .starts_with("Highest at the fewest workers tested, 1 worker (2800 MiB/s), then falls beyond noise to 620 at 4 workers"),
+            "{}",
+            a.verdict.text
+        );
+    }
 
     #[test]
     fn latency_bound_line() {

@@ -112,6 +112,11 @@ pub struct SweepPoint {
     pub geomean_iops: Option<f64>,
     /// The point's full run record.
     pub result: ResultSet,
+    /// What each phase of each repetition used, as the driver measured it
+    /// (rank 0's under MPI); `ops[].resources` combine them per operation.
+    /// Empty in records written before the probe.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<PhaseProbe>,
 }
 
 /// One operation of one point, over its repetitions.
@@ -173,17 +178,7 @@ pub struct OpStats {
     pub resources: Option<Resources>,
 }
 
-/// The resources one phase of one repetition used, as the driver measured
-/// them with [`probe::Probe`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PhaseProbe {
-    /// Operation of the phase.
-    pub op: String,
-    /// Repetition, from 0.
-    pub rep: u32,
-    /// The measurement.
-    pub resources: Resources,
-}
+pub use probe::PhaseProbe;
 
 /// Whether a phase record is a failed repetition: it saw request errors,
 /// or moved nothing at all.
@@ -227,7 +222,18 @@ impl OpStats {
                 .iter()
                 .find(|e| e.op == op || op.contains(e.op.as_str()))
                 .or(errors.first())
-                .map(|e| e.message.clone())
+                .map(|e| {
+                    // The engine's message is the system's ("Input/output
+                    // error"); say where, unless it already does.
+                    if e.file.is_empty() || e.message.contains(&e.file) {
+                        e.message.clone()
+                    } else {
+                        match e.offset {
+                            Some(o) => format!("{} {} at {o}: {}", e.op, e.file, e.message),
+                            None => format!("{} {}: {}", e.op, e.file, e.message),
+                        }
+                    }
+                })
                 .unwrap_or_else(|| {
                     let b = bad[0];
                     if b.errors > 0 {
@@ -491,6 +497,24 @@ mod tests {
         assert_eq!(
             o.first_error.as_deref(),
             Some("3 request error(s) in repetition 1")
+        );
+    }
+
+    #[test]
+    fn a_bare_system_error_says_where() {
+        let phases = [phase(0, 20.0, 0), phase(1, 0.0, 1)];
+        let errors = [report::ErrorRecord {
+            worker: 0,
+            op: "write".into(),
+            file: "/mnt/t/ioscale.d/file.0".into(),
+            offset: Some(65536),
+            errno: Some(5),
+            message: "Input/output error (os error 5)".into(),
+        }];
+        let o = OpStats::from_run("write", &phases, &errors, 1, 0, &[]).unwrap();
+        assert_eq!(
+            o.first_error.as_deref(),
+            Some("write /mnt/t/ioscale.d/file.0 at 65536: Input/output error (os error 5)")
         );
     }
 

@@ -98,6 +98,7 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
         geomean_bw_mib_s,
         geomean_iops,
         result: rs.clone(),
+        probes: Vec::new(),
     };
     let mut rec = SweepRecord {
         schema: SWEEP_SCHEMA,

@@ -195,6 +195,8 @@ pub trait Sample: Sized + Send {
     fn failed(&self) -> bool;
     /// The worker stopped at the time limit.
     fn hit_deadline(&self) -> bool;
+    /// When it started, ns after its rank's phase epoch.
+    fn start_ns(&self) -> u64;
 }
 
 impl Sample for WorkerSample {
@@ -213,6 +215,9 @@ impl Sample for WorkerSample {
     }
     fn hit_deadline(&self) -> bool {
         self.hit_deadline
+    }
+    fn start_ns(&self) -> u64 {
+        self.start_ns
     }
 }
 
@@ -234,6 +239,9 @@ impl Sample for MetaSample {
     /// way the phase was cut short and a create left a prefix of the files.
     fn hit_deadline(&self) -> bool {
         self.hit_deadline || self.stonewalled
+    }
+    fn start_ns(&self) -> u64 {
+        self.start_ns
     }
 }
 
@@ -260,7 +268,32 @@ pub struct PhaseOut<S> {
     pub interrupted: bool,
     /// Some worker hit the time limit.
     pub deadline: bool,
+    /// Spread of the ranks' clocks at the exit of the start barrier
+    /// (latest − earliest, ns); `None` in a one-process run.
+    pub start_skew_ns: Option<u64>,
 }
+
+impl<S: Sample> PhaseOut<S> {
+    /// The start skew across ranks, seconds (see [`PhaseOut::start_skew_ns`]).
+    pub fn start_skew_s(&self) -> Option<f64> {
+        self.start_skew_ns.map(|ns| ns as f64 / 1e9)
+    }
+
+    /// Latest worker start − earliest, seconds, each against its own
+    /// rank's epoch (the barrier exit); workers that failed their setup
+    /// never started and are left out. `None` when none started.
+    pub fn worker_start_spread_s(&self) -> Option<f64> {
+        let started = || self.samples.iter().filter(|s| !s.failed());
+        let first = started().map(Sample::start_ns).min()?;
+        let last = started().map(Sample::start_ns).max()?;
+        Some(last.saturating_sub(first) as f64 / 1e9)
+    }
+}
+
+/// The bits of [`PhaseEnd::flags`](coord::PhaseEnd) this driver uses.
+const FLAG_FAILED: u8 = 1;
+const FLAG_INTERRUPTED: u8 = 2;
+const FLAG_DEADLINE: u8 = 4;
 
 /// Runs one phase on this rank with one thread per item and agrees on its
 /// outcome with the other ranks: a collective call every rank reaches,
@@ -282,26 +315,29 @@ where
 {
     *seq += 1;
     let cpu0 = engine::sys::cpu_times();
-    let (samples, first_done_ns) = run_threads(coord, *seq, stop, name, items, work);
+    let ended = run_threads(coord, *seq, stop, name, items, work);
     let cpu1 = engine::sys::cpu_times();
     let cpu = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
-    let failed = samples.iter().any(Sample::failed);
-    let deadline = samples.iter().any(Sample::hit_deadline);
+    let Ended {
+        samples,
+        first_done_ns,
+        flags,
+        start_skew_ns,
+    } = ended;
+    let failed = flags & FLAG_FAILED != 0;
+    let interrupted = flags & FLAG_INTERRUPTED != 0;
+    let deadline = flags & FLAG_DEADLINE != 0;
     if coord.size() == 1 {
         return Ok(PhaseOut {
             samples,
             first_done_ns,
             cpu,
             failed,
-            interrupted: stop.load(Ordering::Relaxed),
+            interrupted,
             deadline,
+            start_skew_ns,
         });
     }
-    let failed = coord.any(failed);
-    let interrupted = coord.any(stop.load(Ordering::Relaxed));
-    let deadline = coord.any(deadline);
-    let first = coord.min_u64(first_done_ns.unwrap_or(u64::MAX));
-    let first_done_ns = (first != u64::MAX).then_some(first);
     let mine = RankPhase {
         samples: samples.iter().map(Sample::to_wire).collect(),
         cpu,
@@ -331,7 +367,20 @@ where
         failed,
         interrupted,
         deadline,
+        start_skew_ns,
     })
+}
+
+/// One phase's threads done, and what all ranks agreed on at its end.
+struct Ended<S> {
+    /// This rank's samples, by thread.
+    samples: Vec<S>,
+    /// The stonewall: the earliest first finish on any rank.
+    first_done_ns: Option<u64>,
+    /// `FLAG_*` bits OR-ed over all ranks.
+    flags: u8,
+    /// Spread of the ranks' barrier exits (`None` with one process).
+    start_skew_ns: Option<u64>,
 }
 
 /// Rank 0's merge of every rank's samples (sorted by worker) and CPU time.
@@ -354,18 +403,25 @@ fn merge_ranks<S: Sample>(all: Vec<RankPhase<S::Wire>>) -> Result<(Vec<S>, (f64,
 
 /// Runs one phase's threads on this rank, all released together after the
 /// ranks' barrier. While they run, the main thread relays the stonewall and
-/// failures between ranks. Returns the samples by thread and this rank's
-/// view of the first finish.
-fn run_threads<I: Send, S: Send>(
+/// failures between ranks, and ends the phase with one collective that
+/// agrees on the first finish, the outcome flags and the start skew. A
+/// rank that stops answering makes every other one print the error (it
+/// names the rank and its node) and end the job: the ranks cannot go on
+/// without it.
+fn run_threads<I: Send, S: Sample>(
     coord: &dyn Coordinator,
     seq: u64,
     stop: &Arc<AtomicBool>,
     name: &str,
     items: Vec<I>,
     work: impl Fn(u32, I, &PhaseControl, &Barrier) -> S + Sync,
-) -> (Vec<S>, Option<u64>) {
+) -> Ended<S> {
     let base = coord.rank() * items.len() as u32;
-    coord.barrier();
+    // Bounded like the phase end: a rank that stopped answering before
+    // the phase ends the job with its name instead of a silent hang.
+    if let Err(e) = coord.barrier_within(None) {
+        give_up(coord, &e)
+    }
     // Each rank's epoch is taken right after the barrier, so the sample
     // times of all ranks share one origin (as IOR's MPI_Wtime after a
     // barrier).
@@ -405,16 +461,60 @@ fn run_threads<I: Send, S: Send>(
             out.push(h.join().expect("worker thread panicked"));
         }
     });
+    let mut flags = 0;
+    if out.iter().any(Sample::failed) {
+        flags |= FLAG_FAILED;
+    }
+    if stop.load(Ordering::Relaxed) {
+        flags |= FLAG_INTERRUPTED;
+    }
+    if out.iter().any(Sample::hit_deadline) {
+        flags |= FLAG_DEADLINE;
+    }
+    let mut agreed = None;
     if let Some(mut sig) = signals {
-        for s in sig.finish() {
-            apply_signal(&ctl, s);
+        match sig.end(None, flags) {
+            Ok(end) => {
+                for &s in &end.signals {
+                    apply_signal(&ctl, s);
+                }
+                agreed = Some(end);
+            }
+            Err(e) => {
+                drop(sig);
+                give_up(coord, &e)
+            }
         }
     }
-    let first_done = ctl
+    let local = ctl
         .first_done
         .load(Ordering::Acquire)
         .then(|| ctl.first_done_ns.load(Ordering::Acquire));
-    (out, first_done)
+    match agreed {
+        Some(end) => Ended {
+            samples: out,
+            first_done_ns: match (end.first_done_ns, local) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+            flags: end.flags | flags,
+            start_skew_ns: end.start_skew_ns,
+        },
+        None => Ended {
+            samples: out,
+            first_done_ns: local,
+            flags,
+            start_skew_ns: None,
+        },
+    }
+}
+
+/// Ends the whole job after a wait on other ranks failed (they stopped
+/// answering): the error names them and their nodes; the ranks cannot go
+/// on without them, and MPI_Abort stops the rest of the job.
+fn give_up(coord: &dyn Coordinator, e: &coord::CoordError) -> ! {
+    eprintln!("ioscale: rank {} ({}): {e}", coord.rank(), coord.hostname());
+    coord.abort(1)
 }
 
 /// Which local events this rank already told the others about.

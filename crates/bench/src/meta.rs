@@ -26,8 +26,9 @@ use crate::dataset::tree::{close, prepare, union, Marker, Tree};
 use crate::error::Error;
 use crate::host;
 use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
-use crate::run::{make_run_id, space_warning, Outcome};
+use crate::run::{make_run_id, space_warning, Options, Outcome};
 use crate::topology::Topology;
+use probe::{PhaseProbe, Probe};
 
 pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
 
@@ -91,6 +92,18 @@ pub fn run_with(
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
 ) -> Result<Outcome, Error> {
+    run_with_options(spec, command, stop, coord, Options::default())
+}
+
+/// [`run_with`] with [`Options`]: resource probes around every timed
+/// phase, and repetitions that go on after a failed one.
+pub fn run_with_options(
+    spec: &MetaSpec,
+    command: Vec<String>,
+    stop: Arc<AtomicBool>,
+    coord: &dyn Coordinator,
+    opts: Options,
+) -> Result<Outcome, Error> {
     let mut notes = Vec::new();
     let Setup {
         host,
@@ -111,6 +124,7 @@ pub fn run_with(
     let mut state = tree.marker.state;
     let mut extent = tree.marker.extent;
     let mut ran_cleanup = false;
+    let mut probes = Vec::new();
     'reps: for rep in 0..spec.reps {
         for &op in &spec.ops {
             if coord.any(stop.load(Ordering::Relaxed)) {
@@ -188,7 +202,15 @@ pub fn run_with(
                 limit: Some(limit.clone()),
                 timed: true,
             };
+            let pr = (opts.probe && is_root).then(|| Probe::start(&user_spec.target));
             let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
+            if let Some(pr) = pr {
+                probes.push(PhaseProbe {
+                    op: op.name().into(),
+                    rep,
+                    resources: pr.finish(),
+                });
+            }
             let samples = &out.samples;
             if creates {
                 extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
@@ -206,6 +228,13 @@ pub fn run_with(
                 state = union(state, after);
                 if interrupted {
                     results.interrupted = true;
+                } else if opts.keep_going {
+                    // The marker covers what the failed phase may have
+                    // left; the next repetition starts from there.
+                    tree.marker.state = state;
+                    tree.marker.extent = extent;
+                    tree.save();
+                    continue 'reps;
                 }
                 break 'reps;
             }
@@ -246,7 +275,11 @@ pub fn run_with(
         tree.marker.extent = extent;
         close(spec, &mut tree, ran_cleanup, &mut notes);
     }
-    Ok(Outcome { results, notes })
+    Ok(Outcome {
+        results,
+        notes,
+        probes,
+    })
 }
 
 /// Notes on the directories a cleanup had to leave (they held entries
@@ -434,6 +467,8 @@ fn reduce(plan: &MetaPlan<'_>, out: &PhaseOut<MetaSample>, layout: &Layout) -> P
         time_limited: samples.iter().any(|s| s.hit_deadline),
         interrupted,
         errors: samples.iter().map(|s| s.errors).sum(),
+        start_skew_s: out.start_skew_s(),
+        worker_start_spread_s: out.worker_start_spread_s(),
         verify: (plan.op == MetaOp::Read && plan.spec.verify).then(|| report::VerifyRecord {
             checked_bytes: samples.iter().map(|s| s.checked_bytes).sum(),
             bad_bytes: samples.iter().map(|s| s.bad_bytes).sum(),

@@ -20,6 +20,8 @@ use report::{
 use spec::{format_size, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
+use probe::{PhaseProbe, Probe};
+
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::{DataSet, Marker, SetKind};
 use crate::error::Error;
@@ -33,6 +35,23 @@ pub struct Outcome {
     pub results: ResultSet,
     /// Lines for standard error: cleanup notes and the like.
     pub notes: Vec<String>,
+    /// What each timed phase used (CPU, device, FUSE connection), when
+    /// [`Options::probe`] asked for it; rank 0's measurement under MPI.
+    pub probes: Vec<PhaseProbe>,
+}
+
+/// How a driver runs beyond what the spec says: what a sweep asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Measure the resources of every timed phase with [`probe::Probe`]
+    /// (rank 0 only). The probe reads /proc and sysfs before and after
+    /// the phase and samples from a thread of its own, never in the
+    /// workers' I/O loop.
+    pub probe: bool,
+    /// A repetition whose phase failed ends there, its record and errors
+    /// kept, and the next repetition runs; without it the first failure
+    /// ends the run.
+    pub keep_going: bool,
 }
 
 impl Outcome {
@@ -219,6 +238,19 @@ pub fn run_with(
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
 ) -> Result<Outcome, Error> {
+    run_with_options(spec, command, stop, coord, Options::default())
+}
+
+/// [`run_with`] with [`Options`]: resource probes around every timed
+/// phase, and repetitions that go on after a failed one (what a sweep
+/// point needs).
+pub fn run_with_options(
+    spec: &WorkloadSpec,
+    command: Vec<String>,
+    stop: Arc<AtomicBool>,
+    coord: &dyn Coordinator,
+    opts: Options,
+) -> Result<Outcome, Error> {
     let Setup {
         host,
         topo,
@@ -248,6 +280,7 @@ pub fn run_with(
     let mut drop_warned = false;
     let mut first = true;
     let mut have_data = ds.had_data;
+    let mut probes = Vec::new();
     'reps: for rep in 0..spec.reps {
         if rep > 0 {
             pause(spec.rep_delay, &stop);
@@ -267,6 +300,9 @@ pub fn run_with(
                         let f = s.failure.as_ref()?;
                         Some(failure_record(s.worker, format!("layout {}", f.op), f))
                     }));
+                    if opts.keep_going && !out.interrupted {
+                        continue 'reps;
+                    }
                     break 'reps;
                 }
                 if out.interrupted {
@@ -283,8 +319,17 @@ pub fn run_with(
             }
             first = false;
             let plan = plan_for(&gspec, op, &ds, align, rep, true);
+            let pr = (opts.probe && is_root).then(|| Probe::start(&spec.target));
             let out = phases.run(&plan)?;
+            if let Some(pr) = pr {
+                probes.push(PhaseProbe {
+                    op: op.name().into(),
+                    rep,
+                    resources: pr.finish(),
+                });
+            }
             let rec = is_root.then(|| reduce(&plan, &out, layout));
+            let errors_before = results.errors.len();
             record_phase(&mut results, rec, &out, layout, |s| s.failure.as_ref());
             // A complete write of every transfer: the files now hold a full
             // data set (mixed phases only count if they wrote all).
@@ -300,9 +345,14 @@ pub fn run_with(
                 break 'reps;
             }
             if out.failed {
-                if results.errors.is_empty() {
+                if results.errors.len() == errors_before {
                     // Another rank failed: this one stops cleanly with it.
                     results.errors.push(other_rank_failed(&topo));
+                }
+                if opts.keep_going {
+                    // The rest of this repetition would work on what the
+                    // failed phase left; the next one starts afresh.
+                    continue 'reps;
                 }
                 break 'reps;
             }
@@ -317,7 +367,9 @@ pub fn run_with(
     }
     results.warnings = warns;
     results.summarise();
-    Ok(finish(spec, coord, &ds, results))
+    let mut outcome = finish(spec, coord, &ds, results);
+    outcome.probes = probes;
+    Ok(outcome)
 }
 
 /// What a run has before its first phase.
@@ -391,7 +443,11 @@ fn finish(
     let mut notes = Vec::new();
     coord.barrier();
     if coord.rank() != 0 {
-        return Outcome { results, notes };
+        return Outcome {
+            results,
+            notes,
+            probes: Vec::new(),
+        };
     }
     if !spec.keep && ds.created_root {
         let left = ds.remove();
@@ -401,7 +457,11 @@ fn finish(
     } else if let Some(n) = ds.kept_note(spec) {
         notes.push(n);
     }
-    Outcome { results, notes }
+    Outcome {
+        results,
+        notes,
+        probes: Vec::new(),
+    }
 }
 
 /// What runs the phases of one rank: the ranks' coordinator, the run's
@@ -667,6 +727,8 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         time_limited: samples.iter().any(|s| s.hit_deadline),
         interrupted,
         errors: counters.errors,
+        start_skew_s: out.start_skew_s(),
+        worker_start_spread_s: out.worker_start_spread_s(),
         verify,
         files: None,
         workers: samples

@@ -11,7 +11,8 @@ use analysis::SweepRecord;
 
 use crate::svg::{self, esc};
 
-const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:24px auto;max-width:1180px;color:#222;background:#fff}\
+const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:24px auto;padding:0 12px;max-width:1180px;color:#222;background:#fff;overflow-wrap:anywhere}\
+div.wide{overflow-x:auto;max-width:100%}\
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 8px}\
 th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
@@ -24,7 +25,9 @@ p.verdict{font-weight:bold;margin:6px 0}p.evidence{font-size:12px;color:#555;mar
 tr.failed td{background:#fdecea}tr:target td{background:#fff8c4}";
 
 fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
-    out.push_str("<table><thead><tr>");
+    // A table wider than the window scrolls inside its box; the page
+    // itself never scrolls sideways.
+    out.push_str("<div class=\"wide\"><table><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
@@ -42,11 +45,11 @@ fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
 }
 
 fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
-    out.push_str("<table id=\"results\"><thead><tr>");
+    out.push_str("<div class=\"wide\"><table id=\"results\"><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
@@ -73,7 +76,7 @@ fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
         }
         out.push_str("</tr>");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tbody></table></div>\n");
 }
 
 /// Renders the whole report.
@@ -183,6 +186,20 @@ pub fn render_html(rec: &SweepRecord) -> String {
         );
     }
     o.push_str("</div>\n");
+    let bars = crate::bars_for(rec);
+    if !bars.is_empty() {
+        o.push_str("<h2>Per rank and per node</h2><p>At the most workers of each operation: what each rank (and each node) did, mean over the good repetitions, the line spanning the lowest to the highest. Uneven bars show a rank or node that held the others back.</p><div class=\"charts\">\n");
+        for b in bars {
+            let _ = writeln!(
+                o,
+                "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
+                esc(&b.name),
+                svg::render_bars(&b.bars),
+                esc(&b.bars.title)
+            );
+        }
+        o.push_str("</div>\n");
+    }
 
     o.push_str("<h2>Analysis in detail</h2>\n<div id=\"analysis\">\n");
     for n in &rec.analysis.notes {

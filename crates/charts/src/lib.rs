@@ -12,11 +12,12 @@ pub mod html;
 pub mod png;
 pub mod svg;
 
+use analysis::model::phase_failed;
 use analysis::{OpStats, SweepRecord};
 
 pub use html::render_html;
 pub use png::{PngError, Rasteriser};
-pub use svg::{Chart, Point, Series};
+pub use svg::{Bar, Bars, Chart, Point, Series};
 
 /// A chart and the file stem it is saved under (`throughput-write`).
 #[derive(Debug, Clone)]
@@ -27,7 +28,8 @@ pub struct NamedChart {
     pub chart: Chart,
 }
 
-/// The throughput and duration charts of each operation of a sweep.
+/// The throughput, duration and latency (p50 and p99) charts of each
+/// operation of a sweep.
 pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
     let mut ops: Vec<(String, bool)> = Vec::new();
     for p in &rec.points {
@@ -42,6 +44,8 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
     for (op, data) in ops {
         let mut thr: Vec<Series> = Vec::new();
         let mut dur: Vec<Series> = Vec::new();
+        let mut lat: Vec<Series> = Vec::new();
+        let (lat_unit, lat_scale) = analysis::render::latency_unit(rec);
         for p in &rec.points {
             let Some(o) = p.ops.iter().find(|o| o.op == op && o.moves_data() == data) else {
                 continue;
@@ -88,6 +92,38 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
                     hi: o.elapsed_s.max,
                 },
             );
+            // The measured p50 and p99 (mean over the good repetitions),
+            // bars from the lowest to the highest repetition's.
+            let good: Vec<&report::PhaseRecord> = p
+                .result
+                .phases
+                .iter()
+                .filter(|ph| ph.op == op && !ph.interrupted && !phase_failed(ph))
+                .collect();
+            for (name, y, f) in [
+                (
+                    "p50",
+                    o.lat_p50_us,
+                    (|ph: &report::PhaseRecord| ph.lat_us.p50) as fn(&report::PhaseRecord) -> f64,
+                ),
+                ("p99", o.lat_p99_us, |ph: &report::PhaseRecord| {
+                    ph.lat_us.p99
+                }),
+            ] {
+                let v: Vec<f64> = good.iter().map(|ph| f(ph)).collect();
+                let lo = v.iter().copied().fold(y, f64::min);
+                let hi = v.iter().copied().fold(y, f64::max);
+                push(
+                    &mut lat,
+                    &format!("{label} {name}"),
+                    Point {
+                        x: p.workers() as f64,
+                        y: y * lat_scale,
+                        lo: lo * lat_scale,
+                        hi: hi * lat_scale,
+                    },
+                );
+            }
         }
         let files = rec
             .points
@@ -122,11 +158,22 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
             name: format!("duration-{stem}"),
             chart: Chart {
                 title: format!("{op}: duration vs workers"),
-                subtitle: sub,
+                subtitle: sub.clone(),
                 overlays: Vec::new(),
                 x_label: "Workers (log2 scale)".into(),
                 y_label: "Duration (s)".into(),
                 series: dur,
+            },
+        });
+        out.push(NamedChart {
+            name: format!("latency-{stem}"),
+            chart: Chart {
+                title: format!("{op}: request latency (p50, p99) vs workers"),
+                subtitle: sub,
+                overlays: Vec::new(),
+                x_label: "Workers (log2 scale)".into(),
+                y_label: format!("Latency ({lat_unit})"),
+                series: lat,
             },
         });
     }
@@ -234,3 +281,157 @@ fn safe(s: &str) -> String {
         })
         .collect()
 }
+
+/// A bar chart and the file stem it is saved under (`per-rank-write`).
+#[derive(Debug, Clone)]
+pub struct NamedBars {
+    /// File stem, safe as a file name.
+    pub name: String,
+    /// The chart.
+    pub bars: svg::Bars,
+}
+
+/// Under MPI, for each operation at its most workers: the throughput (or
+/// rate) of each rank, and of each node when there are several, as bars
+/// (mean over the good repetitions, the range of them as a line). A rank's
+/// figure is its workers' work over the span from its first worker's start
+/// to its last one's finish; a node's is the record's per-node total.
+/// Empty for a sweep on one rank.
+pub fn bars_for(rec: &SweepRecord) -> Vec<NamedBars> {
+    let units = rec.analysis.units;
+    let mut ops: Vec<String> = Vec::new();
+    for p in &rec.points {
+        for o in &p.ops {
+            if !ops.contains(&o.op) {
+                ops.push(o.op.clone());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for op in ops {
+        // The point with the most workers that ran on several ranks.
+        let Some((p, o)) = rec
+            .points
+            .iter()
+            .filter(|p| p.topology().0 > 1)
+            .filter_map(|p| Some((p, p.ops.iter().find(|o| o.op == op && o.reps > 0)?)))
+            .max_by_key(|(p, _)| p.workers())
+        else {
+            continue;
+        };
+        let Some(c) = p.result.host.cluster.as_ref() else {
+            continue;
+        };
+        let data = o.moves_data();
+        let unit = if data {
+            format!("Throughput ({})", units.data())
+        } else if o.counts_files {
+            "Files per second".to_string()
+        } else {
+            "Operations per second".to_string()
+        };
+        let good: Vec<(usize, &report::PhaseRecord)> = p
+            .result
+            .phases
+            .iter()
+            .enumerate()
+            .filter(|(_, ph)| ph.op == op && !ph.interrupted && !phase_failed(ph))
+            .collect();
+        let (ranks, tpr, workers) = p.topology();
+        let scale = |v: f64| if data { units.from_mib_s(v) } else { v };
+        let bar = |label: String, vals: Vec<f64>| {
+            let n = vals.len().max(1) as f64;
+            let value = vals.iter().sum::<f64>() / n;
+            svg::Bar {
+                label,
+                value,
+                lo: vals.iter().copied().fold(value, f64::min),
+                hi: vals.iter().copied().fold(value, f64::max),
+            }
+        };
+        let rank_bars: Vec<svg::Bar> = (0..ranks)
+            .map(|r| {
+                let ids = r * tpr..(r + 1) * tpr;
+                let vals: Vec<f64> = good
+                    .iter()
+                    .filter_map(|(_, ph)| {
+                        let ws: Vec<&report::WorkerRecord> = ph
+                            .workers
+                            .iter()
+                            .filter(|w| ids.contains(&w.worker))
+                            .collect();
+                        let t0 = ws.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
+                        let t1 = ws.iter().map(|w| w.end_s).fold(0.0, f64::max);
+                        let span = t1 - t0;
+                        (span > 0.0).then(|| {
+                            if data {
+                                scale(ws.iter().map(|w| w.bytes).sum::<u64>() as f64 / MIB / span)
+                            } else {
+                                ws.iter().map(|w| w.ops).sum::<u64>() as f64 / span
+                            }
+                        })
+                    })
+                    .collect();
+                let host = c.hosts.get(r as usize).cloned().unwrap_or_default();
+                bar(format!("rank {r} ({host})"), vals)
+            })
+            .collect();
+        let sub = format!(
+            "{} ranks × {tpr} threads = {workers} workers · mean over {} good repetition(s)",
+            ranks,
+            good.len()
+        );
+        let stem = safe(&op);
+        out.push(NamedBars {
+            name: format!("per-rank-{stem}"),
+            bars: svg::Bars {
+                title: format!("{op}: per rank at {workers} workers"),
+                subtitle: sub.clone(),
+                y_label: unit.clone(),
+                x_label: "Rank (host)".into(),
+                bars: rank_bars,
+            },
+        });
+        if c.nodes > 1 {
+            let mut hosts: Vec<&str> = Vec::new();
+            for h in &c.hosts {
+                if !hosts.contains(&h.as_str()) {
+                    hosts.push(h);
+                }
+            }
+            let node_bars = hosts
+                .iter()
+                .map(|h| {
+                    let vals: Vec<f64> = c
+                        .node_phases
+                        .iter()
+                        .filter(|np| np.host == *h && good.iter().any(|(i, _)| *i == np.phase))
+                        .map(|np| {
+                            if data {
+                                scale(np.bw_mib_s)
+                            } else if np.elapsed_s > 0.0 {
+                                np.ops as f64 / np.elapsed_s
+                            } else {
+                                0.0
+                            }
+                        })
+                        .collect();
+                    bar(h.to_string(), vals)
+                })
+                .collect();
+            out.push(NamedBars {
+                name: format!("per-node-{stem}"),
+                bars: svg::Bars {
+                    title: format!("{op}: per node at {workers} workers"),
+                    subtitle: sub,
+                    y_label: unit,
+                    x_label: "Node".into(),
+                    bars: node_bars,
+                },
+            });
+        }
+    }
+    out
+}
+
+const MIB: f64 = 1024.0 * 1024.0;

@@ -461,3 +461,110 @@ mod tests {
         assert!(s.contains("no data"));
     }
 }
+
+/// A bar chart: one bar per rank or node, with the range of the
+/// repetitions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bars {
+    /// Title above the plot.
+    pub title: String,
+    /// One line under the title.
+    pub subtitle: String,
+    /// y-axis label, with its unit.
+    pub y_label: String,
+    /// x-axis label (what a bar is: "Rank", "Node").
+    pub x_label: String,
+    /// The bars, left to right.
+    pub bars: Vec<Bar>,
+}
+
+/// One bar.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    /// What it stands for ("rank 0 (n1)").
+    pub label: String,
+    /// Its height.
+    pub value: f64,
+    /// Lowest repetition.
+    pub lo: f64,
+    /// Highest repetition.
+    pub hi: f64,
+}
+
+/// Renders a bar chart as a standalone SVG document, the same size as the
+/// line charts; hovering a bar shows its exact value.
+pub fn render_bars(b: &Bars) -> String {
+    let mut s = String::new();
+    let pw = WIDTH - LEFT - 40.0;
+    let ph = HEIGHT - TOP - BOTTOM;
+    let top = b
+        .bars
+        .iter()
+        .map(|x| x.hi.max(x.value))
+        .fold(0.0f64, f64::max);
+    let (ymax, step) = nice_axis(top * 1.05);
+    let y = |v: f64| TOP + ph - v / ymax * ph;
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\" font-family=\"DejaVu Sans, Verdana, sans-serif\">\
+<rect width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"#fff\"/>\
+<text x=\"{}\" y=\"20\" font-size=\"16\" font-weight=\"bold\" text-anchor=\"middle\">{}</text>\
+<text x=\"{}\" y=\"36\" font-size=\"11\" fill=\"#555\" text-anchor=\"middle\">{}</text>",
+        WIDTH / 2.0,
+        esc(&b.title),
+        WIDTH / 2.0,
+        esc(&ellipsis(&b.subtitle, 110))
+    );
+    let mut v = 0.0;
+    while v <= ymax + step * 1e-9 {
+        let yy = y(v);
+        let _ = write!(
+            s,
+            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{yy:.1}\" y2=\"{yy:.1}\" stroke=\"#e4e4e4\"/>\
+<text x=\"{}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
+            LEFT + pw,
+            LEFT - 6.0,
+            yy + 4.0,
+            tick_label(v)
+        );
+        v += step;
+    }
+    let n = b.bars.len().max(1) as f64;
+    let slot = pw / n;
+    let w = (slot * 0.6).min(80.0);
+    for (i, bar) in b.bars.iter().enumerate() {
+        let cx = LEFT + slot * (i as f64 + 0.5);
+        let col = PALETTE[0];
+        let _ = write!(
+            s,
+            "<g><title>{}: {} (repetitions {}–{})</title>\
+<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{col}\" opacity=\"0.85\"/>\
+<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"#222\"/></g>\
+<text x=\"{cx:.1}\" y=\"{:.1}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
+            esc(&bar.label),
+            tick_label(bar.value),
+            tick_label(bar.lo),
+            tick_label(bar.hi),
+            cx - w / 2.0,
+            y(bar.value),
+            (TOP + ph - y(bar.value)).max(0.0),
+            y(bar.lo),
+            y(bar.hi),
+            TOP + ph + 16.0,
+            esc(&ellipsis(&bar.label, (slot / 7.0) as usize + 1))
+        );
+    }
+    let _ = write!(
+        s,
+        "<rect x=\"{LEFT}\" y=\"{TOP}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#444\"/>\
+<text x=\"{}\" y=\"{}\" font-size=\"13\" text-anchor=\"middle\">{}</text>\
+<text x=\"18\" y=\"{}\" font-size=\"13\" text-anchor=\"middle\" transform=\"rotate(-90 18 {})\">{}</text></svg>",
+        LEFT + pw / 2.0,
+        HEIGHT - 14.0,
+        esc(&b.x_label),
+        TOP + ph / 2.0,
+        TOP + ph / 2.0,
+        esc(&b.y_label)
+    );
+    s
+}

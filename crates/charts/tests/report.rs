@@ -66,6 +66,7 @@ fn point(index: usize, workers: u32, reps: &[f64]) -> SweepPoint {
         geomean_bw_mib_s: g1,
         geomean_iops: g2,
         result: rs,
+        probes: Vec::new(),
     }
 }
 
@@ -157,4 +158,115 @@ fn si_units_are_used_throughout() {
     let text = analysis::render::render_text(&rec);
     assert!(!text.contains("MiB/s"), "{text}");
     assert!(text.contains("Throughput (MB/s)"));
+}
+
+#[test]
+fn latency_chart_has_p50_and_p99_by_workers_in_one_unit() {
+    let rec = record(Units::Iec);
+    let charts = charts::charts_for(&rec);
+    let c = charts
+        .iter()
+        .find(|c| c.name == "latency-write")
+        .expect("a latency chart per operation");
+    let (unit, scale) = analysis::render::latency_unit(&rec);
+    assert_eq!(c.chart.y_label, format!("Latency ({unit})"));
+    assert!(c.chart.x_label.starts_with("Workers"));
+    let labels: Vec<&str> = c.chart.series.iter().map(|s| s.label.as_str()).collect();
+    assert_eq!(labels, ["write p50", "write p99"]);
+    // Each point is the measured percentile at that worker count.
+    for (s, pick) in c.chart.series.iter().zip([0, 1]) {
+        let xs: Vec<f64> = s.points.iter().map(|p| p.x).collect();
+        assert_eq!(xs, [1.0, 2.0, 4.0]);
+        for (p, pt) in s.points.iter().zip(&rec.points) {
+            let o = &pt.ops[0];
+            let want = if pick == 0 {
+                o.lat_p50_us
+            } else {
+                o.lat_p99_us
+            } * scale;
+            assert!((p.y - want).abs() < 1e-9, "{} vs {want}", p.y);
+            assert!(p.lo <= p.y && p.y <= p.hi);
+        }
+    }
+    let svg = charts::svg::render(&c.chart);
+    assert!(svg.contains("Latency ("), "axis title with its unit");
+}
+
+/// The record of [`record`] as if its last point ran on 2 ranks of 2
+/// threads on two hosts, rank 1 moving half of rank 0's bytes.
+fn mpi_record() -> SweepRecord {
+    let mut rec = record(Units::Iec);
+    let p = rec.points.last_mut().unwrap();
+    p.threads = 2;
+    p.result.host.cluster = Some(report::ClusterInfo {
+        launcher: "mpi".into(),
+        ranks: 2,
+        threads_per_rank: 2,
+        nodes: 2,
+        tasks_per_node: 1,
+        hosts: vec!["n1".into(), "n2".into()],
+        node_phases: Vec::new(),
+    });
+    let n = p.result.phases.len();
+    for (i, ph) in p.result.phases.iter_mut().enumerate() {
+        ph.workers = (0..4u32)
+            .map(|w| report::WorkerRecord {
+                worker: w,
+                host: if w < 2 { "n1" } else { "n2" }.into(),
+                bytes: if w < 2 { 2 << 20 } else { 1 << 20 },
+                ops: 16,
+                start_s: 0.0,
+                end_s: 1.0,
+                ..Default::default()
+            })
+            .collect();
+        let c = p.result.host.cluster.as_mut().unwrap();
+        for (h, mib) in [("n1", 4.0), ("n2", 2.0)] {
+            c.node_phases.push(report::NodePhase {
+                phase: i,
+                op: ph.op.clone(),
+                rep: ph.rep,
+                host: h.into(),
+                ranks: 1,
+                workers: 2,
+                bytes: (mib as u64) << 20,
+                ops: 32,
+                elapsed_s: 1.0,
+                bw_mib_s: mib,
+            });
+        }
+    }
+    assert_eq!(n, 4);
+    rec
+}
+
+#[test]
+fn per_rank_and_per_node_bars_under_mpi() {
+    let rec = mpi_record();
+    let bars = charts::bars_for(&rec);
+    let names: Vec<&str> = bars.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["per-rank-write", "per-node-write"], "{names:?}");
+    let ranks = &bars[0].bars;
+    assert!(ranks.title.contains("at 4 workers"), "{}", ranks.title);
+    let got: Vec<(&str, f64)> = ranks
+        .bars
+        .iter()
+        .map(|b| (b.label.as_str(), b.value))
+        .collect();
+    // Rank 0 moved 4 MiB in 1 s, rank 1 2 MiB (good repetitions only).
+    assert_eq!(got, [("rank 0 (n1)", 4.0), ("rank 1 (n2)", 2.0)]);
+    let nodes: Vec<(&str, f64)> = bars[1]
+        .bars
+        .bars
+        .iter()
+        .map(|b| (b.label.as_str(), b.value))
+        .collect();
+    assert_eq!(nodes, [("n1", 4.0), ("n2", 2.0)]);
+    let svg = charts::svg::render_bars(&bars[0].bars);
+    assert!(svg.contains("Throughput (MiB/s)") && svg.contains("rank 1 (n2)"));
+    assert!(svg.contains("<title>rank 0 (n1): 4"), "hover value");
+    let html = charts::render_html(&rec);
+    assert!(html.contains("id=\"per-rank-write\""));
+    // A run on one rank has no such bars.
+    assert!(charts::bars_for(&record(Units::Iec)).is_empty());
 }

@@ -681,7 +681,7 @@ pub(crate) fn run_sync_worker(
     barrier.wait();
     let t_start = Instant::now();
     s.start_ns = ns_since(ctl.epoch, t_start);
-    run_body(&mut s, setup, base_dir, plan, ctl, t_start, &mut index_loop);
+    run_body(&mut s, setup, base_dir, plan, ctl, &mut index_loop);
     if plan.timed && plan.spec.sync_phase {
         sync_phase(&mut s, plan, ctl, barrier);
     }
@@ -727,7 +727,6 @@ pub(crate) fn run_body(
     base_dir: PathBuf,
     plan: &MetaPlan<'_>,
     ctl: &PhaseControl,
-    t_start: Instant,
     indices: IndexLoop<'_>,
 ) {
     let w = s.worker;
@@ -753,7 +752,7 @@ pub(crate) fn run_body(
         }
     };
     let deadline = if plan.timed {
-        plan.spec.time_limit.map(|d| t_start + d)
+        ctl.deadline(plan.spec.time_limit)
     } else {
         None
     };

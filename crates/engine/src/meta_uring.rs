@@ -781,7 +781,7 @@ pub(crate) fn run_worker(
             }
         }
     };
-    run_body(&mut s, setup, base_dir, plan, ctl, t_start, &mut body);
+    run_body(&mut s, setup, base_dir, plan, ctl, &mut body);
     if plan.timed && plan.spec.sync_phase {
         sync_phase(&mut s, plan, ctl, barrier);
     }

@@ -131,6 +131,14 @@ impl PhaseControl {
         }
     }
 
+    /// The phase's one deadline under a time limit: the epoch, taken right
+    /// after the ranks' start barrier, plus the limit. Every worker of
+    /// every rank stops at this moment (as far as the ranks' barrier exits
+    /// agree), not at its own start plus the limit.
+    pub fn deadline(&self, limit: Option<Duration>) -> Option<Instant> {
+        limit.map(|d| self.epoch + d)
+    }
+
     #[inline]
     fn should_stop(&self) -> bool {
         self.stop.load(Ordering::Relaxed) || self.abort.load(Ordering::Relaxed)
@@ -356,7 +364,7 @@ pub fn run_worker(
         }
     };
     s.open_done_ns = ns_since(ctl.epoch, Instant::now());
-    let deadline = plan.time_limit.map(|d| t_start + d);
+    let deadline = ctl.deadline(plan.time_limit);
 
     let usable = {
         let mut lp = LoopCtx {

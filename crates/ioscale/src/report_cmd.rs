@@ -15,7 +15,7 @@ use clap::{Args, ValueEnum};
 use report::ExportType;
 
 use crate::cli::Format;
-use crate::sweep::Outputs;
+use crate::sweep::{Outputs, UnitsArg};
 
 /// Flags of `ioscale report`.
 #[derive(Debug, Args)]
@@ -38,6 +38,10 @@ pub struct ReportArgs {
     /// Format for standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+
+    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
+    #[arg(long, value_enum, default_value = "iec")]
+    pub units: UnitsArg,
 
     /// Print nothing on standard output.
     #[arg(short, long)]
@@ -63,6 +67,10 @@ pub struct CompareArgs {
     /// Format for standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: CompareFormat,
+
+    /// Data rates in MiB/s (`iec`) or MB/s (`si`).
+    #[arg(long, value_enum, default_value = "iec")]
+    pub units: UnitsArg,
 }
 
 /// Examples for `ioscale report --help`.
@@ -94,16 +102,22 @@ pub fn cmd_report(args: &ReportArgs) -> anyhow::Result<i32> {
             crate::check_output_path(flag, p)?;
         }
     }
+    let units = args.units.units();
     let ok = match loaded {
-        Loaded::Sweep(rec) => Outputs {
-            json: None,
-            csv: args.csv.as_deref(),
-            html: args.html.as_deref(),
-            png: args.png.as_deref(),
-            format: args.format,
-            quiet: args.quiet,
+        Loaded::Sweep(mut rec) => {
+            // The analysis is recomputed: in the units asked for, and with
+            // the rules of this version.
+            rec.analysis = analysis::analyse_with(&rec, units);
+            Outputs {
+                json: None,
+                csv: args.csv.as_deref(),
+                html: args.html.as_deref(),
+                png: args.png.as_deref(),
+                format: args.format,
+                quiet: args.quiet,
+            }
+            .emit(&rec)
         }
-        .emit(&rec),
         Loaded::Run(rs) => {
             // Text, CSV and JSON of a run are the run's own exporters, so
             // the output is what the run printed; HTML and charts show it
@@ -116,7 +130,8 @@ pub fn cmd_report(args: &ReportArgs) -> anyhow::Result<i32> {
                     ok = false;
                 }
             }
-            let rec: SweepRecord = sweep_of_run((*rs).clone());
+            let mut rec: SweepRecord = sweep_of_run((*rs).clone());
+            rec.analysis = analysis::analyse_with(&rec, units);
             ok &= Outputs {
                 json: None,
                 csv: None,
@@ -181,7 +196,7 @@ pub fn cmd_compare(args: &CompareArgs) -> anyhow::Result<i32> {
         .zip(stems)
         .map(|((p, r), s)| (if unique { s } else { p.display().to_string() }, r))
         .collect();
-    let c = analysis::compare::compare(&named);
+    let c = analysis::compare::compare_with(&named, args.units.units());
     let bytes = match args.format {
         CompareFormat::Text => analysis::compare::render_text(&c).into_bytes(),
         CompareFormat::Json => {

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use analysis::model::{default_trim, point_stats};
+use analysis::model::{default_trim, point_stats_probed};
 use analysis::render::{render_csv, render_json, render_text};
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
 use clap::{Args, Parser, ValueEnum};
@@ -38,6 +38,26 @@ impl Scale {
         match self {
             Scale::Total => "total",
             Scale::PerThread => "per-thread",
+        }
+    }
+}
+
+/// The unit system of a report (`--units`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum UnitsArg {
+    /// MiB/s (2^20 bytes per second).
+    #[default]
+    Iec,
+    /// MB/s (10^6 bytes per second), as the seed tables print it.
+    Si,
+}
+
+impl UnitsArg {
+    /// The analysis's unit system.
+    pub fn units(self) -> analysis::Units {
+        match self {
+            UnitsArg::Iec => analysis::Units::Iec,
+            UnitsArg::Si => analysis::Units::Si,
         }
     }
 }
@@ -106,6 +126,10 @@ pub struct SweepArgs {
     /// Format for standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+
+    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
+    #[arg(long, value_enum, default_value = "iec")]
+    pub units: UnitsArg,
 
     /// Print nothing on standard output (files are still written).
     #[arg(short, long)]
@@ -799,9 +823,15 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             rec.interrupted = true;
             break;
         }
+        // Under MPI a point is named by its workers (ranks × threads).
+        let size = coord.size();
+        let who = if size > 1 {
+            format!("workers={} ({size}×{})", size * p.threads, p.threads)
+        } else {
+            format!("threads={}", p.threads)
+        };
         let what = format!(
-            "threads={}{}{}",
-            p.threads,
+            "{who}{}{}",
             if p.series.is_empty() {
                 String::new()
             } else {
@@ -820,9 +850,20 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             });
         }
         let t = Instant::now();
+        // Each point measures what its phases used (for the limit the
+        // analysis names) and keeps going past a failed repetition (it is
+        // counted and left out of the figures, not the end of the point).
+        let opts = bench::run::Options {
+            probe: true,
+            keep_going: true,
+        };
         let outcome = match &p.job {
-            Job::Run(w) => bench::run::run_with(w, command.clone(), Arc::clone(&stop), coord),
-            Job::Meta(m) => bench::meta::run_with(m, command.clone(), Arc::clone(&stop), coord),
+            Job::Run(w) => {
+                bench::run::run_with_options(w, command.clone(), Arc::clone(&stop), coord, opts)
+            }
+            Job::Meta(m) => {
+                bench::meta::run_with_options(m, command.clone(), Arc::clone(&stop), coord, opts)
+            }
         };
         let outcome = match outcome {
             Ok(o) => o,
@@ -848,8 +889,12 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         for line in crate::error_lines(&outcome.results.errors) {
             eprintln!("ioscale: error: point {what}: {line}");
         }
-        let (ops, geomean_bw_mib_s, geomean_iops) =
-            point_stats(&outcome.results, p.threads, plan.config.trim);
+        let (ops, geomean_bw_mib_s, geomean_iops) = point_stats_probed(
+            &outcome.results,
+            p.threads,
+            plan.config.trim,
+            &outcome.probes,
+        );
         let rate = ops
             .first()
             .map(|o| {
@@ -867,16 +912,23 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             xfer: p.xfer,
             layout: p.layout.clone(),
             target: p.target.clone(),
-            file_count: p.file_count,
+            // Planned for one rank: every rank has its own files unless
+            // they share one.
+            file_count: if p.layout == "shared" {
+                p.file_count
+            } else {
+                p.file_count * u64::from(coord.size())
+            },
             dir_per_file: p.dir_per_file,
             bytes_per_thread: p.bytes_per_thread,
             ops,
             geomean_bw_mib_s,
             geomean_iops,
             result: outcome.results,
+            probes: outcome.probes,
         });
         rec.points.sort_by_key(|q| q.index);
-        rec.analysis = analysis::analyse(&rec);
+        rec.analysis = analysis::analyse_with(&rec, args.units.units());
         if let Some(j) = &args.json {
             if let Err(e) = write_atomic(j, &render_json(&rec)?) {
                 eprintln!("ioscale: error: {e:#}");
@@ -897,7 +949,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     if !root {
         return Ok(exit);
     }
-    rec.analysis = analysis::analyse(&rec);
+    rec.analysis = analysis::analyse_with(&rec, args.units.units());
     if failure.is_some() && rec.points.len() < rec.points_total {
         // A refused point leaves the sweep unfinished; resuming is possible.
         rec.interrupted = true;
@@ -1090,13 +1142,18 @@ impl Outputs<'_> {
                         "ioscale: warning: no system fonts found; PNG charts will have no labels (install fonts-dejavu-core)"
                     );
                 }
-                for c in charts::charts_for(rec) {
-                    let svg = charts::svg::render(&c.chart);
-                    ok &= put(&d.join(format!("{}.svg", c.name)), svg.as_bytes());
+                let lines = charts::charts_for(rec)
+                    .into_iter()
+                    .map(|c| (c.name, charts::svg::render(&c.chart)));
+                let bars = charts::bars_for(rec)
+                    .into_iter()
+                    .map(|b| (b.name, charts::svg::render_bars(&b.bars)));
+                for (name, svg) in lines.chain(bars) {
+                    ok &= put(&d.join(format!("{name}.svg")), svg.as_bytes());
                     match r.png(&svg, 1.0) {
-                        Ok(b) => ok &= put(&d.join(format!("{}.png", c.name)), &b),
+                        Ok(b) => ok &= put(&d.join(format!("{name}.png")), &b),
                         Err(e) => {
-                            eprintln!("ioscale: error: {}.png: {e}", c.name);
+                            eprintln!("ioscale: error: {name}.png: {e}");
                             ok = false;
                         }
                     }

@@ -494,6 +494,85 @@ fn sweep_on_two_ranks_writes_one_record() {
     assert_empty(dir.path());
 }
 
+#[test]
+fn sweep_on_four_ranks_is_labelled_and_analysed_by_workers() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let o = scratch();
+    let j = o.path().join("sweep.json");
+    let h = o.path().join("sweep.html");
+    let out = mpirun(
+        4,
+        &[
+            "sweep",
+            "--threads",
+            "1,2",
+            "--reps",
+            "2",
+            "--json",
+            s(&j),
+            "--html",
+            s(&h),
+            "--",
+            "run",
+            "--op",
+            "write",
+            "--size",
+            "256k",
+            "--xfer",
+            "64k",
+            s(dir.path()),
+        ],
+    );
+    assert_code(&out, 0);
+    // The table counts workers (ranks × threads), with both factors.
+    let text = stdout(&out);
+    let head = text
+        .lines()
+        .find(|l| l.starts_with("Operation"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        head.contains("Workers  Ranks  Threads per rank  File count"),
+        "{head}"
+    );
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.starts_with("Write "))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    // Workers, ranks, threads per rank, file count (one file per worker).
+    assert_eq!(rows[0][1..5], ["4", "4", "1", "4"], "{text}");
+    assert_eq!(rows[1][1..5], ["8", "4", "2", "8"], "{text}");
+    // The analysis works by workers too: its points and Little's law.
+    let v = json(&j);
+    let c = &v["analysis"]["curves"][0];
+    let w: Vec<u64> = c["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(w, [4, 8], "{c:#}");
+    assert_eq!(c["little"][0]["threads"], 4, "{c:#}");
+    assert!(!c["verdict"]["text"].as_str().unwrap().contains("1 worker"));
+    // The report shows what each rank did at 8 workers.
+    let page = std::fs::read_to_string(&h).unwrap();
+    assert!(page.contains("id=\"per-rank-write\""), "per-rank bars");
+    assert!(page.contains("write: per rank at 8 workers"));
+    for r in 0..4 {
+        assert!(page.contains(&format!("rank {r} (")), "bar of rank {r}");
+    }
+    // Rank 0 probed every phase.
+    for p in v["points"].as_array().unwrap() {
+        assert_eq!(p["probes"].as_array().unwrap().len(), 2, "{p:#}");
+    }
+    assert_empty(dir.path());
+}
+
 /// A private Slurm (scripts/slurm-local), stopped on drop.
 struct Slurm {
     dir: tempfile::TempDir,

@@ -113,22 +113,27 @@ fn html_report_renders_charts_in_chromium() {
         !page.contains("src=\"http") && !page.contains("href=\"http"),
         "the report must not load anything from the network"
     );
-    for f in ["throughput-write", "duration-write"] {
+    for f in ["throughput-write", "duration-write", "latency-write"] {
         let png = charts.join(format!("{f}.png"));
         let svg = charts.join(format!("{f}.svg"));
         assert!(svg.is_file(), "{}", svg.display());
         let (blue, w, h) = chart_blue_pixels(&png);
         assert_eq!((w, h), (760, 440));
-        assert!(blue > 200, "{f}.png: only {blue} line pixels");
+        // The latency chart's first (blue) line is the p50 one, drawn
+        // against an axis sized for the p99: shorter than the others.
+        let least = if f.starts_with("latency") { 50 } else { 200 };
+        assert!(blue > least, "{f}.png: only {blue} line pixels");
     }
 
     let dom = browse(&bin, &html, &["--dump-dom".to_string()]);
     assert!(dom.contains("<h1>ioscale sweep report</h1>"), "{dom}");
-    assert_eq!(dom.matches("<svg").count(), 2, "two charts for one op");
+    assert_eq!(dom.matches("<svg").count(), 3, "three charts for one op");
     assert!(dom.contains("id=\"throughput-write\"") && dom.contains("id=\"duration-write\""));
+    assert!(dom.contains("id=\"latency-write\""), "latency chart");
+    assert!(dom.contains("Latency (µs)") || dom.contains("Latency (ms)"));
     assert!(dom.contains("<polyline"), "lines drawn");
     assert!(dom.contains("Peak"), "analysis present");
-    assert!(dom.contains("Throughput (MB/s)"), "table present");
+    assert!(dom.contains("Throughput (MiB/s)"), "table present");
 
     let shot = out.path().join("shot.png");
     browse(&bin, &html, &[format!("--screenshot={}", shot.display())]);

@@ -41,7 +41,7 @@ fn small_sweep(dir: &Path, out: &Path) -> Value {
     let text = stdout(&r);
     assert!(
         text.contains(
-            "Operation  Threads  File count  Directory per file  Duration (s)  Throughput (MB/s)"
+            "Operation  Threads  File count  Directory per file  Duration (s)  Throughput (MiB/s)"
         ),
         "{text}"
     );
@@ -340,8 +340,17 @@ fn report_and_compare_render_saved_records() {
     let csv = out.path().join("again.csv");
     let r = run(&["report", s(&a), "--csv", s(&csv)]);
     assert_code(&r, 0);
-    assert!(stdout(&r).contains("Throughput (MB/s)"));
+    assert!(stdout(&r).contains("Throughput (MiB/s)"));
     assert_eq!(std::fs::read_to_string(&csv).unwrap().lines().count(), 3);
+    // One unit system per report: --units si turns every figure to MB/s.
+    let r = run(&["report", s(&a), "--units", "si"]);
+    assert_code(&r, 0);
+    let si = stdout(&r);
+    assert!(si.contains("Throughput (MB/s)"), "{si}");
+    assert!(!si.contains("MiB/s"), "{si}");
+    let r = run(&["report", s(&a), "--units", "bytes"]);
+    assert_code(&r, 2);
+    assert!(stderr(&r).contains("--units"), "{}", stderr(&r));
 
     let r = run(&["compare", s(&a), s(&b)]);
     assert_code(&r, 0);

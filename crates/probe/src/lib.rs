@@ -140,6 +140,18 @@ impl Resources {
     }
 }
 
+/// The resources one phase of one repetition used, as a driver measured
+/// them with [`Probe`] around it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseProbe {
+    /// Operation of the phase.
+    pub op: String,
+    /// Repetition, from 0.
+    pub rep: u32,
+    /// The measurement.
+    pub resources: Resources,
+}
+
 /// One process's CPU use over the phase.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcessUse {

@@ -254,6 +254,10 @@ impl Exporter for TextExporter {
         if !notes.is_empty() {
             sections.push(notes);
         }
+        let nodes = node_table(rs);
+        if !nodes.is_empty() {
+            sections.push(nodes);
+        }
         if rs.summary.iter().any(|s| s.reps > 1) {
             sections.push(summary_table(rs));
         }
@@ -311,6 +315,43 @@ fn header_lines(rs: &ResultSet) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// Each node's share of each phase, when the ranks ran on several nodes:
+/// its bytes over its own span (first start to last end of its workers).
+fn node_table(rs: &ResultSet) -> Vec<String> {
+    let Some(c) = rs.host.cluster.as_ref() else {
+        return Vec::new();
+    };
+    if c.nodes < 2 || c.node_phases.is_empty() {
+        return Vec::new();
+    }
+    let width = c
+        .node_phases
+        .iter()
+        .map(|n| n.host.len())
+        .max()
+        .unwrap_or(4);
+    let mut out = vec![
+        "per node:".to_string(),
+        format!(
+            "{:<6} {:>3}  {:<width$}  {:>5}  {:>10}  {:>10}  {:>8}",
+            "op", "rep", "node", "ranks", "MiB", "MiB/s", "span(s)"
+        ),
+    ];
+    for n in &c.node_phases {
+        out.push(format!(
+            "{:<6} {:>3}  {:<width$}  {:>5}  {:>10.2}  {:>10.2}  {:>8.3}",
+            n.op,
+            n.rep,
+            n.host,
+            n.ranks,
+            n.bytes as f64 / (1u64 << 20) as f64,
+            n.bw_mib_s,
+            n.elapsed_s
+        ));
+    }
+    out
 }
 
 fn phase_table(phases: &[PhaseRecord]) -> Vec<String> {
@@ -687,6 +728,8 @@ mod tests {
             time_limited: false,
             interrupted: false,
             errors: 0,
+            start_skew_s: None,
+            worker_start_spread_s: None,
             verify: None,
             files: None,
             workers: (0..4)

@@ -349,17 +349,30 @@ fn summary_row(s: &OpStats, info: &IorInfo, tpn: u32) -> String {
     out
 }
 
-/// The spread of the workers' start times in a phase (the latest start
-/// after the phase's first), the largest over the phases: measured, from
-/// the per-worker record. `None` when the record holds no worker detail.
+/// How far apart the tasks started in a phase, the largest over the
+/// phases, from what the record measured: the spread of the ranks' start
+/// barrier exits ([`PhaseRecord::start_skew_s`], 0 with one process) plus
+/// the spread of the workers' starts after their barrier
+/// ([`PhaseRecord::worker_start_spread_s`]; for a record without it, the
+/// per-worker start times). The two add up to an upper bound of the true
+/// spread. `None` when nothing was measured.
+///
+/// [`PhaseRecord::start_skew_s`]: crate::PhaseRecord::start_skew_s
+/// [`PhaseRecord::worker_start_spread_s`]: crate::PhaseRecord::worker_start_spread_s
 pub fn start_skew_s(rs: &ResultSet) -> Option<f64> {
     rs.phases
         .iter()
-        .filter(|p| !p.workers.is_empty())
-        .map(|p| {
-            let first = p.workers.iter().map(|w| w.start_s).fold(f64::MAX, f64::min);
-            let last = p.workers.iter().map(|w| w.start_s).fold(f64::MIN, f64::max);
-            last - first
+        .filter_map(|p| {
+            let workers = p.worker_start_spread_s.or_else(|| {
+                let starts = p.workers.iter().map(|w| w.start_s);
+                let first = starts.clone().reduce(f64::min)?;
+                let last = starts.reduce(f64::max)?;
+                Some(last - first)
+            });
+            match (p.start_skew_s, workers) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+            }
         })
         .reduce(f64::max)
 }

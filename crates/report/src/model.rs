@@ -250,6 +250,16 @@ pub struct PhaseRecord {
     pub interrupted: bool,
     /// Requests that failed.
     pub errors: u64,
+    /// Spread of the ranks' clocks read at the exit of the phase's start
+    /// barrier (latest − earliest), seconds: the start skew across ranks.
+    /// Absent in a one-process run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_skew_s: Option<f64>,
+    /// Latest worker start − earliest, seconds, each start taken against
+    /// its own rank's barrier exit: how far the threads' release spread
+    /// within the ranks. Absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_start_spread_s: Option<f64>,
     /// Data check, when `--verify` was on and the phase read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyRecord>,

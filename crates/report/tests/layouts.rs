@@ -202,6 +202,13 @@ fn ior_verbose_adds_max_lines_and_a_measured_skew_only() {
     // The second worker started 0.25 s after the first.
     rs.phases[1].workers = workers(32 * MIB, 1.0, 0.25);
     assert!(text(&rs).contains("\nStart time skew across all tasks: 0.25 sec\n"));
+    // The recorded figures win over the per-worker detail: the ranks'
+    // barrier exits 0.5 s apart, their workers' starts 0.125 s apart.
+    rs.phases[0].start_skew_s = Some(0.5);
+    rs.phases[0].worker_start_spread_s = Some(0.125);
+    assert!(text(&rs).contains("\nStart time skew across all tasks: 0.62 sec\n"));
+    rs.phases[0].start_skew_s = None;
+    rs.phases[0].worker_start_spread_s = None;
     // Nothing measured, nothing printed.
     for p in &mut rs.phases {
         p.workers.clear();

@@ -12,6 +12,11 @@ Workloads:
      bandwidth ratio ioscale / fio.
   c  4 KiB random O_DIRECT reads with io_uring at depth 32 on the ext4 of
      /work: IOPS ratio ioscale / fio.
+  f  the same fio command line run by fio and by `ioscale fio` (fio's syntax
+     and output on ioscale's engine): 4 KiB random O_DIRECT reads, io_uring
+     depth 32, on ext4; 1 MiB sequential writes, 2 jobs, on tmpfs; a 4 KiB
+     random 50/50 mix, psync, on tmpfs. Bandwidth ratio ioscale fio / fio,
+     both read from fio's JSON.
 
 CPU and peak RSS come from the rusage that wait4() returns for each child
 (the child and every descendant it waited for), the same measure for every
@@ -360,6 +365,73 @@ class Bench:
         self.results["workloads"]["c"] = {"pairs": pairs, "summary": summary,
                                           "commands": {t: self.cmd_c(t, 3000) for t in ("ioscale", "fio")}}
 
+    # ----------------------------------------------------------- workload f
+
+    F_JOBS = [
+        ("f1 randread 4k O_DIRECT io_uring qd32, ext4", "disk",
+         ["--rw=randread", "--bs=4k", "--size=256m", "--direct=1", "--ioengine=io_uring", "--iodepth=32"]),
+        ("f2 write 1m, 2 jobs, tmpfs", "tmpfs",
+         ["--rw=write", "--bs=1m", "--size=512m", "--numjobs=2", "--group_reporting"]),
+        ("f3 randrw 4k psync, tmpfs", "tmpfs",
+         ["--rw=randrw", "--bs=4k", "--size=64m"]),
+    ]
+
+    def cmd_f(self, tool, opts, d, seed):
+        head = [self.fio] if tool == "fio" else [self.ioscale, "fio"]
+        return head + ["--name=f", "--directory=" + d, "--randseed=%d" % seed,
+                       "--output-format=json"] + opts
+
+    def run_f_one(self, tool, opts, d, seed):
+        res = self.r.run(self.cmd_f(tool, opts, d, seed))
+        jobs = fio_json(res["stdout"])["jobs"]
+        ios = sum(j[x]["total_ios"] for j in jobs for x in ("read", "write"))
+        bw = sum(j[x]["bw_bytes"] for j in jobs for x in ("read", "write"))
+        return {"bw_bytes": bw, "ios": ios, "cpu_s": res["cpu_s"], "maxrss_kib": res["maxrss_kib"]}
+
+    def workload_f(self):
+        log("\n== (f) fio command lines: fio against `ioscale fio`, bandwidth ratio ioscale fio / fio ==")
+        if not self.mounted:
+            self.mount_tmpfs()
+        base = {"disk": tempfile.mkdtemp(prefix="ioscale-bench-f.", dir=self.a.disk_dir),
+                "tmpfs": self.mnt}
+        summaries = {}
+        try:
+            for name, where, opts in self.F_JOBS:
+                dirs = {}
+                for tool in ("fio", "ioscale"):
+                    dirs[tool] = os.path.join(base[where], "f-" + tool + "-" + name.split()[0])
+                    os.makedirs(dirs[tool], exist_ok=True)
+                    self.run_f_one(tool, opts, dirs[tool], 1)  # warm-up and layout, not recorded
+                pairs = []
+                for i in range(self.a.pairs):
+                    order = ("ioscale", "fio") if i % 2 == 0 else ("fio", "ioscale")
+                    got = {t: self.run_f_one(t, opts, dirs[t], 5000 + i) for t in order}
+                    if got["ioscale"]["ios"] != got["fio"]["ios"]:
+                        raise RuntimeError("%s: ioscale fio did %d I/Os, fio %d" % (
+                            name, got["ioscale"]["ios"], got["fio"]["ios"]))
+                    row = {"ioscale": got["ioscale"], "fio": got["fio"],
+                           "ratio": got["ioscale"]["bw_bytes"] / got["fio"]["bw_bytes"]}
+                    pairs.append(row)
+                    log("  %s pair %d: MiB/s ioscale fio %.0f fio %.0f ratio %.3f" % (
+                        name.split()[0], i + 1, got["ioscale"]["bw_bytes"] / MIB,
+                        got["fio"]["bw_bytes"] / MIB, row["ratio"]))
+                xs = [p["ratio"] for p in pairs]
+                summaries[name] = {
+                    "ratio": {"ratios": xs, "median": median(xs), "spread": spread(xs)},
+                    "median_ioscale_mib_s": median([p["ioscale"]["bw_bytes"] / MIB for p in pairs]),
+                    "median_fio_mib_s": median([p["fio"]["bw_bytes"] / MIB for p in pairs]),
+                    "ioscale_maxrss_kib": max(p["ioscale"]["maxrss_kib"] for p in pairs),
+                    "commands": {t: self.cmd_f(t, opts, "DIR", 5000) for t in ("ioscale", "fio")},
+                    "pairs": pairs}
+                log("  %s: median ratio %.3f (min %.3f, max %.3f), medians %.0f vs %.0f MiB/s" % (
+                    name, summaries[name]["ratio"]["median"], *summaries[name]["ratio"]["spread"][:2],
+                    summaries[name]["median_ioscale_mib_s"], summaries[name]["median_fio_mib_s"]))
+        finally:
+            shutil.rmtree(base["disk"], ignore_errors=True)
+            for d in os.listdir(self.mnt):
+                shutil.rmtree(os.path.join(self.mnt, d), ignore_errors=True)
+        self.results["workloads"]["f"] = summaries
+
     # ------------------------------------------------------------- report
 
     def table(self):
@@ -391,6 +463,8 @@ class Bench:
             s = w["c"]["summary"]
             line("c randread 4k O_DIRECT io_uring qd32, IOPS", "io/fio", s["ratio"],
                  s["ioscale_maxrss_kib"], ">= 0.97", s["met"])
+        for name, s in w.get("f", {}).items():
+            line(name + ", bandwidth", "iofio/fio", s["ratio"], s["ioscale_maxrss_kib"], "(info)", True)
         log("(ratios of CPU/op: lower is better for ioscale; bandwidth and IOPS: higher is better)")
 
     def main(self):
@@ -412,6 +486,8 @@ class Bench:
                 self.workload_b()
             if "c" in only:
                 self.workload_c()
+            if "f" in only:
+                self.workload_f()
         finally:
             self.cleanup()
         self.table()
@@ -425,7 +501,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pairs", type=int, default=5, help="interleaved pairs per workload (default 5)")
     p.add_argument("--quick", action="store_true", help="2 pairs")
-    p.add_argument("--only", default="a,b,c", help="workloads to run, comma list of a, b, c")
+    p.add_argument("--only", default="a,b,c,f", help="workloads to run, comma list of a, b, c, f")
     p.add_argument("--disk-dir", default="/work", help="ext4 directory for workloads a and c")
     p.add_argument("--target-dir", default="target", help="cargo target directory")
     p.add_argument("--fio", default="fio")

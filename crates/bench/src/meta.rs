@@ -17,7 +17,9 @@ use std::sync::Arc;
 use coord::Coordinator;
 use engine::meta::{run_meta_worker_with, MetaPlan, MetaSample};
 use engine::registry::{check_meta_spec, MetaEngineConfig};
-use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, Stonewall, ThreadFiles, WorkerRecord};
+use report::{
+    FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles, WorkerRecord,
+};
 use spec::{MetaOp, MetaSpec};
 use stats::LatencyHistogram;
 
@@ -103,6 +105,21 @@ pub fn run_with_options(
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
     opts: Options,
+) -> Result<Outcome, Error> {
+    run_with_hook(spec, command, stop, coord, opts, &mut |_| {})
+}
+
+/// [`run_with_options`], calling `before_cleanup` on rank 0 with the
+/// record of an interrupted run before the tree is removed: the caller
+/// saves it there, so a second signal during a long cleanup loses nothing
+/// but the cleanup.
+pub fn run_with_hook(
+    spec: &MetaSpec,
+    command: Vec<String>,
+    stop: Arc<AtomicBool>,
+    coord: &dyn Coordinator,
+    opts: Options,
+    before_cleanup: &mut dyn FnMut(&ResultSet),
 ) -> Result<Outcome, Error> {
     let mut notes = Vec::new();
     let Setup {
@@ -271,6 +288,9 @@ pub fn run_with_options(
     // Every rank has closed its entries before rank 0 removes them.
     coord.barrier();
     if is_root {
+        if results.interrupted {
+            before_cleanup(&results);
+        }
         tree.marker.state = state;
         tree.marker.extent = extent;
         close(spec, &mut tree, ran_cleanup, &mut notes);

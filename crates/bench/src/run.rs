@@ -367,7 +367,7 @@ pub fn run_with_options(
     }
     results.warnings = warns;
     results.summarise();
-    let mut outcome = finish(spec, coord, &ds, results);
+    let mut outcome = finish(spec, coord, &mut ds, results);
     outcome.probes = probes;
     Ok(outcome)
 }
@@ -425,10 +425,9 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
 /// IOR -d: a pause between repetitions that Ctrl-C cuts short.
 fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
     if let Some(d) = delay {
-        let until = std::time::Instant::now() + d;
-        while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        // Any length, 2^64-1 s included: a pause past the end of the
+        // clock lasts until a signal.
+        let _ = safefs::sleep_or_stop(d, stop);
     }
 }
 
@@ -437,7 +436,7 @@ fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
 fn finish(
     spec: &WorkloadSpec,
     coord: &dyn Coordinator,
-    ds: &DataSet,
+    ds: &mut DataSet,
     results: ResultSet,
 ) -> Outcome {
     let mut notes = Vec::new();
@@ -530,6 +529,7 @@ fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataS
         marker: s.marker,
         had_data: s.had_data,
         kind: SetKind::Native,
+        guard: None,
     })
 }
 

@@ -136,7 +136,8 @@ impl PhaseControl {
     /// every rank stops at this moment (as far as the ranks' barrier exits
     /// agree), not at its own start plus the limit.
     pub fn deadline(&self, limit: Option<Duration>) -> Option<Instant> {
-        limit.map(|d| self.epoch + d)
+        // A limit past the end of the clock is no limit.
+        limit.and_then(|d| self.epoch.checked_add(d))
     }
 
     #[inline]

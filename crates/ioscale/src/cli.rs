@@ -66,6 +66,13 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Run fio job files and command lines (`ioscale fio jobs.fio`, `ioscale fio --name=r --rw=randread --size=1g`).
+    #[command(after_help = crate::front::fio::HELP, disable_help_flag = true)]
+    Fio {
+        /// fio's job files and options, as fio takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Run an mdtest command line (`ioscale mdtest --tasks 4 -n 1000 -F -u -d /mnt/fs/md`); `ioscale mdtest --help` lists its options.
     #[command(after_help = crate::front::mdtest::HELP, disable_help_flag = true)]
     Mdtest {
@@ -77,6 +84,13 @@ pub enum Command {
     #[command(after_help = crate::front::smallfile::HELP, disable_help_flag = true)]
     Smallfile {
         /// smallfile's options, as smallfile_cli.py takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Run the IO500 benchmark's phases and score (`ioscale io500 config.ini`); `ioscale io500 --help` lists its options.
+    #[command(disable_help_flag = true)]
+    Io500 {
+        /// An io500 .ini file and/or TARGET, and the options of `ioscale io500 --help`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },

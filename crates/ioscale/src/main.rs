@@ -73,8 +73,10 @@ fn real_main() -> anyhow::Result<i32> {
         Command::Compare(args) => report_cmd::cmd_compare(&args),
         Command::Ior { args } => front_main("ior", &args),
         Command::Dd { args } => front_main("dd", &args),
+        Command::Fio { args } => front_main("fio", &args),
         Command::Mdtest { args } => front_main("mdtest", &args),
         Command::Smallfile { args } => front_main("smallfile", &args),
+        Command::Io500 { args } => front_main("io500", &args),
         Command::Clean(args) => cmd_clean(&args.target),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -371,23 +373,11 @@ pub(crate) fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
     lines
 }
 
-/// Refuses an output path whose directory does not exist before the run,
-/// rather than losing the results after it.
+/// Refuses, before the run, an output path the results could not be
+/// written to: a missing directory, a directory, a socket or block device
+/// (see `safefs::check_output`), rather than losing the results after it.
 pub(crate) fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
-    let dir = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "{flag} {}: directory {} does not exist",
-            p.display(),
-            dir.display()
-        );
-    }
-    if p.is_dir() {
-        anyhow::bail!("{flag} {}: is a directory; name a file", p.display());
-    }
+    safefs::check_output(flag, p)?;
     Ok(())
 }
 

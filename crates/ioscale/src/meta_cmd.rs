@@ -35,7 +35,40 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     }
     let stop = crate::install_signals()?;
     let command: Vec<String> = std::env::args().collect();
-    let outcome = match bench::meta::run_with(&spec, command, stop, coord) {
+    // An interrupted run's record is saved before its tree is removed: a
+    // second Ctrl-C then cuts the cleanup short, never the record.
+    let mut saved = false;
+    let mut save_early = |rs: &report::ResultSet| {
+        for (p, kind) in [
+            (args.json.as_deref(), report::ExportType::Json),
+            (args.csv.as_deref(), report::ExportType::Csv),
+        ] {
+            if let Some(p) = p {
+                match kind.exporter().render(rs) {
+                    Ok(bytes) => {
+                        if let Err(e) = crate::output::write_atomic(p, &bytes) {
+                            eprintln!("ioscale: error: {e:#}");
+                        }
+                    }
+                    Err(e) => eprintln!("ioscale: error: {e:#}"),
+                }
+            }
+        }
+        saved = true;
+        eprintln!(
+            "ioscale: interrupted: the record is saved; removing the tree now \
+             (a second Ctrl-C stops that and leaves the tree; \
+             `ioscale meta --ops cleanup` with the same flags removes it)"
+        );
+    };
+    let outcome = match bench::meta::run_with_hook(
+        &spec,
+        command,
+        stop,
+        coord,
+        bench::run::Options::default(),
+        &mut save_early,
+    ) {
         Ok(o) => o,
         Err(e) => {
             if root {
@@ -47,11 +80,10 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     if !root {
         return Ok(outcome.exit_code());
     }
-    crate::emit(
-        &outcome,
-        args.json.as_deref(),
-        args.csv.as_deref(),
-        args.format,
-        args.quiet,
-    )
+    let (json, csv) = if saved {
+        (None, None)
+    } else {
+        (args.json.as_deref(), args.csv.as_deref())
+    };
+    crate::emit(&outcome, json, csv, args.format, args.quiet)
 }

@@ -137,7 +137,7 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
     // reports (into the job's output) instead of writing a JSON record.
     let records = match sub {
         "run" | "meta" | "sweep" => true,
-        "ior" | "mdtest" | "dd" | "smallfile" => false,
+        "ior" | "mdtest" | "dd" | "smallfile" | "io500" => false,
         other => {
             return Err(format!(
                 "COMMAND must be an ioscale command such as `run …` or `sweep …`, not '{other}'"
@@ -329,6 +329,11 @@ mod tests {
         assert!(m.contains("--json \"$RESULTS/meta-$n.json\""), "{m}");
         let i = script(&args(&["ior", "-w", "-o", "/fs/x"]), "ioscale").unwrap();
         assert!(i.contains("\"$IOSCALE\" ior -w -o /fs/x || status"), "{i}");
+        let io5 = script(&args(&["io500", "config.ini"]), "ioscale").unwrap();
+        assert!(
+            io5.contains("\"$IOSCALE\" io500 config.ini || status"),
+            "{io5}"
+        );
         assert!(script(&args(&["rm", "-rf"]), "x").is_err());
     }
 }

@@ -280,8 +280,19 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             }
             ("meta", m.reps.clone(), false)
         }
+        Command::Fio { .. } => {
+            // A fio job sweeps numjobs: its size= is per clone, and its
+            // file names come from the job.
+            if !xfers.is_empty() || !layouts.is_empty() || !targets.is_empty() {
+                return usage("a `fio` sweep varies --threads (fio's numjobs) only; change bs=, directory= in the job file");
+            }
+            if args.scale == Some(Scale::Total) {
+                return usage("--scale total: a fio job's size= is per clone (numjobs); a `fio` sweep keeps it (per-thread)");
+            }
+            ("fio", "1".to_string(), false)
+        }
         _ => return usage(
-            "sweep runs `run` or `meta`: ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
+            "sweep runs `run` or `meta` (or a `fio` job): ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
         ),
     };
     for l in &layouts {
@@ -474,6 +485,8 @@ enum Inner {
     Run(spec::RawWorkload),
     /// `-- meta …`.
     Meta(spec::RawMeta),
+    /// `-- fio …`: the job's words; each point sets numjobs.
+    Fio(Vec<String>),
 }
 
 /// Types the inner command's flags once. The flags every point sets
@@ -502,7 +515,8 @@ fn typed_inner(inner: &mut Command, swept_xfer: bool, swept_layout: bool) -> Res
                 .map(Inner::Meta)
                 .map_err(|e| Usage(e.to_string()))
         }
-        _ => usage("sweep runs `run` or `meta`"),
+        Command::Fio { args } => Ok(Inner::Fio(args.clone())),
+        _ => usage("sweep runs `run` or `meta` (or a `fio` job)"),
     }
 }
 
@@ -584,6 +598,11 @@ fn point(
             engine::registry::check_meta_spec(&spec.engine, spec.iodepth, &spec)
                 .map_err(|e| Usage(e.to_string()))?;
             Ok(Job::Meta(Box::new(spec)))
+        }
+        Inner::Fio(args) => {
+            let mut spec = crate::front::fio::sweep_point(args, threads).map_err(|e| Usage(e.0))?;
+            spec.reps = reps;
+            Ok(Job::Run(Box::new(spec)))
         }
     }
 }

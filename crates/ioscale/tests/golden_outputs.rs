@@ -429,3 +429,52 @@ fn smallfile_text() {
         .collect();
     check_golden("out_smallfile_text.txt", &text);
 }
+
+#[test]
+fn fio_text_and_spec() {
+    let dir = scratch();
+    let job = dir.path().join("jobs.fio");
+    std::fs::write(
+        &job,
+        "[global]\nbs=64k\nsize=256k\n\n[w]\nrw=write\nnumjobs=2\ngroup_reporting\n\n\
+         [r]\nstonewall\nrw=randread\n",
+    )
+    .unwrap();
+    let out = run_in(dir.path(), &["fio", "--print-spec", "jobs.fio"]);
+    assert_code(&out, 0);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let norm = normalise_json(&v, "", dir.path().to_str().unwrap(), &host());
+    check_golden(
+        "out_fio_specs.json",
+        &(serde_json::to_string_pretty(&norm).unwrap() + "\n"),
+    );
+    let out = run_in(dir.path(), &["fio", "jobs.fio"]);
+    assert_code(&out, 0);
+    // Units follow the size of the figure; the job lines carry pid and
+    // date; the disk's line names the machine's device.
+    let mut text = String::new();
+    let mut disk = false;
+    for l in normalise_text(&stdout(&out), dir.path()).lines() {
+        if l.starts_with("Disk stats") {
+            disk = true;
+        }
+        if disk {
+            continue;
+        }
+        let mut l = l.to_string();
+        if let Some(i) = l.find(": pid=") {
+            l = format!("{}: pid=<PID>: <DATE>", &l[..i]);
+        }
+        for u in [
+            "KiB", "MiB", "GiB", "kB", "MB", "GB", "nsec", "usec", "msec", "Nk", "NM",
+        ] {
+            l = l.replace(u, if u.starts_with('N') { "N<U>" } else { "<U>" });
+        }
+        // The percentile table pads each figure to five columns.
+        // A number's unit prefix (none, k, Ki, M …) follows its size.
+        let l = l.replace("N<U>", "N").replace("NB", "N");
+        text.push_str(&l.replace("=[ ", "=["));
+        text.push('\n');
+    }
+    check_golden("out_fio_text.txt", &text);
+}

@@ -719,3 +719,74 @@ fn slurm_job_runs_four_ranks_with_srun_and_pmix() {
     }
     assert_empty(&target);
 }
+
+#[test]
+fn io500_on_four_ranks_lays_out_every_phase_as_io500_does() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mnt = if is_root() { tmpfs("size=256m") } else { None };
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("io500-data");
+    let res = work.path().join("results");
+    let cfg = io500::ini(
+        work.path(),
+        &data,
+        &res,
+        "\n[mdtest-easy-delete]\nrun = FALSE\n[mdtest-hard-delete]\nrun = FALSE\n",
+    );
+    let j = work.path().join("io500.json");
+    // 4 ranks, one task each: the files of 4 io500 tasks, kept.
+    let out = mpirun(
+        4,
+        &[
+            "io500",
+            "--stonewall",
+            "2s",
+            "--keep",
+            "--json",
+            s(&j),
+            s(&cfg),
+        ],
+    );
+    assert_code(&out, 0);
+    let order: Vec<&str> = io500::ORDER
+        .iter()
+        .copied()
+        .filter(|n| !n.ends_with("-delete"))
+        .collect();
+    io500::check_lines(&out, &order);
+    let v = json(&j);
+    assert_eq!(v["ranks"], 4);
+    assert_eq!(v["tasks"], 4);
+    io500::check_score(&v);
+    io500::check_layout(&data, &v, 4);
+    // 2 ranks × 2 threads, the whole standard run: everything it made goes.
+    let data2 = target.join("io500-data2");
+    let cfg = io500::ini(work.path(), &data2, &res, "");
+    let j = work.path().join("full.json");
+    let out = mpirun(
+        2,
+        &[
+            "io500",
+            "--tasks",
+            "2",
+            "--stonewall",
+            "2s",
+            "--json",
+            s(&j),
+            s(&cfg),
+        ],
+    );
+    assert_code(&out, 0);
+    io500::check_lines(&out, &io500::ORDER);
+    let v = json(&j);
+    assert_eq!(v["tasks"], 4);
+    io500::check_score(&v);
+    let e = io500::items(&v, "mdtest-easy-write", 4);
+    assert_eq!(io500::phase(&v, "mdtest-easy-delete")["ops"], e * 4);
+    assert!(!data2.exists(), "the run removes what it made");
+}

@@ -284,8 +284,10 @@ pub(crate) mod opt_secs {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
         let v: Option<f64> = Option::deserialize(d)?;
+        // A limit past what a Duration holds (2^64-1 s rounds up as a
+        // float) is as good as none: the longest Duration.
         Ok(v.filter(|x| x.is_finite() && *x >= 0.0)
-            .map(Duration::from_secs_f64))
+            .map(|x| Duration::try_from_secs_f64(x).unwrap_or(Duration::MAX)))
     }
 }
 

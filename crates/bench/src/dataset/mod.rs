@@ -29,6 +29,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use spec::{format_size, FileNaming, Layout, WorkloadSpec};
 
+use safefs::{lock_name, Access, DirHandle, Kind, Liveness, Remover, SetLock, TryLock};
+
 use crate::error::Error;
 
 pub mod tree;
@@ -59,6 +61,13 @@ pub struct Marker {
     /// Directories this marker's runs created (IOR -u), removed with rmdir.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dirs_created: Vec<PathBuf>,
+    /// Identity (device, inode) of the working directory when it was made:
+    /// a directory swapped in under its name is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_id: Option<safefs::FileId>,
+    /// Identities of the per-worker directories, by worker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dir_ids: Vec<safefs::FileId>,
 }
 
 /// Which cleanup rules apply to a data set.
@@ -89,7 +98,182 @@ pub struct DataSet {
     pub had_data: bool,
     /// Which cleanup rules apply.
     pub kind: SetKind,
+    /// The held handles and lock of a native set (rank 0 only).
+    pub guard: Option<Guard>,
 }
+
+/// What a native set's maker holds for the whole run: the target and the
+/// working directory (every later step is relative to these handles, so a
+/// name swapped under it is never followed) and the set's lock.
+#[derive(Debug)]
+pub struct Guard {
+    target: DirHandle,
+    root: DirHandle,
+    lock: Option<SetLock>,
+}
+
+impl Drop for Guard {
+    /// A kept set (or one left for `clean`) is released: its lock file goes
+    /// too, so what is left is the data set and its marker alone.
+    fn drop(&mut self) {
+        if let Some(l) = self.lock.take() {
+            let _ = l.remove(&self.root, lock_name(MARKER_NAME));
+        }
+    }
+}
+
+/// A refusal of safefs as a refusal here; a failed call as a setup error.
+fn fs_err(e: safefs::Error) -> Error {
+    let text = e.to_string();
+    match e.kind {
+        safefs::ErrorKind::Refused(_) => Error::Refused(format!(
+            "{text}; remove it yourself or choose another target"
+        )),
+        safefs::ErrorKind::Io(source) => Error::Setup {
+            what: format!("cannot {} {}", e.op, e.path.display()),
+            source,
+        },
+    }
+}
+
+fn io_err(what: String, e: safefs::Error) -> Error {
+    let text = e.to_string();
+    match e.kind {
+        safefs::ErrorKind::Io(source) => Error::Setup { what, source },
+        safefs::ErrorKind::Refused(_) => Error::Refused(format!("{what}: {text}")),
+    }
+}
+
+fn dir_name(i: usize) -> String {
+    format!("dir.{i:08}")
+}
+
+/// The command line, for the lock's holder record.
+fn command_line() -> String {
+    let mut c: String = std::env::args().collect::<Vec<_>>().join(" ");
+    if c.len() > 200 {
+        let mut end = 200;
+        while !c.is_char_boundary(end) {
+            end -= 1;
+        }
+        c.truncate(end);
+        c.push('…');
+    }
+    c
+}
+
+/// Takes the set's lock, or says who holds it.
+fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
+    match SetLock::try_lock(root, lock_name(MARKER_NAME), &command_line()).map_err(fs_err)? {
+        TryLock::Acquired(l) => Ok(l),
+        TryLock::Held { holder, liveness } => Err(Error::Refused(format!(
+            "{} is in use by {}{}; wait until it ends (or stop it) before using or cleaning {}",
+            root.path().display(),
+            holder
+                .map(|h| h.describe())
+                .unwrap_or_else(|| "another ioscale process".into()),
+            if liveness == Liveness::Unknown {
+                " on another host, which this host cannot check"
+            } else {
+                ""
+            },
+            target.display()
+        ))),
+    }
+}
+
+/// The marker in the held working directory, read without following a
+/// link and at most 1 MiB.
+fn read_marker_in(root: &DirHandle) -> Option<Marker> {
+    use std::io::Read;
+    let (f, _) = root.open_file_at(MARKER_NAME, Access::Read, None).ok()?;
+    let mut text = Vec::new();
+    f.take(1 << 20).read_to_end(&mut text).ok()?;
+    let m: Marker = serde_json::from_slice(&text).ok()?;
+    (m.tool == "ioscale").then_some(m)
+}
+
+fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
+    let bytes = serde_json::to_vec_pretty(m).unwrap_or_default();
+    safefs::replace_at(root, MARKER_NAME, &bytes).map(|_| ())
+}
+
+/// Refuses a working directory other than the one the marker recorded.
+fn check_root_id(m: &Marker, root: &DirHandle) -> Result<(), Error> {
+    match m.root_id {
+        Some(id) if id != root.id() => Err(Error::Refused(format!(
+            "{} is not the directory its marker was written in (it was moved, copied or swapped); \
+             refusing to touch it",
+            root.path().display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Removes a native set through its held handles: the scheme's files,
+/// ioscale's own temporary names, the per-worker directories (checked
+/// against their recorded identities), then — when all of that is gone —
+/// the marker, the lock and the working directory itself. Anything
+/// swapped or foreign is left and named.
+fn remove_native(mut g: Guard, m: &Marker) -> Vec<String> {
+    let lock = g.lock.take();
+    let (target, root) = (&g.target, &g.root);
+    let (files, dirs) = names(Path::new(""), m.layout, m.threads);
+    let mut r = Remover::new(root);
+    for (d, id) in dirs.iter().zip(&m.dir_ids) {
+        r.expect(d, *id);
+    }
+    for f in &files {
+        r.file(f);
+    }
+    if let Ok(list) = root.list() {
+        for n in list {
+            if safefs::is_own_temp_name(&n) || n == OLD_MARKER_TEMP {
+                r.file(n);
+            }
+        }
+    }
+    for d in dirs.iter().rev() {
+        r.dir_entry(d);
+    }
+    let mut left: Vec<String>;
+    let rep = r.finish();
+    if rep.is_complete() {
+        let mut r = Remover::new(root);
+        r.file(MARKER_NAME);
+        let rep = r.finish();
+        left = rep.describe();
+        if let Some(l) = lock {
+            if let Err(e) = l.remove(root, lock_name(MARKER_NAME)) {
+                left.push(e.to_string());
+            }
+        }
+        match target.rmdir_at(ROOT_NAME, Some(root.id())) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => left.push(format!(
+                "{} (it holds files ioscale did not create; they were left alone)",
+                e
+            )),
+            Err(e) => left.push(e.to_string()),
+        }
+    } else {
+        // Keep the marker, so `ioscale clean` can finish the job once the
+        // entries named are dealt with.
+        left = rep.describe();
+        left.push(format!(
+            "the marker in {} is kept; `ioscale clean {}` removes the rest",
+            root.path().display(),
+            target.path().display()
+        ));
+        if let Some(l) = lock {
+            let _ = l.remove(root, lock_name(MARKER_NAME));
+        }
+    }
+    left
+}
+
+/// The marker's temporary name before ioscale used safefs.
+const OLD_MARKER_TEMP: &str = ".ioscale-marker.tmp";
 
 fn names(root: &Path, layout: Layout, threads: u32) -> (Vec<PathBuf>, Vec<PathBuf>) {
     match layout {
@@ -112,16 +296,6 @@ fn names(root: &Path, layout: Layout, threads: u32) -> (Vec<PathBuf>, Vec<PathBu
             (files, dirs)
         }
     }
-}
-
-fn read_marker(root: &Path) -> Option<Marker> {
-    let text = fs::read(root.join(MARKER_NAME)).ok()?;
-    let m: Marker = serde_json::from_slice(&text).ok()?;
-    (m.tool == "ioscale").then_some(m)
-}
-
-fn write_marker(root: &Path, m: &Marker) -> io::Result<()> {
-    write_marker_at(&root.join(MARKER_NAME), m)
 }
 
 fn write_marker_at(path: &Path, m: &Marker) -> io::Result<()> {
@@ -204,7 +378,7 @@ impl DataSet {
         let root = spec.target.join(ROOT_NAME);
         let writes = spec.ops.iter().any(|o| o.writes());
         let (files, dirs) = names(&root, spec.layout, spec.threads);
-        let want = Marker {
+        let mut want = Marker {
             tool: "ioscale".into(),
             run_id: run_id.into(),
             layout: spec.layout,
@@ -213,22 +387,33 @@ impl DataSet {
             complete: false,
             seed: spec.seed,
             dirs_created: Vec::new(),
+            root_id: None,
+            dir_ids: Vec::new(),
         };
-        match fs::symlink_metadata(&root) {
-            Ok(meta) => {
-                if !meta.is_dir() {
+        // Everything below TARGET goes through held handles: a name
+        // swapped for a link or another directory is refused, never
+        // followed.
+        let target = DirHandle::open_target(&spec.target).map_err(fs_err)?;
+        match target.stat_at(ROOT_NAME).map_err(fs_err)? {
+            Some(info) => {
+                if info.kind != Kind::Dir {
                     return Err(Error::Refused(format!(
-                        "{} exists and is not a directory made by ioscale; remove it or choose another target",
-                        root.display()
+                        "{} exists and is not a directory made by ioscale (it is a {}); \
+                         remove it or choose another target",
+                        root.display(),
+                        info.kind.name()
                     )));
                 }
-                let Some(found) = read_marker(&root) else {
+                let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
+                let Some(found) = read_marker_in(&rootd) else {
                     return Err(Error::Refused(format!(
                         "{} exists but has no ioscale marker, so ioscale did not make it; \
                          refusing to touch it (remove it yourself or choose another target)",
                         root.display()
                     )));
                 };
+                check_root_id(&found, &rootd)?;
+                let lock = take_lock(&rootd, &spec.target)?;
                 let same = found.layout == spec.layout && found.threads == spec.threads;
                 if !same {
                     return Err(Error::Refused(format!(
@@ -268,12 +453,19 @@ impl DataSet {
                         found.seed
                     )));
                 }
-                for d in &dirs {
-                    match fs::create_dir(d) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                        Err(e) => {
-                            return Err(Error::io(format!("cannot create {}", d.display()), e))
+                for i in 0..dirs.len() {
+                    let name = dir_name(i);
+                    match rootd.stat_at(&name).map_err(fs_err)? {
+                        Some(info) if info.kind == Kind::Dir => {}
+                        Some(info) => {
+                            return Err(Error::Refused(format!(
+                            "{}: it is a {}, not the directory ioscale made; refusing to use it",
+                            rootd.child_path(&name).display(),
+                            info.kind.name()
+                        )))
+                        }
+                        None => {
+                            rootd.mkdir_at(&name, 0o755).map_err(fs_err)?;
                         }
                     }
                 }
@@ -285,9 +477,14 @@ impl DataSet {
                     marker: found,
                     had_data,
                     kind: SetKind::Native,
+                    guard: Some(Guard {
+                        target,
+                        root: rootd,
+                        lock: Some(lock),
+                    }),
                 })
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            None => {
                 if !writes {
                     return Err(Error::Refused(format!(
                         "nothing to read in {}: no kept files there. Write them first with the same layout flags, e.g. \
@@ -298,9 +495,27 @@ impl DataSet {
                         spec.target.display()
                     )));
                 }
-                fs::create_dir(&root)
-                    .map_err(|e| Error::io(format!("cannot create {}", root.display()), e))?;
-                let ds = DataSet {
+                let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
+                want.root_id = Some(rootd.id());
+                // The marker goes down before anything else; a failed
+                // write leaves no temporary file, and the directory this
+                // run made goes again.
+                if let Err(e) = write_marker_in(&rootd, &want) {
+                    let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+                    return Err(io_err(
+                        format!("cannot write the marker in {}", root.display()),
+                        e,
+                    ));
+                }
+                let lock = match take_lock(&rootd, &spec.target) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        // Another process locked the set we just made:
+                        // it is no longer ours alone to remove.
+                        return Err(e);
+                    }
+                };
+                let mut ds = DataSet {
                     root: root.clone(),
                     created_root: true,
                     files,
@@ -308,23 +523,38 @@ impl DataSet {
                     marker: want,
                     had_data: false,
                     kind: SetKind::Native,
+                    guard: Some(Guard {
+                        target,
+                        root: rootd,
+                        lock: Some(lock),
+                    }),
                 };
-                if let Err(e) = write_marker(&root, &ds.marker) {
-                    let _ = fs::remove_dir(&root);
-                    return Err(Error::io(
-                        format!("cannot write the marker in {}", root.display()),
-                        e,
-                    ));
-                }
-                for d in &ds.dirs {
-                    if let Err(e) = fs::create_dir(d) {
-                        ds.remove();
-                        return Err(Error::io(format!("cannot create {}", d.display()), e));
+                let mut made = Ok(());
+                if let Some(g) = &ds.guard {
+                    for i in 0..ds.dirs.len() {
+                        match g.root.mkdir_at(dir_name(i), 0o755) {
+                            Ok(h) => ds.marker.dir_ids.push(h.id()),
+                            Err(e) => {
+                                made = Err(fs_err(e));
+                                break;
+                            }
+                        }
                     }
+                    if made.is_ok() && !ds.marker.dir_ids.is_empty() {
+                        if let Err(e) = write_marker_in(&g.root, &ds.marker) {
+                            made = Err(io_err(
+                                format!("cannot write the marker in {}", root.display()),
+                                e,
+                            ));
+                        }
+                    }
+                }
+                if let Err(e) = made {
+                    ds.remove();
+                    return Err(e);
                 }
                 Ok(ds)
             }
-            Err(e) => Err(Error::io(format!("cannot inspect {}", root.display()), e)),
         }
     }
 
@@ -338,7 +568,10 @@ impl DataSet {
         self.had_data = true;
         match &self.kind {
             SetKind::Native => {
-                let _ = write_marker(&self.root, &self.marker);
+                // Only the rank that made the set holds it.
+                if let Some(g) = &self.guard {
+                    let _ = write_marker_in(&g.root, &self.marker);
+                }
             }
             SetKind::Sidecar(p) => {
                 let _ = write_marker_at(p, &self.marker);
@@ -376,9 +609,12 @@ impl DataSet {
     /// Removes the data files, per-worker directories, marker and working
     /// directory — only by their exact names, directories only when empty.
     /// Returns what could not be removed.
-    pub fn remove(&self) -> Vec<String> {
+    pub fn remove(&mut self) -> Vec<String> {
         match &self.kind {
-            SetKind::Native => remove_set(&self.root, &self.files, &self.dirs),
+            SetKind::Native => match self.guard.take() {
+                Some(g) => remove_native(g, &self.marker),
+                None => Vec::new(),
+            },
             SetKind::Sidecar(marker) => {
                 let mut left = remove_files(&self.files);
                 for d in &self.marker.dirs_created {
@@ -463,7 +699,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         // as IOR would overwrite it; the old names ioscale made go first so
         // none is left behind unrecognised.
         let (old_files, old_dirs) = ior_names(path, old.layout, old.threads);
-        let old_set = DataSet {
+        let mut old_set = DataSet {
             root: root.clone(),
             created_root: true,
             files: old_files,
@@ -471,6 +707,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
             marker: old.clone(),
             had_data: false,
             kind: SetKind::Sidecar(marker_path.clone()),
+            guard: None,
         };
         let left = old_set.remove();
         if !left.is_empty() {
@@ -521,6 +758,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
             marker,
             had_data,
             kind: SetKind::Sidecar(marker_path),
+            guard: None,
         });
     }
     let mut marker = Marker {
@@ -532,6 +770,8 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         complete: false,
         seed: spec.seed,
         dirs_created: Vec::new(),
+        root_id: None,
+        dir_ids: Vec::new(),
     };
     if !writes {
         // Files another tool (or a real IOR) wrote: read them, never remove them.
@@ -544,6 +784,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
             marker,
             had_data: true,
             kind: SetKind::Sidecar(marker_path),
+            guard: None,
         });
     }
     for f in &files {
@@ -571,7 +812,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         )
     })?;
     let made = make_ior_dirs(&dirs, &mut marker);
-    let ds = DataSet {
+    let mut ds = DataSet {
         root,
         created_root: true,
         files,
@@ -579,6 +820,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         marker,
         had_data: false,
         kind: SetKind::Sidecar(marker_path.clone()),
+        guard: None,
     };
     if let Err(e) = made {
         ds.remove();
@@ -631,6 +873,8 @@ fn prepare_dd(
         complete: false,
         seed: spec.seed,
         dirs_created: Vec::new(),
+        root_id: None,
+        dir_ids: Vec::new(),
     };
     let root = paths.first().map(|p| parent_of(p)).unwrap_or_default();
     if !writes {
@@ -647,6 +891,7 @@ fn prepare_dd(
             marker,
             had_data: true,
             kind: SetKind::Dd(Vec::new()),
+            guard: None,
         });
     }
     let mut created = Vec::new();
@@ -680,63 +925,44 @@ fn prepare_dd(
         marker,
         had_data: false,
         kind: SetKind::Dd(created),
+        guard: None,
     })
 }
 
-fn remove_set(root: &Path, files: &[PathBuf], dirs: &[PathBuf]) -> Vec<String> {
-    let mut left = Vec::new();
-    for f in files {
-        match fs::remove_file(f) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => left.push(format!("{}: {e}", f.display())),
-        }
-    }
-    for d in dirs {
-        match fs::remove_dir(d) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => left.push(format!("{}: {e}", d.display())),
-        }
-    }
-    let _ = fs::remove_file(root.join(format!("{MARKER_NAME}.tmp")));
-    // The marker goes last but one: if anything foreign is left, the
-    // directory survives, and without a marker ioscale will not reuse it.
-    match fs::remove_dir(root) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(_) => {
-            let _ = fs::remove_file(root.join(MARKER_NAME));
-            match fs::remove_dir(root) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => left.push(format!(
-                    "{}: {e} (it holds files ioscale did not create; they were left alone)",
-                    root.display()
-                )),
-            }
-        }
-    }
-    left
-}
-
 /// Removes what a kept run left in `target`, recognised by the marker.
+///
+/// A working directory that is a link, or not the one its marker
+/// recorded, is refused; a set a live run holds is refused naming it; a
+/// set whose holder is gone is taken over and removed.
 pub fn clean(target: &Path) -> Result<Vec<String>, Error> {
     let root = target.join(ROOT_NAME);
-    if !root.exists() {
+    let t = DirHandle::open_target(target).map_err(fs_err)?;
+    if t.stat_at(ROOT_NAME).map_err(fs_err)?.is_none() {
         return Err(Error::Refused(format!(
             "nothing to clean: {} does not exist",
             root.display()
         )));
     }
-    let Some(m) = read_marker(&root) else {
+    let rootd = t
+        .open_dir_at(ROOT_NAME, None)
+        .map_err(|e| Error::Refused(format!("{e}; refusing to remove anything through it")))?;
+    let Some(m) = read_marker_in(&rootd) else {
         return Err(Error::Refused(format!(
             "{} has no ioscale marker; refusing to remove anything in it",
             root.display()
         )));
     };
-    let (files, dirs) = names(&root, m.layout, m.threads);
-    Ok(remove_set(&root, &files, &dirs))
+    check_root_id(&m, &rootd)?;
+    let lock = take_lock(&rootd, target)?;
+    // A stale holder (its process is gone) was taken over by take_lock.
+    Ok(remove_native(
+        Guard {
+            target: t,
+            root: rootd,
+            lock: Some(lock),
+        },
+        &m,
+    ))
 }
 
 /// Opens a scratch file with O_DIRECT and writes one transfer, so a file

@@ -71,6 +71,15 @@ fn usage(msg: impl Into<String>) -> Usage {
     Usage(msg.into())
 }
 
+/// `--jobs N`: a count of at least 1.
+fn parse_jobs(flag: &str, v: &str) -> Result<u64, Usage> {
+    match parse_count(v) {
+        Ok(0) => Err(usage(format!("{flag} {v}: give at least 1 copy"))),
+        Ok(n) => Ok(n),
+        Err(e) => Err(usage(format!("{flag} {v}: {e}"))),
+    }
+}
+
 /// dd's size syntax: GNU's `c`, `w` and `b` multipliers, then ioscale's
 /// sizes (`K`/`M`/`G` powers of 1024, `kB`/`MB`/`GB` powers of 1000).
 fn dd_size(op: &str, v: &str) -> Result<u64, Usage> {
@@ -111,13 +120,13 @@ fn parse(args: &[String]) -> Result<DdArgs, Usage> {
                     .get(i)
                     .ok_or_else(|| usage(format!("{arg} needs a number")))?;
                 i += 1;
-                a.jobs = Some(parse_count(v).map_err(|e| usage(format!("{arg} {v}: {e}")))?);
+                a.jobs = Some(parse_jobs(arg, v)?);
                 continue;
             }
             _ => {}
         }
         if let Some(v) = arg.strip_prefix("--jobs=") {
-            a.jobs = Some(parse_count(v).map_err(|e| usage(format!("--jobs {v}: {e}")))?);
+            a.jobs = Some(parse_jobs("--jobs", v)?);
             continue;
         }
         if arg.starts_with('-') {

@@ -1,5 +1,5 @@
-//! Compatibility front-ends: `ioscale ior`, `ioscale dd`, `ioscale mdtest`
-//! and `ioscale smallfile`.
+//! Compatibility front-ends: `ioscale ior`, `ioscale dd`, `ioscale mdtest`,
+//! `ioscale smallfile` and `ioscale fio`.
 //!
 //! People arrive with IOR and dd command lines they already trust. Each
 //! front-end parses its tool's syntax into a [`spec::RawWorkload`], lets
@@ -12,6 +12,8 @@
 //! `ioscale meta`'s driver ([`bench::meta::run_with`]).
 
 pub mod dd;
+pub mod fio;
+pub mod io500;
 pub mod ior;
 pub mod mdtest;
 pub mod smallfile;
@@ -51,6 +53,12 @@ pub const REGISTRY: &[FrontEnd] = &[
         main: |_, args| dd::main(args),
     },
     FrontEnd {
+        command: "fio",
+        program: "fio",
+        shown_as: "fio",
+        main: |_, args| fio::main(args),
+    },
+    FrontEnd {
         command: "mdtest",
         program: "mdtest",
         shown_as: "mdtest",
@@ -61,6 +69,12 @@ pub const REGISTRY: &[FrontEnd] = &[
         program: "smallfile_cli.py",
         shown_as: "smallfile",
         main: |_, args| smallfile::main(args),
+    },
+    FrontEnd {
+        command: "io500",
+        program: "io500",
+        shown_as: "io500",
+        main: |_, args| io500::main(args),
     },
 ];
 

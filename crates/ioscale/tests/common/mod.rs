@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod fuse;
+pub mod io500;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,852 @@
+//! `ioscale fio …` (and the binary started as `fio`): fio's command lines
+//! and job files, run on ioscale's engine, printed in fio's layouts.
+//!
+//! [`parse`] reads the syntax into typed jobs; this module groups them into
+//! runs (jobs that fio would start together, up to the next `stonewall`),
+//! maps each run to one [`spec::WorkloadSpec`] with fio's file names
+//! (`directory/jobname.CLONE.0`, or `filename=`), runs it on the same driver
+//! as `ioscale run`, and [`render`] prints fio's normal or JSON output from
+//! the measured figures only.
+
+pub mod parse;
+pub mod render;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use spec::{FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
+
+use self::parse::{EngineKind, Format, Job};
+use self::render::{DirStats, Entry, Header, Lat, Report};
+use super::Usage;
+
+/// `ioscale fio --help`.
+pub const HELP: &str = "\
+ioscale fio: run fio job files and command lines on ioscale's engine
+
+Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+] [--ioscale-json=FILE]
+                   [JOBFILE]... [--OPTION=VALUE]... [--name=JOB --OPTION=VALUE...]...
+       (or a symlink named `fio` to the ioscale binary)
+
+Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
+  name filename directory nrfiles(=1) size filesize rw/readwrite bs bsrange(one size)
+  rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
+  direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
+  runtime time_based startdelay loops randrepeat randseed norandommap
+  verify(crc32c|md5|pattern) create_on_open unlink group_reporting
+  lat_percentiles percentile_list(50:99:99.9) stonewall wait_for_previous new_group kb_base
+  ramp_time, offset, offset_increment: 0 only
+Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
+Options ioscale adds:
+  --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)
+  --print-spec         print the ioscale workload of each run (JSON list) and exit
+
+Examples:
+  ioscale fio --name=seqread --rw=read --bs=1m --size=1g --directory=/mnt/fs --direct=1
+  ioscale fio --name=r --rw=randread --ioengine=io_uring --iodepth=32 --size=1g --numjobs=4 --group_reporting
+  ioscale fio jobs.fio --output-format=json --output=out.json
+
+Any other option is refused (exit 2) naming it and the nearest ioscale option.
+Jobs that fio would run at the same time must have the same workload shape
+(rw, bs, size, engine…); separate others with `stonewall`. What ioscale does not
+measure (slat, stdev, latency buckets, IO depth distribution, ctx) is left out of
+the output; docs/compat.md lists every difference.
+";
+
+/// One run: the jobs fio would start together.
+struct Run {
+    jobs: Vec<Job>,
+}
+
+/// Splits the jobs at each `stonewall` and checks that jobs running
+/// together share one workload shape (ioscale runs one shape at a time).
+fn plan_runs(jobs: Vec<Job>) -> Result<Vec<Run>, Usage> {
+    let mut runs: Vec<Run> = Vec::new();
+    for j in jobs {
+        match runs.last_mut() {
+            Some(r) if !j.stonewall => {
+                let first = &r.jobs[0];
+                if let Some(diff) = shape_differs(first, &j) {
+                    return Err(Usage(format!(
+                        "job '{}' would run at the same time as '{}' (fio starts jobs together unless \
+                         `stonewall`), but its {diff} differs; ioscale runs one workload shape at a time: \
+                         add `stonewall` to '{}' to run it after",
+                        j.name, first.name, j.name
+                    )));
+                }
+                if matches!(j.op, Op::Rw | Op::Randrw) {
+                    return Err(Usage(format!(
+                        "job '{}' mixes reads and writes and runs at the same time as '{}': ioscale reports a \
+                         mix per run, not per job; add `stonewall` to '{}'",
+                        j.name, first.name, j.name
+                    )));
+                }
+                r.jobs.push(j);
+            }
+            _ => runs.push(Run { jobs: vec![j] }),
+        }
+    }
+    Ok(runs)
+}
+
+/// Which workload setting two concurrent jobs disagree on, if any.
+fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
+    let checks: [(&'static str, bool); 14] = [
+        ("rw", a.op == b.op),
+        ("bs", a.bs == b.bs),
+        ("size", a.size == b.size && a.filesize == b.filesize),
+        ("ioengine", a.engine == b.engine),
+        ("iodepth", a.iodepth == b.iodepth),
+        ("direct", a.direct == b.direct),
+        (
+            "sync/fsync",
+            a.osync == b.osync
+                && a.odsync == b.odsync
+                && a.fsync == b.fsync
+                && a.fdatasync == b.fdatasync
+                && a.end_fsync == b.end_fsync
+                && a.fsync_on_close == b.fsync_on_close,
+        ),
+        (
+            "runtime",
+            a.runtime == b.runtime && a.time_based == b.time_based,
+        ),
+        ("loops", a.loops == b.loops),
+        ("startdelay", a.startdelay == b.startdelay),
+        ("randseed", a.seed == b.seed),
+        ("verify", a.verify == b.verify),
+        ("unlink", a.unlink == b.unlink),
+        ("rwmixread", a.rwmixread == b.rwmixread),
+    ];
+    checks.iter().find(|(_, same)| !same).map(|(n, _)| *n)
+}
+
+/// The files of a job's clones, as fio names them.
+fn job_paths(j: &Job) -> Result<Vec<PathBuf>, Usage> {
+    if let Some(d) = &j.directory {
+        if d.contains(':') {
+            return Err(Usage(format!(
+                "directory={d}: several directories are not supported; give one"
+            )));
+        }
+    }
+    let dir = PathBuf::from(j.directory.as_deref().unwrap_or("."));
+    if let Some(f) = &j.filename {
+        if f.contains(':') {
+            return Err(Usage(format!(
+                "filename={f}: several files per job are not supported; give one"
+            )));
+        }
+        if f.starts_with("/dev/") {
+            return Err(Usage(format!(
+                "filename={f}: ioscale works on regular files only, never devices"
+            )));
+        }
+        let p = if Path::new(f).is_absolute() {
+            PathBuf::from(f)
+        } else {
+            dir.join(f)
+        };
+        // Every clone uses the one file, as in fio.
+        return Ok(vec![p; j.numjobs as usize]);
+    }
+    Ok((0..j.numjobs)
+        .map(|c| dir.join(format!("{}.{c}.0", j.name)))
+        .collect())
+}
+
+/// What fio options ask for that ioscale cannot do, refused up front.
+fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
+    let n = &j.name;
+    if j.nrfiles != 1 {
+        return Err(Usage(format!(
+            "nrfiles={} (job '{n}'): ioscale uses one file per job clone; use numjobs= for more files \
+             (native: --layout per-thread --threads N)",
+            j.nrfiles
+        )));
+    }
+    if !j.ramp_time.is_zero() {
+        return Err(Usage(format!(
+            "ramp_time (job '{n}'): not supported: ioscale measures from the first I/O; run a warm-up job \
+             before it (a job with `stonewall` after it)"
+        )));
+    }
+    if j.offset != 0 || j.offset_increment != 0 {
+        return Err(Usage(format!(
+            "offset/offset_increment (job '{n}'): not supported: ioscale's jobs start at offset 0 of their \
+             file; for IOR's segmented offsets use `ioscale run --block --segments`"
+        )));
+    }
+    if j.numjobs == 0 {
+        return Err(Usage(format!("numjobs=0 (job '{n}'): must be at least 1")));
+    }
+    if j.verify.is_some() && !matches!(j.op, Op::Write | Op::Randwrite) {
+        return Err(Usage(format!(
+            "verify= (job '{n}'): ioscale checks data after a write job (rw=write or randwrite), which \
+             it then reads back; rw={} is not supported with verify",
+            j.rw_text
+        )));
+    }
+    Ok(())
+}
+
+/// The size of each clone's file and the bytes of I/O it does.
+fn job_size(j: &Job, paths: &[PathBuf]) -> Result<u64, Usage> {
+    let size = match (j.size, j.filesize) {
+        (Some(s), Some(f)) if s != f => {
+            return Err(Usage(format!(
+                "size={s} and filesize={f} (job '{}'): ioscale moves the whole file once per loop; give one",
+                j.name
+            )))
+        }
+        (Some(s), _) | (None, Some(s)) => s,
+        (None, None) => {
+            // fio uses an existing file's size when none is given.
+            match std::fs::metadata(&paths[0]) {
+                Ok(m) if m.is_file() && m.len() >= j.bs => m.len() / j.bs * j.bs,
+                _ => {
+                    return Err(Usage(format!(
+                        "job '{}': size= is required (the bytes each clone moves, e.g. size=1g)",
+                        j.name
+                    )))
+                }
+            }
+        }
+    };
+    if j.bs == 0 {
+        return Err(Usage(format!(
+            "bs=0 (job '{}'): must be at least 1",
+            j.name
+        )));
+    }
+    // fio does whole blocks only.
+    let whole = size / j.bs * j.bs;
+    if whole == 0 {
+        return Err(Usage(format!(
+            "size= (job '{}') is smaller than one block of bs={}",
+            j.name, j.bs
+        )));
+    }
+    Ok(whole)
+}
+
+/// One run as an ioscale workload, and the notes it needs.
+fn to_raw(run: &Run) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> {
+    let j = &run.jobs[0];
+    let mut notes = Vec::new();
+    let mut paths = Vec::new();
+    for job in &run.jobs {
+        refuse_unsupported(job)?;
+        paths.extend(job_paths(job)?);
+    }
+    let size = job_size(j, &paths)?;
+    let mut ops = vec![j.op];
+    if j.verify.is_some() {
+        ops.push(if j.op == Op::Randwrite {
+            Op::Randread
+        } else {
+            Op::Read
+        });
+        notes.push(format!(
+            "verify={}: ioscale writes its own checkable pattern and reads it back after the write \
+             (the read-back is reported as reads, as fio does)",
+            j.verify.as_deref().unwrap_or("")
+        ));
+    }
+    let sync = if j.osync {
+        SyncMode::Each
+    } else if j.odsync {
+        SyncMode::Dsync
+    } else if j.fsync > 0 {
+        SyncMode::Every(j.fsync)
+    } else if j.fdatasync > 0 {
+        notes.push("fdatasync=N: ioscale issues fsync (data and metadata) instead".into());
+        SyncMode::Every(j.fdatasync)
+    } else if j.end_fsync || j.fsync_on_close {
+        SyncMode::End
+    } else {
+        SyncMode::None
+    };
+    let iodepth = match j.engine {
+        EngineKind::Sync => {
+            if j.iodepth > 1 {
+                notes.push(format!(
+                    "ioengine={} is synchronous: queue depth capped at 1 (as fio does)",
+                    j.ioengine
+                ));
+            }
+            1
+        }
+        EngineKind::IoUring => j.iodepth.max(1),
+    };
+    let target = paths[0]
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let raw = RawWorkload {
+        target: Some(target),
+        ops,
+        threads: Some(paths.len() as u64),
+        layout: Some(Layout::PerThread),
+        xfer: Some(j.bs),
+        size: Some(size),
+        direct: j.direct,
+        sync: Some(sync),
+        engine: Some(j.engine.name().into()),
+        iodepth: Some(iodepth),
+        reps: Some(j.loops),
+        time_limit: j.runtime,
+        verify: j.verify.is_some(),
+        keep: true,
+        seed: j.seed,
+        rwmix_read: matches!(j.op, Op::Rw | Op::Randrw).then(|| j.rwmixread.unwrap_or(50)),
+        naming: Some(FileNaming::Dd {
+            paths: paths.clone(),
+            notrunc: true,
+        }),
+        ..Default::default()
+    };
+    Ok((raw, paths, notes))
+}
+
+/// fio lays out a file before reading it; ioscale's read phases need the
+/// data there too. Returns the files this created or extended.
+fn lay_out(
+    paths: &[PathBuf],
+    size: u64,
+    out: &mut Vec<String>,
+    name: &str,
+) -> std::io::Result<Vec<PathBuf>> {
+    let mut created = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let chunk = vec![0xa5u8; 1 << 20];
+    for p in paths {
+        if !seen.insert(p.clone()) {
+            continue;
+        }
+        let have = std::fs::metadata(p).map(|m| m.len()).ok();
+        if have.is_some_and(|l| l >= size) {
+            continue;
+        }
+        if have.is_none() {
+            created.push(p.clone());
+        }
+        out.push(format!(
+            "{name}: Laying out IO file (1 file / {})",
+            render::size_text(size)
+        ));
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(p)?;
+        use std::io::{Seek, SeekFrom};
+        let mut at = have.unwrap_or(0);
+        f.seek(SeekFrom::Start(at))?;
+        while at < size {
+            let n = (size - at).min(chunk.len() as u64) as usize;
+            f.write_all(&chunk[..n])?;
+            at += n as u64;
+        }
+        f.sync_all()?;
+    }
+    Ok(created)
+}
+
+/// The workload of a fio job with `numjobs` set to `clones`, for
+/// `ioscale sweep … -- fio JOBFILE` (seed 004 sweeps fio's numjobs): the
+/// command line must hold one job (or jobs that run together), not
+/// `time_based` (a sweep point is one pass). A read job's files are laid
+/// out here, untimed, as fio does, so call it right before the point runs.
+pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> {
+    let cli = parse::parse_cli(args)?;
+    if cli.output.is_some() || !cli.formats.is_empty() || cli.ioscale_json.is_some() {
+        return Err(Usage(
+            "give --json, --csv and --format to sweep (before --), not --output/--output-format to the inner fio".into(),
+        ));
+    }
+    let (mut jobs, _) = parse::jobs(&cli)?;
+    for j in &mut jobs {
+        j.numjobs = u64::from(clones);
+        if j.time_based {
+            return Err(Usage(format!(
+                "job '{}': time_based in a sweep is not supported (each point is one pass); give size= alone \
+                 or runtime= without time_based",
+                j.name
+            )));
+        }
+    }
+    let mut runs = plan_runs(jobs)?;
+    if runs.len() != 1 {
+        return Err(Usage(
+            "a sweep runs one fio job (or jobs that run together); this one has `stonewall` steps: \
+             sweep each step's job file on its own"
+                .into(),
+        ));
+    }
+    let run = runs.remove(0);
+    let (raw, paths, _) = to_raw(&run)?;
+    let spec = raw.build().map_err(|e| {
+        Usage(super::in_tool_terms(
+            "fio",
+            &e.to_string(),
+            &[("--xfer", "bs=")],
+        ))
+    })?;
+    if spec.ops.iter().all(|o| !o.writes()) {
+        lay_out(&paths, spec.file_size(), &mut Vec::new(), &run.jobs[0].name)
+            .map_err(|e| Usage(format!("laying out {}: {e}", paths[0].display())))?;
+    }
+    Ok(spec)
+}
+
+/// Runs the fio front-end.
+pub fn main(args: &[String]) -> anyhow::Result<i32> {
+    crate::as_ranks("fio", |coord| ranks_main(args, coord))
+}
+
+fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result<i32> {
+    let fail = |e: &dyn std::fmt::Display| {
+        eprintln!("fio: error: {e}");
+        Ok(2)
+    };
+    if coord.size() > 1 {
+        if coord.rank() == 0 {
+            eprintln!("fio: error: ioscale fio runs on one node; for several, use `ioscale run` under mpirun");
+        }
+        return Ok(2);
+    }
+    let cli = match parse::parse_cli(args) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    if cli.help {
+        print!("{HELP}");
+        return Ok(0);
+    }
+    if cli.version {
+        println!("ioscale-{} (fio front-end)", env!("CARGO_PKG_VERSION"));
+        return Ok(0);
+    }
+    let (jobs, global) = match parse::jobs(&cli) {
+        Ok(j) => j,
+        Err(e) => return fail(&e),
+    };
+    let runs = match plan_runs(jobs) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    // Check every run before the first one starts.
+    let mut planned = Vec::new();
+    for run in runs {
+        let (raw, paths, notes) = match to_raw(&run) {
+            Ok(r) => r,
+            Err(e) => return fail(&e),
+        };
+        let spec = match raw.build() {
+            Ok(s) => s,
+            Err(e) => {
+                const NATIVE_FLAGS: &[(&str, &str)] = &[
+                    ("--xfer", "bs="),
+                    ("--size", "size="),
+                    ("--block", "size="),
+                    ("--threads", "numjobs="),
+                    ("--iodepth", "iodepth="),
+                    ("--direct", "direct="),
+                    ("--rwmix", "rwmixread="),
+                    ("--time", "runtime="),
+                    ("--reps", "loops="),
+                ];
+                return fail(&super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS));
+            }
+        };
+        planned.push((run, spec, paths, notes));
+    }
+    if cli.print_spec {
+        let specs: Vec<&WorkloadSpec> = planned.iter().map(|(_, s, _, _)| s).collect();
+        println!("{}", serde_json::to_string_pretty(&specs)?);
+        return Ok(0);
+    }
+    for (flag, p) in [
+        ("--output", &cli.output),
+        ("--ioscale-json", &cli.ioscale_json),
+    ] {
+        if let Some(p) = p {
+            if let Err(e) = crate::check_output_path(flag, p) {
+                return fail(&e);
+            }
+        }
+    }
+    let stop = crate::install_signals()?;
+    let mut argv = vec!["fio".to_string()];
+    argv.extend(args.iter().cloned());
+    let started = std::time::SystemTime::now();
+    let mut report = Report {
+        version: format!("ioscale-{}", env!("CARGO_PKG_VERSION")),
+        started,
+        started_text: super::ctime_now(),
+        global,
+        headers: Vec::new(),
+        entries: Vec::new(),
+        disks: Vec::new(),
+        layout_lines: Vec::new(),
+        pid: std::process::id(),
+    };
+    let mut records = Vec::new();
+    let mut code = 0;
+    let mut disk_before = None;
+    let mut disk_dev = None;
+    for (run, spec, paths, notes) in &planned {
+        for n in notes {
+            eprintln!("fio: note: {n}");
+        }
+        for j in &run.jobs {
+            report.headers.push(Header::of(j));
+        }
+        if !run.jobs[0].startdelay.is_zero() {
+            std::thread::sleep(run.jobs[0].startdelay);
+        }
+        let mut created = Vec::new();
+        if spec.ops.iter().all(|o| !o.writes()) {
+            match lay_out(
+                paths,
+                spec.file_size(),
+                &mut report.layout_lines,
+                &run.jobs[0].name,
+            ) {
+                Ok(c) => created = c,
+                Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
+            }
+        } else {
+            created.extend(
+                paths
+                    .iter()
+                    .filter(|p| !p.exists())
+                    .cloned()
+                    .collect::<std::collections::BTreeSet<_>>(),
+            );
+        }
+        if disk_dev.is_none() {
+            let host = bench::host::collect(&spec.target);
+            disk_dev = render::disk_name(&host.fs_source);
+            disk_before = disk_dev.as_deref().and_then(render::read_diskstats);
+        }
+        let (results, c) = match run_passes(spec, run, &argv, &stop, coord) {
+            Ok(r) => r,
+            Err(e) => return fail(&e),
+        };
+        code = code.max(c);
+        for rs in &results {
+            super::print_errors("fio", rs);
+            super::print_mismatches("fio", rs);
+        }
+        report.entries.extend(entries_of(run, spec, &results));
+        records.extend(results);
+        if run.jobs[0].unlink {
+            for p in &created {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+        if code == 130 {
+            break;
+        }
+    }
+    if let (Some(dev), Some(before)) = (disk_dev, disk_before) {
+        if let Some(after) = render::read_diskstats(&dev) {
+            let ms = started.elapsed().map(|d| d.as_millis() as u64).unwrap_or(0);
+            report
+                .disks
+                .push(render::DiskUtil::between(&dev, &before, &after, ms));
+        }
+    }
+    let mut text = String::new();
+    let formats = if cli.formats.is_empty() {
+        vec![Format::Normal]
+    } else {
+        cli.formats.clone()
+    };
+    for f in &formats {
+        match f {
+            Format::Normal => text.push_str(&render::normal(&report)),
+            Format::Json | Format::JsonPlus => {
+                if *f == Format::JsonPlus {
+                    eprintln!(
+                        "fio: note: json+: ioscale keeps no per-bucket latency bins; the output is fio's json"
+                    );
+                }
+                text.push_str(&serde_json::to_string_pretty(&render::json(&report))?);
+                text.push('\n');
+            }
+        }
+    }
+    match &cli.output {
+        Some(p) => crate::output::write_atomic(p, text.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--output {}: {e:#}", p.display()))?,
+        None => std::io::stdout().write_all(text.as_bytes())?,
+    }
+    if let Some(p) = &cli.ioscale_json {
+        let v = if records.len() == 1 {
+            serde_json::to_value(&records[0])?
+        } else {
+            serde_json::to_value(&records)?
+        };
+        crate::output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())
+            .map_err(|e| anyhow::anyhow!("--ioscale-json {}: {e:#}", p.display()))?;
+    }
+    let mut said = std::collections::BTreeSet::new();
+    for w in records.iter().flat_map(|rs| &rs.warnings) {
+        if said.insert(w) {
+            eprintln!("fio: warning: {w}");
+        }
+    }
+    Ok(code)
+}
+
+/// Runs one run's spec: once, or (with `time_based`) again and again until
+/// `runtime` has passed, as fio loops over its files until time is up.
+fn run_passes(
+    spec: &WorkloadSpec,
+    run: &Run,
+    argv: &[String],
+    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
+    coord: &dyn coord::Coordinator,
+) -> Result<(Vec<report::ResultSet>, i32), String> {
+    let j = &run.jobs[0];
+    let t0 = Instant::now();
+    let mut out = Vec::new();
+    loop {
+        let mut s = spec.clone();
+        if let Some(rt) = j.runtime {
+            let left = rt.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            s.time_limit = Some(left);
+        }
+        let o = bench::run::run_with(&s, argv.to_vec(), stop.clone(), coord)
+            .map_err(|e| e.to_string())?;
+        let code = o.exit_code();
+        let done = o
+            .results
+            .phases
+            .iter()
+            .any(|p| p.time_limited || p.interrupted);
+        out.push(o.results);
+        if code != 0 {
+            return Ok((out, code));
+        }
+        if !j.time_based || j.runtime.is_none() || done {
+            break;
+        }
+        if out.len() > 1_000_000 {
+            break;
+        }
+    }
+    Ok((out, 0))
+}
+
+/// Adds a phase's latency to a direction (exact when one phase; over
+/// several, the percentiles are not mergeable and are left out).
+fn add_lat(d: &mut DirStats, l: &stats::LatencySummary, ios: u64) {
+    if ios == 0 {
+        return;
+    }
+    let this = Lat {
+        min_us: l.min,
+        max_us: l.max,
+        mean_us: l.mean,
+        n: ios,
+        pct: Some(vec![(50.0, l.p50), (99.0, l.p99), (99.9, l.p999)]),
+    };
+    d.lat = Some(match d.lat.take() {
+        None => this,
+        Some(a) => {
+            let n = a.n + this.n;
+            Lat {
+                min_us: a.min_us.min(this.min_us),
+                max_us: a.max_us.max(this.max_us),
+                mean_us: (a.mean_us * a.n as f64 + this.mean_us * this.n as f64) / n as f64,
+                n,
+                pct: None,
+            }
+        }
+    });
+}
+
+/// The report entries of one run: per job clone, or per job with
+/// `group_reporting`. Latency and CPU are measured per run, so they are
+/// given only to an entry that covers every worker of the run.
+fn entries_of(run: &Run, spec: &WorkloadSpec, results: &[report::ResultSet]) -> Vec<Entry> {
+    let total_workers: u64 = run.jobs.iter().map(|j| j.numjobs).sum();
+    let mut out = Vec::new();
+    let mut first = 0u64;
+    for j in &run.jobs {
+        let mixed = matches!(j.op, Op::Rw | Op::Randrw);
+        let grouped = j.group_reporting || j.numjobs == 1 || mixed;
+        if mixed && !j.group_reporting && j.numjobs > 1 {
+            eprintln!(
+                "fio: note: job '{}': reads and writes of a mix are counted per run, so its {} clones are \
+                 reported together (as with group_reporting)",
+                j.name, j.numjobs
+            );
+        }
+        let sets: Vec<Vec<u32>> = if grouped {
+            vec![(first..first + j.numjobs).map(|w| w as u32).collect()]
+        } else {
+            (first..first + j.numjobs).map(|w| vec![w as u32]).collect()
+        };
+        for ws in sets {
+            let whole = ws.len() as u64 == total_workers;
+            out.push(entry(j, spec, results, &ws, whole));
+        }
+        first += j.numjobs;
+    }
+    out
+}
+
+fn entry(
+    j: &Job,
+    spec: &WorkloadSpec,
+    results: &[report::ResultSet],
+    ws: &[u32],
+    whole: bool,
+) -> Entry {
+    let mut e = Entry {
+        name: j.name.clone(),
+        group: j.group,
+        jobs: ws.len() as u64,
+        read: DirStats::default(),
+        write: DirStats::default(),
+        runtime_s: 0.0,
+        cpu_s: None,
+        iodepth: spec.iodepth as u64,
+        error: 0,
+        options: j.own.clone(),
+        percentiles: j.percentiles.clone(),
+        lat_percentiles: j.lat_percentiles,
+    };
+    let mut cpu = (0.0, 0.0);
+    for rs in results {
+        if let Some(err) = rs.errors.first() {
+            // fio's error is an errno; a failure ioscale has none for is
+            // reported as EIO.
+            e.error = err.errno.unwrap_or(libc::EIO);
+        }
+        for p in &rs.phases {
+            if p.verify.as_ref().is_some_and(|v| v.bad_bytes > 0) && e.error == 0 {
+                // fio reports a failed verify as EILSEQ.
+                e.error = libc::EILSEQ;
+            }
+            let op = Op::parse(&p.op).unwrap_or(j.op);
+            let mine: Vec<&report::WorkerRecord> = p
+                .workers
+                .iter()
+                .filter(|w| ws.contains(&w.worker))
+                .collect();
+            let (t0, t1) = mine.iter().fold((f64::MAX, 0.0f64), |(a, b), w| {
+                (a.min(w.start_s), b.max(w.end_s))
+            });
+            let secs = if whole {
+                p.elapsed_s
+            } else if mine.is_empty() {
+                0.0
+            } else {
+                (t1 - t0).max(0.0)
+            };
+            e.runtime_s += secs;
+            let bytes: u64 = mine.iter().map(|w| w.bytes).sum();
+            let ops: u64 = mine.iter().map(|w| w.ops).sum();
+            if whole {
+                cpu.0 += p.cpu_user_s;
+                cpu.1 += p.cpu_sys_s;
+            }
+            let single = !matches!(op, Op::Rw | Op::Randrw);
+            let (rb, wb, rio, wio) = if single {
+                if op.reads() {
+                    (bytes, 0, ops, 0)
+                } else {
+                    (0, bytes, 0, ops)
+                }
+            } else {
+                // A mix: the phase counts each direction's bytes; every
+                // request is one block.
+                (
+                    p.read_bytes,
+                    p.write_bytes,
+                    p.read_bytes / spec.xfer,
+                    p.write_bytes / spec.xfer,
+                )
+            };
+            for (d, b, n) in [(&mut e.read, rb, rio), (&mut e.write, wb, wio)] {
+                if n == 0 && b == 0 {
+                    continue;
+                }
+                d.bytes += b;
+                d.ios += n;
+                d.runtime_s += secs;
+                if whole && single {
+                    add_lat(d, &p.lat_us, n);
+                }
+            }
+        }
+    }
+    if whole {
+        e.cpu_s = Some(cpu);
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn sweep_point_sets_the_clones_and_their_files() {
+        let dir = std::env::temp_dir().join(format!("ioscale-fio-sweep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = argv(&format!(
+            "--name=seq --rw=write --bs=64k --size=1m --directory={}",
+            dir.display()
+        ));
+        let s = sweep_point(&a, 3).unwrap();
+        assert_eq!(s.threads, 3);
+        assert_eq!(s.bytes_per_worker(), 1 << 20);
+        match &s.naming {
+            FileNaming::Dd { paths, notrunc } => {
+                assert!(*notrunc);
+                assert_eq!(paths[2], dir.join("seq.2.0"));
+            }
+            n => panic!("{n:?}"),
+        }
+        // A read job's files are laid out for the point.
+        let r = argv(&format!(
+            "--name=rd --rw=read --bs=64k --size=256k --directory={}",
+            dir.display()
+        ));
+        sweep_point(&r, 2).unwrap();
+        assert_eq!(
+            std::fs::metadata(dir.join("rd.1.0")).unwrap().len(),
+            256 << 10
+        );
+        let t = argv("--name=t --rw=read --size=1m --runtime=1 --time_based");
+        assert!(sweep_point(&t, 1).unwrap_err().0.contains("time_based"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_jobs_of_another_shape_are_refused() {
+        let c = parse::parse_cli(&argv(
+            "--name=a --rw=write --size=1m --name=b --rw=write --size=2m",
+        ))
+        .unwrap();
+        let (jobs, _) = parse::jobs(&c).unwrap();
+        let e = plan_runs(jobs).err().unwrap().0;
+        assert!(e.contains("size") && e.contains("stonewall"), "{e}");
+    }
+}

@@ -1,0 +1,982 @@
+//! fio's syntax: the command line (`--name=x --rw=read …`, several jobs in
+//! one line) and job files (`[global]`, job sections, `include`,
+//! `${ENV}`), read into sections of raw `key=value` pairs, then into typed
+//! [`Job`]s with fio's defaults and fio's size and time units.
+//!
+//! Every option is looked up in [`OPTIONS`]; one that is not there is an
+//! error naming it (and, from [`refusal`], the nearest native ioscale
+//! option where there is one) — never silently ignored.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use spec::Op;
+
+/// Which of ioscale's engines a fio `ioengine=` runs on; the workload
+/// names it by its registry name ([`EngineKind::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// psync, sync, pvsync, pvsync2: pread/pwrite.
+    Sync,
+    /// io_uring.
+    IoUring,
+}
+
+impl EngineKind {
+    /// The engine registry's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Sync => "sync",
+            EngineKind::IoUring => "io_uring",
+        }
+    }
+}
+
+use crate::front::Usage;
+
+fn usage(msg: impl Into<String>) -> Usage {
+    Usage(msg.into())
+}
+
+/// One raw option as written, with where it came from (for messages).
+#[derive(Debug, Clone)]
+pub struct Opt {
+    /// The option's name, after aliases (`readwrite` → `rw`).
+    pub key: String,
+    /// The value; `None` for a bare flag (`group_reporting`).
+    pub val: Option<String>,
+    /// `command line` or `FILE:LINE`.
+    pub origin: String,
+    /// The name fio lists in its "job options": the option's own name,
+    /// not the alias used (`readwrite` is listed as `rw`).
+    pub written: String,
+}
+
+/// A `[section]` of a job file, or one `--name=` job of the command line.
+#[derive(Debug, Clone)]
+pub struct Section {
+    /// The section name; `global` for the defaults.
+    pub name: String,
+    /// Options in the order given.
+    pub opts: Vec<Opt>,
+}
+
+/// How fio's results are printed (`--output-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// fio's human layout.
+    Normal,
+    /// `--output-format=json`.
+    Json,
+    /// `--output-format=json+` (json with latency bins).
+    JsonPlus,
+}
+
+/// The whole command line.
+#[derive(Debug, Default)]
+pub struct Cli {
+    /// Job files, in order.
+    pub files: Vec<PathBuf>,
+    /// Options given before the first `--name` (apply to every job).
+    pub global: Vec<Opt>,
+    /// Jobs given with `--name=` on the command line.
+    pub jobs: Vec<Section>,
+    /// `--output=FILE`.
+    pub output: Option<PathBuf>,
+    /// `--output-format=`; normal when empty.
+    pub formats: Vec<Format>,
+    /// `--ioscale-json=FILE`: ioscale's own record.
+    pub ioscale_json: Option<PathBuf>,
+    /// `--help`.
+    pub help: bool,
+    /// `--version`.
+    pub version: bool,
+    /// `--print-spec`: print each run's ioscale workload and exit.
+    pub print_spec: bool,
+}
+
+/// What kind of value an option takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// 0/1, or bare (= 1).
+    Bool,
+    /// Anything else: a value is required.
+    Value,
+}
+
+/// The options ioscale's fio front-end knows, with their aliases.
+const OPTIONS: &[(&str, Kind)] = &[
+    ("name", Kind::Value),
+    ("filename", Kind::Value),
+    ("directory", Kind::Value),
+    ("nrfiles", Kind::Value),
+    ("filesize", Kind::Value),
+    ("size", Kind::Value),
+    ("rw", Kind::Value),
+    ("bs", Kind::Value),
+    ("bsrange", Kind::Value),
+    ("rwmixread", Kind::Value),
+    ("rwmixwrite", Kind::Value),
+    ("numjobs", Kind::Value),
+    ("thread", Kind::Bool),
+    ("iodepth", Kind::Value),
+    ("ioengine", Kind::Value),
+    ("direct", Kind::Bool),
+    ("buffered", Kind::Bool),
+    ("sync", Kind::Value),
+    ("dsync", Kind::Bool),
+    ("fsync", Kind::Value),
+    ("fdatasync", Kind::Value),
+    ("end_fsync", Kind::Bool),
+    ("fsync_on_close", Kind::Bool),
+    ("runtime", Kind::Value),
+    ("time_based", Kind::Bool),
+    ("ramp_time", Kind::Value),
+    ("startdelay", Kind::Value),
+    ("loops", Kind::Value),
+    ("offset", Kind::Value),
+    ("offset_increment", Kind::Value),
+    ("randrepeat", Kind::Bool),
+    ("randseed", Kind::Value),
+    ("norandommap", Kind::Bool),
+    ("verify", Kind::Value),
+    ("create_on_open", Kind::Bool),
+    ("unlink", Kind::Bool),
+    ("group_reporting", Kind::Bool),
+    ("lat_percentiles", Kind::Bool),
+    ("clat_percentiles", Kind::Bool),
+    ("percentile_list", Kind::Value),
+    ("write_bw_log", Kind::Value),
+    ("write_lat_log", Kind::Value),
+    ("write_iops_log", Kind::Value),
+    ("log_avg_msec", Kind::Value),
+    ("stonewall", Kind::Bool),
+    ("wait_for_previous", Kind::Bool),
+    ("new_group", Kind::Bool),
+    ("kb_base", Kind::Value),
+];
+
+/// fio's other spellings of the same option.
+fn canonical(key: &str) -> &str {
+    match key {
+        "readwrite" => "rw",
+        "blocksize" => "bs",
+        "blocksize_range" => "bsrange",
+        "wait_for_previous" => "stonewall",
+        "rwmixcycle" => "rwmixcycle",
+        "io_size" => "io_size",
+        other => other,
+    }
+}
+
+/// Why an option fio has is refused, naming the nearest native option.
+pub fn refusal(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "bssplit" | "blockalign" | "bs_unaligned" => {
+            "one block size per job: use bs= (native: --xfer)"
+        }
+        "io_size" | "io_limit" => {
+            "ioscale moves each file's size once per loop: use size= and loops= (native: --size, --reps)"
+        }
+        "invalidate" | "pre_read" => {
+            "ioscale does not drop or warm the cache per job (native: `ioscale run --drop-caches`)"
+        }
+        "rate" | "rate_iops" | "rate_min" | "rate_iops_min" | "rate_process" | "thinktime" => {
+            "ioscale runs as fast as the storage allows; it has no rate limits"
+        }
+        "iodepth_batch" | "iodepth_batch_submit" | "iodepth_batch_complete"
+        | "iodepth_batch_complete_min" | "iodepth_low" => {
+            "ioscale's io_uring engine keeps iodepth= requests in flight (native: --iodepth)"
+        }
+        "cpus_allowed" | "cpumask" | "numa_cpu_nodes" | "numa_mem_policy" => {
+            "ioscale does not pin workers to CPUs"
+        }
+        "fallocate" | "file_service_type" | "openfiles" | "opendir" => {
+            "ioscale lays out one file per job clone (native: --layout per-thread)"
+        }
+        "zero_buffers" | "refill_buffers" | "scramble_buffers" | "buffer_compress_percentage"
+        | "buffer_pattern" | "dedupe_percentage" => {
+            "ioscale writes its own data pattern (checkable with verify=)"
+        }
+        "exitall" | "exitall_on_error" | "continue_on_error" | "ignore_error" => {
+            "ioscale stops a run at the first I/O error and reports it (exit 1)"
+        }
+        "write_hist_log" | "log_hist_msec" | "per_job_logs" | "log_offset" => {
+            "ioscale keeps no per-interval logs"
+        }
+        "size_percent" | "file_append" | "allrandrepeat" | "random_distribution"
+        | "random_generator" | "percentage_random" => {
+            "ioscale's random phases touch every block once, in a seeded order (native: --op randread|randwrite, --seed)"
+        }
+        "rwmixcycle" | "rw_sequencer" => "ioscale mixes reads and writes by rwmixread= only (native: --rwmix)",
+        "filename_format" | "unique_filename" => {
+            "ioscale names files as fio does by default (jobname.N.M in directory=) or exactly filename="
+        }
+        "verify_interval" | "verify_offset" | "verify_pattern" | "verify_fatal" | "verify_dump"
+        | "verify_backlog" | "verify_async" | "do_verify" | "verify_only" => {
+            "ioscale checks its own pattern after the write (verify=crc32c|md5|pattern; native: --verify)"
+        }
+        "cgroup" | "nice" | "prio" | "prioclass" | "uid" | "gid" => {
+            "ioscale runs its workers in its own process"
+        }
+        _ => return None,
+    })
+}
+
+fn lookup(key: &str) -> Option<Kind> {
+    OPTIONS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, kind)| *kind)
+}
+
+/// Refuses an option ioscale does not know, naming it.
+fn check_known(key: &str, origin: &str) -> Result<Kind, Usage> {
+    if let Some(k) = lookup(key) {
+        return Ok(k);
+    }
+    let at = if origin == "command line" {
+        format!("--{key}")
+    } else {
+        format!("{key} ({origin})")
+    };
+    Err(usage(match refusal(key) {
+        Some(hint) => format!("{at}: not supported: {hint}"),
+        None => format!(
+            "{at}: not a fio option ioscale supports; see `ioscale fio --help` and docs/compat.md"
+        ),
+    }))
+}
+
+/// `${VAR}` replaced by the environment variable, as fio does; a variable
+/// that is not set is left as written (so the value then fails to parse,
+/// as in fio).
+pub fn expand_env(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        match after.find('}') {
+            Some(j) => {
+                let var = &after[..j];
+                match std::env::var(var) {
+                    Ok(v) if !var.is_empty() => out.push_str(&v),
+                    _ => out.push_str(&rest[i..i + 3 + j]),
+                }
+                rest = &after[j + 1..];
+            }
+            None => {
+                out.push_str(&rest[i..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Reads fio's command line.
+pub fn parse_cli(args: &[String]) -> Result<Cli, Usage> {
+    let mut cli = Cli::default();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let Some(body) = arg.strip_prefix("--") else {
+            if arg.starts_with('-') && arg.len() > 1 {
+                return Err(usage(format!(
+                    "{arg}: fio's options are long options (--name=…); see `ioscale fio --help`"
+                )));
+            }
+            cli.files.push(PathBuf::from(arg));
+            continue;
+        };
+        let (key, inline) = match body.split_once('=') {
+            Some((k, v)) => (k, Some(v.to_string())),
+            None => (body, None),
+        };
+        let mut take = |what: &str| -> Result<String, Usage> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            let v = args
+                .get(i)
+                .ok_or_else(|| usage(format!("--{key} needs {what}")))?;
+            i += 1;
+            Ok(v.clone())
+        };
+        match key {
+            "help" => cli.help = true,
+            "version" => cli.version = true,
+            "print-spec" => cli.print_spec = true,
+            "output" => cli.output = Some(PathBuf::from(take("a file name")?)),
+            "ioscale-json" => cli.ioscale_json = Some(PathBuf::from(take("a file name")?)),
+            "output-format" => {
+                for f in take("a format")?.split(',') {
+                    cli.formats.push(match f {
+                        "normal" => Format::Normal,
+                        "json" => Format::Json,
+                        "json+" => Format::JsonPlus,
+                        "terse" => {
+                            return Err(usage(
+                                "--output-format=terse: not supported by ioscale fio; use json \
+                                 (same figures, named keys) or normal",
+                            ))
+                        }
+                        other => {
+                            return Err(usage(format!(
+                                "--output-format={other}: use normal, json or json+"
+                            )))
+                        }
+                    });
+                }
+            }
+            _ => {
+                let key = canonical(key);
+                let written = key.to_string();
+                let kind = check_known(key, "command line")?;
+                let val = match (kind, &inline) {
+                    (_, Some(v)) => Some(v.clone()),
+                    (Kind::Bool, None) => None,
+                    (Kind::Value, None) => Some(take("a value")?),
+                };
+                let opt = Opt {
+                    key: key.to_string(),
+                    val: val.map(|v| expand_env(&v)),
+                    origin: "command line".into(),
+                    written,
+                };
+                if key == "name" {
+                    // fio lists a command-line job's name among its options.
+                    let name = opt.val.clone().unwrap_or_default();
+                    cli.jobs.push(Section {
+                        name,
+                        opts: vec![opt],
+                    });
+                } else if let Some(job) = cli.jobs.last_mut() {
+                    job.opts.push(opt);
+                } else {
+                    cli.global.push(opt);
+                }
+            }
+        }
+    }
+    Ok(cli)
+}
+
+/// Reads a job file (and the files it includes) into sections.
+pub fn parse_file(path: &Path, depth: u32) -> Result<Vec<Section>, Usage> {
+    if depth > 8 {
+        return Err(usage(format!(
+            "{}: include nested more than 8 deep (a loop?)",
+            path.display()
+        )));
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| usage(format!("job file {}: {e}", path.display())))?;
+    let mut sections: Vec<Section> = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let origin = format!("{}:{}", path.display(), n + 1);
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("include ") {
+            let inc = PathBuf::from(expand_env(rest.trim()));
+            let inc = if inc.is_relative() {
+                path.parent().unwrap_or(Path::new(".")).join(inc)
+            } else {
+                inc
+            };
+            let got = parse_file(&inc, depth + 1)?;
+            // Options before the first section of an included file belong
+            // to the section that includes it.
+            for s in got {
+                if s.name.is_empty() {
+                    match sections.last_mut() {
+                        Some(cur) => cur.opts.extend(s.opts),
+                        None => sections.push(s),
+                    }
+                } else {
+                    sections.push(s);
+                }
+            }
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[') {
+            let name = name.strip_suffix(']').ok_or_else(|| {
+                usage(format!(
+                    "{origin}: a section header must end with ']': {line}"
+                ))
+            })?;
+            sections.push(Section {
+                name: name.trim().to_string(),
+                opts: Vec::new(),
+            });
+            continue;
+        }
+        let (key, val) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(expand_env(v.trim()))),
+            None => (line, None),
+        };
+        let key = canonical(key);
+        let written = key.to_string();
+        let kind = check_known(key, &origin)?;
+        if kind == Kind::Value && val.is_none() {
+            return Err(usage(format!("{key} ({origin}) needs a value: {key}=…")));
+        }
+        let opt = Opt {
+            key: key.to_string(),
+            val,
+            origin: origin.clone(),
+            written,
+        };
+        match sections.last_mut() {
+            Some(s) => s.opts.push(opt),
+            None if depth > 0 => sections.push(Section {
+                name: String::new(),
+                opts: vec![opt],
+            }),
+            None => {
+                return Err(usage(format!(
+                    "{origin}: option {key} before any [section]; put it under [global] or a job"
+                )))
+            }
+        }
+    }
+    Ok(sections)
+}
+
+/// fio's integer with a size suffix. With `kb_base=1024` (fio's default)
+/// `k`/`kb`/`K` are powers of 2 and the IEC spellings `KiB`/`MiB` powers
+/// of 10 (fio keeps that inversion for old job files); `kb_base=1000`
+/// turns both around to the standard meanings.
+pub fn fio_size(key: &str, v: &str, kb_base: u64) -> Result<u64, Usage> {
+    let err = || {
+        usage(format!(
+            "{key}={v}: not a size (fio's form: 4k, 1m, 2g, 512, 10MiB)"
+        ))
+    };
+    let t = v.trim();
+    let digits = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(digits);
+    if num.is_empty() {
+        return Err(err());
+    }
+    let s = suffix.to_ascii_lowercase();
+    let (letter, rest) = match s.chars().next() {
+        Some(c) => (Some(c), &s[1..]),
+        None => (None, ""),
+    };
+    let power = match letter {
+        None => 0,
+        Some('b') if rest.is_empty() => 0,
+        Some('k') => 1,
+        Some('m') => 2,
+        Some('g') => 3,
+        Some('t') => 4,
+        Some('p') => 5,
+        _ => return Err(err()),
+    };
+    let iec = match rest {
+        "" | "b" => false,
+        "ib" | "i" => true,
+        _ => return Err(err()),
+    };
+    let binary = (kb_base == 1024) != iec;
+    let base: u64 = if binary { 1024 } else { 1000 };
+    let mult = base.checked_pow(power).ok_or_else(err)?;
+    if num.contains('.') {
+        let f: f64 = num.parse().map_err(|_| err())?;
+        let b = f * mult as f64;
+        if !(b.is_finite() && b >= 0.0 && b < u64::MAX as f64) {
+            return Err(err());
+        }
+        return Ok(b as u64);
+    }
+    let n: u64 = num.parse().map_err(|_| err())?;
+    n.checked_mul(mult).ok_or_else(err)
+}
+
+/// fio's time: seconds unless a unit says otherwise (`us`, `ms`, `s`,
+/// `m`, `h`, `d`).
+pub fn fio_time(key: &str, v: &str) -> Result<Duration, Usage> {
+    let err = || {
+        usage(format!(
+            "{key}={v}: not a time (fio's form: 30, 30s, 500ms, 2m, 1h)"
+        ))
+    };
+    let t = v.trim().to_ascii_lowercase();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num.parse().map_err(|_| err())?;
+    let d = match unit {
+        "" | "s" | "sec" => Duration::from_secs(n),
+        "us" | "usec" => Duration::from_micros(n),
+        "ms" | "msec" => Duration::from_millis(n),
+        "m" | "min" => Duration::from_secs(n.checked_mul(60).ok_or_else(err)?),
+        "h" => Duration::from_secs(n.checked_mul(3600).ok_or_else(err)?),
+        "d" => Duration::from_secs(n.checked_mul(86400).ok_or_else(err)?),
+        _ => return Err(err()),
+    };
+    Ok(d)
+}
+
+fn fio_bool(key: &str, v: Option<&str>) -> Result<bool, Usage> {
+    match v.map(str::trim) {
+        None | Some("1") | Some("true") | Some("yes") | Some("on") => Ok(true),
+        Some("0") | Some("false") | Some("no") | Some("off") => Ok(false),
+        Some(o) => Err(usage(format!("{key}={o}: use 1 or 0"))),
+    }
+}
+
+fn fio_int(key: &str, v: &str) -> Result<u64, Usage> {
+    v.trim()
+        .parse()
+        .map_err(|_| usage(format!("{key}={v}: not a whole number")))
+}
+
+/// One fio job, typed, with fio's defaults.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// The section name (fio's jobname).
+    pub name: String,
+    /// fio's group id (a new group after `stonewall` or `new_group`).
+    pub group: usize,
+    /// Waits for the jobs before it (`stonewall`/`wait_for_previous`).
+    pub stonewall: bool,
+    /// The access pattern.
+    pub op: Op,
+    /// The `rw=` value as written (for the header line).
+    pub rw_text: String,
+    /// Block size.
+    pub bs: u64,
+    /// Bytes of I/O per clone (`size=`).
+    pub size: Option<u64>,
+    /// File size (`filesize=`).
+    pub filesize: Option<u64>,
+    /// Files per clone.
+    pub nrfiles: u64,
+    /// `filename=`.
+    pub filename: Option<String>,
+    /// `directory=`.
+    pub directory: Option<String>,
+    /// Percentage of reads in a mix.
+    pub rwmixread: Option<u64>,
+    /// Clones of the job.
+    pub numjobs: u64,
+    /// The engine.
+    pub engine: EngineKind,
+    /// fio's ioengine name as written.
+    pub ioengine: String,
+    /// Requests in flight (as written).
+    pub iodepth: u64,
+    /// O_DIRECT.
+    pub direct: bool,
+    /// O_SYNC (`sync=1`/`sync=sync`).
+    pub osync: bool,
+    /// O_DSYNC (`sync=dsync`, `dsync=1`).
+    pub odsync: bool,
+    /// An fsync every N writes.
+    pub fsync: u64,
+    /// An fdatasync every N writes.
+    pub fdatasync: u64,
+    /// One fsync at the end of the job.
+    pub end_fsync: bool,
+    /// fsync when a file is closed.
+    pub fsync_on_close: bool,
+    /// `runtime=`.
+    pub runtime: Option<Duration>,
+    /// `time_based`.
+    pub time_based: bool,
+    /// `ramp_time=`.
+    pub ramp_time: Duration,
+    /// `startdelay=`.
+    pub startdelay: Duration,
+    /// `loops=`.
+    pub loops: u64,
+    /// `offset=`.
+    pub offset: u64,
+    /// `offset_increment=`.
+    pub offset_increment: u64,
+    /// `randseed=` (fio's default seed when `randrepeat=1`).
+    pub seed: Option<u64>,
+    /// `verify=` was a checksum or pattern.
+    pub verify: Option<String>,
+    /// `unlink=1`.
+    pub unlink: bool,
+    /// `group_reporting`.
+    pub group_reporting: bool,
+    /// `lat_percentiles=1`: the table is of total latency.
+    pub lat_percentiles: bool,
+    /// `percentile_list=`.
+    pub percentiles: Option<Vec<f64>>,
+    /// `create_on_open=1`.
+    pub create_on_open: bool,
+    /// The job's own options as written (fio's "job options").
+    pub own: Vec<(String, String)>,
+}
+
+/// Options as written: (name, value).
+pub type Written = Vec<(String, String)>;
+
+/// Turns the sections into jobs: each job starts from the `[global]`
+/// options seen before it (and the command line's), then its own.
+pub fn jobs(cli: &Cli) -> Result<(Vec<Job>, Written), Usage> {
+    let mut sections = Vec::new();
+    for f in &cli.files {
+        sections.extend(parse_file(f, 0)?);
+    }
+    sections.extend(cli.jobs.iter().cloned());
+    let mut global: Vec<Opt> = cli.global.clone();
+    let mut global_shown: Written = cli
+        .global
+        .iter()
+        .filter_map(|o| Some((o.written.clone(), o.val.clone()?)))
+        .collect();
+    let mut out: Vec<Job> = Vec::new();
+    let mut group = 0usize;
+    for s in sections {
+        if s.name == "global" {
+            // fio lists options with a value; bare flags are left out.
+            for o in &s.opts {
+                if let Some(v) = &o.val {
+                    global_shown.push((o.written.clone(), v.clone()));
+                }
+            }
+            global.extend(s.opts);
+            continue;
+        }
+        if s.name.is_empty() {
+            return Err(usage("a job needs a name ([name] or --name=)"));
+        }
+        let mut all = global.clone();
+        all.extend(s.opts.iter().cloned());
+        let mut j = typed(&s.name, &all)?;
+        j.own = s
+            .opts
+            .iter()
+            .filter_map(|o| Some((o.written.clone(), o.val.clone()?)))
+            .collect();
+        let new_group = all
+            .iter()
+            .filter(|o| o.key == "new_group")
+            .try_fold(false, |_, o| fio_bool("new_group", o.val.as_deref()))?;
+        if !out.is_empty() && (j.stonewall || new_group) {
+            group += 1;
+        }
+        j.group = group;
+        out.push(j);
+    }
+    if out.is_empty() {
+        return Err(usage(
+            "no jobs: give a job file (`ioscale fio jobs.fio`) or --name=NAME with options",
+        ));
+    }
+    Ok((out, global_shown))
+}
+
+/// Reads one job's options (global first, then its own: later wins).
+fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
+    let kb_base = match opts.iter().rev().find(|o| o.key == "kb_base") {
+        Some(o) => match o.val.as_deref() {
+            Some("1024") => 1024,
+            Some("1000") => 1000,
+            v => {
+                return Err(usage(format!(
+                    "kb_base={}: use 1024 (fio's default) or 1000",
+                    v.unwrap_or("")
+                )))
+            }
+        },
+        None => 1024,
+    };
+    let mut j = Job {
+        name: name.to_string(),
+        group: 0,
+        stonewall: false,
+        op: Op::Read,
+        rw_text: "read".into(),
+        bs: 4096,
+        size: None,
+        filesize: None,
+        nrfiles: 1,
+        filename: None,
+        directory: None,
+        rwmixread: None,
+        numjobs: 1,
+        engine: EngineKind::Sync,
+        ioengine: "psync".into(),
+        iodepth: 1,
+        direct: false,
+        osync: false,
+        odsync: false,
+        fsync: 0,
+        fdatasync: 0,
+        end_fsync: false,
+        fsync_on_close: false,
+        runtime: None,
+        time_based: false,
+        ramp_time: Duration::ZERO,
+        startdelay: Duration::ZERO,
+        loops: 1,
+        offset: 0,
+        offset_increment: 0,
+        seed: None,
+        verify: None,
+        unlink: false,
+        group_reporting: false,
+        lat_percentiles: false,
+        percentiles: None,
+        create_on_open: false,
+        own: Vec::new(),
+    };
+    for o in opts {
+        let k = o.key.as_str();
+        let at = |m: String| usage(format!("{m} ({})", o.origin));
+        let v = o.val.as_deref().unwrap_or("");
+        let vb = o.val.as_deref();
+        let b = || fio_bool(k, vb).map_err(|e| at(e.0));
+        let size = || fio_size(k, v, kb_base).map_err(|e| at(e.0));
+        let int = || fio_int(k, v).map_err(|e| at(e.0));
+        let time = || fio_time(k, v).map_err(|e| at(e.0));
+        match k {
+            "name" | "new_group" | "kb_base" | "thread" => {}
+            "filename" => j.filename = Some(v.to_string()),
+            "directory" => j.directory = Some(v.to_string()),
+            "nrfiles" => j.nrfiles = int()?,
+            "filesize" => j.filesize = Some(size()?),
+            "size" => {
+                if v.ends_with('%') {
+                    return Err(at(format!(
+                        "size={v}: a percentage of the device is not supported; give bytes (size=1g)"
+                    )));
+                }
+                j.size = Some(size()?)
+            }
+            "rw" => {
+                let (mode, n) = match v.split_once(':') {
+                    Some((m, n)) => (m, Some(n)),
+                    None => (v, None),
+                };
+                if let Some(n) = n {
+                    if n.trim() != "0" && !n.trim().is_empty() {
+                        return Err(at(format!(
+                            "rw={v}: the :{n} suffix (holes, or a new random offset every {n} I/Os) is not supported; \
+                             ioscale's sequential phases have no holes and its random ones pick every offset (use rw={mode})"
+                        )));
+                    }
+                }
+                j.op = match mode {
+                    "read" => Op::Read,
+                    "write" => Op::Write,
+                    "randread" => Op::Randread,
+                    "randwrite" => Op::Randwrite,
+                    "rw" | "readwrite" => Op::Rw,
+                    "randrw" => Op::Randrw,
+                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+                        return Err(at(format!(
+                            "rw={mode}: trims are not supported; ioscale reads and writes (native: --op)"
+                        )))
+                    }
+                    _ => {
+                        return Err(at(format!(
+                            "rw={mode}: use read, write, randread, randwrite, rw/readwrite or randrw"
+                        )))
+                    }
+                };
+                j.rw_text = mode.to_string();
+            }
+            "bs" => {
+                if v.contains(',') || v.contains(':') {
+                    return Err(at(format!(
+                        "bs={v}: separate read/write block sizes are not supported; give one (native: --xfer)"
+                    )));
+                }
+                j.bs = size()?
+            }
+            "bsrange" => {
+                let (lo, hi) = v
+                    .split_once('-')
+                    .ok_or_else(|| at(format!("bsrange={v}: give LOW-HIGH")))?;
+                let lo = fio_size(k, lo, kb_base).map_err(|e| at(e.0))?;
+                let hi = fio_size(k, hi, kb_base).map_err(|e| at(e.0))?;
+                if lo != hi {
+                    return Err(at(format!(
+                        "bsrange={v}: a range of block sizes is not supported; ioscale uses one (bs=, native: --xfer)"
+                    )));
+                }
+                j.bs = lo;
+            }
+            "rwmixread" => j.rwmixread = Some(int()?),
+            "rwmixwrite" => j.rwmixread = Some(100u64.saturating_sub(int()?)),
+            "numjobs" => j.numjobs = int()?,
+            "iodepth" => j.iodepth = int()?,
+            "ioengine" => {
+                j.engine = match v {
+                    "psync" | "sync" | "pvsync" | "pvsync2" => EngineKind::Sync,
+                    "io_uring" => EngineKind::IoUring,
+                    "libaio" | "posixaio" => {
+                        return Err(at(format!(
+                            "ioengine={v}: not supported; the nearest native engine is io_uring \
+                             (ioengine=io_uring, native: --engine io_uring), which queues iodepth= requests the same way"
+                        )))
+                    }
+                    _ => {
+                        return Err(at(format!(
+                            "ioengine={v}: not supported; ioscale has psync/sync/pvsync (one request at a time) \
+                             and io_uring (native: --engine sync|io_uring)"
+                        )))
+                    }
+                };
+                j.ioengine = v.to_string();
+            }
+            "direct" => j.direct = b()?,
+            "buffered" => j.direct = !b()?,
+            "sync" => match v {
+                "0" | "none" | "" => {
+                    j.osync = false;
+                    j.odsync = false
+                }
+                "1" | "sync" => j.osync = true,
+                "dsync" => j.odsync = true,
+                _ => return Err(at(format!("sync={v}: use 0, 1, sync or dsync"))),
+            },
+            "dsync" => j.odsync = b()?,
+            "fsync" => j.fsync = int()?,
+            "fdatasync" => j.fdatasync = int()?,
+            "end_fsync" => j.end_fsync = b()?,
+            "fsync_on_close" => j.fsync_on_close = b()?,
+            "runtime" => j.runtime = Some(time()?),
+            "time_based" => j.time_based = b()?,
+            "ramp_time" => j.ramp_time = time()?,
+            "startdelay" => j.startdelay = time()?,
+            "loops" => j.loops = int()?,
+            "offset" => j.offset = size()?,
+            "offset_increment" => j.offset_increment = size()?,
+            "randrepeat" => {
+                if !b()? {
+                    return Err(at(
+                        "randrepeat=0: ioscale's random order is always seeded; give randseed=N to choose it"
+                            .into(),
+                    ));
+                }
+            }
+            "randseed" => j.seed = Some(int()?),
+            "norandommap" => {}
+            "verify" => match v {
+                "0" | "" | "null" => j.verify = None,
+                "crc32c" | "crc32c-intel" | "md5" | "pattern" | "crc32" | "sha256" => {
+                    j.verify = Some(v.to_string())
+                }
+                _ => {
+                    return Err(at(format!(
+                        "verify={v}: use crc32c, md5 or pattern (ioscale checks its own pattern; native: --verify)"
+                    )))
+                }
+            },
+            "create_on_open" => j.create_on_open = b()?,
+            "unlink" => j.unlink = b()?,
+            "group_reporting" => j.group_reporting = b()?,
+            "lat_percentiles" => j.lat_percentiles = b()?,
+            "clat_percentiles" => {
+                if !b()? {
+                    return Err(at(
+                        "clat_percentiles=0: ioscale always prints its percentiles".into()
+                    ));
+                }
+            }
+            "percentile_list" => {
+                let mut l = Vec::new();
+                for p in v.split(':') {
+                    let x: f64 = p
+                        .trim()
+                        .parse()
+                        .map_err(|_| at(format!("percentile_list={v}: {p} is not a number")))?;
+                    if !super::render::MEASURED_PERCENTILES.contains(&x) {
+                        return Err(at(format!(
+                            "percentile_list={v}: ioscale measures the 50th, 99th and 99.9th percentiles only \
+                             ({p} is not one of them)"
+                        )));
+                    }
+                    l.push(x);
+                }
+                j.percentiles = Some(l);
+            }
+            "write_bw_log" | "write_lat_log" | "write_iops_log" | "log_avg_msec" => {
+                return Err(at(format!(
+                    "{k}=: not supported: ioscale keeps no per-interval logs (its own record: --ioscale-json FILE)"
+                )))
+            }
+            "stonewall" | "wait_for_previous" => j.stonewall = b()?,
+            other => return Err(at(format!("{other}: not supported"))),
+        }
+    }
+    Ok(j)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_follow_kb_base() {
+        assert_eq!(fio_size("bs", "4k", 1024).unwrap(), 4096);
+        assert_eq!(fio_size("bs", "4K", 1024).unwrap(), 4096);
+        assert_eq!(fio_size("size", "1m", 1024).unwrap(), 1 << 20);
+        assert_eq!(fio_size("size", "1MB", 1024).unwrap(), 1 << 20);
+        assert_eq!(fio_size("size", "1MiB", 1024).unwrap(), 1_000_000);
+        assert_eq!(fio_size("size", "1MiB", 1000).unwrap(), 1 << 20);
+        assert_eq!(fio_size("size", "1MB", 1000).unwrap(), 1_000_000);
+        assert_eq!(fio_size("size", "2g", 1024).unwrap(), 2 << 30);
+        assert_eq!(fio_size("bs", "512", 1024).unwrap(), 512);
+        assert!(fio_size("bs", "4x", 1024).is_err());
+        assert!(fio_size("bs", "", 1024).is_err());
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(fio_time("runtime", "30").unwrap(), Duration::from_secs(30));
+        assert_eq!(
+            fio_time("runtime", "500ms").unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(fio_time("runtime", "2m").unwrap(), Duration::from_secs(120));
+        assert!(fio_time("runtime", "x").is_err());
+    }
+
+    #[test]
+    fn env_expansion() {
+        std::env::set_var("IOSCALE_FIO_T", "8k");
+        assert_eq!(expand_env("${IOSCALE_FIO_T}"), "8k");
+        assert_eq!(expand_env("a${IOSCALE_FIO_NOPE}b"), "a${IOSCALE_FIO_NOPE}b");
+    }
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn command_line_jobs_and_refusals() {
+        let c = parse_cli(&argv(
+            "--bs=8k --name=a --rw=randread --size=1m --name b --rw write --size 2m --group_reporting",
+        ))
+        .unwrap();
+        let (js, _) = jobs(&c).unwrap();
+        assert_eq!(js.len(), 2);
+        assert_eq!(js[0].op, Op::Randread);
+        assert_eq!(js[0].bs, 8192);
+        assert_eq!(js[1].size, Some(2 << 20));
+        assert!(js[1].group_reporting && !js[0].group_reporting);
+        let e = parse_cli(&argv("--name=a --bssplit=4k/50")).unwrap_err().0;
+        assert!(e.contains("--bssplit") && e.contains("--xfer"), "{e}");
+        let e = parse_cli(&argv("--name=a --frobnicate=1")).unwrap_err().0;
+        assert!(e.contains("--frobnicate"), "{e}");
+        let c = parse_cli(&argv("--name=a --ioengine=libaio")).unwrap();
+        let e = jobs(&c).unwrap_err().0;
+        assert!(e.contains("io_uring"), "{e}");
+    }
+}

@@ -1,0 +1,372 @@
+//! Runs one IO500 phase: every task of every rank works through its items
+//! (transfers, files, directory entries) from a common start, until its
+//! item count or the stonewall; then, as IOR's and mdtest's stonewall
+//! wear-out do, every task goes on until it has done as many items as the
+//! busiest task, so the later phases find the same amount of work in
+//! every task's share.
+//!
+//! Tasks are threads of this process (`--tasks`) and, under mpirun or
+//! srun, ranks too: task `rank × tasks + t`. The phase time is rank 0's,
+//! from the release of the common start (a barrier of all ranks) to the
+//! barrier all ranks reach when their last task finished, as IOR's `-g`
+//! times a phase.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use coord::Coordinator;
+use serde::{Deserialize, Serialize};
+use stats::{LatencyHistogram, SparseHistogram};
+
+/// What a task did in a phase.
+#[derive(Debug, Default)]
+pub struct Acc {
+    /// Operations (transfers, creates, stats, reads, removes, entries).
+    pub ops: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Bytes read that differ from what was written.
+    pub bad_bytes: u64,
+    /// Entries find matched.
+    pub found: u64,
+    /// Latency of each item.
+    pub hist: LatencyHistogram,
+}
+
+/// One task's work in a phase: `item(i)` does item `i`; `finish` runs
+/// once at the end inside the timing (fsync, sync).
+pub trait Work {
+    /// Does item `i`.
+    fn item(&mut self, i: u64, acc: &mut Acc) -> Result<(), String>;
+    /// Ends the task's part of the phase (inside the timing).
+    fn finish(&mut self, _acc: &mut Acc) -> Result<(), String> {
+        Ok(())
+    }
+    /// Whether the work records its own latencies (find: per entry).
+    fn own_latency(&self) -> bool {
+        false
+    }
+}
+
+/// How a phase runs.
+pub struct Shape<'a> {
+    /// Items of each task, by global task index.
+    pub limit: &'a (dyn Fn(u32) -> u64 + Sync),
+    /// Stop starting items this long after the start (the stonewall).
+    pub deadline: Option<Duration>,
+    /// After the deadline, go on until every task did as many items as the busiest.
+    pub wearout: bool,
+}
+
+/// One task's figures, as the ranks exchange them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskOut {
+    /// Global task index.
+    pub task: u32,
+    /// Items done.
+    pub items: u64,
+    /// Items done by the stonewall.
+    pub items_at_stonewall: u64,
+    /// Operations.
+    pub ops: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Bytes that failed the data check.
+    pub bad_bytes: u64,
+    /// find's matches.
+    pub found: u64,
+    /// The first error, if any.
+    pub error: Option<String>,
+    /// Latencies.
+    pub hist: SparseHistogram,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RankOut {
+    tasks: Vec<TaskOut>,
+    cpu: (f64, f64),
+}
+
+/// A finished phase, the same on every rank.
+#[derive(Debug, Clone)]
+pub struct PhaseRun {
+    /// Every task's figures, by task.
+    pub tasks: Vec<TaskOut>,
+    /// Phase time in seconds (rank 0's, shared).
+    pub elapsed_s: f64,
+    /// User and system CPU seconds of all ranks.
+    pub cpu: (f64, f64),
+    /// Stopped by a signal.
+    pub interrupted: bool,
+}
+
+impl PhaseRun {
+    /// Sum of a figure over the tasks.
+    pub fn sum(&self, f: impl Fn(&TaskOut) -> u64) -> u64 {
+        self.tasks.iter().map(f).sum()
+    }
+    /// All tasks' latencies merged.
+    pub fn hist(&self) -> LatencyHistogram {
+        let mut h = LatencyHistogram::new();
+        for t in &self.tasks {
+            if let Ok(x) = LatencyHistogram::from_sparse(&t.hist) {
+                h.merge(&x);
+            }
+        }
+        h
+    }
+    /// The first error of any task, with its task.
+    pub fn first_error(&self) -> Option<String> {
+        self.tasks
+            .iter()
+            .find_map(|t| t.error.as_ref().map(|e| format!("task {}: {e}", t.task)))
+    }
+}
+
+/// Where this rank runs.
+pub struct Ctx<'a> {
+    /// The ranks.
+    pub coord: &'a dyn Coordinator,
+    /// Threads (tasks) per rank.
+    pub tasks: u32,
+    /// Set by Ctrl-C / SIGTERM.
+    pub stop: Arc<AtomicBool>,
+}
+
+fn run_items(
+    work: &mut dyn Work,
+    acc: &mut Acc,
+    from: u64,
+    to: u64,
+    deadline: Option<Instant>,
+    stop: &AtomicBool,
+) -> (u64, Option<String>) {
+    let own = work.own_latency();
+    let mut i = from;
+    while i < to {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let t = Instant::now();
+        if deadline.is_some_and(|d| t >= d) {
+            break;
+        }
+        if let Err(e) = work.item(i, acc) {
+            return (i, Some(e));
+        }
+        if !own {
+            acc.hist.record(t.elapsed().as_nanos() as u64);
+        }
+        i += 1;
+    }
+    (i, None)
+}
+
+/// Runs one phase on this rank; a collective call every rank makes.
+/// `make` sets up task `w`'s work (open files, buffers) inside the timing.
+pub fn run_phase(
+    ctx: &Ctx,
+    shape: &Shape,
+    make: &(dyn Fn(u32) -> Result<Box<dyn Work>, String> + Sync),
+) -> PhaseRun {
+    let coord = ctx.coord;
+    let n = ctx.tasks as usize;
+    let base = coord.rank() * ctx.tasks;
+    let start = Barrier::new(n + 1);
+    let mid = Barrier::new(n + 1);
+    let target = AtomicU64::new(0);
+    let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let stop = &*ctx.stop;
+    coord.barrier();
+    let cpu0 = engine::sys::cpu_times();
+    let mut t0 = Instant::now();
+    let mut t_end = t0;
+    let mut outs: Vec<TaskOut> = Vec::with_capacity(n);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..n)
+            .map(|t| {
+                let (start, mid, target, counts) = (&start, &mid, &target, &counts);
+                std::thread::Builder::new()
+                    .name(format!("io500-{}", base + t as u32))
+                    .spawn_scoped(s, move || {
+                        let w = base + t as u32;
+                        let limit = (shape.limit)(w);
+                        start.wait();
+                        let t_start = Instant::now();
+                        let deadline = shape.deadline.map(|d| t_start + d);
+                        let mut acc = Acc::default();
+                        let (done, error, at_sw) = match make(w) {
+                            Ok(mut work) => {
+                                let (mut done, mut error) =
+                                    run_items(&mut *work, &mut acc, 0, limit, deadline, stop);
+                                let at_sw = done;
+                                if shape.wearout {
+                                    counts[t].store(
+                                        if error.is_some() { u64::MAX } else { done },
+                                        Ordering::Relaxed,
+                                    );
+                                    mid.wait();
+                                    mid.wait();
+                                    let goal = target.load(Ordering::Relaxed).min(limit);
+                                    if error.is_none() && goal != u64::MAX {
+                                        (done, error) =
+                                            run_items(&mut *work, &mut acc, done, goal, None, stop);
+                                    }
+                                }
+                                if error.is_none() {
+                                    error = work.finish(&mut acc).err();
+                                }
+                                (done, error, at_sw)
+                            }
+                            Err(e) => {
+                                if shape.wearout {
+                                    counts[t].store(u64::MAX, Ordering::Relaxed);
+                                    mid.wait();
+                                    mid.wait();
+                                }
+                                (0, Some(e), 0)
+                            }
+                        };
+                        let out = TaskOut {
+                            task: w,
+                            items: done,
+                            items_at_stonewall: at_sw,
+                            ops: acc.ops,
+                            bytes: acc.bytes,
+                            bad_bytes: acc.bad_bytes,
+                            found: acc.found,
+                            error,
+                            hist: acc.hist.to_sparse(),
+                        };
+                        (out, t_start, Instant::now())
+                    })
+                    .expect("spawning an io500 task thread")
+            })
+            .collect();
+        start.wait();
+        t0 = Instant::now();
+        if shape.wearout {
+            mid.wait();
+            // u64::MAX marks a failed task: the others stop where they are.
+            let mine: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+            let all = coord
+                .all_gather_as(&mine)
+                .unwrap_or_else(|_| vec![vec![u64::MAX]]);
+            let flat: Vec<u64> = all.into_iter().flatten().collect();
+            let goal = if flat.contains(&u64::MAX) {
+                u64::MAX
+            } else {
+                flat.into_iter().max().unwrap_or(0)
+            };
+            target.store(goal, Ordering::Relaxed);
+            mid.wait();
+        }
+        for h in handles {
+            let (out, started, ended) = h.join().expect("an io500 task thread panicked");
+            // The phase starts with its first task and ends with its last:
+            // this thread may run after the barrier only once the tasks are
+            // done, and may wake late from the joins.
+            t0 = t0.min(started);
+            t_end = t_end.max(ended);
+            outs.push(out);
+        }
+    });
+    coord.barrier();
+    let elapsed = if coord.size() == 1 {
+        t_end.saturating_duration_since(t0)
+    } else {
+        // Ranks share no clock: rank 0's phase ends when all reached the barrier.
+        t0.elapsed()
+    }
+    .as_secs_f64();
+    let cpu1 = engine::sys::cpu_times();
+    let mine = RankOut {
+        tasks: outs,
+        cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
+    };
+    let interrupted = coord.any(stop.load(Ordering::Relaxed));
+    if coord.size() == 1 {
+        return PhaseRun {
+            tasks: mine.tasks,
+            elapsed_s: elapsed,
+            cpu: mine.cpu,
+            interrupted,
+        };
+    }
+    let all = coord.all_gather_as(&mine).unwrap_or_default();
+    let elapsed = coord.broadcast_as(&elapsed).unwrap_or(elapsed);
+    let mut cpu = (0.0, 0.0);
+    let mut tasks = Vec::new();
+    for r in all {
+        cpu.0 += r.cpu.0;
+        cpu.1 += r.cpu.1;
+        tasks.extend(r.tasks);
+    }
+    tasks.sort_by_key(|t| t.task);
+    PhaseRun {
+        tasks,
+        elapsed_s: elapsed,
+        cpu,
+        interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Items of a fixed cost, slower for task 0, so the tasks reach the
+    /// stonewall with different counts.
+    struct Sleepy(u32);
+    impl Work for Sleepy {
+        fn item(&mut self, _i: u64, acc: &mut Acc) -> Result<(), String> {
+            std::thread::sleep(Duration::from_millis(if self.0 == 0 { 20 } else { 2 }));
+            acc.ops += 1;
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn wear_out_brings_every_task_to_the_busiest_count() {
+        let ctx = Ctx {
+            coord: &coord::Solo,
+            tasks: 3,
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let limit = |_w: u32| 1_000_000u64;
+        let shape = Shape {
+            limit: &limit,
+            deadline: Some(Duration::from_millis(200)),
+            wearout: true,
+        };
+        let run = run_phase(&ctx, &shape, &|w| Ok(Box::new(Sleepy(w)) as Box<dyn Work>));
+        let items: Vec<u64> = run.tasks.iter().map(|t| t.items).collect();
+        assert!(items.iter().all(|&i| i == items[0]), "{items:?}");
+        // Task 0 was slower: fewer items by the stonewall, the same after.
+        assert!(run.tasks[0].items_at_stonewall < run.tasks[1].items_at_stonewall);
+        assert_eq!(run.sum(|t| t.ops), 3 * items[0]);
+        assert!(run.elapsed_s > 0.2);
+    }
+
+    #[test]
+    fn without_a_deadline_each_task_does_its_items() {
+        let ctx = Ctx {
+            coord: &coord::Solo,
+            tasks: 2,
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let limit = |w: u32| 3 + w as u64;
+        let shape = Shape {
+            limit: &limit,
+            deadline: None,
+            wearout: false,
+        };
+        let run = run_phase(&ctx, &shape, &|w| {
+            Ok(Box::new(Sleepy(w + 1)) as Box<dyn Work>)
+        });
+        assert_eq!(run.tasks[0].items, 3);
+        assert_eq!(run.tasks[1].items, 4);
+        assert_eq!(run.hist().count(), 7);
+    }
+}

@@ -1,0 +1,1256 @@
+//! `ioscale io500`: the IO500 benchmark's phases, score and output.
+//!
+//! io500 (tag io500-isc26_v2) runs IOR, mdtest and pfind with fixed
+//! parameters in a fixed order, and ranks a storage system by the
+//! geometric means of their figures. This front-end reads io500's `.ini`
+//! ([`config`]), walks its phase table ([`phases`]) with the fixed
+//! parameters, runs each phase on ioscale's tasks — threads, and MPI ranks
+//! under mpirun or srun — with IOR's and mdtest's stonewall wear-out
+//! ([`exec`], [`work`]), scores ([`score`]) and prints io500's lines and
+//! results directory ([`output`]), plus ioscale's JSON record. Only the
+//! files and directories this run created are removed.
+
+pub mod config;
+pub mod exec;
+pub mod output;
+pub mod phases;
+pub mod score;
+pub mod work;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use clap::Parser;
+use coord::Coordinator;
+use serde_json::json;
+
+use config::Config;
+use exec::{Ctx, PhaseRun, Shape, Work};
+use phases::{FindScope, Group, Kind, Phase, Step};
+use score::Scored;
+use work::{FindWork, IorWork, MdOp, MdWork, Names, RandReadWork, HARD_XFER, MD_HARD_BYTES};
+
+/// The io500 release whose phases, parameters and rules are followed.
+pub const IO500_VERSION: &str = "io500-isc26_v2";
+
+/// `ioscale io500`'s command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "ioscale io500",
+    about = "Run the IO500 benchmark's phases (io500 isc26_v2) and print its [RESULT] and [SCORE ] lines",
+    after_help = "Examples:\n  ioscale io500 config.ini                      # an io500 config, unchanged\n  \
+ioscale io500 --tasks 4 --stonewall 2s trial.ini /mnt/fs   # a short trial (marked INVALID)\n  \
+mpirun -np 8 ioscale io500 config.ini          # with the MPI build: one task per rank\n\n\
+The rules need a 300 s stonewall; a shorter one (--stonewall, or [debug] stonewall-time) makes the\n\
+run INVALID, as in io500. Exit codes: 0 ran clean, 1 I/O errors or failed data check, 2 usage or\n\
+setup error, 130 interrupted (the phases done are kept, the score is INVALID). See docs/io500.md."
+)]
+struct Args {
+    /// An io500 .ini file (a name ending in .ini) and/or the data directory (io500's datadir).
+    #[arg(value_name = "CONFIG.ini|TARGET")]
+    operands: Vec<String>,
+    /// Tasks (threads) per process; under mpirun, per rank.
+    #[arg(short = 't', long, default_value_t = 1, value_name = "N")]
+    tasks: u32,
+    /// Stonewall of the write phases (e.g. 300, 2s, 5m); overrides [debug] stonewall-time.
+    #[arg(long, value_name = "DURATION")]
+    stonewall: Option<String>,
+    /// standard, or extended (adds the optional ior-rnd*/find-* phases and [SCOREX]).
+    #[arg(long, default_value = "standard", value_parser = ["standard", "extended"])]
+    mode: String,
+    /// Where the results go (overrides [global] resultdir).
+    #[arg(long, value_name = "DIR")]
+    resultdir: Option<PathBuf>,
+    /// Write ioscale's JSON record of the run here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Keep the data files at the end (io500 removes them), e.g. to inspect their layout.
+    #[arg(long)]
+    keep: bool,
+}
+
+fn parse_duration(v: &str) -> Result<u64, String> {
+    let (num, mult) = match v.trim().chars().last() {
+        Some('s') => (&v[..v.len() - 1], 1),
+        Some('m') => (&v[..v.len() - 1], 60),
+        Some('h') => (&v[..v.len() - 1], 3600),
+        _ => (v, 1),
+    };
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("--stonewall {v}: expected seconds (300, 2s, 5m)"))?;
+    if n == 0 {
+        return Err(format!("--stonewall {v}: must be at least 1 second"));
+    }
+    Ok(n * mult)
+}
+
+/// Local time as io500's directory stamp, `YYYY.MM.DD-HH.MM.SS`.
+fn stamp_now() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as libc::time_t)
+        .unwrap_or(0);
+    // SAFETY: `tm` is plain data that localtime_r fills in; both pointers
+    // are valid for the duration of the call.
+    let tm = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&t, &mut tm);
+        tm
+    };
+    format!(
+        "{:04}.{:02}.{:02}-{:02}.{:02}.{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// The settings a run uses once the command line is applied to the config.
+struct Setup {
+    cfg: Config,
+    extended: bool,
+    ini: Option<(PathBuf, String)>,
+}
+
+fn setup(a: &Args) -> Result<Setup, String> {
+    let mut ini = None;
+    let mut target = None;
+    for op in &a.operands {
+        if op.ends_with(".ini") {
+            if ini.is_some() {
+                return Err(format!("{op}: one config file only"));
+            }
+            let text = std::fs::read_to_string(op).map_err(|e| format!("config {op}: {e}"))?;
+            ini = Some((PathBuf::from(op), text));
+        } else if target.replace(PathBuf::from(op)).is_some() {
+            return Err(format!(
+                "{op}: one TARGET (data directory) only; name the config with a .ini file name"
+            ));
+        }
+    }
+    let mut cfg = match &ini {
+        Some((p, text)) => config::parse(&p.display().to_string(), text)?,
+        None => Config::default(),
+    };
+    if let Some(t) = target {
+        cfg.datadir = t;
+    }
+    if let Some(r) = &a.resultdir {
+        cfg.resultdir = r.clone();
+    }
+    if let Some(s) = &a.stonewall {
+        cfg.stonewall_s = parse_duration(s)?;
+    }
+    if cfg.stonewall_s == 0 {
+        return Err(
+            "[debug] stonewall-time = 0: the write phases need a stonewall of at least 1 s".into(),
+        );
+    }
+    if a.tasks == 0 {
+        return Err("--tasks 0: at least one task".into());
+    }
+    if cfg.easy_xfer == 0 || cfg.easy_block < cfg.easy_xfer || cfg.easy_block % cfg.easy_xfer != 0 {
+        return Err(format!(
+            "[ior-easy] blockSize {} must be a multiple of transferSize {} (as IOR requires)",
+            cfg.easy_block, cfg.easy_xfer
+        ));
+    }
+    for (name, block, xfer) in [
+        ("ior-rnd4K", cfg.rnd4k_block, 4096u64),
+        ("ior-rnd1MB", cfg.rnd1mb_block, 1 << 20),
+    ] {
+        if block < xfer.max(1024) || block % xfer != 0 {
+            return Err(format!(
+                "[{name}] blockSize {block} must be a multiple of the transfer size {xfer}"
+            ));
+        }
+    }
+    if cfg.hard_segments == 0 || cfg.md_easy_n == 0 || cfg.md_hard_n == 0 {
+        return Err("[ior-hard] segmentCount and [mdtest-*] n must be at least 1".into());
+    }
+    Ok(Setup {
+        cfg,
+        extended: a.mode == "extended",
+        ini,
+    })
+}
+
+/// Runs `ioscale io500`; each task is a thread, and under mpirun or srun
+/// each rank runs `--tasks` of them.
+pub fn main(args: &[String]) -> anyhow::Result<i32> {
+    crate::as_ranks("io500", |coord| ranks_main(args, coord))
+}
+
+/// What the phases left for the later ones and for cleanup.
+#[derive(Default)]
+struct State {
+    easy: Option<Vec<u64>>,
+    hard: Option<Vec<u64>>,
+    rnd4k: Option<Vec<u64>>,
+    rnd1mb: Option<Vec<u64>>,
+    md_easy: Option<Vec<u64>>,
+    md_hard: Option<Vec<u64>>,
+    md_easy_gone: bool,
+    md_hard_gone: bool,
+    stamp_ns: Option<i128>,
+}
+
+/// A finished phase, as printed and recorded.
+struct Done {
+    phase: Phase,
+    run: Option<PhaseRun>,
+    score: f64,
+    valid: bool,
+    reasons: Vec<String>,
+    t_start: String,
+    t_end: String,
+}
+
+fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    let root = coord.rank() == 0;
+    let mut argv = vec!["ioscale io500".to_string()];
+    argv.extend(args.iter().cloned());
+    let a = match Args::try_parse_from(&argv) {
+        Ok(a) => a,
+        Err(e) => {
+            if root {
+                let _ = e.print();
+            }
+            return Ok(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let s = match setup(&a) {
+        Ok(s) => s,
+        Err(e) => {
+            if root {
+                eprintln!("io500: error: {e}");
+            }
+            return Ok(2);
+        }
+    };
+    if let Some(code) = crate::check_outputs(coord, "io500", &[("--json", a.json.as_deref())]) {
+        return Ok(code);
+    }
+    let mut cfg = s.cfg;
+    let stamp = coord.broadcast_as(&stamp_now())?;
+    if cfg.timestamp_datadir {
+        cfg.datadir = cfg.datadir.join(&stamp);
+    }
+    if cfg.timestamp_resultdir {
+        cfg.resultdir = cfg.resultdir.join(&stamp);
+    }
+    let workers = a.tasks * coord.size();
+    let names = Names {
+        d: cfg.datadir.clone(),
+        workers,
+        fpp: cfg.easy_fpp,
+        unique: cfg.easy_unique_dir,
+    };
+    let plan: Vec<Phase> = phases::plan(s.extended)
+        .into_iter()
+        .filter(|p| cfg.runs(phases::sub_section(p), p.section))
+        .collect();
+    // Rank 0 makes the directories; the others start only when it did.
+    let made = if root {
+        prepare(&cfg, &names, &plan, s.ini.as_ref())
+    } else {
+        Ok(Vec::new())
+    };
+    let failed = coord.any(made.is_err());
+    let created = match made {
+        Ok(c) if !failed => c,
+        Ok(c) => {
+            remove_dirs(&c);
+            return Ok(2);
+        }
+        Err(e) => {
+            eprintln!("io500: error: {e}");
+            return Ok(2);
+        }
+    };
+    let stop = crate::install_signals()?;
+    let ctx = Ctx {
+        coord,
+        tasks: a.tasks,
+        stop,
+    };
+    if root {
+        for n in &cfg.notes {
+            eprintln!("io500: note: {n}");
+        }
+    }
+    let shift = ior_shift(coord, a.tasks);
+    let mut out = Vec::new();
+    let say = |line: String, out: &mut Vec<String>| {
+        if root {
+            println!("{line}");
+        }
+        out.push(line);
+    };
+    say(
+        format!(
+            "IO500 version {IO500_VERSION} ({}), run by ioscale {}",
+            if s.extended { "extended" } else { "standard" },
+            env!("CARGO_PKG_VERSION")
+        ),
+        &mut out,
+    );
+    let mut run_reasons = Vec::new();
+    let required = cfg.required_stonewall();
+    if cfg.stonewall_s != required {
+        let r = format!("stonewall-time {}s != {required}s", cfg.stonewall_s);
+        say(format!("ERROR INVALID {r}"), &mut out);
+        run_reasons.push(r);
+    }
+    let mut st = State::default();
+    let mut done: Vec<Done> = Vec::new();
+    let mut interrupted = false;
+    let mut errors = false;
+    let mut drop_warned = false;
+    for p in &plan {
+        // Every rank asks, whatever its own flag says (a collective call).
+        if coord.any(ctx.stop.load(Ordering::Relaxed)) {
+            interrupted = true;
+            break;
+        }
+        if let Some(why) = missing_input(p, &st) {
+            if root {
+                eprintln!("io500: note: {}: not run: {why}", p.name);
+            }
+            if p.group != Group::None && !p.optional {
+                run_reasons.push(format!("{} did not run ({why})", p.name));
+            }
+            continue;
+        }
+        if cfg.drop_caches && engine::sys::drop_caches().is_err() && root && !drop_warned {
+            drop_warned = true;
+            eprintln!("io500: warning: drop-caches: cannot write /proc/sys/vm/drop_caches (needs root); caches kept");
+        }
+        let t_start = bench::host::now_rfc3339();
+        let run = run_one(p, &ctx, &cfg, &names, &mut st, shift);
+        let t_end = bench::host::now_rfc3339();
+        let d = judge(p, run, &cfg, t_start, t_end);
+        for r in &d.reasons {
+            say(format!("ERROR INVALID {r}"), &mut out);
+        }
+        say(
+            output::result_line(
+                p,
+                d.score,
+                d.run.as_ref().map_or(0.0, |r| r.elapsed_s),
+                d.valid,
+            ),
+            &mut out,
+        );
+        let (stopped, failed) = d.run.as_ref().map_or((false, false), |r| {
+            (
+                r.interrupted,
+                r.first_error().is_some() || r.sum(|t| t.bad_bytes) > 0,
+            )
+        });
+        if root {
+            if let Some(r) = &d.run {
+                if let Some(e) = r.first_error() {
+                    eprintln!("io500: error: {}: {e}", p.name);
+                }
+                let bad = r.sum(|t| t.bad_bytes);
+                if bad > 0 {
+                    eprintln!(
+                        "io500: error: {}: {bad} bytes read differ from what was written",
+                        p.name
+                    );
+                }
+            }
+        }
+        done.push(d);
+        if stopped {
+            interrupted = true;
+            break;
+        }
+        if failed {
+            errors = true;
+            break;
+        }
+    }
+    if interrupted {
+        run_reasons.push("interrupted".into());
+    }
+    if errors {
+        run_reasons.push("a phase failed".into());
+    }
+    let scored: Vec<Scored> = done
+        .iter()
+        .map(|d| Scored {
+            phase: d.phase,
+            score: d.score,
+            valid: d.valid,
+        })
+        .collect();
+    let std_score = score::score(&scored, false);
+    let valid = run_reasons.is_empty()
+        && scored
+            .iter()
+            .all(|s| s.valid || s.phase.optional || s.phase.group == Group::None);
+    say(output::score_line(&std_score, valid, false), &mut out);
+    let ext_score = s.extended.then(|| score::score(&scored, true));
+    let ext_valid = valid
+        && scored
+            .iter()
+            .all(|s| s.valid || s.phase.group == Group::None);
+    if let Some(x) = &ext_score {
+        say(output::score_line(x, ext_valid, true), &mut out);
+    }
+    // Every rank has finished with the files before rank 0 removes them.
+    coord.barrier();
+    if !root {
+        return Ok(exit_code(interrupted, errors));
+    }
+    if a.keep {
+        eprintln!(
+            "io500: note: --keep: the data files stay in {}",
+            names.d.display()
+        );
+    } else {
+        for l in cleanup(&names, &st, &created) {
+            eprintln!("io500: cleanup: could not remove {l}");
+        }
+    }
+    println!();
+    println!(
+        "The result files are stored in the directory: {}",
+        cfg.resultdir.display()
+    );
+    out.push(String::new());
+    out.push(format!(
+        "The result files are stored in the directory: {}",
+        cfg.resultdir.display()
+    ));
+    let mut write_err = None;
+    let verdict = Verdict {
+        score: std_score,
+        valid,
+        ext: ext_score.map(|x| (x, ext_valid)),
+        reasons: run_reasons,
+        interrupted,
+    };
+    let record = record(&a, &cfg, s.extended, coord, &done, &verdict);
+    if let Err(e) = write_results(
+        &cfg.resultdir,
+        &out,
+        &done,
+        &std_score,
+        valid,
+        &names,
+        &record,
+    ) {
+        write_err = Some(e);
+    }
+    if let Some(p) = &a.json {
+        if let Err(e) =
+            crate::output::write_atomic(p, serde_json::to_string_pretty(&record)?.as_bytes())
+        {
+            write_err = Some(e);
+        }
+    }
+    let mut code = exit_code(interrupted, errors);
+    if let Some(e) = write_err {
+        eprintln!("io500: error: {e:#}");
+        code = code.max(1);
+    }
+    Ok(code)
+}
+
+fn exit_code(interrupted: bool, errors: bool) -> i32 {
+    if interrupted {
+        130
+    } else if errors {
+        1
+    } else {
+        0
+    }
+}
+
+/// IOR's `-C -Q 1` shift: the tasks of one node, when there are several
+/// nodes (on one node every task reads its own data, as in IOR).
+fn ior_shift(coord: &dyn Coordinator, tasks: u32) -> u32 {
+    if coord.size() == 1 {
+        return 0;
+    }
+    let hosts = coord.all_gather_as(&coord.hostname()).unwrap_or_default();
+    let mut distinct = hosts.clone();
+    distinct.sort();
+    distinct.dedup();
+    if distinct.len() <= 1 {
+        0
+    } else {
+        let first = hosts.first().cloned().unwrap_or_default();
+        hosts.iter().filter(|h| **h == first).count() as u32 * tasks
+    }
+}
+
+/// Why a phase cannot run: the write it reads was not run.
+fn missing_input(p: &Phase, st: &State) -> Option<&'static str> {
+    if p.step == Step::Write || matches!(p.kind, Kind::Timestamp) {
+        return None;
+    }
+    let have = match p.kind {
+        Kind::IorEasy | Kind::IorRndEasyRead => st.easy.is_some(),
+        Kind::IorHard => st.hard.is_some(),
+        Kind::IorRnd { xfer } => {
+            if xfer == 4096 {
+                st.rnd4k.is_some()
+            } else {
+                st.rnd1mb.is_some()
+            }
+        }
+        Kind::MdEasy => st.md_easy.is_some() && !st.md_easy_gone,
+        Kind::MdHard => st.md_hard.is_some() && !st.md_hard_gone,
+        Kind::Find { .. } => {
+            st.stamp_ns.is_some()
+                || matches!(
+                    p.kind,
+                    Kind::Find {
+                        scope: FindScope::Easy
+                    }
+                )
+        }
+        Kind::Timestamp => true,
+    };
+    (!have).then_some(match p.kind {
+        Kind::Find { .. } => "the timestamp phase did not run",
+        _ => "the write phase it reads did not run",
+    })
+}
+
+/// Creates the data directory (when missing) and each phase family's
+/// directories, all fresh; returns what it created, in creation order.
+fn prepare(
+    cfg: &Config,
+    names: &Names,
+    plan: &[Phase],
+    ini: Option<&(PathBuf, String)>,
+) -> Result<Vec<PathBuf>, String> {
+    let mut created = Vec::new();
+    let fresh = |p: &Path, created: &mut Vec<PathBuf>| -> Result<(), String> {
+        match std::fs::create_dir(p) {
+            Ok(()) => {
+                created.push(p.to_path_buf());
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(format!(
+                "{} already exists: ioscale io500 makes its phase directories fresh and removes only \
+                 what it made; remove it, or choose another datadir (timestamp-datadir = TRUE makes a new one)",
+                p.display()
+            )),
+            Err(e) => Err(format!("cannot create {}: {e}", p.display())),
+        }
+    };
+    let d = &cfg.datadir;
+    let result = (|| {
+        // Like io500, make the data directory and any missing parents
+        // (timestamp-datadir adds one); each is removed again at the end.
+        let missing: Vec<&Path> = d
+            .ancestors()
+            .filter(|a| !a.as_os_str().is_empty())
+            .take_while(|a| std::fs::symlink_metadata(a).is_err())
+            .collect();
+        for a in missing.iter().rev() {
+            fresh(a, &mut created)?;
+        }
+        if !d.is_dir() {
+            return Err(format!("datadir {} is not a directory", d.display()));
+        }
+        if engine::sys::is_read_only(d).unwrap_or(false) {
+            return Err(format!(
+                "datadir {} is on a read-only file system (EROFS)",
+                d.display()
+            ));
+        }
+        if !engine::sys::can_write(d) {
+            return Err(format!(
+                "datadir {}: permission denied (EACCES)",
+                d.display()
+            ));
+        }
+        let has = |k: &dyn Fn(&Kind) -> bool| plan.iter().any(|p| k(&p.kind));
+        if has(&|k| matches!(k, Kind::IorEasy)) {
+            fresh(&names.easy_dir(), &mut created)?;
+            if names.fpp && names.unique {
+                for w in 0..names.workers {
+                    fresh(&names.easy_dir().join(w.to_string()), &mut created)?;
+                }
+            }
+        }
+        if has(&|k| matches!(k, Kind::IorHard)) {
+            fresh(&d.join("ior-hard"), &mut created)?;
+        }
+        for xfer in [4096u64, 1 << 20] {
+            if has(&|k| *k == Kind::IorRnd { xfer }) {
+                fresh(&d.join(work::rnd_dir(xfer)), &mut created)?;
+            }
+        }
+        for easy in [true, false] {
+            let kind = if easy { Kind::MdEasy } else { Kind::MdHard };
+            if has(&|k| *k == kind) {
+                fresh(
+                    &d.join(if easy { "mdtest-easy" } else { "mdtest-hard" }),
+                    &mut created,
+                )?;
+                fresh(&names.md_test_dir(easy), &mut created)?;
+                if easy {
+                    for w in 0..names.workers {
+                        fresh(&names.md_dir(true, w), &mut created)?;
+                    }
+                } else {
+                    fresh(&names.md_dir(false, 0), &mut created)?;
+                }
+            }
+        }
+        std::fs::create_dir_all(&cfg.resultdir)
+            .map_err(|e| format!("resultdir {}: {e}", cfg.resultdir.display()))?;
+        if let Some((p, text)) = ini {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let copy = cfg.resultdir.join(format!("config-orig-{name}"));
+            crate::output::write_atomic(&copy, text.as_bytes())
+                .map_err(|e| format!("resultdir {}: {e:#}", cfg.resultdir.display()))?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(created),
+        Err(e) => {
+            remove_dirs(&created);
+            Err(e)
+        }
+    }
+}
+
+/// Removes directories this run created, deepest first, with rmdir only.
+fn remove_dirs(created: &[PathBuf]) -> Vec<String> {
+    let mut left = Vec::new();
+    for d in created.iter().rev() {
+        if let Err(e) = std::fs::remove_dir(d) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                left.push(format!("{} ({e})", d.display()));
+            }
+        }
+    }
+    left
+}
+
+/// Removes the files this run made (by their exact names) and then the
+/// directories it created.
+fn cleanup(names: &Names, st: &State, created: &[PathBuf]) -> Vec<String> {
+    let mut left = Vec::new();
+    let mut rm = |p: &Path| {
+        if let Err(e) = std::fs::remove_file(p) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                left.push(format!("{} ({e})", p.display()));
+            }
+        }
+    };
+    if st.easy.is_some() {
+        for w in 0..names.workers {
+            rm(&names.easy_file(w));
+        }
+    }
+    if st.hard.is_some() {
+        rm(&names.hard_file());
+    }
+    if st.rnd4k.is_some() {
+        rm(&names.rnd_file(4096));
+    }
+    if st.rnd1mb.is_some() {
+        rm(&names.rnd_file(1 << 20));
+    }
+    for (easy, counts, gone) in [
+        (true, &st.md_easy, st.md_easy_gone),
+        (false, &st.md_hard, st.md_hard_gone),
+    ] {
+        let Some(counts) = counts.as_ref().filter(|_| !gone) else {
+            continue;
+        };
+        for (w, &n) in counts.iter().enumerate() {
+            let dir = names.md_dir(easy, w as u32);
+            for i in 0..n {
+                rm(&dir.join(format!("file.mdtest.{w}.{i}")));
+            }
+        }
+    }
+    left.extend(remove_dirs(created));
+    left
+}
+
+fn boxed<W: Work + 'static>(w: W) -> Box<dyn Work> {
+    Box::new(w)
+}
+
+/// Runs one phase on every rank and updates what it leaves behind.
+fn run_one(
+    p: &Phase,
+    ctx: &Ctx,
+    cfg: &Config,
+    names: &Names,
+    st: &mut State,
+    shift: u32,
+) -> Option<PhaseRun> {
+    let nw = names.workers;
+    let sw = Some(Duration::from_secs(cfg.stonewall_s));
+    let write = p.step == Step::Write;
+    let reader = move |w: u32| (w + shift) % nw;
+    match p.kind {
+        Kind::Timestamp => {
+            // Rank 0 makes the file find's -newer compares with.
+            let t0 = std::time::Instant::now();
+            let mut ns = 0i128;
+            if ctx.coord.rank() == 0 {
+                let path = cfg.resultdir.join("timestampfile");
+                if crate::output::write_atomic(&path, b"").is_ok() {
+                    if let Ok(m) = std::fs::metadata(&path) {
+                        use std::os::unix::fs::MetadataExt;
+                        ns = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
+                    }
+                }
+            }
+            let ns = ctx
+                .coord
+                .broadcast_as(&ns.to_string())
+                .ok()?
+                .parse::<i128>()
+                .ok()?;
+            st.stamp_ns = Some(ns);
+            Some(PhaseRun {
+                tasks: Vec::new(),
+                elapsed_s: t0.elapsed().as_secs_f64(),
+                cpu: (0.0, 0.0),
+                interrupted: false,
+            })
+        }
+        Kind::IorEasy => {
+            let xfer = cfg.easy_xfer;
+            let (block, fpp) = (cfg.easy_block, cfg.easy_fpp);
+            let counts = st.easy.clone().unwrap_or_default();
+            let owner = move |w: u32| if write { w } else { reader(w) };
+            let limit = move |w: u32| {
+                if write {
+                    block / xfer
+                } else {
+                    counts[owner(w) as usize]
+                }
+            };
+            let names2 = names.clone();
+            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
+                let o = owner(w);
+                let path = names2.easy_file(o);
+                Ok(boxed(IorWork {
+                    file: IorWork::open(&path, write)?,
+                    path,
+                    buf: vec![0; xfer as usize],
+                    write,
+                    check: !write,
+                    file_id: if fpp { o as u64 } else { 0 },
+                    offset: Box::new(move |i| {
+                        if fpp {
+                            i * xfer
+                        } else {
+                            o as u64 * block + i * xfer
+                        }
+                    }),
+                }))
+            };
+            let run = exec::run_phase(
+                ctx,
+                &Shape {
+                    limit: &limit,
+                    deadline: write.then_some(sw).flatten(),
+                    wearout: write,
+                },
+                &make,
+            );
+            if write {
+                st.easy = Some(run.tasks.iter().map(|t| t.items).collect());
+            }
+            Some(run)
+        }
+        Kind::IorHard => {
+            let segs = cfg.hard_segments;
+            let counts = st.hard.clone().unwrap_or_default();
+            let owner = move |w: u32| if write { w } else { reader(w) };
+            let limit = move |w: u32| {
+                if write {
+                    segs
+                } else {
+                    counts[owner(w) as usize]
+                }
+            };
+            let path = names.hard_file();
+            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
+                let o = owner(w) as u64;
+                Ok(boxed(IorWork {
+                    file: IorWork::open(&path, write)?,
+                    path: path.clone(),
+                    buf: vec![0; HARD_XFER as usize],
+                    write,
+                    check: !write,
+                    file_id: 0,
+                    offset: Box::new(move |i| (i * nw as u64 + o) * HARD_XFER),
+                }))
+            };
+            let run = exec::run_phase(
+                ctx,
+                &Shape {
+                    limit: &limit,
+                    deadline: write.then_some(sw).flatten(),
+                    wearout: write,
+                },
+                &make,
+            );
+            if write {
+                st.hard = Some(run.tasks.iter().map(|t| t.items).collect());
+            }
+            Some(run)
+        }
+        Kind::IorRnd { xfer } => {
+            let block = if xfer == 4096 {
+                cfg.rnd4k_block
+            } else {
+                cfg.rnd1mb_block
+            };
+            let per_block = block / xfer;
+            let slot = if xfer == 4096 {
+                &mut st.rnd4k
+            } else {
+                &mut st.rnd1mb
+            };
+            let counts = slot.clone().unwrap_or_default();
+            let limit = move |w: u32| {
+                if write {
+                    per_block.saturating_mul(10_000_000)
+                } else {
+                    counts[w as usize]
+                }
+            };
+            let path = names.rnd_file(xfer);
+            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
+                let seed = work::SEED ^ w as u64;
+                Ok(boxed(IorWork {
+                    file: IorWork::open(&path, write)?,
+                    path: path.clone(),
+                    buf: vec![0; xfer as usize],
+                    write,
+                    check: !write,
+                    file_id: 0,
+                    offset: Box::new(move |i| {
+                        let (seg, j) = (i / per_block, i % per_block);
+                        (seg * nw as u64 + w as u64) * block
+                            + work::shuffled(j, per_block, seed) * xfer
+                    }),
+                }))
+            };
+            let run = exec::run_phase(
+                ctx,
+                &Shape {
+                    limit: &limit,
+                    deadline: write.then_some(sw).flatten(),
+                    wearout: write,
+                },
+                &make,
+            );
+            if write {
+                *slot = Some(run.tasks.iter().map(|t| t.items).collect());
+            }
+            Some(run)
+        }
+        Kind::IorRndEasyRead => {
+            // -C -Q 2: the data two nodes away (its own on one or two nodes).
+            let owner = move |w: u32| (w + 2 * shift) % nw;
+            let limit = |_w: u32| 10_000_000u64;
+            let names2 = names.clone();
+            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
+                let path = names2.easy_file(owner(w));
+                let file = IorWork::open(&path, false)?;
+                let size = file
+                    .metadata()
+                    .map_err(|e| format!("stat {}: {e}", path.display()))?
+                    .len();
+                if size < 4096 {
+                    return Err(format!(
+                        "{} holds {size} bytes, less than one 4 KiB read",
+                        path.display()
+                    ));
+                }
+                Ok(boxed(RandReadWork {
+                    file,
+                    path,
+                    size,
+                    buf: vec![0; 4096],
+                    rng: work::SEED ^ w as u64,
+                }))
+            };
+            Some(exec::run_phase(
+                ctx,
+                &Shape {
+                    limit: &limit,
+                    deadline: sw,
+                    wearout: true,
+                },
+                &make,
+            ))
+        }
+        Kind::MdEasy | Kind::MdHard => {
+            let easy = p.kind == Kind::MdEasy;
+            let n = if easy { cfg.md_easy_n } else { cfg.md_hard_n };
+            let counts = if easy {
+                st.md_easy.clone()
+            } else {
+                st.md_hard.clone()
+            }
+            .unwrap_or_default();
+            // mdtest -N 1: stat, read and remove the neighbour task's files.
+            let owner = move |w: u32| if write { w } else { (w + 1) % nw };
+            let limit = move |w: u32| if write { n } else { counts[owner(w) as usize] };
+            let op = match p.step {
+                Step::Write => MdOp::Create,
+                Step::Stat => MdOp::Stat,
+                Step::Read => MdOp::Read,
+                _ => MdOp::Delete,
+            };
+            let bytes = if easy { 0 } else { MD_HARD_BYTES as usize };
+            let names2 = names.clone();
+            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
+                let o = owner(w);
+                Ok(boxed(MdWork {
+                    dir: names2.md_dir(easy, o),
+                    owner: o,
+                    op,
+                    bytes,
+                    buf: vec![0; bytes],
+                    path: PathBuf::new(),
+                }))
+            };
+            let run = exec::run_phase(
+                ctx,
+                &Shape {
+                    limit: &limit,
+                    deadline: write.then_some(sw).flatten(),
+                    wearout: write,
+                },
+                &make,
+            );
+            let items: Vec<u64> = run.tasks.iter().map(|t| t.items).collect();
+            if write {
+                if easy {
+                    st.md_easy = Some(items)
+                } else {
+                    st.md_hard = Some(items)
+                }
+            } else if op == MdOp::Delete && run.first_error().is_none() && !run.interrupted {
+                if easy {
+                    st.md_easy_gone = true
+                } else {
+                    st.md_hard_gone = true
+                }
+            }
+            Some(run)
+        }
+        Kind::Find { scope } => {
+            let root = match scope {
+                FindScope::All => names.d.clone(),
+                FindScope::Easy => names.d.join("mdtest-easy"),
+                FindScope::Hard => names.d.join("mdtest-hard"),
+            };
+            let strict = scope != FindScope::Easy;
+            let newer = st.stamp_ns;
+            let limit = |_w: u32| 1u64;
+            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
+                Ok(boxed(FindWork {
+                    root: root.clone(),
+                    w,
+                    workers: nw,
+                    size: strict.then_some(MD_HARD_BYTES),
+                    newer_ns: if strict { newer } else { None },
+                }))
+            };
+            Some(exec::run_phase(
+                ctx,
+                &Shape {
+                    limit: &limit,
+                    deadline: None,
+                    wearout: false,
+                },
+                &make,
+            ))
+        }
+    }
+}
+
+/// Scores a phase and applies io500's validity rules to it.
+fn judge(p: &Phase, run: Option<PhaseRun>, cfg: &Config, t_start: String, t_end: String) -> Done {
+    let mut reasons = Vec::new();
+    let (score, elapsed) = match &run {
+        Some(r) if r.elapsed_s > 0.0 && p.kind != Kind::Timestamp => {
+            let v = if p.is_bw() {
+                r.sum(|t| t.bytes) as f64 / r.elapsed_s / (1u64 << 30) as f64
+            } else {
+                r.sum(|t| t.ops) as f64 / r.elapsed_s / 1000.0
+            };
+            (v, r.elapsed_s)
+        }
+        Some(r) => (0.0, r.elapsed_s),
+        None => (0.0, 0.0),
+    };
+    if let Some(r) = &run {
+        if p.checks_runtime() && p.is_bw() && elapsed < cfg.stonewall_s as f64 {
+            // As io500's IOR phases say when the size, not the stonewall, ended the write.
+            reasons.push(format!(
+                "Write phase needed {elapsed:.6}s instead of stonewall {}s",
+                cfg.stonewall_s
+            ));
+        }
+        if p.checks_runtime() && elapsed < (cfg.stonewall_s.max(cfg.required_stonewall())) as f64 {
+            reasons.push("Runtime is smaller than expected minimum runtime".to_string());
+        }
+        if r.first_error().is_some() {
+            reasons.push(format!("{} failed", p.name));
+        }
+        if r.sum(|t| t.bad_bytes) > 0 {
+            reasons.push(format!(
+                "{} read data that differ from what was written",
+                p.name
+            ));
+        }
+        if r.interrupted {
+            reasons.push(format!("{} was interrupted", p.name));
+        }
+        if matches!(p.kind, Kind::Find { .. }) && r.sum(|t| t.found) == 0 && !r.interrupted {
+            reasons.push(format!("{} found no file", p.name));
+        }
+        if p.group != Group::None && score <= 0.0 && !r.interrupted {
+            reasons.push(format!("{} scored 0", p.name));
+        }
+    } else {
+        reasons.push(format!("{} did not run", p.name));
+    }
+    Done {
+        phase: *p,
+        valid: reasons.is_empty(),
+        run,
+        score,
+        reasons,
+        t_start,
+        t_end,
+    }
+}
+
+fn lat(h: &stats::LatencyHistogram) -> serde_json::Value {
+    let s = h.summary();
+    json!({"mean": s.mean, "p50": s.p50, "p99": s.p99, "p999": s.p999, "max": s.max, "min": s.min})
+}
+
+/// How the run ends: its score and whether it is valid.
+struct Verdict {
+    score: score::Score,
+    valid: bool,
+    ext: Option<(score::Score, bool)>,
+    reasons: Vec<String>,
+    interrupted: bool,
+}
+
+/// ioscale's JSON record of the run.
+fn record(
+    a: &Args,
+    cfg: &Config,
+    extended: bool,
+    coord: &dyn Coordinator,
+    done: &[Done],
+    v: &Verdict,
+) -> serde_json::Value {
+    let workers = a.tasks * coord.size();
+    let phases: Vec<serde_json::Value> = done
+        .iter()
+        .map(|d| {
+            let r = d.run.as_ref();
+            let sum = |f: &dyn Fn(&exec::TaskOut) -> u64| r.map_or(0, |r| r.sum(f));
+            let elapsed = r.map_or(0.0, |r| r.elapsed_s);
+            let rate = |x: u64| if elapsed > 0.0 { x as f64 / elapsed } else { 0.0 };
+            let hist = r.map(|r| r.hist()).unwrap_or_default();
+            json!({
+                "name": d.phase.name,
+                "op": d.phase.name,
+                "group": match d.phase.group { Group::Bw => "BW", Group::Md => "MD", Group::None => "none" },
+                "optional": d.phase.optional,
+                "score": d.score,
+                "unit": d.phase.unit(),
+                "valid": d.valid,
+                "invalid_reasons": d.reasons,
+                "t_start": d.t_start,
+                "t_end": d.t_end,
+                "threads": workers,
+                "bytes": sum(&|t| t.bytes),
+                "ops": sum(&|t| t.ops),
+                "elapsed_s": elapsed,
+                "bw_mib_s": rate(sum(&|t| t.bytes)) / (1u64 << 20) as f64,
+                "iops": rate(sum(&|t| t.ops)),
+                "lat_us": lat(&hist),
+                "cpu_user_s": r.map_or(0.0, |r| r.cpu.0),
+                "cpu_sys_s": r.map_or(0.0, |r| r.cpu.1),
+                "found": sum(&|t| t.found),
+                "bad_bytes": sum(&|t| t.bad_bytes),
+                "interrupted": r.is_some_and(|r| r.interrupted),
+                "tasks": r.map(|r| r.tasks.iter().map(|t| json!({
+                    "task": t.task, "items": t.items, "items_at_stonewall": t.items_at_stonewall,
+                    "ops": t.ops, "bytes": t.bytes, "error": t.error,
+                })).collect::<Vec<_>>()).unwrap_or_default(),
+            })
+        })
+        .collect();
+    json!({
+        "schema": 1,
+        "tool": "ioscale",
+        "command": "io500",
+        "version": env!("CARGO_PKG_VERSION"),
+        "io500": IO500_VERSION,
+        "mode": if extended { "extended" } else { "standard" },
+        "argv": std::env::args().collect::<Vec<_>>(),
+        "ranks": coord.size(),
+        "tasks_per_rank": a.tasks,
+        "tasks": workers,
+        "stonewall_s": cfg.stonewall_s,
+        "datadir": cfg.datadir,
+        "resultdir": cfg.resultdir,
+        "interrupted": v.interrupted,
+        "phases": phases,
+        "score": {"bw_gib_s": v.score.bw, "md_kiops": v.score.md, "total": v.score.total, "valid": v.valid, "invalid_reasons": v.reasons},
+        "scorex": v.ext.map(|(x, ok)| json!({"bw_gib_s": x.bw, "md_kiops": x.md, "total": x.total, "valid": ok})),
+    })
+}
+
+/// The equivalent io500 command of a phase (its `exe` in result.txt).
+fn exe(p: &Phase, names: &Names) -> String {
+    let d = names.d.display();
+    match (p.kind, p.step) {
+        (Kind::IorEasy, s) => format!(
+            "ior -C -Q 1 -g -k -e -o {d}/ior-easy/ior_file_easy{} {}",
+            if names.fpp { " -F" } else { "" },
+            if s == Step::Write { "-w -D <stonewall> -O stoneWallingWearOut=1" } else { "-r -R" }
+        ),
+        (Kind::IorHard, s) => format!(
+            "ior -C -Q 1 -g -k -e -o {d}/ior-hard/file -t 47008 -b 47008 {}",
+            if s == Step::Write { "-w -D <stonewall> -O stoneWallingWearOut=1" } else { "-r -R" }
+        ),
+        (Kind::IorRnd { xfer }, s) => format!(
+            "ior -Q 1 -g -z -e -k -o {d}/{}/file -t {xfer} {}",
+            work::rnd_dir(xfer),
+            if s == Step::Write { "-w -D <stonewall> -O stoneWallingWearOut=1" } else { "-r -R" }
+        ),
+        (Kind::IorRndEasyRead, _) => format!("ior -g -k -e -o {d}/ior-easy/ior_file_easy -r -D <stonewall> -z -z -t 4096 -b 4096 -C -Q 2"),
+        (Kind::MdEasy, s) => format!("mdtest -u -L -F -N 1 -d {d}/mdtest-easy {}", md_flag(s)),
+        (Kind::MdHard, s) => format!("mdtest -t -w 3901 -e 3901 -N 1 -F -d {d}/mdtest-hard {}", md_flag(s)),
+        (Kind::Find { scope }, _) => match scope {
+            FindScope::All => format!("pfind {d} -newer <resultdir>/timestampfile -size 3901c -name *01* -C"),
+            FindScope::Easy => format!("pfind {d}/mdtest-easy/ -name *01* -C"),
+            FindScope::Hard => format!("pfind {d}/mdtest-hard/ -newer <resultdir>/timestampfile -size 3901c -name *01* -C"),
+        },
+        (Kind::Timestamp, _) => "touch <resultdir>/timestampfile".into(),
+    }
+}
+
+fn md_flag(s: Step) -> &'static str {
+    match s {
+        Step::Write => "-C -Y -W <stonewall>",
+        Step::Stat => "-T",
+        Step::Read => "-E -X",
+        _ => "-r",
+    }
+}
+
+/// Writes result_summary.txt, result.txt, each phase's `<phase>.txt` and
+/// the stonewall files (the item count each write reached).
+fn write_results(
+    dir: &Path,
+    summary: &[String],
+    done: &[Done],
+    sc: &score::Score,
+    valid: bool,
+    names: &Names,
+    record: &serde_json::Value,
+) -> anyhow::Result<()> {
+    let w =
+        |name: &str, text: String| crate::output::write_atomic(&dir.join(name), text.as_bytes());
+    w("result_summary.txt", summary.join("\n") + "\n")?;
+    let mut res = format!(
+        "[run]\nversion = {IO500_VERSION} (ioscale {})\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    for (i, d) in done.iter().enumerate() {
+        let elapsed = d.run.as_ref().map_or(0.0, |r| r.elapsed_s);
+        res += &format!(
+            "\n[{}]\nt_start = {}\nexe = {}\nscore = {:.6}\nt_delta = {elapsed:.4}\nt_end = {}\nvalid = {}\n",
+            d.phase.name,
+            d.t_start,
+            exe(&d.phase, names),
+            d.score,
+            d.t_end,
+            if d.valid { "YES" } else { "NO" }
+        );
+        let ph = &record["phases"][i];
+        let Some(r) = &d.run else { continue };
+        let mut t = format!(
+            "phase: {}\nequivalent: {}\ntasks: {}\ntime_s: {elapsed:.6}\nscore: {:.6} {}\nops: {}\nbytes: {}\n\
+             latency_us: mean {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}\ncpu_s: user {:.3} sys {:.3}\n",
+            d.phase.name,
+            exe(&d.phase, names),
+            ph["threads"],
+            d.score,
+            d.phase.unit(),
+            ph["ops"],
+            ph["bytes"],
+            ph["lat_us"]["mean"].as_f64().unwrap_or(0.0),
+            ph["lat_us"]["p50"].as_f64().unwrap_or(0.0),
+            ph["lat_us"]["p99"].as_f64().unwrap_or(0.0),
+            ph["lat_us"]["p999"].as_f64().unwrap_or(0.0),
+            ph["lat_us"]["max"].as_f64().unwrap_or(0.0),
+            r.cpu.0,
+            r.cpu.1,
+        );
+        if matches!(d.phase.kind, Kind::Find { .. }) {
+            t += &format!(
+                "found: {}\nscanned: {}\n",
+                r.sum(|x| x.found),
+                r.sum(|x| x.ops)
+            );
+        }
+        t += "task items items_at_stonewall\n";
+        for x in &r.tasks {
+            t += &format!("{} {} {}\n", x.task, x.items, x.items_at_stonewall);
+        }
+        for reason in &d.reasons {
+            t += &format!("INVALID: {reason}\n");
+        }
+        w(&format!("{}.txt", d.phase.name), t)?;
+        if d.phase.step == Step::Write {
+            let max = r.tasks.iter().map(|x| x.items).max().unwrap_or(0);
+            w(
+                &format!("{}.stonewall", d.phase.section),
+                format!("{max}\n"),
+            )?;
+        }
+    }
+    res += &format!(
+        "\n[SCORE]\nMD = {:.6}\nBW = {:.6}\nSCORE = {:.6}{}\n",
+        sc.md,
+        sc.bw,
+        sc.total,
+        if valid { "" } else { " [INVALID]" }
+    );
+    w("result.txt", res)
+}

@@ -1,0 +1,568 @@
+//! `ioscale fio`: every job file in tests/fio/ is run by the real fio
+//! (Debian's package) and by `ioscale fio`, on tmpfs and on ext4 (the
+//! repository's disk, where O_DIRECT works). Both must create the same
+//! files (names and sizes) and do the same number of I/Os and bytes per job
+//! (the sum of reads and writes for a random mix, whose split is random);
+//! ioscale's JSON must use real fio's keys, types and units.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+fn corpus() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "fio"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn have_fio() -> bool {
+    Command::new("fio")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// Runs a job file with `DIR` set to `dir`; returns the JSON.
+fn run_job(real: bool, job: &Path, dir: &Path) -> Value {
+    let mut c = if real {
+        Command::new("fio")
+    } else {
+        let mut c = Command::new(ioscale_path());
+        c.arg("fio");
+        c
+    };
+    let out = c
+        .arg("--output-format=json")
+        .arg(job)
+        .env("DIR", dir)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let who = if real { "fio" } else { "ioscale fio" };
+    assert!(
+        out.status.success(),
+        "{who} {}: {}\n{}",
+        job.display(),
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    // fio may print notes before the JSON document.
+    let at = text.find('{').unwrap_or(0);
+    serde_json::from_str(&text[at..])
+        .unwrap_or_else(|e| panic!("{who} {}: not JSON ({e}): {text}", job.display()))
+}
+
+fn files(dir: &Path) -> BTreeMap<String, u64> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        // fio saves its verify state beside the job (verify_state_save);
+        // ioscale keeps no such file.
+        .filter(|e| !e.file_name().to_string_lossy().ends_with("-verify.state"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                e.metadata().unwrap().len(),
+            )
+        })
+        .collect()
+}
+
+fn u(v: &Value, path: &[&str]) -> u64 {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_u64()
+        .unwrap_or_else(|| panic!("{path:?} is not a count: {x}"))
+}
+
+/// Keys real fio prints that ioscale leaves out because it does not measure
+/// them (docs/compat.md, "fio: what is left out").
+const NOT_MEASURED: &[&str] = &[
+    "sync",
+    "ctx",
+    "majf",
+    "minf",
+    "iodepth_level",
+    "iodepth_submit",
+    "iodepth_complete",
+    "latency_ns",
+    "latency_us",
+    "latency_ms",
+    "short_ios",
+    "drop_ios",
+    "stddev",
+    "bw_min",
+    "bw_max",
+    "bw_agg",
+    "bw_mean",
+    "bw_dev",
+    "bw_samples",
+    "iops_min",
+    "iops_max",
+    "iops_mean",
+    "iops_stddev",
+    "iops_samples",
+    "aggr_ios",
+    "aggr_merges",
+    "aggr_sectors",
+    "aggr_ticks",
+    "aggr_in_queue",
+    "aggr_util",
+    // Left out when a job's figures span several passes (time_based,
+    // loops): percentiles of separate passes cannot be merged.
+    "percentile",
+];
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Every key of ours is in fio's with the same type; every key of fio's
+/// is in ours unless ioscale does not measure it. Option maps hold what
+/// was written, so only their presence is compared.
+fn same_keys(ours: &Value, real: &Value, at: &str, job: &Path) {
+    match (ours, real) {
+        (Value::Object(o), Value::Object(r)) => {
+            for (k, v) in o {
+                let here = format!("{at}.{k}");
+                let Some(rv) = r.get(k) else {
+                    panic!(
+                        "{}: ioscale prints {here}, which fio does not",
+                        job.display()
+                    )
+                };
+                if k == "job options" || k == "global options" {
+                    continue;
+                }
+                same_keys(v, rv, &here, job);
+            }
+            for k in r.keys() {
+                if !o.contains_key(k)
+                    && !NOT_MEASURED.contains(&k.as_str())
+                    && !at.ends_with(".percentile")
+                    && k != "usr_cpu"
+                    && k != "sys_cpu"
+                    && k != "clat_ns"
+                    && k != "lat_ns"
+                {
+                    panic!("{}: ioscale leaves out {at}.{k}", job.display());
+                }
+            }
+        }
+        (Value::Array(o), Value::Array(r)) => {
+            if let Some(r0) = r.first() {
+                for (i, v) in o.iter().enumerate() {
+                    same_keys(v, r.get(i).unwrap_or(r0), &format!("{at}[]"), job);
+                }
+            }
+        }
+        _ => {
+            // fio prints whole-number floats such as 0.000000 as floats.
+            let (a, b) = (kind(ours), kind(real));
+            assert!(
+                a == b || (a == "float" && b == "int" && at.ends_with("util")),
+                "{}: {at} is {a} in ioscale's JSON, {b} in fio's",
+                job.display()
+            );
+        }
+    }
+}
+
+/// The units of a direction: bw in KiB/s, io_kbytes in KiB, runtime in ms,
+/// latencies in ns and ordered.
+fn check_units(d: &Value, what: &str) {
+    let io = u(d, &["io_bytes"]);
+    assert_eq!(u(d, &["io_kbytes"]), io / 1024, "{what}");
+    let bwb = u(d, &["bw_bytes"]);
+    assert_eq!(u(d, &["bw"]), bwb / 1024, "{what}: bw is KiB/s");
+    let rt = u(d, &["runtime"]);
+    if rt >= 20 && io > 0 {
+        let est = io as f64 / (rt as f64 / 1000.0);
+        let r = est / bwb as f64;
+        assert!(
+            (0.9..1.1).contains(&r),
+            "{what}: bw_bytes {bwb} vs io/runtime {est}"
+        );
+    }
+    if let Some(c) = d.get("clat_ns").filter(|c| c["N"].as_u64() > Some(0)) {
+        let (lo, hi) = (u(c, &["min"]), u(c, &["max"]));
+        let mean = c["mean"].as_f64().unwrap();
+        assert!(lo as f64 <= mean && mean <= hi as f64, "{what}: {c}");
+        if let Some(p) = c.get("percentile").and_then(Value::as_object) {
+            let mut last = 0;
+            for (k, v) in p {
+                let v = v.as_u64().unwrap();
+                assert!(k.contains('.') && v >= last, "{what}: {p:?}");
+                last = v;
+            }
+        }
+    }
+}
+
+fn nondeterministic(job: &Path) -> bool {
+    std::fs::read_to_string(job).unwrap().contains("time_based")
+}
+
+fn mixed(j: &Value) -> bool {
+    j["job options"]["rw"]
+        .as_str()
+        .or(j["job options"]["readwrite"].as_str())
+        .is_some_and(|r| r.contains("rw") || r == "readwrite")
+}
+
+fn compare(job: &Path, base: &Path, fs: &str) {
+    let a = base.join(format!("fio-{fs}"));
+    let b = base.join(format!("ioscale-{fs}"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let real = run_job(true, job, &a);
+    let ours = run_job(false, job, &b);
+    let name = format!("{} on {fs}", job.display());
+    assert_eq!(files(&a), files(&b), "{name}: files created");
+    same_keys(&ours, &real, "", job);
+    let (rj, oj) = (
+        real["jobs"].as_array().unwrap(),
+        ours["jobs"].as_array().unwrap(),
+    );
+    assert_eq!(rj.len(), oj.len(), "{name}: job entries");
+    // The options as written, with the directory each tool was given.
+    let opts = |v: &Value, dir: &Path| {
+        let mut m = v.as_object().cloned().unwrap_or_default();
+        for (_, x) in m.iter_mut() {
+            if x.as_str() == dir.to_str() {
+                *x = Value::String("DIR".into());
+            }
+        }
+        m
+    };
+    assert_eq!(
+        opts(&real["global options"], &a),
+        opts(&ours["global options"], &b),
+        "{name}: global options"
+    );
+    for (r, o) in rj.iter().zip(oj) {
+        assert_eq!(
+            opts(&r["job options"], &a),
+            opts(&o["job options"], &b),
+            "{name}: job options"
+        );
+        assert_eq!(r["jobname"], o["jobname"], "{name}");
+        assert_eq!(r["groupid"], o["groupid"], "{name}");
+        let what = format!("{name}: job {}", r["jobname"]);
+        for d in ["read", "write"] {
+            check_units(&o[d], &format!("{what} {d}"));
+        }
+        let total = |j: &Value, k: &str| u(j, &["read", k]) + u(j, &["write", k]);
+        if nondeterministic(job) {
+            assert!(total(o, "total_ios") > 0, "{what}");
+            continue;
+        }
+        assert_eq!(total(r, "total_ios"), total(o, "total_ios"), "{what}: I/Os");
+        assert_eq!(total(r, "io_bytes"), total(o, "io_bytes"), "{what}: bytes");
+        if !mixed(r) {
+            for d in ["read", "write"] {
+                assert_eq!(
+                    u(r, &[d, "total_ios"]),
+                    u(o, &[d, "total_ios"]),
+                    "{what}: {d} I/Os"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn corpus_matches_real_fio_on_tmpfs_and_ext4() {
+    assert!(
+        have_fio(),
+        "this test compares with the real fio: install Debian's `fio` package"
+    );
+    let jobs = corpus();
+    assert!(
+        jobs.len() >= 20,
+        "the corpus holds {} job files",
+        jobs.len()
+    );
+    let mem = tmpfs("size=256m");
+    let disk = scratch();
+    for job in &jobs {
+        let direct = std::fs::read_to_string(job)
+            .unwrap()
+            .lines()
+            .any(|l| l.trim() == "direct=1" || l.trim() == "buffered=0");
+        let name = job.file_stem().unwrap().to_string_lossy().into_owned();
+        let d = disk.path().join(&name);
+        compare(job, &d, "ext4");
+        if let Some(m) = &mem {
+            if !direct {
+                compare(job, &m.path().join(&name), "tmpfs");
+            }
+        }
+    }
+}
+
+fn fio(args: &[&str], dir: &Path) -> std::process::Output {
+    let out = Command::new(ioscale_path())
+        .arg("fio")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert_no_panic(&out);
+    out
+}
+
+#[test]
+fn normal_output_has_fios_lines() {
+    let dir = scratch();
+    let d = format!("--directory={}", s(dir.path()));
+    let out = fio(
+        &[
+            "--name=seq",
+            "--rw=write",
+            "--bs=4k",
+            "--size=1m",
+            &d,
+            "--name=rand",
+            "--stonewall",
+            "--rw=randread",
+            "--bs=4k",
+            "--size=1m",
+            &d,
+        ],
+        dir.path(),
+    );
+    assert_code(&out, 0);
+    let t = stdout(&out);
+    for want in [
+        "seq: (g=0): rw=write, bs=(R) 4096B-4096B",
+        "rand: (g=1): rw=randread",
+        "seq: (groupid=0, jobs=1): err= 0: pid=",
+        "  write: IOPS=",
+        "(1024KiB/",
+        "    clat (",
+        "     lat (",
+        "    clat percentiles (",
+        "50.00th=[",
+        "  cpu          : usr=",
+        "     issued rwts: total=0,256,0,0",
+        "     issued rwts: total=256,0,0,0",
+        "Run status group 0 (all jobs):",
+        "Run status group 1 (all jobs):",
+        "  WRITE: bw=",
+        "   READ: bw=",
+        "io=1024KiB (1049kB)",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in:\n{t}");
+    }
+    // The disk's counters, where a block device is under the target.
+    if ["ext4", "xfs", "btrfs"].contains(&fs_type(dir.path()).as_str()) {
+        assert!(t.contains("Disk stats (read/write):\n  "), "{t}");
+    }
+    assert_eq!(
+        names(dir.path()),
+        vec!["rand.0.0".to_string(), "seq.0.0".to_string()]
+    );
+}
+
+#[test]
+fn refusals_exit_2_naming_the_option() {
+    let dir = scratch();
+    for (args, want) in [
+        (
+            &["--name=a", "--size=1m", "--bssplit=4k/50"][..],
+            "--bssplit",
+        ),
+        (
+            &["--name=a", "--size=1m", "--ioengine=libaio"][..],
+            "io_uring",
+        ),
+        (
+            &["--name=a", "--size=1m", "--frobnicate=1"][..],
+            "--frobnicate",
+        ),
+        (&["--name=a", "--size=1m", "--ramp_time=2"][..], "ramp_time"),
+        (&["--name=a", "--size=1m", "--nrfiles=2"][..], "nrfiles"),
+        (&["--name=a", "--rw=write"][..], "size="),
+        (&["--name=a", "--size=1m", "--rw=read:4k"][..], "rw=read:4k"),
+        (
+            &["--name=a", "--size=1m", "--output-format=terse"][..],
+            "terse",
+        ),
+        (
+            &[
+                "--name=a",
+                "--size=1m",
+                "--rw=write",
+                "--name=b",
+                "--rw=read",
+                "--size=1m",
+            ][..],
+            "stonewall",
+        ),
+    ] {
+        let out = fio(args, dir.path());
+        assert_code(&out, 2);
+        let e = stderr(&out);
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    assert!(names(dir.path()).is_empty(), "a refused job created files");
+    // A job file names the file and line of the option it refuses.
+    let jf = dir.path().join("bad.fio");
+    std::fs::write(&jf, "[global]\nsize=1m\n[j]\nrw=read\nrate=10m\n").unwrap();
+    let out = fio(&[s(&jf)], dir.path());
+    assert_code(&out, 2);
+    let e = stderr(&out);
+    assert!(e.contains("rate") && e.contains("bad.fio:5"), "{e}");
+}
+
+#[test]
+fn output_file_json_plus_and_ioscale_record() {
+    let dir = scratch();
+    let d = format!("--directory={}", s(dir.path()));
+    let o = dir.path().join("out.json");
+    let rec = dir.path().join("rec.json");
+    let out = fio(
+        &[
+            "--name=j",
+            "--rw=read",
+            "--size=256k",
+            &d,
+            "--unlink=1",
+            "--output-format=json+",
+            &format!("--output={}", s(&o)),
+            &format!("--ioscale-json={}", s(&rec)),
+        ],
+        dir.path(),
+    );
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "");
+    assert!(stderr(&out).contains("json+"), "{}", stderr(&out));
+    let v = json(&o);
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"], 256 * 1024);
+    let r = json(&rec);
+    assert_eq!(r["phases"][0]["op"], "read");
+    assert_eq!(r["phases"][0]["bytes"], 256 * 1024);
+    // unlink=1 removed the file this run laid out; the outputs stay.
+    let mut left = names(dir.path());
+    left.sort();
+    assert_eq!(left, vec!["out.json".to_string(), "rec.json".to_string()]);
+    // An output in a directory that does not exist is refused before the run.
+    let out = fio(
+        &[
+            "--name=j",
+            "--rw=write",
+            "--size=64k",
+            &d,
+            "--ioscale-json=/nonexistent-dir/rec.json",
+        ],
+        dir.path(),
+    );
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--ioscale-json"), "{}", stderr(&out));
+    assert!(!dir.path().join("j.0.0").exists());
+}
+
+#[test]
+fn a_symlink_named_fio_is_the_fio_front_end() {
+    let dir = scratch();
+    let link = dir.path().join("fio");
+    std::os::unix::fs::symlink(ioscale_path(), &link).unwrap();
+    let d = format!("--directory={}", s(dir.path()));
+    let out = Command::new(&link)
+        .args([
+            "--name=viasym",
+            "--rw=write",
+            "--size=64k",
+            &d,
+            "--output-format=json",
+        ])
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 64 * 1024);
+    assert_eq!(
+        std::fs::metadata(dir.path().join("viasym.0.0"))
+            .unwrap()
+            .len(),
+        64 * 1024
+    );
+}
+
+#[test]
+fn sweep_runs_a_fio_job_over_numjobs() {
+    let dir = scratch();
+    let jf = dir.path().join("seed004.fio");
+    std::fs::write(
+        &jf,
+        format!(
+            "[global]\ndirectory={}\nbs=64k\nsize=512k\n\n[seqread]\nrw=read\n",
+            s(dir.path())
+        ),
+    )
+    .unwrap();
+    let rec = dir.path().join("sweep.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2,3",
+        "--reps",
+        "4",
+        "--trim",
+        "1",
+        "--json",
+        s(&rec),
+        "--",
+        "fio",
+        s(&jf),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&rec);
+    let pts = v["points"].as_array().unwrap();
+    let threads: Vec<u64> = pts.iter().map(|p| p["threads"].as_u64().unwrap()).collect();
+    assert_eq!(threads, vec![1, 2, 3]);
+    for p in pts {
+        assert_eq!(p["bytes_per_thread"], 512 * 1024);
+        assert_eq!(p["file_count"], p["threads"]);
+    }
+    // fio's names: one file per clone, laid out for the read job.
+    for c in 0..3 {
+        let f = dir.path().join(format!("seqread.{c}.0"));
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 512 * 1024, "{f:?}");
+    }
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--xfer",
+        "4k",
+        "--",
+        "fio",
+        s(&jf),
+    ]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("numjobs"), "{}", stderr(&out));
+}

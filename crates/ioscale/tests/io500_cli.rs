@@ -1,0 +1,272 @@
+//! `ioscale io500` end to end: short runs (`--stonewall 2s`, small sizes)
+//! on tmpfs and on a loop-mounted ext4, each phase's files checked against
+//! what io500's phase definitions make (names, sizes, counts per
+//! directory), the score recomputed from the phase figures, the results
+//! directory, the refusals, and what an interrupted run keeps.
+
+mod common;
+
+use std::path::Path;
+
+use common::io500::*;
+use common::*;
+
+fn short_run(target: &Path, tasks: usize) {
+    let work = scratch();
+    let data = target.join("io500-data");
+    let res = work.path().join("results");
+    std::fs::create_dir(&data).unwrap();
+    plant_foreign(&data);
+    let before = snapshot(&data);
+    let cfg = ini(
+        work.path(),
+        &data,
+        &res,
+        "\n[mdtest-easy-delete]\nrun = FALSE\n[mdtest-hard-delete]\nrun = FALSE\n",
+    );
+    let json_path = work.path().join("io500.json");
+    let t = tasks.to_string();
+    let out = run(&[
+        "io500",
+        "--tasks",
+        &t,
+        "--stonewall",
+        "2s",
+        "--keep",
+        "--json",
+        s(&json_path),
+        s(&cfg),
+    ]);
+    assert_code(&out, 0);
+    let mut order: Vec<&str> = ORDER.to_vec();
+    order.retain(|n| !n.ends_with("-delete"));
+    check_lines(&out, &order);
+    let v = json(&json_path);
+    check_score(&v);
+    check_layout(&data, &v, tasks);
+    // The results directory: the summary as printed, result.txt, each
+    // phase's own output, the stonewall counts.
+    let summary = std::fs::read_to_string(res.join("result_summary.txt")).unwrap();
+    assert_eq!(summary, stdout(&out));
+    let result = std::fs::read_to_string(res.join("result.txt")).unwrap();
+    assert!(
+        result.contains("[SCORE]") && result.contains("SCORE = "),
+        "{result}"
+    );
+    for n in &order {
+        assert!(result.contains(&format!("[{n}]")), "{n}");
+        assert!(res.join(format!("{n}.txt")).is_file(), "{n}.txt");
+    }
+    let sw = std::fs::read_to_string(res.join("ior-easy.stonewall")).unwrap();
+    assert_eq!(sw.trim(), items(&v, "ior-easy-write", tasks).to_string());
+    assert!(res.join("timestampfile").is_file());
+
+    // A full run (deletes on, no --keep) in the same place: its files and
+    // directories go, the user's stay untouched.
+    let out = run(&[
+        "io500",
+        "--tasks",
+        &t,
+        "--stonewall",
+        "2s",
+        s(&ini(work.path(), &data, &res, "")),
+    ]);
+    assert_code(&out, 2); // the kept phase directories are not this run's
+    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
+    for sub in ["ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard"] {
+        std::fs::remove_dir_all(data.join(sub)).unwrap();
+    }
+    assert_eq!(snapshot(&data), before);
+    let json2 = work.path().join("full.json");
+    let out = run(&[
+        "io500",
+        "--tasks",
+        &t,
+        "--stonewall",
+        "2s",
+        "--json",
+        s(&json2),
+        s(&ini(work.path(), &data, &res, "")),
+    ]);
+    assert_code(&out, 0);
+    check_lines(&out, &ORDER);
+    let v = json(&json2);
+    check_score(&v);
+    let e = items(&v, "mdtest-easy-write", tasks);
+    assert_eq!(phase(&v, "mdtest-easy-delete")["ops"], e * tasks as u64);
+    let m = items(&v, "mdtest-hard-write", tasks);
+    assert_eq!(phase(&v, "mdtest-hard-delete")["ops"], m * tasks as u64);
+    assert_eq!(
+        snapshot(&data),
+        before,
+        "only the run's own files are removed"
+    );
+}
+
+#[test]
+fn short_run_on_tmpfs() {
+    match tmpfs("size=256m") {
+        Some(m) => short_run(m.path(), 3),
+        None => short_run(scratch().path(), 3),
+    }
+}
+
+#[test]
+fn short_run_on_loop_ext4() {
+    if let Some(m) = loop_ext4("256M") {
+        short_run(m.path(), 2);
+    }
+}
+
+#[test]
+fn refusals_name_the_option() {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "[ior-easy]\nfooBar = 3\n");
+    let out = run(&["io500", s(&cfg)]);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("[ior-easy] fooBar"),
+        "{}",
+        stderr(&out)
+    );
+    let cfg = ini(work.path(), &data, &res, "[global]\napi = MPIIO\n");
+    let out = run(&["io500", s(&cfg)]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("api"), "{}", stderr(&out));
+    let cfg = ini(work.path(), &data, &res, "");
+    let out = run(&["io500", "--stonewall", "0", s(&cfg)]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--stonewall"), "{}", stderr(&out));
+    let out = run(&["io500", "--bogus", s(&cfg)]);
+    assert_code(&out, 2);
+    assert!(!data.exists(), "nothing made on a refusal");
+    let out = run(&["io500", "--help"]);
+    assert_code(&out, 0);
+    assert!(stdout(&out).contains("--stonewall"));
+}
+
+#[test]
+fn an_interrupted_run_keeps_the_phases_done() {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    // Phases that would run for 30 s each; interrupted after the first ones.
+    let cfg = ini(work.path(), &data, &res, "[mdtest-easy]\nn = 100000000\n");
+    let cfg_text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("n = 300\n", "");
+    std::fs::write(&cfg, cfg_text).unwrap();
+    let child = std::process::Command::new(ioscale_path())
+        .args(["io500", "--stonewall", "30s", "--tasks", "2", s(&cfg)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until mdtest-easy-write is creating files, then interrupt.
+    let tree = data.join("mdtest-easy/test-dir.0-0/mdtest_tree.0.0");
+    for _ in 0..600 {
+        if std::fs::read_dir(&tree)
+            .map(|d| d.count() > 10)
+            .unwrap_or(false)
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_code(&out, 130);
+    let text = stdout(&out);
+    assert!(text.contains("[RESULT]       ior-easy-write"), "{text}");
+    assert!(text.contains("mdtest-easy-write"), "{text}");
+    assert!(!text.contains("ior-hard-write"), "{text}");
+    let score = text.lines().find(|l| l.starts_with("[SCORE ]")).unwrap();
+    assert!(score.ends_with("[INVALID]"), "{score}");
+    assert!(res.join("ior-easy-write.txt").is_file());
+    assert!(
+        !data.exists(),
+        "the run's own files and directories are removed"
+    );
+}
+
+/// Writes that the stonewall ends: every task is worn out to the busiest
+/// task's count, the files hold exactly that, and the later phases handle
+/// all of it.
+#[test]
+fn the_stonewall_ends_the_writes_and_the_wear_out_evens_the_tasks() {
+    let mnt = tmpfs("size=1g");
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("d");
+    let res = work.path().join("r");
+    let cfg = ini(
+        work.path(),
+        &data,
+        &res,
+        "[mdtest-easy-delete]\nrun = FALSE\n[mdtest-hard-delete]\nrun = FALSE\n",
+    );
+    // Limits far beyond what 1 s allows on a test machine: the stonewall ends the writes.
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace(
+            "transferSize = 64k\nblockSize = 2m",
+            "transferSize = 4k\nblockSize = 64m",
+        )
+        .replace("n = 300", "n = 100000000");
+    std::fs::write(&cfg, text).unwrap();
+    let j = work.path().join("w.json");
+    let out = run(&[
+        "io500",
+        "--tasks",
+        "3",
+        "--stonewall",
+        "1s",
+        "--keep",
+        "--json",
+        s(&j),
+        s(&cfg),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    for (name, limit) in [
+        ("ior-easy-write", 16384u64),
+        ("mdtest-easy-write", 100_000_000),
+    ] {
+        let p = phase(&v, name);
+        let n = items(&v, name, 3);
+        // 10^8 creates in a second is out of reach: mdtest-easy always
+        // meets the stonewall; ior-easy may finish 64 MiB first on a fast machine.
+        assert!(name.starts_with("ior") || n < limit, "{name}: {n}");
+        if n < limit {
+            // Stopped by the stonewall, not by its size: it ran at least that long.
+            assert!(p["elapsed_s"].as_f64().unwrap() >= 1.0, "{p}");
+            let at: Vec<u64> = p["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["items_at_stonewall"].as_u64().unwrap())
+                .collect();
+            assert!(
+                at.iter().all(|&x| x <= n) && at.contains(&n),
+                "{name}: {at:?} -> {n}"
+            );
+        }
+    }
+    let n = items(&v, "ior-easy-write", 3);
+    for w in 0..3 {
+        let f = data.join(format!("ior-easy/ior_file_easy.{w:08}"));
+        assert_eq!(std::fs::metadata(f).unwrap().len(), n * 4096);
+    }
+    assert_eq!(phase(&v, "ior-easy-read")["bytes"], 3 * n * 4096);
+    let e = items(&v, "mdtest-easy-write", 3);
+    for w in 0..3 {
+        let dir = data.join(format!("mdtest-easy/test-dir.0-0/mdtest_tree.{w}.0"));
+        assert_eq!(std::fs::read_dir(dir).unwrap().count() as u64, e);
+    }
+    assert_eq!(phase(&v, "mdtest-easy-stat")["ops"], 3 * e);
+    std::fs::remove_dir_all(&data).unwrap();
+}

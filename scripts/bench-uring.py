@@ -4,18 +4,21 @@
 Called by scripts/bench-uring (which builds the example binaries). Two parts:
 
 data  O_DIRECT 4 KiB random reads of a 1 GiB file on the ext4 of /work, one
-      worker, for --secs seconds per run, at depths 1, 8, 32, 128. ioscale
-      (crates/engine/examples/uring_read.rs) with its ring options against
-      fio's io_uring engine with its best options. Every round runs every
+      worker, for --secs seconds per run, at depths 1, 8, 32, 128. The
+      `ioscale` binary (`ioscale run --engine io_uring --uring-opts ...`,
+      reading a file it laid out once with --keep) against fio's io_uring
+      engine with its best options, on the same file. Every round runs every
       variant once, in a rotating order. Reports IOPS and whole-process CPU
-      per request (wait4 rusage), the best variant of each tool per depth
-      (by median IOPS), and the median of the per-round ratios
-      ioscale-best / fio-best.
-meta  create/stat/delete of empty files (crates/engine/examples/meta_depth.rs):
-      threads x depth, sync engine against the io_uring metadata engine, on
-      a fresh tmpfs and on ioscale-testfs with --meta-delay 2ms. Reports
-      files/s and files per CPU-second (io-wq workers are threads of the
-      process, so their CPU is included), medians over the rounds.
+      per request (wait4 rusage, start-up included for both tools), the
+      best variant of each tool per depth (by median IOPS), and the median
+      of the per-round ratios ioscale-best / fio-best.
+meta  create/stat/delete of empty files through `ioscale meta --engine E
+      --iodepth D`: threads x depth, sync engine against the io_uring
+      metadata engine, on a fresh tmpfs and on ioscale-testfs with
+      --meta-delay 2ms. Reports files/s and files per CPU-second of each
+      phase from the JSON record (in-phase process CPU: io-wq workers are
+      threads of the process, so their CPU is included), medians over the
+      rounds.
 
 Standard library only.
 """
@@ -53,17 +56,22 @@ FIO_VARIANTS = {
     "fio ...+batch_submit": ["--fixedbufs", "--registerfiles", "BATCH"],
     "fio ...+sqthread_poll": ["--fixedbufs", "--registerfiles", "--sqthread_poll=1"],
 }
-IOSCALE_VARIANTS = ["plain", "tuned", "tuned+batch"]
+IOSCALE_VARIANTS = ["plain", "tuned", "tuned,batch"]
 
 
 def data_part(a, tdir):
-    ex = os.path.join(tdir, "release/examples/uring_read")
+    ex = os.path.join(tdir, "release/ioscale")
     d = tempfile.mkdtemp(prefix="bench-uring.", dir=a.data_dir)
-    f = os.path.join(d, "f")
-    size = 1 << 30
+    js = os.path.join(d, "r.json")
+    common = ["--xfer", "4k", "--size", "1g", "--direct", "--keep", "--seed", "3000"]
     try:
-        run(["fio", "--name=lay", "--filename=" + f, "--size=1g", "--bs=1m", "--rw=write",
-             "--ioengine=psync", "--direct=1", "--output-format=terse"])
+        # ioscale lays the file out once and keeps it (its marker lets the
+        # read runs use it); fio reads the same file.
+        run([ex, "run", "--op", "write", "--xfer", "1m", "--size", "1g", "--direct",
+             "--keep", "--seed", "3000", "-q", d])
+        f = os.path.join(d, "ioscale.d", "file.00000000")
+        if not os.path.exists(f):
+            raise RuntimeError("no data file at " + f)
         variants = [("ioscale " + v, None, v) for v in IOSCALE_VARIANTS]
         variants += [(k, v, None) for k, v in FIO_VARIANTS.items()]
         res = {}  # (depth, name) -> [(iops, cpu_per_op_us)]
@@ -73,9 +81,12 @@ def data_part(a, tdir):
                 order = variants[k:] + variants[:k]
                 for name, fio_opts, io_opts in order:
                     if io_opts is not None:
-                        out, cpu = run([ex, f, str(size), str(depth), str(a.secs), io_opts])
-                        j = json.loads(out)
-                        ops, iops = j["ops"], j["iops"]
+                        _, cpu = run([ex, "run", "--op", "randread", "--engine", "io_uring",
+                                      "--iodepth", str(depth), "--uring-opts", io_opts,
+                                      "--time", "%gs" % a.secs, "--json", js, "-q"]
+                                     + common + [d])
+                        ph = json.load(open(js))["phases"][0]
+                        ops, iops = ph["ops"], ph["iops"]
                     else:
                         opts = []
                         for o in fio_opts:
@@ -98,8 +109,8 @@ def data_part(a, tdir):
                     res.setdefault((depth, name), []).append((iops, cpu * 1e6 / max(ops, 1)))
             if rnd:
                 log("  data round %d of %d done" % (rnd, a.pairs))
-        log("\n### data: O_DIRECT 4 KiB random read, 1 worker, ext4 on /work, %gs per run, %d rounds\n"
-            % (a.secs, a.pairs))
+        log("\n### data: O_DIRECT 4 KiB random read, 1 worker, ext4 on /work, %gs per run, %d rounds, load %s\n"
+            % (a.secs, a.pairs, open("/proc/loadavg").read().split()[0]))
         log("| depth | variant | IOPS (median) | CPU µs/op (median) |")
         log("|---|---|---|---|")
         summary = []
@@ -133,14 +144,35 @@ def data_part(a, tdir):
         subprocess.call(["rm", "-rf", d])
 
 
+def meta_run(ex, mnt, eng, thr, depth, per, lay, js):
+    """One `ioscale meta` run; {op: (files/s, files per CPU-second)}."""
+    argv = [ex, "meta", "--engine", eng, "--iodepth", str(depth), "--threads", str(thr),
+            "--files", str(per), "--file-size", "0", "--ops", "create,stat,delete",
+            "--json", js, "-q"]
+    if lay == "same":
+        argv.append("--same-dir")
+    elif lay == "spread":
+        # One thread's files over `depth` directories, so creates in flight
+        # do not queue on one directory's lock.
+        argv += ["--files-per-dir", str(max(1, per // depth))]
+    run(argv + [mnt])
+    out = {}
+    for ph in json.load(open(js))["phases"]:
+        cpu = ph["cpu_user_s"] + ph["cpu_sys_s"]
+        out[ph["op"]] = (ph["ops"] / ph["elapsed_s"], ph["ops"] / cpu if cpu > 0 else float("nan"))
+    return out
+
+
 def meta_part(a, tdir):
-    ex = os.path.join(tdir, "release/examples/meta_depth")
+    ex = os.path.join(tdir, "release/ioscale")
+    js = os.path.join(tempfile.mkdtemp(prefix="ioscale-bench-json-"), "m.json")
     testfs = os.path.join(tdir, "debug/ioscale-testfs")
     # (engine, threads, depth, layout): "dirs" = a directory per thread,
     # "same" = every thread in one directory.
     configs = [("sync", 1, 1, "dirs"), ("sync", 2, 1, "dirs"), ("sync", 32, 1, "dirs"),
                ("sync", 32, 1, "same"), ("io_uring", 1, 1, "dirs"), ("io_uring", 1, 8, "dirs"),
-               ("io_uring", 1, 32, "dirs"), ("io_uring", 2, 32, "dirs"), ("io_uring", 4, 8, "dirs")]
+               ("io_uring", 1, 32, "dirs"), ("io_uring", 1, 32, "spread"),
+               ("io_uring", 2, 32, "dirs"), ("io_uring", 4, 8, "dirs")]
     for fs in ("tmpfs", "testfs"):
         mnt = tempfile.mkdtemp(prefix="ioscale-bench-meta-")
         src = tempfile.mkdtemp(prefix="ioscale-bench-src-", dir=a.data_dir)
@@ -163,16 +195,14 @@ def meta_part(a, tdir):
                 k = rnd % len(configs)
                 for eng, thr, depth, lay in configs[k:] + configs[:k]:
                     per = max(1, total // thr)
-                    out, _ = run([ex, mnt, eng, str(thr), str(depth), str(per), "0", lay])
+                    got = meta_run(ex, mnt, eng, thr, depth, per, lay, js)
                     if rnd == 0:
                         continue
-                    for line in out.splitlines():
-                        j = json.loads(line)
-                        res.setdefault((eng, thr, depth, lay, j["op"]), []).append(
-                            (j["files_per_s"], j["files_per_cpu_s"]))
+                    for op, x in got.items():
+                        res.setdefault((eng, thr, depth, lay, op), []).append(x)
             label = "fresh tmpfs" if fs == "tmpfs" else "ioscale-testfs --meta-delay 2ms --threads 64"
-            log("\n### meta: %s, %d empty files in all per run, %d rounds (medians)\n"
-                % (label, total, a.pairs))
+            log("\n### meta: %s, %d empty files in all per run, %d rounds (medians), load %s\n"
+                % (label, total, a.pairs, open("/proc/loadavg").read().split()[0]))
             log("| engine | threads | depth | directories | create files/s | create files/CPU-s | stat files/s | stat files/CPU-s | delete files/s | delete files/CPU-s |")
             log("|---|---|---|---|---|---|---|---|---|---|")
             for eng, thr, depth, lay in configs:
@@ -180,7 +210,8 @@ def meta_part(a, tdir):
                 for op in ("create", "stat", "delete"):
                     xs = res[(eng, thr, depth, lay, op)]
                     cells += ["%.0f" % med([x[0] for x in xs]), "%.0f" % med([x[1] for x in xs])]
-                where = "one per thread" if lay == "dirs" else "one shared"
+                where = {"dirs": "one per thread", "same": "one shared",
+                         "spread": "%d per thread" % depth}[lay]
                 log("| %s | %d | %d | %s | %s |" % (eng, thr, depth, where, " | ".join(cells)))
             a_ = res[("io_uring", 1, 32, "dirs", "create")]
             b_ = res[("sync", 32, 1, "dirs", "create")]
@@ -195,6 +226,13 @@ def meta_part(a, tdir):
             log("- creates per CPU-second, io_uring 1x32 / sync 1 thread, per round: %s; median **%.3f**"
                 % (" ".join("%.2f" % (x[1] / y[1]) for x, y in zip(a_, c_)),
                    med([x[1] / y[1] for x, y in zip(a_, c_)])))
+            s_ = res[("io_uring", 1, 32, "spread", "create")]
+            log("- create rate, io_uring 1 thread depth 32 over 32 directories / sync 32 threads (a directory each), per round: %s; median **%.3f**"
+                % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(s_, b_)),
+                   med([x[0] / y[0] for x, y in zip(s_, b_)])))
+            log("- creates per CPU-second, io_uring 1x32 over 32 directories / sync 1 thread, per round: %s; median **%.3f**"
+                % (" ".join("%.2f" % (x[1] / y[1]) for x, y in zip(s_, c_)),
+                   med([x[1] / y[1] for x, y in zip(s_, c_)])))
         finally:
             subprocess.call(["umount", mnt])
             if daemon:

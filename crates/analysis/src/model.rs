@@ -63,6 +63,10 @@ pub struct SweepConfig {
     pub layout: Vec<String>,
     /// Targets; empty when the inner command's own is used.
     pub targets: Vec<String>,
+    /// Queue depths (`--iodepth`); empty when the inner command's own is
+    /// used (and in sweeps recorded before the axis existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iodepth: Vec<u32>,
     /// Repetitions per point.
     pub reps: u32,
     /// `total` (the data in all stays constant) or `per-thread`.

@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use coord::Coordinator;
-use engine::meta::{run_meta_worker, MetaPlan, MetaSample};
+use engine::meta::{run_meta_worker_with, MetaPlan, MetaSample};
+use engine::registry::{check_meta_spec, MetaEngineConfig};
 use report::{
     FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles, WorkerRecord,
 };
@@ -35,6 +36,7 @@ pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
 
 /// Checks the target before anything is created.
 fn preflight(spec: &MetaSpec) -> Result<(), Error> {
+    check_meta_spec(&spec.engine, spec.iodepth, spec).map_err(|e| Error::Usage(e.to_string()))?;
     let t = &spec.target;
     crate::run::check_target(t)?;
     if spec.direct && spec.ops.iter().any(|o| o.moves_data()) {
@@ -384,13 +386,21 @@ fn run_phase_all(
         expected: topo.my_workers().map(|w| plan.count_for(w)).sum(),
         time_limit: plan.spec.time_limit,
     });
+    // The engine was checked in preflight; the untimed layout and teardown
+    // phases run synchronously whatever it is.
+    let cfg = MetaEngineConfig {
+        engine: engine::registry::meta_engine(&plan.spec.engine)
+            .map(|e| e.info().name)
+            .unwrap_or("sync"),
+        iodepth: plan.spec.iodepth,
+    };
     let out = cluster::run_phase_all(
         coord,
         seq,
         stop,
         "m",
         vec![(); threads],
-        |w, (), ctl, barrier| run_meta_worker(w, plan, ctl, barrier),
+        |w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
     );
     engine::live::end();
     out

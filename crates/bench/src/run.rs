@@ -11,11 +11,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use coord::Coordinator;
+use engine::registry::EngineOptions;
+use engine::uring::UringOptions;
 use engine::{run_worker, PhasePlan, Prepared, WorkerSample};
 use report::{
     HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord, WorkerRecord,
 };
-use spec::{format_size, EngineKind, Op, SyncMode, WorkloadSpec};
+use spec::{format_size, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
 use probe::{PhaseProbe, Probe};
@@ -72,16 +74,25 @@ impl Outcome {
 }
 
 /// Checks the target before anything is created: exists, is a directory,
-/// writable, not read-only; O_DIRECT accepted with this alignment; io_uring
-/// available. Returns the buffer alignment to use.
+/// writable, not read-only; the engine known to the registry and able to
+/// serve `--iodepth` and `--direct`; O_DIRECT accepted with this alignment;
+/// io_uring available. Returns the buffer alignment to use.
 pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Error> {
+    let eng = engine::registry::check_data(&spec.engine, spec.iodepth, spec.direct)
+        .map_err(|e| Error::Usage(e.to_string()))?;
+    if spec.uring_opts.is_some() && eng.info().name != "io_uring" {
+        return Err(Error::Usage(format!(
+            "--uring-opts: the {} engine has no ring to set up; use --engine io_uring",
+            eng.info().name
+        )));
+    }
     let t = &spec.target;
     check_target(t)?;
     let mut align = 4096usize;
     if spec.direct {
         align = crate::dataset::probe_direct(t, spec.xfer)?;
     }
-    if spec.engine == EngineKind::IoUring {
+    if spec.engine == "io_uring" {
         if let Err(e) = engine::uring::UringQueue::ring(2) {
             return Err(Error::Refused(format!(
                 "--engine io_uring: io_uring is not available here ({e}); use --engine sync"
@@ -173,7 +184,8 @@ fn warnings(spec: &WorkloadSpec, host: &HostInfo) -> Vec<String> {
                 .into(),
         );
     }
-    if spec.threads > host.cpus.max(1) * 4 && spec.engine == EngineKind::Sync {
+    let queueing = engine::registry::data_engine(&spec.engine).is_ok_and(|e| e.info().queueing);
+    if spec.threads > host.cpus.max(1) * 4 && !queueing {
         w.push(format!(
             "{} workers on {} CPUs: workers take turns; the aggregate rate (first start to last \
              finish) is the honest figure, the stonewall figure shows the work done by the time \
@@ -267,6 +279,13 @@ pub fn run_with_options(
         stop: &stop,
         seq: 0,
         prepared: (0..spec.threads).map(|_| None).collect(),
+        opts: EngineOptions {
+            uring: spec
+                .uring_opts
+                .as_ref()
+                .map(UringOptions::from_spec)
+                .unwrap_or_default(),
+        },
     };
     let mut drop_warned = false;
     let mut first = true;
@@ -368,6 +387,13 @@ pub fn run_with_options(
                 }
                 break 'reps;
             }
+        }
+    }
+    // Ring features the kernel refused, once each (every worker asked for
+    // the same set).
+    for n in phases.prepared.iter().flatten().flat_map(|p| p.notes()) {
+        if !warns.contains(n) {
+            warns.push(n.clone());
         }
     }
     results.warnings = warns;
@@ -477,6 +503,8 @@ struct Phases<'a> {
     stop: &'a Arc<AtomicBool>,
     seq: u64,
     prepared: Vec<Option<Prepared>>,
+    /// Engine options (io_uring ring set-up) every worker's state is made with.
+    opts: EngineOptions,
 }
 
 impl Phases<'_> {
@@ -489,6 +517,7 @@ impl Phases<'_> {
             self.coord,
             self.topo,
             &mut self.seq,
+            &self.opts,
         )
     }
 }
@@ -552,7 +581,7 @@ fn plan_for(
         segments: spec.segments,
         direct: spec.direct,
         sync: if timed { spec.sync } else { SyncMode::End },
-        engine: spec.engine,
+        engine: spec.engine.clone(),
         iodepth: spec.iodepth,
         seed: spec.seed,
         verify: spec.verify,
@@ -577,6 +606,7 @@ fn run_phase_all(
     coord: &dyn Coordinator,
     topo: &Topology,
     seq: &mut u64,
+    opts: &EngineOptions,
 ) -> Result<PhaseOut<WorkerSample>, Error> {
     let items: Vec<Option<Prepared>> = prepared.iter_mut().map(Option::take).collect();
     let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
@@ -592,7 +622,7 @@ fn run_phase_all(
     let out = cluster::run_phase_all(coord, seq, stop, "w", items, |w, mine, ctl, barrier| {
         let p = match mine {
             Some(p) => p,
-            None => match Prepared::new(plan, w) {
+            None => match Prepared::with_options(plan, w, opts) {
                 Ok(p) => p,
                 Err(e) => {
                     // Still take part in the barrier so the others are

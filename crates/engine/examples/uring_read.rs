@@ -18,7 +18,7 @@ use std::time::Duration;
 use engine::registry::EngineOptions;
 use engine::uring::{SubmitMode, UringOptions};
 use engine::{run_worker, PhaseControl, PhasePlan, Prepared};
-use spec::{EngineKind, Layout, Op, SyncMode};
+use spec::{Layout, Op, SyncMode};
 
 fn parse_opts(s: &str) -> UringOptions {
     let mut o = UringOptions::default();
@@ -63,12 +63,14 @@ fn main() {
         direct: a.get(7).map(String::as_str) != Some("buffered"),
         sync: SyncMode::None,
         engine: match a.get(6).map(String::as_str) {
-            None | Some("io_uring") => EngineKind::IoUring,
-            Some("sync") => EngineKind::Sync,
-            Some(e) => {
-                eprintln!("uring_read: unknown engine {e}");
-                std::process::exit(2);
-            }
+            None => "io_uring".into(),
+            Some(e) => match engine::registry::data_engine(e) {
+                Ok(e) => e.info().name.into(),
+                Err(e) => {
+                    eprintln!("uring_read: {e}");
+                    std::process::exit(2);
+                }
+            },
         },
         iodepth: depth,
         seed: 3000,

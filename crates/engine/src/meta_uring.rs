@@ -317,9 +317,13 @@ impl Queue {
                     .flags(squeue::Flags::IO_LINK)
                     .user_data(tag(slot, OPEN, 0)));
                 if op == MetaOp::Read {
+                    // Ask for the file's size, not the whole buffer: an
+                    // asynchronous read through FUSE reports the length
+                    // asked for even where the file ends before it.
                     let at = s.read_len as usize;
                     let b = &mut s.buf.as_mut_slice()[at..];
-                    add(opcode::Read::new(fixed, b.as_mut_ptr(), b.len() as u32)
+                    let len = (b.len() as u64).min(s.want.saturating_sub(at as u64)) as u32;
+                    add(opcode::Read::new(fixed, b.as_mut_ptr(), len)
                         .offset(at as u64)
                         .build()
                         .flags(squeue::Flags::IO_HARDLINK)

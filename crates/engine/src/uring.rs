@@ -36,7 +36,9 @@ use crate::queue::{Completion, IoFault, IoQueue, Request};
 /// When queued requests are handed to the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SubmitMode {
-    /// One `io_uring_enter` per request, as soon as it is queued.
+    /// One `io_uring_enter` per request: a request is handed over when
+    /// the next one is queued, and the last of a refill with the wait for
+    /// completions (one call, not a submit and then a wait).
     #[default]
     Each,
     /// All requests of a refill in one `io_uring_enter`, with the wait.
@@ -94,6 +96,22 @@ impl Default for UringOptions {
 }
 
 impl UringOptions {
+    /// The options a spec asks for (`--uring-opts`).
+    pub fn from_spec(o: &spec::UringOpts) -> Self {
+        UringOptions {
+            fixed_buffers: o.fixed_buffers,
+            register_files: o.register_files,
+            submit: if o.batch_submit {
+                SubmitMode::Batch
+            } else {
+                SubmitMode::Each
+            },
+            sqpoll_idle_ms: o.sqpoll_idle_ms,
+            coop_taskrun: o.coop_taskrun,
+            single_issuer: o.single_issuer,
+        }
+    }
+
     /// fio's best-known set: fixed buffers, registered file, COOP_TASKRUN
     /// and SINGLE_ISSUER/DEFER_TASKRUN.
     pub fn tuned() -> Self {
@@ -270,6 +288,9 @@ pub struct UringQueue<'s> {
     fixed_file: bool,
     slots: Vec<Slot>,
     batch: bool,
+    /// In `Each` mode: the newest request is in the submission queue but
+    /// not yet handed to the kernel (it goes with the next push or wait).
+    held: bool,
     outstanding: usize,
 }
 
@@ -306,6 +327,7 @@ impl<'s> UringQueue<'s> {
             fixed_file,
             slots,
             batch,
+            held: false,
             outstanding: 0,
         }
     }
@@ -370,12 +392,16 @@ impl<'s> UringQueue<'s> {
                 .build(),
         }
         .user_data(slot as u64);
-        push_entry(&mut self.st.ring, &entry);
-        if !self.batch {
-            // Submit now rather than at the next wait: the device starts on
-            // the request at once, which keeps the queue evenly full.
+        if !self.batch && self.held {
+            // Hand the previous request over now rather than at the next
+            // wait: the device starts on it at once, which keeps the queue
+            // evenly full. The newest one waits for the next push or for
+            // the wait, whose io_uring_enter submits it: one system call
+            // per request instead of one per request plus one per wait.
             submit_now(&mut self.st.ring);
         }
+        push_entry(&mut self.st.ring, &entry);
+        self.held = !self.batch;
     }
 }
 
@@ -436,7 +462,7 @@ impl IoQueue for UringQueue<'_> {
         out.clear();
         loop {
             match self.st.ring.submit_and_wait(1) {
-                Ok(_) => {}
+                Ok(_) => self.held = false,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
                 Err(e) => return Err(e),

@@ -15,7 +15,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use spec::{EngineKind, Layout, Op, SyncMode};
+use spec::{Layout, Op, SyncMode};
 use stats::{IoCounters, LatencyHistogram};
 
 use crate::buf::AlignedBuf;
@@ -45,7 +45,7 @@ pub struct PhasePlan {
     /// Sync mode.
     pub sync: SyncMode,
     /// Engine.
-    pub engine: EngineKind,
+    pub engine: String,
     /// Requests in flight per worker.
     pub iodepth: u32,
     /// Seed for shuffles, patterns and the read/write choice.
@@ -236,7 +236,7 @@ impl Prepared {
         worker: u32,
         opts: &EngineOptions,
     ) -> std::io::Result<Self> {
-        let engine = registry::data_engine(plan.engine.name())
+        let engine = registry::data_engine(&plan.engine)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         let depth = if engine.info().queueing {
             plan.iodepth.max(1) as u64

@@ -14,7 +14,7 @@ use common::{Scratch, TestFs, Tmpfs};
 use engine::registry::EngineOptions;
 use engine::uring::{SubmitMode, UringOptions};
 use engine::{run_worker, PhaseControl, PhasePlan, Prepared, WorkerSample};
-use spec::{EngineKind, Layout, Op, SyncMode};
+use spec::{Layout, Op, SyncMode};
 
 fn plan(op: Op, file: PathBuf, size: u64, depth: u32, direct: bool) -> PhasePlan {
     PhasePlan {
@@ -26,7 +26,7 @@ fn plan(op: Op, file: PathBuf, size: u64, depth: u32, direct: bool) -> PhasePlan
         segments: 1,
         direct,
         sync: SyncMode::None,
-        engine: EngineKind::IoUring,
+        engine: "io_uring".into(),
         iodepth: depth,
         seed: 7,
         verify: true,
@@ -146,7 +146,12 @@ fn a_stop_with_requests_in_flight_ends_cleanly() {
     assert!(s.failure.is_none(), "{:?}", s.failure);
     let total = (64 << 20) / 4096;
     assert!(
-        s.counters.ops > 32 && s.counters.ops < total,
+        // At least the first 32 (in flight when the stop came, reaped
+        // before the state is handed back), and not all: stopped mid-phase.
+        // (Not "more than 32": buffered io_uring reads on this FUSE fs are
+        // served inline in the submitting thread, about 2.3 ms each, so on
+        // a loaded machine the first refill can outlast the 200 ms.)
+        s.counters.ops >= 32 && s.counters.ops < total,
         "{}",
         s.counters.ops
     );

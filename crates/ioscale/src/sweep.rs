@@ -82,6 +82,13 @@ pub struct SweepArgs {
     #[arg(long, value_name = "LIST")]
     pub target: Option<String>,
 
+    /// Queue depths to sweep, e.g. `1,8,32,128` or `1..128x4`: requests
+    /// (`run`) or operations (`meta`) in flight per thread; the inner
+    /// command names a queueing engine (`--engine io_uring`). Default: the
+    /// inner command's --iodepth.
+    #[arg(long, value_name = "LIST")]
+    pub iodepth: Option<String>,
+
     /// Repetitions per point [default: the inner command's --reps].
     #[arg(long, value_name = "N")]
     pub reps: Option<String>,
@@ -263,6 +270,18 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
     };
     let layouts = split(&args.layout);
     let targets = split(&args.target);
+    let depths: Vec<u32> = match &args.iodepth {
+        Some(d) => parse_list(d, parse_count)
+            .map_err(|e| Usage(format!("--iodepth: {e}")))?
+            .into_iter()
+            .map(|d| match u32::try_from(d) {
+                Ok(0) => usage("--iodepth: 0 is not a queue depth"),
+                Ok(d) => Ok(d),
+                Err(_) => usage(format!("--iodepth: {d} is too large")),
+            })
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
     let first_target = targets.first().map(String::as_str);
     let mut inner = parse_inner(&args.inner, first_target)?;
     let (kind, inner_reps, has_total) = match &inner {
@@ -345,6 +364,7 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
         xfer: xfers.clone(),
         layout: layouts.clone(),
         targets: targets.clone(),
+        iodepth: depths.clone(),
         reps,
         scale: scale.name().into(),
         trim,
@@ -361,8 +381,11 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
                 &typed,
                 first_target,
                 t0,
-                xfers.first().copied(),
-                layouts.first().map(String::as_str),
+                Axes {
+                    xfer: xfers.first().copied(),
+                    layout: layouts.first().map(String::as_str),
+                    iodepth: depths.first().copied(),
+                },
                 None,
                 reps,
             )?;
@@ -385,7 +408,10 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
     let mut points = Vec::new();
     for target in dim(&targets) {
         for layout in dim(&layouts) {
-            for xfer in dim(&xfers) {
+            for (xfer, depth) in dim(&xfers)
+                .into_iter()
+                .flat_map(|x| dim(&depths).into_iter().map(move |d| (x, d)))
+            {
                 let mut label = Vec::new();
                 if targets.len() > 1 {
                     label.push(target.clone().unwrap_or_default());
@@ -395,6 +421,9 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
                 }
                 if xfers.len() > 1 {
                     label.push(format_size(xfer.unwrap_or(0)));
+                }
+                if depths.len() > 1 {
+                    label.push(format!("depth {}", depth.unwrap_or(1)));
                 }
                 let series = label.join(" ");
                 for &n in &threads {
@@ -415,16 +444,20 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
                         &typed,
                         target.as_deref().or(first_target),
                         n,
-                        xfer,
-                        layout.as_deref(),
+                        Axes {
+                            xfer,
+                            layout: layout.as_deref(),
+                            iodepth: depth,
+                        },
                         Some(amount),
                         reps,
                     )
                     .map_err(|Usage(m)| {
                         Usage(format!(
-                            "point threads={n}{}{}: {m}",
+                            "point threads={n}{}{}{}: {m}",
                             xfer.map(|x| format!(" xfer={}", format_size(x)))
                                 .unwrap_or_default(),
+                            depth.map(|d| format!(" iodepth={d}")).unwrap_or_default(),
                             layout
                                 .as_deref()
                                 .map(|l| format!(" layout={l}"))
@@ -513,6 +546,15 @@ fn typed_inner(inner: &mut Command, swept_xfer: bool, swept_layout: bool) -> Res
     }
 }
 
+/// A point's values of the swept dimensions other than threads and
+/// target; `None` leaves the inner command's own.
+#[derive(Clone, Copy)]
+struct Axes<'a> {
+    xfer: Option<u64>,
+    layout: Option<&'a str>,
+    iodepth: Option<u32>,
+}
+
 /// One point's job: the typed inner request with the swept values set.
 /// `amount` is the bytes per thread (`run`) or files per thread (`meta`);
 /// `None` leaves the inner command's sizing alone.
@@ -520,11 +562,15 @@ fn point(
     inner: &Inner,
     target: Option<&str>,
     threads: u32,
-    xfer: Option<u64>,
-    layout: Option<&str>,
+    axes: Axes<'_>,
     amount: Option<u64>,
     reps: u32,
 ) -> Result<Job, Usage> {
+    let Axes {
+        xfer,
+        layout,
+        iodepth,
+    } = axes;
     match inner {
         Inner::Run(raw) => {
             let mut r = raw.clone();
@@ -549,7 +595,13 @@ fn point(
                     r.segments = None;
                 }
             }
+            if let Some(d) = iodepth {
+                r.iodepth = Some(d.into());
+            }
             let spec = r.build().map_err(|e| Usage(e.to_string()))?;
+            // Refused up front, as every other bad combination.
+            engine::registry::check_data(&spec.engine, spec.iodepth, spec.direct)
+                .map_err(|e| Usage(e.to_string()))?;
             Ok(Job::Run(Box::new(spec)))
         }
         Inner::Meta(raw) => {
@@ -565,7 +617,12 @@ fn point(
             if let Some(a) = amount {
                 m.files = Some(a);
             }
+            if let Some(d) = iodepth {
+                m.iodepth = Some(d.into());
+            }
             let spec = m.build().map_err(|e| Usage(e.to_string()))?;
+            engine::registry::check_meta_spec(&spec.engine, spec.iodepth, &spec)
+                .map_err(|e| Usage(e.to_string()))?;
             Ok(Job::Meta(Box::new(spec)))
         }
         Inner::Fio(args) => {
@@ -615,6 +672,11 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
         "--target",
         format!("{:?}", saved.targets),
         format!("{:?}", now.targets),
+    );
+    cmp(
+        "--iodepth",
+        format!("{:?}", saved.iodepth),
+        format!("{:?}", now.iodepth),
     );
     cmp("--reps", saved.reps.to_string(), now.reps.to_string());
     cmp("--scale", saved.scale.clone(), now.scale.clone());

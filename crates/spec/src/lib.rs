@@ -14,5 +14,5 @@ pub mod workload;
 pub use meta::{Conflict, EntryKind, FileSize, MetaOp, MetaSpec, RawMeta, TreeState};
 pub use units::{format_size, parse_count, parse_duration, parse_list, parse_size, UnitError};
 pub use workload::{
-    EngineKind, FileNaming, Layout, Op, RawWorkload, SpecError, SyncMode, WorkloadSpec,
+    FileNaming, Layout, Op, RawWorkload, SpecError, SyncMode, UringOpts, WorkloadSpec,
 };

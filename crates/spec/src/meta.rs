@@ -259,6 +259,11 @@ pub struct RawMeta {
     pub leaf_depth: Option<u64>,
     /// Stop every thread once the first has processed all its files.
     pub stop_at_first: bool,
+    /// Metadata engine, by its name in the engine registry (`sync` when
+    /// not given).
+    pub engine: Option<String>,
+    /// Operations in flight per thread (1 when not given).
+    pub iodepth: Option<u64>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -268,6 +273,25 @@ fn is_false(b: &bool) -> bool {
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
+
+fn sync_engine() -> String {
+    "sync".into()
+}
+
+fn is_sync(e: &str) -> bool {
+    e == "sync"
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
+/// The deepest `--iodepth` a metadata spec accepts.
+const MAX_META_IODEPTH: u64 = 4_096;
 
 /// A complete, consistent metadata workload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -327,6 +351,14 @@ pub struct MetaSpec {
     /// all its files (smallfile --stonewall Y --finish N).
     #[serde(default, skip_serializing_if = "is_false")]
     pub stop_at_first: bool,
+    /// The metadata engine of the timed phases, by its registry name
+    /// (layout and teardown always run synchronously); records written
+    /// before engines existed load as `sync`.
+    #[serde(default = "sync_engine", skip_serializing_if = "is_sync")]
+    pub engine: String,
+    /// Operations in flight per thread (1 for the sync engine).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub iodepth: u32,
 }
 
 /// What kind of entry a name is for; each kind has its own letter so a
@@ -903,6 +935,18 @@ impl RawMeta {
                 Some(z as u32)
             }
         };
+        let engine = self.engine.clone().unwrap_or_else(sync_engine);
+        let iodepth = self.iodepth.unwrap_or(1);
+        if iodepth == 0 {
+            return Err(SpecError::Zero { flag: "--iodepth" });
+        }
+        if iodepth > MAX_META_IODEPTH {
+            return Err(SpecError::Range {
+                flag: "--iodepth",
+                value: iodepth.to_string(),
+                hint: format!("at most {MAX_META_IODEPTH}"),
+            });
+        }
         let spec = MetaSpec {
             target,
             ops: self.ops.clone(),
@@ -926,6 +970,8 @@ impl RawMeta {
             stride,
             leaf_depth,
             stop_at_first: self.stop_at_first,
+            engine,
+            iodepth: iodepth as u32,
         };
         if spec.max_name_len() > NAME_MAX {
             return Err(SpecError::Range {
@@ -986,6 +1032,34 @@ mod tests {
             ops: vec![MetaOp::Create, MetaOp::Delete],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn engine_and_depth_default_and_old_records_load() {
+        let s = raw().build().unwrap();
+        assert_eq!((s.engine.as_str(), s.iodepth), ("sync", 1));
+        let v = serde_json::to_value(&s).unwrap();
+        // The defaults are left out, so a record reads as it did before
+        // engines existed, and such a record loads as sync, depth 1.
+        assert!(v.get("engine").is_none() && v.get("iodepth").is_none());
+        let back: MetaSpec = serde_json::from_value(v).unwrap();
+        assert_eq!(back, s);
+        let mut r = raw();
+        r.engine = Some("io_uring".into());
+        r.iodepth = Some(32);
+        let s = r.build().unwrap();
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            (&v["engine"], &v["iodepth"]),
+            (&"io_uring".into(), &32.into())
+        );
+        r.iodepth = Some(0);
+        assert_eq!(
+            r.build().unwrap_err(),
+            SpecError::Zero { flag: "--iodepth" }
+        );
+        r.iodepth = Some(5000);
+        assert!(r.build().unwrap_err().to_string().contains("--iodepth"));
     }
 
     #[test]

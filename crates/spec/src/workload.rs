@@ -168,22 +168,109 @@ impl SyncMode {
     }
 }
 
-/// Which I/O engine issues the requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EngineKind {
-    /// pread/pwrite, one request in flight per worker.
-    Sync,
-    /// io_uring with up to `iodepth` requests in flight per worker.
-    IoUring,
+/// The io_uring ring set-up asked for with `--uring-opts`, as recorded in
+/// the JSON. The engine turns it into its own options; features the kernel
+/// refuses are dropped there with a note, so this says what was asked, not
+/// what ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UringOpts {
+    /// Registered (fixed) buffers (`fixedbufs`).
+    #[serde(default)]
+    pub fixed_buffers: bool,
+    /// The data file in the ring's file table (`files`).
+    #[serde(default)]
+    pub register_files: bool,
+    /// All requests of a refill in one `io_uring_enter` (`batch`) instead
+    /// of one per request.
+    #[serde(default)]
+    pub batch_submit: bool,
+    /// SQPOLL with this idle time in milliseconds (`sqpoll=MS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sqpoll_idle_ms: Option<u32>,
+    /// `IORING_SETUP_COOP_TASKRUN` (`coop`).
+    #[serde(default)]
+    pub coop_taskrun: bool,
+    /// `IORING_SETUP_SINGLE_ISSUER` with `DEFER_TASKRUN` (`single`).
+    #[serde(default)]
+    pub single_issuer: bool,
 }
 
-impl EngineKind {
-    /// The name used on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Sync => "sync",
-            EngineKind::IoUring => "io_uring",
+impl UringOpts {
+    /// fixedbufs, files, coop and single: fio's best-known set.
+    pub fn tuned() -> Self {
+        UringOpts {
+            fixed_buffers: true,
+            register_files: true,
+            coop_taskrun: true,
+            single_issuer: true,
+            ..Default::default()
+        }
+    }
+
+    /// Parses a comma list of `fixedbufs`, `files`, `batch`, `each`,
+    /// `coop`, `single`, `sqpoll[=MS]` (100 ms when no time is given),
+    /// `tuned` (fixedbufs,files,coop,single) and `plain` (nothing).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let mut o = UringOpts::default();
+        for p in s.split(',').map(str::trim) {
+            match p {
+                "plain" => o = UringOpts::default(),
+                "tuned" => {
+                    let b = o.batch_submit;
+                    let q = o.sqpoll_idle_ms;
+                    o = UringOpts::tuned();
+                    o.batch_submit = b;
+                    o.sqpoll_idle_ms = q;
+                }
+                "fixedbufs" => o.fixed_buffers = true,
+                "files" => o.register_files = true,
+                "batch" => o.batch_submit = true,
+                "each" => o.batch_submit = false,
+                "coop" => o.coop_taskrun = true,
+                "single" => o.single_issuer = true,
+                "sqpoll" => o.sqpoll_idle_ms = Some(100),
+                _ => match p.strip_prefix("sqpoll=") {
+                    Some(ms) => match ms.parse::<u32>() {
+                        Ok(v) if (1..=60_000).contains(&v) => o.sqpoll_idle_ms = Some(v),
+                        _ => {
+                            return Err(format!(
+                                "sqpoll={ms}: the idle time is whole milliseconds, 1 to 60000"
+                            ))
+                        }
+                    },
+                    None => {
+                        return Err(format!(
+                            "unknown option '{p}' (use fixedbufs, files, batch, each, coop, \
+                             single, sqpoll[=MS], tuned, plain)"
+                        ))
+                    }
+                },
+            }
+        }
+        Ok(o)
+    }
+
+    /// The comma list [`UringOpts::parse`] reads back (`plain` for none).
+    pub fn label(&self) -> String {
+        let mut v: Vec<String> = Vec::new();
+        for (on, name) in [
+            (self.fixed_buffers, "fixedbufs"),
+            (self.register_files, "files"),
+            (self.batch_submit, "batch"),
+            (self.coop_taskrun, "coop"),
+            (self.single_issuer, "single"),
+        ] {
+            if on {
+                v.push(name.into());
+            }
+        }
+        if let Some(ms) = self.sqpoll_idle_ms {
+            v.push(format!("sqpoll={ms}"));
+        }
+        if v.is_empty() {
+            "plain".into()
+        } else {
+            v.join(",")
         }
     }
 }
@@ -255,10 +342,12 @@ pub struct RawWorkload {
     pub drop_caches: bool,
     /// Task offset for reordered reads (IOR -C uses 1).
     pub reorder: Option<u64>,
-    /// Engine.
-    pub engine: Option<EngineKind>,
-    /// Requests in flight per worker.
+    /// Engine, by its name in the engine registry (`sync` when not given).
+    pub engine: Option<String>,
+    /// Requests in flight per worker (1 when not given).
     pub iodepth: Option<u64>,
+    /// io_uring ring set-up (`--uring-opts`).
+    pub uring_opts: Option<UringOpts>,
     /// Repetitions.
     pub reps: Option<u64>,
     /// Per-phase deadline.
@@ -305,10 +394,14 @@ pub struct WorkloadSpec {
     pub drop_caches: bool,
     /// Worker r reads what worker (r + offset) mod threads wrote; 0 = off.
     pub reorder_offset: u32,
-    /// Engine.
-    pub engine: EngineKind,
+    /// Engine, by its name in the engine registry (`sync`, `io_uring`);
+    /// the driver checks it against the registry before anything runs.
+    pub engine: String,
     /// Requests in flight per worker (1 for the sync engine).
     pub iodepth: u32,
+    /// io_uring ring set-up asked for (`--uring-opts`); absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uring_opts: Option<UringOpts>,
     /// Repetitions of the whole phase sequence.
     pub reps: u32,
     /// Stop each phase at this deadline (stonewall).
@@ -387,10 +480,10 @@ impl WorkloadSpec {
             format_size(self.bytes_per_worker()),
             format_size(self.block),
             self.segments,
-            if self.engine == EngineKind::IoUring {
-                format!("io_uring depth {}", self.iodepth)
+            if self.engine == "sync" && self.iodepth == 1 {
+                "sync engine".to_string()
             } else {
-                "sync engine".into()
+                format!("{} depth {}", self.engine, self.iodepth)
             },
             if self.direct { ", O_DIRECT" } else { ", buffered" },
             self.sync.label(),
@@ -574,10 +667,10 @@ impl RawWorkload {
                 format_size(xfer)
             )));
         }
-        let engine = self.engine.unwrap_or(EngineKind::Sync);
-        let iodepth = self
-            .iodepth
-            .unwrap_or(if engine == EngineKind::IoUring { 32 } else { 1 });
+        let engine = self.engine.clone().unwrap_or_else(|| "sync".into());
+        // Whether the engine queues is the registry's to say (the driver
+        // checks it); the command line fills in the engine's own default.
+        let iodepth = self.iodepth.unwrap_or(1);
         if iodepth == 0 {
             return Err(SpecError::Zero { flag: "--iodepth" });
         }
@@ -587,12 +680,6 @@ impl RawWorkload {
                 value: iodepth.to_string(),
                 hint: format!("at most {MAX_IODEPTH}"),
             });
-        }
-        if engine == EngineKind::Sync && iodepth > 1 {
-            return Err(SpecError::Conflict(
-                "--iodepth above 1 needs --engine io_uring (the sync engine has one request in flight)"
-                    .into(),
-            ));
         }
         let reps = self.reps.unwrap_or(1);
         if reps == 0 {
@@ -679,6 +766,7 @@ impl RawWorkload {
             reorder_offset: reorder as u32,
             engine,
             iodepth: iodepth as u32,
+            uring_opts: self.uring_opts,
             reps: reps as u32,
             time_limit: self.time_limit,
             verify: self.verify,
@@ -774,11 +862,34 @@ mod tests {
     }
 
     #[test]
-    fn iodepth_needs_io_uring() {
+    fn engine_by_name_and_old_records_load() {
         let mut r = raw();
+        r.engine = Some("io_uring".into());
         r.iodepth = Some(8);
-        assert!(r.build().unwrap_err().to_string().contains("io_uring"));
-        r.engine = Some(EngineKind::IoUring);
-        assert_eq!(r.build().unwrap().iodepth, 8);
+        let s = r.build().unwrap();
+        assert_eq!((s.engine.as_str(), s.iodepth), ("io_uring", 8));
+        // A record written before the engine became a name, and before
+        // --uring-opts: the same JSON string, no options field.
+        let mut v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["engine"], "io_uring");
+        assert!(v.get("uring_opts").is_none());
+        v["engine"] = "sync".into();
+        let back: WorkloadSpec = serde_json::from_value(v).unwrap();
+        assert_eq!(back.engine, "sync");
+        assert_eq!(back.uring_opts, None);
+    }
+
+    #[test]
+    fn uring_opts_parse_and_label() {
+        let o = UringOpts::parse("fixedbufs,files,batch,sqpoll=5").unwrap();
+        assert!(o.fixed_buffers && o.register_files && o.batch_submit);
+        assert_eq!(o.sqpoll_idle_ms, Some(5));
+        assert_eq!(UringOpts::parse(&o.label()).unwrap(), o);
+        assert_eq!(UringOpts::parse("tuned").unwrap(), UringOpts::tuned());
+        assert_eq!(UringOpts::parse("plain").unwrap().label(), "plain");
+        assert!(UringOpts::parse("sqpoll=0")
+            .unwrap_err()
+            .contains("sqpoll=0"));
+        assert!(UringOpts::parse("fixed").unwrap_err().contains("'fixed'"));
     }
 }

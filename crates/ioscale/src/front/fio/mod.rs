@@ -15,9 +15,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use spec::{EngineKind, FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
+use spec::{FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
-use self::parse::{Format, Job};
+use self::parse::{EngineKind, Format, Job};
 use self::render::{DirStats, Entry, Header, Lat, Report};
 use super::Usage;
 
@@ -296,7 +296,7 @@ fn to_raw(run: &Run) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> 
         size: Some(size),
         direct: j.direct,
         sync: Some(sync),
-        engine: Some(j.engine),
+        engine: Some(j.engine.name().into()),
         iodepth: Some(iodepth),
         reps: Some(j.loops),
         time_limit: j.runtime,

@@ -10,7 +10,27 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use spec::{EngineKind, Op};
+use spec::Op;
+
+/// Which of ioscale's engines a fio `ioengine=` runs on; the workload
+/// names it by its registry name ([`EngineKind::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// psync, sync, pvsync, pvsync2: pread/pwrite.
+    Sync,
+    /// io_uring.
+    IoUring,
+}
+
+impl EngineKind {
+    /// The engine registry's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Sync => "sync",
+            EngineKind::IoUring => "io_uring",
+        }
+    }
+}
 
 use crate::front::Usage;
 

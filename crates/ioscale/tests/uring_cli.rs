@@ -1,0 +1,591 @@
+//! The io_uring engines through the `ioscale` binary: `run --engine
+//! io_uring --uring-opts …`, `meta --engine io_uring --iodepth N`, the
+//! flags' bad values, the errors the kernel or a file system returns with
+//! requests in flight, and SIGINT with requests in flight.
+
+mod common;
+#[path = "support/rel.rs"]
+mod rel;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::fuse::TestFs;
+use common::*;
+use rel::*;
+use serde_json::Value;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+}
+
+/// Exit 2, one line naming `flag`, and nothing created in `t`.
+fn refused(args: &[&str], t: &Path, flag: &str) {
+    let before = snapshot(t);
+    let mut all = args.to_vec();
+    all.push(s(t));
+    let out = run(&all);
+    assert_code(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains(flag), "{args:?}: no {flag} in: {err}");
+    assert_eq!(snapshot(t), before, "{args:?} created something");
+}
+
+#[test]
+fn bad_engine_flags_exit_2_naming_the_flag() {
+    let t = scratch();
+    let tp = t.path();
+    plant_foreign(tp);
+    let run_cases: &[(&[&str], &str)] = &[
+        (&["--engine", "libaio"], "--engine libaio"),
+        (&["--engine", ""], "--engine"),
+        (&["--iodepth", "8"], "--iodepth 8"),
+        (&["--engine", "io_uring", "--iodepth", "0"], "--iodepth"),
+        (&["--engine", "io_uring", "--iodepth", "-3"], "--iodepth"),
+        (&["--engine", "io_uring", "--iodepth", "99999"], "--iodepth"),
+        (
+            &["--engine", "io_uring", "--uring-opts", "bogus"],
+            "--uring-opts",
+        ),
+        (
+            &["--engine", "io_uring", "--uring-opts", "sqpoll=0"],
+            "--uring-opts",
+        ),
+        (
+            &["--engine", "io_uring", "--uring-opts", "sqpoll=x"],
+            "--uring-opts",
+        ),
+        (
+            &["--engine", "io_uring", "--uring-opts", ""],
+            "--uring-opts",
+        ),
+        (&["--uring-opts", "fixedbufs"], "--uring-opts"),
+    ];
+    for (args, flag) in run_cases {
+        let mut a = vec!["run", "--size", "1m"];
+        a.extend_from_slice(args);
+        refused(&a, tp, flag);
+    }
+    let meta_cases: &[(&[&str], &str)] = &[
+        (&["--engine", "aio"], "--engine aio"),
+        (&["--iodepth", "8"], "--iodepth 8"),
+        (&["--engine", "io_uring", "--iodepth", "0"], "--iodepth"),
+        (&["--engine", "io_uring", "--iodepth", "5000"], "--iodepth"),
+        (&["--engine", "io_uring", "--iodepth", "x"], "--iodepth"),
+        (
+            &["--engine", "io_uring", "--ops", "create,setxattr,delete"],
+            "--ops setxattr",
+        ),
+        (
+            &["--engine", "io_uring", "--file-size", "2m"],
+            "--file-size",
+        ),
+    ];
+    for (args, flag) in meta_cases {
+        let mut a = vec!["meta", "--files", "10"];
+        a.extend_from_slice(args);
+        refused(&a, tp, flag);
+    }
+}
+
+/// `run --engine io_uring --uring-opts …` moves and verifies every byte,
+/// and the record says which options were asked for.
+#[test]
+fn run_with_uring_opts_verifies_and_records_them() {
+    let Some(m) = tmpfs("size=64m") else {
+        return;
+    };
+    let o = scratch();
+    for opts in ["fixedbufs,files,batch", "tuned", "coop,single", "sqpoll=10"] {
+        let j = o.path().join("r.json");
+        let out = run(&[
+            "run",
+            "--op",
+            "write,randread",
+            "--threads",
+            "2",
+            "--size",
+            "4m",
+            "--xfer",
+            "4k",
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "16",
+            "--uring-opts",
+            opts,
+            "--verify",
+            "--json",
+            s(&j),
+            "-q",
+            s(m.path()),
+        ]);
+        assert_code(&out, 0);
+        let v = json(&j);
+        assert_eq!(v["spec"]["engine"], "io_uring");
+        assert_eq!(v["spec"]["iodepth"], 16);
+        let want = spec::UringOpts::parse(opts).unwrap();
+        let got: spec::UringOpts = serde_json::from_value(v["spec"]["uring_opts"].clone())
+            .unwrap_or_else(|e| panic!("{opts}: uring_opts {e}: {}", v["spec"]));
+        assert_eq!(got, want, "{opts}");
+        let ph = phases(&v);
+        assert_eq!(ph.len(), 2);
+        check_phase(&ph[0], "write", 2, 8 << 20, 4096);
+        check_phase(&ph[1], "randread", 2, 8 << 20, 4096);
+        check_verified(&ph[1], 8 << 20);
+        // A feature this kernel refused is a warning, said once.
+        let w: Vec<&str> = v["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut d = w.clone();
+        d.sort();
+        d.dedup();
+        assert_eq!(d.len(), w.len(), "a warning repeated: {w:?}");
+        assert_empty(m.path());
+    }
+}
+
+/// A spec without `uring_opts`, as written before the flag existed.
+#[test]
+fn run_without_uring_opts_records_none() {
+    let t = scratch();
+    let o = scratch();
+    let j = o.path().join("r.json");
+    let out = run(&[
+        "run",
+        "--size",
+        "1m",
+        "--engine",
+        "uring",
+        "--json",
+        s(&j),
+        "-q",
+        s(t.path()),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    assert_eq!(
+        v["spec"]["engine"], "io_uring",
+        "the old spelling still works"
+    );
+    assert_eq!(v["spec"]["iodepth"], 32, "io_uring's own default depth");
+    assert!(v["spec"].get("uring_opts").is_none(), "{}", v["spec"]);
+}
+
+fn meta_uring(target: &Path, json_path: &Path, extra: &[&str]) -> std::process::Output {
+    let mut a = vec!["meta", "--engine", "io_uring", "--json", s(json_path), "-q"];
+    a.extend_from_slice(extra);
+    a.push(s(target));
+    run(&a)
+}
+
+/// Every phase does all its operations and the data read back is what was
+/// written; the tree is gone afterwards and foreign files are untouched.
+fn meta_end_to_end(t: &Path, threads: &str, files: u64, depth: &str) {
+    plant_foreign(t);
+    let before = snapshot(t);
+    let o = scratch();
+    let j = o.path().join("m.json");
+    let out = meta_uring(
+        t,
+        &j,
+        &[
+            "--ops",
+            "create,stat,read,rename,delete,mkdir,stat-dir,rmdir",
+            "--threads",
+            threads,
+            "--files",
+            &files.to_string(),
+            "--file-size",
+            "6k",
+            "--record-size",
+            "4k",
+            "--iodepth",
+            depth,
+            "--verify",
+        ],
+    );
+    assert_code(&out, 0);
+    let v = json(&j);
+    assert_eq!(v["spec"]["engine"], "io_uring");
+    assert_eq!(v["spec"]["iodepth"].as_str(), None);
+    assert_eq!(v["spec"]["iodepth"].to_string(), depth);
+    let n: u64 = threads.parse::<u64>().unwrap() * files;
+    let ph = phases(&v);
+    let names: Vec<&str> = ph.iter().map(|p| p["op"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["create", "stat", "read", "rename", "delete", "mkdir", "stat-dir", "rmdir"]
+    );
+    for p in ph {
+        assert_eq!(u(&p["ops"]), n, "{}", p["op"]);
+        assert_eq!(u(&p["errors"]), 0, "{}", p["op"]);
+    }
+    assert_eq!(u(&ph[0]["bytes"]), n * 6144, "create wrote every byte");
+    assert_eq!(u(&ph[2]["bytes"]), n * 6144, "read read every byte");
+    assert_eq!(u(&ph[2]["verify"]["bad_bytes"]), 0);
+    assert_eq!(before, snapshot(t), "the tree was not removed");
+}
+
+#[test]
+fn meta_io_uring_end_to_end_on_tmpfs() {
+    let Some(m) = tmpfs("size=64m") else {
+        return;
+    };
+    meta_end_to_end(m.path(), "2", 300, "16");
+}
+
+#[test]
+fn meta_io_uring_end_to_end_on_a_slow_fuse_fs() {
+    let Some(fs) = TestFs::mount(&["--meta-delay", "2ms"]) else {
+        return;
+    };
+    meta_end_to_end(fs.path(), "1", 96, "32");
+    let (st, log) = fs.stop();
+    assert!(st.success(), "{log}");
+}
+
+/// ENOSPC in the middle of a queued create phase: exit 1, the error names
+/// the operation, file and errno, the partial phase is kept, and cleanup
+/// removes everything that was made.
+#[test]
+fn meta_io_uring_enospc_is_reported_and_cleaned_up() {
+    let Some(m) = tmpfs("size=1m") else {
+        return;
+    };
+    let t = m.path();
+    plant_foreign(t);
+    let before = snapshot(t);
+    let o = scratch();
+    let j = o.path().join("m.json");
+    let out = meta_uring(
+        t,
+        &j,
+        &[
+            "--ops",
+            "create,stat,delete",
+            "--files",
+            "2000",
+            "--file-size",
+            "64k",
+            "--iodepth",
+            "32",
+        ],
+    );
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("ioscale-meta.d/thr.00"), "{err}");
+    let v = json(&j);
+    let e = &v["errors"][0];
+    assert_eq!(u(&e["errno"]), 28, "{e}");
+    assert!(
+        e["file"].as_str().unwrap().contains("/ioscale-meta.d/"),
+        "{e}"
+    );
+    let ph = phases(&v);
+    assert_eq!(ph.len(), 1, "stat never started");
+    assert!(u(&ph[0]["ops"]) < 2000, "{}", ph[0]);
+    assert_eq!(before, snapshot(t), "cleanup left something behind");
+}
+
+/// EIO from the file system on a queued write: exit 1 with errno 5.
+#[test]
+fn meta_io_uring_eio_is_reported_and_cleaned_up() {
+    let Some(fs) = TestFs::mount(&["--eio-after-ops", "40"]) else {
+        return;
+    };
+    let t = fs.path().to_path_buf();
+    let o = scratch();
+    let j = o.path().join("m.json");
+    let out = meta_uring(
+        &t,
+        &j,
+        &[
+            "--ops",
+            "create,read,delete",
+            "--files",
+            "200",
+            "--file-size",
+            "4k",
+            "--iodepth",
+            "16",
+        ],
+    );
+    assert_code(&out, 1);
+    let v = json(&j);
+    let e = &v["errors"][0];
+    assert_eq!(u(&e["errno"]), 5, "{e}");
+    assert!(
+        e["file"].as_str().unwrap().contains("/ioscale-meta.d/"),
+        "{e}"
+    );
+    let ph = phases(&v);
+    assert_eq!(ph.len(), 1, "read never started");
+    assert!(u(&ph[0]["ops"]) < 200, "{}", ph[0]);
+    assert_eq!(count_entries(&t), 0, "cleanup left something behind");
+    let (st, log) = fs.stop();
+    assert!(st.success(), "{log}");
+}
+
+/// SIGINT while one thread keeps 32 creates in flight on a slow file
+/// system: exit 130, the partial phase marked interrupted, nothing left.
+#[test]
+fn meta_io_uring_sigint_with_requests_in_flight() {
+    let Some(fs) = TestFs::mount(&["--meta-delay", "2ms"]) else {
+        return;
+    };
+    let t = fs.path().to_path_buf();
+    let o = scratch();
+    let j = o.path().join("m.json");
+    let mut child = spawn(&[
+        "meta",
+        "--engine",
+        "io_uring",
+        "--iodepth",
+        "32",
+        "--ops",
+        "create,stat,delete",
+        "--files",
+        "1000000",
+        "--file-size",
+        "0",
+        "--json",
+        s(&j),
+        "-q",
+        s(&t),
+    ]);
+    let d = t.join("ioscale-meta.d");
+    wait_until(&mut child, "files were created", || count_entries(&d) > 300);
+    signal(&child, libc::SIGINT);
+    let out = finish(child, Duration::from_secs(120));
+    assert_code(&out, 130);
+    let v = json(&j);
+    assert_eq!(v["interrupted"], true);
+    let ph = phases(&v);
+    assert_eq!(ph.len(), 1);
+    assert_eq!(ph[0]["interrupted"], true);
+    assert!(u(&ph[0]["ops"]) > 0);
+    assert_eq!(count_entries(&t), 0, "left behind after the interrupt");
+    let (st, log) = fs.stop();
+    assert!(st.success(), "{log}");
+}
+
+/// SIGINT with 64 reads in flight on one worker: exit 130, and
+/// the data files are removed.
+#[test]
+fn run_io_uring_sigint_with_requests_in_flight() {
+    let t = scratch();
+    let tp = t.path();
+    plant_foreign(tp);
+    let before = snapshot(tp);
+    let o = scratch();
+    let j = o.path().join("r.json");
+    let mut child = spawn(&[
+        "run",
+        "--op",
+        "write,randread",
+        "--size",
+        "32m",
+        "--xfer",
+        "4k",
+        "--engine",
+        "io_uring",
+        "--iodepth",
+        "64",
+        "--uring-opts",
+        "tuned,batch",
+        "--reps",
+        "100000",
+        "--json",
+        s(&j),
+        "-q",
+        s(tp),
+    ]);
+    wait_until(&mut child, "the data file was written", || {
+        len(&tp.join("ioscale.d/shared.dat")) >= 32 << 20
+            || len(&tp.join("ioscale.d/file.00000000")) >= 32 << 20
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGINT);
+    let out = finish(child, Duration::from_secs(60));
+    assert_code(&out, 130);
+    let v = json(&j);
+    assert_eq!(v["interrupted"], true);
+    assert_intact(tp, &before, "after SIGINT");
+}
+
+/// `sweep --iodepth` is an axis: one series per depth, each point run with
+/// its depth, for `meta` and `run`; bad depths are refused before any point.
+#[test]
+fn sweep_over_iodepth() {
+    let t = scratch();
+    let tp = t.path();
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--iodepth",
+        "1,8",
+        "--json",
+        s(&j),
+        "--",
+        "meta",
+        "--engine",
+        "io_uring",
+        "--ops",
+        "create,stat,delete",
+        "--files",
+        "40",
+        s(tp),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    assert_eq!(v["config"]["iodepth"], serde_json::json!([1, 8]));
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    for (p, (series, depth)) in points.iter().zip([
+        ("depth 1", 1),
+        ("depth 1", 1),
+        ("depth 8", 8),
+        ("depth 8", 8),
+    ]) {
+        assert_eq!(p["series"], series, "{p}");
+        // Depth 1 is the default, left out of the record.
+        let d = p["result"]["spec"]["iodepth"].as_u64().unwrap_or(1);
+        assert_eq!(d, depth, "{}", p["result"]["spec"]);
+        assert_eq!(p["result"]["spec"]["engine"], "io_uring");
+        for ph in phases(&p["result"]) {
+            assert_eq!(u(&ph["errors"]), 0, "{ph}");
+        }
+    }
+    assert_empty(tp);
+
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--iodepth",
+        "4,16",
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--engine",
+        "io_uring",
+        "--op",
+        "write,randread",
+        "--size",
+        "1m",
+        "--xfer",
+        "4k",
+        s(tp),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let depths: Vec<u64> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| u(&p["result"]["spec"]["iodepth"]))
+        .collect();
+    assert_eq!(depths, [4, 16]);
+    assert_empty(tp);
+
+    for (depth, inner_engine, flag) in [
+        ("0", "io_uring", "--iodepth"),
+        ("1,x", "io_uring", "--iodepth"),
+        ("1,8", "sync", "--iodepth 8"),
+    ] {
+        let out = run(&[
+            "sweep",
+            "--threads",
+            "1",
+            "--iodepth",
+            depth,
+            "--",
+            "meta",
+            "--engine",
+            inner_engine,
+            "--files",
+            "10",
+            s(tp),
+        ]);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains(flag), "{depth} {inner_engine}: {err}");
+        assert_empty(tp);
+    }
+}
+
+/// The default submission (`each`) costs one io_uring_enter per request:
+/// the last request of a refill goes with the wait for completions instead
+/// of a submit of its own followed by the wait (which was two calls per
+/// request at depth 1). Counted with strace, so not a timing.
+#[test]
+fn each_submission_is_one_enter_per_request() {
+    if !have("strace") {
+        eprintln!("note: strace not installed; skipping");
+        return;
+    }
+    let t = scratch();
+    let tp = t.path();
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "8m",
+        "--xfer",
+        "1m",
+        "--keep",
+        "-q",
+        s(tp),
+    ]);
+    assert_code(&out, 0);
+    let o = scratch();
+    for depth in ["1", "8"] {
+        let log = o.path().join(format!("strace.{depth}"));
+        let st = std::process::Command::new("strace")
+            .args(["-f", "-c", "-e", "trace=io_uring_enter", "-o", s(&log)])
+            .arg(ioscale_path())
+            .args([
+                "run",
+                "--op",
+                "randread",
+                "--size",
+                "8m",
+                "--xfer",
+                "4k",
+                "--keep",
+                "--engine",
+                "io_uring",
+                "--iodepth",
+                depth,
+                "-q",
+                s(tp),
+            ])
+            .output()
+            .unwrap();
+        assert_code(&st, 0);
+        // strace -c: "% time  seconds  usecs/call  calls  [errors]  syscall".
+        let text = std::fs::read_to_string(&log).unwrap();
+        let enters: usize = text
+            .lines()
+            .find(|l| l.trim_end().ends_with(" io_uring_enter"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no io_uring_enter count in:\n{text}"));
+        // 2048 requests of 4 KiB; a few more calls for the final drain.
+        assert!(
+            (2048..=2048 + 16).contains(&enters),
+            "depth {depth}: {enters} io_uring_enter calls for 2048 requests"
+        );
+    }
+    let out = run(&["clean", s(tp)]);
+    assert_code(&out, 0);
+}

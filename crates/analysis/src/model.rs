@@ -361,12 +361,33 @@ impl OpStats {
 /// The operations of a run record, in the order they first ran.
 pub fn ops_in_order(rs: &ResultSet) -> Vec<String> {
     let mut ops: Vec<String> = Vec::new();
-    for p in &rs.phases {
-        if !ops.contains(&p.op) {
-            ops.push(p.op.clone());
+    let failed = rs.failed_phases.iter().map(|f| &f.op);
+    for op in rs.phases.iter().map(|p| &p.op).chain(failed) {
+        if !ops.contains(op) {
+            ops.push(op.clone());
         }
     }
     ops
+}
+
+/// Every repetition of a run, good or failed: a phase an error stopped is
+/// kept in `failed_phases` (no exporter may print it as a result), and
+/// comes back here as a phase record with its partial counts and at least
+/// one error, so [`phase_failed`] counts it and no statistic uses it.
+fn all_repetitions(rs: &ResultSet) -> Vec<PhaseRecord> {
+    let failed = rs.failed_phases.iter().map(|f| PhaseRecord {
+        op: f.op.clone(),
+        rep: f.rep,
+        threads: f.threads,
+        bytes: f.partial_bytes,
+        ops: f.partial_ops,
+        elapsed_s: f.partial_elapsed_s,
+        errors: f.errors.max(1),
+        ..PhaseRecord::default()
+    });
+    let mut all: Vec<PhaseRecord> = rs.phases.iter().cloned().chain(failed).collect();
+    all.sort_by_key(|p| p.rep);
+    all
 }
 
 /// Per-operation statistics and the geometric means of a finished run.
@@ -389,9 +410,10 @@ pub fn point_stats_probed(
     probes: &[PhaseProbe],
 ) -> (Vec<OpStats>, Option<f64>, Option<f64>) {
     let workers = topology(rs, threads).2;
+    let phases = all_repetitions(rs);
     let ops: Vec<OpStats> = ops_in_order(rs)
         .iter()
-        .filter_map(|op| OpStats::from_run(op, &rs.phases, &rs.errors, workers, trim, probes))
+        .filter_map(|op| OpStats::from_run(op, &phases, &rs.errors, workers, trim, probes))
         .collect();
     let good: Vec<&OpStats> = ops.iter().filter(|o| o.reps > 0).collect();
     let bw: Vec<f64> = good.iter().map(|o| o.center_bw_mib_s()).collect();

@@ -198,16 +198,17 @@ fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
     safefs::replace_at(root, MARKER_NAME, &bytes).map(|_| ())
 }
 
-/// Refuses a working directory other than the one the marker recorded.
-fn check_root_id(m: &Marker, root: &DirHandle) -> Result<(), Error> {
-    match m.root_id {
-        Some(id) if id != root.id() => Err(Error::Refused(format!(
-            "{} is not the directory its marker was written in (it was moved, copied or swapped); \
-             refusing to touch it",
-            root.path().display()
-        ))),
-        _ => Ok(()),
-    }
+/// Where a later run meets a kept set. The device and inode recorded in
+/// the marker are not compared here: they are not stable across views of
+/// one directory (NFS gives each client its own `st_dev`, a FUSE file
+/// system numbers inodes itself, a remount may renumber the device), so a
+/// set written through one view and read through another would be refused.
+/// What protects a later run is that `ioscale.d` is opened with
+/// `O_NOFOLLOW` (a symlink there is refused), the marker proves the set is
+/// ioscale's, the lock proves no live run holds it, and from then on every
+/// removal goes through the handle held for the whole run.
+fn check_root_id(_m: &Marker, _root: &DirHandle) -> Result<(), Error> {
+    Ok(())
 }
 
 /// Removes a native set through its held handles: the scheme's files,

@@ -285,9 +285,13 @@ fn meta_io_uring_enospc_is_reported_and_cleaned_up() {
         e["file"].as_str().unwrap().contains("/ioscale-meta.d/"),
         "{e}"
     );
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1, "stat never started");
-    assert!(u(&ph[0]["ops"]) < 2000, "{}", ph[0]);
+    // The failed create is no result: it is kept under failed_phases
+    // with its partial count, and the stat phase never started.
+    assert!(phases(&v).is_empty(), "{v}");
+    let failed = v["failed_phases"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "stat never started");
+    assert_eq!(failed[0]["op"], "create", "{}", failed[0]);
+    assert!(u(&failed[0]["partial_ops"]) < 2000, "{}", failed[0]);
     assert_eq!(before, snapshot(t), "cleanup left something behind");
 }
 
@@ -322,9 +326,13 @@ fn meta_io_uring_eio_is_reported_and_cleaned_up() {
         e["file"].as_str().unwrap().contains("/ioscale-meta.d/"),
         "{e}"
     );
-    let ph = phases(&v);
-    assert_eq!(ph.len(), 1, "read never started");
-    assert!(u(&ph[0]["ops"]) < 200, "{}", ph[0]);
+    // The failed create is no result: it is kept under failed_phases
+    // with its partial count, and the read phase never started.
+    assert!(phases(&v).is_empty(), "{v}");
+    let failed = v["failed_phases"].as_array().unwrap();
+    assert_eq!(failed.len(), 1, "read never started");
+    assert_eq!(failed[0]["op"], "create", "{}", failed[0]);
+    assert!(u(&failed[0]["partial_ops"]) < 200, "{}", failed[0]);
     assert_eq!(count_entries(&t), 0, "cleanup left something behind");
     let (st, log) = fs.stop();
     assert!(st.success(), "{log}");

@@ -290,9 +290,12 @@ impl SetLock {
 
 impl Drop for SetLock {
     fn drop(&mut self) {
-        // Clear the record so nobody reads a released lock as held; the
-        // flock goes with the descriptor.
+        // Clear the record so nobody reads a released lock as held, then
+        // unlock explicitly: closing only drops our descriptor, and a
+        // child forked by another thread (between its fork and its exec)
+        // shares the open file and would keep the flock alive.
         let _ = self.file.set_len(0);
+        let _ = rustix::fs::flock(&self.file, FlockOperation::Unlock);
     }
 }
 

@@ -210,3 +210,31 @@ fn the_lock_file_is_never_a_followed_link() {
     assert_eq!(e.refusal(), Some(&safefs::Refusal::Symlink), "{e}");
     assert_eq!(std::fs::read(fs_.join("victim")).unwrap(), b"foreign");
 }
+
+#[test]
+fn a_released_lock_is_free_while_another_thread_forks() {
+    // Another thread of this process keeps starting children. Each child
+    // briefly shares every open file between its fork and its exec; a lock
+    // released only by closing our descriptor would stay held by that copy.
+    let fs_ = Tmpfs::new("4m");
+    let d = DirHandle::open(fs_.path()).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spawner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = Command::new("true").status();
+            }
+        })
+    };
+    let mut refused = 0;
+    for _ in 0..3000 {
+        match SetLock::try_lock(&d, lock_name(MARKER), "run").unwrap() {
+            TryLock::Acquired(lock) => drop(lock),
+            TryLock::Held { .. } => refused += 1,
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spawner.join().unwrap();
+    assert_eq!(refused, 0, "a released lock was found held {refused} times");
+}

@@ -424,6 +424,7 @@ fn share_tree(coord: &dyn Coordinator, made: Option<Tree>, spec: &MetaSpec) -> R
         marker,
         writable: false,
         ours: false,
+        guard: None,
     })
 }
 

@@ -1097,7 +1097,10 @@ pub mod at {
         }
     }
 
-    /// Opens a directory relative to `dir` (or `AT_FDCWD`).
+    /// Opens a directory relative to `dir` (or `AT_FDCWD`). A symbolic
+    /// link as the last component is refused (`ELOOP`), never followed:
+    /// every directory of a tree is ioscale's own, so a link there was
+    /// swapped in by someone else.
     pub fn open_dir(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
         let c = cstr(path)?;
         // SAFETY: `c` is a valid NUL-terminated string; openat does not
@@ -1106,7 +1109,7 @@ pub mod at {
             libc::openat(
                 dir,
                 c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
             )
         };
         if fd < 0 {

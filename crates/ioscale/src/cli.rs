@@ -104,7 +104,7 @@ pub enum Command {
     /// Write an sbatch script that runs an ioscale command as one Slurm job (MPI ranks).
     #[command(after_help = crate::slurm::EXAMPLES)]
     Slurm(Box<crate::slurm::SlurmArgs>),
-    /// Remove the files a `run --keep` left in TARGET (recognised by ioscale's marker only).
+    /// Remove the data sets and trees ioscale left in TARGET (recognised by ioscale's markers only).
     #[command(after_help = CLEAN_EXAMPLES)]
     Clean(CleanArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -554,14 +554,26 @@ const CLEAN_EXAMPLES: &str = "Examples:
   ioscale run --op read --keep /mnt/fs
   ioscale clean /mnt/fs
 
-Only what ioscale's marker in TARGET/ioscale.d names is removed; files others
-put there are left alone and listed.";
+  # IOR front-end files kept with -k: the directory, or the -o path itself
+  ioscale ior -w -k -F -N 4 -o /mnt/fs/ior/ior.bin
+  ioscale clean /mnt/fs/ior/ior.bin
+
+In a directory, clean removes ioscale.d (run), ioscale-meta.d (meta, mdtest,
+smallfile) and every IOR front-end set whose marker .NAME.ioscale-marker is
+there. Only what ioscale's markers name is removed; files others put there
+are left alone and listed. A set a live run holds is refused, naming it.";
 
 /// Flags of `ioscale clean`.
 #[derive(Debug, Args)]
 pub struct CleanArgs {
-    /// Directory a `run --keep` used.
+    /// Directory a `run --keep`, `meta --keep`, mdtest, smallfile or
+    /// `ior -k` used, or an `ior -o` path.
     pub target: PathBuf,
+    /// Take over a set whose lock names a run on another host (which this
+    /// host cannot check): only once you know that run is over. A live run
+    /// on this host is never taken over.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// A flag whose value could not be read: names the flag and what was wrong.

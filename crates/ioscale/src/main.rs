@@ -78,7 +78,7 @@ fn real_main() -> anyhow::Result<i32> {
         Command::Mdtest { args } => front_main("mdtest", &args),
         Command::Smallfile { args } => front_main("smallfile", &args),
         Command::Io500 { args } => front_main("io500", &args),
-        Command::Clean(args) => cmd_clean(&args.target),
+        Command::Clean(args) => cmd_clean(&args.target, args.force),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut cmd, "ioscale", &mut std::io::stdout());
@@ -416,13 +416,31 @@ fn write_output(p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()
     output::write_atomic(p, &bytes)
 }
 
-fn cmd_clean(target: &Path) -> anyhow::Result<i32> {
-    match bench::dataset::clean(target) {
-        Ok(left) => {
-            for l in &left {
-                eprintln!("ioscale: could not remove {l}");
+fn cmd_clean(target: &Path, force: bool) -> anyhow::Result<i32> {
+    let opts = safefs::LockOptions {
+        take_over_other_host: force,
+    };
+    match bench::dataset::clean_all(target, opts) {
+        Ok(rep) => {
+            let mut code = 0;
+            for c in &rep.cleaned {
+                if let Some(t) = &c.took_over {
+                    eprintln!("ioscale: {t}");
+                }
+                if c.left.is_empty() {
+                    eprintln!("ioscale: removed {}", c.set);
+                } else {
+                    eprintln!("ioscale: removed part of {}", c.set);
+                    for l in &c.left {
+                        eprintln!("ioscale: could not remove {l}");
+                    }
+                    code = 1;
+                }
             }
-            Ok(if left.is_empty() { 0 } else { 1 })
+            for e in &rep.refused {
+                eprintln!("ioscale: error: {e}");
+            }
+            Ok(if rep.refused.is_empty() { code } else { 2 })
         }
         Err(e) => {
             eprintln!("ioscale: error: {e}");

@@ -459,13 +459,28 @@ fn running_out_of_descriptors_is_reported() {
     let dir = scratch();
     let t = dir.path().join("t");
     std::fs::create_dir(&t).unwrap();
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -n 5 && exec \"$0\" meta --ops create --threads 2 --files 20 \"$1\"")
-        .arg(bin())
-        .arg(&t)
-        .output()
-        .unwrap();
+    // The run holds three descriptors for its whole life (the target,
+    // the tree and the tree's lock): with 8, the workers run out.
+    let with_limit = |n: u32| {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -n {n} && exec \"$0\" meta --ops create --threads 2 --files 20 \"$1\""
+            ))
+            .arg(bin())
+            .arg(&t)
+            .output()
+            .unwrap()
+    };
+    // Fewer: the setup fails at whichever step (making the tree, the
+    // marker, the lock, a thread directory) and leaves nothing behind.
+    for n in 4..8 {
+        let out = with_limit(n);
+        no_panic(&out);
+        code(&out, 2);
+        assert!(snapshot(&t).is_empty(), "{n}: {:?}", snapshot(&t).keys());
+    }
+    let out = with_limit(8);
     no_panic(&out);
     code(&out, 1);
     assert!(

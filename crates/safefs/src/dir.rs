@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::error::{Error, Refusal, Result};
+use crate::error::{Error, ErrorKind, Refusal, Result};
 
 /// A file's identity: the device and inode `stat` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -233,11 +233,26 @@ impl DirHandle {
         // refused by O_NOFOLLOW; another directory put there is refused
         // unless it is empty as ours is (an empty directory is the one
         // case this cannot tell apart, and it holds nothing to lose).
-        let h = self.open_dir_at(name, None)?;
-        if !h.list()?.is_empty() {
-            return Err(Error::refused("mkdir", p, Refusal::NotFresh));
+        // A failure to open or list what was just made (EMFILE, ENOMEM)
+        // removes it again with rmdir, which removes only an empty
+        // directory: a failed call leaves nothing behind.
+        let h = match self.open_dir_at(name, None) {
+            Ok(h) => h,
+            Err(e) => {
+                if matches!(e.kind, ErrorKind::Io(_)) {
+                    let _ = rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR);
+                }
+                return Err(e);
+            }
+        };
+        match h.list() {
+            Ok(l) if l.is_empty() => Ok(h),
+            Ok(_) => Err(Error::refused("mkdir", p, Refusal::NotFresh)),
+            Err(e) => {
+                let _ = self.rmdir_at(name, Some(h.id()));
+                Err(e)
+            }
         }
-        Ok(h)
     }
 
     /// Creates the regular file `name` exclusively (`O_CREAT|O_EXCL|

@@ -70,8 +70,8 @@ pub use lock::{
 };
 pub use output::{check_output, write_output, OutputTarget, OutputWritten};
 pub use replace::{
-    is_own_temp_name, rename_unsupported, replace_at, temp_base, temp_name, write_in_place,
-    Written, TEMP_TAG,
+    is_own_temp_name, rename_unsupported, replace_at, replace_at_unsynced, temp_base, temp_name,
+    write_in_place, Written, TEMP_TAG,
 };
 pub use sleep::{
     deadline_after, duration_from_secs_f64, sleep_or_stop, sleep_until_or_stop, Waited, SLICE,

@@ -252,8 +252,11 @@ impl SetLock {
         file.set_len(0)
             .and_then(|()| file.seek(SeekFrom::Start(0)).map(|_| ()))
             .and_then(|()| file.write_all(&text))
-            .and_then(|()| file.sync_data())
             .map_err(|e| Error::io("write", &p, e))?;
+        // Best effort: it pushes the record to a shared server sooner, but
+        // a file system whose fsync fails must still let the run reach
+        // (and report) the phase under test; the flock is the lock.
+        let _ = file.sync_data();
         Ok(TryLock::Acquired(SetLock {
             file,
             id,

@@ -105,6 +105,25 @@ pub fn replace_at(dir: &DirHandle, name: impl AsRef<OsStr>, bytes: &[u8]) -> Res
     })
 }
 
+/// [`replace_at`] without the `fsync` of the new content: for a record
+/// rewritten before every phase of a run (the metadata tree's marker),
+/// where an `fsync` per rewrite would cost more than it protects and a
+/// file system whose `fsync` fails must still let the run reach the phase
+/// that reports it. The replace is still atomic for readers.
+pub fn replace_at_unsynced(
+    dir: &DirHandle,
+    name: impl AsRef<OsStr>,
+    bytes: &[u8],
+) -> Result<Written> {
+    replace_opts(
+        dir,
+        name.as_ref(),
+        bytes,
+        &|d, from, to| d.rename_at(from, to),
+        false,
+    )
+}
+
 type RenameFn = dyn Fn(&DirHandle, &OsStr, &OsStr) -> Result<()>;
 
 /// Refuses an existing `name` that is not a regular file.
@@ -131,13 +150,23 @@ pub(crate) fn replace_with(
     bytes: &[u8],
     rename: &RenameFn,
 ) -> Result<Written> {
+    replace_opts(dir, name, bytes, rename, true)
+}
+
+fn replace_opts(
+    dir: &DirHandle,
+    name: &OsStr,
+    bytes: &[u8],
+    rename: &RenameFn,
+    sync: bool,
+) -> Result<Written> {
     check_replaceable(dir, name)?;
     let tmp = temp_name(name);
     let (mut f, _) = dir.create_at(&tmp, 0o644)?;
     let tp = dir.child_path(&tmp);
     let written = f
         .write_all(bytes)
-        .and_then(|()| f.sync_all())
+        .and_then(|()| if sync { f.sync_all() } else { Ok(()) })
         .map_err(|e| Error::io("write", &tp, e));
     drop(f);
     // Checked again just before the rename: a device or FIFO that appeared

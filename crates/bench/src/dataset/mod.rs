@@ -110,6 +110,8 @@ pub struct Guard {
     target: DirHandle,
     root: DirHandle,
     lock: Option<SetLock>,
+    /// The lock file's name in `root`.
+    lock_file: std::ffi::OsString,
 }
 
 impl Drop for Guard {
@@ -117,7 +119,7 @@ impl Drop for Guard {
     /// too, so what is left is the data set and its marker alone.
     fn drop(&mut self) {
         if let Some(l) = self.lock.take() {
-            let _ = l.remove(&self.root, lock_name(MARKER_NAME));
+            let _ = l.remove(&self.root, &self.lock_file);
         }
     }
 }
@@ -164,16 +166,36 @@ fn command_line() -> String {
 
 /// Takes the set's lock, or says who holds it.
 fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
-    match SetLock::try_lock(root, lock_name(MARKER_NAME), &command_line()).map_err(fs_err)? {
+    take_lock_named(
+        root,
+        &lock_name(MARKER_NAME),
+        &root.path().display().to_string(),
+        target,
+        safefs::LockOptions::default(),
+    )
+}
+
+/// Takes the lock file `lock` in `dir` for the set called `set`, or says
+/// who holds it (exit 2). A holder on another host is taken over only with
+/// `opts` (`clean --force`).
+fn take_lock_named(
+    dir: &DirHandle,
+    lock: &std::ffi::OsStr,
+    set: &str,
+    target: &Path,
+    opts: safefs::LockOptions,
+) -> Result<SetLock, Error> {
+    match SetLock::try_lock_with(dir, lock, &command_line(), opts).map_err(fs_err)? {
         TryLock::Acquired(l) => Ok(l),
         TryLock::Held { holder, liveness } => Err(Error::Refused(format!(
             "{} is in use by {}{}; wait until it ends (or stop it) before using or cleaning {}",
-            root.path().display(),
+            set,
             holder
                 .map(|h| h.describe())
                 .unwrap_or_else(|| "another ioscale process".into()),
             if liveness == Liveness::Unknown {
-                " on another host, which this host cannot check"
+                " on another host, which this host cannot check; once you know that run is \
+                 over, `ioscale clean --force` takes the set over and removes it"
             } else {
                 ""
             },
@@ -297,23 +319,6 @@ fn names(root: &Path, layout: Layout, threads: u32) -> (Vec<PathBuf>, Vec<PathBu
             (files, dirs)
         }
     }
-}
-
-fn write_marker_at(path: &Path, m: &Marker) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
-    )?;
-    fs::rename(&tmp, path)
-}
-
-fn read_marker_at(path: &Path) -> Option<Marker> {
-    let text = fs::read(path).ok()?;
-    let m: Marker = serde_json::from_slice(&text).ok()?;
-    (m.tool == "ioscale").then_some(m)
 }
 
 /// `path` with `.%08d` appended, as IOR names a task's file.
@@ -481,6 +486,7 @@ impl DataSet {
                         target,
                         root: rootd,
                         lock: Some(lock),
+                        lock_file: lock_name(MARKER_NAME),
                     }),
                 })
             }
@@ -509,6 +515,13 @@ impl DataSet {
                 }
                 let lock = match take_lock(&rootd, &spec.target) {
                     Ok(l) => l,
+                    // No lock file could be made (EMFILE, ENOSPC): what
+                    // this run made goes again.
+                    Err(e @ Error::Setup { .. }) => {
+                        let _ = rootd.unlink_at(MARKER_NAME, None);
+                        let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+                        return Err(e);
+                    }
                     Err(e) => {
                         // Another process locked the set we just made:
                         // it is no longer ours alone to remove.
@@ -527,6 +540,7 @@ impl DataSet {
                         target,
                         root: rootd,
                         lock: Some(lock),
+                        lock_file: lock_name(MARKER_NAME),
                     }),
                 };
                 let mut made = Ok(());
@@ -573,8 +587,11 @@ impl DataSet {
                     let _ = write_marker_in(&g.root, &self.marker);
                 }
             }
-            SetKind::Sidecar(p) => {
-                let _ = write_marker_at(p, &self.marker);
+            SetKind::Sidecar(_) => {
+                if let Some(g) = &self.guard {
+                    let _ =
+                        write_sidecar_in(&g.root, &safefs_marker_of(&g.lock_file), &self.marker);
+                }
             }
             SetKind::Dd(_) => {}
         }
@@ -597,13 +614,29 @@ impl DataSet {
                         let _ = write_marker_in(&g.root, &self.marker);
                     }
                 }
-                SetKind::Sidecar(p) => {
-                    let _ = write_marker_at(p, &self.marker);
+                SetKind::Sidecar(_) => {
+                    if let Some(g) = &self.guard {
+                        let _ = write_sidecar_in(
+                            &g.root,
+                            &safefs_marker_of(&g.lock_file),
+                            &self.marker,
+                        );
+                    }
                 }
                 SetKind::Dd(_) => {}
             }
         }
-        remove_files(&self.files)
+        match (&self.kind, &self.guard) {
+            (SetKind::Sidecar(_), Some(g)) => {
+                let mut r = Remover::new(&g.root);
+                for f in &self.files {
+                    r.file(rel_to(&self.root, f));
+                }
+                r.finish().describe()
+            }
+            (SetKind::Sidecar(_), None) => Vec::new(),
+            _ => remove_files(&self.files),
+        }
     }
 
     /// What to tell the user about files left in place, if anything.
@@ -625,11 +658,15 @@ impl DataSet {
                 self.files.len(),
                 self.files.first().map(|f| f.display().to_string()).unwrap_or_default()
             )),
-            SetKind::Sidecar(_) if spec.keep => Some(format!(
-                "kept {} file(s) starting {} (an `ioscale ior` run with the same -o and without -k \
-                 removes them)",
+            SetKind::Sidecar(m) if spec.keep => Some(format!(
+                "kept {} file(s) starting {} (`ioscale clean {}` removes them and their marker, \
+                 as does an `ioscale ior` run with the same -o and without -k)",
                 self.files.len(),
-                self.files.first().map(|f| f.display().to_string()).unwrap_or_default()
+                self.files.first().map(|f| f.display().to_string()).unwrap_or_default(),
+                m.file_name()
+                    .and_then(sidecar_data_name)
+                    .map(|n| parent_of(m).join(n).display().to_string())
+                    .unwrap_or_default()
             )),
             SetKind::Sidecar(_) => Some(format!(
                 "{} has no ioscale marker: ioscale did not make it, so it is left in place",
@@ -648,26 +685,10 @@ impl DataSet {
                 Some(g) => remove_native(g, &self.marker),
                 None => Vec::new(),
             },
-            SetKind::Sidecar(marker) => {
-                let mut left = remove_files(&self.files);
-                for d in &self.marker.dirs_created {
-                    match fs::remove_dir(d) {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                        Err(e) => left.push(format!(
-                            "{}: {e} (it holds files ioscale did not create; they were left alone)",
-                            d.display()
-                        )),
-                    }
-                }
-                let mut tmp = marker.as_os_str().to_owned();
-                tmp.push(".tmp");
-                let _ = fs::remove_file(PathBuf::from(tmp));
-                if left.is_empty() {
-                    let _ = fs::remove_file(marker);
-                }
-                left
-            }
+            SetKind::Sidecar(_) => match self.guard.take() {
+                Some(g) => remove_ior_set(g, &self.root, &self.marker, &self.files),
+                None => Vec::new(),
+            },
             SetKind::Dd(created) => remove_files(created),
         }
     }
@@ -725,14 +746,147 @@ fn check_readable(files: &[PathBuf], size: u64, hint: &str) -> Result<(), Error>
     Ok(())
 }
 
-/// IOR naming: see [`ior_names`] and [`ior_marker_path`].
+/// `p` relative to `parent` (the held directory of an IOR set).
+fn rel_to(parent: &Path, p: &Path) -> PathBuf {
+    p.strip_prefix(parent).unwrap_or(p).to_path_buf()
+}
+
+/// The sidecar marker's and its lock file's names for the `-o` path.
+fn sidecar_names(path: &Path) -> (std::ffi::OsString, std::ffi::OsString) {
+    let m = ior_marker_path(path)
+        .file_name()
+        .unwrap_or_default()
+        .to_os_string();
+    let l = lock_name(&m);
+    (m, l)
+}
+
+/// The sidecar marker in the held directory, read without following a link.
+fn read_sidecar_in(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Marker> {
+    use std::io::Read;
+    let (f, _) = dir.open_file_at(name, Access::Read, None).ok()?;
+    let mut text = Vec::new();
+    f.take(1 << 20).read_to_end(&mut text).ok()?;
+    let m: Marker = serde_json::from_slice(&text).ok()?;
+    (m.tool == "ioscale").then_some(m)
+}
+
+fn write_sidecar_in(
+    dir: &DirHandle,
+    name: &std::ffi::OsStr,
+    m: &Marker,
+) -> Result<(), safefs::Error> {
+    let bytes = serde_json::to_vec_pretty(m).unwrap_or_default();
+    safefs::replace_at(dir, name, &bytes).map(|_| ())
+}
+
+/// Removes an IOR set's named files, its marker's temporary names and the
+/// per-task directories it created (checked against their recorded
+/// identities), relative to the held directory of the `-o` path: a
+/// swapped name is refused and listed, never followed. The marker and the
+/// lock are the caller's.
+fn remove_ior_entries(
+    dir: &DirHandle,
+    parent: &Path,
+    m: &Marker,
+    files: &[PathBuf],
+    marker_name: &std::ffi::OsStr,
+) -> Vec<String> {
+    let mut r = Remover::new(dir);
+    for (d, id) in m.dirs_created.iter().zip(&m.dir_ids) {
+        r.expect(rel_to(parent, d), *id);
+    }
+    for f in files {
+        r.file(rel_to(parent, f));
+    }
+    if let Ok(list) = dir.list() {
+        for n in list {
+            if safefs::temp_base(&n).as_deref() == Some(marker_name) {
+                r.file(n);
+            }
+        }
+    }
+    for d in m.dirs_created.iter().rev() {
+        r.dir_entry(rel_to(parent, d));
+    }
+    r.finish().describe()
+}
+
+/// Removes a whole IOR set through its guard: entries, then (when they
+/// are all gone) the marker, then the lock file. With entries left the
+/// marker stays, so `ioscale clean` can finish once they are dealt with.
+fn remove_ior_set(mut g: Guard, parent: &Path, m: &Marker, files: &[PathBuf]) -> Vec<String> {
+    let marker_name = safefs_marker_of(&g.lock_file);
+    let mut left = remove_ior_entries(&g.root, parent, m, files, &marker_name);
+    if left.is_empty() {
+        if let Err(e) = g.root.unlink_at(&marker_name, None) {
+            left.push(e.to_string());
+        }
+    } else {
+        left.push(format!(
+            "the marker {} is kept; `ioscale clean {}` removes the rest",
+            g.root.child_path(&marker_name).display(),
+            files
+                .first()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(l) = g.lock.take() {
+        if let Err(e) = l.remove(&g.root, &g.lock_file) {
+            left.push(e.to_string());
+        }
+    }
+    left
+}
+
+/// The marker's name for a lock file's name (`<marker>.lock`).
+fn safefs_marker_of(lock: &std::ffi::OsStr) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStrExt;
+    let b = lock.as_bytes();
+    let b = b.strip_suffix(safefs::LOCK_SUFFIX.as_bytes()).unwrap_or(b);
+    std::ffi::OsStr::from_bytes(b).to_os_string()
+}
+
+/// IOR naming: see [`ior_names`] and [`ior_marker_path`]. The directory of
+/// the `-o` path is held for the whole run; a set with a marker (or one
+/// this run writes) is locked, so a second run on the same `-o` is refused
+/// naming the first, and every removal goes through the held handle.
 fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet, Error> {
     let writes = spec.ops.iter().any(|o| o.writes());
     let (files, dirs) = ior_names(path, spec.layout, spec.threads);
     let marker_path = ior_marker_path(path);
     let root = parent_of(path);
+    let (marker_name, lock_file) = sidecar_names(path);
     let hint = "write the files first with `ioscale ior -w -k` and the same -b/-s/-N/-F/-u";
-    let mut found = read_marker_at(&marker_path);
+    let pd = DirHandle::open_target(&root).map_err(fs_err)?;
+    let has_marker = pd.stat_at(&marker_name).map_err(fs_err)?.is_some();
+    // Files without a marker that this run only reads are someone else's:
+    // no lock file is made beside them.
+    let mut guard = if writes || has_marker {
+        // The handles first: once the lock is taken, only the guard (which
+        // removes the lock file again) may fail.
+        let (target, held) = (
+            pd.try_clone().map_err(fs_err)?,
+            pd.try_clone().map_err(fs_err)?,
+        );
+        let lock = take_lock_named(
+            &pd,
+            &lock_file,
+            &path.display().to_string(),
+            path,
+            safefs::LockOptions::default(),
+        )?;
+        Some(Guard {
+            target,
+            root: held,
+            lock: Some(lock),
+            lock_file: lock_file.clone(),
+        })
+    } else {
+        None
+    };
+    let mut found = read_sidecar_in(&pd, &marker_name);
     if let Some(old) = found
         .as_ref()
         .filter(|m| writes && (m.layout != spec.layout || m.threads != spec.threads))
@@ -740,18 +894,8 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         // A write with another task count or layout replaces the kept set,
         // as IOR would overwrite it; the old names ioscale made go first so
         // none is left behind unrecognised.
-        let (old_files, old_dirs) = ior_names(path, old.layout, old.threads);
-        let mut old_set = DataSet {
-            root: root.clone(),
-            created_root: true,
-            files: old_files,
-            dirs: old_dirs,
-            marker: old.clone(),
-            had_data: false,
-            kind: SetKind::Sidecar(marker_path.clone()),
-            guard: None,
-        };
-        let left = old_set.remove();
+        let (old_files, _) = ior_names(path, old.layout, old.threads);
+        let left = remove_ior_entries(&pd, &root, old, &old_files, &marker_name);
         if !left.is_empty() {
             return Err(Error::Refused(format!(
                 "cannot replace the files kept at {}: {}",
@@ -796,8 +940,8 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         };
         let mut marker = found;
         if writes {
-            make_ior_dirs(&dirs, &mut marker)?;
-            let _ = write_marker_at(&marker_path, &marker);
+            make_ior_dirs(&pd, &root, &dirs, &mut marker)?;
+            let _ = write_sidecar_in(&pd, &marker_name, &marker);
         }
         return Ok(DataSet {
             root,
@@ -807,7 +951,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
             marker,
             had_data,
             kind: SetKind::Sidecar(marker_path),
-            guard: None,
+            guard: guard.take(),
         });
     }
     let mut marker = Marker {
@@ -846,21 +990,22 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
             )));
         }
     }
-    if fs::symlink_metadata(&marker_path).is_ok() {
+    if pd.stat_at(&marker_name).map_err(fs_err)?.is_some() {
         return Err(Error::Refused(format!(
             "{} exists but is not a valid ioscale marker; refusing to touch it",
             marker_path.display()
         )));
     }
     // The marker goes down before any data file, so an interrupted run
-    // still leaves files ioscale recognises.
-    write_marker_at(&marker_path, &marker).map_err(|e| {
-        Error::io(
+    // still leaves files ioscale recognises; a failed write leaves no
+    // temporary file (and the lock file goes with the guard).
+    write_sidecar_in(&pd, &marker_name, &marker).map_err(|e| {
+        io_err(
             format!("cannot write the marker {}", marker_path.display()),
             e,
         )
     })?;
-    let made = make_ior_dirs(&dirs, &mut marker);
+    let made = make_ior_dirs(&pd, &root, &dirs, &mut marker);
     let mut ds = DataSet {
         root,
         created_root: true,
@@ -869,37 +1014,49 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         marker,
         had_data: false,
         kind: SetKind::Sidecar(marker_path.clone()),
-        guard: None,
+        guard: guard.take(),
     };
     if let Err(e) = made {
         ds.remove();
         return Err(e);
     }
     if !ds.marker.dirs_created.is_empty() {
-        let _ = write_marker_at(&marker_path, &ds.marker);
+        let _ = write_sidecar_in(&pd, &marker_name, &ds.marker);
     }
     Ok(ds)
 }
 
-/// Creates IOR's per-task directories that do not exist yet, recording
-/// them in the marker; existing ones must be directories.
-fn make_ior_dirs(dirs: &[PathBuf], marker: &mut Marker) -> Result<(), Error> {
+/// Creates IOR's per-task directories that do not exist yet in the held
+/// directory, recording them and their identities in the marker; existing
+/// ones must be directories (a link there is refused).
+fn make_ior_dirs(
+    pd: &DirHandle,
+    parent: &Path,
+    dirs: &[PathBuf],
+    marker: &mut Marker,
+) -> Result<(), Error> {
     for d in dirs {
-        match fs::create_dir(d) {
-            Ok(()) => {
+        let name = rel_to(parent, d);
+        match pd.stat_at(&name).map_err(fs_err)? {
+            Some(info) if info.kind == Kind::Dir => {}
+            Some(info) => {
+                return Err(Error::Refused(format!(
+                    "{} exists and is a {}, not a directory; IOR -u needs it as the directory of task files",
+                    d.display(),
+                    info.kind.name()
+                )))
+            }
+            None => {
+                let h = pd.mkdir_at(&name, 0o755).map_err(fs_err)?;
                 if !marker.dirs_created.contains(d) {
+                    // Identities line up with the directories recorded (a
+                    // marker from before identities has none).
+                    if marker.dir_ids.len() == marker.dirs_created.len() {
+                        marker.dir_ids.push(h.id());
+                    }
                     marker.dirs_created.push(d.clone());
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                if !d.is_dir() {
-                    return Err(Error::Refused(format!(
-                        "{} exists and is not a directory; IOR -u needs it as the directory of task files",
-                        d.display()
-                    )));
-                }
-            }
-            Err(e) => return Err(Error::io(format!("cannot create {}", d.display()), e)),
         }
     }
     Ok(())
@@ -978,19 +1135,153 @@ fn prepare_dd(
     })
 }
 
+/// One data set `ioscale clean` dealt with.
+#[derive(Debug)]
+pub struct Cleaned {
+    /// Which set, in words ("the data set /t/ioscale.d").
+    pub set: String,
+    /// When the set's holder was gone (or on another host and `--force`
+    /// was given): whose it was and why it was taken over.
+    pub took_over: Option<String>,
+    /// What could not be removed, with the reason (empty: all of it went).
+    pub left: Vec<String>,
+}
+
+/// What `ioscale clean PATH` did: the sets removed and the sets refused.
+#[derive(Debug, Default)]
+pub struct CleanReport {
+    /// Sets found and removed (or partly removed: see [`Cleaned::left`]).
+    pub cleaned: Vec<Cleaned>,
+    /// Sets found but refused (a live holder, a swapped path, no marker).
+    pub refused: Vec<Error>,
+}
+
 /// Removes what a kept run left in `target`, recognised by the marker.
 ///
 /// A working directory that is a link, or not the one its marker
 /// recorded, is refused; a set a live run holds is refused naming it; a
 /// set whose holder is gone is taken over and removed.
 pub fn clean(target: &Path) -> Result<Vec<String>, Error> {
+    match clean_native(target, safefs::LockOptions::default())? {
+        Some(c) => Ok(c.left),
+        None => Err(Error::Refused(format!(
+            "nothing to clean: {} does not exist",
+            target.join(ROOT_NAME).display()
+        ))),
+    }
+}
+
+/// `ioscale clean PATH`: every set ioscale made that PATH names. For a
+/// directory: its `ioscale.d` (run, dd-less data sets), its
+/// `ioscale-meta.d` (meta, mdtest, smallfile trees) and every IOR
+/// front-end set whose sidecar marker (`.NAME.ioscale-marker`) is in it.
+/// For a file path: the IOR front-end set kept with that `-o`. Each set is
+/// locked first (a live holder is refused), then removed through held
+/// handles. `Err` only when PATH holds no ioscale set at all.
+pub fn clean_all(path: &Path, opts: safefs::LockOptions) -> Result<CleanReport, Error> {
+    let mut rep = CleanReport::default();
+    let push = |r: Result<Option<Cleaned>, Error>, rep: &mut CleanReport| match r {
+        Ok(Some(c)) => rep.cleaned.push(c),
+        Ok(None) => {}
+        Err(e) => rep.refused.push(e),
+    };
+    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        push(clean_native(path, opts), &mut rep);
+        push(tree::clean(path, opts), &mut rep);
+        let t = DirHandle::open_target(path).map_err(fs_err)?;
+        let mut names: Vec<_> = t.list().map_err(fs_err)?;
+        names.sort();
+        for n in names {
+            if let Some(data) = sidecar_data_name(&n) {
+                // A look-alike that is no ioscale marker is not a set:
+                // skipped here, refused only when named (`clean FILE`).
+                let o = path.join(data);
+                let (marker_name, _) = sidecar_names(&o);
+                if read_sidecar_in(&t, &marker_name).is_some() {
+                    push(clean_ior(&o, opts), &mut rep);
+                }
+            }
+        }
+        if rep.cleaned.is_empty() && rep.refused.is_empty() {
+            return Err(Error::Refused(format!(
+                "nothing to clean: {} holds no data set ioscale made (no {ROOT_NAME}, no {}, \
+                 no IOR front-end marker .NAME.ioscale-marker)",
+                path.display(),
+                tree::ROOT_NAME
+            )));
+        }
+    } else {
+        push(clean_ior(path, opts), &mut rep);
+        if rep.cleaned.is_empty() && rep.refused.is_empty() {
+            return Err(Error::Refused(format!(
+                "nothing to clean: {} is not a directory and has no IOR front-end marker {} \
+                 beside it",
+                path.display(),
+                ior_marker_path(path).display()
+            )));
+        }
+    }
+    Ok(rep)
+}
+
+/// `NAME` when `n` is an IOR sidecar marker's name, `.NAME.ioscale-marker`.
+fn sidecar_data_name(n: &std::ffi::OsStr) -> Option<std::ffi::OsString> {
+    use std::os::unix::ffi::OsStrExt;
+    let b = n.as_bytes();
+    let tail = b".ioscale-marker";
+    (b.len() > tail.len() + 1 && b[0] == b'.' && b.ends_with(tail))
+        .then(|| std::ffi::OsStr::from_bytes(&b[1..b.len() - tail.len()]).to_os_string())
+}
+
+/// The IOR front-end set kept with `-o path`: `None` when there is no
+/// sidecar marker beside it.
+fn clean_ior(path: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
+    let parent = parent_of(path);
+    let (marker_name, lock_file) = sidecar_names(path);
+    let pd = DirHandle::open_target(&parent).map_err(fs_err)?;
+    if pd.stat_at(&marker_name).map_err(fs_err)?.is_none() {
+        return Ok(None);
+    }
+    let Some(m) = read_sidecar_in(&pd, &marker_name) else {
+        return Err(Error::Refused(format!(
+            "{} is not a valid ioscale marker; refusing to remove anything by it",
+            ior_marker_path(path).display()
+        )));
+    };
+    let target = pd.try_clone().map_err(fs_err)?;
+    let lock = take_lock_named(&pd, &lock_file, &path.display().to_string(), path, opts)?;
+    let took_over = lock
+        .stale_holder()
+        .map(|(h, why)| format!("took over {} from {} ({why})", path.display(), h.describe()));
+    let (files, _) = ior_names(path, m.layout, m.threads);
+    let g = Guard {
+        target,
+        root: pd,
+        lock: Some(lock),
+        lock_file,
+    };
+    let left = remove_ior_set(g, &parent, &m, &files);
+    Ok(Some(Cleaned {
+        set: format!(
+            "the IOR front-end's {} file(s) {} and their marker",
+            files.len(),
+            if files.len() == 1 {
+                path.display().to_string()
+            } else {
+                format!("{}…", files[0].display())
+            }
+        ),
+        took_over,
+        left,
+    }))
+}
+
+/// The native set `target/ioscale.d`: `None` when it does not exist.
+fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
     let root = target.join(ROOT_NAME);
     let t = DirHandle::open_target(target).map_err(fs_err)?;
     if t.stat_at(ROOT_NAME).map_err(fs_err)?.is_none() {
-        return Err(Error::Refused(format!(
-            "nothing to clean: {} does not exist",
-            root.display()
-        )));
+        return Ok(None);
     }
     let rootd = t
         .open_dir_at(ROOT_NAME, None)
@@ -1002,16 +1293,30 @@ pub fn clean(target: &Path) -> Result<Vec<String>, Error> {
         )));
     };
     check_root_id(&m, &rootd)?;
-    let lock = take_lock(&rootd, target)?;
-    // A stale holder (its process is gone) was taken over by take_lock.
-    Ok(remove_native(
+    let lock = take_lock_named(
+        &rootd,
+        &lock_name(MARKER_NAME),
+        &root.display().to_string(),
+        target,
+        opts,
+    )?;
+    let took_over = lock
+        .stale_holder()
+        .map(|(h, why)| format!("took over {} from {} ({why})", root.display(), h.describe()));
+    let left = remove_native(
         Guard {
             target: t,
             root: rootd,
             lock: Some(lock),
+            lock_file: lock_name(MARKER_NAME),
         },
         &m,
-    ))
+    );
+    Ok(Some(Cleaned {
+        set: format!("the data set {}", root.display()),
+        took_over,
+        left,
+    }))
 }
 
 /// Opens a scratch file with O_DIRECT and writes one transfer, so a file

@@ -7,16 +7,19 @@
 //! `rmdir`-only directory removal). The timed phases themselves create and
 //! delete entries in the engine, as the workload under test.
 
-use std::fs;
-use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier};
 
 use engine::meta::{remove_tree, run_meta_worker, MetaPlan};
 use engine::PhaseControl;
+use safefs::{lock_name, Access, DirHandle, Kind, Liveness, SetLock, TryLock};
 use serde::{Deserialize, Serialize};
 use spec::{MetaOp, MetaSpec, TreeState};
+
+use super::Cleaned;
 
 use crate::error::Error;
 
@@ -75,19 +78,104 @@ impl Marker {
     }
 }
 
-pub(crate) fn read_marker(root: &Path) -> Option<Marker> {
-    let text = fs::read(root.join(MARKER_NAME)).ok()?;
+/// The marker in the held working directory, read without following a
+/// link and at most 1 MiB.
+pub(crate) fn read_marker_in(root: &DirHandle) -> Option<Marker> {
+    use std::io::Read;
+    let (f, _) = root.open_file_at(MARKER_NAME, Access::Read, None).ok()?;
+    let mut text = Vec::new();
+    f.take(1 << 20).read_to_end(&mut text).ok()?;
     let m: Marker = serde_json::from_slice(&text).ok()?;
     (m.tool == "ioscale-meta").then_some(m)
 }
 
-pub(crate) fn write_marker(root: &Path, m: &Marker) -> io::Result<()> {
-    let tmp = root.join(format!("{MARKER_NAME}.tmp"));
-    fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
-    )?;
-    fs::rename(&tmp, root.join(MARKER_NAME))
+fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
+    let bytes = serde_json::to_vec_pretty(m).unwrap_or_default();
+    // Rewritten before every phase: atomic, not fsync'd (as before).
+    safefs::replace_at_unsynced(root, MARKER_NAME, &bytes).map(|_| ())
+}
+
+/// What rank 0 holds for the whole run: the target and the working
+/// directory (the marker and every teardown go through them, so a name
+/// swapped under the tree is refused, never followed) and the tree's lock.
+pub(crate) struct TreeGuard {
+    target: DirHandle,
+    root: DirHandle,
+    lock: Option<SetLock>,
+}
+
+impl Drop for TreeGuard {
+    /// A kept tree is released: its lock file goes, the tree and its
+    /// marker stay.
+    fn drop(&mut self) {
+        if let Some(l) = self.lock.take() {
+            let _ = l.remove(&self.root, lock_name(MARKER_NAME));
+        }
+    }
+}
+
+impl TreeGuard {
+    /// A path that reaches the held working directory whatever happens to
+    /// its name (`/proc/self/fd/N/.`), checked to lead to it; the engine's
+    /// cleanup walk opens its directories below this path.
+    fn held_path(&self) -> Option<PathBuf> {
+        let fd = self.root.as_fd().as_raw_fd();
+        let p = PathBuf::from(format!("/proc/self/fd/{fd}/."));
+        let id = self.root.id();
+        match std::fs::metadata(&p) {
+            Ok(m) if m.dev() == id.dev && m.ino() == id.ino => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// The command line, for the lock's holder record.
+fn command_line() -> String {
+    let mut c: String = std::env::args().collect::<Vec<_>>().join(" ");
+    if c.len() > 200 {
+        let mut end = 200;
+        while !c.is_char_boundary(end) {
+            end -= 1;
+        }
+        c.truncate(end);
+        c.push('…');
+    }
+    c
+}
+
+/// Takes the tree's lock, or says who holds it (exit 2).
+fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
+    match SetLock::try_lock(root, lock_name(MARKER_NAME), &command_line()).map_err(fs_err)? {
+        TryLock::Acquired(l) => Ok(l),
+        TryLock::Held { holder, liveness } => Err(Error::Refused(format!(
+            "{} is in use by {}{}; wait until it ends (or stop it) before using or cleaning {}",
+            root.path().display(),
+            holder
+                .map(|h| h.describe())
+                .unwrap_or_else(|| "another ioscale process".into()),
+            if liveness == Liveness::Unknown {
+                " on another host, which this host cannot check (`ioscale clean --force` \
+                 takes it over once you know that run is over)"
+            } else {
+                ""
+            },
+            target.display()
+        ))),
+    }
+}
+
+/// A refusal of safefs as a refusal here; a failed call as a setup error.
+fn fs_err(e: safefs::Error) -> Error {
+    let text = e.to_string();
+    match e.kind {
+        safefs::ErrorKind::Refused(_) => Error::Refused(format!(
+            "{text}; remove it yourself or choose another target"
+        )),
+        safefs::ErrorKind::Io(source) => Error::Setup {
+            what: format!("cannot {} {}", e.op, e.path.display()),
+            source,
+        },
+    }
 }
 
 /// The working directory as found or made.
@@ -99,17 +187,25 @@ pub(crate) struct Tree {
     /// Whether this run made the entries (fresh tree, or one it emptied
     /// with --clean-existing), so it removes them unless --keep.
     pub(crate) ours: bool,
+    /// The held handles and lock (rank 0 only).
+    pub(crate) guard: Option<TreeGuard>,
 }
 
 impl Tree {
     pub(crate) fn save(&mut self) {
-        if self.writable && write_marker(&self.root, &self.marker).is_err() {
+        let ok = match &self.guard {
+            Some(g) if self.writable => write_marker_in(&g.root, &self.marker).is_ok(),
+            _ => false,
+        };
+        if !ok {
             self.writable = false;
         }
     }
 }
 
 /// Finds or makes the working directory and decides what may be reused.
+/// The working directory is opened without following a link and held; a
+/// tree another live run holds is refused, naming that run.
 pub(crate) fn prepare(
     spec: &MetaSpec,
     run_id: &str,
@@ -130,67 +226,122 @@ pub(crate) fn prepare(
         extent: 0,
         leaf_depth: spec.leaf_depth,
     };
-    let mut tree = match fs::symlink_metadata(&root) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::create_dir(&root)
-                .map_err(|e| Error::Refused(format!("cannot create {}: {}", root.display(), e)))?;
+    let target = DirHandle::open_target(&spec.target).map_err(fs_err)?;
+    let mut tree = match target.stat_at(ROOT_NAME).map_err(fs_err)? {
+        None => {
+            let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
+            let marker = fresh(true);
+            // The marker goes down before the lock and anything else; a
+            // failed write leaves no temporary file, and the directory
+            // this run made goes again.
+            if let Err(e) = write_marker_in(&rootd, &marker) {
+                let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+                return Err(fs_err(e));
+            }
+            let lock = match take_lock(&rootd, &spec.target) {
+                Ok(l) => l,
+                // No lock file could be made (EMFILE, ENOSPC): what this
+                // run made goes again. A set another process locked
+                // meanwhile is theirs now, and stays.
+                Err(e @ Error::Setup { .. }) => {
+                    let _ = rootd.unlink_at(MARKER_NAME, None);
+                    let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+                    return Err(e);
+                }
+                Err(e) => return Err(e),
+            };
             Tree {
                 root: root.clone(),
-                marker: fresh(true),
+                marker,
                 writable: true,
                 ours: true,
+                guard: Some(TreeGuard {
+                    target,
+                    root: rootd,
+                    lock: Some(lock),
+                }),
             }
         }
-        Err(e) => {
+        Some(info) if info.kind != Kind::Dir => {
             return Err(Error::Refused(format!(
-                "cannot inspect {}: {e}",
-                root.display()
+                "{} exists and is not a directory made by ioscale (it is a {}); remove it or \
+                 choose another target",
+                root.display(),
+                info.kind.name()
             )))
         }
-        Ok(m) if !m.is_dir() => {
-            return Err(Error::Refused(format!(
-            "{} exists and is not a directory made by ioscale; remove it or choose another target",
-            root.display()
-        )))
-        }
-        Ok(_) => match read_marker(&root) {
-            None => {
-                let empty = fs::read_dir(&root)
-                    .map_err(|e| Error::Refused(format!("cannot read {}: {e}", root.display())))?
-                    .next()
-                    .is_none();
-                if !empty {
-                    return Err(Error::Refused(format!(
-                        "{} exists and holds files but no ioscale marker, so ioscale did not make them; \
-                         refusing to touch it (remove it yourself or choose another target)",
-                        root.display()
-                    )));
+        Some(_) => {
+            let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
+            match read_marker_in(&rootd) {
+                None => {
+                    let empty = rootd.list().map_err(fs_err)?.is_empty();
+                    if !empty {
+                        return Err(Error::Refused(format!(
+                            "{} exists and holds files but no ioscale marker, so ioscale did not make them; \
+                             refusing to touch it (remove it yourself or choose another target)",
+                            root.display()
+                        )));
+                    }
+                    // An empty directory: use it, and leave it (not ours)
+                    // at the end.
+                    let marker = fresh(false);
+                    write_marker_in(&rootd, &marker).map_err(fs_err)?;
+                    let lock = match take_lock(&rootd, &spec.target) {
+                        Ok(l) => l,
+                        Err(e @ Error::Setup { .. }) => {
+                            let _ = rootd.unlink_at(MARKER_NAME, None);
+                            return Err(e);
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    Tree {
+                        root: root.clone(),
+                        marker,
+                        writable: true,
+                        ours: true,
+                        guard: Some(TreeGuard {
+                            target,
+                            root: rootd,
+                            lock: Some(lock),
+                        }),
+                    }
                 }
-                // An empty directory: use it, and leave it (not ours) at the end.
-                Tree {
-                    root: root.clone(),
-                    marker: fresh(false),
-                    writable: true,
-                    ours: true,
+                Some(found) => {
+                    let writable = engine::sys::can_write(&root);
+                    let lock = match take_lock(&rootd, &spec.target) {
+                        Ok(l) => Some(l),
+                        // A kept tree on a read-only file system: nothing
+                        // here can change it, and no lock file can be made.
+                        Err(Error::Setup { .. }) if !writable => None,
+                        Err(e) => return Err(e),
+                    };
+                    let guard = TreeGuard {
+                        target,
+                        root: rootd,
+                        lock,
+                    };
+                    adopt_kept(spec, &root, run_id, found, notes, fresh, guard, writable)?
                 }
             }
-            Some(found) => adopt_kept(spec, &root, run_id, found, notes, fresh)?,
-        },
+        }
     };
     tree.save();
     if !tree.writable && tree.ours {
+        // What this run made (marker, lock, directory) goes again.
+        finish_root(&mut tree, &[], &mut Vec::new());
         return Err(Error::Refused(format!(
             "cannot write the marker in {}; choose a writable target",
             root.display()
         )));
     }
-    make_thread_dirs(spec, &root, &tree)?;
+    make_thread_dirs(spec, &mut tree)?;
     Ok(tree)
 }
 
 /// The working directory holds a tree an earlier run kept (`found` is its
 /// marker): remove it first with `--clean-existing`, or check that this
 /// run's phases can work on it as it is.
+#[allow(clippy::too_many_arguments)]
 fn adopt_kept(
     spec: &MetaSpec,
     root: &Path,
@@ -198,11 +349,13 @@ fn adopt_kept(
     found: Marker,
     notes: &mut Vec<String>,
     fresh: impl Fn(bool) -> Marker,
+    guard: TreeGuard,
+    writable: bool,
 ) -> Result<Tree, Error> {
     let root = root.to_path_buf();
     if spec.clean_existing {
         let kept_spec = found.shaped(spec);
-        let left = teardown(&kept_spec, &root, found.state, found.extent);
+        let left = teardown(&kept_spec, &guard, found.state, found.extent);
         if !left.is_empty() {
             return Err(Error::Refused(format!(
                 "--clean-existing: could not remove the earlier run's tree in {}: {}",
@@ -219,6 +372,7 @@ fn adopt_kept(
             marker: fresh(found.root_created),
             writable: true,
             ours: true,
+            guard: Some(guard),
         })
     } else {
         if !found.same_shape(spec) {
@@ -258,7 +412,6 @@ fn adopt_kept(
                 conflict: why,
             })?;
         }
-        let writable = engine::sys::can_write(&root);
         Ok(Tree {
             root,
             marker: Marker {
@@ -267,37 +420,71 @@ fn adopt_kept(
             },
             writable,
             ours: false,
+            guard: Some(guard),
         })
     }
 }
 
-/// Thread directories, untimed, as `run` makes its per-worker ones; on a
-/// failure a tree this run made is removed again.
-fn make_thread_dirs(spec: &MetaSpec, root: &Path, tree: &Tree) -> Result<(), Error> {
+/// Thread directories, untimed, as `run` makes its per-worker ones, in the
+/// held working directory; on a failure a tree this run made is removed
+/// again.
+fn make_thread_dirs(spec: &MetaSpec, tree: &mut Tree) -> Result<(), Error> {
+    let Some(g) = &tree.guard else {
+        return Ok(());
+    };
+    let mut made = Ok(());
     for w in 0..spec.threads {
         if let Some(d) = spec.thread_dir(w) {
-            let p = root.join(d);
-            match fs::create_dir(&p) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => {
-                    let msg = format!("cannot create {}: {e}", p.display());
-                    if tree.ours {
-                        let left = teardown(spec, root, TreeState::default(), 0);
-                        finish_root(tree, &left, &mut Vec::new());
-                    }
-                    return Err(Error::Refused(msg));
-                }
+            made = match g.root.stat_at(&d).map_err(fs_err) {
+                Ok(Some(info)) if info.kind == Kind::Dir => Ok(()),
+                Ok(Some(info)) => Err(Error::Refused(format!(
+                    "{}: it is a {}, not the directory ioscale made; refusing to use it",
+                    g.root.child_path(&d).display(),
+                    info.kind.name()
+                ))),
+                Ok(None) => g.root.mkdir_at(&d, 0o755).map(|_| ()).map_err(fs_err),
+                Err(e) => Err(e),
+            };
+            if made.is_err() {
+                break;
             }
         }
     }
-    Ok(())
+    if made.is_err() && tree.ours {
+        let left = teardown(spec, g, TreeState::default(), 0);
+        finish_root(tree, &left, &mut Vec::new());
+    }
+    made
 }
 
 /// Removes entries of every kind `state` allows for indices below
 /// `extent`, then the hashed directories and thread directories — names
-/// recomputed, `rmdir` only. Returns what could not be removed.
-pub(crate) fn teardown(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> Vec<String> {
+/// recomputed, `rmdir` only — below the held working directory (reached as
+/// `/proc/self/fd/N`, so a swapped name is never followed). Returns what
+/// could not be removed.
+pub(crate) fn teardown(
+    spec: &MetaSpec,
+    guard: &TreeGuard,
+    state: TreeState,
+    extent: u64,
+) -> Vec<String> {
+    let Some(held) = guard.held_path() else {
+        return vec![format!(
+            "{}: cannot reach the held directory through /proc/self/fd, so nothing below it \
+             was removed (ioscale never removes through a path that may have been swapped)",
+            guard.root.path().display()
+        )];
+    };
+    let shown = guard.root.path().display().to_string();
+    let held_s = held.display().to_string();
+    let mut left = teardown_at(spec, &held, state, extent);
+    for l in &mut left {
+        *l = l.replace(&held_s, &shown);
+    }
+    left
+}
+
+fn teardown_at(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> Vec<String> {
     let mut left = Vec::new();
     if !state.is_empty() && extent > 0 {
         let plan = MetaPlan {
@@ -348,7 +535,13 @@ pub(crate) fn teardown(spec: &MetaSpec, root: &Path, state: TreeState, extent: u
 pub(crate) fn close(spec: &MetaSpec, tree: &mut Tree, ran_cleanup: bool, notes: &mut Vec<String>) {
     let remove = !spec.keep && (tree.ours || ran_cleanup || tree.marker.state.is_empty());
     if remove {
-        let left = teardown(spec, &tree.root, tree.marker.state, tree.marker.extent);
+        let left = match &tree.guard {
+            Some(g) => teardown(spec, g, tree.marker.state, tree.marker.extent),
+            None => vec![format!(
+                "{}: this process does not hold it",
+                tree.root.display()
+            )],
+        };
         if left.is_empty() || tree.ours {
             finish_root(tree, &left, notes);
         } else {
@@ -359,7 +552,9 @@ pub(crate) fn close(spec: &MetaSpec, tree: &mut Tree, ran_cleanup: bool, notes: 
     } else {
         tree.save();
         let how = format!(
-            "`ioscale meta --ops cleanup --threads {} --files {}{}{}{} {}` removes it",
+            "`ioscale clean {}` or `ioscale meta --ops cleanup --threads {} --files {}{}{}{} {}` \
+             removes it",
+            spec.target.display(),
             spec.threads,
             tree.marker.files,
             if spec.same_dir { " --same-dir" } else { "" },
@@ -395,24 +590,130 @@ pub(crate) fn close(spec: &MetaSpec, tree: &mut Tree, ran_cleanup: bool, notes: 
     }
 }
 
-/// Removes the marker and, when an ioscale run made it, the working
-/// directory (rmdir: only when nothing foreign is left).
-pub(crate) fn finish_root(tree: &Tree, left: &[String], notes: &mut Vec<String>) {
+/// Removes ioscale's temporary names, the marker, the lock and, when an
+/// ioscale run made it, the working directory (rmdir, checked to be the
+/// held one: only when nothing foreign is left), all through the held
+/// handles.
+pub(crate) fn finish_root(tree: &mut Tree, left: &[String], notes: &mut Vec<String>) {
     for l in left {
         notes.push(format!("cleanup: could not remove {l}"));
     }
-    let _ = fs::remove_file(tree.root.join(format!("{MARKER_NAME}.tmp")));
-    let _ = fs::remove_file(tree.root.join(MARKER_NAME));
-    if tree.marker.root_created {
-        match fs::remove_dir(&tree.root) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => notes.push(format!(
-                "cleanup: could not remove {}: {e} (it holds files ioscale did not create; they were left alone)",
-                tree.root.display()
-            )),
+    let Some(mut g) = tree.guard.take() else {
+        return;
+    };
+    if let Ok(list) = g.root.list() {
+        for n in list {
+            if safefs::is_own_temp_name(&n) || n == OLD_MARKER_TEMP {
+                let _ = g.root.unlink_at(&n, None);
+            }
         }
     }
+    if let Err(e) = g.root.unlink_at(MARKER_NAME, None) {
+        notes.push(format!("cleanup: could not remove {e}"));
+    }
+    if let Some(l) = g.lock.take() {
+        if let Err(e) = l.remove(&g.root, lock_name(MARKER_NAME)) {
+            notes.push(format!("cleanup: could not remove {e}"));
+        }
+    }
+    if tree.marker.root_created {
+        match g.target.rmdir_at(ROOT_NAME, Some(g.root.id())) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => notes.push(format!(
+                "cleanup: could not remove {e} (it holds files ioscale did not create; they were left alone)"
+            )),
+            Err(e) => notes.push(format!("cleanup: could not remove {e}")),
+        }
+    }
+}
+
+/// The marker's temporary name before ioscale used safefs.
+const OLD_MARKER_TEMP: &str = ".ioscale-meta-marker.tmp";
+
+/// `ioscale clean TARGET` for a metadata tree: `None` when there is no
+/// `TARGET/ioscale-meta.d`; else removes the tree a kept (or stopped) run
+/// left, recognised by its marker, and returns what was left. A tree a
+/// live run holds is refused naming it; one whose holder is gone is taken
+/// over.
+pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
+    let t = DirHandle::open_target(target).map_err(fs_err)?;
+    if t.stat_at(ROOT_NAME).map_err(fs_err)?.is_none() {
+        return Ok(None);
+    }
+    let root = target.join(ROOT_NAME);
+    let rootd = t
+        .open_dir_at(ROOT_NAME, None)
+        .map_err(|e| Error::Refused(format!("{e}; refusing to remove anything through it")))?;
+    let Some(m) = read_marker_in(&rootd) else {
+        return Err(Error::Refused(format!(
+            "{} has no ioscale marker; refusing to remove anything in it",
+            root.display()
+        )));
+    };
+    let lock = match SetLock::try_lock_with(&rootd, lock_name(MARKER_NAME), &command_line(), opts)
+        .map_err(fs_err)?
+    {
+        TryLock::Acquired(l) => l,
+        TryLock::Held { .. } => return take_lock(&rootd, target).map(|_| None),
+    };
+    let took_over = lock
+        .stale_holder()
+        .map(|(h, why)| format!("took over {} from {} ({why})", root.display(), h.describe()));
+    let spec = m.shaped(&MetaSpec {
+        target: target.to_path_buf(),
+        ops: vec![MetaOp::Cleanup],
+        threads: m.threads,
+        files: m.files,
+        file_size: spec::FileSize::Fixed { bytes: 0 },
+        record_size: 4096,
+        same_dir: m.same_dir,
+        files_per_dir: m.files_per_dir,
+        dirs_per_dir: m.dirs_per_dir,
+        fsync: false,
+        direct: false,
+        time_limit: None,
+        reps: 1,
+        seed: 0,
+        prefix: m.prefix.clone(),
+        keep: false,
+        clean_existing: false,
+        sync_phase: false,
+        verify: false,
+        stride: 0,
+        leaf_depth: m.leaf_depth,
+        stop_at_first: false,
+        engine: "sync".into(),
+        iodepth: 1,
+    });
+    let mut tree = Tree {
+        root,
+        marker: m,
+        writable: true,
+        ours: true,
+        guard: Some(TreeGuard {
+            target: t,
+            root: rootd,
+            lock: Some(lock),
+        }),
+    };
+    let left = match &tree.guard {
+        Some(g) => teardown(&spec, g, tree.marker.state, tree.marker.extent),
+        None => Vec::new(),
+    };
+    let mut notes = Vec::new();
+    finish_root(&mut tree, &left, &mut notes);
+    let left = notes
+        .into_iter()
+        .map(|n| {
+            n.trim_start_matches("cleanup: could not remove ")
+                .to_string()
+        })
+        .collect();
+    Ok(Some(Cleaned {
+        set: format!("the metadata tree {}", tree.root.display()),
+        took_over,
+        left,
+    }))
 }
 
 /// Merges what may exist before and after a phase that did not finish.

@@ -36,13 +36,19 @@ fn entries(d: &Path) -> usize {
 /// A metadata run that lasts (a million files per thread), stopped with
 /// SIGSTOP once it holds its tree and has made files in it.
 fn stopped_meta(args: &[&str], target: &Path) -> Child {
+    stopped_meta_when(args, target, true)
+}
+
+/// [`stopped_meta`]; without `lock`, only the files are waited for (the
+/// swap tests hold without a lock file too).
+fn stopped_meta_when(args: &[&str], target: &Path, lock: bool) -> Child {
     let mut a = args.to_vec();
     a.push(s(target));
     let mut child = spawn(&a);
-    let lock = target.join(META_LOCK);
+    let lockf = target.join(META_LOCK);
     let thr = target.join("ioscale-meta.d/thr.000");
     wait_until(&mut child, "the tree's lock and files", || {
-        locked(&lock) && entries(&thr) > 0
+        (!lock || locked(&lockf)) && entries(&thr) > 0
     });
     signal(&child, libc::SIGSTOP);
     child
@@ -232,7 +238,7 @@ fn a_meta_tree_root_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() 
     let t = scratch();
     let target = t.path().join("target");
     std::fs::create_dir(&target).unwrap();
-    let child = stopped_meta(META_LONG, &target);
+    let child = stopped_meta_when(META_LONG, &target, false);
     // A victim holding every name the run has made so far (and a marker
     // look-alike), swapped in under the tree's name.
     let root = target.join("ioscale-meta.d");
@@ -260,7 +266,7 @@ fn a_thread_dir_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() {
     let t = scratch();
     let target = t.path().join("target");
     std::fs::create_dir(&target).unwrap();
-    let child = stopped_meta(META_LONG, &target);
+    let child = stopped_meta_when(META_LONG, &target, false);
     let thr = target.join("ioscale-meta.d/thr.000");
     let names = files_below(&thr);
     let victim = t.path().join("victim");
@@ -343,6 +349,11 @@ fn clean_removes_a_kept_meta_tree_and_a_smallfile_job_tree() {
 /// An IOR write that lasts (1 GiB per task in 4 KiB transfers), stopped
 /// with SIGSTOP once it holds its set and has written data.
 fn stopped_ior(o: &Path, extra: &[&str], first_file: &Path) -> Child {
+    stopped_ior_when(o, extra, first_file, true)
+}
+
+/// [`stopped_ior`]; without `need_lock`, only the data is waited for.
+fn stopped_ior_when(o: &Path, extra: &[&str], first_file: &Path, need_lock: bool) -> Child {
     let mut a = vec!["ior", "-w", "-t", "4k", "-b", "1g", "-N", "2"];
     a.extend_from_slice(extra);
     a.extend_from_slice(&["-o", s(o)]);
@@ -353,7 +364,7 @@ fn stopped_ior(o: &Path, extra: &[&str], first_file: &Path) -> Child {
         .unwrap()
         .join(format!(".{name}.ioscale-marker.lock"));
     wait_until(&mut child, "the IOR set's lock and data", || {
-        locked(&lock) && len(first_file) > 0
+        (!need_lock || locked(&lock)) && len(first_file) > 0
     });
     signal(&child, libc::SIGSTOP);
     child
@@ -407,7 +418,7 @@ fn an_ior_task_dir_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() {
     std::fs::create_dir(&dir).unwrap();
     let o = dir.join("x.bin");
     let first = dir.join("0/x.bin.00000000");
-    let child = stopped_ior(&o, &["-F", "-u"], &first);
+    let child = stopped_ior_when(&o, &["-F", "-u"], &first, false);
     let victim = t.path().join("victim");
     let planted = plant_copies(&victim, &[PathBuf::from("x.bin.00000000")]);
     std::fs::rename(dir.join("0"), t.path().join("moved0")).unwrap();

@@ -474,3 +474,40 @@ fn a_failed_ior_setup_leaves_no_lock_or_marker() {
     assert_eq!(entries(t.path()), 1, "{}", stderr(&out));
     assert_eq!(std::fs::read(&o).unwrap(), b"someone else's");
 }
+
+#[test]
+fn a_set_held_on_another_host_needs_clean_force() {
+    let t = scratch();
+    let out = run(&[
+        "meta",
+        "--ops",
+        "create",
+        "--threads",
+        "1",
+        "--files",
+        "20",
+        "--keep",
+        "-q",
+        s(t.path()),
+    ]);
+    assert_code(&out, 0);
+    // The record a run on another node leaves where flock is node-local.
+    let holder = r#"{"pid":4242,"host":"node-elsewhere","boot_id":null,"start_ticks":null,"since_unix":1,"command":"ioscale meta /shared"}"#;
+    std::fs::write(t.path().join(META_LOCK), holder).unwrap();
+    let out = run(&["clean", s(t.path())]);
+    assert_code(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("node-elsewhere") && err.contains("clean --force"),
+        "the refusal says who and how to take over: {err}"
+    );
+    assert!(t.path().join("ioscale-meta.d/thr.000").is_dir());
+    let out = run(&["clean", "--force", s(t.path())]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("took over") && err.contains("node-elsewhere"),
+        "{err}"
+    );
+    assert_eq!(entries(t.path()), 0, "{err}");
+}

@@ -76,11 +76,15 @@ impl Holder {
         }
     }
 
-    /// `pid 1234 on host node7 (ioscale run /mnt/t), since <epoch>s`.
+    /// `pid 1234 on host node7 (ioscale run /mnt/t), since 2026-11-23
+    /// 04:31:45 UTC`.
     pub fn describe(&self) -> String {
         format!(
-            "pid {} on host {} ({}), since {} s after the epoch",
-            self.pid, self.host, self.command, self.since_unix
+            "pid {} on host {} ({}), since {}",
+            self.pid,
+            self.host,
+            self.command,
+            utc(self.since_unix)
         )
     }
 
@@ -302,6 +306,28 @@ impl Drop for SetLock {
     }
 }
 
+/// Seconds since the epoch as `YYYY-MM-DD HH:MM:SS UTC` (the civil date
+/// from a day count, after Howard Hinnant's `civil_from_days`).
+fn utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3_600,
+        rem % 3_600 / 60,
+        rem % 60
+    )
+}
+
 fn host_name() -> String {
     rustix::system::uname()
         .nodename()
@@ -324,4 +350,14 @@ pub fn start_ticks(pid: u32) -> Option<u64> {
     let rest = &s[s.rfind(')')? + 1..];
     // rest starts with field 3 (state); field 22 is the 20th from there.
     rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates_are_civil() {
+        assert_eq!(super::utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::utc(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(super::utc(1_795_408_305), "2026-11-23 04:31:45 UTC");
+    }
 }

@@ -175,6 +175,34 @@ fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
     )
 }
 
+/// Why a set is refused: who holds it and what to do. A holder on another
+/// host cannot be checked from here: the user is told how to take it over
+/// once they know that run is over.
+pub(crate) fn held_message(
+    set: &str,
+    holder: Option<safefs::Holder>,
+    liveness: Liveness,
+    target: &Path,
+) -> String {
+    let who = holder
+        .map(|h| h.describe())
+        .unwrap_or_else(|| "another ioscale process".into());
+    if liveness == Liveness::Unknown {
+        format!(
+            "{set} is in use by {who}. That is another host, so this one cannot tell whether \
+             the run still goes on: wait until it ends, or, once you know it is over, \
+             `ioscale clean --force {}` takes the set over and removes it",
+            target.display()
+        )
+    } else {
+        format!(
+            "{set} is in use by {who}; wait until it ends (or stop it) before using or \
+             cleaning {}",
+            target.display()
+        )
+    }
+}
+
 /// Takes the lock file `lock` in `dir` for the set called `set`, or says
 /// who holds it (exit 2). A holder on another host is taken over only with
 /// `opts` (`clean --force`).
@@ -187,20 +215,9 @@ fn take_lock_named(
 ) -> Result<SetLock, Error> {
     match SetLock::try_lock_with(dir, lock, &command_line(), opts).map_err(fs_err)? {
         TryLock::Acquired(l) => Ok(l),
-        TryLock::Held { holder, liveness } => Err(Error::Refused(format!(
-            "{} is in use by {}{}; wait until it ends (or stop it) before using or cleaning {}",
-            set,
-            holder
-                .map(|h| h.describe())
-                .unwrap_or_else(|| "another ioscale process".into()),
-            if liveness == Liveness::Unknown {
-                " on another host, which this host cannot check; once you know that run is \
-                 over, `ioscale clean --force` takes the set over and removes it"
-            } else {
-                ""
-            },
-            target.display()
-        ))),
+        TryLock::Held { holder, liveness } => {
+            Err(Error::Refused(held_message(set, holder, liveness, target)))
+        }
     }
 }
 

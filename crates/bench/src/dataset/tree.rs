@@ -15,11 +15,11 @@ use std::sync::{Arc, Barrier};
 
 use engine::meta::{remove_tree, run_meta_worker, MetaPlan};
 use engine::PhaseControl;
-use safefs::{lock_name, Access, DirHandle, Kind, Liveness, SetLock, TryLock};
+use safefs::{lock_name, Access, DirHandle, Kind, SetLock, TryLock};
 use serde::{Deserialize, Serialize};
 use spec::{MetaOp, MetaSpec, TreeState};
 
-use super::Cleaned;
+use super::{held_message, Cleaned};
 
 use crate::error::Error;
 
@@ -147,19 +147,11 @@ fn command_line() -> String {
 fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
     match SetLock::try_lock(root, lock_name(MARKER_NAME), &command_line()).map_err(fs_err)? {
         TryLock::Acquired(l) => Ok(l),
-        TryLock::Held { holder, liveness } => Err(Error::Refused(format!(
-            "{} is in use by {}{}; wait until it ends (or stop it) before using or cleaning {}",
-            root.path().display(),
-            holder
-                .map(|h| h.describe())
-                .unwrap_or_else(|| "another ioscale process".into()),
-            if liveness == Liveness::Unknown {
-                " on another host, which this host cannot check (`ioscale clean --force` \
-                 takes it over once you know that run is over)"
-            } else {
-                ""
-            },
-            target.display()
+        TryLock::Held { holder, liveness } => Err(Error::Refused(held_message(
+            &root.path().display().to_string(),
+            holder,
+            liveness,
+            target,
         ))),
     }
 }

@@ -912,7 +912,13 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         // as IOR would overwrite it; the old names ioscale made go first so
         // none is left behind unrecognised.
         let (old_files, _) = ior_names(path, old.layout, old.threads);
-        let left = remove_ior_entries(&pd, &root, old, &old_files, &marker_name);
+        let mut left = remove_ior_entries(&pd, &root, old, &old_files, &marker_name);
+        if left.is_empty() {
+            // Its marker goes with it; the lock (ours) stays for this run.
+            if let Err(e) = pd.unlink_at(&marker_name, None) {
+                left.push(e.to_string());
+            }
+        }
         if !left.is_empty() {
             return Err(Error::Refused(format!(
                 "cannot replace the files kept at {}: {}",

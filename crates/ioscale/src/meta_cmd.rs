@@ -58,7 +58,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
         eprintln!(
             "ioscale: interrupted: the record is saved; removing the tree now \
              (a second Ctrl-C stops that and leaves the tree; \
-             `ioscale meta --ops cleanup` with the same flags removes it)"
+             `ioscale clean TARGET` removes it)"
         );
     };
     let live = root

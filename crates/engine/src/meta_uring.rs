@@ -25,7 +25,7 @@
 //! The directory node a request names stays open until it completes, so
 //! the window of requests in flight may span several hashed directories
 //! (up to `iodepth` of them); where a thread's files span several, it goes
-//! round robin over them (see [`Order`]). Untimed phases (layout, teardown) and operations without an
+//! round robin over them (see `Order`). Untimed phases (layout, teardown) and operations without an
 //! opcode here run on the synchronous engine (see the registry).
 
 use std::io;

@@ -28,6 +28,32 @@ fn locked(p: &Path) -> bool {
     std::fs::read(p).is_ok_and(|b| b.starts_with(b"{"))
 }
 
+/// Stops the child with SIGSTOP and waits until every one of its threads
+/// is stopped (`T` in /proc/PID/task/*/stat): kill(2) returns before the
+/// signal has taken effect, and a worker could still make a file.
+fn stop(child: &Child) {
+    signal(child, libc::SIGSTOP);
+    let t0 = std::time::Instant::now();
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", child.id())).unwrap();
+        let all = tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat")).is_ok_and(|st| {
+                // The state follows the command name in parentheses.
+                st.rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+            })
+        });
+        if all {
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the child did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Entries directly in `d` (0 when missing).
 fn entries(d: &Path) -> usize {
     std::fs::read_dir(d).map(|r| r.count()).unwrap_or(0)
@@ -50,7 +76,7 @@ fn stopped_meta_when(args: &[&str], target: &Path, lock: bool) -> Child {
     wait_until(&mut child, "the tree's lock and files", || {
         (!lock || locked(&lockf)) && entries(&thr) > 0
     });
-    signal(&child, libc::SIGSTOP);
+    stop(&child);
     child
 }
 
@@ -366,7 +392,7 @@ fn stopped_ior_when(o: &Path, extra: &[&str], first_file: &Path, need_lock: bool
     wait_until(&mut child, "the IOR set's lock and data", || {
         (!need_lock || locked(&lock)) && len(first_file) > 0
     });
-    signal(&child, libc::SIGSTOP);
+    stop(&child);
     child
 }
 

@@ -1045,26 +1045,54 @@ fn readdir_loop(
 }
 
 /// Removes the hashed directory nodes of thread `w` (deepest first), then
-/// its thread directory, by `rmdir` only. Returns directories that could
-/// not be removed (they hold entries ioscale did not create).
+/// its thread directory, by `rmdir` only, each relative to a descriptor of
+/// its parent opened without following a link (see [`at::open_dir`]).
+/// Returns directories that could not be removed (they hold entries
+/// ioscale did not create, or a link was swapped in on the way).
 pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<String> {
     let mut left = Vec::new();
     let base = match spec.thread_dir(w) {
         Some(d) => root.join(d),
         None => root.to_path_buf(),
     };
-    let mut rel = Vec::with_capacity(256);
-    for node in (1..spec.nodes_for(indices)).rev() {
-        rel.clear();
-        spec.push_node_path(&mut rel, node);
-        let p = base.join(std::ffi::OsStr::from_bytes(&rel));
-        match std::fs::remove_dir(&p) {
-            Ok(()) => {}
+    let mut bp = base.as_os_str().as_bytes().to_vec();
+    bp.push(0);
+    let nodes = spec.nodes_for(indices);
+    if nodes > 1 {
+        match at::open_dir(libc::AT_FDCWD, &bp) {
+            Ok(bfd) => {
+                let mut rel = Vec::with_capacity(256);
+                for node in (1..nodes).rev() {
+                    rel.clear();
+                    spec.push_node_path(&mut rel, node);
+                    let p = base.join(std::ffi::OsStr::from_bytes(&rel));
+                    let (parent, name) = match rel.iter().rposition(|&b| b == b'/') {
+                        Some(i) => (rel[..i].to_vec(), rel[i + 1..].to_vec()),
+                        None => (Vec::new(), rel.clone()),
+                    };
+                    let pfd = if parent.is_empty() {
+                        at::dup(bfd.as_raw_fd())
+                    } else {
+                        let mut c = parent;
+                        c.push(0);
+                        at::open_dir(bfd.as_raw_fd(), &c)
+                    };
+                    let mut n = name;
+                    n.push(0);
+                    let r = pfd.and_then(|fd| at::unlink(fd.as_raw_fd(), &n, true));
+                    match r {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => left.push(format!("{}: {e}", p.display())),
+                    }
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => left.push(format!("{}: {e}", p.display())),
+            Err(e) => left.push(format!("{}: {e}", base.display())),
         }
     }
     if spec.thread_dir(w).is_some() {
+        // rmdir does not follow a link at the last component.
         match std::fs::remove_dir(&base) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -1115,21 +1143,51 @@ pub mod at {
         }
     }
 
+    /// Whether `openat2` is known to be missing (ENOSYS, or refused by a
+    /// seccomp filter): then [`open_dir`] uses `openat` alone.
+    static NO_OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
     /// Opens a directory relative to `dir` (or `AT_FDCWD`). A symbolic
     /// link as the last component is refused (`ELOOP`), never followed:
     /// every directory of a tree is ioscale's own, so a link there was
-    /// swapped in by someone else.
+    /// swapped in by someone else. Relative to a descriptor, a link at any
+    /// component of a multi-component path (the hashed `h0/h3` nodes) is
+    /// refused too (`openat2` with `RESOLVE_NO_SYMLINKS`, where the kernel
+    /// has it; older kernels check the last component only).
     pub fn open_dir(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
+        use std::sync::atomic::Ordering;
         let c = cstr(path)?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+        if dir != libc::AT_FDCWD && !NO_OPENAT2.load(Ordering::Relaxed) {
+            // SAFETY: open_how is plain data; zeroed is a valid value.
+            let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+            how.flags = flags as u64;
+            how.resolve = libc::RESOLVE_NO_SYMLINKS;
+            // SAFETY: `c` is a valid NUL-terminated string and `how` a
+            // valid open_how of the size passed; the kernel keeps neither.
+            let fd = unsafe {
+                libc::syscall(
+                    libc::SYS_openat2,
+                    dir,
+                    c.as_ptr(),
+                    &how as *const libc::open_how,
+                    std::mem::size_of::<libc::open_how>(),
+                )
+            };
+            if fd >= 0 {
+                // SAFETY: `fd` was just returned by openat2 and is owned by
+                // no one else.
+                return Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) });
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::ENOSYS) | Some(libc::EPERM) => NO_OPENAT2.store(true, Ordering::Relaxed),
+                _ => return Err(e),
+            }
+        }
         // SAFETY: `c` is a valid NUL-terminated string; openat does not
         // keep the pointer.
-        let fd = unsafe {
-            libc::openat(
-                dir,
-                c.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            )
-        };
+        let fd = unsafe { libc::openat(dir, c.as_ptr(), flags) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -537,3 +537,31 @@ fn a_set_held_on_another_host_needs_clean_force() {
     );
     assert_eq!(entries(t.path()), 0, "{err}");
 }
+
+#[test]
+fn a_hashed_directory_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() {
+    let t = scratch();
+    let target = t.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let mut args = META_LONG.to_vec();
+    args.extend_from_slice(&["--files-per-dir", "2", "--dirs-per-dir", "2"]);
+    let mut child = spawn(&[args.as_slice(), &[s(&target)]].concat());
+    let h = target.join("ioscale-meta.d/thr.000/h0");
+    // Wait for a few levels below h0, so the cleanup opens paths through it.
+    wait_until(&mut child, "a hashed tree three levels deep", || {
+        h.join("h0/h0").is_dir()
+    });
+    stop(&child);
+    let names = files_below(&h);
+    let victim = t.path().join("victim");
+    let planted = plant_copies(&victim, &names);
+    std::fs::rename(&h, t.path().join("moved-h0")).unwrap();
+    std::os::unix::fs::symlink(&victim, &h).unwrap();
+    let out = resume_and_stop(child);
+    assert_intact(&planted);
+    assert!(
+        stderr(&out).contains("h0"),
+        "the refused directory is named: {}",
+        stderr(&out)
+    );
+}

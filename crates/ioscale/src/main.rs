@@ -430,9 +430,9 @@ fn cmd_clean(target: &Path, force: bool) -> anyhow::Result<i32> {
                 if c.left.is_empty() {
                     eprintln!("ioscale: removed {}", c.set);
                 } else {
-                    eprintln!("ioscale: removed part of {}", c.set);
+                    eprintln!("ioscale: removed part of {}; left in place:", c.set);
                     for l in &c.left {
-                        eprintln!("ioscale: could not remove {l}");
+                        eprintln!("ioscale:   {l}");
                     }
                     code = 1;
                 }

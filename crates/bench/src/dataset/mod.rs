@@ -840,13 +840,13 @@ fn remove_ior_set(mut g: Guard, parent: &Path, m: &Marker, files: &[PathBuf]) ->
             left.push(e.to_string());
         }
     } else {
+        let o = sidecar_data_name(&marker_name)
+            .map(|n| parent.join(n))
+            .unwrap_or_else(|| parent.to_path_buf());
         left.push(format!(
             "the marker {} is kept; `ioscale clean {}` removes the rest",
             g.root.child_path(&marker_name).display(),
-            files
-                .first()
-                .map(|f| f.display().to_string())
-                .unwrap_or_default()
+            o.display()
         ));
     }
     if let Some(l) = g.lock.take() {

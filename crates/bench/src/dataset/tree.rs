@@ -6,6 +6,12 @@
 //! marker, and the teardown (which drives the engine's cleanup walk and its
 //! `rmdir`-only directory removal). The timed phases themselves create and
 //! delete entries in the engine, as the workload under test.
+//!
+//! Rank 0 holds the tree open (`O_NOFOLLOW`) and locked
+//! (`.ioscale-meta-marker.lock`, a safefs [`SetLock`]) from its setup to its
+//! end: another run, `--ops cleanup` or `ioscale clean` on a live tree is
+//! refused naming the holder, and the teardown reaches the tree only through
+//! the held handle, so a name swapped for a link is refused, never followed.
 
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;

@@ -100,6 +100,9 @@ impl FileAnchor {
         // SAFETY: `fd` was just returned by openat and nobody else owns it.
         let file = unsafe { File::from_raw_fd(fd) };
         let md = file.metadata()?;
+        if md.file_type().is_dir() {
+            return Err(std::io::Error::from_raw_os_error(libc::EISDIR));
+        }
         if !md.file_type().is_file() {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,

@@ -13,7 +13,8 @@
 //! times, and otherwise reported as inconclusive with those figures. A
 //! wrong verdict on an undisturbed machine fails. Cases 3 (one server
 //! thread) and 4 (tmpfs) have no such escape: their answer holds on a busy
-//! machine too, and a wrong verdict fails whatever the load.
+//! machine too, and a wrong verdict fails whatever the load (case 3 may
+//! say "cannot tell" only when its repetitions are noisier than ±15 %).
 
 mod common;
 
@@ -71,6 +72,20 @@ fn show(case: &str, v: &Value) {
             limit(c),
             c["verdict"]["text"].as_str().unwrap()
         );
+        for p in c["points"].as_array().unwrap() {
+            let f = |k: &str| p[k].as_f64().unwrap_or(0.0);
+            let ci = |k: &str| p["ci"][k].as_f64().unwrap_or(0.0);
+            println!(
+                "[{case}]   {} workers: {:.1} (95% CI {:.1}–{:.1}, {} reps), p50 {:.0} µs, p99 {:.0} µs",
+                p["threads"],
+                f("value"),
+                ci("lo"),
+                ci("hi"),
+                p["reps"],
+                f("lat_p50_us"),
+                f("lat_p99_us")
+            );
+        }
     }
 }
 
@@ -184,7 +199,8 @@ fn case2_bandwidth_cap_is_the_server() {
 
 /// A server taking one request at a time is serialised on a quiet machine
 /// and on a busy one alike (other work only enlarges the clients' share of
-/// each request, which more workers overlap): no "inconclusive" here.
+/// each request, which more workers overlap): no "inconclusive" escape;
+/// only repetitions noisier than ±15 % may say "cannot tell".
 #[test]
 fn case3_one_service_thread_is_serialised() {
     let _t = turn();
@@ -203,6 +219,19 @@ fn case3_one_service_thread_is_serialised() {
     }
     assert_probed(&v);
     let c = curve(&v);
+    // Issue 12 allows "no clear difference … run more --reps" only where
+    // the repetitions are too noisy to tell (here: some point's interval
+    // wider than ±15 %, seen at a load average of 16 on 2 CPUs); a
+    // measurement within that is serialised, and no other verdict ever is
+    // right.
+    let noise = c["noise"].as_f64().unwrap();
+    if kind(c) == "uncertain" && noise > 0.15 {
+        println!(
+            "[3 one server thread] note: cannot tell within noise (±{:.0}%), as issue 12 allows",
+            noise * 100.0
+        );
+        return;
+    }
     assert_eq!(kind(c), "serialised", "{:#}", c["verdict"]);
     assert!(c["verdict"]["text"]
         .as_str()

@@ -73,6 +73,13 @@ pub const SERIAL_GAIN: f64 = 1.5;
 /// service times: share 1).
 pub const SERIAL_LATENCY: f64 = 0.5;
 
+/// How fast the measured latency must grow from the fewest workers to the
+/// first count of at least twice as many, as a share of the workers'
+/// growth, to prove a queue behind one server when the throughput is too
+/// noisy to (a server taking two requests at once keeps the latency at 2
+/// workers where it was, share 0.5; one at a time doubles it, share 1).
+pub const SERIAL_QUEUE: f64 = 0.75;
+
 /// Cores one other process must use to be the limit (a single-threaded
 /// daemon cannot use more than one).
 pub const PROCESS_SATURATED: f64 = 0.85;
@@ -763,10 +770,26 @@ pub fn analyse_curve(
         (None, None) => true,
         (m, t) => m.unwrap_or(0.0).max(t.unwrap_or(0.0)) >= SERIAL_LATENCY * more,
     };
+    // The latency proof, which throughput noise cannot blur: at the first
+    // count of 2·F workers or more the measured median (or p99) grew at
+    // least SERIAL_QUEUE of the workers' growth (a server taking two at a
+    // time keeps the 2-worker latency where it was; one at a time doubles
+    // it), and at L it grew as `queues` asks.
+    let queued_at_double = first.lat_p50_us > 0.0
+        && pts
+            .iter()
+            .find(|p| p.threads >= 2 * first.threads)
+            .is_some_and(|p| {
+                let m = growth(first.lat_p50_us, p.lat_p50_us).unwrap_or(0.0);
+                let t = growth(first.lat_p99_us, p.lat_p99_us).unwrap_or(0.0);
+                m.max(t) >= SERIAL_QUEUE * p.threads as f64 / first.threads.max(1) as f64
+            });
+    let small_gain = peak.value <= SERIAL_GAIN * first.value
+        || (queued_at_double && peak.interval().lo <= SERIAL_GAIN * first.interval().hi);
     let serialised = last.threads >= 2 * first.threads
-        && peak.value <= SERIAL_GAIN * first.value
+        && small_gain
         && !falls
-        && below_double
+        && (below_double || queued_at_double)
         && queues;
     let mut v = Verdict {
         kind: VerdictKind::Uncertain,
@@ -1761,10 +1784,45 @@ mod tests {
         ];
         let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
-        // But a noisy first point that may hide a doubling is not enough.
+        // A first point disturbed low (±40 %, a load average of 16) leaves
+        // the throughput unable to rule out a doubling, but the measured
+        // latency doubles with every doubling of the workers: each request
+        // waits behind the others, so the server takes one at a time.
         let pts = [
-            noisy(1, &[50.0, 100.0, 60.0], 2_200.0),
-            noisy(2, &[100.0, 110.0, 105.0], 4_300.0),
+            CurvePoint {
+                lat_p99_us: 5_500.0,
+                ..noisy(1, &[10.0, 18.0, 26.0], 2_170.0)
+            },
+            CurvePoint {
+                lat_p99_us: 6_100.0,
+                ..noisy(2, &[26.0, 27.0, 28.0], 4_350.0)
+            },
+            CurvePoint {
+                lat_p99_us: 12_500.0,
+                ..noisy(4, &[26.0, 27.0, 28.0], 8_640.0)
+            },
+            CurvePoint {
+                lat_p99_us: 18_500.0,
+                ..noisy(8, &[26.0, 27.0, 28.0], 12_600.0)
+            },
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // The same throughput with latency that stays put (two at a time
+        // from 2 workers on) is not.
+        let flat = [
+            noisy(1, &[10.0, 18.0, 26.0], 2_170.0),
+            noisy(2, &[26.0, 27.0, 28.0], 2_300.0),
+            noisy(4, &[26.0, 27.0, 28.0], 4_400.0),
+            noisy(8, &[26.0, 27.0, 28.0], 8_600.0),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &flat, &ctx("fuse.ioscale-testfs"));
+        assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // But a noisy first point that may hide a doubling, with latency
+        // that barely grows, is not enough.
+        let pts = [
+            noisy(1, &[50.0, 100.0, 60.0], 900.0),
+            noisy(2, &[100.0, 110.0, 105.0], 1_200.0),
         ];
         let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
         assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);

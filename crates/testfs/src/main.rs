@@ -30,6 +30,9 @@ const EXAMPLES: &str = "Examples:
   # every read and write served at most half, fsync fails, only for file.00000001
   ioscale-testfs --short-reads --short-writes --fsync-fail --faults-path-substr file.00000001 /srv/data /mnt/t
 
+  # a gateway without rename: every rename fails with ENOSYS
+  ioscale-testfs --no-rename /srv/data /mnt/t
+
   # stop: Ctrl-C, kill -TERM <pid>, or
   fusermount3 -u /mnt/t
 
@@ -148,6 +151,11 @@ struct Args {
     #[arg(long)]
     trace: bool,
 
+    /// Refuse every rename with ENOSYS, as some FUSE and object-store
+    /// gateways do (a file can then only be written in place).
+    #[arg(long)]
+    no_rename: bool,
+
     /// Print nothing but errors.
     #[arg(short, long)]
     quiet: bool,
@@ -256,6 +264,7 @@ fn main() -> ExitCode {
                 attr_ttl: a.attr_ttl,
                 max_write,
                 trace: a.trace,
+                no_rename: a.no_rename,
             },
             inj.clone(),
         )

@@ -300,14 +300,35 @@ fn names(root: &Path, layout: Layout, threads: u32) -> (Vec<PathBuf>, Vec<PathBu
 }
 
 fn write_marker_at(path: &Path, m: &Marker) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
-    )?;
-    fs::rename(&tmp, path)
+    replace_file(
+        path,
+        &serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
+    )
+}
+
+/// Writes `bytes` as the file `path` through [`safefs::replace_at`]: a
+/// temporary file renamed over it, or — where the file system cannot
+/// rename (some FUSE and object-store gateways) — written in place and
+/// `fsync`ed. No temporary file is left, whatever fails.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let to_io = |e: safefs::Error| {
+        let text = e.to_string();
+        match e.kind {
+            safefs::ErrorKind::Io(source) => source,
+            _ => io::Error::other(text),
+        }
+    };
+    let d = DirHandle::open(dir).map_err(to_io)?;
+    safefs::replace_at(&d, name, bytes)
+        .map(|_| ())
+        .map_err(to_io)
 }
 
 fn read_marker_at(path: &Path) -> Option<Marker> {

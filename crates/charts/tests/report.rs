@@ -88,6 +88,7 @@ fn record(units: Units) -> SweepRecord {
         },
         interrupted: false,
         points_total: 3,
+        stop_reason: None,
         points: vec![
             point(0, 1, &[100.0, 0.0, 104.0, 0.0]),
             point(1, 2, &[200.0, 196.0, 204.0, 199.0]),

@@ -240,3 +240,31 @@ fn ior_on_a_terminal_shows_the_live_line() {
     assert!(text.contains("Summary of all tests"), "{text:?}");
     assert_empty(dir.path());
 }
+
+/// `--progress` inside a fio sweep's job would be ignored (the sweep has
+/// its own display): it is refused with where it goes instead.
+#[test]
+fn progress_inside_a_fio_sweep_says_where_it_goes() {
+    let dir = scratch();
+    let d = format!("--directory={}", dir.path().display());
+    let out = front(
+        &[
+            "sweep",
+            "--threads",
+            "1",
+            "--",
+            "fio",
+            "--name=j",
+            "--rw=write",
+            "--bs=64k",
+            "--size=256k",
+            &d,
+            "--progress=plain",
+        ],
+        None,
+    );
+    assert_code(&out, 2);
+    let e = stderr(&out);
+    assert!(e.contains("--progress") && e.contains("before --"), "{e}");
+    assert_empty(dir.path());
+}

@@ -54,9 +54,9 @@ Examples:
 
 Any other option is refused (exit 2) naming it and the nearest ioscale option.
 Jobs that fio would run at the same time must have the same workload shape
-(rw, bs, size, engine…); separate others with `stonewall`. What ioscale does not
-measure (slat, stdev, latency buckets, IO depth distribution, ctx) is left out of
-the output; docs/compat.md lists every difference.
+(rw, bs, size, engine…); separate others with `stonewall`. What ioscale does
+not measure (slat, stdev, latency buckets, IO depth distribution, ctx) is left
+out of the output; docs/compat.md lists every difference.
 ";
 
 /// One run: the jobs fio would start together.
@@ -370,6 +370,11 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
     if cli.output.is_some() || !cli.formats.is_empty() || cli.ioscale_json.is_some() {
         return Err(Usage(
             "give --json, --csv and --format to sweep (before --), not --output/--output-format to the inner fio".into(),
+        ));
+    }
+    if cli.progress.is_some() {
+        return Err(Usage(
+            "give --progress to sweep (before --), not to the inner fio".into(),
         ));
     }
     let (mut jobs, _) = parse::jobs(&cli)?;

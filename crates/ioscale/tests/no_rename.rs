@@ -193,3 +193,45 @@ fn ior_keep_without_rename() {
     assert!(json(&j)["results"].is_array() || json(&j).is_object());
     no_temp_left(fs.source());
 }
+
+/// A sweep's journal, rewritten after every point, lives on the target
+/// here: each rewrite is in place, the last one whole.
+#[test]
+fn sweep_journal_without_rename() {
+    let Some(fs) = TestFs::mount(&["--no-rename"]) else {
+        return;
+    };
+    let j = fs.path().join("s.json");
+    let html = fs.path().join("s.html");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "1",
+        "--json",
+        s(&j),
+        "--html",
+        s(&html),
+        "-q",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "64k",
+        "--xfer",
+        "64k",
+        s(fs.path()),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    assert_eq!(v["points"].as_array().map(Vec::len), Some(2), "{v}");
+    assert!(std::fs::read_to_string(&html)
+        .unwrap()
+        .ends_with("</html>\n"));
+    no_temp_left(fs.source());
+    std::fs::remove_file(&j).unwrap();
+    std::fs::remove_file(&html).unwrap();
+    assert_empty(fs.source());
+}

@@ -679,17 +679,16 @@ fn opens_and_unlinks(args: &[&str], file: &Path) -> Option<(std::process::Output
         .output()
         .ok()?;
     let quoted = format!("\"{}\"", s(file));
-    // Cleanup may unlink, and `run`'s workers open, by name relative to a
-    // held directory handle (not AT_FDCWD).
+    // Cleanup may unlink, and the workers open, by name relative to a
+    // held directory handle.
     let base = format!("\"{}\"", file.file_name().unwrap().to_str().unwrap());
     let events = std::fs::read_to_string(log.path())
         .unwrap()
         .lines()
         .filter(|l| {
-            let relative = (l.contains("unlinkat(") || l.contains("openat("))
-                && !l.contains("AT_FDCWD")
-                && l.contains(&base);
-            (l.contains(&quoted) || relative) && !l.contains("ENOENT")
+            (l.contains(&quoted)
+                || ((l.contains("unlinkat(") || l.contains("openat(")) && l.contains(&base)))
+                && !l.contains("ENOENT")
         })
         .filter_map(|l| {
             if l.contains("openat(") {

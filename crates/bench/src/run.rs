@@ -38,6 +38,22 @@ pub struct Outcome {
     /// What each timed phase used (CPU, device, FUSE connection), when
     /// [`Options::probe`] asked for it; rank 0's measurement under MPI.
     pub probes: Vec<PhaseProbe>,
+    /// Each recorded phase's latency histogram per worker of this process
+    /// (`phase` indexes `results.phases`), for front-ends that print more
+    /// of the distribution than the record keeps (fio's stdev, buckets and
+    /// per-clone lines).
+    pub latency: Vec<PhaseLatency>,
+}
+
+/// The latency histograms of one recorded phase, one per worker.
+#[derive(Clone)]
+pub struct PhaseLatency {
+    /// Index into the record's `phases`.
+    pub phase: usize,
+    /// (worker, its histogram), for the workers this process ran.
+    pub workers: Vec<(u32, LatencyHistogram)>,
+    /// (worker, what its thread used over the phase).
+    pub usage: Vec<(u32, engine::ThreadUsage)>,
 }
 
 /// How a driver runs beyond what the spec says: what a sweep asks for.
@@ -299,6 +315,7 @@ pub fn run_with_options(
         );
     }
     let mut probes = Vec::new();
+    let mut latency = Vec::new();
     'reps: for rep in 0..spec.reps {
         if rep > 0 {
             pause(spec.rep_delay, &stop);
@@ -361,7 +378,19 @@ pub fn run_with_options(
             }
             let rec = is_root.then(|| reduce(&plan, &out, layout));
             let errors_before = results.errors.len();
+            let recorded = results.phases.len();
             record_phase(&mut results, rec, &out, layout, |s| s.failure.as_ref());
+            if results.phases.len() > recorded {
+                latency.push(PhaseLatency {
+                    phase: recorded,
+                    workers: out
+                        .samples
+                        .iter()
+                        .map(|s| (s.worker, s.hist.clone()))
+                        .collect(),
+                    usage: out.samples.iter().map(|s| (s.worker, s.usage)).collect(),
+                });
+            }
             // A complete write of every transfer: the files now hold a full
             // data set (mixed phases only count if they wrote all).
             let complete = !out.failed && !out.interrupted && !out.deadline;
@@ -400,6 +429,7 @@ pub fn run_with_options(
     results.summarise();
     let mut outcome = finish(spec, coord, &mut ds, results);
     outcome.probes = probes;
+    outcome.latency = latency;
     Ok(outcome)
 }
 
@@ -477,6 +507,7 @@ fn finish(
             results,
             notes,
             probes: Vec::new(),
+            latency: Vec::new(),
         };
     }
     if !spec.keep && ds.created_root {
@@ -491,6 +522,7 @@ fn finish(
         results,
         notes,
         probes: Vec::new(),
+        latency: Vec::new(),
     }
 }
 
@@ -692,6 +724,7 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
             message: e.to_string(),
         }),
         verify: Default::default(),
+        usage: Default::default(),
     }
 }
 

@@ -10,6 +10,7 @@
 
 pub mod parse;
 pub mod render;
+pub mod sample;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,14 +19,15 @@ use std::time::Instant;
 use spec::{FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
 use self::parse::{EngineKind, Format, Job};
-use self::render::{DirStats, Entry, Header, Lat, Report};
+use self::render::{DirStats, Entry, Header, Lat, LatBuckets, Report, SampleStat};
+use self::sample::{Sampler, Tick};
 use super::Usage;
 
 /// `ioscale fio --help`.
 pub const HELP: &str = "\
 ioscale fio: run fio job files and command lines on ioscale's engine
 
-Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+] [--ioscale-json=FILE]
+Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse] [--ioscale-json=FILE]
                    [JOBFILE]... [--OPTION=VALUE]... [--name=JOB --OPTION=VALUE...]...
        (or a symlink named `fio` to the ioscale binary)
 
@@ -33,10 +35,11 @@ Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   name filename directory nrfiles(=1) size filesize rw/readwrite bs bsrange(one size)
   rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
-  runtime time_based startdelay loops randrepeat randseed norandommap
-  verify(crc32c|md5|pattern) create_on_open unlink group_reporting
-  lat_percentiles percentile_list(50:99:99.9) stonewall wait_for_previous new_group kb_base
-  ramp_time, offset, offset_increment: 0 only
+  runtime time_based ramp_time(with time_based) startdelay loops randrepeat randseed
+  norandommap verify(crc32c|md5|pattern) create_on_open unlink group_reporting
+  lat_percentiles percentile_list stonewall wait_for_previous new_group kb_base
+  write_bw_log write_lat_log write_iops_log (with log_avg_msec)
+  offset, offset_increment: 0 only
 Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
   --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)
@@ -52,8 +55,8 @@ Examples:
 Any other option is refused (exit 2) naming it and the nearest ioscale option.
 Jobs that fio would run at the same time must have the same workload shape
 (rw, bs, size, engine…); separate others with `stonewall`. What ioscale does not
-measure (slat, stdev, latency buckets, IO depth distribution, ctx) is left out of
-the output; docs/compat.md lists every difference.
+measure (slat, IO depth distribution) is left out of the output; docs/compat.md
+lists every difference.
 ";
 
 /// One run: the jobs fio would start together.
@@ -112,7 +115,7 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
         ),
         (
             "runtime",
-            a.runtime == b.runtime && a.time_based == b.time_based,
+            a.runtime == b.runtime && a.time_based == b.time_based && a.ramp_time == b.ramp_time,
         ),
         ("loops", a.loops == b.loops),
         ("startdelay", a.startdelay == b.startdelay),
@@ -168,10 +171,26 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
             j.nrfiles
         )));
     }
-    if !j.ramp_time.is_zero() {
+    let ramp_ok = j.time_based && j.runtime.is_some();
+    if !j.ramp_time.is_zero() && !ramp_ok {
         return Err(Usage(format!(
-            "ramp_time (job '{n}'): not supported: ioscale measures from the first I/O; run a warm-up job \
+            "ramp_time (job '{n}'): supported with time_based and runtime= only (ioscale runs the ramp \
+             as untimed passes, then runtime= of measured ones); for a sized job run a warm-up job \
              before it (a job with `stonewall` after it)"
+        )));
+    }
+    let logs = j.bw_log.is_some() || j.lat_log.is_some() || j.iops_log.is_some();
+    if logs && j.log_avg_msec == 0 {
+        return Err(Usage(format!(
+            "write_bw_log/write_lat_log/write_iops_log (job '{n}'): give log_avg_msec=N as well: ioscale \
+             logs each worker's average over N ms, not every I/O"
+        )));
+    }
+    if logs && matches!(j.op, Op::Rw | Op::Randrw) {
+        return Err(Usage(format!(
+            "write_*_log (job '{n}'): not supported with rw={}: ioscale's interval counts are not split \
+             into reads and writes",
+            j.rw_text
         )));
     }
     if j.offset != 0 || j.offset_increment != 0 {
@@ -500,6 +519,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let mut code = 0;
     let mut disk_before = None;
     let mut disk_dev = None;
+    // fio numbers every clone of every job from 1 (its log file names).
+    let mut thread_base = 0u64;
     for (run, spec, paths, notes) in &planned {
         for n in notes {
             eprintln!("fio: note: {n}");
@@ -535,17 +556,40 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             disk_dev = render::disk_name(&host.fs_source);
             disk_before = disk_dev.as_deref().and_then(render::read_diskstats);
         }
-        let (results, c) = match run_passes(spec, run, &argv, &stop, coord) {
+        let workers = paths.len() as u32;
+        let every = run
+            .jobs
+            .iter()
+            .filter(|j| has_logs(j))
+            .map(|j| j.log_avg_msec)
+            .min()
+            .unwrap_or(BW_AVG_MSEC);
+        let (passes, c, ticks) = match run_passes(
+            spec,
+            run,
+            &argv,
+            &stop,
+            coord,
+            workers,
+            std::time::Duration::from_millis(every),
+        ) {
             Ok(r) => r,
             Err(e) => return fail(&e),
         };
         code = code.max(c);
-        for rs in &results {
-            super::print_errors("fio", rs);
-            super::print_mismatches("fio", rs);
+        for p in &passes {
+            super::print_errors("fio", &p.rs);
+            super::print_mismatches("fio", &p.rs);
         }
-        report.entries.extend(entries_of(run, spec, &results));
-        records.extend(results);
+        report
+            .entries
+            .extend(entries_of(run, spec, &passes, &ticks));
+        if let Err(e) = write_logs(run, &ticks, thread_base) {
+            eprintln!("fio: error: {e}");
+            code = code.max(1);
+        }
+        thread_base += u64::from(workers);
+        records.extend(passes.into_iter().map(|p| p.rs));
         if run.jobs[0].unlink {
             for p in &created {
                 let _ = std::fs::remove_file(p);
@@ -581,6 +625,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
                 text.push_str(&serde_json::to_string_pretty(&render::json(&report))?);
                 text.push('\n');
             }
+            Format::Terse => text.push_str(&render::terse(&report)),
         }
     }
     match &cli.output {
@@ -606,81 +651,149 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     Ok(code)
 }
 
+/// One pass of a run's spec: its record and each phase's per-worker
+/// latency histograms.
+struct Pass {
+    rs: report::ResultSet,
+    lat: Vec<bench::run::PhaseLatency>,
+}
+
+/// fio's `bw_avg_time`/`iops_avg_time` default: one bw/iops sample per
+/// 500 ms.
+const BW_AVG_MSEC: u64 = 500;
+
+fn has_logs(j: &Job) -> bool {
+    j.bw_log.is_some() || j.lat_log.is_some() || j.iops_log.is_some()
+}
+
 /// Runs one run's spec: once, or (with `time_based`) again and again until
 /// `runtime` has passed, as fio loops over its files until time is up.
+/// A `ramp_time` runs first as passes that are not kept, as fio leaves
+/// the ramp out of its figures. Returns the measured passes, the exit code
+/// and each worker's per-interval figures.
+#[allow(clippy::type_complexity)]
 fn run_passes(
     spec: &WorkloadSpec,
     run: &Run,
     argv: &[String],
     stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
     coord: &dyn coord::Coordinator,
-) -> Result<(Vec<report::ResultSet>, i32), String> {
+    workers: u32,
+    every: std::time::Duration,
+) -> Result<(Vec<Pass>, i32, Vec<Vec<Tick>>), String> {
     let j = &run.jobs[0];
-    let t0 = Instant::now();
-    let mut out = Vec::new();
-    loop {
+    let pass = |limit: Option<std::time::Duration>| {
         let mut s = spec.clone();
-        if let Some(rt) = j.runtime {
-            let left = rt.saturating_sub(t0.elapsed());
+        if limit.is_some() {
+            s.time_limit = limit;
+        }
+        bench::run::run_with(&s, argv.to_vec(), stop.clone(), coord).map_err(|e| e.to_string())
+    };
+    if !j.ramp_time.is_zero() {
+        let t0 = Instant::now();
+        loop {
+            let left = j.ramp_time.saturating_sub(t0.elapsed());
             if left.is_zero() {
                 break;
             }
-            s.time_limit = Some(left);
+            let o = pass(Some(left))?;
+            let code = o.exit_code();
+            if code != 0 {
+                return Ok((
+                    vec![Pass {
+                        rs: o.results,
+                        lat: o.latency,
+                    }],
+                    code,
+                    Vec::new(),
+                ));
+            }
         }
-        let o = bench::run::run_with(&s, argv.to_vec(), stop.clone(), coord)
-            .map_err(|e| e.to_string())?;
-        let code = o.exit_code();
+    }
+    let sampler = Sampler::start(workers, every, spec.ops[0]);
+    let t0 = Instant::now();
+    let mut out = Vec::new();
+    let mut code = 0;
+    loop {
+        let limit = match j.runtime {
+            Some(rt) => {
+                let left = rt.saturating_sub(t0.elapsed());
+                if left.is_zero() {
+                    break;
+                }
+                Some(left)
+            }
+            None => None,
+        };
+        let o = match pass(limit) {
+            Ok(o) => o,
+            Err(e) => {
+                sampler.finish();
+                return Err(e);
+            }
+        };
+        code = o.exit_code();
         let done = o
             .results
             .phases
             .iter()
             .any(|p| p.time_limited || p.interrupted);
-        out.push(o.results);
-        if code != 0 {
-            return Ok((out, code));
-        }
-        if !j.time_based || j.runtime.is_none() || done {
-            break;
-        }
-        if out.len() > 1_000_000 {
+        out.push(Pass {
+            rs: o.results,
+            lat: o.latency,
+        });
+        if code != 0 || !j.time_based || j.runtime.is_none() || done || out.len() > 1_000_000 {
             break;
         }
     }
-    Ok((out, 0))
+    Ok((out, code, sampler.finish()))
 }
 
-/// Adds a phase's latency to a direction (exact when one phase; over
-/// several, the percentiles are not mergeable and are left out).
-fn add_lat(d: &mut DirStats, l: &stats::LatencySummary, ios: u64) {
-    if ios == 0 {
-        return;
-    }
-    let this = Lat {
-        min_us: l.min,
-        max_us: l.max,
-        mean_us: l.mean,
-        n: ios,
-        pct: Some(vec![(50.0, l.p50), (99.0, l.p99), (99.9, l.p999)]),
-    };
-    d.lat = Some(match d.lat.take() {
-        None => this,
-        Some(a) => {
-            let n = a.n + this.n;
-            Lat {
-                min_us: a.min_us.min(this.min_us),
-                max_us: a.max_us.max(this.max_us),
-                mean_us: (a.mean_us * a.n as f64 + this.mean_us * this.n as f64) / n as f64,
-                n,
-                pct: None,
+/// Writes fio's per-interval logs of the jobs that ask for them:
+/// `NAME_bw.N.log`, `NAME_iops.N.log`, `NAME_lat.N.log` (and `_clat`, the
+/// same figure, and `_slat`, empty, for a sync engine), N numbering every
+/// clone from 1 as fio does; lines `msec, value, ddir, 0, 0`.
+fn write_logs(run: &Run, ticks: &[Vec<Tick>], thread_base: u64) -> Result<(), String> {
+    let mut w = 0usize;
+    for j in &run.jobs {
+        for _ in 0..j.numjobs {
+            let n = thread_base + w as u64 + 1;
+            let mine: &[Tick] = ticks.get(w).map(Vec::as_slice).unwrap_or(&[]);
+            let mut files: Vec<(String, String)> = Vec::new();
+            let line = |t: &Tick, v: u64| format!("{}, {v}, {}, 0, 0\n", t.t_ms, t.ddir());
+            let whole = || mine.iter().filter(|t| t.full);
+            if let Some(p) = &j.bw_log {
+                let body: String = whole().map(|t| line(t, t.kib_s() as u64)).collect();
+                files.push((format!("{p}_bw.{n}.log"), body));
             }
+            if let Some(p) = &j.iops_log {
+                let body: String = whole().map(|t| line(t, t.iops() as u64)).collect();
+                files.push((format!("{p}_iops.{n}.log"), body));
+            }
+            if let Some(p) = &j.lat_log {
+                let body: String = mine
+                    .iter()
+                    .map(|t| line(t, t.lat_ns / t.ios.max(1)))
+                    .collect();
+                files.push((format!("{p}_lat.{n}.log"), body.clone()));
+                files.push((format!("{p}_clat.{n}.log"), body));
+                if j.engine == EngineKind::Sync {
+                    files.push((format!("{p}_slat.{n}.log"), String::new()));
+                }
+            }
+            for (path, body) in files {
+                std::fs::write(&path, body).map_err(|e| format!("writing the log {path}: {e}"))?;
+            }
+            w += 1;
         }
-    });
+    }
+    Ok(())
 }
 
 /// The report entries of one run: per job clone, or per job with
-/// `group_reporting`. Latency and CPU are measured per run, so they are
-/// given only to an entry that covers every worker of the run.
-fn entries_of(run: &Run, spec: &WorkloadSpec, results: &[report::ResultSet]) -> Vec<Entry> {
+/// `group_reporting`. Latency, bandwidth and IOPS samples, CPU time and
+/// faults are measured per worker (thread), so every entry has them.
+fn entries_of(run: &Run, spec: &WorkloadSpec, passes: &[Pass], ticks: &[Vec<Tick>]) -> Vec<Entry> {
     let total_workers: u64 = run.jobs.iter().map(|j| j.numjobs).sum();
     let mut out = Vec::new();
     let mut first = 0u64;
@@ -701,20 +814,26 @@ fn entries_of(run: &Run, spec: &WorkloadSpec, results: &[report::ResultSet]) -> 
         };
         for ws in sets {
             let whole = ws.len() as u64 == total_workers;
-            out.push(entry(j, spec, results, &ws, whole));
+            let mut e = entry(j, spec, passes, &ws, whole);
+            if !mixed {
+                e.sampled = true;
+                for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
+                    for &w in &ws {
+                        let t = ticks.get(w as usize).map(Vec::as_slice).unwrap_or(&[]);
+                        let (bw, iops) = sample::samples(t, reads);
+                        d.bw_stat = SampleStat::sum(d.bw_stat, SampleStat::of(&bw));
+                        d.iops_stat = SampleStat::sum(d.iops_stat, SampleStat::of(&iops));
+                    }
+                }
+            }
+            out.push(e);
         }
         first += j.numjobs;
     }
     out
 }
 
-fn entry(
-    j: &Job,
-    spec: &WorkloadSpec,
-    results: &[report::ResultSet],
-    ws: &[u32],
-    whole: bool,
-) -> Entry {
+fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool) -> Entry {
     let mut e = Entry {
         name: j.name.clone(),
         group: j.group,
@@ -723,6 +842,10 @@ fn entry(
         write: DirStats::default(),
         runtime_s: 0.0,
         cpu_s: None,
+        faults: None,
+        buckets: None,
+        sync_engine: j.engine == EngineKind::Sync,
+        sampled: false,
         iodepth: spec.iodepth as u64,
         error: 0,
         options: j.own.clone(),
@@ -730,13 +853,17 @@ fn entry(
         lat_percentiles: j.lat_percentiles,
     };
     let mut cpu = (0.0, 0.0);
-    for rs in results {
+    let mut faults = (0u64, 0u64, 0u64);
+    let mut measured = false;
+    let mut buckets = LatBuckets::default();
+    for pass in passes {
+        let rs = &pass.rs;
         if let Some(err) = rs.errors.first() {
             // fio's error is an errno; a failure ioscale has none for is
             // reported as EIO.
             e.error = err.errno.unwrap_or(libc::EIO);
         }
-        for p in &rs.phases {
+        for (idx, p) in rs.phases.iter().enumerate() {
             if p.verify.as_ref().is_some_and(|v| v.bad_bytes > 0) && e.error == 0 {
                 // fio reports a failed verify as EILSEQ.
                 e.error = libc::EILSEQ;
@@ -760,10 +887,24 @@ fn entry(
             e.runtime_s += secs;
             let bytes: u64 = mine.iter().map(|w| w.bytes).sum();
             let ops: u64 = mine.iter().map(|w| w.ops).sum();
-            if whole {
-                cpu.0 += p.cpu_user_s;
-                cpu.1 += p.cpu_sys_s;
+            // This entry's workers' latency and thread usage in this phase.
+            let mut hist = stats::LatencyHistogram::new();
+            if let Some(pl) = pass.lat.iter().find(|l| l.phase == idx) {
+                for (w, h) in &pl.workers {
+                    if ws.contains(w) {
+                        hist += h;
+                    }
+                }
+                for (_, u) in pl.usage.iter().filter(|(w, _)| ws.contains(w)) {
+                    measured = true;
+                    cpu.0 += u.user_ns as f64 / 1e9;
+                    cpu.1 += u.sys_ns as f64 / 1e9;
+                    faults.0 += u.ctx;
+                    faults.1 += u.majf;
+                    faults.2 += u.minf;
+                }
             }
+            buckets.add(&hist);
             let single = !matches!(op, Op::Rw | Op::Randrw);
             let (rb, wb, rio, wio) = if single {
                 if op.reads() {
@@ -788,14 +929,22 @@ fn entry(
                 d.bytes += b;
                 d.ios += n;
                 d.runtime_s += secs;
-                if whole && single {
-                    add_lat(d, &p.lat_us, n);
+                // A mix's histogram holds both directions: no split.
+                if single && !hist.is_empty() {
+                    match &mut d.lat {
+                        Some(l) => l.hist += &hist,
+                        None => d.lat = Some(Lat { hist: hist.clone() }),
+                    }
                 }
             }
         }
     }
-    if whole {
+    if measured {
         e.cpu_s = Some(cpu);
+        e.faults = Some(faults);
+    }
+    if buckets.total > 0 {
+        e.buckets = Some(buckets);
     }
     e
 }

@@ -620,6 +620,7 @@ fn plan_for(
         rwmix_read: spec.rwmix_read,
         // IOR -C: only pure read phases read someone else's data.
         reorder_offset: if op.writes() { 0 } else { spec.reorder_offset },
+        start_offsets: spec.start_offsets.clone(),
         files: ds.files.clone(),
         align,
         time_limit: if timed { spec.time_limit } else { None },

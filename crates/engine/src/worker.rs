@@ -56,6 +56,9 @@ pub struct PhasePlan {
     pub rwmix_read: u8,
     /// Worker r works on the data of worker (r + offset) mod threads.
     pub reorder_offset: u32,
+    /// Where each worker's data starts in its file (by owner; fio's
+    /// `offset`/`offset_increment`); empty or missing: 0.
+    pub start_offsets: Vec<u64>,
     /// Path of each data file, by file index.
     pub files: Vec<PathBuf>,
     /// Buffer alignment in bytes.
@@ -499,6 +502,7 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
     let s = &mut *lp.s;
     let owner = plan.owner_of(w);
     let file_id = plan.file_of(w) as u64;
+    let start = plan.start_offsets.get(owner as usize).copied().unwrap_or(0);
     let n = plan.xfers();
     let seed = plan.seed ^ (owner as u64).wrapping_mul(0x9E37_79B9) ^ ((plan.rep as u64) << 40);
     let mut gen = if plan.op.is_random() {
@@ -544,7 +548,7 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
                 exhausted = true;
                 break;
             };
-            let off = plan.offset_of(owner, i);
+            let off = start + plan.offset_of(owner, i);
             let write = if read_only {
                 false
             } else if mixed {

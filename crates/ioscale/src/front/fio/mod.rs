@@ -38,8 +38,7 @@ Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   runtime time_based ramp_time(with time_based) startdelay loops randrepeat randseed
   norandommap verify(crc32c|md5|pattern) create_on_open unlink group_reporting
   lat_percentiles percentile_list stonewall wait_for_previous new_group kb_base
-  write_bw_log write_lat_log write_iops_log (with log_avg_msec)
-  offset, offset_increment: 0 only
+  write_bw_log write_lat_log write_iops_log (with log_avg_msec) offset offset_increment
 Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
   --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)
@@ -193,12 +192,6 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
             j.rw_text
         )));
     }
-    if j.offset != 0 || j.offset_increment != 0 {
-        return Err(Usage(format!(
-            "offset/offset_increment (job '{n}'): not supported: ioscale's jobs start at offset 0 of their \
-             file; for IOR's segmented offsets use `ioscale run --block --segments`"
-        )));
-    }
     if j.numjobs == 0 {
         return Err(Usage(format!("numjobs=0 (job '{n}'): must be at least 1")));
     }
@@ -257,9 +250,15 @@ fn to_raw(run: &Run) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> 
     let j = &run.jobs[0];
     let mut notes = Vec::new();
     let mut paths = Vec::new();
+    // fio's clone k of a job starts at offset + k × offset_increment.
+    let mut starts = Vec::new();
     for job in &run.jobs {
         refuse_unsupported(job)?;
         paths.extend(job_paths(job)?);
+        starts.extend((0..job.numjobs).map(|k| job.offset + k * job.offset_increment));
+    }
+    if starts.iter().all(|&o| o == 0) {
+        starts.clear();
     }
     let size = job_size(j, &paths)?;
     let mut ops = vec![j.op];
@@ -327,26 +326,35 @@ fn to_raw(run: &Run) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> 
             paths: paths.clone(),
             notrunc: true,
         }),
+        start_offsets: starts,
         ..Default::default()
     };
     Ok((raw, paths, notes))
 }
 
 /// fio lays out a file before reading it; ioscale's read phases need the
-/// data there too. Returns the files this created or extended.
+/// data there too: each file up to the end of the furthest region a clone
+/// reads in it (its start offset plus `size`). Returns the files this
+/// created or extended.
 fn lay_out(
     paths: &[PathBuf],
+    starts: &[u64],
     size: u64,
     out: &mut Vec<String>,
     name: &str,
 ) -> std::io::Result<Vec<PathBuf>> {
     let mut created = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let chunk = vec![0xa5u8; 1 << 20];
-    for p in paths {
-        if !seen.insert(p.clone()) {
-            continue;
+    let mut need: Vec<(PathBuf, u64)> = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let end = starts.get(i).copied().unwrap_or(0) + size;
+        match need.iter_mut().find(|(q, _)| q == p) {
+            Some((_, n)) => *n = (*n).max(end),
+            None => need.push((p.clone(), end)),
         }
+    }
+    let chunk = vec![0xa5u8; 1 << 20];
+    for (p, size) in &need {
+        let (p, size) = (p, *size);
         let have = std::fs::metadata(p).map(|m| m.len()).ok();
         if have.is_some_and(|l| l >= size) {
             continue;
@@ -417,8 +425,14 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
         ))
     })?;
     if spec.ops.iter().all(|o| !o.writes()) {
-        lay_out(&paths, spec.file_size(), &mut Vec::new(), &run.jobs[0].name)
-            .map_err(|e| Usage(format!("laying out {}: {e}", paths[0].display())))?;
+        lay_out(
+            &paths,
+            &spec.start_offsets,
+            spec.file_size(),
+            &mut Vec::new(),
+            &run.jobs[0].name,
+        )
+        .map_err(|e| Usage(format!("laying out {}: {e}", paths[0].display())))?;
     }
     Ok(spec)
 }
@@ -535,6 +549,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         if spec.ops.iter().all(|o| !o.writes()) {
             match lay_out(
                 paths,
+                &spec.start_offsets,
                 spec.file_size(),
                 &mut report.layout_lines,
                 &run.jobs[0].name,

@@ -476,10 +476,6 @@ fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry, agg_kib: f
             } else {
                 ("nsec", 1)
             };
-            out.push_str(&format!(
-                "    {} percentiles ({punit}):\n",
-                if e.lat_percentiles { "lat" } else { "clat" }
-            ));
             let vals: Vec<u64> = pct.iter().map(|p| p.1.div_ceil(pdiv)).collect();
             let width = vals
                 .iter()
@@ -487,19 +483,43 @@ fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry, agg_kib: f
                 .max()
                 .unwrap_or(1)
                 .max(5);
-            let per_line = (73 / (12 + width)).max(1);
+            // fio prints as many decimals as the list needs.
+            let prec = pct
+                .iter()
+                .map(|(q, _)| {
+                    (0..6)
+                        .find(|&d| {
+                            let x = q * 10f64.powi(d);
+                            (x - x.round()).abs() < 1e-6
+                        })
+                        .unwrap_or(6) as usize
+                })
+                .max()
+                .unwrap_or(0);
+            let per_line = (73 / (prec + 10 + width)).max(1);
+            let qw = prec + 3;
             let items: Vec<String> = pct
                 .iter()
                 .zip(&vals)
-                .map(|((q, _), v)| format!("{q:5.2}th=[{v:width$}]"))
+                .map(|((q, _), v)| format!("{q:qw$.prec$}th=[{v:width$}]"))
                 .collect();
             let rows: Vec<&[String]> = items.chunks(per_line).collect();
-            for (i, r) in rows.iter().enumerate() {
-                out.push_str(&format!(
-                    "     | {}{}\n",
-                    r.join(", "),
-                    if i + 1 < rows.len() { "," } else { "" }
-                ));
+            // clat's table (fio's default), and lat's with lat_percentiles:
+            // the same measured latency.
+            let tables: &[&str] = if e.lat_percentiles {
+                &["clat", "lat"]
+            } else {
+                &["clat"]
+            };
+            for t in tables {
+                out.push_str(&format!("    {t} percentiles ({punit}):\n"));
+                for (i, r) in rows.iter().enumerate() {
+                    out.push_str(&format!(
+                        "     | {}{}\n",
+                        r.join(", "),
+                        if i + 1 < rows.len() { "," } else { "" }
+                    ));
+                }
             }
         }
     }
@@ -738,7 +758,7 @@ fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64) -> Value {
             }
             Value::Object(o)
         };
-        m.insert("clat_ns".into(), body(!e.lat_percentiles));
+        m.insert("clat_ns".into(), body(true));
         m.insert("lat_ns".into(), body(e.lat_percentiles));
     }
     // Mixed jobs' samples are not split by direction: left out there.

@@ -419,7 +419,7 @@ fn refusals_exit_2_naming_the_option() {
             "--frobnicate",
         ),
         (&["--name=a", "--size=1m", "--ramp_time=2"][..], "ramp_time"),
-        (&["--name=a", "--size=1m", "--nrfiles=2"][..], "nrfiles"),
+        (&["--name=a", "--size=1m", "--nrfiles=3"][..], "nrfiles"),
         (&["--name=a", "--rw=write"][..], "size="),
         (&["--name=a", "--size=1m", "--rw=read:4k"][..], "rw=read:4k"),
         (

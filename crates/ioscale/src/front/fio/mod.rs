@@ -32,7 +32,7 @@ Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse] [--
        (or a symlink named `fio` to the ioscale binary)
 
 Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
-  name filename directory nrfiles(=1) size filesize rw/readwrite bs bsrange(one size)
+  name filename directory nrfiles size filesize rw/readwrite bs bsrange(one size)
   rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
   runtime time_based ramp_time(with time_based) startdelay loops randrepeat randseed
@@ -96,7 +96,8 @@ fn plan_runs(jobs: Vec<Job>) -> Result<Vec<Run>, Usage> {
 
 /// Which workload setting two concurrent jobs disagree on, if any.
 fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
-    let checks: [(&'static str, bool); 14] = [
+    let checks: [(&'static str, bool); 15] = [
+        ("nrfiles", a.nrfiles == b.nrfiles),
         ("rw", a.op == b.op),
         ("bs", a.bs == b.bs),
         ("size", a.size == b.size && a.filesize == b.filesize),
@@ -126,8 +127,9 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
     checks.iter().find(|(_, same)| !same).map(|(n, _)| *n)
 }
 
-/// The files of a job's clones, as fio names them.
-fn job_paths(j: &Job) -> Result<Vec<PathBuf>, Usage> {
+/// The files of a job's clones, as fio names them: file `f` of each clone
+/// (`name.CLONE.f`).
+fn job_paths(j: &Job, f: u64) -> Result<Vec<PathBuf>, Usage> {
     if let Some(d) = &j.directory {
         if d.contains(':') {
             return Err(Usage(format!(
@@ -156,17 +158,26 @@ fn job_paths(j: &Job) -> Result<Vec<PathBuf>, Usage> {
         return Ok(vec![p; j.numjobs as usize]);
     }
     Ok((0..j.numjobs)
-        .map(|c| dir.join(format!("{}.{c}.0", j.name)))
+        .map(|c| dir.join(format!("{}.{c}.{f}", j.name)))
         .collect())
 }
 
 /// What fio options ask for that ioscale cannot do, refused up front.
 fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
     let n = &j.name;
-    if j.nrfiles != 1 {
+    if j.nrfiles == 0 {
+        return Err(Usage(format!("nrfiles=0 (job '{n}'): must be at least 1")));
+    }
+    if j.nrfiles > 1 && j.filename.is_some() {
         return Err(Usage(format!(
-            "nrfiles={} (job '{n}'): ioscale uses one file per job clone; use numjobs= for more files \
-             (native: --layout per-thread --threads N)",
+            "nrfiles={} with filename= (job '{n}'): not supported; give one or the other",
+            j.nrfiles
+        )));
+    }
+    if j.nrfiles > 1 && j.filesize.is_some() {
+        return Err(Usage(format!(
+            "nrfiles={} with filesize= (job '{n}'): give size= (the bytes each clone moves, \
+             split evenly over its files)",
             j.nrfiles
         )));
     }
@@ -234,6 +245,19 @@ fn job_size(j: &Job, paths: &[PathBuf]) -> Result<u64, Usage> {
             j.name
         )));
     }
+    // nrfiles share size= (filesize= is each file's).
+    let size = if j.nrfiles > 1 && j.filesize.is_none() {
+        if !size.is_multiple_of(j.nrfiles) || !(size / j.nrfiles).is_multiple_of(j.bs) {
+            return Err(Usage(format!(
+                "size={size} over nrfiles={} (job '{}'): each file must be a whole number of bs={} \
+                 blocks (fio would make files of size/nrfiles bytes and leave a part block unused)",
+                j.nrfiles, j.name, j.bs
+            )));
+        }
+        size / j.nrfiles
+    } else {
+        size
+    };
     // fio does whole blocks only.
     let whole = size / j.bs * j.bs;
     if whole == 0 {
@@ -245,8 +269,9 @@ fn job_size(j: &Job, paths: &[PathBuf]) -> Result<u64, Usage> {
     Ok(whole)
 }
 
-/// One run as an ioscale workload, and the notes it needs.
-fn to_raw(run: &Run) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> {
+/// One run as an ioscale workload over file `f` of each clone
+/// (`nrfiles`), and the notes it needs.
+fn to_raw(run: &Run, f: u64) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> {
     let j = &run.jobs[0];
     let mut notes = Vec::new();
     let mut paths = Vec::new();
@@ -254,7 +279,7 @@ fn to_raw(run: &Run) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> 
     let mut starts = Vec::new();
     for job in &run.jobs {
         refuse_unsupported(job)?;
-        paths.extend(job_paths(job)?);
+        paths.extend(job_paths(job, f)?);
         starts.extend((0..job.numjobs).map(|k| job.offset + k * job.offset_increment));
     }
     if starts.iter().all(|&o| o == 0) {
@@ -416,7 +441,12 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
         ));
     }
     let run = runs.remove(0);
-    let (raw, paths, _) = to_raw(&run)?;
+    if run.jobs[0].nrfiles > 1 {
+        return Err(Usage(
+            "a sweep runs a job with one file per clone; this one has nrfiles > 1".into(),
+        ));
+    }
+    let (raw, paths, _) = to_raw(&run, 0)?;
     let spec = raw.build().map_err(|e| {
         Usage(super::in_tool_terms(
             "fio",
@@ -476,31 +506,41 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     // Check every run before the first one starts.
     let mut planned = Vec::new();
     for run in runs {
-        let (raw, paths, notes) = match to_raw(&run) {
-            Ok(r) => r,
-            Err(e) => return fail(&e),
-        };
-        let spec = match raw.build() {
-            Ok(s) => s,
-            Err(e) => {
-                const NATIVE_FLAGS: &[(&str, &str)] = &[
-                    ("--xfer", "bs="),
-                    ("--size", "size="),
-                    ("--block", "size="),
-                    ("--threads", "numjobs="),
-                    ("--iodepth", "iodepth="),
-                    ("--direct", "direct="),
-                    ("--rwmix", "rwmixread="),
-                    ("--time", "runtime="),
-                    ("--reps", "loops="),
-                ];
-                return fail(&super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS));
-            }
-        };
-        planned.push((run, spec, paths, notes));
+        // One workload per file of each clone (nrfiles), run in turn.
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
+        for f in 0..run.jobs[0].nrfiles.max(1) {
+            let (raw, paths, n) = match to_raw(&run, f) {
+                Ok(r) => r,
+                Err(e) => return fail(&e),
+            };
+            notes = n;
+            let spec = match raw.build() {
+                Ok(s) => s,
+                Err(e) => {
+                    const NATIVE_FLAGS: &[(&str, &str)] = &[
+                        ("--xfer", "bs="),
+                        ("--size", "size="),
+                        ("--block", "size="),
+                        ("--threads", "numjobs="),
+                        ("--iodepth", "iodepth="),
+                        ("--direct", "direct="),
+                        ("--rwmix", "rwmixread="),
+                        ("--time", "runtime="),
+                        ("--reps", "loops="),
+                    ];
+                    return fail(&super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS));
+                }
+            };
+            files.push((spec, paths));
+        }
+        planned.push((run, files, notes));
     }
     if cli.print_spec {
-        let specs: Vec<&WorkloadSpec> = planned.iter().map(|(_, s, _, _)| s).collect();
+        let specs: Vec<&WorkloadSpec> = planned
+            .iter()
+            .flat_map(|(_, f, _)| f.iter().map(|(s, _)| s))
+            .collect();
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
     }
@@ -535,7 +575,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let mut disk_dev = None;
     // fio numbers every clone of every job from 1 (its log file names).
     let mut thread_base = 0u64;
-    for (run, spec, paths, notes) in &planned {
+    for (run, files, notes) in &planned {
+        let (spec, paths) = (&files[0].0, &files[0].1);
         for n in notes {
             eprintln!("fio: note: {n}");
         }
@@ -546,25 +587,27 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             std::thread::sleep(run.jobs[0].startdelay);
         }
         let mut created = Vec::new();
-        if spec.ops.iter().all(|o| !o.writes()) {
-            match lay_out(
-                paths,
-                &spec.start_offsets,
-                spec.file_size(),
-                &mut report.layout_lines,
-                &run.jobs[0].name,
-            ) {
-                Ok(c) => created = c,
-                Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
+        for (spec, paths) in files {
+            if spec.ops.iter().all(|o| !o.writes()) {
+                match lay_out(
+                    paths,
+                    &spec.start_offsets,
+                    spec.file_size(),
+                    &mut report.layout_lines,
+                    &run.jobs[0].name,
+                ) {
+                    Ok(c) => created.extend(c),
+                    Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
+                }
+            } else {
+                created.extend(
+                    paths
+                        .iter()
+                        .filter(|p| !p.exists())
+                        .cloned()
+                        .collect::<std::collections::BTreeSet<_>>(),
+                );
             }
-        } else {
-            created.extend(
-                paths
-                    .iter()
-                    .filter(|p| !p.exists())
-                    .cloned()
-                    .collect::<std::collections::BTreeSet<_>>(),
-            );
         }
         if disk_dev.is_none() {
             let host = bench::host::collect(&spec.target);
@@ -579,8 +622,9 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             .map(|j| j.log_avg_msec)
             .min()
             .unwrap_or(BW_AVG_MSEC);
+        let specs: Vec<WorkloadSpec> = files.iter().map(|(s, _)| s.clone()).collect();
         let (passes, c, ticks) = match run_passes(
-            spec,
+            &specs,
             run,
             &argv,
             &stop,
@@ -681,14 +725,15 @@ fn has_logs(j: &Job) -> bool {
     j.bw_log.is_some() || j.lat_log.is_some() || j.iops_log.is_some()
 }
 
-/// Runs one run's spec: once, or (with `time_based`) again and again until
-/// `runtime` has passed, as fio loops over its files until time is up.
+/// Runs one run's specs (one per file of each clone, `nrfiles`) in turn:
+/// once, or (with `time_based`) again and again until `runtime` has
+/// passed, as fio loops over its files until time is up.
 /// A `ramp_time` runs first as passes that are not kept, as fio leaves
 /// the ramp out of its figures. Returns the measured passes, the exit code
 /// and each worker's per-interval figures.
 #[allow(clippy::type_complexity)]
 fn run_passes(
-    spec: &WorkloadSpec,
+    specs: &[WorkloadSpec],
     run: &Run,
     argv: &[String],
     stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -697,8 +742,8 @@ fn run_passes(
     every: std::time::Duration,
 ) -> Result<(Vec<Pass>, i32, Vec<Vec<Tick>>), String> {
     let j = &run.jobs[0];
-    let pass = |limit: Option<std::time::Duration>| {
-        let mut s = spec.clone();
+    let pass = |i: usize, limit: Option<std::time::Duration>| {
+        let mut s = specs[i % specs.len()].clone();
         if limit.is_some() {
             s.time_limit = limit;
         }
@@ -706,12 +751,12 @@ fn run_passes(
     };
     if !j.ramp_time.is_zero() {
         let t0 = Instant::now();
-        loop {
+        for i in 0.. {
             let left = j.ramp_time.saturating_sub(t0.elapsed());
             if left.is_zero() {
                 break;
             }
-            let o = pass(Some(left))?;
+            let o = pass(i, Some(left))?;
             let code = o.exit_code();
             if code != 0 {
                 return Ok((
@@ -725,7 +770,7 @@ fn run_passes(
             }
         }
     }
-    let sampler = Sampler::start(workers, every, spec.ops[0]);
+    let sampler = Sampler::start(workers, every, specs[0].ops[0]);
     let t0 = Instant::now();
     let mut out = Vec::new();
     let mut code = 0;
@@ -740,7 +785,7 @@ fn run_passes(
             }
             None => None,
         };
-        let o = match pass(limit) {
+        let o = match pass(out.len(), limit) {
             Ok(o) => o,
             Err(e) => {
                 sampler.finish();
@@ -757,7 +802,9 @@ fn run_passes(
             rs: o.results,
             lat: o.latency,
         });
-        if code != 0 || !j.time_based || j.runtime.is_none() || done || out.len() > 1_000_000 {
+        // Without time_based, one pass over each file.
+        let once = !j.time_based || j.runtime.is_none();
+        if code != 0 || done || (once && out.len() == specs.len()) || out.len() > 1_000_000 {
             break;
         }
     }

@@ -649,6 +649,13 @@ fn clones_without_group_reporting_have_fios_lines_per_job() {
             "--thread",
         ];
         let t = stdout(&either(real, &args, &d));
+        // A write job's files are laid out (allocated) before the timed
+        // writes, one line per file.
+        assert_eq!(
+            t.matches("j: Laying out IO file (1 file / 1MiB)").count(),
+            2,
+            "real={real}: {t}"
+        );
         let blocks = entry_blocks(&t);
         assert_eq!(blocks.len(), 2, "{t}");
         for b in &blocks {

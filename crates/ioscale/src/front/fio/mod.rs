@@ -357,14 +357,16 @@ fn to_raw(run: &Run, f: u64) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>),
     Ok((raw, paths, notes))
 }
 
-/// fio lays out a file before reading it; ioscale's read phases need the
-/// data there too: each file up to the end of the furthest region a clone
-/// reads in it (its start offset plus `size`). Returns the files this
-/// created or extended.
+/// fio lays out a file before a job uses it, untimed: each file up to the
+/// end of the furthest region a clone moves in it (its start offset plus
+/// `size`). For a read job (`fill`) it writes the data; for a write job it
+/// allocates the blocks (fio's default `fallocate=native`), so the timed
+/// writes do not allocate, as fio's do not. Returns the files this created.
 fn lay_out(
     paths: &[PathBuf],
     starts: &[u64],
     size: u64,
+    fill: bool,
     out: &mut Vec<String>,
     name: &str,
 ) -> std::io::Result<Vec<PathBuf>> {
@@ -387,15 +389,27 @@ fn lay_out(
         if have.is_none() {
             created.push(p.clone());
         }
+        // fio gives the size in whole MiB here.
         out.push(format!(
-            "{name}: Laying out IO file (1 file / {})",
-            render::size_text(size)
+            "{name}: Laying out IO file (1 file / {}MiB)",
+            size >> 20
         ));
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(false)
             .open(p)?;
+        if !fill {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid descriptor and a range; no memory involved.
+            let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, size as libc::off_t) };
+            // A file system without fallocate gets its blocks from the
+            // writes, as fio's fallback does.
+            if rc != 0 && rc != libc::EOPNOTSUPP && rc != libc::EINVAL {
+                return Err(std::io::Error::from_raw_os_error(rc));
+            }
+            continue;
+        }
         use std::io::{Seek, SeekFrom};
         let mut at = have.unwrap_or(0);
         f.seek(SeekFrom::Start(at))?;
@@ -459,6 +473,7 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
             &paths,
             &spec.start_offsets,
             spec.file_size(),
+            true,
             &mut Vec::new(),
             &run.jobs[0].name,
         )
@@ -588,11 +603,14 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         }
         let mut created = Vec::new();
         for (spec, paths) in files {
-            if spec.ops.iter().all(|o| !o.writes()) {
+            let reads = spec.ops.iter().all(|o| !o.writes());
+            let writes = spec.ops.iter().all(|o| !o.reads());
+            if reads || writes {
                 match lay_out(
                     paths,
                     &spec.start_offsets,
                     spec.file_size(),
+                    reads,
                     &mut report.layout_lines,
                     &run.jobs[0].name,
                 ) {

@@ -65,13 +65,16 @@ struct State {
 }
 
 impl State {
-    /// Takes every worker's change since the last reading.
-    fn tick(&mut self, now: Instant) {
+    /// Takes every worker's change since the last reading; the `last`
+    /// reading (at the end) is a partial interval.
+    fn tick(&mut self, now: Instant, last: bool) {
         if let Some(snap) = engine::live::snapshot() {
             self.op = Op::parse(&snap.info.op).unwrap_or(self.op);
         }
         let dt = now.saturating_duration_since(self.win_start);
-        let full = dt + Duration::from_millis(1) >= self.every;
+        // Readings follow a fixed schedule, so a late one shortens the
+        // next interval a little: still a whole one.
+        let full = !last && dt * 2 >= self.every;
         for (w, prev) in self.prev.iter_mut().enumerate() {
             let cur = engine::live::lifetime(w as u32);
             let ios = cur.0.saturating_sub(prev.0);
@@ -120,8 +123,9 @@ impl Sampler {
                     }
                     std::thread::park_timeout(next - now);
                 }
-                st.tick(Instant::now());
-                if flag.load(Ordering::Acquire) {
+                let last = flag.load(Ordering::Acquire);
+                st.tick(Instant::now(), last);
+                if last {
                     break;
                 }
                 // A late wake-up skips the intervals it missed.

@@ -27,18 +27,20 @@ use super::Usage;
 pub const HELP: &str = "\
 ioscale fio: run fio job files and command lines on ioscale's engine
 
-Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse] [--ioscale-json=FILE]
-                   [JOBFILE]... [--OPTION=VALUE]... [--name=JOB --OPTION=VALUE...]...
+Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse]
+                   [--ioscale-json=FILE] [JOBFILE]... [--OPTION=VALUE]...
+                   [--name=JOB --OPTION=VALUE...]...
        (or a symlink named `fio` to the ioscale binary)
 
 Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   name filename directory nrfiles size filesize rw/readwrite bs bsrange(one size)
   rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
-  runtime time_based ramp_time(with time_based) startdelay loops randrepeat randseed
-  norandommap verify(crc32c|md5|pattern) create_on_open unlink group_reporting
-  lat_percentiles percentile_list stonewall wait_for_previous new_group kb_base
-  write_bw_log write_lat_log write_iops_log (with log_avg_msec) offset offset_increment
+  runtime time_based ramp_time(with time_based) startdelay loops randrepeat
+  randseed norandommap verify(crc32c|md5|pattern) create_on_open unlink
+  group_reporting lat_percentiles percentile_list stonewall wait_for_previous
+  new_group kb_base offset offset_increment
+  write_bw_log write_lat_log write_iops_log (with log_avg_msec)
 Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
   --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)

@@ -429,7 +429,8 @@ fn lay_out(
 /// `ioscale sweep … -- fio JOBFILE` (seed 004 sweeps fio's numjobs): the
 /// command line must hold one job (or jobs that run together), not
 /// `time_based` (a sweep point is one pass). A read job's files are laid
-/// out here, untimed, as fio does, so call it right before the point runs.
+/// out here, and a write job's allocated, untimed, as fio does, so call it
+/// right before the point runs.
 pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> {
     let cli = parse::parse_cli(args)?;
     if cli.output.is_some() || !cli.formats.is_empty() || cli.ioscale_json.is_some() {
@@ -470,12 +471,13 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
             &[("--xfer", "bs=")],
         ))
     })?;
-    if spec.ops.iter().all(|o| !o.writes()) {
+    let reads = spec.ops.iter().all(|o| !o.writes());
+    if reads || spec.ops.iter().all(|o| !o.reads()) {
         lay_out(
             &paths,
             &spec.start_offsets,
             spec.file_size(),
-            true,
+            reads,
             &mut Vec::new(),
             &run.jobs[0].name,
         )
@@ -1057,6 +1059,11 @@ mod tests {
             }
             n => panic!("{n:?}"),
         }
+        // A write job's files are allocated for the point, as fio's are.
+        assert_eq!(
+            std::fs::metadata(dir.join("seq.2.0")).unwrap().len(),
+            1 << 20
+        );
         // A read job's files are laid out for the point.
         let r = argv(&format!(
             "--name=rd --rw=read --bs=64k --size=256k --directory={}",

@@ -270,3 +270,270 @@ fn the_stonewall_ends_the_writes_and_the_wear_out_evens_the_tasks() {
     assert_eq!(phase(&v, "mdtest-easy-stat")["ops"], 3 * e);
     std::fs::remove_dir_all(&data).unwrap();
 }
+
+/// `ioscale sweep --threads 1,2 -- io500 …`: one whole io500 run per task
+/// count, each with its own results directory, the scores per point in
+/// the text, the JSON and the CSV, and nothing of its own left behind.
+#[test]
+fn a_sweep_runs_io500_once_per_task_count() {
+    let mnt = tmpfs("size=1g");
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("d");
+    std::fs::create_dir(&data).unwrap();
+    plant_foreign(&data);
+    let before = snapshot(&data);
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "");
+    let j = work.path().join("sw.json");
+    let c = work.path().join("sw.csv");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--json",
+        s(&j),
+        "--csv",
+        s(&c),
+        "--",
+        "io500",
+        "--stonewall",
+        "1s",
+        s(&cfg),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    assert_eq!(v["kind"], "io500-sweep");
+    let pts = v["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2);
+    let text = stdout(&out);
+    for (p, tasks) in pts.iter().zip([1u64, 2]) {
+        assert_eq!(p["tasks_per_rank"], tasks);
+        assert_eq!(p["exit_code"], 0);
+        let rec = &p["io500"];
+        assert_eq!(rec["tasks"], tasks);
+        check_score(rec);
+        // Each point's own results directory, with its own summary.
+        let dir = res.join(format!("tasks-{tasks}"));
+        assert!(dir.join("result.txt").is_file(), "{dir:?}");
+        // The table row shows the recorded total score.
+        let total = rec["score"]["total"].as_f64().unwrap();
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&tasks.to_string()))
+            .unwrap_or_else(|| panic!("no row for {tasks} in {text}"));
+        assert!(row.contains(&format!("{total:.6}")), "{row}");
+        // The CSV has every phase of the point and its score lines.
+        let csv = std::fs::read_to_string(&c).unwrap();
+        let rows = csv
+            .lines()
+            .filter(|l| l.starts_with(&format!("{tasks},{tasks},")))
+            .count();
+        let phases = rec["phases"].as_array().unwrap().len();
+        assert_eq!(rows, phases + 3, "{csv}");
+    }
+    assert!(
+        text.contains("cannot tell these ratios from run-to-run noise"),
+        "{text}"
+    );
+    assert_eq!(snapshot(&data), before, "only foreign files stay");
+}
+
+#[test]
+fn an_io500_sweep_refuses_what_it_cannot_vary() {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "");
+    for (args, flag) in [
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1,2",
+                "--xfer",
+                "1m",
+                "--",
+                "io500",
+                s(&cfg),
+            ],
+            "--xfer",
+        ),
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1,2",
+                "--html",
+                "x.html",
+                "--",
+                "io500",
+                s(&cfg),
+            ],
+            "--html",
+        ),
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1,2",
+                "--",
+                "io500",
+                "--tasks",
+                "2",
+                s(&cfg),
+            ],
+            "--tasks",
+        ),
+        (
+            vec!["sweep", "--threads", "1,2", "--", "io500", "-t2", s(&cfg)],
+            "-t2",
+        ),
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1,2",
+                "--",
+                "io500",
+                "--json",
+                "x",
+                s(&cfg),
+            ],
+            "--json",
+        ),
+        (
+            vec!["sweep", "--threads", "0,2", "--", "io500", s(&cfg)],
+            "--threads",
+        ),
+    ] {
+        let out = run(&args);
+        assert_code(&out, 2);
+        assert!(stderr(&out).contains(flag), "{args:?}: {}", stderr(&out));
+        assert!(!data.exists() && !res.exists(), "{args:?} made something");
+    }
+}
+
+#[test]
+fn an_interrupted_io500_sweep_keeps_the_points_done() {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "");
+    let j = work.path().join("sw.json");
+    let child = std::process::Command::new(ioscale_path())
+        .args([
+            "sweep",
+            "--threads",
+            "1,2,3",
+            "--json",
+            s(&j),
+            "--",
+            "io500",
+        ])
+        .args(["--stonewall", "2s", s(&cfg)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first point's record, then interrupt the second.
+    for _ in 0..1200 {
+        if std::fs::read(&j).is_ok_and(|b| !b.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_code(&out, 130);
+    let v = json(&j);
+    let pts = v["points"].as_array().unwrap();
+    assert!(!pts.is_empty() && pts.len() < 3, "{pts:?}");
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(pts[0]["exit_code"], 0);
+    check_score(&pts[0]["io500"]);
+    assert!(!data.exists(), "the runs' own files are removed");
+}
+
+/// `io500 --html`: the score before the first chart, a bar with its exact
+/// value per scored phase, every phase's figures, and per phase what its
+/// measurements (rank 0's probe, in the record) say limited it; `report`
+/// of the record writes the same page and refuses what it cannot write.
+#[test]
+fn the_html_report_puts_the_score_first_and_names_each_limit() {
+    let mnt = tmpfs("size=1g");
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("d");
+    let res = work.path().join("r");
+    // mdtest-easy-write runs into the 1 s stonewall: long enough to judge.
+    let cfg = ini(work.path(), &data, &res, "");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("n = 300\n", "n = 100000000\n");
+    std::fs::write(&cfg, text).unwrap();
+    let j = work.path().join("r.json");
+    let h = work.path().join("r.html");
+    let out = run(&[
+        "io500",
+        "--stonewall",
+        "1s",
+        "--json",
+        s(&j),
+        "--html",
+        s(&h),
+        s(&cfg),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let page = std::fs::read_to_string(&h).unwrap();
+    let score = page.find("Score ").expect("a headline score");
+    let chart = page.find("<svg").expect("a chart");
+    assert!(score < chart, "the score comes before the first chart");
+    let total = v["score"]["total"].as_f64().unwrap();
+    assert!(page.contains(&format!("Score {total:.6}")), "{page}");
+    for ph in v["phases"].as_array().unwrap() {
+        let name = ph["name"].as_str().unwrap();
+        assert!(
+            page.contains(&format!("<td>{name}</td>")),
+            "{name} has no row"
+        );
+        if ph["group"] != "none" {
+            let bar = format!("<title>{name}: {:.6}", ph["score"].as_f64().unwrap());
+            assert!(page.contains(&bar), "no bar {bar}");
+        }
+        if name == "timestamp" {
+            continue;
+        }
+        // Rank 0 measured the phase: CPUs, and the file system under it.
+        let r = &ph["resources"];
+        assert!(r["cpus"].as_u64().unwrap() > 0, "{name}: {r}");
+        assert!(r["elapsed_s"].as_f64().unwrap() > 0.0, "{name}: {r}");
+        let line = page
+            .lines()
+            .find(|l| l.starts_with(&format!("<li><b>{name}</b>")))
+            .unwrap_or_else(|| panic!("{name}: no limit line"));
+        let judged = line.contains("Limited by ");
+        assert!(judged || line.contains("too short to tell"), "{line}");
+        if name == "mdtest-easy-write" {
+            assert!(judged, "a 1 s phase is judged: {line}");
+        }
+    }
+    // `report` of the record: the same page, and the summary on stdout.
+    let h2 = work.path().join("again.html");
+    let out = run(&["report", s(&j), "--html", s(&h2)]);
+    assert_code(&out, 0);
+    assert_eq!(std::fs::read_to_string(&h2).unwrap(), page);
+    assert!(
+        stdout(&out).contains(&format!("score {total:.6}")),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(&["report", s(&j), "--csv", s(&work.path().join("x.csv"))]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--csv"), "{}", stderr(&out));
+}

@@ -12,9 +12,11 @@
 
 pub mod config;
 pub mod exec;
+pub mod html;
 pub mod output;
 pub mod phases;
 pub mod score;
+pub mod sweep;
 pub mod work;
 
 use std::path::{Path, PathBuf};
@@ -67,6 +69,13 @@ struct Args {
     /// Write ioscale's JSON record of the run here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write the HTML report (score, charts, each phase's figures and what limited it) here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Internal (set by `ioscale sweep -- io500`): a subdirectory of the
+    /// resultdir for this run, so the points of a sweep keep their results.
+    #[arg(long, hide = true, value_name = "NAME")]
+    resultdir_sub: Option<String>,
     /// Keep the data files at the end (io500 removes them), e.g. to inspect their layout.
     #[arg(long)]
     keep: bool,
@@ -215,6 +224,16 @@ struct Done {
 }
 
 fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    ranks_main_quiet(args, coord, false)
+}
+
+/// One io500 run on every rank; with `quiet`, nothing on standard output
+/// (the result files and `--json` are still written).
+pub(crate) fn ranks_main_quiet(
+    args: &[String],
+    coord: &dyn Coordinator,
+    quiet: bool,
+) -> anyhow::Result<i32> {
     let root = coord.rank() == 0;
     let mut argv = vec!["ioscale io500".to_string()];
     argv.extend(args.iter().cloned());
@@ -236,7 +255,11 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
-    if let Some(code) = crate::check_outputs(coord, "io500", &[("--json", a.json.as_deref())]) {
+    if let Some(code) = crate::check_outputs(
+        coord,
+        "io500",
+        &[("--json", a.json.as_deref()), ("--html", a.html.as_deref())],
+    ) {
         return Ok(code);
     }
     let mut cfg = s.cfg;
@@ -246,6 +269,9 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
     }
     if cfg.timestamp_resultdir {
         cfg.resultdir = cfg.resultdir.join(&stamp);
+    }
+    if let Some(sub) = &a.resultdir_sub {
+        cfg.resultdir = cfg.resultdir.join(sub);
     }
     let workers = a.tasks * coord.size();
     let names = Names {
@@ -281,6 +307,7 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
         coord,
         tasks: a.tasks,
         stop,
+        datadir: cfg.datadir.clone(),
     };
     if root {
         for n in &cfg.notes {
@@ -290,7 +317,7 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
     let shift = ior_shift(coord, a.tasks);
     let mut out = Vec::new();
     let say = |line: String, out: &mut Vec<String>| {
-        if root {
+        if root && !quiet {
             println!("{line}");
         }
         out.push(line);
@@ -423,11 +450,13 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
             eprintln!("io500: cleanup: could not remove {l}");
         }
     }
-    println!();
-    println!(
-        "The result files are stored in the directory: {}",
-        cfg.resultdir.display()
-    );
+    if !quiet {
+        println!();
+        println!(
+            "The result files are stored in the directory: {}",
+            cfg.resultdir.display()
+        );
+    }
     out.push(String::new());
     out.push(format!(
         "The result files are stored in the directory: {}",
@@ -457,6 +486,11 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
         if let Err(e) =
             crate::output::write_atomic(p, serde_json::to_string_pretty(&record)?.as_bytes())
         {
+            write_err = Some(e);
+        }
+    }
+    if let Some(p) = &a.html {
+        if let Err(e) = crate::output::write_atomic(p, html::render(&record).as_bytes()) {
             write_err = Some(e);
         }
     }
@@ -735,6 +769,7 @@ fn run_one(
                 elapsed_s: t0.elapsed().as_secs_f64(),
                 cpu: (0.0, 0.0),
                 interrupted: false,
+                resources: None,
             })
         }
         Kind::IorEasy => {
@@ -1108,6 +1143,7 @@ fn record(
                 "found": sum(&|t| t.found),
                 "bad_bytes": sum(&|t| t.bad_bytes),
                 "interrupted": r.is_some_and(|r| r.interrupted),
+                "resources": r.and_then(|r| r.resources.clone()),
                 "tasks": r.map(|r| r.tasks.iter().map(|t| json!({
                     "task": t.task, "items": t.items, "items_at_stonewall": t.items_at_stonewall,
                     "ops": t.ops, "bytes": t.bytes, "error": t.error,
@@ -1126,6 +1162,7 @@ fn record(
         "ranks": coord.size(),
         "tasks_per_rank": a.tasks,
         "tasks": workers,
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
         "stonewall_s": cfg.stonewall_s,
         "datadir": cfg.datadir,
         "resultdir": cfg.resultdir,

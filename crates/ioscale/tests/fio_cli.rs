@@ -861,3 +861,35 @@ fn ramp_time_is_left_out_and_percentile_list_is_taken() {
         .collect();
     assert_eq!(p, ["10.000000", "99.500000"]);
 }
+
+#[test]
+fn layout_lines_are_fios_per_clone() {
+    assert!(have_fio(), "install Debian's `fio` package");
+    let dir = scratch();
+    let mut got = Vec::new();
+    for real in [true, false] {
+        let d = dir.path().join(if real { "fio" } else { "ours" });
+        std::fs::create_dir_all(&d).unwrap();
+        let args = [
+            "--name=nf",
+            "--rw=read",
+            "--bs=4k",
+            "--size=2m",
+            "--nrfiles=4",
+            "--numjobs=2",
+            "--thread",
+        ];
+        let t = stdout(&either(real, &args, &d));
+        let lines: Vec<String> = t
+            .lines()
+            .filter(|l| l.contains("Laying out"))
+            .map(String::from)
+            .collect();
+        got.push(lines);
+    }
+    assert_eq!(got[0], got[1]);
+    assert_eq!(
+        got[1],
+        vec!["nf: Laying out IO files (4 files / total 2MiB)"; 2]
+    );
+}

@@ -363,26 +363,26 @@ fn to_raw(run: &Run, f: u64) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>),
 /// end of the furthest region a clone moves in it (its start offset plus
 /// `size`). For a read job (`fill`) it writes the data; for a write job it
 /// allocates the blocks (fio's default `fallocate=native`), so the timed
-/// writes do not allocate, as fio's do not. Returns the files this created.
+/// writes do not allocate, as fio's do not. Records in `out` (worker,
+/// bytes) for each file laid out; returns the files this created.
 fn lay_out(
     paths: &[PathBuf],
     starts: &[u64],
     size: u64,
     fill: bool,
-    out: &mut Vec<String>,
-    name: &str,
+    out: &mut Vec<(usize, u64)>,
 ) -> std::io::Result<Vec<PathBuf>> {
     let mut created = Vec::new();
-    let mut need: Vec<(PathBuf, u64)> = Vec::new();
+    let mut need: Vec<(PathBuf, u64, usize)> = Vec::new();
     for (i, p) in paths.iter().enumerate() {
         let end = starts.get(i).copied().unwrap_or(0) + size;
-        match need.iter_mut().find(|(q, _)| q == p) {
-            Some((_, n)) => *n = (*n).max(end),
-            None => need.push((p.clone(), end)),
+        match need.iter_mut().find(|(q, _, _)| q == p) {
+            Some((_, n, _)) => *n = (*n).max(end),
+            None => need.push((p.clone(), end, i)),
         }
     }
     let chunk = vec![0xa5u8; 1 << 20];
-    for (p, size) in &need {
+    for (p, size, worker) in &need {
         let (p, size) = (p, *size);
         let have = std::fs::metadata(p).map(|m| m.len()).ok();
         if have.is_some_and(|l| l >= size) {
@@ -391,11 +391,7 @@ fn lay_out(
         if have.is_none() {
             created.push(p.clone());
         }
-        // fio gives the size in whole MiB here.
-        out.push(format!(
-            "{name}: Laying out IO file (1 file / {}MiB)",
-            size >> 20
-        ));
+        out.push((*worker, size));
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .write(true)
@@ -423,6 +419,36 @@ fn lay_out(
         f.sync_all()?;
     }
     Ok(created)
+}
+
+/// fio's `Laying out IO file` lines: one per clone that had files laid
+/// out, with their number and total size in whole MiB.
+fn layout_lines(run: &Run, laid: &[(usize, u64)]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut first = 0usize;
+    for j in &run.jobs {
+        for w in first..first + j.numjobs as usize {
+            let mine: Vec<u64> = laid
+                .iter()
+                .filter(|(x, _)| *x == w)
+                .map(|(_, b)| *b)
+                .collect();
+            let mib = mine.iter().sum::<u64>() >> 20;
+            match mine.len() {
+                0 => {}
+                1 => lines.push(format!(
+                    "{}: Laying out IO file (1 file / {mib}MiB)",
+                    j.name
+                )),
+                n => lines.push(format!(
+                    "{}: Laying out IO files ({n} files / total {mib}MiB)",
+                    j.name
+                )),
+            }
+        }
+        first += j.numjobs as usize;
+    }
+    lines
 }
 
 /// The workload of a fio job with `numjobs` set to `clones`, for
@@ -479,7 +505,6 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
             spec.file_size(),
             reads,
             &mut Vec::new(),
-            &run.jobs[0].name,
         )
         .map_err(|e| Usage(format!("laying out {}: {e}", paths[0].display())))?;
     }
@@ -606,6 +631,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             std::thread::sleep(run.jobs[0].startdelay);
         }
         let mut created = Vec::new();
+        let mut laid = Vec::new();
         for (spec, paths) in files {
             let reads = spec.ops.iter().all(|o| !o.writes());
             let writes = spec.ops.iter().all(|o| !o.reads());
@@ -615,8 +641,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
                     &spec.start_offsets,
                     spec.file_size(),
                     reads,
-                    &mut report.layout_lines,
-                    &run.jobs[0].name,
+                    &mut laid,
                 ) {
                     Ok(c) => created.extend(c),
                     Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
@@ -631,6 +656,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
                 );
             }
         }
+        report.layout_lines.extend(layout_lines(run, &laid));
         if disk_dev.is_none() {
             let host = bench::host::collect(&spec.target);
             disk_dev = render::disk_name(&host.fs_source);

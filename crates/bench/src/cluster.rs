@@ -85,6 +85,9 @@ impl WireSample {
             hit_deadline: self.hit_deadline,
             failure: self.failure,
             verify: self.verify,
+            // A thread's usage stays on its rank (fio's per-job cpu line is
+            // single-node only).
+            usage: Default::default(),
         })
     }
 }
@@ -835,6 +838,7 @@ mod tests {
             hit_deadline: false,
             failure: None,
             verify: VerifyTally::default(),
+            usage: Default::default(),
         };
         let text = serde_json::to_vec(&WireSample::from(&s)).unwrap();
         let back = serde_json::from_slice::<WireSample>(&text)

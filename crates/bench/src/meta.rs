@@ -299,6 +299,7 @@ pub fn run_with_hook(
         results,
         notes,
         probes,
+        latency: Vec::new(),
     })
 }
 

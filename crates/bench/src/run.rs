@@ -38,6 +38,22 @@ pub struct Outcome {
     /// What each timed phase used (CPU, device, FUSE connection), when
     /// [`Options::probe`] asked for it; rank 0's measurement under MPI.
     pub probes: Vec<PhaseProbe>,
+    /// Each recorded phase's latency histogram per worker of this process
+    /// (`phase` indexes `results.phases`), for front-ends that print more
+    /// of the distribution than the record keeps (fio's stdev, buckets and
+    /// per-clone lines).
+    pub latency: Vec<PhaseLatency>,
+}
+
+/// The latency histograms of one recorded phase, one per worker.
+#[derive(Clone)]
+pub struct PhaseLatency {
+    /// Index into the record's `phases`.
+    pub phase: usize,
+    /// (worker, its histogram), for the workers this process ran.
+    pub workers: Vec<(u32, LatencyHistogram)>,
+    /// (worker, what its thread used over the phase).
+    pub usage: Vec<(u32, engine::ThreadUsage)>,
 }
 
 /// How a driver runs beyond what the spec says: what a sweep asks for.
@@ -308,6 +324,7 @@ pub fn run_with_options(
         );
     }
     let mut probes = Vec::new();
+    let mut latency = Vec::new();
     // The workers open the files through the handles setup holds.
     let anchors = ds.anchors()?;
     'reps: for rep in 0..spec.reps {
@@ -372,7 +389,19 @@ pub fn run_with_options(
             }
             let rec = is_root.then(|| reduce(&plan, &out, layout));
             let errors_before = results.errors.len();
+            let recorded = results.phases.len();
             record_phase(&mut results, rec, &out, layout, |s| s.failure.as_ref());
+            if results.phases.len() > recorded {
+                latency.push(PhaseLatency {
+                    phase: recorded,
+                    workers: out
+                        .samples
+                        .iter()
+                        .map(|s| (s.worker, s.hist.clone()))
+                        .collect(),
+                    usage: out.samples.iter().map(|s| (s.worker, s.usage)).collect(),
+                });
+            }
             // A complete write of every transfer: the files now hold a full
             // data set (mixed phases only count if they wrote all).
             let complete = !out.failed && !out.interrupted && !out.deadline;
@@ -411,6 +440,7 @@ pub fn run_with_options(
     results.summarise();
     let mut outcome = finish(spec, coord, &mut ds, results);
     outcome.probes = probes;
+    outcome.latency = latency;
     Ok(outcome)
 }
 
@@ -488,6 +518,7 @@ fn finish(
             results,
             notes,
             probes: Vec::new(),
+            latency: Vec::new(),
         };
     }
     if !spec.keep && ds.created_root {
@@ -502,6 +533,7 @@ fn finish(
         results,
         notes,
         probes: Vec::new(),
+        latency: Vec::new(),
     }
 }
 
@@ -600,6 +632,7 @@ fn plan_for(
         rwmix_read: spec.rwmix_read,
         // IOR -C: only pure read phases read someone else's data.
         reorder_offset: if op.writes() { 0 } else { spec.reorder_offset },
+        start_offsets: spec.start_offsets.clone(),
         files: ds.files.clone(),
         align,
         time_limit: if timed { spec.time_limit } else { None },
@@ -705,6 +738,7 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
             message: e.to_string(),
         }),
         verify: Default::default(),
+        usage: Default::default(),
     }
 }
 

@@ -77,6 +77,7 @@ fn main() {
         verify: false,
         rwmix_read: 100,
         reorder_offset: 0,
+        start_offsets: Vec::new(),
         files: vec![a[1].clone().into()],
         align: 4096,
         time_limit: Some(Duration::from_secs_f64(secs)),

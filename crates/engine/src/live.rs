@@ -22,12 +22,20 @@ pub const SLOTS: usize = 1024;
 struct Slot {
     units: AtomicU64,
     bytes: AtomicU64,
+    /// Since the process started, over every phase: requests, bytes and
+    /// summed latency (ns); never reset.
+    all_units: AtomicU64,
+    all_bytes: AtomicU64,
+    all_lat_ns: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const EMPTY: Slot = Slot {
     units: AtomicU64::new(0),
     bytes: AtomicU64::new(0),
+    all_units: AtomicU64::new(0),
+    all_bytes: AtomicU64::new(0),
+    all_lat_ns: AtomicU64::new(0),
 };
 static COUNTS: [Slot; SLOTS] = [EMPTY; SLOTS];
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -123,6 +131,30 @@ pub fn publish(worker: u32, units: u64, bytes: u64) {
     s.bytes.store(bytes, Ordering::Relaxed);
 }
 
+/// A data worker's totals over every phase so far (requests, bytes,
+/// summed latency in ns): three relaxed stores into its own slot, beside
+/// [`publish`]. The worker adds its phase's counts to what
+/// [`lifetime`] gave when the phase began, so the totals only grow.
+#[inline]
+pub fn publish_lifetime(worker: u32, units: u64, bytes: u64, lat_ns: u64) {
+    let s = &COUNTS[worker as usize % SLOTS];
+    s.all_units.store(units, Ordering::Relaxed);
+    s.all_bytes.store(bytes, Ordering::Relaxed);
+    s.all_lat_ns.store(lat_ns, Ordering::Relaxed);
+}
+
+/// One worker slot's totals over every phase: (requests, bytes, summed
+/// latency in ns), for a sampler that logs per-interval figures (fio's
+/// bw/iops/lat logs) across phases.
+pub fn lifetime(worker: u32) -> (u64, u64, u64) {
+    let s = &COUNTS[worker as usize % SLOTS];
+    (
+        s.all_units.load(Ordering::Relaxed),
+        s.all_bytes.load(Ordering::Relaxed),
+        s.all_lat_ns.load(Ordering::Relaxed),
+    )
+}
+
 /// The running phase and this process's counts, or `None` between phases.
 pub fn snapshot() -> Option<Snapshot> {
     if !RUNNING.load(Ordering::Acquire) {
@@ -205,5 +237,20 @@ mod tests {
         assert_eq!(take_finished(), vec![f]);
         assert!(take_finished().is_empty());
         listen(false);
+    }
+
+    #[test]
+    fn lifetime_totals_outlast_phases() {
+        let w = 1000;
+        publish_lifetime(w, 3, 300, 90);
+        begin(PhaseInfo {
+            op: "read".into(),
+            rep: 0,
+            moves_data: true,
+            expected: 0,
+            time_limit: None,
+        });
+        assert_eq!(lifetime(w), (3, 300, 90), "begin keeps them");
+        end();
     }
 }

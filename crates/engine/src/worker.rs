@@ -56,6 +56,9 @@ pub struct PhasePlan {
     pub rwmix_read: u8,
     /// Worker r works on the data of worker (r + offset) mod threads.
     pub reorder_offset: u32,
+    /// Where each worker's data starts in its file (by owner; fio's
+    /// `offset`/`offset_increment`); empty or missing: 0.
+    pub start_offsets: Vec<u64>,
     /// Path of each data file, by file index.
     pub files: Vec<PathBuf>,
     /// Buffer alignment in bytes.
@@ -278,6 +281,55 @@ pub struct WorkerSample {
     pub failure: Option<IoFailure>,
     /// Data check results.
     pub verify: VerifyTally,
+    /// The worker thread's CPU time, context switches and page faults over
+    /// the phase (open to close).
+    pub usage: ThreadUsage,
+}
+
+/// What one worker thread used over a phase (`getrusage(RUSAGE_THREAD)`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadUsage {
+    /// User CPU time, ns.
+    pub user_ns: u64,
+    /// System CPU time, ns.
+    pub sys_ns: u64,
+    /// Context switches, voluntary and not.
+    pub ctx: u64,
+    /// Major page faults.
+    pub majf: u64,
+    /// Minor page faults.
+    pub minf: u64,
+}
+
+impl ThreadUsage {
+    /// The calling thread's totals so far (zero if the kernel refuses).
+    pub fn now() -> ThreadUsage {
+        // SAFETY: getrusage fills the struct it is given; all-zero is a
+        // valid rusage.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+            return ThreadUsage::default();
+        }
+        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+        ThreadUsage {
+            user_ns: ns(ru.ru_utime),
+            sys_ns: ns(ru.ru_stime),
+            ctx: (ru.ru_nvcsw + ru.ru_nivcsw) as u64,
+            majf: ru.ru_majflt as u64,
+            minf: ru.ru_minflt as u64,
+        }
+    }
+
+    /// What was used between `self` (earlier) and `later`.
+    pub fn until(self, later: ThreadUsage) -> ThreadUsage {
+        ThreadUsage {
+            user_ns: later.user_ns.saturating_sub(self.user_ns),
+            sys_ns: later.sys_ns.saturating_sub(self.sys_ns),
+            ctx: later.ctx.saturating_sub(self.ctx),
+            majf: later.majf.saturating_sub(self.majf),
+            minf: later.minf.saturating_sub(self.minf),
+        }
+    }
 }
 
 /// Buffers and engine state (an io_uring ring) of one worker, made before
@@ -359,7 +411,7 @@ pub fn run_worker(
 ) -> (WorkerSample, Option<Prepared>) {
     let file_idx = plan.file_of(w);
     let path = plan.files[file_idx].clone();
-    let mut s = WorkerSample {
+    let s = WorkerSample {
         worker: w,
         file: file_idx as u32,
         counters: IoCounters::default(),
@@ -374,6 +426,7 @@ pub fn run_worker(
         hit_deadline: false,
         failure: None,
         verify: VerifyTally::default(),
+        usage: ThreadUsage::default(),
     };
     let mut opts = OpenOptions::new();
     let writes = plan.op.writes();
@@ -394,6 +447,26 @@ pub fn run_worker(
     let bound = prepared.state.bind();
 
     barrier.wait();
+    let used0 = ThreadUsage::now();
+    let (mut s, back) = transfer(w, plan, ctl, path, s, (&opts, flags), prepared, bound);
+    s.usage = used0.until(ThreadUsage::now());
+    (s, back)
+}
+
+/// [`run_worker`] after the barrier: open, transfer, sync, close.
+#[allow(clippy::too_many_arguments)]
+fn transfer(
+    w: u32,
+    plan: &PhasePlan,
+    ctl: &PhaseControl,
+    path: PathBuf,
+    mut s: WorkerSample,
+    (opts, flags): (&OpenOptions, i32),
+    mut prepared: Prepared,
+    bound: std::io::Result<()>,
+) -> (WorkerSample, Option<Prepared>) {
+    let file_idx = plan.file_of(w);
+    let writes = plan.op.writes();
     let t_start = Instant::now();
     s.start_ns = ns_since(ctl.epoch, t_start);
     if let Err(e) = bound {
@@ -464,7 +537,10 @@ pub fn run_worker(
     }
     let back = prepared;
 
-    if writes && s.failure.is_none() && matches!(plan.sync, SyncMode::End | SyncMode::Every(_)) {
+    if plan.op.writes()
+        && s.failure.is_none()
+        && matches!(plan.sync, SyncMode::End | SyncMode::Every(_))
+    {
         let t = Instant::now();
         if let Err(e) = file.sync_all() {
             s.counters.record_error();
@@ -503,6 +579,7 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
     let s = &mut *lp.s;
     let owner = plan.owner_of(w);
     let file_id = plan.file_of(w) as u64;
+    let start = plan.start_offsets.get(owner as usize).copied().unwrap_or(0);
     let n = plan.xfers();
     let seed = plan.seed ^ (owner as u64).wrapping_mul(0x9E37_79B9) ^ ((plan.rep as u64) << 40);
     let mut gen = if plan.op.is_random() {
@@ -539,6 +616,8 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
     let watch_unlink = plan.op.writes();
     let mut next_link_check = now + LINK_CHECK;
     let mut last_end = 0u64;
+    // This worker slot's totals over earlier phases (fio's interval logs).
+    let base = crate::live::lifetime(w);
 
     loop {
         while !exhausted && !stopping && inflight < depth {
@@ -546,7 +625,7 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
                 exhausted = true;
                 break;
             };
-            let off = plan.offset_of(owner, i);
+            let off = start + plan.offset_of(owner, i);
             let write = if read_only {
                 false
             } else if mixed {
@@ -635,6 +714,12 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
             }
         }
         crate::live::publish(w, s.counters.ops, s.counters.bytes);
+        crate::live::publish_lifetime(
+            w,
+            base.0 + s.counters.ops,
+            base.1 + s.counters.bytes,
+            base.2 + s.hist.sum_ns(),
+        );
         if checked {
             // The check is not part of the next request's latency.
             now = Instant::now();

@@ -32,6 +32,7 @@ fn plan(op: Op, file: PathBuf, size: u64, depth: u32, direct: bool) -> PhasePlan
         verify: true,
         rwmix_read: 50,
         reorder_offset: 0,
+        start_offsets: Vec::new(),
         files: vec![file],
         align: 4096,
         time_limit: None,

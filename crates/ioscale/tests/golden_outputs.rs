@@ -454,6 +454,7 @@ fn fio_text_and_spec() {
     // date; the disk's line names the machine's device.
     let mut text = String::new();
     let mut disk = false;
+    let (mut last_pct, mut last_buckets) = (false, false);
     for l in normalise_text(&stdout(&out), dir.path()).lines() {
         if l.starts_with("Disk stats") {
             disk = true;
@@ -473,7 +474,31 @@ fn fio_text_and_spec() {
         // The percentile table pads each figure to five columns.
         // A number's unit prefix (none, k, Ki, M …) follows its size.
         let l = l.replace("N<U>", "N").replace("NB", "N");
-        text.push_str(&l.replace("=[ ", "=["));
+        let l = l.replace("=[ ", "=[");
+        // How many percentiles share a row follows the widest figure, and
+        // which latency buckets are printed follows the latencies: one
+        // line each.
+        let t = l.trim_start();
+        if t.starts_with('|') {
+            if text.ends_with(",\n") || text.ends_with("]\n") && last_pct {
+                text.pop();
+                text.push_str(t.trim_start_matches('|'));
+                text.push('\n');
+                continue;
+            }
+            last_pct = true;
+        } else {
+            last_pct = false;
+        }
+        if t.starts_with("lat (") && t.contains("=N%") {
+            if !last_buckets {
+                text.push_str(" lat (<U>) : <buckets>\n");
+            }
+            last_buckets = true;
+            continue;
+        }
+        last_buckets = false;
+        text.push_str(&l);
         text.push('\n');
     }
     check_golden("out_fio_text.txt", &text);

@@ -367,6 +367,9 @@ pub struct RawWorkload {
     /// Let a repetition's write phase reuse the files the one before left
     /// (`run --reuse`); otherwise they are removed first, as IOR does.
     pub reuse: bool,
+    /// Where each worker's data starts in its file (fio's `offset` and
+    /// `offset_increment`); one per worker, or empty for 0.
+    pub start_offsets: Vec<u64>,
 }
 
 /// A complete, consistent workload the engine can run without further checks.
@@ -431,6 +434,10 @@ pub struct WorkloadSpec {
     /// allocated, cached blocks is not the write the first repetition did.
     #[serde(default)]
     pub reuse_files: bool,
+    /// Where each worker's data starts in its file (fio's `offset` and
+    /// `offset_increment`): one per worker; absent (empty) when all are 0.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub start_offsets: Vec<u64>,
 }
 
 impl WorkloadSpec {
@@ -752,6 +759,23 @@ impl RawWorkload {
             }
         }
         let dd_named = matches!(naming, FileNaming::Dd { .. });
+        if !self.start_offsets.is_empty() {
+            if self.start_offsets.len() as u64 != threads || layout == Layout::Shared {
+                return Err(SpecError::Conflict(format!(
+                    "start offsets need one file per worker and one offset each ({} for {threads} \
+                     workers)",
+                    self.start_offsets.len()
+                )));
+            }
+            if self.direct {
+                if let Some(o) = self.start_offsets.iter().find(|&&o| o % 512 != 0) {
+                    return Err(SpecError::Conflict(format!(
+                        "a start offset of {o} bytes with direct I/O: O_DIRECT needs offsets that \
+                         are multiples of the device's block size"
+                    )));
+                }
+            }
+        }
         Ok(WorkloadSpec {
             target,
             ops: self.ops.clone(),
@@ -778,6 +802,7 @@ impl RawWorkload {
             // dd's (and fio's) files are the user's: never removed between
             // repetitions, so those reuse them whatever was asked.
             reuse_files: self.reuse || dd_named,
+            start_offsets: self.start_offsets.clone(),
         })
     }
 }
@@ -792,6 +817,24 @@ mod tests {
             ops: vec![Op::Write],
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn start_offsets_are_one_per_worker_with_a_file_each() {
+        let mut r = raw();
+        r.threads = Some(2);
+        r.size = Some(1 << 20);
+        r.start_offsets = vec![0, 4096];
+        assert_eq!(r.build().unwrap().start_offsets, vec![0, 4096]);
+        r.start_offsets = vec![4096];
+        assert!(r.build().is_err(), "one offset for two workers");
+        r.start_offsets = vec![0, 4096];
+        r.layout = Some(Layout::Shared);
+        assert!(r.build().is_err(), "a shared file has IOR's offsets");
+        r.layout = None;
+        r.direct = true;
+        r.start_offsets = vec![0, 100];
+        assert!(r.build().is_err(), "O_DIRECT needs aligned offsets");
     }
 
     #[test]

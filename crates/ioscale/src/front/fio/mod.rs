@@ -10,6 +10,7 @@
 
 pub mod parse;
 pub mod render;
+pub mod sample;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -18,25 +19,28 @@ use std::time::Instant;
 use spec::{FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
 use self::parse::{EngineKind, Format, Job};
-use self::render::{DirStats, Entry, Header, Lat, Report};
+use self::render::{DirStats, Entry, Header, Lat, LatBuckets, Report, SampleStat};
+use self::sample::{Sampler, Tick};
 use super::Usage;
 
 /// `ioscale fio --help`.
 pub const HELP: &str = "\
 ioscale fio: run fio job files and command lines on ioscale's engine
 
-Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+] [--ioscale-json=FILE]
-                   [JOBFILE]... [--OPTION=VALUE]... [--name=JOB --OPTION=VALUE...]...
+Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse]
+                   [--ioscale-json=FILE] [JOBFILE]... [--OPTION=VALUE]...
+                   [--name=JOB --OPTION=VALUE...]...
        (or a symlink named `fio` to the ioscale binary)
 
 Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
-  name filename directory nrfiles(=1) size filesize rw/readwrite bs bsrange(one size)
+  name filename directory nrfiles size filesize rw/readwrite bs bsrange(one size)
   rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
-  runtime time_based startdelay loops randrepeat randseed norandommap
-  verify(crc32c|md5|pattern) create_on_open unlink group_reporting
-  lat_percentiles percentile_list(50:99:99.9) stonewall wait_for_previous new_group kb_base
-  ramp_time, offset, offset_increment: 0 only
+  runtime time_based ramp_time(with time_based) startdelay loops randrepeat
+  randseed norandommap verify(crc32c|md5|pattern) create_on_open unlink
+  group_reporting lat_percentiles percentile_list stonewall wait_for_previous
+  new_group kb_base offset offset_increment
+  write_bw_log write_lat_log write_iops_log (with log_avg_msec)
 Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
   --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)
@@ -55,8 +59,8 @@ Examples:
 Any other option is refused (exit 2) naming it and the nearest ioscale option.
 Jobs that fio would run at the same time must have the same workload shape
 (rw, bs, size, engine…); separate others with `stonewall`. What ioscale does
-not measure (slat, stdev, latency buckets, IO depth distribution, ctx) is left
-out of the output; docs/compat.md lists every difference.
+not measure (slat, IO depth distribution) is left out of the output;
+docs/compat.md lists every difference.
 ";
 
 /// One run: the jobs fio would start together.
@@ -97,7 +101,8 @@ fn plan_runs(jobs: Vec<Job>) -> Result<Vec<Run>, Usage> {
 
 /// Which workload setting two concurrent jobs disagree on, if any.
 fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
-    let checks: [(&'static str, bool); 14] = [
+    let checks: [(&'static str, bool); 15] = [
+        ("nrfiles", a.nrfiles == b.nrfiles),
         ("rw", a.op == b.op),
         ("bs", a.bs == b.bs),
         ("size", a.size == b.size && a.filesize == b.filesize),
@@ -115,7 +120,7 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
         ),
         (
             "runtime",
-            a.runtime == b.runtime && a.time_based == b.time_based,
+            a.runtime == b.runtime && a.time_based == b.time_based && a.ramp_time == b.ramp_time,
         ),
         ("loops", a.loops == b.loops),
         ("startdelay", a.startdelay == b.startdelay),
@@ -127,8 +132,9 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
     checks.iter().find(|(_, same)| !same).map(|(n, _)| *n)
 }
 
-/// The files of a job's clones, as fio names them.
-fn job_paths(j: &Job) -> Result<Vec<PathBuf>, Usage> {
+/// The files of a job's clones, as fio names them: file `f` of each clone
+/// (`name.CLONE.f`).
+fn job_paths(j: &Job, f: u64) -> Result<Vec<PathBuf>, Usage> {
     if let Some(d) = &j.directory {
         if d.contains(':') {
             return Err(Usage(format!(
@@ -157,30 +163,49 @@ fn job_paths(j: &Job) -> Result<Vec<PathBuf>, Usage> {
         return Ok(vec![p; j.numjobs as usize]);
     }
     Ok((0..j.numjobs)
-        .map(|c| dir.join(format!("{}.{c}.0", j.name)))
+        .map(|c| dir.join(format!("{}.{c}.{f}", j.name)))
         .collect())
 }
 
 /// What fio options ask for that ioscale cannot do, refused up front.
 fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
     let n = &j.name;
-    if j.nrfiles != 1 {
+    if j.nrfiles == 0 {
+        return Err(Usage(format!("nrfiles=0 (job '{n}'): must be at least 1")));
+    }
+    if j.nrfiles > 1 && j.filename.is_some() {
         return Err(Usage(format!(
-            "nrfiles={} (job '{n}'): ioscale uses one file per job clone; use numjobs= for more files \
-             (native: --layout per-thread --threads N)",
+            "nrfiles={} with filename= (job '{n}'): not supported; give one or the other",
             j.nrfiles
         )));
     }
-    if !j.ramp_time.is_zero() {
+    if j.nrfiles > 1 && j.filesize.is_some() {
         return Err(Usage(format!(
-            "ramp_time (job '{n}'): not supported: ioscale measures from the first I/O; run a warm-up job \
+            "nrfiles={} with filesize= (job '{n}'): give size= (the bytes each clone moves, \
+             split evenly over its files)",
+            j.nrfiles
+        )));
+    }
+    let ramp_ok = j.time_based && j.runtime.is_some();
+    if !j.ramp_time.is_zero() && !ramp_ok {
+        return Err(Usage(format!(
+            "ramp_time (job '{n}'): supported with time_based and runtime= only (ioscale runs the ramp \
+             as untimed passes, then runtime= of measured ones); for a sized job run a warm-up job \
              before it (a job with `stonewall` after it)"
         )));
     }
-    if j.offset != 0 || j.offset_increment != 0 {
+    let logs = j.bw_log.is_some() || j.lat_log.is_some() || j.iops_log.is_some();
+    if logs && j.log_avg_msec == 0 {
         return Err(Usage(format!(
-            "offset/offset_increment (job '{n}'): not supported: ioscale's jobs start at offset 0 of their \
-             file; for IOR's segmented offsets use `ioscale run --block --segments`"
+            "write_bw_log/write_lat_log/write_iops_log (job '{n}'): give log_avg_msec=N as well: ioscale \
+             logs each worker's average over N ms, not every I/O"
+        )));
+    }
+    if logs && matches!(j.op, Op::Rw | Op::Randrw) {
+        return Err(Usage(format!(
+            "write_*_log (job '{n}'): not supported with rw={}: ioscale's interval counts are not split \
+             into reads and writes",
+            j.rw_text
         )));
     }
     if j.numjobs == 0 {
@@ -225,6 +250,19 @@ fn job_size(j: &Job, paths: &[PathBuf]) -> Result<u64, Usage> {
             j.name
         )));
     }
+    // nrfiles share size= (filesize= is each file's).
+    let size = if j.nrfiles > 1 && j.filesize.is_none() {
+        if !size.is_multiple_of(j.nrfiles) || !(size / j.nrfiles).is_multiple_of(j.bs) {
+            return Err(Usage(format!(
+                "size={size} over nrfiles={} (job '{}'): each file must be a whole number of bs={} \
+                 blocks (fio would make files of size/nrfiles bytes and leave a part block unused)",
+                j.nrfiles, j.name, j.bs
+            )));
+        }
+        size / j.nrfiles
+    } else {
+        size
+    };
     // fio does whole blocks only.
     let whole = size / j.bs * j.bs;
     if whole == 0 {
@@ -236,14 +274,21 @@ fn job_size(j: &Job, paths: &[PathBuf]) -> Result<u64, Usage> {
     Ok(whole)
 }
 
-/// One run as an ioscale workload, and the notes it needs.
-fn to_raw(run: &Run) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> {
+/// One run as an ioscale workload over file `f` of each clone
+/// (`nrfiles`), and the notes it needs.
+fn to_raw(run: &Run, f: u64) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> {
     let j = &run.jobs[0];
     let mut notes = Vec::new();
     let mut paths = Vec::new();
+    // fio's clone k of a job starts at offset + k × offset_increment.
+    let mut starts = Vec::new();
     for job in &run.jobs {
         refuse_unsupported(job)?;
-        paths.extend(job_paths(job)?);
+        paths.extend(job_paths(job, f)?);
+        starts.extend((0..job.numjobs).map(|k| job.offset + k * job.offset_increment));
+    }
+    if starts.iter().all(|&o| o == 0) {
+        starts.clear();
     }
     let size = job_size(j, &paths)?;
     let mut ops = vec![j.op];
@@ -311,26 +356,37 @@ fn to_raw(run: &Run) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> 
             paths: paths.clone(),
             notrunc: true,
         }),
+        start_offsets: starts,
         ..Default::default()
     };
     Ok((raw, paths, notes))
 }
 
-/// fio lays out a file before reading it; ioscale's read phases need the
-/// data there too. Returns the files this created or extended.
+/// fio lays out a file before a job uses it, untimed: each file up to the
+/// end of the furthest region a clone moves in it (its start offset plus
+/// `size`). For a read job (`fill`) it writes the data; for a write job it
+/// allocates the blocks (fio's default `fallocate=native`), so the timed
+/// writes do not allocate, as fio's do not. Records in `out` (worker,
+/// bytes) for each file laid out; returns the files this created.
 fn lay_out(
     paths: &[PathBuf],
+    starts: &[u64],
     size: u64,
-    out: &mut Vec<String>,
-    name: &str,
+    fill: bool,
+    out: &mut Vec<(usize, u64)>,
 ) -> std::io::Result<Vec<PathBuf>> {
     let mut created = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let chunk = vec![0xa5u8; 1 << 20];
-    for p in paths {
-        if !seen.insert(p.clone()) {
-            continue;
+    let mut need: Vec<(PathBuf, u64, usize)> = Vec::new();
+    for (i, p) in paths.iter().enumerate() {
+        let end = starts.get(i).copied().unwrap_or(0) + size;
+        match need.iter_mut().find(|(q, _, _)| q == p) {
+            Some((_, n, _)) => *n = (*n).max(end),
+            None => need.push((p.clone(), end, i)),
         }
+    }
+    let chunk = vec![0xa5u8; 1 << 20];
+    for (p, size, worker) in &need {
+        let (p, size) = (p, *size);
         let have = std::fs::metadata(p).map(|m| m.len()).ok();
         if have.is_some_and(|l| l >= size) {
             continue;
@@ -338,15 +394,23 @@ fn lay_out(
         if have.is_none() {
             created.push(p.clone());
         }
-        out.push(format!(
-            "{name}: Laying out IO file (1 file / {})",
-            render::size_text(size)
-        ));
+        out.push((*worker, size));
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .write(true)
             .truncate(false)
             .open(p)?;
+        if !fill {
+            use std::os::fd::AsRawFd;
+            // SAFETY: a valid descriptor and a range; no memory involved.
+            let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, size as libc::off_t) };
+            // A file system without fallocate gets its blocks from the
+            // writes, as fio's fallback does.
+            if rc != 0 && rc != libc::EOPNOTSUPP && rc != libc::EINVAL {
+                return Err(std::io::Error::from_raw_os_error(rc));
+            }
+            continue;
+        }
         use std::io::{Seek, SeekFrom};
         let mut at = have.unwrap_or(0);
         f.seek(SeekFrom::Start(at))?;
@@ -360,11 +424,42 @@ fn lay_out(
     Ok(created)
 }
 
+/// fio's `Laying out IO file` lines: one per clone that had files laid
+/// out, with their number and total size in whole MiB.
+fn layout_lines(run: &Run, laid: &[(usize, u64)]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut first = 0usize;
+    for j in &run.jobs {
+        for w in first..first + j.numjobs as usize {
+            let mine: Vec<u64> = laid
+                .iter()
+                .filter(|(x, _)| *x == w)
+                .map(|(_, b)| *b)
+                .collect();
+            let mib = mine.iter().sum::<u64>() >> 20;
+            match mine.len() {
+                0 => {}
+                1 => lines.push(format!(
+                    "{}: Laying out IO file (1 file / {mib}MiB)",
+                    j.name
+                )),
+                n => lines.push(format!(
+                    "{}: Laying out IO files ({n} files / total {mib}MiB)",
+                    j.name
+                )),
+            }
+        }
+        first += j.numjobs as usize;
+    }
+    lines
+}
+
 /// The workload of a fio job with `numjobs` set to `clones`, for
 /// `ioscale sweep … -- fio JOBFILE` (seed 004 sweeps fio's numjobs): the
 /// command line must hold one job (or jobs that run together), not
 /// `time_based` (a sweep point is one pass). A read job's files are laid
-/// out here, untimed, as fio does, so call it right before the point runs.
+/// out here, and a write job's allocated, untimed, as fio does, so call it
+/// right before the point runs.
 pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> {
     let cli = parse::parse_cli(args)?;
     if cli.output.is_some() || !cli.formats.is_empty() || cli.ioscale_json.is_some() {
@@ -397,7 +492,12 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
         ));
     }
     let run = runs.remove(0);
-    let (raw, paths, _) = to_raw(&run)?;
+    if run.jobs[0].nrfiles > 1 {
+        return Err(Usage(
+            "a sweep runs a job with one file per clone; this one has nrfiles > 1".into(),
+        ));
+    }
+    let (raw, paths, _) = to_raw(&run, 0)?;
     let spec = raw.build().map_err(|e| {
         Usage(super::in_tool_terms(
             "fio",
@@ -405,9 +505,16 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
             &[("--xfer", "bs=")],
         ))
     })?;
-    if spec.ops.iter().all(|o| !o.writes()) {
-        lay_out(&paths, spec.file_size(), &mut Vec::new(), &run.jobs[0].name)
-            .map_err(|e| Usage(format!("laying out {}: {e}", paths[0].display())))?;
+    let reads = spec.ops.iter().all(|o| !o.writes());
+    if reads || spec.ops.iter().all(|o| !o.reads()) {
+        lay_out(
+            &paths,
+            &spec.start_offsets,
+            spec.file_size(),
+            reads,
+            &mut Vec::new(),
+        )
+        .map_err(|e| Usage(format!("laying out {}: {e}", paths[0].display())))?;
     }
     Ok(spec)
 }
@@ -455,31 +562,41 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     // Check every run before the first one starts.
     let mut planned = Vec::new();
     for run in runs {
-        let (raw, paths, notes) = match to_raw(&run) {
-            Ok(r) => r,
-            Err(e) => return fail(&e),
-        };
-        let spec = match raw.build() {
-            Ok(s) => s,
-            Err(e) => {
-                const NATIVE_FLAGS: &[(&str, &str)] = &[
-                    ("--xfer", "bs="),
-                    ("--size", "size="),
-                    ("--block", "size="),
-                    ("--threads", "numjobs="),
-                    ("--iodepth", "iodepth="),
-                    ("--direct", "direct="),
-                    ("--rwmix", "rwmixread="),
-                    ("--time", "runtime="),
-                    ("--reps", "loops="),
-                ];
-                return fail(&super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS));
-            }
-        };
-        planned.push((run, spec, paths, notes));
+        // One workload per file of each clone (nrfiles), run in turn.
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
+        for f in 0..run.jobs[0].nrfiles.max(1) {
+            let (raw, paths, n) = match to_raw(&run, f) {
+                Ok(r) => r,
+                Err(e) => return fail(&e),
+            };
+            notes = n;
+            let spec = match raw.build() {
+                Ok(s) => s,
+                Err(e) => {
+                    const NATIVE_FLAGS: &[(&str, &str)] = &[
+                        ("--xfer", "bs="),
+                        ("--size", "size="),
+                        ("--block", "size="),
+                        ("--threads", "numjobs="),
+                        ("--iodepth", "iodepth="),
+                        ("--direct", "direct="),
+                        ("--rwmix", "rwmixread="),
+                        ("--time", "runtime="),
+                        ("--reps", "loops="),
+                    ];
+                    return fail(&super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS));
+                }
+            };
+            files.push((spec, paths));
+        }
+        planned.push((run, files, notes));
     }
     if cli.print_spec {
-        let specs: Vec<&WorkloadSpec> = planned.iter().map(|(_, s, _, _)| s).collect();
+        let specs: Vec<&WorkloadSpec> = planned
+            .iter()
+            .flat_map(|(_, f, _)| f.iter().map(|(s, _)| s))
+            .collect();
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
     }
@@ -512,7 +629,10 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let mut code = 0;
     let mut disk_before = None;
     let mut disk_dev = None;
-    for (run, spec, paths, notes) in &planned {
+    // fio numbers every clone of every job from 1 (its log file names).
+    let mut thread_base = 0u64;
+    for (run, files, notes) in &planned {
+        let (spec, paths) = (&files[0].0, &files[0].1);
         for n in notes {
             eprintln!("fio: note: {n}");
         }
@@ -523,44 +643,75 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             std::thread::sleep(run.jobs[0].startdelay);
         }
         let mut created = Vec::new();
-        if spec.ops.iter().all(|o| !o.writes()) {
-            match lay_out(
-                paths,
-                spec.file_size(),
-                &mut report.layout_lines,
-                &run.jobs[0].name,
-            ) {
-                Ok(c) => created = c,
-                Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
+        let mut laid = Vec::new();
+        for (spec, paths) in files {
+            let reads = spec.ops.iter().all(|o| !o.writes());
+            let writes = spec.ops.iter().all(|o| !o.reads());
+            if reads || writes {
+                match lay_out(
+                    paths,
+                    &spec.start_offsets,
+                    spec.file_size(),
+                    reads,
+                    &mut laid,
+                ) {
+                    Ok(c) => created.extend(c),
+                    Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
+                }
+            } else {
+                created.extend(
+                    paths
+                        .iter()
+                        .filter(|p| !p.exists())
+                        .cloned()
+                        .collect::<std::collections::BTreeSet<_>>(),
+                );
             }
-        } else {
-            created.extend(
-                paths
-                    .iter()
-                    .filter(|p| !p.exists())
-                    .cloned()
-                    .collect::<std::collections::BTreeSet<_>>(),
-            );
         }
+        report.layout_lines.extend(layout_lines(run, &laid));
         if disk_dev.is_none() {
             let host = bench::host::collect(&spec.target);
             disk_dev = render::disk_name(&host.fs_source);
             disk_before = disk_dev.as_deref().and_then(render::read_diskstats);
         }
+        let workers = paths.len() as u32;
+        let every = run
+            .jobs
+            .iter()
+            .filter(|j| has_logs(j))
+            .map(|j| j.log_avg_msec)
+            .min()
+            .unwrap_or(BW_AVG_MSEC);
+        let specs: Vec<WorkloadSpec> = files.iter().map(|(s, _)| s.clone()).collect();
         let live = super::live(progress, true, spec.reps, spec.ops.len(), 1);
-        let passes = run_passes(spec, run, &argv, &stop, coord);
+        let passes = run_passes(
+            &specs,
+            run,
+            &argv,
+            &stop,
+            coord,
+            workers,
+            std::time::Duration::from_millis(every),
+        );
         drop(live);
-        let (results, c) = match passes {
+        let (passes, c, ticks) = match passes {
             Ok(r) => r,
             Err(e) => return fail(&e),
         };
         code = code.max(c);
-        for rs in &results {
-            super::print_errors("fio", rs);
-            super::print_mismatches("fio", rs);
+        for p in &passes {
+            super::print_errors("fio", &p.rs);
+            super::print_mismatches("fio", &p.rs);
         }
-        report.entries.extend(entries_of(run, spec, &results));
-        records.extend(results);
+        report
+            .entries
+            .extend(entries_of(run, spec, &passes, &ticks));
+        if let Err(e) = write_logs(run, &ticks, thread_base) {
+            eprintln!("fio: error: {e}");
+            code = code.max(1);
+        }
+        thread_base += u64::from(workers);
+        records.extend(passes.into_iter().map(|p| p.rs));
         if run.jobs[0].unlink {
             for p in &created {
                 let _ = std::fs::remove_file(p);
@@ -596,6 +747,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
                 text.push_str(&serde_json::to_string_pretty(&render::json(&report))?);
                 text.push('\n');
             }
+            Format::Terse => text.push_str(&render::terse(&report)),
         }
     }
     match &cli.output {
@@ -621,81 +773,152 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     Ok(code)
 }
 
-/// Runs one run's spec: once, or (with `time_based`) again and again until
-/// `runtime` has passed, as fio loops over its files until time is up.
+/// One pass of a run's spec: its record and each phase's per-worker
+/// latency histograms.
+struct Pass {
+    rs: report::ResultSet,
+    lat: Vec<bench::run::PhaseLatency>,
+}
+
+/// fio's `bw_avg_time`/`iops_avg_time` default: one bw/iops sample per
+/// 500 ms.
+const BW_AVG_MSEC: u64 = 500;
+
+fn has_logs(j: &Job) -> bool {
+    j.bw_log.is_some() || j.lat_log.is_some() || j.iops_log.is_some()
+}
+
+/// Runs one run's specs (one per file of each clone, `nrfiles`) in turn:
+/// once, or (with `time_based`) again and again until `runtime` has
+/// passed, as fio loops over its files until time is up.
+/// A `ramp_time` runs first as passes that are not kept, as fio leaves
+/// the ramp out of its figures. Returns the measured passes, the exit code
+/// and each worker's per-interval figures.
+#[allow(clippy::type_complexity)]
 fn run_passes(
-    spec: &WorkloadSpec,
+    specs: &[WorkloadSpec],
     run: &Run,
     argv: &[String],
     stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
     coord: &dyn coord::Coordinator,
-) -> Result<(Vec<report::ResultSet>, i32), String> {
+    workers: u32,
+    every: std::time::Duration,
+) -> Result<(Vec<Pass>, i32, Vec<Vec<Tick>>), String> {
     let j = &run.jobs[0];
-    let t0 = Instant::now();
-    let mut out = Vec::new();
-    loop {
-        let mut s = spec.clone();
-        if let Some(rt) = j.runtime {
-            let left = rt.saturating_sub(t0.elapsed());
+    let pass = |i: usize, limit: Option<std::time::Duration>| {
+        let mut s = specs[i % specs.len()].clone();
+        if limit.is_some() {
+            s.time_limit = limit;
+        }
+        bench::run::run_with(&s, argv.to_vec(), stop.clone(), coord).map_err(|e| e.to_string())
+    };
+    if !j.ramp_time.is_zero() {
+        let t0 = Instant::now();
+        for i in 0.. {
+            let left = j.ramp_time.saturating_sub(t0.elapsed());
             if left.is_zero() {
                 break;
             }
-            s.time_limit = Some(left);
+            let o = pass(i, Some(left))?;
+            let code = o.exit_code();
+            if code != 0 {
+                return Ok((
+                    vec![Pass {
+                        rs: o.results,
+                        lat: o.latency,
+                    }],
+                    code,
+                    Vec::new(),
+                ));
+            }
         }
-        let o = bench::run::run_with(&s, argv.to_vec(), stop.clone(), coord)
-            .map_err(|e| e.to_string())?;
-        let code = o.exit_code();
+    }
+    let sampler = Sampler::start(workers, every, specs[0].ops[0]);
+    let t0 = Instant::now();
+    let mut out = Vec::new();
+    let mut code = 0;
+    loop {
+        let limit = match j.runtime {
+            Some(rt) => {
+                let left = rt.saturating_sub(t0.elapsed());
+                if left.is_zero() {
+                    break;
+                }
+                Some(left)
+            }
+            None => None,
+        };
+        let o = match pass(out.len(), limit) {
+            Ok(o) => o,
+            Err(e) => {
+                sampler.finish();
+                return Err(e);
+            }
+        };
+        code = o.exit_code();
         let done = o
             .results
             .phases
             .iter()
             .any(|p| p.time_limited || p.interrupted);
-        out.push(o.results);
-        if code != 0 {
-            return Ok((out, code));
-        }
-        if !j.time_based || j.runtime.is_none() || done {
-            break;
-        }
-        if out.len() > 1_000_000 {
+        out.push(Pass {
+            rs: o.results,
+            lat: o.latency,
+        });
+        // Without time_based, one pass over each file.
+        let once = !j.time_based || j.runtime.is_none();
+        if code != 0 || done || (once && out.len() == specs.len()) || out.len() > 1_000_000 {
             break;
         }
     }
-    Ok((out, 0))
+    Ok((out, code, sampler.finish()))
 }
 
-/// Adds a phase's latency to a direction (exact when one phase; over
-/// several, the percentiles are not mergeable and are left out).
-fn add_lat(d: &mut DirStats, l: &stats::LatencySummary, ios: u64) {
-    if ios == 0 {
-        return;
-    }
-    let this = Lat {
-        min_us: l.min,
-        max_us: l.max,
-        mean_us: l.mean,
-        n: ios,
-        pct: Some(vec![(50.0, l.p50), (99.0, l.p99), (99.9, l.p999)]),
-    };
-    d.lat = Some(match d.lat.take() {
-        None => this,
-        Some(a) => {
-            let n = a.n + this.n;
-            Lat {
-                min_us: a.min_us.min(this.min_us),
-                max_us: a.max_us.max(this.max_us),
-                mean_us: (a.mean_us * a.n as f64 + this.mean_us * this.n as f64) / n as f64,
-                n,
-                pct: None,
+/// Writes fio's per-interval logs of the jobs that ask for them:
+/// `NAME_bw.N.log`, `NAME_iops.N.log`, `NAME_lat.N.log` (and `_clat`, the
+/// same figure, and `_slat`, empty, for a sync engine), N numbering every
+/// clone from 1 as fio does; lines `msec, value, ddir, 0, 0`.
+fn write_logs(run: &Run, ticks: &[Vec<Tick>], thread_base: u64) -> Result<(), String> {
+    let mut w = 0usize;
+    for j in &run.jobs {
+        for _ in 0..j.numjobs {
+            let n = thread_base + w as u64 + 1;
+            let mine: &[Tick] = ticks.get(w).map(Vec::as_slice).unwrap_or(&[]);
+            let mut files: Vec<(String, String)> = Vec::new();
+            let line = |t: &Tick, v: u64| format!("{}, {v}, {}, 0, 0\n", t.t_ms, t.ddir());
+            let whole = || mine.iter().filter(|t| t.full);
+            if let Some(p) = &j.bw_log {
+                let body: String = whole().map(|t| line(t, t.kib_s() as u64)).collect();
+                files.push((format!("{p}_bw.{n}.log"), body));
             }
+            if let Some(p) = &j.iops_log {
+                let body: String = whole().map(|t| line(t, t.iops() as u64)).collect();
+                files.push((format!("{p}_iops.{n}.log"), body));
+            }
+            if let Some(p) = &j.lat_log {
+                let body: String = mine
+                    .iter()
+                    .map(|t| line(t, t.lat_ns / t.ios.max(1)))
+                    .collect();
+                files.push((format!("{p}_lat.{n}.log"), body.clone()));
+                files.push((format!("{p}_clat.{n}.log"), body));
+                if j.engine == EngineKind::Sync {
+                    files.push((format!("{p}_slat.{n}.log"), String::new()));
+                }
+            }
+            for (path, body) in files {
+                std::fs::write(&path, body).map_err(|e| format!("writing the log {path}: {e}"))?;
+            }
+            w += 1;
         }
-    });
+    }
+    Ok(())
 }
 
 /// The report entries of one run: per job clone, or per job with
-/// `group_reporting`. Latency and CPU are measured per run, so they are
-/// given only to an entry that covers every worker of the run.
-fn entries_of(run: &Run, spec: &WorkloadSpec, results: &[report::ResultSet]) -> Vec<Entry> {
+/// `group_reporting`. Latency, bandwidth and IOPS samples, CPU time and
+/// faults are measured per worker (thread), so every entry has them.
+fn entries_of(run: &Run, spec: &WorkloadSpec, passes: &[Pass], ticks: &[Vec<Tick>]) -> Vec<Entry> {
     let total_workers: u64 = run.jobs.iter().map(|j| j.numjobs).sum();
     let mut out = Vec::new();
     let mut first = 0u64;
@@ -716,20 +939,26 @@ fn entries_of(run: &Run, spec: &WorkloadSpec, results: &[report::ResultSet]) -> 
         };
         for ws in sets {
             let whole = ws.len() as u64 == total_workers;
-            out.push(entry(j, spec, results, &ws, whole));
+            let mut e = entry(j, spec, passes, &ws, whole);
+            if !mixed {
+                e.sampled = true;
+                for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
+                    for &w in &ws {
+                        let t = ticks.get(w as usize).map(Vec::as_slice).unwrap_or(&[]);
+                        let (bw, iops) = sample::samples(t, reads);
+                        d.bw_stat = SampleStat::sum(d.bw_stat, SampleStat::of(&bw));
+                        d.iops_stat = SampleStat::sum(d.iops_stat, SampleStat::of(&iops));
+                    }
+                }
+            }
+            out.push(e);
         }
         first += j.numjobs;
     }
     out
 }
 
-fn entry(
-    j: &Job,
-    spec: &WorkloadSpec,
-    results: &[report::ResultSet],
-    ws: &[u32],
-    whole: bool,
-) -> Entry {
+fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool) -> Entry {
     let mut e = Entry {
         name: j.name.clone(),
         group: j.group,
@@ -738,6 +967,10 @@ fn entry(
         write: DirStats::default(),
         runtime_s: 0.0,
         cpu_s: None,
+        faults: None,
+        buckets: None,
+        sync_engine: j.engine == EngineKind::Sync,
+        sampled: false,
         iodepth: spec.iodepth as u64,
         error: 0,
         options: j.own.clone(),
@@ -745,13 +978,17 @@ fn entry(
         lat_percentiles: j.lat_percentiles,
     };
     let mut cpu = (0.0, 0.0);
-    for rs in results {
+    let mut faults = (0u64, 0u64, 0u64);
+    let mut measured = false;
+    let mut buckets = LatBuckets::default();
+    for pass in passes {
+        let rs = &pass.rs;
         if let Some(err) = rs.errors.first() {
             // fio's error is an errno; a failure ioscale has none for is
             // reported as EIO.
             e.error = err.errno.unwrap_or(libc::EIO);
         }
-        for p in &rs.phases {
+        for (idx, p) in rs.phases.iter().enumerate() {
             if p.verify.as_ref().is_some_and(|v| v.bad_bytes > 0) && e.error == 0 {
                 // fio reports a failed verify as EILSEQ.
                 e.error = libc::EILSEQ;
@@ -775,10 +1012,24 @@ fn entry(
             e.runtime_s += secs;
             let bytes: u64 = mine.iter().map(|w| w.bytes).sum();
             let ops: u64 = mine.iter().map(|w| w.ops).sum();
-            if whole {
-                cpu.0 += p.cpu_user_s;
-                cpu.1 += p.cpu_sys_s;
+            // This entry's workers' latency and thread usage in this phase.
+            let mut hist = stats::LatencyHistogram::new();
+            if let Some(pl) = pass.lat.iter().find(|l| l.phase == idx) {
+                for (w, h) in &pl.workers {
+                    if ws.contains(w) {
+                        hist += h;
+                    }
+                }
+                for (_, u) in pl.usage.iter().filter(|(w, _)| ws.contains(w)) {
+                    measured = true;
+                    cpu.0 += u.user_ns as f64 / 1e9;
+                    cpu.1 += u.sys_ns as f64 / 1e9;
+                    faults.0 += u.ctx;
+                    faults.1 += u.majf;
+                    faults.2 += u.minf;
+                }
             }
+            buckets.add(&hist);
             let single = !matches!(op, Op::Rw | Op::Randrw);
             let (rb, wb, rio, wio) = if single {
                 if op.reads() {
@@ -803,14 +1054,22 @@ fn entry(
                 d.bytes += b;
                 d.ios += n;
                 d.runtime_s += secs;
-                if whole && single {
-                    add_lat(d, &p.lat_us, n);
+                // A mix's histogram holds both directions: no split.
+                if single && !hist.is_empty() {
+                    match &mut d.lat {
+                        Some(l) => l.hist += &hist,
+                        None => d.lat = Some(Lat { hist: hist.clone() }),
+                    }
                 }
             }
         }
     }
-    if whole {
+    if measured {
         e.cpu_s = Some(cpu);
+        e.faults = Some(faults);
+    }
+    if buckets.total > 0 {
+        e.buckets = Some(buckets);
     }
     e
 }
@@ -841,6 +1100,11 @@ mod tests {
             }
             n => panic!("{n:?}"),
         }
+        // A write job's files are allocated for the point, as fio's are.
+        assert_eq!(
+            std::fs::metadata(dir.join("seq.2.0")).unwrap().len(),
+            1 << 20
+        );
         // A read job's files are laid out for the point.
         let r = argv(&format!(
             "--name=rd --rw=read --bs=64k --size=256k --directory={}",

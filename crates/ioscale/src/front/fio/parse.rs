@@ -70,6 +70,8 @@ pub enum Format {
     Json,
     /// `--output-format=json+` (json with latency bins).
     JsonPlus,
+    /// `--output-format=terse`: fio's terse version 3, `;`-separated.
+    Terse,
 }
 
 /// The whole command line.
@@ -324,15 +326,10 @@ pub fn parse_cli(args: &[String]) -> Result<Cli, Usage> {
                         "normal" => Format::Normal,
                         "json" => Format::Json,
                         "json+" => Format::JsonPlus,
-                        "terse" => {
-                            return Err(usage(
-                                "--output-format=terse: not supported by ioscale fio; use json \
-                                 (same figures, named keys) or normal",
-                            ))
-                        }
+                        "terse" => Format::Terse,
                         other => {
                             return Err(usage(format!(
-                                "--output-format={other}: use normal, json or json+"
+                                "--output-format={other}: use normal, json, json+ or terse"
                             )))
                         }
                     });
@@ -620,6 +617,14 @@ pub struct Job {
     pub lat_percentiles: bool,
     /// `percentile_list=`.
     pub percentiles: Option<Vec<f64>>,
+    /// `write_bw_log=`: the log's name prefix.
+    pub bw_log: Option<String>,
+    /// `write_lat_log=`.
+    pub lat_log: Option<String>,
+    /// `write_iops_log=`.
+    pub iops_log: Option<String>,
+    /// `log_avg_msec=` (0: fio logs every I/O, which ioscale refuses).
+    pub log_avg_msec: u64,
     /// `create_on_open=1`.
     pub create_on_open: bool,
     /// The job's own options as written (fio's "job options").
@@ -737,6 +742,10 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
         group_reporting: false,
         lat_percentiles: false,
         percentiles: None,
+        bw_log: None,
+        lat_log: None,
+        iops_log: None,
+        log_avg_msec: 0,
         create_on_open: false,
         own: Vec::new(),
     };
@@ -902,26 +911,39 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
                         .trim()
                         .parse()
                         .map_err(|_| at(format!("percentile_list={v}: {p} is not a number")))?;
-                    if !super::render::MEASURED_PERCENTILES.contains(&x) {
+                    if !(x > 0.0 && x <= 100.0) {
                         return Err(at(format!(
-                            "percentile_list={v}: ioscale measures the 50th, 99th and 99.9th percentiles only \
-                             ({p} is not one of them)"
+                            "percentile_list={v}: {p} is not a percentile (above 0, at most 100)"
                         )));
                     }
                     l.push(x);
                 }
                 j.percentiles = Some(l);
             }
-            "write_bw_log" | "write_lat_log" | "write_iops_log" | "log_avg_msec" => {
-                return Err(at(format!(
-                    "{k}=: not supported: ioscale keeps no per-interval logs (its own record: --ioscale-json FILE)"
-                )))
+            "write_bw_log" => j.bw_log = Some(log_name(v, &j.name)),
+            "write_lat_log" => j.lat_log = Some(log_name(v, &j.name)),
+            "write_iops_log" => j.iops_log = Some(log_name(v, &j.name)),
+            "log_avg_msec" => {
+                j.log_avg_msec = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| at(format!("log_avg_msec={v}: a whole number of milliseconds")))?
             }
             "stonewall" | "wait_for_previous" => j.stonewall = b()?,
             other => return Err(at(format!("{other}: not supported"))),
         }
     }
     Ok(j)
+}
+
+/// A log's name prefix: the value, or the job's name when it is empty.
+fn log_name(v: &str, job: &str) -> String {
+    let v = v.trim();
+    if v.is_empty() {
+        job.to_string()
+    } else {
+        v.to_string()
+    }
 }
 
 #[cfg(test)]

@@ -1,33 +1,115 @@
-//! fio's output layouts — normal text and JSON — from measured figures.
+//! fio's output layouts — normal text, JSON and terse — from measured
+//! figures.
 //!
 //! What ioscale measures: bytes and requests per direction, run time, one
-//! latency per request (issue to completion: min, mean, max and the 50th,
-//! 99th and 99.9th percentiles), CPU time of the run, and the block
-//! device's counters. What fio prints beyond that (slat, stdev, per-sample
-//! bw/iops, latency buckets, IO depth distribution, ctx/majf/minf) is left
-//! out; where fio itself prints zeros for a direction that did nothing,
-//! so does this.
+//! latency per request (issue to completion) in a log-linear histogram per
+//! worker (min, max and mean exact; stdev, percentiles and fio's latency
+//! buckets from the histogram, whose buckets are within 1/64 of their
+//! value), bandwidth and IOPS per interval of each worker (fio's bw/iops
+//! samples), CPU time, context switches and page faults of the run, and
+//! the block device's counters. What fio prints beyond that (slat, IO depth
+//! distribution) is left out; where fio itself prints zeros for a direction
+//! that did nothing, so does this.
 
 use serde_json::{json, Map, Value};
+use stats::LatencyHistogram;
 
 use super::parse::Job;
 
-/// The percentiles ioscale's latency summary holds.
-pub const MEASURED_PERCENTILES: [f64; 3] = [50.0, 99.0, 99.9];
+/// fio's default `percentile_list`.
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
 
-/// One latency summary in µs.
-#[derive(Debug, Clone)]
+/// The latency of one entry's direction: every request's, in a histogram.
+#[derive(Clone)]
 pub struct Lat {
-    /// Minimum.
-    pub min_us: f64,
-    /// Maximum.
-    pub max_us: f64,
+    /// Issue to completion, ns.
+    pub hist: LatencyHistogram,
+}
+
+impl std::fmt::Debug for Lat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Lat(n={})", self.hist.count())
+    }
+}
+
+impl Lat {
+    fn n(&self) -> u64 {
+        self.hist.count()
+    }
+    fn min(&self) -> u64 {
+        self.hist.min()
+    }
+    fn max(&self) -> u64 {
+        self.hist.max()
+    }
+    fn mean(&self) -> f64 {
+        self.hist.mean_ns()
+    }
+    fn dev(&self) -> f64 {
+        self.hist.stddev_ns()
+    }
+    /// ns at percentile `q` (0..=100).
+    fn at(&self, q: f64) -> u64 {
+        self.hist.value_at_quantile(q / 100.0)
+    }
+}
+
+/// Summary of per-interval samples (fio's bw/iops lines): fio's `io_stat`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct SampleStat {
+    /// Lowest sample.
+    pub min: f64,
+    /// Highest sample.
+    pub max: f64,
     /// Mean.
-    pub mean_us: f64,
-    /// Requests measured.
+    pub mean: f64,
+    /// Sum of squared deviations from the mean.
+    pub s: f64,
+    /// Samples.
     pub n: u64,
-    /// (percentile, µs); `None` when several phases were merged.
-    pub pct: Option<Vec<(f64, f64)>>,
+}
+
+impl SampleStat {
+    /// The summary of some samples; `None` when there are none.
+    pub fn of(xs: &[f64]) -> Option<SampleStat> {
+        if xs.is_empty() {
+            return None;
+        }
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        Some(SampleStat {
+            min: xs.iter().cloned().fold(f64::MAX, f64::min),
+            max: xs.iter().cloned().fold(f64::MIN, f64::max),
+            mean,
+            s: xs.iter().map(|x| (x - mean) * (x - mean)).sum(),
+            n: xs.len() as u64,
+        })
+    }
+    /// Two clones' summaries added up, as fio sums a group's bw and iops:
+    /// min, max and mean are the sums (the group's rate), samples counted.
+    pub fn sum(a: Option<SampleStat>, b: Option<SampleStat>) -> Option<SampleStat> {
+        match (a, b) {
+            (Some(a), Some(b)) => Some(SampleStat {
+                min: a.min + b.min,
+                max: a.max + b.max,
+                mean: a.mean + b.mean,
+                s: a.s + b.s,
+                n: a.n + b.n,
+            }),
+            (x, None) | (None, x) => x,
+        }
+    }
+    /// Sample standard deviation (n − 1), 0 with one sample.
+    pub fn dev(&self) -> f64 {
+        if self.n > 1 {
+            (self.s / (self.n - 1) as f64).sqrt()
+        } else {
+            0.0
+        }
+    }
 }
 
 /// One direction of one entry.
@@ -41,6 +123,10 @@ pub struct DirStats {
     pub runtime_s: f64,
     /// Latency, where measured for this entry alone.
     pub lat: Option<Lat>,
+    /// Bandwidth samples, KiB/s.
+    pub bw_stat: Option<SampleStat>,
+    /// IOPS samples.
+    pub iops_stat: Option<SampleStat>,
 }
 
 impl DirStats {
@@ -80,6 +166,15 @@ pub struct Entry {
     pub runtime_s: f64,
     /// CPU seconds (user, system) of the run, where it covers the run.
     pub cpu_s: Option<(f64, f64)>,
+    /// Context switches, major and minor faults of the run, likewise.
+    pub faults: Option<(u64, u64, u64)>,
+    /// fio's latency buckets (`lat (nsec/usec/msec)`), of every request.
+    pub buckets: Option<LatBuckets>,
+    /// The engine is synchronous (no submission latency, depth 1).
+    pub sync_engine: bool,
+    /// Bandwidth and IOPS were sampled per interval for this entry (not
+    /// for a mixed job, whose samples are not split by direction).
+    pub sampled: bool,
     /// Queue depth.
     pub iodepth: u64,
     /// First error's errno, 0 when none.
@@ -228,31 +323,123 @@ fn bw_pair(bps: f64) -> (String, String) {
     )
 }
 
-/// Picks fio's unit for a latency line: nsec, then usec, then msec while
-/// the minimum is at least 10000 of the unit.
-fn lat_unit(min_ns: f64) -> (&'static str, f64) {
-    if min_ns >= 10_000_000.0 {
+/// fio's latency-line unit: nsec, or usec (then msec) while the minimum,
+/// the mean and the stdev are all at least 10000 of the smaller unit.
+fn lat_unit(min: f64, mean: f64, dev: f64) -> (&'static str, f64) {
+    let over = |d: f64| min / d >= 10_000.0 && mean / d >= 10_000.0 && dev / d >= 10_000.0;
+    if over(1e3) {
         ("msec", 1e6)
-    } else if min_ns >= 10_000.0 {
+    } else if over(1.0) {
         ("usec", 1e3)
     } else {
         ("nsec", 1.0)
     }
 }
 
-fn percentiles_of(e: &Entry, l: &Lat) -> Vec<(f64, f64)> {
-    let Some(p) = &l.pct else { return Vec::new() };
-    match &e.percentiles {
-        Some(want) => p
-            .iter()
-            .filter(|(q, _)| want.contains(q))
-            .cloned()
-            .collect(),
-        None => p.clone(),
+/// A whole number in at most six digits, as fio prints a latency's min
+/// and max (`10846k`).
+fn six_digits(v: f64) -> String {
+    let mut x = v;
+    let mut i = 0;
+    let units = ["", "k", "M", "G", "T"];
+    while x.round() >= 1e6 && i + 1 < units.len() {
+        x /= 1000.0;
+        i += 1;
+    }
+    format!("{}{}", x.round() as u64, units[i])
+}
+
+/// The percentiles an entry prints: (percentile, ns).
+fn percentiles_of(e: &Entry, l: &Lat) -> Vec<(f64, u64)> {
+    let want: &[f64] = e.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
+    want.iter().map(|&q| (q, l.at(q))).collect()
+}
+
+/// fio's latency buckets: counts of requests per range, by the upper
+/// bound of the range (`750` counts 500..749).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatBuckets {
+    /// ns: below 2, 4, 10, 20, 50, 100, 250, 500, 750, 1000.
+    pub ns: [u64; 10],
+    /// µs, the same bounds.
+    pub us: [u64; 10],
+    /// ms: the same bounds, then below 2000 and at least 2000.
+    pub ms: [u64; 12],
+    /// Requests counted.
+    pub total: u64,
+}
+
+const LAT_BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+const MS_NAMES: [&str; 12] = [
+    "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+];
+
+impl LatBuckets {
+    /// Adds every request of a histogram (each bucket by its midpoint,
+    /// clamped to the exact min and max).
+    pub fn add(&mut self, h: &LatencyHistogram) {
+        let slot = |v: u64| LAT_BOUNDS.iter().position(|&b| v < b).unwrap_or(9);
+        for (lo, hi, n) in h.buckets() {
+            let v = (lo + (hi - lo) / 2).clamp(h.min(), h.max());
+            if v < 1000 {
+                self.ns[slot(v)] += n;
+            } else if v < 1_000_000 {
+                self.us[slot(v / 1000)] += n;
+            } else {
+                let ms = v / 1_000_000;
+                let i = if ms < 1000 {
+                    slot(ms)
+                } else if ms < 2000 {
+                    10
+                } else {
+                    11
+                };
+                self.ms[i] += n;
+            }
+            self.total += n;
+        }
+    }
+    /// Percent of the requests, as fio gives it (a non-empty bucket shows
+    /// at least 0.01).
+    fn pct(&self, n: u64) -> f64 {
+        if self.total == 0 || n == 0 {
+            return 0.0;
+        }
+        (n as f64 / self.total as f64 * 100.0).max(0.01)
+    }
+    fn rows(&self) -> [(&'static str, Vec<(String, f64)>); 3] {
+        let named = |c: &[u64], names: &[&str]| -> Vec<(String, f64)> {
+            c.iter()
+                .zip(names)
+                .map(|(&n, name)| (name.to_string(), self.pct(n)))
+                .collect()
+        };
+        let names: Vec<String> = LAT_BOUNDS.iter().map(u64::to_string).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        [
+            ("nsec", named(&self.ns, &names)),
+            ("usec", named(&self.us, &names)),
+            ("msec", named(&self.ms, &MS_NAMES)),
+        ]
     }
 }
 
-fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry) {
+/// fio's `lat (nsec)   : 750=16.55%, 1000=29.15%` lines: the non-empty
+/// buckets, five to a line.
+fn normal_buckets(out: &mut String, b: &LatBuckets) {
+    for (unit, row) in b.rows() {
+        let shown: Vec<String> = row
+            .iter()
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(n, p)| format!("{n}={p:.2}%"))
+            .collect();
+        for line in shown.chunks(5) {
+            out.push_str(&format!("  lat ({unit})   : {}\n", line.join(", ")));
+        }
+    }
+}
+
+fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry, agg_kib: f64) {
     let (bw_i, bw_s) = bw_pair(d.bw());
     out.push_str(&format!(
         "  {label}: IOPS={}, BW={bw_i} ({bw_s})({}/{}msec){}\n",
@@ -265,44 +452,105 @@ fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry) {
             ""
         }
     ));
-    let Some(l) = &d.lat else { return };
-    let (unit, div) = lat_unit(l.min_us * 1e3);
-    let line = |name: &str| {
-        format!(
-            "{name} ({unit}): min={}, max={}, avg={:.2}\n",
-            (l.min_us * 1e3 / div).round() as u64,
-            (l.max_us * 1e3 / div).round() as u64,
-            l.mean_us * 1e3 / div
-        )
-    };
-    out.push_str(&format!("    {}", line("clat")));
-    out.push_str(&format!("     {}", line("lat")));
-    let pct = percentiles_of(e, l);
-    if pct.is_empty() {
-        return;
+    if let Some(l) = &d.lat {
+        let (unit, div) = lat_unit(l.min() as f64, l.mean(), l.dev());
+        let line = |name: &str| {
+            format!(
+                "{name} ({unit}): min={}, max={}, avg={:5.2}, stdev={:5.2}\n",
+                six_digits(l.min() as f64 / div),
+                six_digits(l.max() as f64 / div),
+                l.mean() / div,
+                l.dev() / div
+            )
+        };
+        out.push_str(&format!("    {}", line("clat")));
+        out.push_str(&format!("     {}", line("lat")));
+        let pct = percentiles_of(e, l);
+        if !pct.is_empty() {
+            let lo = pct.iter().map(|p| p.1).min().unwrap_or(0);
+            let hi = pct.iter().map(|p| p.1).max().unwrap_or(0);
+            let (punit, pdiv) = if lo > 2_000_000 && hi > 99_999_999 {
+                ("msec", 1_000_000)
+            } else if lo > 2000 && hi > 99_999 {
+                ("usec", 1000)
+            } else {
+                ("nsec", 1)
+            };
+            let vals: Vec<u64> = pct.iter().map(|p| p.1.div_ceil(pdiv)).collect();
+            let width = vals
+                .iter()
+                .map(|v| v.to_string().len())
+                .max()
+                .unwrap_or(1)
+                .max(5);
+            // fio prints as many decimals as the list needs.
+            let prec = pct
+                .iter()
+                .map(|(q, _)| {
+                    (0..6)
+                        .find(|&d| {
+                            let x = q * 10f64.powi(d);
+                            (x - x.round()).abs() < 1e-6
+                        })
+                        .unwrap_or(6) as usize
+                })
+                .max()
+                .unwrap_or(0);
+            let per_line = (73 / (prec + 10 + width)).max(1);
+            let qw = prec + 3;
+            let items: Vec<String> = pct
+                .iter()
+                .zip(&vals)
+                .map(|((q, _), v)| format!("{q:qw$.prec$}th=[{v:width$}]"))
+                .collect();
+            let rows: Vec<&[String]> = items.chunks(per_line).collect();
+            // clat's table (fio's default), and lat's with lat_percentiles:
+            // the same measured latency.
+            let tables: &[&str] = if e.lat_percentiles {
+                &["clat", "lat"]
+            } else {
+                &["clat"]
+            };
+            for t in tables {
+                out.push_str(&format!("    {t} percentiles ({punit}):\n"));
+                for (i, r) in rows.iter().enumerate() {
+                    out.push_str(&format!(
+                        "     | {}{}\n",
+                        r.join(", "),
+                        if i + 1 < rows.len() { "," } else { "" }
+                    ));
+                }
+            }
+        }
     }
-    let biggest = pct.iter().map(|(_, v)| *v * 1e3).fold(0.0, f64::max);
-    let (punit, pdiv) = if biggest >= 1e8 {
-        ("msec", 1e6)
-    } else if biggest >= 1e5 {
-        ("usec", 1e3)
-    } else {
-        ("nsec", 1.0)
-    };
-    out.push_str(&format!(
-        "    {} percentiles ({punit}):\n",
-        if e.lat_percentiles { "lat" } else { "clat" }
-    ));
-    let items: Vec<String> = pct
-        .iter()
-        .map(|(q, v)| format!("{q:5.2}th=[{:5}]", (v * 1e3 / pdiv).round() as u64))
-        .collect();
-    let rows: Vec<&[String]> = items.chunks(4).collect();
-    for (i, r) in rows.iter().enumerate() {
+    if let Some(b) = &d.bw_stat {
+        let (unit, k) = if b.mean > 1024.0 * 1024.0 {
+            ("MiB", 1024.0)
+        } else {
+            ("KiB", 1.0)
+        };
+        let per = if agg_kib > 0.0 {
+            b.mean * 100.0 / agg_kib
+        } else {
+            0.0
+        };
         out.push_str(&format!(
-            "     | {}{}\n",
-            r.join(", "),
-            if i + 1 < rows.len() { "," } else { "" }
+            "   bw ({unit:>5}/s): min={:5}, max={:5}, per={per:3.2}%, avg={:5.2}, stdev={:5.2}, samples={}\n",
+            (b.min / k) as u64,
+            (b.max / k) as u64,
+            b.mean / k,
+            b.dev() / k,
+            b.n
+        ));
+    }
+    if let Some(i) = &d.iops_stat {
+        out.push_str(&format!(
+            "   iops        : min={:5}, max={:5}, avg={:5.2}, stdev={:5.2}, samples={}\n",
+            i.min as u64,
+            i.max as u64,
+            i.mean,
+            i.dev(),
+            i.n
         ));
     }
 }
@@ -343,14 +591,23 @@ pub fn normal(r: &Report) -> String {
             e.name, e.group, e.jobs, e.error, r.pid
         ));
         if e.read.ios > 0 || e.read.bytes > 0 {
-            normal_dir(&mut out, "read", &e.read, e);
+            let agg = group_agg(r, e.group, true) / 1024.0;
+            normal_dir(&mut out, "read", &e.read, e, agg);
         }
         if e.write.ios > 0 || e.write.bytes > 0 {
-            normal_dir(&mut out, "write", &e.write, e);
+            let agg = group_agg(r, e.group, false) / 1024.0;
+            normal_dir(&mut out, "write", &e.write, e, agg);
+        }
+        if let Some(b) = &e.buckets {
+            normal_buckets(&mut out, b);
         }
         if let Some((u, s)) = e.cpu_s {
             let (u, s) = cpu_pct(e, u, s);
-            out.push_str(&format!("  cpu          : usr={u:.2}%, sys={s:.2}%\n"));
+            out.push_str(&format!("  cpu          : usr={u:.2}%, sys={s:.2}%"));
+            if let Some((ctx, majf, minf)) = e.faults {
+                out.push_str(&format!(", ctx={ctx}, majf={majf}, minf={minf}"));
+            }
+            out.push('\n');
         }
         out.push_str(&format!(
             "     issued rwts: total={},{},0,0\n",
@@ -424,6 +681,25 @@ pub fn normal(r: &Report) -> String {
     out
 }
 
+/// A group's aggregate bandwidth of one direction (bytes/s): all its
+/// bytes over its longest entry's run time, as fio's `Run status` line.
+fn group_agg(r: &Report, g: usize, read: bool) -> f64 {
+    let ds: Vec<&DirStats> = r
+        .entries
+        .iter()
+        .filter(|e| e.group == g)
+        .map(|e| if read { &e.read } else { &e.write })
+        .filter(|d| d.bytes > 0)
+        .collect();
+    let bytes: u64 = ds.iter().map(|d| d.bytes).sum();
+    let max_s = ds.iter().map(|d| d.runtime_s).fold(0.0, f64::max);
+    if max_s > 0.0 {
+        bytes as f64 / max_s
+    } else {
+        0.0
+    }
+}
+
 /// CPU percent as fio gives it: CPU seconds over the run time of every
 /// clone (so one busy thread is 100%).
 fn cpu_pct(e: &Entry, u: f64, s: f64) -> (f64, f64) {
@@ -450,7 +726,7 @@ fn idle_dir() -> Value {
     })
 }
 
-fn json_dir(d: &DirStats, e: &Entry) -> Value {
+fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64) -> Value {
     if d.ios == 0 && d.bytes == 0 {
         return idle_dir();
     }
@@ -466,29 +742,191 @@ fn json_dir(d: &DirStats, e: &Entry) -> Value {
     // fio prints these zeros when it does not time submissions (psync).
     m.insert("slat_ns".into(), zero_lat());
     if let Some(l) = &d.lat {
-        let ns = |us: f64| (us * 1e3).round() as u64;
         let body = |with_pct: bool| {
             let mut o = Map::new();
-            o.insert("min".into(), json!(ns(l.min_us)));
-            o.insert("max".into(), json!(ns(l.max_us)));
-            o.insert("mean".into(), json!(l.mean_us * 1e3));
-            o.insert("N".into(), json!(l.n));
+            o.insert("min".into(), json!(l.min()));
+            o.insert("max".into(), json!(l.max()));
+            o.insert("mean".into(), json!(l.mean()));
+            o.insert("stddev".into(), json!(l.dev()));
+            o.insert("N".into(), json!(l.n()));
             if with_pct {
-                let pct = percentiles_of(e, l);
-                if !pct.is_empty() {
-                    let mut p = Map::new();
-                    for (q, v) in pct {
-                        p.insert(format!("{q:.6}"), json!(ns(v)));
-                    }
-                    o.insert("percentile".into(), Value::Object(p));
+                let mut p = Map::new();
+                for (q, v) in percentiles_of(e, l) {
+                    p.insert(format!("{q:.6}"), json!(v));
                 }
+                o.insert("percentile".into(), Value::Object(p));
             }
             Value::Object(o)
         };
-        m.insert("clat_ns".into(), body(!e.lat_percentiles));
+        m.insert("clat_ns".into(), body(true));
         m.insert("lat_ns".into(), body(e.lat_percentiles));
     }
+    // Mixed jobs' samples are not split by direction: left out there.
+    if e.sampled {
+        // No sample (a run shorter than one interval) gives fio's zeros.
+        let b = d.bw_stat.unwrap_or_default();
+        let i = d.iops_stat.unwrap_or_default();
+        let per = if agg_kib > 0.0 && b.n > 0 {
+            b.mean * 100.0 / agg_kib
+        } else {
+            0.0
+        };
+        m.insert("bw_min".into(), json!(b.min as u64));
+        m.insert("bw_max".into(), json!(b.max as u64));
+        m.insert("bw_agg".into(), json!(per));
+        m.insert("bw_mean".into(), json!(b.mean));
+        m.insert("bw_dev".into(), json!(b.dev()));
+        m.insert("bw_samples".into(), json!(b.n));
+        m.insert("iops_min".into(), json!(i.min as u64));
+        m.insert("iops_max".into(), json!(i.max as u64));
+        m.insert("iops_mean".into(), json!(i.mean));
+        m.insert("iops_stddev".into(), json!(i.dev()));
+        m.insert("iops_samples".into(), json!(i.n));
+    }
     Value::Object(m)
+}
+
+/// fio's `latency_ns`/`latency_us`/`latency_ms` objects (percent of the
+/// requests per bucket).
+fn json_buckets(j: &mut Map<String, Value>, b: &LatBuckets) {
+    for ((unit, row), key) in b
+        .rows()
+        .into_iter()
+        .zip(["latency_ns", "latency_us", "latency_ms"])
+    {
+        let _ = unit;
+        let o: Map<String, Value> = row.into_iter().map(|(n, p)| (n, json!(p))).collect();
+        j.insert(key.into(), Value::Object(o));
+    }
+}
+
+/// fio's terse output, version 3: one `;`-separated line per entry.
+/// A field ioscale does not measure (slat, IO depths under io_uring) is
+/// left empty rather than filled in; its place is kept so fields are found
+/// by position as in fio's.
+pub fn terse(r: &Report) -> String {
+    let mut out = String::new();
+    for e in &r.entries {
+        let mut f: Vec<String> = vec![
+            "3".into(),
+            r.version.clone(),
+            e.name.clone(),
+            e.group.to_string(),
+            e.error.to_string(),
+        ];
+        for (d, read) in [(&e.read, true), (&e.write, false)] {
+            let active = d.ios > 0 || d.bytes > 0;
+            f.push((d.bytes / 1024).to_string());
+            f.push((d.bw() / 1024.0).round().to_string());
+            f.push((d.iops().round() as u64).to_string());
+            f.push(d.ms().to_string());
+            let lat4 = |l: Option<&Lat>| -> Vec<String> {
+                match l {
+                    Some(l) => vec![
+                        (l.min() / 1000).to_string(),
+                        (l.max() / 1000).to_string(),
+                        format!("{:.6}", l.mean() / 1000.0),
+                        format!("{:.6}", l.dev() / 1000.0),
+                    ],
+                    None if active => vec![String::new(); 4],
+                    None => vec!["0".into(), "0".into(), "0.000000".into(), "0.000000".into()],
+                }
+            };
+            // slat: fio's zeros for a sync engine, not measured otherwise.
+            if e.sync_engine || !active {
+                f.extend(["0", "0", "0.000000", "0.000000"].map(String::from));
+            } else {
+                f.extend(vec![String::new(); 4]);
+            }
+            f.extend(lat4(d.lat.as_ref()));
+            let pct = d
+                .lat
+                .as_ref()
+                .map(|l| percentiles_of(e, l))
+                .unwrap_or_else(|| {
+                    let want: &[f64] = e.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
+                    want.iter().map(|&q| (q, 0)).collect()
+                });
+            for i in 0..20 {
+                f.push(match pct.get(i) {
+                    Some((q, v)) => format!("{q:.6}%={}", v / 1000),
+                    None => "0%=0".into(),
+                });
+            }
+            f.extend(lat4(d.lat.as_ref()));
+            let agg = group_agg(r, e.group, read) / 1024.0;
+            match d.bw_stat.filter(|_| e.sampled) {
+                Some(b) => {
+                    let per = if agg > 0.0 { b.mean * 100.0 / agg } else { 0.0 };
+                    f.push((b.min as u64).to_string());
+                    f.push((b.max as u64).to_string());
+                    f.push(format!("{per:.6}%"));
+                    f.push(format!("{:.6}", b.mean));
+                    f.push(format!("{:.6}", b.dev()));
+                }
+                None if active && !e.sampled => f.extend(vec![String::new(); 5]),
+                None => f.extend([
+                    "0".into(),
+                    "0".into(),
+                    "0.000000%".into(),
+                    "0.000000".into(),
+                    "0.000000".into(),
+                ]),
+            }
+        }
+        match e.cpu_s {
+            Some((u, s)) => {
+                let (u, s) = cpu_pct(e, u, s);
+                f.push(format!("{u:.6}%"));
+                f.push(format!("{s:.6}%"));
+            }
+            None => f.extend(vec![String::new(); 2]),
+        }
+        match e.faults {
+            Some((c, ma, mi)) => f.extend([c.to_string(), ma.to_string(), mi.to_string()]),
+            None => f.extend(vec![String::new(); 3]),
+        }
+        // IO depths: every request of a sync engine is issued alone.
+        for i in 0..7 {
+            f.push(if !e.sync_engine {
+                String::new()
+            } else if i == 0 {
+                "100.0%".into()
+            } else {
+                "0.0%".into()
+            });
+        }
+        match &e.buckets {
+            Some(b) => {
+                let ns: u64 = b.ns.iter().sum();
+                for (i, n) in b.us.iter().enumerate() {
+                    let n = if i == 0 { n + ns } else { *n };
+                    f.push(format!("{:.2}%", b.pct(n)));
+                }
+                for n in &b.ms {
+                    f.push(format!("{:.2}%", b.pct(*n)));
+                }
+            }
+            None => f.extend(vec![String::new(); 22]),
+        }
+        for d in &r.disks {
+            let x = &d.d;
+            f.extend([
+                d.name.clone(),
+                x[0].to_string(),
+                x[4].to_string(),
+                x[1].to_string(),
+                x[5].to_string(),
+                x[3].to_string(),
+                x[7].to_string(),
+                x[10].to_string(),
+                format!("{:.2}%", d.util()),
+            ]);
+        }
+        out.push_str(&f.join(";"));
+        out.push('\n');
+    }
+    out
 }
 
 /// fio's JSON output.
@@ -526,8 +964,14 @@ pub fn json(r: &Report) -> Value {
                 .map(|(k, v)| (k.clone(), json!(v)))
                 .collect();
             j.insert("job options".into(), Value::Object(opts));
-            j.insert("read".into(), json_dir(&e.read, e));
-            j.insert("write".into(), json_dir(&e.write, e));
+            j.insert(
+                "read".into(),
+                json_dir(&e.read, e, group_agg(r, e.group, true) / 1024.0),
+            );
+            j.insert(
+                "write".into(),
+                json_dir(&e.write, e, group_agg(r, e.group, false) / 1024.0),
+            );
             j.insert("trim".into(), idle_dir());
             j.insert(
                 "job_runtime".into(),
@@ -537,6 +981,14 @@ pub fn json(r: &Report) -> Value {
                 let (u, s) = cpu_pct(e, u, s);
                 j.insert("usr_cpu".into(), json!(u));
                 j.insert("sys_cpu".into(), json!(s));
+            }
+            if let Some((ctx, majf, minf)) = e.faults {
+                j.insert("ctx".into(), json!(ctx));
+                j.insert("majf".into(), json!(majf));
+                j.insert("minf".into(), json!(minf));
+            }
+            if let Some(b) = &e.buckets {
+                json_buckets(&mut j, b);
             }
             j.insert("latency_depth".into(), json!(e.iodepth));
             j.insert("latency_target".into(), json!(0));

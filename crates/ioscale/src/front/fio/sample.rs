@@ -1,0 +1,155 @@
+//! Per-interval figures of each worker, for fio's bw/iops lines and its
+//! `write_bw_log`/`write_lat_log`/`write_iops_log` files.
+//!
+//! A thread of its own reads the engine's live lifetime counters (each
+//! worker's requests, bytes and summed latency over every phase, which the
+//! workers store after every batch of completions) once per interval and
+//! keeps the differences. It never touches the workers' I/O loop.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use spec::Op;
+
+/// One interval of one worker.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tick {
+    /// End of the interval, ms since the sampler started (fio's log time).
+    pub t_ms: u64,
+    /// Length of the interval, ms (shorter at a phase's start and end).
+    pub dt_ms: f64,
+    /// The phase's operation.
+    pub op: Op,
+    /// Requests completed in the interval.
+    pub ios: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Summed latency of those requests, ns.
+    pub lat_ns: u64,
+    /// The interval is a whole one (fio keeps only those as bw/iops
+    /// samples; its latency log also takes the last, partial one).
+    pub full: bool,
+}
+
+impl Tick {
+    /// Direction as fio's logs write it: 0 read, 1 write.
+    pub fn ddir(&self) -> u8 {
+        u8::from(!self.op.reads())
+    }
+    /// KiB/s over the interval.
+    pub fn kib_s(&self) -> f64 {
+        self.bytes as f64 / 1024.0 / (self.dt_ms / 1000.0)
+    }
+    /// Requests per second over the interval.
+    pub fn iops(&self) -> f64 {
+        self.ios as f64 / (self.dt_ms / 1000.0)
+    }
+}
+
+/// The running sampler.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<Vec<Tick>>>,
+}
+
+struct State {
+    t0: Instant,
+    every: Duration,
+    prev: Vec<(u64, u64, u64)>,
+    /// The operation of the phase running at the last reading.
+    op: Op,
+    win_start: Instant,
+    ticks: Vec<Vec<Tick>>,
+}
+
+impl State {
+    /// Takes every worker's change since the last reading; the `last`
+    /// reading (at the end) is a partial interval.
+    fn tick(&mut self, now: Instant, last: bool) {
+        if let Some(snap) = engine::live::snapshot() {
+            self.op = Op::parse(&snap.info.op).unwrap_or(self.op);
+        }
+        let dt = now.saturating_duration_since(self.win_start);
+        // Readings follow a fixed schedule, so a late one shortens the
+        // next interval a little: still a whole one.
+        let full = !last && dt * 2 >= self.every;
+        for (w, prev) in self.prev.iter_mut().enumerate() {
+            let cur = engine::live::lifetime(w as u32);
+            let ios = cur.0.saturating_sub(prev.0);
+            if ios > 0 && !dt.is_zero() {
+                self.ticks[w].push(Tick {
+                    t_ms: now.saturating_duration_since(self.t0).as_millis() as u64,
+                    dt_ms: dt.as_secs_f64() * 1000.0,
+                    op: self.op,
+                    ios,
+                    bytes: cur.1.saturating_sub(prev.1),
+                    lat_ns: cur.2.saturating_sub(prev.2),
+                    full,
+                });
+            }
+            *prev = cur;
+        }
+        self.win_start = now;
+    }
+}
+
+impl Sampler {
+    /// Starts sampling workers `0..workers` every `every`; `op` is the
+    /// run's first operation.
+    pub fn start(workers: u32, every: Duration, op: Op) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        // Totals of earlier runs in this process are not this run's.
+        let prev: Vec<_> = (0..workers).map(engine::live::lifetime).collect();
+        let handle = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let mut st = State {
+                t0,
+                every,
+                prev,
+                op,
+                win_start: t0,
+                ticks: vec![Vec::new(); workers as usize],
+            };
+            let mut k = 1u32;
+            loop {
+                let next = t0 + every * k;
+                loop {
+                    let now = Instant::now();
+                    if flag.load(Ordering::Acquire) || now >= next {
+                        break;
+                    }
+                    std::thread::park_timeout(next - now);
+                }
+                let last = flag.load(Ordering::Acquire);
+                st.tick(Instant::now(), last);
+                if last {
+                    break;
+                }
+                // A late wake-up skips the intervals it missed.
+                let since = t0.elapsed().as_nanos() / every.as_nanos().max(1);
+                k = (since as u32).saturating_add(1).max(k + 1);
+            }
+            st.ticks
+        });
+        Sampler { stop, handle }
+    }
+
+    /// Stops (after one last reading) and returns each worker's intervals.
+    pub fn finish(self) -> Vec<Vec<Tick>> {
+        self.stop.store(true, Ordering::Release);
+        self.handle.thread().unpark();
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// The bw (KiB/s) and iops samples of one worker in one direction.
+pub fn samples(ticks: &[Tick], reads: bool) -> (Vec<f64>, Vec<f64>) {
+    ticks
+        .iter()
+        .filter(|t| t.full && t.op.reads() == reads && !matches!(t.op, Op::Rw | Op::Randrw))
+        .map(|t| (t.kib_s(), t.iops()))
+        .unzip()
+}

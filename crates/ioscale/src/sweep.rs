@@ -975,17 +975,7 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
             .json
             .as_ref()
             .expect("clap requires --json with --resume");
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!(
-                    "ioscale: error: --resume: cannot read {}: {e}",
-                    path.display()
-                );
-                return Some(2);
-            }
-        };
-        let saved = match analysis::load(&bytes) {
+        let saved = match crate::report_cmd::load_record("--json", path) {
             Ok(analysis::Loaded::Sweep(s)) => *s,
             Ok(analysis::Loaded::Run(_)) => {
                 eprintln!(
@@ -995,7 +985,7 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
                 return Some(2);
             }
             Err(e) => {
-                eprintln!("ioscale: error: --resume: {}: {e}", path.display());
+                eprintln!("ioscale: error: --resume: {e}");
                 return Some(2);
             }
         };

@@ -609,7 +609,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let stop = crate::install_signals()?;
     let mut argv = vec!["smallfile_cli.py".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match bench::meta::run_with(&spec, argv, stop, coord) {
+    let outcome = match bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord) {
         Ok(o) => o,
         Err(e) => {
             let mut msg = e.to_string();
@@ -671,9 +671,15 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     for n in &outcome.notes {
         eprintln!("smallfile: {n}");
     }
-    if spec.ops == [MetaOp::Cleanup] && a.cleanup_delay_usec > 0 {
+    if spec.ops == [MetaOp::Cleanup] && a.cleanup_delay_usec > 0 && code != 130 {
+        // The pause is as long as asked (2^64-1 microseconds included), and
+        // a SIGINT or SIGTERM ends it with 130.
         let us = a.cleanup_delay_usec.saturating_mul(spec.total_files());
-        std::thread::sleep(std::time::Duration::from_micros(us.min(3_600_000_000)));
+        let d = std::time::Duration::from_micros(us);
+        if safefs::sleep_or_stop(d, &stop) == safefs::Waited::Stopped {
+            eprintln!("smallfile: interrupted during --cleanup-delay-usec-per-file");
+            code = 130;
+        }
     }
     Ok(code)
 }

@@ -507,8 +507,11 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         for j in &run.jobs {
             report.headers.push(Header::of(j));
         }
-        if !run.jobs[0].startdelay.is_zero() {
-            std::thread::sleep(run.jobs[0].startdelay);
+        if !run.jobs[0].startdelay.is_zero()
+            && safefs::sleep_or_stop(run.jobs[0].startdelay, &stop) == safefs::Waited::Stopped
+        {
+            code = 130;
+            break;
         }
         let mut created = Vec::new();
         if spec.ops.iter().all(|o| !o.writes()) {

@@ -140,3 +140,29 @@ fn ior_delay_between_repetitions_ends_at_sigterm() {
     let out = finish(child, Duration::from_secs(30));
     assert_code(&out, 130);
 }
+
+/// io500's stonewall at 2^64-1 seconds is no stonewall: the phases run to
+/// their item counts (a trial, so INVALID) instead of panicking on an
+/// `Instant` overflow in every task thread and hanging.
+#[test]
+fn io500_stonewall_at_the_u64_edge_runs() {
+    let t = scratch();
+    let data = t.path().join("data");
+    let res = t.path().join("res");
+    let ini = t.path().join("c.ini");
+    std::fs::write(
+        &ini,
+        format!(
+            "[global]\ndatadir = {}\nresultdir = {}\ntimestamp-datadir = FALSE\n\
+             timestamp-resultdir = FALSE\n[ior-easy]\nAPI = POSIX\ntransferSize = 64k\n\
+             blockSize = 256k\n[ior-hard]\nsegmentCount = 4\n[mdtest-easy]\nn = 20\n\
+             [mdtest-hard]\nn = 20\n",
+            s(&data),
+            s(&res)
+        ),
+    )
+    .unwrap();
+    let child = spawn(&["io500", "--stonewall", "18446744073709551615", s(&ini)]);
+    let out = finish(child, Duration::from_secs(300));
+    assert_code(&out, 0);
+}

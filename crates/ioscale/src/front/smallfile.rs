@@ -397,7 +397,12 @@ fn to_raw(a: &SfArgs) -> Result<RawMeta, Usage> {
         threads: Some(a.threads),
         files: Some(a.files),
         file_size: Some(FileSize::Fixed {
-            bytes: a.file_size_kb * 1024,
+            bytes: a.file_size_kb.checked_mul(1024).ok_or_else(|| {
+                usage(format!(
+                    "--file-size {}: more KiB than a file can hold",
+                    a.file_size_kb
+                ))
+            })?,
         }),
         record_size: record,
         same_dir: a.same_dir,

@@ -183,6 +183,15 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
     if j.numjobs == 0 {
         return Err(Usage(format!("numjobs=0 (job '{n}'): must be at least 1")));
     }
+    // Each clone is a thread with a file name made before the workload is
+    // checked: the workload's thread limit, up front.
+    const MAX_NUMJOBS: u64 = 4_096;
+    if j.numjobs > MAX_NUMJOBS {
+        return Err(Usage(format!(
+            "numjobs={} (job '{n}'): at most {MAX_NUMJOBS} (one thread each)",
+            j.numjobs
+        )));
+    }
     if j.verify.is_some() && !matches!(j.op, Op::Write | Op::Randwrite) {
         return Err(Usage(format!(
             "verify= (job '{n}'): ioscale checks data after a write job (rw=write or randwrite), which \

@@ -700,6 +700,15 @@ pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     crate::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))
 }
 
+/// Checks a sweep's command line as `sweep` would before its first point
+/// (the lists, the inner command, every point's workload), without running
+/// anything: for `ioscale slurm`, at generation time.
+pub(crate) fn check_args(args: &SweepArgs) -> Result<(), String> {
+    let mut args = args.clone();
+    trailing_resume(&mut args)?;
+    plan(&args).map(|_| ()).map_err(|Usage(m)| m)
+}
+
 /// Users re-run the line they typed with `--resume` added at the end,
 /// which puts it after `--`, among the inner command's words. Neither
 /// `run` nor `meta` has a `--resume`, so there it can only mean the

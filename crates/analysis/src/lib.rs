@@ -7,6 +7,7 @@
 //! comparison of saved records ([`compare`]) and the text and CSV
 //! renderings ([`render`]). It is pure computation: the binary runs the
 //! points and writes the files.
+#![deny(missing_docs)]
 
 pub mod compare;
 pub mod findings;

@@ -7,6 +7,7 @@
 //! puts them with the tables and the analysis into one self-contained page.
 //! The heavy rasteriser lives in this crate so the rest of the workspace
 //! does not build it.
+#![deny(missing_docs)]
 
 pub mod html;
 pub mod png;

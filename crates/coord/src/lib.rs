@@ -16,6 +16,7 @@
 //! refuses launches that would silently run N independent copies (an MPI
 //! library without the launcher's PMI, or a build without MPI under
 //! `mpirun`): see [`LaunchError`].
+#![deny(missing_docs)]
 
 mod launch;
 #[cfg(feature = "mpi")]

@@ -4,6 +4,7 @@
 //! It knows nothing of command lines or output formats. The driver hands it
 //! a [`worker::PhasePlan`] and gets back one [`worker::WorkerSample`] per
 //! worker; reduction and reporting happen elsewhere.
+#![deny(missing_docs)]
 
 pub mod buf;
 pub mod live;

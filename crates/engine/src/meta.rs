@@ -246,6 +246,24 @@ impl Cursor<'_, '_> {
         PathBuf::from(std::ffi::OsStr::from_bytes(&p))
     }
 
+    /// Sets `node_rel` to the path of `node` (empty for the base node).
+    pub(crate) fn set_node_rel(&mut self, node: u64) {
+        self.node_rel.clear();
+        if node != 0 {
+            self.plan.spec.push_node_path(&mut self.node_rel, node);
+            self.node_rel.push(0);
+        }
+    }
+
+    /// Makes `node`, whose descriptor is `dir` (`None` for the base node),
+    /// the current directory, returning the one it replaces.
+    pub(crate) fn swap_dir(&mut self, node: u64, dir: Option<OwnedFd>) -> (u64, Option<OwnedFd>) {
+        let old = (self.node, std::mem::replace(&mut self.dir, dir));
+        self.node = node;
+        self.set_node_rel(node);
+        old
+    }
+
     /// Moves the directory descriptor to `node`, creating it first when the
     /// phase creates entries. Returns `Ok(false)` when the node does not
     /// exist and `missing_ok`.

@@ -24,7 +24,8 @@
 //!
 //! The directory node a request names stays open until it completes, so
 //! the window of requests in flight may span several hashed directories
-//! (up to `iodepth` of them). Untimed phases (layout, teardown) and operations without an
+//! (up to `iodepth` of them); where a thread's files span several, it goes
+//! round robin over them (see `Order`). Untimed phases (layout, teardown) and operations without an
 //! opcode here run on the synchronous engine (see the registry).
 
 use std::io;
@@ -187,6 +188,13 @@ impl Queue {
                 .build(entries)?,
             Err(e) => return Err(e),
         };
+        // The kernel serves these opcodes in io-wq worker threads, and caps
+        // the workers for file work at 4 per CPU: on a 2-CPU machine at most
+        // 8 requests of the window would be served at once. Allow one worker
+        // per slot (best effort: a kernel without the call keeps its cap).
+        let _ = ring
+            .submitter()
+            .register_iowq_max_workers(&mut [depth, depth]);
         let buf_len = if data {
             max.max(1).next_multiple_of(4096)
         } else {
@@ -593,15 +601,45 @@ fn finish(
     let now = Instant::now();
     tally.t_last = now;
     let m = &mut q.slots[slot];
+    let spec = cur.plan.spec;
+    // The request may name another directory than the cursor's current
+    // one (the window spans several): report paths in the request's own.
+    let node = spec.node_of(m.i);
+    let here = std::mem::take(&mut cur.node_rel);
+    if node == cur.node {
+        cur.node_rel = here.clone();
+    } else {
+        cur.set_node_rel(node);
+    }
+    let stop = finish_checks(m, cur, ctl, s);
+    cur.node_rel = here;
+    if let Some(stop) = stop {
+        if stop {
+            tally.stopping = true;
+        }
+        return true;
+    }
+    s.hist
+        .record(now.saturating_duration_since(m.t0).as_nanos() as u64);
+    s.files += 1;
+    crate::live::publish(cur.w, s.files, s.bytes());
+    true
+}
+
+/// Records a failed request (returns whether to stop) or checks the bytes
+/// a verified read read (returns `None`: the request counts).
+fn finish_checks(
+    m: &mut MSlot,
+    cur: &mut Cursor<'_, '_>,
+    ctl: &PhaseControl,
+    s: &mut MetaSample,
+) -> Option<bool> {
     if let Some(e) = m.err.take() {
         cur.name.clear();
         cur.name.extend_from_slice(&m.name);
         cur.name2.clear();
         cur.name2.extend_from_slice(&m.name2);
-        if record_failure(cur, e, ctl, s) {
-            tally.stopping = true;
-        }
-        return true;
+        return Some(record_failure(cur, e, ctl, s));
     }
     let spec = cur.plan.spec;
     if cur.plan.op == MetaOp::Read && spec.verify {
@@ -623,11 +661,7 @@ fn finish(
             }
         }
     }
-    s.hist
-        .record(now.saturating_duration_since(m.t0).as_nanos() as u64);
-    s.files += 1;
-    crate::live::publish(cur.w, s.files, s.bytes());
-    true
+    None
 }
 
 /// Sets the names of index `i` in `cur` for the phase's operation.
@@ -658,6 +692,106 @@ fn names(cur: &mut Cursor<'_, '_>, i: u64) {
     }
 }
 
+/// Most directories one thread keeps open to spread its window over.
+const MAX_ROTATION: u64 = 256;
+
+/// The order in which a thread issues its indices `0..n`.
+///
+/// In index order, a thread's window of requests all name one directory
+/// (`--files-per-dir` consecutive indices share one), and file systems
+/// serialise creates and removals in one directory (the VFS holds the
+/// parent's lock; so does a FUSE daemon's lookup of the parent). So when
+/// the thread's indices span several directories, the order goes round
+/// robin over a group of up to `width` of them (index `j` of each, then
+/// `j + 1` of each, …), and moves to the next group of directories when
+/// one is done. Every index comes exactly once.
+#[derive(Debug, Clone)]
+pub(crate) struct Order {
+    n: u64,
+    per_dir: u64,
+    width: u64,
+    /// First index of the current group.
+    group: u64,
+    /// Directories in the current group.
+    dirs: u64,
+    /// Position in the group: directory `k`, index `j` within it.
+    k: u64,
+    j: u64,
+}
+
+impl Order {
+    /// The order for `n` indices, `per_dir` to a directory, going round
+    /// robin over up to `width` directories (1: index order).
+    pub(crate) fn new(n: u64, per_dir: u64, width: u64) -> Order {
+        let per_dir = per_dir.max(1);
+        let width = width.clamp(1, MAX_ROTATION);
+        let mut o = Order {
+            n,
+            per_dir,
+            width,
+            group: 0,
+            dirs: 0,
+            k: 0,
+            j: 0,
+        };
+        o.set_group(0);
+        o
+    }
+
+    fn set_group(&mut self, first: u64) {
+        self.group = first;
+        let left = self.n.saturating_sub(first).div_ceil(self.per_dir);
+        self.dirs = left.min(self.width);
+        self.k = 0;
+        self.j = 0;
+    }
+
+    /// Whether the order is not index order.
+    pub(crate) fn rotates(&self) -> bool {
+        self.width > 1 && self.n > self.per_dir
+    }
+
+    /// The group (numbered from 0) index `i` belongs to.
+    pub(crate) fn group_of(&self, i: u64) -> u64 {
+        i / self.per_dir / self.width
+    }
+
+    /// The next index, without taking it.
+    pub(crate) fn peek(&mut self) -> Option<u64> {
+        loop {
+            if self.group >= self.n {
+                return None;
+            }
+            if self.j < self.per_dir {
+                // Only a group's last directory can be short.
+                let i = (self.group + self.k * self.per_dir).checked_add(self.j);
+                match i {
+                    Some(i) if i < self.n => return Some(i),
+                    _ if self.k > 0 => {
+                        self.k = 0;
+                        self.j += 1;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            let next = self
+                .group
+                .saturating_add(self.dirs.saturating_mul(self.per_dir));
+            self.set_group(next);
+        }
+    }
+
+    /// Takes the index `peek` returned.
+    pub(crate) fn step(&mut self) {
+        self.k += 1;
+        if self.k >= self.dirs {
+            self.k = 0;
+            self.j += 1;
+        }
+    }
+}
+
 /// The loop over indices with up to `depth` operations in flight.
 fn queued_loop(
     q: &mut Queue,
@@ -677,12 +811,49 @@ fn queued_loop(
         t_last: Instant::now(),
     };
     let mut sw_taken = false;
-    let mut i = 0u64;
     let mut finished = true;
+    // Round robin over directories only where the phase always runs to
+    // the end: a phase cut short by a time limit or a stonewall must
+    // leave a prefix of indices for the phases after it.
+    let rotate = deadline.is_none() && !spec.stop_at_first;
+    let width = if rotate { depth as u64 } else { 1 };
+    let mut order = Order::new(n, spec.files_per_dir, width);
+    // Descriptors of the current group's directories other than `cur`'s.
+    let mut parked: Vec<(u64, Option<OwnedFd>)> = Vec::new();
+    let mut group = 0u64;
     loop {
-        while !tally.stopping && i < n && q.inflight < depth {
+        while !tally.stopping && q.inflight < depth {
+            let Some(i) = order.peek() else { break };
             let node = spec.node_of(i);
-            if node != cur.node {
+            if node != cur.node && order.rotates() {
+                if order.group_of(i) != group {
+                    // A new group: its requests must not outlive the
+                    // descriptors they name.
+                    if q.inflight > 0 {
+                        break;
+                    }
+                    parked.clear();
+                    group = order.group_of(i);
+                }
+                let back = match parked.iter().position(|(p, _)| *p == node) {
+                    Some(k) => {
+                        let (_, fd) = parked.swap_remove(k);
+                        cur.swap_dir(node, fd)
+                    }
+                    None => {
+                        let old = cur.swap_dir(cur.node, None);
+                        if let Err(e) = cur.enter(node, creates, false) {
+                            parked.push(old);
+                            s.touched = s.touched.max(i + 1);
+                            record_failure(cur, e, ctl, s);
+                            tally.stopping = true;
+                            break;
+                        }
+                        old
+                    }
+                };
+                parked.push(back);
+            } else if node != cur.node {
                 if q.inflight > 0 {
                     if q.old_dirs.len() >= depth {
                         break; // enough directories open: reap first
@@ -693,18 +864,21 @@ fn queued_loop(
                 }
                 q.gen += 1;
                 if let Err(e) = cur.enter(node, creates, false) {
-                    s.touched = i + 1;
+                    s.touched = s.touched.max(i + 1);
                     record_failure(cur, e, ctl, s);
                     tally.stopping = true;
                     break;
                 }
             }
+            order.step();
             names(cur, i);
             q.start(cur, i);
-            i += 1;
-            s.touched = i;
+            s.touched = s.touched.max(i + 1);
         }
         if q.inflight == 0 {
+            if !tally.stopping && order.peek().is_some() {
+                continue; // a group boundary waited for the queue to empty
+            }
             break;
         }
         let r = q.reap(op, s, |q, slot, s| finish(q, slot, cur, ctl, s, &mut tally));
@@ -737,7 +911,9 @@ fn queued_loop(
             }
         }
     }
-    let done = finished && i == n && s.failure.is_none();
+    // Parked descriptors close here, after the last request has completed.
+    drop(parked);
+    let done = finished && order.peek().is_none() && s.failure.is_none();
     // Done without seeing another thread finish first: all of it counts.
     if done && !sw_taken {
         s.stonewall_files = s.files;
@@ -793,4 +969,55 @@ pub(crate) fn run_worker(
         sync_phase(&mut s, plan, ctl, barrier);
     }
     s
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::Order;
+
+    fn all(n: u64, per_dir: u64, width: u64) -> Vec<u64> {
+        let mut o = Order::new(n, per_dir, width);
+        let mut v = Vec::new();
+        while let Some(i) = o.peek() {
+            o.step();
+            v.push(i);
+            assert!(v.len() as u64 <= n, "more indices than {n}");
+        }
+        v
+    }
+
+    #[test]
+    fn every_index_comes_once_whatever_the_shape() {
+        for n in [0, 1, 2, 7, 10, 11, 99, 100, 101, 1000] {
+            for per_dir in [1, 3, 10, 64, u64::MAX] {
+                for width in [1, 2, 4, 32, 1000] {
+                    let mut v = all(n, per_dir, width);
+                    v.sort_unstable();
+                    assert_eq!(
+                        v,
+                        (0..n).collect::<Vec<_>>(),
+                        "n {n} per_dir {per_dir} width {width}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn consecutive_requests_name_different_directories() {
+        // 100 files, 10 per directory, 4 directories at a time.
+        let v = all(100, 10, 4);
+        assert_eq!(&v[..6], &[0, 10, 20, 30, 1, 11]);
+        // The first group is done before the second starts.
+        let first_40: Vec<u64> = v[..40].to_vec();
+        assert!(first_40.iter().all(|&i| i < 40));
+        // The last group has two directories.
+        assert_eq!(&v[80..84], &[80, 90, 81, 91]);
+        // A short last directory: 25 files, 10 per directory, width 8.
+        assert_eq!(all(25, 10, 8)[..6], [0, 10, 20, 1, 11, 21]);
+        assert_eq!(all(25, 10, 8)[15..], [5, 15, 6, 16, 7, 17, 8, 18, 9, 19]);
+        // Width 1 or one directory: index order.
+        assert_eq!(all(5, 10, 8), vec![0, 1, 2, 3, 4]);
+        assert_eq!(all(5, 2, 1), vec![0, 1, 2, 3, 4]);
+    }
 }

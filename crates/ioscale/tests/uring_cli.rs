@@ -597,3 +597,76 @@ fn each_submission_is_one_enter_per_request() {
     let out = run(&["clean", s(tp)]);
     assert_code(&out, 0);
 }
+
+/// One thread whose files span several directories keeps requests to
+/// several of them in flight (round robin over up to `--iodepth`
+/// directories): every file is still done once, in the right directory,
+/// with a short last directory.
+#[test]
+fn meta_io_uring_round_robin_over_directories() {
+    let Some(m) = tmpfs("size=64m") else {
+        return;
+    };
+    let t = m.path();
+    let o = scratch();
+    let j = o.path().join("m.json");
+    let args = [
+        "--threads",
+        "1",
+        "--files",
+        "47",
+        "--files-per-dir",
+        "5",
+        "--iodepth",
+        "4",
+    ];
+    let mut a = vec!["--ops", "create", "--keep", "--file-size", "1k"];
+    a.extend_from_slice(&args);
+    assert_code(&meta_uring(t, &j, &a), 0);
+    // 47 files, 5 to a directory: 9 full directories and one with 2.
+    let base = t.join("ioscale-meta.d/thr.000");
+    let mut per_dir = std::collections::BTreeMap::new();
+    for e in walkdir(&base) {
+        if e.is_file() {
+            *per_dir
+                .entry(e.parent().unwrap().to_path_buf())
+                .or_insert(0) += 1;
+        }
+    }
+    let mut counts: Vec<u32> = per_dir.values().copied().collect();
+    counts.sort_unstable();
+    assert_eq!(counts, [2, 5, 5, 5, 5, 5, 5, 5, 5, 5], "{per_dir:?}");
+
+    // A directory where file 23 should be: the read fails, and the error
+    // names that file in its own directory, not the directory the thread
+    // was issuing into when the failure came back.
+    let victim = per_dir
+        .keys()
+        .flat_map(|d| std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()))
+        .find(|p| p.file_name().unwrap().to_str().unwrap().ends_with(".23"))
+        .expect("file 23");
+    std::fs::remove_file(&victim).unwrap();
+    std::fs::create_dir(&victim).unwrap();
+    let mut a = vec!["--ops", "read", "--keep", "--file-size", "1k"];
+    a.extend_from_slice(&args);
+    let out = meta_uring(t, &j, &a);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains(victim.to_str().unwrap()),
+        "{victim:?} not in: {err}"
+    );
+}
+
+fn walkdir(d: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}

@@ -25,6 +25,7 @@
 //! result, [`Resources`], is plain serialisable data. Nothing here writes
 //! or prints, and a measurement that is not available is `None`, never a
 //! made-up figure.
+#![deny(missing_docs)]
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

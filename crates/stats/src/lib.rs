@@ -6,6 +6,7 @@
 //! agree on units and on how partial results combine: every type here is
 //! mergeable, so per-thread, per-rank and per-repetition results reduce the
 //! same way.
+#![deny(missing_docs)]
 
 pub mod bootstrap;
 pub mod counters;

@@ -8,6 +8,7 @@
 //! scales with N clients, and that an EIO on the 17th write is reported
 //! with its file and offset. This crate is that file system; the binary
 //! in `main.rs` is its command line, and `docs/testfs.md` its manual.
+#![deny(missing_docs)]
 
 pub mod fs;
 pub mod inject;

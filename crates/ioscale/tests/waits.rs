@@ -166,3 +166,46 @@ fn io500_stonewall_at_the_u64_edge_runs() {
     let out = finish(child, Duration::from_secs(300));
     assert_code(&out, 0);
 }
+
+/// A stonewall at 2^64-1 seconds (mdtest `-W`, IOR `-D`) is no limit, and
+/// the run it leaves unbounded still ends at a signal: 130, files removed.
+#[test]
+fn stonewalls_at_the_u64_edge_end_at_a_signal() {
+    let t = scratch();
+    let m = t.path().join("m");
+    let marker = m.join("ioscale-meta.d").join(".ioscale-meta-marker");
+    let mut child = spawn(&[
+        "mdtest",
+        "-n",
+        "10000000",
+        "-W",
+        "18446744073709551615",
+        "-d",
+        s(&m),
+    ]);
+    wait_until(&mut child, "the creates", || marker.exists());
+    signal(&child, libc::SIGINT);
+    let out = finish(child, Duration::from_secs(60));
+    assert_code(&out, 130);
+    assert!(!m.join("ioscale-meta.d").exists());
+
+    let f = t.path().join("f");
+    let marker = t.path().join(".f.ioscale-marker");
+    let mut child = spawn(&[
+        "ior",
+        "-w",
+        "-t",
+        "4k",
+        "-b",
+        "16g",
+        "-D",
+        "18446744073709551615",
+        "-o",
+        s(&f),
+    ]);
+    wait_until(&mut child, "the write", || marker.exists() && len(&f) > 0);
+    signal(&child, libc::SIGTERM);
+    let out = finish(child, Duration::from_secs(60));
+    assert_code(&out, 130);
+    assert_empty(t.path());
+}

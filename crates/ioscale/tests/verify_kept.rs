@@ -114,3 +114,26 @@ fn a_truncated_kept_file_fails_at_the_offset_where_its_data_ends() {
     assert_code(&out, 0);
     assert_empty(d);
 }
+
+#[test]
+fn ior_checks_only_files_written_with_its_pattern() {
+    let t = scratch();
+    let f = t.path().join("f");
+    let ior = |args: &[&str]| {
+        let mut a = vec!["ior"];
+        a.extend_from_slice(args);
+        a.extend(["-t", "64k", "-b", "256k", "-o", s(&f)]);
+        run(&a)
+    };
+    assert_code(&ior(&["-w", "-W", "-k"]), 0);
+    assert_code(&ior(&["-w", "-k"]), 0);
+    let out = ior(&["-r", "-R", "-k"]);
+    assert_code(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("not written with a known pattern"), "{err}");
+    assert!(!err.contains("differ"), "{err}");
+    // Written with -W again, -R checks them; without -k they go.
+    assert_code(&ior(&["-w", "-W", "-k"]), 0);
+    assert_code(&ior(&["-r", "-R"]), 0);
+    assert_empty(t.path());
+}

@@ -815,6 +815,14 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
                 path.display()
             )));
         }
+        if spec.verify && !writes && !found.pattern {
+            return Err(Error::Refused(format!(
+                "the kept files at {} were not written with a known pattern (their last write ran \
+                 without -W), so there is nothing to check them against; write them again with -w -W -k, \
+                 or read them without -R",
+                path.display()
+            )));
+        }
         if spec.verify && found.seed != spec.seed && !writes {
             return Err(Error::Refused(format!(
                 "the kept files were written with -G {}; pass the same -G to check them",
@@ -830,6 +838,9 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         };
         let mut marker = found;
         if writes {
+            // This run's writes replace the pattern unless they write the
+            // same one: recorded before the first byte.
+            marker.pattern &= spec.verify && spec.seed == marker.seed;
             make_ior_dirs(&dirs, &mut marker)?;
             let _ = write_marker_at(&marker_path, &marker);
         }

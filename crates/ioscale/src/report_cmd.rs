@@ -95,7 +95,10 @@ fn read(p: &Path) -> Result<Loaded, String> {
 /// record's, not the text's plus a tree of JSON values.
 pub(crate) fn load_record(what: &str, p: &Path) -> Result<Loaded, String> {
     let limit = safefs::MAX_RECORD_BYTES;
-    let (file, _) = safefs::open_bounded(what, p, limit).map_err(|e| e.to_string())?;
+    let (file, _) = safefs::open_bounded(what, p, limit).map_err(|e| match &e.kind {
+        safefs::FlagErrorKind::Io(io) => format!("{what}: cannot read {}: {io}", p.display()),
+        safefs::FlagErrorKind::Refused(_) => e.to_string(),
+    })?;
     analysis::render::load_from(file.into_inner(), limit)
         .map_err(|e| format!("{}: {e}", p.display()))
 }

@@ -142,7 +142,8 @@ pub struct SweepArgs {
     #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
     pub progress: crate::progress::ProgressMode,
 
-    /// The job to sweep, after `--`: `run OPTIONS…` or `meta OPTIONS…`.
+    /// The job to sweep, after `--`: `run OPTIONS…`, `meta OPTIONS…`, a
+    /// `fio` job, or `io500 …` (the suite once per --threads value).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub inner: Vec<String>,
 }
@@ -172,6 +173,9 @@ pub const SWEEP_EXAMPLES: &str = "Examples:
   # works too)
   ioscale sweep --threads 1..64x2 --json efs.json --resume \\
       -- run --op write --total 2g /mnt/efs
+
+  # io500: the whole suite once per task count, and how its score scales
+  ioscale sweep --threads 1,2,4 --json io500.json -- io500 config.ini
 
   # under sbatch: one log line per finished phase and point (the default
   # when standard error is not a terminal)
@@ -318,7 +322,7 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             ("fio", "1".to_string(), false)
         }
         _ => return usage(
-            "sweep runs `run` or `meta` (or a `fio` job): ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
+            "sweep runs `run` or `meta` (or a `fio` job, or `io500`): ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
         ),
     };
     for l in &layouts {
@@ -731,6 +735,9 @@ fn trailing_resume(args: &mut SweepArgs) -> Result<(), String> {
 }
 
 fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    if args.inner.first().map(String::as_str) == Some("io500") {
+        return crate::front::io500::sweep::sweep(args, coord);
+    }
     let root = coord.rank() == 0;
     let plan = match plan(args) {
         Ok(p) => p,

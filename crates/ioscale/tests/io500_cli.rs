@@ -270,3 +270,190 @@ fn the_stonewall_ends_the_writes_and_the_wear_out_evens_the_tasks() {
     assert_eq!(phase(&v, "mdtest-easy-stat")["ops"], 3 * e);
     std::fs::remove_dir_all(&data).unwrap();
 }
+
+/// `ioscale sweep --threads 1,2 -- io500 …`: one whole io500 run per task
+/// count, each with its own results directory, the scores per point in
+/// the text, the JSON and the CSV, and nothing of its own left behind.
+#[test]
+fn a_sweep_runs_io500_once_per_task_count() {
+    let mnt = tmpfs("size=1g");
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("d");
+    std::fs::create_dir(&data).unwrap();
+    plant_foreign(&data);
+    let before = snapshot(&data);
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "");
+    let j = work.path().join("sw.json");
+    let c = work.path().join("sw.csv");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--json",
+        s(&j),
+        "--csv",
+        s(&c),
+        "--",
+        "io500",
+        "--stonewall",
+        "1s",
+        s(&cfg),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    assert_eq!(v["kind"], "io500-sweep");
+    let pts = v["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2);
+    let text = stdout(&out);
+    for (p, tasks) in pts.iter().zip([1u64, 2]) {
+        assert_eq!(p["tasks_per_rank"], tasks);
+        assert_eq!(p["exit_code"], 0);
+        let rec = &p["io500"];
+        assert_eq!(rec["tasks"], tasks);
+        check_score(rec);
+        // Each point's own results directory, with its own summary.
+        let dir = res.join(format!("tasks-{tasks}"));
+        assert!(dir.join("result.txt").is_file(), "{dir:?}");
+        // The table row shows the recorded total score.
+        let total = rec["score"]["total"].as_f64().unwrap();
+        let row = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(&tasks.to_string()))
+            .unwrap_or_else(|| panic!("no row for {tasks} in {text}"));
+        assert!(row.contains(&format!("{total:.6}")), "{row}");
+        // The CSV has every phase of the point and its score lines.
+        let csv = std::fs::read_to_string(&c).unwrap();
+        let rows = csv
+            .lines()
+            .filter(|l| l.starts_with(&format!("{tasks},{tasks},")))
+            .count();
+        let phases = rec["phases"].as_array().unwrap().len();
+        assert_eq!(rows, phases + 3, "{csv}");
+    }
+    assert!(
+        text.contains("cannot tell these ratios from run-to-run noise"),
+        "{text}"
+    );
+    assert_eq!(snapshot(&data), before, "only foreign files stay");
+}
+
+#[test]
+fn an_io500_sweep_refuses_what_it_cannot_vary() {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "");
+    for (args, flag) in [
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1,2",
+                "--xfer",
+                "1m",
+                "--",
+                "io500",
+                s(&cfg),
+            ],
+            "--xfer",
+        ),
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1,2",
+                "--html",
+                "x.html",
+                "--",
+                "io500",
+                s(&cfg),
+            ],
+            "--html",
+        ),
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1,2",
+                "--",
+                "io500",
+                "--tasks",
+                "2",
+                s(&cfg),
+            ],
+            "--tasks",
+        ),
+        (
+            vec!["sweep", "--threads", "1,2", "--", "io500", "-t2", s(&cfg)],
+            "-t2",
+        ),
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1,2",
+                "--",
+                "io500",
+                "--json",
+                "x",
+                s(&cfg),
+            ],
+            "--json",
+        ),
+        (
+            vec!["sweep", "--threads", "0,2", "--", "io500", s(&cfg)],
+            "--threads",
+        ),
+    ] {
+        let out = run(&args);
+        assert_code(&out, 2);
+        assert!(stderr(&out).contains(flag), "{args:?}: {}", stderr(&out));
+        assert!(!data.exists() && !res.exists(), "{args:?} made something");
+    }
+}
+
+#[test]
+fn an_interrupted_io500_sweep_keeps_the_points_done() {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "");
+    let j = work.path().join("sw.json");
+    let child = std::process::Command::new(ioscale_path())
+        .args([
+            "sweep",
+            "--threads",
+            "1,2,3",
+            "--json",
+            s(&j),
+            "--",
+            "io500",
+        ])
+        .args(["--stonewall", "2s", s(&cfg)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first point's record, then interrupt the second.
+    for _ in 0..1200 {
+        if std::fs::read(&j).is_ok_and(|b| !b.is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: kill with a valid pid of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_code(&out, 130);
+    let v = json(&j);
+    let pts = v["points"].as_array().unwrap();
+    assert!(!pts.is_empty() && pts.len() < 3, "{pts:?}");
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(pts[0]["exit_code"], 0);
+    check_score(&pts[0]["io500"]);
+    assert!(!data.exists(), "the runs' own files are removed");
+}

@@ -1071,3 +1071,52 @@ fn io500_on_four_ranks_lays_out_every_phase_as_io500_does() {
     assert_eq!(io500::phase(&v, "mdtest-easy-delete")["ops"], e * 4);
     assert!(!data2.exists(), "the run removes what it made");
 }
+
+/// `mpirun -np 2 ioscale sweep --threads 1,2 -- io500 …`: every point runs
+/// on both ranks (2 and 4 tasks in all) and rank 0 alone writes the record.
+#[test]
+fn an_io500_sweep_runs_every_point_on_every_rank() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mnt = if is_root() { tmpfs("size=256m") } else { None };
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("io500-data");
+    let res = work.path().join("results");
+    let cfg = io500::ini(work.path(), &data, &res, "");
+    let j = work.path().join("sweep.json");
+    let out = mpirun(
+        2,
+        &[
+            "sweep",
+            "--threads",
+            "1,2",
+            "--json",
+            s(&j),
+            "--",
+            "io500",
+            "--stonewall",
+            "1s",
+            s(&cfg),
+        ],
+    );
+    assert_code(&out, 0);
+    let v = json(&j);
+    assert_eq!(v["ranks"], 2);
+    let pts = v["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 2);
+    for (p, all) in pts.iter().zip([2u64, 4]) {
+        assert_eq!(p["io500"]["tasks"], all);
+        io500::check_score(&p["io500"]);
+    }
+    let text = stdout(&out);
+    assert_eq!(
+        text.matches("io500 sweep: 2 of 2 points").count(),
+        1,
+        "{text}"
+    );
+    assert!(!data.exists(), "the runs' own files are removed");
+}

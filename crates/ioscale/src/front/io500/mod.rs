@@ -15,6 +15,7 @@ pub mod exec;
 pub mod output;
 pub mod phases;
 pub mod score;
+pub mod sweep;
 pub mod work;
 
 use std::path::{Path, PathBuf};
@@ -67,6 +68,10 @@ struct Args {
     /// Write ioscale's JSON record of the run here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Internal (set by `ioscale sweep -- io500`): a subdirectory of the
+    /// resultdir for this run, so the points of a sweep keep their results.
+    #[arg(long, hide = true, value_name = "NAME")]
+    resultdir_sub: Option<String>,
     /// Keep the data files at the end (io500 removes them), e.g. to inspect their layout.
     #[arg(long)]
     keep: bool,
@@ -216,6 +221,16 @@ struct Done {
 }
 
 fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    ranks_main_quiet(args, coord, false)
+}
+
+/// One io500 run on every rank; with `quiet`, nothing on standard output
+/// (the result files and `--json` are still written).
+pub(crate) fn ranks_main_quiet(
+    args: &[String],
+    coord: &dyn Coordinator,
+    quiet: bool,
+) -> anyhow::Result<i32> {
     let root = coord.rank() == 0;
     let mut argv = vec!["ioscale io500".to_string()];
     argv.extend(args.iter().cloned());
@@ -247,6 +262,9 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
     }
     if cfg.timestamp_resultdir {
         cfg.resultdir = cfg.resultdir.join(&stamp);
+    }
+    if let Some(sub) = &a.resultdir_sub {
+        cfg.resultdir = cfg.resultdir.join(sub);
     }
     let workers = a.tasks * coord.size();
     let names = Names {
@@ -291,7 +309,7 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
     let shift = ior_shift(coord, a.tasks);
     let mut out = Vec::new();
     let say = |line: String, out: &mut Vec<String>| {
-        if root {
+        if root && !quiet {
             println!("{line}");
         }
         out.push(line);
@@ -424,11 +442,13 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
             eprintln!("io500: cleanup: could not remove {l}");
         }
     }
-    println!();
-    println!(
-        "The result files are stored in the directory: {}",
-        cfg.resultdir.display()
-    );
+    if !quiet {
+        println!();
+        println!(
+            "The result files are stored in the directory: {}",
+            cfg.resultdir.display()
+        );
+    }
     out.push(String::new());
     out.push(format!(
         "The result files are stored in the directory: {}",

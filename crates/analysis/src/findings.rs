@@ -51,8 +51,34 @@ pub const USL_MIN_COUNTS: usize = 5;
 /// Coefficient of determination a USL fit needs before it is quoted.
 pub const USL_MIN_R2: f64 = 0.9;
 
-/// Machine CPU busy share from which the CPUs are the limit.
+/// Machine CPU busy share from which the CPUs are the limit; also the
+/// share of the CPUs ioscale may use that its threads must want (running
+/// or waiting for a CPU, on average) to be limited by them.
 pub const CPU_SATURATED: f64 = 0.9;
+
+/// Share of the time each of ioscale's threads must wait for a CPU for it
+/// to count as starved (kept off the CPUs by other work).
+pub const STARVED_SHARE: f64 = 0.25;
+
+/// Largest gain from the fewest workers to the peak still read as no
+/// scaling: two requests served at once double the rate, while one server
+/// taking requests one at a time gains only what the clients' own part of
+/// each request overlaps with the server's (a few percent on a quiet
+/// machine, about a third on a busy one).
+pub const SERIAL_GAIN: f64 = 1.5;
+
+/// How fast the measured median latency must grow with the workers, as a
+/// share of their growth, for requests to count as queueing behind one
+/// another (a queue of N requests served one at a time makes each wait N
+/// service times: share 1).
+pub const SERIAL_LATENCY: f64 = 0.5;
+
+/// How fast the measured latency must grow from the fewest workers to the
+/// first count of at least twice as many, as a share of the workers'
+/// growth, to prove a queue behind one server when the throughput is too
+/// noisy to (a server taking two requests at once keeps the latency at 2
+/// workers where it was, share 0.5; one at a time doubles it, share 1).
+pub const SERIAL_QUEUE: f64 = 0.75;
 
 /// Cores one other process must use to be the limit (a single-threaded
 /// daemon cannot use more than one).
@@ -260,6 +286,10 @@ pub enum VerdictKind {
     AllFailed,
     /// One worker count only.
     SinglePoint,
+    /// At the most workers ioscale's threads wanted every CPU it may use
+    /// (or waited for one most of the time): the CPUs are the limit,
+    /// whatever the shape of the line.
+    CpuBound,
     /// Throughput does not rise with workers; requests served one at a
     /// time.
     Serialised,
@@ -418,10 +448,11 @@ fn is_remote(fs: &str) -> bool {
 
 /// Names the resource that limits the points `at` (the flat part of a
 /// line), from the last of them that carries measurements. Rules, in
-/// order: all CPUs busy → CPU; the FUSE daemon at a whole core → the
-/// daemon; the device busy → device; a daemon-served or network target
-/// with none of those → its server; else unidentified. Without
-/// measurements, ioscale's own CPU time is the only evidence.
+/// order: the CPUs wanted by ioscale's threads, or busy with the workload
+/// (or keeping its threads waiting) → CPU; the FUSE daemon at a whole
+/// core → the daemon; the device busy → device; a daemon-served or
+/// network target with none of those → its server; else unidentified.
+/// Without measurements, ioscale's own CPU time is the only evidence.
 pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     let cpus = ctx.cpus.max(1);
     let fs = ctx.fs_type.as_str();
@@ -458,15 +489,30 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     // The work under test: ioscale and the daemon serving the target.
     let daemon = r.fuse.as_ref().and_then(|f| f.daemon.as_ref());
     let own = r.self_cores + daemon.map(|d| d.cores).unwrap_or(0.0);
+    // /proc/stat counts in ticks of 10 ms per CPU, so a phase of tens of
+    // milliseconds reads a full machine as 85-95 % busy; the workload's
+    // own CPU time (to the microsecond) is a floor under it.
+    let busy = busy.max(own / rc as f64);
     let others = r
         .top_other
         .as_ref()
         .filter(|o| o.cores >= 0.25 && daemon.is_none_or(|d| d.pid != o.pid));
-    // Starved: ioscale's threads waited for a CPU at least as long as they
-    // ran (whoever kept the CPUs busy, they are this workload's limit).
     let wait = r.self_cpu_wait.unwrap_or(0.0);
-    let starved = wait >= 0.2 && wait >= r.self_cores;
-    if busy >= CPU_SATURATED && (own >= 0.5 * rc as f64 || starved) {
+    // Starved: each of ioscale's threads waited for a CPU a quarter of the
+    // time or more (whoever kept the CPUs busy, they are its limit). A
+    // thread that sleeps on I/O and waits a little whenever it wakes is
+    // not starved, however its waits compare with its short runs.
+    let tpr = if p.threads_per_rank > 0 {
+        p.threads_per_rank
+    } else {
+        p.threads
+    };
+    let starved = wait >= 0.2 && wait >= STARVED_SHARE * tpr.max(1) as f64;
+    // Wanted: ioscale's threads were running or waiting for a CPU, on
+    // average, as many at a time as there are CPUs for them: they alone
+    // keep every CPU busy, whatever else runs.
+    let wanted = own + wait >= CPU_SATURATED * rc as f64;
+    if wanted || (busy >= CPU_SATURATED && (own >= 0.5 * rc as f64 || starved)) {
         let mut figure = format!(
             "the CPUs: {} {} {} busy, ioscale {:.2} cores",
             if rc == 2 {
@@ -701,6 +747,50 @@ pub fn analyse_curve(
     let falls_from_first = peak.threads == first.threads
         && clearly_above(&first, &last)
         && last.value < ENOUGH_SHARE * peak.value;
+    // Beyond noise, the most workers are well below the peak.
+    let falls = clearly_above(&peak, &last) && last.value < ENOUGH_SHARE * peak.value;
+    // What limits the most workers, when that is the CPUs.
+    let cpu_at_most = limiter(std::slice::from_ref(&last), ctx);
+    // Serialised: with at least twice the workers the line never gains
+    // what two requests served at once would give (centrally at most
+    // SERIAL_GAIN, and beyond noise below double: each interval's top under
+    // twice the bottom of the fewest workers'), does not fall, and the
+    // measured latency (where there is one) grows with the workers:
+    // requests wait behind one another.
+    let below_double = pts
+        .iter()
+        .filter(|p| p.threads >= 2 * first.threads)
+        .all(|p| p.interval().hi < 2.0 * first.interval().lo);
+    let more = last.threads as f64 / first.threads.max(1) as f64;
+    let growth = |a: f64, b: f64| (a > 0.0 && b > 0.0).then(|| b / a);
+    let queues = match (
+        growth(first.lat_p50_us, last.lat_p50_us),
+        growth(first.lat_p99_us, last.lat_p99_us),
+    ) {
+        (None, None) => true,
+        (m, t) => m.unwrap_or(0.0).max(t.unwrap_or(0.0)) >= SERIAL_LATENCY * more,
+    };
+    // The latency proof, which throughput noise cannot blur: at the first
+    // count of 2·F workers or more the measured median (or p99) grew at
+    // least SERIAL_QUEUE of the workers' growth (a server taking two at a
+    // time keeps the 2-worker latency where it was; one at a time doubles
+    // it), and at L it grew as `queues` asks.
+    let queued_at_double = first.lat_p50_us > 0.0
+        && pts
+            .iter()
+            .find(|p| p.threads >= 2 * first.threads)
+            .is_some_and(|p| {
+                let m = growth(first.lat_p50_us, p.lat_p50_us).unwrap_or(0.0);
+                let t = growth(first.lat_p99_us, p.lat_p99_us).unwrap_or(0.0);
+                m.max(t) >= SERIAL_QUEUE * p.threads as f64 / first.threads.max(1) as f64
+            });
+    let small_gain = peak.value <= SERIAL_GAIN * first.value
+        || (queued_at_double && peak.interval().lo <= SERIAL_GAIN * first.interval().hi);
+    let serialised = last.threads >= 2 * first.threads
+        && small_gain
+        && !falls
+        && (below_double || queued_at_double)
+        && queues;
     let mut v = Verdict {
         kind: VerdictKind::Uncertain,
         text: String::new(),
@@ -717,39 +807,112 @@ pub fn analyse_curve(
             workers_word(first.threads),
             pm(&first)
         );
-    } else if !clearly_above(&peak, &first) && !falls_from_first {
-        let quiet = pts
-            .iter()
-            .all(|p| p.interval().half_width_rel(p.value) <= PLATEAU_NOISE);
-        if last.threads >= 2 * first.threads && last.value <= 1.25 * first.value && quiet {
-            let l = limiter(&pts, ctx);
-            v.kind = VerdictKind::Serialised;
-            let at = match l.limit {
-                Limit::Server => format!(" at the server ({})", l.figure),
-                Limit::NotMeasured | Limit::Unidentified => format!("; where: {}", l.figure),
-                _ => format!(" at {}", l.figure),
-            };
-            v.text = format!(
-                "No scaling: {} {u} at {} and {} at {} (no clear difference, within noise: {noise}), while each request's time grows with the workers{}: requests are served one at a time — serialised{at}.",
-                num(first.value),
-                workers_word(first.threads),
+    } else if cpu_at_most.limit == Limit::Cpu {
+        // The CPUs are full at the most workers: whatever the shape, more
+        // workers than CPUs add no capacity.
+        v.kind = VerdictKind::CpuBound;
+        let shape = if falls {
+            format!(
+                "throughput peaks at {} ({} {u}) and falls beyond noise to {} at {}",
+                workers_word(peak.threads),
+                num(peak.value),
                 num(last.value),
-                workers_word(last.threads),
-                lat(w_first, w_last)
-            );
-            v.evidence.push(ev("most workers", &last));
-            v.limiter = Some(l);
+                workers_word(last.threads)
+            )
+        } else if clearly_above(&peak, &first) {
+            format!(
+                "throughput rises {}× from {} ({} {u}) to {} {u} at {}",
+                num(gain),
+                workers_word(first.threads),
+                num(first.value),
+                num(peak.value),
+                workers_word(peak.threads)
+            )
         } else {
-            v.text = format!(
-                "No clear difference between {} and {} workers (within noise: {noise}); run more --reps to tell whether workers help.",
-                first.threads,
-                if peak.threads == first.threads {
-                    last.threads
-                } else {
-                    peak.threads
-                }
-            );
+            format!(
+                "no clear difference between {} ({} {u}) and {} ({}; within noise: {noise})",
+                workers_word(first.threads),
+                num(first.value),
+                workers_word(last.threads),
+                num(last.value)
+            )
+        };
+        let wanted = last
+            .resources
+            .as_ref()
+            .and_then(|r| {
+                let daemon = r
+                    .fuse
+                    .as_ref()
+                    .and_then(|f| f.daemon.as_ref())
+                    .map_or(0.0, |d| d.cores);
+                let cpus = if r.cpus > 0 { r.cpus } else { ctx.cpus.max(1) };
+                r.self_cpu_wait.map(|w| {
+                    format!(
+                        " ioscale's threads were running or waiting for a CPU {:.2} at a time on average, for {cpus} {}",
+                        r.self_cores + daemon + w,
+                        if cpus == 1 { "CPU" } else { "CPUs" }
+                    )
+                })
+            })
+            .unwrap_or_default();
+        v.text = format!(
+            "CPU-bound: {shape}. At {}{wanted}{} the limit is {}. Workers beyond the CPUs add no capacity (with other work running, they only win a larger share of the CPUs).",
+            workers_word(last.threads),
+            if wanted.is_empty() { "" } else { ";" },
+            cpu_at_most.figure
+        );
+        if peak.threads != last.threads {
+            v.evidence.push(ev("most workers", &last));
         }
+        v.limiter = Some(cpu_at_most);
+    } else if serialised {
+        let l = limiter(&pts, ctx);
+        v.kind = VerdictKind::Serialised;
+        let at = match l.limit {
+            Limit::Server => format!(" at the server ({})", l.figure),
+            Limit::NotMeasured | Limit::Unidentified => format!("; where: {}", l.figure),
+            _ => format!(" at {}", l.figure),
+        };
+        let measured = if first.lat_p50_us > 0.0 && last.lat_p50_us > 0.0 {
+            format!(
+                "; measured median {} → {}",
+                dur(first.lat_p50_us * 1e-6),
+                dur(last.lat_p50_us * 1e-6)
+            )
+        } else {
+            String::new()
+        };
+        let growth = match (w_first, w_last) {
+            (Some(a), Some(b)) => format!(" (Little's law: {} → {}{measured})", dur(a), dur(b)),
+            _ if !measured.is_empty() => format!(" ({})", &measured[2..]),
+            _ => String::new(),
+        };
+        v.text = format!(
+            "No scaling: {} {u} at {} and {} at {}, never more than {}× the first with {}× the workers (within noise: {noise}), while each request's time grows in step with the workers{growth}: requests are served one at a time — serialised{at}.",
+            num(first.value),
+            workers_word(first.threads),
+            num(last.value),
+            workers_word(last.threads),
+            num(gain),
+            if more.fract() == 0.0 {
+                format!("{more:.0}")
+            } else {
+                num(more)
+            },
+        );
+        v.evidence.push(ev("most workers", &last));
+        v.limiter = Some(l);
+    } else if !clearly_above(&peak, &first) && !falls_from_first {
+        v.text = format!(
+            "No clear difference between {} and {} workers (within noise: {noise}); run more --reps to tell whether workers help.",
+            first.threads,
+            if peak.threads == first.threads {
+                last.threads
+            } else {
+                peak.threads
+            }
+        );
     } else if peak.threads == last.threads && clearly_above(&last, &pts[pts.len() - 2]) {
         let prev = pts[pts.len() - 2].clone();
         {
@@ -780,7 +943,7 @@ pub fn analyse_curve(
                 );
             }
         }
-    } else if clearly_above(&peak, &last) && last.value < ENOUGH_SHARE * peak.value {
+    } else if falls {
         let from = pts
             .iter()
             .position(|p| p.threads == peak.threads)
@@ -1535,6 +1698,230 @@ mod tests {
             "{}",
             a.verdict.text
         );
+    }
+
+    /// A line with measured median latencies (µs) and resources.
+    fn measured(n: u32, v: f64, p50_us: f64, r: Resources) -> CurvePoint {
+        CurvePoint {
+            lat_p50_us: p50_us,
+            resources: Some(r),
+            ..pt(n, &tight(v), KIB64)
+        }
+    }
+
+    #[test]
+    fn one_server_thread_overlapping_the_clients_is_serialised() {
+        // testfs --threads 1 --delay 2ms on a quiet machine: the first
+        // point is a few percent below the rest (with more workers the
+        // client's own share of each request overlaps the server's), so
+        // the peak is "clearly" above it by 5 %, yet the line does not
+        // scale: each request waits behind the others (the measured
+        // median grows with the workers).
+        let r = || res("fuse.ioscale-testfs", 0.3, 0.05);
+        let pts = [
+            measured(1, 26.1, 2_300.0, r()),
+            measured(2, 27.0, 4_500.0, r()),
+            measured(4, 27.4, 9_000.0, r()),
+            measured(8, 27.0, 18_300.0, r()),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        assert!(
+            a.verdict.text.contains("serialised at the server"),
+            "{}",
+            a.verdict.text
+        );
+        assert!(
+            a.verdict.text.contains("measured median 2.30 ms → 18.3 ms"),
+            "{}",
+            a.verdict.text
+        );
+        // Under load the client's share is larger: 1.31× from 8× the
+        // workers is still no scaling.
+        let pts = [
+            measured(1, 21.3, 2_900.0, r()),
+            measured(2, 24.0, 5_300.0, r()),
+            measured(4, 24.8, 10_300.0, r()),
+            measured(8, 27.9, 17_900.0, r()),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // A server that serves two requests at once doubles the rate from
+        // one worker to two, then stays at its cap: saturated, not
+        // serialised (the cap is reached at 2 workers, not 1).
+        let pts = [
+            measured(1, 30.0, 2_100.0, r()),
+            measured(2, 58.0, 2_200.0, r()),
+            measured(4, 60.0, 4_200.0, r()),
+            measured(8, 60.0, 8_400.0, r()),
+            measured(16, 60.0, 16_800.0, r()),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Saturated, "{:?}", a.sentences);
+        assert_eq!(a.limit, Some(Limit::Server));
+        // Flat throughput whose requests do not wait longer is not a
+        // queue behind one server: not called serialised.
+        let pts = [
+            measured(1, 26.1, 2_300.0, r()),
+            measured(2, 27.0, 2_300.0, r()),
+            measured(4, 27.4, 2_300.0, r()),
+            measured(8, 27.0, 2_300.0, r()),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // Noisy repetitions (±24 %, a busy machine) still show no scaling:
+        // every point stays clearly below twice the first.
+        let noisy = |n: u32, reps: &[f64], p50: f64| CurvePoint {
+            lat_p50_us: p50,
+            resources: Some(r()),
+            ..pt(n, reps, KIB64)
+        };
+        let pts = [
+            noisy(1, &[20.0, 27.0, 34.0], 2_200.0),
+            noisy(2, &[21.0, 28.0, 33.0], 4_300.0),
+            noisy(4, &[19.0, 27.0, 35.0], 8_700.0),
+            noisy(8, &[20.0, 26.0, 33.0], 18_000.0),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // A first point disturbed low (±40 %, a load average of 16) leaves
+        // the throughput unable to rule out a doubling, but the measured
+        // latency doubles with every doubling of the workers: each request
+        // waits behind the others, so the server takes one at a time.
+        let pts = [
+            CurvePoint {
+                lat_p99_us: 5_500.0,
+                ..noisy(1, &[10.0, 18.0, 26.0], 2_170.0)
+            },
+            CurvePoint {
+                lat_p99_us: 6_100.0,
+                ..noisy(2, &[26.0, 27.0, 28.0], 4_350.0)
+            },
+            CurvePoint {
+                lat_p99_us: 12_500.0,
+                ..noisy(4, &[26.0, 27.0, 28.0], 8_640.0)
+            },
+            CurvePoint {
+                lat_p99_us: 18_500.0,
+                ..noisy(8, &[26.0, 27.0, 28.0], 12_600.0)
+            },
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // The same throughput with latency that stays put (two at a time
+        // from 2 workers on) is not.
+        let flat = [
+            noisy(1, &[10.0, 18.0, 26.0], 2_170.0),
+            noisy(2, &[26.0, 27.0, 28.0], 2_300.0),
+            noisy(4, &[26.0, 27.0, 28.0], 4_400.0),
+            noisy(8, &[26.0, 27.0, 28.0], 8_600.0),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &flat, &ctx("fuse.ioscale-testfs"));
+        assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // But a noisy first point that may hide a doubling, with latency
+        // that barely grows, is not enough.
+        let pts = [
+            noisy(1, &[50.0, 100.0, 60.0], 900.0),
+            noisy(2, &[100.0, 110.0, 105.0], 1_200.0),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // A fall beyond noise after a small rise is a fall.
+        let pts = [
+            measured(1, 1000.0, 60.0, r()),
+            measured(2, 1300.0, 90.0, r()),
+            measured(4, 600.0, 400.0, r()),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("ext4"));
+        assert_eq!(a.verdict.kind, VerdictKind::Falls, "{:?}", a.sentences);
+    }
+
+    #[test]
+    fn tmpfs_threads_that_want_every_cpu_are_cpu_bound() {
+        // tmpfs, 1, 2 and 4 writers on 2 CPUs, quiet machine, phases of
+        // tens of milliseconds: /proc/stat (10 ms ticks) reads the CPUs as
+        // 88% busy, but ioscale's four threads were on a CPU or waiting
+        // for one 3.7 at a time: they wanted every CPU.
+        let mut r4 = res("tmpfs", 1.76, 1.72);
+        r4.self_cpu_wait = Some(1.98);
+        let mut r2 = res("tmpfs", 1.7, 1.66);
+        r2.self_cpu_wait = Some(0.1);
+        let mut r1 = res("tmpfs", 1.0, 0.95);
+        r1.self_cpu_wait = Some(0.02);
+        let pts = [
+            measured(1, 1500.0, 40.0, r1),
+            measured(2, 2600.0, 45.0, r2),
+            measured(4, 2650.0, 90.0, r4),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("tmpfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::CpuBound, "{:?}", a.sentences);
+        assert_eq!(a.limit, Some(Limit::Cpu));
+        let l = a.verdict.limiter.as_ref().unwrap();
+        assert_eq!(l.workers, 4);
+        assert!(
+            l.figure
+                .starts_with("the CPUs: both CPUs 88% busy, ioscale 1.72 cores"),
+            "{}",
+            l.figure
+        );
+        assert!(
+            a.verdict.text.contains("rises 1.77× from 1 worker"),
+            "{}",
+            a.verdict.text
+        );
+        assert!(
+            a.verdict
+                .text
+                .contains("At 4 workers ioscale's threads were running or waiting for a CPU 3.70 at a time on average, for 2 CPUs; the limit is the CPUs: both CPUs 88% busy"),
+            "{}",
+            a.verdict.text
+        );
+        // On a machine shared with compilers, more threads win a larger
+        // share of the CPUs, so the line rises; it is still the CPUs.
+        let mut r = res("tmpfs", 2.01, 0.76);
+        r.self_cpu_wait = Some(2.67);
+        r.top_other = Some(ProcessUse {
+            pid: 9,
+            name: "rustc".into(),
+            cores: 0.64,
+        });
+        let pts = [
+            pt(1, &[960.0, 1030.0, 1090.0], KIB64),
+            pt(2, &[1250.0, 1310.0, 1390.0], KIB64),
+            CurvePoint {
+                resources: Some(r),
+                ..pt(4, &[1700.0, 1740.0, 1790.0], KIB64)
+            },
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("tmpfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::CpuBound, "{:?}", a.sentences);
+        assert!(
+            a.verdict
+                .text
+                .contains("other work: rustc (pid 9) 0.64 cores"),
+            "{}",
+            a.verdict.text
+        );
+    }
+
+    #[test]
+    fn io_bound_threads_that_wait_briefly_for_a_cpu_are_not_starved() {
+        // Eight workers that sleep on a FUSE server, on CPUs a compiler
+        // keeps busy: they wait 0.25 s per second for a CPU in all, more
+        // than the 0.05 cores they run, but each waits 3% of the time.
+        let mut r = res("fuse.ioscale-testfs", 1.97, 0.05);
+        r.self_cpu_wait = Some(0.25);
+        r.top_other = Some(ProcessUse {
+            pid: 7,
+            name: "rustc".into(),
+            cores: 1.7,
+        });
+        let p = CurvePoint {
+            resources: Some(r),
+            ..pt(8, &tight(60.0), KIB64)
+        };
+        let l = limiter(&[p], &ctx("fuse.ioscale-testfs"));
+        assert_eq!(l.limit, Limit::Server, "{}", l.figure);
     }
 
     #[test]

@@ -212,12 +212,21 @@ pub(crate) fn make_run_id() -> String {
 }
 
 /// Drops the page cache, or falls back to fadvise on ioscale's own files.
-fn drop_caches(ds: &DataSet, warned: &mut bool, warnings: &mut Vec<String>) {
+fn drop_caches(
+    ds: &DataSet,
+    anchors: &[Option<engine::FileAnchor>],
+    warned: &mut bool,
+    warnings: &mut Vec<String>,
+) {
     if engine::sys::drop_caches().is_ok() {
         return;
     }
-    for f in &ds.files {
-        if let Ok(file) = std::fs::File::open(f) {
+    for (i, f) in ds.files.iter().enumerate() {
+        let opened = match anchors.get(i).and_then(Option::as_ref) {
+            Some(a) => a.open(libc::O_RDONLY, 0),
+            None => std::fs::File::open(f),
+        };
+        if let Ok(file) = opened {
             let _ = file.sync_all();
             let _ = engine::sys::fadvise_dontneed(&file);
         }
@@ -299,6 +308,8 @@ pub fn run_with_options(
         );
     }
     let mut probes = Vec::new();
+    // The workers open the files through the handles setup holds.
+    let anchors = ds.anchors()?;
     'reps: for rep in 0..spec.reps {
         if rep > 0 {
             pause(spec.rep_delay, &stop);
@@ -314,7 +325,7 @@ pub fn run_with_options(
             if op.reads() && !have_data {
                 // Reads need data: lay the files out first, untimed, as fio
                 // does before a mixed or read job on fresh files.
-                let plan = plan_for(&gspec, Op::Write, &ds, align, rep, false);
+                let plan = plan_for(&gspec, Op::Write, &ds, &anchors, align, rep, false);
                 let out = phases.run(&plan)?;
                 if out.failed {
                     results.errors.extend(out.samples.iter().find_map(|s| {
@@ -336,7 +347,7 @@ pub fn run_with_options(
                 have_data = true;
             }
             if spec.drop_caches && !first {
-                drop_caches(&ds, &mut drop_warned, &mut warns);
+                drop_caches(&ds, &anchors, &mut drop_warned, &mut warns);
             }
             first = false;
             if !fresh && matches!(op, Op::Write | Op::Randwrite) {
@@ -349,7 +360,7 @@ pub fn run_with_options(
                 have_data = false;
                 coord.barrier();
             }
-            let plan = plan_for(&gspec, op, &ds, align, rep, true);
+            let plan = plan_for(&gspec, op, &ds, &anchors, align, rep, true);
             let pr = (opts.probe && is_root).then(|| Probe::start(&spec.target));
             let out = phases.run(&plan)?;
             if let Some(pr) = pr {
@@ -568,6 +579,7 @@ fn plan_for(
     spec: &WorkloadSpec,
     op: Op,
     ds: &DataSet,
+    anchors: &[Option<engine::FileAnchor>],
     align: usize,
     rep: u32,
     timed: bool,
@@ -592,6 +604,7 @@ fn plan_for(
         align,
         time_limit: if timed { spec.time_limit } else { None },
         rep,
+        anchors: anchors.to_vec(),
     }
 }
 

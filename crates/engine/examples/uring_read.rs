@@ -81,6 +81,7 @@ fn main() {
         align: 4096,
         time_limit: Some(Duration::from_secs_f64(secs)),
         rep: 0,
+        anchors: Vec::new(),
     };
     let prep = Prepared::with_options(&plan, 0, &opts).expect("ring set-up");
     let notes = prep.notes().join("; ");

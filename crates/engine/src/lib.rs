@@ -20,5 +20,5 @@ pub mod worker;
 
 pub use meta::{run_meta_worker, MetaPlan, MetaSample};
 pub use worker::{
-    run_worker, IoFailure, PhaseControl, PhasePlan, Prepared, VerifyTally, WorkerSample,
+    run_worker, FileAnchor, IoFailure, PhaseControl, PhasePlan, Prepared, VerifyTally, WorkerSample,
 };

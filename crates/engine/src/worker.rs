@@ -64,6 +64,70 @@ pub struct PhasePlan {
     pub time_limit: Option<Duration>,
     /// Repetition number, mixed into the seed of random phases.
     pub rep: u32,
+    /// Where each data file is opened from, by file index: a directory
+    /// the caller holds open and the file's name in it. A file with an
+    /// anchor is opened relative to that directory with `O_NOFOLLOW`, so
+    /// a path swapped for a link (or another directory) after the caller
+    /// opened the directory is never followed; one without (an empty list)
+    /// is opened by its path in `files`.
+    pub anchors: Vec<Option<FileAnchor>>,
+}
+
+/// A data file reached through a held directory: see
+/// [`PhasePlan::anchors`].
+#[derive(Debug, Clone)]
+pub struct FileAnchor {
+    /// The directory, held open by the caller for the whole run.
+    pub dir: Arc<std::os::fd::OwnedFd>,
+    /// The file's name in it (one component).
+    pub name: std::ffi::CString,
+}
+
+impl FileAnchor {
+    /// Opens the file: `openat(dir, name)` with `O_NOFOLLOW` (a link there
+    /// fails with ELOOP) and `O_NONBLOCK` while opening (a FIFO planted
+    /// under the name does not hang the worker), then refuses anything
+    /// but a regular file. `flags` are the access mode and extra flags
+    /// (`O_CREAT`, `O_DIRECT`, `O_SYNC`…).
+    pub fn open(&self, flags: i32, mode: u32) -> std::io::Result<File> {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let fd = crate::meta::at::open(
+            self.dir.as_raw_fd(),
+            self.name.as_bytes_with_nul(),
+            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
+            mode,
+        )?;
+        // SAFETY: `fd` was just returned by openat and nobody else owns it.
+        let file = unsafe { File::from_raw_fd(fd) };
+        let md = file.metadata()?;
+        if md.file_type().is_dir() {
+            return Err(std::io::Error::from_raw_os_error(libc::EISDIR));
+        }
+        if !md.file_type().is_file() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file (something other than ioscale's data file is under its name)",
+            ));
+        }
+        // A hard link planted under the name is someone else's file too:
+        // writing (or reading it as ioscale's data) is refused.
+        if md.nlink() > 1 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the file has other hard links, so it is not ioscale's data file alone",
+            ));
+        }
+        // Back to blocking I/O.
+        // SAFETY: fcntl on a descriptor `file` owns; no memory is passed.
+        let fl = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+        // SAFETY: as above.
+        if fl < 0
+            || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK) } < 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(file)
+    }
 }
 
 impl PhasePlan {
@@ -346,7 +410,18 @@ pub fn run_worker(
         s.end_ns = s.start_ns;
         return (s, None);
     }
-    let file = match opts.open(&path) {
+    let opened = match plan.anchors.get(file_idx).and_then(Option::as_ref) {
+        Some(a) => {
+            let acc = match (plan.op.reads(), writes) {
+                (true, true) => libc::O_RDWR,
+                (false, true) => libc::O_WRONLY,
+                _ => libc::O_RDONLY,
+            };
+            a.open(acc | flags | if writes { libc::O_CREAT } else { 0 }, 0o644)
+        }
+        None => opts.open(&path),
+    };
+    let file = match opened {
         Ok(f) => f,
         Err(e) => {
             s.failure = Some(IoFailure {

@@ -36,6 +36,7 @@ fn plan(op: Op, file: PathBuf, size: u64, depth: u32, direct: bool) -> PhasePlan
         align: 4096,
         time_limit: None,
         rep: 0,
+        anchors: Vec::new(),
     }
 }
 

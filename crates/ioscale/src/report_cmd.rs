@@ -105,6 +105,9 @@ pub(crate) fn load_record(what: &str, p: &Path) -> Result<Loaded, String> {
 
 /// `ioscale report`.
 pub fn cmd_report(args: &ReportArgs) -> anyhow::Result<i32> {
+    if let Some(code) = crate::front::io500::html::report(args) {
+        return Ok(code);
+    }
     let loaded = match read(&args.file) {
         Ok(l) => l,
         Err(e) => {

@@ -457,3 +457,83 @@ fn an_interrupted_io500_sweep_keeps_the_points_done() {
     check_score(&pts[0]["io500"]);
     assert!(!data.exists(), "the runs' own files are removed");
 }
+
+/// `io500 --html`: the score before the first chart, a bar with its exact
+/// value per scored phase, every phase's figures, and per phase what its
+/// measurements (rank 0's probe, in the record) say limited it; `report`
+/// of the record writes the same page and refuses what it cannot write.
+#[test]
+fn the_html_report_puts_the_score_first_and_names_each_limit() {
+    let mnt = tmpfs("size=1g");
+    let fallback = scratch();
+    let target = mnt.as_ref().map_or(fallback.path(), |m| m.path());
+    let work = scratch();
+    let data = target.join("d");
+    let res = work.path().join("r");
+    // mdtest-easy-write runs into the 1 s stonewall: long enough to judge.
+    let cfg = ini(work.path(), &data, &res, "");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("n = 300\n", "n = 100000000\n");
+    std::fs::write(&cfg, text).unwrap();
+    let j = work.path().join("r.json");
+    let h = work.path().join("r.html");
+    let out = run(&[
+        "io500",
+        "--stonewall",
+        "1s",
+        "--json",
+        s(&j),
+        "--html",
+        s(&h),
+        s(&cfg),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let page = std::fs::read_to_string(&h).unwrap();
+    let score = page.find("Score ").expect("a headline score");
+    let chart = page.find("<svg").expect("a chart");
+    assert!(score < chart, "the score comes before the first chart");
+    let total = v["score"]["total"].as_f64().unwrap();
+    assert!(page.contains(&format!("Score {total:.6}")), "{page}");
+    for ph in v["phases"].as_array().unwrap() {
+        let name = ph["name"].as_str().unwrap();
+        assert!(
+            page.contains(&format!("<td>{name}</td>")),
+            "{name} has no row"
+        );
+        if ph["group"] != "none" {
+            let bar = format!("<title>{name}: {:.6}", ph["score"].as_f64().unwrap());
+            assert!(page.contains(&bar), "no bar {bar}");
+        }
+        if name == "timestamp" {
+            continue;
+        }
+        // Rank 0 measured the phase: CPUs, and the file system under it.
+        let r = &ph["resources"];
+        assert!(r["cpus"].as_u64().unwrap() > 0, "{name}: {r}");
+        assert!(r["elapsed_s"].as_f64().unwrap() > 0.0, "{name}: {r}");
+        let line = page
+            .lines()
+            .find(|l| l.starts_with(&format!("<li><b>{name}</b>")))
+            .unwrap_or_else(|| panic!("{name}: no limit line"));
+        let judged = line.contains("Limited by ");
+        assert!(judged || line.contains("too short to tell"), "{line}");
+        if name == "mdtest-easy-write" {
+            assert!(judged, "a 1 s phase is judged: {line}");
+        }
+    }
+    // `report` of the record: the same page, and the summary on stdout.
+    let h2 = work.path().join("again.html");
+    let out = run(&["report", s(&j), "--html", s(&h2)]);
+    assert_code(&out, 0);
+    assert_eq!(std::fs::read_to_string(&h2).unwrap(), page);
+    assert!(
+        stdout(&out).contains(&format!("score {total:.6}")),
+        "{}",
+        stdout(&out)
+    );
+    let out = run(&["report", s(&j), "--csv", s(&work.path().join("x.csv"))]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--csv"), "{}", stderr(&out));
+}

@@ -11,7 +11,10 @@
 //! threads waiting for a CPU more than 0.3 s per second, or other work
 //! keeping more than half of the CPUs busy) is measured again, up to three
 //! times, and otherwise reported as inconclusive with those figures. A
-//! wrong verdict on an undisturbed machine fails.
+//! wrong verdict on an undisturbed machine fails. Cases 3 (one server
+//! thread) and 4 (tmpfs) have no such escape: their answer holds on a busy
+//! machine too, and a wrong verdict fails whatever the load (case 3 may
+//! say "cannot tell" only when its repetitions are noisier than ±15 %).
 
 mod common;
 
@@ -69,6 +72,20 @@ fn show(case: &str, v: &Value) {
             limit(c),
             c["verdict"]["text"].as_str().unwrap()
         );
+        for p in c["points"].as_array().unwrap() {
+            let f = |k: &str| p[k].as_f64().unwrap_or(0.0);
+            let ci = |k: &str| p["ci"][k].as_f64().unwrap_or(0.0);
+            println!(
+                "[{case}]   {} workers: {:.1} (95% CI {:.1}–{:.1}, {} reps), p50 {:.0} µs, p99 {:.0} µs",
+                p["threads"],
+                f("value"),
+                ci("lo"),
+                ci("hi"),
+                p["reps"],
+                f("lat_p50_us"),
+                f("lat_p99_us")
+            );
+        }
     }
 }
 
@@ -180,27 +197,41 @@ fn case2_bandwidth_cap_is_the_server() {
     assert!((peak - 60.0).abs() <= 6.0, "peak {peak} MiB/s vs cap 60");
 }
 
+/// A server taking one request at a time is serialised on a quiet machine
+/// and on a busy one alike (other work only enlarges the clients' share of
+/// each request, which more workers overlap): no "inconclusive" escape;
+/// only repetitions noisier than ±15 % may say "cannot tell".
 #[test]
-#[ignore = "issue 12 open: on a quiet machine the sweep calls a one-thread server \
-            'saturated, limited by the server' instead of 'serialised' \
-            (cargo test -p ioscale --test known_answers_cli -- --ignored)"]
 fn case3_one_service_thread_is_serialised() {
     let _t = turn();
     let Some(fs) = TestFs::mount(&["--delay", "2ms", "--threads", "1"]) else {
         return;
     };
-    let Some(v) = undisturbed("3 one server thread", || {
-        sweep(
-            &["--threads", "1,2,4,8", "--reps", "3"],
-            &["--op", "write", "--size", "960k", "--xfer", "64k"],
-            fs.path(),
-            0,
-        )
-    }) else {
-        return;
-    };
+    let v = sweep(
+        &["--threads", "1,2,4,8", "--reps", "5", "--trim", "1"],
+        &["--op", "write", "--size", "960k", "--xfer", "64k"],
+        fs.path(),
+        0,
+    );
     show("3 one server thread", &v);
+    if let Some(why) = disturbed(&v) {
+        println!("[3 one server thread] note: measured on a busy machine: {why}");
+    }
+    assert_probed(&v);
     let c = curve(&v);
+    // Issue 12 allows "no clear difference … run more --reps" only where
+    // the repetitions are too noisy to tell (here: some point's interval
+    // wider than ±15 %, seen at a load average of 16 on 2 CPUs); a
+    // measurement within that is serialised, and no other verdict ever is
+    // right.
+    let noise = c["noise"].as_f64().unwrap();
+    if kind(c) == "uncertain" && noise > 0.15 {
+        println!(
+            "[3 one server thread] note: cannot tell within noise (±{:.0}%), as issue 12 allows",
+            noise * 100.0
+        );
+        return;
+    }
     assert_eq!(kind(c), "serialised", "{:#}", c["verdict"]);
     assert!(c["verdict"]["text"]
         .as_str()
@@ -208,10 +239,9 @@ fn case3_one_service_thread_is_serialised() {
         .contains("serialised at the server"));
 }
 
+/// tmpfs writes never wait for storage: at twice as many workers as CPUs
+/// the threads want every CPU, on a quiet machine and on a busy one.
 #[test]
-#[ignore = "issue 12 open: on a quiet machine tmpfs at 88% CPU busy is called \
-            'unidentified' instead of naming the CPUs \
-            (cargo test -p ioscale --test known_answers_cli -- --ignored)"]
 fn case4_tmpfs_names_the_cpus() {
     let _t = turn();
     let Some(m) = tmpfs("size=512m") else {
@@ -226,16 +256,21 @@ fn case4_tmpfs_names_the_cpus() {
         0,
     );
     show("4 tmpfs", &v);
+    if let Some(why) = disturbed(&v) {
+        println!("[4 tmpfs] note: measured on a busy machine: {why}");
+    }
     assert_probed(&v);
     let c = curve(&v);
-    assert_ne!(kind(c), "latency-bound", "{:#}", c["verdict"]);
-    // Whatever the verdict, a limit it names on tmpfs is the CPUs, with
-    // their measured busy share.
-    if !c["verdict"]["limiter"].is_null() {
-        assert_eq!(limit(c), "cpu", "{:#}", c["verdict"]);
-        let fig = c["verdict"]["limiter"]["figure"].as_str().unwrap();
-        assert!(fig.contains("% busy"), "{fig}");
-    }
+    assert_eq!(kind(c), "cpu-bound", "{:#}", c["verdict"]);
+    assert_eq!(limit(c), "cpu", "{:#}", c["verdict"]);
+    assert_eq!(
+        c["verdict"]["limiter"]["workers"].as_u64(),
+        Some(2 * cpus as u64),
+        "read at the most workers"
+    );
+    let fig = c["verdict"]["limiter"]["figure"].as_str().unwrap();
+    assert!(fig.starts_with("the CPUs: "), "{fig}");
+    assert!(fig.contains("% busy, ioscale "), "{fig}");
 }
 
 #[test]

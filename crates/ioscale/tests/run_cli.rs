@@ -503,10 +503,11 @@ fn reorder_reads_the_other_workers_file() {
     assert_eq!(mm[0]["file"], s(&f1));
     assert_eq!(mm[0]["offset"].as_u64(), Some(100));
 
-    // Which worker read file.00000001? Make reading it fail: a directory
-    // opens read-only but every read returns EISDIR, and the error record
-    // names the worker. An ext4 directory is 4 KiB long, so it passes the
-    // size check of kept files.
+    // Which worker read file.00000001? Make opening it fail: a directory
+    // under a data file's name is refused at open with EISDIR (the workers
+    // open only regular files), and the error record names the worker. An
+    // ext4 directory is 4 KiB long, so it passes the size check of kept
+    // files.
     std::fs::remove_file(&f1).unwrap();
     std::fs::create_dir(&f1).unwrap();
     if std::fs::metadata(&f1).unwrap().len() < 4096 {
@@ -531,7 +532,7 @@ fn reorder_reads_the_other_workers_file() {
                 "reorder {reorder}"
             );
             assert_eq!(errs[0]["file"], s(&f1));
-            assert_eq!(errs[0]["op"], "read");
+            assert_eq!(errs[0]["op"], "open");
             assert_eq!(errs[0]["errno"].as_i64(), Some(libc::EISDIR as i64));
             let err = stderr(&out);
             assert!(

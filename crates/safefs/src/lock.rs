@@ -27,9 +27,10 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use rustix::fs::FlockOperation;
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
+use std::os::unix::fs::MetadataExt;
 
 use crate::dir::{Access, DirHandle, FileId};
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 
 /// Appended to the marker's name to name its lock file.
 pub const LOCK_SUFFIX: &str = ".lock";
@@ -176,7 +177,26 @@ fn read_record(f: &mut File) -> Option<Holder> {
 fn open_or_create(dir: &DirHandle, name: &OsStr) -> Result<(File, FileId)> {
     for _ in 0..8 {
         match dir.open_file_at(name, Access::ReadWrite, None) {
-            Ok(f) => return Ok(f),
+            Ok((f, id)) => {
+                // A hard link planted under the lock's name is someone
+                // else's file too: writing the holder record would
+                // truncate it.
+                let links = f
+                    .metadata()
+                    .map_err(|e| Error::io("stat", dir.child_path(name), e))?
+                    .nlink();
+                if links > 1 {
+                    return Err(Error::refused(
+                        "open",
+                        dir.child_path(name),
+                        Refusal::WrongKind {
+                            expected: "lock file",
+                            found: "file with other hard links",
+                        },
+                    ));
+                }
+                return Ok((f, id));
+            }
             Err(e) if e.is_not_found() => match dir.create_at(name, 0o644) {
                 Ok(f) => return Ok(f),
                 Err(e) if e.raw_os_error() == Some(Errno::EXIST.raw_os_error()) => continue,

@@ -238,3 +238,21 @@ fn a_released_lock_is_free_while_another_thread_forks() {
     spawner.join().unwrap();
     assert_eq!(refused, 0, "a released lock was found held {refused} times");
 }
+
+/// A hard link to a foreign file planted under the lock's name is refused,
+/// not truncated by the holder record (found by the race harness of
+/// crates/ioscale/tests/races.rs: seed 13, iteration 106).
+#[test]
+fn a_hard_link_under_the_lock_name_is_refused_not_truncated() {
+    let fs_ = Tmpfs::new("4m");
+    let d = DirHandle::open(fs_.path()).unwrap();
+    let foreign = fs_.join("foreign.txt");
+    std::fs::write(&foreign, b"someone else's data").unwrap();
+    std::fs::hard_link(&foreign, fs_.join(lock_name(MARKER))).unwrap();
+    let e = match SetLock::try_lock(&d, lock_name(MARKER), "run") {
+        Err(e) => e,
+        Ok(_) => panic!("a hard-linked lock file was used"),
+    };
+    assert!(e.to_string().contains("hard links"), "{e}");
+    assert_eq!(std::fs::read(&foreign).unwrap(), b"someone else's data");
+}

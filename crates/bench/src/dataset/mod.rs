@@ -614,10 +614,53 @@ impl DataSet {
         }
     }
 
+    /// Where the workers open each data file: the held working directory
+    /// (or per-worker directory, opened now through it and checked against
+    /// the identity recorded at its creation) and the file's name, so a
+    /// path swapped for a link or another directory after setup is never
+    /// followed. Empty where this process holds no handles (the other
+    /// ranks of an MPI run, IOR and dd names): the workers open by path.
+    pub fn anchors(&self) -> Result<Vec<Option<engine::FileAnchor>>, Error> {
+        use std::os::fd::AsFd;
+        let (SetKind::Native, Some(g)) = (&self.kind, &self.guard) else {
+            return Ok(Vec::new());
+        };
+        let hold = |h: &DirHandle| -> Result<std::sync::Arc<std::os::fd::OwnedFd>, Error> {
+            h.as_fd()
+                .try_clone_to_owned()
+                .map(std::sync::Arc::new)
+                .map_err(|source| Error::Setup {
+                    what: format!("cannot hold {} open", h.path().display()),
+                    source,
+                })
+        };
+        let root = hold(&g.root)?;
+        let mut out = Vec::with_capacity(self.files.len());
+        for (i, f) in self.files.iter().enumerate() {
+            let name = {
+                use std::os::unix::ffi::OsStrExt;
+                std::ffi::CString::new(f.file_name().unwrap_or_default().as_bytes()).map_err(
+                    |_| Error::Refused(format!("{}: a name with a NUL byte", f.display())),
+                )?
+            };
+            let dir = if self.dirs.is_empty() {
+                root.clone()
+            } else {
+                let expected = self.marker.dir_ids.get(i).copied();
+                let d = g.root.open_dir_at(dir_name(i), expected).map_err(fs_err)?;
+                hold(&d)?
+            };
+            out.push(Some(engine::FileAnchor { dir, name }));
+        }
+        Ok(out)
+    }
+
     /// Removes the data files (not the directories or the marker) before a
     /// repetition writes them again, as IOR does before every write phase;
     /// the marker no longer says complete. dd's files are the user's and
-    /// stay. Returns what could not be removed.
+    /// stay. A native set's go through its held handles (a swapped path is
+    /// refused and named, never followed). Returns what could not be
+    /// removed.
     pub fn remove_data_files(&mut self) -> Vec<String> {
         if matches!(self.kind, SetKind::Dd(_)) {
             return Vec::new();
@@ -636,6 +679,16 @@ impl DataSet {
                 }
                 SetKind::Dd(_) => {}
             }
+        }
+        if let (SetKind::Native, Some(g)) = (&self.kind, &self.guard) {
+            let mut r = Remover::new(&g.root);
+            for (i, id) in self.marker.dir_ids.iter().enumerate() {
+                r.expect(dir_name(i), *id);
+            }
+            for f in &self.files {
+                r.file(f.strip_prefix(&self.root).unwrap_or(f));
+            }
+            return r.finish().describe();
         }
         remove_files(&self.files)
     }

@@ -99,6 +99,9 @@ pub struct PhaseRun {
     pub cpu: (f64, f64),
     /// Stopped by a signal.
     pub interrupted: bool,
+    /// What the phase used on rank 0's node (CPUs, the device or FUSE
+    /// daemon behind the data directory), measured by rank 0.
+    pub resources: Option<probe::Resources>,
 }
 
 impl PhaseRun {
@@ -132,6 +135,8 @@ pub struct Ctx<'a> {
     pub tasks: u32,
     /// Set by Ctrl-C / SIGTERM.
     pub stop: Arc<AtomicBool>,
+    /// The data directory, whose device and file system rank 0 measures.
+    pub datadir: std::path::PathBuf,
 }
 
 fn run_items(
@@ -179,6 +184,7 @@ pub fn run_phase(
     let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let stop = &*ctx.stop;
     coord.barrier();
+    let probe = (coord.rank() == 0).then(|| probe::Probe::start(&ctx.datadir));
     let cpu0 = engine::sys::cpu_times();
     let mut t0 = Instant::now();
     let mut t_end = t0;
@@ -284,6 +290,7 @@ pub fn run_phase(
     }
     .as_secs_f64();
     let cpu1 = engine::sys::cpu_times();
+    let resources = probe.map(probe::Probe::finish);
     let mine = RankOut {
         tasks: outs,
         cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
@@ -295,6 +302,7 @@ pub fn run_phase(
             elapsed_s: elapsed,
             cpu: mine.cpu,
             interrupted,
+            resources,
         };
     }
     let all = coord.all_gather_as(&mine).unwrap_or_default();
@@ -312,6 +320,7 @@ pub fn run_phase(
         elapsed_s: elapsed,
         cpu,
         interrupted,
+        resources,
     }
 }
 
@@ -336,6 +345,7 @@ mod tests {
             coord: &coord::Solo,
             tasks: 3,
             stop: Arc::new(AtomicBool::new(false)),
+            datadir: std::env::temp_dir(),
         };
         let limit = |_w: u32| 1_000_000u64;
         let shape = Shape {
@@ -358,6 +368,7 @@ mod tests {
             coord: &coord::Solo,
             tasks: 2,
             stop: Arc::new(AtomicBool::new(false)),
+            datadir: std::env::temp_dir(),
         };
         let limit = |w: u32| 3 + w as u64;
         let shape = Shape {

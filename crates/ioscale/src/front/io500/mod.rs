@@ -12,6 +12,7 @@
 
 pub mod config;
 pub mod exec;
+pub mod html;
 pub mod output;
 pub mod phases;
 pub mod score;
@@ -68,6 +69,9 @@ struct Args {
     /// Write ioscale's JSON record of the run here.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Write the HTML report (score, charts, each phase's figures and what limited it) here.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Internal (set by `ioscale sweep -- io500`): a subdirectory of the
     /// resultdir for this run, so the points of a sweep keep their results.
     #[arg(long, hide = true, value_name = "NAME")]
@@ -252,7 +256,11 @@ pub(crate) fn ranks_main_quiet(
             return Ok(2);
         }
     };
-    if let Some(code) = crate::check_outputs(coord, "io500", &[("--json", a.json.as_deref())]) {
+    if let Some(code) = crate::check_outputs(
+        coord,
+        "io500",
+        &[("--json", a.json.as_deref()), ("--html", a.html.as_deref())],
+    ) {
         return Ok(code);
     }
     let mut cfg = s.cfg;
@@ -300,6 +308,7 @@ pub(crate) fn ranks_main_quiet(
         coord,
         tasks: a.tasks,
         stop,
+        datadir: cfg.datadir.clone(),
     };
     if root {
         for n in &cfg.notes {
@@ -478,6 +487,11 @@ pub(crate) fn ranks_main_quiet(
         if let Err(e) =
             crate::output::write_atomic(p, serde_json::to_string_pretty(&record)?.as_bytes())
         {
+            write_err = Some(e);
+        }
+    }
+    if let Some(p) = &a.html {
+        if let Err(e) = crate::output::write_atomic(p, html::render(&record).as_bytes()) {
             write_err = Some(e);
         }
     }
@@ -756,6 +770,7 @@ fn run_one(
                 elapsed_s: t0.elapsed().as_secs_f64(),
                 cpu: (0.0, 0.0),
                 interrupted: false,
+                resources: None,
             })
         }
         Kind::IorEasy => {
@@ -1129,6 +1144,7 @@ fn record(
                 "found": sum(&|t| t.found),
                 "bad_bytes": sum(&|t| t.bad_bytes),
                 "interrupted": r.is_some_and(|r| r.interrupted),
+                "resources": r.and_then(|r| r.resources.clone()),
                 "tasks": r.map(|r| r.tasks.iter().map(|t| json!({
                     "task": t.task, "items": t.items, "items_at_stonewall": t.items_at_stonewall,
                     "ops": t.ops, "bytes": t.bytes, "error": t.error,
@@ -1147,6 +1163,7 @@ fn record(
         "ranks": coord.size(),
         "tasks_per_rank": a.tasks,
         "tasks": workers,
+        "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),
         "stonewall_s": cfg.stonewall_s,
         "datadir": cfg.datadir,
         "resultdir": cfg.resultdir,

@@ -43,6 +43,12 @@ pub struct SweepRecord {
     pub interrupted: bool,
     /// Points in the whole sweep (finished or not).
     pub points_total: usize,
+    /// Why the sweep stopped before every point was measured: "interrupted
+    /// by SIGINT" (or SIGTERM), or "refused: point …: error". Absent when
+    /// every point ran, and in a journal whose sweep still runs or was
+    /// killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
     /// The finished points, in sweep order.
     pub points: Vec<SweepPoint>,
     /// What the points say (recomputed whenever a point is added).

@@ -155,6 +155,7 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
         },
         interrupted: rs.interrupted,
         points_total: 1,
+        stop_reason: None,
         points: vec![point],
         analysis: Default::default(),
     };
@@ -604,20 +605,8 @@ pub fn render_text(rec: &SweepRecord) -> String {
         }
         sections.push(a);
     }
-    if rec.interrupted {
-        sections.push(vec![format!(
-            "interrupted: {} of {} points finished and are shown; run the same command with --resume to continue",
-            rec.points.len(),
-            rec.points_total
-        )]);
-    } else if rec.points.len() < rec.points_total {
-        // Stopped by an error (said on standard error when it happened), or
-        // a journal read while its sweep still runs or after it was killed.
-        sections.push(vec![format!(
-            "unfinished: {} of {} points finished and are shown",
-            rec.points.len(),
-            rec.points_total
-        )]);
+    if let Some(u) = unfinished(rec) {
+        sections.push(vec![u.sentence()]);
     }
     let mut out = sections
         .into_iter()
@@ -744,4 +733,75 @@ pub fn render_json(rec: &SweepRecord) -> Result<Vec<u8>, serde_json::Error> {
     let mut out = serde_json::to_vec_pretty(rec)?;
     out.push(b'\n');
     Ok(out)
+}
+
+/// Why a sweep record holds fewer points than its sweep has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unfinished {
+    /// Points measured.
+    pub measured: usize,
+    /// Points in the whole sweep.
+    pub total: usize,
+    /// What stopped it: "interrupted by SIGINT", "refused: point …", or
+    /// (an older record, a journal of a sweep still running or killed)
+    /// what can be said without knowing.
+    pub reason: String,
+    /// What to do next.
+    pub next: &'static str,
+}
+
+impl Unfinished {
+    /// The headline: "unfinished: 1 of 3 points measured".
+    pub fn head(&self) -> String {
+        if self.measured >= self.total {
+            // A single run (or the last point) stopped part way.
+            return "unfinished: interrupted before the end".into();
+        }
+        format!(
+            "unfinished: {} of {} points measured",
+            self.measured, self.total
+        )
+    }
+
+    /// One line: head, reason and what to do next.
+    pub fn sentence(&self) -> String {
+        format!("{} ({}); {}", self.head(), self.reason, self.next)
+    }
+}
+
+/// `Some` when the sweep stopped before every point was measured.
+pub fn unfinished(rec: &SweepRecord) -> Option<Unfinished> {
+    if !rec.interrupted && rec.points.len() >= rec.points_total {
+        return None;
+    }
+    let (reason, next) = match &rec.stop_reason {
+        _ if rec.points.len() >= rec.points_total => (
+            rec.stop_reason
+                .clone()
+                .unwrap_or_else(|| "interrupted by a signal".into()),
+            "the figures cover the repetitions that finished",
+        ),
+        Some(r) if rec.interrupted => (
+            r.clone(),
+            "the points shown are complete; the same command with --resume measures the rest",
+        ),
+        Some(r) => (
+            r.clone(),
+            "the points shown are complete; fix the problem and add --resume to measure the rest",
+        ),
+        None if rec.interrupted => (
+            "interrupted by a signal".to_string(),
+            "the points shown are complete; the same command with --resume measures the rest",
+        ),
+        None => (
+            "the sweep was still running, or was killed, when this record was written".to_string(),
+            "the points shown are complete; --resume measures the rest",
+        ),
+    };
+    Some(Unfinished {
+        measured: rec.points.len(),
+        total: rec.points_total,
+        reason,
+        next,
+    })
 }

@@ -79,6 +79,14 @@ fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
     out.push_str("</tbody></table></div>\n");
 }
 
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 /// Renders the whole report.
 pub fn render_html(rec: &SweepRecord) -> String {
     let units = rec.analysis.units;
@@ -93,6 +101,16 @@ pub fn render_html(rec: &SweepRecord) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n"
     );
     let _ = writeln!(o, "<p>{}</p>", esc(&describe(rec)));
+    // A sweep that stopped early says so before anything is read into it.
+    if let Some(u) = analysis::render::unfinished(rec) {
+        let _ = writeln!(
+            o,
+            "<div class=\"banner\" id=\"unfinished\"><b>{}</b>: {}. {}.</div>",
+            esc(&u.head()),
+            esc(&u.reason),
+            esc(&capitalise(u.next))
+        );
+    }
     // The answer first: one verdict per line, then the comparisons.
     if !rec.analysis.curves.is_empty() {
         o.push_str("<section id=\"headline\"><h2>Answer</h2><ul class=\"headline\">");
@@ -108,14 +126,6 @@ pub fn render_html(rec: &SweepRecord) -> String {
             let _ = write!(o, "<li><b>{}</b>: {}</li>", esc(&c.op), esc(&c.sentence));
         }
         o.push_str("</ul></section>\n");
-    }
-    if rec.interrupted {
-        let _ = writeln!(
-            o,
-            "<p class=\"warn\">Interrupted: {} of {} points finished; run the same command with --resume to continue.</p>",
-            rec.points.len(),
-            rec.points_total
-        );
     }
 
     let failed: usize = rec

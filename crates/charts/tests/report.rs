@@ -88,6 +88,7 @@ fn record(units: Units) -> SweepRecord {
         },
         interrupted: false,
         points_total: 3,
+        stop_reason: None,
         points: vec![
             point(0, 1, &[100.0, 0.0, 104.0, 0.0]),
             point(1, 2, &[200.0, 196.0, 204.0, 199.0]),
@@ -148,6 +149,45 @@ fn failed_repetitions_are_shown_and_verdicts_link_to_rows() {
     // One unit system: MiB/s everywhere, never MB/s.
     assert!(html.contains("Throughput (MiB/s)"));
     assert!(!html.contains("MB/s"), "no MB/s in a MiB/s report");
+}
+
+/// A sweep that stopped early opens with a banner saying how much was
+/// measured and why, before the answer and the charts; the text says it
+/// too. A complete one has none.
+#[test]
+fn an_unfinished_sweep_says_so_before_the_charts() {
+    let mut rec = record(Units::Iec);
+    assert!(!charts::render_html(&rec).contains("unfinished"));
+    rec.points_total = 5;
+    for (interrupted, reason, want) in [
+        (
+            true,
+            Some("interrupted by SIGTERM"),
+            "interrupted by SIGTERM",
+        ),
+        (
+            false,
+            Some("refused: point threads=8: TARGET /x: No such file or directory"),
+            "refused: point threads=8",
+        ),
+        (false, None, "still running, or was killed"),
+    ] {
+        rec.interrupted = interrupted;
+        rec.stop_reason = reason.map(String::from);
+        let html = charts::render_html(&rec);
+        let banner = html.find("id=\"unfinished\"").expect("banner");
+        assert!(banner < html.find("id=\"headline\"").unwrap());
+        assert!(banner < html.find("<svg").unwrap());
+        let b = &html[banner..banner + html[banner..].find("</div>").unwrap()];
+        assert!(b.contains("unfinished: 3 of 5 points measured"), "{b}");
+        assert!(b.contains(want), "{b}");
+        assert!(b.contains("--resume"), "{b}");
+        let text = analysis::render::render_text(&rec);
+        assert!(
+            text.contains("unfinished: 3 of 5 points measured") && text.contains(want),
+            "{text}"
+        );
+    }
 }
 
 #[test]

@@ -8,6 +8,9 @@
 //! error is not a terminal, as under sbatch) prints one line per finished
 //! phase and sweep point with its figures, so a batch log shows how far a
 //! job got. `none` prints nothing. Only rank 0 of an MPI launch displays.
+//! The front-ends that emulate another tool take the mode from their own
+//! `--progress` or from `IOSCALE_PROGRESS` ([`front_mode`]), and show
+//! nothing off a terminal unless `plain` is asked for.
 
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -29,6 +32,46 @@ pub enum ProgressMode {
     Plain,
     /// Nothing.
     None,
+}
+
+/// The environment variable through which the front-ends that emulate
+/// another tool (`ior`, `mdtest`, `smallfile`, `dd`, `fio`) take the
+/// progress mode without a word in their tool's own syntax.
+pub const ENV: &str = "IOSCALE_PROGRESS";
+
+/// Parses a progress mode as `--progress` takes it.
+pub fn parse_mode(v: &str) -> Option<ProgressMode> {
+    ProgressMode::from_str(v, true).ok()
+}
+
+/// The progress mode of an emulating front-end: its own `--progress`
+/// (`flag`, where its syntax has room for one) or else `IOSCALE_PROGRESS`,
+/// or else `auto`. Unlike `run`'s, a front-end's `auto` is a live line when
+/// standard error is a terminal and nothing otherwise, so the emulated
+/// tool's standard error in a log stays as that tool's; `plain` must be
+/// asked for. A bad `IOSCALE_PROGRESS` is an error naming it.
+pub fn front_mode(flag: Option<ProgressMode>) -> Result<ProgressMode, String> {
+    let mode = match flag {
+        Some(m) => m,
+        None => match std::env::var(ENV) {
+            Ok(v) if v.is_empty() => ProgressMode::Auto,
+            Ok(v) => {
+                parse_mode(&v).ok_or_else(|| format!("{ENV}={v}: use auto, bar, plain or none"))?
+            }
+            Err(std::env::VarError::NotPresent) => ProgressMode::Auto,
+            Err(std::env::VarError::NotUnicode(v)) => {
+                return Err(format!(
+                    "{ENV}={}: use auto, bar, plain or none",
+                    v.to_string_lossy()
+                ))
+            }
+        },
+    };
+    Ok(match mode {
+        ProgressMode::Auto if std::io::stderr().is_terminal() => ProgressMode::Bar,
+        ProgressMode::Auto => ProgressMode::None,
+        m => m,
+    })
 }
 
 /// How often the display samples the counters.

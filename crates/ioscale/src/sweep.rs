@@ -11,7 +11,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use analysis::model::{default_trim, point_stats_probed};
@@ -786,6 +786,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         config: plan.config.clone(),
         interrupted: false,
         points_total: plan.points.len(),
+        stop_reason: None,
         points: Vec::new(),
         analysis: Default::default(),
     };
@@ -804,6 +805,19 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     };
 
     let stop = crate::install_signals()?;
+    // Which signal stopped the sweep, for the record and the report.
+    let by_signal: Vec<(&str, Arc<AtomicBool>)> = [
+        ("SIGINT", signal_hook::consts::SIGINT),
+        ("SIGTERM", signal_hook::consts::SIGTERM),
+    ]
+    .into_iter()
+    .map(|(name, sig)| {
+        let f = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(sig, Arc::clone(&f))
+            .map(|_| (name, f))
+            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
+    })
+    .collect::<anyhow::Result<_>>()?;
     let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
         Some(Job::Run(w)) => (w.reps, w.ops.len()),
         Some(Job::Meta(m)) => (m.reps, m.ops.len()),
@@ -950,7 +964,18 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     }
     rec.analysis = analysis::analyse_with(&rec, args.units.units());
     // A refused point leaves the sweep unfinished but not interrupted: the
-    // record says so by its point count, and the error says what failed.
+    // record says so by its point count and its stop_reason, and the error
+    // says what failed.
+    if let Some(f) = &failure {
+        rec.stop_reason = Some(format!("refused: {f}"));
+    } else if rec.interrupted {
+        let sig = by_signal
+            .iter()
+            .find(|(_, f)| f.load(Ordering::Relaxed))
+            .map(|(n, _)| *n)
+            .unwrap_or("a signal on another rank");
+        rec.stop_reason = Some(format!("interrupted by {sig}"));
+    }
     let wrote = emit_sweep(&rec, args);
     if let Some(f) = failure {
         eprintln!("ioscale: error: {f}");

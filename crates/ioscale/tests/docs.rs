@@ -26,9 +26,10 @@
 //!   `issue-14: REASON` (the doc is right and the binary is not yet: the
 //!   block is skipped with a note until the binary is fixed;
 //!   `IOSCALE_DOCS_ISSUE14=1` runs those blocks too).
-//! - After a document's last block, W may hold only what `keeps=` lists,
-//!   the empty `W/mnt/NAME` mount points and empty directories `mktemp -d`
-//!   made in TMPDIR.
+//! - After a document's last block, W may hold only what `keeps=` lists
+//!   and the empty `W/mnt/NAME` mount points: an empty directory a block's
+//!   `mktemp -d` made in TMPDIR is a leftover too (a newcomer's /tmp
+//!   keeps it).
 //!
 //! `IOSCALE_DOCS_ONLY=docs/tutorial.md` runs one document.
 
@@ -335,9 +336,9 @@ fn run_document(doc: &Path, blocks: &[Block], issue14: bool) -> Vec<String> {
         }
     }
     let mut left = Vec::new();
-    leftovers(w, &home, &home, &tmp, &mnt, &keeps, &mut left);
-    leftovers(w, &tmp, &home, &tmp, &mnt, &keeps, &mut left);
-    leftovers(w, &mnt, &home, &tmp, &mnt, &keeps, &mut left);
+    leftovers(w, &home, &home, &mnt, &keeps, &mut left);
+    leftovers(w, &tmp, &home, &mnt, &keeps, &mut left);
+    leftovers(w, &mnt, &home, &mnt, &keeps, &mut left);
     if !left.is_empty() {
         failures.push(format!(
             "{}: left behind (not in any block's keeps=):\n  {}",
@@ -350,12 +351,11 @@ fn run_document(doc: &Path, blocks: &[Block], issue14: bool) -> Vec<String> {
 
 /// Collects what may not stay under `dir`: any file or link not matched by
 /// `keeps` (relative to `home`), and any empty directory other than a mount
-/// point `mnt/NAME` or a `mktemp -d` directory `tmp/NAME`.
+/// point `mnt/NAME`.
 fn leftovers(
     w: &Path,
     dir: &Path,
     home: &Path,
-    tmp: &Path,
     mnt: &Path,
     keeps: &[String],
     out: &mut Vec<String>,
@@ -374,14 +374,14 @@ fn leftovers(
         let md = std::fs::symlink_metadata(&p).unwrap();
         if md.is_dir() {
             let empty = std::fs::read_dir(&p).unwrap().next().is_none();
-            let allowed = kept || p.parent() == Some(mnt) || p.parent() == Some(tmp);
+            let allowed = kept || p.parent() == Some(mnt);
             if empty && !allowed {
                 out.push(format!(
                     "{}/ (empty directory)",
                     p.strip_prefix(w).unwrap().display()
                 ));
             }
-            leftovers(w, &p, home, tmp, mnt, keeps, out);
+            leftovers(w, &p, home, mnt, keeps, out);
         } else if !kept {
             out.push(p.strip_prefix(w).unwrap().display().to_string());
         }

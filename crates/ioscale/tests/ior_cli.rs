@@ -679,13 +679,15 @@ fn opens_and_unlinks(args: &[&str], file: &Path) -> Option<(std::process::Output
         .output()
         .ok()?;
     let quoted = format!("\"{}\"", s(file));
-    // Cleanup may unlink by name relative to a held directory handle.
+    // Cleanup may unlink, and the workers open, by name relative to a
+    // held directory handle.
     let base = format!("\"{}\"", file.file_name().unwrap().to_str().unwrap());
     let events = std::fs::read_to_string(log.path())
         .unwrap()
         .lines()
         .filter(|l| {
-            (l.contains(&quoted) || (l.contains("unlinkat(") && l.contains(&base)))
+            (l.contains(&quoted)
+                || ((l.contains("unlinkat(") || l.contains("openat(")) && l.contains(&base)))
                 && !l.contains("ENOENT")
         })
         .filter_map(|l| {

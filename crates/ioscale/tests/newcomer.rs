@@ -321,10 +321,16 @@ fn check_examples(what: &str, help: &str) {
         .unwrap_or_else(|| panic!("`{what}` has no examples:\n{help}"));
     let mut commands = 0;
     let mut goes_on = false;
+    let mut prose = false;
     for l in &lines[start + 1..] {
-        if !l.is_empty() && !l.starts_with(' ') {
-            // The prose after the examples.
-            break;
+        if prose || (!l.is_empty() && !l.starts_with(' ')) {
+            // The prose after the examples: read in the same terminal.
+            prose = true;
+            assert!(
+                l.chars().count() <= 80,
+                "`{what}`: line after the examples longer than 80 columns:\n{l}"
+            );
+            continue;
         }
         assert!(
             l.chars().count() <= 80,

@@ -41,6 +41,9 @@ pub struct FsOptions {
     pub max_write: u32,
     /// Print one line per data request to stderr (for debugging a client).
     pub trace: bool,
+    /// Refuse every rename with ENOSYS, as some FUSE and object-store
+    /// gateways do.
+    pub no_rename: bool,
 }
 
 /// An open file.
@@ -550,6 +553,9 @@ impl Filesystem for PassFs {
         reply: ReplyEmpty,
     ) {
         self.meta();
+        if self.opts.no_rename {
+            return reply.error(Errno::ENOSYS);
+        }
         let (from, to) = match (self.child(parent, name), self.child(newparent, newname)) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => return reply.error(e),

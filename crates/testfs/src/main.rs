@@ -14,7 +14,7 @@ use testfs::inject::{Faults, Injector, Timing};
 use testfs::parse::{parse_duration, parse_rate, parse_size};
 
 const EXAMPLES: &str = "Examples:
-  # serve /srv/data at /mnt/t with 2 ms per read/write request (the EFS-like shape)
+  # serve /srv/data at /mnt/t, 2 ms per read/write request (the EFS shape)
   ioscale-testfs --delay 2ms /srv/data /mnt/t
 
   # a noisy server: each data request takes 1..5 ms, drawn with seed 7
@@ -27,16 +27,21 @@ const EXAMPLES: &str = "Examples:
   ioscale-testfs --eio-after-bytes 1m /srv/data /mnt/t
   ioscale-testfs --enospc-after-bytes 2m /srv/data /mnt/t
 
-  # every read and write served at most half, fsync fails, only for file.00000001
-  ioscale-testfs --short-reads --short-writes --fsync-fail --faults-path-substr file.00000001 /srv/data /mnt/t
+  # reads and writes served at most half, fsync fails, for file.00000001 only
+  ioscale-testfs --short-reads --short-writes --fsync-fail \\
+      --faults-path-substr file.00000001 /srv/data /mnt/t
+
+  # a gateway without rename: every rename fails with ENOSYS
+  ioscale-testfs --no-rename /srv/data /mnt/t
 
   # stop: Ctrl-C, kill -TERM <pid>, or
   fusermount3 -u /mnt/t
 
-Durations: 0, 500us, 2ms, 1.5s. Sizes and rates: 512, 64k, 1m, 2g, 1MiB, 1MB (10^6), 100m/s.
-Delays are minimum service times: a request completes no earlier than its delay after it
-arrived, and no earlier than the bandwidth cap allows; concurrent requests wait in parallel.
-Faults count only requests on files the --faults-path-substr filter selects (all by default).";
+Durations: 0, 500us, 2ms, 1.5s. Sizes and rates: 512, 64k, 1m, 2g, 1MiB,
+1MB (10^6), 100m/s. Delays are minimum service times: a request completes no
+earlier than its delay after it arrived, and no earlier than the bandwidth cap
+allows; concurrent requests wait in parallel. Faults count only requests on
+files the --faults-path-substr filter selects (all by default).";
 
 /// On or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -148,6 +153,11 @@ struct Args {
     #[arg(long)]
     trace: bool,
 
+    /// Refuse every rename with ENOSYS, as some FUSE and object-store
+    /// gateways do (a file can then only be written in place).
+    #[arg(long)]
+    no_rename: bool,
+
     /// Print nothing but errors.
     #[arg(short, long)]
     quiet: bool,
@@ -256,6 +266,7 @@ fn main() -> ExitCode {
                 attr_ttl: a.attr_ttl,
                 max_write,
                 trace: a.trace,
+                no_rename: a.no_rename,
             },
             inj.clone(),
         )

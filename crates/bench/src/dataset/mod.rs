@@ -310,14 +310,65 @@ fn names(root: &Path, layout: Layout, threads: u32) -> (Vec<PathBuf>, Vec<PathBu
 }
 
 fn write_marker_at(path: &Path, m: &Marker) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
-    )?;
-    fs::rename(&tmp, path)
+    replace_file(
+        path,
+        &serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
+    )
+}
+
+/// Writes `bytes` as the file `path` (a meta tree's or IOR's marker): a
+/// temporary file renamed over it, or — where the file system cannot
+/// rename (some FUSE and object-store gateways: EROFS, ENOSYS, EPERM,
+/// EXDEV, EOPNOTSUPP, EINVAL) — written in place and `fsync`ed. Unlike
+/// [`safefs::replace_at`] the renamed file is not `fsync`ed, as these
+/// markers never were (a target whose fsync fails is still one to test).
+/// An existing `path` that is not a regular file is refused; no temporary
+/// file is left, whatever fails.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let to_io = |e: safefs::Error| {
+        let text = e.to_string();
+        match e.kind {
+            safefs::ErrorKind::Io(source) => source,
+            _ => io::Error::other(text),
+        }
+    };
+    let d = DirHandle::open(dir).map_err(to_io)?;
+    if let Some(info) = d.stat_at(name).map_err(to_io)? {
+        if info.kind != Kind::File {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "{} is a {}, not a regular file",
+                    path.display(),
+                    info.kind.name()
+                ),
+            ));
+        }
+    }
+    let tmp = safefs::temp_name(name);
+    let (mut f, _) = d.create_at(&tmp, 0o644).map_err(to_io)?;
+    let written = io::Write::write_all(&mut f, bytes);
+    drop(f);
+    let result = match written {
+        Ok(()) => match d.rename_at(&tmp, name) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.raw_os_error().is_some_and(safefs::rename_unsupported) => {
+                let _ = d.unlink_at(&tmp, None);
+                return safefs::write_in_place(&d, name, bytes).map_err(to_io);
+            }
+            Err(e) => Err(to_io(e)),
+        },
+        Err(e) => Err(e),
+    };
+    let _ = d.unlink_at(&tmp, None);
+    result
 }
 
 fn read_marker_at(path: &Path) -> Option<Marker> {

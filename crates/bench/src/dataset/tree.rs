@@ -81,13 +81,12 @@ pub(crate) fn read_marker(root: &Path) -> Option<Marker> {
     (m.tool == "ioscale-meta").then_some(m)
 }
 
+/// Replaces the marker (in place where the file system cannot rename).
 pub(crate) fn write_marker(root: &Path, m: &Marker) -> io::Result<()> {
-    let tmp = root.join(format!("{MARKER_NAME}.tmp"));
-    fs::write(
-        &tmp,
-        serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
-    )?;
-    fs::rename(&tmp, root.join(MARKER_NAME))
+    super::replace_file(
+        &root.join(MARKER_NAME),
+        &serde_json::to_vec_pretty(m).map_err(io::Error::other)?,
+    )
 }
 
 /// The working directory as found or made.
@@ -179,6 +178,11 @@ pub(crate) fn prepare(
     };
     tree.save();
     if !tree.writable && tree.ours {
+        // A failed setup leaves nothing behind: the directory this run
+        // made goes again (rmdir: only while it is empty).
+        if tree.marker.root_created {
+            let _ = fs::remove_dir(&root);
+        }
         return Err(Error::Refused(format!(
             "cannot write the marker in {}; choose a writable target",
             root.display()

@@ -40,6 +40,9 @@ Options (ioscale's):
   --jobs N      N copies in parallel, on FILE-1 .. FILE-N ({} in FILE is replaced by the number)
                 (under mpirun -np R: R x N copies, FILE-1 .. FILE-RN, each rank its own)
   --rm          remove the files afterwards (only those this run created)
+  --progress M  live progress on standard error: auto (a live line when it is a
+                terminal, else nothing), bar, plain, none [IOSCALE_PROGRESS];
+                status=none means none
   --print-spec  print the ioscale workload the command line becomes, and exit
 
 Examples (the EFS workshop's dd experiments):
@@ -69,6 +72,8 @@ struct DdArgs {
     jobs: Option<u64>,
     rm: bool,
     print_spec: bool,
+    /// `--progress MODE` (ioscale's).
+    progress: Option<crate::progress::ProgressMode>,
     help: bool,
 }
 
@@ -142,9 +147,21 @@ fn parse(args: &[String]) -> Result<DdArgs, Usage> {
             a.jobs = Some(parse_jobs("--jobs", v)?);
             continue;
         }
+        if arg == "--progress" {
+            let v = args
+                .get(i)
+                .ok_or_else(|| usage("--progress needs auto, bar, plain or none"))?;
+            i += 1;
+            a.progress = Some(super::progress_value(v)?);
+            continue;
+        }
+        if let Some(v) = arg.strip_prefix("--progress=") {
+            a.progress = Some(super::progress_value(v)?);
+            continue;
+        }
         if arg.starts_with('-') {
             return Err(usage(format!(
-                "{arg}: not an option ioscale dd knows (dd takes operands like bs=1M; ioscale adds --jobs, --rm, --print-spec)"
+                "{arg}: not an option ioscale dd knows (dd takes operands like bs=1M; ioscale adds --jobs, --rm, --progress, --print-spec)"
             )));
         }
         let Some((k, v)) = arg.split_once('=') else {
@@ -395,6 +412,15 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         }
         return Ok(0);
     }
+    // status=none keeps standard error silent, as dd's does, unless
+    // --progress asks otherwise.
+    let flag = a
+        .progress
+        .or((a.status == DdStatus::None).then_some(crate::progress::ProgressMode::None));
+    let progress = match super::progress_mode("dd", flag, root) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
     // Under mpirun each rank runs its jobs on its own files: the jobs of
     // all ranks are numbered as one --jobs, rank r holding r*jobs+1 ..
     // (r+1)*jobs, so names and sizes are checked for every rank's jobs.
@@ -437,7 +463,10 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let stop = crate::install_signals()?;
     let mut argv = vec!["dd".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match bench::run::run_with(&spec, argv, stop, coord) {
+    let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
+    let outcome = bench::run::run_with(&spec, argv, stop, coord);
+    drop(live);
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => return fail(&e),
     };

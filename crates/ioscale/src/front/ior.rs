@@ -52,6 +52,8 @@ Options (IOR's; values as `-b 1m`, `-b=1m` or `-b1m`):
   -O NAME=VALUE  IOR's directive for an option above (blockSize=1m is -b 1m)
   --posix.odirect  O_DIRECT
   --print-spec   print the ioscale workload the command line becomes, and exit
+  --progress M   live progress on standard error: auto (a live line when it is
+                 a terminal, else nothing), bar, plain, none [IOSCALE_PROGRESS]
   -h, --help     this help
 
 Examples:
@@ -107,6 +109,8 @@ struct IorArgs {
     summary_format: Option<String>,
     summary_file: Option<PathBuf>,
     print_spec: bool,
+    /// `--progress MODE` (ioscale's; IOR has no such option).
+    progress: Option<crate::progress::ProgressMode>,
     help: bool,
 }
 
@@ -408,6 +412,16 @@ fn parse(args: &[String]) -> Result<IorArgs, Usage> {
                 "help" => a.help = true,
                 "print-spec" => a.print_spec = true,
                 "posix.odirect" => a.direct = true,
+                "progress" => {
+                    let v = args
+                        .get(i)
+                        .ok_or_else(|| usage("--progress needs auto, bar, plain or none"))?;
+                    i += 1;
+                    a.progress = Some(super::progress_value(v)?);
+                }
+                _ if long.starts_with("progress=") => {
+                    a.progress = Some(super::progress_value(&long["progress=".len()..])?);
+                }
                 _ if unsupported_long(long.split('=').next().unwrap_or(long)).is_some() => {
                     let name = long.split('=').next().unwrap_or(long);
                     let why = unsupported_long(name).unwrap_or_default();
@@ -599,6 +613,10 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
         }
         return Ok(0);
     }
+    let progress = match super::progress_mode("ior", a.progress, root) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
     let shown_offset = a.task_offset.unwrap_or(1) as u32;
     if ranks > 1 {
         // Each task is a rank; -N, as in IOR, may only repeat their number.
@@ -679,7 +697,10 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     info.began = super::ctime_now();
     let mut argv = vec!["ior".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match bench::run::run_with(&spec, argv, stop, coord) {
+    let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
+    let outcome = bench::run::run_with(&spec, argv, stop, coord);
+    drop(live);
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
             if root {

@@ -48,6 +48,8 @@ Options (mdtest's; values as `-n 100`, `-n=100` or `-n100`):
   --tasks N      tasks, as threads of one process [1] (ioscale's; under mpirun or srun,
                  threads per rank)
   --print-spec   print the ioscale workload the command line becomes, and exit
+  --progress M   live progress on standard error: auto (a live line when it is
+                 a terminal, else nothing), bar, plain, none [IOSCALE_PROGRESS]
   -h, --help     this help
 
 Examples:
@@ -89,6 +91,8 @@ struct MdArgs {
     time_only: bool,
     tasks: Option<u64>,
     print_spec: bool,
+    /// `--progress MODE` (ioscale's; mdtest has no such option).
+    progress: Option<crate::progress::ProgressMode>,
     help: bool,
 }
 
@@ -246,6 +250,19 @@ fn parse(args: &[String]) -> Result<MdArgs, Usage> {
             match name {
                 "help" => a.help = true,
                 "print-spec" => a.print_spec = true,
+                "progress" => {
+                    let v = match inline {
+                        Some(v) => v,
+                        None => {
+                            let v = args.get(i).ok_or_else(|| {
+                                usage("--progress needs auto, bar, plain or none")
+                            })?;
+                            i += 1;
+                            v.clone()
+                        }
+                    };
+                    a.progress = Some(super::progress_value(&v)?);
+                }
                 "tasks" => {
                     let v = match inline {
                         Some(v) => v,
@@ -518,6 +535,10 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
         }
         return Ok(0);
     }
+    let progress = match super::progress_mode("mdtest", a.progress, root) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
     let built = to_raw(&a).and_then(|(raw, notes)| {
         raw.build().map(|s| (s, notes)).map_err(|e| {
             const NATIVE_FLAGS: &[(&str, &str)] = &[
@@ -574,7 +595,10 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
     let stop = crate::install_signals()?;
     let mut argv = vec!["mdtest".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match bench::meta::run_with(&spec, argv, stop, coord) {
+    let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
+    let outcome = bench::meta::run_with(&spec, argv, stop, coord);
+    drop(live);
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
             if made_dir {

@@ -260,3 +260,39 @@ pub fn in_tool_terms(tool: &str, msg: &str, map: &[(&str, &str)]) -> String {
         format!("{msg} (in {tool}'s terms: {})", terms.join(", "))
     }
 }
+
+/// The value of a front-end's own `--progress MODE` (IOR, mdtest,
+/// smallfile and fio have no option of that name, so it clashes with
+/// nothing of theirs).
+pub fn progress_value(v: &str) -> Result<crate::progress::ProgressMode, Usage> {
+    crate::progress::parse_mode(v)
+        .ok_or_else(|| Usage(format!("--progress {v}: use auto, bar, plain or none")))
+}
+
+/// A front-end's progress mode (see [`crate::progress::front_mode`]),
+/// settled right after its command line is parsed, before anything is
+/// made; `Err(2)` after saying why when `IOSCALE_PROGRESS` is bad.
+pub fn progress_mode(
+    tool: &str,
+    flag: Option<crate::progress::ProgressMode>,
+    root: bool,
+) -> Result<crate::progress::ProgressMode, i32> {
+    crate::progress::front_mode(flag).map_err(|e| {
+        if root {
+            eprintln!("{tool}: error: {e}");
+        }
+        2
+    })
+}
+
+/// Starts the live progress of a front-end's job on rank 0.
+pub fn live(
+    mode: crate::progress::ProgressMode,
+    root: bool,
+    reps: u32,
+    phases_per_rep: usize,
+    ranks: u32,
+) -> Option<crate::progress::Display> {
+    root.then(|| crate::progress::Display::start(mode, reps, phases_per_rep, ranks))
+        .flatten()
+}

@@ -55,6 +55,9 @@ Options (smallfile's; `--name value` or `--name=value`; booleans Y or N):
   --incompressible Y|N, --verbose Y|N, --log-to-stderr Y|N  accepted
   --cleanup-delay-usec-per-file N  pause after cleanup, N microseconds per file
   --print-spec              print the ioscale workload the command line becomes, and exit
+  --progress M              live progress on standard error: auto (a live line when
+                            it is a terminal, else nothing), bar, plain, none
+                            [IOSCALE_PROGRESS]
   -h, --help                this help
 
 Examples (seed 003: 1024 files of 4 KiB in all):
@@ -99,6 +102,8 @@ struct SfArgs {
     verbose: bool,
     log_to_stderr: bool,
     print_spec: bool,
+    /// `--progress MODE` (ioscale's; smallfile has no such option).
+    progress: Option<crate::progress::ProgressMode>,
     help: bool,
     notes: Vec<String>,
 }
@@ -130,6 +135,7 @@ impl Default for SfArgs {
             verbose: false,
             log_to_stderr: false,
             print_spec: false,
+            progress: None,
             help: false,
             notes: Vec::new(),
         }
@@ -256,6 +262,7 @@ fn parse(args: &[String]) -> Result<SfArgs, Usage> {
         let name = name.as_str();
         let v = v.as_str();
         match name {
+            "progress" => a.progress = Some(super::progress_value(v)?),
             "operation" => {
                 op_of(v)?;
                 a.operation = v.to_string();
@@ -593,6 +600,10 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         }
         return Ok(0);
     }
+    let progress = match super::progress_mode("smallfile", a.progress, root) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
     let outputs = [("--output-json", a.output_json.as_deref())];
     if let Some(code) = crate::check_outputs(coord, "smallfile", &outputs) {
         return Ok(code);
@@ -614,7 +625,10 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let stop = crate::install_signals()?;
     let mut argv = vec!["smallfile_cli.py".to_string()];
     argv.extend(args.iter().cloned());
-    let outcome = match bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord) {
+    let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
+    let outcome = bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord);
+    drop(live);
+    let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
             let mut msg = e.to_string();

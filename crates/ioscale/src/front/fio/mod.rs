@@ -41,6 +41,9 @@ Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
   --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)
   --print-spec         print the ioscale workload of each run (JSON list) and exit
+  --progress=M         live progress on standard error: auto (a live line when it
+                       is a terminal, else nothing), bar, plain, none
+                       [IOSCALE_PROGRESS]
 
 Examples:
   ioscale fio --name=seqread --rw=read --bs=1m --size=1g --directory=/mnt/fs \\
@@ -51,9 +54,9 @@ Examples:
 
 Any other option is refused (exit 2) naming it and the nearest ioscale option.
 Jobs that fio would run at the same time must have the same workload shape
-(rw, bs, size, engine…); separate others with `stonewall`. What ioscale does not
-measure (slat, stdev, latency buckets, IO depth distribution, ctx) is left out of
-the output; docs/compat.md lists every difference.
+(rw, bs, size, engine…); separate others with `stonewall`. What ioscale does
+not measure (slat, stdev, latency buckets, IO depth distribution, ctx) is left
+out of the output; docs/compat.md lists every difference.
 ";
 
 /// One run: the jobs fio would start together.
@@ -378,6 +381,11 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
             "give --json, --csv and --format to sweep (before --), not --output/--output-format to the inner fio".into(),
         ));
     }
+    if cli.progress.is_some() {
+        return Err(Usage(
+            "give --progress to sweep (before --), not to the inner fio".into(),
+        ));
+    }
     let (mut jobs, _) = parse::jobs(&cli)?;
     for j in &mut jobs {
         j.numjobs = u64::from(clones);
@@ -441,6 +449,10 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         println!("ioscale-{} (fio front-end)", env!("CARGO_PKG_VERSION"));
         return Ok(0);
     }
+    let progress = match super::progress_mode("fio", cli.progress, true) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
     let (jobs, global) = match parse::jobs(&cli) {
         Ok(j) => j,
         Err(e) => return fail(&e),
@@ -547,7 +559,10 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             disk_dev = render::disk_name(&host.fs_source);
             disk_before = disk_dev.as_deref().and_then(render::read_diskstats);
         }
-        let (results, c) = match run_passes(spec, run, &argv, &stop, coord) {
+        let live = super::live(progress, true, spec.reps, spec.ops.len(), 1);
+        let passes = run_passes(spec, run, &argv, &stop, coord);
+        drop(live);
+        let (results, c) = match passes {
             Ok(r) => r,
             Err(e) => return fail(&e),
         };

@@ -93,6 +93,8 @@ pub struct Cli {
     pub version: bool,
     /// `--print-spec`: print each run's ioscale workload and exit.
     pub print_spec: bool,
+    /// `--progress MODE` (ioscale's; fio has no option of that name).
+    pub progress: Option<crate::progress::ProgressMode>,
 }
 
 /// What kind of value an option takes.
@@ -310,6 +312,10 @@ pub fn parse_cli(args: &[String]) -> Result<Cli, Usage> {
             "help" => cli.help = true,
             "version" => cli.version = true,
             "print-spec" => cli.print_spec = true,
+            "progress" => {
+                let v = take("auto, bar, plain or none")?;
+                cli.progress = Some(super::super::progress_value(&v)?);
+            }
             "output" => cli.output = Some(PathBuf::from(take("a file name")?)),
             "ioscale-json" => cli.ioscale_json = Some(PathBuf::from(take("a file name")?)),
             "output-format" => {

@@ -46,9 +46,10 @@ pub const IO500_VERSION: &str = "io500-isc26_v2";
 ioscale io500 --tasks 4 --stonewall 2s trial.ini /mnt/fs\n  \
 # with the MPI build: one task per rank\n  \
 mpirun -np 8 ioscale io500 config.ini\n\n\
-The rules need a 300 s stonewall; a shorter one (--stonewall, or [debug] stonewall-time) makes the\n\
-run INVALID, as in io500. Exit codes: 0 ran clean, 1 I/O errors or failed data check, 2 usage or\n\
-setup error, 130 interrupted (the phases done are kept, the score is INVALID). See docs/io500.md."
+The rules need a 300 s stonewall; a shorter one (--stonewall, or [debug]\n\
+stonewall-time) makes the run INVALID, as in io500. Exit codes: 0 ran clean,\n\
+1 I/O errors or failed data check, 2 usage or setup error, 130 interrupted\n\
+(the phases done are kept, the score is INVALID). See docs/io500.md."
 )]
 struct Args {
     /// An io500 .ini file (a name ending in .ini) and/or the data directory (io500's datadir).

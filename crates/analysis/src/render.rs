@@ -59,6 +59,39 @@ pub fn load(bytes: &[u8]) -> Result<Loaded, LoadError> {
     }
 }
 
+/// [`load`] from a file (or anything seekable), reading at most `limit`
+/// bytes, without holding the text or a tree of JSON values: a first pass
+/// reads only the top-level `kind` and `schema`, a second (after seeking
+/// back to the start) parses the record straight into its type. Memory is
+/// that of the parsed record.
+pub fn load_from<R: std::io::Read + std::io::Seek>(
+    mut r: R,
+    limit: u64,
+) -> Result<Loaded, LoadError> {
+    use std::io::{BufReader, Read, SeekFrom};
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(default)]
+        kind: Option<serde_json::Value>,
+        #[serde(default)]
+        schema: Option<serde_json::Value>,
+    }
+    let head: Head = serde_json::from_reader(BufReader::new((&mut r).take(limit)))?;
+    r.seek(SeekFrom::Start(0)).map_err(serde_json::Error::io)?;
+    if head.kind.as_ref().and_then(|k| k.as_str()) == Some("sweep") {
+        let schema = head.schema.as_ref().and_then(|s| s.as_u64()).unwrap_or(0) as u32;
+        if schema > SWEEP_SCHEMA {
+            return Err(LoadError::Schema(schema));
+        }
+        let rec: SweepRecord = serde_json::from_reader(BufReader::new((&mut r).take(limit)))?;
+        Ok(Loaded::Sweep(Box::new(rec)))
+    } else {
+        Ok(Loaded::Run(Box::new(report::from_json_reader(
+            (&mut r).take(limit),
+        )?)))
+    }
+}
+
 /// Wraps a run record as a sweep of one point.
 pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
     let (threads, xfer, layout, file_count, dir_per_file, per_thread) = match rs.spec.as_run() {

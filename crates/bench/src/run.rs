@@ -408,7 +408,7 @@ pub fn run_with_options(
             if complete && matches!(op, Op::Write | Op::Randwrite) {
                 have_data = true;
                 if spec.keep && is_root {
-                    ds.mark_complete(&run_id, gspec.file_size(), spec.seed);
+                    ds.mark_complete(&run_id, gspec.file_size(), spec.seed, spec.verify);
                 }
             }
             if out.interrupted {

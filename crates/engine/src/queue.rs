@@ -48,6 +48,20 @@ impl IoFault {
         }
     }
 
+    /// [`IoFault::describe`] for the transfer at `offset` of a file now
+    /// `file_len` bytes long (when known): a short read says where the
+    /// file's data ends.
+    pub fn describe_at(&self, offset: u64, file_len: Option<u64>) -> String {
+        match self {
+            IoFault::ShortRead { got } => format!(
+                "the file ends at offset {}, shorter than the data set it should hold \
+                 (truncated since it was written?); this transfer got {got} bytes",
+                file_len.unwrap_or(offset + u64::from(*got))
+            ),
+            _ => self.describe(),
+        }
+    }
+
     /// The errno, if the fault came from the kernel.
     pub fn errno(&self) -> Option<i32> {
         match self {

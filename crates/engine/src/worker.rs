@@ -705,7 +705,12 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
                             path: path.to_path_buf(),
                             offset: Some(c.req.offset),
                             errno: fault.errno(),
-                            message: fault.describe(),
+                            message: fault.describe_at(
+                                c.req.offset,
+                                matches!(fault, crate::queue::IoFault::ShortRead { .. })
+                                    .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
+                                    .flatten(),
+                            ),
                         });
                     }
                     ctl.abort.store(true, Ordering::Relaxed);

@@ -374,7 +374,10 @@ fn bar_line(s: &State, snap: Option<engine::live::Snapshot>) -> Option<String> {
         if s.sweep.is_none() {
             if frac > 0.0 {
                 let left = secs * (1.0 - frac) / frac;
-                parts.push(format!("ETA {}", fmt_eta(Duration::from_secs_f64(left))));
+                parts.push(format!(
+                    "ETA {}",
+                    fmt_eta(safefs::duration_from_secs_f64(left))
+                ));
             }
             return Some(parts.join("  "));
         }
@@ -407,7 +410,7 @@ fn sweep_eta(s: &State, sw: &SweepState, phase_frac: f64) -> Option<Duration> {
         // Nothing done of this point yet: a finished point's time.
         per_point.map(|p| (p - spent).max(0.0))
     })?;
-    Some(Duration::from_secs_f64(here + after * per_point?))
+    Some(safefs::duration_from_secs_f64(here + after * per_point?))
 }
 
 /// An ETA that never reads "0s" while something is left.

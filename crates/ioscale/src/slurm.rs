@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::{Args, Parser, ValueEnum};
 
 /// Examples shown by `ioscale slurm --help`.
 pub const EXAMPLES: &str = "Examples:
@@ -131,18 +131,104 @@ fn sh_quote(w: &str) -> String {
     }
 }
 
+/// Refuses a value with a control character (a newline would end an
+/// `#SBATCH` line and start a command of its own), naming its flag.
+fn no_control(flag: &str, v: &str) -> Result<(), String> {
+    match v.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "{flag} {v:?}: holds a control character ({c:?}); a job script cannot carry it safely"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Checks every value that goes into the script.
+fn check_values(args: &SlurmArgs, binary: &str) -> Result<(), String> {
+    let results = args.results.as_ref().map(|p| p.display().to_string());
+    for (flag, v) in [
+        ("--job-name", Some(args.job_name.as_str())),
+        ("--output", Some(args.output.as_str())),
+        ("--time", args.time.as_deref()),
+        ("--partition", args.partition.as_deref()),
+        ("--account", args.account.as_deref()),
+        ("--mpi", Some(args.mpi.as_str())),
+        ("--launcher-args", args.launcher_args.as_deref()),
+        ("--results", results.as_deref()),
+        ("--binary", Some(binary)),
+    ] {
+        if let Some(v) = v {
+            no_control(flag, v)?;
+        }
+    }
+    for w in &args.command {
+        no_control("COMMAND", w)?;
+    }
+    Ok(())
+}
+
+/// Checks the command the job runs as ioscale would when the job starts,
+/// so a command line that can only fail is refused now, not on the
+/// cluster: `run`, `meta` and `sweep` by their own parsers and workload
+/// checks (a TARGET need not exist here), the front-ends by their
+/// `--print-spec` (io500, which has none, when the job runs).
+fn check_command(command: &[String]) -> Result<(), String> {
+    let sub = command.first().map(String::as_str).unwrap_or("");
+    let said = |e: &dyn std::fmt::Display| format!("COMMAND `{}`: {e}", command.join(" "));
+    match sub {
+        "run" | "meta" | "sweep" => {
+            let argv = std::iter::once("ioscale".to_string()).chain(command.iter().cloned());
+            let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| {
+                let text = e.to_string();
+                let text = text.split("\n\n").next().unwrap_or("").trim().to_string();
+                said(&text.trim_start_matches("error: "))
+            })?;
+            match cli.command {
+                crate::cli::Command::Run(a) => {
+                    let raw = a.to_raw().map_err(|e| said(&e))?;
+                    raw.build().map(|_| ()).map_err(|e| said(&e))
+                }
+                crate::cli::Command::Meta(a) => {
+                    let raw = a.to_raw().map_err(|e| said(&e))?;
+                    raw.build().map(|_| ()).map_err(|e| said(&e))
+                }
+                crate::cli::Command::Sweep(a) => crate::sweep::check_args(&a).map_err(|e| said(&e)),
+                _ => Ok(()),
+            }
+        }
+        "ior" | "mdtest" | "dd" | "smallfile" | "fio" => {
+            let exe =
+                std::env::current_exe().map_err(|e| format!("finding this ioscale binary: {e}"))?;
+            let out = std::process::Command::new(exe)
+                .arg(sub)
+                .arg("--print-spec")
+                .args(&command[1..])
+                .stdin(std::process::Stdio::null())
+                .output()
+                .map_err(|e| format!("checking COMMAND: {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                let err = String::from_utf8_lossy(&out.stderr);
+                Err(said(&err.lines().next().unwrap_or("refused").to_string()))
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Builds the script text, or says which flag is wrong.
 pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
     if args.nodes == 0 || args.ntasks_per_node == 0 {
         return Err("--nodes and --ntasks-per-node must be at least 1".into());
     }
+    check_values(args, binary)?;
     let total = args.nodes.saturating_mul(args.ntasks_per_node);
     let sub = args.command.first().map(String::as_str).unwrap_or("");
     // Every command runs as MPI ranks; the front-ends print their tools'
     // reports (into the job's output) instead of writing a JSON record.
     let records = match sub {
         "run" | "meta" | "sweep" => true,
-        "ior" | "mdtest" | "dd" | "smallfile" | "io500" => false,
+        "ior" | "mdtest" | "dd" | "smallfile" | "fio" | "io500" => false,
         other => {
             return Err(format!(
                 "COMMAND must be an ioscale command such as `run …` or `sweep …`, not '{other}'"
@@ -203,30 +289,36 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
     s.push_str(&format!("RESULTS={results}\n"));
     s.push_str("mkdir -p \"$RESULTS\"\n");
     s.push_str("echo \"ioscale: job ${SLURM_JOB_ID:-?} on ${SLURM_JOB_NODELIST:-$(hostname)}, records in $RESULTS\"\n\n");
-    let words: Vec<String> = args.command.iter().map(|w| sh_quote(w)).collect();
-    let cmd = words.join(" ");
-    let extra = args
+    let extra: String = args
         .launcher_args
         .as_deref()
-        .map(|a| format!(" {a}"))
-        .unwrap_or_default();
+        .unwrap_or("")
+        .split_whitespace()
+        .map(|w| format!(" {}", sh_quote(w)))
+        .collect();
     let list: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
     s.push_str("status=0\n");
     s.push_str(&format!("for n in {}; do\n", list.join(" ")));
-    let json = if has_json || !records {
-        String::new()
-    } else {
-        format!(
-            " --json \"$RESULTS/{}-$n.json\"",
-            if sub == "run" { "ranks" } else { sub }
-        )
-    };
+    // --json goes right after the command's name, where it is that
+    // command's own flag (after the words, `sweep … -- run T --json F`
+    // would hand it to the inner command, which refuses it).
+    let mut words: Vec<String> = args.command.iter().map(|w| sh_quote(w)).collect();
+    if !has_json && records {
+        words.insert(
+            1,
+            format!(
+                "--json \"$RESULTS/{}-$n.json\"",
+                if sub == "run" { "ranks" } else { sub }
+            ),
+        );
+    }
+    let cmd = words.join(" ");
     let launch = match args.launcher {
         Launcher::Srun => format!("srun --mpi={} --ntasks=\"$n\"{extra}", sh_quote(&args.mpi)),
         Launcher::Mpirun => format!("mpirun -np \"$n\"{extra}"),
     };
     s.push_str(&format!(
-        "    echo \"ioscale: $n rank(s)\"\n    {launch} \"$IOSCALE\" {cmd}{json} || status=$?\n"
+        "    echo \"ioscale: $n rank(s)\"\n    {launch} \"$IOSCALE\" {cmd} || status=$?\n"
     ));
     s.push_str("done\n");
     s.push_str("exit \"$status\"\n");
@@ -239,7 +331,9 @@ pub fn cmd_slurm(args: &SlurmArgs) -> anyhow::Result<i32> {
         Some(b) => b.clone(),
         None => std::env::current_exe().context("finding this ioscale binary")?,
     };
-    let text = match script(args, &binary.display().to_string()) {
+    let text = match script(args, &binary.display().to_string())
+        .and_then(|t| check_command(&args.command).map(|()| t))
+    {
         Ok(t) => t,
         Err(e) => {
             eprintln!("ioscale: error: {e}");
@@ -300,7 +394,7 @@ mod tests {
         assert!(s.contains("#SBATCH --time=00:10:00\n"), "{s}");
         assert!(s.contains("for n in 8; do"), "{s}");
         assert!(
-            s.contains("srun --mpi=pmix --ntasks=\"$n\" \"$IOSCALE\" run --op write '/shared fs' --json \"$RESULTS/ranks-$n.json\""),
+            s.contains("srun --mpi=pmix --ntasks=\"$n\" \"$IOSCALE\" run --json \"$RESULTS/ranks-$n.json\" --op write '/shared fs' || status"),
             "{s}"
         );
     }
@@ -326,7 +420,7 @@ mod tests {
         let s = script(&a, "ioscale").unwrap();
         assert!(
             s.contains(
-                "\"$IOSCALE\" sweep --threads 1,2 -- run /fs --json \"$RESULTS/sweep-$n.json\""
+                "\"$IOSCALE\" sweep --json \"$RESULTS/sweep-$n.json\" --threads 1,2 -- run /fs || status"
             ),
             "{s}"
         );
@@ -340,5 +434,54 @@ mod tests {
             "{io5}"
         );
         assert!(script(&args(&["rm", "-rf"]), "x").is_err());
+    }
+
+    #[test]
+    fn control_characters_are_refused_naming_the_flag() {
+        let mut a = args(&["run", "/fs"]);
+        a.partition = Some("p\nrm -rf /".into());
+        assert!(script(&a, "ioscale")
+            .unwrap_err()
+            .starts_with("--partition"));
+        let mut a = args(&["run", "/fs"]);
+        a.job_name = "j\rx".into();
+        assert!(script(&a, "ioscale").unwrap_err().starts_with("--job-name"));
+        let a = args(&["run", "/fs\n/x"]);
+        assert!(script(&a, "ioscale").unwrap_err().starts_with("COMMAND"));
+        assert!(script(&args(&["run", "/fs"]), "/opt/io\tscale")
+            .unwrap_err()
+            .starts_with("--binary"));
+        // Launcher words are quoted one by one: no command substitution.
+        let mut a = args(&["run", "/fs"]);
+        a.launcher_args = Some("--oversubscribe $(touch x)".into());
+        let s = script(&a, "ioscale").unwrap();
+        assert!(s.contains("--oversubscribe '$(touch' 'x)'"), "{s}");
+    }
+
+    #[test]
+    fn the_command_is_checked_before_a_script_is_written() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let e = check_command(&words(&["run"])).unwrap_err();
+        assert!(e.contains("TARGET"), "{e}");
+        let e = check_command(&words(&["run", "--size", "-1", "/fs"])).unwrap_err();
+        assert!(e.contains("--size"), "{e}");
+        let e =
+            check_command(&words(&["sweep", "--threads", "0", "--", "run", "/fs"])).unwrap_err();
+        assert!(e.contains("--threads"), "{e}");
+        // A TARGET that does not exist here is fine: it is the cluster's.
+        check_command(&words(&["run", "--op", "write", "/nonexistent-cluster-fs"])).unwrap();
+        check_command(&words(&[
+            "sweep",
+            "--threads",
+            "1,2",
+            "--",
+            "run",
+            "--xfer",
+            "4k",
+            "--size",
+            "64k",
+            "/nonexistent-cluster-fs",
+        ]))
+        .unwrap();
     }
 }

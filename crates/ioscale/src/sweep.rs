@@ -704,6 +704,15 @@ pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     crate::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))
 }
 
+/// Checks a sweep's command line as `sweep` would before its first point
+/// (the lists, the inner command, every point's workload), without running
+/// anything: for `ioscale slurm`, at generation time.
+pub(crate) fn check_args(args: &SweepArgs) -> Result<(), String> {
+    let mut args = args.clone();
+    trailing_resume(&mut args)?;
+    plan(&args).map(|_| ()).map_err(|Usage(m)| m)
+}
+
 /// Users re-run the line they typed with `--resume` added at the end,
 /// which puts it after `--`, among the inner command's words. Neither
 /// `run` nor `meta` has a `--resume`, so there it can only mean the
@@ -1007,17 +1016,7 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
             .json
             .as_ref()
             .expect("clap requires --json with --resume");
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!(
-                    "ioscale: error: --resume: cannot read {}: {e}",
-                    path.display()
-                );
-                return Some(2);
-            }
-        };
-        let saved = match analysis::load(&bytes) {
+        let saved = match crate::report_cmd::load_record("--json", path) {
             Ok(analysis::Loaded::Sweep(s)) => *s,
             Ok(analysis::Loaded::Run(_)) => {
                 eprintln!(
@@ -1027,7 +1026,7 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
                 return Some(2);
             }
             Err(e) => {
-                eprintln!("ioscale: error: --resume: {}: {e}", path.display());
+                eprintln!("ioscale: error: --resume: {e}");
                 return Some(2);
             }
         };

@@ -5,6 +5,12 @@
 //! values. No input may panic or hang; every rejection exits 2 with a
 //! message that names the flag (or operand, or TARGET) it refuses.
 //!
+//! The edge families (`edges_*`) give durations and counts at and past the
+//! u64 edges (0, 1, -1, 2^63, 2^64-1, 1e20, 1e30, with and without units)
+//! to the value flags of every front-end — run, meta, sweep, ior, mdtest,
+//! smallfile, dd, fio, io500 (flags and .ini keys) — and hold them to the
+//! same rules: never exit 101, exit 0 or 2 naming the flag.
+//!
 //! Nothing can be written: `run`, `meta` and `sweep` get a TARGET that does
 //! not exist (checked before any file is made), `ior` and `dd` get
 //! `--print-spec`, and the child runs in an empty scratch directory that
@@ -436,5 +442,386 @@ fn fuzz_newer_front_ends_if_present() {
             continue;
         }
         fuzz(&[fe, "--print-spec"], &[], words, VALUES.to_vec());
+    }
+}
+
+// ------------------------------------------------ durations and counts at the u64 edges
+
+/// Durations and counts at and past the u64 edges, bare and with units.
+const EDGES: &[&str] = &[
+    "0",
+    "1",
+    "-1",
+    "18446744073709551615",
+    "18446744073709551616",
+    "9223372036854775808",
+    "9223372036854775807",
+    "1e20",
+    "1e30",
+    "-1e30",
+    "18446744073709551615s",
+    "1e20s",
+    "1e30h",
+    "18446744073709551615m",
+    "18446744073709551615us",
+    "9223372036854775808k",
+    "18446744073709551615k",
+    "18446744073709551615g",
+];
+
+/// 1 to 4 (flag, edge value) picks of `flags`.
+fn edge_picks(flags: usize) -> impl Strategy<Value = Vec<(usize, usize)>> {
+    proptest::collection::vec((0..flags, 0..EDGES.len()), 1..5)
+}
+
+/// Fuzzes `ioscale PREFIX <flag edge>... SUFFIX`, each picked flag given an
+/// edge value by `token` (as one `key=value` word or two words): no panic
+/// (exit 101), exit 0 or 2 naming what it refuses, nothing written.
+fn fuzz_edges(
+    prefix: &[&str],
+    suffix: &[&str],
+    flags: Vec<String>,
+    words: Vec<String>,
+    token: fn(&str, &str) -> Vec<String>,
+) {
+    let cwd = scratch();
+    runner()
+        .run(&edge_picks(flags.len()), |picks| {
+            let mut args: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+            for (f, v) in picks {
+                args.extend(token(&flags[f], EDGES[v]));
+            }
+            args.extend(suffix.iter().map(|s| s.to_string()));
+            check(cwd.path(), &args, &words)
+        })
+        .unwrap();
+}
+
+fn two_words(flag: &str, v: &str) -> Vec<String> {
+    vec![flag.to_string(), v.to_string()]
+}
+
+fn glued(flag: &str, v: &str) -> Vec<String> {
+    vec![format!("{flag}{v}")]
+}
+
+/// Flags of a clap `--help` that take a value (`--time <DURATION>`).
+fn clap_value_flags(args: &[&str]) -> Vec<String> {
+    let help = help_of(args);
+    let mut flags: Vec<String> = help
+        .lines()
+        .filter(|l| l.trim_start().starts_with('-') && l.contains(" <"))
+        .filter_map(|l| {
+            l.split([',', ' '])
+                .find(|t| t.starts_with("--") && t.len() > 2)
+                .map(String::from)
+        })
+        .collect();
+    flags.sort();
+    flags.dedup();
+    assert!(flags.len() >= 3, "too few value flags in:\n{help}");
+    flags
+}
+
+#[test]
+fn edges_run() {
+    let flags = clap_value_flags(&["run", "--help"]);
+    fuzz_edges(&["run"], &[TARGET], flags.clone(), flags, two_words);
+}
+
+#[test]
+fn edges_meta() {
+    let flags = clap_value_flags(&["meta", "--help"]);
+    fuzz_edges(&["meta"], &[TARGET], flags.clone(), flags, two_words);
+}
+
+#[test]
+fn edges_sweep() {
+    // The sweep's own flags; the inner run's get edges in edges_run, and
+    // here once more behind `--` (the sweep checks the inner command).
+    let mut flags = clap_value_flags(&["sweep", "--help"]);
+    flags.retain(|f| f != "--threads" && f != "--json" && f != "--csv" && f != "--html");
+    let mut words = flags.clone();
+    words.extend(clap_value_flags(&["run", "--help"]));
+    fuzz_edges(
+        &["sweep", "--threads", "1,2"],
+        &["--", "run", "--size", "4k", "--time", "1e20", TARGET],
+        flags,
+        words,
+        two_words,
+    );
+}
+
+#[test]
+fn edges_ior() {
+    let flags: Vec<String> = [
+        "-b", "-t", "-s", "-i", "-d", "-D", "-T", "-N", "-Q", "-G", "-j", "-J", "-l", "-X", "-O",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let token = |f: &str, v: &str| {
+        if f == "-O" {
+            vec![f.to_string(), format!("stoneWallingWearOut={v}")]
+        } else {
+            two_words(f, v)
+        }
+    };
+    fuzz_edges(
+        &["ior", "--print-spec"],
+        &["-o", "/nonexistent-ioscale-fuzz/ior.bin"],
+        flags,
+        ior_flags(),
+        token,
+    );
+}
+
+#[test]
+fn edges_mdtest() {
+    let flags: Vec<String> = [
+        "-n", "-I", "-z", "-b", "-i", "-W", "-w", "-e", "-N", "-S", "-x",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    fuzz_edges(
+        &["mdtest", "--print-spec"],
+        &["-d", "/nonexistent-ioscale-fuzz/m"],
+        flags.clone(),
+        flags,
+        two_words,
+    );
+}
+
+#[test]
+fn edges_smallfile() {
+    let flags: Vec<String> = [
+        "--threads",
+        "--files",
+        "--file-size",
+        "--record-size",
+        "--files-per-dir",
+        "--dirs-per-dir",
+        "--cleanup-delay-usec-per-file",
+        "--pause",
+        "--xattr-size",
+        "--xattr-count",
+        "--stonewall",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    fuzz_edges(
+        &["smallfile", "--print-spec", "--operation", "create"],
+        &["--top", "/nonexistent-ioscale-fuzz/s"],
+        flags.clone(),
+        flags,
+        two_words,
+    );
+}
+
+#[test]
+fn edges_dd() {
+    let flags: Vec<String> = ["bs=", "ibs=", "obs=", "count=", "skip=", "seek=", "--jobs"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let token = |f: &str, v: &str| {
+        if f.ends_with('=') {
+            glued(f, v)
+        } else {
+            two_words(f, v)
+        }
+    };
+    fuzz_edges(
+        &["dd", "--print-spec", "if=/dev/zero"],
+        &["of=/nonexistent-ioscale-fuzz/dd"],
+        flags.clone(),
+        flags,
+        token,
+    );
+}
+
+#[test]
+fn edges_fio() {
+    let names = [
+        "size",
+        "filesize",
+        "bs",
+        "nrfiles",
+        "numjobs",
+        "iodepth",
+        "runtime",
+        "startdelay",
+        "loops",
+        "randseed",
+        "rwmixread",
+        "rwmixwrite",
+        "ramp_time",
+        "offset",
+        "offset_increment",
+    ];
+    let flags: Vec<String> = names.iter().map(|n| format!("--{n}=")).collect();
+    let words: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    fuzz_edges(
+        &[
+            "fio",
+            "--print-spec",
+            "--name=j",
+            "--directory=/nonexistent-ioscale-fuzz",
+            "--rw=write",
+            "--size=64k",
+        ],
+        &[],
+        flags,
+        words,
+        glued,
+    );
+}
+
+#[test]
+fn edges_io500() {
+    // The data and result directories are below a regular file, so nothing
+    // can be created: every command line ends in a refusal or at the
+    // mkdir of the data directory (exit 2, naming it).
+    let side = scratch();
+    let file = side.path().join("file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let data = file.join("d");
+    let res = file.join("r");
+    let flags: Vec<String> = ["--tasks", "--stonewall"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut words = flags.clone();
+    words.push(s(&data).to_string());
+    fuzz_edges(
+        &["io500", "--resultdir", s(&res)],
+        &[s(&data)],
+        flags,
+        words.clone(),
+        two_words,
+    );
+    // The same edges in an io500 .ini file.
+    let keys = [
+        ("debug", "stonewall-time"),
+        ("ior-easy", "transferSize"),
+        ("ior-easy", "blockSize"),
+        ("ior-hard", "segmentCount"),
+        ("mdtest-easy", "n"),
+        ("mdtest-hard", "n"),
+    ];
+    let ini = side.path().join("c.ini");
+    let cwd = scratch();
+    words.extend(keys.iter().map(|(_, k)| k.to_string()));
+    words.push(s(&ini).to_string());
+    runner()
+        .run(&edge_picks(keys.len()), |picks| {
+            let mut text = format!(
+                "[global]\ndatadir = {}\nresultdir = {}\n",
+                s(&data),
+                s(&res)
+            );
+            for (k, v) in picks {
+                text.push_str(&format!("[{}]\n{} = {}\n", keys[k].0, keys[k].1, EDGES[v]));
+            }
+            std::fs::write(&ini, &text).unwrap();
+            check(
+                cwd.path(),
+                &["io500".to_string(), s(&ini).to_string()],
+                &words,
+            )
+        })
+        .unwrap();
+}
+
+/// What the edge families found, kept as fixed cases: each was a panic
+/// (exit 101) and is now exit 2 naming the flag.
+#[test]
+fn edge_panics_found_are_exit_2_naming_the_flag() {
+    let side = scratch();
+    let file = side.path().join("file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let data = file.join("d");
+    let res = file.join("r");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "mdtest",
+                "--print-spec",
+                "-z",
+                "18446744073709551615",
+                "-b",
+                "1",
+                "-n",
+                "4",
+            ],
+            "-z",
+        ),
+        (
+            vec!["mdtest", "--print-spec", "-n", "18446744073709551615"],
+            "-n",
+        ),
+        (
+            vec![
+                "smallfile",
+                "--print-spec",
+                "--file-size",
+                "18446744073709551615",
+            ],
+            "--file-size",
+        ),
+        (
+            vec![
+                "dd",
+                "--print-spec",
+                "if=/dev/zero",
+                "--jobs",
+                "9223372036854775808",
+            ],
+            "--jobs",
+        ),
+        (
+            vec![
+                "fio",
+                "--print-spec",
+                "--name=j",
+                "--directory=/nonexistent-ioscale-fuzz",
+                "--rw=write",
+                "--size=64k",
+                "--numjobs=9223372036854775808",
+            ],
+            "numjobs",
+        ),
+        (
+            vec![
+                "io500",
+                "--stonewall",
+                "18446744073709551615m",
+                "--resultdir",
+                s(&res),
+                s(&data),
+            ],
+            "--stonewall",
+        ),
+    ];
+    let cwd = scratch();
+    for (mut args, flag) in cases {
+        match args[0] {
+            "mdtest" => args.extend(["-d", "/nonexistent-ioscale-fuzz/m"]),
+            "smallfile" => args.extend(["--top", "/nonexistent-ioscale-fuzz/s"]),
+            "dd" => args.push("of=/nonexistent-ioscale-fuzz/dd"),
+            _ => {}
+        }
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let out = run_in(cwd.path(), &args);
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            contains_word(&err, flag),
+            "{args:?} does not name {flag}: {err}"
+        );
+        assert!(names(cwd.path()).is_empty());
     }
 }

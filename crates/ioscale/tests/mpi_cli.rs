@@ -722,6 +722,119 @@ fn slurm_job_runs_four_ranks_with_srun_and_pmix() {
     assert_empty(&target);
 }
 
+/// Issue 13 item 12: every value `ioscale slurm` writes into a script is
+/// checked (a control character is exit 2 naming the flag) and quoted, the
+/// command is checked when the script is written, and the script a sweep
+/// gets runs: each generated script here is run with `sbatch --wait` on
+/// the local Slurm.
+#[test]
+fn slurm_scripts_are_checked_quoted_and_run() {
+    if !have("slurmctld") || !have("munged") || !have("mpirun") {
+        return skip("slurm-wlm, munge or openmpi-bin not installed");
+    }
+    if !is_root() {
+        return skip("starting slurmctld, slurmd and munged needs root");
+    }
+    let work = scratch();
+    let target = work.path().join("fs");
+    std::fs::create_dir(&target).unwrap();
+    let victim = work.path().join("injected");
+    // Refused at generation, nothing written: a newline that would end an
+    // #SBATCH line and run a command, a command without a TARGET, a
+    // negative size, a sweep of 0 threads.
+    let inject = format!("debug\ntouch {}", s(&victim));
+    let job = work.path().join("bad.sbatch");
+    for (flags, cmd, names) in [
+        (
+            vec!["--partition", inject.as_str()],
+            vec!["run", s(&target)],
+            "--partition",
+        ),
+        (
+            vec!["--job-name", "a\rb"],
+            vec!["run", s(&target)],
+            "--job-name",
+        ),
+        (vec![], vec!["run"], "TARGET"),
+        (vec![], vec!["run", "--size", "-1", s(&target)], "--size"),
+        (
+            vec![],
+            vec!["sweep", "--threads", "0", "--", "run", s(&target)],
+            "--threads",
+        ),
+    ] {
+        let mut a = vec!["slurm", "--out", s(&job)];
+        a.extend(flags);
+        a.push("--");
+        a.extend(cmd);
+        let out = run(&a);
+        assert_code(&out, 2);
+        assert!(stderr(&out).contains(names), "{a:?}: {}", stderr(&out));
+        assert!(!job.exists(), "{a:?} wrote a script");
+    }
+
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let slurm = Slurm::start().expect("a local Slurm");
+    // A sweep job (--json goes to the sweep, not after the inner command),
+    // with a job name, output and results directory that need quoting.
+    let results = work.path().join("res dir");
+    let log = work.path().join("job out.txt");
+    let job = work.path().join("sweep.sbatch");
+    let out = run(&[
+        "slurm",
+        "--ntasks-per-node",
+        "2",
+        "--ranks",
+        "1,2",
+        "--time",
+        "00:05:00",
+        "--job-name",
+        "io'scale $(touch x)",
+        "--output",
+        s(&log),
+        "--results",
+        s(&results),
+        "--launcher-args",
+        "--overlap",
+        "--out",
+        s(&job),
+        "--",
+        "sweep",
+        "--threads",
+        "1,2",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "64k",
+        "--size",
+        "256k",
+        s(&target),
+    ]);
+    assert_code(&out, 0);
+    let sb = slurm
+        .cmd("sbatch", 180)
+        .arg("--wait")
+        .arg(&job)
+        .output()
+        .expect("running sbatch");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        sb.status.success(),
+        "sbatch --wait: {}{}\njob output:\n{text}",
+        String::from_utf8_lossy(&sb.stdout),
+        String::from_utf8_lossy(&sb.stderr)
+    );
+    for n in [1, 2] {
+        let v = json(&results.join(format!("sweep-{n}.json")));
+        assert_eq!(v["kind"], "sweep", "{v}");
+        assert_eq!(v["points"].as_array().unwrap().len(), 2, "{v}");
+    }
+    assert!(!work.path().join("x").exists() && !victim.exists());
+    assert_empty(&target);
+}
+
 /// The IOR summary row of `op` (panics with the text when there is none).
 fn ior_row<'a>(text: &'a str, op: &str) -> &'a str {
     text.lines()

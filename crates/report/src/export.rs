@@ -128,6 +128,19 @@ pub fn from_json(bytes: &[u8]) -> Result<ResultSet, ExportError> {
     Ok(rs)
 }
 
+/// [`from_json`] from a reader, parsing straight into the record (no copy
+/// of the text is held), so memory is the record's own.
+pub fn from_json_reader<R: std::io::Read>(r: R) -> Result<ResultSet, ExportError> {
+    let rs: ResultSet = serde_json::from_reader(std::io::BufReader::new(r))?;
+    if rs.schema > SCHEMA {
+        return Err(ExportError::Schema {
+            found: rs.schema,
+            supported: SCHEMA,
+        });
+    }
+    Ok(rs)
+}
+
 // ---------------------------------------------------------------- CSV
 
 /// The CSV columns, in order; one row per [`PhaseRecord`].

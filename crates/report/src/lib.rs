@@ -15,8 +15,8 @@ pub mod smallfile_text;
 
 pub use dd_text::{DdInfo, DdStatus, DdTextExporter};
 pub use export::{
-    csv_field, from_json, table, CsvExporter, ExportError, ExportType, Exporter, JsonExporter,
-    MetaTextExporter, TextExporter, CSV_COLUMNS,
+    csv_field, from_json, from_json_reader, table, CsvExporter, ExportError, ExportType, Exporter,
+    JsonExporter, MetaTextExporter, TextExporter, CSV_COLUMNS,
 };
 pub use ior_text::{FsStats, IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
 pub use mdtest_text::{MdtestInfo, MdtestTextExporter};

@@ -636,7 +636,7 @@ impl RawWorkload {
             (Some(p), None, Some(s)) => {
                 if p % s != 0 {
                     return Err(SpecError::Sizes(format!(
-                        "the size per worker ({}) does not split into {s} equal segments",
+                        "the size per worker (--size {}) does not split into {s} equal segments (--segments {s})",
                         format_size(p)
                     )));
                 }

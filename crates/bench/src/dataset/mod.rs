@@ -58,6 +58,12 @@ pub struct Marker {
     pub complete: bool,
     /// Seed of the verify pattern.
     pub seed: u64,
+    /// Whether the files hold the verify pattern of `seed`: their last
+    /// write ran with `--verify`. A write without it fills them with bytes
+    /// no read can check, and a `--verify` read of them is refused rather
+    /// than reported as corruption. Markers from before this field: true.
+    #[serde(default = "pattern_default")]
+    pub pattern: bool,
     /// Directories this marker's runs created (IOR -u), removed with rmdir.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dirs_created: Vec<PathBuf>,
@@ -68,6 +74,10 @@ pub struct Marker {
     /// Identities of the per-worker directories, by worker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dir_ids: Vec<safefs::FileId>,
+}
+
+fn pattern_default() -> bool {
+    true
 }
 
 /// Which cleanup rules apply to a data set.
@@ -409,6 +419,7 @@ impl DataSet {
             file_size: spec.file_size(),
             complete: false,
             seed: spec.seed,
+            pattern: spec.verify,
             dirs_created: Vec::new(),
             root_id: None,
             dir_ids: Vec::new(),
@@ -457,7 +468,9 @@ impl DataSet {
                         spec.file_size()
                     )));
                 }
-                if !writes {
+                // With --verify a file cut short is damaged data, which the
+                // read phase reports (exit 1) at the offset where it ends.
+                if !writes && !spec.verify {
                     for f in &files {
                         let len = fs::metadata(f).map(|m| m.len()).unwrap_or(0);
                         if len < spec.file_size() {
@@ -469,11 +482,29 @@ impl DataSet {
                         }
                     }
                 }
+                if spec.verify && !writes && !found.pattern {
+                    return Err(Error::Refused(format!(
+                        "the kept files in {} were not written with a known pattern (their last write ran \
+                         without --verify), so there is nothing to check them against; write them again \
+                         with --verify --keep, or read them without --verify",
+                        root.display()
+                    )));
+                }
                 if spec.verify && found.seed != spec.seed && !writes {
                     return Err(Error::Refused(format!(
                         "the kept files were written with --seed {}; pass the same --seed to verify them",
                         found.seed
                     )));
+                }
+                let mut found = found;
+                if writes && found.pattern && !(spec.verify && spec.seed == found.seed) {
+                    // This run's writes replace the pattern: say so before
+                    // the first byte, so a run cut short leaves no marker
+                    // claiming a pattern the files no longer hold.
+                    found.pattern = false;
+                    write_marker_in(&rootd, &found).map_err(|e| {
+                        io_err(format!("cannot write the marker in {}", root.display()), e)
+                    })?;
                 }
                 for i in 0..dirs.len() {
                     let name = dir_name(i);
@@ -591,11 +622,14 @@ impl DataSet {
 
     /// Records that the files now hold a complete data set (after a write
     /// phase finished without error), so a later read run may use them.
-    pub fn mark_complete(&mut self, run_id: &str, file_size: u64, seed: u64) {
+    /// `pattern`: the write ran with `--verify` (the files hold the
+    /// pattern of `seed`).
+    pub fn mark_complete(&mut self, run_id: &str, file_size: u64, seed: u64, pattern: bool) {
         self.marker.complete = true;
         self.marker.run_id = run_id.into();
         self.marker.file_size = file_size;
         self.marker.seed = seed;
+        self.marker.pattern = pattern;
         self.had_data = true;
         match &self.kind {
             SetKind::Native => {
@@ -1001,6 +1035,14 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
                 path.display()
             )));
         }
+        if spec.verify && !writes && !found.pattern {
+            return Err(Error::Refused(format!(
+                "the kept files at {} were not written with a known pattern (their last write ran \
+                 without -W), so there is nothing to check them against; write them again with -w -W -k, \
+                 or read them without -R",
+                path.display()
+            )));
+        }
         if spec.verify && found.seed != spec.seed && !writes {
             return Err(Error::Refused(format!(
                 "the kept files were written with -G {}; pass the same -G to check them",
@@ -1016,6 +1058,9 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         };
         let mut marker = found;
         if writes {
+            // This run's writes replace the pattern unless they write the
+            // same one: recorded before the first byte.
+            marker.pattern &= spec.verify && spec.seed == marker.seed;
             make_ior_dirs(&pd, &root, &dirs, &mut marker)?;
             let _ = write_sidecar_in(&pd, &marker_name, &marker);
         }
@@ -1038,6 +1083,7 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         file_size: spec.file_size(),
         complete: false,
         seed: spec.seed,
+        pattern: spec.verify,
         dirs_created: Vec::new(),
         root_id: None,
         dir_ids: Vec::new(),
@@ -1154,6 +1200,7 @@ fn prepare_dd(
         file_size: spec.file_size(),
         complete: false,
         seed: spec.seed,
+        pattern: spec.verify,
         dirs_created: Vec::new(),
         root_id: None,
         dir_ids: Vec::new(),

@@ -81,10 +81,18 @@ fn usage(msg: impl Into<String>) -> Usage {
     Usage(msg.into())
 }
 
-/// `--jobs N`: a count of at least 1.
+/// The most copies `--jobs` runs: the workload's thread limit.
+const MAX_JOBS: u64 = 4_096;
+
+/// `--jobs N`: a count of at least 1, at most [`MAX_JOBS`].
 fn parse_jobs(flag: &str, v: &str) -> Result<u64, Usage> {
     match parse_count(v) {
         Ok(0) => Err(usage(format!("{flag} {v}: give at least 1 copy"))),
+        // Each copy is a thread (and a file name made before any check of
+        // the workload): the limit of the workload's threads.
+        Ok(n) if n > MAX_JOBS => Err(usage(format!(
+            "{flag} {v}: at most {MAX_JOBS} copies (one thread each)"
+        ))),
         Ok(n) => Ok(n),
         Err(e) => Err(usage(format!("{flag} {v}: {e}"))),
     }

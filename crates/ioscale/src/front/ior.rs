@@ -686,11 +686,12 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     let timed_out = Arc::new(AtomicBool::new(false));
     if a.max_minutes > 0 {
         let (stop, timed_out) = (Arc::clone(&stop), Arc::clone(&timed_out));
-        let limit = Duration::from_secs(a.max_minutes * 60);
+        let limit = Duration::from_secs(a.max_minutes.saturating_mul(60));
         std::thread::spawn(move || {
-            std::thread::sleep(limit);
-            timed_out.store(true, Ordering::Relaxed);
-            stop.store(true, Ordering::Relaxed);
+            if safefs::sleep_or_stop(limit, &stop) == safefs::Waited::Elapsed {
+                timed_out.store(true, Ordering::Relaxed);
+                stop.store(true, Ordering::Relaxed);
+            }
         });
     }
     info.began = super::ctime_now();

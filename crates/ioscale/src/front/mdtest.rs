@@ -310,7 +310,9 @@ fn dirs_in_tree(z: u64, b: u64) -> Result<u64, Usage> {
         return Ok(1);
     }
     if b == 1 {
-        return Ok(z + 1);
+        return z
+            .checked_add(1)
+            .ok_or_else(|| usage("-z/-b: the tree is too large"));
     }
     let mut total: u64 = 0;
     let mut level: u64 = 1;
@@ -538,9 +540,17 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
         Err(code) => return Ok(code),
     };
     let built = to_raw(&a).and_then(|(raw, notes)| {
-        raw.build()
-            .map(|s| (s, notes))
-            .map_err(|e| usage(e.to_string().replace("--reps ", "-i ")))
+        raw.build().map(|s| (s, notes)).map_err(|e| {
+            const NATIVE_FLAGS: &[(&str, &str)] = &[
+                ("--files", "-n (or -I)"),
+                ("--file-size", "-w"),
+                ("--files-per-dir", "-I"),
+                ("--dirs-per-dir", "-b"),
+                ("--time", "-W"),
+            ];
+            let msg = e.to_string().replace("--reps ", "-i ");
+            usage(super::in_tool_terms("mdtest", &msg, NATIVE_FLAGS))
+        })
     });
     let (spec, notes) = match built {
         Ok(s) => s,

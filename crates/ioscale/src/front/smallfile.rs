@@ -404,7 +404,12 @@ fn to_raw(a: &SfArgs) -> Result<RawMeta, Usage> {
         threads: Some(a.threads),
         files: Some(a.files),
         file_size: Some(FileSize::Fixed {
-            bytes: a.file_size_kb * 1024,
+            bytes: a.file_size_kb.checked_mul(1024).ok_or_else(|| {
+                usage(format!(
+                    "--file-size {}: more KiB than a file can hold",
+                    a.file_size_kb
+                ))
+            })?,
         }),
         record_size: record,
         same_dir: a.same_dir,
@@ -621,7 +626,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let mut argv = vec!["smallfile_cli.py".to_string()];
     argv.extend(args.iter().cloned());
     let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
-    let outcome = bench::meta::run_with(&spec, argv, stop, coord);
+    let outcome = bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord);
     drop(live);
     let outcome = match outcome {
         Ok(o) => o,
@@ -685,9 +690,15 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     for n in &outcome.notes {
         eprintln!("smallfile: {n}");
     }
-    if spec.ops == [MetaOp::Cleanup] && a.cleanup_delay_usec > 0 {
+    if spec.ops == [MetaOp::Cleanup] && a.cleanup_delay_usec > 0 && code != 130 {
+        // The pause is as long as asked (2^64-1 microseconds included), and
+        // a SIGINT or SIGTERM ends it with 130.
         let us = a.cleanup_delay_usec.saturating_mul(spec.total_files());
-        std::thread::sleep(std::time::Duration::from_micros(us.min(3_600_000_000)));
+        let d = std::time::Duration::from_micros(us);
+        if safefs::sleep_or_stop(d, &stop) == safefs::Waited::Stopped {
+            eprintln!("smallfile: interrupted during --cleanup-delay-usec-per-file");
+            code = 130;
+        }
     }
     Ok(code)
 }

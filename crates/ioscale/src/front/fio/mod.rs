@@ -211,6 +211,15 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
     if j.numjobs == 0 {
         return Err(Usage(format!("numjobs=0 (job '{n}'): must be at least 1")));
     }
+    // Each clone is a thread with a file name made before the workload is
+    // checked: the workload's thread limit, up front.
+    const MAX_NUMJOBS: u64 = 4_096;
+    if j.numjobs > MAX_NUMJOBS {
+        return Err(Usage(format!(
+            "numjobs={} (job '{n}'): at most {MAX_NUMJOBS} (one thread each)",
+            j.numjobs
+        )));
+    }
     if j.verify.is_some() && !matches!(j.op, Op::Write | Op::Randwrite) {
         return Err(Usage(format!(
             "verify= (job '{n}'): ioscale checks data after a write job (rw=write or randwrite), which \
@@ -639,8 +648,11 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         for j in &run.jobs {
             report.headers.push(Header::of(j));
         }
-        if !run.jobs[0].startdelay.is_zero() {
-            std::thread::sleep(run.jobs[0].startdelay);
+        if !run.jobs[0].startdelay.is_zero()
+            && safefs::sleep_or_stop(run.jobs[0].startdelay, &stop) == safefs::Waited::Stopped
+        {
+            code = 130;
+            break;
         }
         let mut created = Vec::new();
         let mut laid = Vec::new();

@@ -200,7 +200,10 @@ pub fn run_phase(
                         let limit = (shape.limit)(w);
                         start.wait();
                         let t_start = Instant::now();
-                        let deadline = shape.deadline.map(|d| t_start + d);
+                        // A stonewall past what an Instant holds is none.
+                        let deadline = shape
+                            .deadline
+                            .and_then(|d| safefs::deadline_after(t_start, d));
                         let mut acc = Acc::default();
                         let (done, error, at_sw) = match make(w) {
                             Ok(mut work) => {

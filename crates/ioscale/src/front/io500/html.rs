@@ -288,6 +288,23 @@ pub fn render(rec: &Value) -> String {
 /// `--html`; `None` when the file is not an io500 record (the usual
 /// report reads it).
 pub fn report(args: &crate::report_cmd::ReportArgs) -> Option<i32> {
+    // Whether it is an io500 record, from its top-level `command` and
+    // `tool` alone, parsed as a stream: any other record is left to the
+    // streaming reader without ever being held as text or JSON values.
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(default)]
+        command: Option<Value>,
+        #[serde(default)]
+        tool: Option<Value>,
+    }
+    let (f, _) = safefs::open_bounded("FILE", &args.file, safefs::MAX_RECORD_BYTES).ok()?;
+    let head: Head = serde_json::from_reader(std::io::BufReader::new(f)).ok()?;
+    if head.command.as_ref().and_then(Value::as_str) != Some("io500")
+        || head.tool.as_ref().and_then(Value::as_str) != Some("ioscale")
+    {
+        return None;
+    }
     let bytes = safefs::read_bounded("FILE", &args.file, safefs::MAX_RECORD_BYTES).ok()?;
     let rec: Value = serde_json::from_slice(&bytes).ok()?;
     if !is_io500(&rec) {

@@ -96,7 +96,8 @@ fn parse_duration(v: &str) -> Result<u64, String> {
     if n == 0 {
         return Err(format!("--stonewall {v}: must be at least 1 second"));
     }
-    Ok(n * mult)
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("--stonewall {v}: more seconds than ioscale counts"))
 }
 
 /// Local time as io500's directory stamp, `YYYY.MM.DD-HH.MM.SS`.

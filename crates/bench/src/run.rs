@@ -286,6 +286,21 @@ pub fn run_with_options(
     coord: &dyn Coordinator,
     opts: Options,
 ) -> Result<Outcome, Error> {
+    run_with_hook(spec, command, stop, coord, opts, &mut |_| {})
+}
+
+/// [`run_with_options`], calling `before_cleanup` on rank 0 with the
+/// record of an interrupted run before its files are removed: the caller
+/// saves it there, so a second signal during a long cleanup loses nothing
+/// but the cleanup.
+pub fn run_with_hook(
+    spec: &WorkloadSpec,
+    command: Vec<String>,
+    stop: Arc<AtomicBool>,
+    coord: &dyn Coordinator,
+    opts: Options,
+    before_cleanup: &mut dyn FnMut(&ResultSet),
+) -> Result<Outcome, Error> {
     let Setup {
         host,
         topo,
@@ -438,7 +453,7 @@ pub fn run_with_options(
     }
     results.warnings = warns;
     results.summarise();
-    let mut outcome = finish(spec, coord, &mut ds, results);
+    let mut outcome = finish(spec, coord, &mut ds, results, before_cleanup);
     outcome.probes = probes;
     outcome.latency = latency;
     Ok(outcome)
@@ -510,6 +525,7 @@ fn finish(
     coord: &dyn Coordinator,
     ds: &mut DataSet,
     results: ResultSet,
+    before_cleanup: &mut dyn FnMut(&ResultSet),
 ) -> Outcome {
     let mut notes = Vec::new();
     coord.barrier();
@@ -522,6 +538,9 @@ fn finish(
         };
     }
     if !spec.keep && ds.created_root {
+        if results.interrupted {
+            before_cleanup(&results);
+        }
         let left = ds.remove();
         for l in left {
             notes.push(format!("cleanup: could not remove {l}"));

@@ -194,7 +194,16 @@ fn run_ranks(
     let live = root
         .then(|| progress::Display::start(args.progress, spec.reps, spec.ops.len(), ranks))
         .flatten();
-    let outcome = bench::run::run_with(&spec, command, stop, coord);
+    // An interrupted run's record is saved before its files are removed.
+    let mut early = output::EarlySave::new(args.json.as_deref(), args.csv.as_deref(), "the files");
+    let outcome = bench::run::run_with_hook(
+        &spec,
+        command,
+        stop,
+        coord,
+        bench::run::Options::default(),
+        &mut |rs| early.save(rs),
+    );
     drop(live);
     let outcome = match outcome {
         Ok(o) => o,
@@ -205,15 +214,13 @@ fn run_ranks(
             return Ok(e.exit_code());
         }
     };
+    let (json, csv) = if early.saved {
+        (None, None)
+    } else {
+        (args.json.as_deref(), args.csv.as_deref())
+    };
     let code = if root {
-        emit(
-            &outcome,
-            args.json.as_deref(),
-            args.csv.as_deref(),
-            args.format,
-            args.quiet,
-        )
-        .unwrap_or_else(|e| {
+        emit(&outcome, json, csv, args.format, args.quiet).unwrap_or_else(|e| {
             eprintln!("ioscale: error: {e:#}");
             2
         })

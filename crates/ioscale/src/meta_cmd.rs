@@ -37,30 +37,9 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     let command: Vec<String> = std::env::args().collect();
     // An interrupted run's record is saved before its tree is removed: a
     // second Ctrl-C then cuts the cleanup short, never the record.
-    let mut saved = false;
-    let mut save_early = |rs: &report::ResultSet| {
-        for (p, kind) in [
-            (args.json.as_deref(), report::ExportType::Json),
-            (args.csv.as_deref(), report::ExportType::Csv),
-        ] {
-            if let Some(p) = p {
-                match kind.exporter().render(rs) {
-                    Ok(bytes) => {
-                        if let Err(e) = crate::output::write_atomic(p, &bytes) {
-                            eprintln!("ioscale: error: {e:#}");
-                        }
-                    }
-                    Err(e) => eprintln!("ioscale: error: {e:#}"),
-                }
-            }
-        }
-        saved = true;
-        eprintln!(
-            "ioscale: interrupted: the record is saved; removing the tree now \
-             (a second Ctrl-C stops that and leaves the tree; \
-             `ioscale clean TARGET` removes it)"
-        );
-    };
+    let mut early =
+        crate::output::EarlySave::new(args.json.as_deref(), args.csv.as_deref(), "the tree");
+    let mut save_early = |rs: &report::ResultSet| early.save(rs);
     let live = root
         .then(|| {
             crate::progress::Display::start(args.progress, spec.reps, spec.ops.len(), coord.size())
@@ -87,7 +66,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     if !root {
         return Ok(outcome.exit_code());
     }
-    let (json, csv) = if saved {
+    let (json, csv) = if early.saved {
         (None, None)
     } else {
         (args.json.as_deref(), args.csv.as_deref())

@@ -584,3 +584,66 @@ fn fio_outputs_go_into_a_fifo_and_never_replace_it() {
         );
     }
 }
+
+/// `run`, as `meta`: an interrupted run's record is written before its
+/// files are removed, so a second Ctrl-C during a slow cleanup (a file
+/// system taking 50 ms per metadata request) keeps the record.
+#[test]
+fn a_second_ctrl_c_during_run_cleanup_keeps_the_record() {
+    let Some(fs) = common::fuse::TestFs::mount(&["--meta-delay", "50ms", "--bw", "20m"]) else {
+        return;
+    };
+    let t = scratch();
+    let j = t.path().join("r.json");
+    let c = t.path().join("r.csv");
+    let mut child = spawn(&[
+        "run",
+        "--op",
+        "write",
+        "--threads",
+        "48",
+        "--layout",
+        "per-thread",
+        "--size",
+        "1g",
+        "--xfer",
+        "64k",
+        "--time",
+        "60s",
+        "--json",
+        s(&j),
+        "--csv",
+        s(&c),
+        "-q",
+        s(fs.path()),
+    ]);
+    let set = fs.path().join("ioscale.d");
+    wait_until(&mut child, "every thread's file", || {
+        count_entries(&set) >= 48
+    });
+    signal(&child, libc::SIGINT);
+    // The second Ctrl-C lands once the cleanup has begun removing files.
+    let t0 = std::time::Instant::now();
+    while count_entries(&set) >= 48
+        && child.try_wait().unwrap().is_none()
+        && t0.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the cleanup ended before the second Ctrl-C"
+    );
+    signal(&child, libc::SIGINT);
+    let out = finish(child, Duration::from_secs(60));
+    assert_code(&out, 130);
+    assert!(
+        stderr(&out).contains("the record is saved"),
+        "{}",
+        stderr(&out)
+    );
+    let v = json(&j);
+    assert_eq!(v["interrupted"], true, "{v}");
+    assert!(std::fs::metadata(&c).unwrap().len() > 0);
+    drop(fs);
+}

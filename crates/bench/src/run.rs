@@ -592,6 +592,9 @@ struct SharedSet {
     dirs: Vec<std::path::PathBuf>,
     marker: Marker,
     had_data: bool,
+    /// `TARGET/ioscale.d` (the other ranks then open it themselves,
+    /// refusing a link); IOR and dd names are opened by path.
+    native: bool,
 }
 
 /// Hands rank 0's data set to every rank. The other ranks' copy never
@@ -606,6 +609,7 @@ fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataS
         dirs: d.dirs.clone(),
         marker: d.marker.clone(),
         had_data: d.had_data,
+        native: matches!(d.kind, SetKind::Native),
     });
     let got: Option<SharedSet> = coord
         .broadcast_as(&shared)
@@ -621,7 +625,13 @@ fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataS
         dirs: s.dirs,
         marker: s.marker,
         had_data: s.had_data,
-        kind: SetKind::Native,
+        // The other ranks never write a marker or remove anything: only
+        // whether the set is native matters to them (see `anchors`).
+        kind: if s.native {
+            SetKind::Native
+        } else {
+            SetKind::Sidecar(std::path::PathBuf::new())
+        },
         guard: None,
     })
 }

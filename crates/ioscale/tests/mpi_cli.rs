@@ -1120,3 +1120,73 @@ fn an_io500_sweep_runs_every_point_on_every_rank() {
     );
     assert!(!data.exists(), "the runs' own files are removed");
 }
+
+/// Every rank, not only rank 0, opens its data files through a held
+/// working directory: `T/ioscale.d` swapped for a link to a directory of
+/// foreign files mid-run (a FUSE target with a delay per request, so the
+/// swap lands while the repetitions run) leaves those files intact on
+/// every rank's side.
+#[test]
+fn a_swapped_working_directory_is_never_followed_by_any_rank() {
+    use safefs::testing::Victim;
+    use std::time::{Duration, Instant};
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(fs) = common::fuse::TestFs::mount(&["--delay", "500us"]) else {
+        return;
+    };
+    let o = scratch();
+    let victim = Victim::plant(&o.path().join("VICTIM"), 7).unwrap();
+    let t = fs.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    let mut child = Command::new("timeout")
+        .args([
+            "-k",
+            "10",
+            "120",
+            "mpirun",
+            "--allow-run-as-root",
+            "--oversubscribe",
+        ])
+        .args(["-np", "2"])
+        .arg(ioscale_path())
+        .args(["run", "--op", "write", "--reps", "100", "--threads", "1"])
+        .args(["--size", "1m", "--xfer", "64k", "-q"])
+        .arg(&t)
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let root = t.join("ioscale.d");
+    let wait_for = |p: &Path| {
+        let t0 = Instant::now();
+        while std::fs::symlink_metadata(p).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "{p:?} never appeared"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    // Rank 1's file: both ranks are writing.
+    wait_for(&root.join("file.00000001"));
+    std::thread::sleep(Duration::from_millis(50));
+    std::fs::rename(&root, t.join("moved")).unwrap();
+    std::os::unix::fs::symlink(victim.path(), &root).unwrap();
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended before the swap: the test proves nothing"
+    );
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("exit {:?}; stderr:\n{err}", out.status);
+    assert_ne!(out.status.code(), Some(124), "mpirun timed out");
+    victim.check().unwrap();
+    assert!(std::fs::symlink_metadata(&root)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}

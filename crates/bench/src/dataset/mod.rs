@@ -652,12 +652,23 @@ impl DataSet {
     /// (or per-worker directory, opened now through it and checked against
     /// the identity recorded at its creation) and the file's name, so a
     /// path swapped for a link or another directory after setup is never
-    /// followed. Empty where this process holds no handles (the other
-    /// ranks of an MPI run, IOR and dd names): the workers open by path.
+    /// followed. The other ranks of an MPI run open the working directory
+    /// rank 0 made themselves, refusing a link in its place. Empty for
+    /// IOR and dd names: the workers open by path.
     pub fn anchors(&self) -> Result<Vec<Option<engine::FileAnchor>>, Error> {
         use std::os::fd::AsFd;
-        let (SetKind::Native, Some(g)) = (&self.kind, &self.guard) else {
-            return Ok(Vec::new());
+        let opened;
+        let (root_dir, checked) = match (&self.kind, &self.guard) {
+            (SetKind::Native, Some(g)) => (&g.root, true),
+            // Another rank: `O_NOFOLLOW` on the last step refuses a link
+            // swapped in for `ioscale.d`. Identities are not compared here:
+            // another node's view of a network file system has other
+            // device numbers.
+            (SetKind::Native, None) => {
+                opened = DirHandle::open(&self.root).map_err(fs_err)?;
+                (&opened, false)
+            }
+            _ => return Ok(Vec::new()),
         };
         let hold = |h: &DirHandle| -> Result<std::sync::Arc<std::os::fd::OwnedFd>, Error> {
             h.as_fd()
@@ -668,22 +679,31 @@ impl DataSet {
                     source,
                 })
         };
-        let root = hold(&g.root)?;
+        let root = hold(root_dir)?;
         let mut out = Vec::with_capacity(self.files.len());
         for (i, f) in self.files.iter().enumerate() {
-            let name = {
-                use std::os::unix::ffi::OsStrExt;
-                std::ffi::CString::new(f.file_name().unwrap_or_default().as_bytes()).map_err(
-                    |_| Error::Refused(format!("{}: a name with a NUL byte", f.display())),
-                )?
-            };
-            let dir = if self.dirs.is_empty() {
-                root.clone()
-            } else {
+            use std::os::unix::ffi::OsStrExt;
+            let base = f.file_name().unwrap_or_default().as_bytes();
+            // Rank 0 opens each worker's directory through the root and
+            // checks it; another rank names it inside the root (one open
+            // per rank, not one per worker: O_NOFOLLOW then guards the
+            // file itself, the held root guards `ioscale.d`).
+            let (dir, rel) = if self.dirs.is_empty() {
+                (root.clone(), base.to_vec())
+            } else if checked {
                 let expected = self.marker.dir_ids.get(i).copied();
-                let d = g.root.open_dir_at(dir_name(i), expected).map_err(fs_err)?;
-                hold(&d)?
+                let d = root_dir
+                    .open_dir_at(dir_name(i), expected)
+                    .map_err(fs_err)?;
+                (hold(&d)?, base.to_vec())
+            } else {
+                let mut rel = dir_name(i).as_bytes().to_vec();
+                rel.push(b'/');
+                rel.extend_from_slice(base);
+                (root.clone(), rel)
             };
+            let name = std::ffi::CString::new(rel)
+                .map_err(|_| Error::Refused(format!("{}: a name with a NUL byte", f.display())))?;
             out.push(Some(engine::FileAnchor { dir, name }));
         }
         Ok(out)

@@ -150,7 +150,10 @@ fn assert_probed(v: &Value) {
 #[test]
 fn case1_delay_is_latency_bound() {
     let _t = turn();
-    let Some(fs) = TestFs::mount(&["--delay", "2ms"]) else {
+    // 10 ms: the client's own share of a request (the FUSE round trip and
+    // ioscale, 0.4–0.9 ms here) stays well inside the 20 % Little's law
+    // must land in, on a quiet machine and a busy one.
+    let Some(fs) = TestFs::mount(&["--delay", "10ms"]) else {
         return;
     };
     let Some(v) = undisturbed("1 delay", || {
@@ -167,9 +170,9 @@ fn case1_delay_is_latency_bound() {
     assert_probed(&v);
     let c = curve(&v);
     assert_eq!(kind(c), "latency-bound", "{:#}", c["verdict"]);
-    // One 64 KiB write is one FUSE request: Little's law recovers 2 ms.
+    // One 64 KiB write is one FUSE request: Little's law recovers 10 ms.
     let w = c["little"][0]["latency_s"].as_f64().unwrap();
-    assert!((w - 0.002).abs() <= 0.2 * 0.002, "Little's law {w} s");
+    assert!((w - 0.010).abs() <= 0.2 * 0.010, "Little's law {w} s");
 }
 
 #[test]
@@ -180,7 +183,11 @@ fn case2_bandwidth_cap_is_the_server() {
     };
     let Some(v) = undisturbed("2 bw cap", || {
         sweep(
-            &["--threads", "1,2,4,8,16", "--reps", "3"],
+            // Up to 32 workers: the cap must be seen flat past the count
+            // that first reaches it (16 on a quiet machine, where 8 made
+            // 52.5 MiB/s and 16 made 59.8), or "still rising" is the
+            // honest answer.
+            &["--threads", "1,2,4,8,16,32", "--reps", "3"],
             &["--op", "write", "--size", "1280k", "--xfer", "64k"],
             fs.path(),
             0,
@@ -291,7 +298,7 @@ fn case5_identical_targets_are_no_different() {
             "--threads",
             "1,2,4",
             "--reps",
-            "5",
+            "8",
             "--target",
             &targets,
             "--quiet",
@@ -302,7 +309,7 @@ fn case5_identical_targets_are_no_different() {
             "--op",
             "write",
             "--size",
-            "1280k",
+            "5120k",
             "--xfer",
             "64k",
         ]);
@@ -316,6 +323,10 @@ fn case5_identical_targets_are_no_different() {
     assert_eq!(cmp.len(), 1, "{:#}", v["analysis"]);
     let sentence = cmp[0]["sentence"].as_str().unwrap();
     println!("[5 identical] {sentence}");
+    // Known gap (issue 12 stays open for it): each target's repetitions run
+    // back to back, so a shift between the two blocks (seen at 4 workers on
+    // a quiet machine: 211 against 184-199 MiB/s, in 2 runs of 10) is
+    // not covered by the intervals; only the 1-worker start is asserted.
     assert!(sentence.starts_with("No clear difference"), "{sentence}");
 }
 

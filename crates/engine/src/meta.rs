@@ -255,6 +255,20 @@ impl Cursor<'_, '_> {
         }
     }
 
+    /// Runs `f` with `node_rel` naming `node` (for a path to report about a
+    /// request in another directory than the current one), then puts the
+    /// current one back.
+    pub(crate) fn in_node<R>(&mut self, node: u64, f: impl FnOnce(&mut Self) -> R) -> R {
+        if node == self.node {
+            return f(self);
+        }
+        let here = std::mem::take(&mut self.node_rel);
+        self.set_node_rel(node);
+        let r = f(self);
+        self.node_rel = here;
+        r
+    }
+
     /// Makes `node`, whose descriptor is `dir` (`None` for the base node),
     /// the current directory, returning the one it replaces.
     pub(crate) fn swap_dir(&mut self, node: u64, dir: Option<OwnedFd>) -> (u64, Option<OwnedFd>) {

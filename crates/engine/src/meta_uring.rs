@@ -601,45 +601,19 @@ fn finish(
     let now = Instant::now();
     tally.t_last = now;
     let m = &mut q.slots[slot];
-    let spec = cur.plan.spec;
     // The request may name another directory than the cursor's current
-    // one (the window spans several): report paths in the request's own.
-    let node = spec.node_of(m.i);
-    let here = std::mem::take(&mut cur.node_rel);
-    if node == cur.node {
-        cur.node_rel = here.clone();
-    } else {
-        cur.set_node_rel(node);
-    }
-    let stop = finish_checks(m, cur, ctl, s);
-    cur.node_rel = here;
-    if let Some(stop) = stop {
-        if stop {
-            tally.stopping = true;
-        }
-        return true;
-    }
-    s.hist
-        .record(now.saturating_duration_since(m.t0).as_nanos() as u64);
-    s.files += 1;
-    crate::live::publish(cur.w, s.files, s.bytes());
-    true
-}
-
-/// Records a failed request (returns whether to stop) or checks the bytes
-/// a verified read read (returns `None`: the request counts).
-fn finish_checks(
-    m: &mut MSlot,
-    cur: &mut Cursor<'_, '_>,
-    ctl: &PhaseControl,
-    s: &mut MetaSample,
-) -> Option<bool> {
+    // one (the window spans several): a path is reported in the request's
+    // own, built only when there is something to report.
+    let node = cur.plan.spec.node_of(m.i);
     if let Some(e) = m.err.take() {
         cur.name.clear();
         cur.name.extend_from_slice(&m.name);
         cur.name2.clear();
         cur.name2.extend_from_slice(&m.name2);
-        return Some(record_failure(cur, e, ctl, s));
+        if cur.in_node(node, |cur| record_failure(cur, e, ctl, s)) {
+            tally.stopping = true;
+        }
+        return true;
     }
     let spec = cur.plan.spec;
     if cur.plan.op == MetaOp::Read && spec.verify {
@@ -656,12 +630,16 @@ fn finish_checks(
         if bad > 0 {
             s.bad_bytes += bad;
             if s.mismatches.len() < MAX_MISMATCHES {
-                s.mismatches
-                    .push((cur.path_of(&m.name), first.unwrap_or(0), bad));
+                let path = cur.in_node(node, |cur| cur.path_of(&m.name));
+                s.mismatches.push((path, first.unwrap_or(0), bad));
             }
         }
     }
-    None
+    s.hist
+        .record(now.saturating_duration_since(m.t0).as_nanos() as u64);
+    s.files += 1;
+    crate::live::publish(cur.w, s.files, s.bytes());
+    true
 }
 
 /// Sets the names of index `i` in `cur` for the phase's operation.

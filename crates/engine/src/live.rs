@@ -199,8 +199,13 @@ pub fn take_finished() -> Vec<Finished> {
 mod tests {
     use super::*;
 
+    /// The phase state is global: the tests that begin and end phases take
+    /// turns (one's `end` would otherwise end the other's phase).
+    static TURN: Mutex<()> = Mutex::new(());
+
     #[test]
     fn slots_sum_and_reset_per_phase() {
+        let _t = TURN.lock().unwrap_or_else(|e| e.into_inner());
         let info = PhaseInfo {
             op: "write".into(),
             rep: 0,
@@ -241,6 +246,7 @@ mod tests {
 
     #[test]
     fn lifetime_totals_outlast_phases() {
+        let _t = TURN.lock().unwrap_or_else(|e| e.into_inner());
         let w = 1000;
         publish_lifetime(w, 3, 300, 90);
         begin(PhaseInfo {

@@ -246,49 +246,69 @@ fn dim<T: Clone>(v: &[T]) -> Vec<Option<T>> {
     }
 }
 
-fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
-    let threads: Vec<u32> = parse_list(&args.threads, parse_count)
-        .map_err(|e| Usage(format!("--threads: {e}")))?
-        .into_iter()
-        .map(|t| {
-            if t == 0 {
-                usage("--threads: 0 is not a thread count")
-            } else {
-                u32::try_from(t).or_else(|_| usage(format!("--threads: {t} is too large")))
-            }
+/// The swept lists as given on the command line, checked.
+struct Lists {
+    threads: Vec<u32>,
+    xfers: Vec<u64>,
+    layouts: Vec<String>,
+    targets: Vec<String>,
+    depths: Vec<u32>,
+}
+
+/// A comma list of words (`--layout`, `--target`), empty items dropped.
+fn words(s: &Option<String>) -> Vec<String> {
+    s.as_deref()
+        .map(|s| {
+            s.split(',')
+                .map(|p| p.trim().to_string())
+                .filter(|p| !p.is_empty())
+                .collect()
         })
-        .collect::<Result<_, _>>()?;
-    let xfers: Vec<u64> = match &args.xfer {
-        Some(x) => parse_list(x, parse_size).map_err(|e| Usage(format!("--xfer: {e}")))?,
-        None => Vec::new(),
-    };
-    let split = |s: &Option<String>| -> Vec<String> {
-        s.as_deref()
-            .map(|s| {
-                s.split(',')
-                    .map(|p| p.trim().to_string())
-                    .filter(|p| !p.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let layouts = split(&args.layout);
-    let targets = split(&args.target);
-    let depths: Vec<u32> = match &args.iodepth {
-        Some(d) => parse_list(d, parse_count)
-            .map_err(|e| Usage(format!("--iodepth: {e}")))?
-            .into_iter()
-            .map(|d| match u32::try_from(d) {
-                Ok(0) => usage("--iodepth: 0 is not a queue depth"),
-                Ok(d) => Ok(d),
-                Err(_) => usage(format!("--iodepth: {d} is too large")),
-            })
-            .collect::<Result<_, _>>()?,
-        None => Vec::new(),
-    };
-    let first_target = targets.first().map(String::as_str);
-    let mut inner = parse_inner(&args.inner, first_target)?;
-    let (kind, inner_reps, has_total) = match &inner {
+        .unwrap_or_default()
+}
+
+/// A list of counts for `flag`, each at least 1 and within u32.
+fn counts(flag: &str, what: &str, s: &str) -> Result<Vec<u32>, Usage> {
+    parse_list(s, parse_count)
+        .map_err(|e| Usage(format!("{flag}: {e}")))?
+        .into_iter()
+        .map(|n| match u32::try_from(n) {
+            Ok(0) => usage(format!("{flag}: 0 is not a {what}")),
+            Ok(n) => Ok(n),
+            Err(_) => usage(format!("{flag}: {n} is too large")),
+        })
+        .collect()
+}
+
+impl Lists {
+    fn parse(args: &SweepArgs) -> Result<Lists, Usage> {
+        let xfers = match &args.xfer {
+            Some(x) => parse_list(x, parse_size).map_err(|e| Usage(format!("--xfer: {e}")))?,
+            None => Vec::new(),
+        };
+        let depths = match &args.iodepth {
+            Some(d) => counts("--iodepth", "queue depth", d)?,
+            None => Vec::new(),
+        };
+        Ok(Lists {
+            threads: counts("--threads", "thread count", &args.threads)?,
+            xfers,
+            layouts: words(&args.layout),
+            targets: words(&args.target),
+            depths,
+        })
+    }
+}
+
+/// What kind of job the inner command is (`run`, `meta`, `fio`), its own
+/// repetitions and whether it gives a `--total`; refuses inner flags the
+/// sweep owns and swept lists the job cannot take.
+fn inner_kind(
+    inner: &Command,
+    lists: &Lists,
+    args: &SweepArgs,
+) -> Result<(&'static str, String, bool), Usage> {
+    match inner {
         Command::Run(r) => {
             if r.json.is_some() || r.csv.is_some() || r.quiet || r.format != Format::Text {
                 return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner run");
@@ -296,7 +316,7 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             if r.progress != ProgressMode::Auto {
                 return usage("give --progress to sweep (before --), not to the inner run");
             }
-            ("run", r.reps.clone(), r.total.is_some())
+            Ok(("run", r.reps.clone(), r.total.is_some()))
         }
         Command::Meta(m) => {
             if m.json.is_some() || m.csv.is_some() || m.quiet || m.format != Format::Text {
@@ -305,27 +325,31 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             if m.progress != ProgressMode::Auto {
                 return usage("give --progress to sweep (before --), not to the inner meta");
             }
-            if !xfers.is_empty() {
+            if !lists.xfers.is_empty() {
                 return usage("--xfer applies to `run` sweeps; a `meta` job has no transfer size (sweep --layout or --threads)");
             }
-            ("meta", m.reps.clone(), false)
+            Ok(("meta", m.reps.clone(), false))
         }
         Command::Fio { .. } => {
             // A fio job sweeps numjobs: its size= is per clone, and its
             // file names come from the job.
-            if !xfers.is_empty() || !layouts.is_empty() || !targets.is_empty() {
+            if !lists.xfers.is_empty() || !lists.layouts.is_empty() || !lists.targets.is_empty() {
                 return usage("a `fio` sweep varies --threads (fio's numjobs) only; change bs=, directory= in the job file");
             }
             if args.scale == Some(Scale::Total) {
                 return usage("--scale total: a fio job's size= is per clone (numjobs); a `fio` sweep keeps it (per-thread)");
             }
-            ("fio", "1".to_string(), false)
+            Ok(("fio", "1".to_string(), false))
         }
-        _ => return usage(
+        _ => usage(
             "sweep runs `run` or `meta` (or a `fio` job, or `io500`): ioscale sweep --threads 1..16x2 -- run --op write /mnt/fs",
         ),
-    };
-    for l in &layouts {
+    }
+}
+
+/// Refuses a `--layout` value the job kind does not have.
+fn check_layouts(kind: &str, layouts: &[String]) -> Result<(), Usage> {
+    for l in layouts {
         let ok = match kind {
             "run" => Layout::parse(l).is_some(),
             _ => matches!(l.as_str(), "same-dir" | "per-thread-dir"),
@@ -341,9 +365,14 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             ));
         }
     }
+    Ok(())
+}
+
+/// `--reps` (or the inner command's) and `--trim`, checked together.
+fn reps_and_trim(args: &SweepArgs, inner_reps: &str) -> Result<(u32, u32), Usage> {
     let reps: u32 = match &args.reps {
         Some(r) => parse_count(r).map_err(|e| Usage(format!("--reps: {e}")))? as u32,
-        None => parse_count(&inner_reps).unwrap_or(1) as u32,
+        None => parse_count(inner_reps).unwrap_or(1) as u32,
     };
     if reps == 0 {
         return usage("--reps: must be at least 1");
@@ -357,6 +386,16 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
             "--trim {trim} drops all {reps} repetitions (2 × {trim} ≥ {reps}); use a smaller --trim or more --reps"
         ));
     }
+    Ok((reps, trim))
+}
+
+fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
+    let lists = Lists::parse(args)?;
+    let first_target = lists.targets.first().map(String::as_str);
+    let mut inner = parse_inner(&args.inner, first_target)?;
+    let (kind, inner_reps, has_total) = inner_kind(&inner, &lists, args)?;
+    check_layouts(kind, &lists.layouts)?;
+    let (reps, trim) = reps_and_trim(args, &inner_reps)?;
     let scale = args.scale.unwrap_or(if has_total {
         Scale::Total
     } else {
@@ -364,149 +403,211 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
     });
     let config = SweepConfig {
         command: kind.into(),
-        threads: threads.clone(),
-        xfer: xfers.clone(),
-        layout: layouts.clone(),
-        targets: targets.clone(),
-        iodepth: depths.clone(),
+        threads: lists.threads.clone(),
+        xfer: lists.xfers.clone(),
+        layout: lists.layouts.clone(),
+        targets: lists.targets.clone(),
+        iodepth: lists.depths.clone(),
         reps,
         scale: scale.name().into(),
         trim,
         inner: args.inner.clone(),
     };
-
-    // The first point fixes the amount of data the others scale from. The
-    // inner command is typed once here; every point sets its own fields on
-    // a copy. Its flag errors are the first point's, as they always were.
-    let t0 = threads[0];
-    let base = typed_inner(&mut inner, !xfers.is_empty(), !layouts.is_empty())
+    let typed = typed_inner(
+        &mut inner,
+        !lists.xfers.is_empty(),
+        !lists.layouts.is_empty(),
+    );
+    let (typed, base_amount) = typed
         .and_then(|typed| {
-            let base = point(
-                &typed,
-                first_target,
-                t0,
-                Axes {
-                    xfer: xfers.first().copied(),
-                    layout: layouts.first().map(String::as_str),
-                    iodepth: depths.first().copied(),
-                },
-                None,
-                reps,
-            )?;
+            let base = base_amount(&typed, &lists, reps)?;
             Ok((typed, base))
         })
         .map_err(|Usage(m)| {
             Usage(format!(
-                "point threads={t0}{}: {m}",
-                xfers
+                "point threads={}{}: {m}",
+                lists.threads[0],
+                lists
+                    .xfers
                     .first()
                     .map(|x| format!(" xfer={}", format_size(*x)))
                     .unwrap_or_default()
             ))
         })?;
-    let (typed, base) = base;
-    let base_amount = match &base {
+    let grid = Grid {
+        typed: &typed,
+        lists: &lists,
+        kind,
+        scale,
+        reps,
+        base_amount,
+    };
+    let points = grid.points()?;
+    Ok(Plan { config, points })
+}
+
+/// The amount of work per thread of the first point (bytes for `run`,
+/// files for `meta`), which the other points scale from. The inner
+/// command is typed once; its flag errors are the first point's, as they
+/// always were.
+fn base_amount(typed: &Inner, lists: &Lists, reps: u32) -> Result<u64, Usage> {
+    let base = point(
+        typed,
+        lists.targets.first().map(String::as_str),
+        lists.threads[0],
+        Axes {
+            xfer: lists.xfers.first().copied(),
+            layout: lists.layouts.first().map(String::as_str),
+            iodepth: lists.depths.first().copied(),
+        },
+        None,
+        reps,
+    )?;
+    Ok(match &base {
         Job::Run(w) => w.bytes_per_worker(),
         Job::Meta(m) => m.files,
-    };
-    let mut points = Vec::new();
-    for target in dim(&targets) {
-        for layout in dim(&layouts) {
-            for (xfer, depth) in dim(&xfers)
-                .into_iter()
-                .flat_map(|x| dim(&depths).into_iter().map(move |d| (x, d)))
-            {
-                let mut label = Vec::new();
-                if targets.len() > 1 {
-                    label.push(target.clone().unwrap_or_default());
-                }
-                if layouts.len() > 1 {
-                    label.push(layout.clone().unwrap_or_default());
-                }
-                if xfers.len() > 1 {
-                    label.push(format_size(xfer.unwrap_or(0)));
-                }
-                if depths.len() > 1 {
-                    label.push(format!("depth {}", depth.unwrap_or(1)));
-                }
-                let series = label.join(" ");
-                for &n in &threads {
-                    let amount = match scale {
-                        Scale::PerThread => base_amount,
-                        Scale::Total => {
-                            let total = base_amount * t0 as u64;
-                            if !total.is_multiple_of(n as u64) {
-                                return usage(format!(
-                                    "--scale total: the first point's total ({}) does not split evenly across {n} threads; choose thread counts that divide it",
-                                    if kind == "run" { format_size(total) } else { format!("{total} files") }
-                                ));
-                            }
-                            total / n as u64
-                        }
+    })
+}
+
+/// Everything that expands the swept lists into points.
+struct Grid<'a> {
+    typed: &'a Inner,
+    lists: &'a Lists,
+    kind: &'static str,
+    scale: Scale,
+    reps: u32,
+    base_amount: u64,
+}
+
+impl Grid<'_> {
+    /// Every point, series by series (target × layout × xfer × depth),
+    /// each over the thread counts; each point's job is built and checked.
+    fn points(&self) -> Result<Vec<Planned>, Usage> {
+        let l = self.lists;
+        let mut points = Vec::new();
+        for target in dim(&l.targets) {
+            for layout in dim(&l.layouts) {
+                for (xfer, depth) in dim(&l.xfers)
+                    .into_iter()
+                    .flat_map(|x| dim(&l.depths).into_iter().map(move |d| (x, d)))
+                {
+                    let axes = Axes {
+                        xfer,
+                        layout: layout.as_deref(),
+                        iodepth: depth,
                     };
-                    let job = point(
-                        &typed,
-                        target.as_deref().or(first_target),
-                        n,
-                        Axes {
-                            xfer,
-                            layout: layout.as_deref(),
-                            iodepth: depth,
-                        },
-                        Some(amount),
-                        reps,
-                    )
-                    .map_err(|Usage(m)| {
-                        Usage(format!(
-                            "point threads={n}{}{}{}: {m}",
-                            xfer.map(|x| format!(" xfer={}", format_size(x)))
-                                .unwrap_or_default(),
-                            depth.map(|d| format!(" iodepth={d}")).unwrap_or_default(),
-                            layout
-                                .as_deref()
-                                .map(|l| format!(" layout={l}"))
-                                .unwrap_or_default()
-                        ))
-                    })?;
-                    let (xf, lay, tgt, files, dir_per_file, per) = match &job {
-                        Job::Run(w) => (
-                            w.xfer,
-                            w.layout.name().to_string(),
-                            w.target.display().to_string(),
-                            w.file_count() as u64,
-                            w.layout == Layout::PerThreadDir,
-                            w.bytes_per_worker(),
-                        ),
-                        Job::Meta(m) => (
-                            0,
-                            if m.same_dir {
-                                "same-dir"
-                            } else {
-                                "per-thread-dir"
-                            }
-                            .to_string(),
-                            m.target.display().to_string(),
-                            m.total_files(),
-                            !m.same_dir,
-                            m.files * m.file_size.max(),
-                        ),
-                    };
-                    points.push(Planned {
-                        threads: n,
-                        xfer: xf,
-                        layout: lay,
-                        target: tgt,
-                        series: series.clone(),
-                        file_count: files,
-                        dir_per_file,
-                        bytes_per_thread: per,
-                        job,
-                    });
+                    let series = self.series(target.as_deref(), axes);
+                    for &n in &l.threads {
+                        let job = self.job(target.as_deref(), n, axes)?;
+                        points.push(planned(job, n, series.clone()));
+                    }
                 }
             }
         }
+        Ok(points)
     }
-    Ok(Plan { config, points })
+
+    /// The series label: the values of the dimensions swept over more
+    /// than one value.
+    fn series(&self, target: Option<&str>, axes: Axes<'_>) -> String {
+        let l = self.lists;
+        let mut label = Vec::new();
+        if l.targets.len() > 1 {
+            label.push(target.unwrap_or_default().to_string());
+        }
+        if l.layouts.len() > 1 {
+            label.push(axes.layout.unwrap_or_default().to_string());
+        }
+        if l.xfers.len() > 1 {
+            label.push(format_size(axes.xfer.unwrap_or(0)));
+        }
+        if l.depths.len() > 1 {
+            label.push(format!("depth {}", axes.iodepth.unwrap_or(1)));
+        }
+        label.join(" ")
+    }
+
+    /// The work per thread at `n` threads under the sweep's `--scale`.
+    fn amount(&self, n: u32) -> Result<u64, Usage> {
+        match self.scale {
+            Scale::PerThread => Ok(self.base_amount),
+            Scale::Total => {
+                let total = self.base_amount * self.lists.threads[0] as u64;
+                if !total.is_multiple_of(n as u64) {
+                    return usage(format!(
+                        "--scale total: the first point's total ({}) does not split evenly across {n} threads; choose thread counts that divide it",
+                        if self.kind == "run" { format_size(total) } else { format!("{total} files") }
+                    ));
+                }
+                Ok(total / n as u64)
+            }
+        }
+    }
+
+    /// The job of the point at `n` threads, its errors named by the point.
+    fn job(&self, target: Option<&str>, n: u32, axes: Axes<'_>) -> Result<Job, Usage> {
+        let first_target = self.lists.targets.first().map(String::as_str);
+        point(
+            self.typed,
+            target.or(first_target),
+            n,
+            axes,
+            Some(self.amount(n)?),
+            self.reps,
+        )
+        .map_err(|Usage(m)| {
+            Usage(format!(
+                "point threads={n}{}{}{}: {m}",
+                axes.xfer
+                    .map(|x| format!(" xfer={}", format_size(x)))
+                    .unwrap_or_default(),
+                axes.iodepth
+                    .map(|d| format!(" iodepth={d}"))
+                    .unwrap_or_default(),
+                axes.layout
+                    .map(|l| format!(" layout={l}"))
+                    .unwrap_or_default()
+            ))
+        })
+    }
+}
+
+/// A planned point from its checked job.
+fn planned(job: Job, threads: u32, series: String) -> Planned {
+    let (xfer, layout, target, file_count, dir_per_file, bytes_per_thread) = match &job {
+        Job::Run(w) => (
+            w.xfer,
+            w.layout.name().to_string(),
+            w.target.display().to_string(),
+            w.file_count() as u64,
+            w.layout == Layout::PerThreadDir,
+            w.bytes_per_worker(),
+        ),
+        Job::Meta(m) => (
+            0,
+            if m.same_dir {
+                "same-dir"
+            } else {
+                "per-thread-dir"
+            }
+            .to_string(),
+            m.target.display().to_string(),
+            m.total_files(),
+            !m.same_dir,
+            m.files * m.file_size.max(),
+        ),
+    };
+    Planned {
+        threads,
+        xfer,
+        layout,
+        target,
+        series,
+        file_count,
+        dir_per_file,
+        bytes_per_thread,
+        job,
+    }
 }
 
 /// The inner command of a sweep as a typed request, parsed once.
@@ -748,76 +849,17 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             return Ok(2);
         }
     };
-    let mut bad = Ok(());
-    if root {
-        for (flag, p) in [
-            ("--json", &args.json),
-            ("--csv", &args.csv),
-            ("--html", &args.html),
-        ] {
-            if let Some(p) = p {
-                bad = bad.and_then(|()| crate::check_output_path(flag, p));
-            }
-        }
-        if let Some(d) = &args.png {
-            bad = bad.and_then(|()| check_png_dir(d));
-        }
-    }
-    if let Err(e) = bench::cluster::root_check(coord, bad) {
-        if let Some(e) = e {
-            eprintln!("ioscale: error: {e:#}");
-        }
-        return Ok(2);
+    if let Some(code) = check_outputs(args, coord) {
+        return Ok(code);
     }
     let command: Vec<String> = std::env::args().collect();
-    let first_target = plan
-        .points
-        .first()
-        .map(|p| PathBuf::from(&p.target))
-        .unwrap_or_default();
-    let mut rec = SweepRecord {
-        schema: SWEEP_SCHEMA,
-        tool: "ioscale".into(),
-        kind: "sweep".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: command.clone(),
-        started: bench::host::now_rfc3339(),
-        host: bench::host::collect(&first_target),
-        config: plan.config.clone(),
-        interrupted: false,
-        points_total: plan.points.len(),
-        stop_reason: None,
-        points: Vec::new(),
-        analysis: Default::default(),
+    let mut rec = new_record(&plan, command.clone());
+    let done = match done_points(args, &plan, &mut rec, coord)? {
+        Ok(done) => done,
+        Err(code) => return Ok(code),
     };
-    // Rank 0 reads the journal; every rank learns which points are done.
-    let refused = if root && args.resume {
-        resume(args, &plan, &mut rec)
-    } else {
-        None
-    };
-    let ok = refused.is_none();
-    let done: Option<Vec<usize>> = coord
-        .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let Some(done) = done else {
-        return Ok(refused.unwrap_or(2));
-    };
-
     let stop = crate::install_signals()?;
-    // Which signal stopped the sweep, for the record and the report.
-    let by_signal: Vec<(&str, Arc<AtomicBool>)> = [
-        ("SIGINT", signal_hook::consts::SIGINT),
-        ("SIGTERM", signal_hook::consts::SIGTERM),
-    ]
-    .into_iter()
-    .map(|(name, sig)| {
-        let f = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(sig, Arc::clone(&f))
-            .map(|_| (name, f))
-            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
-    })
-    .collect::<anyhow::Result<_>>()?;
+    let by_signal = signal_flags()?;
     let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
         Some(Job::Run(w)) => (w.reps, w.ops.len()),
         Some(Job::Meta(m)) => (m.reps, m.ops.len()),
@@ -835,82 +877,218 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     } else {
         None
     };
-    let mut exit = 0;
-    let mut failure: Option<String> = None;
-    for (index, p) in plan.points.iter().enumerate() {
-        if done.contains(&index) {
-            continue;
-        }
-        if coord.any(stop.load(Ordering::Relaxed)) {
-            rec.interrupted = true;
-            break;
-        }
-        // Under MPI a point is named by its workers (ranks × threads).
-        let size = coord.size();
-        let who = if size > 1 {
-            format!("workers={} ({size}×{})", size * p.threads, p.threads)
-        } else {
-            format!("threads={}", p.threads)
-        };
-        let what = format!(
-            "{who}{}{}",
-            if p.series.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", p.series)
-            },
-            if p.xfer > 0 {
-                format!(" xfer={}", format_size(p.xfer))
-            } else {
-                String::new()
+    let s = Sweeping {
+        args,
+        plan: &plan,
+        coord,
+        command,
+        stop,
+        live,
+    };
+    let (exit, failure) = s.run_points(&done, &mut rec);
+    drop(s.live);
+    if !root {
+        return Ok(exit);
+    }
+    Ok(finish_sweep(args, rec, failure, &by_signal, exit))
+}
+
+/// Checks the output paths at rank 0 before anything runs; `Some(2)` on
+/// every rank when one is unusable.
+fn check_outputs(args: &SweepArgs, coord: &dyn Coordinator) -> Option<i32> {
+    let mut bad = Ok(());
+    if coord.rank() == 0 {
+        for (flag, p) in [
+            ("--json", &args.json),
+            ("--csv", &args.csv),
+            ("--html", &args.html),
+        ] {
+            if let Some(p) = p {
+                bad = bad.and_then(|()| crate::check_output_path(flag, p));
             }
-        );
-        if let Some(l) = &live {
-            l.point_started(&what);
         }
-        // Each point measures what its phases used (for the limit the
-        // analysis names) and keeps going past a failed repetition (it is
-        // counted and left out of the figures, not the end of the point).
+        if let Some(d) = &args.png {
+            bad = bad.and_then(|()| check_png_dir(d));
+        }
+    }
+    match bench::cluster::root_check(coord, bad) {
+        Ok(()) => None,
+        Err(e) => {
+            if let Some(e) = e {
+                eprintln!("ioscale: error: {e:#}");
+            }
+            Some(2)
+        }
+    }
+}
+
+/// The sweep's record before its first point.
+fn new_record(plan: &Plan, command: Vec<String>) -> SweepRecord {
+    let first_target = plan
+        .points
+        .first()
+        .map(|p| PathBuf::from(&p.target))
+        .unwrap_or_default();
+    SweepRecord {
+        schema: SWEEP_SCHEMA,
+        tool: "ioscale".into(),
+        kind: "sweep".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command,
+        started: bench::host::now_rfc3339(),
+        host: bench::host::collect(&first_target),
+        config: plan.config.clone(),
+        interrupted: false,
+        points_total: plan.points.len(),
+        stop_reason: None,
+        points: Vec::new(),
+        analysis: Default::default(),
+    }
+}
+
+/// The points a `--resume` finds done: rank 0 reads the journal, every
+/// rank learns the list. `Err(exit code)` when the journal cannot be used.
+fn done_points(
+    args: &SweepArgs,
+    plan: &Plan,
+    rec: &mut SweepRecord,
+    coord: &dyn Coordinator,
+) -> anyhow::Result<Result<Vec<usize>, i32>> {
+    let refused = if coord.rank() == 0 && args.resume {
+        resume(args, plan, rec)
+    } else {
+        None
+    };
+    let ok = refused.is_none();
+    let done: Option<Vec<usize>> = coord
+        .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(done.ok_or(refused.unwrap_or(2)))
+}
+
+/// One flag per stopping signal, to name the one that stopped the sweep
+/// in the record and the report.
+fn signal_flags() -> anyhow::Result<Vec<(&'static str, Arc<AtomicBool>)>> {
+    [
+        ("SIGINT", signal_hook::consts::SIGINT),
+        ("SIGTERM", signal_hook::consts::SIGTERM),
+    ]
+    .into_iter()
+    .map(|(name, sig)| {
+        let f = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(sig, Arc::clone(&f))
+            .map(|_| (name, f))
+            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
+    })
+    .collect()
+}
+
+/// A point's name in progress lines and errors: under MPI its workers
+/// (ranks × threads), then its series and transfer size.
+fn point_label(p: &Planned, size: u32) -> String {
+    let who = if size > 1 {
+        format!("workers={} ({size}×{})", size * p.threads, p.threads)
+    } else {
+        format!("threads={}", p.threads)
+    };
+    format!(
+        "{who}{}{}",
+        if p.series.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", p.series)
+        },
+        if p.xfer > 0 {
+            format!(" xfer={}", format_size(p.xfer))
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// What the loop over a sweep's points shares.
+struct Sweeping<'a> {
+    args: &'a SweepArgs,
+    plan: &'a Plan,
+    coord: &'a dyn Coordinator,
+    command: Vec<String>,
+    stop: Arc<AtomicBool>,
+    live: Option<Display>,
+}
+
+impl Sweeping<'_> {
+    /// Runs every point not in `done`, recording each at rank 0; stops at
+    /// an interrupt or a refused point. Returns the exit code so far and
+    /// the refusal.
+    fn run_points(&self, done: &[usize], rec: &mut SweepRecord) -> (i32, Option<String>) {
+        let mut exit = 0;
+        for (index, p) in self.plan.points.iter().enumerate() {
+            if done.contains(&index) {
+                continue;
+            }
+            if self.coord.any(self.stop.load(Ordering::Relaxed)) {
+                rec.interrupted = true;
+                break;
+            }
+            let what = point_label(p, self.coord.size());
+            if let Some(l) = &self.live {
+                l.point_started(&what);
+            }
+            let outcome = match self.run(p) {
+                Ok(o) => o,
+                Err(e) => return (exit, Some(format!("point {what}: {e}"))),
+            };
+            if outcome.results.interrupted {
+                rec.interrupted = true;
+                break;
+            }
+            if self.coord.rank() == 0 {
+                // Rank 0 records the point; its exit code is the sweep's.
+                exit = exit.max(self.record(index, p, &what, outcome, rec));
+            }
+        }
+        (exit, None)
+    }
+
+    /// Runs one point on every rank. Each point measures what its phases
+    /// used (for the limit the analysis names) and keeps going past a
+    /// failed repetition (it is counted and left out of the figures, not
+    /// the end of the point).
+    fn run(&self, p: &Planned) -> Result<bench::run::Outcome, bench::Error> {
         let opts = bench::run::Options {
             probe: true,
             keep_going: true,
         };
-        let outcome = match &p.job {
-            Job::Run(w) => {
-                bench::run::run_with_options(w, command.clone(), Arc::clone(&stop), coord, opts)
-            }
-            Job::Meta(m) => {
-                bench::meta::run_with_options(m, command.clone(), Arc::clone(&stop), coord, opts)
-            }
-        };
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                failure = Some(format!("point {what}: {e}"));
-                break;
-            }
-        };
-        if outcome.results.interrupted {
-            rec.interrupted = true;
-            break;
+        let (command, stop) = (self.command.clone(), Arc::clone(&self.stop));
+        match &p.job {
+            Job::Run(w) => bench::run::run_with_options(w, command, stop, self.coord, opts),
+            Job::Meta(m) => bench::meta::run_with_options(m, command, stop, self.coord, opts),
         }
-        if !root {
-            // Rank 0 records the point; its exit code is the sweep's.
-            continue;
-        }
+    }
+
+    /// Rank 0: adds a finished point to the record, journals it and tells
+    /// the display. Returns the point's exit code.
+    fn record(
+        &self,
+        index: usize,
+        p: &Planned,
+        what: &str,
+        outcome: bench::run::Outcome,
+        rec: &mut SweepRecord,
+    ) -> i32 {
         for n in &outcome.notes {
             if n.starts_with("cleanup") {
-                say(&live, format!("point {what}: {n}"));
+                say(&self.live, format!("point {what}: {n}"));
             }
         }
-        exit = exit.max(outcome.exit_code());
+        let mut exit = outcome.exit_code();
         for line in crate::error_lines(&outcome.results.errors) {
-            say(&live, format!("error: point {what}: {line}"));
+            say(&self.live, format!("error: point {what}: {line}"));
         }
         let (ops, geomean_bw_mib_s, geomean_iops) = point_stats_probed(
             &outcome.results,
             p.threads,
-            plan.config.trim,
+            self.plan.config.trim,
             &outcome.probes,
         );
         let rate = ops
@@ -936,7 +1114,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             file_count: if p.layout == "shared" {
                 p.file_count
             } else {
-                p.file_count * u64::from(coord.size())
+                p.file_count * u64::from(self.coord.size())
             },
             dir_per_file: p.dir_per_file,
             bytes_per_thread: p.bytes_per_thread,
@@ -947,21 +1125,32 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             probes: outcome.probes,
         });
         rec.points.sort_by_key(|q| q.index);
-        rec.analysis = analysis::analyse_with(&rec, args.units.units());
-        if let Some(j) = &args.json {
-            if let Err(e) = write_atomic(j, &render_json(&rec)?) {
-                say(&live, format!("error: {e:#}"));
+        rec.analysis = analysis::analyse_with(rec, self.args.units.units());
+        if let Some(j) = &self.args.json {
+            let written = render_json(rec)
+                .map_err(anyhow::Error::from)
+                .and_then(|b| write_atomic(j, &b));
+            if let Err(e) = written {
+                say(&self.live, format!("error: {e:#}"));
                 exit = exit.max(1);
             }
         }
-        if let Some(l) = &live {
+        if let Some(l) = &self.live {
             l.point_done(&rate);
         }
+        exit
     }
-    drop(live);
-    if !root {
-        return Ok(exit);
-    }
+}
+
+/// Rank 0, after the last point: the stop reason, the outputs, and the
+/// lines that tell the user how to continue. Returns the exit code.
+fn finish_sweep(
+    args: &SweepArgs,
+    mut rec: SweepRecord,
+    failure: Option<String>,
+    by_signal: &[(&str, Arc<AtomicBool>)],
+    exit: i32,
+) -> i32 {
     rec.analysis = analysis::analyse_with(&rec, args.units.units());
     // A refused point leaves the sweep unfinished but not interrupted: the
     // record says so by its point count and its stop_reason, and the error
@@ -987,7 +1176,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
                 j.display()
             );
         }
-        return Ok(2);
+        return 2;
     }
     if rec.interrupted {
         match &args.json {
@@ -1003,9 +1192,13 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
                 rec.points_total
             ),
         }
-        return Ok(130);
+        return 130;
     }
-    Ok(if wrote { exit } else { exit.max(1) })
+    if wrote {
+        exit
+    } else {
+        exit.max(1)
+    }
 }
 
 /// `--resume`: reads the journal into `rec` (rank 0). `Some(exit code)`

@@ -17,11 +17,12 @@ use std::sync::{Arc, Barrier};
 use coord::{Coordinator, PhaseSignals, Signal};
 use engine::meta::MetaSample;
 use engine::{IoFailure, PhaseControl, VerifyTally, WorkerSample};
-use report::{ClusterInfo, HostInfo, NodePhase, PhaseRecord};
+use report::{ClusterInfo, HostInfo, NodePhase, PhaseRecord, RankPhase};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stats::{IoCounters, LatencyHistogram, SparseHistogram};
 
+use crate::digest::{Digest, MetaSums, RunSums, Share, Sums};
 use crate::error::Error;
 
 /// A [`WorkerSample`] in a form serde can carry.
@@ -200,6 +201,25 @@ pub trait Sample: Sized + Send {
     fn hit_deadline(&self) -> bool;
     /// When it started, ns after its rank's phase epoch.
     fn start_ns(&self) -> u64;
+    /// When it finished, ns after its rank's phase epoch.
+    fn end_ns(&self) -> u64;
+    /// Its latency histogram.
+    fn hist(&self) -> &LatencyHistogram;
+    /// The error that stopped it.
+    fn failure(&self) -> Option<&IoFailure>;
+    /// Bytes it moved.
+    fn bytes(&self) -> u64;
+    /// Requests (data) or files (metadata) it completed.
+    fn ops(&self) -> u64;
+    /// What the phase record sums over workers.
+    type Sums: Sums;
+    /// Adds this worker to the sums.
+    fn add_to(&self, sums: &mut Self::Sums);
+    /// Adjusts this rank's samples once every rank agreed on the
+    /// stonewall (`first_done_ns`), before they are reduced.
+    fn settle(samples: &mut [Self], first_done_ns: u64) {
+        let _ = (samples, first_done_ns);
+    }
 }
 
 impl Sample for WorkerSample {
@@ -221,6 +241,63 @@ impl Sample for WorkerSample {
     }
     fn start_ns(&self) -> u64 {
         self.start_ns
+    }
+    fn end_ns(&self) -> u64 {
+        self.end_ns
+    }
+    fn hist(&self) -> &LatencyHistogram {
+        &self.hist
+    }
+    fn failure(&self) -> Option<&IoFailure> {
+        self.failure.as_ref()
+    }
+    fn bytes(&self) -> u64 {
+        self.counters.bytes
+    }
+    fn ops(&self) -> u64 {
+        self.counters.ops
+    }
+    type Sums = RunSums;
+    fn add_to(&self, m: &mut RunSums) {
+        m.counters += self.counters;
+        m.open_ns = m
+            .open_ns
+            .max(self.open_done_ns.saturating_sub(self.start_ns));
+        m.io_ns = m
+            .io_ns
+            .max(self.io_done_ns.saturating_sub(self.open_done_ns));
+        m.close_ns = m.close_ns.max(self.end_ns.saturating_sub(self.io_done_ns));
+        m.fsync_ns = m.fsync_ns.max(self.fsync_ns);
+        m.stonewall_bytes += self.stonewall_bytes;
+        m.time_limited |= self.hit_deadline;
+        m.checked_bytes += self.verify.checked_bytes;
+        m.bad_bytes += self.verify.bad_bytes;
+        if let Some((f, o)) = &self.verify.first_bad {
+            let file = f.display().to_string();
+            m.mismatches
+                .push((self.worker, file, *o, self.verify.bad_bytes));
+        }
+    }
+    fn settle(samples: &mut [Self], first_done_ns: u64) {
+        prorate_stonewall(samples, first_done_ns)
+    }
+}
+
+/// The stonewall signal reaches other ranks within about a millisecond;
+/// a worker that finished its transfers after the stonewall but before
+/// hearing of it would count all its work. Such a worker is counted pro
+/// rata instead: its bytes and requests times the share of its transfer
+/// section that lay before the stonewall.
+fn prorate_stonewall(samples: &mut [WorkerSample], sw_ns: u64) {
+    for s in samples {
+        let heard = s.stonewall_bytes < s.counters.bytes;
+        if heard || s.io_done_ns <= sw_ns || s.io_done_ns <= s.open_done_ns {
+            continue;
+        }
+        let share =
+            sw_ns.saturating_sub(s.open_done_ns) as f64 / (s.io_done_ns - s.open_done_ns) as f64;
+        s.stonewall_bytes = (s.counters.bytes as f64 * share) as u64;
+        s.stonewall_ops = (s.counters.ops as f64 * share) as u64;
     }
 }
 
@@ -246,21 +323,54 @@ impl Sample for MetaSample {
     fn start_ns(&self) -> u64 {
         self.start_ns
     }
-}
-
-/// One rank's part of one phase.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RankPhase<W> {
-    /// Its workers' samples.
-    pub samples: Vec<W>,
-    /// Process CPU time (user, system) during the phase.
-    pub cpu: (f64, f64),
+    fn end_ns(&self) -> u64 {
+        self.end_ns
+    }
+    fn hist(&self) -> &LatencyHistogram {
+        &self.hist
+    }
+    fn failure(&self) -> Option<&IoFailure> {
+        self.failure.as_ref()
+    }
+    fn bytes(&self) -> u64 {
+        MetaSample::bytes(self)
+    }
+    fn ops(&self) -> u64 {
+        self.files
+    }
+    type Sums = MetaSums;
+    fn add_to(&self, m: &mut MetaSums) {
+        m.files += self.files;
+        m.read_bytes += self.read_bytes;
+        m.write_bytes += self.write_bytes;
+        m.records += self.records;
+        m.errors += self.errors;
+        m.stonewall_files += self.stonewall_files;
+        m.stonewall_bytes += self.stonewall_bytes;
+        m.io_ns = m.io_ns.max(self.end_ns.saturating_sub(self.start_ns));
+        m.sync_ns = m.sync_ns.max(self.sync_ns);
+        m.time_limited |= self.hit_deadline;
+        m.checked_bytes += self.checked_bytes;
+        m.bad_bytes += self.bad_bytes;
+        for (f, o, b) in &self.mismatches {
+            m.mismatches
+                .push((self.worker, f.display().to_string(), *o, *b));
+        }
+        m.touched_max = m.touched_max.max(self.touched);
+    }
 }
 
 /// One phase as every rank agrees on it.
-pub struct PhaseOut<S> {
-    /// All workers' samples on rank 0 (by worker); this rank's elsewhere.
+pub struct PhaseOut<S: Sample> {
+    /// Every worker's sample on rank 0 (by worker) when `all_workers`;
+    /// this rank's own otherwise.
     pub samples: Vec<S>,
+    /// `samples` holds every worker of every rank: one process, or the
+    /// per-worker rows were asked for.
+    pub all_workers: bool,
+    /// The whole phase folded on rank 0 (node leaders merged their ranks'
+    /// first); this rank's own elsewhere.
+    pub digest: Digest<S::Sums>,
     /// The stonewall: the earliest first finish on any rank.
     pub first_done_ns: Option<u64>,
     /// Process CPU time (user, system), summed over ranks on rank 0.
@@ -274,6 +384,9 @@ pub struct PhaseOut<S> {
     /// Spread of the ranks' clocks at the exit of the start barrier
     /// (latest − earliest, ns); `None` in a one-process run.
     pub start_skew_ns: Option<u64>,
+    /// Payload bytes rank 0 received in the phase's gathers (its
+    /// coordinator's count); `None` in a one-process run.
+    pub gathered_bytes: Option<u64>,
 }
 
 impl<S: Sample> PhaseOut<S> {
@@ -286,10 +399,7 @@ impl<S: Sample> PhaseOut<S> {
     /// rank's epoch (the barrier exit); workers that failed their setup
     /// never started and are left out. `None` when none started.
     pub fn worker_start_spread_s(&self) -> Option<f64> {
-        let started = || self.samples.iter().filter(|s| !s.failed());
-        let first = started().map(Sample::start_ns).min()?;
-        let last = started().map(Sample::start_ns).max()?;
-        Some(last.saturating_sub(first) as f64 / 1e9)
+        self.digest.start_spread_s()
     }
 }
 
@@ -304,12 +414,17 @@ const FLAG_DEADLINE: u8 = 4;
 /// rank). Thread `t` is global worker `rank × items + t`; `work` gets that
 /// index, its item, the phase control and the threads' start barrier
 /// (which it must wait at once, even when its setup failed).
+///
+/// At the end the ranks' samples are folded into a [`Digest`] per rank,
+/// merged per node by the node leaders and then at rank 0; with
+/// `per_worker` every worker's sample is gathered to rank 0 as well.
 pub fn run_phase_all<I, S>(
     coord: &dyn Coordinator,
     seq: &mut u64,
     stop: &Arc<AtomicBool>,
     name: &str,
     items: Vec<I>,
+    per_worker: bool,
     work: impl Fn(u32, I, &PhaseControl, &Barrier) -> S + Sync,
 ) -> Result<PhaseOut<S>, Error>
 where
@@ -322,56 +437,84 @@ where
     let cpu1 = engine::sys::cpu_times();
     let cpu = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
     let Ended {
-        samples,
+        mut samples,
         first_done_ns,
         flags,
         start_skew_ns,
     } = ended;
-    let failed = flags & FLAG_FAILED != 0;
-    let interrupted = flags & FLAG_INTERRUPTED != 0;
-    let deadline = flags & FLAG_DEADLINE != 0;
-    if coord.size() == 1 {
-        return Ok(PhaseOut {
-            samples,
-            first_done_ns,
-            cpu,
-            failed,
-            interrupted,
-            deadline,
-            start_skew_ns,
-        });
-    }
-    let mine = RankPhase {
-        samples: samples.iter().map(Sample::to_wire).collect(),
-        cpu,
-    };
-    // Rank 0 alone decodes; every rank then learns whether it could, so
-    // all of them stop together instead of one waiting at the next call.
-    let decoded = coord
-        .gather_as(&mine)
-        .map_err(Error::rank("their phase samples"))
-        .and_then(|g| g.map(merge_ranks::<S>).transpose());
-    let bad = coord.any(decoded.is_err());
-    let (samples, cpu) = match decoded {
-        Ok(Some(merged)) if !bad => merged,
-        Ok(None) if !bad => (samples, cpu),
-        Err(e) => return Err(e),
-        _ => {
-            return Err(Error::Rank {
-                what: "their phase samples",
-                source: coord::DecodeError("rank 0 could not decode them".into()),
-            })
-        }
-    };
-    Ok(PhaseOut {
-        samples,
+    let mut out = PhaseOut {
+        samples: Vec::new(),
+        all_workers: true,
+        digest: Digest::default(),
         first_done_ns,
         cpu,
-        failed,
-        interrupted,
-        deadline,
+        failed: flags & FLAG_FAILED != 0,
+        interrupted: flags & FLAG_INTERRUPTED != 0,
+        deadline: flags & FLAG_DEADLINE != 0,
         start_skew_ns,
-    })
+        gathered_bytes: None,
+    };
+    if coord.size() == 1 {
+        out.digest = Digest::of(&samples, 0, &coord.hostname(), cpu);
+        out.samples = samples;
+        return Ok(out);
+    }
+    if let Some(sw) = first_done_ns {
+        // Every rank knows the agreed stonewall: each settles its own.
+        S::settle(&mut samples, sw);
+    }
+    let before = coord.stats().bytes_gathered;
+    let (digest, rows) = combine(coord, samples, cpu, per_worker)?;
+    out.gathered_bytes = Some(coord.stats().bytes_gathered - before);
+    out.cpu = digest.cpu_s();
+    out.digest = digest;
+    out.all_workers = per_worker;
+    out.samples = rows;
+    Ok(out)
+}
+
+/// The multi-rank end of a phase: every rank's [`Digest`] merged at rank
+/// 0 through the node leaders, and with `per_worker` every worker's
+/// sample gathered to rank 0 as well (by worker). Returns the digest and
+/// the samples: all of them on rank 0 with `per_worker`, this rank's own
+/// otherwise. Rank 0 alone decodes; every rank then learns whether it
+/// could, so all of them stop together instead of one waiting at the next
+/// call.
+fn combine<S: Sample>(
+    coord: &dyn Coordinator,
+    samples: Vec<S>,
+    cpu: (f64, f64),
+    per_worker: bool,
+) -> Result<(Digest<S::Sums>, Vec<S>), Error> {
+    let mine = Digest::of(&samples, coord.rank(), &coord.hostname(), cpu);
+    let merged = coord
+        .reduce_as(&mine, Digest::merge)
+        .map_err(Error::rank("their phase summaries"))
+        .and_then(|d| match d.as_ref().and_then(|d| d.bad.clone()) {
+            Some(m) => Err(Error::Rank {
+                what: "their phase summaries",
+                source: coord::DecodeError(m),
+            }),
+            None => Ok(d),
+        });
+    let rows = if per_worker {
+        let wire: Vec<S::Wire> = samples.iter().map(Sample::to_wire).collect();
+        coord
+            .gather_as(&wire)
+            .map_err(Error::rank("their phase samples"))
+            .and_then(|g| g.map(merge_ranks::<S>).transpose())
+    } else {
+        Ok(None)
+    };
+    let bad = coord.any(merged.is_err() || rows.is_err());
+    match (merged, rows) {
+        (Err(e), _) | (_, Err(e)) => Err(e),
+        _ if bad => Err(Error::Rank {
+            what: "their phase samples",
+            source: coord::DecodeError("rank 0 could not decode them".into()),
+        }),
+        (Ok(d), Ok(r)) => Ok((d.unwrap_or(mine), r.unwrap_or(samples))),
+    }
 }
 
 /// One phase's threads done, and what all ranks agreed on at its end.
@@ -386,14 +529,11 @@ struct Ended<S> {
     start_skew_ns: Option<u64>,
 }
 
-/// Rank 0's merge of every rank's samples (sorted by worker) and CPU time.
-fn merge_ranks<S: Sample>(all: Vec<RankPhase<S::Wire>>) -> Result<(Vec<S>, (f64, f64)), Error> {
-    let mut cpu = (0.0, 0.0);
+/// Rank 0's merge of every rank's samples, sorted by worker.
+fn merge_ranks<S: Sample>(all: Vec<Vec<S::Wire>>) -> Result<Vec<S>, Error> {
     let mut out = Vec::new();
     for r in all {
-        cpu.0 += r.cpu.0;
-        cpu.1 += r.cpu.1;
-        for s in r.samples {
+        for s in r {
             out.push(S::from_wire(s).map_err(|m| Error::Rank {
                 what: "their phase samples",
                 source: coord::DecodeError(m),
@@ -401,7 +541,7 @@ fn merge_ranks<S: Sample>(all: Vec<RankPhase<S::Wire>>) -> Result<(Vec<S>, (f64,
         }
     }
     out.sort_by_key(Sample::worker);
-    Ok((out, cpu))
+    Ok(out)
 }
 
 /// Runs one phase's threads on this rank, all released together after the
@@ -662,48 +802,66 @@ impl Layout {
             nodes: self.nodes(),
             tasks_per_node: self.tasks_per_node(),
             hosts: self.hosts.clone(),
-            node_phases: Vec::new(),
+            ..ClusterInfo::default()
         }
     }
 
-    /// Per-host totals of phase number `index`, from its worker records.
-    pub fn node_phases(&self, index: usize, rec: &PhaseRecord) -> Vec<NodePhase> {
-        let mut by: BTreeMap<&str, NodePhase> = BTreeMap::new();
-        let mut span: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-        for w in &rec.workers {
-            let n = by
-                .entry(self.host_of(w.worker))
-                .or_insert_with(|| NodePhase {
+    /// Per-host totals of phase number `index` (record `rec`), from the
+    /// node shares of its digest; times count from the phase's first
+    /// start `t0` (ns).
+    pub fn node_phases(
+        &self,
+        index: usize,
+        rec: &PhaseRecord,
+        nodes: &[Share],
+        t0: u64,
+    ) -> Vec<NodePhase> {
+        let ranks: BTreeMap<String, u32> = self.per_node().into_iter().collect();
+        let mut out: Vec<NodePhase> = nodes
+            .iter()
+            .map(|n| {
+                // As from per-worker times: each against the first start.
+                let a = n.start_ns.saturating_sub(t0) as f64 / 1e9;
+                let b = n.end_ns.saturating_sub(t0) as f64 / 1e9;
+                let elapsed_s = (b - a).max(0.0);
+                NodePhase {
                     phase: index,
                     op: rec.op.clone(),
                     rep: rec.rep,
-                    host: w.host.clone(),
-                    ..Default::default()
-                });
-            n.workers += 1;
-            n.bytes += w.bytes;
-            n.ops += w.ops;
-            let s = span
-                .entry(self.host_of(w.worker))
-                .or_insert((f64::MAX, 0.0));
-            s.0 = s.0.min(w.start_s);
-            s.1 = s.1.max(w.end_s);
-        }
-        let ranks: BTreeMap<String, u32> = self.per_node().into_iter().collect();
-        by.into_iter()
-            .map(|(h, mut n)| {
-                let (a, b) = span[h];
-                n.ranks = ranks.get(h).copied().unwrap_or(0);
-                n.elapsed_s = (b - a).max(0.0);
-                n.bw_mib_s = if n.elapsed_s > 0.0 {
-                    n.bytes as f64 / n.elapsed_s / (1024.0 * 1024.0)
-                } else {
-                    0.0
-                };
-                n
+                    host: n.host.clone(),
+                    ranks: ranks.get(&n.host).copied().unwrap_or(0),
+                    workers: n.workers,
+                    bytes: n.bytes,
+                    ops: n.ops,
+                    elapsed_s,
+                    bw_mib_s: if elapsed_s > 0.0 {
+                        n.bytes as f64 / elapsed_s / (1024.0 * 1024.0)
+                    } else {
+                        0.0
+                    },
+                }
             })
-            .collect()
+            .collect();
+        out.sort_by(|a, b| a.host.cmp(&b.host));
+        out
     }
+}
+
+/// Per-rank rows of phase number `index`, from the rank shares of its
+/// digest; times count from the phase's first start `t0` (ns).
+pub fn rank_phases(index: usize, ranks: &[Share], t0: u64) -> Vec<RankPhase> {
+    ranks
+        .iter()
+        .map(|r| RankPhase {
+            phase: index,
+            rank: r.rank,
+            workers: r.workers,
+            bytes: r.bytes,
+            ops: r.ops,
+            start_s: r.start_ns.saturating_sub(t0) as f64 / 1e9,
+            end_s: r.end_ns.saturating_sub(t0) as f64 / 1e9,
+        })
+        .collect()
 }
 
 /// Agrees on a fallible step every rank took: if any rank failed, every
@@ -758,7 +916,6 @@ pub fn worker_count(threads: u32, coord: &dyn Coordinator) -> Result<u32, Error>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use report::WorkerRecord;
 
     fn layout(hosts: &[&str], threads: u32) -> Layout {
         Layout {
@@ -781,39 +938,125 @@ mod tests {
         assert_eq!(two.host_of(5), "b");
     }
 
+    /// Worker `w` of 8 (2 per rank, 2 ranks per host on hosts a–d):
+    /// varied counts, times and latencies; worker 5 failed.
+    fn sample(w: u32) -> WorkerSample {
+        let mut hist = LatencyHistogram::new();
+        for i in 0..(w + 1) * 3 {
+            hist.record(1000 + 7919 * u64::from(i * (w + 2)));
+        }
+        let mut counters = IoCounters::default();
+        for _ in 0..=w {
+            counters.record_write(4096 * u64::from(w + 1));
+        }
+        let start = 100 * u64::from(w % 3);
+        WorkerSample {
+            worker: w,
+            file: w,
+            counters,
+            hist,
+            start_ns: start,
+            open_done_ns: start + 50 + u64::from(w),
+            io_done_ns: start + 5000 - 300 * u64::from(w),
+            end_ns: start + 5100 + 11 * u64::from(w),
+            fsync_ns: u64::from(w) * 3,
+            stonewall_bytes: 4096,
+            stonewall_ops: 1,
+            hit_deadline: w == 6,
+            failure: (w == 5).then(|| IoFailure {
+                op: "write".into(),
+                path: "/t/f5".into(),
+                offset: Some(8192),
+                errno: Some(28),
+                message: "No space left on device".into(),
+            }),
+            verify: VerifyTally {
+                checked_bytes: 10,
+                bad_bytes: u64::from(w == 2),
+                first_bad: (w == 2).then(|| (PathBuf::from("/t/f2"), 4)),
+            },
+            usage: Default::default(),
+        }
+    }
+
+    fn host_of(rank: u32) -> String {
+        ["a", "b", "c", "d"][(rank / 2) as usize].to_string()
+    }
+
+    #[test]
+    fn digests_merged_per_node_equal_the_digest_of_all_workers() {
+        let all: Vec<WorkerSample> = (0..8).map(sample).collect();
+        // One process holding every sample (as with --per-worker).
+        let mut whole = Digest::of(&all[0..2], 0, &host_of(0), (0.5, 0.25));
+        for r in 1..4u32 {
+            let part = &all[(2 * r) as usize..(2 * r + 2) as usize];
+            whole.merge(Digest::of(part, r, &host_of(r), (0.5, 0.25)));
+        }
+        // Node leaders merge their ranks', rank 0 the nodes' in arrival
+        // order (here: last node first).
+        let rank = |r: u32| {
+            let part = &all[(2 * r) as usize..(2 * r + 2) as usize];
+            Digest::<RunSums>::of(part, r, &host_of(r), (0.5, 0.25))
+        };
+        let mut node_b = rank(3);
+        node_b.merge(rank(2));
+        let mut root = rank(0);
+        root.merge(node_b);
+        root.merge(rank(1));
+        let json = |d: &Digest<RunSums>| serde_json::to_value(d).unwrap();
+        assert_eq!(json(&root), json(&whole));
+        // And the figures are those of the samples themselves.
+        assert_eq!(root.workers, 8);
+        let bytes: u64 = all.iter().map(|s| s.counters.bytes).sum();
+        assert_eq!(root.sums.counters.bytes, bytes);
+        let open = all.iter().map(|s| s.open_done_ns - s.start_ns).max();
+        assert_eq!(Some(root.sums.open_ns), open);
+        let mut hist = LatencyHistogram::new();
+        for s in &all {
+            hist += &s.hist;
+        }
+        assert_eq!(root.latency().summary(), hist.summary());
+        assert_eq!(root.failures.len(), 1);
+        assert_eq!(root.failures[0].0, 5);
+        assert_eq!(root.sums.mismatches.len(), 1);
+        assert!(root.sums.time_limited);
+        assert_eq!(root.started, Some((0, 200)));
+        assert_eq!(root.cpu_s(), (2.0, 1.0));
+        assert_eq!(root.nodes.len(), 2);
+        assert_eq!(
+            root.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+            [0, 1, 2, 3]
+        );
+    }
+
     #[test]
     fn node_phases_sum_their_workers() {
         let l = layout(&["a", "b"], 1);
         let rec = PhaseRecord {
             op: "write".into(),
-            workers: vec![
-                WorkerRecord {
-                    worker: 0,
-                    host: "a".into(),
-                    bytes: 1 << 20,
-                    ops: 1,
-                    start_s: 0.0,
-                    end_s: 1.0,
-                    ..Default::default()
-                },
-                WorkerRecord {
-                    worker: 1,
-                    host: "b".into(),
-                    bytes: 2 << 20,
-                    ops: 2,
-                    start_s: 0.5,
-                    end_s: 1.5,
-                    ..Default::default()
-                },
-            ],
             ..Default::default()
         };
-        let n = l.node_phases(3, &rec);
+        let mut a = sample(0);
+        a.counters = IoCounters::default();
+        a.counters.record_write(1 << 20);
+        a.end_ns = 1_000_000_000;
+        let mut b = sample(1);
+        b.counters = IoCounters::default();
+        b.counters.record_write(2 << 20);
+        b.start_ns = 500_000_000;
+        b.end_ns = 1_500_000_000;
+        let mut d = Digest::of(&[b], 1, "b", (0.0, 0.0));
+        d.merge(Digest::of(&[a], 0, "a", (0.0, 0.0)));
+        let n = l.node_phases(3, &rec, &d.nodes, d.t0());
         assert_eq!(n.len(), 2);
         assert_eq!(n[1].host, "b");
         assert_eq!(n[1].bytes, 2 << 20);
         assert_eq!(n[1].phase, 3);
+        assert_eq!(n[1].ranks, 1);
         assert!((n[1].bw_mib_s - 2.0).abs() < 1e-9);
+        let r = rank_phases(3, &d.ranks, d.t0());
+        assert_eq!(r[1].rank, 1);
+        assert!((r[1].start_s - 0.5).abs() < 1e-12);
     }
 
     #[test]

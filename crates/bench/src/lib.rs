@@ -14,6 +14,8 @@
 //! - [`run`] / [`meta`]: the phase drivers of data and metadata workloads.
 //! - [`cluster`]: threads × ranks: running a phase on every worker of every
 //!   rank, the wire types, and the reduction's rank-level half.
+//! - [`digest`]: a phase's samples folded per rank and node, so rank 0
+//!   need not hold every worker's.
 //! - [`error`]: the one error type, with its exit code.
 //! - [`topology`]: ranks, nodes, threads per rank and worker ids, once.
 //! - [`host`]: what is recorded about the machine and the target.
@@ -22,6 +24,7 @@
 
 pub mod cluster;
 pub mod dataset;
+pub mod digest;
 pub mod error;
 pub mod host;
 pub mod meta;

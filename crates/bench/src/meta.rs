@@ -236,7 +236,7 @@ pub fn run_with_hook(
             let failed = out.failed;
             let cut_short = out.deadline;
             let rec = is_root.then(|| reduce(&plan, &out, layout));
-            record_phase(&mut results, rec, &out, layout, |s| s.failure.as_ref());
+            record_phase(&mut results, rec, &out, layout);
             left_notes(samples, &mut notes);
             if failed && results.errors.is_empty() {
                 results.errors.push(other_rank_failed(&topo));
@@ -401,6 +401,9 @@ fn run_phase_all(
         stop,
         "m",
         vec![(); threads],
+        // The record's thread rows, the cut-short limits and the leftover
+        // notes need every worker's sample at rank 0.
+        true,
         |w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
     );
     engine::live::end();

@@ -2,9 +2,11 @@
 //! a worker's failure, and the stop of a rank whose peer failed.
 
 use engine::IoFailure;
-use report::{ErrorRecord, FailedPhase, HostInfo, JobSpec, PhaseRecord, ResultSet, SCHEMA};
+use report::{
+    ErrorRecord, FailedPhase, HostInfo, JobSpec, PhaseGather, PhaseRecord, ResultSet, SCHEMA,
+};
 
-use crate::cluster::{Layout, PhaseOut, Sample};
+use crate::cluster::{self, Layout, PhaseOut, Sample};
 use crate::host;
 use crate::topology::Topology;
 
@@ -54,16 +56,16 @@ pub(crate) fn other_rank_failed(topo: &Topology) -> ErrorRecord {
 }
 
 /// Adds a finished phase to the record: the phase record rank 0 reduced
-/// (with per-node totals on a cluster), and on every rank its workers'
-/// failures (`failure` finds a sample's). A phase an error stopped on any
-/// rank goes to `failed_phases`, its counts as partial ones, never among
-/// the results.
+/// (with per-node and per-rank totals and the gather's cost on a
+/// cluster), and on every rank its workers' failures (from the phase's
+/// digest: every rank's on rank 0, its own elsewhere). A phase an error
+/// stopped on any rank goes to `failed_phases`, its counts as partial
+/// ones, never among the results.
 pub(crate) fn record_phase<S: Sample>(
     results: &mut ResultSet,
     rec: Option<PhaseRecord>,
     out: &PhaseOut<S>,
     layout: &Layout,
-    failure: impl Fn(&S) -> Option<&IoFailure>,
 ) {
     if let Some(rec) = rec.as_ref().filter(|_| out.failed) {
         results.failed_phases.push(FailedPhase::from(rec));
@@ -77,17 +79,23 @@ pub(crate) fn record_phase<S: Sample>(
             bw_mib_s: rec.bw_mib_s,
             ops_s: rec.iops,
         });
+        let index = results.phases.len();
         if let Some(c) = results.host.cluster.as_mut() {
+            let (d, t0) = (&out.digest, out.digest.t0());
             c.node_phases
-                .extend(layout.node_phases(results.phases.len(), &rec));
+                .extend(layout.node_phases(index, &rec, &d.nodes, t0));
+            c.rank_phases
+                .extend(cluster::rank_phases(index, &d.ranks, t0));
+            c.gathers
+                .extend(out.gathered_bytes.map(|bytes| PhaseGather {
+                    phase: index,
+                    bytes,
+                    per_worker: out.all_workers,
+                }));
         }
         results.phases.push(rec);
     }
-    for s in &out.samples {
-        if let Some(f) = failure(s) {
-            results
-                .errors
-                .push(failure_record(s.worker(), f.op.clone(), f));
-        }
+    for (w, f) in &out.digest.failures {
+        results.errors.push(failure_record(*w, f.op.clone(), f));
     }
 }

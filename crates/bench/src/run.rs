@@ -68,6 +68,13 @@ pub struct Options {
     /// kept, and the next repetition runs; without it the first failure
     /// ends the run.
     pub keep_going: bool,
+    /// Across MPI ranks, rank 0 receives one pre-merged summary per node
+    /// (and one per rank of its own node) instead of every worker's
+    /// sample: the record is the same but for the per-worker rows
+    /// (`workers`, `files.threads`), which then hold none (`--per-worker`
+    /// off). Without it every worker's sample is gathered as well, and
+    /// the rows are kept. One process always keeps them.
+    pub node_summary: bool,
 }
 
 impl Outcome {
@@ -319,6 +326,7 @@ pub fn run_with_hook(
         stop: &stop,
         seq: 0,
         prepared: (0..spec.threads).map(|_| None).collect(),
+        per_worker: !opts.node_summary,
         opts: EngineOptions {
             uring: spec
                 .uring_opts
@@ -360,10 +368,12 @@ pub fn run_with_hook(
                 let plan = plan_for(&gspec, Op::Write, &ds, &anchors, align, rep, false);
                 let out = phases.run(&plan)?;
                 if out.failed {
-                    results.errors.extend(out.samples.iter().find_map(|s| {
-                        let f = s.failure.as_ref()?;
-                        Some(failure_record(s.worker, format!("layout {}", f.op), f))
-                    }));
+                    results.errors.extend(
+                        out.digest
+                            .failures
+                            .first()
+                            .map(|(w, f)| failure_record(*w, format!("layout {}", f.op), f)),
+                    );
                     if opts.keep_going && !out.interrupted {
                         continue 'reps;
                     }
@@ -405,7 +415,7 @@ pub fn run_with_hook(
             let rec = is_root.then(|| reduce(&plan, &out, layout));
             let errors_before = results.errors.len();
             let recorded = results.phases.len();
-            record_phase(&mut results, rec, &out, layout, |s| s.failure.as_ref());
+            record_phase(&mut results, rec, &out, layout);
             if results.phases.len() > recorded {
                 latency.push(PhaseLatency {
                     phase: recorded,
@@ -567,20 +577,62 @@ struct Phases<'a> {
     prepared: Vec<Option<Prepared>>,
     /// Engine options (io_uring ring set-up) every worker's state is made with.
     opts: EngineOptions,
+    /// Gather every worker's sample to rank 0 (see [`Options::node_summary`]).
+    per_worker: bool,
 }
 
 impl Phases<'_> {
-    /// Runs one phase (see [`run_phase_all`]).
+    /// Runs one phase on this rank and agrees on its outcome with the
+    /// others; a collective call every rank reaches, whatever its workers
+    /// met. The prepared state of each thread (buffers, io_uring) carries
+    /// over to the next phase.
     fn run(&mut self, plan: &PhasePlan) -> Result<PhaseOut<WorkerSample>, Error> {
-        run_phase_all(
-            plan,
-            self.stop,
-            &mut self.prepared,
+        let items: Vec<Option<Prepared>> = self.prepared.iter_mut().map(Option::take).collect();
+        let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
+            (0..items.len()).map(|_| Default::default()).collect();
+        let base = self.topo.my_workers().start;
+        engine::live::begin(engine::live::PhaseInfo {
+            op: plan.op.to_string(),
+            rep: plan.rep,
+            moves_data: true,
+            expected: plan.xfers() * plan.xfer * items.len() as u64,
+            time_limit: plan.time_limit,
+        });
+        let opts = &self.opts;
+        let out = cluster::run_phase_all(
             self.coord,
-            self.topo,
             &mut self.seq,
-            &self.opts,
-        )
+            self.stop,
+            "w",
+            items,
+            self.per_worker,
+            |w, mine, ctl, barrier| {
+                let p = match mine {
+                    Some(p) => p,
+                    None => match Prepared::with_options(plan, w, opts) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            // Still take part in the barrier so the others
+                            // are not left waiting.
+                            barrier.wait();
+                            ctl.abort.store(true, Ordering::Relaxed);
+                            return setup_failure(plan, w, e);
+                        }
+                    },
+                };
+                let (s, p) = run_worker(w, plan, ctl, barrier, p);
+                *slots[(w - base) as usize]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = p;
+                s
+            },
+        );
+        engine::live::end();
+        let out = out?;
+        for (slot, p) in self.prepared.iter_mut().zip(slots) {
+            *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
+        }
+        Ok(out)
     }
 }
 
@@ -670,81 +722,6 @@ fn plan_for(
     }
 }
 
-/// Runs one phase on this rank and agrees on its outcome with the others;
-/// a collective call every rank reaches, whatever its workers met. The
-/// prepared state of each thread (buffers, io_uring) carries over to the
-/// next phase.
-fn run_phase_all(
-    plan: &PhasePlan,
-    stop: &Arc<AtomicBool>,
-    prepared: &mut [Option<Prepared>],
-    coord: &dyn Coordinator,
-    topo: &Topology,
-    seq: &mut u64,
-    opts: &EngineOptions,
-) -> Result<PhaseOut<WorkerSample>, Error> {
-    let items: Vec<Option<Prepared>> = prepared.iter_mut().map(Option::take).collect();
-    let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
-        (0..items.len()).map(|_| Default::default()).collect();
-    let base = topo.my_workers().start;
-    engine::live::begin(engine::live::PhaseInfo {
-        op: plan.op.to_string(),
-        rep: plan.rep,
-        moves_data: true,
-        expected: plan.xfers() * plan.xfer * items.len() as u64,
-        time_limit: plan.time_limit,
-    });
-    let out = cluster::run_phase_all(coord, seq, stop, "w", items, |w, mine, ctl, barrier| {
-        let p = match mine {
-            Some(p) => p,
-            None => match Prepared::with_options(plan, w, opts) {
-                Ok(p) => p,
-                Err(e) => {
-                    // Still take part in the barrier so the others are
-                    // not left waiting.
-                    barrier.wait();
-                    ctl.abort.store(true, Ordering::Relaxed);
-                    return setup_failure(plan, w, e);
-                }
-            },
-        };
-        let (s, p) = run_worker(w, plan, ctl, barrier, p);
-        *slots[(w - base) as usize]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = p;
-        s
-    });
-    engine::live::end();
-    let mut out = out?;
-    for (slot, p) in prepared.iter_mut().zip(slots) {
-        *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
-    }
-    if coord.size() > 1 && coord.rank() == 0 {
-        if let Some(sw) = out.first_done_ns {
-            prorate_stonewall(&mut out.samples, sw);
-        }
-    }
-    Ok(out)
-}
-
-/// The stonewall signal reaches other ranks within about a millisecond;
-/// a worker that finished its transfers after the stonewall but before
-/// hearing of it would count all its work. Such a worker is counted pro
-/// rata instead: its bytes and requests times the share of its transfer
-/// section that lay before the stonewall.
-fn prorate_stonewall(samples: &mut [WorkerSample], sw_ns: u64) {
-    for s in samples {
-        let heard = s.stonewall_bytes < s.counters.bytes;
-        if heard || s.io_done_ns <= sw_ns || s.io_done_ns <= s.open_done_ns {
-            continue;
-        }
-        let share =
-            sw_ns.saturating_sub(s.open_done_ns) as f64 / (s.io_done_ns - s.open_done_ns) as f64;
-        s.stonewall_bytes = (s.counters.bytes as f64 * share) as u64;
-        s.stonewall_ops = (s.counters.ops as f64 * share) as u64;
-    }
-}
-
 fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
     WorkerSample {
         worker: w,
@@ -773,42 +750,31 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// Reduces worker samples into one phase record.
+/// Reduces a phase into its record: the figures from the digest (every
+/// rank's samples folded, see [`crate::digest`]), the per-worker rows from
+/// the samples when rank 0 holds every worker's.
 fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> PhaseRecord {
-    let (samples, first_done_ns, cpu, interrupted) = (
-        &out.samples[..],
-        out.first_done_ns,
-        out.cpu,
-        out.interrupted,
-    );
-    let t0 = samples.iter().map(|s| s.start_ns).min().unwrap_or(0);
-    let t1 = samples.iter().map(|s| s.end_ns).max().unwrap_or(0);
-    let elapsed = (t1.saturating_sub(t0)) as f64 / 1e9;
-    let mut counters = IoCounters::default();
-    let mut hist = LatencyHistogram::new();
-    for s in samples {
-        counters += s.counters;
-        hist += &s.hist;
-    }
+    let d = &out.digest;
+    let m = &d.sums;
+    let t0 = d.t0();
+    let elapsed = (d.end_ns.saturating_sub(t0)) as f64 / 1e9;
+    let counters = m.counters;
     let rate = |x: f64| if elapsed > 0.0 { x / elapsed } else { 0.0 };
-    let maxs =
-        |f: &dyn Fn(&WorkerSample) -> u64| samples.iter().map(f).max().unwrap_or(0) as f64 / 1e9;
-    let sw_bytes: u64 = samples.iter().map(|s| s.stonewall_bytes).sum();
-    let sw_s = match first_done_ns {
+    let secs = |ns: u64| ns as f64 / 1e9;
+    let sw_s = match out.first_done_ns {
         Some(ns) => ns.saturating_sub(t0) as f64 / 1e9,
         None => elapsed,
     };
     let verify = (plan.verify && plan.op.reads()).then(|| VerifyRecord {
-        checked_bytes: samples.iter().map(|s| s.verify.checked_bytes).sum(),
-        bad_bytes: samples.iter().map(|s| s.verify.bad_bytes).sum(),
-        mismatches: samples
+        checked_bytes: m.checked_bytes,
+        bad_bytes: m.bad_bytes,
+        mismatches: m
+            .mismatches
             .iter()
-            .filter_map(|s| {
-                s.verify.first_bad.as_ref().map(|(f, o)| Mismatch {
-                    file: f.display().to_string(),
-                    offset: *o,
-                    bad_bytes: s.verify.bad_bytes,
-                })
+            .map(|(_, file, offset, bad)| Mismatch {
+                file: file.clone(),
+                offset: *offset,
+                bad_bytes: *bad,
             })
             .collect(),
     });
@@ -824,50 +790,59 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         bw_mib_s: rate(counters.bytes as f64) / MIB,
         bw_mb_s: rate(counters.bytes as f64) / 1e6,
         iops: rate(counters.ops as f64),
-        lat_us: hist.summary(),
-        open_s: maxs(&|s| s.open_done_ns - s.start_ns),
-        io_s: maxs(&|s| s.io_done_ns - s.open_done_ns),
-        close_s: maxs(&|s| s.end_ns - s.io_done_ns),
-        fsync_s: maxs(&|s| s.fsync_ns),
-        cpu_user_s: cpu.0,
-        cpu_sys_s: cpu.1,
+        lat_us: d.latency().summary(),
+        open_s: secs(m.open_ns),
+        io_s: secs(m.io_ns),
+        close_s: secs(m.close_ns),
+        fsync_s: secs(m.fsync_ns),
+        cpu_user_s: out.cpu.0,
+        cpu_sys_s: out.cpu.1,
         stonewall: Stonewall {
             s: sw_s,
-            bytes: sw_bytes,
+            bytes: m.stonewall_bytes,
             bw_mib_s: if sw_s > 0.0 {
-                sw_bytes as f64 / sw_s / MIB
+                m.stonewall_bytes as f64 / sw_s / MIB
             } else {
                 0.0
             },
         },
-        time_limited: samples.iter().any(|s| s.hit_deadline),
-        interrupted,
+        time_limited: m.time_limited,
+        interrupted: out.interrupted,
         errors: counters.errors,
         start_skew_s: out.start_skew_s(),
         worker_start_spread_s: out.worker_start_spread_s(),
         verify,
         files: None,
-        workers: samples
-            .iter()
-            .map(|s| {
-                let own = (s.end_ns.saturating_sub(s.start_ns)) as f64 / 1e9;
-                WorkerRecord {
-                    worker: s.worker,
-                    host: layout.host_of(s.worker).to_string(),
-                    bytes: s.counters.bytes,
-                    ops: s.counters.ops,
-                    start_s: s.start_ns.saturating_sub(t0) as f64 / 1e9,
-                    end_s: s.end_ns.saturating_sub(t0) as f64 / 1e9,
-                    open_s: (s.open_done_ns - s.start_ns) as f64 / 1e9,
-                    io_s: (s.io_done_ns - s.open_done_ns) as f64 / 1e9,
-                    close_s: (s.end_ns - s.io_done_ns) as f64 / 1e9,
-                    bw_mib_s: if own > 0.0 {
-                        s.counters.bytes as f64 / own / MIB
-                    } else {
-                        0.0
-                    },
-                }
-            })
-            .collect(),
+        workers: if out.all_workers {
+            worker_rows(&out.samples, t0, layout)
+        } else {
+            Vec::new()
+        },
     }
+}
+
+/// One row per worker, times against the phase's first start `t0`.
+fn worker_rows(samples: &[WorkerSample], t0: u64, layout: &Layout) -> Vec<WorkerRecord> {
+    samples
+        .iter()
+        .map(|s| {
+            let own = (s.end_ns.saturating_sub(s.start_ns)) as f64 / 1e9;
+            WorkerRecord {
+                worker: s.worker,
+                host: layout.host_of(s.worker).to_string(),
+                bytes: s.counters.bytes,
+                ops: s.counters.ops,
+                start_s: s.start_ns.saturating_sub(t0) as f64 / 1e9,
+                end_s: s.end_ns.saturating_sub(t0) as f64 / 1e9,
+                open_s: (s.open_done_ns - s.start_ns) as f64 / 1e9,
+                io_s: (s.io_done_ns - s.open_done_ns) as f64 / 1e9,
+                close_s: (s.end_ns - s.io_done_ns) as f64 / 1e9,
+                bw_mib_s: if own > 0.0 {
+                    s.counters.bytes as f64 / own / MIB
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect()
 }

@@ -246,6 +246,7 @@ fn mpi_record() -> SweepRecord {
         tasks_per_node: 1,
         hosts: vec!["n1".into(), "n2".into()],
         node_phases: Vec::new(),
+        ..Default::default()
     });
     let n = p.result.phases.len();
     for (i, ph) in p.result.phases.iter_mut().enumerate() {

@@ -201,7 +201,10 @@ fn run_ranks(
         command,
         stop,
         coord,
-        bench::run::Options::default(),
+        bench::run::Options {
+            node_summary: !args.per_worker,
+            ..Default::default()
+        },
         &mut |rs| early.save(rs),
     );
     drop(live);

@@ -1058,6 +1058,8 @@ impl Sweeping<'_> {
         let opts = bench::run::Options {
             probe: true,
             keep_going: true,
+            // A point's record keeps its per-worker rows, as before.
+            node_summary: false,
         };
         let (command, stop) = (self.command.clone(), Arc::clone(&self.stop));
         match &p.job {

@@ -88,9 +88,29 @@ fn check_cluster(v: &Value, ranks: u64, threads: u64) {
     assert_eq!(hosts.len() as u64, ranks);
     assert!(hosts.iter().all(|h| h == &Value::from(host.clone())), "{c}");
     let nodes = c["node_phases"].as_array().unwrap();
+    let rank_rows = c["rank_phases"].as_array().unwrap();
     for (i, p) in phases(v).iter().enumerate() {
-        let workers = p["workers"].as_array().unwrap();
-        assert_eq!(workers.len() as u64, ranks * threads);
+        // One row per rank, whose bytes add up to the phase's.
+        let r: Vec<&Value> = rank_rows
+            .iter()
+            .filter(|r| r["phase"] == i as u64)
+            .collect();
+        assert_eq!(r.len() as u64, ranks, "one row per rank in phase {i}: {c}");
+        let sum: u64 = r.iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
+        assert_eq!(Value::from(sum), p["bytes"], "{c}");
+        // `run` keeps per-worker rows only with --per-worker; `meta` and
+        // sweep points keep them.
+        let workers = p["workers"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+        let gather = c["gathers"].as_array().unwrap().iter();
+        let per_worker = gather
+            .filter(|g| g["phase"] == i as u64)
+            .map(|g| g["per_worker"].as_bool().unwrap())
+            .next()
+            .expect("the phase's gather is recorded");
+        assert_eq!(per_worker, !workers.is_empty(), "{c}");
+        if per_worker {
+            assert_eq!(workers.len() as u64, ranks * threads);
+        }
         for (k, w) in workers.iter().enumerate() {
             assert_eq!(w["worker"], k as u64);
             assert_eq!(w["host"], Value::from(host.clone()));

@@ -34,11 +34,16 @@ fn nodes_run(args: &[&str]) -> (bool, String) {
 
 /// The job over 4 nodes × 2 ranks, with `mpirun` options `mpi`.
 fn nodes_command(mpi: &[&str], args: &[&str]) -> Command {
+    nodes_command_per(2, mpi, args)
+}
+
+/// The job over 4 nodes × `per` ranks.
+fn nodes_command_per(per: u32, mpi: &[&str], args: &[&str]) -> Command {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
     let mut c = Command::new("timeout");
     c.arg("300")
         .arg(script)
-        .args(["run", "4", "2"])
+        .args(["run", "4", &per.to_string()])
         .args(mpi)
         .arg("--")
         .arg(env!("CARGO_BIN_EXE_ioscale"))
@@ -170,6 +175,182 @@ fn run_records_every_node_and_its_totals() {
     }
 }
 
+/// `run --json` on 4 nodes × `per` ranks × `threads` threads, with
+/// `extra` flags: its text output and its record.
+fn run_json(per: u32, threads: &str, extra: &[&str]) -> (String, Value) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let json = dir.path().join("r.json");
+    let mut args = vec![
+        "run",
+        "--op",
+        "write,read",
+        "--layout",
+        "per-thread",
+        "--xfer",
+        "64k",
+        "--size",
+        "256k",
+        "--threads",
+        threads,
+        "--json",
+    ];
+    args.push(json.to_str().unwrap());
+    args.extend_from_slice(extra);
+    args.push(target.to_str().unwrap());
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = nodes_command_per(per, &[], &args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (text, v)
+}
+
+/// The text's words with every number (and its unit) replaced by `#`,
+/// without the line naming the (temporary) target: what does not depend
+/// on the measurement.
+fn shape(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter(|l| !l.starts_with("target "))
+        .map(|l| {
+            l.split_whitespace()
+                .map(|w| {
+                    let number = w.chars().any(|c| c.is_ascii_digit());
+                    let unit = matches!(w, "B" | "KiB" | "MiB" | "GiB" | "TiB");
+                    if number || unit { "#" } else { w }.to_string()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A JSON value without its per-worker rows and measured numbers.
+fn json_shape(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| *k != "workers" || v.get("op").is_none())
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "started" | "command" | "target" | "per_worker")
+                })
+                .map(|(k, x)| (k.clone(), json_shape(x)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(json_shape).collect()),
+        Value::Number(_) => Value::from(0),
+        other => other.clone(),
+    }
+}
+
+/// The paths at which `a` and `b` differ.
+fn differences(a: &Value, b: &Value, path: &str, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys()) {
+                match (x.get(k), y.get(k)) {
+                    (Some(u), Some(v)) => differences(u, v, &format!("{path}/{k}"), out),
+                    _ => out.push(format!("{path}/{k} (only in one)")),
+                }
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                differences(u, v, &format!("{path}/{i}"), out);
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {a} / {b}")),
+        _ => {}
+    }
+}
+
+#[test]
+fn per_node_summaries_give_the_record_per_worker_rows_give() {
+    let (text, summary) = run_json(2, "2", &[]);
+    let (text_pw, rows) = run_json(2, "2", &["--per-worker"]);
+    // The same report and record, but for the per-worker rows.
+    assert_eq!(shape(&text), shape(&text_pw));
+    let mut diffs = Vec::new();
+    differences(&json_shape(&summary), &json_shape(&rows), "", &mut diffs);
+    assert!(diffs.is_empty(), "the records differ at {diffs:?}");
+    for (i, p) in summary["phases"].as_array().unwrap().iter().enumerate() {
+        assert!(
+            p["workers"].as_array().is_none_or(Vec::is_empty),
+            "no rows without --per-worker: {p}"
+        );
+        // 16 workers × 256 KiB, counted by the node summaries.
+        assert_eq!(p["bytes"], 16 << 18);
+        let q = &rows["phases"][i];
+        // The figures of the per-node summaries are those of the rows.
+        let w = q["workers"].as_array().unwrap();
+        assert_eq!(w.len(), 16);
+        let sum: u64 = w.iter().map(|w| w["bytes"].as_u64().unwrap()).sum();
+        assert_eq!(Value::from(sum), q["bytes"]);
+        let end = w
+            .iter()
+            .map(|w| w["end_s"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!((end - q["elapsed_s"].as_f64().unwrap()).abs() < 1e-9, "{q}");
+        let open = w
+            .iter()
+            .map(|w| w["open_s"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!((open - q["open_s"].as_f64().unwrap()).abs() < 1e-9, "{q}");
+        let c = &rows["host"]["cluster"];
+        for n in c["node_phases"].as_array().unwrap() {
+            if n["phase"] != i as u64 {
+                continue;
+            }
+            let mine = w.iter().filter(|w| w["host"] == n["host"]);
+            let (mut bytes, mut a, mut b) = (0, f64::MAX, 0.0f64);
+            for w in mine {
+                bytes += w["bytes"].as_u64().unwrap();
+                a = a.min(w["start_s"].as_f64().unwrap());
+                b = b.max(w["end_s"].as_f64().unwrap());
+            }
+            assert_eq!(n["bytes"], bytes, "{n}");
+            assert!(
+                (n["elapsed_s"].as_f64().unwrap() - (b - a)).abs() < 1e-9,
+                "{n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn rank_0_receives_summaries_that_grow_with_nodes_not_workers() {
+    let gathered = |v: &Value| -> Vec<u64> {
+        v["host"]["cluster"]["gathers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["bytes"].as_u64().unwrap())
+            .collect()
+    };
+    let (_, two) = run_json(2, "1", &[]);
+    let (_, four) = run_json(4, "1", &[]);
+    let (_, rows) = run_json(2, "1", &["--per-worker"]);
+    let (two, four, rows) = (gathered(&two), gathered(&four), gathered(&rows));
+    assert_eq!(two.len(), 2);
+    for p in 0..2 {
+        // What one worker's sample costs at rank 0 (8 workers).
+        let sample = (rows[p] - two[p]) / 8;
+        // 8 more ranks (and workers) add a row per rank and two more
+        // summaries from rank 0's own node, far less than their samples.
+        let more = four[p] - two[p];
+        assert!(
+            more * 2 < 8 * sample,
+            "phase {p}: {} B at 2 ranks per node, {} B at 4, {sample} B per sample",
+            two[p],
+            four[p]
+        );
+    }
+}
+
 #[test]
 fn a_time_limited_phase_ends_at_one_deadline_and_records_the_skew() {
     let dir = shm_dir();
@@ -191,6 +372,7 @@ fn a_time_limited_phase_ends_at_one_deadline_and_records_the_skew() {
         "2g",
         "--time",
         "1s",
+        "--per-worker",
         "--json",
         json.to_str().unwrap(),
         target.to_str().unwrap(),

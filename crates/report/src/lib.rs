@@ -22,7 +22,7 @@ pub use ior_text::{FsStats, IorCsvExporter, IorInfo, IorJsonExporter, IorTextExp
 pub use mdtest_text::{MdtestInfo, MdtestTextExporter};
 pub use model::{
     ClusterInfo, ErrorRecord, FailedPhase, FilesRecord, HostInfo, JobSpec, Mismatch, NodePhase,
-    PhaseRecord, PhaseSummary, ResultSet, Stonewall, ThreadFiles, VerifyRecord, WorkerRecord,
-    SCHEMA,
+    PhaseGather, PhaseRecord, PhaseSummary, RankPhase, ResultSet, Stonewall, ThreadFiles,
+    VerifyRecord, WorkerRecord, SCHEMA,
 };
 pub use smallfile_text::{SmallfileInfo, SmallfileTextExporter, SmallfileTotals};

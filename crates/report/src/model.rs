@@ -98,6 +98,45 @@ pub struct ClusterInfo {
     /// Per host and phase: the work of that host's workers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub node_phases: Vec<NodePhase>,
+    /// Per rank and phase: the work of that rank's workers (a few words
+    /// per rank, kept also when the per-worker rows are not).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rank_phases: Vec<RankPhase>,
+    /// Per phase: what rank 0 received in the gather at the phase's end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gathers: Vec<PhaseGather>,
+}
+
+/// One rank's share of one phase of a multi-process run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RankPhase {
+    /// Index of the phase in the record's `phases`.
+    pub phase: usize,
+    /// The rank.
+    pub rank: u32,
+    /// Its workers.
+    pub workers: u32,
+    /// Bytes its workers moved.
+    pub bytes: u64,
+    /// Requests (files for metadata phases) its workers completed.
+    pub ops: u64,
+    /// Its first worker's start, seconds since the phase's first start.
+    pub start_s: f64,
+    /// Its last worker's finish, seconds since the phase's first start.
+    pub end_s: f64,
+}
+
+/// The cost of one phase's gather at rank 0, as its coordinator counted it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseGather {
+    /// Index of the phase in the record's `phases`.
+    pub phase: usize,
+    /// Payload bytes rank 0 received: one merged summary per node (and
+    /// one per rank of its own node), plus every worker's sample when the
+    /// per-worker rows were asked for.
+    pub bytes: u64,
+    /// The per-worker rows were gathered too (`--per-worker`).
+    pub per_worker: bool,
 }
 
 /// One host's share of one phase of a multi-process run.

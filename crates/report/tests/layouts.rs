@@ -353,6 +353,7 @@ fn mdtest_directory_rows_include_rename_and_the_nodemap_follows_hosts() {
         tasks_per_node: 1,
         hosts: vec!["a".into(), "b".into()],
         node_phases: vec![],
+        ..Default::default()
     });
     let info = MdtestInfo {
         tasks: 4,

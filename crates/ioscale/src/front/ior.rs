@@ -698,7 +698,13 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     let mut argv = vec!["ior".to_string()];
     argv.extend(args.iter().cloned());
     let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
-    let outcome = bench::run::run_with(&spec, argv, stop, coord);
+    // IOR's reports need no per-worker rows: rank 0 receives one merged
+    // summary per node.
+    let opts = bench::run::Options {
+        node_summary: true,
+        ..Default::default()
+    };
+    let outcome = bench::run::run_with_options(&spec, argv, stop, coord, opts);
     drop(live);
     let outcome = match outcome {
         Ok(o) => o,

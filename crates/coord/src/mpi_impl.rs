@@ -120,6 +120,7 @@ impl MpiCoordinator {
     /// Initialises MPI (funneled threading) and the node communicators.
     /// `None` if MPI was initialised already or refused the threading level.
     pub fn init() -> Option<Self> {
+        yield_when_oversubscribed(|k| std::env::var(k).ok());
         let (universe, level) = mpi::initialize_with_threading(mpi::Threading::Funneled)?;
         if level < mpi::Threading::Funneled {
             return None;
@@ -246,6 +247,38 @@ impl MpiCoordinator {
             s.p2p_sent += sent;
             s.bytes_sent += 8 + bytes.len() as u64;
         });
+    }
+
+    /// Receives one gather payload from each of `from` (ranks of `comm`)
+    /// in the order they arrive, handing each to `take`. It polls and
+    /// pauses between polls instead of blocking in a receive, which spins
+    /// inside MPI: on an oversubscribed node that spinning takes the core
+    /// from the very ranks being waited for. Each source is probed on its
+    /// own, so a fast rank's payload of the next gather is never taken
+    /// for another rank's of this one.
+    fn recv_each(
+        &self,
+        comm: &SimpleCommunicator,
+        from: std::ops::Range<i32>,
+        mut take: impl FnMut(i32, Vec<u8>),
+    ) {
+        let mut left: Vec<i32> = from.collect();
+        let mut spins = 0u32;
+        while !left.is_empty() {
+            let ready = left.iter().position(|&r| {
+                comm.process_at_rank(r)
+                    .immediate_probe_with_tag(TAG_GLEN)
+                    .is_some()
+            });
+            match ready {
+                Some(k) => {
+                    let r = left.remove(k);
+                    take(r, self.recv_bytes(comm, r));
+                    spins = 0;
+                }
+                None => pause(&mut spins),
+            }
+        }
     }
 
     fn recv_bytes(&self, comm: &SimpleCommunicator, from: i32) -> Vec<u8> {
@@ -452,6 +485,29 @@ impl Drop for MpiCoordinator {
     }
 }
 
+/// More ranks on this node than CPUs (as Open MPI's launcher tells each
+/// rank in `OMPI_COMM_WORLD_LOCAL_SIZE`): asks Open MPI, before MPI_Init,
+/// to yield the CPU while it waits in a collective or receive instead of
+/// spinning (`mpi_yield_when_idle`), unless the user set it. With `--host
+/// NODE:SLOTS` Open MPI does not know it is oversubscribed and spins: 256
+/// ranks spinning on 2 cores did not get through MPI start-up in 5
+/// minutes.
+fn yield_when_oversubscribed(env: impl Fn(&str) -> Option<String>) {
+    const KEY: &str = "OMPI_MCA_mpi_yield_when_idle";
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if oversubscribed(&env, cpus) && env(KEY).is_none() {
+        // Before MPI_Init and before this process starts any thread.
+        std::env::set_var(KEY, "1");
+    }
+}
+
+/// Whether the launcher put more ranks on this node than `cpus`.
+fn oversubscribed(env: impl Fn(&str) -> Option<String>, cpus: usize) -> bool {
+    env("OMPI_COMM_WORLD_LOCAL_SIZE")
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .is_some_and(|n| n > cpus)
+}
+
 /// Between polls: yield at first (a collective usually completes within
 /// microseconds), then sleep 0.1 ms for about 0.1 s, then 1 ms: a rank
 /// that waits long for a slow one must leave the cores to the ranks of its
@@ -572,10 +628,9 @@ impl Coordinator for MpiCoordinator {
         };
         frame(self.world.rank(), &bytes);
         drop(bytes);
-        for i in 1..self.node.size() {
-            let b = self.recv_bytes(&self.node, i);
-            frame(self.node_world[i as usize], &b);
-        }
+        self.recv_each(&self.node, 1..self.node.size(), |i, b| {
+            frame(self.node_world[i as usize], &b)
+        });
         let leaders = self
             .leaders
             .as_ref()
@@ -597,10 +652,7 @@ impl Coordinator for MpiCoordinator {
         };
         unframe(&framed);
         drop(framed);
-        for l in 1..leaders.size() {
-            let b = self.recv_bytes(leaders, l);
-            unframe(&b);
-        }
+        self.recv_each(leaders, 1..leaders.size(), |_, b| unframe(&b));
         Some(out)
     }
 
@@ -609,11 +661,10 @@ impl Coordinator for MpiCoordinator {
             self.send_bytes(&self.node, 0, &bytes);
             return None;
         }
+        // Payloads merge in the order they arrive: a merge must not
+        // depend on it (counters add, histograms merge).
         let mut acc = bytes;
-        for i in 1..self.node.size() {
-            let b = self.recv_bytes(&self.node, i);
-            merge(&mut acc, &b);
-        }
+        self.recv_each(&self.node, 1..self.node.size(), |_, b| merge(&mut acc, &b));
         let leaders = self
             .leaders
             .as_ref()
@@ -622,10 +673,7 @@ impl Coordinator for MpiCoordinator {
             self.send_bytes(leaders, 0, &acc);
             return None;
         }
-        for l in 1..leaders.size() {
-            let b = self.recv_bytes(leaders, l);
-            merge(&mut acc, &b);
-        }
+        self.recv_each(leaders, 1..leaders.size(), |_, b| merge(&mut acc, &b));
         Some(acc)
     }
 
@@ -894,5 +942,21 @@ impl PhaseSignals for MpiSignals<'_> {
                 .fold(0u8, |f, (bit, &v)| f | (u8::from(v != 0) << bit)),
             start_skew_ns: Some((out[4] + out[5]).max(0) as u64),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::oversubscribed;
+
+    #[test]
+    fn more_local_ranks_than_cpus_is_oversubscribed() {
+        let env = |n: &'static str| {
+            move |k: &str| (k == "OMPI_COMM_WORLD_LOCAL_SIZE").then(|| n.to_string())
+        };
+        assert!(oversubscribed(env("8"), 2));
+        assert!(!oversubscribed(env("2"), 2));
+        assert!(!oversubscribed(env("x"), 2));
+        assert!(!oversubscribed(|_: &str| None, 2));
     }
 }

@@ -24,6 +24,8 @@ use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, W
 use crate::cli::{Cli, Command, Format};
 use crate::progress::{Display, ProgressMode};
 
+mod nodes;
+
 /// How the amount of data changes with the thread count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Scale {
@@ -88,6 +90,28 @@ pub struct SweepArgs {
     /// inner command's --iodepth.
     #[arg(long, value_name = "LIST")]
     pub iodepth: Option<String>,
+
+    /// Node counts to sweep, e.g. `1,2,4`: the whole sweep runs once per
+    /// value as MPI ranks (`--ranks-per-node` on each node) that sweep
+    /// launches itself, with mpirun on the first N of `--hosts`, or on N
+    /// simulated nodes of this machine (`scripts/mpi-nodes`, root) without
+    /// it; each point's series names its node count.
+    #[arg(long, value_name = "LIST")]
+    pub nodes: Option<String>,
+
+    /// MPI ranks on each node for `--nodes` [default: 1].
+    #[arg(long, value_name = "N", requires = "nodes")]
+    pub ranks_per_node: Option<String>,
+
+    /// Hosts for `--nodes` (comma list, at least the largest count): each
+    /// point runs `mpirun --host H1:R,…`.
+    #[arg(long, value_name = "LIST", requires = "nodes")]
+    pub hosts: Option<String>,
+
+    /// The simulated nodes' launcher for `--nodes` without `--hosts`
+    /// [default: scripts/mpi-nodes of the source tree ioscale was built in].
+    #[arg(long, value_name = "PATH", requires = "nodes")]
+    pub sim_nodes: Option<PathBuf>,
 
     /// Repetitions per point [default: the inner command's --reps].
     #[arg(long, value_name = "N")]
@@ -801,6 +825,9 @@ pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
     if let Err(m) = trailing_resume(&mut args) {
         eprintln!("ioscale: error: {m}");
         return Ok(2);
+    }
+    if args.nodes.is_some() {
+        return nodes::sweep_nodes(&args);
     }
     crate::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))
 }

@@ -577,3 +577,77 @@ fn reordered_reads_come_from_the_next_node() {
         );
     }
 }
+
+#[test]
+fn a_sweep_over_node_counts_runs_each_point_on_that_many_nodes() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let json = dir.path().join("s.json");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new("timeout")
+        .arg("300")
+        .arg(env!("CARGO_BIN_EXE_ioscale"))
+        .args(["sweep", "--nodes", "1,2,4", "--ranks-per-node", "2"])
+        .arg("--sim-nodes")
+        .arg(&script)
+        .args(["--threads", "1", "--json"])
+        .arg(&json)
+        .args([
+            "--", "run", "--op", "write", "--xfer", "64k", "--size", "256k",
+        ])
+        .arg(&target)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}{err}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3, "{v}");
+    for (p, (nodes, label)) in points
+        .iter()
+        .zip([(1, "1 node"), (2, "2 nodes"), (4, "4 nodes")])
+    {
+        let c = &p["result"]["host"]["cluster"];
+        assert_eq!(c["nodes"], nodes, "{c}");
+        assert_eq!(c["ranks"], 2 * nodes, "{c}");
+        assert_eq!(c["tasks_per_node"], 2, "{c}");
+        assert_eq!(p["series"], label);
+        // 2 ranks per node × 1 thread × 256 KiB.
+        assert_eq!(p["result"]["phases"][0]["bytes"], (2 * nodes) << 18);
+    }
+    // The table counts the workers of each point: ranks × threads.
+    let workers: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("Write "))
+        .map(|l| l.split_whitespace().nth(1).unwrap())
+        .collect();
+    assert_eq!(workers, ["2", "4", "8"], "{text}");
+    // The launches' records were temporary.
+    assert!(!err.contains("error"), "{err}");
+}
+
+#[test]
+fn a_node_sweep_is_refused_before_anything_runs() {
+    let cases: [(&[&str], &str); 3] = [
+        (&["--nodes", "0"], "--nodes"),
+        (&["--nodes", "1,4", "--hosts", "a,b"], "--hosts"),
+        (
+            &["--nodes", "2", "--ranks-per-node", "0"],
+            "--ranks-per-node",
+        ),
+    ];
+    for (flags, named) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_ioscale"))
+            .arg("sweep")
+            .args(flags)
+            .args(["--threads", "1", "--", "run", "/nonexistent-target"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(named), "{flags:?}: {err}");
+    }
+}

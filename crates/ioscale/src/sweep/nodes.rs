@@ -1,0 +1,302 @@
+//! `ioscale sweep --nodes 1,2,4`: the sweep once per node count, each as
+//! MPI ranks that this process launches, put together into one record.
+//!
+//! For each node count N the sweep (without `--nodes` and its output
+//! flags) runs as `N × --ranks-per-node` ranks: `mpirun --host
+//! H1:R,…,HN:R` on the first N of `--hosts`, or, without `--hosts`, on N
+//! simulated nodes of this machine (`scripts/mpi-nodes`, one Open MPI
+//! daemon per node name in its own UTS namespace). Each launch journals
+//! its points to a temporary JSON record; this process reads them back,
+//! labels every point's series with its node count (its workers are the
+//! ranks × threads its record holds), analyses and writes the whole as
+//! one sweep.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use analysis::SweepRecord;
+use spec::{parse_count, parse_list};
+
+use super::{emit_sweep, plan, Scale, SweepArgs, Usage};
+
+/// Where the ranks of each node count run.
+enum Placement {
+    /// `mpirun --host` on these hosts.
+    Hosts(Vec<String>),
+    /// Simulated nodes through this launcher script.
+    Simulated(PathBuf),
+}
+
+/// What `--nodes` asks for, checked.
+struct NodesPlan {
+    nodes: Vec<u32>,
+    per_node: u32,
+    placement: Placement,
+}
+
+/// `ioscale sweep --nodes …` (not itself under mpirun). Returns the exit
+/// code: the highest of the launches', 2 for a usage error.
+pub(super) fn sweep_nodes(args: &SweepArgs) -> anyhow::Result<i32> {
+    let np = match check(args) {
+        Ok(np) => np,
+        Err(Usage(m)) => {
+            eprintln!("ioscale: error: {m}");
+            return Ok(2);
+        }
+    };
+    let scratch = std::env::temp_dir().join(format!("ioscale-sweep-nodes.{}", std::process::id()));
+    std::fs::create_dir(&scratch)
+        .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;
+    let result = launch_all(args, &np, &scratch);
+    // Only the records this sweep wrote, then its own directory.
+    for &n in &np.nodes {
+        let _ = std::fs::remove_file(record_path(&scratch, n));
+    }
+    let _ = std::fs::remove_dir(&scratch);
+    let (records, exit) = result?;
+    let Some(rec) = merge(args, records) else {
+        eprintln!("ioscale: error: no node count finished a point");
+        return Ok(exit.max(1));
+    };
+    let wrote = emit_sweep(&rec, args);
+    Ok(if wrote { exit } else { exit.max(1) })
+}
+
+/// Checks `--nodes`, `--ranks-per-node`, `--hosts` and the sweep itself
+/// (its points, the output paths) before anything is launched.
+fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
+    let list = args.nodes.as_deref().unwrap_or_default();
+    let nodes: Vec<u32> = parse_list(list, parse_count)
+        .map_err(|e| Usage(format!("--nodes: {e}")))?
+        .into_iter()
+        .map(|n| match u32::try_from(n) {
+            Ok(0) => Err(Usage("--nodes: 0 is not a node count".into())),
+            Ok(n) => Ok(n),
+            Err(_) => Err(Usage(format!("--nodes: {n} is too large"))),
+        })
+        .collect::<Result<_, _>>()?;
+    let per_node = match &args.ranks_per_node {
+        Some(r) => match parse_count(r).map(u32::try_from) {
+            Ok(Ok(r)) if r > 0 => r,
+            _ => return Err(Usage(format!("--ranks-per-node: {r} is not a rank count"))),
+        },
+        None => 1,
+    };
+    if args.resume {
+        return Err(Usage(
+            "--resume: a --nodes sweep is not resumable; run the node counts still missing with --nodes".into(),
+        ));
+    }
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some()
+        || std::env::var_os("PMI_SIZE").is_some()
+        || std::env::var_os("SLURM_STEP_NUM_TASKS").is_some()
+    {
+        return Err(Usage(
+            "--nodes launches the ranks itself: run `ioscale sweep --nodes …` without mpirun or srun".into(),
+        ));
+    }
+    let most = nodes.iter().copied().max().unwrap_or(1);
+    let placement = match &args.hosts {
+        Some(h) => {
+            let hosts: Vec<String> = super::words(&Some(h.clone()));
+            if hosts.len() < most as usize {
+                return Err(Usage(format!(
+                    "--hosts: {} host(s) for --nodes up to {most}; name at least {most}",
+                    hosts.len()
+                )));
+            }
+            Placement::Hosts(hosts)
+        }
+        None => Placement::Simulated(sim_script(args)?),
+    };
+    plan(args)?;
+    for (flag, p) in [
+        ("--json", &args.json),
+        ("--csv", &args.csv),
+        ("--html", &args.html),
+    ] {
+        if let Some(p) = p {
+            crate::check_output_path(flag, p).map_err(|e| Usage(format!("{e:#}")))?;
+        }
+    }
+    Ok(NodesPlan {
+        nodes,
+        per_node,
+        placement,
+    })
+}
+
+/// The simulated nodes' launcher: `--sim-nodes`, else `scripts/mpi-nodes`
+/// of the source tree this binary was built in (or the current directory).
+fn sim_script(args: &SweepArgs) -> Result<PathBuf, Usage> {
+    if let Some(p) = &args.sim_nodes {
+        if !p.is_file() {
+            return Err(Usage(format!("--sim-nodes: {} is not a file", p.display())));
+        }
+        return Ok(p.clone());
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let found = exe
+        .ancestors()
+        .skip(1)
+        .chain(std::iter::once(Path::new(".")))
+        .map(|d| d.join("scripts/mpi-nodes"))
+        .find(|p| p.is_file());
+    found.ok_or_else(|| {
+        Usage(
+            "--nodes without --hosts runs simulated nodes on this machine through ioscale's \
+             scripts/mpi-nodes, which was not found: give --sim-nodes PATH, or --hosts H1,H2,… \
+             for real nodes"
+                .into(),
+        )
+    })
+}
+
+fn record_path(scratch: &Path, n: u32) -> PathBuf {
+    scratch.join(format!("nodes-{n}.json"))
+}
+
+/// Launches the sweep once per node count; returns each count's record
+/// (those that wrote one) and the highest exit code.
+fn launch_all(
+    args: &SweepArgs,
+    np: &NodesPlan,
+    scratch: &Path,
+) -> anyhow::Result<(Vec<(u32, SweepRecord)>, i32)> {
+    let exe = std::env::current_exe()?;
+    let mut records = Vec::new();
+    let mut exit = 0;
+    for &n in &np.nodes {
+        let json = record_path(scratch, n);
+        let mut cmd = launcher(np, n);
+        cmd.arg(&exe).args(child_args(args, &json));
+        eprintln!(
+            "ioscale: nodes={n}: {} ranks ({n}×{})",
+            n * np.per_node,
+            np.per_node
+        );
+        let status = cmd
+            .status()
+            .map_err(|e| anyhow::anyhow!("starting {:?}: {e}", cmd.get_program()))?;
+        let code = status.code().unwrap_or(1);
+        exit = exit.max(code);
+        match std::fs::read(&json) {
+            Ok(b) => records.push((n, serde_json::from_slice::<SweepRecord>(&b)?)),
+            Err(_) => {
+                eprintln!(
+                    "ioscale: error: nodes={n}: the ranks wrote no record (exit code {code})"
+                );
+                exit = exit.max(1);
+            }
+        }
+        if code == 130 || code == 2 {
+            // Interrupted, or refused: the other node counts would be too.
+            break;
+        }
+    }
+    Ok((records, exit))
+}
+
+/// mpirun (or the simulated nodes' launcher) for `n` nodes, up to the
+/// program name.
+fn launcher(np: &NodesPlan, n: u32) -> Command {
+    let per = np.per_node.to_string();
+    match &np.placement {
+        Placement::Simulated(script) => {
+            let mut c = Command::new(script);
+            c.args(["run", &n.to_string(), &per, "--bind-to", "none", "--"]);
+            c
+        }
+        Placement::Hosts(hosts) => {
+            let list: Vec<String> = hosts[..n as usize]
+                .iter()
+                .map(|h| format!("{h}:{per}"))
+                .collect();
+            let mut c = Command::new("mpirun");
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            if unsafe { libc::geteuid() } == 0 {
+                c.arg("--allow-run-as-root");
+            }
+            c.arg("--host")
+                .arg(list.join(","))
+                .arg("-np")
+                .arg((n * np.per_node).to_string());
+            c
+        }
+    }
+}
+
+/// The words of the sweep each launch runs: this sweep's points and
+/// statistics, its record to `json`, one progress line per phase.
+fn child_args(args: &SweepArgs, json: &Path) -> Vec<String> {
+    let mut a = vec![
+        "sweep".to_string(),
+        "--threads".into(),
+        args.threads.clone(),
+    ];
+    let mut opt = |flag: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            a.push(flag.into());
+            a.push(v.clone());
+        }
+    };
+    opt("--xfer", &args.xfer);
+    opt("--layout", &args.layout);
+    opt("--target", &args.target);
+    opt("--iodepth", &args.iodepth);
+    opt("--reps", &args.reps);
+    opt("--trim", &args.trim);
+    if let Some(s) = args.scale {
+        a.push("--scale".into());
+        a.push(
+            match s {
+                Scale::Total => "total",
+                Scale::PerThread => "per-thread",
+            }
+            .into(),
+        );
+    }
+    a.extend(["--quiet".into(), "--progress".into(), "plain".into()]);
+    a.push("--json".into());
+    a.push(json.display().to_string());
+    a.push("--".into());
+    a.extend(args.inner.iter().cloned());
+    a
+}
+
+/// One sweep record of every node count's points, in launch order, each
+/// point's series led by its node count.
+fn merge(args: &SweepArgs, records: Vec<(u32, SweepRecord)>) -> Option<SweepRecord> {
+    let mut it = records.into_iter();
+    let (n0, mut rec) = it.next()?;
+    rec.command = std::env::args().collect();
+    let label = |n: u32, series: &str| {
+        let nodes = if n == 1 {
+            "1 node".to_string()
+        } else {
+            format!("{n} nodes")
+        };
+        if series.is_empty() {
+            nodes
+        } else {
+            format!("{nodes} {series}")
+        }
+    };
+    for p in &mut rec.points {
+        p.series = label(n0, &p.series);
+    }
+    for (n, r) in it {
+        rec.interrupted |= r.interrupted;
+        rec.stop_reason = rec.stop_reason.or(r.stop_reason);
+        rec.points_total += r.points_total;
+        for mut p in r.points {
+            p.series = label(n, &p.series);
+            rec.points.push(p);
+        }
+    }
+    for (i, p) in rec.points.iter_mut().enumerate() {
+        p.index = i;
+    }
+    rec.analysis = analysis::analyse_with(&rec, args.units.units());
+    Some(rec)
+}

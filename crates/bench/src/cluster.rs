@@ -357,6 +357,10 @@ impl Sample for MetaSample {
                 .push((self.worker, f.display().to_string(), *o, *b));
         }
         m.touched_max = m.touched_max.max(self.touched);
+        if let Some(p) = &self.first_left {
+            m.left
+                .push((self.worker, p.display().to_string(), self.left));
+        }
     }
 }
 
@@ -1027,6 +1031,58 @@ mod tests {
             root.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
             [0, 1, 2, 3]
         );
+    }
+
+    fn meta_sample(w: u32) -> MetaSample {
+        let mut hist = LatencyHistogram::new();
+        hist.record(1000 * u64::from(w + 1));
+        MetaSample {
+            worker: w,
+            files: u64::from(w) + 10,
+            touched: u64::from(w) * 3,
+            records: 1,
+            read_bytes: 4096,
+            write_bytes: 0,
+            errors: 0,
+            left: 2,
+            first_left: (w % 2 == 1).then(|| PathBuf::from(format!("/t/d{w}"))),
+            hist,
+            start_ns: u64::from(w),
+            end_ns: 1000 - u64::from(w),
+            stonewall_files: 1,
+            stonewall_bytes: 0,
+            hit_deadline: false,
+            failure: None,
+            stonewalled: false,
+            sync_ns: u64::from(w),
+            checked_bytes: 4096,
+            bad_bytes: u64::from(w == 2),
+            mismatches: if w == 2 {
+                vec![(PathBuf::from("/t/a"), 0, 1), (PathBuf::from("/t/b"), 8, 1)]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    #[test]
+    fn meta_digests_merge_in_any_order_to_the_same_sums() {
+        let all: Vec<MetaSample> = (0..4).map(meta_sample).collect();
+        let mut whole = Digest::of(&all[..2], 0, "a", (0.0, 0.0));
+        whole.merge(Digest::of(&all[2..], 1, "a", (0.0, 0.0)));
+        let mut late = Digest::of(&all[2..], 1, "a", (0.0, 0.0));
+        late.merge(Digest::of(&all[..2], 0, "a", (0.0, 0.0)));
+        let json = |d: &Digest<MetaSums>| serde_json::to_value(d).unwrap();
+        assert_eq!(json(&late), json(&whole));
+        let m = &late.sums;
+        assert_eq!(m.files, 10 + 11 + 12 + 13);
+        assert_eq!(m.touched_max, 9);
+        assert_eq!(m.io_ns, 1000);
+        // Worker order, a worker's own mismatches in their order.
+        let files: Vec<&str> = m.mismatches.iter().map(|x| x.1.as_str()).collect();
+        assert_eq!(files, ["/t/a", "/t/b"]);
+        let left: Vec<u32> = m.left.iter().map(|l| l.0).collect();
+        assert_eq!(left, [1, 3]);
     }
 
     #[test]

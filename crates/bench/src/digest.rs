@@ -294,6 +294,9 @@ pub struct MetaSums {
     pub mismatches: Vec<(u32, String, u64, u64)>,
     /// The highest entry index any worker touched.
     pub touched_max: u64,
+    /// (worker, first directory left, directories left) of each worker
+    /// whose cleanup left directories that were not empty, by worker.
+    pub left: Vec<(u32, String, u64)>,
 }
 
 impl Sums for MetaSums {
@@ -312,6 +315,8 @@ impl Sums for MetaSums {
         self.bad_bytes += o.bad_bytes;
         merge_by_worker(&mut self.mismatches, o.mismatches);
         self.touched_max = self.touched_max.max(o.touched_max);
+        self.left.extend(o.left);
+        self.left.sort_by_key(|l| l.0);
     }
 }
 

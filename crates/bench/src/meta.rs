@@ -21,7 +21,6 @@ use report::{
     FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles, WorkerRecord,
 };
 use spec::{MetaOp, MetaSpec};
-use stats::LatencyHistogram;
 
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::tree::{close, prepare, union, Marker, Tree};
@@ -138,6 +137,9 @@ pub fn run_with_hook(
     // Indices per thread that the next phase may use: a time-limited
     // create leaves only a prefix of the files.
     let mut limit: Vec<u64> = vec![spec.files; spec.threads as usize];
+    // Their sum over all workers (rank 0 may not hold every worker's
+    // sample): the files a phase is asked for.
+    let mut requested = spec.files * u64::from(spec.threads);
     let mut state = tree.marker.state;
     let mut extent = tree.marker.extent;
     let mut ran_cleanup = false;
@@ -163,19 +165,15 @@ pub fn run_with_hook(
                     limit: Some(limit.clone()),
                     timed: false,
                 };
-                let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
-                let samples = &out.samples;
-                extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
+                let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq, opts)?;
+                extent = extent.max(out.digest.sums.touched_max);
                 if out.failed {
                     state = tree.marker.state;
-                    match samples
-                        .iter()
-                        .find_map(|s| s.failure.as_ref().map(|f| (s.worker, f)))
-                    {
+                    match out.digest.failures.first() {
                         Some((w, f)) => {
                             results
                                 .errors
-                                .push(failure_record(w, format!("layout {}", f.op), f))
+                                .push(failure_record(*w, format!("layout {}", f.op), f))
                         }
                         None => results.errors.push(other_rank_failed(&topo)),
                     }
@@ -220,7 +218,7 @@ pub fn run_with_hook(
                 timed: true,
             };
             let pr = (opts.probe && is_root).then(|| Probe::start(&user_spec.target));
-            let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
+            let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq, opts)?;
             if let Some(pr) = pr {
                 probes.push(PhaseProbe {
                     op: op.name().into(),
@@ -228,16 +226,15 @@ pub fn run_with_hook(
                     resources: pr.finish(),
                 });
             }
-            let samples = &out.samples;
             if creates {
-                extent = extent.max(samples.iter().map(|s| s.touched).max().unwrap_or(0));
+                extent = extent.max(out.digest.sums.touched_max);
             }
             let interrupted = out.interrupted;
             let failed = out.failed;
             let cut_short = out.deadline;
-            let rec = is_root.then(|| reduce(&plan, &out, layout));
+            let rec = is_root.then(|| reduce(&plan, &out, layout, requested));
             record_phase(&mut results, rec, &out, layout);
-            left_notes(samples, &mut notes);
+            left_notes(&out.digest.sums.left, &mut notes);
             if failed && results.errors.is_empty() {
                 results.errors.push(other_rank_failed(&topo));
             }
@@ -259,9 +256,12 @@ pub fn run_with_hook(
                 if creates {
                     // The files made form a prefix per thread; later
                     // phases work on those.
-                    for s in samples {
+                    for s in &out.samples {
                         limit[s.worker as usize] = limit[s.worker as usize].min(s.files);
                     }
+                    // No worker makes more than it is asked for: the new
+                    // limits add up to the files made.
+                    requested = out.digest.sums.files;
                     state = after;
                 } else if matches!(
                     op,
@@ -305,16 +305,14 @@ pub fn run_with_hook(
 
 /// Notes on the directories a cleanup had to leave (they held entries
 /// ioscale did not create).
-fn left_notes(samples: &[MetaSample], notes: &mut Vec<String>) {
-    for s in samples {
-        if let Some(p) = &s.first_left {
-            notes.push(format!(
-                "cleanup: {} and {} more directories were not empty (they hold entries \
-                 ioscale did not create; left alone)",
-                p.display(),
-                s.left.saturating_sub(1)
-            ));
-        }
+fn left_notes(left: &[(u32, String, u64)], notes: &mut Vec<String>) {
+    for (_, first, count) in left {
+        notes.push(format!(
+            "cleanup: {} and {} more directories were not empty (they hold entries \
+             ioscale did not create; left alone)",
+            first,
+            count.saturating_sub(1)
+        ));
     }
 }
 
@@ -378,6 +376,7 @@ fn run_phase_all(
     coord: &dyn Coordinator,
     topo: &Topology,
     seq: &mut u64,
+    opts: Options,
 ) -> Result<PhaseOut<MetaSample>, Error> {
     let threads = topo.threads_per_rank as usize;
     engine::live::begin(engine::live::PhaseInfo {
@@ -401,9 +400,7 @@ fn run_phase_all(
         stop,
         "m",
         vec![(); threads],
-        // The record's thread rows, the cut-short limits and the leftover
-        // notes need every worker's sample at rank 0.
-        true,
+        !opts.node_summary,
         |w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
     );
     engine::live::end();
@@ -434,147 +431,157 @@ fn share_tree(coord: &dyn Coordinator, made: Option<Tree>, spec: &MetaSpec) -> R
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// Reduces thread samples into one phase record: totals ÷ (last finish −
-/// first start), never a sum of per-thread rates.
-fn reduce(plan: &MetaPlan<'_>, out: &PhaseOut<MetaSample>, layout: &Layout) -> PhaseRecord {
-    let (samples, first_done_ns, cpu, interrupted) = (
-        &out.samples[..],
-        out.first_done_ns,
-        out.cpu,
-        out.interrupted,
-    );
-    let t0 = samples.iter().map(|s| s.start_ns).min().unwrap_or(0);
-    let t1 = samples.iter().map(|s| s.end_ns).max().unwrap_or(0);
-    let elapsed = t1.saturating_sub(t0) as f64 / 1e9;
-    let mut hist = LatencyHistogram::new();
-    for s in samples {
-        hist += &s.hist;
-    }
-    let files: u64 = samples.iter().map(|s| s.files).sum();
-    let read_bytes: u64 = samples.iter().map(|s| s.read_bytes).sum();
-    let write_bytes: u64 = samples.iter().map(|s| s.write_bytes).sum();
-    let bytes = read_bytes + write_bytes;
-    let records: u64 = samples.iter().map(|s| s.records).sum();
+/// Reduces a phase into its record: totals ÷ (last finish − first
+/// start), never a sum of per-thread rates. The figures come from the
+/// digest (every rank's samples folded, see [`crate::digest`]); the
+/// per-thread rows from the samples when rank 0 holds every worker's.
+/// `requested` is the files asked of all workers.
+fn reduce(
+    plan: &MetaPlan<'_>,
+    out: &PhaseOut<MetaSample>,
+    layout: &Layout,
+    requested: u64,
+) -> PhaseRecord {
+    let d = &out.digest;
+    let m = &d.sums;
+    let t0 = d.t0();
+    let elapsed = d.end_ns.saturating_sub(t0) as f64 / 1e9;
+    let bytes = m.read_bytes + m.write_bytes;
     let rate = |x: f64| if elapsed > 0.0 { x / elapsed } else { 0.0 };
-    let sw_s = match first_done_ns {
+    let sw_s = match out.first_done_ns {
         Some(ns) => ns.saturating_sub(t0) as f64 / 1e9,
         None => elapsed,
     };
-    let sw_files: u64 = samples.iter().map(|s| s.stonewall_files).sum();
-    let sw_bytes: u64 = samples.iter().map(|s| s.stonewall_bytes).sum();
-    let requested: u64 = (0..plan.spec.threads).map(|w| plan.count_for(w)).sum();
-    let any_failed = samples.iter().any(|s| s.failure.is_some());
     PhaseRecord {
         op: plan.op.name().into(),
         rep: plan.rep,
         threads: plan.spec.threads,
         bytes,
-        ops: files,
-        read_bytes,
-        write_bytes,
+        ops: m.files,
+        read_bytes: m.read_bytes,
+        write_bytes: m.write_bytes,
         elapsed_s: elapsed,
         bw_mib_s: rate(bytes as f64) / MIB,
         bw_mb_s: rate(bytes as f64) / 1e6,
-        iops: rate(files as f64),
-        lat_us: hist.summary(),
+        iops: rate(m.files as f64),
+        lat_us: d.latency().summary(),
         open_s: 0.0,
-        io_s: samples
-            .iter()
-            .map(|s| s.end_ns.saturating_sub(s.start_ns))
-            .max()
-            .unwrap_or(0) as f64
-            / 1e9,
+        io_s: m.io_ns as f64 / 1e9,
         close_s: 0.0,
         // mdtest -Y: the closing syncfs, inside the phase's time.
-        fsync_s: samples.iter().map(|s| s.sync_ns).max().unwrap_or(0) as f64 / 1e9,
-        cpu_user_s: cpu.0,
-        cpu_sys_s: cpu.1,
+        fsync_s: m.sync_ns as f64 / 1e9,
+        cpu_user_s: out.cpu.0,
+        cpu_sys_s: out.cpu.1,
         stonewall: Stonewall {
             s: sw_s,
-            bytes: sw_bytes,
+            bytes: m.stonewall_bytes,
             bw_mib_s: if sw_s > 0.0 {
-                sw_bytes as f64 / sw_s / MIB
+                m.stonewall_bytes as f64 / sw_s / MIB
             } else {
                 0.0
             },
         },
-        time_limited: samples.iter().any(|s| s.hit_deadline),
-        interrupted,
-        errors: samples.iter().map(|s| s.errors).sum(),
+        time_limited: m.time_limited,
+        interrupted: out.interrupted,
+        errors: m.errors,
         start_skew_s: out.start_skew_s(),
         worker_start_spread_s: out.worker_start_spread_s(),
         verify: (plan.op == MetaOp::Read && plan.spec.verify).then(|| report::VerifyRecord {
-            checked_bytes: samples.iter().map(|s| s.checked_bytes).sum(),
-            bad_bytes: samples.iter().map(|s| s.bad_bytes).sum(),
-            mismatches: samples
+            checked_bytes: m.checked_bytes,
+            bad_bytes: m.bad_bytes,
+            mismatches: m
+                .mismatches
                 .iter()
-                .flat_map(|s| &s.mismatches)
-                .map(|(f, o, b)| report::Mismatch {
-                    file: f.display().to_string(),
+                .map(|(_, f, o, b)| report::Mismatch {
+                    file: f.clone(),
                     offset: *o,
                     bad_bytes: *b,
                 })
                 .collect(),
         }),
-        files: Some(FilesRecord {
-            requested,
-            processed: files,
-            processed_pct: if requested > 0 {
-                files as f64 * 100.0 / requested as f64
-            } else {
-                100.0
-            },
-            stonewall_files: sw_files,
-            stonewall_files_s: if sw_s > 0.0 {
-                sw_files as f64 / sw_s
-            } else {
-                0.0
-            },
-            records,
-            peak_rss_bytes: engine::sys::peak_rss_bytes(),
-            threads: samples
-                .iter()
-                .map(|s| ThreadFiles {
-                    thread: s.worker,
-                    files: s.files,
-                    records: s.records,
-                    elapsed_s: s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9,
-                    status: if s.failure.is_some() {
-                        "error"
-                    } else if s.hit_deadline {
-                        "time-limit"
-                    } else if interrupted && s.files < plan.count_for(s.worker) {
-                        "interrupted"
-                    } else if any_failed && s.files < plan.count_for(s.worker) {
-                        "stopped"
-                    } else {
-                        "ok"
-                    }
-                    .into(),
-                })
-                .collect(),
-        }),
-        workers: samples
-            .iter()
-            .map(|s| {
-                let own = s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9;
-                WorkerRecord {
-                    worker: s.worker,
-                    host: layout.host_of(s.worker).to_string(),
-                    bytes: s.bytes(),
-                    ops: s.files,
-                    start_s: s.start_ns.saturating_sub(t0) as f64 / 1e9,
-                    end_s: s.end_ns.saturating_sub(t0) as f64 / 1e9,
-                    open_s: 0.0,
-                    io_s: own,
-                    close_s: 0.0,
-                    bw_mib_s: if own > 0.0 {
-                        s.bytes() as f64 / own / MIB
-                    } else {
-                        0.0
-                    },
-                }
-            })
-            .collect(),
+        files: Some(files_record(plan, out, requested, sw_s)),
+        workers: if out.all_workers {
+            worker_rows(&out.samples, t0, layout)
+        } else {
+            Vec::new()
+        },
     }
+}
+
+/// The record's file counts, with one row per thread when rank 0 holds
+/// every worker's sample.
+fn files_record(
+    plan: &MetaPlan<'_>,
+    out: &PhaseOut<MetaSample>,
+    requested: u64,
+    sw_s: f64,
+) -> FilesRecord {
+    let m = &out.digest.sums;
+    let any_failed = !out.digest.failures.is_empty();
+    let threads = out.samples.iter().map(|s| ThreadFiles {
+        thread: s.worker,
+        files: s.files,
+        records: s.records,
+        elapsed_s: s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9,
+        status: if s.failure.is_some() {
+            "error"
+        } else if s.hit_deadline {
+            "time-limit"
+        } else if out.interrupted && s.files < plan.count_for(s.worker) {
+            "interrupted"
+        } else if any_failed && s.files < plan.count_for(s.worker) {
+            "stopped"
+        } else {
+            "ok"
+        }
+        .into(),
+    });
+    FilesRecord {
+        requested,
+        processed: m.files,
+        processed_pct: if requested > 0 {
+            m.files as f64 * 100.0 / requested as f64
+        } else {
+            100.0
+        },
+        stonewall_files: m.stonewall_files,
+        stonewall_files_s: if sw_s > 0.0 {
+            m.stonewall_files as f64 / sw_s
+        } else {
+            0.0
+        },
+        records: m.records,
+        peak_rss_bytes: engine::sys::peak_rss_bytes(),
+        threads: if out.all_workers {
+            threads.collect()
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+/// One row per worker, times against the phase's first start `t0`.
+fn worker_rows(samples: &[MetaSample], t0: u64, layout: &Layout) -> Vec<WorkerRecord> {
+    samples
+        .iter()
+        .map(|s| {
+            let own = s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9;
+            WorkerRecord {
+                worker: s.worker,
+                host: layout.host_of(s.worker).to_string(),
+                bytes: s.bytes(),
+                ops: s.files,
+                start_s: s.start_ns.saturating_sub(t0) as f64 / 1e9,
+                end_s: s.end_ns.saturating_sub(t0) as f64 / 1e9,
+                open_s: 0.0,
+                io_s: own,
+                close_s: 0.0,
+                bw_mib_s: if own > 0.0 {
+                    s.bytes() as f64 / own / MIB
+                } else {
+                    0.0
+                },
+            }
+        })
+        .collect()
 }

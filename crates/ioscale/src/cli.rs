@@ -484,6 +484,14 @@ pub struct MetaArgs {
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 
+    /// Under MPI, gather every worker's sample to rank 0 and keep one row
+    /// per worker (`workers`, `files.threads`, the text's `thr =` lines);
+    /// without it rank 0 receives one merged summary per node, and the
+    /// record keeps per-node and per-rank rows only. One process always
+    /// keeps them.
+    #[arg(long)]
+    pub per_worker: bool,
+
     /// Format for standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,

@@ -50,7 +50,10 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
         command,
         stop,
         coord,
-        bench::run::Options::default(),
+        bench::run::Options {
+            node_summary: !args.per_worker,
+            ..Default::default()
+        },
         &mut save_early,
     );
     drop(live);

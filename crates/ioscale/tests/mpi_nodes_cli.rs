@@ -235,6 +235,7 @@ fn json_shape(v: &Value) -> Value {
         Value::Object(m) => Value::Object(
             m.iter()
                 .filter(|(k, _)| *k != "workers" || v.get("op").is_none())
+                .filter(|(k, x)| *k != "threads" || !x.is_array())
                 .filter(|(k, _)| {
                     !matches!(k.as_str(), "started" | "command" | "target" | "per_worker")
                 })
@@ -318,6 +319,69 @@ fn per_node_summaries_give_the_record_per_worker_rows_give() {
                 "{n}"
             );
         }
+    }
+}
+
+/// `meta --json` on 4 nodes × 2 ranks × 2 threads, with `extra` flags.
+fn meta_json(extra: &[&str]) -> (String, Value) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let json = dir.path().join("m.json");
+    let mut args = vec![
+        "meta",
+        "--op",
+        "create,stat,read,delete",
+        "--files",
+        "20",
+        "--file-size",
+        "4k",
+        "--threads",
+        "2",
+        "--json",
+    ];
+    args.push(json.to_str().unwrap());
+    args.extend_from_slice(extra);
+    args.push(dir.path().to_str().unwrap());
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = nodes_command(&[], &args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (text, v)
+}
+
+#[test]
+fn meta_summaries_per_node_give_the_record_per_worker_rows_give() {
+    let (text, summary) = meta_json(&[]);
+    let (text_pw, rows) = meta_json(&["--per-worker"]);
+    // The per-thread lines are the only difference in the report.
+    let thr = |l: &&Vec<String>| l.first().map(String::as_str) != Some("thr");
+    let pw: Vec<Vec<String>> = shape(&text_pw).iter().filter(thr).cloned().collect();
+    assert_eq!(shape(&text), pw);
+    assert!(text_pw.contains("thr = 15"), "{text_pw}");
+    assert!(!text.contains("thr = "), "{text}");
+    let mut diffs = Vec::new();
+    differences(&json_shape(&summary), &json_shape(&rows), "", &mut diffs);
+    assert!(diffs.is_empty(), "the records differ at {diffs:?}");
+    for (p, q) in summary["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(rows["phases"].as_array().unwrap())
+    {
+        // 16 workers × 20 files, every one done, in both.
+        for r in [p, q] {
+            assert_eq!(r["ops"], 320, "{r}");
+            assert_eq!(r["files"]["requested"], 320, "{r}");
+            assert_eq!(r["files"]["processed"], 320, "{r}");
+        }
+        let threads = q["files"]["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 16);
+        let sum: u64 = threads.iter().map(|t| t["files"].as_u64().unwrap()).sum();
+        assert_eq!(sum, 320);
     }
 }
 

@@ -153,8 +153,8 @@ fn unsupported_long(name: &str) -> Option<&'static str> {
              which checks every byte of every file"
         }
         "showRankStatistics" | "print-all-procs" => {
-            "per-rank statistics are not printed: the nearest is `ioscale meta --json FILE`, whose `workers` and \
-             `files.threads` hold every task's count and time"
+            "per-rank statistics are not printed: the nearest is `ioscale meta --per-worker --json FILE`, whose \
+             `workers` and `files.threads` hold every task's count and time"
         }
         "saveRankPerformanceDetails" => {
             "a per-rank CSV is not supported: the nearest is `ioscale meta --json FILE` (every task's count and time)"
@@ -596,7 +596,13 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
     let mut argv = vec!["mdtest".to_string()];
     argv.extend(args.iter().cloned());
     let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
-    let outcome = bench::meta::run_with(&spec, argv, stop, coord);
+    // mdtest's reports need no per-task rows: rank 0 receives one merged
+    // summary per node.
+    let opts = bench::run::Options {
+        node_summary: true,
+        ..Default::default()
+    };
+    let outcome = bench::meta::run_with_options(&spec, argv, stop, coord, opts);
     drop(live);
     let outcome = match outcome {
         Ok(o) => o,

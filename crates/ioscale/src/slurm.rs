@@ -60,6 +60,12 @@ pub struct SlurmArgs {
     #[arg(long, value_name = "LIST")]
     pub ranks: Option<String>,
 
+    /// Node counts to run one after another in the job instead (1,2,4):
+    /// each on that many nodes with --ntasks-per-node ranks on each, its
+    /// record named nodes-N.json (meta-nodes-N.json, sweep-nodes-N.json).
+    #[arg(long, value_name = "LIST", conflicts_with = "ranks")]
+    pub node_counts: Option<String>,
+
     /// Wall-clock limit (sbatch --time, e.g. 01:00:00).
     #[arg(long, value_name = "TIME")]
     pub time: Option<String>,
@@ -222,6 +228,70 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
         return Err("--nodes and --ntasks-per-node must be at least 1".into());
     }
     check_values(args, binary)?;
+    let points = points(args)?;
+    let mut s = header(args, binary);
+    let extra: String = args
+        .launcher_args
+        .as_deref()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(|w| format!(" {}", sh_quote(w)))
+        .collect();
+    let list: Vec<String> = points.values.iter().map(|r| r.to_string()).collect();
+    s.push_str("status=0\n");
+    s.push_str(&format!("for n in {}; do\n", list.join(" ")));
+    // --json goes right after the command's name, where it is that
+    // command's own flag (after the words, `sweep … -- run T --json F`
+    // would hand it to the inner command, which refuses it).
+    let sub = args.command[0].as_str();
+    let mut words: Vec<String> = args.command.iter().map(|w| sh_quote(w)).collect();
+    if points.records {
+        let name = match (sub, points.by_nodes) {
+            ("run", false) => "ranks".to_string(),
+            ("run", true) => "nodes".to_string(),
+            (_, false) => sub.to_string(),
+            (_, true) => format!("{sub}-nodes"),
+        };
+        words.insert(1, format!("--json \"$RESULTS/{name}-$n.json\""));
+    }
+    let cmd = words.join(" ");
+    let per = args.ntasks_per_node;
+    let launch = match (args.launcher, points.by_nodes) {
+        (Launcher::Srun, false) => {
+            format!("srun --mpi={} --ntasks=\"$n\"{extra}", sh_quote(&args.mpi))
+        }
+        (Launcher::Srun, true) => format!(
+            "srun --mpi={} --nodes=\"$n\" --ntasks=$((n * {per})) --ntasks-per-node={per}{extra}",
+            sh_quote(&args.mpi)
+        ),
+        (Launcher::Mpirun, false) => format!("mpirun -np \"$n\"{extra}"),
+        (Launcher::Mpirun, true) => {
+            format!("mpirun -np $((n * {per})) --map-by ppr:{per}:node{extra}")
+        }
+    };
+    let what = if points.by_nodes {
+        format!("$n node(s) × {per} rank(s)")
+    } else {
+        "$n rank(s)".to_string()
+    };
+    s.push_str(&format!(
+        "    echo \"ioscale: {what}\"\n    {launch} \"$IOSCALE\" {cmd} || status=$?\n"
+    ));
+    s.push_str("done\n");
+    s.push_str("exit \"$status\"\n");
+    Ok(s)
+}
+
+/// The job's points: rank counts (`--ranks`) or node counts
+/// (`--node-counts`), checked against the allocation.
+struct Points {
+    values: Vec<u64>,
+    by_nodes: bool,
+    /// The script adds `--json` (a command with a record, not naming one).
+    records: bool,
+}
+
+fn points(args: &SlurmArgs) -> Result<Points, String> {
     let total = args.nodes.saturating_mul(args.ntasks_per_node);
     let sub = args.command.first().map(String::as_str).unwrap_or("");
     // Every command runs as MPI ranks; the front-ends print their tools'
@@ -235,26 +305,50 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
             ))
         }
     };
-    let ranks: Vec<u64> = match &args.ranks {
-        Some(l) => spec::parse_list(l, spec::parse_count).map_err(|e| format!("--ranks: {e}"))?,
-        None => vec![total as u64],
+    let (values, by_nodes) = match (&args.ranks, &args.node_counts) {
+        (_, Some(l)) => {
+            let v = spec::parse_list(l, spec::parse_count)
+                .map_err(|e| format!("--node-counts: {e}"))?;
+            if let Some(&n) = v.iter().find(|&&n| n == 0 || n > u64::from(args.nodes)) {
+                return Err(format!(
+                    "--node-counts: {n} is outside 1..={} (--nodes)",
+                    args.nodes
+                ));
+            }
+            (v, true)
+        }
+        (Some(l), None) => {
+            let v = spec::parse_list(l, spec::parse_count).map_err(|e| format!("--ranks: {e}"))?;
+            if let Some(&r) = v.iter().find(|&&r| r == 0 || r > total as u64) {
+                return Err(format!(
+                    "--ranks: {r} is outside 1..={total} (nodes × ntasks-per-node)"
+                ));
+            }
+            (v, false)
+        }
+        (None, None) => (vec![total as u64], false),
     };
-    if let Some(&r) = ranks.iter().find(|&&r| r == 0 || r > total as u64) {
-        return Err(format!(
-            "--ranks: {r} is outside 1..={total} (nodes × ntasks-per-node)"
-        ));
-    }
     let has_json = args
         .command
         .iter()
         .any(|w| w == "--json" || w.starts_with("--json="));
-    if has_json && ranks.len() > 1 {
-        return Err(
-            "the command names --json but the job runs several rank counts: leave --json out, \
-             the script writes ranks-N.json per point into --results"
-                .into(),
-        );
+    if has_json && values.len() > 1 {
+        return Err(format!(
+            "the command names --json but the job runs several {} counts: leave --json out, \
+             the script writes {}-N.json per point into --results",
+            if by_nodes { "node" } else { "rank" },
+            if by_nodes { "nodes" } else { "ranks" }
+        ));
     }
+    Ok(Points {
+        values,
+        by_nodes,
+        records: records && !has_json,
+    })
+}
+
+/// The script's `#SBATCH` lines and set-up, up to the loop over points.
+fn header(args: &SlurmArgs, binary: &str) -> String {
     let mut s = String::new();
     s.push_str("#!/bin/bash\n");
     s.push_str(&format!(
@@ -289,40 +383,7 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
     s.push_str(&format!("RESULTS={results}\n"));
     s.push_str("mkdir -p \"$RESULTS\"\n");
     s.push_str("echo \"ioscale: job ${SLURM_JOB_ID:-?} on ${SLURM_JOB_NODELIST:-$(hostname)}, records in $RESULTS\"\n\n");
-    let extra: String = args
-        .launcher_args
-        .as_deref()
-        .unwrap_or("")
-        .split_whitespace()
-        .map(|w| format!(" {}", sh_quote(w)))
-        .collect();
-    let list: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
-    s.push_str("status=0\n");
-    s.push_str(&format!("for n in {}; do\n", list.join(" ")));
-    // --json goes right after the command's name, where it is that
-    // command's own flag (after the words, `sweep … -- run T --json F`
-    // would hand it to the inner command, which refuses it).
-    let mut words: Vec<String> = args.command.iter().map(|w| sh_quote(w)).collect();
-    if !has_json && records {
-        words.insert(
-            1,
-            format!(
-                "--json \"$RESULTS/{}-$n.json\"",
-                if sub == "run" { "ranks" } else { sub }
-            ),
-        );
-    }
-    let cmd = words.join(" ");
-    let launch = match args.launcher {
-        Launcher::Srun => format!("srun --mpi={} --ntasks=\"$n\"{extra}", sh_quote(&args.mpi)),
-        Launcher::Mpirun => format!("mpirun -np \"$n\"{extra}"),
-    };
-    s.push_str(&format!(
-        "    echo \"ioscale: $n rank(s)\"\n    {launch} \"$IOSCALE\" {cmd} || status=$?\n"
-    ));
-    s.push_str("done\n");
-    s.push_str("exit \"$status\"\n");
-    Ok(s)
+    s
 }
 
 /// Runs `ioscale slurm`.
@@ -367,6 +428,7 @@ mod tests {
             nodes: 2,
             ntasks_per_node: 4,
             ranks: None,
+            node_counts: None,
             time: Some("00:10:00".into()),
             partition: None,
             account: None,
@@ -412,6 +474,36 @@ mod tests {
         let mut j = args(&["run", "--json", "x.json", "/fs"]);
         j.ranks = Some("1,2".into());
         assert!(script(&j, "ioscale").unwrap_err().contains("--json"));
+    }
+
+    #[test]
+    fn node_counts_run_on_that_many_nodes() {
+        let mut a = args(&["run", "/fs"]);
+        a.nodes = 4;
+        a.node_counts = Some("1,2,4".into());
+        let s = script(&a, "ioscale").unwrap();
+        assert!(s.contains("#SBATCH --nodes=4\n"), "{s}");
+        assert!(s.contains("for n in 1 2 4; do"), "{s}");
+        assert!(
+            s.contains("srun --mpi=pmix --nodes=\"$n\" --ntasks=$((n * 4)) --ntasks-per-node=4 \"$IOSCALE\" run --json \"$RESULTS/nodes-$n.json\" /fs"),
+            "{s}"
+        );
+        a.launcher = Launcher::Mpirun;
+        let s = script(&a, "ioscale").unwrap();
+        assert!(
+            s.contains("mpirun -np $((n * 4)) --map-by ppr:4:node \"$IOSCALE\""),
+            "{s}"
+        );
+        let mut m = args(&["meta", "/fs"]);
+        m.node_counts = Some("1,2".into());
+        assert!(script(&m, "ioscale")
+            .unwrap()
+            .contains("meta-nodes-$n.json"));
+        m.node_counts = Some("3".into());
+        assert!(script(&m, "ioscale").unwrap_err().contains("outside 1..=2"));
+        let mut j = args(&["run", "--json", "x.json", "/fs"]);
+        j.node_counts = Some("1,2".into());
+        assert!(script(&j, "ioscale").unwrap_err().contains("node counts"));
     }
 
     #[test]

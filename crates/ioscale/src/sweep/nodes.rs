@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use analysis::SweepRecord;
 use spec::{parse_count, parse_list};
@@ -44,10 +45,14 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> anyhow::Result<i32> {
             return Ok(2);
         }
     };
+    // Ctrl-C reaches the launched ranks too, which save their points;
+    // this process then merges them instead of dying first (a second
+    // signal still ends it).
+    let stop = crate::install_signals()?;
     let scratch = std::env::temp_dir().join(format!("ioscale-sweep-nodes.{}", std::process::id()));
     std::fs::create_dir(&scratch)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;
-    let result = launch_all(args, &np, &scratch);
+    let result = launch_all(args, &np, &scratch, &stop);
     // Only the records this sweep wrote, then its own directory.
     for &n in &np.nodes {
         let _ = std::fs::remove_file(record_path(&scratch, n));
@@ -162,6 +167,7 @@ fn launch_all(
     args: &SweepArgs,
     np: &NodesPlan,
     scratch: &Path,
+    stop: &AtomicBool,
 ) -> anyhow::Result<(Vec<(u32, SweepRecord)>, i32)> {
     let exe = std::env::current_exe()?;
     let mut records = Vec::new();
@@ -189,8 +195,9 @@ fn launch_all(
                 exit = exit.max(1);
             }
         }
-        if code == 130 || code == 2 {
+        if code == 130 || code == 2 || stop.load(Ordering::Relaxed) {
             // Interrupted, or refused: the other node counts would be too.
+            exit = exit.max(if code == 2 { 2 } else { 130 });
             break;
         }
     }

@@ -1158,24 +1158,82 @@ pub mod at {
     }
 
     /// Whether `openat2` is known to be missing (ENOSYS, or refused by a
-    /// seccomp filter): then [`open_dir`] uses `openat` alone.
+    /// seccomp filter): then [`open_dir`] walks the path itself.
     static NO_OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// Test hook: `IOSCALE_NO_OPENAT2=1` makes [`open_dir`] take the walk
+    /// that kernels without `openat2` (before 5.6) get, so the tests run it
+    /// on any kernel.
+    fn openat2_disabled() -> bool {
+        use std::sync::atomic::Ordering;
+        static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *FORCED.get_or_init(|| std::env::var_os("IOSCALE_NO_OPENAT2").is_some_and(|v| v == "1"))
+            || NO_OPENAT2.load(Ordering::Relaxed)
+    }
+
+    const DIR_FLAGS: libc::c_int =
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+
+    /// `openat(dir, name)` of one directory component, never following a
+    /// link (`ELOOP`) and refusing anything but a directory (`ENOTDIR`).
+    fn open_component(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+        // SAFETY: `name` is a valid NUL-terminated string; openat does not
+        // keep the pointer.
+        let fd = unsafe { libc::openat(dir, name.as_ptr(), DIR_FLAGS) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by openat and is owned by no one else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// The path below `dir` opened one component at a time, each with
+    /// `O_NOFOLLOW|O_DIRECTORY` relative to the one before: what
+    /// `RESOLVE_NO_SYMLINKS` does, for kernels without `openat2`. A `..`
+    /// (never in ioscale's own names) is refused with `EINVAL`.
+    fn walk(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
+        let path = path.strip_suffix(&[0]).unwrap_or(path);
+        let mut cur: Option<OwnedFd> = None;
+        let mut name = Vec::with_capacity(64);
+        for comp in path.split(|&b| b == b'/') {
+            if comp.is_empty() || comp == b"." {
+                continue;
+            }
+            if comp == b".." {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            name.clear();
+            name.extend_from_slice(comp);
+            name.push(0);
+            let c = CStr::from_bytes_with_nul(&name)
+                .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+            let base = cur.as_ref().map_or(dir, |f| f.as_raw_fd());
+            cur = Some(open_component(base, c)?);
+        }
+        match cur {
+            Some(fd) => Ok(fd),
+            None => dup(dir),
+        }
+    }
 
     /// Opens a directory relative to `dir` (or `AT_FDCWD`). A symbolic
     /// link as the last component is refused (`ELOOP`), never followed:
     /// every directory of a tree is ioscale's own, so a link there was
     /// swapped in by someone else. Relative to a descriptor, a link at any
     /// component of a multi-component path (the hashed `h0/h3` nodes) is
-    /// refused too (`openat2` with `RESOLVE_NO_SYMLINKS`, where the kernel
-    /// has it; older kernels check the last component only).
+    /// refused too: `openat2` with `RESOLVE_NO_SYMLINKS` where the kernel
+    /// has it, else a walk that opens one component at a time with
+    /// `O_NOFOLLOW` ([`walk`]).
     pub fn open_dir(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
         use std::sync::atomic::Ordering;
         let c = cstr(path)?;
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-        if dir != libc::AT_FDCWD && !NO_OPENAT2.load(Ordering::Relaxed) {
+        if dir != libc::AT_FDCWD {
+            if openat2_disabled() {
+                return walk(dir, path);
+            }
             // SAFETY: open_how is plain data; zeroed is a valid value.
             let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-            how.flags = flags as u64;
+            how.flags = DIR_FLAGS as u64;
             how.resolve = libc::RESOLVE_NO_SYMLINKS;
             // SAFETY: `c` is a valid NUL-terminated string and `how` a
             // valid open_how of the size passed; the kernel keeps neither.
@@ -1195,13 +1253,16 @@ pub mod at {
             }
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
-                Some(libc::ENOSYS) | Some(libc::EPERM) => NO_OPENAT2.store(true, Ordering::Relaxed),
+                Some(libc::ENOSYS) | Some(libc::EPERM) => {
+                    NO_OPENAT2.store(true, Ordering::Relaxed);
+                    return walk(dir, path);
+                }
                 _ => return Err(e),
             }
         }
         // SAFETY: `c` is a valid NUL-terminated string; openat does not
         // keep the pointer.
-        let fd = unsafe { libc::openat(dir, c.as_ptr(), flags) };
+        let fd = unsafe { libc::openat(dir, c.as_ptr(), DIR_FLAGS) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }

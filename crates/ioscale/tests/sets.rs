@@ -540,12 +540,23 @@ fn a_set_held_on_another_host_needs_clean_force() {
 
 #[test]
 fn a_hashed_directory_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() {
+    hashed_directory_swapped(&[]);
+}
+
+/// The same through the walk that kernels without `openat2` (before 5.6)
+/// get: every component below the held directory opened with `O_NOFOLLOW`.
+#[test]
+fn a_hashed_directory_swapped_for_a_link_is_refused_without_openat2_too() {
+    hashed_directory_swapped(&[("IOSCALE_NO_OPENAT2", "1")]);
+}
+
+fn hashed_directory_swapped(env: &[(&str, &str)]) {
     let t = scratch();
     let target = t.path().join("target");
     std::fs::create_dir(&target).unwrap();
     let mut args = META_LONG.to_vec();
     args.extend_from_slice(&["--files-per-dir", "2", "--dirs-per-dir", "2"]);
-    let mut child = spawn(&[args.as_slice(), &[s(&target)]].concat());
+    let mut child = spawn_env(&[args.as_slice(), &[s(&target)]].concat(), env);
     let h = target.join("ioscale-meta.d/thr.000/h0");
     // Wait for a few levels below h0, so the cleanup opens paths through it.
     wait_until(&mut child, "a hashed tree three levels deep", || {

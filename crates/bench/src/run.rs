@@ -23,7 +23,7 @@ use stats::{IoCounters, LatencyHistogram};
 use probe::{PhaseProbe, Probe};
 
 use crate::cluster::{self, Layout, PhaseOut};
-use crate::dataset::{DataSet, Marker, SetKind};
+use crate::dataset::DataSet;
 use crate::error::Error;
 use crate::host;
 use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
@@ -340,8 +340,17 @@ pub fn run_with_hook(
     }
     let mut probes = Vec::new();
     let mut latency = Vec::new();
-    // The workers open the files through the handles setup holds.
-    let anchors = ds.anchors()?;
+    // The workers open the files through the handles setup holds (the
+    // other ranks check theirs against rank 0's first: all agree).
+    let anchors = match cluster::agree(coord, ds.anchors()) {
+        Ok(a) => a,
+        Err(e) => {
+            if is_root && ds.created_root {
+                ds.remove();
+            }
+            return Err(e);
+        }
+    };
     'reps: for rep in 0..spec.reps {
         if rep > 0 {
             pause(spec.rep_delay, &stop);
@@ -497,7 +506,7 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
     // only after that (the broadcast), so nobody opens a file before.
     let made = topo.is_root().then(|| DataSet::prepare(&gspec, &run_id));
     let made = cluster::agree(coord, made.transpose())?;
-    let ds = share_dataset(coord, made)?;
+    let ds = crate::dataset::peer::share(coord, made)?;
     Ok(Setup {
         host,
         topo,
@@ -582,58 +591,6 @@ impl Phases<'_> {
             &self.opts,
         )
     }
-}
-
-/// What the ranks other than 0 need of the data set rank 0 prepared.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct SharedSet {
-    root: std::path::PathBuf,
-    files: Vec<std::path::PathBuf>,
-    dirs: Vec<std::path::PathBuf>,
-    marker: Marker,
-    had_data: bool,
-    /// `TARGET/ioscale.d` (the other ranks then open it themselves,
-    /// refusing a link); IOR and dd names are opened by path.
-    native: bool,
-}
-
-/// Hands rank 0's data set to every rank. The other ranks' copy never
-/// removes anything (`created_root` false) and never writes the marker.
-fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataSet, Error> {
-    if coord.size() == 1 {
-        return made.ok_or_else(|| Error::Refused("rank 0 has no data set".into()));
-    }
-    let shared = made.as_ref().map(|d| SharedSet {
-        root: d.root.clone(),
-        files: d.files.clone(),
-        dirs: d.dirs.clone(),
-        marker: d.marker.clone(),
-        had_data: d.had_data,
-        native: matches!(d.kind, SetKind::Native),
-    });
-    let got: Option<SharedSet> = coord
-        .broadcast_as(&shared)
-        .map_err(|e| Error::Refused(e.to_string()))?;
-    if let Some(d) = made {
-        return Ok(d);
-    }
-    let s = got.ok_or_else(|| Error::Refused("rank 0 sent no data set".into()))?;
-    Ok(DataSet {
-        root: s.root,
-        created_root: false,
-        files: s.files,
-        dirs: s.dirs,
-        marker: s.marker,
-        had_data: s.had_data,
-        // The other ranks never write a marker or remove anything: only
-        // whether the set is native matters to them (see `anchors`).
-        kind: if s.native {
-            SetKind::Native
-        } else {
-            SetKind::Sidecar(std::path::PathBuf::new())
-        },
-        guard: None,
-    })
 }
 
 fn plan_for(

@@ -162,6 +162,7 @@ pub fn run_with_hook(
                     state,
                     limit: Some(limit.clone()),
                     timed: false,
+                    root_fd: tree.root_fd(),
                 };
                 let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
                 let samples = &out.samples;
@@ -218,6 +219,7 @@ pub fn run_with_hook(
                 state,
                 limit: Some(limit.clone()),
                 timed: true,
+                root_fd: tree.root_fd(),
             };
             let pr = (opts.probe && is_root).then(|| Probe::start(&user_spec.target));
             let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;

@@ -50,6 +50,12 @@ pub struct MetaPlan<'a> {
     pub limit: Option<Vec<u64>>,
     /// Whether `--time` applies (not for untimed layout and teardown).
     pub timed: bool,
+    /// The working root, held open by the caller for the whole run. When
+    /// set, each thread's directory is opened relative to it with
+    /// `O_NOFOLLOW` ([`at::open_dir`]), so the root's name is never
+    /// resolved again: a link swapped in for it between phases is not
+    /// followed. `root` then only names paths in messages.
+    pub root_fd: Option<std::sync::Arc<OwnedFd>>,
 }
 
 impl MetaPlan<'_> {
@@ -674,9 +680,18 @@ impl<'p, 'a> Cursor<'p, 'a> {
         let base_dir = plan.base_dir(owner);
         let mut bp = Vec::with_capacity(base_dir.as_os_str().len() + 1);
         bp.extend_from_slice(base_dir.as_os_str().as_bytes());
-        let mut c = bp.clone();
-        c.push(0);
-        let base = at::open_dir(libc::AT_FDCWD, &c)?;
+        let base = match &plan.root_fd {
+            Some(root) => {
+                let mut rel = plan.spec.thread_dir(owner).unwrap_or_else(|| ".".into());
+                rel.push('\0');
+                at::open_dir(root.as_raw_fd(), rel.as_bytes())?
+            }
+            None => {
+                let mut c = bp.clone();
+                c.push(0);
+                at::open_dir(libc::AT_FDCWD, &c)?
+            }
+        };
         bp.push(b'/');
         let mut buf = AlignedBuf::new(buf_len.max(1), 4096);
         pattern::fill_random(buf.as_mut_slice(), plan.spec.seed ^ ((w as u64) << 20));
@@ -732,9 +747,14 @@ pub(crate) fn sync_phase(
         return;
     }
     let t = Instant::now();
-    let mut path = plan.root.as_os_str().as_bytes().to_vec();
-    path.push(0);
-    let r = at::open_dir(libc::AT_FDCWD, &path).and_then(|fd| at::syncfs(fd.as_raw_fd()));
+    let r = match &plan.root_fd {
+        Some(root) => at::syncfs(root.as_raw_fd()),
+        None => {
+            let mut path = plan.root.as_os_str().as_bytes().to_vec();
+            path.push(0);
+            at::open_dir(libc::AT_FDCWD, &path).and_then(|fd| at::syncfs(fd.as_raw_fd()))
+        }
+    };
     let now = Instant::now();
     s.sync_ns = now.saturating_duration_since(t).as_nanos() as u64;
     s.end_ns = s.end_ns.max(ns_since(ctl.epoch, now));

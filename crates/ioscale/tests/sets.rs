@@ -287,6 +287,48 @@ fn a_meta_tree_root_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() 
     assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
 }
 
+/// Issue 13: `ioscale-meta.d` swapped for a link to a VICTIM during the
+/// create phase (holding copies of every name made so far): the delete
+/// phase after it opens each thread's directory through the held working
+/// directory, so it deletes the run's own files where they really are and
+/// never the VICTIM's (before, it opened `TARGET/ioscale-meta.d/thr.000`
+/// by path, through the link, and deleted the VICTIM's copies).
+#[test]
+fn a_meta_tree_root_swapped_for_a_link_between_phases_leaves_the_victim_alone() {
+    let t = scratch();
+    let target = t.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let args = [
+        "meta",
+        "--ops",
+        "create,delete",
+        "--threads",
+        "2",
+        "--files",
+        "20000",
+        "--file-size",
+        "0",
+        "-q",
+    ];
+    let child = stopped_meta_when(&args, &target, false);
+    let root = target.join("ioscale-meta.d");
+    let names: Vec<PathBuf> = files_below(&root)
+        .into_iter()
+        .filter(|n| n.starts_with("thr.000") || n.starts_with("thr.001"))
+        .collect();
+    let victim = t.path().join("victim");
+    let planted = plant_copies(&victim, &names);
+    let moved = t.path().join("moved");
+    std::fs::rename(&root, &moved).unwrap();
+    std::os::unix::fs::symlink(&victim, &root).unwrap();
+    signal(&child, libc::SIGCONT);
+    let out = finish(child, Duration::from_secs(120));
+    println!("exit {:?}; stderr:\n{}", out.status, stderr(&out));
+    assert_intact(&planted);
+    // The run's own files went where they really were.
+    assert_eq!(files_below(&moved).len(), 0, "{}", stderr(&out));
+}
+
 #[test]
 fn a_thread_dir_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() {
     let t = scratch();

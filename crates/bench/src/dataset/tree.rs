@@ -190,6 +190,15 @@ pub(crate) struct Tree {
 }
 
 impl Tree {
+    /// A descriptor of the held working directory for the phases' plans
+    /// (rank 0): every thread directory is opened relative to it, never
+    /// through the name `ioscale-meta.d` again. `None` on the other ranks,
+    /// which reach the tree by its path.
+    pub(crate) fn root_fd(&self) -> Option<Arc<std::os::fd::OwnedFd>> {
+        let g = self.guard.as_ref()?;
+        g.root.as_fd().try_clone_to_owned().ok().map(Arc::new)
+    }
+
     pub(crate) fn save(&mut self) {
         let ok = match &self.guard {
             Some(g) if self.writable => write_marker_in(&g.root, &self.marker).is_ok(),
@@ -496,6 +505,7 @@ fn teardown_at(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> V
             },
             limit: Some(vec![extent; spec.threads as usize]),
             timed: false,
+            root_fd: None,
         };
         // One thread at a time: few descriptors, so even after EMFILE the
         // cleanup can run.

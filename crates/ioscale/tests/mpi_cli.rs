@@ -1349,3 +1349,42 @@ fn dd_files_of_other_ranks_are_never_reached_through_a_link() {
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read(&vf).unwrap(), victim, "{}", stderr(&out));
 }
+
+/// The metadata tree likewise: `ioscale-meta.d` renamed away and another
+/// directory made in its place (holding a VICTIM's `thr.001/f1.0`) after
+/// rank 0 made it and before rank 1 opened it: rank 1 compares the
+/// directory's identity with rank 0's and refuses (exit 2 naming rank 1);
+/// the VICTIM's file is intact.
+#[test]
+fn a_meta_tree_renamed_into_place_before_rank_1_opens_it_is_refused() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = scratch();
+    let root = t.path().join("ioscale-meta.d");
+    let victim = b"the victim's own f1.0".to_vec();
+    let args = [
+        "meta",
+        "--ops",
+        "create,delete",
+        "--threads",
+        "1",
+        "--files",
+        "10",
+        "-q",
+    ];
+    let out = with_rank_1_held(&[&args[..], &[s(t.path())]].concat(), || {
+        std::fs::rename(&root, t.path().join("moved")).unwrap();
+        std::fs::create_dir_all(root.join("thr.001")).unwrap();
+        std::fs::write(root.join("thr.001/f1.0"), &victim).unwrap();
+    });
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("rank 1"), "names the rank: {err}");
+    assert!(
+        err.contains("is not the directory rank 0 prepared"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(root.join("thr.001/f1.0")).unwrap(), victim);
+}

@@ -89,7 +89,7 @@ fn new_token() -> Result<String, Error> {
 /// makes `FILE.waiting` right before it opens the set rank 0 prepared and
 /// waits (at most 120 s) until `FILE` exists, so a test can swap a path in
 /// exactly that window. Unset, it does nothing.
-fn test_pause() {
+pub(crate) fn test_pause() {
     let Some(f) = std::env::var_os("IOSCALE_TEST_PEER_PAUSE") else {
         return;
     };
@@ -118,7 +118,7 @@ fn describe(id: FileId) -> String {
 }
 
 /// Why `what` is refused: it is not what rank 0 recorded.
-fn replaced(what: &Path, why: String) -> Error {
+pub(crate) fn replaced(what: &Path, why: String) -> Error {
     Error::Refused(format!(
         "on host {}: {} is not the directory rank 0 prepared ({why}); it was renamed or \
          replaced after rank 0 opened it, so this rank refuses to use it. Nothing was \

@@ -303,7 +303,7 @@ impl Cursor<'_, '_> {
         self.node_rel.push(0);
         let base = self.base.as_raw_fd();
         if create {
-            match at::mkdir(base, &self.node_rel, 0o755) {
+            match at::mkdir_beneath(base, &self.node_rel, 0o755) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
                 // With --leaf-depth the nodes above the leaves hold no
@@ -315,7 +315,7 @@ impl Cursor<'_, '_> {
                             part.clear();
                             part.extend_from_slice(&self.node_rel[..k]);
                             part.push(0);
-                            match at::mkdir(base, &part, 0o755) {
+                            match at::mkdir_beneath(base, &part, 0o755) {
                                 Ok(()) => {}
                                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
                                 Err(e) => return Err(fail("mkdir")(e)),
@@ -1431,6 +1431,27 @@ pub mod at {
         let c = cstr(name)?;
         // SAFETY: valid C string.
         check(unsafe { libc::mkdirat(dir, c.as_ptr(), mode as libc::mode_t) })
+    }
+
+    /// mkdir of a path below `dir` (`h0/h3/h1`) without following a link
+    /// anywhere in it: the parent is opened with [`open_dir`] (no link at
+    /// any component), then the last name is made relative to it.
+    /// `mkdirat` with the whole path would follow a link swapped in for
+    /// an intermediate directory and make the directory wherever it
+    /// points.
+    pub fn mkdir_beneath(dir: RawFd, path: &[u8], mode: u32) -> io::Result<()> {
+        let p = path.strip_suffix(&[0]).unwrap_or(path);
+        match p.iter().rposition(|&b| b == b'/') {
+            None => mkdir(dir, path, mode),
+            Some(i) => {
+                let mut parent = p[..i].to_vec();
+                parent.push(0);
+                let mut name = p[i + 1..].to_vec();
+                name.push(0);
+                let pfd = open_dir(dir, &parent)?;
+                mkdir(pfd.as_raw_fd(), &name, mode)
+            }
+        }
     }
 
     /// lsetxattr on a full path (there is no portable `*at` form).

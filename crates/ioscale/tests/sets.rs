@@ -629,3 +629,90 @@ fn hashed_directory_swapped(env: &[(&str, &str)]) {
         stderr(&out)
     );
 }
+
+/// Issue 13: dd's `--rm` removes the very file this run created. The
+/// directory of `of=` swapped (while dd writes) for a link to a VICTIM
+/// directory holding a file of the same name: the removal finds another
+/// file there (another inode) and refuses it, naming it; the VICTIM's
+/// file is intact (before, `--rm` removed it by path, through the link).
+#[test]
+fn dd_rm_never_removes_a_file_it_did_not_create() {
+    let t = scratch();
+    let d = t.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let of = format!("of={}", d.join("out").display());
+    let mut child = spawn(&[
+        "dd",
+        "--rm",
+        "if=/dev/zero",
+        &of,
+        "bs=64k",
+        "count=16384",
+        "oflag=sync",
+    ]);
+    let out_file = d.join("out");
+    wait_until(&mut child, "data was written", || {
+        std::fs::metadata(&out_file).is_ok_and(|m| m.len() > 0)
+    });
+    stop(&child);
+    let victim = t.path().join("victim");
+    let planted = plant_copies(&victim, &[PathBuf::from("out")]);
+    std::fs::rename(&d, t.path().join("moved")).unwrap();
+    std::os::unix::fs::symlink(&victim, &d).unwrap();
+    let out = resume_and_stop(child);
+    assert_intact(&planted);
+    let err = stderr(&out);
+    assert!(err.contains("out"), "the refused file is named: {err}");
+}
+
+/// Issue 13: a hashed directory made below a swapped one. `meta` on a
+/// hashed tree (`--files-per-dir 2 --dirs-per-dir 2`, FUSE at 0.5 ms a
+/// metadata request so the tree grows slowly), stopped once a node at
+/// depth 8 exists — before its children are made — and that node swapped
+/// for a link to a VICTIM directory. Making its children opens the parent
+/// with `O_NOFOLLOW` at every component and makes the child relative to
+/// it: refused, nothing added to the VICTIM (before, `mkdirat` of the
+/// whole path `h0/…/h0/h0` went through the link and made `VICTIM/h0`;
+/// found by the race harness without `openat2`).
+#[test]
+fn a_hashed_directory_is_never_made_through_a_swapped_parent() {
+    let Some(fs) = common::fuse::TestFs::mount(&["--meta-delay", "500us"]) else {
+        return;
+    };
+    let target = fs.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let mut child = spawn(&[
+        "meta",
+        "--ops",
+        "create",
+        "--threads",
+        "1",
+        "--files",
+        "1200",
+        "--file-size",
+        "0",
+        "--files-per-dir",
+        "2",
+        "--dirs-per-dir",
+        "2",
+        "-q",
+        s(&target),
+    ]);
+    let d = target.join("ioscale-meta.d/thr.000/h0/h0/h0/h0/h0/h0/h0/h0");
+    wait_until(&mut child, "a node at depth 8", || d.is_dir());
+    stop(&child);
+    assert!(
+        !d.join("h0").exists(),
+        "its children exist already: the test proves nothing"
+    );
+    let o = scratch();
+    let victim = o.path().join("victim");
+    let planted = plant_copies(&victim, &[PathBuf::from("keep.txt")]);
+    std::fs::rename(&d, d.with_file_name("moved")).unwrap();
+    std::os::unix::fs::symlink(&victim, &d).unwrap();
+    signal(&child, libc::SIGCONT);
+    let out = finish(child, Duration::from_secs(120));
+    println!("exit {:?}; stderr:\n{}", out.status, stderr(&out));
+    assert_intact(&planted);
+    assert_eq!(entries(&victim), 1, "nothing added: {}", stderr(&out));
+}

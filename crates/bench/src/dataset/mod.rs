@@ -93,8 +93,10 @@ pub enum SetKind {
     Native,
     /// IOR names with a sidecar marker at this path.
     Sidecar(PathBuf),
-    /// dd names: these files did not exist before this run.
-    Dd(Vec<PathBuf>),
+    /// dd names: these files did not exist before this run; this run made
+    /// them (empty, exclusively, never through a link) with these
+    /// identities, and `--rm` removes exactly those files.
+    Dd(Vec<(PathBuf, safefs::FileId)>),
 }
 
 /// The data files of one run and what this run created.
@@ -603,8 +605,9 @@ impl DataSet {
                 }
                 r.finish().describe()
             }
-            (SetKind::Sidecar(_), None) => Vec::new(),
-            _ => remove_files(&self.files),
+            // Another rank's copy (never called there) removes nothing,
+            // and never by path.
+            _ => Vec::new(),
         }
     }
 
@@ -658,7 +661,7 @@ impl DataSet {
                 Some(g) => remove_ior_set(g, &self.root, &self.marker, &self.files),
                 None => Vec::new(),
             },
-            SetKind::Dd(created) => remove_files(created),
+            SetKind::Dd(created) => remove_created(created),
         }
     }
 }
@@ -876,13 +879,28 @@ fn hold(h: &DirHandle) -> Result<std::sync::Arc<std::os::fd::OwnedFd>, Error> {
         })
 }
 
-fn remove_files(files: &[PathBuf]) -> Vec<String> {
+/// Creates dd's output file `p` (it did not exist) exclusively, without
+/// following a link, in its directory as the user named it; its identity.
+fn create_dd_file(p: &Path) -> Result<safefs::FileId, Error> {
+    let (d, name) = peer::split_file(p);
+    let dir = DirHandle::open_target(&d).map_err(fs_err)?;
+    let (_, id) = dir.create_at(&name, 0o666).map_err(fs_err)?;
+    Ok(id)
+}
+
+/// Removes the files this run created, each only if it is still the very
+/// file made (its recorded identity), relative to its directory: a file
+/// swapped in under the name, or a directory swapped for another one
+/// holding a file of that name, is refused and named.
+fn remove_created(created: &[(PathBuf, safefs::FileId)]) -> Vec<String> {
     let mut left = Vec::new();
-    for f in files {
-        match fs::remove_file(f) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => left.push(format!("{}: {e}", f.display())),
+    for (p, id) in created {
+        let (d, name) = peer::split_file(p);
+        let r = DirHandle::open_target(&d).and_then(|h| h.unlink_at(&name, Some(*id)));
+        match r {
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => left.push(e.to_string()),
         }
     }
     left
@@ -1364,8 +1382,22 @@ fn prepare_dd(
                     p.display()
                 )))
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => created.push(p.clone()),
-            Err(e) => return Err(Error::io(format!("cannot inspect {}", p.display()), e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Made now, as dd's open would, and recorded: `--rm`
+                // removes this very file, never one found later under
+                // its name or through a swapped directory.
+                match create_dd_file(p) {
+                    Ok(id) => created.push((p.clone(), id)),
+                    Err(e) => {
+                        remove_created(&created);
+                        return Err(e);
+                    }
+                }
+            }
+            Err(e) => {
+                remove_created(&created);
+                return Err(Error::io(format!("cannot inspect {}", p.display()), e));
+            }
         }
     }
     Ok(DataSet {

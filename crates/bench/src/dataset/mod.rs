@@ -1600,12 +1600,15 @@ fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Clean
 /// Opens a scratch file with O_DIRECT and writes one transfer, so a file
 /// system that refuses O_DIRECT or this alignment is named before the run.
 pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
-    let probe = dir.join(format!(".ioscale-probe-{}", std::process::id()));
+    let name = format!(".ioscale-probe-{}", std::process::id());
+    let probe = dir.join(&name);
+    // O_EXCL|O_NOFOLLOW: a name planted there (a link included) is never
+    // written; the probe is removed only if it is still this very file.
     let file = fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
-        .custom_flags(libc::O_DIRECT)
+        .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW)
         .open(&probe);
     let file = match file {
         Ok(f) => f,
@@ -1639,7 +1642,16 @@ pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
             format!("--direct: probe write in {} failed: {e}", dir.display())
         }));
     }
+    let id = {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().ok().map(|m| safefs::FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    };
     drop(file);
-    let _ = std::fs::remove_file(&probe);
+    if let (Some(id), Ok(d)) = (id, DirHandle::open_target(dir)) {
+        let _ = d.unlink_at(&name, Some(id));
+    }
     result
 }

@@ -1329,8 +1329,9 @@ fn ior_files_of_other_ranks_are_never_reached_through_a_link() {
     assert_eq!(std::fs::read_dir(&vd).unwrap().count(), 1, "{err}");
 }
 
-/// dd's files likewise: rank 1's `of=` (which did not exist) planted as a
-/// link to a VICTIM after rank 0 set up: refused, the VICTIM intact.
+/// dd's files likewise: rank 1's `of=` (which did not exist, so rank 0
+/// made it at set-up) swapped for a link to a VICTIM after rank 0 set up:
+/// refused, the VICTIM intact.
 #[test]
 fn dd_files_of_other_ranks_are_never_reached_through_a_link() {
     if !have("mpirun") {
@@ -1344,7 +1345,10 @@ fn dd_files_of_other_ranks_are_never_reached_through_a_link() {
     // Two ranks, one job each: dd-1 and dd-2 (rank 1's).
     let of = format!("of={}", d.path().join("dd").display());
     let out = with_rank_1_held(&["dd", "if=/dev/zero", &of, "bs=64k", "count=4"], || {
-        std::os::unix::fs::symlink(&vf, d.path().join("dd-2")).unwrap();
+        // Rank 0 made dd-2 (empty) at set-up: it is swapped for the link.
+        let p = d.path().join("dd-2");
+        std::fs::rename(&p, d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&vf, &p).unwrap();
     });
     assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(std::fs::read(&vf).unwrap(), victim, "{}", stderr(&out));

@@ -26,7 +26,9 @@
 //!
 //! The IOR front-end's and dd's files sit in the user's directories: each
 //! rank holds the directory (following the user's own links to it, as the
-//! tools do) and opens the file name in it with `O_NOFOLLOW`, IOR's task
+//! tools do; on rank 0's node it must be the directory rank 0 holds, on
+//! another node it may be node-local storage) and opens the file name in
+//! it with `O_NOFOLLOW`, IOR's task
 //! directories (`-F -u`) with `O_NOFOLLOW` too, checked against the
 //! identities the marker recorded. A data file name that is a link (or a
 //! file with other hard links) when rank 0 sets up is the user's own and
@@ -230,10 +232,13 @@ impl DataSet {
         match &self.kind {
             SetKind::Native => self.open_native_root().map(Some),
             SetKind::Sidecar(_) => {
+                // The user's directory: compared on rank 0's node only. On
+                // another node it may rightly be another directory (IOR's
+                // file per process on node-local storage).
                 let d = DirHandle::open_target(&self.root).map_err(fs_err)?;
                 if let (Some(p), Some(want)) = (&self.peer, self.peer.as_ref().and_then(|p| p.root))
                 {
-                    if !same_dir(want, d.id(), p.node == node_id()) {
+                    if p.node == node_id() && want != d.id() {
                         return Err(replaced(
                             &self.root,
                             format!(

@@ -481,3 +481,129 @@ fn latency_of_the_fuse_test_fs_is_recovered() {
     );
     assert_eq!(v["host"]["fs_type"], "fuse.ioscale-testfs");
 }
+
+/// The points compared with each other (two targets at one thread count)
+/// take turns repetition by repetition, as the plain progress lines show
+/// (rep 1 of a, rep 1 of b, rep 2 of b, rep 2 of a, rep 3 of a, …),
+/// thread count by thread count;
+/// the record keeps the plan's point order and every repetition of each
+/// point under its own number.
+#[test]
+fn compared_points_take_turns_repetition_by_repetition() {
+    let d = scratch();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let jf = d.path().join("s.json");
+    let targets = format!("{},{}", s(&a), s(&b));
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "3",
+        "--target",
+        &targets,
+        "--progress",
+        "plain",
+        "--quiet",
+        "--json",
+        s(&jf),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "256k",
+        "--xfer",
+        "64k",
+    ]);
+    assert_code(&r, 0);
+    let err = stderr(&r);
+    // "[point k/4] threads=N TARGET xfer=64 KiB write rep r/3: …"
+    let ran: Vec<String> = err
+        .lines()
+        .filter(|l| l.contains(" write rep "))
+        .map(|l| {
+            let point = l
+                .split(']')
+                .next()
+                .unwrap()
+                .trim_start_matches("ioscale: [");
+            let who = if l.contains(&format!(" {} ", s(&a))) {
+                "a"
+            } else {
+                "b"
+            };
+            let threads = l
+                .split("threads=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap();
+            let rep = l.split(" rep ").nth(1).unwrap().split(':').next().unwrap();
+            format!("{point} {who}{threads} {rep}")
+        })
+        .collect();
+    let want = [
+        "point 1/4 a1 1/3",
+        "point 2/4 b1 1/3",
+        "point 2/4 b1 2/3",
+        "point 1/4 a1 2/3",
+        "point 1/4 a1 3/3",
+        "point 2/4 b1 3/3",
+        "point 3/4 a2 1/3",
+        "point 4/4 b2 1/3",
+        "point 4/4 b2 2/3",
+        "point 3/4 a2 2/3",
+        "point 3/4 a2 3/3",
+        "point 4/4 b2 3/3",
+    ];
+    assert_eq!(ran, want, "{err}");
+    // Each point is done after its last repetition, in that order.
+    let done: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(" done in "))
+        .map(|l| l.split(']').next().unwrap())
+        .collect();
+    assert_eq!(
+        done,
+        [
+            "ioscale: [point 1/4",
+            "ioscale: [point 2/4",
+            "ioscale: [point 3/4",
+            "ioscale: [point 4/4"
+        ],
+        "{err}"
+    );
+    // The record is in the plan's order (target, then threads), each point
+    // with its three repetitions numbered 0, 1, 2 and its job's 3 reps.
+    let v = json(&jf);
+    let pts = v["points"].as_array().unwrap();
+    let order: Vec<(String, u64)> = pts
+        .iter()
+        .map(|p| {
+            (
+                p["target"].as_str().unwrap().to_string(),
+                p["threads"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let (sa, sb) = (s(&a).to_string(), s(&b).to_string());
+    assert_eq!(order, [(sa.clone(), 1), (sa, 2), (sb.clone(), 1), (sb, 2)]);
+    for p in pts {
+        let reps: Vec<u64> = p["result"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ph| ph["rep"].as_u64().unwrap())
+            .collect();
+        assert_eq!(reps, [0, 1, 2], "{p:#}");
+        assert_eq!(p["result"]["spec"]["reps"].as_u64(), Some(3), "{p:#}");
+        assert_eq!(p["ops"][0]["reps"].as_u64(), Some(3));
+        assert_eq!(p["probes"].as_array().unwrap().len(), 3);
+    }
+    assert_empty(&a);
+    assert_empty(&b);
+}

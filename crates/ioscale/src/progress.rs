@@ -611,6 +611,37 @@ mod tests {
     }
 
     #[test]
+    fn points_taking_turns_keep_their_numbers_and_share_the_eta() {
+        // One point done, then a group of two whose repetitions take
+        // turns: the second of the group is point 3 of 5 while it runs,
+        // and two points come after the group.
+        let sw = SweepState {
+            total: 5,
+            done: 1,
+            group: 2,
+            group_base: 1,
+            position: 1,
+            point_started: Some(Instant::now() - Duration::from_secs(4)),
+            ..Default::default()
+        };
+        assert_eq!(sw.number(), 3);
+        assert_eq!(sw.after(), 2);
+        // Half of the group's 2 × 2 phases done in 4 s: 4 s left for the
+        // group, 4 s per point after it (none finished yet), 2 after it.
+        let mut s = state(None);
+        s.phases_done = 2;
+        let eta = sweep_eta(&s, &sw, 0.0).unwrap().as_secs_f64();
+        assert!((11.5..12.5).contains(&eta), "{eta}");
+        // Not in a group: the point after those done.
+        let one = SweepState {
+            total: 5,
+            done: 1,
+            ..Default::default()
+        };
+        assert_eq!((one.number(), one.after()), (2, 3));
+    }
+
+    #[test]
     fn the_live_line_shows_phase_rate_and_no_placeholder() {
         let snap = engine::live::Snapshot {
             info: engine::live::PhaseInfo {

@@ -749,48 +749,14 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             return Ok(2);
         }
     };
-    let mut bad = Ok(());
-    if root {
-        for (flag, p) in [
-            ("--json", &args.json),
-            ("--csv", &args.csv),
-            ("--html", &args.html),
-        ] {
-            if let Some(p) = p {
-                bad = bad.and_then(|()| crate::check_output_path(flag, p));
-            }
-        }
-        if let Some(d) = &args.png {
-            bad = bad.and_then(|()| check_png_dir(d));
-        }
-    }
-    if let Err(e) = bench::cluster::root_check(coord, bad) {
+    if let Err(e) = bench::cluster::root_check(coord, check_outputs(args, root)) {
         if let Some(e) = e {
             eprintln!("ioscale: error: {e:#}");
         }
         return Ok(2);
     }
     let command: Vec<String> = std::env::args().collect();
-    let first_target = plan
-        .points
-        .first()
-        .map(|p| PathBuf::from(&p.target))
-        .unwrap_or_default();
-    let mut rec = SweepRecord {
-        schema: SWEEP_SCHEMA,
-        tool: "ioscale".into(),
-        kind: "sweep".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: command.clone(),
-        started: bench::host::now_rfc3339(),
-        host: bench::host::collect(&first_target),
-        config: plan.config.clone(),
-        interrupted: false,
-        points_total: plan.points.len(),
-        stop_reason: None,
-        points: Vec::new(),
-        analysis: Default::default(),
-    };
+    let mut rec = new_record(&plan, &command);
     // Rank 0 reads the journal; every rank learns which points are done.
     let refused = if root && args.resume {
         resume(args, &plan, &mut rec)
@@ -852,21 +818,79 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     if !root {
         return Ok(exit);
     }
-    rec.analysis = analysis::analyse_with(&rec, args.units.units());
+    let sig = by_signal
+        .iter()
+        .find(|(_, f)| f.load(Ordering::Relaxed))
+        .map(|(n, _)| *n);
+    Ok(finish(&mut rec, args, exit, failure, sig))
+}
+
+/// Rank 0 checks that every output file can be written before anything
+/// runs; the other ranks have nothing to check.
+fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
+    let mut bad = Ok(());
+    if root {
+        for (flag, p) in [
+            ("--json", &args.json),
+            ("--csv", &args.csv),
+            ("--html", &args.html),
+        ] {
+            if let Some(p) = p {
+                bad = bad.and_then(|()| crate::check_output_path(flag, p));
+            }
+        }
+        if let Some(d) = &args.png {
+            bad = bad.and_then(|()| check_png_dir(d));
+        }
+    }
+    bad
+}
+
+/// The sweep's record before its first point.
+fn new_record(plan: &Plan, command: &[String]) -> SweepRecord {
+    let first_target = plan
+        .points
+        .first()
+        .map(|p| PathBuf::from(&p.target))
+        .unwrap_or_default();
+    SweepRecord {
+        schema: SWEEP_SCHEMA,
+        tool: "ioscale".into(),
+        kind: "sweep".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: command.to_vec(),
+        started: bench::host::now_rfc3339(),
+        host: bench::host::collect(&first_target),
+        config: plan.config.clone(),
+        interrupted: false,
+        points_total: plan.points.len(),
+        stop_reason: None,
+        points: Vec::new(),
+        analysis: Default::default(),
+    }
+}
+
+/// The end of a sweep on rank 0: the analysis of what was measured, why
+/// it stopped early if it did (`failure`, a refused point; or the signal
+/// `sig`), the outputs, and the exit code.
+fn finish(
+    rec: &mut SweepRecord,
+    args: &SweepArgs,
+    exit: i32,
+    failure: Option<String>,
+    sig: Option<&str>,
+) -> i32 {
+    rec.analysis = analysis::analyse_with(rec, args.units.units());
     // A refused point leaves the sweep unfinished but not interrupted: the
     // record says so by its point count and its stop_reason, and the error
     // says what failed.
     if let Some(f) = &failure {
         rec.stop_reason = Some(format!("refused: {f}"));
     } else if rec.interrupted {
-        let sig = by_signal
-            .iter()
-            .find(|(_, f)| f.load(Ordering::Relaxed))
-            .map(|(n, _)| *n)
-            .unwrap_or("a signal on another rank");
+        let sig = sig.unwrap_or("a signal on another rank");
         rec.stop_reason = Some(format!("interrupted by {sig}"));
     }
-    let wrote = emit_sweep(&rec, args);
+    let wrote = emit_sweep(rec, args);
     if let Some(f) = failure {
         eprintln!("ioscale: error: {f}");
         if let Some(j) = &args.json {
@@ -877,7 +901,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
                 j.display()
             );
         }
-        return Ok(2);
+        return 2;
     }
     if rec.interrupted {
         match &args.json {
@@ -893,9 +917,13 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
                 rec.points_total
             ),
         }
-        return Ok(130);
+        return 130;
     }
-    Ok(if wrote { exit } else { exit.max(1) })
+    if wrote {
+        exit
+    } else {
+        exit.max(1)
+    }
 }
 
 /// The order the points run in: groups, each of every point at one

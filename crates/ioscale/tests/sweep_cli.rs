@@ -607,3 +607,69 @@ fn compared_points_take_turns_repetition_by_repetition() {
     assert_empty(&a);
     assert_empty(&b);
 }
+
+/// A `meta` sweep's layouts take turns in the same way, each repetition
+/// on a fresh tree that is removed after it; the record numbers them.
+#[test]
+fn meta_layouts_take_turns_too() {
+    let d = scratch();
+    let jf = d.path().join("m.json");
+    let t = d.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "2",
+        "--reps",
+        "2",
+        "--layout",
+        "same-dir,per-thread-dir",
+        "--progress",
+        "plain",
+        "--quiet",
+        "--json",
+        s(&jf),
+        "--",
+        "meta",
+        "--op",
+        "create,delete",
+        "--files",
+        "20",
+        s(&t),
+    ]);
+    assert_code(&r, 0);
+    let err = stderr(&r);
+    let ran: Vec<String> = err
+        .lines()
+        .filter(|l| l.contains(" create rep "))
+        .map(|l| {
+            let layout = if l.contains(" same-dir ") {
+                "same"
+            } else {
+                "per"
+            };
+            let rep = l.split(" rep ").nth(1).unwrap().split(':').next().unwrap();
+            format!("{layout} {rep}")
+        })
+        .collect();
+    assert_eq!(ran, ["same 1/2", "per 1/2", "per 2/2", "same 2/2"], "{err}");
+    let v = json(&jf);
+    for p in v["points"].as_array().unwrap() {
+        let reps: Vec<(String, u64)> = p["result"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ph| {
+                (
+                    ph["op"].as_str().unwrap().to_string(),
+                    ph["rep"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let want = [("create", 0), ("delete", 0), ("create", 1), ("delete", 1)]
+            .map(|(o, r)| (o.to_string(), r));
+        assert_eq!(reps, want, "{p:#}");
+        assert_eq!(p["ops"][0]["reps"].as_u64(), Some(2));
+    }
+    assert_empty(&t);
+}

@@ -673,3 +673,109 @@ fn meta_layouts_take_turns_too() {
     }
     assert_empty(&t);
 }
+
+/// Interrupted while the points of a thread count take turns: the points
+/// finished before are kept whole, the unfinished points' repetitions are
+/// lost, and --resume measures those points again, from their first
+/// repetition.
+#[test]
+fn interrupted_interleaved_sweep_resumes_whole_points() {
+    let d = scratch();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let out = scratch();
+    let jf = out.path().join("r.json");
+    let targets = format!("{},{}", s(&a), s(&b));
+    let args: Vec<String> = [
+        "sweep",
+        "--threads",
+        "1,2,3",
+        "--target",
+        &targets,
+        "--reps",
+        "2",
+        "--json",
+        s(&jf),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "4k",
+        "--size",
+        "256m",
+        "--sync",
+        "each",
+        "--time",
+        "200ms",
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    let mut child = Command::new(ioscale_path())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first thread count's two points, then interrupt.
+    let t0 = Instant::now();
+    loop {
+        let n = std::fs::read(&jf)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(|v| v["points"].as_array().map(Vec::len).unwrap_or(0))
+            .unwrap_or(0);
+        if n >= 2 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "ended too soon");
+        assert!(t0.elapsed() < Duration::from_secs(60), "no point in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let outp = child.wait_with_output().unwrap();
+    assert_code(&outp, 130);
+    let v = json(&jf);
+    let kept = v["points"].as_array().unwrap().clone();
+    assert!((2..6).contains(&kept.len()), "{} points kept", kept.len());
+    // A kept point has all its repetitions: none is saved half-measured.
+    for k in &kept {
+        assert_eq!(k["ops"][0]["reps"].as_u64(), Some(2), "{k:#}");
+    }
+    assert_empty(&a);
+    assert_empty(&b);
+
+    let mut again = args.clone();
+    again.push("--resume".into());
+    let r = run(&again.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_code(&r, 0);
+    assert!(
+        stderr(&r).contains(&format!("{} of 6 points already done", kept.len())),
+        "{}",
+        stderr(&r)
+    );
+    let v = json(&jf);
+    let all = v["points"].as_array().unwrap();
+    assert_eq!(all.len(), 6);
+    for (i, p) in all.iter().enumerate() {
+        assert_eq!(p["index"], i as u64);
+        let reps: Vec<u64> = p["result"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ph| ph["rep"].as_u64().unwrap())
+            .collect();
+        assert_eq!(reps, [0, 1], "point {i}");
+    }
+    for k in &kept {
+        let i = k["index"].as_u64().unwrap() as usize;
+        assert_eq!(&all[i], k, "point {i} was run again");
+    }
+}

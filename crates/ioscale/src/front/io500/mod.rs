@@ -646,21 +646,7 @@ fn prepare(
     plan: &[Phase],
     ini: Option<&(PathBuf, String)>,
 ) -> Result<Vec<PathBuf>, String> {
-    let mut created = Vec::new();
-    let fresh = |p: &Path, created: &mut Vec<PathBuf>| -> Result<(), String> {
-        match std::fs::create_dir(p) {
-            Ok(()) => {
-                created.push(p.to_path_buf());
-                Ok(())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(format!(
-                "{} already exists: ioscale io500 makes its phase directories fresh and removes only \
-                 what it made; remove it, or choose another datadir (timestamp-datadir = TRUE makes a new one)",
-                p.display()
-            )),
-            Err(e) => Err(format!("cannot create {}: {e}", p.display())),
-        }
-    };
+    let mut made = Made::default();
     let d = &cfg.datadir;
     let result = (|| {
         // Like io500, make the data directory and any missing parents
@@ -671,57 +657,10 @@ fn prepare(
             .take_while(|a| std::fs::symlink_metadata(a).is_err())
             .collect();
         for a in missing.iter().rev() {
-            fresh(a, &mut created)?;
+            made.fresh(a)?;
         }
-        if !d.is_dir() {
-            return Err(format!("datadir {} is not a directory", d.display()));
-        }
-        if engine::sys::is_read_only(d).unwrap_or(false) {
-            return Err(format!(
-                "datadir {} is on a read-only file system (EROFS)",
-                d.display()
-            ));
-        }
-        if !engine::sys::can_write(d) {
-            return Err(format!(
-                "datadir {}: permission denied (EACCES)",
-                d.display()
-            ));
-        }
-        let has = |k: &dyn Fn(&Kind) -> bool| plan.iter().any(|p| k(&p.kind));
-        if has(&|k| matches!(k, Kind::IorEasy)) {
-            fresh(&names.easy_dir(), &mut created)?;
-            if names.fpp && names.unique {
-                for w in 0..names.workers {
-                    fresh(&names.easy_dir().join(w.to_string()), &mut created)?;
-                }
-            }
-        }
-        if has(&|k| matches!(k, Kind::IorHard)) {
-            fresh(&d.join("ior-hard"), &mut created)?;
-        }
-        for xfer in [4096u64, 1 << 20] {
-            if has(&|k| *k == Kind::IorRnd { xfer }) {
-                fresh(&d.join(work::rnd_dir(xfer)), &mut created)?;
-            }
-        }
-        for easy in [true, false] {
-            let kind = if easy { Kind::MdEasy } else { Kind::MdHard };
-            if has(&|k| *k == kind) {
-                fresh(
-                    &d.join(if easy { "mdtest-easy" } else { "mdtest-hard" }),
-                    &mut created,
-                )?;
-                fresh(&names.md_test_dir(easy), &mut created)?;
-                if easy {
-                    for w in 0..names.workers {
-                        fresh(&names.md_dir(true, w), &mut created)?;
-                    }
-                } else {
-                    fresh(&names.md_dir(false, 0), &mut created)?;
-                }
-            }
-        }
+        check_datadir(d)?;
+        phase_dirs(&mut made, d, names, plan)?;
         std::fs::create_dir_all(&cfg.resultdir)
             .map_err(|e| format!("resultdir {}: {e}", cfg.resultdir.display()))?;
         if let Some((p, text)) = ini {
@@ -736,12 +675,90 @@ fn prepare(
         Ok(())
     })();
     match result {
-        Ok(()) => Ok(created),
+        Ok(()) => Ok(made.0),
         Err(e) => {
-            remove_dirs(&created);
+            remove_dirs(&made.0);
             Err(e)
         }
     }
+}
+
+/// The directories a run made, in the order made.
+#[derive(Default)]
+struct Made(Vec<PathBuf>);
+
+impl Made {
+    /// Makes `p`, which must not exist yet.
+    fn fresh(&mut self, p: &Path) -> Result<(), String> {
+        match std::fs::create_dir(p) {
+            Ok(()) => {
+                self.0.push(p.to_path_buf());
+                Ok(())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(format!(
+                "{} already exists: ioscale io500 makes its phase directories fresh and removes only \
+                 what it made; remove it, or choose another datadir (timestamp-datadir = TRUE makes a new one)",
+                p.display()
+            )),
+            Err(e) => Err(format!("cannot create {}: {e}", p.display())),
+        }
+    }
+}
+
+/// The data directory is a writable directory.
+fn check_datadir(d: &Path) -> Result<(), String> {
+    if !d.is_dir() {
+        return Err(format!("datadir {} is not a directory", d.display()));
+    }
+    if engine::sys::is_read_only(d).unwrap_or(false) {
+        return Err(format!(
+            "datadir {} is on a read-only file system (EROFS)",
+            d.display()
+        ));
+    }
+    if !engine::sys::can_write(d) {
+        return Err(format!(
+            "datadir {}: permission denied (EACCES)",
+            d.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Makes the directories of the phases in the plan.
+fn phase_dirs(made: &mut Made, d: &Path, names: &Names, plan: &[Phase]) -> Result<(), String> {
+    let has = |k: &dyn Fn(&Kind) -> bool| plan.iter().any(|p| k(&p.kind));
+    if has(&|k| matches!(k, Kind::IorEasy)) {
+        made.fresh(&names.easy_dir())?;
+        if names.fpp && names.unique {
+            for w in 0..names.workers {
+                made.fresh(&names.easy_dir().join(w.to_string()))?;
+            }
+        }
+    }
+    if has(&|k| matches!(k, Kind::IorHard)) {
+        made.fresh(&d.join("ior-hard"))?;
+    }
+    for xfer in [4096u64, 1 << 20] {
+        if has(&|k| *k == Kind::IorRnd { xfer }) {
+            made.fresh(&d.join(work::rnd_dir(xfer)))?;
+        }
+    }
+    for easy in [true, false] {
+        let kind = if easy { Kind::MdEasy } else { Kind::MdHard };
+        if has(&|k| *k == kind) {
+            made.fresh(&d.join(if easy { "mdtest-easy" } else { "mdtest-hard" }))?;
+            made.fresh(&names.md_test_dir(easy))?;
+            if easy {
+                for w in 0..names.workers {
+                    made.fresh(&names.md_dir(true, w))?;
+                }
+            } else {
+                made.fresh(&names.md_dir(false, 0))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Removes directories this run created, deepest first, with rmdir only.

@@ -261,7 +261,9 @@ pub fn render_html(rec: &SweepRecord) -> String {
     if !rec.analysis.comparisons.is_empty() {
         o.push_str("<h3>Compared</h3><ul class=\"analysis\">");
         for c in &rec.analysis.comparisons {
-            let _ = write!(o, "<li>{}: {}</li>", esc(&c.op), esc(&c.sentence));
+            let _ = write!(o, "<li>{}: {}", esc(&c.op), esc(&c.sentence));
+            compared_evidence(&mut o, rec, c);
+            o.push_str("</li>");
         }
         o.push_str("</ul>\n");
     }
@@ -409,4 +411,54 @@ pub fn shell_words(words: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The numbers a comparison rests on, each linked to its table row: both
+/// lines at every common worker count, with their intervals, and which
+/// was clearly faster.
+fn compared_evidence(o: &mut String, rec: &SweepRecord, c: &analysis::findings::Comparison) {
+    if c.at.is_empty() {
+        return;
+    }
+    let unit = rec
+        .analysis
+        .curves
+        .iter()
+        .find(|l| l.op == c.op && l.series == c.a)
+        .map_or("", |l| l.unit.as_str());
+    let side = |series: &str, workers: u32, v: f64, iv: Option<(f64, f64)>| {
+        let iv = iv
+            .map(|(lo, hi)| format!(" [95% CI {}–{}]", num(lo), num(hi)))
+            .unwrap_or_default();
+        format!(
+            "<a href=\"#{}\">{}: {} {}{}</a>",
+            esc(&anchor(series, &c.op, workers)),
+            esc(series),
+            num(v),
+            esc(unit),
+            esc(&iv)
+        )
+    };
+    let links: Vec<String> =
+        c.at.iter()
+            .map(|x| {
+                // An interval from more than one repetition, as (lo, hi).
+                let a_iv = x.a_interval.filter(|i| i.n > 1).map(|i| (i.lo, i.hi));
+                let b_iv = x.b_interval.filter(|i| i.n > 1).map(|i| (i.lo, i.hi));
+                format!(
+                    "{} worker{}: {} vs {} ({})",
+                    x.workers,
+                    if x.workers == 1 { "" } else { "s" },
+                    side(&c.a, x.workers, x.a, a_iv),
+                    side(&c.b, x.workers, x.b, b_iv),
+                    match &x.faster {
+                        Some(f) => format!("{} clearly faster", esc(f)),
+                        None => "within noise".to_string(),
+                    }
+                )
+            })
+            .collect();
+    o.push_str("<p class=\"evidence\">Based on: ");
+    o.push_str(&links.join("; "));
+    o.push_str("</p>");
 }

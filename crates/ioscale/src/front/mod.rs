@@ -18,9 +18,12 @@ pub mod ior;
 pub mod mdtest;
 pub mod smallfile;
 
+#[cfg(test)]
+mod layouts;
+
 use std::path::Path;
 
-use report::FsStats;
+use serde::{Deserialize, Serialize};
 
 /// One compatibility front-end: the names it answers to and its entry.
 /// Adding a front-end is one module here and one line in [`REGISTRY`]
@@ -196,6 +199,19 @@ pub fn short_option(
 /// as IOR prints its time stamps.
 pub fn ctime_now() -> String {
     bench::host::local_now("%a %b %e %H:%M:%S %Y")
+}
+
+/// File-system capacity figures for IOR's `FS` line (from statvfs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FsStats {
+    /// Size in bytes.
+    pub total_bytes: u64,
+    /// Bytes in use.
+    pub used_bytes: u64,
+    /// Inodes in all.
+    pub inodes: u64,
+    /// Inodes in use.
+    pub used_inodes: u64,
 }
 
 /// Capacity of the file system holding `dir`, for IOR's `FS` line.

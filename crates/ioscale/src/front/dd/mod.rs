@@ -14,11 +14,14 @@
 
 use std::path::{Path, PathBuf};
 
-use report::{DdInfo, DdStatus, DdTextExporter, Exporter};
+use report::Exporter;
 use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMode};
 
 use super::Usage;
 use bench::dataset::parent_of;
+use render::{DdInfo, DdStatus, DdTextExporter};
+
+pub mod render;
 
 /// `ioscale dd --help`.
 pub const HELP: &str = "\

@@ -15,10 +15,13 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use report::{Exporter, SmallfileInfo, SmallfileTextExporter};
+use report::Exporter;
 use spec::{FileSize, MetaOp, MetaSpec, RawMeta};
 
 use super::Usage;
+use render::{SmallfileInfo, SmallfileTextExporter};
+
+pub mod render;
 
 /// The smallfile release whose command line and output are followed is
 /// tag 1.1; this is what that release prints on its `version :` line.
@@ -481,7 +484,7 @@ fn json_doc(a: &SfArgs, rs: &report::ResultSet, host: &str) -> serde_json::Value
     let Some(p) = rs.phases.last() else {
         return json!({ "params": {}, "results": { "status": "no phase completed" } });
     };
-    let t = report::smallfile_text::totals(p);
+    let t = render::totals(p);
     let mut threads = serde_json::Map::new();
     if let Some(f) = &p.files {
         for th in &f.threads {

@@ -14,13 +14,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use report::{Exporter, IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
+use report::Exporter;
 use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
 use coord::Coordinator;
 
 use super::Usage;
 use bench::dataset::parent_of;
+use render::{IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
+
+pub mod render;
 
 /// The IOR version whose command line and layout are followed.
 pub const IOR_VERSION: &str = "4.0.0";

@@ -20,24 +20,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::export::{ExportError, Exporter};
-use crate::model::{PhaseRecord, ResultSet};
+use report::{ExportError, Exporter, PhaseRecord, ResultSet};
+
+use crate::front::FsStats;
 
 const MIB: f64 = 1024.0 * 1024.0;
 const MB: f64 = 1_000_000.0;
-
-/// File-system capacity figures for IOR's `FS` line (from statvfs).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct FsStats {
-    /// Size in bytes.
-    pub total_bytes: u64,
-    /// Bytes in use.
-    pub used_bytes: u64,
-    /// Inodes in all.
-    pub inodes: u64,
-    /// Inodes in use.
-    pub used_inodes: u64,
-}
 
 /// What the IOR layouts show beyond the canonical record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -357,8 +345,8 @@ fn summary_row(s: &OpStats, info: &IorInfo, tpn: u32) -> String {
 /// per-worker start times). The two add up to an upper bound of the true
 /// spread. `None` when nothing was measured.
 ///
-/// [`PhaseRecord::start_skew_s`]: crate::PhaseRecord::start_skew_s
-/// [`PhaseRecord::worker_start_spread_s`]: crate::PhaseRecord::worker_start_spread_s
+/// [`PhaseRecord::start_skew_s`]: report::PhaseRecord::start_skew_s
+/// [`PhaseRecord::worker_start_spread_s`]: report::PhaseRecord::worker_start_spread_s
 pub fn start_skew_s(rs: &ResultSet) -> Option<f64> {
     rs.phases
         .iter()

@@ -17,10 +17,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use report::{Exporter, MdtestInfo, MdtestTextExporter};
+use report::Exporter;
 use spec::{FileSize, MetaOp, RawMeta};
 
 use super::Usage;
+use render::{MdtestInfo, MdtestTextExporter};
+
+pub mod render;
 
 /// The mdtest version whose command line and layout are followed.
 pub const MDTEST_VERSION: &str = "4.0.0";

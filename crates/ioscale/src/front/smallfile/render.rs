@@ -20,8 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::export::{ExportError, Exporter};
-use crate::model::{PhaseRecord, ResultSet};
+use report::{ExportError, Exporter, PhaseRecord, ResultSet};
 
 /// smallfile's warning threshold for the files processed, in percent.
 pub const PCT_FILES_MIN: f64 = 70.0;

@@ -12,11 +12,14 @@
 //! its own files, numbered as if `--jobs` were N × jobs (`F-1` … `F-N`
 //! with one job per rank).
 
-use report::Exporter;
+use coord::Coordinator;
+use report::{Exporter, ResultSet};
+use spec::WorkloadSpec;
 
+use super::{Call, Front, Usage};
 use render::{DdInfo, DdStatus, DdTextExporter};
 
-mod parse;
+pub mod parse;
 pub mod render;
 
 use parse::*;
@@ -58,13 +61,59 @@ dd's closing lines (records in/out, bytes copied, seconds, rate) go to standard
 error, as dd prints them. The mapping of every operand is in docs/compat.md.
 ";
 
-/// Runs the dd front-end; started by mpirun or srun, as one MPI rank of
-/// `jobs=` threads each (rank 0 prints the transfer lines).
-pub fn main(args: &[String]) -> anyhow::Result<i32> {
-    crate::as_ranks("dd", |coord| ranks_main(args, coord))
+/// dd: `ioscale dd …`, or the binary started as `dd`. Started by mpirun or
+/// srun, each rank runs `--jobs` threads (rank 0 prints the transfer lines).
+pub struct Dd;
+
+impl Front for Dd {
+    const COMMAND: &'static str = "dd";
+    const PROGRAM: &'static str = "dd";
+    const SHOWN_AS: &'static str = "dd";
+    const HELP: &'static str = HELP;
+    type Request = DdArgs;
+    type Info = DdInfo;
+
+    fn parse(args: &[String]) -> Result<Option<DdArgs>, Usage> {
+        parse(args).map(|a| (!a.help).then_some(a))
+    }
+
+    fn run(call: &Call<'_>, a: DdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+        run(call, a, coord)
+    }
+
+    fn render(info: &DdInfo, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
+        Ok(DdTextExporter { info: info.clone() }.render(rs)?)
+    }
 }
 
-fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result<i32> {
+/// The workload of the operands, checked for the jobs of all `ranks`
+/// (a refusal names dd's operands beside ioscale's flags), and the notes
+/// to say before the run.
+fn build(a: &DdArgs, ranks: u32) -> Result<(WorkloadSpec, Vec<String>), String> {
+    // Under mpirun each rank runs its jobs on its own files: the jobs of
+    // all ranks are numbered as one --jobs, rank r holding r*jobs+1 ..
+    // (r+1)*jobs, so names and sizes are checked for every rank's jobs.
+    let jobs = a.jobs.unwrap_or(1);
+    let mut all = a.clone();
+    if ranks > 1 {
+        all.jobs = Some(jobs.saturating_mul(ranks as u64));
+    }
+    let (raw, notes) = to_raw(&all).map_err(|e| e.to_string())?;
+    let spec = raw.build().map_err(|e| {
+        const NATIVE_FLAGS: &[(&str, &str)] = &[
+            ("--xfer", "bs="),
+            ("--size", "bs= × count="),
+            ("--block", "bs= × count="),
+            ("--threads", "--jobs"),
+            ("--direct", "oflag=direct/iflag=direct"),
+        ];
+        super::in_tool_terms("dd", &e.to_string(), NATIVE_FLAGS)
+    })?;
+    Ok((spec, notes))
+}
+
+/// Runs the request as one rank of `coord`; rank 0 prints dd's lines.
+fn run(call: &Call<'_>, a: DdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     let root = coord.rank() == 0;
     let ranks = coord.size();
     let fail = |e: &dyn std::fmt::Display| {
@@ -73,16 +122,6 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         }
         Ok(2)
     };
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => return fail(&e),
-    };
-    if a.help {
-        if root {
-            print!("{HELP}");
-        }
-        return Ok(0);
-    }
     // status=none keeps standard error silent, as dd's does, unless
     // --progress asks otherwise.
     let flag = a
@@ -92,30 +131,9 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         Ok(m) => m,
         Err(code) => return Ok(code),
     };
-    // Under mpirun each rank runs its jobs on its own files: the jobs of
-    // all ranks are numbered as one --jobs, rank r holding r*jobs+1 ..
-    // (r+1)*jobs, so names and sizes are checked for every rank's jobs.
-    let jobs = a.jobs.unwrap_or(1);
-    let mut a = a;
-    if ranks > 1 {
-        a.jobs = Some(jobs.saturating_mul(ranks as u64));
-    }
-    let (raw, notes) = match to_raw(&a) {
-        Ok(r) => r,
+    let (mut spec, notes) = match build(&a, ranks) {
+        Ok(b) => b,
         Err(e) => return fail(&e),
-    };
-    let mut spec = match raw.build() {
-        Ok(s) => s,
-        Err(e) => {
-            const NATIVE_FLAGS: &[(&str, &str)] = &[
-                ("--xfer", "bs="),
-                ("--size", "bs= × count="),
-                ("--block", "bs= × count="),
-                ("--threads", "--jobs"),
-                ("--direct", "oflag=direct/iflag=direct"),
-            ];
-            return fail(&super::in_tool_terms("dd", &e.to_string(), NATIVE_FLAGS));
-        }
     };
     if a.print_spec {
         if root {
@@ -124,7 +142,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         return Ok(0);
     }
     let all_jobs = spec.threads;
-    spec.threads = jobs as u32;
+    spec.threads = a.jobs.unwrap_or(1) as u32;
     let quiet = a.status == DdStatus::None;
     if !quiet && root {
         for n in &notes {
@@ -133,7 +151,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     }
     let stop = crate::install_signals()?;
     let mut argv = vec!["dd".to_string()];
-    argv.extend(args.iter().cloned());
+    argv.extend(call.args.iter().cloned());
     let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
     let outcome = bench::run::run_with(&spec, argv, stop, coord);
     drop(live);
@@ -144,17 +162,21 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     if !root {
         return Ok(outcome.exit_code());
     }
+    let info = DdInfo {
+        status: a.status,
+        jobs: all_jobs,
+    };
+    print_results(&info, &outcome)
+}
+
+/// Rank 0's end of a run: errors, dd's closing lines, then (unless
+/// status=none) warnings and notes, all on standard error as dd's are.
+fn print_results(info: &DdInfo, outcome: &bench::run::Outcome) -> anyhow::Result<i32> {
     let rs = &outcome.results;
     super::print_errors("dd", rs);
-    let lines = DdTextExporter {
-        info: DdInfo {
-            status: a.status,
-            jobs: all_jobs,
-        },
-    }
-    .render(rs)?;
+    let lines = Dd::render(info, rs)?;
     eprint!("{}", String::from_utf8_lossy(&lines));
-    if !quiet {
+    if info.status != DdStatus::None {
         for w in &rs.warnings {
             // In dd's own words: O_DIRECT is an operand here.
             let w = w.replace(

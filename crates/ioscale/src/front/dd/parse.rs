@@ -7,8 +7,8 @@ use bench::dataset::parent_of;
 use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMode};
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Default)]
-pub(super) struct DdArgs {
+#[derive(Debug, Default, Clone)]
+pub struct DdArgs {
     pub(super) input: Option<String>,
     pub(super) output: Option<String>,
     pub(super) bs: Option<u64>,

@@ -17,10 +17,13 @@ use report::Exporter;
 use spec::WorkloadSpec;
 
 use coord::Coordinator;
+use report::ResultSet;
+
+use super::{Call, Front, Usage};
 
 use render::{IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
 
-mod parse;
+pub mod parse;
 pub mod render;
 
 use parse::*;
@@ -141,61 +144,114 @@ fn ior_path(test_filename: &str, fpp: bool, unique_dir: bool) -> String {
     format!("{test_filename}.00000000")
 }
 
-/// Runs the IOR front-end; `prog` is how it was called (`ior` or
-/// `ioscale ior`), for IOR's `Command line` header. Started by mpirun or
-/// srun, each IOR task is one MPI rank, as with IOR itself.
-pub fn main(prog: &str, args: &[String]) -> anyhow::Result<i32> {
-    crate::as_ranks("ior", |coord| ranks_main(prog, args, coord))
+/// IOR: `ioscale ior …`, or the binary started as `ior`. Started by mpirun
+/// or srun, each IOR task is one MPI rank, as with IOR itself.
+pub struct Ior;
+
+impl Front for Ior {
+    const COMMAND: &'static str = "ior";
+    const PROGRAM: &'static str = "ior";
+    const SHOWN_AS: &'static str = "ioscale ior";
+    const HELP: &'static str = HELP;
+    type Request = IorArgs;
+    type Info = IorInfo;
+
+    fn parse(args: &[String]) -> Result<Option<IorArgs>, Usage> {
+        parse(args).map(|a| (!a.help).then_some(a))
+    }
+
+    fn run(call: &Call<'_>, a: IorArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+        run(call, a, coord)
+    }
+
+    fn render(info: &IorInfo, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
+        Ok(IorTextExporter { info: info.clone() }.render(rs)?)
+    }
 }
 
-fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
+/// Under mpirun or srun each IOR task is a rank: -N may only repeat their
+/// number, and -C's offset (-Q) counts tasks per node, so the reader sits
+/// on another node than the writer. `Some(2)` after saying why -N is
+/// refused.
+fn fit_to_ranks(a: &mut IorArgs, coord: &dyn Coordinator) -> anyhow::Result<Option<i32>> {
+    let ranks = coord.size();
+    if ranks <= 1 {
+        return Ok(None);
+    }
+    if let Some(n) = a.tasks.filter(|&n| n != ranks as u64) {
+        if coord.rank() == 0 {
+            eprintln!(
+                "ior: error: -N {n}: the launcher started {ranks} tasks; under mpirun or srun                      every rank is one IOR task, so drop -N or start {n} ranks (mpirun -np {n})"
+            );
+        }
+        return Ok(Some(2));
+    }
+    a.tasks = Some(ranks as u64);
+    if a.reorder {
+        let layout = bench::cluster::Layout::discover(coord, 1)?;
+        if layout.nodes() > 1 {
+            let q = a.task_offset.unwrap_or(1);
+            a.task_offset = Some(q.saturating_mul(layout.tasks_per_node() as u64));
+        }
+    }
+    Ok(None)
+}
+
+/// The workload of the command line, checked for all tasks; a refusal
+/// names IOR's options beside ioscale's.
+fn build(a: &IorArgs) -> Result<WorkloadSpec, Usage> {
+    to_raw(a).and_then(|r| {
+        r.build()
+            .map_err(|e| usage(super::in_tool_terms("IOR", &e.to_string(), NATIVE_FLAGS)))
+    })
+}
+
+/// What -x and -E mean here, said before the run.
+fn print_notes(a: &IorArgs) {
+    if a.single_xfer {
+        eprintln!(
+            "ior: note: -x: ioscale completes a short transfer by issuing the rest (as IOR does without -x); \
+             a transfer that cannot complete is an error either way"
+        );
+    }
+    if a.existing {
+        eprintln!(
+            "ior: note: -E: ioscale writes into an existing test file only if an earlier ioscale run made it \
+             (its marker says so); it never overwrites other files"
+        );
+    }
+}
+
+/// -T N: after N minutes the run is asked to stop, as an interrupt would;
+/// the flag returned says that it was the timer.
+fn start_timer(max_minutes: u64, stop: &Arc<AtomicBool>) -> Arc<AtomicBool> {
+    let timed_out = Arc::new(AtomicBool::new(false));
+    if max_minutes > 0 {
+        let (stop, timed_out) = (Arc::clone(stop), Arc::clone(&timed_out));
+        let limit = Duration::from_secs(max_minutes.saturating_mul(60));
+        std::thread::spawn(move || {
+            if safefs::sleep_or_stop(limit, &stop) == safefs::Waited::Elapsed {
+                timed_out.store(true, Ordering::Relaxed);
+                stop.store(true, Ordering::Relaxed);
+            }
+        });
+    }
+    timed_out
+}
+
+/// Runs the request as one rank of `coord`; rank 0 prints in IOR's layout.
+fn run(call: &Call<'_>, mut a: IorArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     let root = coord.rank() == 0;
     let ranks = coord.size();
-    let mut a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            if root {
-                eprintln!("ior: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
-    if a.help {
-        if root {
-            print!("{HELP}");
-        }
-        return Ok(0);
-    }
     let progress = match super::progress_mode("ior", a.progress, root) {
         Ok(m) => m,
         Err(code) => return Ok(code),
     };
     let shown_offset = a.task_offset.unwrap_or(1) as u32;
-    if ranks > 1 {
-        // Each task is a rank; -N, as in IOR, may only repeat their number.
-        if let Some(n) = a.tasks.filter(|&n| n != ranks as u64) {
-            if root {
-                eprintln!(
-                    "ior: error: -N {n}: the launcher started {ranks} tasks; under mpirun or srun                      every rank is one IOR task, so drop -N or start {n} ranks (mpirun -np {n})"
-                );
-            }
-            return Ok(2);
-        }
-        a.tasks = Some(ranks as u64);
-        if a.reorder {
-            // IOR -C reads the data of the task -Q × tasks-per-node further
-            // on, so the reader sits on another node than the writer.
-            let layout = bench::cluster::Layout::discover(coord, 1)?;
-            if layout.nodes() > 1 {
-                let q = a.task_offset.unwrap_or(1);
-                a.task_offset = Some(q.saturating_mul(layout.tasks_per_node() as u64));
-            }
-        }
+    if let Some(code) = fit_to_ranks(&mut a, coord)? {
+        return Ok(code);
     }
-    let mut spec = match to_raw(&a).and_then(|r| {
-        r.build()
-            .map_err(|e| usage(super::in_tool_terms("IOR", &e.to_string(), NATIVE_FLAGS)))
-    }) {
+    let mut spec = match build(&a) {
         Ok(s) => s,
         Err(e) => {
             if root {
@@ -214,20 +270,11 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     if let Some(code) = crate::check_outputs(coord, "ior", &outputs) {
         return Ok(code);
     }
-    if root && a.single_xfer {
-        eprintln!(
-            "ior: note: -x: ioscale completes a short transfer by issuing the rest (as IOR does without -x); \
-             a transfer that cannot complete is an error either way"
-        );
+    if root {
+        print_notes(&a);
     }
-    if root && a.existing {
-        eprintln!(
-            "ior: note: -E: ioscale writes into an existing test file only if an earlier ioscale run made it \
-             (its marker says so); it never overwrites other files"
-        );
-    }
-    let mut command_line = vec![prog.to_string()];
-    command_line.extend(args.iter().cloned());
+    let mut command_line = vec![call.prog.to_string()];
+    command_line.extend(call.args.iter().cloned());
     let mut info = info_for(&a, &spec, command_line.join(" "));
     info.task_offset = shown_offset;
     if ranks > 1 {
@@ -236,20 +283,10 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     }
 
     let stop = crate::install_signals()?;
-    let timed_out = Arc::new(AtomicBool::new(false));
-    if a.max_minutes > 0 {
-        let (stop, timed_out) = (Arc::clone(&stop), Arc::clone(&timed_out));
-        let limit = Duration::from_secs(a.max_minutes.saturating_mul(60));
-        std::thread::spawn(move || {
-            if safefs::sleep_or_stop(limit, &stop) == safefs::Waited::Elapsed {
-                timed_out.store(true, Ordering::Relaxed);
-                stop.store(true, Ordering::Relaxed);
-            }
-        });
-    }
+    let timed_out = start_timer(a.max_minutes, &stop);
     info.began = super::ctime_now();
     let mut argv = vec!["ior".to_string()];
-    argv.extend(args.iter().cloned());
+    argv.extend(call.args.iter().cloned());
     let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
     let outcome = bench::run::run_with(&spec, argv, stop, coord);
     drop(live);
@@ -266,6 +303,20 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
         return Ok(outcome.exit_code());
     }
     info.finished = super::ctime_now();
+    let timed_out = timed_out.load(Ordering::Relaxed);
+    print_results(&a, info, &spec, &outcome, timed_out)
+}
+
+/// Rank 0's end of a run: errors and warnings on standard error, IOR's
+/// layout (or its -O summaryFormat document) on standard output and in
+/// -O summaryFile. Returns the exit code.
+fn print_results(
+    a: &IorArgs,
+    mut info: IorInfo,
+    spec: &WorkloadSpec,
+    outcome: &bench::run::Outcome,
+    timed_out: bool,
+) -> anyhow::Result<i32> {
     let rs = &outcome.results;
     info.machine = format!("Linux {}", rs.host.hostname);
     info.fs = super::fs_stats(&spec.target);
@@ -282,7 +333,7 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
         );
         eprintln!("ior: warning: {w}");
     }
-    let text = IorTextExporter { info: info.clone() }.render(rs)?;
+    let text = Ior::render(&info, rs)?;
     let doc = match a.summary_format.as_deref() {
         Some("JSON") => Some(IorJsonExporter { info: info.clone() }.render(rs)?),
         Some("CSV") => Some(IorCsvExporter { info: info.clone() }.render(rs)?),
@@ -305,30 +356,30 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn Coordinator) -> anyhow::R
     for n in &outcome.notes {
         eprintln!("ior: {n}");
     }
-    if timed_out.load(Ordering::Relaxed) {
+    let mut code = outcome.exit_code();
+    if timed_out {
         eprintln!(
             "ior: -T {}: the test stopped after {} minute(s); the figures cover the work done until then",
             a.max_minutes, a.max_minutes
         );
-    }
-    let mut code = outcome.exit_code();
-    if code == 130 && timed_out.load(Ordering::Relaxed) {
-        code = if rs.errors.is_empty()
-            && !rs
-                .phases
-                .iter()
-                .any(|p| p.errors > 0 || p.verify.as_ref().is_some_and(|v| v.bad_bytes > 0))
-        {
-            0
-        } else {
-            1
-        };
+        if code == 130 {
+            code = if clean(rs) { 0 } else { 1 };
+        }
     }
     if let Some(e) = write_err {
         eprintln!("ior: error: {e:#}");
         code = code.max(1);
     }
     Ok(code)
+}
+
+/// No I/O error and no failed data check in the run.
+fn clean(rs: &ResultSet) -> bool {
+    rs.errors.is_empty()
+        && !rs
+            .phases
+            .iter()
+            .any(|p| p.errors > 0 || p.verify.as_ref().is_some_and(|v| v.bad_bytes > 0))
 }
 
 #[cfg(test)]

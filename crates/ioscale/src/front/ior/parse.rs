@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// What the IOR command line asked for, before the workload is built.
 #[derive(Debug, Default)]
-pub(super) struct IorArgs {
+pub struct IorArgs {
     pub(super) api: Option<String>,
     pub(super) block: Option<u64>,
     pub(super) xfer: Option<u64>,

@@ -16,11 +16,15 @@
 use std::io::Write;
 use std::path::Path;
 
-use report::Exporter;
+use coord::Coordinator;
+use report::{Exporter, ResultSet};
+use spec::MetaSpec;
+
+use super::{Call, Front, Usage};
 
 use render::{MdtestInfo, MdtestTextExporter};
 
-mod parse;
+pub mod parse;
 pub mod render;
 
 use parse::*;
@@ -71,36 +75,50 @@ fn timestamp() -> String {
     bench::host::local_now("%m/%d/%Y %H:%M:%S")
 }
 
-/// Runs the mdtest front-end; `prog` is how it was called (`mdtest` or
-/// `ioscale mdtest`), for mdtest's `Command line used` line. Started by
-/// mpirun or srun, each rank runs `--tasks` threads (1 unless given) and
-/// rank 0 prints, as mdtest's rank 0 does.
-pub fn main(prog: &str, args: &[String]) -> anyhow::Result<i32> {
-    crate::as_ranks("mdtest", |coord| ranks_main(prog, args, coord))
+/// mdtest: `ioscale mdtest …`, or the binary started as `mdtest`.
+pub struct Mdtest;
+
+/// What mdtest's layout shows: the facts, and whether -P's time table
+/// alone is asked for (mdtest -T without -P … prints only it).
+pub struct Shown {
+    /// The mdtest-only facts.
+    pub info: MdtestInfo,
+    /// Print the `SUMMARY time` table without the rate table.
+    pub time_only: bool,
 }
 
-fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result<i32> {
-    let root = coord.rank() == 0;
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            if root {
-                eprintln!("mdtest: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
-    if a.help {
-        if root {
-            print!("{HELP}");
-        }
-        return Ok(0);
+impl Front for Mdtest {
+    const COMMAND: &'static str = "mdtest";
+    const PROGRAM: &'static str = "mdtest";
+    const SHOWN_AS: &'static str = "mdtest";
+    const HELP: &'static str = HELP;
+    type Request = MdArgs;
+    type Info = Shown;
+
+    fn parse(args: &[String]) -> Result<Option<MdArgs>, Usage> {
+        parse(args).map(|a| (!a.help).then_some(a))
     }
-    let progress = match super::progress_mode("mdtest", a.progress, root) {
-        Ok(m) => m,
-        Err(code) => return Ok(code),
-    };
-    let built = to_raw(&a).and_then(|(raw, notes)| {
+
+    fn run(call: &Call<'_>, a: MdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+        run(call, a, coord)
+    }
+
+    fn render(shown: &Shown, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
+        if shown.time_only {
+            time_only(&shown.info, rs)
+        } else {
+            Ok(MdtestTextExporter {
+                info: shown.info.clone(),
+            }
+            .render(rs)?)
+        }
+    }
+}
+
+/// The workload of the command line, checked (a refusal names mdtest's
+/// options beside ioscale's), and the notes to say before the run.
+fn build(a: &MdArgs) -> Result<(MetaSpec, Vec<String>), Usage> {
+    to_raw(a).and_then(|(raw, notes)| {
         raw.build().map(|s| (s, notes)).map_err(|e| {
             const NATIVE_FLAGS: &[(&str, &str)] = &[
                 ("--files", "-n (or -I)"),
@@ -112,8 +130,41 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
             let msg = e.to_string().replace("--reps ", "-i ");
             usage(super::in_tool_terms("mdtest", &msg, NATIVE_FLAGS))
         })
-    });
-    let (spec, notes) = match built {
+    })
+}
+
+/// mdtest makes the test directory (one level) when it is missing; rank 0
+/// does, before any rank looks at it. `Ok(true)` when this run made it;
+/// `Err(2)` on every rank (rank 0 says why) when it cannot be made.
+fn make_test_dir(spec: &MetaSpec, coord: &dyn Coordinator) -> Result<bool, i32> {
+    let mut made_dir = false;
+    let mut mkdir = Ok(());
+    if coord.rank() == 0 && !spec.target.exists() {
+        match std::fs::create_dir(&spec.target) {
+            Ok(()) => made_dir = true,
+            Err(e) => mkdir = Err(e),
+        }
+    }
+    if let Err(e) = bench::cluster::root_check(coord, mkdir) {
+        if let Some(e) = e {
+            eprintln!(
+                "mdtest: error: -d {}: unable to create the test directory: {e}",
+                spec.target.display()
+            );
+        }
+        return Err(2);
+    }
+    Ok(made_dir)
+}
+
+/// Runs the request as one rank of `coord`; rank 0 prints mdtest's layout.
+fn run(call: &Call<'_>, a: MdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    let root = coord.rank() == 0;
+    let progress = match super::progress_mode("mdtest", a.progress, root) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
+    let (spec, notes) = match build(&a) {
         Ok(s) => s,
         Err(e) => {
             if root {
@@ -134,28 +185,13 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
         }
     }
     let began = timestamp();
-    // mdtest makes the test directory (one level) when it is missing;
-    // rank 0 does, before any rank looks at it.
-    let mut made_dir = false;
-    let mut mkdir = Ok(());
-    if root && !spec.target.exists() {
-        match std::fs::create_dir(&spec.target) {
-            Ok(()) => made_dir = true,
-            Err(e) => mkdir = Err(e),
-        }
-    }
-    if let Err(e) = bench::cluster::root_check(coord, mkdir) {
-        if let Some(e) = e {
-            eprintln!(
-                "mdtest: error: -d {}: unable to create the test directory: {e}",
-                spec.target.display()
-            );
-        }
-        return Ok(2);
-    }
+    let made_dir = match make_test_dir(&spec, coord) {
+        Ok(made) => made,
+        Err(code) => return Ok(code),
+    };
     let stop = crate::install_signals()?;
     let mut argv = vec!["mdtest".to_string()];
-    argv.extend(args.iter().cloned());
+    argv.extend(call.args.iter().cloned());
     let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
     let outcome = bench::meta::run_with(&spec, argv, stop, coord);
     drop(live);
@@ -174,16 +210,20 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
     if !root {
         return Ok(outcome.exit_code());
     }
-    let rs = &outcome.results;
-    super::print_errors("mdtest", rs);
-    super::print_mismatches("mdtest", rs);
-    for w in &rs.warnings {
-        eprintln!("mdtest: warning: {w}");
+    let info = info_for(call, &a, &spec, began, coord.size());
+    let code = print_results(&info, &outcome)?;
+    if made_dir && is_empty_dir(&spec.target) {
+        let _ = std::fs::remove_dir(&spec.target);
     }
+    Ok(code)
+}
+
+/// mdtest's header facts of a finished run of `ranks` ranks.
+fn info_for(call: &Call<'_>, a: &MdArgs, spec: &MetaSpec, began: String, ranks: u32) -> Shown {
     // mdtest 4.0's Path is the test directory (-d) itself.
     let path = spec.target.clone();
-    let mut command_line = prog.to_string();
-    for x in args {
+    let mut command_line = call.prog.to_string();
+    for x in call.args {
         command_line.push_str(&format!(" '{x}'"));
     }
     let (files, dirs) = if !a.files_only && !a.dirs_only {
@@ -196,28 +236,36 @@ fn ranks_main(prog: &str, args: &[String], coord: &dyn coord::Coordinator) -> an
         command_line,
         began,
         finished: timestamp(),
-        tasks: spec.threads * coord.size(),
+        tasks: spec.threads * ranks,
         fs: super::fs_stats(&path),
         path: path.display().to_string(),
-        items_all: spec.total_files() * coord.size() as u64,
+        items_all: spec.total_files() * ranks as u64,
         files,
         dirs,
         iterations: spec.reps,
         rate_and_time: a.rate_and_time,
     };
-    let text = if a.time_only && !a.rate_and_time {
-        time_only(&info, rs)?
-    } else {
-        MdtestTextExporter { info }.render(rs)?
-    };
+    Shown {
+        info,
+        time_only: a.time_only && !a.rate_and_time,
+    }
+}
+
+/// Rank 0's end of a run: errors and warnings on standard error, mdtest's
+/// layout on standard output, notes last. Returns the exit code.
+fn print_results(shown: &Shown, outcome: &bench::run::Outcome) -> anyhow::Result<i32> {
+    let rs = &outcome.results;
+    super::print_errors("mdtest", rs);
+    super::print_mismatches("mdtest", rs);
+    for w in &rs.warnings {
+        eprintln!("mdtest: warning: {w}");
+    }
+    let text = Mdtest::render(shown, rs)?;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(&text);
     let _ = out.flush();
     for n in &outcome.notes {
         eprintln!("mdtest: {n}");
-    }
-    if made_dir && is_empty_dir(&spec.target) {
-        let _ = std::fs::remove_dir(&spec.target);
     }
     Ok(outcome.exit_code())
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// What the mdtest command line asked for.
 #[derive(Debug, Default)]
-pub(super) struct MdArgs {
+pub struct MdArgs {
     pub(super) items: Option<u64>,
     pub(super) items_per_dir: Option<u64>,
     pub(super) depth: u64,

@@ -14,12 +14,14 @@
 
 use std::io::Write;
 
-use report::Exporter;
+use coord::Coordinator;
+use report::{Exporter, ResultSet};
 use spec::{MetaOp, MetaSpec};
 
+use super::{Call, Front, Usage};
 use render::{SmallfileInfo, SmallfileTextExporter};
 
-mod parse;
+pub mod parse;
 pub mod render;
 
 use parse::*;
@@ -215,30 +217,79 @@ fn json_doc(a: &SfArgs, rs: &report::ResultSet, host: &str) -> serde_json::Value
     })
 }
 
-/// Runs the smallfile front-end; started by mpirun or srun, as one MPI
-/// rank of `--threads` threads each (rank 0 prints and writes).
-pub fn main(args: &[String]) -> anyhow::Result<i32> {
-    crate::as_ranks("smallfile", |coord| ranks_main(args, coord))
+/// smallfile: `ioscale smallfile …`, or the binary started as
+/// `smallfile_cli.py`. Started by mpirun or srun, each rank runs
+/// `--threads` threads (rank 0 prints and writes).
+pub struct Smallfile;
+
+impl Front for Smallfile {
+    const COMMAND: &'static str = "smallfile";
+    const PROGRAM: &'static str = "smallfile_cli.py";
+    const SHOWN_AS: &'static str = "smallfile";
+    const HELP: &'static str = HELP;
+    type Request = SfArgs;
+    type Info = SmallfileInfo;
+
+    fn parse(args: &[String]) -> Result<Option<SfArgs>, Usage> {
+        parse(args).map(|a| (!a.help).then_some(a))
+    }
+
+    fn run(call: &Call<'_>, a: SfArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+        run(call, a, coord)
+    }
+
+    fn render(info: &SmallfileInfo, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
+        Ok(SmallfileTextExporter { info: info.clone() }.render(rs)?)
+    }
 }
 
-fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result<i32> {
+/// Rank 0's words before the run: notes, and smallfile's parameter block
+/// on standard output.
+fn print_preamble(a: &SfArgs, spec: &MetaSpec) {
+    for n in &a.notes {
+        eprintln!("smallfile: note: {n}");
+    }
+    if a.hash_into_dirs && spec.files > spec.files_per_dir {
+        eprintln!(
+            "smallfile: note: --hash-into-dirs Y: ioscale fills the directories of the tree in order \
+             (--files-per-dir at a time) instead of hashing file numbers into them"
+        );
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(params_block(a, spec).as_bytes());
+    let _ = out.flush();
+}
+
+/// A run's error, with what to do in smallfile's terms when a kept tree
+/// is in the way.
+fn error_text(e: &bench::Error) -> String {
+    let mut msg = e.to_string();
+    match e {
+        bench::Error::KeptTree {
+            conflict: spec::Conflict::Unverifiable,
+            ..
+        } => msg.push_str(
+            " (smallfile: give --verify-read Y to the create as well, so the files carry data \
+             ioscale can check)",
+        ),
+        bench::Error::KeptTree {
+            conflict: spec::Conflict::Exists(_),
+            ..
+        } => msg.push_str(
+            " (smallfile: run `--operation cleanup` with the same options first, or use another --top)",
+        ),
+        _ => {}
+    }
+    msg
+}
+
+/// Runs the request as one rank of `coord`; rank 0 prints smallfile's
+/// lines and writes --output-json.
+fn run(call: &Call<'_>, a: SfArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     let root = coord.rank() == 0;
-    let parsed = parse(args).and_then(|a| {
-        if a.help {
-            return Ok((a, None));
-        }
-        let raw = to_raw(&a)?;
-        let spec = raw.build().map_err(|e| usage(e.to_string()))?;
-        Ok((a, Some(spec)))
-    });
-    let (a, spec) = match parsed {
-        Ok((a, Some(spec))) => (a, spec),
-        Ok((_, None)) => {
-            if root {
-                print!("{HELP}");
-            }
-            return Ok(0);
-        }
+    let built = to_raw(&a).and_then(|raw| raw.build().map_err(|e| usage(e.to_string())));
+    let spec = match built {
+        Ok(spec) => spec,
         Err(e) => {
             if root {
                 eprintln!("smallfile: error: {e}");
@@ -260,48 +311,20 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     if let Some(code) = crate::check_outputs(coord, "smallfile", &outputs) {
         return Ok(code);
     }
-    let mut out = std::io::stdout().lock();
     if root {
-        for n in &a.notes {
-            eprintln!("smallfile: note: {n}");
-        }
-        if a.hash_into_dirs && spec.files > spec.files_per_dir {
-            eprintln!(
-                "smallfile: note: --hash-into-dirs Y: ioscale fills the directories of the tree in order \
-                 (--files-per-dir at a time) instead of hashing file numbers into them"
-            );
-        }
-        let _ = out.write_all(params_block(&a, &spec).as_bytes());
-        let _ = out.flush();
+        print_preamble(&a, &spec);
     }
     let stop = crate::install_signals()?;
     let mut argv = vec!["smallfile_cli.py".to_string()];
-    argv.extend(args.iter().cloned());
+    argv.extend(call.args.iter().cloned());
     let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
     let outcome = bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord);
     drop(live);
     let outcome = match outcome {
         Ok(o) => o,
         Err(e) => {
-            let mut msg = e.to_string();
-            match &e {
-                bench::Error::KeptTree {
-                    conflict: spec::Conflict::Unverifiable,
-                    ..
-                } => msg.push_str(
-                    " (smallfile: give --verify-read Y to the create as well, so the files carry data \
-                     ioscale can check)",
-                ),
-                bench::Error::KeptTree {
-                    conflict: spec::Conflict::Exists(_),
-                    ..
-                } => msg.push_str(
-                    " (smallfile: run `--operation cleanup` with the same options first, or use another --top)",
-                ),
-                _ => {}
-            }
             if root {
-                eprintln!("smallfile: error: {msg}");
+                eprintln!("smallfile: error: {}", error_text(&e));
             }
             return Ok(2);
         }
@@ -309,6 +332,14 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     if !root {
         return Ok(outcome.exit_code());
     }
+    let code = print_results(&a, &outcome)?;
+    Ok(cleanup_delay(&a, &spec, code, &stop))
+}
+
+/// Rank 0's end of a run: errors and warnings on standard error,
+/// smallfile's lines on standard output, --output-json written, notes
+/// last. Returns the exit code.
+fn print_results(a: &SfArgs, outcome: &bench::run::Outcome) -> anyhow::Result<i32> {
     let rs = &outcome.results;
     super::print_errors("smallfile", rs);
     super::print_mismatches("smallfile", rs);
@@ -322,18 +353,17 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         .next()
         .unwrap_or_default()
         .to_string();
-    let text = SmallfileTextExporter {
-        info: SmallfileInfo {
-            host: host.clone(),
-            response_times: a.response_times,
-        },
-    }
-    .render(rs)?;
+    let info = SmallfileInfo {
+        host: host.clone(),
+        response_times: a.response_times,
+    };
+    let text = Smallfile::render(&info, rs)?;
+    let mut out = std::io::stdout().lock();
     let _ = out.write_all(&text);
     let _ = out.flush();
     let mut code = outcome.exit_code();
     if let Some(p) = &a.output_json {
-        let doc = serde_json::to_vec_pretty(&json_doc(&a, rs, &host))?;
+        let doc = serde_json::to_vec_pretty(&json_doc(a, rs, &host))?;
         if let Err(e) = crate::output::write_atomic(p, &doc) {
             eprintln!("smallfile: error: {e:#}");
             code = code.max(1);
@@ -342,17 +372,27 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     for n in &outcome.notes {
         eprintln!("smallfile: {n}");
     }
+    Ok(code)
+}
+
+/// `--cleanup-delay-usec-per-file` after a cleanup that was not
+/// interrupted: the pause is as long as asked (2^64-1 microseconds
+/// included), and a SIGINT or SIGTERM ends it with 130.
+fn cleanup_delay(
+    a: &SfArgs,
+    spec: &MetaSpec,
+    code: i32,
+    stop: &std::sync::atomic::AtomicBool,
+) -> i32 {
     if spec.ops == [MetaOp::Cleanup] && a.cleanup_delay_usec > 0 && code != 130 {
-        // The pause is as long as asked (2^64-1 microseconds included), and
-        // a SIGINT or SIGTERM ends it with 130.
         let us = a.cleanup_delay_usec.saturating_mul(spec.total_files());
         let d = std::time::Duration::from_micros(us);
-        if safefs::sleep_or_stop(d, &stop) == safefs::Waited::Stopped {
+        if safefs::sleep_or_stop(d, stop) == safefs::Waited::Stopped {
             eprintln!("smallfile: interrupted during --cleanup-delay-usec-per-file");
-            code = 130;
+            return 130;
         }
     }
-    Ok(code)
+    code
 }
 
 #[cfg(test)]

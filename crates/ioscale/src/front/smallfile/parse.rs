@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// What the smallfile command line asked for.
 #[derive(Debug)]
-pub(super) struct SfArgs {
+pub struct SfArgs {
     pub(super) operation: String,
     pub(super) top: Option<PathBuf>,
     pub(super) threads: u64,

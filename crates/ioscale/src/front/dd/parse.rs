@@ -64,6 +64,106 @@ pub(super) fn dd_size(op: &str, v: &str) -> Result<u64, Usage> {
     n.checked_mul(mult).ok_or_else(|| err("too large".into()))
 }
 
+/// One `key=value` operand.
+fn apply_operand(a: &mut DdArgs, k: &str, v: &str) -> Result<(), Usage> {
+    match k {
+        "if" => a.input = Some(v.to_string()),
+        "of" => a.output = Some(v.to_string()),
+        "bs" => a.bs = Some(dd_size(k, v)?),
+        "count" => {
+            a.count = Some(parse_count(v).map_err(|e| usage(format!("count={v}: {e}")))?)
+        }
+        "conv" => apply_conv(a, v)?,
+        "oflag" => apply_oflag(a, v)?,
+        "iflag" => apply_iflag(a, v)?,
+        "status" => {
+            a.status = match v {
+                "progress" => DdStatus::Default,
+                "noxfer" => DdStatus::Noxfer,
+                "none" => DdStatus::None,
+                _ => {
+                    return Err(usage(format!(
+                        "status={v}: use progress, noxfer or none"
+                    )))
+                }
+            }
+        }
+        "ibs" | "obs" | "cbs" => {
+            return Err(usage(format!(
+                "{k}=: not supported: ioscale reads and writes in one block size; use bs= (native: --xfer)"
+            )))
+        }
+        "skip" | "seek" | "iseek" | "oseek" => {
+            return Err(usage(format!(
+                "{k}=: not supported: ioscale dd starts at offset 0; for IOR's segmented offsets use \
+                 `ioscale ior -b -s` or `ioscale run --block --segments`"
+            )))
+        }
+        _ => {
+            return Err(usage(format!(
+                "{k}=: not a dd operand ioscale supports (if, of, bs, count, conv, oflag, iflag, status); see docs/compat.md"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// `conv=`: the conversions that change what storage sees.
+fn apply_conv(a: &mut DdArgs, v: &str) -> Result<(), Usage> {
+    for c in v.split(',') {
+        match c {
+            "fsync" => a.sync = Some(SyncMode::End),
+            "fdatasync" => {
+                a.sync = Some(SyncMode::End);
+                a.fdatasync = true;
+            }
+            "notrunc" => a.notrunc = true,
+            _ => {
+                return Err(usage(format!(
+                    "conv={c}: not supported (ioscale dd knows fsync, fdatasync, notrunc; \
+                     data conversions do not change what storage sees)"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `oflag=`: how the output file is opened and synced.
+fn apply_oflag(a: &mut DdArgs, v: &str) -> Result<(), Usage> {
+    for f in v.split(',') {
+        match f {
+            "sync" => a.sync = Some(SyncMode::Each),
+            "dsync" => a.sync = Some(SyncMode::Dsync),
+            "direct" => a.odirect = true,
+            _ => {
+                return Err(usage(format!(
+                    "oflag={f}: not supported (ioscale dd knows sync, dsync, direct; \
+                     native: `ioscale run --sync each|dsync --direct`)"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `iflag=`: how the input file is opened.
+fn apply_iflag(a: &mut DdArgs, v: &str) -> Result<(), Usage> {
+    for f in v.split(',') {
+        match f {
+            "direct" => a.idirect = true,
+            "fullblock" => {}
+            _ => {
+                return Err(usage(format!(
+                    "iflag={f}: not supported (ioscale dd knows direct and fullblock; native: `ioscale run --direct`)"
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// dd's operands and ioscale's options into [`DdArgs`].
 pub(super) fn parse(args: &[String]) -> Result<DdArgs, Usage> {
     let mut a = DdArgs::default();
     let mut i = 0;
@@ -119,88 +219,7 @@ pub(super) fn parse(args: &[String]) -> Result<DdArgs, Usage> {
                 "unexpected operand '{arg}': dd operands look like key=value (if=, of=, bs=, count=, …)"
             )));
         };
-        match k {
-            "if" => a.input = Some(v.to_string()),
-            "of" => a.output = Some(v.to_string()),
-            "bs" => a.bs = Some(dd_size(k, v)?),
-            "count" => {
-                a.count = Some(parse_count(v).map_err(|e| usage(format!("count={v}: {e}")))?)
-            }
-            "conv" => {
-                for c in v.split(',') {
-                    match c {
-                        "fsync" => a.sync = Some(SyncMode::End),
-                        "fdatasync" => {
-                            a.sync = Some(SyncMode::End);
-                            a.fdatasync = true;
-                        }
-                        "notrunc" => a.notrunc = true,
-                        _ => {
-                            return Err(usage(format!(
-                                "conv={c}: not supported (ioscale dd knows fsync, fdatasync, notrunc; \
-                                 data conversions do not change what storage sees)"
-                            )))
-                        }
-                    }
-                }
-            }
-            "oflag" => {
-                for f in v.split(',') {
-                    match f {
-                        "sync" => a.sync = Some(SyncMode::Each),
-                        "dsync" => a.sync = Some(SyncMode::Dsync),
-                        "direct" => a.odirect = true,
-                        _ => {
-                            return Err(usage(format!(
-                                "oflag={f}: not supported (ioscale dd knows sync, dsync, direct; \
-                                 native: `ioscale run --sync each|dsync --direct`)"
-                            )))
-                        }
-                    }
-                }
-            }
-            "iflag" => {
-                for f in v.split(',') {
-                    match f {
-                        "direct" => a.idirect = true,
-                        "fullblock" => {}
-                        _ => {
-                            return Err(usage(format!(
-                                "iflag={f}: not supported (ioscale dd knows direct and fullblock; native: `ioscale run --direct`)"
-                            )))
-                        }
-                    }
-                }
-            }
-            "status" => {
-                a.status = match v {
-                    "progress" => DdStatus::Default,
-                    "noxfer" => DdStatus::Noxfer,
-                    "none" => DdStatus::None,
-                    _ => {
-                        return Err(usage(format!(
-                            "status={v}: use progress, noxfer or none"
-                        )))
-                    }
-                }
-            }
-            "ibs" | "obs" | "cbs" => {
-                return Err(usage(format!(
-                    "{k}=: not supported: ioscale reads and writes in one block size; use bs= (native: --xfer)"
-                )))
-            }
-            "skip" | "seek" | "iseek" | "oseek" => {
-                return Err(usage(format!(
-                    "{k}=: not supported: ioscale dd starts at offset 0; for IOR's segmented offsets use \
-                     `ioscale ior -b -s` or `ioscale run --block --segments`"
-                )))
-            }
-            _ => {
-                return Err(usage(format!(
-                    "{k}=: not a dd operand ioscale supports (if, of, bs, count, conv, oflag, iflag, status); see docs/compat.md"
-                )))
-            }
-        }
+        apply_operand(&mut a, k, v)?;
     }
     Ok(a)
 }
@@ -221,17 +240,10 @@ pub(super) fn is_dev(name: &str, dev: &str) -> bool {
 }
 
 /// Second stage: dd's meaning as an ioscale workload.
-pub(super) fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
-    let mut notes = Vec::new();
-    let input = a.input.as_deref().ok_or_else(|| {
-        usage("if= is required: ioscale does not read standard input; use if=/dev/zero to measure writes")
-    })?;
-    let output = a.output.as_deref().ok_or_else(|| {
-        usage("of= is required: ioscale does not write standard output; use of=/dev/null to measure reads")
-    })?;
-    let jobs = a.jobs.unwrap_or(1);
-    let bs = a.bs.unwrap_or(512);
-    let write = match (is_dev(input, "/dev/zero"), is_dev(output, "/dev/null")) {
+/// Which way the data goes: `true` for a write (`if=/dev/zero of=FILE`),
+/// `false` for a read (`if=FILE of=/dev/null`); a copy is refused.
+fn direction(input: &str, output: &str) -> Result<bool, Usage> {
+    Ok(match (is_dev(input, "/dev/zero"), is_dev(output, "/dev/null")) {
         (true, true) => {
             return Err(usage(
                 "if=/dev/zero of=/dev/null moves memory, not storage: name a file in if= or of=",
@@ -245,7 +257,52 @@ pub(super) fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
                  Measure the write (if=/dev/zero of={output}) and the read (if={input} of=/dev/null) separately"
             )))
         }
-    };
+    })
+}
+
+/// Without count=, a read covers the shortest input file in whole blocks
+/// of `bs` (what is left over is said in `notes`).
+fn blocks_to_read(
+    paths: &[PathBuf],
+    name: &str,
+    bs: u64,
+    notes: &mut Vec<String>,
+) -> Result<u64, Usage> {
+    let mut least = u64::MAX;
+    for p in paths {
+        let len = std::fs::metadata(p)
+            .map_err(|e| usage(format!("if={}: {e}", p.display())))?
+            .len();
+        least = least.min(len);
+    }
+    let n = least / bs;
+    if n == 0 {
+        return Err(usage(format!(
+            "if={name}: shorter than one block of bs={bs} bytes; give a smaller bs="
+        )));
+    }
+    if !least.is_multiple_of(bs) {
+        notes.push(format!(
+            "the last {} bytes (a partial block) are not read: ioscale reads whole blocks of bs= only",
+            least % bs
+        ));
+    }
+    Ok(n)
+}
+
+/// Second stage: dd's meaning of the operands, as an ioscale workload,
+/// and the notes to say before the run.
+pub(super) fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
+    let mut notes = Vec::new();
+    let input = a.input.as_deref().ok_or_else(|| {
+        usage("if= is required: ioscale does not read standard input; use if=/dev/zero to measure writes")
+    })?;
+    let output = a.output.as_deref().ok_or_else(|| {
+        usage("of= is required: ioscale does not write standard output; use of=/dev/null to measure reads")
+    })?;
+    let jobs = a.jobs.unwrap_or(1);
+    let bs = a.bs.unwrap_or(512);
+    let write = direction(input, output)?;
     let name = if write { output } else { input };
     let paths: Vec<PathBuf> = (1..=jobs).map(|j| job_path(name, j, a.jobs)).collect();
     // Devices and other special files are refused by what they are (stat),
@@ -280,28 +337,7 @@ pub(super) fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
             "count= is required with if=/dev/zero (it never ends); give the size as bs= x count= \
                  (native: --size)",
         )),
-        None => {
-            let mut least = u64::MAX;
-            for p in &paths {
-                let len = std::fs::metadata(p)
-                    .map_err(|e| usage(format!("if={}: {e}", p.display())))?
-                    .len();
-                least = least.min(len);
-            }
-            let n = least / bs;
-            if n == 0 {
-                return Err(usage(format!(
-                    "if={name}: shorter than one block of bs={bs} bytes; give a smaller bs="
-                )));
-            }
-            if !least.is_multiple_of(bs) {
-                notes.push(format!(
-                    "the last {} bytes (a partial block) are not read: ioscale reads whole blocks of bs= only",
-                    least % bs
-                ));
-            }
-            n
-        }
+        None => blocks_to_read(&paths, name, bs, &mut notes)?,
     };
     if a.fdatasync {
         notes.push(

@@ -314,32 +314,10 @@ pub(super) fn ops_of(a: &MdArgs) -> Vec<MetaOp> {
 
 /// Second stage: mdtest's meaning as a metadata workload, and the notes
 /// for where ioscale's meaning differs.
-pub(super) fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
-    let mut notes = Vec::new();
-    let tasks = a.tasks.unwrap_or(1);
-    // Task t stats, reads and removes the items of task (t + N) mod tasks,
-    // as mdtest does; a stride that wraps to the task itself is its own.
-    let stride = a.stride % tasks.max(1);
-    if a.stride != 0 && stride == 0 {
-        notes.push(format!(
-            "-N {}: with {tasks} task(s) the stride wraps to each task's own items",
-            a.stride
-        ));
-    }
-    let branch = a.branch.unwrap_or(1);
-    if a.depth > 0 && branch == 0 {
-        return Err(usage(
-            "-b 0 with -z: the branching factor must be at least 1",
-        ));
-    }
-    // -L: items only in the leaves, the b^z directories at depth z.
-    let leaf = a.leaf_only && a.depth > 0;
-    if a.stonewall > 0 && a.depth > 0 && branch > 1 {
-        return Err(usage(
-            "-W with -b > 1: the stonewall timer works only with a branching factor of 1, as in mdtest",
-        ));
-    }
-    let ndirs = if leaf {
+/// The directories of -z/-b's tree that hold items: all of them, or with
+/// -L the b^z leaves.
+fn item_dirs(a: &MdArgs, branch: u64, leaf: bool) -> Result<u64, Usage> {
+    Ok(if leaf {
         if branch <= 1 {
             1
         } else {
@@ -350,13 +328,24 @@ pub(super) fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
         }
     } else {
         dirs_in_tree(a.depth, branch)?
-    };
+    })
+}
+
+/// Items per task and per directory from -n and -I over `ndirs`
+/// directories, rounded as mdtest rounds (said in `notes`).
+fn item_counts(
+    a: &MdArgs,
+    ndirs: u64,
+    branch: u64,
+    leaf: bool,
+    notes: &mut Vec<String>,
+) -> Result<(u64, Option<u64>), Usage> {
     let dirs_word = if leaf {
         "leaf directories"
     } else {
         "directories"
     };
-    let (items, per_dir) = match (a.items, a.items_per_dir) {
+    let counts = match (a.items, a.items_per_dir) {
         (_, Some(0)) => return Err(usage("-I 0: give at least one item per directory")),
         (Some(n), Some(i)) => {
             if a.unique_dir {
@@ -397,6 +386,38 @@ pub(super) fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
             ))
         }
     };
+    Ok(counts)
+}
+
+/// Second stage: mdtest's meaning of the options, as an `ioscale meta`
+/// workload, and the notes to say before the run.
+pub(super) fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
+    let mut notes = Vec::new();
+    let tasks = a.tasks.unwrap_or(1);
+    // Task t stats, reads and removes the items of task (t + N) mod tasks,
+    // as mdtest does; a stride that wraps to the task itself is its own.
+    let stride = a.stride % tasks.max(1);
+    if a.stride != 0 && stride == 0 {
+        notes.push(format!(
+            "-N {}: with {tasks} task(s) the stride wraps to each task's own items",
+            a.stride
+        ));
+    }
+    let branch = a.branch.unwrap_or(1);
+    if a.depth > 0 && branch == 0 {
+        return Err(usage(
+            "-b 0 with -z: the branching factor must be at least 1",
+        ));
+    }
+    // -L: items only in the leaves, the b^z directories at depth z.
+    let leaf = a.leaf_only && a.depth > 0;
+    if a.stonewall > 0 && a.depth > 0 && branch > 1 {
+        return Err(usage(
+            "-W with -b > 1: the stonewall timer works only with a branching factor of 1, as in mdtest",
+        ));
+    }
+    let ndirs = item_dirs(a, branch, leaf)?;
+    let (items, per_dir) = item_counts(a, ndirs, branch, leaf, &mut notes)?;
     if items == 0 {
         return Err(usage("-n 0: give at least one item per task"));
     }

@@ -157,6 +157,104 @@ pub(super) fn refused(name: &str, v: &str) -> Option<String> {
 }
 
 /// First stage: smallfile's syntax into [`SfArgs`].
+/// One `--name value` option.
+fn apply_option(a: &mut SfArgs, name: &str, v: &str) -> Result<(), Usage> {
+    match name {
+        "progress" => a.progress = Some(crate::front::progress_value(v)?),
+        "operation" => {
+            op_of(v)?;
+            a.operation = v.to_string();
+        }
+        "top" => {
+            if v.contains(',') {
+                return Err(usage(format!(
+                    "--top {v}: several top directories are not supported: give one; to compare \
+                     targets use `ioscale sweep --target A,B -- meta …`"
+                )));
+            }
+            a.top = Some(PathBuf::from(v));
+        }
+        "threads" => a.threads = int(name, v, true)?,
+        "files" => a.files = int(name, v, true)?,
+        "file-size" => a.file_size_kb = int(name, v, false)?,
+        "record-size" => a.record_size_kb = int(name, v, false)?,
+        "files-per-dir" => a.files_per_dir = int(name, v, true)?,
+        "dirs-per-dir" => a.dirs_per_dir = int(name, v, true)?,
+        "same-dir" => a.same_dir = yn(name, v)?,
+        "hash-into-dirs" => a.hash_into_dirs = yn(name, v)?,
+        "prefix" => a.prefix = v.to_string(),
+        "suffix" => {
+            if !v.is_empty() {
+                return Err(usage(format!(
+                    "--suffix {v}: not supported: ioscale's names end in the file number; use --prefix"
+                )));
+            }
+        }
+        "fsync" => a.fsync = yn(name, v)?,
+        "response-times" => a.response_times = yn(name, v)?,
+        "output-json" => a.output_json = Some(PathBuf::from(v)),
+        "stonewall" => a.stonewall = yn(name, v)?,
+        "finish" => a.finish = yn(name, v)?,
+        "verify-read" => a.verify_read = Some(yn(name, v)?),
+        "incompressible" => a.incompressible = yn(name, v)?,
+        "verbose" => a.verbose = yn(name, v)?,
+        "log-to-stderr" => a.log_to_stderr = yn(name, v)?,
+        "permute-host-dirs" | "record-ctime-size" => {
+            if yn(name, v)? {
+                return Err(usage(if name == "permute-host-dirs" {
+                    "--permute-host-dirs Y: not supported: ioscale runs on one host (see docs/cluster.md)"
+                        .to_string()
+                } else {
+                    "--record-ctime-size Y: not supported: the nearest is --operation setxattr \
+                     (one 32-byte attribute per file)"
+                        .to_string()
+                }));
+            }
+        }
+        "xattr-size" => a.xattr_size = int(name, v, false)?,
+        "xattr-count" => a.xattr_count = int(name, v, false)?,
+        "pause" => {
+            if int(name, v, false)? > 0 {
+                return Err(usage(format!(
+                    "--pause {v}: not supported: ioscale runs files back to back; to lower the load \
+                     use fewer --threads (native: `ioscale meta --threads`)"
+                )));
+            }
+        }
+        "auto-pause" => {
+            if yn(name, v)? {
+                return Err(usage(refused(name, v).unwrap_or_default()));
+            }
+        }
+        "cleanup-delay-usec-per-file" => a.cleanup_delay_usec = int(name, v, false)?,
+        "file-size-distribution" => match v {
+            "fixed" => {}
+            _ => {
+                return Err(usage(format!(
+                    "--file-size-distribution {v}: not supported (only fixed): the nearest is a \
+                     uniform random size per file, `ioscale meta --file-size MIN..MAX --seed N`"
+                )))
+            }
+        },
+        "min-dirs-per-sec" => {
+            int(name, v, true)?;
+            a.notes.push(
+                "--min-dirs-per-sec only sets smallfile's start-up timeouts; ioscale has none".into(),
+            );
+        }
+        _ => {
+            return Err(usage(refused(name, v).unwrap_or_else(|| {
+                format!(
+                    "--{name}: not a smallfile option ioscale supports; see `ioscale smallfile --help` \
+                     and docs/compat.md for the nearest native option"
+                )
+            })))
+        }
+    }
+    Ok(())
+}
+
+/// smallfile_cli.py's options into [`SfArgs`].
 pub(super) fn parse(args: &[String]) -> Result<SfArgs, Usage> {
     let mut a = SfArgs::default();
     let mut i = 0;
@@ -189,100 +287,7 @@ pub(super) fn parse(args: &[String]) -> Result<SfArgs, Usage> {
                 (body.to_string(), v.clone())
             }
         };
-        let name = name.as_str();
-        let v = v.as_str();
-        match name {
-            "progress" => a.progress = Some(crate::front::progress_value(v)?),
-            "operation" => {
-                op_of(v)?;
-                a.operation = v.to_string();
-            }
-            "top" => {
-                if v.contains(',') {
-                    return Err(usage(format!(
-                        "--top {v}: several top directories are not supported: give one; to compare \
-                         targets use `ioscale sweep --target A,B -- meta …`"
-                    )));
-                }
-                a.top = Some(PathBuf::from(v));
-            }
-            "threads" => a.threads = int(name, v, true)?,
-            "files" => a.files = int(name, v, true)?,
-            "file-size" => a.file_size_kb = int(name, v, false)?,
-            "record-size" => a.record_size_kb = int(name, v, false)?,
-            "files-per-dir" => a.files_per_dir = int(name, v, true)?,
-            "dirs-per-dir" => a.dirs_per_dir = int(name, v, true)?,
-            "same-dir" => a.same_dir = yn(name, v)?,
-            "hash-into-dirs" => a.hash_into_dirs = yn(name, v)?,
-            "prefix" => a.prefix = v.to_string(),
-            "suffix" => {
-                if !v.is_empty() {
-                    return Err(usage(format!(
-                        "--suffix {v}: not supported: ioscale's names end in the file number; use --prefix"
-                    )));
-                }
-            }
-            "fsync" => a.fsync = yn(name, v)?,
-            "response-times" => a.response_times = yn(name, v)?,
-            "output-json" => a.output_json = Some(PathBuf::from(v)),
-            "stonewall" => a.stonewall = yn(name, v)?,
-            "finish" => a.finish = yn(name, v)?,
-            "verify-read" => a.verify_read = Some(yn(name, v)?),
-            "incompressible" => a.incompressible = yn(name, v)?,
-            "verbose" => a.verbose = yn(name, v)?,
-            "log-to-stderr" => a.log_to_stderr = yn(name, v)?,
-            "permute-host-dirs" | "record-ctime-size" => {
-                if yn(name, v)? {
-                    return Err(usage(if name == "permute-host-dirs" {
-                        "--permute-host-dirs Y: not supported: ioscale runs on one host (see docs/cluster.md)"
-                            .to_string()
-                    } else {
-                        "--record-ctime-size Y: not supported: the nearest is --operation setxattr \
-                         (one 32-byte attribute per file)"
-                            .to_string()
-                    }));
-                }
-            }
-            "xattr-size" => a.xattr_size = int(name, v, false)?,
-            "xattr-count" => a.xattr_count = int(name, v, false)?,
-            "pause" => {
-                if int(name, v, false)? > 0 {
-                    return Err(usage(format!(
-                        "--pause {v}: not supported: ioscale runs files back to back; to lower the load \
-                         use fewer --threads (native: `ioscale meta --threads`)"
-                    )));
-                }
-            }
-            "auto-pause" => {
-                if yn(name, v)? {
-                    return Err(usage(refused(name, v).unwrap_or_default()));
-                }
-            }
-            "cleanup-delay-usec-per-file" => a.cleanup_delay_usec = int(name, v, false)?,
-            "file-size-distribution" => match v {
-                "fixed" => {}
-                _ => {
-                    return Err(usage(format!(
-                        "--file-size-distribution {v}: not supported (only fixed): the nearest is a \
-                         uniform random size per file, `ioscale meta --file-size MIN..MAX --seed N`"
-                    )))
-                }
-            },
-            "min-dirs-per-sec" => {
-                int(name, v, true)?;
-                a.notes.push(
-                    "--min-dirs-per-sec only sets smallfile's start-up timeouts; ioscale has none".into(),
-                );
-            }
-            _ => {
-                return Err(usage(refused(name, v).unwrap_or_else(|| {
-                    format!(
-                        "--{name}: not a smallfile option ioscale supports; see `ioscale smallfile --help` \
-                         and docs/compat.md for the nearest native option"
-                    )
-                })))
-            }
-        }
+        apply_option(&mut a, &name, &v)?;
     }
     Ok(a)
 }

@@ -24,36 +24,43 @@ ul.headline li{margin:6px 0;font-size:15px}\
 p.verdict{font-weight:bold;margin:6px 0}p.evidence{font-size:12px;color:#555;margin:2px 0 8px}\
 tr.failed td{background:#fdecea}tr:target td{background:#fff8c4}";
 
-fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
-    // A table wider than the window scrolls inside its box; the page
-    // itself never scrolls sideways.
-    out.push_str("<div class=\"wide\"><table><thead><tr>");
+/// Opens a table (`attrs` for the `<table>` tag) and writes its head row.
+/// A table wider than the window scrolls inside its box; the page itself
+/// never scrolls sideways.
+fn table_head<'a>(out: &mut String, attrs: &str, head: impl IntoIterator<Item = &'a str>) {
+    let _ = write!(out, "<div class=\"wide\"><table{attrs}><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
     out.push_str("</tr></thead><tbody>");
+}
+
+/// The cells of one row, numbers marked for right alignment, and the end
+/// of the row.
+fn row_cells(out: &mut String, cells: &[String]) {
+    for c in cells {
+        let n = c.parse::<f64>().is_ok();
+        let _ = write!(
+            out,
+            "<td{}>{}</td>",
+            if n { " class=\"n\"" } else { "" },
+            esc(c)
+        );
+    }
+    out.push_str("</tr>");
+}
+
+fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
+    table_head(out, "", head.iter().copied());
     for r in rows {
         out.push_str("<tr>");
-        for c in r {
-            let n = c.parse::<f64>().is_ok();
-            let _ = write!(
-                out,
-                "<td{}>{}</td>",
-                if n { " class=\"n\"" } else { "" },
-                esc(c)
-            );
-        }
-        out.push_str("</tr>");
+        row_cells(out, r);
     }
     out.push_str("</tbody></table></div>\n");
 }
 
 fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
-    out.push_str("<div class=\"wide\"><table id=\"results\"><thead><tr>");
-    for h in head {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("</tr></thead><tbody>");
+    table_head(out, " id=\"results\"", head.iter().map(String::as_str));
     for r in rows {
         let _ = write!(
             out,
@@ -65,16 +72,7 @@ fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
                 ""
             }
         );
-        for c in &r.cells {
-            let n = c.parse::<f64>().is_ok();
-            let _ = write!(
-                out,
-                "<td{}>{}</td>",
-                if n { " class=\"n\"" } else { "" },
-                esc(c)
-            );
-        }
-        out.push_str("</tr>");
+        row_cells(out, &r.cells);
     }
     out.push_str("</tbody></table></div>\n");
 }

@@ -77,8 +77,61 @@ impl Front for Dd {
         parse(args).map(|a| (!a.help).then_some(a))
     }
 
+    /// Runs the request as one rank of `coord`; rank 0 prints dd's lines.
     fn run(call: &Call<'_>, a: DdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
-        run(call, a, coord)
+        let root = coord.rank() == 0;
+        let ranks = coord.size();
+        let fail = |e: &dyn std::fmt::Display| {
+            if root {
+                eprintln!("dd: error: {e}");
+            }
+            Ok(2)
+        };
+        // status=none keeps standard error silent, as dd's does, unless
+        // --progress asks otherwise.
+        let flag = a
+            .progress
+            .or((a.status == DdStatus::None).then_some(crate::progress::ProgressMode::None));
+        let progress = match super::progress_mode("dd", flag, root) {
+            Ok(m) => m,
+            Err(code) => return Ok(code),
+        };
+        let (mut spec, notes) = match build(&a, ranks) {
+            Ok(b) => b,
+            Err(e) => return fail(&e),
+        };
+        if a.print_spec {
+            if root {
+                println!("{}", serde_json::to_string_pretty(&spec)?);
+            }
+            return Ok(0);
+        }
+        let all_jobs = spec.threads;
+        spec.threads = a.jobs.unwrap_or(1) as u32;
+        let quiet = a.status == DdStatus::None;
+        if !quiet && root {
+            for n in &notes {
+                eprintln!("dd: note: {n}");
+            }
+        }
+        let stop = crate::install_signals()?;
+        let mut argv = vec!["dd".to_string()];
+        argv.extend(call.args.iter().cloned());
+        let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
+        let outcome = bench::run::run_with(&spec, argv, stop, coord);
+        drop(live);
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => return fail(&e),
+        };
+        if !root {
+            return Ok(outcome.exit_code());
+        }
+        let info = DdInfo {
+            status: a.status,
+            jobs: all_jobs,
+        };
+        print_results(&info, &outcome)
     }
 
     fn render(info: &DdInfo, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
@@ -110,63 +163,6 @@ fn build(a: &DdArgs, ranks: u32) -> Result<(WorkloadSpec, Vec<String>), String> 
         super::in_tool_terms("dd", &e.to_string(), NATIVE_FLAGS)
     })?;
     Ok((spec, notes))
-}
-
-/// Runs the request as one rank of `coord`; rank 0 prints dd's lines.
-fn run(call: &Call<'_>, a: DdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
-    let root = coord.rank() == 0;
-    let ranks = coord.size();
-    let fail = |e: &dyn std::fmt::Display| {
-        if root {
-            eprintln!("dd: error: {e}");
-        }
-        Ok(2)
-    };
-    // status=none keeps standard error silent, as dd's does, unless
-    // --progress asks otherwise.
-    let flag = a
-        .progress
-        .or((a.status == DdStatus::None).then_some(crate::progress::ProgressMode::None));
-    let progress = match super::progress_mode("dd", flag, root) {
-        Ok(m) => m,
-        Err(code) => return Ok(code),
-    };
-    let (mut spec, notes) = match build(&a, ranks) {
-        Ok(b) => b,
-        Err(e) => return fail(&e),
-    };
-    if a.print_spec {
-        if root {
-            println!("{}", serde_json::to_string_pretty(&spec)?);
-        }
-        return Ok(0);
-    }
-    let all_jobs = spec.threads;
-    spec.threads = a.jobs.unwrap_or(1) as u32;
-    let quiet = a.status == DdStatus::None;
-    if !quiet && root {
-        for n in &notes {
-            eprintln!("dd: note: {n}");
-        }
-    }
-    let stop = crate::install_signals()?;
-    let mut argv = vec!["dd".to_string()];
-    argv.extend(call.args.iter().cloned());
-    let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
-    let outcome = bench::run::run_with(&spec, argv, stop, coord);
-    drop(live);
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => return fail(&e),
-    };
-    if !root {
-        return Ok(outcome.exit_code());
-    }
-    let info = DdInfo {
-        status: a.status,
-        jobs: all_jobs,
-    };
-    print_results(&info, &outcome)
 }
 
 /// Rank 0's end of a run: errors, dd's closing lines, then (unless

@@ -160,8 +160,72 @@ impl Front for Ior {
         parse(args).map(|a| (!a.help).then_some(a))
     }
 
-    fn run(call: &Call<'_>, a: IorArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
-        run(call, a, coord)
+    /// Runs the request as one rank of `coord`; rank 0 prints in IOR's layout.
+    fn run(call: &Call<'_>, mut a: IorArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+        let root = coord.rank() == 0;
+        let ranks = coord.size();
+        let progress = match super::progress_mode("ior", a.progress, root) {
+            Ok(m) => m,
+            Err(code) => return Ok(code),
+        };
+        let shown_offset = a.task_offset.unwrap_or(1) as u32;
+        if let Some(code) = fit_to_ranks(&mut a, coord)? {
+            return Ok(code);
+        }
+        let mut spec = match build(&a) {
+            Ok(s) => s,
+            Err(e) => {
+                if root {
+                    eprintln!("ior: error: {e}");
+                }
+                return Ok(2);
+            }
+        };
+        if a.print_spec {
+            if root {
+                println!("{}", serde_json::to_string_pretty(&spec)?);
+            }
+            return Ok(0);
+        }
+        let outputs = [("-O summaryFile", a.summary_file.as_deref())];
+        if let Some(code) = crate::check_outputs(coord, "ior", &outputs) {
+            return Ok(code);
+        }
+        if root {
+            print_notes(&a);
+        }
+        let mut command_line = vec![call.prog.to_string()];
+        command_line.extend(call.args.iter().cloned());
+        let mut info = info_for(&a, &spec, command_line.join(" "));
+        info.task_offset = shown_offset;
+        if ranks > 1 {
+            // The spec was checked for all tasks; this rank runs one of them.
+            spec.threads = 1;
+        }
+
+        let stop = crate::install_signals()?;
+        let timed_out = start_timer(a.max_minutes, &stop);
+        info.began = super::ctime_now();
+        let mut argv = vec!["ior".to_string()];
+        argv.extend(call.args.iter().cloned());
+        let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
+        let outcome = bench::run::run_with(&spec, argv, stop, coord);
+        drop(live);
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                if root {
+                    eprintln!("ior: error: {e}");
+                }
+                return Ok(e.exit_code());
+            }
+        };
+        if !root {
+            return Ok(outcome.exit_code());
+        }
+        info.finished = super::ctime_now();
+        let timed_out = timed_out.load(Ordering::Relaxed);
+        print_results(&a, info, &spec, &outcome, timed_out)
     }
 
     fn render(info: &IorInfo, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
@@ -237,74 +301,6 @@ fn start_timer(max_minutes: u64, stop: &Arc<AtomicBool>) -> Arc<AtomicBool> {
         });
     }
     timed_out
-}
-
-/// Runs the request as one rank of `coord`; rank 0 prints in IOR's layout.
-fn run(call: &Call<'_>, mut a: IorArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
-    let root = coord.rank() == 0;
-    let ranks = coord.size();
-    let progress = match super::progress_mode("ior", a.progress, root) {
-        Ok(m) => m,
-        Err(code) => return Ok(code),
-    };
-    let shown_offset = a.task_offset.unwrap_or(1) as u32;
-    if let Some(code) = fit_to_ranks(&mut a, coord)? {
-        return Ok(code);
-    }
-    let mut spec = match build(&a) {
-        Ok(s) => s,
-        Err(e) => {
-            if root {
-                eprintln!("ior: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
-    if a.print_spec {
-        if root {
-            println!("{}", serde_json::to_string_pretty(&spec)?);
-        }
-        return Ok(0);
-    }
-    let outputs = [("-O summaryFile", a.summary_file.as_deref())];
-    if let Some(code) = crate::check_outputs(coord, "ior", &outputs) {
-        return Ok(code);
-    }
-    if root {
-        print_notes(&a);
-    }
-    let mut command_line = vec![call.prog.to_string()];
-    command_line.extend(call.args.iter().cloned());
-    let mut info = info_for(&a, &spec, command_line.join(" "));
-    info.task_offset = shown_offset;
-    if ranks > 1 {
-        // The spec was checked for all tasks; this rank runs one of them.
-        spec.threads = 1;
-    }
-
-    let stop = crate::install_signals()?;
-    let timed_out = start_timer(a.max_minutes, &stop);
-    info.began = super::ctime_now();
-    let mut argv = vec!["ior".to_string()];
-    argv.extend(call.args.iter().cloned());
-    let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
-    let outcome = bench::run::run_with(&spec, argv, stop, coord);
-    drop(live);
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            if root {
-                eprintln!("ior: error: {e}");
-            }
-            return Ok(e.exit_code());
-        }
-    };
-    if !root {
-        return Ok(outcome.exit_code());
-    }
-    info.finished = super::ctime_now();
-    let timed_out = timed_out.load(Ordering::Relaxed);
-    print_results(&a, info, &spec, &outcome, timed_out)
 }
 
 /// Rank 0's end of a run: errors and warnings on standard error, IOR's

@@ -99,8 +99,65 @@ impl Front for Mdtest {
         parse(args).map(|a| (!a.help).then_some(a))
     }
 
+    /// Runs the request as one rank of `coord`; rank 0 prints mdtest's layout.
     fn run(call: &Call<'_>, a: MdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
-        run(call, a, coord)
+        let root = coord.rank() == 0;
+        let progress = match super::progress_mode("mdtest", a.progress, root) {
+            Ok(m) => m,
+            Err(code) => return Ok(code),
+        };
+        let (spec, notes) = match build(&a) {
+            Ok(s) => s,
+            Err(e) => {
+                if root {
+                    eprintln!("mdtest: error: {e}");
+                }
+                return Ok(2);
+            }
+        };
+        if a.print_spec {
+            if root {
+                println!("{}", serde_json::to_string_pretty(&spec)?);
+            }
+            return Ok(0);
+        }
+        if root {
+            for n in &notes {
+                eprintln!("mdtest: note: {n}");
+            }
+        }
+        let began = timestamp();
+        let made_dir = match make_test_dir(&spec, coord) {
+            Ok(made) => made,
+            Err(code) => return Ok(code),
+        };
+        let stop = crate::install_signals()?;
+        let mut argv = vec!["mdtest".to_string()];
+        argv.extend(call.args.iter().cloned());
+        let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
+        let outcome = bench::meta::run_with(&spec, argv, stop, coord);
+        drop(live);
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                if made_dir {
+                    let _ = std::fs::remove_dir(&spec.target);
+                }
+                if root {
+                    eprintln!("mdtest: error: {e}");
+                }
+                return Ok(e.exit_code());
+            }
+        };
+        if !root {
+            return Ok(outcome.exit_code());
+        }
+        let info = info_for(call, &a, &spec, began, coord.size());
+        let code = print_results(&info, &outcome)?;
+        if made_dir && is_empty_dir(&spec.target) {
+            let _ = std::fs::remove_dir(&spec.target);
+        }
+        Ok(code)
     }
 
     fn render(shown: &Shown, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
@@ -155,67 +212,6 @@ fn make_test_dir(spec: &MetaSpec, coord: &dyn Coordinator) -> Result<bool, i32> 
         return Err(2);
     }
     Ok(made_dir)
-}
-
-/// Runs the request as one rank of `coord`; rank 0 prints mdtest's layout.
-fn run(call: &Call<'_>, a: MdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
-    let root = coord.rank() == 0;
-    let progress = match super::progress_mode("mdtest", a.progress, root) {
-        Ok(m) => m,
-        Err(code) => return Ok(code),
-    };
-    let (spec, notes) = match build(&a) {
-        Ok(s) => s,
-        Err(e) => {
-            if root {
-                eprintln!("mdtest: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
-    if a.print_spec {
-        if root {
-            println!("{}", serde_json::to_string_pretty(&spec)?);
-        }
-        return Ok(0);
-    }
-    if root {
-        for n in &notes {
-            eprintln!("mdtest: note: {n}");
-        }
-    }
-    let began = timestamp();
-    let made_dir = match make_test_dir(&spec, coord) {
-        Ok(made) => made,
-        Err(code) => return Ok(code),
-    };
-    let stop = crate::install_signals()?;
-    let mut argv = vec!["mdtest".to_string()];
-    argv.extend(call.args.iter().cloned());
-    let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
-    let outcome = bench::meta::run_with(&spec, argv, stop, coord);
-    drop(live);
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            if made_dir {
-                let _ = std::fs::remove_dir(&spec.target);
-            }
-            if root {
-                eprintln!("mdtest: error: {e}");
-            }
-            return Ok(e.exit_code());
-        }
-    };
-    if !root {
-        return Ok(outcome.exit_code());
-    }
-    let info = info_for(call, &a, &spec, began, coord.size());
-    let code = print_results(&info, &outcome)?;
-    if made_dir && is_empty_dir(&spec.target) {
-        let _ = std::fs::remove_dir(&spec.target);
-    }
-    Ok(code)
 }
 
 /// mdtest's header facts of a finished run of `ranks` ranks.

@@ -139,11 +139,7 @@ fn json_doc(a: &SfArgs, rs: &report::ResultSet, host: &str) -> serde_json::Value
     let mut threads = serde_json::Map::new();
     if let Some(f) = &p.files {
         for th in &f.threads {
-            let bytes = p
-                .workers
-                .iter()
-                .find(|w| w.worker == th.thread)
-                .map_or(0, |w| w.bytes);
+            let bytes = render::thread_bytes(p, th.thread);
             let e = th.elapsed_s;
             let rate = |x: f64| if e > 0.0 { x / e } else { 0.0 };
             let mut o = json!({
@@ -234,8 +230,57 @@ impl Front for Smallfile {
         parse(args).map(|a| (!a.help).then_some(a))
     }
 
+    /// Runs the request as one rank of `coord`; rank 0 prints smallfile's
+    /// lines and writes --output-json.
     fn run(call: &Call<'_>, a: SfArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
-        run(call, a, coord)
+        let root = coord.rank() == 0;
+        let built = to_raw(&a).and_then(|raw| raw.build().map_err(|e| usage(e.to_string())));
+        let spec = match built {
+            Ok(spec) => spec,
+            Err(e) => {
+                if root {
+                    eprintln!("smallfile: error: {e}");
+                }
+                return Ok(2);
+            }
+        };
+        if a.print_spec {
+            if root {
+                println!("{}", serde_json::to_string_pretty(&spec)?);
+            }
+            return Ok(0);
+        }
+        let progress = match super::progress_mode("smallfile", a.progress, root) {
+            Ok(m) => m,
+            Err(code) => return Ok(code),
+        };
+        let outputs = [("--output-json", a.output_json.as_deref())];
+        if let Some(code) = crate::check_outputs(coord, "smallfile", &outputs) {
+            return Ok(code);
+        }
+        if root {
+            print_preamble(&a, &spec);
+        }
+        let stop = crate::install_signals()?;
+        let mut argv = vec!["smallfile_cli.py".to_string()];
+        argv.extend(call.args.iter().cloned());
+        let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
+        let outcome = bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord);
+        drop(live);
+        let outcome = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                if root {
+                    eprintln!("smallfile: error: {}", error_text(&e));
+                }
+                return Ok(2);
+            }
+        };
+        if !root {
+            return Ok(outcome.exit_code());
+        }
+        let code = print_results(&a, &outcome)?;
+        Ok(cleanup_delay(&a, &spec, code, &stop))
     }
 
     fn render(info: &SmallfileInfo, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
@@ -281,59 +326,6 @@ fn error_text(e: &bench::Error) -> String {
         _ => {}
     }
     msg
-}
-
-/// Runs the request as one rank of `coord`; rank 0 prints smallfile's
-/// lines and writes --output-json.
-fn run(call: &Call<'_>, a: SfArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
-    let root = coord.rank() == 0;
-    let built = to_raw(&a).and_then(|raw| raw.build().map_err(|e| usage(e.to_string())));
-    let spec = match built {
-        Ok(spec) => spec,
-        Err(e) => {
-            if root {
-                eprintln!("smallfile: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
-    if a.print_spec {
-        if root {
-            println!("{}", serde_json::to_string_pretty(&spec)?);
-        }
-        return Ok(0);
-    }
-    let progress = match super::progress_mode("smallfile", a.progress, root) {
-        Ok(m) => m,
-        Err(code) => return Ok(code),
-    };
-    let outputs = [("--output-json", a.output_json.as_deref())];
-    if let Some(code) = crate::check_outputs(coord, "smallfile", &outputs) {
-        return Ok(code);
-    }
-    if root {
-        print_preamble(&a, &spec);
-    }
-    let stop = crate::install_signals()?;
-    let mut argv = vec!["smallfile_cli.py".to_string()];
-    argv.extend(call.args.iter().cloned());
-    let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
-    let outcome = bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord);
-    drop(live);
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            if root {
-                eprintln!("smallfile: error: {}", error_text(&e));
-            }
-            return Ok(2);
-        }
-    };
-    if !root {
-        return Ok(outcome.exit_code());
-    }
-    let code = print_results(&a, &outcome)?;
-    Ok(cleanup_delay(&a, &spec, code, &stop))
 }
 
 /// Rank 0's end of a run: errors and warnings on standard error,

@@ -290,7 +290,7 @@ fn a_sweep_runs_io500_once_per_task_count() {
     let c = work.path().join("sw.csv");
     let out = run(&[
         "sweep",
-        "--threads",
+        "--tasks",
         "1,2",
         "--json",
         s(&j),

@@ -368,3 +368,29 @@ pub fn live(
     root.then(|| crate::progress::Display::start(mode, reps, phases_per_rep, ranks))
         .flatten()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ior::Ior;
+    use super::*;
+
+    /// Every front-end `main.rs` can reach is found by its subcommand and
+    /// by its program name, and no two lines of the registry answer to the
+    /// same name.
+    #[test]
+    fn the_registry_finds_each_front_end_by_both_names() {
+        let commands = ["ior", "dd", "fio", "mdtest", "smallfile", "io500"];
+        assert_eq!(REGISTRY.len(), commands.len());
+        for c in commands {
+            let f = by_command(c).unwrap_or_else(|| panic!("{c} is not registered"));
+            let p = by_program(f.program).expect("found by its program name");
+            assert_eq!(p.command, c, "{} answers to two front-ends", f.program);
+        }
+        assert_eq!(
+            by_program("smallfile_cli.py").map(|f| f.command),
+            Some("smallfile")
+        );
+        assert_eq!(by_command("ioscale ior").map(|f| f.command), None);
+        assert_eq!(Ior::SHOWN_AS, "ioscale ior");
+    }
+}

@@ -72,11 +72,12 @@ impl Run<'_> {
                 counts[owner(w) as usize]
             }
         };
+        let dirs = &*self.names.dirs;
         let make = |w: u32| -> Result<Box<dyn Work>, String> {
             let o = owner(w);
             let (path, file_id) = file(o);
             Ok(boxed(IorWork {
-                file: IorWork::open(&path, write)?,
+                file: IorWork::open(dirs, &path, write)?,
                 path,
                 buf: vec![0; xfer as usize],
                 write,
@@ -208,11 +209,11 @@ fn ior_rnd(r: &Run, st: &mut State, xfer: u64) -> PhaseRun {
             counts[w as usize]
         }
     };
-    let (path, nw) = (r.names.rnd_file(xfer), r.nw as u64);
+    let (path, nw, dirs) = (r.names.rnd_file(xfer), r.nw as u64, &*r.names.dirs);
     let make = |w: u32| -> Result<Box<dyn Work>, String> {
         let seed = work::SEED ^ w as u64;
         Ok(boxed(IorWork {
-            file: IorWork::open(&path, write)?,
+            file: IorWork::open(dirs, &path, write)?,
             path: path.clone(),
             buf: vec![0; xfer as usize],
             write,
@@ -240,7 +241,7 @@ fn ior_rnd_easy_read(r: &Run) -> PhaseRun {
     let limit = |_w: u32| 10_000_000u64;
     let make = |w: u32| -> Result<Box<dyn Work>, String> {
         let path = names.easy_file(owner(w));
-        let file = IorWork::open(&path, false)?;
+        let file = IorWork::open(&names.dirs, &path, false)?;
         let size = file
             .metadata()
             .map_err(|e| format!("stat {}: {e}", path.display()))?
@@ -292,13 +293,14 @@ fn mdtest(r: &Run, p: &Phase, st: &mut State) -> PhaseRun {
     let names = r.names;
     let make = |w: u32| -> Result<Box<dyn Work>, String> {
         let o = owner(w);
+        let dir = names.md_dir(easy, o);
         Ok(boxed(MdWork {
-            dir: names.md_dir(easy, o),
+            handle: names.dirs.open(&dir)?,
+            dir,
             owner: o,
             op,
             bytes,
             buf: vec![0; bytes],
-            path: PathBuf::new(),
         }))
     };
     let run = r.phase(&limit, &make);

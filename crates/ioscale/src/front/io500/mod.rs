@@ -292,7 +292,7 @@ struct Start {
     names: Names,
     plan: Vec<Phase>,
     /// The directories rank 0 made (removed at the end).
-    created: Vec<PathBuf>,
+    created: Made,
 }
 
 /// Parses the command line and config, and lets rank 0 make the
@@ -337,11 +337,12 @@ fn start(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<Result<Star
     if let Some(sub) = &a.resultdir_sub {
         cfg.resultdir = cfg.resultdir.join(sub);
     }
-    let names = Names {
+    let mut names = Names {
         d: cfg.datadir.clone(),
         workers: a.tasks * coord.size(),
         fpp: cfg.easy_fpp,
         unique: cfg.easy_unique_dir,
+        dirs: Default::default(),
     };
     let plan: Vec<Phase> = phases::plan(s.extended)
         .into_iter()
@@ -351,7 +352,7 @@ fn start(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<Result<Star
     let made = if root {
         prepare(&cfg, &names, &plan, s.ini.as_ref())
     } else {
-        Ok(Vec::new())
+        Ok(Made::default())
     };
     let failed = coord.any(made.is_err());
     let created = match made {
@@ -365,6 +366,9 @@ fn start(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<Result<Star
             return Ok(Err(2));
         }
     };
+    // Every rank checks the directories it works in against rank 0's record.
+    let dirs = coord.broadcast_as(&created.dirs)?;
+    names.dirs = std::sync::Arc::new(if root { dirs } else { dirs.on_other_rank() });
     Ok(Ok(Start {
         a,
         cfg,
@@ -645,7 +649,7 @@ fn prepare(
     names: &Names,
     plan: &[Phase],
     ini: Option<&(PathBuf, String)>,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Made, String> {
     let mut made = Made::default();
     let d = &cfg.datadir;
     let result = (|| {
@@ -675,24 +679,29 @@ fn prepare(
         Ok(())
     })();
     match result {
-        Ok(()) => Ok(made.0),
+        Ok(()) => Ok(made),
         Err(e) => {
-            remove_dirs(&made.0);
+            remove_dirs(&made);
             Err(e)
         }
     }
 }
 
-/// The directories a run made, in the order made.
+/// The directories a run made, in the order made, and their identities.
 #[derive(Default)]
-struct Made(Vec<PathBuf>);
+struct Made {
+    paths: Vec<PathBuf>,
+    dirs: work::Dirs,
+}
 
 impl Made {
-    /// Makes `p`, which must not exist yet.
+    /// Makes `p`, which must not exist yet, and records its identity.
     fn fresh(&mut self, p: &Path) -> Result<(), String> {
         match std::fs::create_dir(p) {
             Ok(()) => {
-                self.0.push(p.to_path_buf());
+                self.paths.push(p.to_path_buf());
+                let h = safefs::DirHandle::open(p).map_err(|e| e.to_string())?;
+                self.dirs.insert(p.to_path_buf(), h.id());
                 Ok(())
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(format!(
@@ -761,43 +770,65 @@ fn phase_dirs(made: &mut Made, d: &Path, names: &Names, plan: &[Phase]) -> Resul
     Ok(())
 }
 
-/// Removes directories this run created, deepest first, with rmdir only.
-fn remove_dirs(created: &[PathBuf]) -> Vec<String> {
+/// Removes directories this run created, deepest first, with rmdir only,
+/// each through its parent's handle and only if it is still the very
+/// directory made.
+fn remove_dirs(made: &Made) -> Vec<String> {
     let mut left = Vec::new();
-    for d in created.iter().rev() {
-        if let Err(e) = std::fs::remove_dir(d) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                left.push(format!("{} ({e})", d.display()));
-            }
+    for d in made.paths.iter().rev() {
+        let (Some(parent), Some(name)) = (d.parent(), d.file_name()) else {
+            continue;
+        };
+        let Some(&id) = made.dirs.id(d) else {
+            continue;
+        };
+        // The first directory made sits in the user's directory (not ours).
+        let h = if made.dirs.id(parent).is_some() {
+            made.dirs.open(parent)
+        } else {
+            safefs::DirHandle::open(parent).map_err(|e| e.to_string())
+        };
+        if let Err(e) = h.and_then(|h| h.rmdir_at(name, Some(id)).map_err(|e| e.to_string())) {
+            left.push(format!("{} ({e})", d.display()));
         }
     }
     left
 }
 
-/// Removes the files this run made (by their exact names) and then the
-/// directories it created.
-fn cleanup(names: &Names, st: &State, created: &[PathBuf]) -> Vec<String> {
+/// Removes the files this run made (by their exact names, relative to the
+/// checked directories) and then the directories it created.
+fn cleanup(names: &Names, st: &State, made: &Made) -> Vec<String> {
     let mut left = Vec::new();
-    let mut rm = |p: &Path| {
-        if let Err(e) = std::fs::remove_file(p) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                left.push(format!("{} ({e})", p.display()));
+    let mut rm_all = |dir: &Path, files: &mut dyn Iterator<Item = String>| {
+        let h = match names.dirs.open(dir) {
+            Ok(h) => h,
+            Err(e) => return left.push(format!("the files in {} ({e})", dir.display())),
+        };
+        for f in files {
+            if let Err(e) = h.unlink_at(&f, None) {
+                left.push(format!("{} ({e})", dir.join(&f).display()));
             }
+        }
+    };
+    let mut one = |file: PathBuf| {
+        if let (Some(d), Some(n)) = (file.parent(), file.file_name()) {
+            let n = n.to_string_lossy().into_owned();
+            rm_all(d, &mut std::iter::once(n));
         }
     };
     if st.easy.is_some() {
         for w in 0..names.workers {
-            rm(&names.easy_file(w));
+            one(names.easy_file(w));
         }
     }
     if st.hard.is_some() {
-        rm(&names.hard_file());
+        one(names.hard_file());
     }
     if st.rnd4k.is_some() {
-        rm(&names.rnd_file(4096));
+        one(names.rnd_file(4096));
     }
     if st.rnd1mb.is_some() {
-        rm(&names.rnd_file(1 << 20));
+        one(names.rnd_file(1 << 20));
     }
     for (easy, counts, gone) in [
         (true, &st.md_easy, st.md_easy_gone),
@@ -807,13 +838,11 @@ fn cleanup(names: &Names, st: &State, created: &[PathBuf]) -> Vec<String> {
             continue;
         };
         for (w, &n) in counts.iter().enumerate() {
-            let dir = names.md_dir(easy, w as u32);
-            for i in 0..n {
-                rm(&dir.join(format!("file.mdtest.{w}.{i}")));
-            }
+            let mut files = (0..n).map(|i| format!("file.mdtest.{w}.{i}"));
+            rm_all(&names.md_dir(easy, w as u32), &mut files);
         }
     }
-    left.extend(remove_dirs(created));
+    left.extend(remove_dirs(made));
     left
 }
 

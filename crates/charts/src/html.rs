@@ -232,7 +232,7 @@ fn analysis_section(o: &mut String, rec: &SweepRecord) {
         o.push_str("<h3>Compared</h3><ul class=\"analysis\">");
         for c in &rec.analysis.comparisons {
             let _ = write!(o, "<li>{}: {}", esc(&c.op), esc(&c.sentence));
-            compared_evidence(&mut o, rec, c);
+            compared_evidence(o, rec, c);
             o.push_str("</li>");
         }
         o.push_str("</ul>\n");

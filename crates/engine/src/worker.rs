@@ -284,6 +284,69 @@ pub struct WorkerSample {
     /// The worker thread's CPU time, context switches and page faults over
     /// the phase (open to close).
     pub usage: ThreadUsage,
+    /// Latencies by direction and submission latency, while
+    /// [`set_detail`] is on; `None` otherwise.
+    pub detail: Option<Box<DirLatency>>,
+}
+
+/// fio's three latencies of one worker's requests, by direction (index 0
+/// reads, 1 writes). Kept only while [`set_detail`] is on (the fio
+/// front-end), so other runs do not pay for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirLatency {
+    /// From the request's preparation to its completion (fio's `lat`;
+    /// the same figure as [`WorkerSample::hist`], split).
+    pub lat: [LatencyHistogram; 2],
+    /// From its hand-over to the kernel to its completion (fio's `clat`).
+    /// For an engine that hands a request over in its wait (sync), the
+    /// same as `lat`.
+    pub clat: [LatencyHistogram; 2],
+    /// From its preparation to the return of the submit call that handed
+    /// it over (fio's `slat`); empty for an engine that submits in its
+    /// wait.
+    pub slat: [LatencyHistogram; 2],
+}
+
+impl DirLatency {
+    /// Empty histograms.
+    pub fn new() -> Self {
+        let two = || [LatencyHistogram::new(), LatencyHistogram::new()];
+        DirLatency {
+            lat: two(),
+            clat: two(),
+            slat: two(),
+        }
+    }
+
+    /// Adds `other`'s requests.
+    pub fn merge(&mut self, other: &DirLatency) {
+        for k in 0..2 {
+            self.lat[k].merge(&other.lat[k]);
+            self.clat[k].merge(&other.clat[k]);
+            self.slat[k].merge(&other.slat[k]);
+        }
+    }
+}
+
+impl Default for DirLatency {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+static DETAIL: AtomicBool = AtomicBool::new(false);
+
+/// Turns on (for this process) what fio reports beyond ioscale's own
+/// figures: [`WorkerSample::detail`], the submission time of each request
+/// of a queueing engine, and per-direction live totals
+/// ([`crate::live::lifetime_writes`]). Read by each worker when it starts.
+pub fn set_detail(on: bool) {
+    DETAIL.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`set_detail`] is on.
+pub fn detail() -> bool {
+    DETAIL.load(Ordering::Relaxed)
 }
 
 /// What one worker thread used over a phase (`getrusage(RUSAGE_THREAD)`).
@@ -427,6 +490,7 @@ pub fn run_worker(
         failure: None,
         verify: VerifyTally::default(),
         usage: ThreadUsage::default(),
+        detail: detail().then(|| Box::new(DirLatency::new())),
     };
     let mut opts = OpenOptions::new();
     let writes = plan.op.writes();
@@ -572,6 +636,29 @@ fn transfer(
     (s, Some(back))
 }
 
+/// Files one request's latencies by direction: `lat` from `prepared` to
+/// `done`, and, where the queue noted the hand-over, slat and clat around
+/// it.
+#[inline]
+fn record_detail(
+    d: &mut DirLatency,
+    write: bool,
+    lat: u64,
+    prepared: Instant,
+    issued: Option<Instant>,
+    done: Instant,
+) {
+    let k = usize::from(write);
+    d.lat[k].record(lat);
+    match issued {
+        Some(t) => {
+            d.slat[k].record(t.saturating_duration_since(prepared).as_nanos() as u64);
+            d.clat[k].record(done.saturating_duration_since(t).as_nanos() as u64);
+        }
+        None => d.clat[k].record(lat),
+    }
+}
+
 /// The transfer loop every engine runs, monomorphised per queue type so the
 /// per-request calls inline.
 pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
@@ -618,6 +705,12 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
     let mut last_end = 0u64;
     // This worker slot's totals over earlier phases (fio's interval logs).
     let base = crate::live::lifetime(w);
+    let base_w = crate::live::lifetime_writes(w);
+    let base_slat = crate::live::lifetime_slat(w);
+    let fine = s.detail.is_some();
+    if fine {
+        q.stamp_issue();
+    }
 
     loop {
         while !exhausted && !stopping && inflight < depth {
@@ -640,7 +733,8 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
                 pattern::fill(q.buf_mut(slot), plan.seed, file_id, off);
                 now = Instant::now();
             }
-            t_sub[slot] = now;
+            // fio reads the clock as it prepares each request.
+            t_sub[slot] = if fine { Instant::now() } else { now };
             q.push(
                 slot,
                 Request {
@@ -675,8 +769,11 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
             inflight -= 1;
             match c.result {
                 Ok(()) => {
-                    s.hist
-                        .record(now.saturating_duration_since(t_sub[slot]).as_nanos() as u64);
+                    let lat = now.saturating_duration_since(t_sub[slot]).as_nanos() as u64;
+                    s.hist.record(lat);
+                    if let Some(d) = s.detail.as_deref_mut() {
+                        record_detail(d, c.req.write, lat, t_sub[slot], q.issued_at(slot), now);
+                    }
                     if c.req.write {
                         s.counters.record_write(c.req.len as u64);
                         writes_since_sync += 1;
@@ -725,6 +822,21 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
             base.1 + s.counters.bytes,
             base.2 + s.hist.sum_ns(),
         );
+        if let Some(d) = s.detail.as_deref() {
+            crate::live::publish_lifetime_writes(
+                w,
+                base_w.0 + s.counters.write_ops,
+                base_w.1 + s.counters.write_bytes,
+                base_w.2 + d.lat[1].sum_ns(),
+            );
+            crate::live::publish_lifetime_slat(
+                w,
+                [
+                    base_slat[0] + d.slat[0].sum_ns(),
+                    base_slat[1] + d.slat[1].sum_ns(),
+                ],
+            );
+        }
         if checked {
             // The check is not part of the next request's latency.
             now = Instant::now();

@@ -84,13 +84,6 @@ fn plan_runs(jobs: Vec<Job>) -> Result<Vec<Run>, Usage> {
                         j.name, first.name, j.name
                     )));
                 }
-                if matches!(j.op, Op::Rw | Op::Randrw) {
-                    return Err(Usage(format!(
-                        "job '{}' mixes reads and writes and runs at the same time as '{}': ioscale reports a \
-                         mix per run, not per job; add `stonewall` to '{}'",
-                        j.name, first.name, j.name
-                    )));
-                }
                 r.jobs.push(j);
             }
             _ => runs.push(Run { jobs: vec![j] }),
@@ -199,13 +192,6 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
         return Err(Usage(format!(
             "write_bw_log/write_lat_log/write_iops_log (job '{n}'): give log_avg_msec=N as well: ioscale \
              logs each worker's average over N ms, not every I/O"
-        )));
-    }
-    if logs && matches!(j.op, Op::Rw | Op::Randrw) {
-        return Err(Usage(format!(
-            "write_*_log (job '{n}'): not supported with rw={}: ioscale's interval counts are not split \
-             into reads and writes",
-            j.rw_text
         )));
     }
     if j.numjobs == 0 {
@@ -556,6 +542,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         println!("ioscale-{} (fio front-end)", env!("CARGO_PKG_VERSION"));
         return Ok(0);
     }
+    // fio's figures: latencies by direction, submission latency.
+    engine::worker::set_detail(true);
     let progress = match super::progress_mode("fio", cli.progress, true) {
         Ok(m) => m,
         Err(code) => return Ok(code),
@@ -657,27 +645,18 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         let mut created = Vec::new();
         let mut laid = Vec::new();
         for (spec, paths) in files {
-            let reads = spec.ops.iter().all(|o| !o.writes());
-            let writes = spec.ops.iter().all(|o| !o.reads());
-            if reads || writes {
-                match lay_out(
-                    paths,
-                    &spec.start_offsets,
-                    spec.file_size(),
-                    reads,
-                    &mut laid,
-                ) {
-                    Ok(c) => created.extend(c),
-                    Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
-                }
-            } else {
-                created.extend(
-                    paths
-                        .iter()
-                        .filter(|p| !p.exists())
-                        .cloned()
-                        .collect::<std::collections::BTreeSet<_>>(),
-                );
+            // Files a job reads (a mix too) are written out first, as fio
+            // lays them out; files it only writes are allocated.
+            let reads = spec.ops.iter().any(|o| o.reads());
+            match lay_out(
+                paths,
+                &spec.start_offsets,
+                spec.file_size(),
+                reads,
+                &mut laid,
+            ) {
+                Ok(c) => created.extend(c),
+                Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
             }
         }
         report.layout_lines.extend(layout_lines(run, &laid));
@@ -887,9 +866,10 @@ fn run_passes(
 }
 
 /// Writes fio's per-interval logs of the jobs that ask for them:
-/// `NAME_bw.N.log`, `NAME_iops.N.log`, `NAME_lat.N.log` (and `_clat`, the
-/// same figure, and `_slat`, empty, for a sync engine), N numbering every
-/// clone from 1 as fio does; lines `msec, value, ddir, 0, 0`.
+/// `NAME_bw.N.log`, `NAME_iops.N.log`, `NAME_lat.N.log`, `_clat` and
+/// `_slat` (empty for a sync engine, which times no submission), N
+/// numbering every clone from 1 as fio does; lines `msec, value, ddir, 0,
+/// 0`, a mix's reads and writes each on their own lines.
 fn write_logs(run: &Run, ticks: &[Vec<Tick>], thread_base: u64) -> Result<(), String> {
     let mut w = 0usize;
     for j in &run.jobs {
@@ -908,15 +888,21 @@ fn write_logs(run: &Run, ticks: &[Vec<Tick>], thread_base: u64) -> Result<(), St
                 files.push((format!("{p}_iops.{n}.log"), body));
             }
             if let Some(p) = &j.lat_log {
-                let body: String = mine
-                    .iter()
-                    .map(|t| line(t, t.lat_ns / t.ios.max(1)))
-                    .collect();
-                files.push((format!("{p}_lat.{n}.log"), body.clone()));
-                files.push((format!("{p}_clat.{n}.log"), body));
-                if j.engine == EngineKind::Sync {
-                    files.push((format!("{p}_slat.{n}.log"), String::new()));
-                }
+                let avg = |f: fn(&Tick) -> u64| -> String {
+                    mine.iter().map(|t| line(t, f(t) / t.ios.max(1))).collect()
+                };
+                files.push((format!("{p}_lat.{n}.log"), avg(|t| t.lat_ns)));
+                files.push((
+                    format!("{p}_clat.{n}.log"),
+                    avg(|t| t.lat_ns.saturating_sub(t.slat_ns)),
+                ));
+                // A sync engine times no submission: fio's empty file.
+                let slat = if j.engine == EngineKind::Sync {
+                    String::new()
+                } else {
+                    avg(|t| t.slat_ns)
+                };
+                files.push((format!("{p}_slat.{n}.log"), slat));
             }
             for (path, body) in files {
                 std::fs::write(&path, body).map_err(|e| format!("writing the log {path}: {e}"))?;
@@ -935,15 +921,7 @@ fn entries_of(run: &Run, spec: &WorkloadSpec, passes: &[Pass], ticks: &[Vec<Tick
     let mut out = Vec::new();
     let mut first = 0u64;
     for j in &run.jobs {
-        let mixed = matches!(j.op, Op::Rw | Op::Randrw);
-        let grouped = j.group_reporting || j.numjobs == 1 || mixed;
-        if mixed && !j.group_reporting && j.numjobs > 1 {
-            eprintln!(
-                "fio: note: job '{}': reads and writes of a mix are counted per run, so its {} clones are \
-                 reported together (as with group_reporting)",
-                j.name, j.numjobs
-            );
-        }
+        let grouped = j.group_reporting || j.numjobs == 1;
         let sets: Vec<Vec<u32>> = if grouped {
             vec![(first..first + j.numjobs).map(|w| w as u32).collect()]
         } else {
@@ -952,15 +930,13 @@ fn entries_of(run: &Run, spec: &WorkloadSpec, passes: &[Pass], ticks: &[Vec<Tick
         for ws in sets {
             let whole = ws.len() as u64 == total_workers;
             let mut e = entry(j, spec, passes, &ws, whole);
-            if !mixed {
-                e.sampled = true;
-                for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
-                    for &w in &ws {
-                        let t = ticks.get(w as usize).map(Vec::as_slice).unwrap_or(&[]);
-                        let (bw, iops) = sample::samples(t, reads);
-                        d.bw_stat = SampleStat::sum(d.bw_stat, SampleStat::of(&bw));
-                        d.iops_stat = SampleStat::sum(d.iops_stat, SampleStat::of(&iops));
-                    }
+            e.sampled = true;
+            for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
+                for &w in &ws {
+                    let t = ticks.get(w as usize).map(Vec::as_slice).unwrap_or(&[]);
+                    let (bw, iops) = sample::samples(t, reads);
+                    d.bw_stat = SampleStat::sum(d.bw_stat, SampleStat::of(&bw));
+                    d.iops_stat = SampleStat::sum(d.iops_stat, SampleStat::of(&iops));
                 }
             }
             out.push(e);
@@ -989,9 +965,7 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool)
         percentiles: j.percentiles.clone(),
         lat_percentiles: j.lat_percentiles,
     };
-    let mut cpu = (0.0, 0.0);
-    let mut faults = (0u64, 0u64, 0u64);
-    let mut measured = false;
+    let mut usage = ThreadUse::default();
     let mut buckets = LatBuckets::default();
     for pass in passes {
         let rs = &pass.rs;
@@ -1005,85 +979,136 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool)
                 // fio reports a failed verify as EILSEQ.
                 e.error = libc::EILSEQ;
             }
-            let op = Op::parse(&p.op).unwrap_or(j.op);
-            let mine: Vec<&report::WorkerRecord> = p
-                .workers
-                .iter()
-                .filter(|w| ws.contains(&w.worker))
-                .collect();
-            let (t0, t1) = mine.iter().fold((f64::MAX, 0.0f64), |(a, b), w| {
-                (a.min(w.start_s), b.max(w.end_s))
-            });
-            let secs = if whole {
-                p.elapsed_s
-            } else if mine.is_empty() {
-                0.0
-            } else {
-                (t1 - t0).max(0.0)
-            };
-            e.runtime_s += secs;
-            let bytes: u64 = mine.iter().map(|w| w.bytes).sum();
-            let ops: u64 = mine.iter().map(|w| w.ops).sum();
-            // This entry's workers' latency and thread usage in this phase.
-            let mut hist = stats::LatencyHistogram::new();
-            if let Some(pl) = pass.lat.iter().find(|l| l.phase == idx) {
-                for (w, h) in &pl.workers {
-                    if ws.contains(w) {
-                        hist += h;
-                    }
-                }
-                for (_, u) in pl.usage.iter().filter(|(w, _)| ws.contains(w)) {
-                    measured = true;
-                    cpu.0 += u.user_ns as f64 / 1e9;
-                    cpu.1 += u.sys_ns as f64 / 1e9;
-                    faults.0 += u.ctx;
-                    faults.1 += u.majf;
-                    faults.2 += u.minf;
-                }
-            }
-            buckets.add(&hist);
-            let single = !matches!(op, Op::Rw | Op::Randrw);
-            let (rb, wb, rio, wio) = if single {
-                if op.reads() {
-                    (bytes, 0, ops, 0)
-                } else {
-                    (0, bytes, 0, ops)
-                }
-            } else {
-                // A mix: the phase counts each direction's bytes; every
-                // request is one block.
-                (
-                    p.read_bytes,
-                    p.write_bytes,
-                    p.read_bytes / spec.xfer,
-                    p.write_bytes / spec.xfer,
-                )
-            };
-            for (d, b, n) in [(&mut e.read, rb, rio), (&mut e.write, wb, wio)] {
-                if n == 0 && b == 0 {
-                    continue;
-                }
-                d.bytes += b;
-                d.ios += n;
-                d.runtime_s += secs;
-                // A mix's histogram holds both directions: no split.
-                if single && !hist.is_empty() {
-                    match &mut d.lat {
-                        Some(l) => l.hist += &hist,
-                        None => d.lat = Some(Lat { hist: hist.clone() }),
-                    }
-                }
-            }
+            let pl = pass.lat.iter().find(|l| l.phase == idx);
+            let lat = phase_latency(pl, ws, &mut usage, &mut buckets);
+            add_phase(&mut e, j, p, ws, whole, lat);
         }
     }
-    if measured {
-        e.cpu_s = Some(cpu);
-        e.faults = Some(faults);
+    if usage.measured {
+        e.cpu_s = Some(usage.cpu);
+        e.faults = Some(usage.faults);
     }
     if buckets.total > 0 {
         e.buckets = Some(buckets);
     }
     e
+}
+
+/// An entry's workers' thread usage, summed over phases.
+#[derive(Default)]
+struct ThreadUse {
+    measured: bool,
+    cpu: (f64, f64),
+    faults: (u64, u64, u64),
+}
+
+/// The latencies of an entry's workers in one phase, by direction, and
+/// their thread usage and fio latency buckets added to the entry's.
+fn phase_latency(
+    pl: Option<&bench::run::PhaseLatency>,
+    ws: &[u32],
+    usage: &mut ThreadUse,
+    buckets: &mut LatBuckets,
+) -> engine::DirLatency {
+    let mut d = engine::DirLatency::new();
+    let Some(pl) = pl else { return d };
+    let mut all = stats::LatencyHistogram::new();
+    for (w, h) in pl.workers.iter().filter(|(w, _)| ws.contains(w)) {
+        all += h;
+        match pl.detail.iter().find(|(dw, _)| dw == w) {
+            Some((_, x)) => d.merge(x),
+            // No split kept (not expected under `ioscale fio`): every
+            // request counts as a read, which the caller corrects for a
+            // single-direction phase.
+            None => d.lat[0] += h,
+        }
+    }
+    for (_, u) in pl.usage.iter().filter(|(w, _)| ws.contains(w)) {
+        usage.measured = true;
+        usage.cpu.0 += u.user_ns as f64 / 1e9;
+        usage.cpu.1 += u.sys_ns as f64 / 1e9;
+        usage.faults.0 += u.ctx;
+        usage.faults.1 += u.majf;
+        usage.faults.2 += u.minf;
+    }
+    buckets.add(&all);
+    d
+}
+
+/// Adds one phase's bytes, requests, time and latencies to an entry.
+fn add_phase(
+    e: &mut Entry,
+    j: &Job,
+    p: &report::PhaseRecord,
+    ws: &[u32],
+    whole: bool,
+    mut lat: engine::DirLatency,
+) {
+    let op = Op::parse(&p.op).unwrap_or(j.op);
+    let mine: Vec<&report::WorkerRecord> = p
+        .workers
+        .iter()
+        .filter(|w| ws.contains(&w.worker))
+        .collect();
+    let (t0, t1) = mine.iter().fold((f64::MAX, 0.0f64), |(a, b), w| {
+        (a.min(w.start_s), b.max(w.end_s))
+    });
+    let secs = if whole {
+        p.elapsed_s
+    } else if mine.is_empty() {
+        0.0
+    } else {
+        (t1 - t0).max(0.0)
+    };
+    e.runtime_s += secs;
+    let bytes: u64 = mine.iter().map(|w| w.bytes).sum();
+    let ops: u64 = mine.iter().map(|w| w.ops).sum();
+    let mixed = matches!(op, Op::Rw | Op::Randrw);
+    if !mixed && !op.reads() && lat.lat[1].is_empty() {
+        lat.lat.swap(0, 1);
+        lat.clat.swap(0, 1);
+        lat.slat.swap(0, 1);
+    }
+    // Each direction's requests and bytes: a mix's from its split
+    // latencies (one per completed request) and the phase's byte counts.
+    let (rb, wb, rio, wio) = match (mixed, op.reads()) {
+        (false, true) => (bytes, 0, ops, 0),
+        (false, false) => (0, bytes, 0, ops),
+        (true, _) if whole => (
+            p.read_bytes,
+            p.write_bytes,
+            lat.lat[0].count(),
+            lat.lat[1].count(),
+        ),
+        (true, _) => {
+            let (r, w) = (lat.lat[0].count(), lat.lat[1].count());
+            let per = bytes.checked_div(r + w).unwrap_or(0);
+            (r * per, w * per, r, w)
+        }
+    };
+    for (k, d, b, n) in [(0, &mut e.read, rb, rio), (1, &mut e.write, wb, wio)] {
+        if n == 0 && b == 0 {
+            continue;
+        }
+        d.bytes += b;
+        d.ios += n;
+        d.runtime_s += secs;
+        add_lat(&mut d.lat, &lat.lat[k]);
+        if lat.clat[k] != lat.lat[k] {
+            add_lat(&mut d.clat, &lat.clat[k]);
+        }
+        add_lat(&mut d.slat, &lat.slat[k]);
+    }
+}
+
+fn add_lat(to: &mut Option<Lat>, h: &stats::LatencyHistogram) {
+    if h.is_empty() {
+        return;
+    }
+    match to {
+        Some(l) => l.hist += h,
+        None => *to = Some(Lat { hist: h.clone() }),
+    }
 }
 
 #[cfg(test)]

@@ -1,15 +1,17 @@
 //! fio's output layouts — normal text, JSON and terse — from measured
 //! figures.
 //!
-//! What ioscale measures: bytes and requests per direction, run time, one
-//! latency per request (issue to completion) in a log-linear histogram per
-//! worker (min, max and mean exact; stdev, percentiles and fio's latency
-//! buckets from the histogram, whose buckets are within 1/64 of their
-//! value), bandwidth and IOPS per interval of each worker (fio's bw/iops
-//! samples), CPU time, context switches and page faults of the run, and
-//! the block device's counters. What fio prints beyond that (slat, IO depth
-//! distribution) is left out; where fio itself prints zeros for a direction
-//! that did nothing, so does this.
+//! What ioscale measures: bytes and requests per direction, run time, the
+//! latencies of every request by direction — fio's `lat` (preparation to
+//! completion), and for io_uring `slat` (to the return of the submit call
+//! that handed it over) and `clat` (from there to completion) — in
+//! log-linear histograms per worker (min, max and mean exact; stdev,
+//! percentiles and fio's latency buckets from the histogram, whose buckets
+//! are within 1/64 of their value), bandwidth and IOPS per interval of each
+//! worker and direction (fio's bw/iops samples), CPU time, context
+//! switches and page faults of the run, and the block device's counters.
+//! What fio prints beyond that (IO depth distribution) is left out; where
+//! fio itself prints zeros for a direction that did nothing, so does this.
 
 use serde_json::{json, Map, Value};
 use stats::LatencyHistogram;
@@ -121,8 +123,15 @@ pub struct DirStats {
     pub ios: u64,
     /// Seconds the direction was active.
     pub runtime_s: f64,
-    /// Latency, where measured for this entry alone.
+    /// Latency from a request's preparation to its completion (fio's
+    /// `lat`), where measured for this entry alone.
     pub lat: Option<Lat>,
+    /// From its hand-over to the kernel to its completion (fio's `clat`);
+    /// `None`: the same as `lat` (a request handed over in the wait).
+    pub clat: Option<Lat>,
+    /// From its preparation to the return of its submit call (fio's
+    /// `slat`), where the engine hands requests over apart from the wait.
+    pub slat: Option<Lat>,
     /// Bandwidth samples, KiB/s.
     pub bw_stat: Option<SampleStat>,
     /// IOPS samples.
@@ -130,6 +139,11 @@ pub struct DirStats {
 }
 
 impl DirStats {
+    /// fio's clat: the completion latency, or the whole latency where the
+    /// two are one.
+    fn clat(&self) -> Option<&Lat> {
+        self.clat.as_ref().or(self.lat.as_ref())
+    }
     fn bw(&self) -> f64 {
         if self.runtime_s > 0.0 {
             self.bytes as f64 / self.runtime_s
@@ -172,8 +186,7 @@ pub struct Entry {
     pub buckets: Option<LatBuckets>,
     /// The engine is synchronous (no submission latency, depth 1).
     pub sync_engine: bool,
-    /// Bandwidth and IOPS were sampled per interval for this entry (not
-    /// for a mixed job, whose samples are not split by direction).
+    /// Bandwidth and IOPS were sampled per interval for this entry.
     pub sampled: bool,
     /// Queue depth.
     pub iodepth: u64,
@@ -439,6 +452,71 @@ fn normal_buckets(out: &mut String, b: &LatBuckets) {
     }
 }
 
+/// One `slat`/`clat`/`lat` line, in its own unit as fio chooses it.
+fn normal_lat_line(out: &mut String, indent: &str, name: &str, l: &Lat) {
+    let (unit, div) = lat_unit(l.min() as f64, l.mean(), l.dev());
+    out.push_str(&format!(
+        "{indent}{name} ({unit}): min={}, max={}, avg={:5.2}, stdev={:5.2}\n",
+        six_digits(l.min() as f64 / div),
+        six_digits(l.max() as f64 / div),
+        l.mean() / div,
+        l.dev() / div
+    ));
+}
+
+/// fio's `clat percentiles (usec):` table of one latency.
+fn normal_pct_table(out: &mut String, name: &str, e: &Entry, l: &Lat) {
+    let pct = percentiles_of(e, l);
+    if pct.is_empty() {
+        return;
+    }
+    let lo = pct.iter().map(|p| p.1).min().unwrap_or(0);
+    let hi = pct.iter().map(|p| p.1).max().unwrap_or(0);
+    let (punit, pdiv) = if lo > 2_000_000 && hi > 99_999_999 {
+        ("msec", 1_000_000)
+    } else if lo > 2000 && hi > 99_999 {
+        ("usec", 1000)
+    } else {
+        ("nsec", 1)
+    };
+    let vals: Vec<u64> = pct.iter().map(|p| p.1.div_ceil(pdiv)).collect();
+    let width = vals
+        .iter()
+        .map(|v| v.to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(5);
+    // fio prints as many decimals as the list needs.
+    let prec = pct
+        .iter()
+        .map(|(q, _)| {
+            (0..6)
+                .find(|&d| {
+                    let x = q * 10f64.powi(d);
+                    (x - x.round()).abs() < 1e-6
+                })
+                .unwrap_or(6) as usize
+        })
+        .max()
+        .unwrap_or(0);
+    let per_line = (73 / (prec + 10 + width)).max(1);
+    let qw = prec + 3;
+    let items: Vec<String> = pct
+        .iter()
+        .zip(&vals)
+        .map(|((q, _), v)| format!("{q:qw$.prec$}th=[{v:width$}]"))
+        .collect();
+    let rows: Vec<&[String]> = items.chunks(per_line).collect();
+    out.push_str(&format!("    {name} percentiles ({punit}):\n"));
+    for (i, r) in rows.iter().enumerate() {
+        out.push_str(&format!(
+            "     | {}{}\n",
+            r.join(", "),
+            if i + 1 < rows.len() { "," } else { "" }
+        ));
+    }
+}
+
 fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry, agg_kib: f64) {
     let (bw_i, bw_s) = bw_pair(d.bw());
     out.push_str(&format!(
@@ -452,77 +530,23 @@ fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry, agg_kib: f
             ""
         }
     ));
-    if let Some(l) = &d.lat {
-        let (unit, div) = lat_unit(l.min() as f64, l.mean(), l.dev());
-        let line = |name: &str| {
-            format!(
-                "{name} ({unit}): min={}, max={}, avg={:5.2}, stdev={:5.2}\n",
-                six_digits(l.min() as f64 / div),
-                six_digits(l.max() as f64 / div),
-                l.mean() / div,
-                l.dev() / div
-            )
-        };
-        out.push_str(&format!("    {}", line("clat")));
-        out.push_str(&format!("     {}", line("lat")));
-        let pct = percentiles_of(e, l);
-        if !pct.is_empty() {
-            let lo = pct.iter().map(|p| p.1).min().unwrap_or(0);
-            let hi = pct.iter().map(|p| p.1).max().unwrap_or(0);
-            let (punit, pdiv) = if lo > 2_000_000 && hi > 99_999_999 {
-                ("msec", 1_000_000)
-            } else if lo > 2000 && hi > 99_999 {
-                ("usec", 1000)
-            } else {
-                ("nsec", 1)
-            };
-            let vals: Vec<u64> = pct.iter().map(|p| p.1.div_ceil(pdiv)).collect();
-            let width = vals
-                .iter()
-                .map(|v| v.to_string().len())
-                .max()
-                .unwrap_or(1)
-                .max(5);
-            // fio prints as many decimals as the list needs.
-            let prec = pct
-                .iter()
-                .map(|(q, _)| {
-                    (0..6)
-                        .find(|&d| {
-                            let x = q * 10f64.powi(d);
-                            (x - x.round()).abs() < 1e-6
-                        })
-                        .unwrap_or(6) as usize
-                })
-                .max()
-                .unwrap_or(0);
-            let per_line = (73 / (prec + 10 + width)).max(1);
-            let qw = prec + 3;
-            let items: Vec<String> = pct
-                .iter()
-                .zip(&vals)
-                .map(|((q, _), v)| format!("{q:qw$.prec$}th=[{v:width$}]"))
-                .collect();
-            let rows: Vec<&[String]> = items.chunks(per_line).collect();
-            // clat's table (fio's default), and lat's with lat_percentiles:
-            // the same measured latency.
-            let tables: &[&str] = if e.lat_percentiles {
-                &["clat", "lat"]
-            } else {
-                &["clat"]
-            };
-            for t in tables {
-                out.push_str(&format!("    {t} percentiles ({punit}):\n"));
-                for (i, r) in rows.iter().enumerate() {
-                    out.push_str(&format!(
-                        "     | {}{}\n",
-                        r.join(", "),
-                        if i + 1 < rows.len() { "," } else { "" }
-                    ));
-                }
-            }
+    if let Some(sl) = d.slat.as_ref().filter(|l| l.n() > 0) {
+        normal_lat_line(out, "    ", "slat", sl);
+    }
+    if let (Some(cl), Some(l)) = (d.clat(), &d.lat) {
+        normal_lat_line(out, "    ", "clat", cl);
+        normal_lat_line(out, "     ", "lat", l);
+        // clat's table (fio's default), and lat's with lat_percentiles.
+        normal_pct_table(out, "clat", e, cl);
+        if e.lat_percentiles {
+            normal_pct_table(out, "lat", e, l);
         }
     }
+    normal_samples(out, d, agg_kib);
+}
+
+/// fio's `bw (KiB/s):` and `iops:` lines of one direction.
+fn normal_samples(out: &mut String, d: &DirStats, agg_kib: f64) {
     if let Some(b) = &d.bw_stat {
         let (unit, k) = if b.mean > 1024.0 * 1024.0 {
             ("MiB", 1024.0)
@@ -739,29 +763,31 @@ fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64) -> Value {
     m.insert("iops".into(), json!(d.iops()));
     m.insert("runtime".into(), json!(d.ms()));
     m.insert("total_ios".into(), json!(d.ios));
-    // fio prints these zeros when it does not time submissions (psync).
-    m.insert("slat_ns".into(), zero_lat());
-    if let Some(l) = &d.lat {
-        let body = |with_pct: bool| {
-            let mut o = Map::new();
-            o.insert("min".into(), json!(l.min()));
-            o.insert("max".into(), json!(l.max()));
-            o.insert("mean".into(), json!(l.mean()));
-            o.insert("stddev".into(), json!(l.dev()));
-            o.insert("N".into(), json!(l.n()));
-            if with_pct {
-                let mut p = Map::new();
-                for (q, v) in percentiles_of(e, l) {
-                    p.insert(format!("{q:.6}"), json!(v));
-                }
-                o.insert("percentile".into(), Value::Object(p));
+    let body = |l: &Lat, with_pct: bool| {
+        let mut o = Map::new();
+        o.insert("min".into(), json!(l.min()));
+        o.insert("max".into(), json!(l.max()));
+        o.insert("mean".into(), json!(l.mean()));
+        o.insert("stddev".into(), json!(l.dev()));
+        o.insert("N".into(), json!(l.n()));
+        if with_pct {
+            let mut p = Map::new();
+            for (q, v) in percentiles_of(e, l) {
+                p.insert(format!("{q:.6}"), json!(v));
             }
-            Value::Object(o)
-        };
-        m.insert("clat_ns".into(), body(true));
-        m.insert("lat_ns".into(), body(e.lat_percentiles));
+            o.insert("percentile".into(), Value::Object(p));
+        }
+        Value::Object(o)
+    };
+    // fio prints zeros when it does not time submissions (psync).
+    match d.slat.as_ref().filter(|l| l.n() > 0) {
+        Some(sl) => m.insert("slat_ns".into(), body(sl, false)),
+        None => m.insert("slat_ns".into(), zero_lat()),
+    };
+    if let (Some(cl), Some(l)) = (d.clat(), &d.lat) {
+        m.insert("clat_ns".into(), body(cl, true));
+        m.insert("lat_ns".into(), body(l, e.lat_percentiles));
     }
-    // Mixed jobs' samples are not split by direction: left out there.
     if e.sampled {
         // No sample (a run shorter than one interval) gives fio's zeros.
         let b = d.bw_stat.unwrap_or_default();
@@ -832,21 +858,19 @@ pub fn terse(r: &Report) -> String {
                     None => vec!["0".into(), "0".into(), "0.000000".into(), "0.000000".into()],
                 }
             };
-            // slat: fio's zeros for a sync engine, not measured otherwise.
-            if e.sync_engine || !active {
-                f.extend(["0", "0", "0.000000", "0.000000"].map(String::from));
-            } else {
-                f.extend(vec![String::new(); 4]);
+            // slat: fio's zeros for a sync engine; empty if not measured.
+            match d.slat.as_ref().filter(|l| l.n() > 0) {
+                Some(sl) => f.extend(lat4(Some(sl))),
+                None if e.sync_engine || !active => {
+                    f.extend(["0", "0", "0.000000", "0.000000"].map(String::from))
+                }
+                None => f.extend(vec![String::new(); 4]),
             }
-            f.extend(lat4(d.lat.as_ref()));
-            let pct = d
-                .lat
-                .as_ref()
-                .map(|l| percentiles_of(e, l))
-                .unwrap_or_else(|| {
-                    let want: &[f64] = e.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
-                    want.iter().map(|&q| (q, 0)).collect()
-                });
+            f.extend(lat4(d.clat()));
+            let pct = d.clat().map(|l| percentiles_of(e, l)).unwrap_or_else(|| {
+                let want: &[f64] = e.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
+                want.iter().map(|&q| (q, 0)).collect()
+            });
             for i in 0..20 {
                 f.push(match pct.get(i) {
                     Some((q, v)) => format!("{q:.6}%={}", v / 1000),

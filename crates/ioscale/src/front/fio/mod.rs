@@ -552,47 +552,15 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         Ok(j) => j,
         Err(e) => return fail(&e),
     };
-    let runs = match plan_runs(jobs) {
-        Ok(r) => r,
+    // Check every run before the first one starts.
+    let planned = match plan_runs(jobs).and_then(plan_specs) {
+        Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    // Check every run before the first one starts.
-    let mut planned = Vec::new();
-    for run in runs {
-        // One workload per file of each clone (nrfiles), run in turn.
-        let mut files = Vec::new();
-        let mut notes = Vec::new();
-        for f in 0..run.jobs[0].nrfiles.max(1) {
-            let (raw, paths, n) = match to_raw(&run, f) {
-                Ok(r) => r,
-                Err(e) => return fail(&e),
-            };
-            notes = n;
-            let spec = match raw.build() {
-                Ok(s) => s,
-                Err(e) => {
-                    const NATIVE_FLAGS: &[(&str, &str)] = &[
-                        ("--xfer", "bs="),
-                        ("--size", "size="),
-                        ("--block", "size="),
-                        ("--threads", "numjobs="),
-                        ("--iodepth", "iodepth="),
-                        ("--direct", "direct="),
-                        ("--rwmix", "rwmixread="),
-                        ("--time", "runtime="),
-                        ("--reps", "loops="),
-                    ];
-                    return fail(&super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS));
-                }
-            };
-            files.push((spec, paths));
-        }
-        planned.push((run, files, notes));
-    }
     if cli.print_spec {
         let specs: Vec<&WorkloadSpec> = planned
             .iter()
-            .flat_map(|(_, f, _)| f.iter().map(|(s, _)| s))
+            .flat_map(|p| p.files.iter().map(|(s, _)| s))
             .collect();
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
@@ -610,60 +578,125 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let stop = crate::install_signals()?;
     let mut argv = vec!["fio".to_string()];
     argv.extend(args.iter().cloned());
-    let started = std::time::SystemTime::now();
-    let mut report = Report {
-        version: format!("ioscale-{}", env!("CARGO_PKG_VERSION")),
-        started,
-        started_text: super::ctime_now(),
-        global,
-        headers: Vec::new(),
-        entries: Vec::new(),
-        disks: Vec::new(),
-        layout_lines: Vec::new(),
-        pid: std::process::id(),
+    let mut st = Session::new(global);
+    let ctx = RunCtx {
+        argv: &argv,
+        stop: &stop,
+        coord,
+        progress,
     };
-    let mut records = Vec::new();
-    let mut code = 0;
-    let mut disk_before = None;
-    let mut disk_dev = None;
-    // fio numbers every clone of every job from 1 (its log file names).
-    let mut thread_base = 0u64;
-    for (run, files, notes) in &planned {
+    for p in &planned {
+        match st.run(p, &ctx) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return fail(&e),
+        }
+    }
+    st.finish_disks();
+    emit(&cli, &st.report, &st.records)?;
+    Ok(st.code)
+}
+
+/// One run with its workloads (one per file of each clone, `nrfiles`)
+/// and the notes made while mapping it.
+struct Planned {
+    run: Run,
+    files: Vec<(WorkloadSpec, Vec<PathBuf>)>,
+    notes: Vec<String>,
+}
+
+/// Maps every run to its workloads, refusing what ioscale cannot run.
+fn plan_specs(runs: Vec<Run>) -> Result<Vec<Planned>, Usage> {
+    const NATIVE_FLAGS: &[(&str, &str)] = &[
+        ("--xfer", "bs="),
+        ("--size", "size="),
+        ("--block", "size="),
+        ("--threads", "numjobs="),
+        ("--iodepth", "iodepth="),
+        ("--direct", "direct="),
+        ("--rwmix", "rwmixread="),
+        ("--time", "runtime="),
+        ("--reps", "loops="),
+    ];
+    let mut planned = Vec::new();
+    for run in runs {
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
+        for f in 0..run.jobs[0].nrfiles.max(1) {
+            let (raw, paths, n) = to_raw(&run, f)?;
+            notes = n;
+            let spec = raw
+                .build()
+                .map_err(|e| Usage(super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS)))?;
+            files.push((spec, paths));
+        }
+        planned.push(Planned { run, files, notes });
+    }
+    Ok(planned)
+}
+
+/// What every run of a command shares.
+struct RunCtx<'a> {
+    argv: &'a [String],
+    stop: &'a std::sync::Arc<std::sync::atomic::AtomicBool>,
+    coord: &'a dyn coord::Coordinator,
+    progress: crate::progress::ProgressMode,
+}
+
+/// The command's results so far.
+struct Session {
+    report: Report,
+    records: Vec<report::ResultSet>,
+    code: i32,
+    disk_dev: Option<String>,
+    disk_before: Option<[u64; 11]>,
+    /// fio numbers every clone of every job from 1 (its log file names).
+    thread_base: u64,
+}
+
+impl Session {
+    fn new(global: Vec<(String, String)>) -> Session {
+        Session {
+            report: Report {
+                version: format!("ioscale-{}", env!("CARGO_PKG_VERSION")),
+                started: std::time::SystemTime::now(),
+                started_text: super::ctime_now(),
+                global,
+                headers: Vec::new(),
+                entries: Vec::new(),
+                disks: Vec::new(),
+                layout_lines: Vec::new(),
+                pid: std::process::id(),
+            },
+            records: Vec::new(),
+            code: 0,
+            disk_dev: None,
+            disk_before: None,
+            thread_base: 0,
+        }
+    }
+
+    /// Runs one run and adds its entries; `Ok(false)`: interrupted, stop.
+    fn run(&mut self, p: &Planned, ctx: &RunCtx<'_>) -> Result<bool, String> {
+        let (run, files) = (&p.run, &p.files);
         let (spec, paths) = (&files[0].0, &files[0].1);
-        for n in notes {
+        for n in &p.notes {
             eprintln!("fio: note: {n}");
         }
         for j in &run.jobs {
-            report.headers.push(Header::of(j));
+            self.report.headers.push(Header::of(j));
         }
         if !run.jobs[0].startdelay.is_zero()
-            && safefs::sleep_or_stop(run.jobs[0].startdelay, &stop) == safefs::Waited::Stopped
+            && safefs::sleep_or_stop(run.jobs[0].startdelay, ctx.stop) == safefs::Waited::Stopped
         {
-            code = 130;
-            break;
+            self.code = 130;
+            return Ok(false);
         }
-        let mut created = Vec::new();
-        let mut laid = Vec::new();
-        for (spec, paths) in files {
-            // Files a job reads (a mix too) are written out first, as fio
-            // lays them out; files it only writes are allocated.
-            let reads = spec.ops.iter().any(|o| o.reads());
-            match lay_out(
-                paths,
-                &spec.start_offsets,
-                spec.file_size(),
-                reads,
-                &mut laid,
-            ) {
-                Ok(c) => created.extend(c),
-                Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
-            }
-        }
-        report.layout_lines.extend(layout_lines(run, &laid));
-        if disk_dev.is_none() {
+        let created = self.lay_out_files(run, files)?;
+        if self.disk_dev.is_none() {
             let host = bench::host::collect(&spec.target);
-            disk_dev = render::disk_name(&host.fs_source);
-            disk_before = disk_dev.as_deref().and_then(render::read_diskstats);
+            self.disk_dev = render::disk_name(&host.fs_source);
+            self.disk_before = self.disk_dev.as_deref().and_then(render::read_diskstats);
         }
         let workers = paths.len() as u32;
         let every = run
@@ -674,52 +707,86 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             .min()
             .unwrap_or(BW_AVG_MSEC);
         let specs: Vec<WorkloadSpec> = files.iter().map(|(s, _)| s.clone()).collect();
-        let live = super::live(progress, true, spec.reps, spec.ops.len(), 1);
+        let live = super::live(ctx.progress, true, spec.reps, spec.ops.len(), 1);
         let passes = run_passes(
             &specs,
             run,
-            &argv,
-            &stop,
-            coord,
+            ctx,
             workers,
             std::time::Duration::from_millis(every),
         );
         drop(live);
-        let (passes, c, ticks) = match passes {
-            Ok(r) => r,
-            Err(e) => return fail(&e),
-        };
-        code = code.max(c);
+        let (passes, c, ticks) = passes?;
+        self.code = self.code.max(c);
         for p in &passes {
             super::print_errors("fio", &p.rs);
             super::print_mismatches("fio", &p.rs);
         }
-        report
+        self.report
             .entries
             .extend(entries_of(run, spec, &passes, &ticks));
-        if let Err(e) = write_logs(run, &ticks, thread_base) {
+        if let Err(e) = write_logs(run, &ticks, self.thread_base) {
             eprintln!("fio: error: {e}");
-            code = code.max(1);
+            self.code = self.code.max(1);
         }
-        thread_base += u64::from(workers);
-        records.extend(passes.into_iter().map(|p| p.rs));
+        self.thread_base += u64::from(workers);
+        self.records.extend(passes.into_iter().map(|p| p.rs));
         if run.jobs[0].unlink {
             for p in &created {
                 let _ = std::fs::remove_file(p);
             }
         }
-        if code == 130 {
-            break;
+        Ok(self.code != 130)
+    }
+
+    /// Lays out a run's files (fio's `Laying out IO file` lines); returns
+    /// the files it created.
+    fn lay_out_files(
+        &mut self,
+        run: &Run,
+        files: &[(WorkloadSpec, Vec<PathBuf>)],
+    ) -> Result<Vec<PathBuf>, String> {
+        let mut created = Vec::new();
+        let mut laid = Vec::new();
+        for (spec, paths) in files {
+            // Files a job reads (a mix too) are written out first, as fio
+            // lays them out; files it only writes are allocated.
+            let reads = spec.ops.iter().any(|o| o.reads());
+            let c = lay_out(
+                paths,
+                &spec.start_offsets,
+                spec.file_size(),
+                reads,
+                &mut laid,
+            )
+            .map_err(|e| format!("laying out {}: {e}", paths[0].display()))?;
+            created.extend(c);
+        }
+        self.report.layout_lines.extend(layout_lines(run, &laid));
+        Ok(created)
+    }
+
+    /// The disk's counters over the whole command.
+    fn finish_disks(&mut self) {
+        if let (Some(dev), Some(before)) = (&self.disk_dev, &self.disk_before) {
+            if let Some(after) = render::read_diskstats(dev) {
+                let ms = self
+                    .report
+                    .started
+                    .elapsed()
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or(0);
+                self.report
+                    .disks
+                    .push(render::DiskUtil::between(dev, before, &after, ms));
+            }
         }
     }
-    if let (Some(dev), Some(before)) = (disk_dev, disk_before) {
-        if let Some(after) = render::read_diskstats(&dev) {
-            let ms = started.elapsed().map(|d| d.as_millis() as u64).unwrap_or(0);
-            report
-                .disks
-                .push(render::DiskUtil::between(&dev, &before, &after, ms));
-        }
-    }
+}
+
+/// Prints (or writes to `--output`) the report in each asked format, and
+/// writes `--ioscale-json`.
+fn emit(cli: &parse::Cli, report: &Report, records: &[report::ResultSet]) -> anyhow::Result<()> {
     let mut text = String::new();
     let formats = if cli.formats.is_empty() {
         vec![Format::Normal]
@@ -728,17 +795,17 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     };
     for f in &formats {
         match f {
-            Format::Normal => text.push_str(&render::normal(&report)),
+            Format::Normal => text.push_str(&render::normal(report)),
             Format::Json | Format::JsonPlus => {
                 if *f == Format::JsonPlus {
                     eprintln!(
                         "fio: note: json+: ioscale keeps no per-bucket latency bins; the output is fio's json"
                     );
                 }
-                text.push_str(&serde_json::to_string_pretty(&render::json(&report))?);
+                text.push_str(&serde_json::to_string_pretty(&render::json(report))?);
                 text.push('\n');
             }
-            Format::Terse => text.push_str(&render::terse(&report)),
+            Format::Terse => text.push_str(&render::terse(report)),
         }
     }
     match &cli.output {
@@ -750,7 +817,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         let v = if records.len() == 1 {
             serde_json::to_value(&records[0])?
         } else {
-            serde_json::to_value(&records)?
+            serde_json::to_value(records)?
         };
         crate::output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())
             .map_err(|e| anyhow::anyhow!("--ioscale-json {}: {e:#}", p.display()))?;
@@ -761,7 +828,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             eprintln!("fio: warning: {w}");
         }
     }
-    Ok(code)
+    Ok(())
 }
 
 /// One pass of a run's spec: its record and each phase's per-worker
@@ -789,9 +856,7 @@ fn has_logs(j: &Job) -> bool {
 fn run_passes(
     specs: &[WorkloadSpec],
     run: &Run,
-    argv: &[String],
-    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-    coord: &dyn coord::Coordinator,
+    ctx: &RunCtx<'_>,
     workers: u32,
     every: std::time::Duration,
 ) -> Result<(Vec<Pass>, i32, Vec<Vec<Tick>>), String> {
@@ -801,7 +866,8 @@ fn run_passes(
         if limit.is_some() {
             s.time_limit = limit;
         }
-        bench::run::run_with(&s, argv.to_vec(), stop.clone(), coord).map_err(|e| e.to_string())
+        bench::run::run_with(&s, ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord)
+            .map_err(|e| e.to_string())
     };
     if !j.ramp_time.is_zero() {
         let t0 = Instant::now();

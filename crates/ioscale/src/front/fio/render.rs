@@ -582,6 +582,17 @@ fn normal_samples(out: &mut String, d: &DirStats, agg_kib: f64) {
 /// fio's normal output.
 pub fn normal(r: &Report) -> String {
     let mut out = String::new();
+    normal_headers(&mut out, r);
+    for e in &r.entries {
+        normal_entry(&mut out, r, e);
+    }
+    normal_groups(&mut out, r);
+    normal_disks(&mut out, r);
+    out
+}
+
+/// The job lines, version, thread count and layout lines.
+fn normal_headers(out: &mut String, r: &Report) {
     let mut last = None;
     for h in &r.headers {
         if last == Some(h.name.clone()) {
@@ -608,40 +619,46 @@ pub fn normal(r: &Report) -> String {
         out.push('\n');
     }
     out.push('\n');
-    let when = &r.started_text;
-    for e in &r.entries {
-        out.push_str(&format!(
-            "{}: (groupid={}, jobs={}): err={:2}: pid={}: {when}\n",
-            e.name, e.group, e.jobs, e.error, r.pid
-        ));
-        if e.read.ios > 0 || e.read.bytes > 0 {
-            let agg = group_agg(r, e.group, true) / 1024.0;
-            normal_dir(&mut out, "read", &e.read, e, agg);
-        }
-        if e.write.ios > 0 || e.write.bytes > 0 {
-            let agg = group_agg(r, e.group, false) / 1024.0;
-            normal_dir(&mut out, "write", &e.write, e, agg);
-        }
-        if let Some(b) = &e.buckets {
-            normal_buckets(&mut out, b);
-        }
-        if let Some((u, s)) = e.cpu_s {
-            let (u, s) = cpu_pct(e, u, s);
-            out.push_str(&format!("  cpu          : usr={u:.2}%, sys={s:.2}%"));
-            if let Some((ctx, majf, minf)) = e.faults {
-                out.push_str(&format!(", ctx={ctx}, majf={majf}, minf={minf}"));
-            }
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "     issued rwts: total={},{},0,0\n",
-            e.read.ios, e.write.ios
-        ));
-        out.push_str(&format!(
-            "     latency   : target=0, window=0, percentile=100.00%, depth={}\n\n",
-            e.iodepth
-        ));
+}
+
+/// One entry's block: its directions, buckets, cpu, issued and latency
+/// lines.
+fn normal_entry(out: &mut String, r: &Report, e: &Entry) {
+    out.push_str(&format!(
+        "{}: (groupid={}, jobs={}): err={:2}: pid={}: {}\n",
+        e.name, e.group, e.jobs, e.error, r.pid, r.started_text
+    ));
+    if e.read.ios > 0 || e.read.bytes > 0 {
+        let agg = group_agg(r, e.group, true) / 1024.0;
+        normal_dir(out, "read", &e.read, e, agg);
     }
+    if e.write.ios > 0 || e.write.bytes > 0 {
+        let agg = group_agg(r, e.group, false) / 1024.0;
+        normal_dir(out, "write", &e.write, e, agg);
+    }
+    if let Some(b) = &e.buckets {
+        normal_buckets(out, b);
+    }
+    if let Some((u, s)) = e.cpu_s {
+        let (u, s) = cpu_pct(e, u, s);
+        out.push_str(&format!("  cpu          : usr={u:.2}%, sys={s:.2}%"));
+        if let Some((ctx, majf, minf)) = e.faults {
+            out.push_str(&format!(", ctx={ctx}, majf={majf}, minf={minf}"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "     issued rwts: total={},{},0,0\n",
+        e.read.ios, e.write.ios
+    ));
+    out.push_str(&format!(
+        "     latency   : target=0, window=0, percentile=100.00%, depth={}\n\n",
+        e.iodepth
+    ));
+}
+
+/// The `Run status group N (all jobs):` summaries.
+fn normal_groups(out: &mut String, r: &Report) {
     let mut groups: Vec<usize> = r.entries.iter().map(|e| e.group).collect();
     groups.dedup();
     for g in groups {
@@ -684,6 +701,10 @@ pub fn normal(r: &Report) -> String {
         }
         out.push('\n');
     }
+}
+
+/// fio's `Disk stats (read/write):` lines.
+fn normal_disks(out: &mut String, r: &Report) {
     if !r.disks.is_empty() {
         out.push_str("Disk stats (read/write):\n");
         for d in &r.disks {
@@ -702,7 +723,6 @@ pub fn normal(r: &Report) -> String {
             ));
         }
     }
-    out
 }
 
 /// A group's aggregate bandwidth of one direction (bytes/s): all its
@@ -826,6 +846,66 @@ fn json_buckets(j: &mut Map<String, Value>, b: &LatBuckets) {
     }
 }
 
+/// One direction's fields of the terse line.
+fn terse_dir(f: &mut Vec<String>, r: &Report, e: &Entry, d: &DirStats, read: bool) {
+    let active = d.ios > 0 || d.bytes > 0;
+    f.push((d.bytes / 1024).to_string());
+    f.push((d.bw() / 1024.0).round().to_string());
+    f.push((d.iops().round() as u64).to_string());
+    f.push(d.ms().to_string());
+    let lat4 = |l: Option<&Lat>| -> Vec<String> {
+        match l {
+            Some(l) => vec![
+                (l.min() / 1000).to_string(),
+                (l.max() / 1000).to_string(),
+                format!("{:.6}", l.mean() / 1000.0),
+                format!("{:.6}", l.dev() / 1000.0),
+            ],
+            None if active => vec![String::new(); 4],
+            None => vec!["0".into(), "0".into(), "0.000000".into(), "0.000000".into()],
+        }
+    };
+    // slat: fio's zeros for a sync engine; empty if not measured.
+    match d.slat.as_ref().filter(|l| l.n() > 0) {
+        Some(sl) => f.extend(lat4(Some(sl))),
+        None if e.sync_engine || !active => {
+            f.extend(["0", "0", "0.000000", "0.000000"].map(String::from))
+        }
+        None => f.extend(vec![String::new(); 4]),
+    }
+    f.extend(lat4(d.clat()));
+    let pct = d.clat().map(|l| percentiles_of(e, l)).unwrap_or_else(|| {
+        let want: &[f64] = e.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
+        want.iter().map(|&q| (q, 0)).collect()
+    });
+    for i in 0..20 {
+        f.push(match pct.get(i) {
+            Some((q, v)) => format!("{q:.6}%={}", v / 1000),
+            None => "0%=0".into(),
+        });
+    }
+    f.extend(lat4(d.lat.as_ref()));
+    let agg = group_agg(r, e.group, read) / 1024.0;
+    match d.bw_stat.filter(|_| e.sampled) {
+        Some(b) => {
+            let per = if agg > 0.0 { b.mean * 100.0 / agg } else { 0.0 };
+            f.push((b.min as u64).to_string());
+            f.push((b.max as u64).to_string());
+            f.push(format!("{per:.6}%"));
+            f.push(format!("{:.6}", b.mean));
+            f.push(format!("{:.6}", b.dev()));
+        }
+        None if active && !e.sampled => f.extend(vec![String::new(); 5]),
+        None => f.extend([
+            "0".into(),
+            "0".into(),
+            "0.000000%".into(),
+            "0.000000".into(),
+            "0.000000".into(),
+        ]),
+    }
+}
+
 /// fio's terse output, version 3: one `;`-separated line per entry.
 /// A field ioscale does not measure (slat, IO depths under io_uring) is
 /// left empty rather than filled in; its place is kept so fields are found
@@ -841,62 +921,7 @@ pub fn terse(r: &Report) -> String {
             e.error.to_string(),
         ];
         for (d, read) in [(&e.read, true), (&e.write, false)] {
-            let active = d.ios > 0 || d.bytes > 0;
-            f.push((d.bytes / 1024).to_string());
-            f.push((d.bw() / 1024.0).round().to_string());
-            f.push((d.iops().round() as u64).to_string());
-            f.push(d.ms().to_string());
-            let lat4 = |l: Option<&Lat>| -> Vec<String> {
-                match l {
-                    Some(l) => vec![
-                        (l.min() / 1000).to_string(),
-                        (l.max() / 1000).to_string(),
-                        format!("{:.6}", l.mean() / 1000.0),
-                        format!("{:.6}", l.dev() / 1000.0),
-                    ],
-                    None if active => vec![String::new(); 4],
-                    None => vec!["0".into(), "0".into(), "0.000000".into(), "0.000000".into()],
-                }
-            };
-            // slat: fio's zeros for a sync engine; empty if not measured.
-            match d.slat.as_ref().filter(|l| l.n() > 0) {
-                Some(sl) => f.extend(lat4(Some(sl))),
-                None if e.sync_engine || !active => {
-                    f.extend(["0", "0", "0.000000", "0.000000"].map(String::from))
-                }
-                None => f.extend(vec![String::new(); 4]),
-            }
-            f.extend(lat4(d.clat()));
-            let pct = d.clat().map(|l| percentiles_of(e, l)).unwrap_or_else(|| {
-                let want: &[f64] = e.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
-                want.iter().map(|&q| (q, 0)).collect()
-            });
-            for i in 0..20 {
-                f.push(match pct.get(i) {
-                    Some((q, v)) => format!("{q:.6}%={}", v / 1000),
-                    None => "0%=0".into(),
-                });
-            }
-            f.extend(lat4(d.lat.as_ref()));
-            let agg = group_agg(r, e.group, read) / 1024.0;
-            match d.bw_stat.filter(|_| e.sampled) {
-                Some(b) => {
-                    let per = if agg > 0.0 { b.mean * 100.0 / agg } else { 0.0 };
-                    f.push((b.min as u64).to_string());
-                    f.push((b.max as u64).to_string());
-                    f.push(format!("{per:.6}%"));
-                    f.push(format!("{:.6}", b.mean));
-                    f.push(format!("{:.6}", b.dev()));
-                }
-                None if active && !e.sampled => f.extend(vec![String::new(); 5]),
-                None => f.extend([
-                    "0".into(),
-                    "0".into(),
-                    "0.000000%".into(),
-                    "0.000000".into(),
-                    "0.000000".into(),
-                ]),
-            }
+            terse_dir(&mut f, r, e, d, read);
         }
         match e.cpu_s {
             Some((u, s)) => {

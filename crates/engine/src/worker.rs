@@ -305,6 +305,25 @@ pub struct DirLatency {
     /// it over (fio's `slat`); empty for an engine that submits in its
     /// wait.
     pub slat: [LatencyHistogram; 2],
+    /// Every completed request in completion order, while [`set_io_log`]
+    /// is on (fio's per-I/O logs); empty otherwise.
+    pub log: Vec<IoLogEntry>,
+}
+
+/// One completed request, for fio's per-I/O logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoLogEntry {
+    /// When it completed.
+    pub done: Instant,
+    /// Preparation to completion (lat), ns.
+    pub lat_ns: u64,
+    /// Preparation to the return of its submit call (slat), ns; `None`
+    /// where the engine hands requests over in its wait.
+    pub slat_ns: Option<u64>,
+    /// Bytes.
+    pub len: u32,
+    /// A write.
+    pub write: bool,
 }
 
 impl DirLatency {
@@ -315,6 +334,7 @@ impl DirLatency {
             lat: two(),
             clat: two(),
             slat: two(),
+            log: Vec::new(),
         }
     }
 
@@ -325,6 +345,7 @@ impl DirLatency {
             self.clat[k].merge(&other.clat[k]);
             self.slat[k].merge(&other.slat[k]);
         }
+        self.log.extend_from_slice(&other.log);
     }
 }
 
@@ -347,6 +368,28 @@ pub fn set_detail(on: bool) {
 /// Whether [`set_detail`] is on.
 pub fn detail() -> bool {
     DETAIL.load(Ordering::Relaxed)
+}
+
+static IO_LOG: AtomicBool = AtomicBool::new(false);
+
+/// With [`set_detail`]: also keep every request in
+/// [`DirLatency::log`] (fio's logs without `log_avg_msec`). The list is
+/// reserved before the start barrier for the phase's requests (up to a
+/// million; a longer time-limited phase grows it as it goes).
+pub fn set_io_log(on: bool) {
+    IO_LOG.store(on, Ordering::Relaxed);
+}
+
+/// The details a worker of `plan` keeps, made before its barrier.
+fn new_detail(plan: &PhasePlan) -> Option<Box<DirLatency>> {
+    if !detail() {
+        return None;
+    }
+    let mut d = DirLatency::new();
+    if IO_LOG.load(Ordering::Relaxed) {
+        d.log = Vec::with_capacity(plan.xfers().min(1 << 20) as usize);
+    }
+    Some(Box::new(d))
 }
 
 /// What one worker thread used over a phase (`getrusage(RUSAGE_THREAD)`).
@@ -490,7 +533,7 @@ pub fn run_worker(
         failure: None,
         verify: VerifyTally::default(),
         usage: ThreadUsage::default(),
-        detail: detail().then(|| Box::new(DirLatency::new())),
+        detail: new_detail(plan),
     };
     let mut opts = OpenOptions::new();
     let writes = plan.op.writes();
@@ -642,20 +685,30 @@ fn transfer(
 #[inline]
 fn record_detail(
     d: &mut DirLatency,
-    write: bool,
+    req: Request,
     lat: u64,
     prepared: Instant,
     issued: Option<Instant>,
     done: Instant,
 ) {
-    let k = usize::from(write);
+    let k = usize::from(req.write);
     d.lat[k].record(lat);
-    match issued {
-        Some(t) => {
-            d.slat[k].record(t.saturating_duration_since(prepared).as_nanos() as u64);
+    let slat = issued.map(|t| t.saturating_duration_since(prepared).as_nanos() as u64);
+    match (slat, issued) {
+        (Some(sl), Some(t)) => {
+            d.slat[k].record(sl);
             d.clat[k].record(done.saturating_duration_since(t).as_nanos() as u64);
         }
-        None => d.clat[k].record(lat),
+        _ => d.clat[k].record(lat),
+    }
+    if d.log.capacity() > 0 {
+        d.log.push(IoLogEntry {
+            done,
+            lat_ns: lat,
+            slat_ns: slat,
+            len: req.len,
+            write: req.write,
+        });
     }
 }
 
@@ -772,7 +825,7 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
                     let lat = now.saturating_duration_since(t_sub[slot]).as_nanos() as u64;
                     s.hist.record(lat);
                     if let Some(d) = s.detail.as_deref_mut() {
-                        record_detail(d, c.req.write, lat, t_sub[slot], q.issued_at(slot), now);
+                        record_detail(d, c.req, lat, t_sub[slot], q.issued_at(slot), now);
                     }
                     if c.req.write {
                         s.counters.record_write(c.req.len as u64);

@@ -400,10 +400,6 @@ fn refusals_exit_2_naming_the_option() {
         (&["--name=a", "--rw=write"][..], "size="),
         (&["--name=a", "--size=1m", "--rw=read:4k"][..], "rw=read:4k"),
         (
-            &["--name=a", "--size=1m", "--write_bw_log=a"][..],
-            "log_avg_msec",
-        ),
-        (
             &["--name=a", "--size=1m", "--percentile_list=50:101"][..],
             "percentile_list",
         ),
@@ -991,5 +987,74 @@ fn a_mix_is_reported_and_logged_by_direction() {
                 "rwmixread={mix} {name}: {lines:?}"
             );
         }
+    }
+}
+
+#[test]
+fn logs_without_log_avg_msec_have_a_line_per_io_as_fios() {
+    assert!(have_fio(), "install Debian's `fio` package");
+    let mem = tmpfs("size=64m");
+    let base = scratch();
+    let root = mem.as_ref().map(|m| m.path()).unwrap_or(base.path());
+    for engine in ["psync", "io_uring"] {
+        let mut got = Vec::new();
+        for real in [true, false] {
+            let d = root.join(format!("{engine}-{}", if real { "fio" } else { "ours" }));
+            std::fs::create_dir_all(&d).unwrap();
+            let args = [
+                "--name=pl",
+                "--rw=randrw",
+                "--bs=4k",
+                "--size=256k",
+                &format!("--ioengine={engine}"),
+                "--iodepth=4",
+                "--write_bw_log=pl",
+                "--write_lat_log=pl",
+                "--write_iops_log=pl",
+            ];
+            either(real, &args, &d);
+            got.push(logs(&d));
+        }
+        let names = |m: &BTreeMap<String, Vec<String>>| m.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(names(&got[0]), names(&got[1]), "{engine}");
+        // 256 KiB in 4 KiB requests: 64 lines per log, as fio's (none in a
+        // sync engine's slat log).
+        for (name, lines) in &got[1] {
+            assert_eq!(lines.len(), got[0][name].len(), "{engine} {name}");
+        }
+        let fields = |name: &str| -> Vec<Vec<u64>> {
+            got[1][name]
+                .iter()
+                .map(|l| l.split(", ").map(|x| x.parse().unwrap()).collect())
+                .collect()
+        };
+        let (lat, clat, bw, iops) = (
+            fields("pl_lat.1.log"),
+            fields("pl_clat.1.log"),
+            fields("pl_bw.1.log"),
+            fields("pl_iops.1.log"),
+        );
+        assert_eq!(lat.len(), 64, "{engine}");
+        let mut dirs = [0; 2];
+        for i in 0..64 {
+            for f in [&lat[i], &clat[i], &bw[i], &iops[i]] {
+                assert_eq!(f.len(), 5, "{engine}: {f:?}");
+                assert_eq!((f[3], f[4]), (4096, 0), "{engine}: {f:?}");
+                assert_eq!(f[2], lat[i][2], "{engine}: one request per line");
+            }
+            dirs[lat[i][2] as usize] += 1;
+            assert_eq!(iops[i][1], 1);
+            // The same request on the same line of each log: clat is part
+            // of lat, and bw is its bytes over its clat.
+            assert!(
+                clat[i][1] <= lat[i][1],
+                "{engine}: {:?} {:?}",
+                clat[i],
+                lat[i]
+            );
+            let want = (4096u64 * 1_000_000).checked_div(clat[i][1]).unwrap_or(0);
+            assert_eq!(bw[i][1], want, "{engine}");
+        }
+        assert_eq!(dirs[0] + dirs[1], 64);
     }
 }

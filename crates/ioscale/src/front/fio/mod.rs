@@ -20,7 +20,7 @@ use spec::{FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
 use self::parse::{EngineKind, Format, Job};
 use self::render::{DirStats, Entry, Header, Lat, LatBuckets, Report, SampleStat};
-use self::sample::{Sampler, Tick};
+use self::sample::{Sampled, Sampler, Tick};
 use super::Usage;
 
 /// `ioscale fio --help`.
@@ -40,7 +40,7 @@ Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   randseed norandommap verify(crc32c|md5|pattern) create_on_open unlink
   group_reporting lat_percentiles percentile_list stonewall wait_for_previous
   new_group kb_base offset offset_increment
-  write_bw_log write_lat_log write_iops_log (with log_avg_msec)
+  write_bw_log write_lat_log write_iops_log log_avg_msec
 Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
   --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)
@@ -59,7 +59,7 @@ Examples:
 Any other option is refused (exit 2) naming it and the nearest ioscale option.
 Jobs that fio would run at the same time must have the same workload shape
 (rw, bs, size, engine…); separate others with `stonewall`. What ioscale does
-not measure (slat, IO depth distribution) is left out of the output;
+not measure (IO depth distribution) is left out of the output;
 docs/compat.md lists every difference.
 ";
 
@@ -183,15 +183,10 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
     if !j.ramp_time.is_zero() && !ramp_ok {
         return Err(Usage(format!(
             "ramp_time (job '{n}'): supported with time_based and runtime= only (ioscale runs the ramp \
-             as untimed passes, then runtime= of measured ones); for a sized job run a warm-up job \
-             before it (a job with `stonewall` after it)"
-        )));
-    }
-    let logs = j.bw_log.is_some() || j.lat_log.is_some() || j.iops_log.is_some();
-    if logs && j.log_avg_msec == 0 {
-        return Err(Usage(format!(
-            "write_bw_log/write_lat_log/write_iops_log (job '{n}'): give log_avg_msec=N as well: ioscale \
-             logs each worker's average over N ms, not every I/O"
+             as untimed passes, then runtime= of measured ones). A sized job's ramp counts toward its \
+             size= in fio, which reports only the I/O after it; ioscale cannot resume a pass where the \
+             ramp stopped it (its random order is one shuffle per pass), so for a sized job run a \
+             warm-up job before it (a job with `stonewall` after it), or use time_based"
         )));
     }
     if j.numjobs == 0 {
@@ -552,6 +547,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         Ok(j) => j,
         Err(e) => return fail(&e),
     };
+    // fio logs every I/O of a job with logs and no log_avg_msec.
+    engine::worker::set_io_log(jobs.iter().any(|j| has_logs(j) && j.log_avg_msec == 0));
     // Check every run before the first one starts.
     let planned = match plan_runs(jobs).and_then(plan_specs) {
         Ok(p) => p,
@@ -702,7 +699,7 @@ impl Session {
         let every = run
             .jobs
             .iter()
-            .filter(|j| has_logs(j))
+            .filter(|j| has_logs(j) && j.log_avg_msec > 0)
             .map(|j| j.log_avg_msec)
             .min()
             .unwrap_or(BW_AVG_MSEC);
@@ -716,7 +713,7 @@ impl Session {
             std::time::Duration::from_millis(every),
         );
         drop(live);
-        let (passes, c, ticks) = passes?;
+        let (passes, c, sampled) = passes?;
         self.code = self.code.max(c);
         for p in &passes {
             super::print_errors("fio", &p.rs);
@@ -724,8 +721,8 @@ impl Session {
         }
         self.report
             .entries
-            .extend(entries_of(run, spec, &passes, &ticks));
-        if let Err(e) = write_logs(run, &ticks, self.thread_base) {
+            .extend(entries_of(run, spec, &passes, &sampled.ticks));
+        if let Err(e) = write_logs(run, &passes, &sampled, self.thread_base) {
             eprintln!("fio: error: {e}");
             self.code = self.code.max(1);
         }
@@ -859,7 +856,7 @@ fn run_passes(
     ctx: &RunCtx<'_>,
     workers: u32,
     every: std::time::Duration,
-) -> Result<(Vec<Pass>, i32, Vec<Vec<Tick>>), String> {
+) -> Result<(Vec<Pass>, i32, Sampled), String> {
     let j = &run.jobs[0];
     let pass = |i: usize, limit: Option<std::time::Duration>| {
         let mut s = specs[i % specs.len()].clone();
@@ -885,7 +882,10 @@ fn run_passes(
                         lat: o.latency,
                     }],
                     code,
-                    Vec::new(),
+                    Sampled {
+                        ticks: Vec::new(),
+                        t0: Instant::now(),
+                    },
                 ));
             }
         }
@@ -931,45 +931,36 @@ fn run_passes(
     Ok((out, code, sampler.finish()))
 }
 
-/// Writes fio's per-interval logs of the jobs that ask for them:
-/// `NAME_bw.N.log`, `NAME_iops.N.log`, `NAME_lat.N.log`, `_clat` and
-/// `_slat` (empty for a sync engine, which times no submission), N
-/// numbering every clone from 1 as fio does; lines `msec, value, ddir, 0,
-/// 0`, a mix's reads and writes each on their own lines.
-fn write_logs(run: &Run, ticks: &[Vec<Tick>], thread_base: u64) -> Result<(), String> {
+/// Writes fio's logs of the jobs that ask for them: `NAME_bw.N.log`,
+/// `NAME_iops.N.log`, `NAME_lat.N.log`, `_clat` and `_slat` (empty for a
+/// sync engine, which times no submission), N numbering every clone from 1
+/// as fio does. With `log_avg_msec=M` a line per M ms interval and
+/// direction, `msec, value, ddir, 0, 0` (the interval's KiB/s, IOPS or
+/// mean ns); without, a line per request, `msec, value, ddir, bs, 0`, as
+/// fio logs every I/O.
+fn write_logs(
+    run: &Run,
+    passes: &[Pass],
+    sampled: &Sampled,
+    thread_base: u64,
+) -> Result<(), String> {
     let mut w = 0usize;
     for j in &run.jobs {
         for _ in 0..j.numjobs {
             let n = thread_base + w as u64 + 1;
-            let mine: &[Tick] = ticks.get(w).map(Vec::as_slice).unwrap_or(&[]);
-            let mut files: Vec<(String, String)> = Vec::new();
-            let line = |t: &Tick, v: u64| format!("{}, {v}, {}, 0, 0\n", t.t_ms, t.ddir());
-            let whole = || mine.iter().filter(|t| t.full);
-            if let Some(p) = &j.bw_log {
-                let body: String = whole().map(|t| line(t, t.kib_s() as u64)).collect();
-                files.push((format!("{p}_bw.{n}.log"), body));
-            }
-            if let Some(p) = &j.iops_log {
-                let body: String = whole().map(|t| line(t, t.iops() as u64)).collect();
-                files.push((format!("{p}_iops.{n}.log"), body));
-            }
-            if let Some(p) = &j.lat_log {
-                let avg = |f: fn(&Tick) -> u64| -> String {
-                    mine.iter().map(|t| line(t, f(t) / t.ios.max(1))).collect()
-                };
-                files.push((format!("{p}_lat.{n}.log"), avg(|t| t.lat_ns)));
-                files.push((
-                    format!("{p}_clat.{n}.log"),
-                    avg(|t| t.lat_ns.saturating_sub(t.slat_ns)),
-                ));
-                // A sync engine times no submission: fio's empty file.
-                let slat = if j.engine == EngineKind::Sync {
-                    String::new()
-                } else {
-                    avg(|t| t.slat_ns)
-                };
-                files.push((format!("{p}_slat.{n}.log"), slat));
-            }
+            let files = if j.log_avg_msec > 0 {
+                let mine: &[Tick] = sampled.ticks.get(w).map(Vec::as_slice).unwrap_or(&[]);
+                interval_logs(j, mine, n)
+            } else {
+                let mine: Vec<&engine::IoLogEntry> = passes
+                    .iter()
+                    .flat_map(|p| &p.lat)
+                    .flat_map(|pl| &pl.detail)
+                    .filter(|(x, _)| *x as usize == w)
+                    .flat_map(|(_, d)| &d.log)
+                    .collect();
+                io_logs(j, &mine, sampled.t0, n)
+            };
             for (path, body) in files {
                 std::fs::write(&path, body).map_err(|e| format!("writing the log {path}: {e}"))?;
             }
@@ -977,6 +968,78 @@ fn write_logs(run: &Run, ticks: &[Vec<Tick>], thread_base: u64) -> Result<(), St
         }
     }
     Ok(())
+}
+
+/// The log files of a job with `log_avg_msec`: (path, text).
+fn interval_logs(j: &Job, mine: &[Tick], n: u64) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = Vec::new();
+    let line = |t: &Tick, v: u64| format!("{}, {v}, {}, 0, 0\n", t.t_ms, t.ddir());
+    let whole = || mine.iter().filter(|t| t.full);
+    if let Some(p) = &j.bw_log {
+        let body: String = whole().map(|t| line(t, t.kib_s() as u64)).collect();
+        files.push((format!("{p}_bw.{n}.log"), body));
+    }
+    if let Some(p) = &j.iops_log {
+        let body: String = whole().map(|t| line(t, t.iops() as u64)).collect();
+        files.push((format!("{p}_iops.{n}.log"), body));
+    }
+    if let Some(p) = &j.lat_log {
+        let avg = |f: fn(&Tick) -> u64| -> String {
+            mine.iter().map(|t| line(t, f(t) / t.ios.max(1))).collect()
+        };
+        files.push((format!("{p}_lat.{n}.log"), avg(|t| t.lat_ns)));
+        files.push((
+            format!("{p}_clat.{n}.log"),
+            avg(|t| t.lat_ns.saturating_sub(t.slat_ns)),
+        ));
+        // A sync engine times no submission: fio's empty file.
+        let slat = if j.engine == EngineKind::Sync {
+            String::new()
+        } else {
+            avg(|t| t.slat_ns)
+        };
+        files.push((format!("{p}_slat.{n}.log"), slat));
+    }
+    files
+}
+
+/// The log files of a job without `log_avg_msec`: a line per request,
+/// at its completion (its submission for slat), ms since the job started.
+/// bw is the request's bytes over its clat, in fio's unit
+/// (bytes × 10⁶ ÷ ns); iops is 1 per request.
+fn io_logs(j: &Job, mine: &[&engine::IoLogEntry], t0: Instant, n: u64) -> Vec<(String, String)> {
+    let ms = |t: Instant| t.saturating_duration_since(t0).as_millis() as u64;
+    let line = |t: u64, v: u64, e: &engine::IoLogEntry| {
+        format!("{t}, {v}, {}, {}, 0\n", u8::from(e.write), e.len)
+    };
+    let clat = |e: &engine::IoLogEntry| e.lat_ns - e.slat_ns.unwrap_or(0).min(e.lat_ns);
+    let each = |f: &dyn Fn(&engine::IoLogEntry) -> u64| -> String {
+        mine.iter().map(|e| line(ms(e.done), f(e), e)).collect()
+    };
+    let mut files: Vec<(String, String)> = Vec::new();
+    if let Some(p) = &j.bw_log {
+        let bw =
+            |e: &engine::IoLogEntry| (e.len as u64 * 1_000_000).checked_div(clat(e)).unwrap_or(0);
+        files.push((format!("{p}_bw.{n}.log"), each(&bw)));
+    }
+    if let Some(p) = &j.iops_log {
+        files.push((format!("{p}_iops.{n}.log"), each(&|_| 1)));
+    }
+    if let Some(p) = &j.lat_log {
+        files.push((format!("{p}_lat.{n}.log"), each(&|e| e.lat_ns)));
+        files.push((format!("{p}_clat.{n}.log"), each(&clat)));
+        // Logged when the request was handed over, as fio does.
+        let slat: String = mine
+            .iter()
+            .filter_map(|e| {
+                let sl = e.slat_ns?;
+                let issued = e.done - std::time::Duration::from_nanos(clat(e));
+                Some(line(ms(issued), sl, e))
+            })
+            .collect();
+        files.push((format!("{p}_slat.{n}.log"), slat));
+    }
+    files
 }
 
 /// The report entries of one run: per job clone, or per job with

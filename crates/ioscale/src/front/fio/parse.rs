@@ -623,7 +623,7 @@ pub struct Job {
     pub lat_log: Option<String>,
     /// `write_iops_log=`.
     pub iops_log: Option<String>,
-    /// `log_avg_msec=` (0: fio logs every I/O, which ioscale refuses).
+    /// `log_avg_msec=` (0: a log line per I/O, as fio).
     pub log_avg_msec: u64,
     /// `create_on_open=1`.
     pub create_on_open: bool,

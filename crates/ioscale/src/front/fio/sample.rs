@@ -55,7 +55,16 @@ impl Tick {
 /// The running sampler.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
+    t0: Instant,
     handle: JoinHandle<Vec<Vec<Tick>>>,
+}
+
+/// What a sampler gathered.
+pub struct Sampled {
+    /// Each worker's intervals.
+    pub ticks: Vec<Vec<Tick>>,
+    /// When it started: the origin of the logs' times (fio's job start).
+    pub t0: Instant,
 }
 
 struct State {
@@ -128,8 +137,8 @@ impl Sampler {
         let flag = stop.clone();
         // Totals of earlier runs in this process are not this run's.
         let prev: Vec<_> = (0..workers).map(Reading::of).collect();
+        let t0 = Instant::now();
         let handle = std::thread::spawn(move || {
-            let t0 = Instant::now();
             let mut st = State {
                 t0,
                 every,
@@ -159,14 +168,17 @@ impl Sampler {
             }
             st.ticks
         });
-        Sampler { stop, handle }
+        Sampler { stop, t0, handle }
     }
 
     /// Stops (after one last reading) and returns each worker's intervals.
-    pub fn finish(self) -> Vec<Vec<Tick>> {
+    pub fn finish(self) -> Sampled {
         self.stop.store(true, Ordering::Release);
         self.handle.thread().unpark();
-        self.handle.join().unwrap_or_default()
+        Sampled {
+            ticks: self.handle.join().unwrap_or_default(),
+            t0: self.t0,
+        }
     }
 }
 

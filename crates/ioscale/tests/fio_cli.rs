@@ -395,7 +395,10 @@ fn refusals_exit_2_naming_the_option() {
             &["--name=a", "--size=1m", "--frobnicate=1"][..],
             "--frobnicate",
         ),
-        (&["--name=a", "--size=1m", "--ramp_time=2"][..], "ramp_time"),
+        (
+            &["--name=a", "--size=1m", "--ramp_time=2", "--time_based"][..],
+            "runtime=",
+        ),
         (&["--name=a", "--size=1m", "--nrfiles=3"][..], "nrfiles"),
         (&["--name=a", "--rw=write"][..], "size="),
         (&["--name=a", "--size=1m", "--rw=read:4k"][..], "rw=read:4k"),
@@ -1057,4 +1060,45 @@ fn logs_without_log_avg_msec_have_a_line_per_io_as_fios() {
         }
         assert_eq!(dirs[0] + dirs[1], 64);
     }
+}
+
+#[test]
+fn a_sized_jobs_ramp_is_left_out_of_its_figures_and_logs() {
+    // Every request takes at least 5 ms on this file system, so 64 of them
+    // one at a time outlast a 100 ms ramp whatever the machine's load.
+    let Some(fs) = common::fuse::TestFs::mount(&["--delay", "5ms"]) else {
+        return;
+    };
+    let d = format!("--directory={}", s(fs.path()));
+    let logs_dir = scratch();
+    let out = fio(
+        &[
+            "--name=rp",
+            "--rw=write",
+            "--bs=4k",
+            "--size=256k",
+            &d,
+            "--ramp_time=100ms",
+            "--write_lat_log=rp",
+            "--output-format=json",
+        ],
+        logs_dir.path(),
+    );
+    assert_code(&out, 0);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &v["jobs"][0]["write"];
+    let n = u(w, &["total_ios"]);
+    // What completed after the ramp, all of it in the figures and logs.
+    assert!(n > 0 && n <= 64, "{w}");
+    assert_eq!(u(w, &["io_bytes"]), n * 4096, "{w}");
+    assert_eq!(u(w, &["clat_ns", "N"]), n, "{w}");
+    let lat = &logs(logs_dir.path())["rp_lat.1.log"];
+    assert_eq!(lat.len() as u64, n, "{lat:?}");
+    for l in lat {
+        let t: u64 = l.split(", ").next().unwrap().parse().unwrap();
+        assert!(t >= 100, "a line from the ramp: {l}");
+    }
+    // The job wrote its whole size, the ramp's requests too.
+    let f = fs.path().join("rp.0.0");
+    assert_eq!(std::fs::metadata(f).unwrap().len(), 256 << 10);
 }

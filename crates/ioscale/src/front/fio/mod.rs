@@ -36,7 +36,7 @@ Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   name filename directory nrfiles size filesize rw/readwrite bs bsrange(one size)
   rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
-  runtime time_based ramp_time(with time_based) startdelay loops randrepeat
+  runtime time_based ramp_time startdelay loops randrepeat
   randseed norandommap verify(crc32c|md5|pattern) create_on_open unlink
   group_reporting lat_percentiles percentile_list stonewall wait_for_previous
   new_group kb_base offset offset_increment
@@ -179,14 +179,10 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
             j.nrfiles
         )));
     }
-    let ramp_ok = j.time_based && j.runtime.is_some();
-    if !j.ramp_time.is_zero() && !ramp_ok {
+    if !j.ramp_time.is_zero() && j.time_based && j.runtime.is_none() {
         return Err(Usage(format!(
-            "ramp_time (job '{n}'): supported with time_based and runtime= only (ioscale runs the ramp \
-             as untimed passes, then runtime= of measured ones). A sized job's ramp counts toward its \
-             size= in fio, which reports only the I/O after it; ioscale cannot resume a pass where the \
-             ramp stopped it (its random order is one shuffle per pass), so for a sized job run a \
-             warm-up job before it (a job with `stonewall` after it), or use time_based"
+            "ramp_time with time_based (job '{n}'): give runtime= as well (ioscale runs the ramp as \
+             untimed passes, then runtime= of measured ones)"
         )));
     }
     if j.numjobs == 0 {
@@ -547,8 +543,12 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         Ok(j) => j,
         Err(e) => return fail(&e),
     };
-    // fio logs every I/O of a job with logs and no log_avg_msec.
-    engine::worker::set_io_log(jobs.iter().any(|j| has_logs(j) && j.log_avg_msec == 0));
+    // fio logs every I/O of a job with logs and no log_avg_msec; a sized
+    // job's ramp is cut out of its requests afterwards.
+    engine::worker::set_io_log(
+        jobs.iter()
+            .any(|j| (has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j)),
+    );
     // Check every run before the first one starts.
     let planned = match plan_runs(jobs).and_then(plan_specs) {
         Ok(p) => p,
@@ -713,7 +713,11 @@ impl Session {
             std::time::Duration::from_millis(every),
         );
         drop(live);
-        let (passes, c, sampled) = passes?;
+        let (passes, c, mut sampled) = passes?;
+        let cut = sized_ramp(&run.jobs[0]).then(|| sampled.t0 + run.jobs[0].ramp_time);
+        if let Some(cut) = cut {
+            cut_ticks(&mut sampled, cut);
+        }
         self.code = self.code.max(c);
         for p in &passes {
             super::print_errors("fio", &p.rs);
@@ -721,8 +725,8 @@ impl Session {
         }
         self.report
             .entries
-            .extend(entries_of(run, spec, &passes, &sampled.ticks));
-        if let Err(e) = write_logs(run, &passes, &sampled, self.thread_base) {
+            .extend(entries_of(run, spec, &passes, &sampled.ticks, cut));
+        if let Err(e) = write_logs(run, &passes, &sampled, self.thread_base, cut) {
             eprintln!("fio: error: {e}");
             self.code = self.code.max(1);
         }
@@ -866,7 +870,7 @@ fn run_passes(
         bench::run::run_with(&s, ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord)
             .map_err(|e| e.to_string())
     };
-    if !j.ramp_time.is_zero() {
+    if !j.ramp_time.is_zero() && j.time_based {
         let t0 = Instant::now();
         for i in 0.. {
             let left = j.ramp_time.saturating_sub(t0.elapsed());
@@ -943,6 +947,7 @@ fn write_logs(
     passes: &[Pass],
     sampled: &Sampled,
     thread_base: u64,
+    cut: Option<Instant>,
 ) -> Result<(), String> {
     let mut w = 0usize;
     for j in &run.jobs {
@@ -958,6 +963,7 @@ fn write_logs(
                     .flat_map(|pl| &pl.detail)
                     .filter(|(x, _)| *x as usize == w)
                     .flat_map(|(_, d)| &d.log)
+                    .filter(|e| cut.is_none_or(|c| e.done >= c))
                     .collect();
                 io_logs(j, &mine, sampled.t0, n)
             };
@@ -1045,7 +1051,13 @@ fn io_logs(j: &Job, mine: &[&engine::IoLogEntry], t0: Instant, n: u64) -> Vec<(S
 /// The report entries of one run: per job clone, or per job with
 /// `group_reporting`. Latency, bandwidth and IOPS samples, CPU time and
 /// faults are measured per worker (thread), so every entry has them.
-fn entries_of(run: &Run, spec: &WorkloadSpec, passes: &[Pass], ticks: &[Vec<Tick>]) -> Vec<Entry> {
+fn entries_of(
+    run: &Run,
+    spec: &WorkloadSpec,
+    passes: &[Pass],
+    ticks: &[Vec<Tick>],
+    cut: Option<Instant>,
+) -> Vec<Entry> {
     let total_workers: u64 = run.jobs.iter().map(|j| j.numjobs).sum();
     let mut out = Vec::new();
     let mut first = 0u64;
@@ -1059,6 +1071,9 @@ fn entries_of(run: &Run, spec: &WorkloadSpec, passes: &[Pass], ticks: &[Vec<Tick
         for ws in sets {
             let whole = ws.len() as u64 == total_workers;
             let mut e = entry(j, spec, passes, &ws, whole);
+            if let Some(cut) = cut {
+                after_ramp(&mut e, &ws, passes, cut);
+            }
             e.sampled = true;
             for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
                 for &w in &ws {
@@ -1121,6 +1136,70 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool)
         e.buckets = Some(buckets);
     }
     e
+}
+
+/// A sized job with `ramp_time`: its figures leave out what completed in
+/// the ramp, as fio resets a job's statistics when its ramp ends.
+fn sized_ramp(j: &Job) -> bool {
+    !j.ramp_time.is_zero() && !j.time_based
+}
+
+/// Drops the intervals that began before the ramp ended.
+fn cut_ticks(sampled: &mut Sampled, cut: Instant) {
+    let ramp_ms = cut.saturating_duration_since(sampled.t0).as_millis() as f64;
+    for t in &mut sampled.ticks {
+        t.retain(|x| x.t_ms as f64 - x.dt_ms >= ramp_ms - 0.5);
+    }
+}
+
+/// An entry's bytes, requests, latencies and run time from its requests
+/// that completed at or after `cut` (the end of the ramp), as fio counts a
+/// sized job after its ramp. Workers that were done before the ramp ended
+/// keep all their figures: fio resets only a job still running then.
+fn after_ramp(e: &mut Entry, ws: &[u32], passes: &[Pass], cut: Instant) {
+    let logs: Vec<&[engine::IoLogEntry]> = passes
+        .iter()
+        .flat_map(|p| &p.lat)
+        .flat_map(|pl| &pl.detail)
+        .filter(|(w, _)| ws.contains(w))
+        .map(|(_, d)| d.log.as_slice())
+        .collect();
+    let last = logs.iter().flat_map(|l| l.iter()).map(|x| x.done).max();
+    let Some(last) = last.filter(|&l| l >= cut) else {
+        return;
+    };
+    let mut d = engine::DirLatency::new();
+    let mut bytes = [0u64; 2];
+    for x in logs.iter().flat_map(|l| l.iter()).filter(|x| x.done >= cut) {
+        let k = usize::from(x.write);
+        d.lat[k].record(x.lat_ns);
+        d.clat[k].record(x.lat_ns - x.slat_ns.unwrap_or(0).min(x.lat_ns));
+        if let Some(sl) = x.slat_ns {
+            d.slat[k].record(sl);
+        }
+        bytes[k] += u64::from(x.len);
+    }
+    let secs = last.duration_since(cut).as_secs_f64();
+    e.runtime_s = secs;
+    let mut buckets = LatBuckets::default();
+    for (k, ds) in [(0, &mut e.read), (1, &mut e.write)] {
+        *ds = DirStats {
+            bytes: bytes[k],
+            ios: d.lat[k].count(),
+            runtime_s: secs,
+            ..DirStats::default()
+        };
+        if ds.ios == 0 {
+            ds.runtime_s = 0.0;
+        }
+        add_lat(&mut ds.lat, &d.lat[k]);
+        if d.clat[k] != d.lat[k] {
+            add_lat(&mut ds.clat, &d.clat[k]);
+        }
+        add_lat(&mut ds.slat, &d.slat[k]);
+        buckets.add(&d.lat[k]);
+    }
+    e.buckets = (buckets.total > 0).then_some(buckets);
 }
 
 /// An entry's workers' thread usage, summed over phases.

@@ -19,6 +19,11 @@
 //!   `COOP_TASKRUN`, `SINGLE_ISSUER`, `DEFER_TASKRUN` (completion work runs
 //!   when the worker waits, not by interrupting it).
 //!
+//! - **Issue times** ([`IoQueue::stamp_issue`], asked for by `ioscale
+//!   fio` for fio's slat): each request is then submitted by its own
+//!   `io_uring_enter` (a batch by one), apart from the wait, and the clock
+//!   is read once after that call returns, as fio does.
+//!
 //! Short transfers are resubmitted for the remainder before the request
 //! counts as complete. Every `unsafe` block that hands memory to the
 //! kernel is in this module or in [`crate::meta_uring`].

@@ -142,7 +142,7 @@ pub fn run_with_hook(
     let mut extent = tree.marker.extent;
     let mut ran_cleanup = false;
     let mut probes = Vec::new();
-    'reps: for rep in 0..spec.reps {
+    'reps: for rep in opts.first_rep..opts.first_rep.saturating_add(spec.reps) {
         for &op in &spec.ops {
             if coord.any(stop.load(Ordering::Relaxed)) {
                 results.interrupted = true;

@@ -71,6 +71,13 @@ pub struct Options {
     /// kept, and the next repetition runs; without it the first failure
     /// ends the run.
     pub keep_going: bool,
+    /// The number of the first repetition (0 unless told). A sweep that
+    /// interleaves the repetitions of several points runs each of them
+    /// alone (`reps` 1) under its own number, so its random offsets, its
+    /// progress line and its record are those of that repetition, and a
+    /// repetition after the first is treated as one (a pause before it,
+    /// caches dropped before its first phase).
+    pub first_rep: u32,
 }
 
 impl Outcome {
@@ -331,7 +338,9 @@ pub fn run_with_hook(
         },
     };
     let mut drop_warned = false;
-    let mut first = true;
+    // The run's very first phase needs no cache drop; a later
+    // repetition run on its own does, as it would in one run.
+    let mut first = opts.first_rep == 0;
     let mut have_data = ds.had_data;
     let dd_named = matches!(spec.naming, spec::FileNaming::Dd { .. });
     if spec.reuse_files && !dd_named && spec.reps > 1 && spec.ops.iter().any(|o| o.writes()) {
@@ -345,7 +354,7 @@ pub fn run_with_hook(
     let mut latency = Vec::new();
     // The workers open the files through the handles setup holds.
     let anchors = ds.anchors()?;
-    'reps: for rep in 0..spec.reps {
+    'reps: for rep in opts.first_rep..opts.first_rep.saturating_add(spec.reps) {
         if rep > 0 {
             pause(spec.rep_delay, &stop);
         }

@@ -27,8 +27,13 @@ struct Slot {
     all_units: AtomicU64,
     all_bytes: AtomicU64,
     all_lat_ns: AtomicU64,
-    /// The writes among them (kept only with [`crate::worker::set_detail`]),
-    /// so a sampler can split a mixed phase by direction.
+    /// The reads and the writes among them, each counted apart (kept
+    /// only with [`crate::worker::set_detail`]), so a sampler can split a
+    /// mixed phase by direction without subtracting one reading from
+    /// another taken at a different moment.
+    r_units: AtomicU64,
+    r_bytes: AtomicU64,
+    r_lat_ns: AtomicU64,
     w_units: AtomicU64,
     w_bytes: AtomicU64,
     w_lat_ns: AtomicU64,
@@ -44,6 +49,9 @@ const EMPTY: Slot = Slot {
     all_units: AtomicU64::new(0),
     all_bytes: AtomicU64::new(0),
     all_lat_ns: AtomicU64::new(0),
+    r_units: AtomicU64::new(0),
+    r_bytes: AtomicU64::new(0),
+    r_lat_ns: AtomicU64::new(0),
     w_units: AtomicU64::new(0),
     w_bytes: AtomicU64::new(0),
     w_lat_ns: AtomicU64::new(0),
@@ -156,14 +164,18 @@ pub fn publish_lifetime(worker: u32, units: u64, bytes: u64, lat_ns: u64) {
     s.all_lat_ns.store(lat_ns, Ordering::Relaxed);
 }
 
-/// The writes among a worker's [`publish_lifetime`] totals (requests,
-/// bytes, summed latency in ns), published the same way.
+/// A worker's [`publish_lifetime`] totals by direction: reads' and
+/// writes' (requests, bytes, summed latency in ns), published the same
+/// way.
 #[inline]
-pub fn publish_lifetime_writes(worker: u32, units: u64, bytes: u64, lat_ns: u64) {
+pub fn publish_lifetime_dirs(worker: u32, reads: (u64, u64, u64), writes: (u64, u64, u64)) {
     let s = &COUNTS[worker as usize % SLOTS];
-    s.w_units.store(units, Ordering::Relaxed);
-    s.w_bytes.store(bytes, Ordering::Relaxed);
-    s.w_lat_ns.store(lat_ns, Ordering::Relaxed);
+    s.r_units.store(reads.0, Ordering::Relaxed);
+    s.r_bytes.store(reads.1, Ordering::Relaxed);
+    s.r_lat_ns.store(reads.2, Ordering::Relaxed);
+    s.w_units.store(writes.0, Ordering::Relaxed);
+    s.w_bytes.store(writes.1, Ordering::Relaxed);
+    s.w_lat_ns.store(writes.2, Ordering::Relaxed);
 }
 
 /// A worker's summed submission latency (ns) of reads and of writes over
@@ -184,15 +196,22 @@ pub fn lifetime_slat(worker: u32) -> [u64; 2] {
     ]
 }
 
-/// The writes among [`lifetime`]'s totals; zero unless the workers keep
-/// per-direction figures ([`crate::worker::set_detail`]).
-pub fn lifetime_writes(worker: u32) -> (u64, u64, u64) {
+/// [`lifetime`]'s totals by direction, `[reads, writes]`; zero unless the
+/// workers keep per-direction figures ([`crate::worker::set_detail`]).
+pub fn lifetime_dirs(worker: u32) -> [(u64, u64, u64); 2] {
     let s = &COUNTS[worker as usize % SLOTS];
-    (
-        s.w_units.load(Ordering::Relaxed),
-        s.w_bytes.load(Ordering::Relaxed),
-        s.w_lat_ns.load(Ordering::Relaxed),
-    )
+    [
+        (
+            s.r_units.load(Ordering::Relaxed),
+            s.r_bytes.load(Ordering::Relaxed),
+            s.r_lat_ns.load(Ordering::Relaxed),
+        ),
+        (
+            s.w_units.load(Ordering::Relaxed),
+            s.w_bytes.load(Ordering::Relaxed),
+            s.w_lat_ns.load(Ordering::Relaxed),
+        ),
+    ]
 }
 
 /// One worker slot's totals over every phase: (requests, bytes, summed

@@ -360,7 +360,7 @@ static DETAIL: AtomicBool = AtomicBool::new(false);
 /// Turns on (for this process) what fio reports beyond ioscale's own
 /// figures: [`WorkerSample::detail`], the submission time of each request
 /// of a queueing engine, and per-direction live totals
-/// ([`crate::live::lifetime_writes`]). Read by each worker when it starts.
+/// ([`crate::live::lifetime_dirs`]). Read by each worker when it starts.
 pub fn set_detail(on: bool) {
     DETAIL.store(on, Ordering::Relaxed);
 }
@@ -758,7 +758,7 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
     let mut last_end = 0u64;
     // This worker slot's totals over earlier phases (fio's interval logs).
     let base = crate::live::lifetime(w);
-    let base_w = crate::live::lifetime_writes(w);
+    let base_d = crate::live::lifetime_dirs(w);
     let base_slat = crate::live::lifetime_slat(w);
     let fine = s.detail.is_some();
     if fine {
@@ -876,11 +876,19 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
             base.2 + s.hist.sum_ns(),
         );
         if let Some(d) = s.detail.as_deref() {
-            crate::live::publish_lifetime_writes(
+            let c = &s.counters;
+            crate::live::publish_lifetime_dirs(
                 w,
-                base_w.0 + s.counters.write_ops,
-                base_w.1 + s.counters.write_bytes,
-                base_w.2 + d.lat[1].sum_ns(),
+                (
+                    base_d[0].0 + c.read_ops,
+                    base_d[0].1 + c.read_bytes,
+                    base_d[0].2 + d.lat[0].sum_ns(),
+                ),
+                (
+                    base_d[1].0 + c.write_ops,
+                    base_d[1].1 + c.write_bytes,
+                    base_d[1].2 + d.lat[1].sum_ns(),
+                ),
             );
             crate::live::publish_lifetime_slat(
                 w,

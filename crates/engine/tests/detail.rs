@@ -75,7 +75,7 @@ fn slat_clat_and_lat_add_up_by_direction_for_every_engine_setting() {
             let p = plan(op, file.clone(), eng);
             let prep = Prepared::with_options(&p, 0, &opts).unwrap();
             let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
-            let before = engine::live::lifetime_writes(0);
+            let before = engine::live::lifetime_dirs(0);
             let (s, _) = run_worker(0, &p, &ctl, &Barrier::new(1), prep);
             assert!(s.failure.is_none(), "{what}: {:?}", s.failure);
             assert_eq!(s.counters.ops, 256, "{what}");
@@ -86,10 +86,12 @@ fn slat_clat_and_lat_add_up_by_direction_for_every_engine_setting() {
             if op == Op::Randrw {
                 assert!(c.read_ops > 0 && c.write_ops > 0, "{what}: {c:?}");
             }
-            // The live totals count the writes apart, for the sampler.
-            let after = engine::live::lifetime_writes(0);
-            assert_eq!(after.0 - before.0, c.write_ops, "{what}");
-            assert_eq!(after.1 - before.1, c.write_bytes, "{what}");
+            // The live totals count each direction apart, for the sampler.
+            let after = engine::live::lifetime_dirs(0);
+            assert_eq!(after[0].0 - before[0].0, c.read_ops, "{what}");
+            assert_eq!(after[0].1 - before[0].1, c.read_bytes, "{what}");
+            assert_eq!(after[1].0 - before[1].0, c.write_ops, "{what}");
+            assert_eq!(after[1].1 - before[1].1, c.write_bytes, "{what}");
             for dir in 0..2 {
                 let n = d.lat[dir].count();
                 assert_eq!(d.clat[dir].count(), n, "{what}");

@@ -3,7 +3,7 @@
 //!
 //! A thread of its own reads the engine's live lifetime counters (each
 //! worker's requests, bytes and summed latency over every phase, and the
-//! writes among them, which the workers store after every batch of
+//! same per direction, which the workers store after every batch of
 //! completions) once per interval and keeps the differences, one tick per
 //! direction that did something. It never touches the workers' I/O loop.
 
@@ -101,12 +101,14 @@ impl State {
                 )
             };
             let all = sub(cur.all, prev.all);
-            let wr = sub(cur.writes, prev.writes);
+            let rd = sub(cur.dirs[0], prev.dirs[0]);
+            let wr = sub(cur.dirs[1], prev.dirs[1]);
             let slat = [0, 1].map(|k| cur.slat[k].saturating_sub(prev.slat[k]));
-            // Single-direction phases by their operation; a mix by the
-            // writes the workers count apart.
+            // Single-direction phases by their operation; a mix by what
+            // the workers count per direction (never by subtracting one
+            // counter from another read at a different moment).
             let split = match self.op {
-                Op::Rw | Op::Randrw => [(false, sub(all, wr), slat[0]), (true, wr, slat[1])],
+                Op::Rw | Op::Randrw => [(false, rd, slat[0]), (true, wr, slat[1])],
                 op => [(!op.reads(), all, slat[0] + slat[1]), (false, (0, 0, 0), 0)],
             };
             for (write, (ios, bytes, lat_ns), slat_ns) in split {
@@ -187,8 +189,8 @@ impl Sampler {
 struct Reading {
     /// All requests: count, bytes, summed latency (ns).
     all: (u64, u64, u64),
-    /// The writes among them.
-    writes: (u64, u64, u64),
+    /// Reads and writes, each counted apart.
+    dirs: [(u64, u64, u64); 2],
     /// Summed submission latency of reads, of writes (ns).
     slat: [u64; 2],
 }
@@ -197,7 +199,7 @@ impl Reading {
     fn of(w: u32) -> Reading {
         Reading {
             all: engine::live::lifetime(w),
-            writes: engine::live::lifetime_writes(w),
+            dirs: engine::live::lifetime_dirs(w),
             slat: engine::live::lifetime_slat(w),
         }
     }

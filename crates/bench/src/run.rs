@@ -54,6 +54,9 @@ pub struct PhaseLatency {
     pub workers: Vec<(u32, LatencyHistogram)>,
     /// (worker, what its thread used over the phase).
     pub usage: Vec<(u32, engine::ThreadUsage)>,
+    /// (worker, its latencies by direction), where the engine kept them
+    /// ([`engine::worker::set_detail`]).
+    pub detail: Vec<(u32, engine::DirLatency)>,
 }
 
 /// How a driver runs beyond what the spec says: what a sweep asks for.
@@ -433,6 +436,11 @@ pub fn run_with_hook(
                         .map(|s| (s.worker, s.hist.clone()))
                         .collect(),
                     usage: out.samples.iter().map(|s| (s.worker, s.usage)).collect(),
+                    detail: out
+                        .samples
+                        .iter()
+                        .filter_map(|s| Some((s.worker, (**s.detail.as_ref()?).clone())))
+                        .collect(),
                 });
             }
             // A complete write of every transfer: the files now hold a full
@@ -734,6 +742,7 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
         }),
         verify: Default::default(),
         usage: Default::default(),
+        detail: None,
     }
 }
 

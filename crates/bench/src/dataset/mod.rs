@@ -1364,6 +1364,13 @@ fn prepare_dd(
         });
     }
     let mut created = Vec::new();
+    // Kept whole (conv=notrunc, as fio opens its files) and at least as
+    // long as the run reads: the data a mixed phase reads is there, so no
+    // untimed layout write is needed before it.
+    let had_data = notrunc
+        && paths.iter().all(|p| {
+            fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() >= spec.file_size())
+        });
     for p in paths {
         match fs::metadata(p) {
             Ok(m) if m.is_file() => {
@@ -1406,7 +1413,7 @@ fn prepare_dd(
         files: paths.to_vec(),
         dirs: Vec::new(),
         marker,
-        had_data: false,
+        had_data,
         kind: SetKind::Dd(created),
         guard: None,
         peer: None,

@@ -89,6 +89,7 @@ impl WireSample {
             // A thread's usage stays on its rank (fio's per-job cpu line is
             // single-node only).
             usage: Default::default(),
+            detail: None,
         })
     }
 }
@@ -980,6 +981,7 @@ mod tests {
                 first_bad: (w == 2).then(|| (PathBuf::from("/t/f2"), 4)),
             },
             usage: Default::default(),
+            detail: None,
         }
     }
 
@@ -1138,6 +1140,7 @@ mod tests {
             failure: None,
             verify: VerifyTally::default(),
             usage: Default::default(),
+            detail: None,
         };
         let text = serde_json::to_vec(&WireSample::from(&s)).unwrap();
         let back = serde_json::from_slice::<WireSample>(&text)

@@ -284,6 +284,112 @@ pub struct WorkerSample {
     /// The worker thread's CPU time, context switches and page faults over
     /// the phase (open to close).
     pub usage: ThreadUsage,
+    /// Latencies by direction and submission latency, while
+    /// [`set_detail`] is on; `None` otherwise.
+    pub detail: Option<Box<DirLatency>>,
+}
+
+/// fio's three latencies of one worker's requests, by direction (index 0
+/// reads, 1 writes). Kept only while [`set_detail`] is on (the fio
+/// front-end), so other runs do not pay for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirLatency {
+    /// From the request's preparation to its completion (fio's `lat`;
+    /// the same figure as [`WorkerSample::hist`], split).
+    pub lat: [LatencyHistogram; 2],
+    /// From its hand-over to the kernel to its completion (fio's `clat`).
+    /// For an engine that hands a request over in its wait (sync), the
+    /// same as `lat`.
+    pub clat: [LatencyHistogram; 2],
+    /// From its preparation to the return of the submit call that handed
+    /// it over (fio's `slat`); empty for an engine that submits in its
+    /// wait.
+    pub slat: [LatencyHistogram; 2],
+    /// Every completed request in completion order, while [`set_io_log`]
+    /// is on (fio's per-I/O logs); empty otherwise.
+    pub log: Vec<IoLogEntry>,
+}
+
+/// One completed request, for fio's per-I/O logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoLogEntry {
+    /// When it completed.
+    pub done: Instant,
+    /// Preparation to completion (lat), ns.
+    pub lat_ns: u64,
+    /// Preparation to the return of its submit call (slat), ns; `None`
+    /// where the engine hands requests over in its wait.
+    pub slat_ns: Option<u64>,
+    /// Bytes.
+    pub len: u32,
+    /// A write.
+    pub write: bool,
+}
+
+impl DirLatency {
+    /// Empty histograms.
+    pub fn new() -> Self {
+        let two = || [LatencyHistogram::new(), LatencyHistogram::new()];
+        DirLatency {
+            lat: two(),
+            clat: two(),
+            slat: two(),
+            log: Vec::new(),
+        }
+    }
+
+    /// Adds `other`'s requests.
+    pub fn merge(&mut self, other: &DirLatency) {
+        for k in 0..2 {
+            self.lat[k].merge(&other.lat[k]);
+            self.clat[k].merge(&other.clat[k]);
+            self.slat[k].merge(&other.slat[k]);
+        }
+        self.log.extend_from_slice(&other.log);
+    }
+}
+
+impl Default for DirLatency {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+static DETAIL: AtomicBool = AtomicBool::new(false);
+
+/// Turns on (for this process) what fio reports beyond ioscale's own
+/// figures: [`WorkerSample::detail`], the submission time of each request
+/// of a queueing engine, and per-direction live totals
+/// ([`crate::live::lifetime_dirs`]). Read by each worker when it starts.
+pub fn set_detail(on: bool) {
+    DETAIL.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`set_detail`] is on.
+pub fn detail() -> bool {
+    DETAIL.load(Ordering::Relaxed)
+}
+
+static IO_LOG: AtomicBool = AtomicBool::new(false);
+
+/// With [`set_detail`]: also keep every request in
+/// [`DirLatency::log`] (fio's logs without `log_avg_msec`). The list is
+/// reserved before the start barrier for the phase's requests (up to a
+/// million; a longer time-limited phase grows it as it goes).
+pub fn set_io_log(on: bool) {
+    IO_LOG.store(on, Ordering::Relaxed);
+}
+
+/// The details a worker of `plan` keeps, made before its barrier.
+fn new_detail(plan: &PhasePlan) -> Option<Box<DirLatency>> {
+    if !detail() {
+        return None;
+    }
+    let mut d = DirLatency::new();
+    if IO_LOG.load(Ordering::Relaxed) {
+        d.log = Vec::with_capacity(plan.xfers().min(1 << 20) as usize);
+    }
+    Some(Box::new(d))
 }
 
 /// What one worker thread used over a phase (`getrusage(RUSAGE_THREAD)`).
@@ -427,6 +533,7 @@ pub fn run_worker(
         failure: None,
         verify: VerifyTally::default(),
         usage: ThreadUsage::default(),
+        detail: new_detail(plan),
     };
     let mut opts = OpenOptions::new();
     let writes = plan.op.writes();
@@ -572,6 +679,39 @@ fn transfer(
     (s, Some(back))
 }
 
+/// Files one request's latencies by direction: `lat` from `prepared` to
+/// `done`, and, where the queue noted the hand-over, slat and clat around
+/// it.
+#[inline]
+fn record_detail(
+    d: &mut DirLatency,
+    req: Request,
+    lat: u64,
+    prepared: Instant,
+    issued: Option<Instant>,
+    done: Instant,
+) {
+    let k = usize::from(req.write);
+    d.lat[k].record(lat);
+    let slat = issued.map(|t| t.saturating_duration_since(prepared).as_nanos() as u64);
+    match (slat, issued) {
+        (Some(sl), Some(t)) => {
+            d.slat[k].record(sl);
+            d.clat[k].record(done.saturating_duration_since(t).as_nanos() as u64);
+        }
+        _ => d.clat[k].record(lat),
+    }
+    if d.log.capacity() > 0 {
+        d.log.push(IoLogEntry {
+            done,
+            lat_ns: lat,
+            slat_ns: slat,
+            len: req.len,
+            write: req.write,
+        });
+    }
+}
+
 /// The transfer loop every engine runs, monomorphised per queue type so the
 /// per-request calls inline.
 pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
@@ -618,6 +758,12 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
     let mut last_end = 0u64;
     // This worker slot's totals over earlier phases (fio's interval logs).
     let base = crate::live::lifetime(w);
+    let base_d = crate::live::lifetime_dirs(w);
+    let base_slat = crate::live::lifetime_slat(w);
+    let fine = s.detail.is_some();
+    if fine {
+        q.stamp_issue();
+    }
 
     loop {
         while !exhausted && !stopping && inflight < depth {
@@ -640,7 +786,8 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
                 pattern::fill(q.buf_mut(slot), plan.seed, file_id, off);
                 now = Instant::now();
             }
-            t_sub[slot] = now;
+            // fio reads the clock as it prepares each request.
+            t_sub[slot] = if fine { Instant::now() } else { now };
             q.push(
                 slot,
                 Request {
@@ -675,8 +822,11 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
             inflight -= 1;
             match c.result {
                 Ok(()) => {
-                    s.hist
-                        .record(now.saturating_duration_since(t_sub[slot]).as_nanos() as u64);
+                    let lat = now.saturating_duration_since(t_sub[slot]).as_nanos() as u64;
+                    s.hist.record(lat);
+                    if let Some(d) = s.detail.as_deref_mut() {
+                        record_detail(d, c.req, lat, t_sub[slot], q.issued_at(slot), now);
+                    }
                     if c.req.write {
                         s.counters.record_write(c.req.len as u64);
                         writes_since_sync += 1;
@@ -725,6 +875,29 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
             base.1 + s.counters.bytes,
             base.2 + s.hist.sum_ns(),
         );
+        if let Some(d) = s.detail.as_deref() {
+            let c = &s.counters;
+            crate::live::publish_lifetime_dirs(
+                w,
+                (
+                    base_d[0].0 + c.read_ops,
+                    base_d[0].1 + c.read_bytes,
+                    base_d[0].2 + d.lat[0].sum_ns(),
+                ),
+                (
+                    base_d[1].0 + c.write_ops,
+                    base_d[1].1 + c.write_bytes,
+                    base_d[1].2 + d.lat[1].sum_ns(),
+                ),
+            );
+            crate::live::publish_lifetime_slat(
+                w,
+                [
+                    base_slat[0] + d.slat[0].sum_ns(),
+                    base_slat[1] + d.slat[1].sum_ns(),
+                ],
+            );
+        }
         if checked {
             // The check is not part of the next request's latency.
             now = Instant::now();

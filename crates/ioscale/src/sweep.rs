@@ -877,17 +877,42 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             return Ok(2);
         }
     };
-    if let Some(code) = check_outputs(args, coord) {
-        return Ok(code);
+    if let Err(e) = bench::cluster::root_check(coord, check_outputs(args, root)) {
+        if let Some(e) = e {
+            eprintln!("ioscale: error: {e:#}");
+        }
+        return Ok(2);
     }
     let command: Vec<String> = std::env::args().collect();
-    let mut rec = new_record(&plan, command.clone());
-    let done = match done_points(args, &plan, &mut rec, coord)? {
-        Ok(done) => done,
-        Err(code) => return Ok(code),
+    let mut rec = new_record(&plan, &command);
+    // Rank 0 reads the journal; every rank learns which points are done.
+    let refused = if root && args.resume {
+        resume(args, &plan, &mut rec)
+    } else {
+        None
     };
+    let ok = refused.is_none();
+    let done: Option<Vec<usize>> = coord
+        .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let Some(done) = done else {
+        return Ok(refused.unwrap_or(2));
+    };
+
     let stop = crate::install_signals()?;
-    let by_signal = signal_flags()?;
+    // Which signal stopped the sweep, for the record and the report.
+    let by_signal: Vec<(&str, Arc<AtomicBool>)> = [
+        ("SIGINT", signal_hook::consts::SIGINT),
+        ("SIGTERM", signal_hook::consts::SIGTERM),
+    ]
+    .into_iter()
+    .map(|(name, sig)| {
+        let f = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(sig, Arc::clone(&f))
+            .map(|_| (name, f))
+            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
+    })
+    .collect::<anyhow::Result<_>>()?;
     let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
         Some(Job::Run(w)) => (w.reps, w.ops.len()),
         Some(Job::Meta(m)) => (m.reps, m.ops.len()),
@@ -905,27 +930,34 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     } else {
         None
     };
-    let s = Sweeping {
+    let mut points = Runner {
         args,
         plan: &plan,
         coord,
-        command,
-        stop,
-        live,
+        stop: &stop,
+        command: &command,
+        live: &live,
+        exit: 0,
+        failure: None,
     };
-    let (exit, failure) = s.run_points(&done, &mut rec);
-    drop(s.live);
+    points.all(&done, &mut rec)?;
+    let Runner { exit, failure, .. } = points;
+    drop(live);
     if !root {
         return Ok(exit);
     }
-    Ok(finish_sweep(args, rec, failure, &by_signal, exit))
+    let sig = by_signal
+        .iter()
+        .find(|(_, f)| f.load(Ordering::Relaxed))
+        .map(|(n, _)| *n);
+    Ok(finish(&mut rec, args, exit, failure, sig))
 }
 
-/// Checks the output paths at rank 0 before anything runs; `Some(2)` on
-/// every rank when one is unusable.
-fn check_outputs(args: &SweepArgs, coord: &dyn Coordinator) -> Option<i32> {
+/// Rank 0 checks that every output file can be written before anything
+/// runs; the other ranks have nothing to check.
+fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
     let mut bad = Ok(());
-    if coord.rank() == 0 {
+    if root {
         for (flag, p) in [
             ("--json", &args.json),
             ("--csv", &args.csv),
@@ -939,19 +971,11 @@ fn check_outputs(args: &SweepArgs, coord: &dyn Coordinator) -> Option<i32> {
             bad = bad.and_then(|()| check_png_dir(d));
         }
     }
-    match bench::cluster::root_check(coord, bad) {
-        Ok(()) => None,
-        Err(e) => {
-            if let Some(e) = e {
-                eprintln!("ioscale: error: {e:#}");
-            }
-            Some(2)
-        }
-    }
+    bad
 }
 
 /// The sweep's record before its first point.
-fn new_record(plan: &Plan, command: Vec<String>) -> SweepRecord {
+fn new_record(plan: &Plan, command: &[String]) -> SweepRecord {
     let first_target = plan
         .points
         .first()
@@ -962,7 +986,7 @@ fn new_record(plan: &Plan, command: Vec<String>) -> SweepRecord {
         tool: "ioscale".into(),
         kind: "sweep".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        command,
+        command: command.to_vec(),
         started: bench::host::now_rfc3339(),
         host: bench::host::collect(&first_target),
         config: plan.config.clone(),
@@ -974,147 +998,306 @@ fn new_record(plan: &Plan, command: Vec<String>) -> SweepRecord {
     }
 }
 
-/// The points a `--resume` finds done: rank 0 reads the journal, every
-/// rank learns the list. `Err(exit code)` when the journal cannot be used.
-fn done_points(
-    args: &SweepArgs,
-    plan: &Plan,
+/// The end of a sweep on rank 0: the analysis of what was measured, why
+/// it stopped early if it did (`failure`, a refused point; or the signal
+/// `sig`), the outputs, and the exit code.
+fn finish(
     rec: &mut SweepRecord,
-    coord: &dyn Coordinator,
-) -> anyhow::Result<Result<Vec<usize>, i32>> {
-    let refused = if coord.rank() == 0 && args.resume {
-        resume(args, plan, rec)
-    } else {
-        None
-    };
-    let ok = refused.is_none();
-    let done: Option<Vec<usize>> = coord
-        .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    Ok(done.ok_or(refused.unwrap_or(2)))
-}
-
-/// One flag per stopping signal, to name the one that stopped the sweep
-/// in the record and the report.
-fn signal_flags() -> anyhow::Result<Vec<(&'static str, Arc<AtomicBool>)>> {
-    [
-        ("SIGINT", signal_hook::consts::SIGINT),
-        ("SIGTERM", signal_hook::consts::SIGTERM),
-    ]
-    .into_iter()
-    .map(|(name, sig)| {
-        let f = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(sig, Arc::clone(&f))
-            .map(|_| (name, f))
-            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
-    })
-    .collect()
-}
-
-/// A point's name in progress lines and errors: under MPI its workers
-/// (ranks × threads), then its series and transfer size.
-fn point_label(p: &Planned, size: u32) -> String {
-    let who = if size > 1 {
-        format!("workers={} ({size}×{})", size * p.threads, p.threads)
-    } else {
-        format!("threads={}", p.threads)
-    };
-    format!(
-        "{who}{}{}",
-        if p.series.is_empty() {
-            String::new()
-        } else {
-            format!(" {}", p.series)
-        },
-        if p.xfer > 0 {
-            format!(" xfer={}", format_size(p.xfer))
-        } else {
-            String::new()
+    args: &SweepArgs,
+    exit: i32,
+    failure: Option<String>,
+    sig: Option<&str>,
+) -> i32 {
+    rec.analysis = analysis::analyse_with(rec, args.units.units());
+    // A refused point leaves the sweep unfinished but not interrupted: the
+    // record says so by its point count and its stop_reason, and the error
+    // says what failed.
+    if let Some(f) = &failure {
+        rec.stop_reason = Some(format!("refused: {f}"));
+    } else if rec.interrupted {
+        let sig = sig.unwrap_or("a signal on another rank");
+        rec.stop_reason = Some(format!("interrupted by {sig}"));
+    }
+    let wrote = emit_sweep(rec, args);
+    if let Some(f) = failure {
+        eprintln!("ioscale: error: {f}");
+        if let Some(j) = &args.json {
+            eprintln!(
+                "ioscale: {} of {} points are saved in {}; fix the problem and add --resume to continue",
+                rec.points.len(),
+                rec.points_total,
+                j.display()
+            );
         }
-    )
+        return 2;
+    }
+    if rec.interrupted {
+        match &args.json {
+            Some(j) => eprintln!(
+                "ioscale: interrupted: {} of {} points finished and are saved in {}; the same command with --resume continues",
+                rec.points.len(),
+                rec.points_total,
+                j.display()
+            ),
+            None => eprintln!(
+                "ioscale: interrupted: {} of {} points finished (give --json FILE to be able to --resume)",
+                rec.points.len(),
+                rec.points_total
+            ),
+        }
+        return 130;
+    }
+    if wrote {
+        exit
+    } else {
+        exit.max(1)
+    }
 }
 
-/// What the loop over a sweep's points shares.
-struct Sweeping<'a> {
+/// The order the points run in: groups, each of every point at one
+/// thread count (in the order of `--threads`), the points of a group in
+/// the plan's order. The points of a group are the ones the analysis
+/// compares with each other (the series at one worker count), so they
+/// are measured close together in time, their repetitions taking turns
+/// (see [`Runner::group`]); a drift of the machine then moves all of
+/// them alike instead of one series' block. Points in `done` (resumed)
+/// are left out.
+fn run_order(plan: &Plan, done: &[usize]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(u32, Vec<usize>)> = Vec::new();
+    for (i, p) in plan.points.iter().enumerate() {
+        if done.contains(&i) {
+            continue;
+        }
+        match groups.iter_mut().find(|(t, _)| *t == p.threads) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((p.threads, vec![i])),
+        }
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
+/// Adds the record of one more repetition of a point (a driver call of
+/// its own) to what its earlier repetitions made: phases, failed phases,
+/// errors, warnings (once each), probes and per-node figures, renumbered
+/// to follow on.
+fn merge(into: &mut bench::run::Outcome, more: bench::run::Outcome) {
+    let offset = into.results.phases.len();
+    let r = more.results;
+    if let (Some(a), Some(b)) = (into.results.host.cluster.as_mut(), r.host.cluster) {
+        a.node_phases.extend(b.node_phases.into_iter().map(|mut n| {
+            n.phase += offset;
+            n
+        }));
+    }
+    into.results.phases.extend(r.phases);
+    into.results.failed_phases.extend(r.failed_phases);
+    into.results.errors.extend(r.errors);
+    for w in r.warnings {
+        if !into.results.warnings.contains(&w) {
+            into.results.warnings.push(w);
+        }
+    }
+    into.results.interrupted |= r.interrupted;
+    into.probes.extend(more.probes);
+    into.latency.extend(more.latency.into_iter().map(|mut l| {
+        l.phase += offset;
+        l
+    }));
+    into.results.summarise();
+}
+
+/// The points of a sweep as they run: the driver calls, and on rank 0
+/// the records they make and what is printed about them.
+struct Runner<'a> {
     args: &'a SweepArgs,
     plan: &'a Plan,
     coord: &'a dyn Coordinator,
-    command: Vec<String>,
-    stop: Arc<AtomicBool>,
-    live: Option<Display>,
+    stop: &'a Arc<AtomicBool>,
+    command: &'a [String],
+    live: &'a Option<Display>,
+    /// The worst exit code so far.
+    exit: i32,
+    /// The point refused, and why: the sweep stops there.
+    failure: Option<String>,
 }
 
-impl Sweeping<'_> {
-    /// Runs every point not in `done`, recording each at rank 0; stops at
-    /// an interrupt or a refused point. Returns the exit code so far and
-    /// the refusal.
-    fn run_points(&self, done: &[usize], rec: &mut SweepRecord) -> (i32, Option<String>) {
-        let mut exit = 0;
-        for (index, p) in self.plan.points.iter().enumerate() {
-            if done.contains(&index) {
-                continue;
-            }
-            if self.coord.any(self.stop.load(Ordering::Relaxed)) {
-                rec.interrupted = true;
+impl Runner<'_> {
+    /// Runs every point not in `done`, group by group (see [`run_order`]),
+    /// until the end, an interrupt or a refused point.
+    fn all(&mut self, done: &[usize], rec: &mut SweepRecord) -> anyhow::Result<()> {
+        for group in run_order(self.plan, done) {
+            if !self.group(&group, rec)? {
                 break;
             }
-            let what = point_label(p, self.coord.size());
-            if let Some(l) = &self.live {
-                l.point_started(&what);
+        }
+        Ok(())
+    }
+
+    /// Whether the repetitions of `group` take turns: rep 1 of each point,
+    /// then rep 2 of each (in reverse), … Not for one point, one repetition, or
+    /// `--reuse` (each repetition writes over the files the one before
+    /// left, so they must run in one driver call).
+    fn interleaves(&self, group: &[usize]) -> bool {
+        let reuse = group.iter().any(|&i| match &self.plan.points[i].job {
+            Job::Run(w) => w.reuse_files,
+            Job::Meta(_) => false,
+        });
+        group.len() > 1 && self.plan.config.reps > 1 && !reuse
+    }
+
+    /// Runs one group; false when the sweep must stop. Interleaved, each
+    /// repetition is a driver call of its own under its own number
+    /// ([`bench::run::Options::first_rep`]), the points in plan order in
+    /// even rounds and in reverse in odd ones (A B B A A B …), and a
+    /// point is recorded when its last repetition is done.
+    fn group(&mut self, group: &[usize], rec: &mut SweepRecord) -> anyhow::Result<bool> {
+        let reps = self.plan.config.reps;
+        let turns = self.interleaves(group);
+        let n = group.len();
+        let calls: Vec<(usize, Option<u32>)> = if turns {
+            // A B, then B A, …: a drift within a round favours neither.
+            (0..reps)
+                .flat_map(|r| {
+                    (0..n).map(move |j| (if r % 2 == 0 { j } else { n - 1 - j }, Some(r)))
+                })
+                .collect()
+        } else {
+            (0..group.len()).map(|j| (j, None)).collect()
+        };
+        if let (Some(l), true) = (self.live, turns) {
+            l.group_started(group.len());
+        }
+        let mut got: Vec<Option<bench::run::Outcome>> = (0..n).map(|_| None).collect();
+        for (j, rep) in calls {
+            let index = group[j];
+            if self.coord.any(self.stop.load(Ordering::Relaxed)) {
+                rec.interrupted = true;
+                return Ok(false);
             }
-            let outcome = match self.run(p) {
+            let what = self.name(index);
+            if let Some(l) = self.live {
+                match rep {
+                    Some(_) => l.rep_started(&what, j),
+                    None => l.point_started(&what),
+                }
+            }
+            let outcome = match self.call(index, rep) {
                 Ok(o) => o,
-                Err(e) => return (exit, Some(format!("point {what}: {e}"))),
+                Err(e) => {
+                    self.failure = Some(format!("point {what}: {e}"));
+                    return Ok(false);
+                }
             };
             if outcome.results.interrupted {
                 rec.interrupted = true;
-                break;
+                return Ok(false);
             }
-            if self.coord.rank() == 0 {
+            if self.coord.rank() != 0 {
                 // Rank 0 records the point; its exit code is the sweep's.
-                exit = exit.max(self.record(index, p, &what, outcome, rec));
+                continue;
+            }
+            self.told(&what, &outcome);
+            match &mut got[j] {
+                Some(earlier) => merge(earlier, outcome),
+                slot => *slot = Some(outcome),
+            }
+            if rep.is_none_or(|r| r + 1 == reps) {
+                if let Some(o) = got[j].take() {
+                    self.record(index, o, rec)?;
+                }
             }
         }
-        (exit, None)
+        Ok(true)
     }
 
-    /// Runs one point on every rank. Each point measures what its phases
-    /// used (for the limit the analysis names) and keeps going past a
-    /// failed repetition (it is counted and left out of the figures, not
-    /// the end of the point).
-    fn run(&self, p: &Planned) -> Result<bench::run::Outcome, bench::Error> {
+    /// A point's name in progress and error lines; under MPI by its
+    /// workers (ranks × threads).
+    fn name(&self, index: usize) -> String {
+        let p = &self.plan.points[index];
+        let size = self.coord.size();
+        let who = if size > 1 {
+            format!("workers={} ({size}×{})", size * p.threads, p.threads)
+        } else {
+            format!("threads={}", p.threads)
+        };
+        format!(
+            "{who}{}{}",
+            if p.series.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", p.series)
+            },
+            if p.xfer > 0 {
+                format!(" xfer={}", format_size(p.xfer))
+            } else {
+                String::new()
+            }
+        )
+    }
+
+    /// Runs point `index`: all its repetitions (`rep` None), or one.
+    fn call(&self, index: usize, rep: Option<u32>) -> Result<bench::run::Outcome, bench::Error> {
+        // Each point measures what its phases used (for the limit the
+        // analysis names) and keeps going past a failed repetition (it is
+        // counted and left out of the figures, not the end of the point).
         let opts = bench::run::Options {
             probe: true,
             keep_going: true,
+            first_rep: rep.unwrap_or(0),
             // A point's record keeps its per-worker rows, as before.
             node_summary: false,
         };
-        let (command, stop) = (self.command.clone(), Arc::clone(&self.stop));
-        match &p.job {
+        let command = self.command.to_vec();
+        let stop = Arc::clone(self.stop);
+        match &self.plan.points[index].job {
+            Job::Run(w) if rep.is_some() => {
+                let one = WorkloadSpec {
+                    reps: 1,
+                    ..(**w).clone()
+                };
+                bench::run::run_with_options(&one, command, stop, self.coord, opts)
+            }
             Job::Run(w) => bench::run::run_with_options(w, command, stop, self.coord, opts),
+            Job::Meta(m) if rep.is_some() => {
+                let one = MetaSpec {
+                    reps: 1,
+                    ..(**m).clone()
+                };
+                bench::meta::run_with_options(&one, command, stop, self.coord, opts)
+            }
             Job::Meta(m) => bench::meta::run_with_options(m, command, stop, self.coord, opts),
         }
     }
 
-    /// Rank 0: adds a finished point to the record, journals it and tells
-    /// the display. Returns the point's exit code.
-    fn record(
-        &self,
-        index: usize,
-        p: &Planned,
-        what: &str,
-        outcome: bench::run::Outcome,
-        rec: &mut SweepRecord,
-    ) -> i32 {
+    /// Prints a driver call's cleanup notes and errors (rank 0) and
+    /// keeps its exit code.
+    fn told(&mut self, what: &str, outcome: &bench::run::Outcome) {
         for n in &outcome.notes {
             if n.starts_with("cleanup") {
-                say(&self.live, format!("point {what}: {n}"));
+                say(self.live, format!("point {what}: {n}"));
             }
         }
-        let mut exit = outcome.exit_code();
+        self.exit = self.exit.max(outcome.exit_code());
         for line in crate::error_lines(&outcome.results.errors) {
-            say(&self.live, format!("error: point {what}: {line}"));
+            say(self.live, format!("error: point {what}: {line}"));
         }
+    }
+
+    /// Records a finished point (rank 0): its statistics, the analysis so
+    /// far, the journal, and its progress line.
+    fn record(
+        &mut self,
+        index: usize,
+        mut outcome: bench::run::Outcome,
+        rec: &mut SweepRecord,
+    ) -> anyhow::Result<()> {
+        let p = &self.plan.points[index];
+        // The record names the point's job with all its repetitions, as a
+        // point run in one call does.
+        outcome.results.spec = match &p.job {
+            Job::Run(w) => report::JobSpec::Run((**w).clone()),
+            Job::Meta(m) => report::JobSpec::Meta((**m).clone()),
+        };
         let (ops, geomean_bw_mib_s, geomean_iops) = point_stats_probed(
             &outcome.results,
             p.threads,
@@ -1157,77 +1340,15 @@ impl Sweeping<'_> {
         rec.points.sort_by_key(|q| q.index);
         rec.analysis = analysis::analyse_with(rec, self.args.units.units());
         if let Some(j) = &self.args.json {
-            let written = render_json(rec)
-                .map_err(anyhow::Error::from)
-                .and_then(|b| write_atomic(j, &b));
-            if let Err(e) = written {
-                say(&self.live, format!("error: {e:#}"));
-                exit = exit.max(1);
+            if let Err(e) = write_atomic(j, &render_json(rec)?) {
+                say(self.live, format!("error: {e:#}"));
+                self.exit = self.exit.max(1);
             }
         }
-        if let Some(l) = &self.live {
+        if let Some(l) = self.live {
             l.point_done(&rate);
         }
-        exit
-    }
-}
-
-/// Rank 0, after the last point: the stop reason, the outputs, and the
-/// lines that tell the user how to continue. Returns the exit code.
-fn finish_sweep(
-    args: &SweepArgs,
-    mut rec: SweepRecord,
-    failure: Option<String>,
-    by_signal: &[(&str, Arc<AtomicBool>)],
-    exit: i32,
-) -> i32 {
-    rec.analysis = analysis::analyse_with(&rec, args.units.units());
-    // A refused point leaves the sweep unfinished but not interrupted: the
-    // record says so by its point count and its stop_reason, and the error
-    // says what failed.
-    if let Some(f) = &failure {
-        rec.stop_reason = Some(format!("refused: {f}"));
-    } else if rec.interrupted {
-        let sig = by_signal
-            .iter()
-            .find(|(_, f)| f.load(Ordering::Relaxed))
-            .map(|(n, _)| *n)
-            .unwrap_or("a signal on another rank");
-        rec.stop_reason = Some(format!("interrupted by {sig}"));
-    }
-    let wrote = emit_sweep(&rec, args);
-    if let Some(f) = failure {
-        eprintln!("ioscale: error: {f}");
-        if let Some(j) = &args.json {
-            eprintln!(
-                "ioscale: {} of {} points are saved in {}; fix the problem and add --resume to continue",
-                rec.points.len(),
-                rec.points_total,
-                j.display()
-            );
-        }
-        return 2;
-    }
-    if rec.interrupted {
-        match &args.json {
-            Some(j) => eprintln!(
-                "ioscale: interrupted: {} of {} points finished and are saved in {}; the same command with --resume continues",
-                rec.points.len(),
-                rec.points_total,
-                j.display()
-            ),
-            None => eprintln!(
-                "ioscale: interrupted: {} of {} points finished (give --json FILE to be able to --resume)",
-                rec.points.len(),
-                rec.points_total
-            ),
-        }
-        return 130;
-    }
-    if wrote {
-        exit
-    } else {
-        exit.max(1)
+        Ok(())
     }
 }
 

@@ -670,3 +670,167 @@ fn walkdir(d: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// One `run --engine io_uring` write-then-verified-read of 8 MiB on `dir`
+/// with `--uring-opts opts`, with `refuse` in `IOSCALE_URING_REFUSE`:
+/// checks the data and returns the record's io_uring warnings.
+fn uring_run_with_refusals(dir: &Path, j: &Path, opts: &str, refuse: &str) -> Vec<String> {
+    let out = ioscale()
+        .env("IOSCALE_URING_REFUSE", refuse)
+        .args([
+            "run",
+            "--op",
+            "write,randread",
+            "--threads",
+            "2",
+            "--size",
+            "4m",
+            "--xfer",
+            "4k",
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "8",
+            "--uring-opts",
+            opts,
+            "--verify",
+            "--json",
+            s(j),
+            "-q",
+            s(dir),
+        ])
+        .output()
+        .unwrap();
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    let v = json(j);
+    let ph = phases(&v);
+    check_phase(&ph[0], "write", 2, 8 << 20, 4096);
+    check_phase(&ph[1], "randread", 2, 8 << 20, 4096);
+    check_verified(&ph[1], 8 << 20);
+    assert_empty(dir);
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|w| w.starts_with("io_uring:"))
+        .map(String::from)
+        .collect()
+}
+
+/// Every ring feature the kernel may refuse falls back to the plain way
+/// with one note saying so, and the run still moves and verifies every
+/// byte. This kernel refuses none of them, so the refusals are forced
+/// through `IOSCALE_URING_REFUSE`.
+#[test]
+fn refused_ring_features_fall_back_with_a_note() {
+    let Some(m) = tmpfs("size=64m") else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("r.json");
+    let has = |w: &[String], what: &str| w.iter().filter(|x| x.contains(what)).count();
+    let w = uring_run_with_refusals(m.path(), &j, "tuned", "single,coop,fixedbufs,files");
+    for what in [
+        "SINGLE_ISSUER/DEFER_TASKRUN not supported",
+        "COOP_TASKRUN not supported",
+        "registering buffers failed",
+        "registering files failed",
+    ] {
+        assert_eq!(has(&w, what), 1, "{what}: {w:?}");
+    }
+    let w = uring_run_with_refusals(m.path(), &j, "fixedbufs,sqpoll=10", "sqpoll");
+    assert_eq!(has(&w, "SQPOLL refused"), 1, "{w:?}");
+    assert_eq!(w.len(), 1, "{w:?}");
+    // Nothing refused: the asked-for set runs without a note.
+    let w = uring_run_with_refusals(m.path(), &j, "tuned", "");
+    assert!(w.is_empty(), "{w:?}");
+    // SQPOLL with the task-work flags: the kernel does not combine them;
+    // SQPOLL is kept, the others left out with a note.
+    let w = uring_run_with_refusals(m.path(), &j, "tuned,sqpoll=10", "");
+    assert_eq!(has(&w, "not used with SQPOLL"), 1, "{w:?}");
+    assert_eq!(w.len(), 1, "{w:?}");
+}
+
+/// With SQPOLL the kernel thread takes requests from the ring and the
+/// worker reaps completions from it without a system call:
+/// `io_uring_enter` is called only to wake the thread, not once per
+/// request as without it (see `each_submission_is_one_enter_per_request`).
+/// The thread's idle time (1 s) outlasts the run, so it never sleeps
+/// between requests. Counted with strace, so not a timing.
+#[test]
+fn sqpoll_submits_and_reaps_without_a_system_call_per_request() {
+    if !have("strace") {
+        eprintln!("note: strace not installed; skipping");
+        return;
+    }
+    let t = scratch();
+    let tp = t.path();
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "8m",
+        "--xfer",
+        "1m",
+        "--keep",
+        "-q",
+        s(tp),
+    ]);
+    assert_code(&out, 0);
+    let o = scratch();
+    for depth in ["1", "8"] {
+        let log = o.path().join(format!("strace.{depth}"));
+        let j = o.path().join("r.json");
+        let st = std::process::Command::new("strace")
+            .args(["-f", "-c", "-e", "trace=io_uring_enter", "-o", s(&log)])
+            .arg(ioscale_path())
+            .args([
+                "run",
+                "--op",
+                "randread",
+                "--size",
+                "8m",
+                "--xfer",
+                "4k",
+                "--keep",
+                "--engine",
+                "io_uring",
+                "--iodepth",
+                depth,
+                "--uring-opts",
+                "sqpoll=1000",
+                "--json",
+                s(&j),
+                "-q",
+                s(tp),
+            ])
+            .output()
+            .unwrap();
+        assert_code(&st, 0);
+        let v = json(&j);
+        if v["warnings"].to_string().contains("SQPOLL refused") {
+            eprintln!("note: this kernel refuses SQPOLL; skipping");
+            return;
+        }
+        assert_eq!(u(&phases(&v)[0]["ops"]), 2048);
+        let text = std::fs::read_to_string(&log).unwrap();
+        // strace -c: "% time  seconds  usecs/call  calls  [errors]  syscall";
+        // no line at all when there was no call.
+        let enters: usize = text
+            .lines()
+            .find(|l| l.trim_end().ends_with(" io_uring_enter"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        // 2048 requests; a wake-up or two, and the final drain.
+        assert!(
+            enters <= 16,
+            "depth {depth}: {enters} io_uring_enter calls for 2048 requests with SQPOLL"
+        );
+    }
+    let out = run(&["clean", s(tp)]);
+    assert_code(&out, 0);
+}

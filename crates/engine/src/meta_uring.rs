@@ -129,12 +129,32 @@ struct Queue {
     rec: u64,
     flags: i32,
     fsync: bool,
+    /// Flags of each operation's first request (`IOSQE_ASYNC` or none).
+    first: squeue::Flags,
     /// Generation of the cursor's current directory descriptor.
     gen: u64,
     /// Directories the cursor has moved on from while requests naming them
     /// were in flight: kept open until those requests complete, so the
     /// window of in-flight requests may span several directories.
     old_dirs: Vec<(u64, OwnedFd)>,
+}
+
+/// The io-wq worker cap to set for a ring of `depth` slots, or None to
+/// keep the kernel's. `IOSCALE_URING_IOWQ` (a measurement knob): `depth`
+/// (the default), `kernel`, or a number.
+fn iowq_cap(depth: u32) -> Option<u32> {
+    match std::env::var("IOSCALE_URING_IOWQ").as_deref() {
+        Ok("kernel") => None,
+        Ok(n) => Some(n.parse().unwrap_or(depth).max(1)),
+        Err(_) => Some(depth),
+    }
+}
+
+/// Whether the first request of each operation carries `IOSQE_ASYNC`
+/// (straight to an io-wq worker, without the nonblocking attempt first).
+/// `IOSCALE_URING_ASYNC=1` (a measurement knob).
+fn force_async() -> bool {
+    std::env::var("IOSCALE_URING_ASYNC").is_ok_and(|v| v == "1")
 }
 
 fn errno(res: i32) -> io::Error {
@@ -192,9 +212,9 @@ impl Queue {
         // the workers for file work at 4 per CPU: on a 2-CPU machine at most
         // 8 requests of the window would be served at once. Allow one worker
         // per slot (best effort: a kernel without the call keeps its cap).
-        let _ = ring
-            .submitter()
-            .register_iowq_max_workers(&mut [depth, depth]);
+        if let Some(cap) = iowq_cap(depth) {
+            let _ = ring.submitter().register_iowq_max_workers(&mut [cap, cap]);
+        }
         let buf_len = if data {
             max.max(1).next_multiple_of(4096)
         } else {
@@ -248,6 +268,11 @@ impl Queue {
             rec,
             flags,
             fsync: spec.fsync,
+            first: if force_async() {
+                squeue::Flags::ASYNC
+            } else {
+                squeue::Flags::empty()
+            },
             gen: 0,
             old_dirs: Vec::new(),
         })
@@ -309,6 +334,7 @@ impl Queue {
         let name2 = s.name2.as_ptr().cast::<libc::c_char>();
         let fixed = types::Fixed(slot as u32);
         let mut n = 0u32;
+        let first = self.first;
         let ring = &mut self.ring;
         let mut add = |e: squeue::Entry| {
             push(ring, &e);
@@ -322,7 +348,7 @@ impl Queue {
                     .mode(0o644)
                     .file_index(dest)
                     .build()
-                    .flags(squeue::Flags::IO_LINK)
+                    .flags(squeue::Flags::IO_LINK | first)
                     .user_data(tag(slot, OPEN, 0)));
                 if op == MetaOp::Read {
                     // Ask for the file's size, not the whole buffer: an
@@ -362,6 +388,7 @@ impl Queue {
                     .flags(libc::AT_SYMLINK_NOFOLLOW)
                     .mask(libc::STATX_BASIC_STATS)
                     .build()
+                    .flags(first)
                     .user_data(tag(slot, SINGLE, 0)));
             }
             MetaOp::Delete | MetaOp::Rmdir => {
@@ -373,17 +400,21 @@ impl Queue {
                 add(opcode::UnlinkAt::new(dfd, name)
                     .flags(f)
                     .build()
+                    .flags(first)
                     .user_data(tag(slot, SINGLE, 0)));
             }
             MetaOp::Mkdir => add(opcode::MkDirAt::new(dfd, name)
                 .mode(0o755)
                 .build()
+                .flags(first)
                 .user_data(tag(slot, SINGLE, 0))),
             MetaOp::Rename => add(opcode::RenameAt::new(dfd, name, dfd, name2)
                 .build()
+                .flags(first)
                 .user_data(tag(slot, SINGLE, 0))),
             MetaOp::Symlink => add(opcode::SymlinkAt::new(dfd, name, name2)
                 .build()
+                .flags(first)
                 .user_data(tag(slot, SINGLE, 0))),
             _ => unreachable!("the registry sends only OPS here"),
         }
@@ -770,6 +801,94 @@ impl Order {
     }
 }
 
+/// Which index comes next, and the directories the queue's window spans.
+struct Window {
+    order: Order,
+    /// Descriptors of the current group's directories other than `cur`'s.
+    parked: Vec<(u64, Option<OwnedFd>)>,
+    group: u64,
+    /// The phase makes entries (its directories are made where missing).
+    creates: bool,
+    depth: usize,
+}
+
+impl Window {
+    /// Queues operations until the queue is full, the indices run out, a
+    /// directory change has to wait for the queue to drain, or the phase
+    /// is stopping.
+    fn fill(
+        &mut self,
+        q: &mut Queue,
+        cur: &mut Cursor<'_, '_>,
+        ctl: &PhaseControl,
+        s: &mut MetaSample,
+        tally: &mut Tally,
+    ) {
+        let spec = cur.plan.spec;
+        while !tally.stopping && q.inflight < self.depth {
+            let Some(i) = self.order.peek() else { break };
+            let node = spec.node_of(i);
+            let entered = if node != cur.node && self.order.rotates() {
+                if self.order.group_of(i) != self.group {
+                    // A new group: its requests must not outlive the
+                    // descriptors they name.
+                    if q.inflight > 0 {
+                        break;
+                    }
+                    self.parked.clear();
+                    self.group = self.order.group_of(i);
+                }
+                self.rotate_to(node, cur)
+            } else if node != cur.node {
+                if q.inflight > 0 {
+                    if q.old_dirs.len() >= self.depth {
+                        break; // enough directories open: reap first
+                    }
+                    if let Some(fd) = cur.dir.take() {
+                        q.old_dirs.push((q.gen, fd));
+                    }
+                }
+                q.gen += 1;
+                cur.enter(node, self.creates, false).map(drop)
+            } else {
+                Ok(())
+            };
+            if let Err(e) = entered {
+                s.touched = s.touched.max(i + 1);
+                record_failure(cur, e, ctl, s);
+                tally.stopping = true;
+                break;
+            }
+            self.order.step();
+            names(cur, i);
+            q.start(cur, i);
+            s.touched = s.touched.max(i + 1);
+        }
+    }
+
+    /// Makes `node` the cursor's directory within the current group: a
+    /// parked descriptor if it was entered before, else entered now; the
+    /// cursor's previous one is parked.
+    fn rotate_to(&mut self, node: u64, cur: &mut Cursor<'_, '_>) -> Result<(), OpErr> {
+        let back = match self.parked.iter().position(|(p, _)| *p == node) {
+            Some(k) => {
+                let (_, fd) = self.parked.swap_remove(k);
+                cur.swap_dir(node, fd)
+            }
+            None => {
+                let old = cur.swap_dir(cur.node, None);
+                if let Err(e) = cur.enter(node, self.creates, false) {
+                    self.parked.push(old);
+                    return Err(e);
+                }
+                old
+            }
+        };
+        self.parked.push(back);
+        Ok(())
+    }
+}
+
 /// The loop over indices with up to `depth` operations in flight.
 fn queued_loop(
     q: &mut Queue,
@@ -781,8 +900,6 @@ fn queued_loop(
     let plan = cur.plan;
     let spec = plan.spec;
     let op = plan.op;
-    let n = plan.count_for(cur.w);
-    let creates = matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink);
     let depth = q.slots.len();
     let mut tally = Tally {
         stopping: false,
@@ -795,66 +912,17 @@ fn queued_loop(
     // leave a prefix of indices for the phases after it.
     let rotate = deadline.is_none() && !spec.stop_at_first;
     let width = if rotate { depth as u64 } else { 1 };
-    let mut order = Order::new(n, spec.files_per_dir, width);
-    // Descriptors of the current group's directories other than `cur`'s.
-    let mut parked: Vec<(u64, Option<OwnedFd>)> = Vec::new();
-    let mut group = 0u64;
+    let mut win = Window {
+        order: Order::new(plan.count_for(cur.w), spec.files_per_dir, width),
+        parked: Vec::new(),
+        group: 0,
+        creates: matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink),
+        depth,
+    };
     loop {
-        while !tally.stopping && q.inflight < depth {
-            let Some(i) = order.peek() else { break };
-            let node = spec.node_of(i);
-            if node != cur.node && order.rotates() {
-                if order.group_of(i) != group {
-                    // A new group: its requests must not outlive the
-                    // descriptors they name.
-                    if q.inflight > 0 {
-                        break;
-                    }
-                    parked.clear();
-                    group = order.group_of(i);
-                }
-                let back = match parked.iter().position(|(p, _)| *p == node) {
-                    Some(k) => {
-                        let (_, fd) = parked.swap_remove(k);
-                        cur.swap_dir(node, fd)
-                    }
-                    None => {
-                        let old = cur.swap_dir(cur.node, None);
-                        if let Err(e) = cur.enter(node, creates, false) {
-                            parked.push(old);
-                            s.touched = s.touched.max(i + 1);
-                            record_failure(cur, e, ctl, s);
-                            tally.stopping = true;
-                            break;
-                        }
-                        old
-                    }
-                };
-                parked.push(back);
-            } else if node != cur.node {
-                if q.inflight > 0 {
-                    if q.old_dirs.len() >= depth {
-                        break; // enough directories open: reap first
-                    }
-                    if let Some(fd) = cur.dir.take() {
-                        q.old_dirs.push((q.gen, fd));
-                    }
-                }
-                q.gen += 1;
-                if let Err(e) = cur.enter(node, creates, false) {
-                    s.touched = s.touched.max(i + 1);
-                    record_failure(cur, e, ctl, s);
-                    tally.stopping = true;
-                    break;
-                }
-            }
-            order.step();
-            names(cur, i);
-            q.start(cur, i);
-            s.touched = s.touched.max(i + 1);
-        }
+        win.fill(q, cur, ctl, s, &mut tally);
         if q.inflight == 0 {
-            if !tally.stopping && order.peek().is_some() {
+            if !tally.stopping && win.order.peek().is_some() {
                 continue; // a group boundary waited for the queue to empty
             }
             break;
@@ -890,8 +958,9 @@ fn queued_loop(
         }
     }
     // Parked descriptors close here, after the last request has completed.
-    drop(parked);
-    let done = finished && order.peek().is_none() && s.failure.is_none();
+    let more = win.order.peek().is_some();
+    drop(win);
+    let done = finished && !more && s.failure.is_none();
     // Done without seeing another thread finish first: all of it counts.
     if done && !sw_taken {
         s.stonewall_files = s.files;

@@ -14,8 +14,9 @@ data  O_DIRECT 4 KiB random reads of a 1 GiB file on the ext4 of /work, one
       of the per-round ratios ioscale-best / fio-best.
 iowq  (only with --only ...,iowq) create, stat and delete on a fresh tmpfs,
       one op per run, 1 thread at depth 32: the io_uring metadata engine with
-      the io-wq worker cap at --iodepth, the kernel's default and the CPU
-      count, with and without IOSQE_ASYNC, against the sync engine. Counts
+      the io-wq worker cap at the CPU count (its default on a local fs), at
+      --iodepth and at the kernel's default, with and without IOSQE_ASYNC,
+      against the sync engine. Counts
       the io-wq worker threads (iou-wrk-*) and their CPU time from /proc.
 meta  create/stat/delete of empty files through `ioscale meta --engine E
       --iodepth D`: threads x depth, sync engine against the io_uring
@@ -298,14 +299,14 @@ def iowq_part(a, tdir):
     js = os.path.join(tempfile.mkdtemp(prefix="ioscale-bench-json-"), "m.json")
     depth = 32
     # (label, engine, env)
+    cpus = os.cpu_count()
     configs = [("sync 1 thread", "sync", {}),
-               ("io_uring cap=depth (32)", "io_uring", {}),
+               ("io_uring default: cap=CPUs (%d) on a local fs" % cpus, "io_uring", {}),
+               ("io_uring cap=depth (32)", "io_uring", {"IOSCALE_URING_IOWQ": "depth"}),
                ("io_uring cap=kernel default", "io_uring", {"IOSCALE_URING_IOWQ": "kernel"}),
-               ("io_uring cap=%d (CPUs)" % os.cpu_count(), "io_uring",
-                {"IOSCALE_URING_IOWQ": str(os.cpu_count())}),
-               ("io_uring cap=depth +ASYNC", "io_uring", {"IOSCALE_URING_ASYNC": "1"}),
-               ("io_uring cap=%d +ASYNC" % os.cpu_count(), "io_uring",
-                {"IOSCALE_URING_IOWQ": str(os.cpu_count()), "IOSCALE_URING_ASYNC": "1"})]
+               ("io_uring cap=CPUs +ASYNC", "io_uring", {"IOSCALE_URING_ASYNC": "1"}),
+               ("io_uring cap=depth +ASYNC", "io_uring",
+                {"IOSCALE_URING_IOWQ": "depth", "IOSCALE_URING_ASYNC": "1"})]
     ops = ("create", "stat", "delete")
     res = {}  # (label, op) -> [(files/s, files/CPU-s, iou-wrk threads, peak, wrk CPU share)]
     mnt = tempfile.mkdtemp(prefix="ioscale-bench-iowq-")
@@ -316,7 +317,8 @@ def iowq_part(a, tdir):
                 subprocess.check_call(["mount", "-t", "tmpfs", "-o", "size=2g", "tmpfs", mnt])
                 try:
                     for op in ops:
-                        argv = [ex, "meta", "--engine", eng, "--iodepth", str(depth),
+                        argv = [ex, "meta", "--engine", eng,
+                                "--iodepth", str(depth if eng == "io_uring" else 1),
                                 "--threads", "1", "--files", str(a.meta_files),
                                 "--file-size", "0", "--ops", op, "--json", js, "-q"]
                         if op != "delete":

@@ -140,14 +140,47 @@ struct Queue {
 }
 
 /// The io-wq worker cap to set for a ring of `depth` slots, or None to
-/// keep the kernel's. `IOSCALE_URING_IOWQ` (a measurement knob): `depth`
-/// (the default), `kernel`, or a number.
-fn iowq_cap(depth: u32) -> Option<u32> {
+/// keep the kernel's: the CPU count (at most `depth`) on a `local` file
+/// system, `depth` elsewhere. `IOSCALE_URING_IOWQ` overrides it (a
+/// measurement knob): `depth`, `kernel` (the kernel's own cap), or a
+/// number.
+fn iowq_cap(depth: u32, local: bool) -> Option<u32> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     match std::env::var("IOSCALE_URING_IOWQ").as_deref() {
         Ok("kernel") => None,
-        Ok(n) => Some(n.parse().unwrap_or(depth).max(1)),
-        Err(_) => Some(depth),
+        Ok("depth") => Some(depth),
+        Ok(n) if n.parse::<u32>().is_ok() => n.parse::<u32>().ok().map(|c| c.max(1)),
+        _ if local => Some(cpus.min(depth).max(1)),
+        _ => Some(depth),
     }
+}
+
+/// Whether `path` is on a file system whose metadata operations run on
+/// the CPU without waiting on a server: memory and local disk file
+/// systems, by `statfs` magic. Anything else (FUSE, NFS, SMB, Ceph,
+/// Lustre, an unknown type, or a failed `statfs`) counts as remote.
+fn local_fs(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const LOCAL: &[i64] = &[
+        0x0102_1994, // tmpfs
+        0x8584_58f6, // ramfs
+        0xEF53,      // ext2, ext3, ext4
+        0x5846_5342, // xfs
+        0x9123_683E, // btrfs
+        0xF2F5_2010, // f2fs
+        0xca45_1a4e, // bcachefs
+    ];
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs fills the struct it is given; all-zero is a valid
+    // statfs, and `c` is a NUL-terminated path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    LOCAL.contains(&(st.f_type as i64))
 }
 
 /// Whether the first request of each operation carries `IOSQE_ASYNC`
@@ -210,9 +243,12 @@ impl Queue {
         };
         // The kernel serves these opcodes in io-wq worker threads, and caps
         // the workers for file work at 4 per CPU: on a 2-CPU machine at most
-        // 8 requests of the window would be served at once. Allow one worker
-        // per slot (best effort: a kernel without the call keeps its cap).
-        if let Some(cap) = iowq_cap(depth) {
+        // 8 requests of the window would be served at once. Where requests
+        // wait on something other than the CPU (FUSE, NFS), allow one worker
+        // per slot; on a local file system the work is CPU-bound and more
+        // workers than CPUs only contend (best effort: a kernel without the
+        // call keeps its cap).
+        if let Some(cap) = iowq_cap(depth, local_fs(&plan.root)) {
             let _ = ring.submitter().register_iowq_max_workers(&mut [cap, cap]);
         }
         let buf_len = if data {
@@ -1066,5 +1102,36 @@ mod order_tests {
         // Width 1 or one directory: index order.
         assert_eq!(all(5, 10, 8), vec![0, 1, 2, 3, 4]);
         assert_eq!(all(5, 2, 1), vec![0, 1, 2, 3, 4]);
+    }
+}
+
+#[cfg(test)]
+mod iowq_tests {
+    use super::{iowq_cap, local_fs};
+
+    #[test]
+    fn a_tmpfs_is_local_and_proc_or_a_missing_path_is_not() {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let tmpfs = mounts
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() > 2 && f[2] == "tmpfs")
+            .map(|f| f[1].replace("\\040", " "));
+        if let Some(m) = tmpfs {
+            assert!(local_fs(std::path::Path::new(&m)), "{m} is a tmpfs");
+        }
+        assert!(!local_fs(std::path::Path::new("/proc")));
+        assert!(!local_fs(std::path::Path::new("/no/such/ioscale/path")));
+    }
+
+    #[test]
+    fn the_cap_is_the_cpus_on_a_local_fs_and_the_depth_elsewhere() {
+        if std::env::var_os("IOSCALE_URING_IOWQ").is_some() {
+            return; // overridden for a measurement
+        }
+        let cpus = std::thread::available_parallelism().unwrap().get() as u32;
+        assert_eq!(iowq_cap(64, false), Some(64));
+        assert_eq!(iowq_cap(64, true), Some(cpus.min(64)));
+        assert_eq!(iowq_cap(1, true), Some(1));
     }
 }

@@ -834,3 +834,87 @@ fn sqpoll_submits_and_reaps_without_a_system_call_per_request() {
     let out = run(&["clean", s(tp)]);
     assert_code(&out, 0);
 }
+
+/// Runs `ioscale meta --engine io_uring --iodepth 32` creating, stating
+/// and deleting `files` empty files in one directory on `dir`, and returns
+/// the most io-wq worker threads (`iou-wrk-*`) seen alive in the process
+/// at once, polling /proc until it exits.
+fn peak_iowq_workers(dir: &Path, files: &str) -> usize {
+    let mut child = std::process::Command::new(ioscale_path())
+        .args([
+            "meta",
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "32",
+            "--threads",
+            "1",
+            "--files",
+            files,
+            "--file-size",
+            "0",
+            "--ops",
+            "create,stat,delete",
+            "-q",
+            s(dir),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tasks = format!("/proc/{}/task", child.id());
+    let mut peak = 0;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success(), "ioscale meta failed: {st:?}");
+            return peak;
+        }
+        let alive = std::fs::read_dir(&tasks)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.starts_with("iou-wrk"))
+            })
+            .count();
+        peak = peak.max(alive);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The io-wq worker cap follows the file system: on a local one (tmpfs)
+/// the work is CPU-bound and the ring allows no more workers than CPUs;
+/// on a FUSE fs with 2 ms per request the cap is `--iodepth`, so more
+/// requests are served at once than there are CPUs. Upper bound on tmpfs
+/// whatever the timing; on FUSE the workers wait for the daemon and stay
+/// until the ring goes, so the poll sees them.
+#[test]
+fn iowq_cap_is_the_cpus_on_tmpfs_and_the_depth_on_fuse() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    if std::env::var_os("IOSCALE_URING_IOWQ").is_some() {
+        eprintln!("note: IOSCALE_URING_IOWQ is set; skipping");
+        return;
+    }
+    if let Some(m) = tmpfs("size=64m") {
+        let peak = peak_iowq_workers(m.path(), "20000");
+        assert!(
+            peak <= cpus,
+            "{peak} io-wq workers on tmpfs with {cpus} CPUs"
+        );
+    }
+    if cpus >= 16 {
+        eprintln!("note: {cpus} CPUs: the FUSE part needs fewer than 16; skipping");
+        return;
+    }
+    let Some(fs) = TestFs::mount(&["--meta-delay", "2ms", "--threads", "32"]) else {
+        return;
+    };
+    let peak = peak_iowq_workers(fs.path(), "256");
+    let (st, log) = fs.stop();
+    assert!(st.success(), "{log}");
+    assert!(
+        peak > cpus,
+        "{peak} io-wq workers on a 2 ms FUSE fs at depth 32 with {cpus} CPUs"
+    );
+}

@@ -532,11 +532,14 @@ impl IoQueue for UringQueue<'_> {
                 // Requests are already with the polling thread, and its
                 // completions land in the ring: look there without a system
                 // call, spinning as fio's `sqthread_poll` does. Now and then
-                // make sure the thread is awake (a free check while it is).
+                // make sure the thread is awake (a free check while it is),
+                // and yield the CPU: where CPUs are short, the polling
+                // thread may be waiting for this one.
                 if self.st.ring.completion().is_empty() {
                     spins = spins.wrapping_add(1);
                     if spins.is_multiple_of(1024) {
                         submit_now(&mut self.st.ring);
+                        std::thread::yield_now();
                     }
                     std::hint::spin_loop();
                     continue;

@@ -108,6 +108,32 @@ struct MSlot {
 }
 
 impl MSlot {
+    /// An idle slot with its buffer.
+    fn new(buf: AlignedBuf) -> MSlot {
+        MSlot {
+            i: 0,
+            name: Vec::with_capacity(320),
+            name2: Vec::with_capacity(320),
+            stx: Box::new(MaybeUninit::zeroed()),
+            buf,
+            t0: Instant::now(),
+            pending: 0,
+            err: None,
+            opened: false,
+            closed: false,
+            read_len: 0,
+            last_read: 0,
+            eof: false,
+            want: 0,
+            writes: Vec::with_capacity(MAX_RECORDS as usize),
+            holes: Vec::with_capacity(MAX_RECORDS as usize),
+            cont: false,
+            busy: false,
+            dfd: -1,
+            gen: 0,
+        }
+    }
+
     /// Keeps the first real error; a cancellation counts only if nothing
     /// else failed (it is the echo of another request's failure).
     fn set_err(&mut self, e: OpErr) {
@@ -263,28 +289,7 @@ impl Queue {
             .map(|k| {
                 let mut buf = AlignedBuf::new(buf_len as usize, 4096);
                 pattern::fill_random(buf.as_mut_slice(), spec.seed ^ (k as u64) << 28);
-                MSlot {
-                    i: 0,
-                    name: Vec::with_capacity(320),
-                    name2: Vec::with_capacity(320),
-                    stx: Box::new(MaybeUninit::zeroed()),
-                    buf,
-                    t0: Instant::now(),
-                    pending: 0,
-                    err: None,
-                    opened: false,
-                    closed: false,
-                    read_len: 0,
-                    last_read: 0,
-                    eof: false,
-                    want: 0,
-                    writes: Vec::with_capacity(MAX_RECORDS as usize),
-                    holes: Vec::with_capacity(MAX_RECORDS as usize),
-                    cont: false,
-                    busy: false,
-                    dfd: -1,
-                    gen: 0,
-                }
+                MSlot::new(buf)
             })
             .collect();
         let mut flags = match plan.op {

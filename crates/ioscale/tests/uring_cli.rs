@@ -918,3 +918,56 @@ fn iowq_cap_is_the_cpus_on_tmpfs_and_the_depth_on_fuse() {
         "{peak} io-wq workers on a 2 ms FUSE fs at depth 32 with {cpus} CPUs"
     );
 }
+
+/// The measurement knobs of the metadata engine (`IOSCALE_URING_ASYNC`,
+/// `IOSCALE_URING_IOWQ`) change how requests are served, not what is
+/// done: every phase does every file, the data reads back as written, and
+/// the tree is removed. A bad cap value falls back to the rule.
+#[test]
+fn meta_io_uring_measurement_knobs_do_every_operation() {
+    let Some(m) = tmpfs("size=64m") else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("m.json");
+    for (asy, cap) in [("1", "kernel"), ("1", "depth"), ("0", "3"), ("1", "bogus")] {
+        let out = ioscale()
+            .env("IOSCALE_URING_ASYNC", asy)
+            .env("IOSCALE_URING_IOWQ", cap)
+            .args([
+                "meta",
+                "--engine",
+                "io_uring",
+                "--iodepth",
+                "16",
+                "--threads",
+                "2",
+                "--files",
+                "200",
+                "--file-size",
+                "6k",
+                "--record-size",
+                "4k",
+                "--ops",
+                "create,stat,read,rename,delete,mkdir,stat-dir,rmdir",
+                "--verify",
+                "--json",
+                s(&j),
+                "-q",
+                s(m.path()),
+            ])
+            .output()
+            .unwrap();
+        assert_no_panic(&out);
+        assert_code(&out, 0);
+        let v = json(&j);
+        for p in phases(&v) {
+            assert_eq!(u(&p["ops"]), 400, "{asy}/{cap}: {}", p["op"]);
+            assert_eq!(u(&p["errors"]), 0, "{asy}/{cap}: {}", p["op"]);
+        }
+        let ph = phases(&v);
+        assert_eq!(u(&ph[2]["bytes"]), 400 * 6144, "{asy}/{cap}");
+        assert_eq!(u(&ph[2]["verify"]["bad_bytes"]), 0, "{asy}/{cap}");
+        assert_empty(m.path());
+    }
+}

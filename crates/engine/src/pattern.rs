@@ -11,7 +11,21 @@ use crate::offsets::splitmix64;
 /// The word expected at byte `offset` (a multiple of 8) of file `file`.
 #[inline]
 pub fn word_at(seed: u64, file: u64, offset: u64) -> u64 {
-    let mut s = seed ^ file.wrapping_mul(0xA24B_AED4_963E_E407) ^ offset;
+    word(file_key(seed, file), offset)
+}
+
+/// What every word of one file shares: the seed mixed with the file number.
+#[inline(always)]
+fn file_key(seed: u64, file: u64) -> u64 {
+    seed ^ file.wrapping_mul(0xA24B_AED4_963E_E407)
+}
+
+/// The word at `offset` of the file whose key is `key`: one step of
+/// splitmix64 from the state `key ^ offset`. Words do not depend on each
+/// other, so a loop over them keeps several in flight at once.
+#[inline(always)]
+fn word(key: u64, offset: u64) -> u64 {
+    let mut s = key ^ offset;
     splitmix64(&mut s)
 }
 
@@ -28,15 +42,16 @@ pub fn fill(buf: &mut [u8], seed: u64, file: u64, offset: u64) {
         let w = word_at(seed, file, offset - skip as u64).to_le_bytes();
         buf[..head].copy_from_slice(&w[skip..skip + head]);
     }
+    let key = file_key(seed, file);
     let mut chunks = buf[head..].chunks_exact_mut(8);
     let mut off = offset + head as u64;
     for c in &mut chunks {
-        c.copy_from_slice(&word_at(seed, file, off).to_le_bytes());
+        c.copy_from_slice(&word(key, off).to_le_bytes());
         off += 8;
     }
     let rem = chunks.into_remainder();
     if !rem.is_empty() {
-        let w = word_at(seed, file, off).to_le_bytes();
+        let w = word(key, off).to_le_bytes();
         rem.copy_from_slice(&w[..rem.len()]);
     }
 }
@@ -65,15 +80,48 @@ pub fn check(buf: &[u8], seed: u64, file: u64, offset: u64) -> Check {
         let want = word_at(seed, file, offset - skip as u64).to_le_bytes();
         tally(&buf[..head], &want[skip..skip + head], offset, &mut out);
     }
+    let key = file_key(seed, file);
     let mut off = offset + head as u64;
-    for c in buf[head..].chunks(8) {
-        let want = word_at(seed, file, off).to_le_bytes();
-        if c != &want[..c.len()] {
-            tally(c, &want[..c.len()], off, &mut out);
+    // Whole words are compared as integers, a block at a time without a
+    // branch (a byte-slice comparison per word made the check 15x slower
+    // than the reads it checks); only a block that differs is looked at
+    // byte by byte.
+    let mut blocks = buf[head..].chunks_exact(BLOCK);
+    for blk in &mut blocks {
+        let blk: &[u8; BLOCK] = blk.try_into().expect("chunks_exact gives BLOCK bytes");
+        let mut diff = 0u64;
+        for i in 0..BLOCK / 8 {
+            let c = &blk[8 * i..8 * i + 8];
+            diff |= le_word(c) ^ word(key, off + 8 * i as u64);
         }
-        off += 8;
+        if diff != 0 {
+            tally_words(blk, key, off, &mut out);
+        }
+        off += BLOCK as u64;
     }
+    tally_words(blocks.remainder(), key, off, &mut out);
     out
+}
+
+/// Bytes compared per branch in [`check`].
+const BLOCK: usize = 256;
+
+/// The little-endian word in the 8 bytes of `c`.
+#[inline(always)]
+fn le_word(c: &[u8]) -> u64 {
+    u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
+}
+
+/// Compares `buf`, which starts at the word boundary `off`, word by word and
+/// counts the differing bytes into `out`.
+fn tally_words(buf: &[u8], key: u64, off: u64, out: &mut Check) {
+    for (i, c) in buf.chunks(8).enumerate() {
+        let at = off + 8 * i as u64;
+        let want = word(key, at).to_le_bytes();
+        if c != &want[..c.len()] {
+            tally(c, &want[..c.len()], at, out);
+        }
+    }
 }
 
 /// Counts the differing bytes of `got` (file offset `off`) into `out`.
@@ -128,6 +176,26 @@ mod tests {
         b[2] ^= 0xff;
         let c = check(&b, 5, 2, 3);
         assert_eq!((c.bad_bytes, c.first_bad), (1, Some(5)));
+    }
+
+    #[test]
+    fn every_flipped_byte_is_found_at_its_offset() {
+        // 1,000 bytes from offset 3: a 5-byte head, three whole blocks, and
+        // a remainder that ends inside a word.
+        let mut good = vec![0u8; 1000];
+        fill(&mut good, 7, 11, 3);
+        for at in 0..good.len() {
+            let mut b = good.clone();
+            b[at] ^= 0x10;
+            let c = check(&b, 7, 11, 3);
+            assert_eq!((c.bad_bytes, c.first_bad), (1, Some(3 + at as u64)), "{at}");
+        }
+        let mut b = good.clone();
+        for at in [1, 300, 301, 998] {
+            b[at] = !b[at];
+        }
+        let c = check(&b, 7, 11, 3);
+        assert_eq!((c.bad_bytes, c.first_bad), (4, Some(4)));
     }
 
     #[test]

@@ -66,7 +66,8 @@ impl UnitsArg {
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
     /// Thread counts: a list `1,2,4` or a doubling range `1..64x2` (also `1..13`, `4..16+4`).
-    #[arg(long, value_name = "LIST")]
+    /// `--tasks` is the same flag, in IOR's and io500's word.
+    #[arg(long, visible_alias = "tasks", value_name = "LIST")]
     pub threads: String,
 
     /// Transfer sizes to sweep (`run` only), e.g. `1m,16m`; default: the inner command's --xfer.

@@ -290,7 +290,7 @@ fn a_sweep_runs_io500_once_per_task_count() {
     let c = work.path().join("sw.csv");
     let out = run(&[
         "sweep",
-        "--threads",
+        "--tasks",
         "1,2",
         "--json",
         s(&j),
@@ -536,4 +536,73 @@ fn the_html_report_puts_the_score_first_and_names_each_limit() {
     let out = run(&["report", s(&j), "--csv", s(&work.path().join("x.csv"))]);
     assert_code(&out, 2);
     assert!(stderr(&out).contains("--csv"), "{}", stderr(&out));
+}
+
+/// A phase directory swapped while io500 runs (after ior-easy wrote,
+/// before it reads back), for a link to the user's directory or for
+/// another directory holding the user's files: the read and the cleanup
+/// refuse it instead of following it, and the user's files with the very
+/// names io500 uses stay as they were.
+#[test]
+fn a_phase_directory_swapped_for_a_link_is_refused_not_followed() {
+    swap_ior_easy(true, "it is a symbolic link");
+}
+
+#[test]
+fn a_phase_directory_swapped_for_another_directory_is_refused() {
+    swap_ior_easy(false, "no longer the directory this run made");
+}
+
+fn swap_ior_easy(link: bool, says: &str) {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    let victim = work.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    plant_foreign(&victim);
+    for n in ["ior_file_easy", "ior_file_easy.00000000"] {
+        std::fs::write(victim.join(n), vec![7u8; 200_000]).unwrap();
+    }
+    // mdtest-easy-write runs into the 1 s stonewall: time for the swap.
+    let cfg = ini(work.path(), &data, &res, "");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("n = 300\n", "n = 100000000\n");
+    std::fs::write(&cfg, text).unwrap();
+    let child = std::process::Command::new(ioscale_path())
+        .args(["io500", "--stonewall", "1s", s(&cfg)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let easy = data.join("ior-easy");
+    let written = || {
+        std::fs::read_dir(&easy).is_ok_and(|mut d| d.next().is_some())
+            && data.join("mdtest-easy").exists()
+    };
+    for _ in 0..6000 {
+        if written() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(written(), "ior-easy never wrote");
+    std::fs::rename(&easy, data.join("moved")).unwrap();
+    let victim = if link {
+        std::os::unix::fs::symlink(&victim, &easy).unwrap();
+        victim
+    } else {
+        std::fs::rename(&victim, &easy).unwrap();
+        easy
+    };
+    let before = snapshot(&victim);
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(
+        snapshot(&victim),
+        before,
+        "the user's files are untouched\n{err}"
+    );
+    assert_code(&out, 1);
+    assert!(err.contains(says), "{err}");
 }

@@ -205,59 +205,16 @@ fn main() -> ExitCode {
         eprintln!("ioscale-testfs: {msg}");
         ExitCode::from(2)
     };
-    if a.short_reads && a.direct_io == OnOff::Off {
-        return fail(
-            "--short-reads needs --direct-io on: through the page cache the kernel takes a short \
-             read for the end of the file"
-                .into(),
-        );
-    }
-    let source = match a.source.canonicalize() {
-        Ok(p) if p.is_dir() => p,
-        Ok(p) => return fail(format!("SOURCE {} is not a directory", p.display())),
-        Err(e) => return fail(format!("SOURCE {}: {e}", a.source.display())),
-    };
-    let mp = match a.mountpoint.canonicalize() {
-        Ok(p) if p.is_dir() => p,
-        Ok(p) => return fail(format!("MOUNTPOINT {} is not a directory", p.display())),
-        Err(e) => return fail(format!("MOUNTPOINT {}: {e}", a.mountpoint.display())),
-    };
-    if mp.starts_with(&source) {
-        return fail(format!(
-            "MOUNTPOINT {} is inside SOURCE {}: the file system would serve itself",
-            mp.display(),
-            source.display()
-        ));
-    }
-    let max_write = match u32::try_from(a.max_write) {
-        Ok(v) if v >= 4096 => v,
-        _ => return fail("--max-write: use a size from 4k to 16m".into()),
+    let (source, mp, max_write) = match checked_paths(&a) {
+        Ok(x) => x,
+        Err(msg) => return fail(msg),
     };
 
     // Modes come from the client with its umask already applied.
     // SAFETY: umask has no failure mode.
     unsafe { libc::umask(0) };
 
-    let inj = Arc::new(Injector::new(
-        Faults {
-            eio_after_bytes: a.eio_after_bytes,
-            eio_after_ops: a.eio_after_ops,
-            enospc_after_bytes: a.enospc_after_bytes,
-            short_writes: a.short_writes,
-            short_reads: a.short_reads,
-            fsync_fail: a.fsync_fail,
-            path_substr: a.faults_path_substr.clone(),
-        },
-        Timing {
-            delay: a.delay,
-            meta_delay: a.meta_delay,
-            meta_delay_path_substr: a.meta_delay_path_substr.clone(),
-            fsync_delay: a.fsync_delay,
-            bw: a.bw,
-            delay_jitter: a.delay_jitter,
-            seed: a.seed,
-        },
-    ));
+    let inj = Arc::new(injector(&a));
     let make_fs = || {
         PassFs::new(
             source.clone(),
@@ -294,42 +251,10 @@ fn main() -> ExitCode {
             ))
         }
     };
-
-    let mut unmounter = session.unmount_callable();
-    let mut signals = match signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGHUP,
-    ]) {
-        Ok(s) => s,
-        Err(e) => return fail(format!("cannot install signal handlers: {e}")),
-    };
+    if let Err(e) = unmount_on_signals(session.unmount_callable(), mp.clone(), a.quiet) {
+        return fail(format!("cannot install signal handlers: {e}"));
+    }
     let quiet = a.quiet;
-    let mp_sig = mp.clone();
-    std::thread::Builder::new()
-        .name("signals".into())
-        .spawn(move || {
-            if let Some(sig) = signals.forever().next() {
-                if !quiet {
-                    eprintln!("ioscale-testfs: signal {sig}, unmounting");
-                }
-                // As root, unmount directly: dropping fusermount3's
-                // auto_unmount socket while this process lives was seen to
-                // leave the mount in place (fuse3 3.14).
-                // SAFETY: geteuid has no failure mode.
-                if unsafe { libc::geteuid() } == 0 {
-                    if let Err(e) = umount(&mp_sig, 0) {
-                        eprintln!("ioscale-testfs: unmount failed ({e}); detaching the mount");
-                        let _ = umount(&mp_sig, libc::MNT_DETACH);
-                    }
-                } else if let Err(e) = unmounter.unmount() {
-                    eprintln!("ioscale-testfs: unmount failed ({e}); detaching the mount");
-                    let _ = umount(&mp_sig, libc::MNT_DETACH);
-                }
-            }
-        })
-        .expect("spawning the signal thread");
-
     if !quiet {
         eprintln!(
             "ioscale-testfs: serving {} at {} (pid {}, {} threads, direct_io {}, {})",
@@ -356,4 +281,98 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// SOURCE and MOUNTPOINT as canonical directories (the mount point not
+/// inside the source), and `--max-write` in range.
+fn checked_paths(a: &Args) -> Result<(PathBuf, PathBuf, u32), String> {
+    if a.short_reads && a.direct_io == OnOff::Off {
+        return Err(
+            "--short-reads needs --direct-io on: through the page cache the kernel takes a short \
+             read for the end of the file"
+                .into(),
+        );
+    }
+    let source = match a.source.canonicalize() {
+        Ok(p) if p.is_dir() => p,
+        Ok(p) => return Err(format!("SOURCE {} is not a directory", p.display())),
+        Err(e) => return Err(format!("SOURCE {}: {e}", a.source.display())),
+    };
+    let mp = match a.mountpoint.canonicalize() {
+        Ok(p) if p.is_dir() => p,
+        Ok(p) => return Err(format!("MOUNTPOINT {} is not a directory", p.display())),
+        Err(e) => return Err(format!("MOUNTPOINT {}: {e}", a.mountpoint.display())),
+    };
+    if mp.starts_with(&source) {
+        return Err(format!(
+            "MOUNTPOINT {} is inside SOURCE {}: the file system would serve itself",
+            mp.display(),
+            source.display()
+        ));
+    }
+    let max_write = match u32::try_from(a.max_write) {
+        Ok(v) if v >= 4096 => v,
+        _ => return Err("--max-write: use a size from 4k to 16m".into()),
+    };
+    Ok((source, mp, max_write))
+}
+
+/// The faults and timing the flags ask for.
+fn injector(a: &Args) -> Injector {
+    Injector::new(
+        Faults {
+            eio_after_bytes: a.eio_after_bytes,
+            eio_after_ops: a.eio_after_ops,
+            enospc_after_bytes: a.enospc_after_bytes,
+            short_writes: a.short_writes,
+            short_reads: a.short_reads,
+            fsync_fail: a.fsync_fail,
+            path_substr: a.faults_path_substr.clone(),
+        },
+        Timing {
+            delay: a.delay,
+            meta_delay: a.meta_delay,
+            meta_delay_path_substr: a.meta_delay_path_substr.clone(),
+            fsync_delay: a.fsync_delay,
+            bw: a.bw,
+            delay_jitter: a.delay_jitter,
+            seed: a.seed,
+        },
+    )
+}
+
+/// Unmounts `mp` on SIGTERM, SIGINT or SIGHUP, from a thread of its own.
+fn unmount_on_signals(
+    mut unmounter: fuser::SessionUnmounter,
+    mp: PathBuf,
+    quiet: bool,
+) -> std::io::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                if !quiet {
+                    eprintln!("ioscale-testfs: signal {sig}, unmounting");
+                }
+                // As root, unmount directly: dropping fusermount3's
+                // auto_unmount socket while this process lives was seen to
+                // leave the mount in place (fuse3 3.14).
+                // SAFETY: geteuid has no failure mode.
+                if unsafe { libc::geteuid() } == 0 {
+                    if let Err(e) = umount(&mp, 0) {
+                        eprintln!("ioscale-testfs: unmount failed ({e}); detaching the mount");
+                        let _ = umount(&mp, libc::MNT_DETACH);
+                    }
+                } else if let Err(e) = unmounter.unmount() {
+                    eprintln!("ioscale-testfs: unmount failed ({e}); detaching the mount");
+                    let _ = umount(&mp, libc::MNT_DETACH);
+                }
+            }
+        })?;
+    Ok(())
 }

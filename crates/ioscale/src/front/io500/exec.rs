@@ -168,21 +168,38 @@ fn run_items(
     (i, None)
 }
 
+/// Makes task `w`'s work.
+type Make<'a> = dyn Fn(u32) -> Result<Box<dyn Work>, String> + Sync + 'a;
+
+/// What the task threads of one rank share during a phase.
+struct Shared<'a> {
+    shape: &'a Shape<'a>,
+    make: &'a Make<'a>,
+    stop: &'a AtomicBool,
+    /// Every task and the main thread start together.
+    start: Barrier,
+    /// The wear-out exchange: tasks post their counts, the main thread
+    /// posts the goal.
+    mid: Barrier,
+    target: AtomicU64,
+    counts: Vec<AtomicU64>,
+}
+
 /// Runs one phase on this rank; a collective call every rank makes.
 /// `make` sets up task `w`'s work (open files, buffers) inside the timing.
-pub fn run_phase(
-    ctx: &Ctx,
-    shape: &Shape,
-    make: &(dyn Fn(u32) -> Result<Box<dyn Work>, String> + Sync),
-) -> PhaseRun {
+pub fn run_phase(ctx: &Ctx, shape: &Shape, make: &Make) -> PhaseRun {
     let coord = ctx.coord;
     let n = ctx.tasks as usize;
     let base = coord.rank() * ctx.tasks;
-    let start = Barrier::new(n + 1);
-    let mid = Barrier::new(n + 1);
-    let target = AtomicU64::new(0);
-    let counts: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-    let stop = &*ctx.stop;
+    let sh = Shared {
+        shape,
+        make,
+        stop: &ctx.stop,
+        start: Barrier::new(n + 1),
+        mid: Barrier::new(n + 1),
+        target: AtomicU64::new(0),
+        counts: (0..n).map(|_| AtomicU64::new(0)).collect(),
+    };
     coord.barrier();
     let probe = (coord.rank() == 0).then(|| probe::Probe::start(&ctx.datadir));
     let cpu0 = engine::sys::cpu_times();
@@ -192,84 +209,20 @@ pub fn run_phase(
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|t| {
-                let (start, mid, target, counts) = (&start, &mid, &target, &counts);
+                let sh = &sh;
                 std::thread::Builder::new()
                     .name(format!("io500-{}", base + t as u32))
-                    .spawn_scoped(s, move || {
-                        let w = base + t as u32;
-                        let limit = (shape.limit)(w);
-                        start.wait();
-                        let t_start = Instant::now();
-                        // A stonewall past what an Instant holds is none.
-                        let deadline = shape
-                            .deadline
-                            .and_then(|d| safefs::deadline_after(t_start, d));
-                        let mut acc = Acc::default();
-                        let (done, error, at_sw) = match make(w) {
-                            Ok(mut work) => {
-                                let (mut done, mut error) =
-                                    run_items(&mut *work, &mut acc, 0, limit, deadline, stop);
-                                let at_sw = done;
-                                if shape.wearout {
-                                    counts[t].store(
-                                        if error.is_some() { u64::MAX } else { done },
-                                        Ordering::Relaxed,
-                                    );
-                                    mid.wait();
-                                    mid.wait();
-                                    let goal = target.load(Ordering::Relaxed).min(limit);
-                                    if error.is_none() && goal != u64::MAX {
-                                        (done, error) =
-                                            run_items(&mut *work, &mut acc, done, goal, None, stop);
-                                    }
-                                }
-                                if error.is_none() {
-                                    error = work.finish(&mut acc).err();
-                                }
-                                (done, error, at_sw)
-                            }
-                            Err(e) => {
-                                if shape.wearout {
-                                    counts[t].store(u64::MAX, Ordering::Relaxed);
-                                    mid.wait();
-                                    mid.wait();
-                                }
-                                (0, Some(e), 0)
-                            }
-                        };
-                        let out = TaskOut {
-                            task: w,
-                            items: done,
-                            items_at_stonewall: at_sw,
-                            ops: acc.ops,
-                            bytes: acc.bytes,
-                            bad_bytes: acc.bad_bytes,
-                            found: acc.found,
-                            error,
-                            hist: acc.hist.to_sparse(),
-                        };
-                        (out, t_start, Instant::now())
-                    })
+                    .spawn_scoped(s, move || task(sh, t, base + t as u32))
                     .expect("spawning an io500 task thread")
             })
             .collect();
-        start.wait();
+        sh.start.wait();
         t0 = Instant::now();
         if shape.wearout {
-            mid.wait();
-            // u64::MAX marks a failed task: the others stop where they are.
-            let mine: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
-            let all = coord
-                .all_gather_as(&mine)
-                .unwrap_or_else(|_| vec![vec![u64::MAX]]);
-            let flat: Vec<u64> = all.into_iter().flatten().collect();
-            let goal = if flat.contains(&u64::MAX) {
-                u64::MAX
-            } else {
-                flat.into_iter().max().unwrap_or(0)
-            };
-            target.store(goal, Ordering::Relaxed);
-            mid.wait();
+            sh.mid.wait();
+            sh.target
+                .store(wearout_goal(coord, &sh.counts), Ordering::Relaxed);
+            sh.mid.wait();
         }
         for h in handles {
             let (out, started, ended) = h.join().expect("an io500 task thread panicked");
@@ -291,37 +244,114 @@ pub fn run_phase(
     .as_secs_f64();
     let cpu1 = engine::sys::cpu_times();
     let resources = probe.map(probe::Probe::finish);
+    let interrupted = coord.any(ctx.stop.load(Ordering::Relaxed));
     let mine = RankOut {
         tasks: outs,
         cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
     };
-    let interrupted = coord.any(stop.load(Ordering::Relaxed));
+    let mut run = gather(coord, mine, elapsed);
+    run.interrupted = interrupted;
+    run.resources = resources;
+    run
+}
+
+/// One task of a phase: its items up to the stonewall, the wear-out, and
+/// its figures with the times it started and ended.
+fn task(sh: &Shared, t: usize, w: u32) -> (TaskOut, Instant, Instant) {
+    let limit = (sh.shape.limit)(w);
+    sh.start.wait();
+    let t_start = Instant::now();
+    // A stonewall past what an Instant holds is none.
+    let deadline = sh
+        .shape
+        .deadline
+        .and_then(|d| safefs::deadline_after(t_start, d));
+    let mut acc = Acc::default();
+    let (done, error, at_sw) = match (sh.make)(w) {
+        Ok(mut work) => {
+            let (mut done, mut error) =
+                run_items(&mut *work, &mut acc, 0, limit, deadline, sh.stop);
+            let at_sw = done;
+            if sh.shape.wearout {
+                let goal = post_count(sh, t, if error.is_some() { u64::MAX } else { done });
+                let goal = goal.min(limit);
+                if error.is_none() && goal != u64::MAX {
+                    (done, error) = run_items(&mut *work, &mut acc, done, goal, None, sh.stop);
+                }
+            }
+            if error.is_none() {
+                error = work.finish(&mut acc).err();
+            }
+            (done, error, at_sw)
+        }
+        Err(e) => {
+            if sh.shape.wearout {
+                post_count(sh, t, u64::MAX);
+            }
+            (0, Some(e), 0)
+        }
+    };
+    let out = TaskOut {
+        task: w,
+        items: done,
+        items_at_stonewall: at_sw,
+        ops: acc.ops,
+        bytes: acc.bytes,
+        bad_bytes: acc.bad_bytes,
+        found: acc.found,
+        error,
+        hist: acc.hist.to_sparse(),
+    };
+    (out, t_start, Instant::now())
+}
+
+/// Posts task `t`'s count at the stonewall (`u64::MAX`: it failed) and
+/// returns the wear-out goal every task then works up to.
+fn post_count(sh: &Shared, t: usize, count: u64) -> u64 {
+    sh.counts[t].store(count, Ordering::Relaxed);
+    sh.mid.wait();
+    sh.mid.wait();
+    sh.target.load(Ordering::Relaxed)
+}
+
+/// The wear-out goal: the most items any task of any rank did by the
+/// stonewall, or `u64::MAX` when one failed (the others stop where they are).
+fn wearout_goal(coord: &dyn Coordinator, counts: &[AtomicU64]) -> u64 {
+    let mine: Vec<u64> = counts.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+    let all = coord
+        .all_gather_as(&mine)
+        .unwrap_or_else(|_| vec![vec![u64::MAX]]);
+    let flat: Vec<u64> = all.into_iter().flatten().collect();
+    if flat.contains(&u64::MAX) {
+        u64::MAX
+    } else {
+        flat.into_iter().max().unwrap_or(0)
+    }
+}
+
+/// Every rank's figures, in task order, with rank 0's phase time.
+fn gather(coord: &dyn Coordinator, mine: RankOut, elapsed: f64) -> PhaseRun {
+    let mut run = PhaseRun {
+        tasks: Vec::new(),
+        elapsed_s: elapsed,
+        cpu: (0.0, 0.0),
+        interrupted: false,
+        resources: None,
+    };
     if coord.size() == 1 {
-        return PhaseRun {
-            tasks: mine.tasks,
-            elapsed_s: elapsed,
-            cpu: mine.cpu,
-            interrupted,
-            resources,
-        };
+        run.tasks = mine.tasks;
+        run.cpu = mine.cpu;
+        return run;
     }
     let all = coord.all_gather_as(&mine).unwrap_or_default();
-    let elapsed = coord.broadcast_as(&elapsed).unwrap_or(elapsed);
-    let mut cpu = (0.0, 0.0);
-    let mut tasks = Vec::new();
+    run.elapsed_s = coord.broadcast_as(&elapsed).unwrap_or(elapsed);
     for r in all {
-        cpu.0 += r.cpu.0;
-        cpu.1 += r.cpu.1;
-        tasks.extend(r.tasks);
+        run.cpu.0 += r.cpu.0;
+        run.cpu.1 += r.cpu.1;
+        run.tasks.extend(r.tasks);
     }
-    tasks.sort_by_key(|t| t.task);
-    PhaseRun {
-        tasks,
-        elapsed_s: elapsed,
-        cpu,
-        interrupted,
-        resources,
-    }
+    run.tasks.sort_by_key(|t| t.task);
+    run
 }
 
 #[cfg(test)]

@@ -161,67 +161,12 @@ fn chart(title: &str, unit: &str, bars: &[(String, f64, bool)]) -> String {
 /// The report as one HTML page.
 pub fn render(rec: &Value) -> String {
     let mut s = String::new();
-    let sc = &rec["score"];
-    let valid = sc["valid"].as_bool().unwrap_or(false);
     let phases: Vec<&Value> = rec["phases"]
         .as_array()
         .map(|a| a.iter().collect())
         .unwrap_or_default();
-    let _ = write!(
-        s,
-        r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>IO500 {ver} — ioscale</title>
-<style>body{{font-family:sans-serif;margin:1.5em;max-width:1400px}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}}td:first-child,th:first-child{{text-align:left}}.warn{{background:#fff4d6;border-left:4px solid #e0a800;padding:.5em 1em}}.headline{{font-size:1.3em}}</style></head><body>
-<h1>IO500 {ver}, run by ioscale {iv}</h1>
-"#,
-        ver = esc(rec["io500"].as_str().unwrap_or("")),
-        iv = esc(rec["version"].as_str().unwrap_or("")),
-    );
-    let _ = writeln!(
-        s,
-        "<p class=\"headline\"><b>Score {:.6}</b> (bandwidth {:.6} GiB/s, metadata {:.6} kIOPS): <b>{}</b>, \
-         {} task(s) on {} rank(s), stonewall {} s.</p>",
-        f(&sc["total"]),
-        f(&sc["bw_gib_s"]),
-        f(&sc["md_kiops"]),
-        if valid { "valid" } else { "INVALID" },
-        rec["tasks"].as_u64().unwrap_or(0),
-        rec["ranks"].as_u64().unwrap_or(0),
-        rec["stonewall_s"].as_u64().map_or("?".into(), |x| x.to_string()),
-    );
-    let mut warns: Vec<String> = sc["invalid_reasons"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r.as_str().map(|r| format!("Invalid: {r}")))
-        .collect();
-    if rec["interrupted"] == true {
-        warns.push(
-            "Interrupted: the phases after the interrupt did not run; the score is invalid.".into(),
-        );
-    }
-    for ph in &phases {
-        let bad = ph["bad_bytes"].as_u64().unwrap_or(0);
-        let errs = ph["tasks"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|t| !t["error"].is_null())
-            .count();
-        if bad > 0 || errs > 0 {
-            warns.push(format!(
-                "{}: {errs} task(s) failed, {bad} bad bytes.",
-                ph["name"].as_str().unwrap_or("")
-            ));
-        }
-    }
-    if !warns.is_empty() {
-        s.push_str("<div class=\"warn\"><ul>\n");
-        for w in &warns {
-            let _ = writeln!(s, "<li>{}</li>", esc(w));
-        }
-        s.push_str("</ul></div>\n");
-    }
+    headline(&mut s, rec);
+    warnings(&mut s, rec, &phases);
     for (group, title, unit) in [
         ("BW", "Bandwidth phases", "GiB/s"),
         ("MD", "Metadata phases", "kIOPS"),
@@ -239,17 +184,103 @@ pub fn render(rec: &Value) -> String {
             .collect();
         s.push_str(&chart(title, unit, &bars));
     }
+    phase_table(&mut s, rec, &phases);
+    s.push_str("<h2>What limited each phase</h2>\n<ul>\n");
+    for ph in &phases {
+        let lines = limit_of(ph, rec);
+        if lines.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "<li><b>{}</b>: {}</li>",
+            esc(ph["name"].as_str().unwrap_or("")),
+            esc(&lines.join(" "))
+        );
+    }
+    s.push_str("</ul>\n</body></html>\n");
+    s
+}
+
+/// The page's head, title and the score line.
+fn headline(s: &mut String, rec: &Value) {
+    let sc = &rec["score"];
+    let valid = sc["valid"].as_bool().unwrap_or(false);
+    let _ = write!(
+        *s,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>IO500 {ver} — ioscale</title>
+<style>body{{font-family:sans-serif;margin:1.5em;max-width:1400px}}table{{border-collapse:collapse;margin:1em 0}}td,th{{border:1px solid #ccc;padding:3px 7px;text-align:right}}td:first-child,th:first-child{{text-align:left}}.warn{{background:#fff4d6;border-left:4px solid #e0a800;padding:.5em 1em}}.headline{{font-size:1.3em}}</style></head><body>
+<h1>IO500 {ver}, run by ioscale {iv}</h1>
+"#,
+        ver = esc(rec["io500"].as_str().unwrap_or("")),
+        iv = esc(rec["version"].as_str().unwrap_or("")),
+    );
+    let _ = writeln!(
+        *s,
+        "<p class=\"headline\"><b>Score {:.6}</b> (bandwidth {:.6} GiB/s, metadata {:.6} kIOPS): <b>{}</b>, \
+         {} task(s) on {} rank(s), stonewall {} s.</p>",
+        f(&sc["total"]),
+        f(&sc["bw_gib_s"]),
+        f(&sc["md_kiops"]),
+        if valid { "valid" } else { "INVALID" },
+        rec["tasks"].as_u64().unwrap_or(0),
+        rec["ranks"].as_u64().unwrap_or(0),
+        rec["stonewall_s"].as_u64().map_or("?".into(), |x| x.to_string()),
+    );
+}
+
+/// Why the run is invalid, an interrupt, and failed phases, as a banner.
+fn warnings(s: &mut String, rec: &Value, phases: &[&Value]) {
+    let sc = &rec["score"];
+    let mut warns: Vec<String> = sc["invalid_reasons"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.as_str().map(|r| format!("Invalid: {r}")))
+        .collect();
+    if rec["interrupted"] == true {
+        warns.push(
+            "Interrupted: the phases after the interrupt did not run; the score is invalid.".into(),
+        );
+    }
+    for ph in phases {
+        let bad = ph["bad_bytes"].as_u64().unwrap_or(0);
+        let errs = ph["tasks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| !t["error"].is_null())
+            .count();
+        if bad > 0 || errs > 0 {
+            warns.push(format!(
+                "{}: {errs} task(s) failed, {bad} bad bytes.",
+                ph["name"].as_str().unwrap_or("")
+            ));
+        }
+    }
+    if !warns.is_empty() {
+        s.push_str("<div class=\"warn\"><ul>\n");
+        for w in &warns {
+            let _ = writeln!(*s, "<li>{}</li>", esc(w));
+        }
+        s.push_str("</ul></div>\n");
+    }
+}
+
+/// The table of every phase's figures.
+fn phase_table(s: &mut String, rec: &Value, phases: &[&Value]) {
     s.push_str(
         "<h2>Phases</h2>\n<table><tr><th>phase</th><th>score</th><th>unit</th><th>time s</th><th>ops</th>\
          <th>MiB/s</th><th>IOPS</th><th>p50 µs</th><th>p99 µs</th><th>max µs</th><th>CPU s (user+sys)</th>\
          <th>items per task (min–max)</th><th>valid</th></tr>\n",
     );
     let tpr = rec["tasks_per_rank"].as_u64().unwrap_or(1);
-    for ph in &phases {
+    for ph in phases {
         let l = &ph["lat_us"];
         let items = spread(ph, tpr).map_or("".into(), |((lo, hi), _)| format!("{lo}–{hi}"));
         let _ = writeln!(
-            s,
+            *s,
             "<tr><td>{}</td><td>{:.6}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td>\
              <td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
             esc(ph["name"].as_str().unwrap_or("")),
@@ -267,21 +298,7 @@ pub fn render(rec: &Value) -> String {
             if ph["valid"] == true { "yes" } else { "no" },
         );
     }
-    s.push_str("</table>\n<h2>What limited each phase</h2>\n<ul>\n");
-    for ph in &phases {
-        let lines = limit_of(ph, rec);
-        if lines.is_empty() {
-            continue;
-        }
-        let _ = writeln!(
-            s,
-            "<li><b>{}</b>: {}</li>",
-            esc(ph["name"].as_str().unwrap_or("")),
-            esc(&lines.join(" "))
-        );
-    }
-    s.push_str("</ul>\n</body></html>\n");
-    s
+    s.push_str("</table>\n");
 }
 
 /// `ioscale report` of an io500 record: the summary on standard output and

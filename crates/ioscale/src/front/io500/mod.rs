@@ -11,6 +11,7 @@
 //! files and directories this run created are removed.
 
 pub mod config;
+mod dispatch;
 pub mod exec;
 pub mod html;
 pub mod output;
@@ -21,17 +22,16 @@ pub mod work;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use clap::Parser;
 use coord::Coordinator;
 use serde_json::json;
 
 use config::Config;
-use exec::{Ctx, PhaseRun, Shape, Work};
+use exec::{Ctx, PhaseRun};
 use phases::{FindScope, Group, Kind, Phase, Step};
 use score::Scored;
-use work::{FindWork, IorWork, MdOp, MdWork, Names, RandReadWork, HARD_XFER, MD_HARD_BYTES};
+use work::Names;
 
 /// The io500 release whose phases, parameters and rules are followed.
 pub const IO500_VERSION: &str = "io500-isc26_v2";
@@ -236,6 +236,68 @@ pub(crate) fn ranks_main_quiet(
     coord: &dyn Coordinator,
     quiet: bool,
 ) -> anyhow::Result<i32> {
+    let start = match start(args, coord)? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let stop = crate::install_signals()?;
+    let ctx = Ctx {
+        coord,
+        tasks: start.a.tasks,
+        stop,
+        datadir: start.cfg.datadir.clone(),
+    };
+    let root = coord.rank() == 0;
+    if root {
+        for n in &start.cfg.notes {
+            eprintln!("io500: note: {n}");
+        }
+    }
+    let mut log = Log {
+        show: root && !quiet,
+        lines: Vec::new(),
+    };
+    log.say(format!(
+        "IO500 version {IO500_VERSION} ({}), run by ioscale {}",
+        if start.extended {
+            "extended"
+        } else {
+            "standard"
+        },
+        env!("CARGO_PKG_VERSION")
+    ));
+    let mut run = Phases::default();
+    let required = start.cfg.required_stonewall();
+    if start.cfg.stonewall_s != required {
+        let r = format!("stonewall-time {}s != {required}s", start.cfg.stonewall_s);
+        log.say(format!("ERROR INVALID {r}"));
+        run.reasons.push(r);
+    }
+    run_phases(&start, &ctx, &mut run, &mut log);
+    let verdict = verdict(&run, start.extended, &mut log);
+    // Every rank has finished with the files before rank 0 removes them.
+    coord.barrier();
+    if !root {
+        return Ok(exit_code(run.interrupted, run.errors));
+    }
+    finish(&start, coord, &run, verdict, log, quiet)
+}
+
+/// A run's settings once its command line, config and directories are
+/// in place.
+struct Start {
+    a: Args,
+    cfg: Config,
+    extended: bool,
+    names: Names,
+    plan: Vec<Phase>,
+    /// The directories rank 0 made (removed at the end).
+    created: Made,
+}
+
+/// Parses the command line and config, and lets rank 0 make the
+/// directories; `Err(code)` ends the run with that exit code.
+fn start(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<Result<Start, i32>> {
     let root = coord.rank() == 0;
     let mut argv = vec!["ioscale io500".to_string()];
     argv.extend(args.iter().cloned());
@@ -245,7 +307,7 @@ pub(crate) fn ranks_main_quiet(
             if root {
                 let _ = e.print();
             }
-            return Ok(if e.use_stderr() { 2 } else { 0 });
+            return Ok(Err(if e.use_stderr() { 2 } else { 0 }));
         }
     };
     let s = match setup(&a) {
@@ -254,7 +316,7 @@ pub(crate) fn ranks_main_quiet(
             if root {
                 eprintln!("io500: error: {e}");
             }
-            return Ok(2);
+            return Ok(Err(2));
         }
     };
     if let Some(code) = crate::check_outputs(
@@ -262,7 +324,7 @@ pub(crate) fn ranks_main_quiet(
         "io500",
         &[("--json", a.json.as_deref()), ("--html", a.html.as_deref())],
     ) {
-        return Ok(code);
+        return Ok(Err(code));
     }
     let mut cfg = s.cfg;
     let stamp = coord.broadcast_as(&stamp_now())?;
@@ -275,12 +337,12 @@ pub(crate) fn ranks_main_quiet(
     if let Some(sub) = &a.resultdir_sub {
         cfg.resultdir = cfg.resultdir.join(sub);
     }
-    let workers = a.tasks * coord.size();
-    let names = Names {
+    let mut names = Names {
         d: cfg.datadir.clone(),
-        workers,
+        workers: a.tasks * coord.size(),
         fpp: cfg.easy_fpp,
         unique: cfg.easy_unique_dir,
+        dirs: Default::default(),
     };
     let plan: Vec<Phase> = phases::plan(s.extended)
         .into_iter()
@@ -290,95 +352,95 @@ pub(crate) fn ranks_main_quiet(
     let made = if root {
         prepare(&cfg, &names, &plan, s.ini.as_ref())
     } else {
-        Ok(Vec::new())
+        Ok(Made::default())
     };
     let failed = coord.any(made.is_err());
     let created = match made {
         Ok(c) if !failed => c,
         Ok(c) => {
             remove_dirs(&c);
-            return Ok(2);
+            return Ok(Err(2));
         }
         Err(e) => {
             eprintln!("io500: error: {e}");
-            return Ok(2);
+            return Ok(Err(2));
         }
     };
-    let stop = crate::install_signals()?;
-    let ctx = Ctx {
-        coord,
-        tasks: a.tasks,
-        stop,
-        datadir: cfg.datadir.clone(),
-    };
-    if root {
-        for n in &cfg.notes {
-            eprintln!("io500: note: {n}");
-        }
-    }
-    let shift = ior_shift(coord, a.tasks);
-    let mut out = Vec::new();
-    let say = |line: String, out: &mut Vec<String>| {
-        if root && !quiet {
+    // Every rank checks the directories it works in against rank 0's record.
+    let dirs = coord.broadcast_as(&created.dirs)?;
+    names.dirs = std::sync::Arc::new(if root { dirs } else { dirs.on_other_rank() });
+    Ok(Ok(Start {
+        a,
+        cfg,
+        extended: s.extended,
+        names,
+        plan,
+        created,
+    }))
+}
+
+/// The lines of io500's output: printed on rank 0 (unless quiet) and kept
+/// for result.txt.
+struct Log {
+    show: bool,
+    lines: Vec<String>,
+}
+
+impl Log {
+    fn say(&mut self, line: String) {
+        if self.show {
             println!("{line}");
         }
-        out.push(line);
-    };
-    say(
-        format!(
-            "IO500 version {IO500_VERSION} ({}), run by ioscale {}",
-            if s.extended { "extended" } else { "standard" },
-            env!("CARGO_PKG_VERSION")
-        ),
-        &mut out,
-    );
-    let mut run_reasons = Vec::new();
-    let required = cfg.required_stonewall();
-    if cfg.stonewall_s != required {
-        let r = format!("stonewall-time {}s != {required}s", cfg.stonewall_s);
-        say(format!("ERROR INVALID {r}"), &mut out);
-        run_reasons.push(r);
+        self.lines.push(line);
     }
-    let mut st = State::default();
-    let mut done: Vec<Done> = Vec::new();
-    let mut interrupted = false;
-    let mut errors = false;
+}
+
+/// What the phases did.
+#[derive(Default)]
+struct Phases {
+    st: State,
+    done: Vec<Done>,
+    interrupted: bool,
+    errors: bool,
+    /// Why the whole run is invalid.
+    reasons: Vec<String>,
+}
+
+/// Runs the plan's phases in order until the end, an interrupt or a
+/// failed phase.
+fn run_phases(start: &Start, ctx: &Ctx, run: &mut Phases, log: &mut Log) {
+    let coord = ctx.coord;
+    let root = coord.rank() == 0;
+    let shift = ior_shift(coord, start.a.tasks);
     let mut drop_warned = false;
-    for p in &plan {
+    for p in &start.plan {
         // Every rank asks, whatever its own flag says (a collective call).
         if coord.any(ctx.stop.load(Ordering::Relaxed)) {
-            interrupted = true;
+            run.interrupted = true;
             break;
         }
-        if let Some(why) = missing_input(p, &st) {
+        if let Some(why) = missing_input(p, &run.st) {
             if root {
                 eprintln!("io500: note: {}: not run: {why}", p.name);
             }
             if p.group != Group::None && !p.optional {
-                run_reasons.push(format!("{} did not run ({why})", p.name));
+                run.reasons.push(format!("{} did not run ({why})", p.name));
             }
             continue;
         }
-        if cfg.drop_caches && engine::sys::drop_caches().is_err() && root && !drop_warned {
+        if start.cfg.drop_caches && engine::sys::drop_caches().is_err() && root && !drop_warned {
             drop_warned = true;
             eprintln!("io500: warning: drop-caches: cannot write /proc/sys/vm/drop_caches (needs root); caches kept");
         }
         let t_start = bench::host::now_rfc3339();
-        let run = run_one(p, &ctx, &cfg, &names, &mut st, shift);
+        let r = dispatch::run_one(p, ctx, &start.cfg, &start.names, &mut run.st, shift);
         let t_end = bench::host::now_rfc3339();
-        let d = judge(p, run, &cfg, t_start, t_end);
+        let d = judge(p, r, &start.cfg, t_start, t_end);
         for r in &d.reasons {
-            say(format!("ERROR INVALID {r}"), &mut out);
+            log.say(format!("ERROR INVALID {r}"));
         }
-        say(
-            output::result_line(
-                p,
-                d.score,
-                d.run.as_ref().map_or(0.0, |r| r.elapsed_s),
-                d.valid,
-            ),
-            &mut out,
-        );
+        let elapsed = d.run.as_ref().map_or(0.0, |r| r.elapsed_s);
+        log.say(output::result_line(p, d.score, elapsed, d.valid));
         let (stopped, failed) = d.run.as_ref().map_or((false, false), |r| {
             (
                 r.interrupted,
@@ -386,36 +448,45 @@ pub(crate) fn ranks_main_quiet(
             )
         });
         if root {
-            if let Some(r) = &d.run {
-                if let Some(e) = r.first_error() {
-                    eprintln!("io500: error: {}: {e}", p.name);
-                }
-                let bad = r.sum(|t| t.bad_bytes);
-                if bad > 0 {
-                    eprintln!(
-                        "io500: error: {}: {bad} bytes read differ from what was written",
-                        p.name
-                    );
-                }
-            }
+            say_failure(&d);
         }
-        done.push(d);
+        run.done.push(d);
         if stopped {
-            interrupted = true;
+            run.interrupted = true;
             break;
         }
         if failed {
-            errors = true;
+            run.errors = true;
             break;
         }
     }
-    if interrupted {
-        run_reasons.push("interrupted".into());
+    if run.interrupted {
+        run.reasons.push("interrupted".into());
     }
-    if errors {
-        run_reasons.push("a phase failed".into());
+    if run.errors {
+        run.reasons.push("a phase failed".into());
     }
-    let scored: Vec<Scored> = done
+}
+
+/// Names a phase's error and bad bytes on standard error.
+fn say_failure(d: &Done) {
+    let Some(r) = &d.run else { return };
+    if let Some(e) = r.first_error() {
+        eprintln!("io500: error: {}: {e}", d.phase.name);
+    }
+    let bad = r.sum(|t| t.bad_bytes);
+    if bad > 0 {
+        eprintln!(
+            "io500: error: {}: {bad} bytes read differ from what was written",
+            d.phase.name
+        );
+    }
+}
+
+/// Scores the phases done and prints the `[SCORE ]` (and `[SCOREX]`) lines.
+fn verdict(run: &Phases, extended: bool, log: &mut Log) -> Verdict {
+    let scored: Vec<Scored> = run
+        .done
         .iter()
         .map(|d| Scored {
             phase: d.phase,
@@ -424,70 +495,75 @@ pub(crate) fn ranks_main_quiet(
         })
         .collect();
     let std_score = score::score(&scored, false);
-    let valid = run_reasons.is_empty()
+    let valid = run.reasons.is_empty()
         && scored
             .iter()
             .all(|s| s.valid || s.phase.optional || s.phase.group == Group::None);
-    say(output::score_line(&std_score, valid, false), &mut out);
-    let ext_score = s.extended.then(|| score::score(&scored, true));
+    log.say(output::score_line(&std_score, valid, false));
+    let ext_score = extended.then(|| score::score(&scored, true));
     let ext_valid = valid
         && scored
             .iter()
             .all(|s| s.valid || s.phase.group == Group::None);
     if let Some(x) = &ext_score {
-        say(output::score_line(x, ext_valid, true), &mut out);
+        log.say(output::score_line(x, ext_valid, true));
     }
-    // Every rank has finished with the files before rank 0 removes them.
-    coord.barrier();
-    if !root {
-        return Ok(exit_code(interrupted, errors));
-    }
-    if a.keep {
-        eprintln!(
-            "io500: note: --keep: the data files stay in {}",
-            names.d.display()
-        );
-    } else {
-        for l in cleanup(&names, &st, &created) {
-            eprintln!("io500: cleanup: could not remove {l}");
-        }
-    }
-    if !quiet {
-        println!();
-        println!(
-            "The result files are stored in the directory: {}",
-            cfg.resultdir.display()
-        );
-    }
-    out.push(String::new());
-    out.push(format!(
-        "The result files are stored in the directory: {}",
-        cfg.resultdir.display()
-    ));
-    let mut write_err = None;
-    let verdict = Verdict {
+    Verdict {
         score: std_score,
         valid,
         ext: ext_score.map(|x| (x, ext_valid)),
-        reasons: run_reasons,
-        interrupted,
-    };
-    let record = record(&a, &cfg, s.extended, coord, &done, &verdict);
+        reasons: run.reasons.clone(),
+        interrupted: run.interrupted,
+    }
+}
+
+/// Rank 0's end: removes the files (unless `--keep`), writes the results
+/// directory, `--json` and `--html`, and gives the exit code.
+fn finish(
+    start: &Start,
+    coord: &dyn Coordinator,
+    run: &Phases,
+    verdict: Verdict,
+    mut log: Log,
+    quiet: bool,
+) -> anyhow::Result<i32> {
+    let (a, cfg) = (&start.a, &start.cfg);
+    if a.keep {
+        eprintln!(
+            "io500: note: --keep: the data files stay in {}",
+            start.names.d.display()
+        );
+    } else {
+        for l in cleanup(&start.names, &run.st, &start.created) {
+            eprintln!("io500: cleanup: could not remove {l}");
+        }
+    }
+    let stored = format!(
+        "The result files are stored in the directory: {}",
+        cfg.resultdir.display()
+    );
+    if !quiet {
+        println!();
+        println!("{stored}");
+    }
+    log.lines.push(String::new());
+    log.lines.push(stored);
+    let mut write_err = None;
+    let record = record(a, cfg, start.extended, coord, &run.done, &verdict);
     if let Err(e) = write_results(
         &cfg.resultdir,
-        &out,
-        &done,
-        &std_score,
-        valid,
-        &names,
+        &log.lines,
+        &run.done,
+        &verdict.score,
+        verdict.valid,
+        &start.names,
         &record,
     ) {
         write_err = Some(e);
     }
     if let Some(p) = &a.json {
-        if let Err(e) =
-            crate::output::write_atomic(p, serde_json::to_string_pretty(&record)?.as_bytes())
-        {
+        let text = serde_json::to_string_pretty(&record)?;
+        if let Err(e) = crate::output::write_atomic(p, text.as_bytes()) {
             write_err = Some(e);
         }
     }
@@ -496,7 +572,7 @@ pub(crate) fn ranks_main_quiet(
             write_err = Some(e);
         }
     }
-    let mut code = exit_code(interrupted, errors);
+    let mut code = exit_code(run.interrupted, run.errors);
     if let Some(e) = write_err {
         eprintln!("io500: error: {e:#}");
         code = code.max(1);
@@ -573,22 +649,8 @@ fn prepare(
     names: &Names,
     plan: &[Phase],
     ini: Option<&(PathBuf, String)>,
-) -> Result<Vec<PathBuf>, String> {
-    let mut created = Vec::new();
-    let fresh = |p: &Path, created: &mut Vec<PathBuf>| -> Result<(), String> {
-        match std::fs::create_dir(p) {
-            Ok(()) => {
-                created.push(p.to_path_buf());
-                Ok(())
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(format!(
-                "{} already exists: ioscale io500 makes its phase directories fresh and removes only \
-                 what it made; remove it, or choose another datadir (timestamp-datadir = TRUE makes a new one)",
-                p.display()
-            )),
-            Err(e) => Err(format!("cannot create {}: {e}", p.display())),
-        }
-    };
+) -> Result<Made, String> {
+    let mut made = Made::default();
     let d = &cfg.datadir;
     let result = (|| {
         // Like io500, make the data directory and any missing parents
@@ -599,57 +661,10 @@ fn prepare(
             .take_while(|a| std::fs::symlink_metadata(a).is_err())
             .collect();
         for a in missing.iter().rev() {
-            fresh(a, &mut created)?;
+            made.fresh(a)?;
         }
-        if !d.is_dir() {
-            return Err(format!("datadir {} is not a directory", d.display()));
-        }
-        if engine::sys::is_read_only(d).unwrap_or(false) {
-            return Err(format!(
-                "datadir {} is on a read-only file system (EROFS)",
-                d.display()
-            ));
-        }
-        if !engine::sys::can_write(d) {
-            return Err(format!(
-                "datadir {}: permission denied (EACCES)",
-                d.display()
-            ));
-        }
-        let has = |k: &dyn Fn(&Kind) -> bool| plan.iter().any(|p| k(&p.kind));
-        if has(&|k| matches!(k, Kind::IorEasy)) {
-            fresh(&names.easy_dir(), &mut created)?;
-            if names.fpp && names.unique {
-                for w in 0..names.workers {
-                    fresh(&names.easy_dir().join(w.to_string()), &mut created)?;
-                }
-            }
-        }
-        if has(&|k| matches!(k, Kind::IorHard)) {
-            fresh(&d.join("ior-hard"), &mut created)?;
-        }
-        for xfer in [4096u64, 1 << 20] {
-            if has(&|k| *k == Kind::IorRnd { xfer }) {
-                fresh(&d.join(work::rnd_dir(xfer)), &mut created)?;
-            }
-        }
-        for easy in [true, false] {
-            let kind = if easy { Kind::MdEasy } else { Kind::MdHard };
-            if has(&|k| *k == kind) {
-                fresh(
-                    &d.join(if easy { "mdtest-easy" } else { "mdtest-hard" }),
-                    &mut created,
-                )?;
-                fresh(&names.md_test_dir(easy), &mut created)?;
-                if easy {
-                    for w in 0..names.workers {
-                        fresh(&names.md_dir(true, w), &mut created)?;
-                    }
-                } else {
-                    fresh(&names.md_dir(false, 0), &mut created)?;
-                }
-            }
-        }
+        check_datadir(d)?;
+        phase_dirs(&mut made, d, names, plan)?;
         std::fs::create_dir_all(&cfg.resultdir)
             .map_err(|e| format!("resultdir {}: {e}", cfg.resultdir.display()))?;
         if let Some((p, text)) = ini {
@@ -664,51 +679,156 @@ fn prepare(
         Ok(())
     })();
     match result {
-        Ok(()) => Ok(created),
+        Ok(()) => Ok(made),
         Err(e) => {
-            remove_dirs(&created);
+            remove_dirs(&made);
             Err(e)
         }
     }
 }
 
-/// Removes directories this run created, deepest first, with rmdir only.
-fn remove_dirs(created: &[PathBuf]) -> Vec<String> {
-    let mut left = Vec::new();
-    for d in created.iter().rev() {
-        if let Err(e) = std::fs::remove_dir(d) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                left.push(format!("{} ({e})", d.display()));
+/// The directories a run made, in the order made, and their identities.
+#[derive(Default)]
+struct Made {
+    paths: Vec<PathBuf>,
+    dirs: work::Dirs,
+}
+
+impl Made {
+    /// Makes `p`, which must not exist yet, and records its identity.
+    fn fresh(&mut self, p: &Path) -> Result<(), String> {
+        match std::fs::create_dir(p) {
+            Ok(()) => {
+                self.paths.push(p.to_path_buf());
+                let h = safefs::DirHandle::open(p).map_err(|e| e.to_string())?;
+                self.dirs.insert(p.to_path_buf(), h.id());
+                Ok(())
             }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(format!(
+                "{} already exists: ioscale io500 makes its phase directories fresh and removes only \
+                 what it made; remove it, or choose another datadir (timestamp-datadir = TRUE makes a new one)",
+                p.display()
+            )),
+            Err(e) => Err(format!("cannot create {}: {e}", p.display())),
+        }
+    }
+}
+
+/// The data directory is a writable directory.
+fn check_datadir(d: &Path) -> Result<(), String> {
+    if !d.is_dir() {
+        return Err(format!("datadir {} is not a directory", d.display()));
+    }
+    if engine::sys::is_read_only(d).unwrap_or(false) {
+        return Err(format!(
+            "datadir {} is on a read-only file system (EROFS)",
+            d.display()
+        ));
+    }
+    if !engine::sys::can_write(d) {
+        return Err(format!(
+            "datadir {}: permission denied (EACCES)",
+            d.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Makes the directories of the phases in the plan.
+fn phase_dirs(made: &mut Made, d: &Path, names: &Names, plan: &[Phase]) -> Result<(), String> {
+    let has = |k: &dyn Fn(&Kind) -> bool| plan.iter().any(|p| k(&p.kind));
+    if has(&|k| matches!(k, Kind::IorEasy)) {
+        made.fresh(&names.easy_dir())?;
+        if names.fpp && names.unique {
+            for w in 0..names.workers {
+                made.fresh(&names.easy_dir().join(w.to_string()))?;
+            }
+        }
+    }
+    if has(&|k| matches!(k, Kind::IorHard)) {
+        made.fresh(&d.join("ior-hard"))?;
+    }
+    for xfer in [4096u64, 1 << 20] {
+        if has(&|k| *k == Kind::IorRnd { xfer }) {
+            made.fresh(&d.join(work::rnd_dir(xfer)))?;
+        }
+    }
+    for easy in [true, false] {
+        let kind = if easy { Kind::MdEasy } else { Kind::MdHard };
+        if has(&|k| *k == kind) {
+            made.fresh(&d.join(if easy { "mdtest-easy" } else { "mdtest-hard" }))?;
+            made.fresh(&names.md_test_dir(easy))?;
+            if easy {
+                for w in 0..names.workers {
+                    made.fresh(&names.md_dir(true, w))?;
+                }
+            } else {
+                made.fresh(&names.md_dir(false, 0))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes directories this run created, deepest first, with rmdir only,
+/// each through its parent's handle and only if it is still the very
+/// directory made.
+fn remove_dirs(made: &Made) -> Vec<String> {
+    let mut left = Vec::new();
+    for d in made.paths.iter().rev() {
+        let (Some(parent), Some(name)) = (d.parent(), d.file_name()) else {
+            continue;
+        };
+        let Some(&id) = made.dirs.id(d) else {
+            continue;
+        };
+        // The first directory made sits in the user's directory (not ours).
+        let h = if made.dirs.id(parent).is_some() {
+            made.dirs.open(parent)
+        } else {
+            safefs::DirHandle::open(parent).map_err(|e| e.to_string())
+        };
+        if let Err(e) = h.and_then(|h| h.rmdir_at(name, Some(id)).map_err(|e| e.to_string())) {
+            left.push(format!("{} ({e})", d.display()));
         }
     }
     left
 }
 
-/// Removes the files this run made (by their exact names) and then the
-/// directories it created.
-fn cleanup(names: &Names, st: &State, created: &[PathBuf]) -> Vec<String> {
+/// Removes the files this run made (by their exact names, relative to the
+/// checked directories) and then the directories it created.
+fn cleanup(names: &Names, st: &State, made: &Made) -> Vec<String> {
     let mut left = Vec::new();
-    let mut rm = |p: &Path| {
-        if let Err(e) = std::fs::remove_file(p) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                left.push(format!("{} ({e})", p.display()));
+    let mut rm_all = |dir: &Path, files: &mut dyn Iterator<Item = String>| {
+        let h = match names.dirs.open(dir) {
+            Ok(h) => h,
+            Err(e) => return left.push(format!("the files in {} ({e})", dir.display())),
+        };
+        for f in files {
+            if let Err(e) = h.unlink_at(&f, None) {
+                left.push(format!("{} ({e})", dir.join(&f).display()));
             }
+        }
+    };
+    let mut one = |file: PathBuf| {
+        if let (Some(d), Some(n)) = (file.parent(), file.file_name()) {
+            let n = n.to_string_lossy().into_owned();
+            rm_all(d, &mut std::iter::once(n));
         }
     };
     if st.easy.is_some() {
         for w in 0..names.workers {
-            rm(&names.easy_file(w));
+            one(names.easy_file(w));
         }
     }
     if st.hard.is_some() {
-        rm(&names.hard_file());
+        one(names.hard_file());
     }
     if st.rnd4k.is_some() {
-        rm(&names.rnd_file(4096));
+        one(names.rnd_file(4096));
     }
     if st.rnd1mb.is_some() {
-        rm(&names.rnd_file(1 << 20));
+        one(names.rnd_file(1 << 20));
     }
     for (easy, counts, gone) in [
         (true, &st.md_easy, st.md_easy_gone),
@@ -718,318 +838,12 @@ fn cleanup(names: &Names, st: &State, created: &[PathBuf]) -> Vec<String> {
             continue;
         };
         for (w, &n) in counts.iter().enumerate() {
-            let dir = names.md_dir(easy, w as u32);
-            for i in 0..n {
-                rm(&dir.join(format!("file.mdtest.{w}.{i}")));
-            }
+            let mut files = (0..n).map(|i| format!("file.mdtest.{w}.{i}"));
+            rm_all(&names.md_dir(easy, w as u32), &mut files);
         }
     }
-    left.extend(remove_dirs(created));
+    left.extend(remove_dirs(made));
     left
-}
-
-fn boxed<W: Work + 'static>(w: W) -> Box<dyn Work> {
-    Box::new(w)
-}
-
-/// Runs one phase on every rank and updates what it leaves behind.
-fn run_one(
-    p: &Phase,
-    ctx: &Ctx,
-    cfg: &Config,
-    names: &Names,
-    st: &mut State,
-    shift: u32,
-) -> Option<PhaseRun> {
-    let nw = names.workers;
-    let sw = Some(Duration::from_secs(cfg.stonewall_s));
-    let write = p.step == Step::Write;
-    let reader = move |w: u32| (w + shift) % nw;
-    match p.kind {
-        Kind::Timestamp => {
-            // Rank 0 makes the file find's -newer compares with.
-            let t0 = std::time::Instant::now();
-            let mut ns = 0i128;
-            if ctx.coord.rank() == 0 {
-                let path = cfg.resultdir.join("timestampfile");
-                if crate::output::write_atomic(&path, b"").is_ok() {
-                    if let Ok(m) = std::fs::metadata(&path) {
-                        use std::os::unix::fs::MetadataExt;
-                        ns = m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128;
-                    }
-                }
-            }
-            let ns = ctx
-                .coord
-                .broadcast_as(&ns.to_string())
-                .ok()?
-                .parse::<i128>()
-                .ok()?;
-            st.stamp_ns = Some(ns);
-            Some(PhaseRun {
-                tasks: Vec::new(),
-                elapsed_s: t0.elapsed().as_secs_f64(),
-                cpu: (0.0, 0.0),
-                interrupted: false,
-                resources: None,
-            })
-        }
-        Kind::IorEasy => {
-            let xfer = cfg.easy_xfer;
-            let (block, fpp) = (cfg.easy_block, cfg.easy_fpp);
-            let counts = st.easy.clone().unwrap_or_default();
-            let owner = move |w: u32| if write { w } else { reader(w) };
-            let limit = move |w: u32| {
-                if write {
-                    block / xfer
-                } else {
-                    counts[owner(w) as usize]
-                }
-            };
-            let names2 = names.clone();
-            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
-                let o = owner(w);
-                let path = names2.easy_file(o);
-                Ok(boxed(IorWork {
-                    file: IorWork::open(&path, write)?,
-                    path,
-                    buf: vec![0; xfer as usize],
-                    write,
-                    check: !write,
-                    file_id: if fpp { o as u64 } else { 0 },
-                    offset: Box::new(move |i| {
-                        if fpp {
-                            i * xfer
-                        } else {
-                            o as u64 * block + i * xfer
-                        }
-                    }),
-                }))
-            };
-            let run = exec::run_phase(
-                ctx,
-                &Shape {
-                    limit: &limit,
-                    deadline: write.then_some(sw).flatten(),
-                    wearout: write,
-                },
-                &make,
-            );
-            if write {
-                st.easy = Some(run.tasks.iter().map(|t| t.items).collect());
-            }
-            Some(run)
-        }
-        Kind::IorHard => {
-            let segs = cfg.hard_segments;
-            let counts = st.hard.clone().unwrap_or_default();
-            let owner = move |w: u32| if write { w } else { reader(w) };
-            let limit = move |w: u32| {
-                if write {
-                    segs
-                } else {
-                    counts[owner(w) as usize]
-                }
-            };
-            let path = names.hard_file();
-            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
-                let o = owner(w) as u64;
-                Ok(boxed(IorWork {
-                    file: IorWork::open(&path, write)?,
-                    path: path.clone(),
-                    buf: vec![0; HARD_XFER as usize],
-                    write,
-                    check: !write,
-                    file_id: 0,
-                    offset: Box::new(move |i| (i * nw as u64 + o) * HARD_XFER),
-                }))
-            };
-            let run = exec::run_phase(
-                ctx,
-                &Shape {
-                    limit: &limit,
-                    deadline: write.then_some(sw).flatten(),
-                    wearout: write,
-                },
-                &make,
-            );
-            if write {
-                st.hard = Some(run.tasks.iter().map(|t| t.items).collect());
-            }
-            Some(run)
-        }
-        Kind::IorRnd { xfer } => {
-            let block = if xfer == 4096 {
-                cfg.rnd4k_block
-            } else {
-                cfg.rnd1mb_block
-            };
-            let per_block = block / xfer;
-            let slot = if xfer == 4096 {
-                &mut st.rnd4k
-            } else {
-                &mut st.rnd1mb
-            };
-            let counts = slot.clone().unwrap_or_default();
-            let limit = move |w: u32| {
-                if write {
-                    per_block.saturating_mul(10_000_000)
-                } else {
-                    counts[w as usize]
-                }
-            };
-            let path = names.rnd_file(xfer);
-            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
-                let seed = work::SEED ^ w as u64;
-                Ok(boxed(IorWork {
-                    file: IorWork::open(&path, write)?,
-                    path: path.clone(),
-                    buf: vec![0; xfer as usize],
-                    write,
-                    check: !write,
-                    file_id: 0,
-                    offset: Box::new(move |i| {
-                        let (seg, j) = (i / per_block, i % per_block);
-                        (seg * nw as u64 + w as u64) * block
-                            + work::shuffled(j, per_block, seed) * xfer
-                    }),
-                }))
-            };
-            let run = exec::run_phase(
-                ctx,
-                &Shape {
-                    limit: &limit,
-                    deadline: write.then_some(sw).flatten(),
-                    wearout: write,
-                },
-                &make,
-            );
-            if write {
-                *slot = Some(run.tasks.iter().map(|t| t.items).collect());
-            }
-            Some(run)
-        }
-        Kind::IorRndEasyRead => {
-            // -C -Q 2: the data two nodes away (its own on one or two nodes).
-            let owner = move |w: u32| (w + 2 * shift) % nw;
-            let limit = |_w: u32| 10_000_000u64;
-            let names2 = names.clone();
-            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
-                let path = names2.easy_file(owner(w));
-                let file = IorWork::open(&path, false)?;
-                let size = file
-                    .metadata()
-                    .map_err(|e| format!("stat {}: {e}", path.display()))?
-                    .len();
-                if size < 4096 {
-                    return Err(format!(
-                        "{} holds {size} bytes, less than one 4 KiB read",
-                        path.display()
-                    ));
-                }
-                Ok(boxed(RandReadWork {
-                    file,
-                    path,
-                    size,
-                    buf: vec![0; 4096],
-                    rng: work::SEED ^ w as u64,
-                }))
-            };
-            Some(exec::run_phase(
-                ctx,
-                &Shape {
-                    limit: &limit,
-                    deadline: sw,
-                    wearout: true,
-                },
-                &make,
-            ))
-        }
-        Kind::MdEasy | Kind::MdHard => {
-            let easy = p.kind == Kind::MdEasy;
-            let n = if easy { cfg.md_easy_n } else { cfg.md_hard_n };
-            let counts = if easy {
-                st.md_easy.clone()
-            } else {
-                st.md_hard.clone()
-            }
-            .unwrap_or_default();
-            // mdtest -N 1: stat, read and remove the neighbour task's files.
-            let owner = move |w: u32| if write { w } else { (w + 1) % nw };
-            let limit = move |w: u32| if write { n } else { counts[owner(w) as usize] };
-            let op = match p.step {
-                Step::Write => MdOp::Create,
-                Step::Stat => MdOp::Stat,
-                Step::Read => MdOp::Read,
-                _ => MdOp::Delete,
-            };
-            let bytes = if easy { 0 } else { MD_HARD_BYTES as usize };
-            let names2 = names.clone();
-            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
-                let o = owner(w);
-                Ok(boxed(MdWork {
-                    dir: names2.md_dir(easy, o),
-                    owner: o,
-                    op,
-                    bytes,
-                    buf: vec![0; bytes],
-                    path: PathBuf::new(),
-                }))
-            };
-            let run = exec::run_phase(
-                ctx,
-                &Shape {
-                    limit: &limit,
-                    deadline: write.then_some(sw).flatten(),
-                    wearout: write,
-                },
-                &make,
-            );
-            let items: Vec<u64> = run.tasks.iter().map(|t| t.items).collect();
-            if write {
-                if easy {
-                    st.md_easy = Some(items)
-                } else {
-                    st.md_hard = Some(items)
-                }
-            } else if op == MdOp::Delete && run.first_error().is_none() && !run.interrupted {
-                if easy {
-                    st.md_easy_gone = true
-                } else {
-                    st.md_hard_gone = true
-                }
-            }
-            Some(run)
-        }
-        Kind::Find { scope } => {
-            let root = match scope {
-                FindScope::All => names.d.clone(),
-                FindScope::Easy => names.d.join("mdtest-easy"),
-                FindScope::Hard => names.d.join("mdtest-hard"),
-            };
-            let strict = scope != FindScope::Easy;
-            let newer = st.stamp_ns;
-            let limit = |_w: u32| 1u64;
-            let make = move |w: u32| -> Result<Box<dyn Work>, String> {
-                Ok(boxed(FindWork {
-                    root: root.clone(),
-                    w,
-                    workers: nw,
-                    size: strict.then_some(MD_HARD_BYTES),
-                    newer_ns: if strict { newer } else { None },
-                }))
-            };
-            Some(exec::run_phase(
-                ctx,
-                &Shape {
-                    limit: &limit,
-                    deadline: None,
-                    wearout: false,
-                },
-                &make,
-            ))
-        }
-    }
 }
 
 /// Scores a phase and applies io500's validity rules to it.

@@ -82,6 +82,21 @@ fn task_counts(a: &SweepArgs) -> Result<Vec<u32>, String> {
 /// Rank 0's scratch directory of point records, removed at the end.
 struct Scratch(std::path::PathBuf);
 
+impl Scratch {
+    /// A new directory under the temporary directory, unique to this run.
+    fn new() -> std::io::Result<Scratch> {
+        let d = std::env::temp_dir().join(format!(
+            "ioscale-io500-sweep-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        ));
+        std::fs::create_dir(&d)?;
+        Ok(Scratch(d))
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         if let Ok(rd) = std::fs::read_dir(&self.0) {
@@ -106,46 +121,12 @@ struct Point {
 /// Runs the sweep on every rank; rank 0 prints and writes.
 pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     let root = coord.rank() == 0;
-    let checked = refuse_other_flags(a)
-        .and_then(|()| inner_words(a))
-        .and_then(|w| task_counts(a).map(|t| (w, t)));
-    let (words, counts) = match checked {
+    let (words, counts) = match checked(a, coord) {
         Ok(x) => x,
-        Err(e) => {
-            if root {
-                eprintln!("ioscale: error: {e}");
-            }
-            return Ok(2);
-        }
+        Err(code) => return Ok(code),
     };
-    let mut bad = Ok(());
-    if root {
-        for (flag, p) in [("--json", &a.json), ("--csv", &a.csv)] {
-            if let Some(p) = p {
-                bad = bad.and_then(|()| crate::check_output_path(flag, p));
-            }
-        }
-    }
-    if let Err(e) = bench::cluster::root_check(coord, bad) {
-        if let Some(e) = e {
-            eprintln!("ioscale: error: {e:#}");
-        }
-        return Ok(2);
-    }
     // Each point's record goes to a scratch directory of rank 0's.
-    let scratch = if root {
-        let d = std::env::temp_dir().join(format!(
-            "ioscale-io500-sweep-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir(&d)?;
-        Some(Scratch(d))
-    } else {
-        None
-    };
+    let scratch = if root { Some(Scratch::new()?) } else { None };
     let scratch_path: String = coord
         .broadcast_as(
             &scratch
@@ -163,20 +144,7 @@ pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
             break;
         }
         if root && !a.quiet {
-            eprintln!(
-                "ioscale: [point {}/{}] io500 --tasks {tasks}{}",
-                k + 1,
-                counts.len(),
-                if coord.size() > 1 {
-                    format!(
-                        " on {} ranks ({} tasks)",
-                        coord.size(),
-                        tasks * coord.size()
-                    )
-                } else {
-                    String::new()
-                }
-            );
+            announce(k, counts.len(), tasks, coord.size());
         }
         let json_path = Path::new(&scratch_path).join(format!("point-{k}.json"));
         let mut argv = words.clone();
@@ -227,6 +195,49 @@ pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
         }
     }
     Ok(code)
+}
+
+/// The inner io500 words and the task counts, once the flags and output
+/// paths are checked on rank 0; `Err(2)` after saying what is wrong.
+fn checked(a: &SweepArgs, coord: &dyn Coordinator) -> Result<(Vec<String>, Vec<u32>), i32> {
+    let root = coord.rank() == 0;
+    let checked = refuse_other_flags(a)
+        .and_then(|()| inner_words(a))
+        .and_then(|w| task_counts(a).map(|t| (w, t)));
+    let (words, counts) = match checked {
+        Ok(x) => x,
+        Err(e) => {
+            if root {
+                eprintln!("ioscale: error: {e}");
+            }
+            return Err(2);
+        }
+    };
+    let mut bad = Ok(());
+    if root {
+        for (flag, p) in [("--json", &a.json), ("--csv", &a.csv)] {
+            if let Some(p) = p {
+                bad = bad.and_then(|()| crate::check_output_path(flag, p));
+            }
+        }
+    }
+    if let Err(e) = bench::cluster::root_check(coord, bad) {
+        if let Some(e) = e {
+            eprintln!("ioscale: error: {e:#}");
+        }
+        return Err(2);
+    }
+    Ok((words, counts))
+}
+
+/// The progress line of point `k` (from 0) of `of`.
+fn announce(k: usize, of: usize, tasks: u32, ranks: u32) {
+    let on = if ranks > 1 {
+        format!(" on {ranks} ranks ({} tasks)", tasks * ranks)
+    } else {
+        String::new()
+    };
+    eprintln!("ioscale: [point {}/{of}] io500 --tasks {tasks}{on}", k + 1);
 }
 
 /// The score of a point's record: (bw GiB/s, md kIOPS, total, valid).

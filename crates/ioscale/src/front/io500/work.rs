@@ -10,10 +10,15 @@
 //! - mdtest-easy: `D/mdtest-easy/test-dir.0-0/mdtest_tree.w.0/file.mdtest.w.i`.
 //! - mdtest-hard: `D/mdtest-hard/test-dir.0-0/mdtest_tree.0/file.mdtest.w.i`.
 
-use std::fs::{File, OpenOptions};
+use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use safefs::{Access, DirHandle, FileId};
 
 use super::exec::{Acc, Work};
 
@@ -35,6 +40,73 @@ pub struct Names {
     pub fpp: bool,
     /// ior-easy's uniqueDir.
     pub unique: bool,
+    /// The directories this run made, with their identities.
+    pub dirs: Arc<Dirs>,
+}
+
+/// The directories a run made, each with the (device, inode) it had when
+/// made. Every file of a phase is opened, created and removed relative to
+/// one of them, opened again and checked: a directory swapped for a link
+/// or for another directory during the run is refused, never followed.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Dirs {
+    made: BTreeMap<PathBuf, FileId>,
+    /// Compare devices too (rank 0, which made them; another node may see
+    /// the same network file system under another device number).
+    same_node: bool,
+}
+
+impl Dirs {
+    /// Records a directory just made.
+    pub fn insert(&mut self, path: PathBuf, id: FileId) {
+        self.made.insert(path, id);
+        self.same_node = true;
+    }
+
+    /// The identity `path` had when made, if this run made it.
+    pub fn id(&self, path: &Path) -> Option<&FileId> {
+        self.made.get(path)
+    }
+
+    /// The same record as another rank uses it (inodes compared only).
+    pub fn on_other_rank(mut self) -> Dirs {
+        self.same_node = false;
+        self
+    }
+
+    /// Opens the directory `path` this run made, refusing anything else.
+    pub fn open(&self, path: &Path) -> Result<DirHandle, String> {
+        let want = self
+            .made
+            .get(path)
+            .ok_or_else(|| format!("{}: not a directory this run made; refused", path.display()))?;
+        let h = DirHandle::open(path).map_err(|e| e.to_string())?;
+        let got = h.id();
+        if got.ino != want.ino || (self.same_node && got.dev != want.dev) {
+            return Err(format!(
+                "{} is no longer the directory this run made (device:inode {}:{} when made, {}:{} now): \
+                 refused, nothing followed",
+                path.display(),
+                want.dev,
+                want.ino,
+                got.dev,
+                got.ino
+            ));
+        }
+        Ok(h)
+    }
+
+    /// Opens the directory of `file` (checked as [`Dirs::open`]) and gives
+    /// the file's name in it.
+    pub fn open_parent<'p>(
+        &self,
+        file: &'p Path,
+    ) -> Result<(DirHandle, &'p std::ffi::OsStr), String> {
+        let (Some(dir), Some(name)) = (file.parent(), file.file_name()) else {
+            return Err(format!("{}: no directory and name", file.display()));
+        };
+        Ok((self.open(dir)?, name))
+    }
 }
 
 impl Names {
@@ -110,18 +182,18 @@ pub struct IorWork {
 
 impl IorWork {
     /// Opens `path` for a write (created if missing, never truncated) or a read.
-    pub fn open(path: &Path, write: bool) -> Result<File, String> {
-        let r = if write {
-            OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o644)
-                .open(path)
-        } else {
-            File::open(path)
-        };
-        r.map_err(|e| io_err("open", path, e))
+    pub fn open(dirs: &Dirs, path: &Path, write: bool) -> Result<File, String> {
+        let (dir, name) = dirs.open_parent(path)?;
+        if !write {
+            return dir
+                .open_file_at(name, Access::Read, None)
+                .map(|(f, _)| f)
+                .map_err(|e| e.to_string());
+        }
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(0o644))
+            .map(File::from)
+            .map_err(|e| io_err("open", path, e.into()))
     }
 }
 
@@ -189,8 +261,10 @@ pub enum MdOp {
 
 /// An mdtest-style task over `dir/file.mdtest.OWNER.i`.
 pub struct MdWork {
-    /// Directory of the files.
+    /// Directory of the files (for messages).
     pub dir: PathBuf,
+    /// The same directory, opened and checked ([`Dirs::open`]).
+    pub handle: DirHandle,
     /// Whose files (mdtest -N 1: the neighbour's for stat/read/delete).
     pub owner: u32,
     /// The operation.
@@ -199,8 +273,6 @@ pub struct MdWork {
     pub bytes: usize,
     /// Scratch buffer.
     pub buf: Vec<u8>,
-    /// Reused path buffer.
-    pub path: PathBuf,
 }
 
 impl MdWork {
@@ -211,37 +283,42 @@ impl MdWork {
 
 impl Work for MdWork {
     fn item(&mut self, i: u64, acc: &mut Acc) -> Result<(), String> {
-        self.path.clear();
-        self.path.push(&self.dir);
-        self.path.push(format!("file.mdtest.{}.{i}", self.owner));
+        let name = format!("file.mdtest.{}.{i}", self.owner);
         let id = self.file_id(i);
-        let p = &self.path;
+        let h = &self.handle;
+        let err = |op: &str, e: rustix::io::Errno| io_err(op, &self.dir.join(&name), e.into());
+        // Relative to the checked directory, never following a link.
+        let nofollow = OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match self.op {
             MdOp::Create => {
-                let mut f = OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o644)
-                    .open(p)
-                    .map_err(|e| io_err("create", p, e))?;
+                let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | nofollow;
+                let fd = rustix::fs::openat(h, name.as_str(), flags, Mode::from_raw_mode(0o644))
+                    .map_err(|e| err("create", e))?;
                 if self.bytes > 0 {
                     engine::pattern::fill(&mut self.buf, SEED, id, 0);
-                    f.write_all(&self.buf).map_err(|e| io_err("write", p, e))?;
+                    File::from(fd)
+                        .write_all(&self.buf)
+                        .map_err(|e| io_err("write", &self.dir.join(&name), e))?;
                     acc.bytes += self.bytes as u64;
                 }
             }
             MdOp::Stat => {
-                std::fs::metadata(p).map_err(|e| io_err("stat", p, e))?;
+                rustix::fs::statat(h, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(|e| err("stat", e))?;
             }
             MdOp::Read => {
-                let mut f = File::open(p).map_err(|e| io_err("open", p, e))?;
-                f.read_exact(&mut self.buf)
-                    .map_err(|e| io_err("read", p, e))?;
+                let fd =
+                    rustix::fs::openat(h, name.as_str(), OFlags::RDONLY | nofollow, Mode::empty())
+                        .map_err(|e| err("open", e))?;
+                File::from(fd)
+                    .read_exact(&mut self.buf)
+                    .map_err(|e| io_err("read", &self.dir.join(&name), e))?;
                 acc.bytes += self.bytes as u64;
                 acc.bad_bytes += engine::pattern::check(&self.buf, SEED, id, 0).bad_bytes;
             }
             MdOp::Delete => {
-                std::fs::remove_file(p).map_err(|e| io_err("unlink", p, e))?;
+                rustix::fs::unlinkat(h, name.as_str(), AtFlags::empty())
+                    .map_err(|e| err("unlink", e))?;
             }
         }
         acc.ops += 1;
@@ -250,12 +327,7 @@ impl Work for MdWork {
     fn finish(&mut self, _acc: &mut Acc) -> Result<(), String> {
         if self.op == MdOp::Create {
             // mdtest -Y: sync the file system after the phase, inside the timing.
-            let d = File::open(&self.dir).map_err(|e| io_err("open", &self.dir, e))?;
-            use std::os::fd::AsRawFd;
-            // SAFETY: `d` is an open descriptor for the duration of the call.
-            if unsafe { libc::syncfs(d.as_raw_fd()) } != 0 {
-                return Err(io_err("syncfs", &self.dir, std::io::Error::last_os_error()));
-            }
+            rustix::fs::syncfs(&self.handle).map_err(|e| io_err("syncfs", &self.dir, e.into()))?;
         }
         Ok(())
     }
@@ -387,6 +459,7 @@ mod tests {
             workers: 2,
             fpp: true,
             unique: false,
+            dirs: Default::default(),
         };
         assert_eq!(
             n.easy_file(1),
@@ -401,7 +474,10 @@ mod tests {
             n.md_dir(false, 3),
             PathBuf::from("/d/mdtest-hard/test-dir.0-0/mdtest_tree.0")
         );
-        let u = Names { unique: true, ..n };
+        let u = Names {
+            unique: true,
+            ..n.clone()
+        };
         assert_eq!(
             u.easy_file(1),
             PathBuf::from("/d/ior-easy/1/ior_file_easy.00000001")

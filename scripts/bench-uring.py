@@ -30,8 +30,10 @@ Standard library only.
 """
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,6 +53,13 @@ def run(argv):
     if code != 0:
         raise RuntimeError("failed (%d): %s\n%s" % (code, " ".join(argv), err.decode()))
     return out.decode(), ru.ru_utime + ru.ru_stime
+
+
+def json_path():
+    """A record path in a scratch directory removed when the script exits."""
+    d = tempfile.mkdtemp(prefix="ioscale-bench-json-")
+    atexit.register(shutil.rmtree, d, True)
+    return os.path.join(d, "m.json")
 
 
 def med(xs):
@@ -173,7 +182,7 @@ def meta_run(ex, mnt, eng, thr, depth, per, lay, js):
 
 def meta_part(a, tdir):
     ex = os.path.join(tdir, "release/ioscale")
-    js = os.path.join(tempfile.mkdtemp(prefix="ioscale-bench-json-"), "m.json")
+    js = json_path()
     testfs = os.path.join(tdir, "debug/ioscale-testfs")
     # (engine, threads, depth, layout): "dirs" = a directory per thread,
     # "same" = every thread in one directory.
@@ -296,7 +305,7 @@ def iowq_part(a, tdir):
     """Who does the work of a create, stat and delete on tmpfs: the io-wq
     cap and IOSQE_ASYNC against the synchronous engine, one op per run."""
     ex = os.path.join(tdir, "release/ioscale")
-    js = os.path.join(tempfile.mkdtemp(prefix="ioscale-bench-json-"), "m.json")
+    js = json_path()
     depth = 32
     # (label, engine, env)
     cpus = os.cpu_count()

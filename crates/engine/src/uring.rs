@@ -531,18 +531,24 @@ impl IoQueue for UringQueue<'_> {
             if self.sqpoll {
                 // Requests are already with the polling thread, and its
                 // completions land in the ring: look there without a system
-                // call, spinning as fio's `sqthread_poll` does. Now and then
-                // make sure the thread is awake (a free check while it is),
-                // and yield the CPU: where CPUs are short, the polling
-                // thread may be waiting for this one.
-                if self.st.ring.completion().is_empty() {
+                // call, spinning as fio's `sqthread_poll` does. The look
+                // only reads the ring's head and tail (taking the queue
+                // would write the head back on every look, a cache line the
+                // kernel thread writes too). Now and then make sure the
+                // thread is awake (a free check while it is), and yield the
+                // CPU: where CPUs are short, the polling thread may be
+                // waiting for this one.
+                // SAFETY: `status` reads the ring's head and tail through
+                // pointers into the ring's mapping; it is used only in this
+                // loop, while `self.st` (and so the ring) is borrowed.
+                let status = unsafe { self.st.ring.completion().status() };
+                while status.is_empty() {
                     spins = spins.wrapping_add(1);
                     if spins.is_multiple_of(1024) {
                         submit_now(&mut self.st.ring);
                         std::thread::yield_now();
                     }
                     std::hint::spin_loop();
-                    continue;
                 }
             } else {
                 match self.st.ring.submit_and_wait(1) {

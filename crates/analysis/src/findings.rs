@@ -22,7 +22,7 @@
 //! quoted only when it has at least [`USL_MIN_COUNTS`] worker counts and
 //! R² ≥ [`USL_MIN_R2`].
 
-use probe::Resources;
+use probe::{ProcessUse, Resources};
 use serde::{Deserialize, Serialize};
 use stats::Interval;
 
@@ -416,6 +416,27 @@ pub struct Comparison {
     pub differ: bool,
     /// The finding in words.
     pub sentence: String,
+    /// The numbers it rests on: both lines at each common worker count.
+    #[serde(default)]
+    pub at: Vec<ComparedAt>,
+}
+
+/// One worker count of a comparison: both lines' figures with their
+/// intervals, and which was clearly faster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedAt {
+    /// Worker count.
+    pub workers: u32,
+    /// The first line's central value, in its unit.
+    pub a: f64,
+    /// Its 95 % interval.
+    pub a_interval: Option<Interval>,
+    /// The second line's central value.
+    pub b: f64,
+    /// Its 95 % interval.
+    pub b_interval: Option<Interval>,
+    /// The series clearly faster here; `None` when within noise.
+    pub faster: Option<String>,
 }
 
 fn workers_word(n: u32) -> String {
@@ -458,24 +479,7 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     let fs = ctx.fs_type.as_str();
     let measured = at.iter().rev().find(|p| p.resources.is_some());
     let Some(p) = measured else {
-        let p = at.last().cloned().unwrap_or_default();
-        let busy = at.iter().map(|p| p.cpu_busy).fold(0.0f64, f64::max);
-        return if busy >= CPU_SATURATED * cpus as f64 {
-            Limiter {
-                limit: Limit::Cpu,
-                figure: format!("the CPUs: ioscale keeps {} of {cpus} CPUs busy", num(busy)),
-                workers: p.threads,
-            }
-        } else {
-            Limiter {
-                limit: Limit::NotMeasured,
-                figure: format!(
-                    "not measured: this record has no resource measurements (ioscale used {} of {cpus} CPUs)",
-                    num(busy)
-                ),
-                workers: p.threads,
-            }
-        };
+        return unmeasured_limiter(at, cpus);
     };
     let r = p.resources.as_ref().expect("found with resources");
     let rc = if r.cpus > 0 { r.cpus } else { cpus };
@@ -513,34 +517,9 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     // keep every CPU busy, whatever else runs.
     let wanted = own + wait >= CPU_SATURATED * rc as f64;
     if wanted || (busy >= CPU_SATURATED && (own >= 0.5 * rc as f64 || starved)) {
-        let mut figure = format!(
-            "the CPUs: {} {} {} busy, ioscale {:.2} cores",
-            if rc == 2 {
-                "both".to_string()
-            } else {
-                format!("all {rc}")
-            },
-            if rc == 1 { "CPU" } else { "CPUs" },
-            pct(busy.min(1.0)),
-            r.self_cores
-        );
-        if let Some(d) = daemon.filter(|d| d.cores >= 0.05) {
-            figure.push_str(&format!(", FUSE daemon {:.2}", d.cores));
-        }
-        if wait >= 0.05 {
-            figure.push_str(&format!(
-                ", its threads waiting for a CPU {wait:.2} s per second"
-            ));
-        }
-        if let Some(o) = others {
-            figure.push_str(&format!(
-                ", other work: {} (pid {}) {:.2} cores",
-                o.name, o.pid, o.cores
-            ));
-        }
         return Limiter {
             limit: Limit::Cpu,
-            figure,
+            figure: cpu_figure(r, rc, busy, others),
             workers: w,
         };
     }
@@ -559,6 +538,63 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     let mut l = limiter_below_cpu(r, fs, busy, w);
     l.figure.push_str(&disturbed);
     l
+}
+
+/// The limit of points without resource measurements (records written
+/// before the probe): the CPUs when ioscale's own CPU time fills them,
+/// else "not measured".
+fn unmeasured_limiter(at: &[CurvePoint], cpus: u32) -> Limiter {
+    let p = at.last().cloned().unwrap_or_default();
+    let busy = at.iter().map(|p| p.cpu_busy).fold(0.0f64, f64::max);
+    if busy >= CPU_SATURATED * cpus as f64 {
+        Limiter {
+            limit: Limit::Cpu,
+            figure: format!("the CPUs: ioscale keeps {} of {cpus} CPUs busy", num(busy)),
+            workers: p.threads,
+        }
+    } else {
+        Limiter {
+            limit: Limit::NotMeasured,
+            figure: format!(
+                "not measured: this record has no resource measurements (ioscale used {} of {cpus} CPUs)",
+                num(busy)
+            ),
+            workers: p.threads,
+        }
+    }
+}
+
+/// "the CPUs: both CPUs 100% busy, ioscale 1.9 cores" and what else the
+/// measurement shows: the FUSE daemon, the wait for a CPU, other work.
+fn cpu_figure(r: &Resources, rc: u32, busy: f64, others: Option<&ProcessUse>) -> String {
+    let daemon = r.fuse.as_ref().and_then(|f| f.daemon.as_ref());
+    let wait = r.self_cpu_wait.unwrap_or(0.0);
+    let mut figure = format!(
+        "the CPUs: {} {} {} busy, ioscale {:.2} cores",
+        if rc == 2 {
+            "both".to_string()
+        } else {
+            format!("all {rc}")
+        },
+        if rc == 1 { "CPU" } else { "CPUs" },
+        pct(busy.min(1.0)),
+        r.self_cores
+    );
+    if let Some(d) = daemon.filter(|d| d.cores >= 0.05) {
+        figure.push_str(&format!(", FUSE daemon {:.2}", d.cores));
+    }
+    if wait >= 0.05 {
+        figure.push_str(&format!(
+            ", its threads waiting for a CPU {wait:.2} s per second"
+        ));
+    }
+    if let Some(o) = others {
+        figure.push_str(&format!(
+            ", other work: {} (pid {}) {:.2} cores",
+            o.name, o.pid, o.cores
+        ));
+    }
+    figure
 }
 
 fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
@@ -645,12 +681,89 @@ pub fn analyse_curve(
     let mut all = points.to_vec();
     all.sort_by_key(|p| p.threads);
     let pts: Vec<CurvePoint> = all.iter().filter(|p| p.reps > 0).cloned().collect();
-    let u = unit;
-    let mut out = CurveAnalysis {
+    let mut out = empty_curve(series, op, unit, &all);
+    // Failed repetitions first: they change how to read everything else.
+    for p in all.iter().filter(|p| p.failed > 0) {
+        out.sentences.push(format!(
+            "{} of {} repetitions failed at {} and are left out of every figure: {}",
+            p.failed,
+            p.failed + p.reps,
+            workers_word(p.threads),
+            p.first_error.as_deref().unwrap_or("no error recorded")
+        ));
+    }
+    if pts.is_empty() {
+        if !all.is_empty() {
+            out.verdict.text = "Every repetition failed: no figure to analyse.".into();
+            out.sentences.push(out.verdict.text.clone());
+        }
+        return out;
+    }
+    let sh = Shape::of(&pts);
+    out.peak = sh.peak.value;
+    out.peak_threads = sh.peak.threads;
+    out.noise = sh.noise_rel;
+    out.little = pts
+        .iter()
+        .filter_map(|p| {
+            p.little_s().map(|l| LittlePoint {
+                threads: p.threads,
+                iops: p.iops,
+                latency_s: l,
+            })
+        })
+        .collect();
+    if let Some(w0) = sh.w_first {
+        out.hidden_up_to = out
+            .little
+            .iter()
+            .skip(1)
+            .take_while(|l| l.latency_s <= LATENCY_STEADY * w0)
+            .last()
+            .map(|l| l.threads);
+    }
+    let mut v = verdict(&pts, &sh, ctx, unit);
+    if v.kind == VerdictKind::Saturated {
+        out.enough_threads = sh.knee.threads;
+        out.enough_value = sh.knee.value;
+    }
+    if !sh.supported && pts.len() > 1 {
+        v.text.push_str(
+            " (One repetition at some points: this verdict is not supported by repetitions; run with --reps 3 or more.)",
+        );
+    }
+    out.limit = v.limiter.as_ref().map(|l| l.limit);
+    out.sentences.push(v.text.clone());
+    out.verdict = v;
+    if pts.len() > 1 {
+        // The measured fact the verdict rests on, with its interval.
+        let (peak, first) = (&sh.peak, &sh.first);
+        let ci = match peak.ci {
+            Some(c) if c.n > 1 => format!(" (95% CI {}–{})", num(c.lo), num(c.hi)),
+            _ => String::new(),
+        };
+        out.sentences.push(format!(
+            "Peak measured: {} {unit}{ci} at {}; {} {unit} at {}.",
+            num(peak.value),
+            workers_word(peak.threads),
+            num(first.value),
+            workers_word(first.threads)
+        ));
+    }
+    if let Some(s) = little_sentence(&out, &sh.first, ctx, unit) {
+        out.sentences.push(s);
+    }
+    usl_part(&mut out, &pts, &sh, unit);
+    out
+}
+
+/// A line's analysis before anything is read from its points.
+fn empty_curve(series: &str, op: &str, unit: &str, all: &[CurvePoint]) -> CurveAnalysis {
+    CurveAnalysis {
         series: series.to_string(),
         op: op.to_string(),
         unit: unit.to_string(),
-        points: all.clone(),
+        points: all.to_vec(),
         peak: 0.0,
         peak_threads: 0,
         enough_threads: 0,
@@ -669,94 +782,109 @@ pub fn analyse_curve(
             supported: false,
         },
         sentences: Vec::new(),
-    };
-    // Failed repetitions first: they change how to read everything else.
-    for p in all.iter().filter(|p| p.failed > 0) {
-        out.sentences.push(format!(
-            "{} of {} repetitions failed at {} and are left out of every figure: {}",
-            p.failed,
-            p.failed + p.reps,
-            workers_word(p.threads),
-            p.first_error.as_deref().unwrap_or("no error recorded")
-        ));
     }
-    if pts.is_empty() {
-        if !all.is_empty() {
-            out.verdict.text = "Every repetition failed: no figure to analyse.".into();
-            out.sentences.push(out.verdict.text.clone());
-        }
-        return out;
-    }
-    let peak = pts
-        .iter()
-        .max_by(|a, b| a.value.total_cmp(&b.value))
-        .cloned()
-        .expect("non-empty");
-    out.peak = peak.value;
-    out.peak_threads = peak.threads;
-    out.noise = pts
-        .iter()
-        .map(|p| p.interval().half_width_rel(p.value))
-        .fold(0.0, f64::max);
-    let supported = pts.iter().all(|p| p.reps >= 2);
-    let noise = format!("±{:.0}%", out.noise * 100.0);
-    let first = pts[0].clone();
-    let last = pts.last().cloned().expect("non-empty");
-    out.little = pts
-        .iter()
-        .filter_map(|p| {
-            p.little_s().map(|l| LittlePoint {
-                threads: p.threads,
-                iops: p.iops,
-                latency_s: l,
-            })
-        })
-        .collect();
-    let w_first = first.little_s();
-    let w_last = last.little_s();
-    if let Some(w0) = w_first {
-        out.hidden_up_to = out
-            .little
-            .iter()
-            .skip(1)
-            .take_while(|l| l.latency_s <= LATENCY_STEADY * w0)
-            .last()
-            .map(|l| l.threads);
-    }
-    let gain = if first.value > 0.0 {
-        peak.value / first.value
-    } else {
-        0.0
-    };
-    // The knee: the first point from which every point stays near the peak.
-    let knee_i = (0..pts.len())
-        .find(|&i| {
-            pts[i..]
-                .iter()
-                .all(|p| p.value >= ENOUGH_SHARE * peak.value)
-        })
-        .unwrap_or(pts.len() - 1);
-    let knee = pts[knee_i].clone();
-    let lat = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => format!(" (Little's law: {} → {})", dur(a), dur(b)),
-        _ => String::new(),
-    };
+}
 
-    // Highest at the fewest workers, and the most workers clearly below:
-    // a fall from the start, not "no clear difference".
-    let falls_from_first = peak.threads == first.threads
-        && clearly_above(&first, &last)
-        && last.value < ENOUGH_SHARE * peak.value;
-    // Beyond noise, the most workers are well below the peak.
-    let falls = clearly_above(&peak, &last) && last.value < ENOUGH_SHARE * peak.value;
-    // What limits the most workers, when that is the CPUs.
-    let cpu_at_most = limiter(std::slice::from_ref(&last), ctx);
-    // Serialised: with at least twice the workers the line never gains
-    // what two requests served at once would give (centrally at most
-    // SERIAL_GAIN, and beyond noise below double: each interval's top under
-    // twice the bottom of the fewest workers'), does not fall, and the
-    // measured latency (where there is one) grows with the workers:
-    // requests wait behind one another.
+/// What a line's good points show, read once for the verdict rules
+/// (docs/analysis.md, "One verdict per line").
+struct Shape {
+    /// The fewest workers (F), the most (L), the highest (P).
+    first: CurvePoint,
+    last: CurvePoint,
+    peak: CurvePoint,
+    /// The knee (K): the first point from which every point stays near
+    /// the peak, and its index.
+    knee: CurvePoint,
+    knee_i: usize,
+    /// P ÷ F.
+    gain: f64,
+    /// The largest relative half-width of the intervals, and as "±x%".
+    noise_rel: f64,
+    noise: String,
+    /// Every point has at least two good repetitions.
+    supported: bool,
+    /// Little's-law time per operation at F and at L.
+    w_first: Option<f64>,
+    w_last: Option<f64>,
+    /// Highest at F, and L clearly and well below it.
+    falls_from_first: bool,
+    /// L clearly and well below P.
+    falls: bool,
+    /// Rule 2.
+    serialised: bool,
+}
+
+impl Shape {
+    /// Reads `pts`: the good points, sorted by workers, not empty.
+    fn of(pts: &[CurvePoint]) -> Shape {
+        let peak = pts
+            .iter()
+            .max_by(|a, b| a.value.total_cmp(&b.value))
+            .cloned()
+            .expect("non-empty");
+        let noise_rel = pts
+            .iter()
+            .map(|p| p.interval().half_width_rel(p.value))
+            .fold(0.0, f64::max);
+        let first = pts[0].clone();
+        let last = pts.last().cloned().expect("non-empty");
+        let gain = if first.value > 0.0 {
+            peak.value / first.value
+        } else {
+            0.0
+        };
+        // The knee: the first point from which every point stays near the peak.
+        let knee_i = (0..pts.len())
+            .find(|&i| {
+                pts[i..]
+                    .iter()
+                    .all(|p| p.value >= ENOUGH_SHARE * peak.value)
+            })
+            .unwrap_or(pts.len() - 1);
+        // Highest at the fewest workers, and the most workers clearly below:
+        // a fall from the start, not "no clear difference".
+        let falls_from_first = peak.threads == first.threads
+            && clearly_above(&first, &last)
+            && last.value < ENOUGH_SHARE * peak.value;
+        // Beyond noise, the most workers are well below the peak.
+        let falls = clearly_above(&peak, &last) && last.value < ENOUGH_SHARE * peak.value;
+        Shape {
+            serialised: serialised(pts, &first, &last, &peak, falls),
+            knee: pts[knee_i].clone(),
+            knee_i,
+            gain,
+            noise_rel,
+            noise: format!("±{:.0}%", noise_rel * 100.0),
+            supported: pts.iter().all(|p| p.reps >= 2),
+            w_first: first.little_s(),
+            w_last: last.little_s(),
+            falls_from_first,
+            falls,
+            first,
+            last,
+            peak,
+        }
+    }
+
+    /// How many times the fewest workers the most are.
+    fn more(&self) -> f64 {
+        self.last.threads as f64 / self.first.threads.max(1) as f64
+    }
+}
+
+/// Rule 2, serialised: with at least twice the workers the line never
+/// gains what two requests served at once would give (centrally at most
+/// SERIAL_GAIN, and beyond noise below double: each interval's top under
+/// twice the bottom of the fewest workers'), does not fall, and the
+/// measured latency (where there is one) grows with the workers: requests
+/// wait behind one another.
+fn serialised(
+    pts: &[CurvePoint],
+    first: &CurvePoint,
+    last: &CurvePoint,
+    peak: &CurvePoint,
+    falls: bool,
+) -> bool {
     let below_double = pts
         .iter()
         .filter(|p| p.threads >= 2 * first.threads)
@@ -791,196 +919,249 @@ pub fn analyse_curve(
     // not clearly below the fewest (seen: 23.4, 25.7, 27.0, 23.7 MiB/s at
     // 1, 2, 4, 8 workers while the median latency went 2.5 → 14 ms).
     let back_to_start = last.interval().hi >= first.interval().lo;
-    let serialised = last.threads >= 2 * first.threads
+    last.threads >= 2 * first.threads
         && small_gain
         && (!falls || (back_to_start && queued_at_double))
         && (below_double || queued_at_double)
-        && queues;
+        && queues
+}
+
+/// " (Little's law: a → b)" when both times are known.
+fn little_span(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) => format!(" (Little's law: {} → {})", dur(a), dur(b)),
+        _ => String::new(),
+    }
+}
+
+/// The one verdict of a line: the first rule that applies
+/// (docs/analysis.md, "One verdict per line").
+fn verdict(pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) -> Verdict {
+    let (first, last, peak) = (&sh.first, &sh.last, &sh.peak);
     let mut v = Verdict {
         kind: VerdictKind::Uncertain,
         text: String::new(),
         limiter: None,
-        evidence: vec![ev("fewest workers", &first), ev("peak", &peak)],
-        supported,
+        evidence: vec![ev("fewest workers", first), ev("peak", peak)],
+        supported: sh.supported,
     };
+    // What limits the most workers, when that is the CPUs.
+    let cpu_at_most = limiter(std::slice::from_ref(last), ctx);
     if pts.len() == 1 {
         v.kind = VerdictKind::SinglePoint;
-        v.evidence = vec![ev("only point", &first)];
+        v.evidence = vec![ev("only point", first)];
         v.text = format!(
             "{} {u} at {} ({}) — one worker count only; sweep several (e.g. --threads 1..64x2) to see how it scales.",
             num(first.value),
             workers_word(first.threads),
-            pm(&first)
+            pm(first)
         );
     } else if cpu_at_most.limit == Limit::Cpu {
         // The CPUs are full at the most workers: whatever the shape, more
         // workers than CPUs add no capacity.
-        v.kind = VerdictKind::CpuBound;
-        let shape = if falls {
-            format!(
-                "throughput peaks at {} ({} {u}) and falls beyond noise to {} at {}",
-                workers_word(peak.threads),
-                num(peak.value),
-                num(last.value),
-                workers_word(last.threads)
-            )
-        } else if clearly_above(&peak, &first) {
-            format!(
-                "throughput rises {}× from {} ({} {u}) to {} {u} at {}",
-                num(gain),
-                workers_word(first.threads),
-                num(first.value),
-                num(peak.value),
-                workers_word(peak.threads)
-            )
-        } else {
-            format!(
-                "no clear difference between {} ({} {u}) and {} ({}; within noise: {noise})",
-                workers_word(first.threads),
-                num(first.value),
-                workers_word(last.threads),
-                num(last.value)
-            )
-        };
-        let wanted = last
-            .resources
-            .as_ref()
-            .and_then(|r| {
-                let daemon = r
-                    .fuse
-                    .as_ref()
-                    .and_then(|f| f.daemon.as_ref())
-                    .map_or(0.0, |d| d.cores);
-                let cpus = if r.cpus > 0 { r.cpus } else { ctx.cpus.max(1) };
-                r.self_cpu_wait.map(|w| {
-                    format!(
-                        " ioscale's threads were running or waiting for a CPU {:.2} at a time on average, for {cpus} {}",
-                        r.self_cores + daemon + w,
-                        if cpus == 1 { "CPU" } else { "CPUs" }
-                    )
-                })
-            })
-            .unwrap_or_default();
+        cpu_bound(&mut v, sh, cpu_at_most, ctx, u);
+    } else if sh.serialised {
+        serialised_verdict(&mut v, pts, sh, ctx, u);
+    } else if !clearly_above(peak, first) && !sh.falls_from_first {
         v.text = format!(
-            "CPU-bound: {shape}. At {}{wanted}{} the limit is {}. Workers beyond the CPUs add no capacity (with other work running, they only win a larger share of the CPUs).",
-            workers_word(last.threads),
-            if wanted.is_empty() { "" } else { ";" },
-            cpu_at_most.figure
-        );
-        if peak.threads != last.threads {
-            v.evidence.push(ev("most workers", &last));
-        }
-        v.limiter = Some(cpu_at_most);
-    } else if serialised {
-        let l = limiter(&pts, ctx);
-        v.kind = VerdictKind::Serialised;
-        let at = match l.limit {
-            Limit::Server => format!(" at the server ({})", l.figure),
-            Limit::NotMeasured | Limit::Unidentified => format!("; where: {}", l.figure),
-            _ => format!(" at {}", l.figure),
-        };
-        let measured = if first.lat_p50_us > 0.0 && last.lat_p50_us > 0.0 {
-            format!(
-                "; measured median {} → {}",
-                dur(first.lat_p50_us * 1e-6),
-                dur(last.lat_p50_us * 1e-6)
-            )
-        } else {
-            String::new()
-        };
-        let growth = match (w_first, w_last) {
-            (Some(a), Some(b)) => format!(" (Little's law: {} → {}{measured})", dur(a), dur(b)),
-            _ if !measured.is_empty() => format!(" ({})", &measured[2..]),
-            _ => String::new(),
-        };
-        v.text = format!(
-            "No scaling: {} {u} at {} and {} at {}, never more than {}× the first with {}× the workers (within noise: {noise}), while each request's time grows in step with the workers{growth}: requests are served one at a time — serialised{at}.",
-            num(first.value),
-            workers_word(first.threads),
-            num(last.value),
-            workers_word(last.threads),
-            num(gain),
-            if more.fract() == 0.0 {
-                format!("{more:.0}")
-            } else {
-                num(more)
-            },
-        );
-        v.evidence.push(ev("most workers", &last));
-        v.limiter = Some(l);
-    } else if !clearly_above(&peak, &first) && !falls_from_first {
-        v.text = format!(
-            "No clear difference between {} and {} workers (within noise: {noise}); run more --reps to tell whether workers help.",
+            "No clear difference between {} and {} workers (within noise: {}); run more --reps to tell whether workers help.",
             first.threads,
             if peak.threads == first.threads {
                 last.threads
             } else {
                 peak.threads
-            }
+            },
+            sh.noise
         );
-    } else if peak.threads == last.threads && clearly_above(&last, &pts[pts.len() - 2]) {
-        let prev = pts[pts.len() - 2].clone();
-        {
-            let steady = matches!((w_first, w_last), (Some(a), Some(b)) if b <= LATENCY_STEADY * a);
-            v.evidence.push(ev("next to most workers", &prev));
-            if steady {
-                v.kind = VerdictKind::LatencyBound;
-                v.text = format!(
-                    "Latency-bound: each request takes about the same time at every worker count{}, so throughput grows with the workers: {} {u} at {}, {}× {}. More workers help up to at least {} (the most tested); try more.",
-                    lat(w_first, w_last),
-                    num(last.value),
-                    workers_word(last.threads),
-                    num(gain),
-                    workers_word(first.threads),
-                    last.threads
-                );
-            } else {
-                v.kind = VerdictKind::Rising;
-                v.text = format!(
-                    "Still rising at {} ({} {u}, {}× {}, clearly above {} at {}), though each request takes longer{}: requests start to queue. Try more workers to find the peak.",
-                    workers_word(last.threads),
-                    num(last.value),
-                    num(gain),
-                    workers_word(first.threads),
-                    num(prev.value),
-                    workers_word(prev.threads),
-                    lat(w_first, w_last)
-                );
-            }
-        }
-    } else if falls {
-        let from = pts
-            .iter()
-            .position(|p| p.threads == peak.threads)
-            .unwrap_or(0);
-        let l = limiter(&pts[from..], ctx);
-        v.kind = VerdictKind::Falls;
-        v.evidence.push(ev("most workers", &last));
-        let peaks = if falls_from_first {
-            format!(
-                "Highest at the fewest workers tested, {} ({} {u})",
-                workers_word(peak.threads),
-                num(peak.value)
-            )
+    } else if peak.threads == last.threads && clearly_above(last, &pts[pts.len() - 2]) {
+        rising(&mut v, &pts[pts.len() - 2], sh, u);
+    } else if sh.falls {
+        falls_verdict(&mut v, pts, sh, ctx, u);
+    } else {
+        flat_verdict(&mut v, pts, sh, ctx, u);
+    }
+    v
+}
+
+/// Rule 1b: the CPUs are the limit at the most workers.
+fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) {
+    let (first, last, peak) = (&sh.first, &sh.last, &sh.peak);
+    v.kind = VerdictKind::CpuBound;
+    let shape = if sh.falls {
+        format!(
+            "throughput peaks at {} ({} {u}) and falls beyond noise to {} at {}",
+            workers_word(peak.threads),
+            num(peak.value),
+            num(last.value),
+            workers_word(last.threads)
+        )
+    } else if clearly_above(peak, first) {
+        format!(
+            "throughput rises {}× from {} ({} {u}) to {} {u} at {}",
+            num(sh.gain),
+            workers_word(first.threads),
+            num(first.value),
+            num(peak.value),
+            workers_word(peak.threads)
+        )
+    } else {
+        format!(
+            "no clear difference between {} ({} {u}) and {} ({}; within noise: {})",
+            workers_word(first.threads),
+            num(first.value),
+            workers_word(last.threads),
+            num(last.value),
+            sh.noise
+        )
+    };
+    let wanted = last
+        .resources
+        .as_ref()
+        .and_then(|r| {
+            let daemon = r
+                .fuse
+                .as_ref()
+                .and_then(|f| f.daemon.as_ref())
+                .map_or(0.0, |d| d.cores);
+            let cpus = if r.cpus > 0 { r.cpus } else { ctx.cpus.max(1) };
+            r.self_cpu_wait.map(|w| {
+                format!(
+                    " ioscale's threads were running or waiting for a CPU {:.2} at a time on average, for {cpus} {}",
+                    r.self_cores + daemon + w,
+                    if cpus == 1 { "CPU" } else { "CPUs" }
+                )
+            })
+        })
+        .unwrap_or_default();
+    v.text = format!(
+        "CPU-bound: {shape}. At {}{wanted}{} the limit is {}. Workers beyond the CPUs add no capacity (with other work running, they only win a larger share of the CPUs).",
+        workers_word(last.threads),
+        if wanted.is_empty() { "" } else { ";" },
+        cpu.figure
+    );
+    if peak.threads != last.threads {
+        v.evidence.push(ev("most workers", last));
+    }
+    v.limiter = Some(cpu);
+}
+
+/// Rule 2: requests served one at a time.
+fn serialised_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) {
+    let (first, last) = (&sh.first, &sh.last);
+    let l = limiter(pts, ctx);
+    v.kind = VerdictKind::Serialised;
+    let at = match l.limit {
+        Limit::Server => format!(" at the server ({})", l.figure),
+        Limit::NotMeasured | Limit::Unidentified => format!("; where: {}", l.figure),
+        _ => format!(" at {}", l.figure),
+    };
+    let measured = if first.lat_p50_us > 0.0 && last.lat_p50_us > 0.0 {
+        format!(
+            "; measured median {} → {}",
+            dur(first.lat_p50_us * 1e-6),
+            dur(last.lat_p50_us * 1e-6)
+        )
+    } else {
+        String::new()
+    };
+    let growth = match (sh.w_first, sh.w_last) {
+        (Some(a), Some(b)) => format!(" (Little's law: {} → {}{measured})", dur(a), dur(b)),
+        _ if !measured.is_empty() => format!(" ({})", &measured[2..]),
+        _ => String::new(),
+    };
+    let more = sh.more();
+    v.text = format!(
+        "No scaling: {} {u} at {} and {} at {}, never more than {}× the first with {}× the workers (within noise: {}), while each request's time grows in step with the workers{growth}: requests are served one at a time — serialised{at}.",
+        num(first.value),
+        workers_word(first.threads),
+        num(last.value),
+        workers_word(last.threads),
+        num(sh.gain),
+        if more.fract() == 0.0 {
+            format!("{more:.0}")
         } else {
-            format!(
-                "Peaks at {} ({} {u}, {}× {})",
-                workers_word(peak.threads),
-                num(peak.value),
-                num(gain),
-                workers_word(first.threads)
-            )
-        };
+            num(more)
+        },
+        sh.noise
+    );
+    v.evidence.push(ev("most workers", last));
+    v.limiter = Some(l);
+}
+
+/// Rules 3 and 4: the most workers are the highest, clearly above `prev`
+/// (the point before them).
+fn rising(v: &mut Verdict, prev: &CurvePoint, sh: &Shape, u: &str) {
+    let (first, last) = (&sh.first, &sh.last);
+    let steady = matches!((sh.w_first, sh.w_last), (Some(a), Some(b)) if b <= LATENCY_STEADY * a);
+    v.evidence.push(ev("next to most workers", prev));
+    if steady {
+        v.kind = VerdictKind::LatencyBound;
         v.text = format!(
-            "{peaks}, then falls beyond noise to {} at {} ({:.0}% below the peak): more workers cost more than they bring. At the peak: {}.",
+            "Latency-bound: each request takes about the same time at every worker count{}, so throughput grows with the workers: {} {u} at {}, {}× {}. More workers help up to at least {} (the most tested); try more.",
+            little_span(sh.w_first, sh.w_last),
             num(last.value),
             workers_word(last.threads),
-            (1.0 - last.value / peak.value) * 100.0,
-            l.figure
+            num(sh.gain),
+            workers_word(first.threads),
+            last.threads
         );
-        v.limiter = Some(l);
-    } else if knee_i == pts.len() - 1 && peak.threads != last.threads {
-        v.evidence.push(ev("most workers", &last));
+    } else {
+        v.kind = VerdictKind::Rising;
+        v.text = format!(
+            "Still rising at {} ({} {u}, {}× {}, clearly above {} at {}), though each request takes longer{}: requests start to queue. Try more workers to find the peak.",
+            workers_word(last.threads),
+            num(last.value),
+            num(sh.gain),
+            workers_word(first.threads),
+            num(prev.value),
+            workers_word(prev.threads),
+            little_span(sh.w_first, sh.w_last)
+        );
+    }
+}
+
+/// Rule 5: the most workers clearly and well below the peak.
+fn falls_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) {
+    let (first, last, peak) = (&sh.first, &sh.last, &sh.peak);
+    let from = pts
+        .iter()
+        .position(|p| p.threads == peak.threads)
+        .unwrap_or(0);
+    let l = limiter(&pts[from..], ctx);
+    v.kind = VerdictKind::Falls;
+    v.evidence.push(ev("most workers", last));
+    let peaks = if sh.falls_from_first {
+        format!(
+            "Highest at the fewest workers tested, {} ({} {u})",
+            workers_word(peak.threads),
+            num(peak.value)
+        )
+    } else {
+        format!(
+            "Peaks at {} ({} {u}, {}× {})",
+            workers_word(peak.threads),
+            num(peak.value),
+            num(sh.gain),
+            workers_word(first.threads)
+        )
+    };
+    v.text = format!(
+        "{peaks}, then falls beyond noise to {} at {} ({:.0}% below the peak): more workers cost more than they bring. At the peak: {}.",
+        num(last.value),
+        workers_word(last.threads),
+        (1.0 - last.value / peak.value) * 100.0,
+        l.figure
+    );
+    v.limiter = Some(l);
+}
+
+/// Rules 6 and 7: the line rose and did not fall beyond noise: saturated
+/// from the knee when that can be shown, else why it cannot.
+fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) {
+    let (first, last, peak, knee, knee_i) = (&sh.first, &sh.last, &sh.peak, &sh.knee, sh.knee_i);
+    let noise = &sh.noise;
+    if knee_i == pts.len() - 1 && peak.threads != last.threads {
+        v.evidence.push(ev("most workers", last));
         v.text = format!(
             "Uneven: the peak is {} {u} at {}, then lower and back to {} at {} (within noise: {noise}): cannot tell where it flattens; run more --reps.",
             num(peak.value),
@@ -990,8 +1171,8 @@ pub fn analyse_curve(
         );
     } else if knee_i == pts.len() - 1 {
         // The peak is the last point, not clearly above the one before.
-        let prev = pts[pts.len() - 2].clone();
-        v.evidence.push(ev("next to most workers", &prev));
+        let prev = &pts[pts.len() - 2];
+        v.evidence.push(ev("next to most workers", prev));
         v.text = format!(
             "Highest at {} ({} {u}), but not clearly above {} at {} (within noise: {noise}): cannot tell whether more workers help; run more --reps.",
             workers_word(last.threads),
@@ -1007,22 +1188,22 @@ pub fn analyse_curve(
             .iter()
             .map(|p| p.interval().half_width_rel(p.value))
             .fold(0.0, f64::max);
-        v.evidence.push(ev("first near the peak", &knee));
+        v.evidence.push(ev("first near the peak", knee));
         v.text = format!(
             "Rises {}× from {} to {} {u} at {}, but the points from {} on are too noisy (±{:.0}%) to tell whether it flattens or keeps rising; run more --reps.",
-            num(gain),
+            num(sh.gain),
             workers_word(first.threads),
             num(peak.value),
             workers_word(peak.threads),
             workers_word(knee.threads),
             k * 100.0
         );
-    } else if knee_i > 0 && !clearly_above(&peak, &pts[knee_i - 1]) {
-        let before = pts[knee_i - 1].clone();
-        v.evidence.push(ev("before the flat part", &before));
+    } else if knee_i > 0 && !clearly_above(peak, &pts[knee_i - 1]) {
+        let before = &pts[knee_i - 1];
+        v.evidence.push(ev("before the flat part", before));
         v.text = format!(
             "Rises {}× from {} to the peak at {} ({} {u}), but {} at {} is within noise of it ({noise}): cannot tell where it flattens; run more --reps.",
-            num(gain),
+            num(sh.gain),
             workers_word(first.threads),
             workers_word(peak.threads),
             num(peak.value),
@@ -1032,9 +1213,7 @@ pub fn analyse_curve(
     } else {
         let l = limiter(&pts[knee_i..], ctx);
         v.kind = VerdictKind::Saturated;
-        out.enough_threads = knee.threads;
-        out.enough_value = knee.value;
-        v.evidence.push(ev("knee", &knee));
+        v.evidence.push(ev("knee", knee));
         v.text = format!(
             "More workers help until {} ({} {u}, {}× {}); from there it stays within {:.0}% of the peak ({} {u} at {}{}): limited by {}.",
             knee.threads,
@@ -1044,69 +1223,56 @@ pub fn analyse_curve(
             (1.0 - ENOUGH_SHARE) * 100.0,
             num(peak.value),
             workers_word(peak.threads),
-            if supported { format!(", {}", pm(&peak)) } else { String::new() },
+            if sh.supported { format!(", {}", pm(peak)) } else { String::new() },
             l.figure
         );
         v.limiter = Some(l);
     }
-    if !supported && pts.len() > 1 {
-        v.text.push_str(
-            " (One repetition at some points: this verdict is not supported by repetitions; run with --reps 3 or more.)",
-        );
-    }
-    out.limit = v.limiter.as_ref().map(|l| l.limit);
-    out.sentences.push(v.text.clone());
-    out.verdict = v;
-    if pts.len() > 1 {
-        // The measured fact the verdict rests on, with its interval.
-        let ci = match peak.ci {
-            Some(c) if c.n > 1 => format!(" (95% CI {}–{})", num(c.lo), num(c.hi)),
-            _ => String::new(),
-        };
-        out.sentences.push(format!(
-            "Peak measured: {} {u}{ci} at {}; {} {u} at {}.",
-            num(peak.value),
-            workers_word(peak.threads),
-            num(first.value),
-            workers_word(first.threads)
-        ));
-    }
+}
 
-    // Little's law, per request, with the measured latency beside it.
-    if let Some(l0) = out.little.first().copied() {
-        let per_worker = 1.0 / l0.latency_s;
-        let data = if first.bytes_per_op > 0.0 {
-            format!(
-                " ({} {u} at {} per operation)",
-                num(per_worker * first.bytes_per_op / 1_048_576.0
-                    * if u == "MB/s" { 1_048_576.0 / 1e6 } else { 1.0 }),
-                bytes(first.bytes_per_op)
-            )
-        } else {
-            String::new()
-        };
-        let measured = if first.lat_p50_us > 0.0 {
-            format!("; the measured median is {}", dur(first.lat_p50_us * 1e-6))
-        } else {
-            String::new()
-        };
-        let fuse = if ctx.fs_type.starts_with("fuse") && first.bytes_per_op > 131_072.0 {
-            format!(
-                " On FUSE each {} system call reaches the daemon as several requests of at most the negotiated max_write (128 KiB on older kernels, up to 1 MiB), so the time per kernel request is this divided by that count.",
-                bytes(first.bytes_per_op)
-            )
-        } else {
-            String::new()
-        };
-        out.sentences.push(format!(
-            "Per-operation latency ≈ {} at {} (Little's law: workers ÷ operations per second{measured}), so one worker cannot exceed {} operations/s{data}.{fuse}",
-            dur(l0.latency_s),
-            workers_word(l0.threads),
-            num(per_worker),
-        ));
-    }
+/// Little's law at the fewest workers, with the measured latency beside it.
+fn little_sentence(
+    out: &CurveAnalysis,
+    first: &CurvePoint,
+    ctx: &Context,
+    u: &str,
+) -> Option<String> {
+    let l0 = out.little.first().copied()?;
+    let per_worker = 1.0 / l0.latency_s;
+    let data = if first.bytes_per_op > 0.0 {
+        format!(
+            " ({} {u} at {} per operation)",
+            num(per_worker * first.bytes_per_op / 1_048_576.0
+                * if u == "MB/s" { 1_048_576.0 / 1e6 } else { 1.0 }),
+            bytes(first.bytes_per_op)
+        )
+    } else {
+        String::new()
+    };
+    let measured = if first.lat_p50_us > 0.0 {
+        format!("; the measured median is {}", dur(first.lat_p50_us * 1e-6))
+    } else {
+        String::new()
+    };
+    let fuse = if ctx.fs_type.starts_with("fuse") && first.bytes_per_op > 131_072.0 {
+        format!(
+            " On FUSE each {} system call reaches the daemon as several requests of at most the negotiated max_write (128 KiB on older kernels, up to 1 MiB), so the time per kernel request is this divided by that count.",
+            bytes(first.bytes_per_op)
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "Per-operation latency ≈ {} at {} (Little's law: workers ÷ operations per second{measured}), so one worker cannot exceed {} operations/s{data}.{fuse}",
+        dur(l0.latency_s),
+        workers_word(l0.threads),
+        num(per_worker),
+    ))
+}
 
-    // USL, only when it is worth quoting.
+/// The USL fit, and its sentence: quoted only when it is worth it, else
+/// why not.
+fn usl_part(out: &mut CurveAnalysis, pts: &[CurvePoint], sh: &Shape, u: &str) {
     let fit_pts: Vec<(f64, f64)> = pts.iter().map(|p| (p.threads as f64, p.value)).collect();
     let mut distinct: Vec<u32> = pts.iter().map(|p| p.threads).collect();
     distinct.dedup();
@@ -1124,12 +1290,11 @@ pub fn analyse_curve(
             ),
             Some(f) => {
                 out.usl_shown = true;
-                usl_sentence(f, u, peak.value, last.threads)
+                usl_sentence(f, u, sh.peak.value, sh.last.threads)
             }
         };
         out.sentences.push(s);
     }
-    out
 }
 
 /// A coefficient with enough digits to tell it from zero.
@@ -1193,7 +1358,6 @@ pub fn compare_curves(a: &CurveAnalysis, b: &CurveAnalysis) -> Option<Comparison
     if common.is_empty() {
         return None;
     }
-    let u = &a.unit;
     // +1: a clearly faster, -1: b clearly faster, 0: within noise.
     let st: Vec<i8> = common
         .iter()
@@ -1223,6 +1387,45 @@ pub fn compare_curves(a: &CurveAnalysis, b: &CurveAnalysis) -> Option<Comparison
         " (one repetition at some points: not supported by repetitions; run with --reps 3 or more)"
             .into()
     };
+    let (sentence, catch_up) = compare_sentence(a, b, &common, &st, noise, &caveat);
+    Some(Comparison {
+        op: a.op.clone(),
+        a: a.series.clone(),
+        b: b.series.clone(),
+        catch_up_threads: catch_up,
+        differ: st.iter().any(|&s| s != 0),
+        sentence,
+        at: common
+            .iter()
+            .zip(&st)
+            .map(|((x, y), &s)| ComparedAt {
+                workers: x.threads,
+                a: x.value,
+                a_interval: x.ci,
+                b: y.value,
+                b_interval: y.ci,
+                faster: match s {
+                    1 => Some(a.series.clone()),
+                    -1 => Some(b.series.clone()),
+                    _ => None,
+                },
+            })
+            .collect(),
+    })
+}
+
+/// The sentence comparing lines `a` and `b` at their `common` worker
+/// counts, each judged in `st` (+1: a clearly faster, -1: b, 0: within
+/// noise), and the worker count where the line behind caught up.
+fn compare_sentence(
+    a: &CurveAnalysis,
+    b: &CurveAnalysis,
+    common: &[(CurvePoint, CurvePoint)],
+    st: &[i8],
+    noise: f64,
+    caveat: &str,
+) -> (String, Option<u32>) {
+    let u = &a.unit;
     let name = |s: i8| if s > 0 { &a.series } else { &b.series };
     let other = |s: i8| if s > 0 { &b.series } else { &a.series };
     let (n0, s0) = (common[0].0.threads, st[0]);
@@ -1307,14 +1510,7 @@ pub fn compare_curves(a: &CurveAnalysis, b: &CurveAnalysis) -> Option<Comparison
             caveat
         )
     };
-    Some(Comparison {
-        op: a.op.clone(),
-        a: a.series.clone(),
-        b: b.series.clone(),
-        catch_up_threads: catch_up,
-        differ: st.iter().any(|&s| s != 0),
-        sentence,
-    })
+    (sentence, catch_up)
 }
 
 /// Which swept values a series has: (target, layout, xfer).
@@ -1638,6 +1834,79 @@ mod tests {
         assert_eq!(a.hidden_up_to, Some(8));
         // 10 MiB/s of 64 KiB operations at one worker: 160 ops/s, 6.25 ms.
         assert!((a.little[0].latency_s - 0.00625).abs() < 1e-9);
+    }
+
+    /// Rule 4 and each way of rule 6, one line each, with the sentence
+    /// its rule gives.
+    #[test]
+    fn rising_and_the_cannot_tell_rules() {
+        let cases: [(&str, Vec<CurvePoint>, VerdictKind, &str); 5] = [
+            (
+                // Little's law 6.25 ms → 8.33 ms: more than 25 % longer.
+                "rising",
+                vec![
+                    pt(1, &tight(10.0), KIB64),
+                    pt(2, &tight(18.0), KIB64),
+                    pt(4, &tight(30.0), KIB64),
+                ],
+                VerdictKind::Rising,
+                "Still rising at 4 workers (30.0 MiB/s, 3.00× 1 worker, clearly above 18.0 at 2 workers), though each request takes longer",
+            ),
+            (
+                "uneven",
+                vec![
+                    pt(1, &tight(10.0), KIB64),
+                    pt(2, &tight(100.0), KIB64),
+                    pt(4, &tight(50.0), KIB64),
+                    pt(8, &tight(95.0), KIB64),
+                ],
+                VerdictKind::Uncertain,
+                "Uneven: the peak is 100 MiB/s at 2 workers, then lower and back to 95.0 at 8 workers",
+            ),
+            (
+                "highest last, not clearly",
+                vec![
+                    pt(1, &tight(10.0), KIB64),
+                    pt(2, &tight(40.0), KIB64),
+                    pt(4, &tight(85.0), KIB64),
+                    pt(8, &[70.0, 100.0, 130.0], KIB64),
+                ],
+                VerdictKind::Uncertain,
+                "Highest at 8 workers (100 MiB/s), but not clearly above 85.0 at 4 workers",
+            ),
+            (
+                "noisy from the knee",
+                vec![
+                    pt(1, &tight(10.0), KIB64),
+                    pt(2, &tight(50.0), KIB64),
+                    pt(4, &[60.0, 100.0, 140.0], KIB64),
+                    pt(8, &[71.0, 101.0, 131.0], KIB64),
+                ],
+                VerdictKind::Uncertain,
+                "Rises 10.1× from 1 worker to 101 MiB/s at 8 workers, but the points from 4 workers on are too noisy",
+            ),
+            (
+                "the point before the knee within noise",
+                vec![
+                    pt(1, &tight(10.0), KIB64),
+                    pt(2, &[60.0, 86.0, 112.0], KIB64),
+                    pt(4, &tight(100.0), KIB64),
+                    pt(8, &tight(99.0), KIB64),
+                ],
+                VerdictKind::Uncertain,
+                "Rises 10.0× from 1 worker to the peak at 4 workers (100 MiB/s), but 86.0 at 2 workers is within noise of it",
+            ),
+        ];
+        for (name, pts, kind, start) in cases {
+            let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("ext4"));
+            assert_eq!(a.verdict.kind, kind, "{name}: {:?}", a.sentences);
+            assert!(
+                a.verdict.text.starts_with(start),
+                "{name}: {}",
+                a.verdict.text
+            );
+            assert_eq!(a.enough_threads, 0, "{name}: no knee claimed");
+        }
     }
 
     #[test]

@@ -192,6 +192,42 @@ pub fn phase_failed(p: &PhaseRecord) -> bool {
     p.errors > 0 || (p.ops == 0 && p.bytes == 0 && !p.interrupted)
 }
 
+/// The reason a point's failed repetitions give: the first error of the
+/// operation `op` (or the first of all), said with where it happened, or
+/// what the first failed repetition `b` shows when no error was recorded.
+fn first_error(op: &str, errors: &[report::ErrorRecord], b: &PhaseRecord) -> String {
+    errors
+        .iter()
+        .find(|e| e.op == op || op.contains(e.op.as_str()))
+        .or(errors.first())
+        .map(|e| {
+            // The engine's message is the system's ("Input/output
+            // error"); say where, unless it already does.
+            if e.file.is_empty() || e.message.contains(&e.file) {
+                e.message.clone()
+            } else {
+                match e.offset {
+                    Some(o) => format!("{} {} at {o}: {}", e.op, e.file, e.message),
+                    None => format!("{} {}: {}", e.op, e.file, e.message),
+                }
+            }
+        })
+        .unwrap_or_else(|| {
+            if b.errors > 0 {
+                format!("{} request error(s) in repetition {}", b.errors, b.rep)
+            } else {
+                format!("repetition {} moved nothing", b.rep)
+            }
+        })
+}
+
+/// The mean over `rows` of `f`, counting a row without a figure (`None`)
+/// as 0.
+fn mean_of(rows: &[&PhaseRecord], f: impl Fn(&PhaseRecord) -> Option<f64>) -> f64 {
+    let n = rows.len().max(1) as f64;
+    rows.iter().map(|p| f(p).unwrap_or(0.0)).sum::<f64>() / n
+}
+
 impl OpStats {
     /// Builds the statistics of `op` from a run record's phases; `None`
     /// when no repetition of it completed.
@@ -223,32 +259,7 @@ impl OpStats {
         }
         let bad: Vec<&PhaseRecord> = all.iter().copied().filter(|p| phase_failed(p)).collect();
         let rows: Vec<&PhaseRecord> = all.iter().copied().filter(|p| !phase_failed(p)).collect();
-        let first_error = (!bad.is_empty()).then(|| {
-            errors
-                .iter()
-                .find(|e| e.op == op || op.contains(e.op.as_str()))
-                .or(errors.first())
-                .map(|e| {
-                    // The engine's message is the system's ("Input/output
-                    // error"); say where, unless it already does.
-                    if e.file.is_empty() || e.message.contains(&e.file) {
-                        e.message.clone()
-                    } else {
-                        match e.offset {
-                            Some(o) => format!("{} {} at {o}: {}", e.op, e.file, e.message),
-                            None => format!("{} {}: {}", e.op, e.file, e.message),
-                        }
-                    }
-                })
-                .unwrap_or_else(|| {
-                    let b = bad[0];
-                    if b.errors > 0 {
-                        format!("{} request error(s) in repetition {}", b.errors, b.rep)
-                    } else {
-                        format!("repetition {} moved nothing", b.rep)
-                    }
-                })
-        });
+        let first_error = bad.first().map(|b| first_error(op, errors, b));
         let pick = |f: fn(&PhaseRecord) -> f64| -> Vec<f64> { rows.iter().map(|p| f(p)).collect() };
         let bw = pick(|p| p.bw_mib_s);
         let iops = pick(|p| p.iops);
@@ -298,28 +309,12 @@ impl OpStats {
             },
             lat_p50_us: rows.iter().map(|p| p.lat_us.p50).sum::<f64>() / n,
             lat_p99_us: rows.iter().map(|p| p.lat_us.p99).sum::<f64>() / n,
-            cpu_s_per_op: rows
-                .iter()
-                .map(|p| {
-                    if p.ops > 0 {
-                        (p.cpu_user_s + p.cpu_sys_s) / p.ops as f64
-                    } else {
-                        0.0
-                    }
-                })
-                .sum::<f64>()
-                / n,
-            cpu_busy: rows
-                .iter()
-                .map(|p| {
-                    if p.elapsed_s > 0.0 {
-                        (p.cpu_user_s + p.cpu_sys_s) / p.elapsed_s
-                    } else {
-                        0.0
-                    }
-                })
-                .sum::<f64>()
-                / n,
+            cpu_s_per_op: mean_of(&rows, |p| {
+                (p.ops > 0).then(|| (p.cpu_user_s + p.cpu_sys_s) / p.ops as f64)
+            }),
+            cpu_busy: mean_of(&rows, |p| {
+                (p.elapsed_s > 0.0).then(|| (p.cpu_user_s + p.cpu_sys_s) / p.elapsed_s)
+            }),
             iops: iops_stats,
             failed: bad.len(),
             first_error,

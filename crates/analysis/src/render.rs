@@ -317,10 +317,12 @@ pub fn table_head(v: Varying) -> Vec<&'static str> {
 
 /// The table rows: by series, then operation, then worker count.
 pub fn table_rows(rec: &SweepRecord) -> Vec<Row> {
-    let v = varying(&rec.points);
-    let units = rec.analysis.units;
-    let (_, lscale) = latency_unit(rec);
-    let data_col = any_data(rec);
+    let look = Look {
+        v: varying(&rec.points),
+        units: rec.analysis.units,
+        lscale: latency_unit(rec).1,
+        data_col: any_data(rec),
+    };
     let mut series: Vec<&str> = Vec::new();
     for p in &rec.points {
         if !series.contains(&p.series.as_str()) {
@@ -346,75 +348,8 @@ pub fn table_rows(rec: &SweepRecord) -> Vec<Row> {
             these.sort_by_key(|p| p.workers());
             for p in these {
                 let o = p.ops.iter().find(|o| o.op == op).expect("filtered");
-                let (ranks, tpr, workers) = p.topology();
-                let ok = o.reps > 0;
-                let dash = || "-".to_string();
-                let f2 = |x: f64| if ok { format!("{x:.2}") } else { dash() };
-                let ci = |scale: &dyn Fn(f64) -> f64| match o.ci {
-                    Some(c) if ok && c.n > 1 => {
-                        format!("{}–{}", num(scale(c.lo)), num(scale(c.hi)))
-                    }
-                    _ => dash(),
-                };
-                let mut cells = Vec::new();
-                if v.target {
-                    cells.push(p.target.clone());
-                }
-                if v.layout {
-                    cells.push(p.layout.clone());
-                }
-                if v.xfer {
-                    cells.push(spec::format_size(p.xfer));
-                }
-                cells.push(cap(op));
-                if v.ranks {
-                    cells.extend([workers.to_string(), ranks.to_string(), tpr.to_string()]);
-                } else {
-                    cells.push(workers.to_string());
-                }
-                cells.extend([
-                    p.file_count.to_string(),
-                    if p.dir_per_file { "Y" } else { "N" }.to_string(),
-                    f2(o.center_elapsed_s()),
-                ]);
-                if data_col {
-                    if o.moves_data() {
-                        cells.push(f2(units.from_mib_s(o.center_bw_mib_s())));
-                        cells.push(ci(&|x| units.from_mib_s(x)));
-                    } else {
-                        cells.extend([dash(), dash()]);
-                    }
-                }
-                cells.push(if ok { num(o.center_iops()) } else { dash() });
-                if !data_col {
-                    cells.push(ci(&|x| x));
-                }
-                cells.extend([
-                    if ok && o.lat_p50_us > 0.0 {
-                        num(o.lat_p50_us * lscale)
-                    } else {
-                        dash()
-                    },
-                    if ok && o.lat_p99_us > 0.0 {
-                        num(o.lat_p99_us * lscale)
-                    } else {
-                        dash()
-                    },
-                    if o.failed > 0 {
-                        format!("{} ({} failed)", o.reps, o.failed)
-                    } else {
-                        o.reps.to_string()
-                    },
-                    if o.outlier_reps.is_empty() {
-                        dash()
-                    } else {
-                        o.outlier_reps
-                            .iter()
-                            .map(|r| format!("rep {r}"))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    },
-                ]);
+                let (_, _, workers) = p.topology();
+                let cells = row_cells(p, o, &look);
                 rows.push(Row {
                     cells,
                     anchor: anchor(&p.series, op, workers),
@@ -424,6 +359,98 @@ pub fn table_rows(rec: &SweepRecord) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// What every row of a table shares: the columns that vary, the units.
+struct Look {
+    v: Varying,
+    units: crate::findings::Units,
+    /// Microseconds to the table's latency unit.
+    lscale: f64,
+    /// Whether the table has data-rate columns.
+    data_col: bool,
+}
+
+/// The cells of the row of operation `o` at point `p`.
+fn row_cells(p: &SweepPoint, o: &crate::model::OpStats, look: &Look) -> Vec<String> {
+    let Look {
+        v,
+        units,
+        lscale,
+        data_col,
+    } = look;
+    let (units, lscale, data_col) = (*units, *lscale, *data_col);
+    let op = o.op.as_str();
+    let (ranks, tpr, workers) = p.topology();
+    let ok = o.reps > 0;
+    let dash = || "-".to_string();
+    let f2 = |x: f64| if ok { format!("{x:.2}") } else { dash() };
+    let ci = |scale: &dyn Fn(f64) -> f64| match o.ci {
+        Some(c) if ok && c.n > 1 => {
+            format!("{}–{}", num(scale(c.lo)), num(scale(c.hi)))
+        }
+        _ => dash(),
+    };
+    let mut cells = Vec::new();
+    if v.target {
+        cells.push(p.target.clone());
+    }
+    if v.layout {
+        cells.push(p.layout.clone());
+    }
+    if v.xfer {
+        cells.push(spec::format_size(p.xfer));
+    }
+    cells.push(cap(op));
+    if v.ranks {
+        cells.extend([workers.to_string(), ranks.to_string(), tpr.to_string()]);
+    } else {
+        cells.push(workers.to_string());
+    }
+    cells.extend([
+        p.file_count.to_string(),
+        if p.dir_per_file { "Y" } else { "N" }.to_string(),
+        f2(o.center_elapsed_s()),
+    ]);
+    if data_col {
+        if o.moves_data() {
+            cells.push(f2(units.from_mib_s(o.center_bw_mib_s())));
+            cells.push(ci(&|x| units.from_mib_s(x)));
+        } else {
+            cells.extend([dash(), dash()]);
+        }
+    }
+    cells.push(if ok { num(o.center_iops()) } else { dash() });
+    if !data_col {
+        cells.push(ci(&|x| x));
+    }
+    cells.extend([
+        if ok && o.lat_p50_us > 0.0 {
+            num(o.lat_p50_us * lscale)
+        } else {
+            dash()
+        },
+        if ok && o.lat_p99_us > 0.0 {
+            num(o.lat_p99_us * lscale)
+        } else {
+            dash()
+        },
+        if o.failed > 0 {
+            format!("{} ({} failed)", o.reps, o.failed)
+        } else {
+            o.reps.to_string()
+        },
+        if o.outlier_reps.is_empty() {
+            dash()
+        } else {
+            o.outlier_reps
+                .iter()
+                .map(|r| format!("rep {r}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+    ]);
+    cells
 }
 
 fn cap(s: &str) -> String {

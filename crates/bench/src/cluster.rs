@@ -88,6 +88,7 @@ impl WireSample {
             // A thread's usage stays on its rank (fio's per-job cpu line is
             // single-node only).
             usage: Default::default(),
+            detail: None,
         })
     }
 }
@@ -839,6 +840,7 @@ mod tests {
             failure: None,
             verify: VerifyTally::default(),
             usage: Default::default(),
+            detail: None,
         };
         let text = serde_json::to_vec(&WireSample::from(&s)).unwrap();
         let back = serde_json::from_slice::<WireSample>(&text)

@@ -24,7 +24,7 @@ use spec::{MetaOp, MetaSpec};
 use stats::LatencyHistogram;
 
 use crate::cluster::{self, Layout, PhaseOut};
-use crate::dataset::tree::{close, prepare, union, Marker, Tree};
+use crate::dataset::tree::{close, prepare, union, Tree};
 use crate::error::Error;
 use crate::host;
 use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
@@ -142,7 +142,7 @@ pub fn run_with_hook(
     let mut extent = tree.marker.extent;
     let mut ran_cleanup = false;
     let mut probes = Vec::new();
-    'reps: for rep in 0..spec.reps {
+    'reps: for rep in opts.first_rep..opts.first_rep.saturating_add(spec.reps) {
         for &op in &spec.ops {
             if coord.any(stop.load(Ordering::Relaxed)) {
                 results.interrupted = true;
@@ -162,6 +162,7 @@ pub fn run_with_hook(
                     state,
                     limit: Some(limit.clone()),
                     timed: false,
+                    root_fd: tree.root_fd(),
                 };
                 let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
                 let samples = &out.samples;
@@ -218,6 +219,7 @@ pub fn run_with_hook(
                 state,
                 limit: Some(limit.clone()),
                 timed: true,
+                root_fd: tree.root_fd(),
             };
             let pr = (opts.probe && is_root).then(|| Probe::start(&user_spec.target));
             let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq)?;
@@ -359,7 +361,7 @@ fn setup(
     // writes the marker.
     let made = topo.is_root().then(|| prepare(&gspec, &run_id, notes));
     let made = cluster::agree(coord, made.transpose())?;
-    let tree = share_tree(coord, made, &gspec)?;
+    let tree = crate::dataset::tree::share(coord, made, &gspec)?;
     Ok(Setup {
         host,
         topo,
@@ -405,28 +407,6 @@ fn run_phase_all(
     );
     engine::live::end();
     out
-}
-
-/// Hands rank 0's tree to every rank. The others' copy never writes the
-/// marker (`writable` false) and is never removed by them.
-fn share_tree(coord: &dyn Coordinator, made: Option<Tree>, spec: &MetaSpec) -> Result<Tree, Error> {
-    if coord.size() == 1 {
-        return made.ok_or_else(|| Error::Refused("rank 0 has no tree".into()));
-    }
-    let marker: Option<Marker> = coord
-        .broadcast_as(&made.as_ref().map(|t| t.marker.clone()))
-        .map_err(|e| Error::Refused(e.to_string()))?;
-    if let Some(t) = made {
-        return Ok(t);
-    }
-    let marker = marker.ok_or_else(|| Error::Refused("rank 0 sent no tree".into()))?;
-    Ok(Tree {
-        root: spec.target.join(ROOT_NAME),
-        marker,
-        writable: false,
-        ours: false,
-        guard: None,
-    })
 }
 
 const MIB: f64 = 1024.0 * 1024.0;

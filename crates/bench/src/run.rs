@@ -23,7 +23,7 @@ use stats::{IoCounters, LatencyHistogram};
 use probe::{PhaseProbe, Probe};
 
 use crate::cluster::{self, Layout, PhaseOut};
-use crate::dataset::{DataSet, Marker, SetKind};
+use crate::dataset::DataSet;
 use crate::error::Error;
 use crate::host;
 use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
@@ -54,6 +54,9 @@ pub struct PhaseLatency {
     pub workers: Vec<(u32, LatencyHistogram)>,
     /// (worker, what its thread used over the phase).
     pub usage: Vec<(u32, engine::ThreadUsage)>,
+    /// (worker, its latencies by direction), where the engine kept them
+    /// ([`engine::worker::set_detail`]).
+    pub detail: Vec<(u32, engine::DirLatency)>,
 }
 
 /// How a driver runs beyond what the spec says: what a sweep asks for.
@@ -68,6 +71,13 @@ pub struct Options {
     /// kept, and the next repetition runs; without it the first failure
     /// ends the run.
     pub keep_going: bool,
+    /// The number of the first repetition (0 unless told). A sweep that
+    /// interleaves the repetitions of several points runs each of them
+    /// alone (`reps` 1) under its own number, so its random offsets, its
+    /// progress line and its record are those of that repetition, and a
+    /// repetition after the first is treated as one (a pause before it,
+    /// caches dropped before its first phase).
+    pub first_rep: u32,
 }
 
 impl Outcome {
@@ -328,7 +338,9 @@ pub fn run_with_hook(
         },
     };
     let mut drop_warned = false;
-    let mut first = true;
+    // The run's very first phase needs no cache drop; a later
+    // repetition run on its own does, as it would in one run.
+    let mut first = opts.first_rep == 0;
     let mut have_data = ds.had_data;
     let dd_named = matches!(spec.naming, spec::FileNaming::Dd { .. });
     if spec.reuse_files && !dd_named && spec.reps > 1 && spec.ops.iter().any(|o| o.writes()) {
@@ -340,9 +352,18 @@ pub fn run_with_hook(
     }
     let mut probes = Vec::new();
     let mut latency = Vec::new();
-    // The workers open the files through the handles setup holds.
-    let anchors = ds.anchors()?;
-    'reps: for rep in 0..spec.reps {
+    // The workers open the files through the handles setup holds (the
+    // other ranks check theirs against rank 0's first: all agree).
+    let anchors = match cluster::agree(coord, ds.anchors()) {
+        Ok(a) => a,
+        Err(e) => {
+            if is_root && ds.created_root {
+                ds.remove();
+            }
+            return Err(e);
+        }
+    };
+    'reps: for rep in opts.first_rep..opts.first_rep.saturating_add(spec.reps) {
         if rep > 0 {
             pause(spec.rep_delay, &stop);
         }
@@ -415,6 +436,11 @@ pub fn run_with_hook(
                         .map(|s| (s.worker, s.hist.clone()))
                         .collect(),
                     usage: out.samples.iter().map(|s| (s.worker, s.usage)).collect(),
+                    detail: out
+                        .samples
+                        .iter()
+                        .filter_map(|s| Some((s.worker, (**s.detail.as_ref()?).clone())))
+                        .collect(),
                 });
             }
             // A complete write of every transfer: the files now hold a full
@@ -497,7 +523,7 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
     // only after that (the broadcast), so nobody opens a file before.
     let made = topo.is_root().then(|| DataSet::prepare(&gspec, &run_id));
     let made = cluster::agree(coord, made.transpose())?;
-    let ds = share_dataset(coord, made)?;
+    let ds = crate::dataset::peer::share(coord, made)?;
     Ok(Setup {
         host,
         topo,
@@ -582,58 +608,6 @@ impl Phases<'_> {
             &self.opts,
         )
     }
-}
-
-/// What the ranks other than 0 need of the data set rank 0 prepared.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct SharedSet {
-    root: std::path::PathBuf,
-    files: Vec<std::path::PathBuf>,
-    dirs: Vec<std::path::PathBuf>,
-    marker: Marker,
-    had_data: bool,
-    /// `TARGET/ioscale.d` (the other ranks then open it themselves,
-    /// refusing a link); IOR and dd names are opened by path.
-    native: bool,
-}
-
-/// Hands rank 0's data set to every rank. The other ranks' copy never
-/// removes anything (`created_root` false) and never writes the marker.
-fn share_dataset(coord: &dyn Coordinator, made: Option<DataSet>) -> Result<DataSet, Error> {
-    if coord.size() == 1 {
-        return made.ok_or_else(|| Error::Refused("rank 0 has no data set".into()));
-    }
-    let shared = made.as_ref().map(|d| SharedSet {
-        root: d.root.clone(),
-        files: d.files.clone(),
-        dirs: d.dirs.clone(),
-        marker: d.marker.clone(),
-        had_data: d.had_data,
-        native: matches!(d.kind, SetKind::Native),
-    });
-    let got: Option<SharedSet> = coord
-        .broadcast_as(&shared)
-        .map_err(|e| Error::Refused(e.to_string()))?;
-    if let Some(d) = made {
-        return Ok(d);
-    }
-    let s = got.ok_or_else(|| Error::Refused("rank 0 sent no data set".into()))?;
-    Ok(DataSet {
-        root: s.root,
-        created_root: false,
-        files: s.files,
-        dirs: s.dirs,
-        marker: s.marker,
-        had_data: s.had_data,
-        // The other ranks never write a marker or remove anything: only
-        // whether the set is native matters to them (see `anchors`).
-        kind: if s.native {
-            SetKind::Native
-        } else {
-            SetKind::Sidecar(std::path::PathBuf::new())
-        },
-        guard: None,
-    })
 }
 
 fn plan_for(
@@ -768,6 +742,7 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
         }),
         verify: Default::default(),
         usage: Default::default(),
+        detail: None,
     }
 }
 

@@ -24,36 +24,43 @@ ul.headline li{margin:6px 0;font-size:15px}\
 p.verdict{font-weight:bold;margin:6px 0}p.evidence{font-size:12px;color:#555;margin:2px 0 8px}\
 tr.failed td{background:#fdecea}tr:target td{background:#fff8c4}";
 
-fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
-    // A table wider than the window scrolls inside its box; the page
-    // itself never scrolls sideways.
-    out.push_str("<div class=\"wide\"><table><thead><tr>");
+/// Opens a table (`attrs` for the `<table>` tag) and writes its head row.
+/// A table wider than the window scrolls inside its box; the page itself
+/// never scrolls sideways.
+fn table_head<'a>(out: &mut String, attrs: &str, head: impl IntoIterator<Item = &'a str>) {
+    let _ = write!(out, "<div class=\"wide\"><table{attrs}><thead><tr>");
     for h in head {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
     out.push_str("</tr></thead><tbody>");
+}
+
+/// The cells of one row, numbers marked for right alignment, and the end
+/// of the row.
+fn row_cells(out: &mut String, cells: &[String]) {
+    for c in cells {
+        let n = c.parse::<f64>().is_ok();
+        let _ = write!(
+            out,
+            "<td{}>{}</td>",
+            if n { " class=\"n\"" } else { "" },
+            esc(c)
+        );
+    }
+    out.push_str("</tr>");
+}
+
+fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
+    table_head(out, "", head.iter().copied());
     for r in rows {
         out.push_str("<tr>");
-        for c in r {
-            let n = c.parse::<f64>().is_ok();
-            let _ = write!(
-                out,
-                "<td{}>{}</td>",
-                if n { " class=\"n\"" } else { "" },
-                esc(c)
-            );
-        }
-        out.push_str("</tr>");
+        row_cells(out, r);
     }
     out.push_str("</tbody></table></div>\n");
 }
 
 fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
-    out.push_str("<div class=\"wide\"><table id=\"results\"><thead><tr>");
-    for h in head {
-        let _ = write!(out, "<th>{}</th>", esc(h));
-    }
-    out.push_str("</tr></thead><tbody>");
+    table_head(out, " id=\"results\"", head.iter().map(String::as_str));
     for r in rows {
         let _ = write!(
             out,
@@ -65,16 +72,7 @@ fn row_table(out: &mut String, head: &[String], rows: &[Row]) {
                 ""
             }
         );
-        for c in &r.cells {
-            let n = c.parse::<f64>().is_ok();
-            let _ = write!(
-                out,
-                "<td{}>{}</td>",
-                if n { " class=\"n\"" } else { "" },
-                esc(c)
-            );
-        }
-        out.push_str("</tr>");
+        row_cells(out, &r.cells);
     }
     out.push_str("</tbody></table></div>\n");
 }
@@ -87,47 +85,8 @@ fn capitalise(s: &str) -> String {
     }
 }
 
-/// Renders the whole report.
-pub fn render_html(rec: &SweepRecord) -> String {
-    let units = rec.analysis.units;
-    let mut o = String::new();
-    let title = if rec.points_total > 1 || rec.config.threads.len() > 1 {
-        "ioscale sweep report"
-    } else {
-        "ioscale run report"
-    };
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n"
-    );
-    let _ = writeln!(o, "<p>{}</p>", esc(&describe(rec)));
-    // A sweep that stopped early says so before anything is read into it.
-    if let Some(u) = analysis::render::unfinished(rec) {
-        let _ = writeln!(
-            o,
-            "<div class=\"banner\" id=\"unfinished\"><b>{}</b>: {}. {}.</div>",
-            esc(&u.head()),
-            esc(&u.reason),
-            esc(&capitalise(u.next))
-        );
-    }
-    // The answer first: one verdict per line, then the comparisons.
-    if !rec.analysis.curves.is_empty() {
-        o.push_str("<section id=\"headline\"><h2>Answer</h2><ul class=\"headline\">");
-        for c in &rec.analysis.curves {
-            let _ = write!(
-                o,
-                "<li><b>{}</b>: {}</li>",
-                esc(&c.name()),
-                esc(&c.verdict.text)
-            );
-        }
-        for c in &rec.analysis.comparisons {
-            let _ = write!(o, "<li><b>{}</b>: {}</li>", esc(&c.op), esc(&c.sentence));
-        }
-        o.push_str("</ul></section>\n");
-    }
-
+/// The banner counting failed repetitions, with the first error.
+fn failures_banner(o: &mut String, rec: &SweepRecord) {
     let failed: usize = rec
         .points
         .iter()
@@ -148,12 +107,16 @@ pub fn render_html(rec: &SweepRecord) -> String {
             .map(|o| o.failed + o.reps)
             .sum();
         let _ = writeln!(
-            o,
-            "<div class=\"banner\" id=\"failures\"><b>{failed} of {total} repetitions failed</b> and are left out of every figure (marked in the table and with a cross in the charts). First error: {}</div>",
-            esc(&first)
-        );
+        o,
+        "<div class=\"banner\" id=\"failures\"><b>{failed} of {total} repetitions failed</b> and are left out of every figure (marked in the table and with a cross in the charts). First error: {}</div>",
+        esc(&first)
+    );
     }
+}
 
+/// What to keep in mind reading the figures: the analysis' notes and one
+/// warning of each kind.
+fn warnings_section(o: &mut String, rec: &SweepRecord) {
     let mut warns: Vec<&String> = Vec::new();
     for p in &rec.points {
         for w in &p.result.warnings {
@@ -184,7 +147,10 @@ pub fn render_html(rec: &SweepRecord) -> String {
         }
         o.push_str("</ul></section>\n");
     }
+}
 
+/// The charts, then the per-rank and per-node bars.
+fn charts_section(o: &mut String, rec: &SweepRecord) {
     o.push_str("<h2>Charts</h2><p>Error bars span the lowest to the highest good repetition (side by side for several lines); the line joins the trimmed means (or means); dashed: ideal linear scaling from the fewest workers, dotted: the USL fit where the analysis quotes it; a red cross marks failed repetitions. Hover a point for its values.</p><div class=\"charts\">\n");
     for c in crate::charts_for(rec) {
         let _ = writeln!(
@@ -210,7 +176,11 @@ pub fn render_html(rec: &SweepRecord) -> String {
         }
         o.push_str("</div>\n");
     }
+}
 
+/// The analysis in detail: each curve's verdict with links to the points
+/// it rests on, its sentences, and the comparisons.
+fn analysis_section(o: &mut String, rec: &SweepRecord) {
     o.push_str("<h2>Analysis in detail</h2>\n<div id=\"analysis\">\n");
     for n in &rec.analysis.notes {
         let _ = writeln!(o, "<p class=\"warn\">{}</p>", esc(n));
@@ -261,14 +231,20 @@ pub fn render_html(rec: &SweepRecord) -> String {
     if !rec.analysis.comparisons.is_empty() {
         o.push_str("<h3>Compared</h3><ul class=\"analysis\">");
         for c in &rec.analysis.comparisons {
-            let _ = write!(o, "<li>{}: {}</li>", esc(&c.op), esc(&c.sentence));
+            let _ = write!(o, "<li>{}: {}", esc(&c.op), esc(&c.sentence));
+            compared_evidence(o, rec, c);
+            o.push_str("</li>");
         }
         o.push_str("</ul>\n");
     }
     o.push_str("</div>\n");
+}
 
+/// The results table, and the geometric mean across operations.
+fn results_section(o: &mut String, rec: &SweepRecord) {
+    let units = rec.analysis.units;
     o.push_str("<h2>Results</h2>\n");
-    row_table(&mut o, &table_head_for(rec), &table_rows(rec));
+    row_table(o, &table_head_for(rec), &table_rows(rec));
 
     if rec.points.iter().any(|p| p.ops.len() > 1) {
         o.push_str("<h3>Geometric mean across operations</h3>\n");
@@ -286,9 +262,13 @@ pub fn render_html(rec: &SweepRecord) -> String {
                 ]
             })
             .collect();
-        table(&mut o, &["Series", "Workers", units.data(), "ops/s"], &rows);
+        table(o, &["Series", "Workers", units.data(), "ops/s"], &rows);
     }
+}
 
+/// The statistics of each point over its repetitions.
+fn stats_section(o: &mut String, rec: &SweepRecord) {
+    let units = rec.analysis.units;
     let _ = writeln!(o, "<h2>Statistics per point</h2><p>Over the repetitions: bandwidth in {}; trimmed mean drops the k highest and k lowest; outliers by modified z-score (|M| &gt; 3.5); latency by Little's law is workers ÷ operations per second; failed repetitions are left out.</p>", units.data());
     let mut rows = Vec::new();
     for p in &rec.points {
@@ -323,7 +303,7 @@ pub fn render_html(rec: &SweepRecord) -> String {
         }
     }
     table(
-        &mut o,
+        o,
         &[
             "Series",
             "Op",
@@ -343,7 +323,10 @@ pub fn render_html(rec: &SweepRecord) -> String {
         ],
         &rows,
     );
+}
 
+/// The command, the host and targets, and the first point's workload.
+fn host_section(o: &mut String, rec: &SweepRecord) {
     let _ = writeln!(
         o,
         "<h2>Command</h2><pre id=\"command\">{}</pre>",
@@ -380,7 +363,7 @@ pub fn render_html(rec: &SweepRecord) -> String {
             ),
         ]);
     }
-    table(&mut o, &["fact", "value"], &facts);
+    table(o, &["fact", "value"], &facts);
     if let Some(p) = rec.points.first() {
         let _ = writeln!(
             o,
@@ -388,6 +371,55 @@ pub fn render_html(rec: &SweepRecord) -> String {
             esc(&p.result.spec.describe())
         );
     }
+}
+
+/// Renders the whole report.
+pub fn render_html(rec: &SweepRecord) -> String {
+    let mut o = String::new();
+    let title = if rec.points_total > 1 || rec.config.threads.len() > 1 {
+        "ioscale sweep report"
+    } else {
+        "ioscale run report"
+    };
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n"
+    );
+    let _ = writeln!(o, "<p>{}</p>", esc(&describe(rec)));
+    // A sweep that stopped early says so before anything is read into it.
+    if let Some(u) = analysis::render::unfinished(rec) {
+        let _ = writeln!(
+            o,
+            "<div class=\"banner\" id=\"unfinished\"><b>{}</b>: {}. {}.</div>",
+            esc(&u.head()),
+            esc(&u.reason),
+            esc(&capitalise(u.next))
+        );
+    }
+    // The answer first: one verdict per line, then the comparisons.
+    if !rec.analysis.curves.is_empty() {
+        o.push_str("<section id=\"headline\"><h2>Answer</h2><ul class=\"headline\">");
+        for c in &rec.analysis.curves {
+            let _ = write!(
+                o,
+                "<li><b>{}</b>: {}</li>",
+                esc(&c.name()),
+                esc(&c.verdict.text)
+            );
+        }
+        for c in &rec.analysis.comparisons {
+            let _ = write!(o, "<li><b>{}</b>: {}</li>", esc(&c.op), esc(&c.sentence));
+        }
+        o.push_str("</ul></section>\n");
+    }
+
+    failures_banner(&mut o, rec);
+    warnings_section(&mut o, rec);
+    charts_section(&mut o, rec);
+    analysis_section(&mut o, rec);
+    results_section(&mut o, rec);
+    stats_section(&mut o, rec);
+    host_section(&mut o, rec);
     o.push_str("</body></html>\n");
     o
 }
@@ -409,4 +441,54 @@ pub fn shell_words(words: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The numbers a comparison rests on, each linked to its table row: both
+/// lines at every common worker count, with their intervals, and which
+/// was clearly faster.
+fn compared_evidence(o: &mut String, rec: &SweepRecord, c: &analysis::findings::Comparison) {
+    if c.at.is_empty() {
+        return;
+    }
+    let unit = rec
+        .analysis
+        .curves
+        .iter()
+        .find(|l| l.op == c.op && l.series == c.a)
+        .map_or("", |l| l.unit.as_str());
+    let side = |series: &str, workers: u32, v: f64, iv: Option<(f64, f64)>| {
+        let iv = iv
+            .map(|(lo, hi)| format!(" [95% CI {}–{}]", num(lo), num(hi)))
+            .unwrap_or_default();
+        format!(
+            "<a href=\"#{}\">{}: {} {}{}</a>",
+            esc(&anchor(series, &c.op, workers)),
+            esc(series),
+            num(v),
+            esc(unit),
+            esc(&iv)
+        )
+    };
+    let links: Vec<String> =
+        c.at.iter()
+            .map(|x| {
+                // An interval from more than one repetition, as (lo, hi).
+                let a_iv = x.a_interval.filter(|i| i.n > 1).map(|i| (i.lo, i.hi));
+                let b_iv = x.b_interval.filter(|i| i.n > 1).map(|i| (i.lo, i.hi));
+                format!(
+                    "{} worker{}: {} vs {} ({})",
+                    x.workers,
+                    if x.workers == 1 { "" } else { "s" },
+                    side(&c.a, x.workers, x.a, a_iv),
+                    side(&c.b, x.workers, x.b, b_iv),
+                    match &x.faster {
+                        Some(f) => format!("{} clearly faster", esc(f)),
+                        None => "within noise".to_string(),
+                    }
+                )
+            })
+            .collect();
+    o.push_str("<p class=\"evidence\">Based on: ");
+    o.push_str(&links.join("; "));
+    o.push_str("</p>");
 }

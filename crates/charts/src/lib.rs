@@ -29,6 +29,168 @@ pub struct NamedChart {
     pub chart: Chart,
 }
 
+/// The throughput, duration and latency lines of operation `op` (data
+/// or not): one series per sweep series, a point per sweep point, and
+/// the failed repetitions marked on the first two.
+fn op_series(rec: &SweepRecord, op: &str, data: bool) -> [Vec<Series>; 3] {
+    let mut thr: Vec<Series> = Vec::new();
+    let mut dur: Vec<Series> = Vec::new();
+    let mut lat: Vec<Series> = Vec::new();
+    for p in &rec.points {
+        let Some(o) = p.ops.iter().find(|o| o.op == op && o.moves_data() == data) else {
+            continue;
+        };
+        let label = if p.series.is_empty() {
+            op.to_string()
+        } else {
+            p.series.clone()
+        };
+        if o.failed > 0 {
+            for set in [&mut thr, &mut dur] {
+                let at = (p.workers() as f64, o.failed as u32);
+                match set.iter_mut().find(|s| s.label == label) {
+                    Some(s) => s.failed.push(at),
+                    None => set.push(Series {
+                        label: label.clone(),
+                        points: Vec::new(),
+                        failed: vec![at],
+                    }),
+                }
+            }
+        }
+        if o.reps == 0 {
+            continue;
+        }
+        let (y, lo, hi) = throughput(o, data, rec.analysis.units);
+        push(
+            &mut thr,
+            &label,
+            Point {
+                x: p.workers() as f64,
+                y,
+                lo,
+                hi,
+            },
+        );
+        push(
+            &mut dur,
+            &label,
+            Point {
+                x: p.workers() as f64,
+                y: o.center_elapsed_s(),
+                lo: o.elapsed_s.min,
+                hi: o.elapsed_s.max,
+            },
+        );
+        push_latency(&mut lat, rec, p, op, &label, o);
+    }
+    [thr, dur, lat]
+}
+
+/// The measured p50 and p99 of `op` at point `p` (mean over the good
+/// repetitions), bars from the lowest to the highest repetition's.
+fn push_latency(
+    lat: &mut Vec<Series>,
+    rec: &SweepRecord,
+    p: &analysis::SweepPoint,
+    op: &str,
+    label: &str,
+    o: &OpStats,
+) {
+    let (_, lat_scale) = analysis::render::latency_unit(rec);
+    // The measured p50 and p99 (mean over the good repetitions),
+    // bars from the lowest to the highest repetition's.
+    let good: Vec<&report::PhaseRecord> = p
+        .result
+        .phases
+        .iter()
+        .filter(|ph| ph.op == op && !ph.interrupted && !phase_failed(ph))
+        .collect();
+    for (name, y, f) in [
+        (
+            "p50",
+            o.lat_p50_us,
+            (|ph: &report::PhaseRecord| ph.lat_us.p50) as fn(&report::PhaseRecord) -> f64,
+        ),
+        ("p99", o.lat_p99_us, |ph: &report::PhaseRecord| {
+            ph.lat_us.p99
+        }),
+    ] {
+        let v: Vec<f64> = good.iter().map(|ph| f(ph)).collect();
+        let lo = v.iter().copied().fold(y, f64::min);
+        let hi = v.iter().copied().fold(y, f64::max);
+        push(
+            lat,
+            &format!("{label} {name}"),
+            Point {
+                x: p.workers() as f64,
+                y: y * lat_scale,
+                lo: lo * lat_scale,
+                hi: hi * lat_scale,
+            },
+        );
+    }
+}
+
+/// The three charts of operation `op` from its lines.
+fn op_charts(rec: &SweepRecord, op: &str, data: bool, lines: [Vec<Series>; 3]) -> [NamedChart; 3] {
+    let [thr, dur, lat] = lines;
+    let (lat_unit, _) = analysis::render::latency_unit(rec);
+    let files = rec
+        .points
+        .iter()
+        .flat_map(|p| &p.ops)
+        .any(|o| o.op == op && o.counts_files);
+    let unit = if data {
+        format!("Throughput ({})", rec.analysis.units.data())
+    } else if files {
+        "Files per second".to_string()
+    } else {
+        "Operations per second".to_string()
+    };
+    let stem = safe(op);
+    let sub = subtitle(rec);
+    let overlays = overlays(rec, op, &thr);
+    [
+        NamedChart {
+            name: format!("throughput-{stem}"),
+            chart: Chart {
+                title: format!(
+                    "{op}: {} vs workers",
+                    if data { "throughput" } else { "rate" }
+                ),
+                subtitle: sub.clone(),
+                overlays,
+                x_label: "Workers (log2 scale)".into(),
+                y_label: unit,
+                series: thr,
+            },
+        },
+        NamedChart {
+            name: format!("duration-{stem}"),
+            chart: Chart {
+                title: format!("{op}: duration vs workers"),
+                subtitle: sub.clone(),
+                overlays: Vec::new(),
+                x_label: "Workers (log2 scale)".into(),
+                y_label: "Duration (s)".into(),
+                series: dur,
+            },
+        },
+        NamedChart {
+            name: format!("latency-{stem}"),
+            chart: Chart {
+                title: format!("{op}: request latency (p50, p99) vs workers"),
+                subtitle: sub,
+                overlays: Vec::new(),
+                x_label: "Workers (log2 scale)".into(),
+                y_label: format!("Latency ({lat_unit})"),
+                series: lat,
+            },
+        },
+    ]
+}
+
 /// The throughput, duration and latency (p50 and p99) charts of each
 /// operation of a sweep.
 pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
@@ -43,140 +205,8 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
     }
     let mut out = Vec::new();
     for (op, data) in ops {
-        let mut thr: Vec<Series> = Vec::new();
-        let mut dur: Vec<Series> = Vec::new();
-        let mut lat: Vec<Series> = Vec::new();
-        let (lat_unit, lat_scale) = analysis::render::latency_unit(rec);
-        for p in &rec.points {
-            let Some(o) = p.ops.iter().find(|o| o.op == op && o.moves_data() == data) else {
-                continue;
-            };
-            let label = if p.series.is_empty() {
-                op.clone()
-            } else {
-                p.series.clone()
-            };
-            if o.failed > 0 {
-                for set in [&mut thr, &mut dur] {
-                    let at = (p.workers() as f64, o.failed as u32);
-                    match set.iter_mut().find(|s| s.label == label) {
-                        Some(s) => s.failed.push(at),
-                        None => set.push(Series {
-                            label: label.clone(),
-                            points: Vec::new(),
-                            failed: vec![at],
-                        }),
-                    }
-                }
-            }
-            if o.reps == 0 {
-                continue;
-            }
-            let (y, lo, hi) = throughput(o, data, rec.analysis.units);
-            push(
-                &mut thr,
-                &label,
-                Point {
-                    x: p.workers() as f64,
-                    y,
-                    lo,
-                    hi,
-                },
-            );
-            push(
-                &mut dur,
-                &label,
-                Point {
-                    x: p.workers() as f64,
-                    y: o.center_elapsed_s(),
-                    lo: o.elapsed_s.min,
-                    hi: o.elapsed_s.max,
-                },
-            );
-            // The measured p50 and p99 (mean over the good repetitions),
-            // bars from the lowest to the highest repetition's.
-            let good: Vec<&report::PhaseRecord> = p
-                .result
-                .phases
-                .iter()
-                .filter(|ph| ph.op == op && !ph.interrupted && !phase_failed(ph))
-                .collect();
-            for (name, y, f) in [
-                (
-                    "p50",
-                    o.lat_p50_us,
-                    (|ph: &report::PhaseRecord| ph.lat_us.p50) as fn(&report::PhaseRecord) -> f64,
-                ),
-                ("p99", o.lat_p99_us, |ph: &report::PhaseRecord| {
-                    ph.lat_us.p99
-                }),
-            ] {
-                let v: Vec<f64> = good.iter().map(|ph| f(ph)).collect();
-                let lo = v.iter().copied().fold(y, f64::min);
-                let hi = v.iter().copied().fold(y, f64::max);
-                push(
-                    &mut lat,
-                    &format!("{label} {name}"),
-                    Point {
-                        x: p.workers() as f64,
-                        y: y * lat_scale,
-                        lo: lo * lat_scale,
-                        hi: hi * lat_scale,
-                    },
-                );
-            }
-        }
-        let files = rec
-            .points
-            .iter()
-            .flat_map(|p| &p.ops)
-            .any(|o| o.op == op && o.counts_files);
-        let unit = if data {
-            format!("Throughput ({})", rec.analysis.units.data())
-        } else if files {
-            "Files per second".to_string()
-        } else {
-            "Operations per second".to_string()
-        };
-        let stem = safe(&op);
-        let sub = subtitle(rec);
-        let overlays = overlays(rec, &op, &thr);
-        out.push(NamedChart {
-            name: format!("throughput-{stem}"),
-            chart: Chart {
-                title: format!(
-                    "{op}: {} vs workers",
-                    if data { "throughput" } else { "rate" }
-                ),
-                subtitle: sub.clone(),
-                overlays,
-                x_label: "Workers (log2 scale)".into(),
-                y_label: unit,
-                series: thr,
-            },
-        });
-        out.push(NamedChart {
-            name: format!("duration-{stem}"),
-            chart: Chart {
-                title: format!("{op}: duration vs workers"),
-                subtitle: sub.clone(),
-                overlays: Vec::new(),
-                x_label: "Workers (log2 scale)".into(),
-                y_label: "Duration (s)".into(),
-                series: dur,
-            },
-        });
-        out.push(NamedChart {
-            name: format!("latency-{stem}"),
-            chart: Chart {
-                title: format!("{op}: request latency (p50, p99) vs workers"),
-                subtitle: sub,
-                overlays: Vec::new(),
-                x_label: "Workers (log2 scale)".into(),
-                y_label: format!("Latency ({lat_unit})"),
-                series: lat,
-            },
-        });
+        let lines = op_series(rec, &op, data);
+        out.extend(op_charts(rec, &op, data, lines));
     }
     out
 }
@@ -292,6 +322,95 @@ pub struct NamedBars {
     pub bars: svg::Bars,
 }
 
+/// A bar at the mean of `vals`, its line from the lowest to the highest.
+fn bar(label: String, vals: Vec<f64>) -> svg::Bar {
+    let n = vals.len().max(1) as f64;
+    let value = vals.iter().sum::<f64>() / n;
+    svg::Bar {
+        label,
+        value,
+        lo: vals.iter().copied().fold(value, f64::min),
+        hi: vals.iter().copied().fold(value, f64::max),
+    }
+}
+
+/// One bar per rank (of `ranks` × `tpr` threads): its workers' work over
+/// the span from its first worker's start to its last one's finish, in
+/// each good repetition.
+fn rank_bars(
+    good: &[(usize, &report::PhaseRecord)],
+    c: &report::ClusterInfo,
+    (ranks, tpr): (u32, u32),
+    data: bool,
+    units: analysis::Units,
+) -> Vec<svg::Bar> {
+    (0..ranks)
+        .map(|r| {
+            let ids = r * tpr..(r + 1) * tpr;
+            let vals: Vec<f64> = good
+                .iter()
+                .filter_map(|(_, ph)| {
+                    let ws: Vec<&report::WorkerRecord> = ph
+                        .workers
+                        .iter()
+                        .filter(|w| ids.contains(&w.worker))
+                        .collect();
+                    let t0 = ws.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
+                    let t1 = ws.iter().map(|w| w.end_s).fold(0.0, f64::max);
+                    let span = t1 - t0;
+                    (span > 0.0).then(|| {
+                        if data {
+                            units.from_mib_s(
+                                ws.iter().map(|w| w.bytes).sum::<u64>() as f64 / MIB / span,
+                            )
+                        } else {
+                            ws.iter().map(|w| w.ops).sum::<u64>() as f64 / span
+                        }
+                    })
+                })
+                .collect();
+            let host = c.hosts.get(r as usize).cloned().unwrap_or_default();
+            bar(format!("rank {r} ({host})"), vals)
+        })
+        .collect()
+}
+
+/// One bar per node: the record's per-node totals of the good
+/// repetitions.
+fn node_bars(
+    good: &[(usize, &report::PhaseRecord)],
+    c: &report::ClusterInfo,
+    data: bool,
+    units: analysis::Units,
+) -> Vec<svg::Bar> {
+    let mut hosts: Vec<&str> = Vec::new();
+    for h in &c.hosts {
+        if !hosts.contains(&h.as_str()) {
+            hosts.push(h);
+        }
+    }
+    hosts
+        .iter()
+        .map(|h| {
+            let vals: Vec<f64> = c
+                .node_phases
+                .iter()
+                .filter(|np| np.host == *h && good.iter().any(|(i, _)| *i == np.phase))
+                .map(|np| {
+                    if data {
+                        units.from_mib_s(np.bw_mib_s)
+                    } else if np.elapsed_s > 0.0 {
+                        np.ops as f64 / np.elapsed_s
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            bar(h.to_string(), vals)
+        })
+        .collect()
+}
+
 /// Under MPI, for each operation at its most workers: the throughput (or
 /// rate) of each rank, and of each node when there are several, as bars
 /// (mean over the good repetitions, the range of them as a line). A rank's
@@ -339,44 +458,7 @@ pub fn bars_for(rec: &SweepRecord) -> Vec<NamedBars> {
             .filter(|(_, ph)| ph.op == op && !ph.interrupted && !phase_failed(ph))
             .collect();
         let (ranks, tpr, workers) = p.topology();
-        let scale = |v: f64| if data { units.from_mib_s(v) } else { v };
-        let bar = |label: String, vals: Vec<f64>| {
-            let n = vals.len().max(1) as f64;
-            let value = vals.iter().sum::<f64>() / n;
-            svg::Bar {
-                label,
-                value,
-                lo: vals.iter().copied().fold(value, f64::min),
-                hi: vals.iter().copied().fold(value, f64::max),
-            }
-        };
-        let rank_bars: Vec<svg::Bar> = (0..ranks)
-            .map(|r| {
-                let ids = r * tpr..(r + 1) * tpr;
-                let vals: Vec<f64> = good
-                    .iter()
-                    .filter_map(|(_, ph)| {
-                        let ws: Vec<&report::WorkerRecord> = ph
-                            .workers
-                            .iter()
-                            .filter(|w| ids.contains(&w.worker))
-                            .collect();
-                        let t0 = ws.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
-                        let t1 = ws.iter().map(|w| w.end_s).fold(0.0, f64::max);
-                        let span = t1 - t0;
-                        (span > 0.0).then(|| {
-                            if data {
-                                scale(ws.iter().map(|w| w.bytes).sum::<u64>() as f64 / MIB / span)
-                            } else {
-                                ws.iter().map(|w| w.ops).sum::<u64>() as f64 / span
-                            }
-                        })
-                    })
-                    .collect();
-                let host = c.hosts.get(r as usize).cloned().unwrap_or_default();
-                bar(format!("rank {r} ({host})"), vals)
-            })
-            .collect();
+        let rank_bars = rank_bars(&good, c, (ranks, tpr), data, units);
         let sub = format!(
             "{} ranks × {tpr} threads = {workers} workers · mean over {} good repetition(s)",
             ranks,
@@ -394,32 +476,7 @@ pub fn bars_for(rec: &SweepRecord) -> Vec<NamedBars> {
             },
         });
         if c.nodes > 1 {
-            let mut hosts: Vec<&str> = Vec::new();
-            for h in &c.hosts {
-                if !hosts.contains(&h.as_str()) {
-                    hosts.push(h);
-                }
-            }
-            let node_bars = hosts
-                .iter()
-                .map(|h| {
-                    let vals: Vec<f64> = c
-                        .node_phases
-                        .iter()
-                        .filter(|np| np.host == *h && good.iter().any(|(i, _)| *i == np.phase))
-                        .map(|np| {
-                            if data {
-                                scale(np.bw_mib_s)
-                            } else if np.elapsed_s > 0.0 {
-                                np.ops as f64 / np.elapsed_s
-                            } else {
-                                0.0
-                            }
-                        })
-                        .collect();
-                    bar(h.to_string(), vals)
-                })
-                .collect();
+            let node_bars = node_bars(&good, c, data, units);
             out.push(NamedBars {
                 name: format!("per-node-{stem}"),
                 bars: svg::Bars {

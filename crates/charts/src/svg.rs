@@ -115,35 +115,64 @@ fn tick_label(v: f64) -> String {
     }
 }
 
-/// Renders the chart as a standalone SVG document.
-pub fn render(c: &Chart) -> String {
-    let mut s = String::new();
-    let pw = WIDTH - LEFT - RIGHT;
-    let ph = HEIGHT - TOP - BOTTOM;
-    let all: Vec<&Point> = c.series.iter().flat_map(|s| &s.points).collect();
-    let xs = all.iter().map(|p| p.x.max(1e-9).log2());
-    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-        (a.min(v), b.max(v))
-    });
-    if !x0.is_finite() {
-        (x0, x1) = (0.0, 1.0);
-    }
-    if x1 - x0 < 1e-9 {
-        x0 -= 1.0;
-        x1 += 1.0;
-    }
-    // A little room so end points and their error bars are not on the frame.
-    let pad = (x1 - x0) * 0.04;
-    let (x0, x1) = (x0 - pad, x1 + pad);
-    let ymax = all
-        .iter()
-        .map(|p| p.hi.max(p.y))
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
-    let (ytop, ystep) = nice_axis(ymax * 1.05);
-    let px = |x: f64| LEFT + (x.max(1e-9).log2() - x0) / (x1 - x0) * pw;
-    let py = |y: f64| TOP + ph - (y.max(0.0) / ytop).min(1.05) * ph;
+/// The plot area of a chart: the log2 x range and the y range, with the
+/// mapping of data to pixels.
+struct Frame {
+    pw: f64,
+    ph: f64,
+    x0: f64,
+    x1: f64,
+    ytop: f64,
+    ystep: f64,
+}
 
+impl Frame {
+    /// The frame that holds every point and error bar of `all`.
+    fn of(all: &[&Point]) -> Frame {
+        let pw = WIDTH - LEFT - RIGHT;
+        let ph = HEIGHT - TOP - BOTTOM;
+        let xs = all.iter().map(|p| p.x.max(1e-9).log2());
+        let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+        if !x0.is_finite() {
+            (x0, x1) = (0.0, 1.0);
+        }
+        if x1 - x0 < 1e-9 {
+            x0 -= 1.0;
+            x1 += 1.0;
+        }
+        // A little room so end points and their error bars are not on the frame.
+        let pad = (x1 - x0) * 0.04;
+        let (x0, x1) = (x0 - pad, x1 + pad);
+        let ymax = all
+            .iter()
+            .map(|p| p.hi.max(p.y))
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, f64::max);
+        let (ytop, ystep) = nice_axis(ymax * 1.05);
+        Frame {
+            pw,
+            ph,
+            x0,
+            x1,
+            ytop,
+            ystep,
+        }
+    }
+
+    fn px(&self, x: f64) -> f64 {
+        LEFT + (x.max(1e-9).log2() - self.x0) / (self.x1 - self.x0) * self.pw
+    }
+
+    fn py(&self, y: f64) -> f64 {
+        TOP + self.ph - (y.max(0.0) / self.ytop).min(1.05) * self.ph
+    }
+}
+
+/// The opening tag, background, title and subtitle.
+fn draw_title(s: &mut String, c: &Chart, f: &Frame) {
+    let pw = f.pw;
     let _ = write!(
         s,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Verdana, Arial, sans-serif" font-size="13" role="img">"##
@@ -167,10 +196,15 @@ pub fn render(c: &Chart) -> String {
             esc(&ellipsis(&c.subtitle, 110))
         );
     }
-    // y grid and ticks
+}
+
+/// The y grid with its ticks, and the x ticks at powers of two plus every
+/// measured x.
+fn draw_grid(s: &mut String, f: &Frame, all: &[&Point]) {
+    let (pw, ph) = (f.pw, f.ph);
     let mut v = 0.0;
-    while v <= ytop + ystep * 1e-6 {
-        let y = py(v);
+    while v <= f.ytop + f.ystep * 1e-6 {
+        let y = f.py(v);
         let _ = write!(
             s,
             r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#dddddd" stroke-width="1"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{}</text>"##,
@@ -179,16 +213,15 @@ pub fn render(c: &Chart) -> String {
             y + 4.5,
             tick_label(v)
         );
-        v += ystep;
+        v += f.ystep;
     }
-    // x ticks at powers of two, plus every measured x.
     let mut ticks: Vec<f64> = Vec::new();
-    let mut k = x0.ceil();
-    while k <= x1 {
+    let mut k = f.x0.ceil();
+    while k <= f.x1 {
         ticks.push(2f64.powf(k));
         k += 1.0;
     }
-    for p in &all {
+    for p in all {
         if !ticks.iter().any(|t| (t - p.x).abs() < 1e-9) {
             ticks.push(p.x);
         }
@@ -196,7 +229,7 @@ pub fn render(c: &Chart) -> String {
     ticks.sort_by(f64::total_cmp);
     let mut last_x = f64::NEG_INFINITY;
     for t in ticks {
-        let x = px(t);
+        let x = f.px(t);
         let _ = write!(
             s,
             r##"<line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}" stroke="#eeeeee" stroke-width="1"/>"##,
@@ -213,7 +246,11 @@ pub fn render(c: &Chart) -> String {
             last_x = x;
         }
     }
-    // frame and axis labels
+}
+
+/// The frame and the axis labels.
+fn draw_axes(s: &mut String, c: &Chart, f: &Frame) {
+    let (pw, ph) = (f.pw, f.ph);
     let _ = write!(
         s,
         r##"<rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#666" stroke-width="1"/>"##
@@ -232,14 +269,17 @@ pub fn render(c: &Chart) -> String {
         TOP + ph / 2.0,
         esc(&c.y_label)
     );
-    // Reference curves first, under the data.
+}
+
+/// The reference curves, drawn first so they sit under the data.
+fn draw_overlays(s: &mut String, c: &Chart, f: &Frame) {
     for o in &c.overlays {
         let col = PALETTE[o.series % PALETTE.len()];
         let pts: Vec<String> = o
             .points
             .iter()
-            .take_while(|p| p.1 <= ytop * 1.02)
-            .map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1)))
+            .take_while(|p| p.1 <= f.ytop * 1.02)
+            .map(|p| format!("{:.1},{:.1}", f.px(p.0), f.py(p.1)))
             .collect();
         if pts.len() > 1 {
             let _ = write!(
@@ -251,90 +291,100 @@ pub fn render(c: &Chart) -> String {
             );
         }
     }
-    let nser = c.series.len() as f64;
-    // lines, error bars, markers
-    for (i, ser) in c.series.iter().enumerate() {
-        // Error bars of several series side by side, not on top of each other.
-        let dodge = (i as f64 - (nser - 1.0) / 2.0) * 5.0;
-        let col = PALETTE[i % PALETTE.len()];
-        let mut pts = ser.points.clone();
-        pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+}
+
+/// Series `i` of `nser`: its line, error bars, markers, failed
+/// repetitions and legend entry.
+fn draw_series(s: &mut String, f: &Frame, i: usize, nser: f64, ser: &Series) {
+    // Error bars of several series side by side, not on top of each other.
+    let dodge = (i as f64 - (nser - 1.0) / 2.0) * 5.0;
+    let col = PALETTE[i % PALETTE.len()];
+    let mut pts = ser.points.clone();
+    pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+    let _ = write!(
+        s,
+        r##"<g class="series" data-label="{}">"##,
+        esc(&ser.label)
+    );
+    if pts.len() > 1 {
+        let path: Vec<String> = pts
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", f.px(p.x), f.py(p.y)))
+            .collect();
         let _ = write!(
             s,
-            r##"<g class="series" data-label="{}">"##,
-            esc(&ser.label)
+            r##"<polyline points="{}" fill="none" stroke="{col}" stroke-width="2.5"/>"##,
+            path.join(" ")
         );
-        if pts.len() > 1 {
-            let path: Vec<String> = pts
-                .iter()
-                .map(|p| format!("{:.1},{:.1}", px(p.x), py(p.y)))
-                .collect();
-            let _ = write!(
-                s,
-                r##"<polyline points="{}" fill="none" stroke="{col}" stroke-width="2.5"/>"##,
-                path.join(" ")
-            );
-        }
-        for p in &pts {
-            let x = px(p.x) + dodge;
-            if p.hi > p.lo {
-                let (ya, yb) = (py(p.lo), py(p.hi));
-                let _ = write!(
-                    s,
-                    r##"<path d="M{x:.1},{ya:.1}V{yb:.1}M{:.1},{ya:.1}H{:.1}M{:.1},{yb:.1}H{:.1}" stroke="{col}" stroke-width="1.5" fill="none"/>"##,
-                    x - 4.0,
-                    x + 4.0,
-                    x - 4.0,
-                    x + 4.0
-                );
-            }
-            let x = x - dodge;
-            let _ = write!(
-                s,
-                r##"<circle cx="{x:.1}" cy="{:.1}" r="4" fill="{col}"><title>{}: {} workers, {} (repetitions {} to {})</title></circle>"##,
-                py(p.y),
-                esc(&ser.label),
-                tick_label(p.x),
-                tick_label(p.y),
-                tick_label(p.lo),
-                tick_label(p.hi)
-            );
-        }
-        for &(fx, n) in &ser.failed {
-            if fx < 2f64.powf(x0) - 1e-9 || fx > 2f64.powf(x1) + 1e-9 {
-                continue;
-            }
-            let (x, y) = (px(fx), TOP + ph - 9.0);
-            let _ = write!(
-                s,
-                r##"<path class="failed" d="M{:.1},{:.1}L{:.1},{:.1}M{:.1},{:.1}L{:.1},{:.1}" stroke="#c00000" stroke-width="2.5"><title>{}: {n} failed repetition(s) at {} workers, left out</title></path>"##,
-                x - 5.0,
-                y - 5.0,
-                x + 5.0,
-                y + 5.0,
-                x - 5.0,
-                y + 5.0,
-                x + 5.0,
-                y - 5.0,
-                esc(&ser.label),
-                tick_label(fx)
-            );
-        }
-        // legend entry
-        let ly = TOP + 10.0 + i as f64 * 22.0;
-        let lx = LEFT + pw + 16.0;
-        let _ = write!(
-            s,
-            r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="3"/><circle cx="{:.1}" cy="{ly:.1}" r="4" fill="{col}"/><text x="{:.1}" y="{:.1}" fill="#222">{}</text>"##,
-            lx + 26.0,
-            lx + 13.0,
-            lx + 32.0,
-            ly + 4.5,
-            esc(&ellipsis(&ser.label, 20))
-        );
-        s.push_str("</g>");
     }
-    // Legend entries of the reference curves, one per kind.
+    for p in &pts {
+        draw_point(s, f, p, dodge, col, &ser.label);
+    }
+    for &(fx, n) in &ser.failed {
+        if fx < 2f64.powf(f.x0) - 1e-9 || fx > 2f64.powf(f.x1) + 1e-9 {
+            continue;
+        }
+        let (x, y) = (f.px(fx), TOP + f.ph - 9.0);
+        let _ = write!(
+            s,
+            r##"<path class="failed" d="M{:.1},{:.1}L{:.1},{:.1}M{:.1},{:.1}L{:.1},{:.1}" stroke="#c00000" stroke-width="2.5"><title>{}: {n} failed repetition(s) at {} workers, left out</title></path>"##,
+            x - 5.0,
+            y - 5.0,
+            x + 5.0,
+            y + 5.0,
+            x - 5.0,
+            y + 5.0,
+            x + 5.0,
+            y - 5.0,
+            esc(&ser.label),
+            tick_label(fx)
+        );
+    }
+    // legend entry
+    let ly = TOP + 10.0 + i as f64 * 22.0;
+    let lx = LEFT + f.pw + 16.0;
+    let _ = write!(
+        s,
+        r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="3"/><circle cx="{:.1}" cy="{ly:.1}" r="4" fill="{col}"/><text x="{:.1}" y="{:.1}" fill="#222">{}</text>"##,
+        lx + 26.0,
+        lx + 13.0,
+        lx + 32.0,
+        ly + 4.5,
+        esc(&ellipsis(&ser.label, 20))
+    );
+    s.push_str("</g>");
+}
+
+/// One measured point: its error bar (moved aside by `dodge`) and marker.
+fn draw_point(s: &mut String, f: &Frame, p: &Point, dodge: f64, col: &str, label: &str) {
+    let x = f.px(p.x) + dodge;
+    if p.hi > p.lo {
+        let (ya, yb) = (f.py(p.lo), f.py(p.hi));
+        let _ = write!(
+            s,
+            r##"<path d="M{x:.1},{ya:.1}V{yb:.1}M{:.1},{ya:.1}H{:.1}M{:.1},{yb:.1}H{:.1}" stroke="{col}" stroke-width="1.5" fill="none"/>"##,
+            x - 4.0,
+            x + 4.0,
+            x - 4.0,
+            x + 4.0
+        );
+    }
+    let x = x - dodge;
+    let _ = write!(
+        s,
+        r##"<circle cx="{x:.1}" cy="{:.1}" r="4" fill="{col}"><title>{}: {} workers, {} (repetitions {} to {})</title></circle>"##,
+        f.py(p.y),
+        esc(label),
+        tick_label(p.x),
+        tick_label(p.y),
+        tick_label(p.lo),
+        tick_label(p.hi)
+    );
+}
+
+/// Legend entries of the reference curves, one per kind, below the
+/// series'.
+fn draw_overlay_legend(s: &mut String, c: &Chart, f: &Frame) {
     let mut kinds: Vec<(&str, &str)> = Vec::new();
     for o in &c.overlays {
         if !kinds.iter().any(|k| k.0 == o.label) {
@@ -343,7 +393,7 @@ pub fn render(c: &Chart) -> String {
     }
     for (k, (label, dash)) in kinds.iter().enumerate() {
         let ly = TOP + 10.0 + (c.series.len() + k) as f64 * 22.0;
-        let lx = LEFT + pw + 16.0;
+        let lx = LEFT + f.pw + 16.0;
         let _ = write!(
             s,
             r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="#666" stroke-width="1.5" stroke-dasharray="{dash}"/><text x="{:.1}" y="{:.1}" fill="#222">{}</text>"##,
@@ -353,12 +403,28 @@ pub fn render(c: &Chart) -> String {
             esc(&ellipsis(label, 20))
         );
     }
+}
+
+/// Renders the chart as a standalone SVG document.
+pub fn render(c: &Chart) -> String {
+    let mut s = String::new();
+    let all: Vec<&Point> = c.series.iter().flat_map(|s| &s.points).collect();
+    let f = Frame::of(&all);
+    draw_title(&mut s, c, &f);
+    draw_grid(&mut s, &f, &all);
+    draw_axes(&mut s, c, &f);
+    draw_overlays(&mut s, c, &f);
+    let nser = c.series.len() as f64;
+    for (i, ser) in c.series.iter().enumerate() {
+        draw_series(&mut s, &f, i, nser, ser);
+    }
+    draw_overlay_legend(&mut s, c, &f);
     if all.is_empty() {
         let _ = write!(
             s,
             r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#888">no data</text>"##,
-            LEFT + pw / 2.0,
-            TOP + ph / 2.0
+            LEFT + f.pw / 2.0,
+            TOP + f.ph / 2.0
         );
     }
     s.push_str("</svg>\n");

@@ -310,3 +310,50 @@ fn per_rank_and_per_node_bars_under_mpi() {
     // A run on one rank has no such bars.
     assert!(charts::bars_for(&record(Units::Iec)).is_empty());
 }
+
+/// A comparison of two lines (two targets) names the numbers it rests on,
+/// both lines at every common worker count, each linked to its table row.
+#[test]
+fn comparisons_link_to_the_rows_of_both_lines() {
+    let mut rec = record(Units::Iec);
+    let at = |index: usize, target: &str, workers: u32, reps: &[f64]| {
+        let mut p = point(index, workers, reps);
+        p.target = target.into();
+        p.series = target.into();
+        p
+    };
+    rec.points = vec![
+        at(0, "/a", 1, &[100.0, 101.0, 99.0, 100.0]),
+        at(1, "/a", 2, &[200.0, 196.0, 204.0, 199.0]),
+        at(2, "/b", 1, &[150.0, 151.0, 149.0, 150.0]),
+        at(3, "/b", 2, &[201.0, 197.0, 203.0, 198.0]),
+    ];
+    rec.config.targets = vec!["/a".into(), "/b".into()];
+    rec.analysis = analyse_with(&rec, Units::Iec);
+    let c = &rec.analysis.comparisons;
+    assert_eq!(c.len(), 1, "{:#?}", rec.analysis);
+    let at: Vec<(u32, Option<&str>)> = c[0]
+        .at
+        .iter()
+        .map(|x| (x.workers, x.faster.as_deref()))
+        .collect();
+    assert_eq!(at, [(1, Some("/b")), (2, None)], "{:#?}", c[0]);
+    let html = charts::render_html(&rec);
+    let compared = html.split("<h3>Compared</h3>").nth(1).unwrap();
+    let compared = compared.split("</ul>").next().unwrap();
+    assert!(compared.contains("Based on: 1 worker: "), "{compared}");
+    assert!(compared.contains("(/b clearly faster)"), "{compared}");
+    assert!(compared.contains("(within noise)"), "{compared}");
+    let links: Vec<&str> = compared
+        .split("href=\"#")
+        .skip(1)
+        .map(|s| s.split('"').next().unwrap())
+        .collect();
+    assert_eq!(links.len(), 4, "both lines at 1 and 2 workers: {compared}");
+    for l in links {
+        assert!(
+            html.contains(&format!("<tr id=\"{l}\"")),
+            "link #{l} has a row"
+        );
+    }
+}

@@ -20,6 +20,6 @@ pub mod worker;
 
 pub use meta::{run_meta_worker, MetaPlan, MetaSample};
 pub use worker::{
-    run_worker, FileAnchor, IoFailure, PhaseControl, PhasePlan, Prepared, ThreadUsage, VerifyTally,
-    WorkerSample,
+    run_worker, DirLatency, FileAnchor, IoFailure, IoLogEntry, PhaseControl, PhasePlan, Prepared,
+    ThreadUsage, VerifyTally, WorkerSample,
 };

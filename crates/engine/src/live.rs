@@ -27,6 +27,19 @@ struct Slot {
     all_units: AtomicU64,
     all_bytes: AtomicU64,
     all_lat_ns: AtomicU64,
+    /// The reads and the writes among them, each counted apart (kept
+    /// only with [`crate::worker::set_detail`]), so a sampler can split a
+    /// mixed phase by direction without subtracting one reading from
+    /// another taken at a different moment.
+    r_units: AtomicU64,
+    r_bytes: AtomicU64,
+    r_lat_ns: AtomicU64,
+    w_units: AtomicU64,
+    w_bytes: AtomicU64,
+    w_lat_ns: AtomicU64,
+    /// Summed submission latency of reads and of writes, likewise.
+    r_slat_ns: AtomicU64,
+    w_slat_ns: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -36,6 +49,14 @@ const EMPTY: Slot = Slot {
     all_units: AtomicU64::new(0),
     all_bytes: AtomicU64::new(0),
     all_lat_ns: AtomicU64::new(0),
+    r_units: AtomicU64::new(0),
+    r_bytes: AtomicU64::new(0),
+    r_lat_ns: AtomicU64::new(0),
+    w_units: AtomicU64::new(0),
+    w_bytes: AtomicU64::new(0),
+    w_lat_ns: AtomicU64::new(0),
+    r_slat_ns: AtomicU64::new(0),
+    w_slat_ns: AtomicU64::new(0),
 };
 static COUNTS: [Slot; SLOTS] = [EMPTY; SLOTS];
 static RUNNING: AtomicBool = AtomicBool::new(false);
@@ -141,6 +162,56 @@ pub fn publish_lifetime(worker: u32, units: u64, bytes: u64, lat_ns: u64) {
     s.all_units.store(units, Ordering::Relaxed);
     s.all_bytes.store(bytes, Ordering::Relaxed);
     s.all_lat_ns.store(lat_ns, Ordering::Relaxed);
+}
+
+/// A worker's [`publish_lifetime`] totals by direction: reads' and
+/// writes' (requests, bytes, summed latency in ns), published the same
+/// way.
+#[inline]
+pub fn publish_lifetime_dirs(worker: u32, reads: (u64, u64, u64), writes: (u64, u64, u64)) {
+    let s = &COUNTS[worker as usize % SLOTS];
+    s.r_units.store(reads.0, Ordering::Relaxed);
+    s.r_bytes.store(reads.1, Ordering::Relaxed);
+    s.r_lat_ns.store(reads.2, Ordering::Relaxed);
+    s.w_units.store(writes.0, Ordering::Relaxed);
+    s.w_bytes.store(writes.1, Ordering::Relaxed);
+    s.w_lat_ns.store(writes.2, Ordering::Relaxed);
+}
+
+/// A worker's summed submission latency (ns) of reads and of writes over
+/// every phase, published like [`publish_lifetime`].
+#[inline]
+pub fn publish_lifetime_slat(worker: u32, slat_ns: [u64; 2]) {
+    let s = &COUNTS[worker as usize % SLOTS];
+    s.r_slat_ns.store(slat_ns[0], Ordering::Relaxed);
+    s.w_slat_ns.store(slat_ns[1], Ordering::Relaxed);
+}
+
+/// What [`publish_lifetime_slat`] stored: reads', writes' (ns).
+pub fn lifetime_slat(worker: u32) -> [u64; 2] {
+    let s = &COUNTS[worker as usize % SLOTS];
+    [
+        s.r_slat_ns.load(Ordering::Relaxed),
+        s.w_slat_ns.load(Ordering::Relaxed),
+    ]
+}
+
+/// [`lifetime`]'s totals by direction, `[reads, writes]`; zero unless the
+/// workers keep per-direction figures ([`crate::worker::set_detail`]).
+pub fn lifetime_dirs(worker: u32) -> [(u64, u64, u64); 2] {
+    let s = &COUNTS[worker as usize % SLOTS];
+    [
+        (
+            s.r_units.load(Ordering::Relaxed),
+            s.r_bytes.load(Ordering::Relaxed),
+            s.r_lat_ns.load(Ordering::Relaxed),
+        ),
+        (
+            s.w_units.load(Ordering::Relaxed),
+            s.w_bytes.load(Ordering::Relaxed),
+            s.w_lat_ns.load(Ordering::Relaxed),
+        ),
+    ]
 }
 
 /// One worker slot's totals over every phase: (requests, bytes, summed

@@ -50,6 +50,12 @@ pub struct MetaPlan<'a> {
     pub limit: Option<Vec<u64>>,
     /// Whether `--time` applies (not for untimed layout and teardown).
     pub timed: bool,
+    /// The working root, held open by the caller for the whole run. When
+    /// set, each thread's directory is opened relative to it with
+    /// `O_NOFOLLOW` ([`at::open_dir`]), so the root's name is never
+    /// resolved again: a link swapped in for it between phases is not
+    /// followed. `root` then only names paths in messages.
+    pub root_fd: Option<std::sync::Arc<OwnedFd>>,
 }
 
 impl MetaPlan<'_> {
@@ -297,7 +303,7 @@ impl Cursor<'_, '_> {
         self.node_rel.push(0);
         let base = self.base.as_raw_fd();
         if create {
-            match at::mkdir(base, &self.node_rel, 0o755) {
+            match at::mkdir_beneath(base, &self.node_rel, 0o755) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
                 // With --leaf-depth the nodes above the leaves hold no
@@ -309,7 +315,7 @@ impl Cursor<'_, '_> {
                             part.clear();
                             part.extend_from_slice(&self.node_rel[..k]);
                             part.push(0);
-                            match at::mkdir(base, &part, 0o755) {
+                            match at::mkdir_beneath(base, &part, 0o755) {
                                 Ok(()) => {}
                                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
                                 Err(e) => return Err(fail("mkdir")(e)),
@@ -674,9 +680,18 @@ impl<'p, 'a> Cursor<'p, 'a> {
         let base_dir = plan.base_dir(owner);
         let mut bp = Vec::with_capacity(base_dir.as_os_str().len() + 1);
         bp.extend_from_slice(base_dir.as_os_str().as_bytes());
-        let mut c = bp.clone();
-        c.push(0);
-        let base = at::open_dir(libc::AT_FDCWD, &c)?;
+        let base = match &plan.root_fd {
+            Some(root) => {
+                let mut rel = plan.spec.thread_dir(owner).unwrap_or_else(|| ".".into());
+                rel.push('\0');
+                at::open_dir(root.as_raw_fd(), rel.as_bytes())?
+            }
+            None => {
+                let mut c = bp.clone();
+                c.push(0);
+                at::open_dir(libc::AT_FDCWD, &c)?
+            }
+        };
         bp.push(b'/');
         let mut buf = AlignedBuf::new(buf_len.max(1), 4096);
         pattern::fill_random(buf.as_mut_slice(), plan.spec.seed ^ ((w as u64) << 20));
@@ -732,9 +747,14 @@ pub(crate) fn sync_phase(
         return;
     }
     let t = Instant::now();
-    let mut path = plan.root.as_os_str().as_bytes().to_vec();
-    path.push(0);
-    let r = at::open_dir(libc::AT_FDCWD, &path).and_then(|fd| at::syncfs(fd.as_raw_fd()));
+    let r = match &plan.root_fd {
+        Some(root) => at::syncfs(root.as_raw_fd()),
+        None => {
+            let mut path = plan.root.as_os_str().as_bytes().to_vec();
+            path.push(0);
+            at::open_dir(libc::AT_FDCWD, &path).and_then(|fd| at::syncfs(fd.as_raw_fd()))
+        }
+    };
     let now = Instant::now();
     s.sync_ns = now.saturating_duration_since(t).as_nanos() as u64;
     s.end_ns = s.end_ns.max(ns_since(ctl.epoch, now));
@@ -1158,24 +1178,82 @@ pub mod at {
     }
 
     /// Whether `openat2` is known to be missing (ENOSYS, or refused by a
-    /// seccomp filter): then [`open_dir`] uses `openat` alone.
+    /// seccomp filter): then [`open_dir`] walks the path itself.
     static NO_OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// Test hook: `IOSCALE_NO_OPENAT2=1` makes [`open_dir`] take the walk
+    /// that kernels without `openat2` (before 5.6) get, so the tests run it
+    /// on any kernel.
+    fn openat2_disabled() -> bool {
+        use std::sync::atomic::Ordering;
+        static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *FORCED.get_or_init(|| std::env::var_os("IOSCALE_NO_OPENAT2").is_some_and(|v| v == "1"))
+            || NO_OPENAT2.load(Ordering::Relaxed)
+    }
+
+    const DIR_FLAGS: libc::c_int =
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+
+    /// `openat(dir, name)` of one directory component, never following a
+    /// link (`ELOOP`) and refusing anything but a directory (`ENOTDIR`).
+    fn open_component(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
+        // SAFETY: `name` is a valid NUL-terminated string; openat does not
+        // keep the pointer.
+        let fd = unsafe { libc::openat(dir, name.as_ptr(), DIR_FLAGS) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by openat and is owned by no one else.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// The path below `dir` opened one component at a time, each with
+    /// `O_NOFOLLOW|O_DIRECTORY` relative to the one before: what
+    /// `RESOLVE_NO_SYMLINKS` does, for kernels without `openat2`. A `..`
+    /// (never in ioscale's own names) is refused with `EINVAL`.
+    fn walk(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
+        let path = path.strip_suffix(&[0]).unwrap_or(path);
+        let mut cur: Option<OwnedFd> = None;
+        let mut name = Vec::with_capacity(64);
+        for comp in path.split(|&b| b == b'/') {
+            if comp.is_empty() || comp == b"." {
+                continue;
+            }
+            if comp == b".." {
+                return Err(io::Error::from_raw_os_error(libc::EINVAL));
+            }
+            name.clear();
+            name.extend_from_slice(comp);
+            name.push(0);
+            let c = CStr::from_bytes_with_nul(&name)
+                .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+            let base = cur.as_ref().map_or(dir, |f| f.as_raw_fd());
+            cur = Some(open_component(base, c)?);
+        }
+        match cur {
+            Some(fd) => Ok(fd),
+            None => dup(dir),
+        }
+    }
 
     /// Opens a directory relative to `dir` (or `AT_FDCWD`). A symbolic
     /// link as the last component is refused (`ELOOP`), never followed:
     /// every directory of a tree is ioscale's own, so a link there was
     /// swapped in by someone else. Relative to a descriptor, a link at any
     /// component of a multi-component path (the hashed `h0/h3` nodes) is
-    /// refused too (`openat2` with `RESOLVE_NO_SYMLINKS`, where the kernel
-    /// has it; older kernels check the last component only).
+    /// refused too: `openat2` with `RESOLVE_NO_SYMLINKS` where the kernel
+    /// has it, else a walk that opens one component at a time with
+    /// `O_NOFOLLOW` ([`walk`]).
     pub fn open_dir(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
         use std::sync::atomic::Ordering;
         let c = cstr(path)?;
-        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
-        if dir != libc::AT_FDCWD && !NO_OPENAT2.load(Ordering::Relaxed) {
+        if dir != libc::AT_FDCWD {
+            if openat2_disabled() {
+                return walk(dir, path);
+            }
             // SAFETY: open_how is plain data; zeroed is a valid value.
             let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-            how.flags = flags as u64;
+            how.flags = DIR_FLAGS as u64;
             how.resolve = libc::RESOLVE_NO_SYMLINKS;
             // SAFETY: `c` is a valid NUL-terminated string and `how` a
             // valid open_how of the size passed; the kernel keeps neither.
@@ -1195,13 +1273,16 @@ pub mod at {
             }
             let e = io::Error::last_os_error();
             match e.raw_os_error() {
-                Some(libc::ENOSYS) | Some(libc::EPERM) => NO_OPENAT2.store(true, Ordering::Relaxed),
+                Some(libc::ENOSYS) | Some(libc::EPERM) => {
+                    NO_OPENAT2.store(true, Ordering::Relaxed);
+                    return walk(dir, path);
+                }
                 _ => return Err(e),
             }
         }
         // SAFETY: `c` is a valid NUL-terminated string; openat does not
         // keep the pointer.
-        let fd = unsafe { libc::openat(dir, c.as_ptr(), flags) };
+        let fd = unsafe { libc::openat(dir, c.as_ptr(), DIR_FLAGS) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -1350,6 +1431,27 @@ pub mod at {
         let c = cstr(name)?;
         // SAFETY: valid C string.
         check(unsafe { libc::mkdirat(dir, c.as_ptr(), mode as libc::mode_t) })
+    }
+
+    /// mkdir of a path below `dir` (`h0/h3/h1`) without following a link
+    /// anywhere in it: the parent is opened with [`open_dir`] (no link at
+    /// any component), then the last name is made relative to it.
+    /// `mkdirat` with the whole path would follow a link swapped in for
+    /// an intermediate directory and make the directory wherever it
+    /// points.
+    pub fn mkdir_beneath(dir: RawFd, path: &[u8], mode: u32) -> io::Result<()> {
+        let p = path.strip_suffix(&[0]).unwrap_or(path);
+        match p.iter().rposition(|&b| b == b'/') {
+            None => mkdir(dir, path, mode),
+            Some(i) => {
+                let mut parent = p[..i].to_vec();
+                parent.push(0);
+                let mut name = p[i + 1..].to_vec();
+                name.push(0);
+                let pfd = open_dir(dir, &parent)?;
+                mkdir(pfd.as_raw_fd(), &name, mode)
+            }
+        }
     }
 
     /// lsetxattr on a full path (there is no portable `*at` form).

@@ -96,6 +96,15 @@ pub trait IoQueue {
     /// Issues what was pushed and waits for at least one completion, which
     /// are appended to `out` (cleared first; its capacity is reused).
     fn submit_and_reap(&mut self, out: &mut Vec<Completion>) -> io::Result<()>;
+    /// From now on, note when each pushed request is handed to the kernel
+    /// ([`IoQueue::issued_at`]; fio's submission latency). A queue that
+    /// hands requests over only in its wait (the sync queue) ignores it.
+    fn stamp_issue(&mut self) {}
+    /// When the request in `slot` was handed to the kernel: the return of
+    /// the submit call, if the queue notes it.
+    fn issued_at(&self, _slot: usize) -> Option<std::time::Instant> {
+        None
+    }
 }
 
 /// pread/pwrite on one file: a queue of depth 1.

@@ -29,6 +29,11 @@
 //! `IOSCALE_URING_REFUSE=sqpoll,coop,single,fixedbufs,files` makes set-up
 //! treat those features as refused by the kernel, to test the fallbacks.
 //!
+//! - **Issue times** ([`IoQueue::stamp_issue`], asked for by `ioscale
+//!   fio` for fio's slat): each request is then submitted by its own
+//!   `io_uring_enter` (a batch by one), apart from the wait, and the clock
+//!   is read once after that call returns, as fio does.
+//!
 //! Short transfers are resubmitted for the remainder before the request
 //! counts as complete. Every `unsafe` block that hands memory to the
 //! kernel is in this module or in [`crate::meta_uring`].
@@ -348,6 +353,12 @@ pub struct UringQueue<'s> {
     /// not yet handed to the kernel (it goes with the next push or wait).
     held: bool,
     outstanding: usize,
+    /// Note when each request is handed over ([`IoQueue::stamp_issue`]).
+    stamp: bool,
+    /// With `stamp`: per slot, when its submit call returned.
+    issued: Vec<std::time::Instant>,
+    /// With `stamp` in `Batch` mode: slots pushed, not yet handed over.
+    unsent: Vec<usize>,
 }
 
 impl<'s> UringQueue<'s> {
@@ -387,6 +398,9 @@ impl<'s> UringQueue<'s> {
             sqpoll,
             held: false,
             outstanding: 0,
+            stamp: false,
+            issued: Vec::new(),
+            unsent: Vec::new(),
         }
     }
 
@@ -522,11 +536,45 @@ impl IoQueue for UringQueue<'_> {
         self.slots[slot].done = 0;
         self.outstanding += 1;
         self.queue_slot(slot);
+        if self.stamp {
+            if self.batch {
+                self.unsent.push(slot);
+            } else {
+                // fio's iodepth_batch_submit=1: each request is handed
+                // over by its own io_uring_enter, and one clock read
+                // after it returns is its issue time.
+                submit_now(&mut self.st.ring);
+                self.held = false;
+                self.issued[slot] = std::time::Instant::now();
+            }
+        }
+    }
+
+    fn stamp_issue(&mut self) {
+        self.stamp = true;
+        self.issued = vec![std::time::Instant::now(); self.slots.len()];
+        self.unsent = Vec::with_capacity(self.slots.len());
+    }
+
+    #[inline]
+    fn issued_at(&self, slot: usize) -> Option<std::time::Instant> {
+        self.stamp.then(|| self.issued[slot])
     }
 
     fn submit_and_reap(&mut self, out: &mut Vec<Completion>) -> io::Result<()> {
         out.clear();
         let mut spins = 0u32;
+        if !self.unsent.is_empty() {
+            // A batch handed over by one submit call, apart from the wait
+            // so its return can be timed: one clock read for the batch, as
+            // fio stamps a committed batch.
+            submit_now(&mut self.st.ring);
+            let t = std::time::Instant::now();
+            for &slot in &self.unsent {
+                self.issued[slot] = t;
+            }
+            self.unsent.clear();
+        }
         loop {
             if self.sqpoll {
                 // Requests are already with the polling thread, and its

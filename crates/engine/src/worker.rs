@@ -284,6 +284,112 @@ pub struct WorkerSample {
     /// The worker thread's CPU time, context switches and page faults over
     /// the phase (open to close).
     pub usage: ThreadUsage,
+    /// Latencies by direction and submission latency, while
+    /// [`set_detail`] is on; `None` otherwise.
+    pub detail: Option<Box<DirLatency>>,
+}
+
+/// fio's three latencies of one worker's requests, by direction (index 0
+/// reads, 1 writes). Kept only while [`set_detail`] is on (the fio
+/// front-end), so other runs do not pay for them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DirLatency {
+    /// From the request's preparation to its completion (fio's `lat`;
+    /// the same figure as [`WorkerSample::hist`], split).
+    pub lat: [LatencyHistogram; 2],
+    /// From its hand-over to the kernel to its completion (fio's `clat`).
+    /// For an engine that hands a request over in its wait (sync), the
+    /// same as `lat`.
+    pub clat: [LatencyHistogram; 2],
+    /// From its preparation to the return of the submit call that handed
+    /// it over (fio's `slat`); empty for an engine that submits in its
+    /// wait.
+    pub slat: [LatencyHistogram; 2],
+    /// Every completed request in completion order, while [`set_io_log`]
+    /// is on (fio's per-I/O logs); empty otherwise.
+    pub log: Vec<IoLogEntry>,
+}
+
+/// One completed request, for fio's per-I/O logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoLogEntry {
+    /// When it completed.
+    pub done: Instant,
+    /// Preparation to completion (lat), ns.
+    pub lat_ns: u64,
+    /// Preparation to the return of its submit call (slat), ns; `None`
+    /// where the engine hands requests over in its wait.
+    pub slat_ns: Option<u64>,
+    /// Bytes.
+    pub len: u32,
+    /// A write.
+    pub write: bool,
+}
+
+impl DirLatency {
+    /// Empty histograms.
+    pub fn new() -> Self {
+        let two = || [LatencyHistogram::new(), LatencyHistogram::new()];
+        DirLatency {
+            lat: two(),
+            clat: two(),
+            slat: two(),
+            log: Vec::new(),
+        }
+    }
+
+    /// Adds `other`'s requests.
+    pub fn merge(&mut self, other: &DirLatency) {
+        for k in 0..2 {
+            self.lat[k].merge(&other.lat[k]);
+            self.clat[k].merge(&other.clat[k]);
+            self.slat[k].merge(&other.slat[k]);
+        }
+        self.log.extend_from_slice(&other.log);
+    }
+}
+
+impl Default for DirLatency {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+static DETAIL: AtomicBool = AtomicBool::new(false);
+
+/// Turns on (for this process) what fio reports beyond ioscale's own
+/// figures: [`WorkerSample::detail`], the submission time of each request
+/// of a queueing engine, and per-direction live totals
+/// ([`crate::live::lifetime_dirs`]). Read by each worker when it starts.
+pub fn set_detail(on: bool) {
+    DETAIL.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`set_detail`] is on.
+pub fn detail() -> bool {
+    DETAIL.load(Ordering::Relaxed)
+}
+
+static IO_LOG: AtomicBool = AtomicBool::new(false);
+
+/// With [`set_detail`]: also keep every request in
+/// [`DirLatency::log`] (fio's logs without `log_avg_msec`). The list is
+/// reserved before the start barrier for the phase's requests (up to a
+/// million; a longer time-limited phase grows it as it goes).
+pub fn set_io_log(on: bool) {
+    IO_LOG.store(on, Ordering::Relaxed);
+}
+
+/// The details a worker of `plan` keeps, made before its barrier.
+fn new_detail(plan: &PhasePlan) -> Option<Box<DirLatency>> {
+    if !detail() {
+        return None;
+    }
+    let mut d = DirLatency::new();
+    if IO_LOG.load(Ordering::Relaxed) {
+        d.log = Vec::with_capacity(plan.xfers().min(1 << 20) as usize);
+    }
+    Some(Box::new(d))
 }
 
 /// What one worker thread used over a phase (`getrusage(RUSAGE_THREAD)`).
@@ -427,6 +533,7 @@ pub fn run_worker(
         failure: None,
         verify: VerifyTally::default(),
         usage: ThreadUsage::default(),
+        detail: new_detail(plan),
     };
     let mut opts = OpenOptions::new();
     let writes = plan.op.writes();
@@ -590,11 +697,47 @@ fn transfer(
     (s, Some(prepared))
 }
 
+/// Files one request's latencies by direction: `lat` from `prepared` to
+/// `done`, and, where the queue noted the hand-over, slat and clat around
+/// it.
+#[inline]
+fn record_detail(
+    d: &mut DirLatency,
+    req: Request,
+    lat: u64,
+    prepared: Instant,
+    issued: Option<Instant>,
+    done: Instant,
+) {
+    let k = usize::from(req.write);
+    d.lat[k].record(lat);
+    let slat = issued.map(|t| t.saturating_duration_since(prepared).as_nanos() as u64);
+    match (slat, issued) {
+        (Some(sl), Some(t)) => {
+            d.slat[k].record(sl);
+            d.clat[k].record(done.saturating_duration_since(t).as_nanos() as u64);
+        }
+        _ => d.clat[k].record(lat),
+    }
+    if d.log.capacity() > 0 {
+        d.log.push(IoLogEntry {
+            done,
+            lat_ns: lat,
+            slat_ns: slat,
+            len: req.len,
+            write: req.write,
+        });
+    }
+}
+
 /// The transfer loop every engine runs, monomorphised per queue type so the
 /// per-request calls inline: refill the queue, wait for completions,
 /// account them, check the stop conditions.
 pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
     let mut st = LoopState::new(q.depth(), lp);
+    if st.fine {
+        q.stamp_issue();
+    }
     loop {
         st.refill(q, lp);
         if st.inflight == 0 {
@@ -653,8 +796,13 @@ struct LoopState {
     watch_unlink: bool,
     next_link_check: Instant,
     last_end: u64,
-    /// This worker slot's totals over earlier phases (fio's interval logs).
+    /// This worker slot's totals over earlier phases (fio's interval logs):
+    /// all, by direction, and submission latency by direction.
     base: (u64, u64, u64),
+    base_d: [(u64, u64, u64); 2],
+    base_slat: [u64; 2],
+    /// fio's details are kept ([`WorkerSample::detail`]).
+    fine: bool,
 }
 
 impl LoopState {
@@ -697,6 +845,9 @@ impl LoopState {
             next_link_check: now + LINK_CHECK,
             last_end: 0,
             base: crate::live::lifetime(lp.w),
+            base_d: crate::live::lifetime_dirs(lp.w),
+            base_slat: crate::live::lifetime_slat(lp.w),
+            fine: lp.s.detail.is_some(),
         }
     }
 
@@ -726,7 +877,8 @@ impl LoopState {
                 pattern::fill(q.buf_mut(slot), plan.seed, self.file_id, off);
                 self.now = Instant::now();
             }
-            self.t_sub[slot] = self.now;
+            // fio reads the clock as it prepares each request.
+            self.t_sub[slot] = if self.fine { Instant::now() } else { self.now };
             q.push(
                 slot,
                 Request {
@@ -752,8 +904,12 @@ impl LoopState {
             self.inflight -= 1;
             let fault = match c.result {
                 Ok(()) => {
-                    let lat = self.now.saturating_duration_since(self.t_sub[slot]);
-                    s.hist.record(lat.as_nanos() as u64);
+                    let prepared = self.t_sub[slot];
+                    let lat = self.now.saturating_duration_since(prepared).as_nanos() as u64;
+                    s.hist.record(lat);
+                    if let Some(d) = s.detail.as_deref_mut() {
+                        record_detail(d, c.req, lat, prepared, q.issued_at(slot), self.now);
+                    }
                     if c.req.write {
                         s.counters.record_write(c.req.len as u64);
                         self.writes_since_sync += 1;
@@ -792,10 +948,36 @@ impl LoopState {
             self.base.1 + s.counters.bytes,
             self.base.2 + s.hist.sum_ns(),
         );
+        if let Some(d) = s.detail.as_deref() {
+            self.publish_dirs(lp.w, &s.counters, d);
+        }
         if checked {
             // The check is not part of the next request's latency.
             self.now = Instant::now();
         }
+    }
+
+    /// The live totals by direction and the submission latency, for fio's
+    /// interval logs.
+    fn publish_dirs(&self, w: u32, c: &IoCounters, d: &DirLatency) {
+        let (b, sl) = (self.base_d, self.base_slat);
+        crate::live::publish_lifetime_dirs(
+            w,
+            (
+                b[0].0 + c.read_ops,
+                b[0].1 + c.read_bytes,
+                b[0].2 + d.lat[0].sum_ns(),
+            ),
+            (
+                b[1].0 + c.write_ops,
+                b[1].1 + c.write_bytes,
+                b[1].2 + d.lat[1].sum_ns(),
+            ),
+        );
+        crate::live::publish_lifetime_slat(
+            w,
+            [sl[0] + d.slat[0].sum_ns(), sl[1] + d.slat[1].sum_ns()],
+        );
     }
 
     /// After a batch of completions: the periodic fsync, the check that

@@ -32,6 +32,7 @@ fn workers_released_after_the_deadline_stop_at_once() {
         state: TreeState::default(),
         limit: None,
         timed: true,
+        root_fd: None,
     };
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
     // The threads are released well after the phase's deadline (a rank

@@ -94,6 +94,50 @@ struct SweepState {
     point_started: Option<Instant>,
     finished_time: Duration,
     finished_here: usize,
+    /// Points of the running group, whose repetitions take turns (0: one
+    /// point runs whole); `point_started` is then the group's start.
+    group: usize,
+    /// `done` when the group began.
+    group_base: usize,
+    /// The group's point whose repetition runs now.
+    position: usize,
+    /// What each point of the group has run so far, and when the running
+    /// repetition began.
+    spent: Vec<Duration>,
+    rep_began: Option<Instant>,
+}
+
+impl SweepState {
+    /// The running point's number, k of `[point k/n]`: a group's point j
+    /// is the j-th after the points finished before the group, whatever
+    /// order its repetitions take.
+    fn number(&self) -> usize {
+        let k = if self.group > 0 {
+            self.group_base + self.position + 1
+        } else {
+            self.done + 1
+        };
+        k.min(self.total)
+    }
+
+    /// Points not finished and not running (in the running group).
+    fn after(&self) -> usize {
+        let running_to = if self.group > 0 {
+            self.group_base + self.group
+        } else {
+            self.done + 1
+        };
+        self.total.saturating_sub(running_to)
+    }
+
+    /// Ends the running repetition's time span.
+    fn close_span(&mut self) {
+        if let Some(b) = self.rep_began.take() {
+            if let Some(t) = self.spent.get_mut(self.position) {
+                *t += b.elapsed();
+            }
+        }
+    }
 }
 
 /// What the display knows besides the live counters.
@@ -198,6 +242,36 @@ impl Display {
         if let Some(sw) = s.sweep.as_mut() {
             sw.current = what.to_string();
             sw.point_started = Some(Instant::now());
+            sw.group = 0;
+        }
+    }
+
+    /// The next `points` points run together, their repetitions taking
+    /// turns; each repetition is announced by [`Display::rep_started`].
+    pub fn group_started(&self, points: usize) {
+        let mut s = lock(&self.state);
+        absorb(&mut s);
+        s.phases_done = 0;
+        if let Some(sw) = s.sweep.as_mut() {
+            sw.point_started = Some(Instant::now());
+            sw.group = points;
+            sw.group_base = sw.done;
+            sw.position = 0;
+            sw.spent = vec![Duration::ZERO; points];
+            sw.rep_began = None;
+        }
+    }
+
+    /// A repetition of the group's point at `position` (from 0) starts;
+    /// `what` names the point.
+    pub fn rep_started(&self, what: &str, position: usize) {
+        let mut s = lock(&self.state);
+        absorb(&mut s);
+        if let Some(sw) = s.sweep.as_mut() {
+            sw.close_span();
+            sw.current = what.to_string();
+            sw.position = position;
+            sw.rep_began = Some(Instant::now());
         }
     }
 
@@ -215,22 +289,43 @@ impl Display {
         // The point's phases are told under its own name.
         absorb(&mut s);
         if let Some(sw) = s.sweep.as_mut() {
-            let took = sw.point_started.take().map(|t| t.elapsed());
-            sw.done += 1;
-            if let Some(t) = took {
-                sw.finished_here += 1;
-                sw.finished_time += t;
-            }
+            let number = sw.number();
+            let took = if sw.group > 0 {
+                // Its own repetitions' time; the group's counts for the
+                // ETA once its last point is done.
+                sw.close_span();
+                let own = sw.spent.get(sw.position).copied();
+                sw.done += 1;
+                if sw.done >= sw.group_base + sw.group {
+                    if let Some(t) = sw.point_started.take() {
+                        sw.finished_here += sw.group;
+                        sw.finished_time += t.elapsed();
+                    }
+                    sw.group = 0;
+                }
+                own
+            } else {
+                let took = sw.point_started.take().map(|t| t.elapsed());
+                sw.done += 1;
+                if let Some(t) = took {
+                    sw.finished_here += 1;
+                    sw.finished_time += t;
+                }
+                took
+            };
             let left = sw.total.saturating_sub(sw.done);
             let eta = if left == 0 {
                 String::new()
             } else {
-                let per = sw.finished_time / sw.finished_here.max(1) as u32;
+                let per = match (sw.finished_here, sw.point_started) {
+                    (0, Some(t)) if sw.group > 0 => t.elapsed() / sw.group as u32,
+                    (n, _) => sw.finished_time / n.max(1) as u32,
+                };
                 format!("; {left} left, ETA {}", fmt_eta(per * left as u32))
             };
             let line = format!(
                 "[point {}/{}] {} done{}: {figures}{eta}",
-                sw.done,
+                number,
                 sw.total,
                 sw.current,
                 took.map(|t| format!(" in {}", fmt_secs_f(t)))
@@ -301,7 +396,7 @@ fn phase_line(s: &State, f: &engine::live::Finished) -> String {
     if let Some(sw) = &s.sweep {
         line.push_str(&format!(
             "[point {}/{}] {} ",
-            (sw.done + 1).min(sw.total),
+            sw.number(),
             sw.total,
             sw.current
         ));
@@ -330,11 +425,7 @@ fn bar_line(s: &State, snap: Option<engine::live::Snapshot>) -> Option<String> {
     let mut parts: Vec<String> = Vec::new();
     // What matters most comes first: a narrow terminal cuts the end.
     if let Some(sw) = &s.sweep {
-        parts.push(format!(
-            "[point {}/{}]",
-            (sw.done + 1).min(sw.total),
-            sw.total
-        ));
+        parts.push(format!("[point {}/{}]", sw.number(), sw.total));
     } else if snap.as_ref().is_none_or(|p| p.elapsed < QUIET_START) {
         return None;
     }
@@ -397,14 +488,16 @@ fn bar_line(s: &State, snap: Option<engine::live::Snapshot>) -> Option<String> {
 fn sweep_eta(s: &State, sw: &SweepState, phase_frac: f64) -> Option<Duration> {
     let started = sw.point_started?;
     let spent = started.elapsed().as_secs_f64();
-    let phases = (s.reps as usize * s.phases_per_rep) as f64;
+    // A group's points run together: the fraction done is the group's.
+    let running = sw.group.max(1) as f64;
+    let phases = (s.reps as usize * s.phases_per_rep) as f64 * running;
     let frac = ((s.phases_done as f64 + phase_frac) / phases).min(1.0);
-    let after = sw.total.saturating_sub(sw.done + 1) as f64;
+    let after = sw.after() as f64;
     let this_total = (frac > 0.0).then(|| spent / frac);
     let per_point = if sw.finished_here > 0 {
         Some(sw.finished_time.as_secs_f64() / sw.finished_here as f64)
     } else {
-        this_total
+        this_total.map(|t| t / running)
     };
     let here = this_total.map(|t| (t - spent).max(0.0)).or_else(|| {
         // Nothing done of this point yet: a finished point's time.
@@ -515,6 +608,37 @@ mod tests {
         assert!((21.5..22.5).contains(&eta), "{eta}");
         // Nothing measured yet: no guess.
         assert!(sweep_eta(&s, &sw, 0.0).is_none());
+    }
+
+    #[test]
+    fn points_taking_turns_keep_their_numbers_and_share_the_eta() {
+        // One point done, then a group of two whose repetitions take
+        // turns: the second of the group is point 3 of 5 while it runs,
+        // and two points come after the group.
+        let sw = SweepState {
+            total: 5,
+            done: 1,
+            group: 2,
+            group_base: 1,
+            position: 1,
+            point_started: Some(Instant::now() - Duration::from_secs(4)),
+            ..Default::default()
+        };
+        assert_eq!(sw.number(), 3);
+        assert_eq!(sw.after(), 2);
+        // Half of the group's 2 × 2 phases done in 4 s: 4 s left for the
+        // group, 4 s per point after it (none finished yet), 2 after it.
+        let mut s = state(None);
+        s.phases_done = 2;
+        let eta = sweep_eta(&s, &sw, 0.0).unwrap().as_secs_f64();
+        assert!((11.5..12.5).contains(&eta), "{eta}");
+        // Not in a group: the point after those done.
+        let one = SweepState {
+            total: 5,
+            done: 1,
+            ..Default::default()
+        };
+        assert_eq!((one.number(), one.after()), (2, 3));
     }
 
     #[test]

@@ -216,25 +216,9 @@ fn check_command(command: &[String]) -> Result<(), String> {
     }
 }
 
-/// Builds the script text, or says which flag is wrong.
-pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
-    if args.nodes == 0 || args.ntasks_per_node == 0 {
-        return Err("--nodes and --ntasks-per-node must be at least 1".into());
-    }
-    check_values(args, binary)?;
-    let total = args.nodes.saturating_mul(args.ntasks_per_node);
-    let sub = args.command.first().map(String::as_str).unwrap_or("");
-    // Every command runs as MPI ranks; the front-ends print their tools'
-    // reports (into the job's output) instead of writing a JSON record.
-    let records = match sub {
-        "run" | "meta" | "sweep" => true,
-        "ior" | "mdtest" | "dd" | "smallfile" | "fio" | "io500" => false,
-        other => {
-            return Err(format!(
-                "COMMAND must be an ioscale command such as `run …` or `sweep …`, not '{other}'"
-            ))
-        }
-    };
+/// The rank counts the job runs (`--ranks`, or every task), each within
+/// `1..=total`.
+fn rank_counts(args: &SlurmArgs, total: u32) -> Result<Vec<u64>, String> {
     let ranks: Vec<u64> = match &args.ranks {
         Some(l) => spec::parse_list(l, spec::parse_count).map_err(|e| format!("--ranks: {e}"))?,
         None => vec![total as u64],
@@ -244,17 +228,12 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
             "--ranks: {r} is outside 1..={total} (nodes × ntasks-per-node)"
         ));
     }
-    let has_json = args
-        .command
-        .iter()
-        .any(|w| w == "--json" || w.starts_with("--json="));
-    if has_json && ranks.len() > 1 {
-        return Err(
-            "the command names --json but the job runs several rank counts: leave --json out, \
-             the script writes ranks-N.json per point into --results"
-                .into(),
-        );
-    }
+    Ok(ranks)
+}
+
+/// The script's head: the `#SBATCH` lines, the shell options, and the
+/// results directory it makes.
+fn header(args: &SlurmArgs, binary: &str) -> String {
     let mut s = String::new();
     s.push_str("#!/bin/bash\n");
     s.push_str(&format!(
@@ -289,6 +268,41 @@ pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
     s.push_str(&format!("RESULTS={results}\n"));
     s.push_str("mkdir -p \"$RESULTS\"\n");
     s.push_str("echo \"ioscale: job ${SLURM_JOB_ID:-?} on ${SLURM_JOB_NODELIST:-$(hostname)}, records in $RESULTS\"\n\n");
+    s
+}
+
+/// Builds the script text, or says which flag is wrong.
+pub fn script(args: &SlurmArgs, binary: &str) -> Result<String, String> {
+    if args.nodes == 0 || args.ntasks_per_node == 0 {
+        return Err("--nodes and --ntasks-per-node must be at least 1".into());
+    }
+    check_values(args, binary)?;
+    let total = args.nodes.saturating_mul(args.ntasks_per_node);
+    let sub = args.command.first().map(String::as_str).unwrap_or("");
+    // Every command runs as MPI ranks; the front-ends print their tools'
+    // reports (into the job's output) instead of writing a JSON record.
+    let records = match sub {
+        "run" | "meta" | "sweep" => true,
+        "ior" | "mdtest" | "dd" | "smallfile" | "fio" | "io500" => false,
+        other => {
+            return Err(format!(
+                "COMMAND must be an ioscale command such as `run …` or `sweep …`, not '{other}'"
+            ))
+        }
+    };
+    let ranks = rank_counts(args, total)?;
+    let has_json = args
+        .command
+        .iter()
+        .any(|w| w == "--json" || w.starts_with("--json="));
+    if has_json && ranks.len() > 1 {
+        return Err(
+            "the command names --json but the job runs several rank counts: leave --json out, \
+             the script writes ranks-N.json per point into --results"
+                .into(),
+        );
+    }
+    let mut s = header(args, binary);
     let extra: String = args
         .launcher_args
         .as_deref()

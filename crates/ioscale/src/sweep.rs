@@ -749,48 +749,14 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             return Ok(2);
         }
     };
-    let mut bad = Ok(());
-    if root {
-        for (flag, p) in [
-            ("--json", &args.json),
-            ("--csv", &args.csv),
-            ("--html", &args.html),
-        ] {
-            if let Some(p) = p {
-                bad = bad.and_then(|()| crate::check_output_path(flag, p));
-            }
-        }
-        if let Some(d) = &args.png {
-            bad = bad.and_then(|()| check_png_dir(d));
-        }
-    }
-    if let Err(e) = bench::cluster::root_check(coord, bad) {
+    if let Err(e) = bench::cluster::root_check(coord, check_outputs(args, root)) {
         if let Some(e) = e {
             eprintln!("ioscale: error: {e:#}");
         }
         return Ok(2);
     }
     let command: Vec<String> = std::env::args().collect();
-    let first_target = plan
-        .points
-        .first()
-        .map(|p| PathBuf::from(&p.target))
-        .unwrap_or_default();
-    let mut rec = SweepRecord {
-        schema: SWEEP_SCHEMA,
-        tool: "ioscale".into(),
-        kind: "sweep".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command: command.clone(),
-        started: bench::host::now_rfc3339(),
-        host: bench::host::collect(&first_target),
-        config: plan.config.clone(),
-        interrupted: false,
-        points_total: plan.points.len(),
-        stop_reason: None,
-        points: Vec::new(),
-        analysis: Default::default(),
-    };
+    let mut rec = new_record(&plan, &command);
     // Rank 0 reads the journal; every rank learns which points are done.
     let refused = if root && args.resume {
         resume(args, &plan, &mut rec)
@@ -836,24 +802,297 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
     } else {
         None
     };
-    let mut exit = 0;
-    let mut failure: Option<String> = None;
-    for (index, p) in plan.points.iter().enumerate() {
-        if done.contains(&index) {
+    let mut points = Runner {
+        args,
+        plan: &plan,
+        coord,
+        stop: &stop,
+        command: &command,
+        live: &live,
+        exit: 0,
+        failure: None,
+    };
+    points.all(&done, &mut rec)?;
+    let Runner { exit, failure, .. } = points;
+    drop(live);
+    if !root {
+        return Ok(exit);
+    }
+    let sig = by_signal
+        .iter()
+        .find(|(_, f)| f.load(Ordering::Relaxed))
+        .map(|(n, _)| *n);
+    Ok(finish(&mut rec, args, exit, failure, sig))
+}
+
+/// Rank 0 checks that every output file can be written before anything
+/// runs; the other ranks have nothing to check.
+fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
+    let mut bad = Ok(());
+    if root {
+        for (flag, p) in [
+            ("--json", &args.json),
+            ("--csv", &args.csv),
+            ("--html", &args.html),
+        ] {
+            if let Some(p) = p {
+                bad = bad.and_then(|()| crate::check_output_path(flag, p));
+            }
+        }
+        if let Some(d) = &args.png {
+            bad = bad.and_then(|()| check_png_dir(d));
+        }
+    }
+    bad
+}
+
+/// The sweep's record before its first point.
+fn new_record(plan: &Plan, command: &[String]) -> SweepRecord {
+    let first_target = plan
+        .points
+        .first()
+        .map(|p| PathBuf::from(&p.target))
+        .unwrap_or_default();
+    SweepRecord {
+        schema: SWEEP_SCHEMA,
+        tool: "ioscale".into(),
+        kind: "sweep".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command: command.to_vec(),
+        started: bench::host::now_rfc3339(),
+        host: bench::host::collect(&first_target),
+        config: plan.config.clone(),
+        interrupted: false,
+        points_total: plan.points.len(),
+        stop_reason: None,
+        points: Vec::new(),
+        analysis: Default::default(),
+    }
+}
+
+/// The end of a sweep on rank 0: the analysis of what was measured, why
+/// it stopped early if it did (`failure`, a refused point; or the signal
+/// `sig`), the outputs, and the exit code.
+fn finish(
+    rec: &mut SweepRecord,
+    args: &SweepArgs,
+    exit: i32,
+    failure: Option<String>,
+    sig: Option<&str>,
+) -> i32 {
+    rec.analysis = analysis::analyse_with(rec, args.units.units());
+    // A refused point leaves the sweep unfinished but not interrupted: the
+    // record says so by its point count and its stop_reason, and the error
+    // says what failed.
+    if let Some(f) = &failure {
+        rec.stop_reason = Some(format!("refused: {f}"));
+    } else if rec.interrupted {
+        let sig = sig.unwrap_or("a signal on another rank");
+        rec.stop_reason = Some(format!("interrupted by {sig}"));
+    }
+    let wrote = emit_sweep(rec, args);
+    if let Some(f) = failure {
+        eprintln!("ioscale: error: {f}");
+        if let Some(j) = &args.json {
+            eprintln!(
+                "ioscale: {} of {} points are saved in {}; fix the problem and add --resume to continue",
+                rec.points.len(),
+                rec.points_total,
+                j.display()
+            );
+        }
+        return 2;
+    }
+    if rec.interrupted {
+        match &args.json {
+            Some(j) => eprintln!(
+                "ioscale: interrupted: {} of {} points finished and are saved in {}; the same command with --resume continues",
+                rec.points.len(),
+                rec.points_total,
+                j.display()
+            ),
+            None => eprintln!(
+                "ioscale: interrupted: {} of {} points finished (give --json FILE to be able to --resume)",
+                rec.points.len(),
+                rec.points_total
+            ),
+        }
+        return 130;
+    }
+    if wrote {
+        exit
+    } else {
+        exit.max(1)
+    }
+}
+
+/// The order the points run in: groups, each of every point at one
+/// thread count (in the order of `--threads`), the points of a group in
+/// the plan's order. The points of a group are the ones the analysis
+/// compares with each other (the series at one worker count), so they
+/// are measured close together in time, their repetitions taking turns
+/// (see [`Runner::group`]); a drift of the machine then moves all of
+/// them alike instead of one series' block. Points in `done` (resumed)
+/// are left out.
+fn run_order(plan: &Plan, done: &[usize]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<(u32, Vec<usize>)> = Vec::new();
+    for (i, p) in plan.points.iter().enumerate() {
+        if done.contains(&i) {
             continue;
         }
-        if coord.any(stop.load(Ordering::Relaxed)) {
-            rec.interrupted = true;
-            break;
+        match groups.iter_mut().find(|(t, _)| *t == p.threads) {
+            Some((_, g)) => g.push(i),
+            None => groups.push((p.threads, vec![i])),
         }
-        // Under MPI a point is named by its workers (ranks × threads).
-        let size = coord.size();
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
+
+/// Adds the record of one more repetition of a point (a driver call of
+/// its own) to what its earlier repetitions made: phases, failed phases,
+/// errors, warnings (once each), probes and per-node figures, renumbered
+/// to follow on.
+fn merge(into: &mut bench::run::Outcome, more: bench::run::Outcome) {
+    let offset = into.results.phases.len();
+    let r = more.results;
+    if let (Some(a), Some(b)) = (into.results.host.cluster.as_mut(), r.host.cluster) {
+        a.node_phases.extend(b.node_phases.into_iter().map(|mut n| {
+            n.phase += offset;
+            n
+        }));
+    }
+    into.results.phases.extend(r.phases);
+    into.results.failed_phases.extend(r.failed_phases);
+    into.results.errors.extend(r.errors);
+    for w in r.warnings {
+        if !into.results.warnings.contains(&w) {
+            into.results.warnings.push(w);
+        }
+    }
+    into.results.interrupted |= r.interrupted;
+    into.probes.extend(more.probes);
+    into.latency.extend(more.latency.into_iter().map(|mut l| {
+        l.phase += offset;
+        l
+    }));
+    into.results.summarise();
+}
+
+/// The points of a sweep as they run: the driver calls, and on rank 0
+/// the records they make and what is printed about them.
+struct Runner<'a> {
+    args: &'a SweepArgs,
+    plan: &'a Plan,
+    coord: &'a dyn Coordinator,
+    stop: &'a Arc<AtomicBool>,
+    command: &'a [String],
+    live: &'a Option<Display>,
+    /// The worst exit code so far.
+    exit: i32,
+    /// The point refused, and why: the sweep stops there.
+    failure: Option<String>,
+}
+
+impl Runner<'_> {
+    /// Runs every point not in `done`, group by group (see [`run_order`]),
+    /// until the end, an interrupt or a refused point.
+    fn all(&mut self, done: &[usize], rec: &mut SweepRecord) -> anyhow::Result<()> {
+        for group in run_order(self.plan, done) {
+            if !self.group(&group, rec)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the repetitions of `group` take turns: rep 1 of each point,
+    /// then rep 2 of each (in reverse), … Not for one point, one repetition, or
+    /// `--reuse` (each repetition writes over the files the one before
+    /// left, so they must run in one driver call).
+    fn interleaves(&self, group: &[usize]) -> bool {
+        let reuse = group.iter().any(|&i| match &self.plan.points[i].job {
+            Job::Run(w) => w.reuse_files,
+            Job::Meta(_) => false,
+        });
+        group.len() > 1 && self.plan.config.reps > 1 && !reuse
+    }
+
+    /// Runs one group; false when the sweep must stop. Interleaved, each
+    /// repetition is a driver call of its own under its own number
+    /// ([`bench::run::Options::first_rep`]), the points in plan order in
+    /// even rounds and in reverse in odd ones (A B B A A B …), and a
+    /// point is recorded when its last repetition is done.
+    fn group(&mut self, group: &[usize], rec: &mut SweepRecord) -> anyhow::Result<bool> {
+        let reps = self.plan.config.reps;
+        let turns = self.interleaves(group);
+        let n = group.len();
+        let calls: Vec<(usize, Option<u32>)> = if turns {
+            // A B, then B A, …: a drift within a round favours neither.
+            (0..reps)
+                .flat_map(|r| {
+                    (0..n).map(move |j| (if r % 2 == 0 { j } else { n - 1 - j }, Some(r)))
+                })
+                .collect()
+        } else {
+            (0..group.len()).map(|j| (j, None)).collect()
+        };
+        if let (Some(l), true) = (self.live, turns) {
+            l.group_started(group.len());
+        }
+        let mut got: Vec<Option<bench::run::Outcome>> = (0..n).map(|_| None).collect();
+        for (j, rep) in calls {
+            let index = group[j];
+            if self.coord.any(self.stop.load(Ordering::Relaxed)) {
+                rec.interrupted = true;
+                return Ok(false);
+            }
+            let what = self.name(index);
+            if let Some(l) = self.live {
+                match rep {
+                    Some(_) => l.rep_started(&what, j),
+                    None => l.point_started(&what),
+                }
+            }
+            let outcome = match self.call(index, rep) {
+                Ok(o) => o,
+                Err(e) => {
+                    self.failure = Some(format!("point {what}: {e}"));
+                    return Ok(false);
+                }
+            };
+            if outcome.results.interrupted {
+                rec.interrupted = true;
+                return Ok(false);
+            }
+            if self.coord.rank() != 0 {
+                // Rank 0 records the point; its exit code is the sweep's.
+                continue;
+            }
+            self.told(&what, &outcome);
+            match &mut got[j] {
+                Some(earlier) => merge(earlier, outcome),
+                slot => *slot = Some(outcome),
+            }
+            if rep.is_none_or(|r| r + 1 == reps) {
+                if let Some(o) = got[j].take() {
+                    self.record(index, o, rec)?;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// A point's name in progress and error lines; under MPI by its
+    /// workers (ranks × threads).
+    fn name(&self, index: usize) -> String {
+        let p = &self.plan.points[index];
+        let size = self.coord.size();
         let who = if size > 1 {
             format!("workers={} ({size}×{})", size * p.threads, p.threads)
         } else {
             format!("threads={}", p.threads)
         };
-        let what = format!(
+        format!(
             "{who}{}{}",
             if p.series.is_empty() {
                 String::new()
@@ -865,53 +1104,74 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             } else {
                 String::new()
             }
-        );
-        if let Some(l) = &live {
-            l.point_started(&what);
-        }
+        )
+    }
+
+    /// Runs point `index`: all its repetitions (`rep` None), or one.
+    fn call(&self, index: usize, rep: Option<u32>) -> Result<bench::run::Outcome, bench::Error> {
         // Each point measures what its phases used (for the limit the
         // analysis names) and keeps going past a failed repetition (it is
         // counted and left out of the figures, not the end of the point).
         let opts = bench::run::Options {
             probe: true,
             keep_going: true,
+            first_rep: rep.unwrap_or(0),
         };
-        let outcome = match &p.job {
-            Job::Run(w) => {
-                bench::run::run_with_options(w, command.clone(), Arc::clone(&stop), coord, opts)
+        let command = self.command.to_vec();
+        let stop = Arc::clone(self.stop);
+        match &self.plan.points[index].job {
+            Job::Run(w) if rep.is_some() => {
+                let one = WorkloadSpec {
+                    reps: 1,
+                    ..(**w).clone()
+                };
+                bench::run::run_with_options(&one, command, stop, self.coord, opts)
             }
-            Job::Meta(m) => {
-                bench::meta::run_with_options(m, command.clone(), Arc::clone(&stop), coord, opts)
+            Job::Run(w) => bench::run::run_with_options(w, command, stop, self.coord, opts),
+            Job::Meta(m) if rep.is_some() => {
+                let one = MetaSpec {
+                    reps: 1,
+                    ..(**m).clone()
+                };
+                bench::meta::run_with_options(&one, command, stop, self.coord, opts)
             }
-        };
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                failure = Some(format!("point {what}: {e}"));
-                break;
-            }
-        };
-        if outcome.results.interrupted {
-            rec.interrupted = true;
-            break;
+            Job::Meta(m) => bench::meta::run_with_options(m, command, stop, self.coord, opts),
         }
-        if !root {
-            // Rank 0 records the point; its exit code is the sweep's.
-            continue;
-        }
+    }
+
+    /// Prints a driver call's cleanup notes and errors (rank 0) and
+    /// keeps its exit code.
+    fn told(&mut self, what: &str, outcome: &bench::run::Outcome) {
         for n in &outcome.notes {
             if n.starts_with("cleanup") {
-                say(&live, format!("point {what}: {n}"));
+                say(self.live, format!("point {what}: {n}"));
             }
         }
-        exit = exit.max(outcome.exit_code());
+        self.exit = self.exit.max(outcome.exit_code());
         for line in crate::error_lines(&outcome.results.errors) {
-            say(&live, format!("error: point {what}: {line}"));
+            say(self.live, format!("error: point {what}: {line}"));
         }
+    }
+
+    /// Records a finished point (rank 0): its statistics, the analysis so
+    /// far, the journal, and its progress line.
+    fn record(
+        &mut self,
+        index: usize,
+        mut outcome: bench::run::Outcome,
+        rec: &mut SweepRecord,
+    ) -> anyhow::Result<()> {
+        let p = &self.plan.points[index];
+        // The record names the point's job with all its repetitions, as a
+        // point run in one call does.
+        outcome.results.spec = match &p.job {
+            Job::Run(w) => report::JobSpec::Run((**w).clone()),
+            Job::Meta(m) => report::JobSpec::Meta((**m).clone()),
+        };
         let (ops, geomean_bw_mib_s, geomean_iops) = point_stats_probed(
             &outcome.results,
             p.threads,
-            plan.config.trim,
+            self.plan.config.trim,
             &outcome.probes,
         );
         let rate = ops
@@ -937,7 +1197,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             file_count: if p.layout == "shared" {
                 p.file_count
             } else {
-                p.file_count * u64::from(coord.size())
+                p.file_count * u64::from(self.coord.size())
             },
             dir_per_file: p.dir_per_file,
             bytes_per_thread: p.bytes_per_thread,
@@ -948,65 +1208,18 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
             probes: outcome.probes,
         });
         rec.points.sort_by_key(|q| q.index);
-        rec.analysis = analysis::analyse_with(&rec, args.units.units());
-        if let Some(j) = &args.json {
-            if let Err(e) = write_atomic(j, &render_json(&rec)?) {
-                say(&live, format!("error: {e:#}"));
-                exit = exit.max(1);
+        rec.analysis = analysis::analyse_with(rec, self.args.units.units());
+        if let Some(j) = &self.args.json {
+            if let Err(e) = write_atomic(j, &render_json(rec)?) {
+                say(self.live, format!("error: {e:#}"));
+                self.exit = self.exit.max(1);
             }
         }
-        if let Some(l) = &live {
+        if let Some(l) = self.live {
             l.point_done(&rate);
         }
+        Ok(())
     }
-    drop(live);
-    if !root {
-        return Ok(exit);
-    }
-    rec.analysis = analysis::analyse_with(&rec, args.units.units());
-    // A refused point leaves the sweep unfinished but not interrupted: the
-    // record says so by its point count and its stop_reason, and the error
-    // says what failed.
-    if let Some(f) = &failure {
-        rec.stop_reason = Some(format!("refused: {f}"));
-    } else if rec.interrupted {
-        let sig = by_signal
-            .iter()
-            .find(|(_, f)| f.load(Ordering::Relaxed))
-            .map(|(n, _)| *n)
-            .unwrap_or("a signal on another rank");
-        rec.stop_reason = Some(format!("interrupted by {sig}"));
-    }
-    let wrote = emit_sweep(&rec, args);
-    if let Some(f) = failure {
-        eprintln!("ioscale: error: {f}");
-        if let Some(j) = &args.json {
-            eprintln!(
-                "ioscale: {} of {} points are saved in {}; fix the problem and add --resume to continue",
-                rec.points.len(),
-                rec.points_total,
-                j.display()
-            );
-        }
-        return Ok(2);
-    }
-    if rec.interrupted {
-        match &args.json {
-            Some(j) => eprintln!(
-                "ioscale: interrupted: {} of {} points finished and are saved in {}; the same command with --resume continues",
-                rec.points.len(),
-                rec.points_total,
-                j.display()
-            ),
-            None => eprintln!(
-                "ioscale: interrupted: {} of {} points finished (give --json FILE to be able to --resume)",
-                rec.points.len(),
-                rec.points_total
-            ),
-        }
-        return Ok(130);
-    }
-    Ok(if wrote { exit } else { exit.max(1) })
 }
 
 /// `--resume`: reads the journal into `rec` (rank 0). `Some(exit code)`

@@ -106,34 +106,6 @@ const NOT_MEASURED: &[&str] = &[
     "aggr_util",
 ];
 
-/// Left out of a mixed (rw/randrw) job only: its latency and its interval
-/// samples are not split into reads and writes.
-const NOT_SPLIT: &[&str] = &[
-    "clat_ns",
-    "lat_ns",
-    "bw_min",
-    "bw_max",
-    "bw_agg",
-    "bw_mean",
-    "bw_dev",
-    "bw_samples",
-    "iops_min",
-    "iops_max",
-    "iops_mean",
-    "iops_stddev",
-    "iops_samples",
-];
-
-fn mixed_file(job: &Path) -> bool {
-    std::fs::read_to_string(job).unwrap().lines().any(|l| {
-        let l = l.trim();
-        ["rw=", "readwrite="].iter().any(|k| {
-            l.strip_prefix(k)
-                .is_some_and(|v| matches!(v, "rw" | "randrw" | "readwrite"))
-        })
-    })
-}
-
 fn kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
@@ -166,8 +138,7 @@ fn same_keys(ours: &Value, real: &Value, at: &str, job: &Path) {
                 same_keys(v, rv, &here, job);
             }
             for k in r.keys() {
-                let excused = NOT_MEASURED.contains(&k.as_str())
-                    || (NOT_SPLIT.contains(&k.as_str()) && mixed_file(job));
+                let excused = NOT_MEASURED.contains(&k.as_str());
                 if !o.contains_key(k) && !excused {
                     panic!("{}: ioscale leaves out {at}.{k}", job.display());
                 }
@@ -296,6 +267,12 @@ fn compare(job: &Path, base: &Path, fs: &str) {
         }
         assert_eq!(total(r, "total_ios"), total(o, "total_ios"), "{what}: I/Os");
         assert_eq!(total(r, "io_bytes"), total(o, "io_bytes"), "{what}: bytes");
+        // Each direction's latencies are its own requests', a mix's too.
+        for d in ["read", "write"] {
+            if let Some(n) = o[d]["clat_ns"]["N"].as_u64() {
+                assert_eq!(n, u(o, &[d, "total_ios"]), "{what}: {d} clat N");
+            }
+        }
         if !mixed(r) {
             for d in ["read", "write"] {
                 assert_eq!(
@@ -418,24 +395,13 @@ fn refusals_exit_2_naming_the_option() {
             &["--name=a", "--size=1m", "--frobnicate=1"][..],
             "--frobnicate",
         ),
-        (&["--name=a", "--size=1m", "--ramp_time=2"][..], "ramp_time"),
+        (
+            &["--name=a", "--size=1m", "--ramp_time=2", "--time_based"][..],
+            "runtime=",
+        ),
         (&["--name=a", "--size=1m", "--nrfiles=3"][..], "nrfiles"),
         (&["--name=a", "--rw=write"][..], "size="),
         (&["--name=a", "--size=1m", "--rw=read:4k"][..], "rw=read:4k"),
-        (
-            &["--name=a", "--size=1m", "--write_bw_log=a"][..],
-            "log_avg_msec",
-        ),
-        (
-            &[
-                "--name=a",
-                "--size=1m",
-                "--rw=randrw",
-                "--write_lat_log=a",
-                "--log_avg_msec=100",
-            ][..],
-            "write_*_log",
-        ),
         (
             &["--name=a", "--size=1m", "--percentile_list=50:101"][..],
             "percentile_list",
@@ -892,4 +858,247 @@ fn layout_lines_are_fios_per_clone() {
         got[1],
         vec!["nf: Laying out IO files (4 files / total 2MiB)"; 2]
     );
+}
+
+/// (N, mean) of a JSON latency object.
+fn n_mean(l: &Value) -> (u64, f64) {
+    (l["N"].as_u64().unwrap(), l["mean"].as_f64().unwrap())
+}
+
+#[test]
+fn io_uring_times_submission_as_fio_does() {
+    let dir = scratch();
+    let d = format!("--directory={}", s(dir.path()));
+    let job = [
+        "--name=u",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--size=1m",
+        "--ioengine=io_uring",
+        "--iodepth=8",
+        d.as_str(),
+    ];
+    let mut args = job.to_vec();
+    args.push("--output-format=json");
+    let out = fio(&args, dir.path());
+    assert_code(&out, 0);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &v["jobs"][0]["write"];
+    let n = u(w, &["total_ios"]);
+    assert_eq!(n, 256);
+    let (sn, smean) = n_mean(&w["slat_ns"]);
+    let (cn, cmean) = n_mean(&w["clat_ns"]);
+    let (ln, lmean) = n_mean(&w["lat_ns"]);
+    // Every request has all three, and lat is slat + clat request by
+    // request, so the means add up (to the ns each is rounded to).
+    assert_eq!((sn, cn, ln), (n, n, n), "{w}");
+    assert!(smean > 0.0 && cmean > 0.0, "{w}");
+    assert!((smean + cmean - lmean).abs() <= 1.0, "{w}");
+    assert!(
+        u(w, &["slat_ns", "min"]) <= u(w, &["slat_ns", "max"]),
+        "{w}"
+    );
+    assert!(u(w, &["slat_ns", "max"]) <= u(w, &["lat_ns", "max"]), "{w}");
+    // The normal output has the slat line, and terse its four fields
+    // (write slat: fields 50..54, after 5 + read's 41 + write's 4).
+    let mut args = job.to_vec();
+    args.push("--output-format=normal,terse");
+    let out = fio(&args, dir.path());
+    assert_code(&out, 0);
+    let t = stdout(&out);
+    assert!(t.contains("\n    slat ("), "{t}");
+    let line = t.lines().find(|l| l.starts_with("3;")).unwrap();
+    let f: Vec<&str> = line.split(';').collect();
+    let slat: Vec<f64> = f[50..54].iter().map(|x| x.parse().unwrap()).collect();
+    assert!(slat[0] <= slat[2] && slat[2] <= slat[1], "{line}");
+    // The sync engine hands a request over in its wait: fio's zeros.
+    let out = fio(
+        &[
+            "--name=p",
+            "--rw=write",
+            "--bs=4k",
+            "--size=64k",
+            &d,
+            "--output-format=json",
+        ],
+        dir.path(),
+    );
+    assert_code(&out, 0);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(u(&v["jobs"][0]["write"], &["slat_ns", "N"]), 0);
+}
+
+#[test]
+fn a_mix_is_reported_and_logged_by_direction() {
+    let mem = tmpfs("size=64m");
+    let base = scratch();
+    let root = mem.as_ref().map(|m| m.path()).unwrap_or(base.path());
+    for (mix, want_dirs) in [("0", vec![1]), ("100", vec![0]), ("50", vec![0, 1])] {
+        let d = root.join(format!("mix{mix}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let out = fio(
+            &[
+                "--name=m",
+                "--rw=randrw",
+                &format!("--rwmixread={mix}"),
+                "--bs=4k",
+                "--size=1m",
+                "--numjobs=2",
+                "--time_based",
+                "--runtime=1",
+                "--write_bw_log=m",
+                "--write_iops_log=m",
+                "--write_lat_log=m",
+                "--log_avg_msec=100",
+                "--output-format=json",
+            ],
+            &d,
+        );
+        assert_code(&out, 0);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        // One entry per clone (no group_reporting), each split.
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 2, "rwmixread={mix}");
+        for j in jobs {
+            for (k, name) in ["read", "write"].iter().enumerate() {
+                let x = &j[*name];
+                let n = u(x, &["total_ios"]);
+                assert_eq!(n > 0, want_dirs.contains(&k), "rwmixread={mix} {name}: {x}");
+                if n > 0 {
+                    assert_eq!(u(x, &["clat_ns", "N"]), n, "{x}");
+                    assert_eq!(u(x, &["io_bytes"]), n * 4096, "{x}");
+                    assert!(u(x, &["bw_samples"]) > 0, "{x}");
+                }
+            }
+        }
+        // The logs carry each line's direction, and only the directions
+        // that did I/O.
+        let got = logs(&d);
+        // bw, iops, lat, clat and (empty, sync engine) slat per clone.
+        assert_eq!(got.len(), 10, "{:?}", got.keys());
+        for (name, lines) in &got {
+            if name.contains("_slat.") {
+                continue;
+            }
+            let dirs: std::collections::BTreeSet<usize> = lines
+                .iter()
+                .map(|l| l.split(", ").nth(2).unwrap().parse().unwrap())
+                .collect();
+            assert_eq!(
+                dirs.into_iter().collect::<Vec<_>>(),
+                want_dirs,
+                "rwmixread={mix} {name}: {lines:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn logs_without_log_avg_msec_have_a_line_per_io_as_fios() {
+    assert!(have_fio(), "install Debian's `fio` package");
+    let mem = tmpfs("size=64m");
+    let base = scratch();
+    let root = mem.as_ref().map(|m| m.path()).unwrap_or(base.path());
+    for engine in ["psync", "io_uring"] {
+        let mut got = Vec::new();
+        for real in [true, false] {
+            let d = root.join(format!("{engine}-{}", if real { "fio" } else { "ours" }));
+            std::fs::create_dir_all(&d).unwrap();
+            let args = [
+                "--name=pl",
+                "--rw=randrw",
+                "--bs=4k",
+                "--size=256k",
+                &format!("--ioengine={engine}"),
+                "--iodepth=4",
+                "--write_bw_log=pl",
+                "--write_lat_log=pl",
+                "--write_iops_log=pl",
+            ];
+            either(real, &args, &d);
+            got.push(logs(&d));
+        }
+        let names = |m: &BTreeMap<String, Vec<String>>| m.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(names(&got[0]), names(&got[1]), "{engine}");
+        // 256 KiB in 4 KiB requests: 64 lines per log, as fio's (none in a
+        // sync engine's slat log).
+        for (name, lines) in &got[1] {
+            assert_eq!(lines.len(), got[0][name].len(), "{engine} {name}");
+        }
+        let fields = |name: &str| -> Vec<Vec<u64>> {
+            got[1][name]
+                .iter()
+                .map(|l| l.split(", ").map(|x| x.parse().unwrap()).collect())
+                .collect()
+        };
+        let (lat, clat, bw, iops) = (
+            fields("pl_lat.1.log"),
+            fields("pl_clat.1.log"),
+            fields("pl_bw.1.log"),
+            fields("pl_iops.1.log"),
+        );
+        assert_eq!(lat.len(), 64, "{engine}");
+        let mut dirs = [0; 2];
+        for i in 0..64 {
+            for f in [&lat[i], &clat[i], &bw[i], &iops[i]] {
+                assert_eq!(f.len(), 5, "{engine}: {f:?}");
+                assert_eq!((f[3], f[4]), (4096, 0), "{engine}: {f:?}");
+                assert_eq!(f[2], lat[i][2], "{engine}: one request per line");
+            }
+            dirs[lat[i][2] as usize] += 1;
+            assert_eq!(iops[i][1], 1);
+            // The same request on the same line of each log: clat is part
+            // of lat, and bw is its bytes over its clat.
+            assert!(
+                clat[i][1] <= lat[i][1],
+                "{engine}: {:?} {:?}",
+                clat[i],
+                lat[i]
+            );
+            let want = (4096u64 * 1_000_000).checked_div(clat[i][1]).unwrap_or(0);
+            assert_eq!(bw[i][1], want, "{engine}");
+        }
+        assert_eq!(dirs[0] + dirs[1], 64);
+    }
+}
+
+#[test]
+fn a_sized_jobs_ramp_is_left_out_of_its_figures_and_logs() {
+    // Every request takes at least 5 ms on this file system, so 64 of them
+    // one at a time outlast a 100 ms ramp whatever the machine's load.
+    let Some(fs) = common::fuse::TestFs::mount(&["--delay", "5ms"]) else {
+        return;
+    };
+    let d = format!("--directory={}", s(fs.path()));
+    let logs_dir = scratch();
+    let out = fio(
+        &[
+            "--name=rp",
+            "--rw=write",
+            "--bs=4k",
+            "--size=256k",
+            &d,
+            "--ramp_time=100ms",
+            "--write_lat_log=rp",
+            "--output-format=json",
+        ],
+        logs_dir.path(),
+    );
+    assert_code(&out, 0);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let w = &v["jobs"][0]["write"];
+    let n = u(w, &["total_ios"]);
+    // What completed after the ramp, all of it in the figures and logs.
+    assert!(n > 0 && n <= 64, "{w}");
+    assert_eq!(u(w, &["io_bytes"]), n * 4096, "{w}");
+    assert_eq!(u(w, &["clat_ns", "N"]), n, "{w}");
+    let lat = &logs(logs_dir.path())["rp_lat.1.log"];
+    assert_eq!(lat.len() as u64, n, "{lat:?}");
+    for l in lat {
+        let t: u64 = l.split(", ").next().unwrap().parse().unwrap();
+        assert!(t >= 100, "a line from the ramp: {l}");
+    }
+    // The job wrote its whole size, the ramp's requests too.
+    let f = fs.path().join("rp.0.0");
+    assert_eq!(std::fs::metadata(f).unwrap().len(), 256 << 10);
 }

@@ -1190,3 +1190,205 @@ fn a_swapped_working_directory_is_never_followed_by_any_rank() {
         .file_type()
         .is_symlink());
 }
+
+/// `mpirun -np 2 ioscale ARGS…` with rank 1 held right before it opens
+/// the set rank 0 prepared (the test hook `IOSCALE_TEST_PEER_PAUSE`):
+/// `swap` runs in that window, then rank 1 goes on.
+fn with_rank_1_held(args: &[&str], swap: impl FnOnce()) -> Output {
+    let hook = scratch();
+    let release = hook.path().join("go");
+    let waiting = hook.path().join("go.waiting");
+    let child = Command::new("timeout")
+        .args([
+            "-k",
+            "10",
+            "120",
+            "mpirun",
+            "--allow-run-as-root",
+            "--oversubscribe",
+        ])
+        .args(["-np", "2"])
+        .arg(ioscale_path())
+        .args(args)
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .env("IOSCALE_TEST_PEER_PAUSE", &release)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !waiting.exists() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "rank 1 never reached the hook"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    swap();
+    std::fs::write(&release, b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_ne!(out.status.code(), Some(124), "mpirun timed out");
+    println!("exit {:?}; stderr:\n{}", out.status, stderr(&out));
+    out
+}
+
+/// Issue 13: `ioscale.d` renamed away and another real directory put in
+/// its place after rank 0 made it and before rank 1 opened it — empty but
+/// for a VICTIM's `file.00000001`, then again with a copy of rank 0's
+/// marker (token and all). Rank 1 compares the directory's identity with
+/// rank 0's and the token in its marker: exit 2 naming rank 1, the
+/// VICTIM's file intact, and rank 0's own set removed where it really is.
+#[test]
+fn a_directory_renamed_into_place_before_rank_1_opens_it_is_refused() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for copy_marker in [false, true] {
+        let t = scratch();
+        let root = t.path().join("ioscale.d");
+        let moved = t.path().join("moved");
+        let victim = b"the victim's own file, not ioscale's".to_vec();
+        let args = [
+            "run",
+            "--op",
+            "write",
+            "--threads",
+            "1",
+            "--size",
+            "1m",
+            "-q",
+        ];
+        let out = with_rank_1_held(&[&args[..], &[s(t.path())]].concat(), || {
+            std::fs::rename(&root, &moved).unwrap();
+            std::fs::create_dir(&root).unwrap();
+            std::fs::write(root.join("file.00000001"), &victim).unwrap();
+            if copy_marker {
+                std::fs::copy(moved.join(".ioscale-marker"), root.join(".ioscale-marker")).unwrap();
+            }
+        });
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("rank 1"), "names the rank: {err}");
+        assert!(
+            err.contains("is not the directory rank 0 prepared"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(root.join("file.00000001")).unwrap(), victim);
+        // Rank 0 emptied what it made through its handle, wherever it is
+        // now (its name is the intruder's: that `rmdir` is refused).
+        let left: Vec<_> = std::fs::read_dir(&moved).unwrap().flatten().collect();
+        assert!(left.is_empty(), "rank 0's set is emptied: {left:?} {err}");
+    }
+}
+
+/// Issue 13: IOR's files on the other ranks are opened relative to a held
+/// directory with `O_NOFOLLOW`, not by path. Rank 1's file (`-F`) planted
+/// as a link to a VICTIM, and rank 1's task directory (`-F -u`) swapped
+/// for a link to a VICTIM directory, each after rank 0 set up and before
+/// rank 1 opened them: refused, the VICTIM intact (before, rank 1 wrote
+/// its data through the link).
+#[test]
+fn ior_files_of_other_ranks_are_never_reached_through_a_link() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let victim = b"the victim's own data".to_vec();
+    // -F: the file itself is a link.
+    let d = scratch();
+    let v = scratch();
+    let vf = v.path().join("precious");
+    std::fs::write(&vf, &victim).unwrap();
+    let o = d.path().join("x.bin");
+    let ior = ["ior", "-w", "-F", "-b", "1m", "-t", "256k", "-o"];
+    let out = with_rank_1_held(&[&ior[..], &[s(&o)]].concat(), || {
+        std::os::unix::fs::symlink(&vf, d.path().join("x.bin.00000001")).unwrap();
+    });
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&vf).unwrap(), victim, "{}", stderr(&out));
+    // -F -u: rank 1's task directory is a link.
+    let d = scratch();
+    let vd = v.path().join("dir");
+    std::fs::create_dir(&vd).unwrap();
+    std::fs::write(vd.join("x.bin.00000001"), &victim).unwrap();
+    let o = d.path().join("x.bin");
+    let ior = ["ior", "-w", "-F", "-u", "-b", "1m", "-t", "256k", "-o"];
+    let out = with_rank_1_held(&[&ior[..], &[s(&o)]].concat(), || {
+        std::fs::rename(d.path().join("1"), d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&vd, d.path().join("1")).unwrap();
+    });
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(
+        std::fs::read(vd.join("x.bin.00000001")).unwrap(),
+        victim,
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(&vd).unwrap().count(), 1, "{err}");
+}
+
+/// dd's files likewise: rank 1's `of=` (which did not exist, so rank 0
+/// made it at set-up) swapped for a link to a VICTIM after rank 0 set up:
+/// refused, the VICTIM intact.
+#[test]
+fn dd_files_of_other_ranks_are_never_reached_through_a_link() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let victim = b"the victim's own data".to_vec();
+    let d = scratch();
+    let vf = d.path().join("precious");
+    std::fs::write(&vf, &victim).unwrap();
+    // Two ranks, one job each: dd-1 and dd-2 (rank 1's).
+    let of = format!("of={}", d.path().join("dd").display());
+    let out = with_rank_1_held(&["dd", "if=/dev/zero", &of, "bs=64k", "count=4"], || {
+        // Rank 0 made dd-2 (empty) at set-up: it is swapped for the link.
+        let p = d.path().join("dd-2");
+        std::fs::rename(&p, d.path().join("moved")).unwrap();
+        std::os::unix::fs::symlink(&vf, &p).unwrap();
+    });
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&vf).unwrap(), victim, "{}", stderr(&out));
+}
+
+/// The metadata tree likewise: `ioscale-meta.d` renamed away and another
+/// directory made in its place (holding a VICTIM's `thr.001/f1.0`) after
+/// rank 0 made it and before rank 1 opened it: rank 1 compares the
+/// directory's identity with rank 0's and refuses (exit 2 naming rank 1);
+/// the VICTIM's file is intact.
+#[test]
+fn a_meta_tree_renamed_into_place_before_rank_1_opens_it_is_refused() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let t = scratch();
+    let root = t.path().join("ioscale-meta.d");
+    let victim = b"the victim's own f1.0".to_vec();
+    let args = [
+        "meta",
+        "--ops",
+        "create,delete",
+        "--threads",
+        "1",
+        "--files",
+        "10",
+        "-q",
+    ];
+    let out = with_rank_1_held(&[&args[..], &[s(t.path())]].concat(), || {
+        std::fs::rename(&root, t.path().join("moved")).unwrap();
+        std::fs::create_dir_all(root.join("thr.001")).unwrap();
+        std::fs::write(root.join("thr.001/f1.0"), &victim).unwrap();
+    });
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("rank 1"), "names the rank: {err}");
+    assert!(
+        err.contains("is not the directory rank 0 prepared"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(root.join("thr.001/f1.0")).unwrap(), victim);
+}

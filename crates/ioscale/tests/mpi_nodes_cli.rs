@@ -395,3 +395,61 @@ fn reordered_reads_come_from_the_next_node() {
         );
     }
 }
+
+/// Issue 13, across nodes: `ioscale.d` renamed away and another directory
+/// made in its place, holding a copy of rank 0's marker (its token too),
+/// while the other ranks are held right before they open it (the test hook
+/// `IOSCALE_TEST_PEER_PAUSE`). Rank 1 (rank 0's node) compares (device,
+/// inode); the ranks of the other simulated nodes compare the inode alone
+/// and the token: every one refuses, exit 2 naming ranks of other nodes,
+/// and nothing is written into the intruder's directory.
+#[test]
+fn ranks_on_other_nodes_refuse_a_directory_renamed_into_place() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let hook = dir.path().join("go");
+    let waiting = dir.path().join("go.waiting");
+    let x = format!("IOSCALE_TEST_PEER_PAUSE={}", hook.display());
+    let child = nodes_command(&["-x", &x], &["run", "--op", "write", "--size", "1m", "-q"])
+        .arg(&target)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !waiting.exists() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(120),
+            "no rank reached the hook"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let root = target.join("ioscale.d");
+    let moved = target.join("moved");
+    std::fs::rename(&root, &moved).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    std::fs::copy(moved.join(".ioscale-marker"), root.join(".ioscale-marker")).unwrap();
+    std::fs::write(&hook, b"").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    for r in [1, 2, 7] {
+        assert!(
+            text.contains(&format!("rank {r}: ")),
+            "rank {r} refuses: {text}"
+        );
+    }
+    assert!(text.contains("ioscale-sim-node3"), "names the host: {text}");
+    let names: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, [".ioscale-marker"], "{text}");
+}

@@ -131,6 +131,17 @@ fn harness(
     wall: Duration,
     plan: impl Fn(u32) -> Vec<Vec<&'static str>>,
 ) {
+    harness_env(seed, iterations, wall, &[], plan)
+}
+
+/// [`harness`] with extra environment variables for every command.
+fn harness_env(
+    seed: u64,
+    iterations: u32,
+    wall: Duration,
+    env: &[(&str, &str)],
+    plan: impl Fn(u32) -> Vec<Vec<&'static str>>,
+) {
     let o = scratch();
     let bin = ioscale_path();
     let limit = Duration::from_secs(30);
@@ -147,6 +158,7 @@ fn harness(
                 Command::new(&bin)
                     .args(&args)
                     .arg(target)
+                    .envs(env.iter().copied())
                     .stdout(Stdio::null())
                     .stderr(Stdio::null()),
                 limit,
@@ -237,5 +249,28 @@ fn saboteur_never_damages_foreign_files_run_and_clean() {
 fn saboteur_never_damages_foreign_files_meta() {
     harness(seed(13), 200, Duration::from_secs(60), |_| {
         vec![vec!["meta", "--files", "40", "--threads", "2", "-q"]]
+    });
+}
+
+/// `meta` on a hashed tree (`--files-per-dir 2 --dirs-per-dir 2`, so the
+/// engine opens multi-component paths) through the walk kernels without
+/// `openat2` get (`IOSCALE_NO_OPENAT2=1`): the same harness, 100
+/// iterations within 30 s.
+#[test]
+fn saboteur_never_damages_foreign_files_meta_without_openat2() {
+    let env = [("IOSCALE_NO_OPENAT2", "1")];
+    harness_env(seed(13), 100, Duration::from_secs(30), &env, |_| {
+        vec![vec![
+            "meta",
+            "--files",
+            "40",
+            "--threads",
+            "2",
+            "--files-per-dir",
+            "2",
+            "--dirs-per-dir",
+            "2",
+            "-q",
+        ]]
     });
 }

@@ -287,6 +287,48 @@ fn a_meta_tree_root_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() 
     assert!(stderr(&out).contains("symbolic link"), "{}", stderr(&out));
 }
 
+/// Issue 13: `ioscale-meta.d` swapped for a link to a VICTIM during the
+/// create phase (holding copies of every name made so far): the delete
+/// phase after it opens each thread's directory through the held working
+/// directory, so it deletes the run's own files where they really are and
+/// never the VICTIM's (before, it opened `TARGET/ioscale-meta.d/thr.000`
+/// by path, through the link, and deleted the VICTIM's copies).
+#[test]
+fn a_meta_tree_root_swapped_for_a_link_between_phases_leaves_the_victim_alone() {
+    let t = scratch();
+    let target = t.path().join("target");
+    std::fs::create_dir(&target).unwrap();
+    let args = [
+        "meta",
+        "--ops",
+        "create,delete",
+        "--threads",
+        "2",
+        "--files",
+        "20000",
+        "--file-size",
+        "0",
+        "-q",
+    ];
+    let child = stopped_meta_when(&args, &target, false);
+    let root = target.join("ioscale-meta.d");
+    let names: Vec<PathBuf> = files_below(&root)
+        .into_iter()
+        .filter(|n| n.starts_with("thr.000") || n.starts_with("thr.001"))
+        .collect();
+    let victim = t.path().join("victim");
+    let planted = plant_copies(&victim, &names);
+    let moved = t.path().join("moved");
+    std::fs::rename(&root, &moved).unwrap();
+    std::os::unix::fs::symlink(&victim, &root).unwrap();
+    signal(&child, libc::SIGCONT);
+    let out = finish(child, Duration::from_secs(120));
+    println!("exit {:?}; stderr:\n{}", out.status, stderr(&out));
+    assert_intact(&planted);
+    // The run's own files went where they really were.
+    assert_eq!(files_below(&moved).len(), 0, "{}", stderr(&out));
+}
+
 #[test]
 fn a_thread_dir_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() {
     let t = scratch();
@@ -540,12 +582,23 @@ fn a_set_held_on_another_host_needs_clean_force() {
 
 #[test]
 fn a_hashed_directory_swapped_for_a_link_before_cleanup_leaves_the_victim_alone() {
+    hashed_directory_swapped(&[]);
+}
+
+/// The same through the walk that kernels without `openat2` (before 5.6)
+/// get: every component below the held directory opened with `O_NOFOLLOW`.
+#[test]
+fn a_hashed_directory_swapped_for_a_link_is_refused_without_openat2_too() {
+    hashed_directory_swapped(&[("IOSCALE_NO_OPENAT2", "1")]);
+}
+
+fn hashed_directory_swapped(env: &[(&str, &str)]) {
     let t = scratch();
     let target = t.path().join("target");
     std::fs::create_dir(&target).unwrap();
     let mut args = META_LONG.to_vec();
     args.extend_from_slice(&["--files-per-dir", "2", "--dirs-per-dir", "2"]);
-    let mut child = spawn(&[args.as_slice(), &[s(&target)]].concat());
+    let mut child = spawn_env(&[args.as_slice(), &[s(&target)]].concat(), env);
     let h = target.join("ioscale-meta.d/thr.000/h0");
     // Wait for a few levels below h0, so the cleanup opens paths through it.
     wait_until(&mut child, "a hashed tree three levels deep", || {
@@ -575,4 +628,91 @@ fn a_hashed_directory_swapped_for_a_link_before_cleanup_leaves_the_victim_alone(
         "the refused directory is named: {}",
         stderr(&out)
     );
+}
+
+/// Issue 13: dd's `--rm` removes the very file this run created. The
+/// directory of `of=` swapped (while dd writes) for a link to a VICTIM
+/// directory holding a file of the same name: the removal finds another
+/// file there (another inode) and refuses it, naming it; the VICTIM's
+/// file is intact (before, `--rm` removed it by path, through the link).
+#[test]
+fn dd_rm_never_removes_a_file_it_did_not_create() {
+    let t = scratch();
+    let d = t.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let of = format!("of={}", d.join("out").display());
+    let mut child = spawn(&[
+        "dd",
+        "--rm",
+        "if=/dev/zero",
+        &of,
+        "bs=64k",
+        "count=16384",
+        "oflag=sync",
+    ]);
+    let out_file = d.join("out");
+    wait_until(&mut child, "data was written", || {
+        std::fs::metadata(&out_file).is_ok_and(|m| m.len() > 0)
+    });
+    stop(&child);
+    let victim = t.path().join("victim");
+    let planted = plant_copies(&victim, &[PathBuf::from("out")]);
+    std::fs::rename(&d, t.path().join("moved")).unwrap();
+    std::os::unix::fs::symlink(&victim, &d).unwrap();
+    let out = resume_and_stop(child);
+    assert_intact(&planted);
+    let err = stderr(&out);
+    assert!(err.contains("out"), "the refused file is named: {err}");
+}
+
+/// Issue 13: a hashed directory made below a swapped one. `meta` on a
+/// hashed tree (`--files-per-dir 2 --dirs-per-dir 2`, FUSE at 0.5 ms a
+/// metadata request so the tree grows slowly), stopped once a node at
+/// depth 8 exists — before its children are made — and that node swapped
+/// for a link to a VICTIM directory. Making its children opens the parent
+/// with `O_NOFOLLOW` at every component and makes the child relative to
+/// it: refused, nothing added to the VICTIM (before, `mkdirat` of the
+/// whole path `h0/…/h0/h0` went through the link and made `VICTIM/h0`;
+/// found by the race harness without `openat2`).
+#[test]
+fn a_hashed_directory_is_never_made_through_a_swapped_parent() {
+    let Some(fs) = common::fuse::TestFs::mount(&["--meta-delay", "500us"]) else {
+        return;
+    };
+    let target = fs.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let mut child = spawn(&[
+        "meta",
+        "--ops",
+        "create",
+        "--threads",
+        "1",
+        "--files",
+        "1200",
+        "--file-size",
+        "0",
+        "--files-per-dir",
+        "2",
+        "--dirs-per-dir",
+        "2",
+        "-q",
+        s(&target),
+    ]);
+    let d = target.join("ioscale-meta.d/thr.000/h0/h0/h0/h0/h0/h0/h0/h0");
+    wait_until(&mut child, "a node at depth 8", || d.is_dir());
+    stop(&child);
+    assert!(
+        !d.join("h0").exists(),
+        "its children exist already: the test proves nothing"
+    );
+    let o = scratch();
+    let victim = o.path().join("victim");
+    let planted = plant_copies(&victim, &[PathBuf::from("keep.txt")]);
+    std::fs::rename(&d, d.with_file_name("moved")).unwrap();
+    std::os::unix::fs::symlink(&victim, &d).unwrap();
+    signal(&child, libc::SIGCONT);
+    let out = finish(child, Duration::from_secs(120));
+    println!("exit {:?}; stderr:\n{}", out.status, stderr(&out));
+    assert_intact(&planted);
+    assert_eq!(entries(&victim), 1, "nothing added: {}", stderr(&out));
 }

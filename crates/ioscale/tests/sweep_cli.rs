@@ -481,3 +481,301 @@ fn latency_of_the_fuse_test_fs_is_recovered() {
     );
     assert_eq!(v["host"]["fs_type"], "fuse.ioscale-testfs");
 }
+
+/// The points compared with each other (two targets at one thread count)
+/// take turns repetition by repetition, as the plain progress lines show
+/// (rep 1 of a, rep 1 of b, rep 2 of b, rep 2 of a, rep 3 of a, …),
+/// thread count by thread count;
+/// the record keeps the plan's point order and every repetition of each
+/// point under its own number.
+#[test]
+fn compared_points_take_turns_repetition_by_repetition() {
+    let d = scratch();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let jf = d.path().join("s.json");
+    let targets = format!("{},{}", s(&a), s(&b));
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "3",
+        "--target",
+        &targets,
+        "--progress",
+        "plain",
+        "--quiet",
+        "--json",
+        s(&jf),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "256k",
+        "--xfer",
+        "64k",
+    ]);
+    assert_code(&r, 0);
+    let err = stderr(&r);
+    // "[point k/4] threads=N TARGET xfer=64 KiB write rep r/3: …"
+    let ran: Vec<String> = err
+        .lines()
+        .filter(|l| l.contains(" write rep "))
+        .map(|l| {
+            let point = l
+                .split(']')
+                .next()
+                .unwrap()
+                .trim_start_matches("ioscale: [");
+            let who = if l.contains(&format!(" {} ", s(&a))) {
+                "a"
+            } else {
+                "b"
+            };
+            let threads = l
+                .split("threads=")
+                .nth(1)
+                .unwrap()
+                .split(' ')
+                .next()
+                .unwrap();
+            let rep = l.split(" rep ").nth(1).unwrap().split(':').next().unwrap();
+            format!("{point} {who}{threads} {rep}")
+        })
+        .collect();
+    let want = [
+        "point 1/4 a1 1/3",
+        "point 2/4 b1 1/3",
+        "point 2/4 b1 2/3",
+        "point 1/4 a1 2/3",
+        "point 1/4 a1 3/3",
+        "point 2/4 b1 3/3",
+        "point 3/4 a2 1/3",
+        "point 4/4 b2 1/3",
+        "point 4/4 b2 2/3",
+        "point 3/4 a2 2/3",
+        "point 3/4 a2 3/3",
+        "point 4/4 b2 3/3",
+    ];
+    assert_eq!(ran, want, "{err}");
+    // Each point is done after its last repetition, in that order.
+    let done: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains(" done in "))
+        .map(|l| l.split(']').next().unwrap())
+        .collect();
+    assert_eq!(
+        done,
+        [
+            "ioscale: [point 1/4",
+            "ioscale: [point 2/4",
+            "ioscale: [point 3/4",
+            "ioscale: [point 4/4"
+        ],
+        "{err}"
+    );
+    // The record is in the plan's order (target, then threads), each point
+    // with its three repetitions numbered 0, 1, 2 and its job's 3 reps.
+    let v = json(&jf);
+    let pts = v["points"].as_array().unwrap();
+    let order: Vec<(String, u64)> = pts
+        .iter()
+        .map(|p| {
+            (
+                p["target"].as_str().unwrap().to_string(),
+                p["threads"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let (sa, sb) = (s(&a).to_string(), s(&b).to_string());
+    assert_eq!(order, [(sa.clone(), 1), (sa, 2), (sb.clone(), 1), (sb, 2)]);
+    for p in pts {
+        let reps: Vec<u64> = p["result"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ph| ph["rep"].as_u64().unwrap())
+            .collect();
+        assert_eq!(reps, [0, 1, 2], "{p:#}");
+        assert_eq!(p["result"]["spec"]["reps"].as_u64(), Some(3), "{p:#}");
+        assert_eq!(p["ops"][0]["reps"].as_u64(), Some(3));
+        assert_eq!(p["probes"].as_array().unwrap().len(), 3);
+    }
+    assert_empty(&a);
+    assert_empty(&b);
+}
+
+/// A `meta` sweep's layouts take turns in the same way, each repetition
+/// on a fresh tree that is removed after it; the record numbers them.
+#[test]
+fn meta_layouts_take_turns_too() {
+    let d = scratch();
+    let jf = d.path().join("m.json");
+    let t = d.path().join("t");
+    std::fs::create_dir(&t).unwrap();
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "2",
+        "--reps",
+        "2",
+        "--layout",
+        "same-dir,per-thread-dir",
+        "--progress",
+        "plain",
+        "--quiet",
+        "--json",
+        s(&jf),
+        "--",
+        "meta",
+        "--op",
+        "create,delete",
+        "--files",
+        "20",
+        s(&t),
+    ]);
+    assert_code(&r, 0);
+    let err = stderr(&r);
+    let ran: Vec<String> = err
+        .lines()
+        .filter(|l| l.contains(" create rep "))
+        .map(|l| {
+            let layout = if l.contains(" same-dir ") {
+                "same"
+            } else {
+                "per"
+            };
+            let rep = l.split(" rep ").nth(1).unwrap().split(':').next().unwrap();
+            format!("{layout} {rep}")
+        })
+        .collect();
+    assert_eq!(ran, ["same 1/2", "per 1/2", "per 2/2", "same 2/2"], "{err}");
+    let v = json(&jf);
+    for p in v["points"].as_array().unwrap() {
+        let reps: Vec<(String, u64)> = p["result"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ph| {
+                (
+                    ph["op"].as_str().unwrap().to_string(),
+                    ph["rep"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        let want = [("create", 0), ("delete", 0), ("create", 1), ("delete", 1)]
+            .map(|(o, r)| (o.to_string(), r));
+        assert_eq!(reps, want, "{p:#}");
+        assert_eq!(p["ops"][0]["reps"].as_u64(), Some(2));
+    }
+    assert_empty(&t);
+}
+
+/// Interrupted while the points of a thread count take turns: the points
+/// finished before are kept whole, the unfinished points' repetitions are
+/// lost, and --resume measures those points again, from their first
+/// repetition.
+#[test]
+fn interrupted_interleaved_sweep_resumes_whole_points() {
+    let d = scratch();
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let out = scratch();
+    let jf = out.path().join("r.json");
+    let targets = format!("{},{}", s(&a), s(&b));
+    let args: Vec<String> = [
+        "sweep",
+        "--threads",
+        "1,2,3",
+        "--target",
+        &targets,
+        "--reps",
+        "2",
+        "--json",
+        s(&jf),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "4k",
+        "--size",
+        "256m",
+        "--sync",
+        "each",
+        "--time",
+        "200ms",
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    let mut child = Command::new(ioscale_path())
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The first thread count's two points, then interrupt.
+    let t0 = Instant::now();
+    loop {
+        let n = std::fs::read(&jf)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(|v| v["points"].as_array().map(Vec::len).unwrap_or(0))
+            .unwrap_or(0);
+        if n >= 2 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "ended too soon");
+        assert!(t0.elapsed() < Duration::from_secs(60), "no point in 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let outp = child.wait_with_output().unwrap();
+    assert_code(&outp, 130);
+    let v = json(&jf);
+    let kept = v["points"].as_array().unwrap().clone();
+    assert!((2..6).contains(&kept.len()), "{} points kept", kept.len());
+    // A kept point has all its repetitions: none is saved half-measured.
+    for k in &kept {
+        assert_eq!(k["ops"][0]["reps"].as_u64(), Some(2), "{k:#}");
+    }
+    assert_empty(&a);
+    assert_empty(&b);
+
+    let mut again = args.clone();
+    again.push("--resume".into());
+    let r = run(&again.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_code(&r, 0);
+    assert!(
+        stderr(&r).contains(&format!("{} of 6 points already done", kept.len())),
+        "{}",
+        stderr(&r)
+    );
+    let v = json(&jf);
+    let all = v["points"].as_array().unwrap();
+    assert_eq!(all.len(), 6);
+    for (i, p) in all.iter().enumerate() {
+        assert_eq!(p["index"], i as u64);
+        let reps: Vec<u64> = p["result"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|ph| ph["rep"].as_u64().unwrap())
+            .collect();
+        assert_eq!(reps, [0, 1], "point {i}");
+    }
+    for k in &kept {
+        let i = k["index"].as_u64().unwrap() as usize;
+        assert_eq!(&all[i], k, "point {i} was run again");
+    }
+}

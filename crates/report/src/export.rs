@@ -274,27 +274,34 @@ impl Exporter for TextExporter {
         if !nodes.is_empty() {
             sections.push(nodes);
         }
-        if rs.summary.iter().any(|s| s.reps > 1) {
-            sections.push(summary_table(rs));
-        }
-        let verify = verify_lines(&rs.phases);
-        if !verify.is_empty() {
-            sections.push(verify);
-        }
-        if !rs.errors.is_empty() {
-            sections.push(rs.errors.iter().map(error_line).collect());
-        }
-        if rs.interrupted {
-            sections.push(vec!["interrupted: results so far are shown".to_string()]);
-        }
-        let mut out = sections
-            .into_iter()
-            .map(|lines| lines.join("\n"))
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        out.push('\n');
-        Ok(out.into_bytes())
+        Ok(close(rs, sections))
     }
+}
+
+/// The closing sections of a text report, `run`'s and `meta`'s alike
+/// (the summary over repetitions, failed data checks, errors, an
+/// interruption), then every section joined with a blank line between.
+fn close(rs: &ResultSet, mut sections: Vec<Vec<String>>) -> Vec<u8> {
+    if rs.summary.iter().any(|s| s.reps > 1) {
+        sections.push(summary_table(rs));
+    }
+    let verify = verify_lines(&rs.phases);
+    if !verify.is_empty() {
+        sections.push(verify);
+    }
+    if !rs.errors.is_empty() {
+        sections.push(rs.errors.iter().map(error_line).collect());
+    }
+    if rs.interrupted {
+        sections.push(vec!["interrupted: results so far are shown".to_string()]);
+    }
+    let mut out = sections
+        .into_iter()
+        .map(|lines| lines.join("\n"))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    out.push('\n');
+    out.into_bytes()
 }
 
 fn header_lines(rs: &ResultSet) -> Vec<String> {
@@ -625,26 +632,7 @@ impl Exporter for MetaTextExporter {
         if !rs.failed_phases.is_empty() {
             sections.push(failed_lines(rs));
         }
-        if rs.summary.iter().any(|s| s.reps > 1) {
-            sections.push(summary_table(rs));
-        }
-        let verify = verify_lines(&rs.phases);
-        if !verify.is_empty() {
-            sections.push(verify);
-        }
-        if !rs.errors.is_empty() {
-            sections.push(rs.errors.iter().map(error_line).collect());
-        }
-        if rs.interrupted {
-            sections.push(vec!["interrupted: results so far are shown".to_string()]);
-        }
-        let mut out = sections
-            .into_iter()
-            .map(|lines| lines.join("\n"))
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        out.push('\n');
-        Ok(out.into_bytes())
+        Ok(close(rs, sections))
     }
 }
 

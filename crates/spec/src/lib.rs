@@ -7,6 +7,7 @@
 
 #![deny(missing_docs)]
 
+mod check;
 pub mod meta;
 pub mod units;
 pub mod workload;

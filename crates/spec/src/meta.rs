@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::check;
 use crate::units::format_size;
 use crate::workload::SpecError;
 
@@ -671,7 +672,6 @@ pub fn nodes_above(z: u64, b: u64) -> Option<u64> {
     Some(total)
 }
 
-const MAX_THREADS: u64 = 4_096;
 const MAX_FILES: u64 = 1 << 40;
 
 /// What a sequence of phases leaves behind, to check it up front.
@@ -750,38 +750,65 @@ impl TreeState {
 impl RawMeta {
     /// Checks every value and the phase sequence.
     pub fn build(&self) -> Result<MetaSpec, SpecError> {
-        let target = self.target.clone().ok_or(SpecError::Missing {
-            flag: "TARGET",
-            hint: "name the directory to test, e.g. `ioscale meta /mnt/fs`",
+        let target = check::target(
+            &self.target,
+            "name the directory to test, e.g. `ioscale meta /mnt/fs`",
+        )?;
+        check::some_ops(&self.ops, "--ops", "e.g. --ops create,stat,read,delete")?;
+        let threads = check::threads(self.threads)?;
+        let files = check::count("--files", self.files, 1024, MAX_FILES, || {
+            "at most 2^40 per thread".into()
         })?;
-        if self.ops.is_empty() {
-            return Err(SpecError::Missing {
-                flag: "--ops",
-                hint: "e.g. --ops create,stat,read,delete",
-            });
-        }
-        let threads = self.threads.unwrap_or(1);
-        if threads == 0 {
-            return Err(SpecError::Zero { flag: "--threads" });
-        }
-        if threads > MAX_THREADS {
+        let (file_size, record_size) = self.file_sizes()?;
+        let (files_per_dir, dirs_per_dir) = self.tree_shape()?;
+        let reps = check::reps(self.reps)?;
+        check::time_limit(self.time_limit)?;
+        let prefix = self.prefix.clone().unwrap_or_default();
+        if prefix.contains('/') || prefix.contains('\0') {
             return Err(SpecError::Range {
-                flag: "--threads",
-                value: threads.to_string(),
-                hint: format!("at most {MAX_THREADS}"),
+                flag: "--prefix",
+                value: prefix,
+                hint: "a file-name prefix may not hold '/' or NUL".into(),
             });
         }
-        let files = self.files.unwrap_or(1024);
-        if files == 0 {
-            return Err(SpecError::Zero { flag: "--files" });
-        }
-        if files > MAX_FILES {
-            return Err(SpecError::Range {
-                flag: "--files",
-                value: files.to_string(),
-                hint: "at most 2^40 per thread".into(),
-            });
-        }
+        let stride = self.stride(threads)?;
+        let leaf_depth = self.leaf_depth(files, files_per_dir, dirs_per_dir)?;
+        let engine = self.engine.clone().unwrap_or_else(sync_engine);
+        let iodepth = check::iodepth(self.iodepth, MAX_META_IODEPTH)?;
+        let spec = MetaSpec {
+            target,
+            ops: self.ops.clone(),
+            threads: threads as u32,
+            files,
+            file_size,
+            record_size,
+            same_dir: self.same_dir,
+            files_per_dir,
+            dirs_per_dir,
+            fsync: self.fsync,
+            direct: self.direct,
+            time_limit: self.time_limit,
+            reps: reps as u32,
+            seed: self.seed.unwrap_or(0x10_5ca1e),
+            prefix,
+            keep: self.keep,
+            clean_existing: self.clean_existing,
+            sync_phase: self.sync_phase,
+            verify: self.verify,
+            stride,
+            leaf_depth,
+            stop_at_first: self.stop_at_first,
+            engine,
+            iodepth: iodepth as u32,
+        };
+        check_names(&spec)?;
+        check_sequence(&spec)?;
+        Ok(spec)
+    }
+
+    /// `--file-size` and `--record-size` (smallfile's default record is
+    /// the file size, up to 1 MiB), and what O_DIRECT needs of them.
+    fn file_sizes(&self) -> Result<(FileSize, u64), SpecError> {
         let file_size = self.file_size.unwrap_or(FileSize::Fixed { bytes: 4096 });
         if let FileSize::Range { min, max } = file_size {
             if min > max {
@@ -833,6 +860,12 @@ impl RawMeta {
                 ));
             }
         }
+        Ok((file_size, record_size))
+    }
+
+    /// `--files-per-dir` (unbounded unless given) and `--dirs-per-dir`
+    /// (10 unless given), which only shapes the tree the first makes.
+    fn tree_shape(&self) -> Result<(u64, u64), SpecError> {
         let files_per_dir = match self.files_per_dir {
             Some(0) => {
                 return Err(SpecError::Zero {
@@ -857,30 +890,11 @@ impl RawMeta {
                     .into(),
             ));
         }
-        let reps = self.reps.unwrap_or(1);
-        if reps == 0 {
-            return Err(SpecError::Zero { flag: "--reps" });
-        }
-        if reps > 100_000 {
-            return Err(SpecError::Range {
-                flag: "--reps",
-                value: reps.to_string(),
-                hint: "at most 100000".into(),
-            });
-        }
-        if let Some(t) = self.time_limit {
-            if t.is_zero() {
-                return Err(SpecError::Zero { flag: "--time" });
-            }
-        }
-        let prefix = self.prefix.clone().unwrap_or_default();
-        if prefix.contains('/') || prefix.contains('\0') {
-            return Err(SpecError::Range {
-                flag: "--prefix",
-                value: prefix,
-                hint: "a file-name prefix may not hold '/' or NUL".into(),
-            });
-        }
+        Ok((files_per_dir, dirs_per_dir))
+    }
+
+    /// `--stride`: another thread's entries, 1 to threads − 1.
+    fn stride(&self, threads: u64) -> Result<u64, SpecError> {
         let stride = self.stride.unwrap_or(0);
         if stride > 0 && stride >= threads {
             return Err(SpecError::Range {
@@ -893,123 +907,103 @@ impl RawMeta {
                 ),
             });
         }
-        let leaf_depth = match self.leaf_depth {
-            None => None,
-            Some(z) => {
-                if self.files_per_dir.is_none() {
-                    return Err(SpecError::Conflict(
-                        "--leaf-depth places entries in the leaves of the tree that \
-                         --files-per-dir and --dirs-per-dir make; give --files-per-dir too"
-                            .into(),
-                    ));
-                }
-                let too_deep = || SpecError::Range {
-                    flag: "--leaf-depth",
-                    value: z.to_string(),
-                    hint: "the tree would have more directories than fit in 64 bits; use a \
-                           smaller depth or --dirs-per-dir"
-                        .into(),
-                };
-                if z > 64 {
-                    return Err(too_deep());
-                }
-                let first = nodes_above(z, dirs_per_dir).ok_or_else(too_deep)?;
-                let leaves = if dirs_per_dir <= 1 {
-                    1
-                } else {
-                    dirs_per_dir.checked_pow(z as u32).ok_or_else(too_deep)?
-                };
-                first.checked_add(leaves).ok_or_else(too_deep)?;
-                let needed = (files - 1) / files_per_dir + 1;
-                if needed > leaves {
-                    return Err(SpecError::Range {
-                        flag: "--leaf-depth",
-                        value: z.to_string(),
-                        hint: format!(
-                            "{files} files per thread at {files_per_dir} per directory need {needed} \
-                             directories, but depth {z} of a tree with {dirs_per_dir} dirs per dir \
-                             has {leaves}; raise --files-per-dir or the depth"
-                        ),
-                    });
-                }
-                Some(z as u32)
-            }
+        Ok(stride)
+    }
+
+    /// `--leaf-depth`: entries only in the leaves of the tree, which must
+    /// exist (within 64 bits) and hold every thread's files.
+    fn leaf_depth(
+        &self,
+        files: u64,
+        files_per_dir: u64,
+        dirs_per_dir: u64,
+    ) -> Result<Option<u32>, SpecError> {
+        let Some(z) = self.leaf_depth else {
+            return Ok(None);
         };
-        let engine = self.engine.clone().unwrap_or_else(sync_engine);
-        let iodepth = self.iodepth.unwrap_or(1);
-        if iodepth == 0 {
-            return Err(SpecError::Zero { flag: "--iodepth" });
+        if self.files_per_dir.is_none() {
+            return Err(SpecError::Conflict(
+                "--leaf-depth places entries in the leaves of the tree that \
+                 --files-per-dir and --dirs-per-dir make; give --files-per-dir too"
+                    .into(),
+            ));
         }
-        if iodepth > MAX_META_IODEPTH {
-            return Err(SpecError::Range {
-                flag: "--iodepth",
-                value: iodepth.to_string(),
-                hint: format!("at most {MAX_META_IODEPTH}"),
-            });
-        }
-        let spec = MetaSpec {
-            target,
-            ops: self.ops.clone(),
-            threads: threads as u32,
-            files,
-            file_size,
-            record_size,
-            same_dir: self.same_dir,
-            files_per_dir,
-            dirs_per_dir,
-            fsync: self.fsync,
-            direct: self.direct,
-            time_limit: self.time_limit,
-            reps: reps as u32,
-            seed: self.seed.unwrap_or(0x10_5ca1e),
-            prefix,
-            keep: self.keep,
-            clean_existing: self.clean_existing,
-            sync_phase: self.sync_phase,
-            verify: self.verify,
-            stride,
-            leaf_depth,
-            stop_at_first: self.stop_at_first,
-            engine,
-            iodepth: iodepth as u32,
+        let too_deep = || SpecError::Range {
+            flag: "--leaf-depth",
+            value: z.to_string(),
+            hint: "the tree would have more directories than fit in 64 bits; use a \
+                   smaller depth or --dirs-per-dir"
+                .into(),
         };
-        if spec.max_name_len() > NAME_MAX {
+        if z > 64 {
+            return Err(too_deep());
+        }
+        let first = nodes_above(z, dirs_per_dir).ok_or_else(too_deep)?;
+        let leaves = if dirs_per_dir <= 1 {
+            1
+        } else {
+            dirs_per_dir.checked_pow(z as u32).ok_or_else(too_deep)?
+        };
+        first.checked_add(leaves).ok_or_else(too_deep)?;
+        let needed = (files - 1) / files_per_dir + 1;
+        if needed > leaves {
             return Err(SpecError::Range {
-                flag: "--prefix",
-                value: format!("of {} bytes", spec.prefix.len()),
+                flag: "--leaf-depth",
+                value: z.to_string(),
                 hint: format!(
-                    "file names would be {} bytes, over the {NAME_MAX}-byte limit of Linux file systems; \
-                     use a shorter prefix",
-                    spec.max_name_len()
+                    "{files} files per thread at {files_per_dir} per directory need {needed} \
+                     directories, but depth {z} of a tree with {dirs_per_dir} dirs per dir \
+                     has {leaves}; raise --files-per-dir or the depth"
                 ),
             });
         }
-        // Walk the sequence once per repetition from an empty tree, so an
-        // impossible order is refused before anything is created.
-        let mut st = TreeState::default();
-        for rep in 0..reps.min(2) {
-            for &op in &spec.ops {
-                if let Some(pre) = st.prerequisite(op) {
-                    st = spec
-                        .state_after(st, pre)
-                        .expect("a prerequisite always applies");
-                }
-                st = spec.state_after(st, op).map_err(|why| {
-                    SpecError::Conflict(if rep == 0 {
-                        format!(
-                            "--ops: `{op}` cannot run here: {why} (put a delete, rmdir or cleanup before it)"
-                        )
-                    } else {
-                        format!(
-                            "--reps {reps}: the second repetition's `{op}` would fail: {why}; \
-                             end the sequence with delete or cleanup"
-                        )
-                    })
-                })?;
-            }
-        }
-        Ok(spec)
+        Ok(Some(z as u32))
     }
+}
+
+/// File names within the file system's limit.
+fn check_names(spec: &MetaSpec) -> Result<(), SpecError> {
+    if spec.max_name_len() > NAME_MAX {
+        return Err(SpecError::Range {
+            flag: "--prefix",
+            value: format!("of {} bytes", spec.prefix.len()),
+            hint: format!(
+                "file names would be {} bytes, over the {NAME_MAX}-byte limit of Linux file systems; \
+                 use a shorter prefix",
+                spec.max_name_len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Walks the sequence once per repetition from an empty tree, so an
+/// impossible order is refused before anything is created.
+fn check_sequence(spec: &MetaSpec) -> Result<(), SpecError> {
+    let reps = spec.reps;
+    let mut st = TreeState::default();
+    for rep in 0..reps.min(2) {
+        for &op in &spec.ops {
+            if let Some(pre) = st.prerequisite(op) {
+                st = spec
+                    .state_after(st, pre)
+                    .expect("a prerequisite always applies");
+            }
+            st = spec.state_after(st, op).map_err(|why| {
+                SpecError::Conflict(if rep == 0 {
+                    format!(
+                        "--ops: `{op}` cannot run here: {why} (put a delete, rmdir or cleanup before it)"
+                    )
+                } else {
+                    format!(
+                        "--reps {reps}: the second repetition's `{op}` would fail: {why}; \
+                         end the sequence with delete or cleanup"
+                    )
+                })
+            })?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

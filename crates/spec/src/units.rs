@@ -50,12 +50,9 @@ pub enum UnitError {
     BadRange(String),
 }
 
-/// Parses a byte size: `4096`, `4k`, `1m`, `2g`, `1MiB`, `1MB`, `1.5g`.
-///
-/// `k`, `m`, `g`, `t` (and `KiB`…`TiB`) are powers of 1024, as in IOR and
-/// dd; `KB`, `MB`, `GB`, `TB` are powers of 1000. A trailing `b`/`B` on its
-/// own means bytes.
-pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+/// `text` trimmed, split into its number (digits and dots) and the unit
+/// after it; empty and negative values are refused.
+fn number_and_unit(text: &str) -> Result<(&str, &str, &str), UnitError> {
     let t = text.trim();
     if t.is_empty() {
         return Err(UnitError::Empty);
@@ -67,6 +64,16 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
+    Ok((t, num, unit))
+}
+
+/// Parses a byte size: `4096`, `4k`, `1m`, `2g`, `1MiB`, `1MB`, `1.5g`.
+///
+/// `k`, `m`, `g`, `t` (and `KiB`…`TiB`) are powers of 1024, as in IOR and
+/// dd; `KB`, `MB`, `GB`, `TB` are powers of 1000. A trailing `b`/`B` on its
+/// own means bytes.
+pub fn parse_size(text: &str) -> Result<u64, UnitError> {
+    let (t, num, unit) = number_and_unit(text)?;
     if num.is_empty() || num == "." {
         return Err(UnitError::NotANumber(t.to_string()));
     }
@@ -129,17 +136,7 @@ pub fn parse_size(text: &str) -> Result<u64, UnitError> {
 
 /// Parses a duration: `30` or `30s`, `500ms`, `2m`, `1h`, `1.5s`.
 pub fn parse_duration(text: &str) -> Result<Duration, UnitError> {
-    let t = text.trim();
-    if t.is_empty() {
-        return Err(UnitError::Empty);
-    }
-    if t.starts_with('-') {
-        return Err(UnitError::Negative(t.to_string()));
-    }
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
+    let (t, num, unit) = number_and_unit(text)?;
     let v: f64 = num
         .parse()
         .map_err(|_| UnitError::NotANumber(t.to_string()))?;

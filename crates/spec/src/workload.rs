@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::check;
 use crate::units::format_size;
 
 /// One phase's access pattern.
@@ -533,7 +534,6 @@ pub enum SpecError {
     Sizes(String),
 }
 
-const MAX_THREADS: u64 = 4_096;
 const MAX_IODEPTH: u64 = 4_096;
 
 impl RawWorkload {
@@ -544,27 +544,12 @@ impl RawWorkload {
     /// is one block (one segment). `--block`/`--segments` then split it as
     /// IOR does; every block must be a whole number of transfers.
     pub fn build(&self) -> Result<WorkloadSpec, SpecError> {
-        let target = self.target.clone().ok_or(SpecError::Missing {
-            flag: "TARGET",
-            hint: "name the directory to test, e.g. `ioscale run /mnt/fs`",
-        })?;
-        if self.ops.is_empty() {
-            return Err(SpecError::Missing {
-                flag: "--op",
-                hint: "e.g. --op write,read",
-            });
-        }
-        let threads = self.threads.unwrap_or(1);
-        if threads == 0 {
-            return Err(SpecError::Zero { flag: "--threads" });
-        }
-        if threads > MAX_THREADS {
-            return Err(SpecError::Range {
-                flag: "--threads",
-                value: threads.to_string(),
-                hint: format!("at most {MAX_THREADS}"),
-            });
-        }
+        let target = check::target(
+            &self.target,
+            "name the directory to test, e.g. `ioscale run /mnt/fs`",
+        )?;
+        check::some_ops(&self.ops, "--op", "e.g. --op write,read")?;
+        let threads = check::threads(self.threads)?;
         let layout = self.layout.unwrap_or(Layout::PerThread);
         let xfer = self.xfer.unwrap_or(1 << 20);
         if xfer == 0 {
@@ -577,6 +562,51 @@ impl RawWorkload {
                 hint: "at most 2 GiB per request".into(),
             });
         }
+        let (block, segments) = self.blocks(self.per_worker(threads)?, xfer)?;
+        self.check_transfers(xfer, block, segments, threads)?;
+        let engine = self.engine.clone().unwrap_or_else(|| "sync".into());
+        // Whether the engine queues is the registry's to say (the driver
+        // checks it); the command line fills in the engine's own default.
+        let iodepth = check::iodepth(self.iodepth, MAX_IODEPTH)?;
+        let reps = check::reps(self.reps)?;
+        let rwmix = self.rwmix()?;
+        let reorder = self.reorder_offset(threads)?;
+        check::time_limit(self.time_limit)?;
+        let naming = self.naming(threads, layout)?;
+        let dd_named = matches!(naming, FileNaming::Dd { .. });
+        self.check_start_offsets(threads, layout)?;
+        Ok(WorkloadSpec {
+            target,
+            ops: self.ops.clone(),
+            threads: threads as u32,
+            layout,
+            xfer,
+            block,
+            segments,
+            direct: self.direct,
+            sync: self.sync.unwrap_or(SyncMode::None),
+            drop_caches: self.drop_caches,
+            reorder_offset: reorder as u32,
+            engine,
+            iodepth: iodepth as u32,
+            uring_opts: self.uring_opts,
+            reps: reps as u32,
+            time_limit: self.time_limit,
+            verify: self.verify,
+            keep: self.keep,
+            seed: self.seed.unwrap_or(0x10_5ca1e),
+            rwmix_read: rwmix as u8,
+            naming,
+            rep_delay: self.rep_delay,
+            // dd's (and fio's) files are the user's: never removed between
+            // repetitions, so those reuse them whatever was asked.
+            reuse_files: self.reuse || dd_named,
+            start_offsets: self.start_offsets.clone(),
+        })
+    }
+
+    /// The bytes per worker when `--size` or `--total` gives them.
+    fn per_worker(&self, threads: u64) -> Result<Option<u64>, SpecError> {
         if self.size.is_some() && self.total.is_some() {
             return Err(SpecError::Conflict(
                 "--size (per worker) and --total (split across workers) were both given; use one"
@@ -593,7 +623,7 @@ impl RawWorkload {
                 return Err(SpecError::Zero { flag });
             }
         }
-        let per_worker = if let Some(s) = self.size {
+        Ok(if let Some(s) = self.size {
             Some(s)
         } else if let Some(t) = self.total {
             if t % threads != 0 {
@@ -606,8 +636,13 @@ impl RawWorkload {
             Some(t / threads)
         } else {
             None
-        };
-        let (block, segments) = match (per_worker, self.block, self.segments) {
+        })
+    }
+
+    /// The block and the segments per worker, from the bytes per worker
+    /// and `--block`/`--segments`, as IOR splits them.
+    fn blocks(&self, per_worker: Option<u64>, xfer: u64) -> Result<(u64, u64), SpecError> {
+        Ok(match (per_worker, self.block, self.segments) {
             (None, None, None) => (256 << 20, 1),
             (None, Some(b), s) => (b, s.unwrap_or(1)),
             (None, None, Some(s)) => (xfer, s),
@@ -642,7 +677,18 @@ impl RawWorkload {
                 }
                 (p / s, s)
             }
-        };
+        })
+    }
+
+    /// Every block a whole number of transfers, sizes within 64 bits, and
+    /// transfers O_DIRECT can issue.
+    fn check_transfers(
+        &self,
+        xfer: u64,
+        block: u64,
+        segments: u64,
+        threads: u64,
+    ) -> Result<(), SpecError> {
         if xfer > block {
             return Err(SpecError::Sizes(format!(
                 "--xfer {} is larger than the block (--block or --size: {}); use a transfer no larger than the block",
@@ -650,7 +696,7 @@ impl RawWorkload {
                 format_size(block)
             )));
         }
-        if block % xfer != 0 {
+        if !block.is_multiple_of(xfer) {
             return Err(SpecError::Sizes(format!(
                 "the block (--block or --size: {}) is not a multiple of --xfer {}; make the block a whole number of transfers",
                 format_size(block),
@@ -674,31 +720,11 @@ impl RawWorkload {
                 format_size(xfer)
             )));
         }
-        let engine = self.engine.clone().unwrap_or_else(|| "sync".into());
-        // Whether the engine queues is the registry's to say (the driver
-        // checks it); the command line fills in the engine's own default.
-        let iodepth = self.iodepth.unwrap_or(1);
-        if iodepth == 0 {
-            return Err(SpecError::Zero { flag: "--iodepth" });
-        }
-        if iodepth > MAX_IODEPTH {
-            return Err(SpecError::Range {
-                flag: "--iodepth",
-                value: iodepth.to_string(),
-                hint: format!("at most {MAX_IODEPTH}"),
-            });
-        }
-        let reps = self.reps.unwrap_or(1);
-        if reps == 0 {
-            return Err(SpecError::Zero { flag: "--reps" });
-        }
-        if reps > 100_000 {
-            return Err(SpecError::Range {
-                flag: "--reps",
-                value: reps.to_string(),
-                hint: "at most 100000".into(),
-            });
-        }
+        Ok(())
+    }
+
+    /// `--rwmix`: a percentage of reads, for rw and randrw only.
+    fn rwmix(&self) -> Result<u64, SpecError> {
         let rwmix = self.rwmix_read.unwrap_or(50);
         if rwmix > 100 {
             return Err(SpecError::Range {
@@ -712,6 +738,11 @@ impl RawWorkload {
                 "--rwmix only applies to --op rw or randrw".into(),
             ));
         }
+        Ok(rwmix)
+    }
+
+    /// `--reorder-offset`: another worker's data, never a worker's own.
+    fn reorder_offset(&self, threads: u64) -> Result<u64, SpecError> {
         let reorder = self.reorder.unwrap_or(0);
         if reorder > 0 && threads < 2 {
             return Err(SpecError::Conflict(
@@ -729,15 +760,11 @@ impl RawWorkload {
                 ),
             });
         }
-        let reorder = reorder % threads;
-        if let Some(t) = self.time_limit {
-            if t.is_zero() {
-                return Err(SpecError::Zero { flag: "--time" });
-            }
-        }
-        if self.verify && self.ops.iter().all(|o| !o.reads()) && !self.keep {
-            // Not an error: the write still lays the pattern down. Nothing to do.
-        }
+        Ok(reorder % threads)
+    }
+
+    /// The file naming, checked against the workers and the layout.
+    fn naming(&self, threads: u64, layout: Layout) -> Result<FileNaming, SpecError> {
         let naming = self.naming.clone().unwrap_or_default();
         match &naming {
             FileNaming::Native => {}
@@ -758,52 +785,30 @@ impl RawWorkload {
                 }
             }
         }
-        let dd_named = matches!(naming, FileNaming::Dd { .. });
-        if !self.start_offsets.is_empty() {
-            if self.start_offsets.len() as u64 != threads || layout == Layout::Shared {
+        Ok(naming)
+    }
+
+    /// Start offsets: one per worker's own file, aligned for O_DIRECT.
+    fn check_start_offsets(&self, threads: u64, layout: Layout) -> Result<(), SpecError> {
+        if self.start_offsets.is_empty() {
+            return Ok(());
+        }
+        if self.start_offsets.len() as u64 != threads || layout == Layout::Shared {
+            return Err(SpecError::Conflict(format!(
+                "start offsets need one file per worker and one offset each ({} for {threads} \
+                 workers)",
+                self.start_offsets.len()
+            )));
+        }
+        if self.direct {
+            if let Some(o) = self.start_offsets.iter().find(|&&o| o % 512 != 0) {
                 return Err(SpecError::Conflict(format!(
-                    "start offsets need one file per worker and one offset each ({} for {threads} \
-                     workers)",
-                    self.start_offsets.len()
+                    "a start offset of {o} bytes with direct I/O: O_DIRECT needs offsets that \
+                     are multiples of the device's block size"
                 )));
             }
-            if self.direct {
-                if let Some(o) = self.start_offsets.iter().find(|&&o| o % 512 != 0) {
-                    return Err(SpecError::Conflict(format!(
-                        "a start offset of {o} bytes with direct I/O: O_DIRECT needs offsets that \
-                         are multiples of the device's block size"
-                    )));
-                }
-            }
         }
-        Ok(WorkloadSpec {
-            target,
-            ops: self.ops.clone(),
-            threads: threads as u32,
-            layout,
-            xfer,
-            block,
-            segments,
-            direct: self.direct,
-            sync: self.sync.unwrap_or(SyncMode::None),
-            drop_caches: self.drop_caches,
-            reorder_offset: reorder as u32,
-            engine,
-            iodepth: iodepth as u32,
-            uring_opts: self.uring_opts,
-            reps: reps as u32,
-            time_limit: self.time_limit,
-            verify: self.verify,
-            keep: self.keep,
-            seed: self.seed.unwrap_or(0x10_5ca1e),
-            rwmix_read: rwmix as u8,
-            naming,
-            rep_delay: self.rep_delay,
-            // dd's (and fio's) files are the user's: never removed between
-            // repetitions, so those reuse them whatever was asked.
-            reuse_files: self.reuse || dd_named,
-            start_offsets: self.start_offsets.clone(),
-        })
+        Ok(())
     }
 }
 

@@ -33,6 +33,7 @@ use safefs::{lock_name, Access, DirHandle, Kind, Liveness, Remover, SetLock, Try
 
 use crate::error::Error;
 
+pub mod peer;
 pub mod tree;
 
 /// Name of the working directory inside the target.
@@ -74,6 +75,11 @@ pub struct Marker {
     /// Identities of the per-worker directories, by worker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dir_ids: Vec<safefs::FileId>,
+    /// A random token rank 0 of a multi-process run writes here, which
+    /// every other rank reads back through the directory it opened: see
+    /// [`peer`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
 }
 
 fn pattern_default() -> bool {
@@ -87,8 +93,10 @@ pub enum SetKind {
     Native,
     /// IOR names with a sidecar marker at this path.
     Sidecar(PathBuf),
-    /// dd names: these files did not exist before this run.
-    Dd(Vec<PathBuf>),
+    /// dd names: these files did not exist before this run; this run made
+    /// them (empty, exclusively, never through a link) with these
+    /// identities, and `--rm` removes exactly those files.
+    Dd(Vec<(PathBuf, safefs::FileId)>),
 }
 
 /// The data files of one run and what this run created.
@@ -110,6 +118,9 @@ pub struct DataSet {
     pub kind: SetKind,
     /// The held handles and lock of a native set (rank 0 only).
     pub guard: Option<Guard>,
+    /// On the ranks other than 0: what rank 0 sent to check the set's
+    /// directory against ([`peer`]).
+    pub peer: Option<peer::Peer>,
 }
 
 /// What a native set's maker holds for the whole run: the target and the
@@ -410,20 +421,6 @@ impl DataSet {
         }
         let root = spec.target.join(ROOT_NAME);
         let writes = spec.ops.iter().any(|o| o.writes());
-        let (files, dirs) = names(&root, spec.layout, spec.threads);
-        let mut want = Marker {
-            tool: "ioscale".into(),
-            run_id: run_id.into(),
-            layout: spec.layout,
-            threads: spec.threads,
-            file_size: spec.file_size(),
-            complete: false,
-            seed: spec.seed,
-            pattern: spec.verify,
-            dirs_created: Vec::new(),
-            root_id: None,
-            dir_ids: Vec::new(),
-        };
         // Everything below TARGET goes through held handles: a name
         // swapped for a link or another directory is refused, never
         // followed.
@@ -438,105 +435,7 @@ impl DataSet {
                         info.kind.name()
                     )));
                 }
-                let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
-                let Some(found) = read_marker_in(&rootd) else {
-                    return Err(Error::Refused(format!(
-                        "{} exists but has no ioscale marker, so ioscale did not make it; \
-                         refusing to touch it (remove it yourself or choose another target)",
-                        root.display()
-                    )));
-                };
-                check_root_id(&found, &rootd)?;
-                let lock = take_lock(&rootd, &spec.target)?;
-                if !readable_by(&found, spec, writes) {
-                    return Err(Error::Refused(format!(
-                        "{} holds files kept by an earlier run with --layout {} and --threads {}; \
-                         use the same flags to read them, or run `ioscale clean {}` first",
-                        root.display(),
-                        found.layout,
-                        found.threads,
-                        spec.target.display()
-                    )));
-                }
-                let had_data = found.complete && found.file_size >= spec.file_size();
-                if !writes && !had_data {
-                    return Err(Error::Refused(format!(
-                        "the kept files in {} are incomplete or smaller ({} bytes per file) than this run reads ({}); \
-                         write them again with --keep and the same sizes",
-                        root.display(),
-                        found.file_size,
-                        spec.file_size()
-                    )));
-                }
-                // With --verify a file cut short is damaged data, which the
-                // read phase reports (exit 1) at the offset where it ends.
-                if !writes && !spec.verify {
-                    for f in &files {
-                        let len = fs::metadata(f).map(|m| m.len()).unwrap_or(0);
-                        if len < spec.file_size() {
-                            return Err(Error::Refused(format!(
-                                "{} holds {len} bytes but this run reads {}; write the files again with --keep",
-                                f.display(),
-                                spec.file_size()
-                            )));
-                        }
-                    }
-                }
-                if spec.verify && !writes && !found.pattern {
-                    return Err(Error::Refused(format!(
-                        "the kept files in {} were not written with a known pattern (their last write ran \
-                         without --verify), so there is nothing to check them against; write them again \
-                         with --verify --keep, or read them without --verify",
-                        root.display()
-                    )));
-                }
-                if spec.verify && found.seed != spec.seed && !writes {
-                    return Err(Error::Refused(format!(
-                        "the kept files were written with --seed {}; pass the same --seed to verify them",
-                        found.seed
-                    )));
-                }
-                let mut found = found;
-                if writes && found.pattern && !(spec.verify && spec.seed == found.seed) {
-                    // This run's writes replace the pattern: say so before
-                    // the first byte, so a run cut short leaves no marker
-                    // claiming a pattern the files no longer hold.
-                    found.pattern = false;
-                    write_marker_in(&rootd, &found).map_err(|e| {
-                        io_err(format!("cannot write the marker in {}", root.display()), e)
-                    })?;
-                }
-                for i in 0..dirs.len() {
-                    let name = dir_name(i);
-                    match rootd.stat_at(&name).map_err(fs_err)? {
-                        Some(info) if info.kind == Kind::Dir => {}
-                        Some(info) => {
-                            return Err(Error::Refused(format!(
-                            "{}: it is a {}, not the directory ioscale made; refusing to use it",
-                            rootd.child_path(&name).display(),
-                            info.kind.name()
-                        )))
-                        }
-                        None => {
-                            rootd.mkdir_at(&name, 0o755).map_err(fs_err)?;
-                        }
-                    }
-                }
-                Ok(DataSet {
-                    root,
-                    created_root: false,
-                    files,
-                    dirs,
-                    marker: found,
-                    had_data,
-                    kind: SetKind::Native,
-                    guard: Some(Guard {
-                        target,
-                        root: rootd,
-                        lock: Some(lock),
-                        lock_file: lock_name(MARKER_NAME),
-                    }),
-                })
+                adopt_native(spec, target, writes)
             }
             None => {
                 if !writes {
@@ -549,75 +448,30 @@ impl DataSet {
                         spec.target.display()
                     )));
                 }
-                let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
-                want.root_id = Some(rootd.id());
-                // The marker goes down before anything else; a failed
-                // write leaves no temporary file, and the directory this
-                // run made goes again.
-                if let Err(e) = write_marker_in(&rootd, &want) {
-                    let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
-                    return Err(io_err(
-                        format!("cannot write the marker in {}", root.display()),
-                        e,
-                    ));
-                }
-                let lock = match take_lock(&rootd, &spec.target) {
-                    Ok(l) => l,
-                    // No lock file could be made (EMFILE, ENOSPC): what
-                    // this run made goes again.
-                    Err(e @ Error::Setup { .. }) => {
-                        let _ = rootd.unlink_at(MARKER_NAME, None);
-                        let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
-                        return Err(e);
-                    }
-                    Err(e) => {
-                        // Another process locked the set we just made:
-                        // it is no longer ours alone to remove.
-                        return Err(e);
-                    }
-                };
-                let mut ds = DataSet {
-                    root: root.clone(),
-                    created_root: true,
-                    files,
-                    dirs,
-                    marker: want,
-                    had_data: false,
-                    kind: SetKind::Native,
-                    guard: Some(Guard {
-                        target,
-                        root: rootd,
-                        lock: Some(lock),
-                        lock_file: lock_name(MARKER_NAME),
-                    }),
-                };
-                let mut made = Ok(());
-                if let Some(g) = &ds.guard {
-                    for i in 0..ds.dirs.len() {
-                        match g.root.mkdir_at(dir_name(i), 0o755) {
-                            Ok(h) => ds.marker.dir_ids.push(h.id()),
-                            Err(e) => {
-                                made = Err(fs_err(e));
-                                break;
-                            }
-                        }
-                    }
-                    if made.is_ok() && !ds.marker.dir_ids.is_empty() {
-                        if let Err(e) = write_marker_in(&g.root, &ds.marker) {
-                            made = Err(io_err(
-                                format!("cannot write the marker in {}", root.display()),
-                                e,
-                            ));
-                        }
-                    }
-                }
-                if let Err(e) = made {
-                    ds.remove();
-                    return Err(e);
-                }
-                Ok(ds)
+                create_native(spec, target, new_marker(spec, run_id))
             }
         }
+    }
+
+    /// Makes the per-worker directories of a new native set, recording
+    /// their identities in the marker.
+    fn make_worker_dirs(&mut self) -> Result<(), Error> {
+        let Some(g) = &self.guard else {
+            return Ok(());
+        };
+        for i in 0..self.dirs.len() {
+            let h = g.root.mkdir_at(dir_name(i), 0o755).map_err(fs_err)?;
+            self.marker.dir_ids.push(h.id());
+        }
+        if !self.marker.dir_ids.is_empty() {
+            write_marker_in(&g.root, &self.marker).map_err(|e| {
+                io_err(
+                    format!("cannot write the marker in {}", self.root.display()),
+                    e,
+                )
+            })?;
+        }
+        Ok(())
     }
 
     /// Records that the files now hold a complete data set (after a write
@@ -648,61 +502,54 @@ impl DataSet {
         }
     }
 
-    /// Where the workers open each data file: the held working directory
-    /// (or per-worker directory, opened now through it and checked against
-    /// the identity recorded at its creation) and the file's name, so a
-    /// path swapped for a link or another directory after setup is never
-    /// followed. The other ranks of an MPI run open the working directory
-    /// rank 0 made themselves, refusing a link in its place. Empty for
-    /// IOR and dd names: the workers open by path.
+    /// Where the workers open each data file: a directory held open and
+    /// the file's name in it, so a path swapped for a link or another
+    /// directory after setup is never followed. Rank 0 uses the handle it
+    /// holds; another rank of an MPI run opens the set's directory itself
+    /// and checks it against what rank 0 sent ([`peer`]). Per-worker
+    /// directories (`dir.00000000`, IOR's task directories) are opened
+    /// through it with `O_NOFOLLOW` and checked against the identity
+    /// recorded at their creation. `None` for a file opened by its path:
+    /// the user's own link or hard-linked file in a set ioscale did not
+    /// make (IOR reading foreign files, dd), which the tools follow too.
     pub fn anchors(&self) -> Result<Vec<Option<engine::FileAnchor>>, Error> {
-        use std::os::fd::AsFd;
-        let opened;
-        let (root_dir, checked) = match (&self.kind, &self.guard) {
-            (SetKind::Native, Some(g)) => (&g.root, true),
-            // Another rank: `O_NOFOLLOW` on the last step refuses a link
-            // swapped in for `ioscale.d`. Identities are not compared here:
-            // another node's view of a network file system has other
-            // device numbers.
-            (SetKind::Native, None) => {
-                opened = DirHandle::open(&self.root).map_err(fs_err)?;
-                (&opened, false)
-            }
-            _ => return Ok(Vec::new()),
-        };
-        let hold = |h: &DirHandle| -> Result<std::sync::Arc<std::os::fd::OwnedFd>, Error> {
-            h.as_fd()
-                .try_clone_to_owned()
-                .map(std::sync::Arc::new)
-                .map_err(|source| Error::Setup {
-                    what: format!("cannot hold {} open", h.path().display()),
-                    source,
-                })
-        };
-        let root = hold(root_dir)?;
+        use std::os::unix::ffi::OsStrExt;
+        let held = self.held_dir()?;
+        let by_path = self.user_named_files();
+        let same_node = self.same_node();
         let mut out = Vec::with_capacity(self.files.len());
+        let mut root_fd = None;
         for (i, f) in self.files.iter().enumerate() {
-            use std::os::unix::ffi::OsStrExt;
-            let base = f.file_name().unwrap_or_default().as_bytes();
-            // Rank 0 opens each worker's directory through the root and
-            // checks it; another rank names it inside the root (one open
-            // per rank, not one per worker: O_NOFOLLOW then guards the
-            // file itself, the held root guards `ioscale.d`).
-            let (dir, rel) = if self.dirs.is_empty() {
-                (root.clone(), base.to_vec())
-            } else if checked {
-                let expected = self.marker.dir_ids.get(i).copied();
-                let d = root_dir
-                    .open_dir_at(dir_name(i), expected)
-                    .map_err(fs_err)?;
-                (hold(&d)?, base.to_vec())
-            } else {
-                let mut rel = dir_name(i).as_bytes().to_vec();
-                rel.push(b'/');
-                rel.extend_from_slice(base);
-                (root.clone(), rel)
+            if by_path.contains(&(i as u32)) {
+                out.push(None);
+                continue;
+            }
+            let (dir, name) = match &held {
+                Some(h) => {
+                    let rel = rel_to(&self.root, f);
+                    let name = rel.file_name().unwrap_or_default().to_os_string();
+                    match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        None => {
+                            let fd = match &root_fd {
+                                Some(fd) => std::sync::Arc::clone(fd),
+                                None => hold(h)?,
+                            };
+                            root_fd = Some(std::sync::Arc::clone(&fd));
+                            (fd, name)
+                        }
+                        Some(d) => {
+                            let want = self.recorded_dir_id(&self.root.join(d));
+                            (hold(&peer::open_dir_checked(h, d, want, same_node)?)?, name)
+                        }
+                    }
+                }
+                None => {
+                    // dd: each file in its own directory, the user's.
+                    let (d, name) = peer::split_file(f);
+                    (hold(&DirHandle::open_target(&d).map_err(fs_err)?)?, name)
+                }
             };
-            let name = std::ffi::CString::new(rel)
+            let name = std::ffi::CString::new(name.as_bytes())
                 .map_err(|_| Error::Refused(format!("{}: a name with a NUL byte", f.display())))?;
             out.push(Some(engine::FileAnchor { dir, name }));
         }
@@ -758,8 +605,9 @@ impl DataSet {
                 }
                 r.finish().describe()
             }
-            (SetKind::Sidecar(_), None) => Vec::new(),
-            _ => remove_files(&self.files),
+            // Another rank's copy (never called there) removes nothing,
+            // and never by path.
+            _ => Vec::new(),
         }
     }
 
@@ -813,9 +661,201 @@ impl DataSet {
                 Some(g) => remove_ior_set(g, &self.root, &self.marker, &self.files),
                 None => Vec::new(),
             },
-            SetKind::Dd(created) => remove_files(created),
+            SetKind::Dd(created) => remove_created(created),
         }
     }
+}
+
+/// The marker of a set this run makes.
+fn new_marker(spec: &WorkloadSpec, run_id: &str) -> Marker {
+    Marker {
+        tool: "ioscale".into(),
+        run_id: run_id.into(),
+        layout: spec.layout,
+        threads: spec.threads,
+        file_size: spec.file_size(),
+        complete: false,
+        seed: spec.seed,
+        pattern: spec.verify,
+        dirs_created: Vec::new(),
+        root_id: None,
+        dir_ids: Vec::new(),
+        token: None,
+    }
+}
+
+/// A native set found in TARGET: its marker proves it ioscale's, its lock
+/// that no live run holds it; it must suit this run.
+fn adopt_native(spec: &WorkloadSpec, target: DirHandle, writes: bool) -> Result<DataSet, Error> {
+    let root = spec.target.join(ROOT_NAME);
+    let (files, dirs) = names(&root, spec.layout, spec.threads);
+    let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
+    let Some(mut found) = read_marker_in(&rootd) else {
+        return Err(Error::Refused(format!(
+            "{} exists but has no ioscale marker, so ioscale did not make it; \
+             refusing to touch it (remove it yourself or choose another target)",
+            root.display()
+        )));
+    };
+    check_root_id(&found, &rootd)?;
+    let lock = take_lock(&rootd, &spec.target)?;
+    let had_data = check_kept_native(spec, &found, &root, &files, writes)?;
+    if writes && found.pattern && !(spec.verify && spec.seed == found.seed) {
+        // This run's writes replace the pattern: say so before the first
+        // byte, so a run cut short leaves no marker claiming a pattern the
+        // files no longer hold.
+        found.pattern = false;
+        write_marker_in(&rootd, &found)
+            .map_err(|e| io_err(format!("cannot write the marker in {}", root.display()), e))?;
+    }
+    for i in 0..dirs.len() {
+        let name = dir_name(i);
+        match rootd.stat_at(&name).map_err(fs_err)? {
+            Some(info) if info.kind == Kind::Dir => {}
+            Some(info) => {
+                return Err(Error::Refused(format!(
+                    "{}: it is a {}, not the directory ioscale made; refusing to use it",
+                    rootd.child_path(&name).display(),
+                    info.kind.name()
+                )))
+            }
+            None => {
+                rootd.mkdir_at(&name, 0o755).map_err(fs_err)?;
+            }
+        }
+    }
+    Ok(DataSet {
+        root,
+        created_root: false,
+        files,
+        dirs,
+        marker: found,
+        had_data,
+        kind: SetKind::Native,
+        guard: Some(Guard {
+            target,
+            root: rootd,
+            lock: Some(lock),
+            lock_file: lock_name(MARKER_NAME),
+        }),
+        peer: None,
+    })
+}
+
+/// Whether a kept native set `found` serves this run; `Ok(had_data)`:
+/// it held a complete data set of at least this run's size.
+fn check_kept_native(
+    spec: &WorkloadSpec,
+    found: &Marker,
+    root: &Path,
+    files: &[PathBuf],
+    writes: bool,
+) -> Result<bool, Error> {
+    if !readable_by(found, spec, writes) {
+        return Err(Error::Refused(format!(
+            "{} holds files kept by an earlier run with --layout {} and --threads {}; \
+             use the same flags to read them, or run `ioscale clean {}` first",
+            root.display(),
+            found.layout,
+            found.threads,
+            spec.target.display()
+        )));
+    }
+    let had_data = found.complete && found.file_size >= spec.file_size();
+    if !writes && !had_data {
+        return Err(Error::Refused(format!(
+            "the kept files in {} are incomplete or smaller ({} bytes per file) than this run reads ({}); \
+             write them again with --keep and the same sizes",
+            root.display(),
+            found.file_size,
+            spec.file_size()
+        )));
+    }
+    // With --verify a file cut short is damaged data, which the read phase
+    // reports (exit 1) at the offset where it ends.
+    if !writes && !spec.verify {
+        for f in files {
+            let len = fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+            if len < spec.file_size() {
+                return Err(Error::Refused(format!(
+                    "{} holds {len} bytes but this run reads {}; write the files again with --keep",
+                    f.display(),
+                    spec.file_size()
+                )));
+            }
+        }
+    }
+    if spec.verify && !writes && !found.pattern {
+        return Err(Error::Refused(format!(
+            "the kept files in {} were not written with a known pattern (their last write ran \
+             without --verify), so there is nothing to check them against; write them again \
+             with --verify --keep, or read them without --verify",
+            root.display()
+        )));
+    }
+    if spec.verify && found.seed != spec.seed && !writes {
+        return Err(Error::Refused(format!(
+            "the kept files were written with --seed {}; pass the same --seed to verify them",
+            found.seed
+        )));
+    }
+    Ok(had_data)
+}
+
+/// Makes `ioscale.d` in TARGET, its marker first, then its lock and its
+/// per-worker directories; a failure removes what this run made.
+fn create_native(
+    spec: &WorkloadSpec,
+    target: DirHandle,
+    mut want: Marker,
+) -> Result<DataSet, Error> {
+    let root = spec.target.join(ROOT_NAME);
+    let (files, dirs) = names(&root, spec.layout, spec.threads);
+    let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
+    want.root_id = Some(rootd.id());
+    // The marker goes down before anything else; a failed write leaves no
+    // temporary file, and the directory this run made goes again.
+    if let Err(e) = write_marker_in(&rootd, &want) {
+        let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+        return Err(io_err(
+            format!("cannot write the marker in {}", root.display()),
+            e,
+        ));
+    }
+    let lock = match take_lock(&rootd, &spec.target) {
+        Ok(l) => l,
+        // No lock file could be made (EMFILE, ENOSPC): what this run made
+        // goes again.
+        Err(e @ Error::Setup { .. }) => {
+            let _ = rootd.unlink_at(MARKER_NAME, None);
+            let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+            return Err(e);
+        }
+        // Another process locked the set we just made: it is no longer
+        // ours alone to remove.
+        Err(e) => return Err(e),
+    };
+    let mut ds = DataSet {
+        root: root.clone(),
+        created_root: true,
+        files,
+        dirs,
+        marker: want,
+        had_data: false,
+        kind: SetKind::Native,
+        guard: Some(Guard {
+            target,
+            root: rootd,
+            lock: Some(lock),
+            lock_file: lock_name(MARKER_NAME),
+        }),
+        peer: None,
+    };
+    if let Err(e) = ds.make_worker_dirs() {
+        ds.remove();
+        return Err(e);
+    }
+    Ok(ds)
 }
 
 /// Whether a kept set written as `found` serves a run of `spec`: the same
@@ -827,13 +867,40 @@ fn readable_by(found: &Marker, spec: &WorkloadSpec, writes: bool) -> bool {
         && (found.threads == spec.threads || (!writes && found.threads > spec.threads))
 }
 
-fn remove_files(files: &[PathBuf]) -> Vec<String> {
+/// A descriptor of `h` the workers share for the whole run.
+fn hold(h: &DirHandle) -> Result<std::sync::Arc<std::os::fd::OwnedFd>, Error> {
+    use std::os::fd::AsFd;
+    h.as_fd()
+        .try_clone_to_owned()
+        .map(std::sync::Arc::new)
+        .map_err(|source| Error::Setup {
+            what: format!("cannot hold {} open", h.path().display()),
+            source,
+        })
+}
+
+/// Creates dd's output file `p` (it did not exist) exclusively, without
+/// following a link, in its directory as the user named it; its identity.
+fn create_dd_file(p: &Path) -> Result<safefs::FileId, Error> {
+    let (d, name) = peer::split_file(p);
+    let dir = DirHandle::open_target(&d).map_err(fs_err)?;
+    let (_, id) = dir.create_at(&name, 0o666).map_err(fs_err)?;
+    Ok(id)
+}
+
+/// Removes the files this run created, each only if it is still the very
+/// file made (its recorded identity), relative to its directory: a file
+/// swapped in under the name, or a directory swapped for another one
+/// holding a file of that name, is refused and named.
+fn remove_created(created: &[(PathBuf, safefs::FileId)]) -> Vec<String> {
     let mut left = Vec::new();
-    for f in files {
-        match fs::remove_file(f) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => left.push(format!("{}: {e}", f.display())),
+    for (p, id) in created {
+        let (d, name) = peer::split_file(p);
+        let r = DirHandle::open_target(&d).and_then(|h| h.unlink_at(&name, Some(*id)));
+        match r {
+            Ok(_) => {}
+            Err(e) if e.is_not_found() => {}
+            Err(e) => left.push(e.to_string()),
         }
     }
     left
@@ -972,198 +1039,249 @@ fn safefs_marker_of(lock: &std::ffi::OsStr) -> std::ffi::OsString {
     std::ffi::OsStr::from_bytes(b).to_os_string()
 }
 
+/// The names of an IOR front-end set for one `-o` path.
+struct IorSet<'a> {
+    /// The `-o` path.
+    path: &'a Path,
+    /// Its directory (held for the run).
+    root: PathBuf,
+    marker_path: PathBuf,
+    marker_name: std::ffi::OsString,
+    lock_file: std::ffi::OsString,
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+}
+
+impl<'a> IorSet<'a> {
+    fn new(path: &'a Path, spec: &WorkloadSpec) -> Self {
+        let (files, dirs) = ior_names(path, spec.layout, spec.threads);
+        let (marker_name, lock_file) = sidecar_names(path);
+        IorSet {
+            path,
+            root: parent_of(path),
+            marker_path: ior_marker_path(path),
+            marker_name,
+            lock_file,
+            files,
+            dirs,
+        }
+    }
+}
+
+const IOR_HINT: &str = "write the files first with `ioscale ior -w -k` and the same -b/-s/-N/-F/-u";
+
 /// IOR naming: see [`ior_names`] and [`ior_marker_path`]. The directory of
 /// the `-o` path is held for the whole run; a set with a marker (or one
 /// this run writes) is locked, so a second run on the same `-o` is refused
 /// naming the first, and every removal goes through the held handle.
 fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet, Error> {
     let writes = spec.ops.iter().any(|o| o.writes());
-    let (files, dirs) = ior_names(path, spec.layout, spec.threads);
-    let marker_path = ior_marker_path(path);
-    let root = parent_of(path);
-    let (marker_name, lock_file) = sidecar_names(path);
-    let hint = "write the files first with `ioscale ior -w -k` and the same -b/-s/-N/-F/-u";
-    let pd = DirHandle::open_target(&root).map_err(fs_err)?;
-    let has_marker = pd.stat_at(&marker_name).map_err(fs_err)?.is_some();
+    let n = IorSet::new(path, spec);
+    let pd = DirHandle::open_target(&n.root).map_err(fs_err)?;
+    let has_marker = pd.stat_at(&n.marker_name).map_err(fs_err)?.is_some();
     // Files without a marker that this run only reads are someone else's:
     // no lock file is made beside them.
-    let mut guard = if writes || has_marker {
-        // The handles first: once the lock is taken, only the guard (which
-        // removes the lock file again) may fail.
-        let (target, held) = (
-            pd.try_clone().map_err(fs_err)?,
-            pd.try_clone().map_err(fs_err)?,
-        );
-        let lock = take_lock_named(
-            &pd,
-            &lock_file,
-            &path.display().to_string(),
-            path,
-            safefs::LockOptions::default(),
-        )?;
-        Some(Guard {
-            target,
-            root: held,
-            lock: Some(lock),
-            lock_file: lock_file.clone(),
-        })
+    let guard = if writes || has_marker {
+        Some(lock_ior(&pd, &n)?)
     } else {
         None
     };
-    let mut found = read_sidecar_in(&pd, &marker_name);
+    let mut found = read_sidecar_in(&pd, &n.marker_name);
     if let Some(old) = found
         .as_ref()
         .filter(|m| writes && (m.layout != spec.layout || m.threads != spec.threads))
     {
-        // A write with another task count or layout replaces the kept set,
-        // as IOR would overwrite it; the old names ioscale made go first so
-        // none is left behind unrecognised.
-        let (old_files, _) = ior_names(path, old.layout, old.threads);
-        let mut left = remove_ior_entries(&pd, &root, old, &old_files, &marker_name);
-        if left.is_empty() {
-            // Its marker goes with it; the lock (ours) stays for this run.
-            if let Err(e) = pd.unlink_at(&marker_name, None) {
-                left.push(e.to_string());
-            }
-        }
-        if !left.is_empty() {
-            return Err(Error::Refused(format!(
-                "cannot replace the files kept at {}: {}",
-                path.display(),
-                left.join("; ")
-            )));
-        }
+        replace_ior_set(&pd, &n, old)?;
         found = None;
     }
-    if let Some(found) = found {
-        if !readable_by(&found, spec, writes) {
-            return Err(Error::Refused(format!(
-                "{} were written by an earlier `ioscale ior -k` run with {} task(s) and {} files; \
-                 use the same -N/-F/-u to read them (a run with those flags and no -k removes them)",
-                path.display(),
-                found.threads,
-                found.layout
-            )));
+    match found {
+        Some(found) => adopt_ior(spec, n, &pd, found, guard, writes),
+        None if !writes => {
+            // Files another tool (or a real IOR) wrote: read them, never
+            // remove them.
+            check_readable(&n.files, spec.file_size(), IOR_HINT)?;
+            Ok(DataSet {
+                root: n.root,
+                created_root: false,
+                files: n.files,
+                dirs: n.dirs,
+                marker: new_marker(spec, run_id),
+                had_data: true,
+                kind: SetKind::Sidecar(n.marker_path),
+                guard: None,
+                peer: None,
+            })
         }
-        let had_data = found.complete
-            && found.file_size >= spec.file_size()
-            && check_readable(&files, spec.file_size(), hint).is_ok();
-        if !writes && !had_data {
-            check_readable(&files, spec.file_size(), hint)?;
-            return Err(Error::Refused(format!(
-                "the kept files at {} are incomplete or smaller than this run reads; {hint}",
-                path.display()
-            )));
-        }
-        if spec.verify && !writes && !found.pattern {
-            return Err(Error::Refused(format!(
-                "the kept files at {} were not written with a known pattern (their last write ran \
-                 without -W), so there is nothing to check them against; write them again with -w -W -k, \
-                 or read them without -R",
-                path.display()
-            )));
-        }
-        if spec.verify && found.seed != spec.seed && !writes {
-            return Err(Error::Refused(format!(
-                "the kept files were written with -G {}; pass the same -G to check them",
-                found.seed
-            )));
-        }
-        // Fewer readers than writers read the first files only; the set
-        // still holds all of them, so a run without -k removes them all.
-        let files = if found.threads > spec.threads && spec.layout != Layout::Shared {
-            ior_names(path, found.layout, found.threads).0
-        } else {
-            files
-        };
-        let mut marker = found;
-        if writes {
-            // This run's writes replace the pattern unless they write the
-            // same one: recorded before the first byte.
-            marker.pattern &= spec.verify && spec.seed == marker.seed;
-            make_ior_dirs(&pd, &root, &dirs, &mut marker)?;
-            let _ = write_sidecar_in(&pd, &marker_name, &marker);
-        }
-        return Ok(DataSet {
-            root,
-            created_root: true,
-            files,
-            dirs,
-            marker,
-            had_data,
-            kind: SetKind::Sidecar(marker_path),
-            guard: guard.take(),
-        });
+        None => create_ior(n, &pd, new_marker(spec, run_id), guard),
     }
-    let mut marker = Marker {
-        tool: "ioscale".into(),
-        run_id: run_id.into(),
-        layout: spec.layout,
-        threads: spec.threads,
-        file_size: spec.file_size(),
-        complete: false,
-        seed: spec.seed,
-        pattern: spec.verify,
-        dirs_created: Vec::new(),
-        root_id: None,
-        dir_ids: Vec::new(),
+}
+
+/// Takes the lock of the IOR set `n` in its held directory `pd`.
+fn lock_ior(pd: &DirHandle, n: &IorSet) -> Result<Guard, Error> {
+    // The handles first: once the lock is taken, only the guard (which
+    // removes the lock file again) may fail.
+    let (target, held) = (
+        pd.try_clone().map_err(fs_err)?,
+        pd.try_clone().map_err(fs_err)?,
+    );
+    let lock = take_lock_named(
+        pd,
+        &n.lock_file,
+        &n.path.display().to_string(),
+        n.path,
+        safefs::LockOptions::default(),
+    )?;
+    Ok(Guard {
+        target,
+        root: held,
+        lock: Some(lock),
+        lock_file: n.lock_file.clone(),
+    })
+}
+
+/// A write with another task count or layout replaces the kept set `old`,
+/// as IOR would overwrite it; the old names ioscale made go first so none
+/// is left behind unrecognised, then its marker (the lock, ours, stays).
+fn replace_ior_set(pd: &DirHandle, n: &IorSet, old: &Marker) -> Result<(), Error> {
+    let (old_files, _) = ior_names(n.path, old.layout, old.threads);
+    let mut left = remove_ior_entries(pd, &n.root, old, &old_files, &n.marker_name);
+    if left.is_empty() {
+        if let Err(e) = pd.unlink_at(&n.marker_name, None) {
+            left.push(e.to_string());
+        }
+    }
+    if !left.is_empty() {
+        return Err(Error::Refused(format!(
+            "cannot replace the files kept at {}: {}",
+            n.path.display(),
+            left.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// A kept IOR set (its sidecar marker `found`) used by this run.
+fn adopt_ior(
+    spec: &WorkloadSpec,
+    n: IorSet,
+    pd: &DirHandle,
+    found: Marker,
+    guard: Option<Guard>,
+    writes: bool,
+) -> Result<DataSet, Error> {
+    let path = n.path;
+    if !readable_by(&found, spec, writes) {
+        return Err(Error::Refused(format!(
+            "{} were written by an earlier `ioscale ior -k` run with {} task(s) and {} files; \
+             use the same -N/-F/-u to read them (a run with those flags and no -k removes them)",
+            path.display(),
+            found.threads,
+            found.layout
+        )));
+    }
+    let had_data = found.complete
+        && found.file_size >= spec.file_size()
+        && check_readable(&n.files, spec.file_size(), IOR_HINT).is_ok();
+    if !writes && !had_data {
+        check_readable(&n.files, spec.file_size(), IOR_HINT)?;
+        return Err(Error::Refused(format!(
+            "the kept files at {} are incomplete or smaller than this run reads; {IOR_HINT}",
+            path.display()
+        )));
+    }
+    if spec.verify && !writes && !found.pattern {
+        return Err(Error::Refused(format!(
+            "the kept files at {} were not written with a known pattern (their last write ran \
+             without -W), so there is nothing to check them against; write them again with -w -W -k, \
+             or read them without -R",
+            path.display()
+        )));
+    }
+    if spec.verify && found.seed != spec.seed && !writes {
+        return Err(Error::Refused(format!(
+            "the kept files were written with -G {}; pass the same -G to check them",
+            found.seed
+        )));
+    }
+    // Fewer readers than writers read the first files only; the set still
+    // holds all of them, so a run without -k removes them all.
+    let files = if found.threads > spec.threads && spec.layout != Layout::Shared {
+        ior_names(path, found.layout, found.threads).0
+    } else {
+        n.files
     };
-    if !writes {
-        // Files another tool (or a real IOR) wrote: read them, never remove them.
-        check_readable(&files, spec.file_size(), hint)?;
-        return Ok(DataSet {
-            root,
-            created_root: false,
-            files,
-            dirs,
-            marker,
-            had_data: true,
-            kind: SetKind::Sidecar(marker_path),
-            guard: None,
-        });
+    let mut marker = found;
+    if writes {
+        // This run's writes replace the pattern unless they write the same
+        // one: recorded before the first byte.
+        marker.pattern &= spec.verify && spec.seed == marker.seed;
+        make_ior_dirs(pd, &n.root, &n.dirs, &mut marker)?;
+        let _ = write_sidecar_in(pd, &n.marker_name, &marker);
     }
-    for f in &files {
+    Ok(DataSet {
+        root: n.root,
+        created_root: true,
+        files,
+        dirs: n.dirs,
+        marker,
+        had_data,
+        kind: SetKind::Sidecar(n.marker_path),
+        guard,
+        peer: None,
+    })
+}
+
+/// A new IOR set: no file of its names may exist; the marker goes down
+/// before any data file, then the task directories (`-u`).
+fn create_ior(
+    n: IorSet,
+    pd: &DirHandle,
+    mut marker: Marker,
+    guard: Option<Guard>,
+) -> Result<DataSet, Error> {
+    for f in &n.files {
         if fs::symlink_metadata(f).is_ok() {
             return Err(Error::Refused(format!(
                 "{} exists and ioscale did not make it (no marker {}); refusing to overwrite it. \
                  Remove it yourself or choose another -o",
                 f.display(),
-                marker_path.display()
+                n.marker_path.display()
             )));
         }
     }
-    if pd.stat_at(&marker_name).map_err(fs_err)?.is_some() {
+    if pd.stat_at(&n.marker_name).map_err(fs_err)?.is_some() {
         return Err(Error::Refused(format!(
             "{} exists but is not a valid ioscale marker; refusing to touch it",
-            marker_path.display()
+            n.marker_path.display()
         )));
     }
-    // The marker goes down before any data file, so an interrupted run
-    // still leaves files ioscale recognises; a failed write leaves no
-    // temporary file (and the lock file goes with the guard).
-    write_sidecar_in(&pd, &marker_name, &marker).map_err(|e| {
+    // An interrupted run still leaves files ioscale recognises; a failed
+    // write leaves no temporary file (and the lock file goes with the
+    // guard).
+    write_sidecar_in(pd, &n.marker_name, &marker).map_err(|e| {
         io_err(
-            format!("cannot write the marker {}", marker_path.display()),
+            format!("cannot write the marker {}", n.marker_path.display()),
             e,
         )
     })?;
-    let made = make_ior_dirs(&pd, &root, &dirs, &mut marker);
+    let made = make_ior_dirs(pd, &n.root, &n.dirs, &mut marker);
     let mut ds = DataSet {
-        root,
+        root: n.root,
         created_root: true,
-        files,
-        dirs,
+        files: n.files,
+        dirs: n.dirs,
         marker,
         had_data: false,
-        kind: SetKind::Sidecar(marker_path.clone()),
-        guard: guard.take(),
+        kind: SetKind::Sidecar(n.marker_path),
+        guard,
+        peer: None,
     };
     if let Err(e) = made {
         ds.remove();
         return Err(e);
     }
     if !ds.marker.dirs_created.is_empty() {
-        let _ = write_sidecar_in(&pd, &marker_name, &ds.marker);
+        let _ = write_sidecar_in(pd, &n.marker_name, &ds.marker);
     }
     Ok(ds)
 }
@@ -1224,6 +1342,7 @@ fn prepare_dd(
         dirs_created: Vec::new(),
         root_id: None,
         dir_ids: Vec::new(),
+        token: None,
     };
     let root = paths.first().map(|p| parent_of(p)).unwrap_or_default();
     if !writes {
@@ -1241,9 +1360,17 @@ fn prepare_dd(
             had_data: true,
             kind: SetKind::Dd(Vec::new()),
             guard: None,
+            peer: None,
         });
     }
     let mut created = Vec::new();
+    // Kept whole (conv=notrunc, as fio opens its files) and at least as
+    // long as the run reads: the data a mixed phase reads is there, so no
+    // untimed layout write is needed before it.
+    let had_data = notrunc
+        && paths.iter().all(|p| {
+            fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() >= spec.file_size())
+        });
     for p in paths {
         match fs::metadata(p) {
             Ok(m) if m.is_file() => {
@@ -1262,8 +1389,22 @@ fn prepare_dd(
                     p.display()
                 )))
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => created.push(p.clone()),
-            Err(e) => return Err(Error::io(format!("cannot inspect {}", p.display()), e)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Made now, as dd's open would, and recorded: `--rm`
+                // removes this very file, never one found later under
+                // its name or through a swapped directory.
+                match create_dd_file(p) {
+                    Ok(id) => created.push((p.clone(), id)),
+                    Err(e) => {
+                        remove_created(&created);
+                        return Err(e);
+                    }
+                }
+            }
+            Err(e) => {
+                remove_created(&created);
+                return Err(Error::io(format!("cannot inspect {}", p.display()), e));
+            }
         }
     }
     Ok(DataSet {
@@ -1272,9 +1413,10 @@ fn prepare_dd(
         files: paths.to_vec(),
         dirs: Vec::new(),
         marker,
-        had_data: false,
+        had_data,
         kind: SetKind::Dd(created),
         guard: None,
+        peer: None,
     })
 }
 
@@ -1465,12 +1607,15 @@ fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Clean
 /// Opens a scratch file with O_DIRECT and writes one transfer, so a file
 /// system that refuses O_DIRECT or this alignment is named before the run.
 pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
-    let probe = dir.join(format!(".ioscale-probe-{}", std::process::id()));
+    let name = format!(".ioscale-probe-{}", std::process::id());
+    let probe = dir.join(&name);
+    // O_EXCL|O_NOFOLLOW: a name planted there (a link included) is never
+    // written; the probe is removed only if it is still this very file.
     let file = fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
-        .custom_flags(libc::O_DIRECT)
+        .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW)
         .open(&probe);
     let file = match file {
         Ok(f) => f,
@@ -1504,7 +1649,16 @@ pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
             format!("--direct: probe write in {} failed: {e}", dir.display())
         }));
     }
+    let id = {
+        use std::os::unix::fs::MetadataExt;
+        file.metadata().ok().map(|m| safefs::FileId {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    };
     drop(file);
-    let _ = std::fs::remove_file(&probe);
+    if let (Some(id), Ok(d)) = (id, DirHandle::open_target(dir)) {
+        let _ = d.unlink_at(&name, Some(id));
+    }
     result
 }

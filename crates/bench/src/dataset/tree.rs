@@ -187,9 +187,24 @@ pub(crate) struct Tree {
     pub(crate) ours: bool,
     /// The held handles and lock (rank 0 only).
     pub(crate) guard: Option<TreeGuard>,
+    /// The other ranks: the working directory they opened and checked
+    /// against rank 0's (see [`share`]).
+    pub(crate) held: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Tree {
+    /// A descriptor of the held working directory for the phases' plans:
+    /// every thread directory is opened relative to it, never through the
+    /// name `ioscale-meta.d` again. Rank 0's is the one it made; another
+    /// rank's was opened and checked against it in [`share`].
+    pub(crate) fn root_fd(&self) -> Option<Arc<std::os::fd::OwnedFd>> {
+        if let Some(h) = &self.held {
+            return Some(Arc::clone(h));
+        }
+        let g = self.guard.as_ref()?;
+        g.root.as_fd().try_clone_to_owned().ok().map(Arc::new)
+    }
+
     pub(crate) fn save(&mut self) {
         let ok = match &self.guard {
             Some(g) if self.writable => write_marker_in(&g.root, &self.marker).is_ok(),
@@ -258,6 +273,7 @@ pub(crate) fn prepare(
                     root: rootd,
                     lock: Some(lock),
                 }),
+                held: None,
             }
         }
         Some(info) if info.kind != Kind::Dir => {
@@ -302,6 +318,7 @@ pub(crate) fn prepare(
                             root: rootd,
                             lock: Some(lock),
                         }),
+                        held: None,
                     }
                 }
                 Some(found) => {
@@ -371,6 +388,7 @@ fn adopt_kept(
             writable: true,
             ours: true,
             guard: Some(guard),
+            held: None,
         })
     } else {
         if !found.same_shape(spec) {
@@ -419,6 +437,7 @@ fn adopt_kept(
             writable,
             ours: false,
             guard: Some(guard),
+            held: None,
         })
     }
 }
@@ -496,6 +515,7 @@ fn teardown_at(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> V
             },
             limit: Some(vec![extent; spec.threads as usize]),
             timed: false,
+            root_fd: None,
         };
         // One thread at a time: few descriptors, so even after EMFILE the
         // cleanup can run.
@@ -693,6 +713,7 @@ pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>
             root: rootd,
             lock: Some(lock),
         }),
+        held: None,
     };
     let left = match &tree.guard {
         Some(g) => teardown(&spec, g, tree.marker.state, tree.marker.extent),
@@ -728,4 +749,80 @@ pub(crate) fn union(a: TreeState, b: TreeState) -> TreeState {
             None
         },
     }
+}
+
+/// Hands rank 0's tree to every rank, with the identity of the working
+/// directory rank 0 holds. Each other rank opens TARGET (as the user named
+/// it) and `ioscale-meta.d` below it with `O_NOFOLLOW`, and compares its
+/// (device, inode) with rank 0's (the inode alone on another node, see
+/// [`super::peer`]); a mismatch is exit 2 naming the rank, agreed by all
+/// ranks. Their copy never writes the marker (`writable` false) and is
+/// never removed by them. A collective call.
+pub(crate) fn share(
+    coord: &dyn coord::Coordinator,
+    made: Option<Tree>,
+    spec: &MetaSpec,
+) -> Result<Tree, Error> {
+    if coord.size() == 1 {
+        return made.ok_or_else(|| Error::Refused("rank 0 has no tree".into()));
+    }
+    let sent = made.as_ref().map(|t| {
+        let id = t.guard.as_ref().map(|g| g.root.id());
+        (t.marker.clone(), id, super::peer::node_id())
+    });
+    let got: Option<(Marker, Option<safefs::FileId>, String)> = coord
+        .broadcast_as(&sent)
+        .map_err(|e| Error::Refused(e.to_string()))?;
+    let opened = match (&made, &got) {
+        (Some(_), _) => Ok(None),
+        (None, Some((_, id, node))) => open_peer_root(spec, *id, node).map(Some),
+        (None, None) => Err(Error::Refused("rank 0 sent no tree".into())),
+    };
+    let held = super::super::cluster::agree(coord, opened)?;
+    if let Some(t) = made {
+        return Ok(t);
+    }
+    let (marker, _, _) = got.ok_or_else(|| Error::Refused("rank 0 sent no tree".into()))?;
+    Ok(Tree {
+        root: spec.target.join(ROOT_NAME),
+        marker,
+        writable: false,
+        ours: false,
+        guard: None,
+        held,
+    })
+}
+
+/// Another rank's `ioscale-meta.d`, opened with `O_NOFOLLOW` below the
+/// user's TARGET and checked against rank 0's identity `want`.
+fn open_peer_root(
+    spec: &MetaSpec,
+    want: Option<safefs::FileId>,
+    node: &str,
+) -> Result<Arc<std::os::fd::OwnedFd>, Error> {
+    super::peer::test_pause();
+    let t = DirHandle::open_target(&spec.target).map_err(fs_err)?;
+    let d = t.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
+    if let Some(w) = want {
+        let same_node = node == super::peer::node_id();
+        if !super::peer::same_dir(w, d.id(), same_node) {
+            return Err(super::peer::replaced(
+                d.path(),
+                format!(
+                    "rank 0 holds device {} inode {}, this rank found device {} inode {}",
+                    w.dev,
+                    w.ino,
+                    d.id().dev,
+                    d.id().ino
+                ),
+            ));
+        }
+    }
+    d.as_fd()
+        .try_clone_to_owned()
+        .map(Arc::new)
+        .map_err(|source| Error::Setup {
+            what: format!("cannot hold {} open", d.path().display()),
+            source,
+        })
 }

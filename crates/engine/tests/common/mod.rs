@@ -62,6 +62,7 @@ pub fn run_phase(
         state,
         limit: None,
         timed: true,
+        root_fd: None,
     };
     let ctl = PhaseControl::new(stop);
     let barrier = Barrier::new(spec.threads as usize);

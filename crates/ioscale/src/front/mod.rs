@@ -18,18 +18,84 @@ pub mod ior;
 pub mod mdtest;
 pub mod smallfile;
 
+#[cfg(test)]
+mod layouts;
+
 use std::path::Path;
 
-use report::FsStats;
+use coord::Coordinator;
+use report::ResultSet;
+use serde::{Deserialize, Serialize};
 
-/// One compatibility front-end: the names it answers to and its entry.
-/// Adding a front-end is one module here and one line in [`REGISTRY`]
-/// (plus its clap subcommand in `cli.rs`, for `--help` and completions).
+/// A compatibility front-end: a tool's command line in, the tool's own
+/// layout out. Each one is a folder here — `mod.rs` (the driver, and this
+/// trait's impl), `parse.rs` (the tool's syntax into [`Front::Request`]) and
+/// `render.rs` (its layout) — plus one line in [`REGISTRY`] (and its clap
+/// subcommand in `cli.rs`, for `--help` and completions).
+pub trait Front {
+    /// The subcommand (`ioscale NAME …`), also the prefix of its messages
+    /// (`NAME: error: …`).
+    const COMMAND: &'static str;
+    /// The program name it answers to when the binary is started under it
+    /// (a symlink called `ior`, `mdtest`, …).
+    const PROGRAM: &'static str;
+    /// The program name its header shows when run as a subcommand.
+    const SHOWN_AS: &'static str;
+    /// Its `--help` text.
+    const HELP: &'static str;
+    /// What the tool's command line asked for, typed.
+    type Request;
+    /// What its layout shows beyond the record (the command line as typed,
+    /// its version, …).
+    type Info;
+    /// Reads the tool's own syntax (the arguments after the program name);
+    /// `Ok(None)` when it asks for `--help`. An `Err` is a usage error.
+    fn parse(args: &[String]) -> Result<Option<Self::Request>, Usage>;
+    /// Runs a request as one rank of `coord` (every rank calls it; rank 0
+    /// alone prints, with [`Front::render`]) and returns the exit code.
+    fn run(call: &Call<'_>, req: Self::Request, coord: &dyn Coordinator) -> anyhow::Result<i32>;
+    /// A finished run in the tool's own layout.
+    fn render(info: &Self::Info, rs: &ResultSet) -> anyhow::Result<Vec<u8>>;
+}
+
+/// How a front-end was started: the program name to show and the
+/// arguments after it, as typed.
+pub struct Call<'a> {
+    /// `ior` when started as a symlink, `ioscale ior` as a subcommand.
+    pub prog: &'a str,
+    /// The arguments after the program name.
+    pub args: &'a [String],
+}
+
+/// Runs front-end `F` on every rank of its launch: a usage error is said
+/// once (exit 2), `--help` printed once (exit 0), anything else run.
+fn drive<F: Front>(prog: &str, args: &[String]) -> anyhow::Result<i32> {
+    crate::as_ranks(F::COMMAND, |coord| {
+        let root = coord.rank() == 0;
+        match F::parse(args) {
+            Err(e) => {
+                if root {
+                    eprintln!("{}: error: {e}", F::COMMAND);
+                }
+                Ok(2)
+            }
+            Ok(None) => {
+                if root {
+                    print!("{}", F::HELP);
+                }
+                Ok(0)
+            }
+            Ok(Some(req)) => F::run(&Call { prog, args }, req, coord),
+        }
+    })
+}
+
+/// One line of the registry: the names a front-end answers to and its
+/// entry.
 pub struct FrontEnd {
     /// The subcommand: `ioscale NAME …`.
     pub command: &'static str,
-    /// The program name it answers to when the binary is started under it
-    /// (a symlink called `ior`, `mdtest`, …).
+    /// The program name it answers to when the binary is started under it.
     pub program: &'static str,
     /// The program name its messages show when run as a subcommand.
     pub shown_as: &'static str,
@@ -38,38 +104,31 @@ pub struct FrontEnd {
     pub main: fn(&str, &[String]) -> anyhow::Result<i32>,
 }
 
-/// Every compatibility front-end.
+impl FrontEnd {
+    /// The registry line of a [`Front`].
+    pub const fn of<F: Front>() -> FrontEnd {
+        FrontEnd {
+            command: F::COMMAND,
+            program: F::PROGRAM,
+            shown_as: F::SHOWN_AS,
+            main: drive::<F>,
+        }
+    }
+}
+
+/// Every compatibility front-end. fio and io500 have their own entry (they
+/// parse job files and run many phases of their own).
 pub const REGISTRY: &[FrontEnd] = &[
-    FrontEnd {
-        command: "ior",
-        program: "ior",
-        shown_as: "ioscale ior",
-        main: ior::main,
-    },
-    FrontEnd {
-        command: "dd",
-        program: "dd",
-        shown_as: "dd",
-        main: |_, args| dd::main(args),
-    },
+    FrontEnd::of::<ior::Ior>(),
+    FrontEnd::of::<dd::Dd>(),
     FrontEnd {
         command: "fio",
         program: "fio",
         shown_as: "fio",
         main: |_, args| fio::main(args),
     },
-    FrontEnd {
-        command: "mdtest",
-        program: "mdtest",
-        shown_as: "mdtest",
-        main: mdtest::main,
-    },
-    FrontEnd {
-        command: "smallfile",
-        program: "smallfile_cli.py",
-        shown_as: "smallfile",
-        main: |_, args| smallfile::main(args),
-    },
+    FrontEnd::of::<mdtest::Mdtest>(),
+    FrontEnd::of::<smallfile::Smallfile>(),
     FrontEnd {
         command: "io500",
         program: "io500",
@@ -198,6 +257,19 @@ pub fn ctime_now() -> String {
     bench::host::local_now("%a %b %e %H:%M:%S %Y")
 }
 
+/// File-system capacity figures for IOR's `FS` line (from statvfs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FsStats {
+    /// Size in bytes.
+    pub total_bytes: u64,
+    /// Bytes in use.
+    pub used_bytes: u64,
+    /// Inodes in all.
+    pub inodes: u64,
+    /// Inodes in use.
+    pub used_inodes: u64,
+}
+
 /// Capacity of the file system holding `dir`, for IOR's `FS` line.
 pub fn fs_stats(dir: &Path) -> Option<FsStats> {
     let st = rustix::fs::statvfs(dir).ok()?;
@@ -295,4 +367,30 @@ pub fn live(
 ) -> Option<crate::progress::Display> {
     root.then(|| crate::progress::Display::start(mode, reps, phases_per_rep, ranks))
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ior::Ior;
+    use super::*;
+
+    /// Every front-end `main.rs` can reach is found by its subcommand and
+    /// by its program name, and no two lines of the registry answer to the
+    /// same name.
+    #[test]
+    fn the_registry_finds_each_front_end_by_both_names() {
+        let commands = ["ior", "dd", "fio", "mdtest", "smallfile", "io500"];
+        assert_eq!(REGISTRY.len(), commands.len());
+        for c in commands {
+            let f = by_command(c).unwrap_or_else(|| panic!("{c} is not registered"));
+            let p = by_program(f.program).expect("found by its program name");
+            assert_eq!(p.command, c, "{} answers to two front-ends", f.program);
+        }
+        assert_eq!(
+            by_program("smallfile_cli.py").map(|f| f.command),
+            Some("smallfile")
+        );
+        assert_eq!(by_command("ioscale ior").map(|f| f.command), None);
+        assert_eq!(Ior::SHOWN_AS, "ioscale ior");
+    }
 }

@@ -51,8 +51,15 @@ pub fn plant_lookalikes(dir: &Path) {
 /// Starts ioscale with `args`, standard output discarded, standard error
 /// captured.
 pub fn spawn(args: &[&str]) -> Child {
+    spawn_env(args, &[])
+}
+
+/// [`spawn`] with extra environment variables (test hooks such as
+/// `IOSCALE_NO_OPENAT2=1`).
+pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Child {
     Command::new(ioscale_path())
         .args(args)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

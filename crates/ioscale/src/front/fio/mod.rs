@@ -20,7 +20,7 @@ use spec::{FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
 use self::parse::{EngineKind, Format, Job};
 use self::render::{DirStats, Entry, Header, Lat, LatBuckets, Report, SampleStat};
-use self::sample::{Sampler, Tick};
+use self::sample::{Sampled, Sampler, Tick};
 use super::Usage;
 
 /// `ioscale fio --help`.
@@ -36,11 +36,11 @@ Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   name filename directory nrfiles size filesize rw/readwrite bs bsrange(one size)
   rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
-  runtime time_based ramp_time(with time_based) startdelay loops randrepeat
+  runtime time_based ramp_time startdelay loops randrepeat
   randseed norandommap verify(crc32c|md5|pattern) create_on_open unlink
   group_reporting lat_percentiles percentile_list stonewall wait_for_previous
   new_group kb_base offset offset_increment
-  write_bw_log write_lat_log write_iops_log (with log_avg_msec)
+  write_bw_log write_lat_log write_iops_log log_avg_msec
 Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
   --ioscale-json=FILE  ioscale's own record (for `ioscale report`, analysis, charts)
@@ -59,7 +59,7 @@ Examples:
 Any other option is refused (exit 2) naming it and the nearest ioscale option.
 Jobs that fio would run at the same time must have the same workload shape
 (rw, bs, size, engine…); separate others with `stonewall`. What ioscale does
-not measure (slat, IO depth distribution) is left out of the output;
+not measure (IO depth distribution) is left out of the output;
 docs/compat.md lists every difference.
 ";
 
@@ -81,13 +81,6 @@ fn plan_runs(jobs: Vec<Job>) -> Result<Vec<Run>, Usage> {
                         "job '{}' would run at the same time as '{}' (fio starts jobs together unless \
                          `stonewall`), but its {diff} differs; ioscale runs one workload shape at a time: \
                          add `stonewall` to '{}' to run it after",
-                        j.name, first.name, j.name
-                    )));
-                }
-                if matches!(j.op, Op::Rw | Op::Randrw) {
-                    return Err(Usage(format!(
-                        "job '{}' mixes reads and writes and runs at the same time as '{}': ioscale reports a \
-                         mix per run, not per job; add `stonewall` to '{}'",
                         j.name, first.name, j.name
                     )));
                 }
@@ -186,26 +179,10 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
             j.nrfiles
         )));
     }
-    let ramp_ok = j.time_based && j.runtime.is_some();
-    if !j.ramp_time.is_zero() && !ramp_ok {
+    if !j.ramp_time.is_zero() && j.time_based && j.runtime.is_none() {
         return Err(Usage(format!(
-            "ramp_time (job '{n}'): supported with time_based and runtime= only (ioscale runs the ramp \
-             as untimed passes, then runtime= of measured ones); for a sized job run a warm-up job \
-             before it (a job with `stonewall` after it)"
-        )));
-    }
-    let logs = j.bw_log.is_some() || j.lat_log.is_some() || j.iops_log.is_some();
-    if logs && j.log_avg_msec == 0 {
-        return Err(Usage(format!(
-            "write_bw_log/write_lat_log/write_iops_log (job '{n}'): give log_avg_msec=N as well: ioscale \
-             logs each worker's average over N ms, not every I/O"
-        )));
-    }
-    if logs && matches!(j.op, Op::Rw | Op::Randrw) {
-        return Err(Usage(format!(
-            "write_*_log (job '{n}'): not supported with rw={}: ioscale's interval counts are not split \
-             into reads and writes",
-            j.rw_text
+            "ramp_time with time_based (job '{n}'): give runtime= as well (ioscale runs the ramp as \
+             untimed passes, then runtime= of measured ones)"
         )));
     }
     if j.numjobs == 0 {
@@ -556,6 +533,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         println!("ioscale-{} (fio front-end)", env!("CARGO_PKG_VERSION"));
         return Ok(0);
     }
+    // fio's figures: latencies by direction, submission latency.
+    engine::worker::set_detail(true);
     let progress = match super::progress_mode("fio", cli.progress, true) {
         Ok(m) => m,
         Err(code) => return Ok(code),
@@ -564,47 +543,21 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         Ok(j) => j,
         Err(e) => return fail(&e),
     };
-    let runs = match plan_runs(jobs) {
-        Ok(r) => r,
+    // fio logs every I/O of a job with logs and no log_avg_msec; a sized
+    // job's ramp is cut out of its requests afterwards.
+    engine::worker::set_io_log(
+        jobs.iter()
+            .any(|j| (has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j)),
+    );
+    // Check every run before the first one starts.
+    let planned = match plan_runs(jobs).and_then(plan_specs) {
+        Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    // Check every run before the first one starts.
-    let mut planned = Vec::new();
-    for run in runs {
-        // One workload per file of each clone (nrfiles), run in turn.
-        let mut files = Vec::new();
-        let mut notes = Vec::new();
-        for f in 0..run.jobs[0].nrfiles.max(1) {
-            let (raw, paths, n) = match to_raw(&run, f) {
-                Ok(r) => r,
-                Err(e) => return fail(&e),
-            };
-            notes = n;
-            let spec = match raw.build() {
-                Ok(s) => s,
-                Err(e) => {
-                    const NATIVE_FLAGS: &[(&str, &str)] = &[
-                        ("--xfer", "bs="),
-                        ("--size", "size="),
-                        ("--block", "size="),
-                        ("--threads", "numjobs="),
-                        ("--iodepth", "iodepth="),
-                        ("--direct", "direct="),
-                        ("--rwmix", "rwmixread="),
-                        ("--time", "runtime="),
-                        ("--reps", "loops="),
-                    ];
-                    return fail(&super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS));
-                }
-            };
-            files.push((spec, paths));
-        }
-        planned.push((run, files, notes));
-    }
     if cli.print_spec {
         let specs: Vec<&WorkloadSpec> = planned
             .iter()
-            .flat_map(|(_, f, _)| f.iter().map(|(s, _)| s))
+            .flat_map(|p| p.files.iter().map(|(s, _)| s))
             .collect();
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
@@ -622,125 +575,219 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     let stop = crate::install_signals()?;
     let mut argv = vec!["fio".to_string()];
     argv.extend(args.iter().cloned());
-    let started = std::time::SystemTime::now();
-    let mut report = Report {
-        version: format!("ioscale-{}", env!("CARGO_PKG_VERSION")),
-        started,
-        started_text: super::ctime_now(),
-        global,
-        headers: Vec::new(),
-        entries: Vec::new(),
-        disks: Vec::new(),
-        layout_lines: Vec::new(),
-        pid: std::process::id(),
+    let mut st = Session::new(global);
+    let ctx = RunCtx {
+        argv: &argv,
+        stop: &stop,
+        coord,
+        progress,
     };
-    let mut records = Vec::new();
-    let mut code = 0;
-    let mut disk_before = None;
-    let mut disk_dev = None;
-    // fio numbers every clone of every job from 1 (its log file names).
-    let mut thread_base = 0u64;
-    for (run, files, notes) in &planned {
+    for p in &planned {
+        match st.run(p, &ctx) {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(e) => return fail(&e),
+        }
+    }
+    st.finish_disks();
+    emit(&cli, &st.report, &st.records)?;
+    Ok(st.code)
+}
+
+/// One run with its workloads (one per file of each clone, `nrfiles`)
+/// and the notes made while mapping it.
+struct Planned {
+    run: Run,
+    files: Vec<(WorkloadSpec, Vec<PathBuf>)>,
+    notes: Vec<String>,
+}
+
+/// Maps every run to its workloads, refusing what ioscale cannot run.
+fn plan_specs(runs: Vec<Run>) -> Result<Vec<Planned>, Usage> {
+    const NATIVE_FLAGS: &[(&str, &str)] = &[
+        ("--xfer", "bs="),
+        ("--size", "size="),
+        ("--block", "size="),
+        ("--threads", "numjobs="),
+        ("--iodepth", "iodepth="),
+        ("--direct", "direct="),
+        ("--rwmix", "rwmixread="),
+        ("--time", "runtime="),
+        ("--reps", "loops="),
+    ];
+    let mut planned = Vec::new();
+    for run in runs {
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
+        for f in 0..run.jobs[0].nrfiles.max(1) {
+            let (raw, paths, n) = to_raw(&run, f)?;
+            notes = n;
+            let spec = raw
+                .build()
+                .map_err(|e| Usage(super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS)))?;
+            files.push((spec, paths));
+        }
+        planned.push(Planned { run, files, notes });
+    }
+    Ok(planned)
+}
+
+/// What every run of a command shares.
+struct RunCtx<'a> {
+    argv: &'a [String],
+    stop: &'a std::sync::Arc<std::sync::atomic::AtomicBool>,
+    coord: &'a dyn coord::Coordinator,
+    progress: crate::progress::ProgressMode,
+}
+
+/// The command's results so far.
+struct Session {
+    report: Report,
+    records: Vec<report::ResultSet>,
+    code: i32,
+    disk_dev: Option<String>,
+    disk_before: Option<[u64; 11]>,
+    /// fio numbers every clone of every job from 1 (its log file names).
+    thread_base: u64,
+}
+
+impl Session {
+    fn new(global: Vec<(String, String)>) -> Session {
+        Session {
+            report: Report {
+                version: format!("ioscale-{}", env!("CARGO_PKG_VERSION")),
+                started: std::time::SystemTime::now(),
+                started_text: super::ctime_now(),
+                global,
+                headers: Vec::new(),
+                entries: Vec::new(),
+                disks: Vec::new(),
+                layout_lines: Vec::new(),
+                pid: std::process::id(),
+            },
+            records: Vec::new(),
+            code: 0,
+            disk_dev: None,
+            disk_before: None,
+            thread_base: 0,
+        }
+    }
+
+    /// Runs one run and adds its entries; `Ok(false)`: interrupted, stop.
+    fn run(&mut self, p: &Planned, ctx: &RunCtx<'_>) -> Result<bool, String> {
+        let (run, files) = (&p.run, &p.files);
         let (spec, paths) = (&files[0].0, &files[0].1);
-        for n in notes {
+        for n in &p.notes {
             eprintln!("fio: note: {n}");
         }
         for j in &run.jobs {
-            report.headers.push(Header::of(j));
+            self.report.headers.push(Header::of(j));
         }
         if !run.jobs[0].startdelay.is_zero()
-            && safefs::sleep_or_stop(run.jobs[0].startdelay, &stop) == safefs::Waited::Stopped
+            && safefs::sleep_or_stop(run.jobs[0].startdelay, ctx.stop) == safefs::Waited::Stopped
         {
-            code = 130;
-            break;
+            self.code = 130;
+            return Ok(false);
         }
-        let mut created = Vec::new();
-        let mut laid = Vec::new();
-        for (spec, paths) in files {
-            let reads = spec.ops.iter().all(|o| !o.writes());
-            let writes = spec.ops.iter().all(|o| !o.reads());
-            if reads || writes {
-                match lay_out(
-                    paths,
-                    &spec.start_offsets,
-                    spec.file_size(),
-                    reads,
-                    &mut laid,
-                ) {
-                    Ok(c) => created.extend(c),
-                    Err(e) => return fail(&format!("laying out {}: {e}", paths[0].display())),
-                }
-            } else {
-                created.extend(
-                    paths
-                        .iter()
-                        .filter(|p| !p.exists())
-                        .cloned()
-                        .collect::<std::collections::BTreeSet<_>>(),
-                );
-            }
-        }
-        report.layout_lines.extend(layout_lines(run, &laid));
-        if disk_dev.is_none() {
+        let created = self.lay_out_files(run, files)?;
+        if self.disk_dev.is_none() {
             let host = bench::host::collect(&spec.target);
-            disk_dev = render::disk_name(&host.fs_source);
-            disk_before = disk_dev.as_deref().and_then(render::read_diskstats);
+            self.disk_dev = render::disk_name(&host.fs_source);
+            self.disk_before = self.disk_dev.as_deref().and_then(render::read_diskstats);
         }
         let workers = paths.len() as u32;
         let every = run
             .jobs
             .iter()
-            .filter(|j| has_logs(j))
+            .filter(|j| has_logs(j) && j.log_avg_msec > 0)
             .map(|j| j.log_avg_msec)
             .min()
             .unwrap_or(BW_AVG_MSEC);
         let specs: Vec<WorkloadSpec> = files.iter().map(|(s, _)| s.clone()).collect();
-        let live = super::live(progress, true, spec.reps, spec.ops.len(), 1);
+        let live = super::live(ctx.progress, true, spec.reps, spec.ops.len(), 1);
         let passes = run_passes(
             &specs,
             run,
-            &argv,
-            &stop,
-            coord,
+            ctx,
             workers,
             std::time::Duration::from_millis(every),
         );
         drop(live);
-        let (passes, c, ticks) = match passes {
-            Ok(r) => r,
-            Err(e) => return fail(&e),
-        };
-        code = code.max(c);
+        let (passes, c, mut sampled) = passes?;
+        let cut = sized_ramp(&run.jobs[0]).then(|| sampled.t0 + run.jobs[0].ramp_time);
+        if let Some(cut) = cut {
+            cut_ticks(&mut sampled, cut);
+        }
+        self.code = self.code.max(c);
         for p in &passes {
             super::print_errors("fio", &p.rs);
             super::print_mismatches("fio", &p.rs);
         }
-        report
+        self.report
             .entries
-            .extend(entries_of(run, spec, &passes, &ticks));
-        if let Err(e) = write_logs(run, &ticks, thread_base) {
+            .extend(entries_of(run, spec, &passes, &sampled.ticks, cut));
+        if let Err(e) = write_logs(run, &passes, &sampled, self.thread_base, cut) {
             eprintln!("fio: error: {e}");
-            code = code.max(1);
+            self.code = self.code.max(1);
         }
-        thread_base += u64::from(workers);
-        records.extend(passes.into_iter().map(|p| p.rs));
+        self.thread_base += u64::from(workers);
+        self.records.extend(passes.into_iter().map(|p| p.rs));
         if run.jobs[0].unlink {
             for p in &created {
                 let _ = std::fs::remove_file(p);
             }
         }
-        if code == 130 {
-            break;
+        Ok(self.code != 130)
+    }
+
+    /// Lays out a run's files (fio's `Laying out IO file` lines); returns
+    /// the files it created.
+    fn lay_out_files(
+        &mut self,
+        run: &Run,
+        files: &[(WorkloadSpec, Vec<PathBuf>)],
+    ) -> Result<Vec<PathBuf>, String> {
+        let mut created = Vec::new();
+        let mut laid = Vec::new();
+        for (spec, paths) in files {
+            // Files a job reads (a mix too) are written out first, as fio
+            // lays them out; files it only writes are allocated.
+            let reads = spec.ops.iter().any(|o| o.reads());
+            let c = lay_out(
+                paths,
+                &spec.start_offsets,
+                spec.file_size(),
+                reads,
+                &mut laid,
+            )
+            .map_err(|e| format!("laying out {}: {e}", paths[0].display()))?;
+            created.extend(c);
+        }
+        self.report.layout_lines.extend(layout_lines(run, &laid));
+        Ok(created)
+    }
+
+    /// The disk's counters over the whole command.
+    fn finish_disks(&mut self) {
+        if let (Some(dev), Some(before)) = (&self.disk_dev, &self.disk_before) {
+            if let Some(after) = render::read_diskstats(dev) {
+                let ms = self
+                    .report
+                    .started
+                    .elapsed()
+                    .map(|d| d.as_millis() as u64)
+                    .unwrap_or(0);
+                self.report
+                    .disks
+                    .push(render::DiskUtil::between(dev, before, &after, ms));
+            }
         }
     }
-    if let (Some(dev), Some(before)) = (disk_dev, disk_before) {
-        if let Some(after) = render::read_diskstats(&dev) {
-            let ms = started.elapsed().map(|d| d.as_millis() as u64).unwrap_or(0);
-            report
-                .disks
-                .push(render::DiskUtil::between(&dev, &before, &after, ms));
-        }
-    }
+}
+
+/// Prints (or writes to `--output`) the report in each asked format, and
+/// writes `--ioscale-json`.
+fn emit(cli: &parse::Cli, report: &Report, records: &[report::ResultSet]) -> anyhow::Result<()> {
     let mut text = String::new();
     let formats = if cli.formats.is_empty() {
         vec![Format::Normal]
@@ -749,17 +796,17 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     };
     for f in &formats {
         match f {
-            Format::Normal => text.push_str(&render::normal(&report)),
+            Format::Normal => text.push_str(&render::normal(report)),
             Format::Json | Format::JsonPlus => {
                 if *f == Format::JsonPlus {
                     eprintln!(
                         "fio: note: json+: ioscale keeps no per-bucket latency bins; the output is fio's json"
                     );
                 }
-                text.push_str(&serde_json::to_string_pretty(&render::json(&report))?);
+                text.push_str(&serde_json::to_string_pretty(&render::json(report))?);
                 text.push('\n');
             }
-            Format::Terse => text.push_str(&render::terse(&report)),
+            Format::Terse => text.push_str(&render::terse(report)),
         }
     }
     match &cli.output {
@@ -771,7 +818,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         let v = if records.len() == 1 {
             serde_json::to_value(&records[0])?
         } else {
-            serde_json::to_value(&records)?
+            serde_json::to_value(records)?
         };
         crate::output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())
             .map_err(|e| anyhow::anyhow!("--ioscale-json {}: {e:#}", p.display()))?;
@@ -782,7 +829,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             eprintln!("fio: warning: {w}");
         }
     }
-    Ok(code)
+    Ok(())
 }
 
 /// One pass of a run's spec: its record and each phase's per-worker
@@ -810,21 +857,20 @@ fn has_logs(j: &Job) -> bool {
 fn run_passes(
     specs: &[WorkloadSpec],
     run: &Run,
-    argv: &[String],
-    stop: &std::sync::Arc<std::sync::atomic::AtomicBool>,
-    coord: &dyn coord::Coordinator,
+    ctx: &RunCtx<'_>,
     workers: u32,
     every: std::time::Duration,
-) -> Result<(Vec<Pass>, i32, Vec<Vec<Tick>>), String> {
+) -> Result<(Vec<Pass>, i32, Sampled), String> {
     let j = &run.jobs[0];
     let pass = |i: usize, limit: Option<std::time::Duration>| {
         let mut s = specs[i % specs.len()].clone();
         if limit.is_some() {
             s.time_limit = limit;
         }
-        bench::run::run_with(&s, argv.to_vec(), stop.clone(), coord).map_err(|e| e.to_string())
+        bench::run::run_with(&s, ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord)
+            .map_err(|e| e.to_string())
     };
-    if !j.ramp_time.is_zero() {
+    if !j.ramp_time.is_zero() && j.time_based {
         let t0 = Instant::now();
         for i in 0.. {
             let left = j.ramp_time.saturating_sub(t0.elapsed());
@@ -840,7 +886,10 @@ fn run_passes(
                         lat: o.latency,
                     }],
                     code,
-                    Vec::new(),
+                    Sampled {
+                        ticks: Vec::new(),
+                        t0: Instant::now(),
+                    },
                 ));
             }
         }
@@ -886,38 +935,38 @@ fn run_passes(
     Ok((out, code, sampler.finish()))
 }
 
-/// Writes fio's per-interval logs of the jobs that ask for them:
-/// `NAME_bw.N.log`, `NAME_iops.N.log`, `NAME_lat.N.log` (and `_clat`, the
-/// same figure, and `_slat`, empty, for a sync engine), N numbering every
-/// clone from 1 as fio does; lines `msec, value, ddir, 0, 0`.
-fn write_logs(run: &Run, ticks: &[Vec<Tick>], thread_base: u64) -> Result<(), String> {
+/// Writes fio's logs of the jobs that ask for them: `NAME_bw.N.log`,
+/// `NAME_iops.N.log`, `NAME_lat.N.log`, `_clat` and `_slat` (empty for a
+/// sync engine, which times no submission), N numbering every clone from 1
+/// as fio does. With `log_avg_msec=M` a line per M ms interval and
+/// direction, `msec, value, ddir, 0, 0` (the interval's KiB/s, IOPS or
+/// mean ns); without, a line per request, `msec, value, ddir, bs, 0`, as
+/// fio logs every I/O.
+fn write_logs(
+    run: &Run,
+    passes: &[Pass],
+    sampled: &Sampled,
+    thread_base: u64,
+    cut: Option<Instant>,
+) -> Result<(), String> {
     let mut w = 0usize;
     for j in &run.jobs {
         for _ in 0..j.numjobs {
             let n = thread_base + w as u64 + 1;
-            let mine: &[Tick] = ticks.get(w).map(Vec::as_slice).unwrap_or(&[]);
-            let mut files: Vec<(String, String)> = Vec::new();
-            let line = |t: &Tick, v: u64| format!("{}, {v}, {}, 0, 0\n", t.t_ms, t.ddir());
-            let whole = || mine.iter().filter(|t| t.full);
-            if let Some(p) = &j.bw_log {
-                let body: String = whole().map(|t| line(t, t.kib_s() as u64)).collect();
-                files.push((format!("{p}_bw.{n}.log"), body));
-            }
-            if let Some(p) = &j.iops_log {
-                let body: String = whole().map(|t| line(t, t.iops() as u64)).collect();
-                files.push((format!("{p}_iops.{n}.log"), body));
-            }
-            if let Some(p) = &j.lat_log {
-                let body: String = mine
+            let files = if j.log_avg_msec > 0 {
+                let mine: &[Tick] = sampled.ticks.get(w).map(Vec::as_slice).unwrap_or(&[]);
+                interval_logs(j, mine, n)
+            } else {
+                let mine: Vec<&engine::IoLogEntry> = passes
                     .iter()
-                    .map(|t| line(t, t.lat_ns / t.ios.max(1)))
+                    .flat_map(|p| &p.lat)
+                    .flat_map(|pl| &pl.detail)
+                    .filter(|(x, _)| *x as usize == w)
+                    .flat_map(|(_, d)| &d.log)
+                    .filter(|e| cut.is_none_or(|c| e.done >= c))
                     .collect();
-                files.push((format!("{p}_lat.{n}.log"), body.clone()));
-                files.push((format!("{p}_clat.{n}.log"), body));
-                if j.engine == EngineKind::Sync {
-                    files.push((format!("{p}_slat.{n}.log"), String::new()));
-                }
-            }
+                io_logs(j, &mine, sampled.t0, n)
+            };
             for (path, body) in files {
                 std::fs::write(&path, body).map_err(|e| format!("writing the log {path}: {e}"))?;
             }
@@ -927,23 +976,93 @@ fn write_logs(run: &Run, ticks: &[Vec<Tick>], thread_base: u64) -> Result<(), St
     Ok(())
 }
 
+/// The log files of a job with `log_avg_msec`: (path, text).
+fn interval_logs(j: &Job, mine: &[Tick], n: u64) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = Vec::new();
+    let line = |t: &Tick, v: u64| format!("{}, {v}, {}, 0, 0\n", t.t_ms, t.ddir());
+    let whole = || mine.iter().filter(|t| t.full);
+    if let Some(p) = &j.bw_log {
+        let body: String = whole().map(|t| line(t, t.kib_s() as u64)).collect();
+        files.push((format!("{p}_bw.{n}.log"), body));
+    }
+    if let Some(p) = &j.iops_log {
+        let body: String = whole().map(|t| line(t, t.iops() as u64)).collect();
+        files.push((format!("{p}_iops.{n}.log"), body));
+    }
+    if let Some(p) = &j.lat_log {
+        let avg = |f: fn(&Tick) -> u64| -> String {
+            mine.iter().map(|t| line(t, f(t) / t.ios.max(1))).collect()
+        };
+        files.push((format!("{p}_lat.{n}.log"), avg(|t| t.lat_ns)));
+        files.push((
+            format!("{p}_clat.{n}.log"),
+            avg(|t| t.lat_ns.saturating_sub(t.slat_ns)),
+        ));
+        // A sync engine times no submission: fio's empty file.
+        let slat = if j.engine == EngineKind::Sync {
+            String::new()
+        } else {
+            avg(|t| t.slat_ns)
+        };
+        files.push((format!("{p}_slat.{n}.log"), slat));
+    }
+    files
+}
+
+/// The log files of a job without `log_avg_msec`: a line per request,
+/// at its completion (its submission for slat), ms since the job started.
+/// bw is the request's bytes over its clat, in fio's unit
+/// (bytes × 10⁶ ÷ ns); iops is 1 per request.
+fn io_logs(j: &Job, mine: &[&engine::IoLogEntry], t0: Instant, n: u64) -> Vec<(String, String)> {
+    let ms = |t: Instant| t.saturating_duration_since(t0).as_millis() as u64;
+    let line = |t: u64, v: u64, e: &engine::IoLogEntry| {
+        format!("{t}, {v}, {}, {}, 0\n", u8::from(e.write), e.len)
+    };
+    let clat = |e: &engine::IoLogEntry| e.lat_ns - e.slat_ns.unwrap_or(0).min(e.lat_ns);
+    let each = |f: &dyn Fn(&engine::IoLogEntry) -> u64| -> String {
+        mine.iter().map(|e| line(ms(e.done), f(e), e)).collect()
+    };
+    let mut files: Vec<(String, String)> = Vec::new();
+    if let Some(p) = &j.bw_log {
+        let bw =
+            |e: &engine::IoLogEntry| (e.len as u64 * 1_000_000).checked_div(clat(e)).unwrap_or(0);
+        files.push((format!("{p}_bw.{n}.log"), each(&bw)));
+    }
+    if let Some(p) = &j.iops_log {
+        files.push((format!("{p}_iops.{n}.log"), each(&|_| 1)));
+    }
+    if let Some(p) = &j.lat_log {
+        files.push((format!("{p}_lat.{n}.log"), each(&|e| e.lat_ns)));
+        files.push((format!("{p}_clat.{n}.log"), each(&clat)));
+        // Logged when the request was handed over, as fio does.
+        let slat: String = mine
+            .iter()
+            .filter_map(|e| {
+                let sl = e.slat_ns?;
+                let issued = e.done - std::time::Duration::from_nanos(clat(e));
+                Some(line(ms(issued), sl, e))
+            })
+            .collect();
+        files.push((format!("{p}_slat.{n}.log"), slat));
+    }
+    files
+}
+
 /// The report entries of one run: per job clone, or per job with
 /// `group_reporting`. Latency, bandwidth and IOPS samples, CPU time and
 /// faults are measured per worker (thread), so every entry has them.
-fn entries_of(run: &Run, spec: &WorkloadSpec, passes: &[Pass], ticks: &[Vec<Tick>]) -> Vec<Entry> {
+fn entries_of(
+    run: &Run,
+    spec: &WorkloadSpec,
+    passes: &[Pass],
+    ticks: &[Vec<Tick>],
+    cut: Option<Instant>,
+) -> Vec<Entry> {
     let total_workers: u64 = run.jobs.iter().map(|j| j.numjobs).sum();
     let mut out = Vec::new();
     let mut first = 0u64;
     for j in &run.jobs {
-        let mixed = matches!(j.op, Op::Rw | Op::Randrw);
-        let grouped = j.group_reporting || j.numjobs == 1 || mixed;
-        if mixed && !j.group_reporting && j.numjobs > 1 {
-            eprintln!(
-                "fio: note: job '{}': reads and writes of a mix are counted per run, so its {} clones are \
-                 reported together (as with group_reporting)",
-                j.name, j.numjobs
-            );
-        }
+        let grouped = j.group_reporting || j.numjobs == 1;
         let sets: Vec<Vec<u32>> = if grouped {
             vec![(first..first + j.numjobs).map(|w| w as u32).collect()]
         } else {
@@ -952,15 +1071,16 @@ fn entries_of(run: &Run, spec: &WorkloadSpec, passes: &[Pass], ticks: &[Vec<Tick
         for ws in sets {
             let whole = ws.len() as u64 == total_workers;
             let mut e = entry(j, spec, passes, &ws, whole);
-            if !mixed {
-                e.sampled = true;
-                for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
-                    for &w in &ws {
-                        let t = ticks.get(w as usize).map(Vec::as_slice).unwrap_or(&[]);
-                        let (bw, iops) = sample::samples(t, reads);
-                        d.bw_stat = SampleStat::sum(d.bw_stat, SampleStat::of(&bw));
-                        d.iops_stat = SampleStat::sum(d.iops_stat, SampleStat::of(&iops));
-                    }
+            if let Some(cut) = cut {
+                after_ramp(&mut e, &ws, passes, cut);
+            }
+            e.sampled = true;
+            for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
+                for &w in &ws {
+                    let t = ticks.get(w as usize).map(Vec::as_slice).unwrap_or(&[]);
+                    let (bw, iops) = sample::samples(t, reads);
+                    d.bw_stat = SampleStat::sum(d.bw_stat, SampleStat::of(&bw));
+                    d.iops_stat = SampleStat::sum(d.iops_stat, SampleStat::of(&iops));
                 }
             }
             out.push(e);
@@ -989,9 +1109,7 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool)
         percentiles: j.percentiles.clone(),
         lat_percentiles: j.lat_percentiles,
     };
-    let mut cpu = (0.0, 0.0);
-    let mut faults = (0u64, 0u64, 0u64);
-    let mut measured = false;
+    let mut usage = ThreadUse::default();
     let mut buckets = LatBuckets::default();
     for pass in passes {
         let rs = &pass.rs;
@@ -1005,85 +1123,200 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool)
                 // fio reports a failed verify as EILSEQ.
                 e.error = libc::EILSEQ;
             }
-            let op = Op::parse(&p.op).unwrap_or(j.op);
-            let mine: Vec<&report::WorkerRecord> = p
-                .workers
-                .iter()
-                .filter(|w| ws.contains(&w.worker))
-                .collect();
-            let (t0, t1) = mine.iter().fold((f64::MAX, 0.0f64), |(a, b), w| {
-                (a.min(w.start_s), b.max(w.end_s))
-            });
-            let secs = if whole {
-                p.elapsed_s
-            } else if mine.is_empty() {
-                0.0
-            } else {
-                (t1 - t0).max(0.0)
-            };
-            e.runtime_s += secs;
-            let bytes: u64 = mine.iter().map(|w| w.bytes).sum();
-            let ops: u64 = mine.iter().map(|w| w.ops).sum();
-            // This entry's workers' latency and thread usage in this phase.
-            let mut hist = stats::LatencyHistogram::new();
-            if let Some(pl) = pass.lat.iter().find(|l| l.phase == idx) {
-                for (w, h) in &pl.workers {
-                    if ws.contains(w) {
-                        hist += h;
-                    }
-                }
-                for (_, u) in pl.usage.iter().filter(|(w, _)| ws.contains(w)) {
-                    measured = true;
-                    cpu.0 += u.user_ns as f64 / 1e9;
-                    cpu.1 += u.sys_ns as f64 / 1e9;
-                    faults.0 += u.ctx;
-                    faults.1 += u.majf;
-                    faults.2 += u.minf;
-                }
-            }
-            buckets.add(&hist);
-            let single = !matches!(op, Op::Rw | Op::Randrw);
-            let (rb, wb, rio, wio) = if single {
-                if op.reads() {
-                    (bytes, 0, ops, 0)
-                } else {
-                    (0, bytes, 0, ops)
-                }
-            } else {
-                // A mix: the phase counts each direction's bytes; every
-                // request is one block.
-                (
-                    p.read_bytes,
-                    p.write_bytes,
-                    p.read_bytes / spec.xfer,
-                    p.write_bytes / spec.xfer,
-                )
-            };
-            for (d, b, n) in [(&mut e.read, rb, rio), (&mut e.write, wb, wio)] {
-                if n == 0 && b == 0 {
-                    continue;
-                }
-                d.bytes += b;
-                d.ios += n;
-                d.runtime_s += secs;
-                // A mix's histogram holds both directions: no split.
-                if single && !hist.is_empty() {
-                    match &mut d.lat {
-                        Some(l) => l.hist += &hist,
-                        None => d.lat = Some(Lat { hist: hist.clone() }),
-                    }
-                }
-            }
+            let pl = pass.lat.iter().find(|l| l.phase == idx);
+            let lat = phase_latency(pl, ws, &mut usage, &mut buckets);
+            add_phase(&mut e, j, p, ws, whole, lat);
         }
     }
-    if measured {
-        e.cpu_s = Some(cpu);
-        e.faults = Some(faults);
+    if usage.measured {
+        e.cpu_s = Some(usage.cpu);
+        e.faults = Some(usage.faults);
     }
     if buckets.total > 0 {
         e.buckets = Some(buckets);
     }
     e
+}
+
+/// A sized job with `ramp_time`: its figures leave out what completed in
+/// the ramp, as fio resets a job's statistics when its ramp ends.
+fn sized_ramp(j: &Job) -> bool {
+    !j.ramp_time.is_zero() && !j.time_based
+}
+
+/// Drops the intervals that began before the ramp ended.
+fn cut_ticks(sampled: &mut Sampled, cut: Instant) {
+    let ramp_ms = cut.saturating_duration_since(sampled.t0).as_millis() as f64;
+    for t in &mut sampled.ticks {
+        t.retain(|x| x.t_ms as f64 - x.dt_ms >= ramp_ms - 0.5);
+    }
+}
+
+/// An entry's bytes, requests, latencies and run time from its requests
+/// that completed at or after `cut` (the end of the ramp), as fio counts a
+/// sized job after its ramp. Workers that were done before the ramp ended
+/// keep all their figures: fio resets only a job still running then.
+fn after_ramp(e: &mut Entry, ws: &[u32], passes: &[Pass], cut: Instant) {
+    let logs: Vec<&[engine::IoLogEntry]> = passes
+        .iter()
+        .flat_map(|p| &p.lat)
+        .flat_map(|pl| &pl.detail)
+        .filter(|(w, _)| ws.contains(w))
+        .map(|(_, d)| d.log.as_slice())
+        .collect();
+    let last = logs.iter().flat_map(|l| l.iter()).map(|x| x.done).max();
+    let Some(last) = last.filter(|&l| l >= cut) else {
+        return;
+    };
+    let mut d = engine::DirLatency::new();
+    let mut bytes = [0u64; 2];
+    for x in logs.iter().flat_map(|l| l.iter()).filter(|x| x.done >= cut) {
+        let k = usize::from(x.write);
+        d.lat[k].record(x.lat_ns);
+        d.clat[k].record(x.lat_ns - x.slat_ns.unwrap_or(0).min(x.lat_ns));
+        if let Some(sl) = x.slat_ns {
+            d.slat[k].record(sl);
+        }
+        bytes[k] += u64::from(x.len);
+    }
+    let secs = last.duration_since(cut).as_secs_f64();
+    e.runtime_s = secs;
+    let mut buckets = LatBuckets::default();
+    for (k, ds) in [(0, &mut e.read), (1, &mut e.write)] {
+        *ds = DirStats {
+            bytes: bytes[k],
+            ios: d.lat[k].count(),
+            runtime_s: secs,
+            ..DirStats::default()
+        };
+        if ds.ios == 0 {
+            ds.runtime_s = 0.0;
+        }
+        add_lat(&mut ds.lat, &d.lat[k]);
+        if d.clat[k] != d.lat[k] {
+            add_lat(&mut ds.clat, &d.clat[k]);
+        }
+        add_lat(&mut ds.slat, &d.slat[k]);
+        buckets.add(&d.lat[k]);
+    }
+    e.buckets = (buckets.total > 0).then_some(buckets);
+}
+
+/// An entry's workers' thread usage, summed over phases.
+#[derive(Default)]
+struct ThreadUse {
+    measured: bool,
+    cpu: (f64, f64),
+    faults: (u64, u64, u64),
+}
+
+/// The latencies of an entry's workers in one phase, by direction, and
+/// their thread usage and fio latency buckets added to the entry's.
+fn phase_latency(
+    pl: Option<&bench::run::PhaseLatency>,
+    ws: &[u32],
+    usage: &mut ThreadUse,
+    buckets: &mut LatBuckets,
+) -> engine::DirLatency {
+    let mut d = engine::DirLatency::new();
+    let Some(pl) = pl else { return d };
+    let mut all = stats::LatencyHistogram::new();
+    for (w, h) in pl.workers.iter().filter(|(w, _)| ws.contains(w)) {
+        all += h;
+        match pl.detail.iter().find(|(dw, _)| dw == w) {
+            Some((_, x)) => d.merge(x),
+            // No split kept (not expected under `ioscale fio`): every
+            // request counts as a read, which the caller corrects for a
+            // single-direction phase.
+            None => d.lat[0] += h,
+        }
+    }
+    for (_, u) in pl.usage.iter().filter(|(w, _)| ws.contains(w)) {
+        usage.measured = true;
+        usage.cpu.0 += u.user_ns as f64 / 1e9;
+        usage.cpu.1 += u.sys_ns as f64 / 1e9;
+        usage.faults.0 += u.ctx;
+        usage.faults.1 += u.majf;
+        usage.faults.2 += u.minf;
+    }
+    buckets.add(&all);
+    d
+}
+
+/// Adds one phase's bytes, requests, time and latencies to an entry.
+fn add_phase(
+    e: &mut Entry,
+    j: &Job,
+    p: &report::PhaseRecord,
+    ws: &[u32],
+    whole: bool,
+    mut lat: engine::DirLatency,
+) {
+    let op = Op::parse(&p.op).unwrap_or(j.op);
+    let mine: Vec<&report::WorkerRecord> = p
+        .workers
+        .iter()
+        .filter(|w| ws.contains(&w.worker))
+        .collect();
+    let (t0, t1) = mine.iter().fold((f64::MAX, 0.0f64), |(a, b), w| {
+        (a.min(w.start_s), b.max(w.end_s))
+    });
+    let secs = if whole {
+        p.elapsed_s
+    } else if mine.is_empty() {
+        0.0
+    } else {
+        (t1 - t0).max(0.0)
+    };
+    e.runtime_s += secs;
+    let bytes: u64 = mine.iter().map(|w| w.bytes).sum();
+    let ops: u64 = mine.iter().map(|w| w.ops).sum();
+    let mixed = matches!(op, Op::Rw | Op::Randrw);
+    if !mixed && !op.reads() && lat.lat[1].is_empty() {
+        lat.lat.swap(0, 1);
+        lat.clat.swap(0, 1);
+        lat.slat.swap(0, 1);
+    }
+    // Each direction's requests and bytes: a mix's from its split
+    // latencies (one per completed request) and the phase's byte counts.
+    let (rb, wb, rio, wio) = match (mixed, op.reads()) {
+        (false, true) => (bytes, 0, ops, 0),
+        (false, false) => (0, bytes, 0, ops),
+        (true, _) if whole => (
+            p.read_bytes,
+            p.write_bytes,
+            lat.lat[0].count(),
+            lat.lat[1].count(),
+        ),
+        (true, _) => {
+            let (r, w) = (lat.lat[0].count(), lat.lat[1].count());
+            let per = bytes.checked_div(r + w).unwrap_or(0);
+            (r * per, w * per, r, w)
+        }
+    };
+    for (k, d, b, n) in [(0, &mut e.read, rb, rio), (1, &mut e.write, wb, wio)] {
+        if n == 0 && b == 0 {
+            continue;
+        }
+        d.bytes += b;
+        d.ios += n;
+        d.runtime_s += secs;
+        add_lat(&mut d.lat, &lat.lat[k]);
+        if lat.clat[k] != lat.lat[k] {
+            add_lat(&mut d.clat, &lat.clat[k]);
+        }
+        add_lat(&mut d.slat, &lat.slat[k]);
+    }
+}
+
+fn add_lat(to: &mut Option<Lat>, h: &stats::LatencyHistogram) {
+    if h.is_empty() {
+        return;
+    }
+    match to {
+        Some(l) => l.hist += h,
+        None => *to = Some(Lat { hist: h.clone() }),
+    }
 }
 
 #[cfg(test)]

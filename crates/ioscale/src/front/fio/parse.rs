@@ -623,7 +623,7 @@ pub struct Job {
     pub lat_log: Option<String>,
     /// `write_iops_log=`.
     pub iops_log: Option<String>,
-    /// `log_avg_msec=` (0: fio logs every I/O, which ioscale refuses).
+    /// `log_avg_msec=` (0: a log line per I/O, as fio).
     pub log_avg_msec: u64,
     /// `create_on_open=1`.
     pub create_on_open: bool,
@@ -690,9 +690,9 @@ pub fn jobs(cli: &Cli) -> Result<(Vec<Job>, Written), Usage> {
     Ok((out, global_shown))
 }
 
-/// Reads one job's options (global first, then its own: later wins).
-fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
-    let kb_base = match opts.iter().rev().find(|o| o.key == "kb_base") {
+/// `kb_base=`: 1024 (fio's default) or 1000.
+fn kb_base(opts: &[Opt]) -> Result<u64, Usage> {
+    Ok(match opts.iter().rev().find(|o| o.key == "kb_base") {
         Some(o) => match o.val.as_deref() {
             Some("1024") => 1024,
             Some("1000") => 1000,
@@ -704,51 +704,158 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
             }
         },
         None => 1024,
+    })
+}
+
+impl Job {
+    /// A job with fio's defaults.
+    fn new(name: &str) -> Job {
+        Job {
+            name: name.to_string(),
+            group: 0,
+            stonewall: false,
+            op: Op::Read,
+            rw_text: "read".into(),
+            bs: 4096,
+            size: None,
+            filesize: None,
+            nrfiles: 1,
+            filename: None,
+            directory: None,
+            rwmixread: None,
+            numjobs: 1,
+            engine: EngineKind::Sync,
+            ioengine: "psync".into(),
+            iodepth: 1,
+            direct: false,
+            osync: false,
+            odsync: false,
+            fsync: 0,
+            fdatasync: 0,
+            end_fsync: false,
+            fsync_on_close: false,
+            runtime: None,
+            time_based: false,
+            ramp_time: Duration::ZERO,
+            startdelay: Duration::ZERO,
+            loops: 1,
+            offset: 0,
+            offset_increment: 0,
+            seed: None,
+            verify: None,
+            unlink: false,
+            group_reporting: false,
+            lat_percentiles: false,
+            percentiles: None,
+            bw_log: None,
+            lat_log: None,
+            iops_log: None,
+            log_avg_msec: 0,
+            create_on_open: false,
+            own: Vec::new(),
+        }
+    }
+}
+
+/// `rw=`: the operation and the mode as written.
+fn rw_mode(v: &str) -> Result<(Op, String), String> {
+    let (mode, n) = match v.split_once(':') {
+        Some((m, n)) => (m, Some(n)),
+        None => (v, None),
     };
-    let mut j = Job {
-        name: name.to_string(),
-        group: 0,
-        stonewall: false,
-        op: Op::Read,
-        rw_text: "read".into(),
-        bs: 4096,
-        size: None,
-        filesize: None,
-        nrfiles: 1,
-        filename: None,
-        directory: None,
-        rwmixread: None,
-        numjobs: 1,
-        engine: EngineKind::Sync,
-        ioengine: "psync".into(),
-        iodepth: 1,
-        direct: false,
-        osync: false,
-        odsync: false,
-        fsync: 0,
-        fdatasync: 0,
-        end_fsync: false,
-        fsync_on_close: false,
-        runtime: None,
-        time_based: false,
-        ramp_time: Duration::ZERO,
-        startdelay: Duration::ZERO,
-        loops: 1,
-        offset: 0,
-        offset_increment: 0,
-        seed: None,
-        verify: None,
-        unlink: false,
-        group_reporting: false,
-        lat_percentiles: false,
-        percentiles: None,
-        bw_log: None,
-        lat_log: None,
-        iops_log: None,
-        log_avg_msec: 0,
-        create_on_open: false,
-        own: Vec::new(),
+    if let Some(n) = n {
+        if n.trim() != "0" && !n.trim().is_empty() {
+            return Err(format!(
+                "rw={v}: the :{n} suffix (holes, or a new random offset every {n} I/Os) is not supported; \
+                 ioscale's sequential phases have no holes and its random ones pick every offset (use rw={mode})"
+            ));
+        }
+    }
+    let op = match mode {
+        "read" => Op::Read,
+        "write" => Op::Write,
+        "randread" => Op::Randread,
+        "randwrite" => Op::Randwrite,
+        "rw" | "readwrite" => Op::Rw,
+        "randrw" => Op::Randrw,
+        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+            return Err(format!(
+                "rw={mode}: trims are not supported; ioscale reads and writes (native: --op)"
+            ))
+        }
+        _ => {
+            return Err(format!(
+                "rw={mode}: use read, write, randread, randwrite, rw/readwrite or randrw"
+            ))
+        }
     };
+    Ok((op, mode.to_string()))
+}
+
+/// `bsrange=LOW-HIGH`: one size only.
+fn bs_range(v: &str, kb_base: u64) -> Result<u64, String> {
+    let (lo, hi) = v
+        .split_once('-')
+        .ok_or_else(|| format!("bsrange={v}: give LOW-HIGH"))?;
+    let lo = fio_size("bsrange", lo, kb_base).map_err(|e| e.0)?;
+    let hi = fio_size("bsrange", hi, kb_base).map_err(|e| e.0)?;
+    if lo != hi {
+        return Err(format!(
+            "bsrange={v}: a range of block sizes is not supported; ioscale uses one (bs=, native: --xfer)"
+        ));
+    }
+    Ok(lo)
+}
+
+/// `ioengine=`.
+fn engine_kind(v: &str) -> Result<EngineKind, String> {
+    match v {
+        "psync" | "sync" | "pvsync" | "pvsync2" => Ok(EngineKind::Sync),
+        "io_uring" => Ok(EngineKind::IoUring),
+        "libaio" | "posixaio" => Err(format!(
+            "ioengine={v}: not supported; the nearest native engine is io_uring \
+             (ioengine=io_uring, native: --engine io_uring), which queues iodepth= requests the same way"
+        )),
+        _ => Err(format!(
+            "ioengine={v}: not supported; ioscale has psync/sync/pvsync (one request at a time) \
+             and io_uring (native: --engine sync|io_uring)"
+        )),
+    }
+}
+
+/// `verify=`: a checksum or pattern (ioscale checks its own), or none.
+fn verify_kind(v: &str) -> Result<Option<String>, String> {
+    match v {
+        "0" | "" | "null" => Ok(None),
+        "crc32c" | "crc32c-intel" | "md5" | "pattern" | "crc32" | "sha256" => Ok(Some(v.to_string())),
+        _ => Err(format!(
+            "verify={v}: use crc32c, md5 or pattern (ioscale checks its own pattern; native: --verify)"
+        )),
+    }
+}
+
+/// `percentile_list=A:B:…`.
+fn percentile_list(v: &str) -> Result<Vec<f64>, String> {
+    let mut l = Vec::new();
+    for p in v.split(':') {
+        let x: f64 = p
+            .trim()
+            .parse()
+            .map_err(|_| format!("percentile_list={v}: {p} is not a number"))?;
+        if !(x > 0.0 && x <= 100.0) {
+            return Err(format!(
+                "percentile_list={v}: {p} is not a percentile (above 0, at most 100)"
+            ));
+        }
+        l.push(x);
+    }
+    Ok(l)
+}
+
+/// Reads one job's options (global first, then its own: later wins).
+fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
+    let kb_base = kb_base(opts)?;
+    let mut j = Job::new(name);
     for o in opts {
         let k = o.key.as_str();
         let at = |m: String| usage(format!("{m} ({})", o.origin));
@@ -772,39 +879,7 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
                 }
                 j.size = Some(size()?)
             }
-            "rw" => {
-                let (mode, n) = match v.split_once(':') {
-                    Some((m, n)) => (m, Some(n)),
-                    None => (v, None),
-                };
-                if let Some(n) = n {
-                    if n.trim() != "0" && !n.trim().is_empty() {
-                        return Err(at(format!(
-                            "rw={v}: the :{n} suffix (holes, or a new random offset every {n} I/Os) is not supported; \
-                             ioscale's sequential phases have no holes and its random ones pick every offset (use rw={mode})"
-                        )));
-                    }
-                }
-                j.op = match mode {
-                    "read" => Op::Read,
-                    "write" => Op::Write,
-                    "randread" => Op::Randread,
-                    "randwrite" => Op::Randwrite,
-                    "rw" | "readwrite" => Op::Rw,
-                    "randrw" => Op::Randrw,
-                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                        return Err(at(format!(
-                            "rw={mode}: trims are not supported; ioscale reads and writes (native: --op)"
-                        )))
-                    }
-                    _ => {
-                        return Err(at(format!(
-                            "rw={mode}: use read, write, randread, randwrite, rw/readwrite or randrw"
-                        )))
-                    }
-                };
-                j.rw_text = mode.to_string();
-            }
+            "rw" => (j.op, j.rw_text) = rw_mode(v).map_err(at)?,
             "bs" => {
                 if v.contains(',') || v.contains(':') {
                     return Err(at(format!(
@@ -813,40 +888,13 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
                 }
                 j.bs = size()?
             }
-            "bsrange" => {
-                let (lo, hi) = v
-                    .split_once('-')
-                    .ok_or_else(|| at(format!("bsrange={v}: give LOW-HIGH")))?;
-                let lo = fio_size(k, lo, kb_base).map_err(|e| at(e.0))?;
-                let hi = fio_size(k, hi, kb_base).map_err(|e| at(e.0))?;
-                if lo != hi {
-                    return Err(at(format!(
-                        "bsrange={v}: a range of block sizes is not supported; ioscale uses one (bs=, native: --xfer)"
-                    )));
-                }
-                j.bs = lo;
-            }
+            "bsrange" => j.bs = bs_range(v, kb_base).map_err(at)?,
             "rwmixread" => j.rwmixread = Some(int()?),
             "rwmixwrite" => j.rwmixread = Some(100u64.saturating_sub(int()?)),
             "numjobs" => j.numjobs = int()?,
             "iodepth" => j.iodepth = int()?,
             "ioengine" => {
-                j.engine = match v {
-                    "psync" | "sync" | "pvsync" | "pvsync2" => EngineKind::Sync,
-                    "io_uring" => EngineKind::IoUring,
-                    "libaio" | "posixaio" => {
-                        return Err(at(format!(
-                            "ioengine={v}: not supported; the nearest native engine is io_uring \
-                             (ioengine=io_uring, native: --engine io_uring), which queues iodepth= requests the same way"
-                        )))
-                    }
-                    _ => {
-                        return Err(at(format!(
-                            "ioengine={v}: not supported; ioscale has psync/sync/pvsync (one request at a time) \
-                             and io_uring (native: --engine sync|io_uring)"
-                        )))
-                    }
-                };
+                j.engine = engine_kind(v).map_err(at)?;
                 j.ioengine = v.to_string();
             }
             "direct" => j.direct = b()?,
@@ -882,17 +930,7 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
             }
             "randseed" => j.seed = Some(int()?),
             "norandommap" => {}
-            "verify" => match v {
-                "0" | "" | "null" => j.verify = None,
-                "crc32c" | "crc32c-intel" | "md5" | "pattern" | "crc32" | "sha256" => {
-                    j.verify = Some(v.to_string())
-                }
-                _ => {
-                    return Err(at(format!(
-                        "verify={v}: use crc32c, md5 or pattern (ioscale checks its own pattern; native: --verify)"
-                    )))
-                }
-            },
+            "verify" => j.verify = verify_kind(v).map_err(at)?,
             "create_on_open" => j.create_on_open = b()?,
             "unlink" => j.unlink = b()?,
             "group_reporting" => j.group_reporting = b()?,
@@ -900,26 +938,11 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
             "clat_percentiles" => {
                 if !b()? {
                     return Err(at(
-                        "clat_percentiles=0: ioscale always prints its percentiles".into()
+                        "clat_percentiles=0: ioscale always prints its percentiles".into(),
                     ));
                 }
             }
-            "percentile_list" => {
-                let mut l = Vec::new();
-                for p in v.split(':') {
-                    let x: f64 = p
-                        .trim()
-                        .parse()
-                        .map_err(|_| at(format!("percentile_list={v}: {p} is not a number")))?;
-                    if !(x > 0.0 && x <= 100.0) {
-                        return Err(at(format!(
-                            "percentile_list={v}: {p} is not a percentile (above 0, at most 100)"
-                        )));
-                    }
-                    l.push(x);
-                }
-                j.percentiles = Some(l);
-            }
+            "percentile_list" => j.percentiles = Some(percentile_list(v).map_err(at)?),
             "write_bw_log" => j.bw_log = Some(log_name(v, &j.name)),
             "write_lat_log" => j.lat_log = Some(log_name(v, &j.name)),
             "write_iops_log" => j.iops_log = Some(log_name(v, &j.name)),

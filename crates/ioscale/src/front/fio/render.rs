@@ -1,15 +1,17 @@
 //! fio's output layouts — normal text, JSON and terse — from measured
 //! figures.
 //!
-//! What ioscale measures: bytes and requests per direction, run time, one
-//! latency per request (issue to completion) in a log-linear histogram per
-//! worker (min, max and mean exact; stdev, percentiles and fio's latency
-//! buckets from the histogram, whose buckets are within 1/64 of their
-//! value), bandwidth and IOPS per interval of each worker (fio's bw/iops
-//! samples), CPU time, context switches and page faults of the run, and
-//! the block device's counters. What fio prints beyond that (slat, IO depth
-//! distribution) is left out; where fio itself prints zeros for a direction
-//! that did nothing, so does this.
+//! What ioscale measures: bytes and requests per direction, run time, the
+//! latencies of every request by direction — fio's `lat` (preparation to
+//! completion), and for io_uring `slat` (to the return of the submit call
+//! that handed it over) and `clat` (from there to completion) — in
+//! log-linear histograms per worker (min, max and mean exact; stdev,
+//! percentiles and fio's latency buckets from the histogram, whose buckets
+//! are within 1/64 of their value), bandwidth and IOPS per interval of each
+//! worker and direction (fio's bw/iops samples), CPU time, context
+//! switches and page faults of the run, and the block device's counters.
+//! What fio prints beyond that (IO depth distribution) is left out; where
+//! fio itself prints zeros for a direction that did nothing, so does this.
 
 use serde_json::{json, Map, Value};
 use stats::LatencyHistogram;
@@ -121,8 +123,15 @@ pub struct DirStats {
     pub ios: u64,
     /// Seconds the direction was active.
     pub runtime_s: f64,
-    /// Latency, where measured for this entry alone.
+    /// Latency from a request's preparation to its completion (fio's
+    /// `lat`), where measured for this entry alone.
     pub lat: Option<Lat>,
+    /// From its hand-over to the kernel to its completion (fio's `clat`);
+    /// `None`: the same as `lat` (a request handed over in the wait).
+    pub clat: Option<Lat>,
+    /// From its preparation to the return of its submit call (fio's
+    /// `slat`), where the engine hands requests over apart from the wait.
+    pub slat: Option<Lat>,
     /// Bandwidth samples, KiB/s.
     pub bw_stat: Option<SampleStat>,
     /// IOPS samples.
@@ -130,6 +139,11 @@ pub struct DirStats {
 }
 
 impl DirStats {
+    /// fio's clat: the completion latency, or the whole latency where the
+    /// two are one.
+    fn clat(&self) -> Option<&Lat> {
+        self.clat.as_ref().or(self.lat.as_ref())
+    }
     fn bw(&self) -> f64 {
         if self.runtime_s > 0.0 {
             self.bytes as f64 / self.runtime_s
@@ -172,8 +186,7 @@ pub struct Entry {
     pub buckets: Option<LatBuckets>,
     /// The engine is synchronous (no submission latency, depth 1).
     pub sync_engine: bool,
-    /// Bandwidth and IOPS were sampled per interval for this entry (not
-    /// for a mixed job, whose samples are not split by direction).
+    /// Bandwidth and IOPS were sampled per interval for this entry.
     pub sampled: bool,
     /// Queue depth.
     pub iodepth: u64,
@@ -439,6 +452,71 @@ fn normal_buckets(out: &mut String, b: &LatBuckets) {
     }
 }
 
+/// One `slat`/`clat`/`lat` line, in its own unit as fio chooses it.
+fn normal_lat_line(out: &mut String, indent: &str, name: &str, l: &Lat) {
+    let (unit, div) = lat_unit(l.min() as f64, l.mean(), l.dev());
+    out.push_str(&format!(
+        "{indent}{name} ({unit}): min={}, max={}, avg={:5.2}, stdev={:5.2}\n",
+        six_digits(l.min() as f64 / div),
+        six_digits(l.max() as f64 / div),
+        l.mean() / div,
+        l.dev() / div
+    ));
+}
+
+/// fio's `clat percentiles (usec):` table of one latency.
+fn normal_pct_table(out: &mut String, name: &str, e: &Entry, l: &Lat) {
+    let pct = percentiles_of(e, l);
+    if pct.is_empty() {
+        return;
+    }
+    let lo = pct.iter().map(|p| p.1).min().unwrap_or(0);
+    let hi = pct.iter().map(|p| p.1).max().unwrap_or(0);
+    let (punit, pdiv) = if lo > 2_000_000 && hi > 99_999_999 {
+        ("msec", 1_000_000)
+    } else if lo > 2000 && hi > 99_999 {
+        ("usec", 1000)
+    } else {
+        ("nsec", 1)
+    };
+    let vals: Vec<u64> = pct.iter().map(|p| p.1.div_ceil(pdiv)).collect();
+    let width = vals
+        .iter()
+        .map(|v| v.to_string().len())
+        .max()
+        .unwrap_or(1)
+        .max(5);
+    // fio prints as many decimals as the list needs.
+    let prec = pct
+        .iter()
+        .map(|(q, _)| {
+            (0..6)
+                .find(|&d| {
+                    let x = q * 10f64.powi(d);
+                    (x - x.round()).abs() < 1e-6
+                })
+                .unwrap_or(6) as usize
+        })
+        .max()
+        .unwrap_or(0);
+    let per_line = (73 / (prec + 10 + width)).max(1);
+    let qw = prec + 3;
+    let items: Vec<String> = pct
+        .iter()
+        .zip(&vals)
+        .map(|((q, _), v)| format!("{q:qw$.prec$}th=[{v:width$}]"))
+        .collect();
+    let rows: Vec<&[String]> = items.chunks(per_line).collect();
+    out.push_str(&format!("    {name} percentiles ({punit}):\n"));
+    for (i, r) in rows.iter().enumerate() {
+        out.push_str(&format!(
+            "     | {}{}\n",
+            r.join(", "),
+            if i + 1 < rows.len() { "," } else { "" }
+        ));
+    }
+}
+
 fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry, agg_kib: f64) {
     let (bw_i, bw_s) = bw_pair(d.bw());
     out.push_str(&format!(
@@ -452,77 +530,23 @@ fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry, agg_kib: f
             ""
         }
     ));
-    if let Some(l) = &d.lat {
-        let (unit, div) = lat_unit(l.min() as f64, l.mean(), l.dev());
-        let line = |name: &str| {
-            format!(
-                "{name} ({unit}): min={}, max={}, avg={:5.2}, stdev={:5.2}\n",
-                six_digits(l.min() as f64 / div),
-                six_digits(l.max() as f64 / div),
-                l.mean() / div,
-                l.dev() / div
-            )
-        };
-        out.push_str(&format!("    {}", line("clat")));
-        out.push_str(&format!("     {}", line("lat")));
-        let pct = percentiles_of(e, l);
-        if !pct.is_empty() {
-            let lo = pct.iter().map(|p| p.1).min().unwrap_or(0);
-            let hi = pct.iter().map(|p| p.1).max().unwrap_or(0);
-            let (punit, pdiv) = if lo > 2_000_000 && hi > 99_999_999 {
-                ("msec", 1_000_000)
-            } else if lo > 2000 && hi > 99_999 {
-                ("usec", 1000)
-            } else {
-                ("nsec", 1)
-            };
-            let vals: Vec<u64> = pct.iter().map(|p| p.1.div_ceil(pdiv)).collect();
-            let width = vals
-                .iter()
-                .map(|v| v.to_string().len())
-                .max()
-                .unwrap_or(1)
-                .max(5);
-            // fio prints as many decimals as the list needs.
-            let prec = pct
-                .iter()
-                .map(|(q, _)| {
-                    (0..6)
-                        .find(|&d| {
-                            let x = q * 10f64.powi(d);
-                            (x - x.round()).abs() < 1e-6
-                        })
-                        .unwrap_or(6) as usize
-                })
-                .max()
-                .unwrap_or(0);
-            let per_line = (73 / (prec + 10 + width)).max(1);
-            let qw = prec + 3;
-            let items: Vec<String> = pct
-                .iter()
-                .zip(&vals)
-                .map(|((q, _), v)| format!("{q:qw$.prec$}th=[{v:width$}]"))
-                .collect();
-            let rows: Vec<&[String]> = items.chunks(per_line).collect();
-            // clat's table (fio's default), and lat's with lat_percentiles:
-            // the same measured latency.
-            let tables: &[&str] = if e.lat_percentiles {
-                &["clat", "lat"]
-            } else {
-                &["clat"]
-            };
-            for t in tables {
-                out.push_str(&format!("    {t} percentiles ({punit}):\n"));
-                for (i, r) in rows.iter().enumerate() {
-                    out.push_str(&format!(
-                        "     | {}{}\n",
-                        r.join(", "),
-                        if i + 1 < rows.len() { "," } else { "" }
-                    ));
-                }
-            }
+    if let Some(sl) = d.slat.as_ref().filter(|l| l.n() > 0) {
+        normal_lat_line(out, "    ", "slat", sl);
+    }
+    if let (Some(cl), Some(l)) = (d.clat(), &d.lat) {
+        normal_lat_line(out, "    ", "clat", cl);
+        normal_lat_line(out, "     ", "lat", l);
+        // clat's table (fio's default), and lat's with lat_percentiles.
+        normal_pct_table(out, "clat", e, cl);
+        if e.lat_percentiles {
+            normal_pct_table(out, "lat", e, l);
         }
     }
+    normal_samples(out, d, agg_kib);
+}
+
+/// fio's `bw (KiB/s):` and `iops:` lines of one direction.
+fn normal_samples(out: &mut String, d: &DirStats, agg_kib: f64) {
     if let Some(b) = &d.bw_stat {
         let (unit, k) = if b.mean > 1024.0 * 1024.0 {
             ("MiB", 1024.0)
@@ -558,6 +582,17 @@ fn normal_dir(out: &mut String, label: &str, d: &DirStats, e: &Entry, agg_kib: f
 /// fio's normal output.
 pub fn normal(r: &Report) -> String {
     let mut out = String::new();
+    normal_headers(&mut out, r);
+    for e in &r.entries {
+        normal_entry(&mut out, r, e);
+    }
+    normal_groups(&mut out, r);
+    normal_disks(&mut out, r);
+    out
+}
+
+/// The job lines, version, thread count and layout lines.
+fn normal_headers(out: &mut String, r: &Report) {
     let mut last = None;
     for h in &r.headers {
         if last == Some(h.name.clone()) {
@@ -584,40 +619,46 @@ pub fn normal(r: &Report) -> String {
         out.push('\n');
     }
     out.push('\n');
-    let when = &r.started_text;
-    for e in &r.entries {
-        out.push_str(&format!(
-            "{}: (groupid={}, jobs={}): err={:2}: pid={}: {when}\n",
-            e.name, e.group, e.jobs, e.error, r.pid
-        ));
-        if e.read.ios > 0 || e.read.bytes > 0 {
-            let agg = group_agg(r, e.group, true) / 1024.0;
-            normal_dir(&mut out, "read", &e.read, e, agg);
-        }
-        if e.write.ios > 0 || e.write.bytes > 0 {
-            let agg = group_agg(r, e.group, false) / 1024.0;
-            normal_dir(&mut out, "write", &e.write, e, agg);
-        }
-        if let Some(b) = &e.buckets {
-            normal_buckets(&mut out, b);
-        }
-        if let Some((u, s)) = e.cpu_s {
-            let (u, s) = cpu_pct(e, u, s);
-            out.push_str(&format!("  cpu          : usr={u:.2}%, sys={s:.2}%"));
-            if let Some((ctx, majf, minf)) = e.faults {
-                out.push_str(&format!(", ctx={ctx}, majf={majf}, minf={minf}"));
-            }
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "     issued rwts: total={},{},0,0\n",
-            e.read.ios, e.write.ios
-        ));
-        out.push_str(&format!(
-            "     latency   : target=0, window=0, percentile=100.00%, depth={}\n\n",
-            e.iodepth
-        ));
+}
+
+/// One entry's block: its directions, buckets, cpu, issued and latency
+/// lines.
+fn normal_entry(out: &mut String, r: &Report, e: &Entry) {
+    out.push_str(&format!(
+        "{}: (groupid={}, jobs={}): err={:2}: pid={}: {}\n",
+        e.name, e.group, e.jobs, e.error, r.pid, r.started_text
+    ));
+    if e.read.ios > 0 || e.read.bytes > 0 {
+        let agg = group_agg(r, e.group, true) / 1024.0;
+        normal_dir(out, "read", &e.read, e, agg);
     }
+    if e.write.ios > 0 || e.write.bytes > 0 {
+        let agg = group_agg(r, e.group, false) / 1024.0;
+        normal_dir(out, "write", &e.write, e, agg);
+    }
+    if let Some(b) = &e.buckets {
+        normal_buckets(out, b);
+    }
+    if let Some((u, s)) = e.cpu_s {
+        let (u, s) = cpu_pct(e, u, s);
+        out.push_str(&format!("  cpu          : usr={u:.2}%, sys={s:.2}%"));
+        if let Some((ctx, majf, minf)) = e.faults {
+            out.push_str(&format!(", ctx={ctx}, majf={majf}, minf={minf}"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "     issued rwts: total={},{},0,0\n",
+        e.read.ios, e.write.ios
+    ));
+    out.push_str(&format!(
+        "     latency   : target=0, window=0, percentile=100.00%, depth={}\n\n",
+        e.iodepth
+    ));
+}
+
+/// The `Run status group N (all jobs):` summaries.
+fn normal_groups(out: &mut String, r: &Report) {
     let mut groups: Vec<usize> = r.entries.iter().map(|e| e.group).collect();
     groups.dedup();
     for g in groups {
@@ -660,6 +701,10 @@ pub fn normal(r: &Report) -> String {
         }
         out.push('\n');
     }
+}
+
+/// fio's `Disk stats (read/write):` lines.
+fn normal_disks(out: &mut String, r: &Report) {
     if !r.disks.is_empty() {
         out.push_str("Disk stats (read/write):\n");
         for d in &r.disks {
@@ -678,7 +723,6 @@ pub fn normal(r: &Report) -> String {
             ));
         }
     }
-    out
 }
 
 /// A group's aggregate bandwidth of one direction (bytes/s): all its
@@ -739,29 +783,31 @@ fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64) -> Value {
     m.insert("iops".into(), json!(d.iops()));
     m.insert("runtime".into(), json!(d.ms()));
     m.insert("total_ios".into(), json!(d.ios));
-    // fio prints these zeros when it does not time submissions (psync).
-    m.insert("slat_ns".into(), zero_lat());
-    if let Some(l) = &d.lat {
-        let body = |with_pct: bool| {
-            let mut o = Map::new();
-            o.insert("min".into(), json!(l.min()));
-            o.insert("max".into(), json!(l.max()));
-            o.insert("mean".into(), json!(l.mean()));
-            o.insert("stddev".into(), json!(l.dev()));
-            o.insert("N".into(), json!(l.n()));
-            if with_pct {
-                let mut p = Map::new();
-                for (q, v) in percentiles_of(e, l) {
-                    p.insert(format!("{q:.6}"), json!(v));
-                }
-                o.insert("percentile".into(), Value::Object(p));
+    let body = |l: &Lat, with_pct: bool| {
+        let mut o = Map::new();
+        o.insert("min".into(), json!(l.min()));
+        o.insert("max".into(), json!(l.max()));
+        o.insert("mean".into(), json!(l.mean()));
+        o.insert("stddev".into(), json!(l.dev()));
+        o.insert("N".into(), json!(l.n()));
+        if with_pct {
+            let mut p = Map::new();
+            for (q, v) in percentiles_of(e, l) {
+                p.insert(format!("{q:.6}"), json!(v));
             }
-            Value::Object(o)
-        };
-        m.insert("clat_ns".into(), body(true));
-        m.insert("lat_ns".into(), body(e.lat_percentiles));
+            o.insert("percentile".into(), Value::Object(p));
+        }
+        Value::Object(o)
+    };
+    // fio prints zeros when it does not time submissions (psync).
+    match d.slat.as_ref().filter(|l| l.n() > 0) {
+        Some(sl) => m.insert("slat_ns".into(), body(sl, false)),
+        None => m.insert("slat_ns".into(), zero_lat()),
+    };
+    if let (Some(cl), Some(l)) = (d.clat(), &d.lat) {
+        m.insert("clat_ns".into(), body(cl, true));
+        m.insert("lat_ns".into(), body(l, e.lat_percentiles));
     }
-    // Mixed jobs' samples are not split by direction: left out there.
     if e.sampled {
         // No sample (a run shorter than one interval) gives fio's zeros.
         let b = d.bw_stat.unwrap_or_default();
@@ -800,6 +846,66 @@ fn json_buckets(j: &mut Map<String, Value>, b: &LatBuckets) {
     }
 }
 
+/// One direction's fields of the terse line.
+fn terse_dir(f: &mut Vec<String>, r: &Report, e: &Entry, d: &DirStats, read: bool) {
+    let active = d.ios > 0 || d.bytes > 0;
+    f.push((d.bytes / 1024).to_string());
+    f.push((d.bw() / 1024.0).round().to_string());
+    f.push((d.iops().round() as u64).to_string());
+    f.push(d.ms().to_string());
+    let lat4 = |l: Option<&Lat>| -> Vec<String> {
+        match l {
+            Some(l) => vec![
+                (l.min() / 1000).to_string(),
+                (l.max() / 1000).to_string(),
+                format!("{:.6}", l.mean() / 1000.0),
+                format!("{:.6}", l.dev() / 1000.0),
+            ],
+            None if active => vec![String::new(); 4],
+            None => vec!["0".into(), "0".into(), "0.000000".into(), "0.000000".into()],
+        }
+    };
+    // slat: fio's zeros for a sync engine; empty if not measured.
+    match d.slat.as_ref().filter(|l| l.n() > 0) {
+        Some(sl) => f.extend(lat4(Some(sl))),
+        None if e.sync_engine || !active => {
+            f.extend(["0", "0", "0.000000", "0.000000"].map(String::from))
+        }
+        None => f.extend(vec![String::new(); 4]),
+    }
+    f.extend(lat4(d.clat()));
+    let pct = d.clat().map(|l| percentiles_of(e, l)).unwrap_or_else(|| {
+        let want: &[f64] = e.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
+        want.iter().map(|&q| (q, 0)).collect()
+    });
+    for i in 0..20 {
+        f.push(match pct.get(i) {
+            Some((q, v)) => format!("{q:.6}%={}", v / 1000),
+            None => "0%=0".into(),
+        });
+    }
+    f.extend(lat4(d.lat.as_ref()));
+    let agg = group_agg(r, e.group, read) / 1024.0;
+    match d.bw_stat.filter(|_| e.sampled) {
+        Some(b) => {
+            let per = if agg > 0.0 { b.mean * 100.0 / agg } else { 0.0 };
+            f.push((b.min as u64).to_string());
+            f.push((b.max as u64).to_string());
+            f.push(format!("{per:.6}%"));
+            f.push(format!("{:.6}", b.mean));
+            f.push(format!("{:.6}", b.dev()));
+        }
+        None if active && !e.sampled => f.extend(vec![String::new(); 5]),
+        None => f.extend([
+            "0".into(),
+            "0".into(),
+            "0.000000%".into(),
+            "0.000000".into(),
+            "0.000000".into(),
+        ]),
+    }
+}
+
 /// fio's terse output, version 3: one `;`-separated line per entry.
 /// A field ioscale does not measure (slat, IO depths under io_uring) is
 /// left empty rather than filled in; its place is kept so fields are found
@@ -815,64 +921,7 @@ pub fn terse(r: &Report) -> String {
             e.error.to_string(),
         ];
         for (d, read) in [(&e.read, true), (&e.write, false)] {
-            let active = d.ios > 0 || d.bytes > 0;
-            f.push((d.bytes / 1024).to_string());
-            f.push((d.bw() / 1024.0).round().to_string());
-            f.push((d.iops().round() as u64).to_string());
-            f.push(d.ms().to_string());
-            let lat4 = |l: Option<&Lat>| -> Vec<String> {
-                match l {
-                    Some(l) => vec![
-                        (l.min() / 1000).to_string(),
-                        (l.max() / 1000).to_string(),
-                        format!("{:.6}", l.mean() / 1000.0),
-                        format!("{:.6}", l.dev() / 1000.0),
-                    ],
-                    None if active => vec![String::new(); 4],
-                    None => vec!["0".into(), "0".into(), "0.000000".into(), "0.000000".into()],
-                }
-            };
-            // slat: fio's zeros for a sync engine, not measured otherwise.
-            if e.sync_engine || !active {
-                f.extend(["0", "0", "0.000000", "0.000000"].map(String::from));
-            } else {
-                f.extend(vec![String::new(); 4]);
-            }
-            f.extend(lat4(d.lat.as_ref()));
-            let pct = d
-                .lat
-                .as_ref()
-                .map(|l| percentiles_of(e, l))
-                .unwrap_or_else(|| {
-                    let want: &[f64] = e.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
-                    want.iter().map(|&q| (q, 0)).collect()
-                });
-            for i in 0..20 {
-                f.push(match pct.get(i) {
-                    Some((q, v)) => format!("{q:.6}%={}", v / 1000),
-                    None => "0%=0".into(),
-                });
-            }
-            f.extend(lat4(d.lat.as_ref()));
-            let agg = group_agg(r, e.group, read) / 1024.0;
-            match d.bw_stat.filter(|_| e.sampled) {
-                Some(b) => {
-                    let per = if agg > 0.0 { b.mean * 100.0 / agg } else { 0.0 };
-                    f.push((b.min as u64).to_string());
-                    f.push((b.max as u64).to_string());
-                    f.push(format!("{per:.6}%"));
-                    f.push(format!("{:.6}", b.mean));
-                    f.push(format!("{:.6}", b.dev()));
-                }
-                None if active && !e.sampled => f.extend(vec![String::new(); 5]),
-                None => f.extend([
-                    "0".into(),
-                    "0".into(),
-                    "0.000000%".into(),
-                    "0.000000".into(),
-                    "0.000000".into(),
-                ]),
-            }
+            terse_dir(&mut f, r, e, d, read);
         }
         match e.cpu_s {
             Some((u, s)) => {

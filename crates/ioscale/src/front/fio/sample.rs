@@ -2,9 +2,10 @@
 //! `write_bw_log`/`write_lat_log`/`write_iops_log` files.
 //!
 //! A thread of its own reads the engine's live lifetime counters (each
-//! worker's requests, bytes and summed latency over every phase, which the
-//! workers store after every batch of completions) once per interval and
-//! keeps the differences. It never touches the workers' I/O loop.
+//! worker's requests, bytes and summed latency over every phase, and the
+//! same per direction, which the workers store after every batch of
+//! completions) once per interval and keeps the differences, one tick per
+//! direction that did something. It never touches the workers' I/O loop.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,14 +21,17 @@ pub struct Tick {
     pub t_ms: u64,
     /// Length of the interval, ms (shorter at a phase's start and end).
     pub dt_ms: f64,
-    /// The phase's operation.
-    pub op: Op,
+    /// Writes (fio's ddir 1) rather than reads.
+    pub write: bool,
     /// Requests completed in the interval.
     pub ios: u64,
     /// Bytes moved.
     pub bytes: u64,
     /// Summed latency of those requests, ns.
     pub lat_ns: u64,
+    /// The part of it before the submit call returned (slat), ns; 0
+    /// where the engine hands requests over in its wait.
+    pub slat_ns: u64,
     /// The interval is a whole one (fio keeps only those as bw/iops
     /// samples; its latency log also takes the last, partial one).
     pub full: bool,
@@ -36,7 +40,7 @@ pub struct Tick {
 impl Tick {
     /// Direction as fio's logs write it: 0 read, 1 write.
     pub fn ddir(&self) -> u8 {
-        u8::from(!self.op.reads())
+        u8::from(self.write)
     }
     /// KiB/s over the interval.
     pub fn kib_s(&self) -> f64 {
@@ -51,13 +55,23 @@ impl Tick {
 /// The running sampler.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
+    t0: Instant,
     handle: JoinHandle<Vec<Vec<Tick>>>,
+}
+
+/// What a sampler gathered.
+pub struct Sampled {
+    /// Each worker's intervals.
+    pub ticks: Vec<Vec<Tick>>,
+    /// When it started: the origin of the logs' times (fio's job start).
+    pub t0: Instant,
 }
 
 struct State {
     t0: Instant,
     every: Duration,
-    prev: Vec<(u64, u64, u64)>,
+    /// Per worker: the last reading.
+    prev: Vec<Reading>,
     /// The operation of the phase running at the last reading.
     op: Op,
     win_start: Instant,
@@ -75,19 +89,41 @@ impl State {
         // Readings follow a fixed schedule, so a late one shortens the
         // next interval a little: still a whole one.
         let full = !last && dt * 2 >= self.every;
+        let t_ms = now.saturating_duration_since(self.t0).as_millis() as u64;
+        let dt_ms = dt.as_secs_f64() * 1000.0;
         for (w, prev) in self.prev.iter_mut().enumerate() {
-            let cur = engine::live::lifetime(w as u32);
-            let ios = cur.0.saturating_sub(prev.0);
-            if ios > 0 && !dt.is_zero() {
-                self.ticks[w].push(Tick {
-                    t_ms: now.saturating_duration_since(self.t0).as_millis() as u64,
-                    dt_ms: dt.as_secs_f64() * 1000.0,
-                    op: self.op,
-                    ios,
-                    bytes: cur.1.saturating_sub(prev.1),
-                    lat_ns: cur.2.saturating_sub(prev.2),
-                    full,
-                });
+            let cur = Reading::of(w as u32);
+            let sub = |a: (u64, u64, u64), b: (u64, u64, u64)| {
+                (
+                    a.0.saturating_sub(b.0),
+                    a.1.saturating_sub(b.1),
+                    a.2.saturating_sub(b.2),
+                )
+            };
+            let all = sub(cur.all, prev.all);
+            let rd = sub(cur.dirs[0], prev.dirs[0]);
+            let wr = sub(cur.dirs[1], prev.dirs[1]);
+            let slat = [0, 1].map(|k| cur.slat[k].saturating_sub(prev.slat[k]));
+            // Single-direction phases by their operation; a mix by what
+            // the workers count per direction (never by subtracting one
+            // counter from another read at a different moment).
+            let split = match self.op {
+                Op::Rw | Op::Randrw => [(false, rd, slat[0]), (true, wr, slat[1])],
+                op => [(!op.reads(), all, slat[0] + slat[1]), (false, (0, 0, 0), 0)],
+            };
+            for (write, (ios, bytes, lat_ns), slat_ns) in split {
+                if ios > 0 && !dt.is_zero() {
+                    self.ticks[w].push(Tick {
+                        t_ms,
+                        dt_ms,
+                        write,
+                        ios,
+                        bytes,
+                        lat_ns,
+                        slat_ns,
+                        full,
+                    });
+                }
             }
             *prev = cur;
         }
@@ -102,9 +138,9 @@ impl Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         // Totals of earlier runs in this process are not this run's.
-        let prev: Vec<_> = (0..workers).map(engine::live::lifetime).collect();
+        let prev: Vec<_> = (0..workers).map(Reading::of).collect();
+        let t0 = Instant::now();
         let handle = std::thread::spawn(move || {
-            let t0 = Instant::now();
             let mut st = State {
                 t0,
                 every,
@@ -134,14 +170,38 @@ impl Sampler {
             }
             st.ticks
         });
-        Sampler { stop, handle }
+        Sampler { stop, t0, handle }
     }
 
     /// Stops (after one last reading) and returns each worker's intervals.
-    pub fn finish(self) -> Vec<Vec<Tick>> {
+    pub fn finish(self) -> Sampled {
         self.stop.store(true, Ordering::Release);
         self.handle.thread().unpark();
-        self.handle.join().unwrap_or_default()
+        Sampled {
+            ticks: self.handle.join().unwrap_or_default(),
+            t0: self.t0,
+        }
+    }
+}
+
+/// A worker's lifetime totals.
+#[derive(Debug, Clone, Copy)]
+struct Reading {
+    /// All requests: count, bytes, summed latency (ns).
+    all: (u64, u64, u64),
+    /// Reads and writes, each counted apart.
+    dirs: [(u64, u64, u64); 2],
+    /// Summed submission latency of reads, of writes (ns).
+    slat: [u64; 2],
+}
+
+impl Reading {
+    fn of(w: u32) -> Reading {
+        Reading {
+            all: engine::live::lifetime(w),
+            dirs: engine::live::lifetime_dirs(w),
+            slat: engine::live::lifetime_slat(w),
+        }
     }
 }
 
@@ -149,7 +209,7 @@ impl Sampler {
 pub fn samples(ticks: &[Tick], reads: bool) -> (Vec<f64>, Vec<f64>) {
     ticks
         .iter()
-        .filter(|t| t.full && t.op.reads() == reads && !matches!(t.op, Op::Rw | Op::Randrw))
+        .filter(|t| t.full && t.write != reads)
         .map(|t| (t.kib_s(), t.iops()))
         .unzip()
 }

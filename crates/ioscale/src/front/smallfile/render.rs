@@ -20,8 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::export::{ExportError, Exporter};
-use crate::model::{PhaseRecord, ResultSet};
+use report::{ExportError, Exporter, PhaseRecord, ResultSet};
 
 /// smallfile's warning threshold for the files processed, in percent.
 pub const PCT_FILES_MIN: f64 = 70.0;
@@ -88,6 +87,14 @@ pub fn wall_s(p: &PhaseRecord) -> f64 {
     (last - first).max(0.0)
 }
 
+/// The bytes thread `thread` of a phase moved (0 when it has no record).
+pub fn thread_bytes(p: &PhaseRecord, thread: u32) -> u64 {
+    p.workers
+        .iter()
+        .find(|w| w.worker == thread)
+        .map_or(0, |w| w.bytes)
+}
+
 /// Adds up a phase the way smallfile does.
 pub fn totals(p: &PhaseRecord) -> SmallfileTotals {
     let mut t = SmallfileTotals {
@@ -98,11 +105,7 @@ pub fn totals(p: &PhaseRecord) -> SmallfileTotals {
         return t;
     };
     for th in &f.threads {
-        let bytes = p
-            .workers
-            .iter()
-            .find(|w| w.worker == th.thread)
-            .map_or(0, |w| w.bytes);
+        let bytes = thread_bytes(p, th.thread);
         t.threads += 1;
         t.files += th.files;
         t.records += th.records;

@@ -10,8 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::export::{ExportError, Exporter};
-use crate::model::{PhaseRecord, ResultSet};
+use report::{ExportError, Exporter, PhaseRecord, ResultSet};
 
 /// What dd's `status=` asked for.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

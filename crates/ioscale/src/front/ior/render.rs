@@ -20,24 +20,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::export::{ExportError, Exporter};
-use crate::model::{PhaseRecord, ResultSet};
+use report::{ExportError, Exporter, PhaseRecord, ResultSet};
+
+use crate::front::FsStats;
 
 const MIB: f64 = 1024.0 * 1024.0;
 const MB: f64 = 1_000_000.0;
-
-/// File-system capacity figures for IOR's `FS` line (from statvfs).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct FsStats {
-    /// Size in bytes.
-    pub total_bytes: u64,
-    /// Bytes in use.
-    pub used_bytes: u64,
-    /// Inodes in all.
-    pub inodes: u64,
-    /// Inodes in use.
-    pub used_inodes: u64,
-}
 
 /// What the IOR layouts show beyond the canonical record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -357,8 +345,8 @@ fn summary_row(s: &OpStats, info: &IorInfo, tpn: u32) -> String {
 /// per-worker start times). The two add up to an upper bound of the true
 /// spread. `None` when nothing was measured.
 ///
-/// [`PhaseRecord::start_skew_s`]: crate::PhaseRecord::start_skew_s
-/// [`PhaseRecord::worker_start_spread_s`]: crate::PhaseRecord::worker_start_spread_s
+/// [`PhaseRecord::start_skew_s`]: report::PhaseRecord::start_skew_s
+/// [`PhaseRecord::worker_start_spread_s`]: report::PhaseRecord::worker_start_spread_s
 pub fn start_skew_s(rs: &ResultSet) -> Option<f64> {
     rs.phases
         .iter()
@@ -377,133 +365,153 @@ pub fn start_skew_s(rs: &ResultSet) -> Option<f64> {
         .reduce(f64::max)
 }
 
+/// IOR's header: version, start, command line, machine, path, FS.
+fn text_header(l: &mut Vec<String>, i: &IorInfo, rs: &ResultSet) {
+    l.push(format!(
+        "IOR-{}: MPI Coordinated Test of Parallel I/O",
+        i.ior_version
+    ));
+    l.push(kv("Began", &i.began));
+    l.push(kv("Command line", &i.command_line));
+    l.push(kv("Machine", &i.machine));
+    if i.verbose >= 1 {
+        // IOR 4.0 no longer prints this line; ioscale prints it with
+        // -v from the workers' measured start times (docs/compat.md).
+        if let Some(skew) = start_skew_s(rs) {
+            l.push(format!("Start time skew across all tasks: {skew:.2} sec"));
+        }
+    }
+    l.push(kv("TestID", 0));
+    l.push(kv("StartTime", &i.began));
+    l.push(kv("Path", &i.path));
+    if let Some(fs) = &i.fs {
+        l.push(kv("FS", fs_line(fs)));
+    }
+    if i.verbose >= 1 {
+        l.push(format!("Participating tasks : {}", i.tasks));
+        if i.reorder_tasks {
+            l.push("Using reorderTasks '-C' (useful to avoid read cache in client)".into());
+        }
+    }
+}
+
+/// IOR's `Options:` block.
+fn text_options(l: &mut Vec<String>, i: &IorInfo, rs: &ResultSet) {
+    l.push(String::new());
+    l.push("Options: ".into());
+    l.push(kv("api", &i.api));
+    l.push(kv("apiVersion", ""));
+    l.push(kv("test filename", &i.test_filename));
+    l.push(kv(
+        "access",
+        if i.file_per_proc {
+            "file-per-process"
+        } else {
+            "single-shared-file"
+        },
+    ));
+    l.push(kv("type", "independent"));
+    l.push(kv("segments", i.segments));
+    l.push(kv(
+        "ordering in a file",
+        if i.random_offsets {
+            "random"
+        } else {
+            "sequential"
+        },
+    ));
+    if i.reorder_tasks {
+        l.push(kv("ordering inter file", "constant task offset"));
+        l.push(kv("task offset", i.task_offset));
+    } else {
+        l.push(kv("ordering inter file", "no tasks offsets"));
+    }
+    let (nodes, tpn) = placement(rs, i);
+    l.push(kv("nodes", nodes));
+    l.push(kv("tasks", i.tasks));
+    l.push(kv("clients per node", tpn));
+    l.push(kv("repetitions", i.repetitions));
+    l.push(kv("xfersize", human_base_two(i.xfer)));
+    l.push(kv("blocksize", human_base_two(i.block)));
+    l.push(kv(
+        "aggregate filesize",
+        human_base_two(i.block * i.segments * i.tasks as u64),
+    ));
+    if i.verbose >= 1 {
+        l.push(kv("verbose", i.verbose));
+    }
+    if i.deadline_s > 0 {
+        l.push(kv("stonewallingTime", i.deadline_s));
+        l.push(kv("stoneWallingWearOut", i.wearout as u8));
+    }
+}
+
+/// IOR's `Results:` table, one row per measured phase, then the data-check
+/// lines and, with -v, the `Max Write:`/`Max Read:` lines.
+fn text_results(l: &mut Vec<String>, i: &IorInfo, rs: &ResultSet) {
+    l.push(String::new());
+    l.push("Results: ".into());
+    l.push(String::new());
+    l.extend(RESULTS_HEADER.iter().map(|s| s.to_string()));
+    for p in measured(rs, i) {
+        l.push(format!(
+            "{:<10}{}{}{}{}{}{}{}{}{}{:<4}",
+            access(p),
+            pp(p.bw_mib_s, " "),
+            pp(table_iops(p), " "),
+            pp(p.lat_us.mean / 1e6, "  "),
+            pp(i.block as f64 / 1024.0, " "),
+            pp(i.xfer as f64 / 1024.0, " "),
+            pp(p.open_s, " "),
+            pp(p.io_s, " "),
+            pp(p.close_s, " "),
+            pp(p.elapsed_s, " "),
+            p.rep
+        ));
+    }
+    l.extend(check_lines(rs, i));
+    // IOR 4.0 prints the Max lines only when verbose.
+    if i.verbose >= 1 {
+        if let Some(bw) = max_bw(rs, i, "write") {
+            l.push(format!(
+                "Max Write: {:.2} MiB/sec ({:.2} MB/sec)",
+                bw / MIB,
+                bw / MB
+            ));
+        }
+        if let Some(bw) = max_bw(rs, i, "read") {
+            l.push(format!(
+                "Max Read:  {:.2} MiB/sec ({:.2} MB/sec)",
+                bw / MIB,
+                bw / MB
+            ));
+        }
+    }
+}
+
+/// IOR's `Summary of all tests:` table.
+fn text_summary(l: &mut Vec<String>, i: &IorInfo, rs: &ResultSet) {
+    l.push(String::new());
+    l.push("Summary of all tests:".into());
+    l.push(SUMMARY_HEADER.into());
+    for s in op_stats(rs, i) {
+        l.push(summary_row(&s, i, placement(rs, i).1));
+    }
+    if rs.interrupted {
+        l.push(
+            "ior WARNING: interrupted; repetitions cut short are left out of the summary".into(),
+        );
+    }
+}
+
 impl Exporter for IorTextExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
         let i = &self.info;
         let mut l: Vec<String> = Vec::new();
-        l.push(format!(
-            "IOR-{}: MPI Coordinated Test of Parallel I/O",
-            i.ior_version
-        ));
-        l.push(kv("Began", &i.began));
-        l.push(kv("Command line", &i.command_line));
-        l.push(kv("Machine", &i.machine));
-        if i.verbose >= 1 {
-            // IOR 4.0 no longer prints this line; ioscale prints it with
-            // -v from the workers' measured start times (docs/compat.md).
-            if let Some(skew) = start_skew_s(rs) {
-                l.push(format!("Start time skew across all tasks: {skew:.2} sec"));
-            }
-        }
-        l.push(kv("TestID", 0));
-        l.push(kv("StartTime", &i.began));
-        l.push(kv("Path", &i.path));
-        if let Some(fs) = &i.fs {
-            l.push(kv("FS", fs_line(fs)));
-        }
-        if i.verbose >= 1 {
-            l.push(format!("Participating tasks : {}", i.tasks));
-            if i.reorder_tasks {
-                l.push("Using reorderTasks '-C' (useful to avoid read cache in client)".into());
-            }
-        }
-        l.push(String::new());
-        l.push("Options: ".into());
-        l.push(kv("api", &i.api));
-        l.push(kv("apiVersion", ""));
-        l.push(kv("test filename", &i.test_filename));
-        l.push(kv(
-            "access",
-            if i.file_per_proc {
-                "file-per-process"
-            } else {
-                "single-shared-file"
-            },
-        ));
-        l.push(kv("type", "independent"));
-        l.push(kv("segments", i.segments));
-        l.push(kv(
-            "ordering in a file",
-            if i.random_offsets {
-                "random"
-            } else {
-                "sequential"
-            },
-        ));
-        if i.reorder_tasks {
-            l.push(kv("ordering inter file", "constant task offset"));
-            l.push(kv("task offset", i.task_offset));
-        } else {
-            l.push(kv("ordering inter file", "no tasks offsets"));
-        }
-        let (nodes, tpn) = placement(rs, i);
-        l.push(kv("nodes", nodes));
-        l.push(kv("tasks", i.tasks));
-        l.push(kv("clients per node", tpn));
-        l.push(kv("repetitions", i.repetitions));
-        l.push(kv("xfersize", human_base_two(i.xfer)));
-        l.push(kv("blocksize", human_base_two(i.block)));
-        l.push(kv(
-            "aggregate filesize",
-            human_base_two(i.block * i.segments * i.tasks as u64),
-        ));
-        if i.verbose >= 1 {
-            l.push(kv("verbose", i.verbose));
-        }
-        if i.deadline_s > 0 {
-            l.push(kv("stonewallingTime", i.deadline_s));
-            l.push(kv("stoneWallingWearOut", i.wearout as u8));
-        }
-        l.push(String::new());
-        l.push("Results: ".into());
-        l.push(String::new());
-        l.extend(RESULTS_HEADER.iter().map(|s| s.to_string()));
-        for p in measured(rs, i) {
-            l.push(format!(
-                "{:<10}{}{}{}{}{}{}{}{}{}{:<4}",
-                access(p),
-                pp(p.bw_mib_s, " "),
-                pp(table_iops(p), " "),
-                pp(p.lat_us.mean / 1e6, "  "),
-                pp(i.block as f64 / 1024.0, " "),
-                pp(i.xfer as f64 / 1024.0, " "),
-                pp(p.open_s, " "),
-                pp(p.io_s, " "),
-                pp(p.close_s, " "),
-                pp(p.elapsed_s, " "),
-                p.rep
-            ));
-        }
-        l.extend(check_lines(rs, i));
-        // IOR 4.0 prints the Max lines only when verbose.
-        if i.verbose >= 1 {
-            if let Some(bw) = max_bw(rs, i, "write") {
-                l.push(format!(
-                    "Max Write: {:.2} MiB/sec ({:.2} MB/sec)",
-                    bw / MIB,
-                    bw / MB
-                ));
-            }
-            if let Some(bw) = max_bw(rs, i, "read") {
-                l.push(format!(
-                    "Max Read:  {:.2} MiB/sec ({:.2} MB/sec)",
-                    bw / MIB,
-                    bw / MB
-                ));
-            }
-        }
-        l.push(String::new());
-        l.push("Summary of all tests:".into());
-        l.push(SUMMARY_HEADER.into());
-        for s in op_stats(rs, i) {
-            l.push(summary_row(&s, i, placement(rs, i).1));
-        }
-        if rs.interrupted {
-            l.push(
-                "ior WARNING: interrupted; repetitions cut short are left out of the summary"
-                    .into(),
-            );
-        }
+        text_header(&mut l, i, rs);
+        text_options(&mut l, i, rs);
+        text_results(&mut l, i, rs);
+        text_summary(&mut l, i, rs);
         l.push(kv("Finished", &i.finished));
         // Lines keep IOR's trailing blanks (`Options: `, the `iter` column),
         // so the layout compares byte for byte with IOR's.
@@ -660,6 +668,133 @@ fn pct(used: u64, total: u64) -> String {
     }
 }
 
+/// IOR's `Parameters` object: its test parameters, named as IOR names
+/// them.
+fn json_parameters(i: &IorInfo, nodes: u32, tpn: u32) -> Value {
+    let packet = i.check_write || i.check_read;
+    let params: Vec<(&str, Value)> = vec![
+        ("testID", json!(0)),
+        ("refnum", json!(i.ref_num)),
+        ("api", json!(i.api)),
+        (
+            "platform",
+            json!(i.machine.strip_prefix("Linux ").unwrap_or(&i.machine)),
+        ),
+        ("testFileName", json!(i.test_filename)),
+        ("deadlineForStonewall", json!(i.deadline_s)),
+        ("stoneWallingWearOut", json!(i.wearout as u8)),
+        ("maxTimeDuration", json!(i.max_minutes)),
+        ("outlierThreshold", json!(0)),
+        ("options", json!("")),
+        ("dryRun", json!(0)),
+        ("nodes", json!(nodes)),
+        ("memoryPerTask", json!(0)),
+        ("memoryPerNode", json!(0)),
+        ("tasksPerNode", json!(tpn)),
+        ("repetitions", json!(i.repetitions)),
+        ("multiFile", json!(0)),
+        ("interTestDelay", json!(i.inter_test_delay)),
+        ("fsync", json!(i.fsync as u8)),
+        ("fsyncperwrite", json!(i.fsync_per_write as u8)),
+        ("useExistingTestFile", json!(i.use_existing as u8)),
+        ("uniqueDir", json!(i.unique_dir as u8)),
+        ("singleXferAttempt", json!(i.single_xfer as u8)),
+        ("readFile", json!(i.read_file as u8)),
+        ("writeFile", json!(i.write_file as u8)),
+        ("filePerProc", json!(i.file_per_proc as u8)),
+        ("reorderTasks", json!(i.reorder_tasks as u8)),
+        ("reorderTasksRandom", json!(0)),
+        ("reorderTasksRandomSeed", json!(0)),
+        ("randomOffset", json!(i.random_offsets as u8)),
+        ("checkWrite", json!(i.check_write as u8)),
+        ("checkRead", json!(i.check_read as u8)),
+        ("dataPacketType", json!(if packet { 2 } else { 3 })),
+        ("keepFile", json!(i.keep_file as u8)),
+        ("keepFileWithError", json!(0)),
+        ("warningAsErrors", json!(0)),
+        ("verbose", json!(i.verbose)),
+        ("data packet type", json!(if packet { "o" } else { "i" })),
+        ("setTimeStampSignature/incompressibleSeed", json!(i.seed)),
+        ("collective", json!(0)),
+        ("segmentCount", json!(i.segments)),
+        ("transferSize", json!(i.xfer)),
+        ("blockSize", json!(i.block)),
+    ];
+    Value::Object(
+        params
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
+
+/// IOR's `Options` object, as its text layout's `Options:` block.
+fn json_options(i: &IorInfo, nodes: u32, tpn: u32) -> Value {
+    let mut options = json!({
+        "api": i.api,
+        "apiVersion": "",
+        "test filename": i.test_filename,
+        "access": if i.file_per_proc { "file-per-process" } else { "single-shared-file" },
+        "type": "independent",
+        "segments": i.segments,
+        "ordering in a file": if i.random_offsets { "random" } else { "sequential" },
+        "ordering inter file": if i.reorder_tasks { "constant task offset" } else { "no tasks offsets" },
+    });
+    let o = options.as_object_mut().expect("an object");
+    if i.reorder_tasks {
+        o.insert("task offset".into(), json!(i.task_offset));
+    }
+    o.insert("nodes".into(), json!(nodes));
+    o.insert("tasks".into(), json!(i.tasks));
+    o.insert("clients per node".into(), json!(tpn));
+    o.insert("repetitions".into(), json!(i.repetitions));
+    o.insert("xfersize".into(), json!(human_base_two(i.xfer)));
+    o.insert("blocksize".into(), json!(human_base_two(i.block)));
+    o.insert(
+        "aggregate filesize".into(),
+        json!(human_base_two(i.block * i.segments * i.tasks as u64)),
+    );
+    if i.verbose >= 1 {
+        o.insert("verbose".into(), json!(i.verbose));
+    }
+    if i.deadline_s > 0 {
+        o.insert("stonewallingTime".into(), json!(i.deadline_s));
+        o.insert("stoneWallingWearOut".into(), json!(i.wearout as u8));
+    }
+    options
+}
+
+/// The `max` object ioscale adds with -v: the best write and read
+/// bandwidth, as IOR's `Max Write:`/`Max Read:` lines.
+fn json_max(rs: &ResultSet, i: &IorInfo) -> Value {
+    let mut max = serde_json::Map::new();
+    if let Some(bw) = max_bw(rs, i, "write") {
+        max.insert("writeMiB".into(), json!(bw / MIB));
+        max.insert("writeMB".into(), json!(bw / MB));
+    }
+    if let Some(bw) = max_bw(rs, i, "read") {
+        max.insert("readMiB".into(), json!(bw / MIB));
+        max.insert("readMB".into(), json!(bw / MB));
+    }
+    Value::Object(max)
+}
+
+/// IOR's capacity fields of the test object, from the `FS` figures.
+fn json_capacity(test: &mut serde_json::Map<String, Value>, f: &FsStats) {
+    let line = fs_line(f);
+    let size = line.split("   ").next().unwrap_or_default().to_string();
+    test.insert("Capacity".into(), json!(size));
+    test.insert(
+        "Used Capacity".into(),
+        json!(pct(f.used_bytes, f.total_bytes)),
+    );
+    test.insert(
+        "Inodes".into(),
+        json!(format!("{:.1} Mi", f.inodes as f64 / MIB)),
+    );
+    test.insert("Used Inodes".into(), json!(pct(f.used_inodes, f.inodes)));
+}
+
 impl Exporter for IorJsonExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
         let i = &self.info;
@@ -688,109 +823,10 @@ impl Exporter for IorJsonExporter {
         test.insert("StartTime".into(), json!(i.began));
         test.insert("Path".into(), json!(i.path));
         if let Some(f) = &i.fs {
-            let line = fs_line(f);
-            let size = line.split("   ").next().unwrap_or_default().to_string();
-            test.insert("Capacity".into(), json!(size));
-            test.insert(
-                "Used Capacity".into(),
-                json!(pct(f.used_bytes, f.total_bytes)),
-            );
-            test.insert(
-                "Inodes".into(),
-                json!(format!("{:.1} Mi", f.inodes as f64 / MIB)),
-            );
-            test.insert("Used Inodes".into(), json!(pct(f.used_inodes, f.inodes)));
+            json_capacity(&mut test, f);
         }
-        let packet = i.check_write || i.check_read;
-        let params: Vec<(&str, Value)> = vec![
-            ("testID", json!(0)),
-            ("refnum", json!(i.ref_num)),
-            ("api", json!(i.api)),
-            (
-                "platform",
-                json!(i.machine.strip_prefix("Linux ").unwrap_or(&i.machine)),
-            ),
-            ("testFileName", json!(i.test_filename)),
-            ("deadlineForStonewall", json!(i.deadline_s)),
-            ("stoneWallingWearOut", json!(i.wearout as u8)),
-            ("maxTimeDuration", json!(i.max_minutes)),
-            ("outlierThreshold", json!(0)),
-            ("options", json!("")),
-            ("dryRun", json!(0)),
-            ("nodes", json!(nodes)),
-            ("memoryPerTask", json!(0)),
-            ("memoryPerNode", json!(0)),
-            ("tasksPerNode", json!(tpn)),
-            ("repetitions", json!(i.repetitions)),
-            ("multiFile", json!(0)),
-            ("interTestDelay", json!(i.inter_test_delay)),
-            ("fsync", json!(i.fsync as u8)),
-            ("fsyncperwrite", json!(i.fsync_per_write as u8)),
-            ("useExistingTestFile", json!(i.use_existing as u8)),
-            ("uniqueDir", json!(i.unique_dir as u8)),
-            ("singleXferAttempt", json!(i.single_xfer as u8)),
-            ("readFile", json!(i.read_file as u8)),
-            ("writeFile", json!(i.write_file as u8)),
-            ("filePerProc", json!(i.file_per_proc as u8)),
-            ("reorderTasks", json!(i.reorder_tasks as u8)),
-            ("reorderTasksRandom", json!(0)),
-            ("reorderTasksRandomSeed", json!(0)),
-            ("randomOffset", json!(i.random_offsets as u8)),
-            ("checkWrite", json!(i.check_write as u8)),
-            ("checkRead", json!(i.check_read as u8)),
-            ("dataPacketType", json!(if packet { 2 } else { 3 })),
-            ("keepFile", json!(i.keep_file as u8)),
-            ("keepFileWithError", json!(0)),
-            ("warningAsErrors", json!(0)),
-            ("verbose", json!(i.verbose)),
-            ("data packet type", json!(if packet { "o" } else { "i" })),
-            ("setTimeStampSignature/incompressibleSeed", json!(i.seed)),
-            ("collective", json!(0)),
-            ("segmentCount", json!(i.segments)),
-            ("transferSize", json!(i.xfer)),
-            ("blockSize", json!(i.block)),
-        ];
-        test.insert(
-            "Parameters".into(),
-            Value::Object(
-                params
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
-            ),
-        );
-        let mut options = json!({
-            "api": i.api,
-            "apiVersion": "",
-            "test filename": i.test_filename,
-            "access": if i.file_per_proc { "file-per-process" } else { "single-shared-file" },
-            "type": "independent",
-            "segments": i.segments,
-            "ordering in a file": if i.random_offsets { "random" } else { "sequential" },
-            "ordering inter file": if i.reorder_tasks { "constant task offset" } else { "no tasks offsets" },
-        });
-        let o = options.as_object_mut().expect("an object");
-        if i.reorder_tasks {
-            o.insert("task offset".into(), json!(i.task_offset));
-        }
-        o.insert("nodes".into(), json!(nodes));
-        o.insert("tasks".into(), json!(i.tasks));
-        o.insert("clients per node".into(), json!(tpn));
-        o.insert("repetitions".into(), json!(i.repetitions));
-        o.insert("xfersize".into(), json!(human_base_two(i.xfer)));
-        o.insert("blocksize".into(), json!(human_base_two(i.block)));
-        o.insert(
-            "aggregate filesize".into(),
-            json!(human_base_two(i.block * i.segments * i.tasks as u64)),
-        );
-        if i.verbose >= 1 {
-            o.insert("verbose".into(), json!(i.verbose));
-        }
-        if i.deadline_s > 0 {
-            o.insert("stonewallingTime".into(), json!(i.deadline_s));
-            o.insert("stoneWallingWearOut".into(), json!(i.wearout as u8));
-        }
-        test.insert("Options".into(), options);
+        test.insert("Parameters".into(), json_parameters(i, nodes, tpn));
+        test.insert("Options".into(), json_options(i, nodes, tpn));
         test.insert("Results".into(), Value::Array(results));
         let checks = data_checks(rs, i);
         if !checks.is_empty() {
@@ -799,16 +835,7 @@ impl Exporter for IorJsonExporter {
             test.insert("dataCheck".into(), Value::Array(checks));
         }
         if i.verbose >= 1 {
-            let mut max = serde_json::Map::new();
-            if let Some(bw) = max_bw(rs, i, "write") {
-                max.insert("writeMiB".into(), json!(bw / MIB));
-                max.insert("writeMB".into(), json!(bw / MB));
-            }
-            if let Some(bw) = max_bw(rs, i, "read") {
-                max.insert("readMiB".into(), json!(bw / MIB));
-                max.insert("readMB".into(), json!(bw / MB));
-            }
-            test.insert("max".into(), Value::Object(max));
+            test.insert("max".into(), json_max(rs, i));
         }
         let doc = json!({
             "Version": i.ior_version,

@@ -19,9 +19,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::export::{ExportError, Exporter};
-use crate::ior_text::FsStats;
-use crate::model::ResultSet;
+use report::{ExportError, Exporter, ResultSet};
+
+use crate::front::FsStats;
 
 /// What mdtest's layout shows beyond the canonical record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -10,11 +10,15 @@
 //! wall-clock headline) the golden file shows ioscale's line.
 
 use report::{
-    ClusterInfo, Exporter, FilesRecord, FsStats, HostInfo, IorInfo, IorJsonExporter,
-    IorTextExporter, JobSpec, MdtestInfo, MdtestTextExporter, Mismatch, PhaseRecord, ResultSet,
-    SmallfileInfo, SmallfileTextExporter, ThreadFiles, VerifyRecord, WorkerRecord, SCHEMA,
+    ClusterInfo, Exporter, FilesRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet,
+    ThreadFiles, VerifyRecord, WorkerRecord, SCHEMA,
 };
 use stats::LatencySummary;
+
+use crate::front::ior::render::{IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
+use crate::front::mdtest::render::{MdtestInfo, MdtestTextExporter};
+use crate::front::smallfile::render::{SmallfileInfo, SmallfileTextExporter};
+use crate::front::FsStats;
 
 const MIB: u64 = 1 << 20;
 
@@ -172,7 +176,7 @@ fn ior_text_is_ior_4_0_0s_layout() {
 
 #[test]
 fn ior_csv_is_ior_4_0_0s_document() {
-    let got = report::IorCsvExporter { info: ior_info() }
+    let got = IorCsvExporter { info: ior_info() }
         .render(&ior_record())
         .unwrap();
     same(&String::from_utf8(got).unwrap(), &golden("ior-4.0.0.csv"));
@@ -276,12 +280,8 @@ fn a_failed_data_check_is_in_every_document() {
     assert_eq!(c["badBytes"], 1);
     assert_eq!(c["mismatches"][0]["file"], "/data/ior.test.00000001");
     assert_eq!(c["mismatches"][0]["offset"], 4097);
-    let csv = String::from_utf8(
-        report::IorCsvExporter { info: info.clone() }
-            .render(&rs)
-            .unwrap(),
-    )
-    .unwrap();
+    let csv =
+        String::from_utf8(IorCsvExporter { info: info.clone() }.render(&rs).unwrap()).unwrap();
     assert!(
         csv.contains("\nDataCheck,access,iter,checkedBytes,badBytes,file,offset\n"),
         "{csv}"

@@ -12,6 +12,12 @@ data  O_DIRECT 4 KiB random reads of a 1 GiB file on the ext4 of /work, one
       per request (wait4 rusage, start-up included for both tools), the
       best variant of each tool per depth (by median IOPS), and the median
       of the per-round ratios ioscale-best / fio-best.
+iowq  (only with --only ...,iowq) create, stat and delete on a fresh tmpfs,
+      one op per run, 1 thread at depth 32: the io_uring metadata engine with
+      the io-wq worker cap at the CPU count (its default on a local fs), at
+      --iodepth and at the kernel's default, with and without IOSQE_ASYNC,
+      against the sync engine. Counts
+      the io-wq worker threads (iou-wrk-*) and their CPU time from /proc.
 meta  create/stat/delete of empty files through `ioscale meta --engine E
       --iodepth D`: threads x depth, sync engine against the io_uring
       metadata engine, on a fresh tmpfs and on ioscale-testfs with
@@ -24,8 +30,10 @@ Standard library only.
 """
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,6 +55,13 @@ def run(argv):
     return out.decode(), ru.ru_utime + ru.ru_stime
 
 
+def json_path():
+    """A record path in a scratch directory removed when the script exits."""
+    d = tempfile.mkdtemp(prefix="ioscale-bench-json-")
+    atexit.register(shutil.rmtree, d, True)
+    return os.path.join(d, "m.json")
+
+
 def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
@@ -56,7 +71,9 @@ FIO_VARIANTS = {
     "fio ...+batch_submit": ["--fixedbufs", "--registerfiles", "BATCH"],
     "fio ...+sqthread_poll": ["--fixedbufs", "--registerfiles", "--sqthread_poll=1"],
 }
-IOSCALE_VARIANTS = ["plain", "tuned", "tuned,batch"]
+# sqpoll=1000: the same idle time as fio's sqthread_poll (the kernel's 1 s
+# default), with fixed buffers and the registered file like fio's variant.
+IOSCALE_VARIANTS = ["plain", "tuned", "tuned,batch", "fixedbufs,files,sqpoll=1000"]
 
 
 def data_part(a, tdir):
@@ -165,7 +182,7 @@ def meta_run(ex, mnt, eng, thr, depth, per, lay, js):
 
 def meta_part(a, tdir):
     ex = os.path.join(tdir, "release/ioscale")
-    js = os.path.join(tempfile.mkdtemp(prefix="ioscale-bench-json-"), "m.json")
+    js = json_path()
     testfs = os.path.join(tdir, "debug/ioscale-testfs")
     # (engine, threads, depth, layout): "dirs" = a directory per thread,
     # "same" = every thread in one directory.
@@ -242,6 +259,117 @@ def meta_part(a, tdir):
             subprocess.call(["rm", "-rf", src])
 
 
+class TaskSampler:
+    """Polls /proc/PID/task every 10 ms: each thread's name and CPU time
+    (utime + stime, clock ticks), the last value seen per thread, and the
+    most io-wq workers (threads named iou-wrk-*) alive at once."""
+
+    def __init__(self, pid):
+        import threading
+        self.pid, self.cpu, self.names, self.peak_wrk = pid, {}, {}, 0
+        self.done = threading.Event()
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        tick = os.sysconf("SC_CLK_TCK")
+        base = "/proc/%d/task" % self.pid
+        while not self.done.is_set():
+            try:
+                tids = os.listdir(base)
+            except OSError:
+                break
+            wrk = 0
+            for tid in tids:
+                try:
+                    st = open("%s/%s/stat" % (base, tid)).read()
+                except OSError:
+                    continue
+                name = st[st.find("(") + 1:st.rfind(")")]
+                f = st[st.rfind(")") + 2:].split()
+                self.cpu[tid] = (int(f[11]) + int(f[12])) / tick
+                self.names[tid] = name
+                wrk += name.startswith("iou-wrk")
+            self.peak_wrk = max(self.peak_wrk, wrk)
+            time.sleep(0.01)
+
+    def stop(self):
+        self.done.set()
+        self.t.join()
+        w = sum(c for t, c in self.cpu.items() if self.names[t].startswith("iou-wrk"))
+        n = sum(1 for t in self.names if self.names[t].startswith("iou-wrk"))
+        return n, self.peak_wrk, w
+
+
+def iowq_part(a, tdir):
+    """Who does the work of a create, stat and delete on tmpfs: the io-wq
+    cap and IOSQE_ASYNC against the synchronous engine, one op per run."""
+    ex = os.path.join(tdir, "release/ioscale")
+    js = json_path()
+    depth = 32
+    # (label, engine, env)
+    cpus = os.cpu_count()
+    configs = [("sync 1 thread", "sync", {}),
+               ("io_uring default: cap=CPUs (%d) on a local fs" % cpus, "io_uring", {}),
+               ("io_uring cap=depth (32)", "io_uring", {"IOSCALE_URING_IOWQ": "depth"}),
+               ("io_uring cap=kernel default", "io_uring", {"IOSCALE_URING_IOWQ": "kernel"}),
+               ("io_uring cap=CPUs +ASYNC", "io_uring", {"IOSCALE_URING_ASYNC": "1"}),
+               ("io_uring cap=depth +ASYNC", "io_uring",
+                {"IOSCALE_URING_IOWQ": "depth", "IOSCALE_URING_ASYNC": "1"})]
+    ops = ("create", "stat", "delete")
+    res = {}  # (label, op) -> [(files/s, files/CPU-s, iou-wrk threads, peak, wrk CPU share)]
+    mnt = tempfile.mkdtemp(prefix="ioscale-bench-iowq-")
+    try:
+        for rnd in range(a.pairs + 1):
+            k = rnd % len(configs)
+            for label, eng, env in configs[k:] + configs[:k]:
+                subprocess.check_call(["mount", "-t", "tmpfs", "-o", "size=2g", "tmpfs", mnt])
+                try:
+                    for op in ops:
+                        argv = [ex, "meta", "--engine", eng,
+                                "--iodepth", str(depth if eng == "io_uring" else 1),
+                                "--threads", "1", "--files", str(a.meta_files),
+                                "--file-size", "0", "--ops", op, "--json", js, "-q"]
+                        if op != "delete":
+                            argv.append("--keep")
+                        e = dict(os.environ)
+                        e.update(env)
+                        p = subprocess.Popen(argv + [mnt], env=e, stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.PIPE)
+                        smp = TaskSampler(p.pid)
+                        err = p.stderr.read()
+                        n_wrk, peak, wrk_cpu = smp.stop()
+                        _, status, ru = os.wait4(p.pid, 0)
+                        if os.waitstatus_to_exitcode(status) != 0:
+                            raise RuntimeError("failed: %s\n%s" % (" ".join(argv), err.decode()))
+                        ph = [x for x in json.load(open(js))["phases"] if x["op"] == op][0]
+                        cpu = ph["cpu_user_s"] + ph["cpu_sys_s"]
+                        total = ru.ru_utime + ru.ru_stime
+                        if rnd:
+                            res.setdefault((label, op), []).append(
+                                (ph["ops"] / ph["elapsed_s"], ph["ops"] / cpu if cpu > 0 else float("nan"),
+                                 n_wrk, peak, wrk_cpu / total if total > 0 else 0.0))
+                finally:
+                    subprocess.call(["umount", mnt])
+            if rnd:
+                log("  iowq round %d of %d done" % (rnd, a.pairs))
+    finally:
+        os.rmdir(mnt)
+    log("\n### io-wq: fresh tmpfs, 1 thread, depth %d, %d empty files, one op per run, %d rounds (medians), load %s\n"
+        % (depth, a.meta_files, a.pairs, open("/proc/loadavg").read().split()[0]))
+    log("| variant | op | files/s | files/CPU-s | ÷ sync files/CPU-s, per round | median | iou-wrk threads (peak alive) | iou-wrk share of process CPU |")
+    log("|---|---|---|---|---|---|---|---|")
+    for op in ops:
+        base = res[("sync 1 thread", op)]
+        for label, _, _ in configs:
+            xs = res[(label, op)]
+            r = [x[1] / b[1] for x, b in zip(xs, base)]
+            log("| %s | %s | %.0f | %.0f | %s | **%.3f** | %d (%d) | %.0f%% |" % (
+                label, op, med([x[0] for x in xs]), med([x[1] for x in xs]),
+                " ".join("%.2f" % v for v in r), med(r), med([x[2] for x in xs]),
+                med([x[3] for x in xs]), 100 * med([x[4] for x in xs])))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--target-dir", required=True)
@@ -264,6 +392,8 @@ def main():
         data_part(a, a.target_dir)
     if "meta" in a.only:
         meta_part(a, a.target_dir)
+    if "iowq" in a.only:
+        iowq_part(a, a.target_dir)
 
 
 if __name__ == "__main__":

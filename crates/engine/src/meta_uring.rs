@@ -108,6 +108,32 @@ struct MSlot {
 }
 
 impl MSlot {
+    /// An idle slot with its buffer.
+    fn new(buf: AlignedBuf) -> MSlot {
+        MSlot {
+            i: 0,
+            name: Vec::with_capacity(320),
+            name2: Vec::with_capacity(320),
+            stx: Box::new(MaybeUninit::zeroed()),
+            buf,
+            t0: Instant::now(),
+            pending: 0,
+            err: None,
+            opened: false,
+            closed: false,
+            read_len: 0,
+            last_read: 0,
+            eof: false,
+            want: 0,
+            writes: Vec::with_capacity(MAX_RECORDS as usize),
+            holes: Vec::with_capacity(MAX_RECORDS as usize),
+            cont: false,
+            busy: false,
+            dfd: -1,
+            gen: 0,
+        }
+    }
+
     /// Keeps the first real error; a cancellation counts only if nothing
     /// else failed (it is the echo of another request's failure).
     fn set_err(&mut self, e: OpErr) {
@@ -129,12 +155,65 @@ struct Queue {
     rec: u64,
     flags: i32,
     fsync: bool,
+    /// Flags of each operation's first request (`IOSQE_ASYNC` or none).
+    first: squeue::Flags,
     /// Generation of the cursor's current directory descriptor.
     gen: u64,
     /// Directories the cursor has moved on from while requests naming them
     /// were in flight: kept open until those requests complete, so the
     /// window of in-flight requests may span several directories.
     old_dirs: Vec<(u64, OwnedFd)>,
+}
+
+/// The io-wq worker cap to set for a ring of `depth` slots, or None to
+/// keep the kernel's: the CPU count (at most `depth`) on a `local` file
+/// system, `depth` elsewhere. `IOSCALE_URING_IOWQ` overrides it (a
+/// measurement knob): `depth`, `kernel` (the kernel's own cap), or a
+/// number.
+fn iowq_cap(depth: u32, local: bool) -> Option<u32> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    match std::env::var("IOSCALE_URING_IOWQ").as_deref() {
+        Ok("kernel") => None,
+        Ok("depth") => Some(depth),
+        Ok(n) if n.parse::<u32>().is_ok() => n.parse::<u32>().ok().map(|c| c.max(1)),
+        _ if local => Some(cpus.min(depth).max(1)),
+        _ => Some(depth),
+    }
+}
+
+/// Whether `path` is on a file system whose metadata operations run on
+/// the CPU without waiting on a server: memory and local disk file
+/// systems, by `statfs` magic. Anything else (FUSE, NFS, SMB, Ceph,
+/// Lustre, an unknown type, or a failed `statfs`) counts as remote.
+fn local_fs(path: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    const LOCAL: &[i64] = &[
+        0x0102_1994, // tmpfs
+        0x8584_58f6, // ramfs
+        0xEF53,      // ext2, ext3, ext4
+        0x5846_5342, // xfs
+        0x9123_683E, // btrfs
+        0xF2F5_2010, // f2fs
+        0xca45_1a4e, // bcachefs
+    ];
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs fills the struct it is given; all-zero is a valid
+    // statfs, and `c` is a NUL-terminated path.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    LOCAL.contains(&(st.f_type as i64))
+}
+
+/// Whether the first request of each operation carries `IOSQE_ASYNC`
+/// (straight to an io-wq worker, without the nonblocking attempt first).
+/// `IOSCALE_URING_ASYNC=1` (a measurement knob).
+fn force_async() -> bool {
+    std::env::var("IOSCALE_URING_ASYNC").is_ok_and(|v| v == "1")
 }
 
 fn errno(res: i32) -> io::Error {
@@ -190,11 +269,14 @@ impl Queue {
         };
         // The kernel serves these opcodes in io-wq worker threads, and caps
         // the workers for file work at 4 per CPU: on a 2-CPU machine at most
-        // 8 requests of the window would be served at once. Allow one worker
-        // per slot (best effort: a kernel without the call keeps its cap).
-        let _ = ring
-            .submitter()
-            .register_iowq_max_workers(&mut [depth, depth]);
+        // 8 requests of the window would be served at once. Where requests
+        // wait on something other than the CPU (FUSE, NFS), allow one worker
+        // per slot; on a local file system the work is CPU-bound and more
+        // workers than CPUs only contend (best effort: a kernel without the
+        // call keeps its cap).
+        if let Some(cap) = iowq_cap(depth, local_fs(&plan.root)) {
+            let _ = ring.submitter().register_iowq_max_workers(&mut [cap, cap]);
+        }
         let buf_len = if data {
             max.max(1).next_multiple_of(4096)
         } else {
@@ -207,28 +289,7 @@ impl Queue {
             .map(|k| {
                 let mut buf = AlignedBuf::new(buf_len as usize, 4096);
                 pattern::fill_random(buf.as_mut_slice(), spec.seed ^ (k as u64) << 28);
-                MSlot {
-                    i: 0,
-                    name: Vec::with_capacity(320),
-                    name2: Vec::with_capacity(320),
-                    stx: Box::new(MaybeUninit::zeroed()),
-                    buf,
-                    t0: Instant::now(),
-                    pending: 0,
-                    err: None,
-                    opened: false,
-                    closed: false,
-                    read_len: 0,
-                    last_read: 0,
-                    eof: false,
-                    want: 0,
-                    writes: Vec::with_capacity(MAX_RECORDS as usize),
-                    holes: Vec::with_capacity(MAX_RECORDS as usize),
-                    cont: false,
-                    busy: false,
-                    dfd: -1,
-                    gen: 0,
-                }
+                MSlot::new(buf)
             })
             .collect();
         let mut flags = match plan.op {
@@ -248,6 +309,11 @@ impl Queue {
             rec,
             flags,
             fsync: spec.fsync,
+            first: if force_async() {
+                squeue::Flags::ASYNC
+            } else {
+                squeue::Flags::empty()
+            },
             gen: 0,
             old_dirs: Vec::new(),
         })
@@ -309,6 +375,7 @@ impl Queue {
         let name2 = s.name2.as_ptr().cast::<libc::c_char>();
         let fixed = types::Fixed(slot as u32);
         let mut n = 0u32;
+        let first = self.first;
         let ring = &mut self.ring;
         let mut add = |e: squeue::Entry| {
             push(ring, &e);
@@ -322,7 +389,7 @@ impl Queue {
                     .mode(0o644)
                     .file_index(dest)
                     .build()
-                    .flags(squeue::Flags::IO_LINK)
+                    .flags(squeue::Flags::IO_LINK | first)
                     .user_data(tag(slot, OPEN, 0)));
                 if op == MetaOp::Read {
                     // Ask for the file's size, not the whole buffer: an
@@ -362,6 +429,7 @@ impl Queue {
                     .flags(libc::AT_SYMLINK_NOFOLLOW)
                     .mask(libc::STATX_BASIC_STATS)
                     .build()
+                    .flags(first)
                     .user_data(tag(slot, SINGLE, 0)));
             }
             MetaOp::Delete | MetaOp::Rmdir => {
@@ -373,17 +441,21 @@ impl Queue {
                 add(opcode::UnlinkAt::new(dfd, name)
                     .flags(f)
                     .build()
+                    .flags(first)
                     .user_data(tag(slot, SINGLE, 0)));
             }
             MetaOp::Mkdir => add(opcode::MkDirAt::new(dfd, name)
                 .mode(0o755)
                 .build()
+                .flags(first)
                 .user_data(tag(slot, SINGLE, 0))),
             MetaOp::Rename => add(opcode::RenameAt::new(dfd, name, dfd, name2)
                 .build()
+                .flags(first)
                 .user_data(tag(slot, SINGLE, 0))),
             MetaOp::Symlink => add(opcode::SymlinkAt::new(dfd, name, name2)
                 .build()
+                .flags(first)
                 .user_data(tag(slot, SINGLE, 0))),
             _ => unreachable!("the registry sends only OPS here"),
         }
@@ -770,6 +842,94 @@ impl Order {
     }
 }
 
+/// Which index comes next, and the directories the queue's window spans.
+struct Window {
+    order: Order,
+    /// Descriptors of the current group's directories other than `cur`'s.
+    parked: Vec<(u64, Option<OwnedFd>)>,
+    group: u64,
+    /// The phase makes entries (its directories are made where missing).
+    creates: bool,
+    depth: usize,
+}
+
+impl Window {
+    /// Queues operations until the queue is full, the indices run out, a
+    /// directory change has to wait for the queue to drain, or the phase
+    /// is stopping.
+    fn fill(
+        &mut self,
+        q: &mut Queue,
+        cur: &mut Cursor<'_, '_>,
+        ctl: &PhaseControl,
+        s: &mut MetaSample,
+        tally: &mut Tally,
+    ) {
+        let spec = cur.plan.spec;
+        while !tally.stopping && q.inflight < self.depth {
+            let Some(i) = self.order.peek() else { break };
+            let node = spec.node_of(i);
+            let entered = if node != cur.node && self.order.rotates() {
+                if self.order.group_of(i) != self.group {
+                    // A new group: its requests must not outlive the
+                    // descriptors they name.
+                    if q.inflight > 0 {
+                        break;
+                    }
+                    self.parked.clear();
+                    self.group = self.order.group_of(i);
+                }
+                self.rotate_to(node, cur)
+            } else if node != cur.node {
+                if q.inflight > 0 {
+                    if q.old_dirs.len() >= self.depth {
+                        break; // enough directories open: reap first
+                    }
+                    if let Some(fd) = cur.dir.take() {
+                        q.old_dirs.push((q.gen, fd));
+                    }
+                }
+                q.gen += 1;
+                cur.enter(node, self.creates, false).map(drop)
+            } else {
+                Ok(())
+            };
+            if let Err(e) = entered {
+                s.touched = s.touched.max(i + 1);
+                record_failure(cur, e, ctl, s);
+                tally.stopping = true;
+                break;
+            }
+            self.order.step();
+            names(cur, i);
+            q.start(cur, i);
+            s.touched = s.touched.max(i + 1);
+        }
+    }
+
+    /// Makes `node` the cursor's directory within the current group: a
+    /// parked descriptor if it was entered before, else entered now; the
+    /// cursor's previous one is parked.
+    fn rotate_to(&mut self, node: u64, cur: &mut Cursor<'_, '_>) -> Result<(), OpErr> {
+        let back = match self.parked.iter().position(|(p, _)| *p == node) {
+            Some(k) => {
+                let (_, fd) = self.parked.swap_remove(k);
+                cur.swap_dir(node, fd)
+            }
+            None => {
+                let old = cur.swap_dir(cur.node, None);
+                if let Err(e) = cur.enter(node, self.creates, false) {
+                    self.parked.push(old);
+                    return Err(e);
+                }
+                old
+            }
+        };
+        self.parked.push(back);
+        Ok(())
+    }
+}
+
 /// The loop over indices with up to `depth` operations in flight.
 fn queued_loop(
     q: &mut Queue,
@@ -781,8 +941,6 @@ fn queued_loop(
     let plan = cur.plan;
     let spec = plan.spec;
     let op = plan.op;
-    let n = plan.count_for(cur.w);
-    let creates = matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink);
     let depth = q.slots.len();
     let mut tally = Tally {
         stopping: false,
@@ -795,66 +953,17 @@ fn queued_loop(
     // leave a prefix of indices for the phases after it.
     let rotate = deadline.is_none() && !spec.stop_at_first;
     let width = if rotate { depth as u64 } else { 1 };
-    let mut order = Order::new(n, spec.files_per_dir, width);
-    // Descriptors of the current group's directories other than `cur`'s.
-    let mut parked: Vec<(u64, Option<OwnedFd>)> = Vec::new();
-    let mut group = 0u64;
+    let mut win = Window {
+        order: Order::new(plan.count_for(cur.w), spec.files_per_dir, width),
+        parked: Vec::new(),
+        group: 0,
+        creates: matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink),
+        depth,
+    };
     loop {
-        while !tally.stopping && q.inflight < depth {
-            let Some(i) = order.peek() else { break };
-            let node = spec.node_of(i);
-            if node != cur.node && order.rotates() {
-                if order.group_of(i) != group {
-                    // A new group: its requests must not outlive the
-                    // descriptors they name.
-                    if q.inflight > 0 {
-                        break;
-                    }
-                    parked.clear();
-                    group = order.group_of(i);
-                }
-                let back = match parked.iter().position(|(p, _)| *p == node) {
-                    Some(k) => {
-                        let (_, fd) = parked.swap_remove(k);
-                        cur.swap_dir(node, fd)
-                    }
-                    None => {
-                        let old = cur.swap_dir(cur.node, None);
-                        if let Err(e) = cur.enter(node, creates, false) {
-                            parked.push(old);
-                            s.touched = s.touched.max(i + 1);
-                            record_failure(cur, e, ctl, s);
-                            tally.stopping = true;
-                            break;
-                        }
-                        old
-                    }
-                };
-                parked.push(back);
-            } else if node != cur.node {
-                if q.inflight > 0 {
-                    if q.old_dirs.len() >= depth {
-                        break; // enough directories open: reap first
-                    }
-                    if let Some(fd) = cur.dir.take() {
-                        q.old_dirs.push((q.gen, fd));
-                    }
-                }
-                q.gen += 1;
-                if let Err(e) = cur.enter(node, creates, false) {
-                    s.touched = s.touched.max(i + 1);
-                    record_failure(cur, e, ctl, s);
-                    tally.stopping = true;
-                    break;
-                }
-            }
-            order.step();
-            names(cur, i);
-            q.start(cur, i);
-            s.touched = s.touched.max(i + 1);
-        }
+        win.fill(q, cur, ctl, s, &mut tally);
         if q.inflight == 0 {
-            if !tally.stopping && order.peek().is_some() {
+            if !tally.stopping && win.order.peek().is_some() {
                 continue; // a group boundary waited for the queue to empty
             }
             break;
@@ -890,8 +999,9 @@ fn queued_loop(
         }
     }
     // Parked descriptors close here, after the last request has completed.
-    drop(parked);
-    let done = finished && order.peek().is_none() && s.failure.is_none();
+    let more = win.order.peek().is_some();
+    drop(win);
+    let done = finished && !more && s.failure.is_none();
     // Done without seeing another thread finish first: all of it counts.
     if done && !sw_taken {
         s.stonewall_files = s.files;
@@ -997,5 +1107,36 @@ mod order_tests {
         // Width 1 or one directory: index order.
         assert_eq!(all(5, 10, 8), vec![0, 1, 2, 3, 4]);
         assert_eq!(all(5, 2, 1), vec![0, 1, 2, 3, 4]);
+    }
+}
+
+#[cfg(test)]
+mod iowq_tests {
+    use super::{iowq_cap, local_fs};
+
+    #[test]
+    fn a_tmpfs_is_local_and_proc_or_a_missing_path_is_not() {
+        let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+        let tmpfs = mounts
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() > 2 && f[2] == "tmpfs")
+            .map(|f| f[1].replace("\\040", " "));
+        if let Some(m) = tmpfs {
+            assert!(local_fs(std::path::Path::new(&m)), "{m} is a tmpfs");
+        }
+        assert!(!local_fs(std::path::Path::new("/proc")));
+        assert!(!local_fs(std::path::Path::new("/no/such/ioscale/path")));
+    }
+
+    #[test]
+    fn the_cap_is_the_cpus_on_a_local_fs_and_the_depth_elsewhere() {
+        if std::env::var_os("IOSCALE_URING_IOWQ").is_some() {
+            return; // overridden for a measurement
+        }
+        let cpus = std::thread::available_parallelism().unwrap().get() as u32;
+        assert_eq!(iowq_cap(64, false), Some(64));
+        assert_eq!(iowq_cap(64, true), Some(cpus.min(64)));
+        assert_eq!(iowq_cap(1, true), Some(1));
     }
 }

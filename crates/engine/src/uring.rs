@@ -15,9 +15,19 @@
 //!   fewer IOPS at depth 32 on the virtio disk here (the queue drains and
 //!   refills in lockstep), so `Each` is the default.
 //! - `SQPOLL` (a kernel thread polls the submission queue: no system call
-//!   to submit, at the price of a polling thread's CPU), and
-//!   `COOP_TASKRUN`, `SINGLE_ISSUER`, `DEFER_TASKRUN` (completion work runs
-//!   when the worker waits, not by interrupting it).
+//!   to submit, at the price of a polling thread's CPU). The worker then
+//!   makes no system call while the thread is awake: it only wakes it
+//!   (`IORING_ENTER_SQ_WAKEUP`) when the kernel sets
+//!   `IORING_SQ_NEED_WAKEUP`, and it reaps completions by spinning on the
+//!   completion ring, as fio's `sqthread_poll` does — two busy CPUs for
+//!   one stream of requests.
+//! - `COOP_TASKRUN`, `SINGLE_ISSUER`, `DEFER_TASKRUN` (completion work runs
+//!   when the worker waits, not by interrupting it). The kernel refuses
+//!   them together with `SQPOLL`, so with `SQPOLL` they are left out (with
+//!   a note).
+//!
+//! `IOSCALE_URING_REFUSE=sqpoll,coop,single,fixedbufs,files` makes set-up
+//! treat those features as refused by the kernel, to test the fallbacks.
 //!
 //! - **Issue times** ([`IoQueue::stamp_issue`], asked for by `ioscale
 //!   fio` for fio's slat): each request is then submitted by its own
@@ -152,6 +162,12 @@ fn build_ring(
 ) -> io::Result<(IoUring, bool)> {
     let entries = depth.next_power_of_two().max(1);
     let try_build = |sqpoll: bool, coop: bool, single: bool| {
+        if (sqpoll && refused("sqpoll"))
+            || (coop && refused("coop"))
+            || (single && refused("single"))
+        {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
         let mut b = IoUring::builder();
         if let (true, Some(idle)) = (sqpoll, o.sqpoll_idle_ms) {
             b.setup_sqpoll(idle);
@@ -172,6 +188,18 @@ fn build_ring(
     let mut sq = o.sqpoll_idle_ms.is_some();
     let mut coop = o.coop_taskrun;
     let mut single = o.single_issuer;
+    if sq && (coop || single) {
+        // The kernel refuses COOP_TASKRUN and DEFER_TASKRUN with SQPOLL
+        // (EINVAL): completions are posted by the polling thread, so there
+        // is no task work to defer.
+        notes.push(
+            "io_uring: COOP_TASKRUN and SINGLE_ISSUER/DEFER_TASKRUN are not used with SQPOLL \
+             (the kernel does not combine them)"
+                .into(),
+        );
+        coop = false;
+        single = false;
+    }
     loop {
         match try_build(sq, coop, single) {
             Ok(r) => return Ok((r, single)),
@@ -189,10 +217,25 @@ fn build_ring(
             Err(e) if sq && matches!(e.raw_os_error(), Some(libc::EINVAL | libc::EPERM)) => {
                 notes.push(format!("io_uring: SQPOLL refused ({e}); not used"));
                 sq = false;
+                coop = o.coop_taskrun;
+                single = o.single_issuer;
             }
             Err(e) => return Err(e),
         }
     }
+}
+
+/// Whether `IOSCALE_URING_REFUSE` (a comma list of `sqpoll`, `coop`,
+/// `single`, `fixedbufs`, `files`) makes ring set-up treat `feature` as
+/// refused by the kernel: the tests of the fallbacks use it, since this
+/// kernel refuses none of them. Read at set-up only, never per request.
+fn refused(feature: &str) -> bool {
+    std::env::var("IOSCALE_URING_REFUSE").is_ok_and(|v| v.split(',').any(|f| f.trim() == feature))
+}
+
+/// The error a refused registration reports (see [`refused`]).
+fn refusal() -> io::Error {
+    io::Error::from_raw_os_error(libc::EOPNOTSUPP)
 }
 
 impl UringState {
@@ -228,12 +271,17 @@ impl UringState {
                     iov_len: b.len(),
                 })
                 .collect();
-            // SAFETY: each iovec covers a live heap buffer owned by
-            // `self.bufs`; the buffers are never resized or freed while the
-            // ring lives (the ring field is dropped first, and a state whose
-            // requests cannot be reaped is leaked whole), so the kernel's
-            // pinned pages stay valid.
-            match unsafe { self.ring.submitter().register_buffers(&iov) } {
+            let r = if refused("fixedbufs") {
+                Err(refusal())
+            } else {
+                // SAFETY: each iovec covers a live heap buffer owned by
+                // `self.bufs`; the buffers are never resized or freed while
+                // the ring lives (the ring field is dropped first, and a
+                // state whose requests cannot be reaped is leaked whole), so
+                // the kernel's pinned pages stay valid.
+                unsafe { self.ring.submitter().register_buffers(&iov) }
+            };
+            match r {
                 Ok(()) => self.fixed_bufs = true,
                 Err(e) => self.notes.push(format!(
                     "io_uring: registering buffers failed ({e}); plain buffers used"
@@ -241,7 +289,12 @@ impl UringState {
             }
         }
         if self.opts.register_files {
-            match self.ring.submitter().register_files_sparse(1) {
+            let r = if refused("files") {
+                Err(refusal())
+            } else {
+                self.ring.submitter().register_files_sparse(1)
+            };
+            match r {
                 Ok(()) => self.file_table = true,
                 Err(e) => self.notes.push(format!(
                     "io_uring: registering files failed ({e}); plain descriptors used"
@@ -293,6 +346,9 @@ pub struct UringQueue<'s> {
     fixed_file: bool,
     slots: Vec<Slot>,
     batch: bool,
+    /// The ring has a polling kernel thread (SQPOLL): see
+    /// [`UringQueue::submit_and_reap`].
+    sqpoll: bool,
     /// In `Each` mode: the newest request is in the submission queue but
     /// not yet handed to the kernel (it goes with the next push or wait).
     held: bool,
@@ -331,13 +387,15 @@ impl<'s> UringQueue<'s> {
                 done: 0,
             })
             .collect();
-        let batch = st.opts.submit == SubmitMode::Batch;
+        let sqpoll = st.ring.params().is_setup_sqpoll();
+        let batch = st.opts.submit == SubmitMode::Batch && !sqpoll;
         UringQueue {
             st,
             fd,
             fixed_file,
             slots,
             batch,
+            sqpoll,
             held: false,
             outstanding: 0,
             stamp: false,
@@ -406,6 +464,14 @@ impl<'s> UringQueue<'s> {
                 .build(),
         }
         .user_data(slot as u64);
+        if self.sqpoll {
+            // The polling thread takes the entry from the ring by itself;
+            // `submit` makes a system call only to wake it when it has gone
+            // idle (IORING_SQ_NEED_WAKEUP), with IORING_ENTER_SQ_WAKEUP.
+            push_entry(&mut self.st.ring, &entry);
+            submit_now(&mut self.st.ring);
+            return;
+        }
         if !self.batch && self.held {
             // Hand the previous request over now rather than at the next
             // wait: the device starts on it at once, which keeps the queue
@@ -497,6 +563,7 @@ impl IoQueue for UringQueue<'_> {
 
     fn submit_and_reap(&mut self, out: &mut Vec<Completion>) -> io::Result<()> {
         out.clear();
+        let mut spins = 0u32;
         if !self.unsent.is_empty() {
             // A batch handed over by one submit call, apart from the wait
             // so its return can be timed: one clock read for the batch, as
@@ -509,68 +576,100 @@ impl IoQueue for UringQueue<'_> {
             self.unsent.clear();
         }
         loop {
-            match self.st.ring.submit_and_wait(1) {
-                Ok(_) => self.held = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
-                Err(e) => return Err(e),
-            }
-            let mut resubmit: [usize; 64] = [0; 64];
-            let mut n_resubmit = 0usize;
-            let mut cq = self.st.ring.completion();
-            cq.sync();
-            for cqe in &mut cq {
-                let slot = cqe.user_data() as usize;
-                let res = cqe.result();
-                let s = &mut self.slots[slot];
-                let result = if res < 0 {
-                    Some(Err(IoFault::Errno(-res)))
-                } else if res == 0 {
-                    Some(Err(if s.req.write {
-                        IoFault::NoProgress
-                    } else {
-                        IoFault::ShortRead { got: s.done }
-                    }))
-                } else {
-                    s.done += res as u32;
-                    if s.done >= s.req.len {
-                        Some(Ok(()))
-                    } else {
-                        None
+            if self.sqpoll {
+                // Requests are already with the polling thread, and its
+                // completions land in the ring: look there without a system
+                // call, spinning as fio's `sqthread_poll` does. The look
+                // only reads the ring's head and tail (taking the queue
+                // would write the head back on every look, a cache line the
+                // kernel thread writes too). Now and then make sure the
+                // thread is awake (a free check while it is), and yield the
+                // CPU: where CPUs are short, the polling thread may be
+                // waiting for this one.
+                // SAFETY: `status` reads the ring's head and tail through
+                // pointers into the ring's mapping; it is used only in this
+                // loop, while `self.st` (and so the ring) is borrowed.
+                let status = unsafe { self.st.ring.completion().status() };
+                while status.is_empty() {
+                    spins = spins.wrapping_add(1);
+                    if spins.is_multiple_of(1024) {
+                        submit_now(&mut self.st.ring);
+                        std::thread::yield_now();
                     }
-                };
-                match result {
-                    Some(r) => {
-                        self.outstanding -= 1;
-                        out.push(Completion {
-                            slot: slot as u32,
-                            req: s.req,
-                            result: r,
-                        })
-                    }
-                    None if n_resubmit < resubmit.len() => {
-                        resubmit[n_resubmit] = slot;
-                        n_resubmit += 1;
-                    }
-                    None => {
-                        // Far beyond any sane count of short transfers in
-                        // one batch; report rather than lose it.
-                        self.outstanding -= 1;
-                        out.push(Completion {
-                            slot: slot as u32,
-                            req: s.req,
-                            result: Err(IoFault::Errno(libc::EIO)),
-                        });
-                    }
+                    std::hint::spin_loop();
+                }
+            } else {
+                match self.st.ring.submit_and_wait(1) {
+                    Ok(_) => self.held = false,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                    Err(e) => return Err(e),
                 }
             }
-            drop(cq);
-            for &slot in &resubmit[..n_resubmit] {
-                self.queue_slot(slot);
-            }
+            self.reap(out);
             if !out.is_empty() {
                 return Ok(());
             }
+        }
+    }
+}
+
+impl UringQueue<'_> {
+    /// Takes every completion in the ring: finished requests go to `out`,
+    /// short transfers are queued again for the rest.
+    fn reap(&mut self, out: &mut Vec<Completion>) {
+        let mut resubmit: [usize; 64] = [0; 64];
+        let mut n_resubmit = 0usize;
+        let mut cq = self.st.ring.completion();
+        cq.sync();
+        for cqe in &mut cq {
+            let slot = cqe.user_data() as usize;
+            let res = cqe.result();
+            let s = &mut self.slots[slot];
+            let result = if res < 0 {
+                Some(Err(IoFault::Errno(-res)))
+            } else if res == 0 {
+                Some(Err(if s.req.write {
+                    IoFault::NoProgress
+                } else {
+                    IoFault::ShortRead { got: s.done }
+                }))
+            } else {
+                s.done += res as u32;
+                if s.done >= s.req.len {
+                    Some(Ok(()))
+                } else {
+                    None
+                }
+            };
+            match result {
+                Some(r) => {
+                    self.outstanding -= 1;
+                    out.push(Completion {
+                        slot: slot as u32,
+                        req: s.req,
+                        result: r,
+                    })
+                }
+                None if n_resubmit < resubmit.len() => {
+                    resubmit[n_resubmit] = slot;
+                    n_resubmit += 1;
+                }
+                None => {
+                    // Far beyond any sane count of short transfers in one
+                    // batch; report rather than lose it.
+                    self.outstanding -= 1;
+                    out.push(Completion {
+                        slot: slot as u32,
+                        req: s.req,
+                        result: Err(IoFault::Errno(libc::EIO)),
+                    });
+                }
+            }
+        }
+        drop(cq);
+        for &slot in &resubmit[..n_resubmit] {
+            self.queue_slot(slot);
         }
     }
 }

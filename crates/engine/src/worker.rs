@@ -555,63 +555,115 @@ pub fn run_worker(
 
     barrier.wait();
     let used0 = ThreadUsage::now();
-    let (mut s, back) = transfer(w, plan, ctl, path, s, (&opts, flags), prepared, bound);
+    let target = Target {
+        w,
+        plan,
+        ctl,
+        path,
+        opts: &opts,
+        flags,
+    };
+    let (mut s, back) = transfer(&target, s, prepared, bound);
     s.usage = used0.until(ThreadUsage::now());
     (s, back)
 }
 
-/// [`run_worker`] after the barrier: open, transfer, sync, close.
-#[allow(clippy::too_many_arguments)]
-fn transfer(
+/// The file one worker transfers to or from, and the phase it belongs to.
+struct Target<'a> {
     w: u32,
-    plan: &PhasePlan,
-    ctl: &PhaseControl,
+    plan: &'a PhasePlan,
+    ctl: &'a PhaseControl,
     path: PathBuf,
-    mut s: WorkerSample,
-    (opts, flags): (&OpenOptions, i32),
-    mut prepared: Prepared,
-    bound: std::io::Result<()>,
-) -> (WorkerSample, Option<Prepared>) {
-    let file_idx = plan.file_of(w);
-    let writes = plan.op.writes();
-    let t_start = Instant::now();
-    s.start_ns = ns_since(ctl.epoch, t_start);
-    if let Err(e) = bound {
+    opts: &'a OpenOptions,
+    /// The extra open flags in `opts` (O_DIRECT, O_SYNC…), for an anchored
+    /// open.
+    flags: i32,
+}
+
+impl Target<'_> {
+    /// Records a failure of `op` that is not at a file offset, and stops
+    /// the phase.
+    fn fail(&self, s: &mut WorkerSample, op: &str, e: &std::io::Error) {
         s.failure = Some(IoFailure {
-            op: "io_uring_setup".into(),
-            path,
+            op: op.into(),
+            path: self.path.clone(),
             offset: None,
             errno: e.raw_os_error(),
             message: e.to_string(),
         });
-        ctl.abort.store(true, Ordering::Relaxed);
+        self.ctl.abort.store(true, Ordering::Relaxed);
+    }
+
+    /// Opens the data file: through its held directory if it has one, else
+    /// by its path.
+    fn open(&self) -> std::io::Result<File> {
+        let plan = self.plan;
+        let writes = plan.op.writes();
+        match plan
+            .anchors
+            .get(plan.file_of(self.w))
+            .and_then(Option::as_ref)
+        {
+            Some(a) => {
+                let acc = match (plan.op.reads(), writes) {
+                    (true, true) => libc::O_RDWR,
+                    (false, true) => libc::O_WRONLY,
+                    _ => libc::O_RDONLY,
+                };
+                a.open(
+                    acc | self.flags | if writes { libc::O_CREAT } else { 0 },
+                    0o644,
+                )
+            }
+            None => self.opts.open(&self.path),
+        }
+    }
+
+    /// The end of the timed section: fsync (where the sync mode asks for
+    /// it) and close.
+    fn sync_and_close(&self, file: File, s: &mut WorkerSample) {
+        let plan = self.plan;
+        if plan.op.writes()
+            && s.failure.is_none()
+            && matches!(plan.sync, SyncMode::End | SyncMode::Every(_))
+        {
+            let t = Instant::now();
+            if let Err(e) = file.sync_all() {
+                s.counters.record_error();
+                self.fail(s, "fsync", &e);
+            }
+            s.fsync_ns += Instant::now().duration_since(t).as_nanos() as u64;
+        }
+        s.io_done_ns = ns_since(self.ctl.epoch, Instant::now());
+        if let Err(e) = sys::close_checked(file) {
+            if s.failure.is_none() {
+                self.fail(s, "close", &e);
+            }
+        }
+        s.end_ns = ns_since(self.ctl.epoch, Instant::now());
+    }
+}
+
+/// [`run_worker`] after the barrier: open, transfer, sync, close.
+fn transfer(
+    t: &Target<'_>,
+    mut s: WorkerSample,
+    mut prepared: Prepared,
+    bound: std::io::Result<()>,
+) -> (WorkerSample, Option<Prepared>) {
+    let ctl = t.ctl;
+    s.start_ns = ns_since(ctl.epoch, Instant::now());
+    if let Err(e) = bound {
+        t.fail(&mut s, "io_uring_setup", &e);
         s.open_done_ns = s.start_ns;
         s.io_done_ns = s.start_ns;
         s.end_ns = s.start_ns;
         return (s, None);
     }
-    let opened = match plan.anchors.get(file_idx).and_then(Option::as_ref) {
-        Some(a) => {
-            let acc = match (plan.op.reads(), writes) {
-                (true, true) => libc::O_RDWR,
-                (false, true) => libc::O_WRONLY,
-                _ => libc::O_RDONLY,
-            };
-            a.open(acc | flags | if writes { libc::O_CREAT } else { 0 }, 0o644)
-        }
-        None => opts.open(&path),
-    };
-    let file = match opened {
+    let file = match t.open() {
         Ok(f) => f,
         Err(e) => {
-            s.failure = Some(IoFailure {
-                op: "open".into(),
-                path,
-                offset: None,
-                errno: e.raw_os_error(),
-                message: e.to_string(),
-            });
-            ctl.abort.store(true, Ordering::Relaxed);
+            t.fail(&mut s, "open", &e);
             let now = ns_since(ctl.epoch, Instant::now());
             s.open_done_ns = now;
             s.io_done_ns = now;
@@ -620,15 +672,14 @@ fn transfer(
         }
     };
     s.open_done_ns = ns_since(ctl.epoch, Instant::now());
-    let deadline = ctl.deadline(plan.time_limit);
 
     let usable = {
         let mut lp = LoopCtx {
-            w,
-            plan,
+            w: t.w,
+            plan: t.plan,
             ctl,
-            deadline,
-            path: &path,
+            deadline: ctl.deadline(t.plan.time_limit),
+            path: &t.path,
             s: &mut s,
         };
         prepared.state.run(&file, &mut lp)
@@ -642,41 +693,8 @@ fn transfer(
         s.io_done_ns = s.end_ns;
         return (s, None);
     }
-    let back = prepared;
-
-    if plan.op.writes()
-        && s.failure.is_none()
-        && matches!(plan.sync, SyncMode::End | SyncMode::Every(_))
-    {
-        let t = Instant::now();
-        if let Err(e) = file.sync_all() {
-            s.counters.record_error();
-            s.failure = Some(IoFailure {
-                op: "fsync".into(),
-                path: path.clone(),
-                offset: None,
-                errno: e.raw_os_error(),
-                message: e.to_string(),
-            });
-            ctl.abort.store(true, Ordering::Relaxed);
-        }
-        s.fsync_ns += Instant::now().duration_since(t).as_nanos() as u64;
-    }
-    s.io_done_ns = ns_since(ctl.epoch, Instant::now());
-    if let Err(e) = sys::close_checked(file) {
-        if s.failure.is_none() {
-            s.failure = Some(IoFailure {
-                op: "close".into(),
-                path: path.clone(),
-                offset: None,
-                errno: e.raw_os_error(),
-                message: e.to_string(),
-            });
-            ctl.abort.store(true, Ordering::Relaxed);
-        }
-    }
-    s.end_ns = ns_since(ctl.epoch, Instant::now());
-    (s, Some(back))
+    t.sync_and_close(file, &mut s);
+    (s, Some(prepared))
 }
 
 /// Files one request's latencies by direction: `lat` from `prepared` to
@@ -713,196 +731,261 @@ fn record_detail(
 }
 
 /// The transfer loop every engine runs, monomorphised per queue type so the
-/// per-request calls inline.
+/// per-request calls inline: refill the queue, wait for completions,
+/// account them, check the stop conditions.
 pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
-    let (w, plan, ctl, deadline, path) = (lp.w, lp.plan, lp.ctl, lp.deadline, lp.path);
-    let s = &mut *lp.s;
-    let owner = plan.owner_of(w);
-    let file_id = plan.file_of(w) as u64;
-    let start = plan.start_offsets.get(owner as usize).copied().unwrap_or(0);
-    let n = plan.xfers();
-    let seed = plan.seed ^ (owner as u64).wrapping_mul(0x9E37_79B9) ^ ((plan.rep as u64) << 40);
-    let mut gen = if plan.op.is_random() {
-        OffsetGen::shuffled(n, seed)
-    } else {
-        OffsetGen::sequential(n)
-    };
-    let mixed = matches!(plan.op, Op::Rw | Op::Randrw);
-    let read_only = !plan.op.writes();
-    let mut rng = seed ^ 0x5bd1_e995;
-    // Mixed phases pick read or write per request: read when a uniform
-    // 64-bit draw falls below rwmix% of the range (no division per op).
-    let read_threshold = ((plan.rwmix_read as u128 * (u64::MAX as u128 + 1)) / 100) as u64;
-    let read_always = plan.rwmix_read >= 100;
-    let depth = q.depth();
-    let xfer = plan.xfer as u32;
-    let every = match plan.sync {
-        SyncMode::Every(k) => k,
-        _ => 0,
-    };
-    let mut writes_since_sync = 0u64;
-
-    let mut free: Vec<usize> = (0..depth).rev().collect();
-    let mut t_sub: Vec<Instant> = vec![ctl.epoch; depth];
-    let mut done: Vec<Completion> = Vec::with_capacity(depth * 2);
-    let mut inflight = 0usize;
-    let mut exhausted = false;
-    let mut stopping = false;
-    let mut sw_taken = false;
-    let mut now = Instant::now();
-    // A writer looks once a second whether its file still has a name: if
-    // someone deleted it (or its directory) mid-run, the writes would go on
-    // into an unlinked inode and measure nothing anyone can keep.
-    let watch_unlink = plan.op.writes();
-    let mut next_link_check = now + LINK_CHECK;
-    let mut last_end = 0u64;
-    // This worker slot's totals over earlier phases (fio's interval logs).
-    let base = crate::live::lifetime(w);
-    let base_d = crate::live::lifetime_dirs(w);
-    let base_slat = crate::live::lifetime_slat(w);
-    let fine = s.detail.is_some();
-    if fine {
+    let mut st = LoopState::new(q.depth(), lp);
+    if st.fine {
         q.stamp_issue();
     }
-
     loop {
-        while !exhausted && !stopping && inflight < depth {
-            let Some(i) = gen.next_index() else {
-                exhausted = true;
-                break;
-            };
-            let off = start + plan.offset_of(owner, i);
-            let write = if read_only {
-                false
-            } else if mixed {
-                !(read_always || splitmix64(&mut rng) < read_threshold)
-            } else {
-                true
-            };
-            let slot = free
-                .pop()
-                .expect("a free slot exists while inflight < depth");
-            if write && plan.verify {
-                pattern::fill(q.buf_mut(slot), plan.seed, file_id, off);
-                now = Instant::now();
-            }
-            // fio reads the clock as it prepares each request.
-            t_sub[slot] = if fine { Instant::now() } else { now };
-            q.push(
-                slot,
-                Request {
-                    offset: off,
-                    len: xfer,
-                    write,
-                },
-            );
-            inflight += 1;
-        }
-        if inflight == 0 {
+        st.refill(q, lp);
+        if st.inflight == 0 {
             break;
         }
-        if let Err(e) = q.submit_and_reap(&mut done) {
-            s.failure = Some(IoFailure {
+        if let Err(e) = q.submit_and_reap(&mut st.done) {
+            lp.s.failure = Some(IoFailure {
                 op: "io_uring_enter".into(),
-                path: path.to_path_buf(),
+                path: lp.path.to_path_buf(),
                 offset: None,
                 errno: e.raw_os_error(),
                 message: e.to_string(),
             });
-            ctl.abort.store(true, Ordering::Relaxed);
+            lp.ctl.abort.store(true, Ordering::Relaxed);
             // The ring is unusable; the queue leaks its buffers if requests
             // are still in flight when it is taken apart.
             break;
         }
-        now = Instant::now();
+        st.now = Instant::now();
+        st.account(q, lp);
+        st.after_batch(file, lp);
+    }
+    st.finish(lp);
+}
+
+/// The state of [`io_loop`]: what it draws requests from, the free slots,
+/// and what it has seen so far.
+struct LoopState {
+    gen: OffsetGen,
+    rng: u64,
+    owner: u32,
+    file_id: u64,
+    start: u64,
+    mixed: bool,
+    read_only: bool,
+    /// Mixed phases pick read or write per request: read when a uniform
+    /// 64-bit draw falls below rwmix% of the range (no division per op).
+    read_threshold: u64,
+    read_always: bool,
+    xfer: u32,
+    /// fsync after this many writes (0: never in the loop).
+    every: u64,
+    writes_since_sync: u64,
+    depth: usize,
+    free: Vec<usize>,
+    t_sub: Vec<Instant>,
+    done: Vec<Completion>,
+    inflight: usize,
+    exhausted: bool,
+    stopping: bool,
+    sw_taken: bool,
+    now: Instant,
+    /// A writer looks once a second whether its file still has a name: if
+    /// someone deleted it (or its directory) mid-run, the writes would go
+    /// on into an unlinked inode and measure nothing anyone can keep.
+    watch_unlink: bool,
+    next_link_check: Instant,
+    last_end: u64,
+    /// This worker slot's totals over earlier phases (fio's interval logs):
+    /// all, by direction, and submission latency by direction.
+    base: (u64, u64, u64),
+    base_d: [(u64, u64, u64); 2],
+    base_slat: [u64; 2],
+    /// fio's details are kept ([`WorkerSample::detail`]).
+    fine: bool,
+}
+
+impl LoopState {
+    fn new(depth: usize, lp: &LoopCtx<'_>) -> Self {
+        let plan = lp.plan;
+        let owner = plan.owner_of(lp.w);
+        let n = plan.xfers();
+        let seed = plan.seed ^ (owner as u64).wrapping_mul(0x9E37_79B9) ^ ((plan.rep as u64) << 40);
+        let now = Instant::now();
+        LoopState {
+            gen: if plan.op.is_random() {
+                OffsetGen::shuffled(n, seed)
+            } else {
+                OffsetGen::sequential(n)
+            },
+            rng: seed ^ 0x5bd1_e995,
+            owner,
+            file_id: plan.file_of(lp.w) as u64,
+            start: plan.start_offsets.get(owner as usize).copied().unwrap_or(0),
+            mixed: matches!(plan.op, Op::Rw | Op::Randrw),
+            read_only: !plan.op.writes(),
+            read_threshold: ((plan.rwmix_read as u128 * (u64::MAX as u128 + 1)) / 100) as u64,
+            read_always: plan.rwmix_read >= 100,
+            xfer: plan.xfer as u32,
+            every: match plan.sync {
+                SyncMode::Every(k) => k,
+                _ => 0,
+            },
+            writes_since_sync: 0,
+            depth,
+            free: (0..depth).rev().collect(),
+            t_sub: vec![lp.ctl.epoch; depth],
+            done: Vec::with_capacity(depth * 2),
+            inflight: 0,
+            exhausted: false,
+            stopping: false,
+            sw_taken: false,
+            now,
+            watch_unlink: plan.op.writes(),
+            next_link_check: now + LINK_CHECK,
+            last_end: 0,
+            base: crate::live::lifetime(lp.w),
+            base_d: crate::live::lifetime_dirs(lp.w),
+            base_slat: crate::live::lifetime_slat(lp.w),
+            fine: lp.s.detail.is_some(),
+        }
+    }
+
+    /// Queues requests until the queue is full, the work is done or the
+    /// worker is stopping.
+    #[inline]
+    fn refill<Q: IoQueue>(&mut self, q: &mut Q, lp: &LoopCtx<'_>) {
+        let plan = lp.plan;
+        while !self.exhausted && !self.stopping && self.inflight < self.depth {
+            let Some(i) = self.gen.next_index() else {
+                self.exhausted = true;
+                break;
+            };
+            let off = self.start + plan.offset_of(self.owner, i);
+            let write = if self.read_only {
+                false
+            } else if self.mixed {
+                !(self.read_always || splitmix64(&mut self.rng) < self.read_threshold)
+            } else {
+                true
+            };
+            let slot = self
+                .free
+                .pop()
+                .expect("a free slot exists while inflight < depth");
+            if write && plan.verify {
+                pattern::fill(q.buf_mut(slot), plan.seed, self.file_id, off);
+                self.now = Instant::now();
+            }
+            // fio reads the clock as it prepares each request.
+            self.t_sub[slot] = if self.fine { Instant::now() } else { self.now };
+            q.push(
+                slot,
+                Request {
+                    offset: off,
+                    len: self.xfer,
+                    write,
+                },
+            );
+            self.inflight += 1;
+        }
+    }
+
+    /// Accounts the completions in `self.done`: latency, counters, the
+    /// data check of reads, the first failure.
+    #[inline]
+    fn account<Q: IoQueue>(&mut self, q: &Q, lp: &mut LoopCtx<'_>) {
+        let (plan, path) = (lp.plan, lp.path);
+        let s = &mut *lp.s;
         let mut checked = false;
-        for c in &done {
+        for c in &self.done {
             let slot = c.slot as usize;
-            free.push(slot);
-            inflight -= 1;
-            match c.result {
+            self.free.push(slot);
+            self.inflight -= 1;
+            let fault = match c.result {
                 Ok(()) => {
-                    let lat = now.saturating_duration_since(t_sub[slot]).as_nanos() as u64;
+                    let prepared = self.t_sub[slot];
+                    let lat = self.now.saturating_duration_since(prepared).as_nanos() as u64;
                     s.hist.record(lat);
                     if let Some(d) = s.detail.as_deref_mut() {
-                        record_detail(d, c.req, lat, t_sub[slot], q.issued_at(slot), now);
+                        record_detail(d, c.req, lat, prepared, q.issued_at(slot), self.now);
                     }
                     if c.req.write {
                         s.counters.record_write(c.req.len as u64);
-                        writes_since_sync += 1;
-                        last_end = c.req.offset + c.req.len as u64;
+                        self.writes_since_sync += 1;
+                        self.last_end = c.req.offset + c.req.len as u64;
                     } else {
                         s.counters.record_read(c.req.len as u64);
                         if plan.verify {
-                            let r = pattern::check(q.buf(slot), plan.seed, file_id, c.req.offset);
                             checked = true;
-                            s.verify.checked_bytes += c.req.len as u64;
-                            if r.bad_bytes > 0 {
-                                s.verify.bad_bytes += r.bad_bytes;
-                                if s.verify.first_bad.is_none() {
-                                    s.verify.first_bad =
-                                        Some((path.to_path_buf(), r.first_bad.unwrap_or(0)));
-                                }
-                            }
+                            check_read(q.buf(slot), plan, self.file_id, c, path, s);
                         }
                     }
+                    continue;
                 }
-                Err(fault) => {
-                    s.counters.record_error();
-                    if s.failure.is_none() {
-                        s.failure = Some(IoFailure {
-                            op: if c.req.write { "write" } else { "read" }.into(),
-                            path: path.to_path_buf(),
-                            offset: Some(c.req.offset),
-                            errno: fault.errno(),
-                            message: fault.describe_at(
-                                c.req.offset,
-                                matches!(fault, crate::queue::IoFault::ShortRead { .. })
-                                    .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
-                                    .flatten(),
-                            ),
-                        });
-                    }
-                    ctl.abort.store(true, Ordering::Relaxed);
-                    stopping = true;
-                }
+                Err(fault) => fault,
+            };
+            s.counters.record_error();
+            if s.failure.is_none() {
+                let size = matches!(fault, crate::queue::IoFault::ShortRead { .. })
+                    .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
+                    .flatten();
+                s.failure = Some(IoFailure {
+                    op: if c.req.write { "write" } else { "read" }.into(),
+                    path: path.to_path_buf(),
+                    offset: Some(c.req.offset),
+                    errno: fault.errno(),
+                    message: fault.describe_at(c.req.offset, size),
+                });
             }
+            lp.ctl.abort.store(true, Ordering::Relaxed);
+            self.stopping = true;
         }
-        crate::live::publish(w, s.counters.ops, s.counters.bytes);
+        crate::live::publish(lp.w, s.counters.ops, s.counters.bytes);
         crate::live::publish_lifetime(
-            w,
-            base.0 + s.counters.ops,
-            base.1 + s.counters.bytes,
-            base.2 + s.hist.sum_ns(),
+            lp.w,
+            self.base.0 + s.counters.ops,
+            self.base.1 + s.counters.bytes,
+            self.base.2 + s.hist.sum_ns(),
         );
         if let Some(d) = s.detail.as_deref() {
-            let c = &s.counters;
-            crate::live::publish_lifetime_dirs(
-                w,
-                (
-                    base_d[0].0 + c.read_ops,
-                    base_d[0].1 + c.read_bytes,
-                    base_d[0].2 + d.lat[0].sum_ns(),
-                ),
-                (
-                    base_d[1].0 + c.write_ops,
-                    base_d[1].1 + c.write_bytes,
-                    base_d[1].2 + d.lat[1].sum_ns(),
-                ),
-            );
-            crate::live::publish_lifetime_slat(
-                w,
-                [
-                    base_slat[0] + d.slat[0].sum_ns(),
-                    base_slat[1] + d.slat[1].sum_ns(),
-                ],
-            );
+            self.publish_dirs(lp.w, &s.counters, d);
         }
         if checked {
             // The check is not part of the next request's latency.
-            now = Instant::now();
+            self.now = Instant::now();
         }
-        if every > 0 && writes_since_sync >= every && !stopping {
+    }
+
+    /// The live totals by direction and the submission latency, for fio's
+    /// interval logs.
+    fn publish_dirs(&self, w: u32, c: &IoCounters, d: &DirLatency) {
+        let (b, sl) = (self.base_d, self.base_slat);
+        crate::live::publish_lifetime_dirs(
+            w,
+            (
+                b[0].0 + c.read_ops,
+                b[0].1 + c.read_bytes,
+                b[0].2 + d.lat[0].sum_ns(),
+            ),
+            (
+                b[1].0 + c.write_ops,
+                b[1].1 + c.write_bytes,
+                b[1].2 + d.lat[1].sum_ns(),
+            ),
+        );
+        crate::live::publish_lifetime_slat(
+            w,
+            [sl[0] + d.slat[0].sum_ns(), sl[1] + d.slat[1].sum_ns()],
+        );
+    }
+
+    /// After a batch of completions: the periodic fsync, the check that
+    /// the file still has a name, the stonewall, and the stop conditions.
+    fn after_batch(&mut self, file: &File, lp: &mut LoopCtx<'_>) {
+        let (ctl, path) = (lp.ctl, lp.path);
+        let s = &mut *lp.s;
+        if self.every > 0 && self.writes_since_sync >= self.every && !self.stopping {
             let t = Instant::now();
             if let Err(e) = file.sync_all() {
                 s.counters.record_error();
@@ -914,68 +997,94 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
                     message: e.to_string(),
                 });
                 ctl.abort.store(true, Ordering::Relaxed);
-                stopping = true;
+                self.stopping = true;
             }
-            now = Instant::now();
-            s.fsync_ns += now.duration_since(t).as_nanos() as u64;
-            writes_since_sync = 0;
+            self.now = Instant::now();
+            s.fsync_ns += self.now.duration_since(t).as_nanos() as u64;
+            self.writes_since_sync = 0;
         }
-        if watch_unlink && !stopping && now >= next_link_check {
-            next_link_check = now + LINK_CHECK;
+        if self.watch_unlink && !self.stopping && self.now >= self.next_link_check {
+            self.next_link_check = self.now + LINK_CHECK;
             if file.metadata().is_ok_and(|m| m.nlink() == 0) {
                 s.counters.record_error();
                 s.failure = Some(IoFailure {
                     op: "write".into(),
                     path: path.to_path_buf(),
-                    offset: Some(last_end),
+                    offset: Some(self.last_end),
                     errno: Some(libc::ENOENT),
                     message: "the file was deleted while ioscale wrote it (was its directory \
                               removed?); stopped writing"
                         .into(),
                 });
                 ctl.abort.store(true, Ordering::Relaxed);
-                stopping = true;
+                self.stopping = true;
             }
         }
-        if !sw_taken && ctl.first_done.load(Ordering::Relaxed) {
-            sw_taken = true;
+        if !self.sw_taken && ctl.first_done.load(Ordering::Relaxed) {
+            self.sw_taken = true;
             s.stonewall_bytes = s.counters.bytes;
             s.stonewall_ops = s.counters.ops;
         }
-        if !stopping {
+        if !self.stopping {
             if ctl.should_stop() {
-                stopping = true;
-            } else if let Some(d) = deadline {
-                if now >= d {
-                    stopping = true;
+                self.stopping = true;
+            } else if let Some(d) = lp.deadline {
+                if self.now >= d {
+                    self.stopping = true;
                     s.hit_deadline = true;
                 }
             }
         }
     }
-    if exhausted && !stopping && s.failure.is_none() {
-        // Whoever finishes first defines the stonewall point for all.
-        if ctl
-            .first_done
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
-        {
-            ctl.first_done_ns
-                .store(ns_since(ctl.epoch, now), Ordering::Release);
+
+    /// After the loop: the stonewall point this worker sets, if any.
+    fn finish(&self, lp: &mut LoopCtx<'_>) {
+        let (ctl, now) = (lp.ctl, self.now);
+        let s = &mut *lp.s;
+        if self.exhausted && !self.stopping && s.failure.is_none() {
+            // Whoever finishes first defines the stonewall point for all.
+            if ctl
+                .first_done
+                .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
+                ctl.first_done_ns
+                    .store(ns_since(ctl.epoch, now), Ordering::Release);
+            }
+        }
+        if s.hit_deadline {
+            // A time-limited phase: the deadline is the stonewall.
+            ctl.first_done.store(true, Ordering::Relaxed);
+            let _ = ctl.first_done_ns.compare_exchange(
+                0,
+                ns_since(ctl.epoch, now),
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
+        if !self.sw_taken {
+            s.stonewall_bytes = s.counters.bytes;
+            s.stonewall_ops = s.counters.ops;
         }
     }
-    if s.hit_deadline {
-        // A time-limited phase: the deadline is the stonewall.
-        ctl.first_done.store(true, Ordering::Relaxed);
-        let _ = ctl.first_done_ns.compare_exchange(
-            0,
-            ns_since(ctl.epoch, now),
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        );
-    }
-    if !sw_taken {
-        s.stonewall_bytes = s.counters.bytes;
-        s.stonewall_ops = s.counters.ops;
+}
+
+/// Checks a completed read against the verify pattern.
+#[inline]
+fn check_read(
+    buf: &[u8],
+    plan: &PhasePlan,
+    file_id: u64,
+    c: &Completion,
+    path: &std::path::Path,
+    s: &mut WorkerSample,
+) {
+    let r = pattern::check(buf, plan.seed, file_id, c.req.offset);
+    s.verify.checked_bytes += c.req.len as u64;
+    if r.bad_bytes > 0 {
+        s.verify.bad_bytes += r.bad_bytes;
+        if s.verify.first_bad.is_none() {
+            s.verify.first_bad = Some((path.to_path_buf(), r.first_bad.unwrap_or(0)));
+        }
     }
 }

@@ -670,3 +670,304 @@ fn walkdir(d: &Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// One `run --engine io_uring` write-then-verified-read of 8 MiB on `dir`
+/// with `--uring-opts opts`, with `refuse` in `IOSCALE_URING_REFUSE`:
+/// checks the data and returns the record's io_uring warnings.
+fn uring_run_with_refusals(dir: &Path, j: &Path, opts: &str, refuse: &str) -> Vec<String> {
+    let out = ioscale()
+        .env("IOSCALE_URING_REFUSE", refuse)
+        .args([
+            "run",
+            "--op",
+            "write,randread",
+            "--threads",
+            "2",
+            "--size",
+            "4m",
+            "--xfer",
+            "4k",
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "8",
+            "--uring-opts",
+            opts,
+            "--verify",
+            "--json",
+            s(j),
+            "-q",
+            s(dir),
+        ])
+        .output()
+        .unwrap();
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    let v = json(j);
+    let ph = phases(&v);
+    check_phase(&ph[0], "write", 2, 8 << 20, 4096);
+    check_phase(&ph[1], "randread", 2, 8 << 20, 4096);
+    check_verified(&ph[1], 8 << 20);
+    assert_empty(dir);
+    v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|w| w.starts_with("io_uring:"))
+        .map(String::from)
+        .collect()
+}
+
+/// Every ring feature the kernel may refuse falls back to the plain way
+/// with one note saying so, and the run still moves and verifies every
+/// byte. This kernel refuses none of them, so the refusals are forced
+/// through `IOSCALE_URING_REFUSE`.
+#[test]
+fn refused_ring_features_fall_back_with_a_note() {
+    let Some(m) = tmpfs("size=64m") else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("r.json");
+    let has = |w: &[String], what: &str| w.iter().filter(|x| x.contains(what)).count();
+    let w = uring_run_with_refusals(m.path(), &j, "tuned", "single,coop,fixedbufs,files");
+    for what in [
+        "SINGLE_ISSUER/DEFER_TASKRUN not supported",
+        "COOP_TASKRUN not supported",
+        "registering buffers failed",
+        "registering files failed",
+    ] {
+        assert_eq!(has(&w, what), 1, "{what}: {w:?}");
+    }
+    let w = uring_run_with_refusals(m.path(), &j, "fixedbufs,sqpoll=10", "sqpoll");
+    assert_eq!(has(&w, "SQPOLL refused"), 1, "{w:?}");
+    assert_eq!(w.len(), 1, "{w:?}");
+    // Nothing refused: the asked-for set runs without a note.
+    let w = uring_run_with_refusals(m.path(), &j, "tuned", "");
+    assert!(w.is_empty(), "{w:?}");
+    // SQPOLL with the task-work flags: the kernel does not combine them;
+    // SQPOLL is kept, the others left out with a note.
+    let w = uring_run_with_refusals(m.path(), &j, "tuned,sqpoll=10", "");
+    assert_eq!(has(&w, "not used with SQPOLL"), 1, "{w:?}");
+    assert_eq!(w.len(), 1, "{w:?}");
+}
+
+/// With SQPOLL the kernel thread takes requests from the ring and the
+/// worker reaps completions from it without a system call:
+/// `io_uring_enter` is called only to wake the thread, not once per
+/// request as without it (see `each_submission_is_one_enter_per_request`).
+/// The thread's idle time (1 s) outlasts the run, so it never sleeps
+/// between requests. Counted with strace, so not a timing.
+#[test]
+fn sqpoll_submits_and_reaps_without_a_system_call_per_request() {
+    if !have("strace") {
+        eprintln!("note: strace not installed; skipping");
+        return;
+    }
+    let t = scratch();
+    let tp = t.path();
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "8m",
+        "--xfer",
+        "1m",
+        "--keep",
+        "-q",
+        s(tp),
+    ]);
+    assert_code(&out, 0);
+    let o = scratch();
+    for depth in ["1", "8"] {
+        let log = o.path().join(format!("strace.{depth}"));
+        let j = o.path().join("r.json");
+        let st = std::process::Command::new("strace")
+            .args(["-f", "-c", "-e", "trace=io_uring_enter", "-o", s(&log)])
+            .arg(ioscale_path())
+            .args([
+                "run",
+                "--op",
+                "randread",
+                "--size",
+                "8m",
+                "--xfer",
+                "4k",
+                "--keep",
+                "--engine",
+                "io_uring",
+                "--iodepth",
+                depth,
+                "--uring-opts",
+                "sqpoll=1000",
+                "--json",
+                s(&j),
+                "-q",
+                s(tp),
+            ])
+            .output()
+            .unwrap();
+        assert_code(&st, 0);
+        let v = json(&j);
+        if v["warnings"].to_string().contains("SQPOLL refused") {
+            eprintln!("note: this kernel refuses SQPOLL; skipping");
+            return;
+        }
+        assert_eq!(u(&phases(&v)[0]["ops"]), 2048);
+        let text = std::fs::read_to_string(&log).unwrap();
+        // strace -c: "% time  seconds  usecs/call  calls  [errors]  syscall";
+        // no line at all when there was no call.
+        let enters: usize = text
+            .lines()
+            .find(|l| l.trim_end().ends_with(" io_uring_enter"))
+            .and_then(|l| l.split_whitespace().nth(3))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        // 2048 requests; a wake-up or two, and the final drain.
+        assert!(
+            enters <= 16,
+            "depth {depth}: {enters} io_uring_enter calls for 2048 requests with SQPOLL"
+        );
+    }
+    let out = run(&["clean", s(tp)]);
+    assert_code(&out, 0);
+}
+
+/// Runs `ioscale meta --engine io_uring --iodepth 32` creating, stating
+/// and deleting `files` empty files in one directory on `dir`, and returns
+/// the most io-wq worker threads (`iou-wrk-*`) seen alive in the process
+/// at once, polling /proc until it exits.
+fn peak_iowq_workers(dir: &Path, files: &str) -> usize {
+    let mut child = std::process::Command::new(ioscale_path())
+        .args([
+            "meta",
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "32",
+            "--threads",
+            "1",
+            "--files",
+            files,
+            "--file-size",
+            "0",
+            "--ops",
+            "create,stat,delete",
+            "-q",
+            s(dir),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tasks = format!("/proc/{}/task", child.id());
+    let mut peak = 0;
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            assert!(st.success(), "ioscale meta failed: {st:?}");
+            return peak;
+        }
+        let alive = std::fs::read_dir(&tasks)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.starts_with("iou-wrk"))
+            })
+            .count();
+        peak = peak.max(alive);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The io-wq worker cap follows the file system: on a local one (tmpfs)
+/// the work is CPU-bound and the ring allows no more workers than CPUs;
+/// on a FUSE fs with 2 ms per request the cap is `--iodepth`, so more
+/// requests are served at once than there are CPUs. Upper bound on tmpfs
+/// whatever the timing; on FUSE the workers wait for the daemon and stay
+/// until the ring goes, so the poll sees them.
+#[test]
+fn iowq_cap_is_the_cpus_on_tmpfs_and_the_depth_on_fuse() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    if std::env::var_os("IOSCALE_URING_IOWQ").is_some() {
+        eprintln!("note: IOSCALE_URING_IOWQ is set; skipping");
+        return;
+    }
+    if let Some(m) = tmpfs("size=64m") {
+        let peak = peak_iowq_workers(m.path(), "20000");
+        assert!(
+            peak <= cpus,
+            "{peak} io-wq workers on tmpfs with {cpus} CPUs"
+        );
+    }
+    if cpus >= 16 {
+        eprintln!("note: {cpus} CPUs: the FUSE part needs fewer than 16; skipping");
+        return;
+    }
+    let Some(fs) = TestFs::mount(&["--meta-delay", "2ms", "--threads", "32"]) else {
+        return;
+    };
+    let peak = peak_iowq_workers(fs.path(), "256");
+    let (st, log) = fs.stop();
+    assert!(st.success(), "{log}");
+    assert!(
+        peak > cpus,
+        "{peak} io-wq workers on a 2 ms FUSE fs at depth 32 with {cpus} CPUs"
+    );
+}
+
+/// The measurement knobs of the metadata engine (`IOSCALE_URING_ASYNC`,
+/// `IOSCALE_URING_IOWQ`) change how requests are served, not what is
+/// done: every phase does every file, the data reads back as written, and
+/// the tree is removed. A bad cap value falls back to the rule.
+#[test]
+fn meta_io_uring_measurement_knobs_do_every_operation() {
+    let Some(m) = tmpfs("size=64m") else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("m.json");
+    for (asy, cap) in [("1", "kernel"), ("1", "depth"), ("0", "3"), ("1", "bogus")] {
+        let out = ioscale()
+            .env("IOSCALE_URING_ASYNC", asy)
+            .env("IOSCALE_URING_IOWQ", cap)
+            .args([
+                "meta",
+                "--engine",
+                "io_uring",
+                "--iodepth",
+                "16",
+                "--threads",
+                "2",
+                "--files",
+                "200",
+                "--file-size",
+                "6k",
+                "--record-size",
+                "4k",
+                "--ops",
+                "create,stat,read,rename,delete,mkdir,stat-dir,rmdir",
+                "--verify",
+                "--json",
+                s(&j),
+                "-q",
+                s(m.path()),
+            ])
+            .output()
+            .unwrap();
+        assert_no_panic(&out);
+        assert_code(&out, 0);
+        let v = json(&j);
+        for p in phases(&v) {
+            assert_eq!(u(&p["ops"]), 400, "{asy}/{cap}: {}", p["op"]);
+            assert_eq!(u(&p["errors"]), 0, "{asy}/{cap}: {}", p["op"]);
+        }
+        let ph = phases(&v);
+        assert_eq!(u(&ph[2]["bytes"]), 400 * 6144, "{asy}/{cap}");
+        assert_eq!(u(&ph[2]["verify"]["bad_bytes"]), 0, "{asy}/{cap}");
+        assert_empty(m.path());
+    }
+}

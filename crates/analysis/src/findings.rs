@@ -1513,8 +1513,42 @@ fn compare_sentence(
     (sentence, catch_up)
 }
 
-/// Which swept values a series has: (target, layout, xfer).
-type Dims = (String, String, u64);
+/// Which swept values a series has: (target, layout, xfer, nodes). The
+/// node count is part of a line only when it has to be (see
+/// [`split_by_nodes`]).
+type Dims = (String, String, u64, Option<u32>);
+
+/// The nodes a point ran on (1 without a cluster record).
+fn nodes_of(p: &crate::model::SweepPoint) -> u32 {
+    p.result.host.cluster.as_ref().map_or(1, |c| c.nodes.max(1))
+}
+
+/// Whether a sweep over node counts needs a line per node count: when two
+/// points of one (target, layout, xfer) have the same workers on different
+/// node counts (threads swept too). Otherwise the node counts are the
+/// line's own x axis (workers grow with the nodes) and stay on one line.
+fn split_by_nodes(rec: &SweepRecord) -> bool {
+    let same_place = |a: &crate::model::SweepPoint, b: &crate::model::SweepPoint| {
+        a.target == b.target && a.layout == b.layout && a.xfer == b.xfer
+    };
+    rec.points.iter().enumerate().any(|(i, a)| {
+        rec.points[..i]
+            .iter()
+            .any(|b| same_place(a, b) && a.workers() == b.workers() && nodes_of(a) != nodes_of(b))
+    })
+}
+
+/// A series label without the node count a `--nodes` sweep leads it with
+/// (`2 nodes write` → `write`), for a line that spans node counts.
+fn without_nodes(label: &str) -> String {
+    let mut words = label.splitn(3, ' ');
+    match (words.next(), words.next(), words.next()) {
+        (Some(n), Some("node" | "nodes"), rest) if n.parse::<u32>().is_ok() => {
+            rest.unwrap_or("").to_string()
+        }
+        _ => label.to_string(),
+    }
+}
 
 /// The unit of an operation's line.
 pub fn unit_of(o: &crate::model::OpStats, units: Units) -> &'static str {
@@ -1602,8 +1636,16 @@ pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
         fs_type: rec.host.fs_type.clone(),
     };
     let mut lines: Vec<(Dims, String, String, String, Vec<CurvePoint>, String)> = Vec::new();
+    let by_nodes = split_by_nodes(rec);
+    let (mut spans_nodes, mut first_nodes): (Vec<bool>, Vec<u32>) = (Vec::new(), Vec::new());
     for p in &rec.points {
-        let dims: Dims = (p.target.clone(), p.layout.clone(), p.xfer);
+        let n = nodes_of(p);
+        let dims: Dims = (
+            p.target.clone(),
+            p.layout.clone(),
+            p.xfer,
+            by_nodes.then_some(n),
+        );
         let fs = if p.result.host.fs_type.is_empty() {
             ctx.fs_type.clone()
         } else {
@@ -1614,18 +1656,30 @@ pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
             let cp = curve_point(p, o, units);
             match lines
                 .iter_mut()
-                .find(|l| l.0 == dims && l.2 == o.op && l.3 == unit)
+                .position(|l| l.0 == dims && l.2 == o.op && l.3 == unit)
             {
-                Some(l) => l.4.push(cp),
-                None => lines.push((
-                    dims.clone(),
-                    p.series.clone(),
-                    o.op.clone(),
-                    unit.to_string(),
-                    vec![cp],
-                    fs.clone(),
-                )),
+                Some(i) => {
+                    lines[i].4.push(cp);
+                    spans_nodes[i] |= !by_nodes && n != first_nodes[i];
+                }
+                None => {
+                    lines.push((
+                        dims.clone(),
+                        p.series.clone(),
+                        o.op.clone(),
+                        unit.to_string(),
+                        vec![cp],
+                        fs.clone(),
+                    ));
+                    spans_nodes.push(false);
+                    first_nodes.push(n);
+                }
             }
+        }
+    }
+    for (l, spans) in lines.iter_mut().zip(&spans_nodes) {
+        if *spans {
+            l.1 = without_nodes(&l.1);
         }
     }
     let curves: Vec<CurveAnalysis> = lines
@@ -1642,7 +1696,10 @@ pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
     for i in 0..lines.len() {
         for j in i + 1..lines.len() {
             let (da, db) = (&lines[i].0, &lines[j].0);
-            let differ = (da.0 != db.0) as u8 + (da.1 != db.1) as u8 + (da.2 != db.2) as u8;
+            let differ = (da.0 != db.0) as u8
+                + (da.1 != db.1) as u8
+                + (da.2 != db.2) as u8
+                + (da.3 != db.3) as u8;
             if differ == 1 && lines[i].2 == lines[j].2 && lines[i].3 == lines[j].3 {
                 if let Some(c) = compare_curves(&curves[i], &curves[j]) {
                     comparisons.push(c);
@@ -1726,6 +1783,16 @@ fn bytes(b: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_over_node_counts_drops_the_node_count_from_its_label() {
+        assert_eq!(without_nodes("1 node"), "");
+        assert_eq!(without_nodes("2 nodes write 64k"), "write 64k");
+        assert_eq!(without_nodes("16 nodes /mnt/a"), "/mnt/a");
+        // Not a node count: left alone.
+        assert_eq!(without_nodes("shared nodes x"), "shared nodes x");
+        assert_eq!(without_nodes("4k"), "4k");
+    }
     use probe::{DeviceUse, ProcessUse};
     use stats::bootstrap::trimmed_mean_ci;
 

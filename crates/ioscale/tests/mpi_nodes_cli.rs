@@ -689,6 +689,14 @@ fn a_sweep_over_node_counts_runs_each_point_on_that_many_nodes() {
         .map(|l| l.split_whitespace().nth(1).unwrap())
         .collect();
     assert_eq!(workers, ["2", "4", "8"], "{text}");
+    // One thread count: the node counts are the line's x axis, so the
+    // analysis draws one line over 2, 4 and 8 workers, not labelled with
+    // the first point's node count.
+    let curves = v["analysis"]["curves"].as_array().unwrap();
+    assert_eq!(curves.len(), 1, "{:#}", v["analysis"]);
+    assert_eq!(curves[0]["points"].as_array().unwrap().len(), 3);
+    let series = curves[0]["series"].as_str().unwrap();
+    assert!(!series.contains("node"), "{series}");
     // The launches' records were temporary.
     assert!(!err.contains("error"), "{err}");
 }

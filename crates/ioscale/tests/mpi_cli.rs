@@ -1069,6 +1069,7 @@ fn io500_on_four_ranks_lays_out_every_phase_as_io500_does() {
     let data2 = target.join("io500-data2");
     let cfg = io500::ini(work.path(), &data2, &res, "");
     let j = work.path().join("full.json");
+    let h = work.path().join("full.html");
     let out = mpirun(
         2,
         &[
@@ -1079,6 +1080,8 @@ fn io500_on_four_ranks_lays_out_every_phase_as_io500_does() {
             "2s",
             "--json",
             s(&j),
+            "--html",
+            s(&h),
             s(&cfg),
         ],
     );
@@ -1086,6 +1089,19 @@ fn io500_on_four_ranks_lays_out_every_phase_as_io500_does() {
     io500::check_lines(&out, &io500::ORDER);
     let v = json(&j);
     assert_eq!(v["tasks"], 4);
+    // Each rank's host is recorded, and the page sums the tasks per node:
+    // one node here, so its row holds every task's items.
+    let hosts = v["rank_hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2, "{v}");
+    let page = std::fs::read_to_string(&h).unwrap();
+    assert!(page.contains("<h2>Per node</h2>"), "{page}");
+    let all = io500::items(&v, "mdtest-easy-write", 4);
+    let row = format!(
+        "<tr><td>mdtest-easy-write</td><td>{}</td><td>2</td><td>{}</td>",
+        hosts[0].as_str().unwrap(),
+        all * 4
+    );
+    assert!(page.contains(&row), "{row} not in {page}");
     io500::check_score(&v);
     let e = io500::items(&v, "mdtest-easy-write", 4);
     assert_eq!(io500::phase(&v, "mdtest-easy-delete")["ops"], e * 4);

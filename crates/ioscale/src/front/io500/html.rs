@@ -185,6 +185,7 @@ pub fn render(rec: &Value) -> String {
         s.push_str(&chart(title, unit, &bars));
     }
     phase_table(&mut s, rec, &phases);
+    node_table(&mut s, rec, &phases);
     s.push_str("<h2>What limited each phase</h2>\n<ul>\n");
     for ph in &phases {
         let lines = limit_of(ph, rec);
@@ -200,6 +201,69 @@ pub fn render(rec: &Value) -> String {
     }
     s.push_str("</ul>\n</body></html>\n");
     s
+}
+
+/// Under MPI: each phase's ranks, items and rate on every node, from the
+/// tasks' own figures and the host of each rank.
+fn node_table(s: &mut String, rec: &Value, phases: &[&Value]) {
+    let hosts: Vec<&str> = rec["rank_hosts"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|h| h.as_str()).collect())
+        .unwrap_or_default();
+    if hosts.len() <= 1 {
+        return;
+    }
+    let tpr = rec["tasks_per_rank"].as_u64().unwrap_or(1).max(1);
+    let mut nodes: Vec<&str> = Vec::new();
+    for h in &hosts {
+        if !nodes.contains(h) {
+            nodes.push(h);
+        }
+    }
+    s.push_str(
+        "<h2>Per node</h2>\n<table><tr><th>phase</th><th>node</th><th>ranks</th>\
+         <th>items</th><th>rate</th></tr>\n",
+    );
+    for ph in phases {
+        let Some(tasks) = ph["tasks"].as_array().filter(|t| !t.is_empty()) else {
+            continue;
+        };
+        let el = f(&ph["elapsed_s"]);
+        let data = ph["unit"] == "GiB/s";
+        for node in &nodes {
+            let on = |t: &&Value| {
+                let rank = t["task"].as_u64().unwrap_or(0) / tpr;
+                hosts.get(rank as usize) == Some(node)
+            };
+            let sum = |k: &str| -> u64 {
+                tasks
+                    .iter()
+                    .filter(on)
+                    .map(|t| t[k].as_u64().unwrap_or(0))
+                    .sum()
+            };
+            let rate = if el <= 0.0 {
+                "".to_string()
+            } else if data {
+                format!(
+                    "{:.1} MiB/s",
+                    sum("bytes") as f64 / el / (1u64 << 20) as f64
+                )
+            } else {
+                format!("{:.0} ops/s", sum("ops") as f64 / el)
+            };
+            let _ = writeln!(
+                *s,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(ph["name"].as_str().unwrap_or("")),
+                esc(node),
+                hosts.iter().filter(|h| *h == node).count(),
+                sum("items"),
+                rate
+            );
+        }
+    }
+    s.push_str("</table>\n");
 }
 
 /// The page's head, title and the score line.

@@ -293,6 +293,8 @@ struct Start {
     plan: Vec<Phase>,
     /// The directories rank 0 made (removed at the end).
     created: Made,
+    /// Every rank's host, by rank.
+    hosts: Vec<String>,
 }
 
 /// Parses the command line and config, and lets rank 0 make the
@@ -376,6 +378,7 @@ fn start(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<Result<Star
         names,
         plan,
         created,
+        hosts: rank_hosts(coord),
     }))
 }
 
@@ -411,7 +414,7 @@ struct Phases {
 fn run_phases(start: &Start, ctx: &Ctx, run: &mut Phases, log: &mut Log) {
     let coord = ctx.coord;
     let root = coord.rank() == 0;
-    let shift = ior_shift(coord, start.a.tasks);
+    let shift = ior_shift(&start.hosts, start.a.tasks);
     let mut drop_warned = false;
     for p in &start.plan {
         // Every rank asks, whatever its own flag says (a collective call).
@@ -549,7 +552,7 @@ fn finish(
     log.lines.push(String::new());
     log.lines.push(stored);
     let mut write_err = None;
-    let record = record(a, cfg, start.extended, coord, &run.done, &verdict);
+    let record = record(start, coord, &run.done, &verdict);
     if let Err(e) = write_results(
         &cfg.resultdir,
         &log.lines,
@@ -590,14 +593,21 @@ fn exit_code(interrupted: bool, errors: bool) -> i32 {
     }
 }
 
+/// Every rank's host name, by rank (a collective call).
+fn rank_hosts(coord: &dyn Coordinator) -> Vec<String> {
+    if coord.size() == 1 {
+        return vec![coord.hostname()];
+    }
+    coord.all_gather_as(&coord.hostname()).unwrap_or_default()
+}
+
 /// IOR's `-C -Q 1` shift: the tasks of one node, when there are several
 /// nodes (on one node every task reads its own data, as in IOR).
-fn ior_shift(coord: &dyn Coordinator, tasks: u32) -> u32 {
-    if coord.size() == 1 {
+fn ior_shift(hosts: &[String], tasks: u32) -> u32 {
+    if hosts.len() <= 1 {
         return 0;
     }
-    let hosts = coord.all_gather_as(&coord.hostname()).unwrap_or_default();
-    let mut distinct = hosts.clone();
+    let mut distinct = hosts.to_vec();
     distinct.sort();
     distinct.dedup();
     if distinct.len() <= 1 {
@@ -919,14 +929,8 @@ struct Verdict {
 }
 
 /// ioscale's JSON record of the run.
-fn record(
-    a: &Args,
-    cfg: &Config,
-    extended: bool,
-    coord: &dyn Coordinator,
-    done: &[Done],
-    v: &Verdict,
-) -> serde_json::Value {
+fn record(start: &Start, coord: &dyn Coordinator, done: &[Done], v: &Verdict) -> serde_json::Value {
+    let (a, cfg, extended) = (&start.a, &start.cfg, start.extended);
     let workers = a.tasks * coord.size();
     let phases: Vec<serde_json::Value> = done
         .iter()
@@ -976,6 +980,7 @@ fn record(
         "mode": if extended { "extended" } else { "standard" },
         "argv": std::env::args().collect::<Vec<_>>(),
         "ranks": coord.size(),
+        "rank_hosts": start.hosts,
         "tasks_per_rank": a.tasks,
         "tasks": workers,
         "cpus": std::thread::available_parallelism().map_or(0, |n| n.get()),

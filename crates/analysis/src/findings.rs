@@ -1627,15 +1627,14 @@ pub fn analyse(rec: &SweepRecord) -> Analysis {
     analyse_with(rec, Units::Si)
 }
 
-/// Analyses a whole sweep: one line per series and operation (by total
-/// workers), and the differences of lines that differ in exactly one
-/// swept value. Every figure is in `units`.
-pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
-    let ctx = Context {
-        cpus: rec.host.cpus,
-        fs_type: rec.host.fs_type.clone(),
-    };
-    let mut lines: Vec<(Dims, String, String, String, Vec<CurvePoint>, String)> = Vec::new();
+/// One line of a sweep: its swept values, series label, operation, unit,
+/// points, and file system.
+type Line = (Dims, String, String, String, Vec<CurvePoint>, String);
+
+/// The sweep's points gathered into lines, one per (swept values,
+/// operation, unit), in the order they first appear.
+fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
+    let mut lines: Vec<Line> = Vec::new();
     let by_nodes = split_by_nodes(rec);
     let (mut spans_nodes, mut first_nodes): (Vec<bool>, Vec<u32>) = (Vec::new(), Vec::new());
     for p in &rec.points {
@@ -1647,7 +1646,7 @@ pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
             by_nodes.then_some(n),
         );
         let fs = if p.result.host.fs_type.is_empty() {
-            ctx.fs_type.clone()
+            default_fs.to_string()
         } else {
             p.result.host.fs_type.clone()
         };
@@ -1682,6 +1681,18 @@ pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
             l.1 = without_nodes(&l.1);
         }
     }
+    lines
+}
+
+/// Analyses a whole sweep: one line per series and operation (by total
+/// workers), and the differences of lines that differ in exactly one
+/// swept value. Every figure is in `units`.
+pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
+    let ctx = Context {
+        cpus: rec.host.cpus,
+        fs_type: rec.host.fs_type.clone(),
+    };
+    let lines = lines_of(rec, units, &ctx.fs_type);
     let curves: Vec<CurveAnalysis> = lines
         .iter()
         .map(|(_, series, op, unit, pts, fs)| {

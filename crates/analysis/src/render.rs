@@ -175,6 +175,8 @@ pub struct Varying {
     /// Some point ran under MPI with more than one rank: the table shows
     /// workers, ranks and threads per rank.
     pub ranks: bool,
+    /// More than one node count (`sweep --nodes`): the table shows nodes.
+    pub nodes: bool,
 }
 
 /// Finds which swept values vary.
@@ -186,7 +188,13 @@ pub fn varying(points: &[SweepPoint]) -> Varying {
         layout: differs(&|p| p.layout.clone()),
         xfer: differs(&|p| p.xfer.to_string()),
         ranks: points.iter().any(|p| p.topology().0 > 1),
+        nodes: differs(&|p| nodes_of(p).to_string()),
     }
+}
+
+/// The nodes a point ran on (1 without a cluster record).
+fn nodes_of(p: &SweepPoint) -> u32 {
+    p.result.host.cluster.as_ref().map_or(1, |c| c.nodes.max(1))
 }
 
 /// One row of the seed-style table.
@@ -264,6 +272,9 @@ pub fn table_head_for(rec: &SweepRecord) -> Vec<String> {
         h.push("Transfer".into());
     }
     h.push("Operation".into());
+    if v.nodes {
+        h.push("Nodes".into());
+    }
     if v.ranks {
         h.extend(["Workers".into(), "Ranks".into(), "Threads per rank".into()]);
     } else {
@@ -306,6 +317,9 @@ pub fn table_head(v: Varying) -> Vec<&'static str> {
         h.push("Transfer");
     }
     h.push("Operation");
+    if v.nodes {
+        h.push("Nodes");
+    }
     if v.ranks {
         h.extend(["Workers", "Ranks", "Threads per rank"]);
     } else {
@@ -402,6 +416,9 @@ fn row_cells(p: &SweepPoint, o: &crate::model::OpStats, look: &Look) -> Vec<Stri
         cells.push(spec::format_size(p.xfer));
     }
     cells.push(cap(op));
+    if v.nodes {
+        cells.push(nodes_of(p).to_string());
+    }
     if v.ranks {
         cells.extend([workers.to_string(), ranks.to_string(), tpr.to_string()]);
     } else {

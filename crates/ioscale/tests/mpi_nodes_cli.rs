@@ -682,13 +682,20 @@ fn a_sweep_over_node_counts_runs_each_point_on_that_many_nodes() {
         // 2 ranks per node × 1 thread × 256 KiB.
         assert_eq!(p["result"]["phases"][0]["bytes"], (2 * nodes) << 18);
     }
-    // The table counts the workers of each point: ranks × threads.
-    let workers: Vec<&str> = text
-        .lines()
-        .filter(|l| l.starts_with("Write "))
-        .map(|l| l.split_whitespace().nth(1).unwrap())
-        .collect();
-    assert_eq!(workers, ["2", "4", "8"], "{text}");
+    // The table shows each point's nodes and counts its workers: ranks ×
+    // threads.
+    let cols = |i: usize| -> Vec<&str> {
+        text.lines()
+            .filter(|l| l.starts_with("Write "))
+            .map(|l| l.split_whitespace().nth(i).unwrap())
+            .collect()
+    };
+    let head = |l: &str| {
+        l.split_whitespace().take(3).collect::<Vec<_>>() == ["Operation", "Nodes", "Workers"]
+    };
+    assert!(text.lines().any(head), "{text}");
+    assert_eq!(cols(1), ["1", "2", "4"], "{text}");
+    assert_eq!(cols(2), ["2", "4", "8"], "{text}");
     // One thread count: the node counts are the line's x axis, so the
     // analysis draws one line over 2, 4 and 8 workers, not labelled with
     // the first point's node count.

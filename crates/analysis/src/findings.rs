@@ -67,6 +67,11 @@ pub const STARVED_SHARE: f64 = 0.25;
 /// machine, about a third on a busy one).
 pub const SERIAL_GAIN: f64 = 1.5;
 
+/// Rule 2: the least share of the fewest workers' throughput a
+/// one-at-a-time server keeps at the most workers when the latency proves
+/// the queue (what is lost goes to the extra clients' overhead).
+pub const SERIAL_FALL: f64 = 0.8;
+
 /// How fast the measured median latency must grow with the workers, as a
 /// share of their growth, for requests to count as queueing behind one
 /// another (a queue of N requests served one at a time makes each wait N
@@ -915,13 +920,15 @@ fn serialised(
     let small_gain = peak.value <= SERIAL_GAIN * first.value
         || (queued_at_double && peak.interval().lo <= SERIAL_GAIN * first.interval().hi);
     // A one-at-a-time server may lose a little to the extra clients past
-    // its peak; that is still no scaling as long as the most workers are
-    // not clearly below the fewest (seen: 23.4, 25.7, 27.0, 23.7 MiB/s at
-    // 1, 2, 4, 8 workers while the median latency went 2.5 → 14 ms).
-    let back_to_start = last.interval().hi >= first.interval().lo;
+    // its peak; that is still no scaling as long as the latency proves the
+    // queue and the most workers keep at least SERIAL_FALL of the fewest
+    // (seen: 23.4, 25.7, 27.0, 23.7 MiB/s at 1, 2, 4, 8 workers while the
+    // median latency went 2.5 → 14 ms; and 27.5 → 24.4 MiB/s, 11 % below,
+    // from 1 to 8 workers on a quiet machine).
+    let mild_fall = last.interval().hi >= SERIAL_FALL * first.interval().lo;
     last.threads >= 2 * first.threads
         && small_gain
-        && (!falls || (back_to_start && queued_at_double))
+        && (!falls || (mild_fall && queued_at_double))
         && (below_double || queued_at_double)
         && queues
 }
@@ -2081,6 +2088,37 @@ mod tests {
         ];
         let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+    }
+
+    #[test]
+    fn one_server_thread_falling_a_little_from_one_worker_is_serialised() {
+        // Seen in CI on a quiet machine (testfs known_answers case 3): the
+        // peak is the fewest workers and 8 workers are clearly 11 % below
+        // it, while the median latency grows with the workers: a server
+        // taking one request at a time, not "more workers cost more".
+        let r = || res("fuse.ioscale-testfs", 0.3, 0.05);
+        let with = |n: u32, reps: &[f64], p50: f64| CurvePoint {
+            lat_p50_us: p50,
+            resources: Some(r()),
+            ..pt(n, reps, KIB64)
+        };
+        let pts = [
+            with(1, &[26.8, 27.2, 27.5, 27.8, 28.0], 2_220.0),
+            with(2, &[25.9, 26.3, 26.6, 26.9, 27.1], 4_500.0),
+            with(4, &[25.0, 25.4, 25.7, 26.0, 26.2], 9_100.0),
+            with(8, &[23.9, 24.2, 24.4, 24.6, 24.9], 18_300.0),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        // Losing 40 % is more than the extra clients' overhead: it falls.
+        let pts = [
+            with(1, &[26.8, 27.2, 27.5, 27.8, 28.0], 2_220.0),
+            with(2, &[25.9, 26.3, 26.6, 26.9, 27.1], 4_500.0),
+            with(4, &[20.0, 20.4, 20.7, 21.0, 21.2], 11_000.0),
+            with(8, &[15.9, 16.2, 16.4, 16.6, 16.9], 27_000.0),
+        ];
+        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
     }
 
     #[test]

@@ -1330,20 +1330,7 @@ fn prepare_dd(
     run_id: &str,
 ) -> Result<DataSet, Error> {
     let writes = spec.ops.iter().any(|o| o.writes());
-    let marker = Marker {
-        tool: "ioscale".into(),
-        run_id: run_id.into(),
-        layout: spec.layout,
-        threads: spec.threads,
-        file_size: spec.file_size(),
-        complete: false,
-        seed: spec.seed,
-        pattern: spec.verify,
-        dirs_created: Vec::new(),
-        root_id: None,
-        dir_ids: Vec::new(),
-        token: None,
-    };
+    let marker = new_marker(spec, run_id);
     let root = paths.first().map(|p| parent_of(p)).unwrap_or_default();
     if !writes {
         check_readable(

@@ -1525,11 +1525,6 @@ fn compare_sentence(
 /// [`split_by_nodes`]).
 type Dims = (String, String, u64, Option<u32>);
 
-/// The nodes a point ran on (1 without a cluster record).
-fn nodes_of(p: &crate::model::SweepPoint) -> u32 {
-    p.result.host.cluster.as_ref().map_or(1, |c| c.nodes.max(1))
-}
-
 /// Whether a sweep over node counts needs a line per node count: when two
 /// points of one (target, layout, xfer) have the same workers on different
 /// node counts (threads swept too). Otherwise the node counts are the
@@ -1541,7 +1536,7 @@ fn split_by_nodes(rec: &SweepRecord) -> bool {
     rec.points.iter().enumerate().any(|(i, a)| {
         rec.points[..i]
             .iter()
-            .any(|b| same_place(a, b) && a.workers() == b.workers() && nodes_of(a) != nodes_of(b))
+            .any(|b| same_place(a, b) && a.workers() == b.workers() && a.nodes() != b.nodes())
     })
 }
 
@@ -1645,7 +1640,7 @@ fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
     let by_nodes = split_by_nodes(rec);
     let (mut spans_nodes, mut first_nodes): (Vec<bool>, Vec<u32>) = (Vec::new(), Vec::new());
     for p in &rec.points {
-        let n = nodes_of(p);
+        let n = p.nodes();
         let dims: Dims = (
             p.target.clone(),
             p.layout.clone(),

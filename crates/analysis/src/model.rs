@@ -457,6 +457,15 @@ impl SweepPoint {
     pub fn workers(&self) -> u32 {
         self.topology().2
     }
+
+    /// The nodes the point ran on (1 without a cluster record).
+    pub fn nodes(&self) -> u32 {
+        self.result
+            .host
+            .cluster
+            .as_ref()
+            .map_or(1, |c| c.nodes.max(1))
+    }
 }
 
 /// The default number of repetitions trimmed at each end: a fifth of

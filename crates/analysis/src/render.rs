@@ -188,13 +188,8 @@ pub fn varying(points: &[SweepPoint]) -> Varying {
         layout: differs(&|p| p.layout.clone()),
         xfer: differs(&|p| p.xfer.to_string()),
         ranks: points.iter().any(|p| p.topology().0 > 1),
-        nodes: differs(&|p| nodes_of(p).to_string()),
+        nodes: differs(&|p| p.nodes().to_string()),
     }
-}
-
-/// The nodes a point ran on (1 without a cluster record).
-fn nodes_of(p: &SweepPoint) -> u32 {
-    p.result.host.cluster.as_ref().map_or(1, |c| c.nodes.max(1))
 }
 
 /// One row of the seed-style table.
@@ -417,7 +412,7 @@ fn row_cells(p: &SweepPoint, o: &crate::model::OpStats, look: &Look) -> Vec<Stri
     }
     cells.push(cap(op));
     if v.nodes {
-        cells.push(nodes_of(p).to_string());
+        cells.push(p.nodes().to_string());
     }
     if v.ranks {
         cells.extend([workers.to_string(), ranks.to_string(), tpr.to_string()]);

@@ -107,7 +107,7 @@ pub(crate) fn test_pause() {
 
 /// Whether `found` is the directory recorded as `want`, as far as this
 /// node can tell (see the module docs).
-pub(crate) fn same_dir(want: FileId, found: FileId, same_node: bool) -> bool {
+pub fn same_dir(want: FileId, found: FileId, same_node: bool) -> bool {
     if same_node {
         want == found
     } else {

@@ -82,7 +82,7 @@ impl Dirs {
             .ok_or_else(|| format!("{}: not a directory this run made; refused", path.display()))?;
         let h = DirHandle::open(path).map_err(|e| e.to_string())?;
         let got = h.id();
-        if got.ino != want.ino || (self.same_node && got.dev != want.dev) {
+        if !bench::dataset::peer::same_dir(*want, got, self.same_node) {
             return Err(format!(
                 "{} is no longer the directory this run made (device:inode {}:{} when made, {}:{} now): \
                  refused, nothing followed",

@@ -22,6 +22,7 @@ use coord::Coordinator;
 use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
 
 use crate::cli::{Cli, Command, Format};
+use crate::exit::{Exit, Failure};
 use crate::progress::{Display, ProgressMode};
 
 mod nodes;
@@ -821,16 +822,13 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
 
 /// `ioscale sweep`; started by mpirun or srun, every point runs as the
 /// ranks of the launch, and rank 0 alone prints, journals and renders.
-pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
+pub fn cmd_sweep(args: &SweepArgs) -> Exit {
     let mut args = args.clone();
-    if let Err(m) = trailing_resume(&mut args) {
-        eprintln!("ioscale: error: {m}");
-        return Ok(2);
-    }
+    trailing_resume(&mut args).map_err(Failure::Usage)?;
     if args.nodes.is_some() {
         return nodes::sweep_nodes(&args);
     }
-    crate::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))
+    crate::as_ranks(|coord| sweep_ranks(&args, coord))
 }
 
 /// Checks a sweep's command line as `sweep` would before its first point
@@ -863,26 +861,16 @@ fn trailing_resume(args: &mut SweepArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     if args.inner.first().map(String::as_str) == Some("io500") {
         return crate::front::io500::sweep::sweep(args, coord);
     }
     let root = coord.rank() == 0;
-    let plan = match plan(args) {
-        Ok(p) => p,
-        Err(Usage(m)) => {
-            if root {
-                eprintln!("ioscale: error: {m}");
-            }
-            return Ok(2);
-        }
-    };
-    if let Err(e) = bench::cluster::root_check(coord, check_outputs(args, root)) {
-        if let Some(e) = e {
-            eprintln!("ioscale: error: {e:#}");
-        }
-        return Ok(2);
-    }
+    let plan = plan(args).map_err(|Usage(m)| Failure::Usage(m))?;
+    bench::cluster::root_check(coord, check_outputs(args, root)).map_err(|e| match e {
+        Some(e) => Failure::refused(format!("{e:#}")),
+        None => Failure::Said(2),
+    })?;
     let command: Vec<String> = std::env::args().collect();
     let mut rec = new_record(&plan, &command);
     // Rank 0 reads the journal; every rank learns which points are done.
@@ -896,7 +884,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let Some(done) = done else {
-        return Ok(refused.unwrap_or(2));
+        return Err(refused.unwrap_or(Failure::Said(2)));
     };
 
     let stop = crate::install_signals()?;
@@ -1352,9 +1340,9 @@ impl Runner<'_> {
     }
 }
 
-/// `--resume`: reads the journal into `rec` (rank 0). `Some(exit code)`
+/// `--resume`: reads the journal into `rec` (rank 0). `Some(failure)`
 /// when it cannot be used.
-fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
+fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<Failure> {
     {
         let path = args
             .json
@@ -1363,26 +1351,21 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
         let saved = match crate::report_cmd::load_record("--json", path) {
             Ok(analysis::Loaded::Sweep(s)) => *s,
             Ok(analysis::Loaded::Run(_)) => {
-                eprintln!(
-                    "ioscale: error: --resume: {} holds a single run, not a sweep",
+                return Some(Failure::usage(format!(
+                    "--resume: {} holds a single run, not a sweep",
                     path.display()
-                );
-                return Some(2);
+                )));
             }
-            Err(e) => {
-                eprintln!("ioscale: error: --resume: {e}");
-                return Some(2);
-            }
+            Err(e) => return Some(Failure::usage(format!("--resume: {e}"))),
         };
         let diff = config_diff(&saved.config, &plan.config);
         if !diff.is_empty() {
-            eprintln!(
-                "ioscale: error: --resume: {} was written by a sweep with different arguments ({}); \
+            return Some(Failure::usage(format!(
+                "--resume: {} was written by a sweep with different arguments ({}); \
                  repeat the original arguments, or drop --resume (or use another --json file) to start over",
                 path.display(),
                 diff.join("; ")
-            );
-            return Some(2);
+            )));
         }
         rec.started = saved.started;
         rec.command = saved.command;

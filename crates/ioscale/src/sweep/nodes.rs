@@ -36,15 +36,9 @@ struct NodesPlan {
 }
 
 /// `ioscale sweep --nodes …` (not itself under mpirun). Returns the exit
-/// code: the highest of the launches', 2 for a usage error.
-pub(super) fn sweep_nodes(args: &SweepArgs) -> anyhow::Result<i32> {
-    let np = match check(args) {
-        Ok(np) => np,
-        Err(Usage(m)) => {
-            eprintln!("ioscale: error: {m}");
-            return Ok(2);
-        }
-    };
+/// code: the highest of the launches'.
+pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
+    let np = check(args).map_err(|Usage(m)| crate::exit::Failure::Usage(m))?;
     // Ctrl-C reaches the launched ranks too, which save their points;
     // this process then merges them instead of dying first (a second
     // signal still ends it).

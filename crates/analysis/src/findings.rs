@@ -2144,14 +2144,14 @@ mod tests {
         // the peak is "clearly" above it by 5 %, yet the line does not
         // scale: each request waits behind the others (the measured
         // median grows with the workers).
-        let r = || res("fuse.ioscale-testfs", 0.3, 0.05);
+        let r = testfs_res;
         let pts = [
             measured(1, 26.1, 2_300.0, r()),
             measured(2, 27.0, 4_500.0, r()),
             measured(4, 27.4, 9_000.0, r()),
             measured(8, 27.0, 18_300.0, r()),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
         assert!(
             a.verdict.text.contains("serialised at the server"),
@@ -2171,11 +2171,35 @@ mod tests {
             measured(4, 24.8, 10_300.0, r()),
             measured(8, 27.9, 17_900.0, r()),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+    }
+
+    /// The resources of a run on the test FUSE file system.
+    fn testfs_res() -> Resources {
+        res("fuse.ioscale-testfs", 0.3, 0.05)
+    }
+
+    /// The analysis of a write curve on the test FUSE file system.
+    fn on_testfs(pts: &[CurvePoint]) -> CurveAnalysis {
+        analyse_curve("", "write", "MiB/s", pts, &ctx("fuse.ioscale-testfs"))
+    }
+
+    /// A point of `n` workers with noisy repetitions and a measured median.
+    fn noisy(n: u32, reps: &[f64], p50: f64) -> CurvePoint {
+        CurvePoint {
+            lat_p50_us: p50,
+            resources: Some(testfs_res()),
+            ..pt(n, reps, KIB64)
+        }
+    }
+
+    #[test]
+    fn a_server_that_serves_two_at_once_is_saturated_not_serialised() {
         // A server that serves two requests at once doubles the rate from
         // one worker to two, then stays at its cap: saturated, not
         // serialised (the cap is reached at 2 workers, not 1).
+        let r = testfs_res;
         let pts = [
             measured(1, 30.0, 2_100.0, r()),
             measured(2, 58.0, 2_200.0, r()),
@@ -2183,7 +2207,7 @@ mod tests {
             measured(8, 60.0, 8_400.0, r()),
             measured(16, 60.0, 16_800.0, r()),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Saturated, "{:?}", a.sentences);
         assert_eq!(a.limit, Some(Limit::Server));
         // Flat throughput whose requests do not wait longer is not a
@@ -2194,46 +2218,37 @@ mod tests {
             measured(4, 27.4, 2_300.0, r()),
             measured(8, 27.0, 2_300.0, r()),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+    }
+
+    #[test]
+    fn noisy_repetitions_on_one_server_thread_are_serialised() {
         // Noisy repetitions (±24 %, a busy machine) still show no scaling:
         // every point stays clearly below twice the first.
-        let noisy = |n: u32, reps: &[f64], p50: f64| CurvePoint {
-            lat_p50_us: p50,
-            resources: Some(r()),
-            ..pt(n, reps, KIB64)
-        };
         let pts = [
             noisy(1, &[20.0, 27.0, 34.0], 2_200.0),
             noisy(2, &[21.0, 28.0, 33.0], 4_300.0),
             noisy(4, &[19.0, 27.0, 35.0], 8_700.0),
             noisy(8, &[20.0, 26.0, 33.0], 18_000.0),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
         // A first point disturbed low (±40 %, a load average of 16) leaves
         // the throughput unable to rule out a doubling, but the measured
         // latency doubles with every doubling of the workers: each request
         // waits behind the others, so the server takes one at a time.
+        let p99 = |us: f64, p: CurvePoint| CurvePoint {
+            lat_p99_us: us,
+            ..p
+        };
         let pts = [
-            CurvePoint {
-                lat_p99_us: 5_500.0,
-                ..noisy(1, &[10.0, 18.0, 26.0], 2_170.0)
-            },
-            CurvePoint {
-                lat_p99_us: 6_100.0,
-                ..noisy(2, &[26.0, 27.0, 28.0], 4_350.0)
-            },
-            CurvePoint {
-                lat_p99_us: 12_500.0,
-                ..noisy(4, &[26.0, 27.0, 28.0], 8_640.0)
-            },
-            CurvePoint {
-                lat_p99_us: 18_500.0,
-                ..noisy(8, &[26.0, 27.0, 28.0], 12_600.0)
-            },
+            p99(5_500.0, noisy(1, &[10.0, 18.0, 26.0], 2_170.0)),
+            p99(6_100.0, noisy(2, &[26.0, 27.0, 28.0], 4_350.0)),
+            p99(12_500.0, noisy(4, &[26.0, 27.0, 28.0], 8_640.0)),
+            p99(18_500.0, noisy(8, &[26.0, 27.0, 28.0], 12_600.0)),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
         // The same throughput with latency that stays put (two at a time
         // from 2 workers on) is not.
@@ -2243,7 +2258,7 @@ mod tests {
             noisy(4, &[26.0, 27.0, 28.0], 4_400.0),
             noisy(8, &[26.0, 27.0, 28.0], 8_600.0),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &flat, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&flat);
         assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
         // But a noisy first point that may hide a doubling, with latency
         // that barely grows, is not enough.
@@ -2251,9 +2266,13 @@ mod tests {
             noisy(1, &[50.0, 100.0, 60.0], 900.0),
             noisy(2, &[100.0, 110.0, 105.0], 1_200.0),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
-        // A fall beyond noise after a small rise is a fall.
+    }
+
+    #[test]
+    fn a_fall_beyond_noise_after_a_small_rise_is_a_fall() {
+        let r = testfs_res;
         let pts = [
             measured(1, 1000.0, 60.0, r()),
             measured(2, 1300.0, 90.0, r()),

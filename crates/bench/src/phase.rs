@@ -288,3 +288,300 @@ fn timed<K: Kind>(
     }
     Ok(flow)
 }
+
+#[cfg(test)]
+mod tests {
+    //! The driver's order of steps and its common rules, on a scripted
+    //! kind whose phases end as each test says (no workers run).
+
+    use super::*;
+    use engine::{IoFailure, WorkerSample};
+    use report::{HostInfo, JobSpec};
+
+    /// How a scripted phase ends.
+    #[derive(Clone, Copy, Default)]
+    struct End {
+        failed: bool,
+        interrupted: bool,
+    }
+
+    /// A kind of two operations, `a` (which needs a layout in
+    /// repetition 0) and `b`, whose phases end as `ends` says (keyed by
+    /// repetition, operation, timed), logging every step.
+    struct Script<const KEEP: bool> {
+        reps: u32,
+        ends: Vec<((u32, char, bool), End)>,
+        log: Vec<String>,
+        /// Set the stop flag when this phase runs.
+        stop_at: Option<(u32, char)>,
+        stop: Arc<AtomicBool>,
+    }
+
+    impl<const KEEP: bool> Script<KEEP> {
+        fn new(reps: u32) -> Self {
+            Script {
+                reps,
+                ends: Vec::new(),
+                log: Vec::new(),
+                stop_at: None,
+                stop: Arc::new(AtomicBool::new(false)),
+            }
+        }
+        fn end(mut self, rep: u32, op: char, timed: bool, e: End) -> Self {
+            self.ends.push(((rep, op, timed), e));
+            self
+        }
+    }
+
+    impl<const KEEP: bool> Kind for Script<KEEP> {
+        type Op = char;
+        type Plan = (u32, char, bool);
+        type Sample = WorkerSample;
+        const LAYOUT_FAILURE_KEEPS_GOING: bool = KEEP;
+
+        fn ops(&self) -> Vec<char> {
+            vec!['a', 'b']
+        }
+        fn reps(&self) -> u32 {
+            self.reps
+        }
+        fn target(&self) -> &Path {
+            Path::new("/")
+        }
+        fn op_name(op: char) -> &'static str {
+            if op == 'a' {
+                "a"
+            } else {
+                "b"
+            }
+        }
+        fn begin_rep(&mut self, rep: u32, _ctx: &Ctx<'_>) {
+            self.log.push(format!("rep {rep}"));
+        }
+        fn prerequisite(&mut self, op: char, rep: u32) -> Option<Self::Plan> {
+            (op == 'a' && rep == 0).then_some((rep, op, false))
+        }
+        fn after_prerequisite(&mut self, op: char, out: &PhaseOut<WorkerSample>) {
+            self.log
+                .push(format!("laid out {op} failed={}", out.failed));
+        }
+        fn before_phase(&mut self, op: char, rep: u32, _ctx: &Ctx<'_>) -> Option<Self::Plan> {
+            Some((rep, op, true))
+        }
+        fn run_phase(
+            &mut self,
+            plan: &Self::Plan,
+            _ctx: &mut Ctx<'_>,
+        ) -> Result<PhaseOut<WorkerSample>, Error> {
+            let (rep, op, timed) = *plan;
+            self.log.push(format!(
+                "{} {op} {rep}",
+                if timed { "timed" } else { "layout" }
+            ));
+            if self.stop_at == Some((rep, op)) {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+            let e = self
+                .ends
+                .iter()
+                .find(|(k, _)| *k == *plan)
+                .map(|(_, e)| *e)
+                .unwrap_or_default();
+            Ok(phase_out(e))
+        }
+        fn reduce(
+            &self,
+            plan: &Self::Plan,
+            _out: &PhaseOut<WorkerSample>,
+            _layout: &Layout,
+        ) -> PhaseRecord {
+            PhaseRecord {
+                op: Self::op_name(plan.1).into(),
+                rep: plan.0,
+                ..Default::default()
+            }
+        }
+        fn after_phase(&mut self, op: char, _out: &PhaseOut<WorkerSample>, _ctx: &Ctx<'_>) -> Flow {
+            self.log.push(format!("after {op}"));
+            Flow::Continue
+        }
+        fn take_warnings(&mut self) -> Vec<String> {
+            vec!["w".into()]
+        }
+        fn cleans_up(&self) -> bool {
+            true
+        }
+        fn finish(&mut self, is_root: bool) -> Vec<String> {
+            self.log.push(format!("finish root={is_root}"));
+            vec!["n".into()]
+        }
+    }
+
+    /// The outcome of a phase that ended as `e` (worker 0's failure in the
+    /// digest when it failed).
+    fn phase_out(e: End) -> PhaseOut<WorkerSample> {
+        let mut out = PhaseOut {
+            samples: Vec::new(),
+            all_workers: true,
+            digest: Default::default(),
+            first_done_ns: None,
+            cpu: (0.0, 0.0),
+            failed: e.failed,
+            interrupted: e.interrupted,
+            deadline: false,
+            start_skew_ns: None,
+            gathered_bytes: None,
+        };
+        if e.failed {
+            out.digest.failures.push((
+                0,
+                IoFailure {
+                    op: "write".into(),
+                    path: "/x".into(),
+                    offset: None,
+                    errno: Some(5),
+                    message: "EIO".into(),
+                },
+            ));
+        }
+        out
+    }
+
+    /// Drives `k` alone; returns the outcome and how often the caller's
+    /// before-cleanup hook ran.
+    fn run<const KEEP: bool>(k: &mut Script<KEEP>, keep_going: bool) -> (Outcome, u32) {
+        let coord = coord::Solo;
+        let topo = Topology::discover(&coord, 1, &mut HostInfo::default()).expect("topology");
+        let stop = Arc::clone(&k.stop);
+        let mut ctx = Ctx {
+            coord: &coord,
+            topo: &topo,
+            stop: &stop,
+            opts: Options {
+                keep_going,
+                ..Default::default()
+            },
+            seq: 0,
+        };
+        let results = crate::record::new_record(
+            Vec::new(),
+            HostInfo::default(),
+            JobSpec::Run(
+                spec::RawWorkload {
+                    target: Some("/".into()),
+                    ops: vec![spec::Op::Write],
+                    ..Default::default()
+                }
+                .build()
+                .expect("a valid spec"),
+            ),
+        );
+        let mut hooked = 0;
+        let out = drive(k, &mut ctx, results, &mut |_| hooked += 1).expect("drive");
+        (out, hooked)
+    }
+
+    fn failed() -> End {
+        End {
+            failed: true,
+            interrupted: false,
+        }
+    }
+
+    #[test]
+    fn every_step_runs_in_order_and_the_record_is_kept() {
+        let mut k = Script::<true>::new(2);
+        let (out, hooked) = run(&mut k, false);
+        assert_eq!(
+            k.log,
+            [
+                "rep 0",
+                "layout a 0",
+                "laid out a failed=false",
+                "timed a 0",
+                "after a",
+                "timed b 0",
+                "after b",
+                "rep 1",
+                "timed a 1",
+                "after a",
+                "timed b 1",
+                "after b",
+                "finish root=true",
+            ]
+        );
+        let phases: Vec<_> = out.results.phases.iter().map(|p| (&*p.op, p.rep)).collect();
+        assert_eq!(phases, [("a", 0), ("b", 0), ("a", 1), ("b", 1)]);
+        assert_eq!(
+            (out.results.warnings.clone(), out.notes.clone()),
+            (vec!["w".to_string()], vec!["n".to_string()])
+        );
+        assert_eq!(hooked, 0, "the hook is for interrupted runs only");
+        assert_eq!(out.exit_code(), 0);
+    }
+
+    #[test]
+    fn a_failed_phase_ends_the_run_or_under_keep_going_its_repetition() {
+        let script = || Script::<true>::new(2).end(0, 'a', true, failed());
+        let mut k = script();
+        let (out, _) = run(&mut k, false);
+        assert!(
+            !k.log.iter().any(|l| l == "rep 1" || l == "timed b 0"),
+            "{:?}",
+            k.log
+        );
+        assert_eq!(out.results.failed_phases.len(), 1);
+        assert_eq!(out.results.errors.len(), 1);
+        assert_eq!(out.exit_code(), 1);
+
+        let mut k = script();
+        let (out, _) = run(&mut k, true);
+        assert!(!k.log.iter().any(|l| l == "timed b 0"), "{:?}", k.log);
+        assert!(k.log.iter().any(|l| l == "timed b 1"), "{:?}", k.log);
+        assert_eq!(out.results.phases.len(), 2, "repetition 1 is recorded");
+        assert_eq!(out.exit_code(), 1);
+    }
+
+    #[test]
+    fn a_failed_layout_is_recorded_as_such_and_the_kind_says_if_it_goes_on() {
+        let mut k = Script::<true>::new(2).end(0, 'a', false, failed());
+        let (out, _) = run(&mut k, true);
+        assert_eq!(out.results.errors[0].op, "layout write");
+        assert!(!k.log.iter().any(|l| l == "timed a 0"), "{:?}", k.log);
+        assert!(k.log.iter().any(|l| l == "timed a 1"), "{:?}", k.log);
+
+        let mut k = Script::<false>::new(2).end(0, 'a', false, failed());
+        let (out, _) = run(&mut k, true);
+        assert_eq!(out.results.errors.len(), 1);
+        assert!(!k.log.iter().any(|l| l.starts_with("timed")), "{:?}", k.log);
+        assert_eq!(k.log.last().map(String::as_str), Some("finish root=true"));
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_run_at_the_next_boundary_and_the_hook_sees_it() {
+        let mut k = Script::<true>::new(2).end(
+            0,
+            'b',
+            true,
+            End {
+                failed: false,
+                interrupted: true,
+            },
+        );
+        let (out, hooked) = run(&mut k, true);
+        assert!(out.results.interrupted);
+        assert_eq!(hooked, 1);
+        assert!(!k.log.iter().any(|l| l == "rep 1"), "{:?}", k.log);
+        assert_eq!(out.exit_code(), 130);
+
+        // The stop flag raised during a clean phase: the next operation
+        // does not start.
+        let mut k = Script::<true>::new(1);
+        k.stop_at = Some((0, 'a'));
+        let (out, hooked) = run(&mut k, false);
+        assert!(out.results.interrupted);
+        assert_eq!(hooked, 1);
+        assert_eq!(out.results.phases.len(), 1);
+        assert!(!k.log.iter().any(|l| l == "timed b 0"), "{:?}", k.log);
+    }
+}

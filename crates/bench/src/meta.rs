@@ -1,5 +1,7 @@
-//! The driver of `ioscale meta`: the tree, its marker, the phases, and
-//! removing exactly what was made.
+//! The metadata workload of `ioscale meta`: the tree, its marker, the
+//! phases, and removing exactly what was made. The loop over repetitions
+//! and phases is the shared one of `crate::phase`; this module is the
+//! metadata kind's steps.
 //!
 //! ioscale works in `TARGET/ioscale-meta.d` and writes a marker there
 //! before anything else. The marker records the tree's shape (threads,
@@ -112,7 +114,7 @@ pub fn run_with_options(
 /// [`run_with_options`], calling `before_cleanup` on rank 0 with the
 /// record of an interrupted run before the tree is removed: the caller
 /// saves it there, so a second signal during a long cleanup loses nothing
-/// but the cleanup. The phases run in [`crate::phase::drive`].
+/// but the cleanup. The phases run in `phase::drive`.
 pub fn run_with_hook(
     spec: &MetaSpec,
     command: Vec<String>,

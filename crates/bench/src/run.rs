@@ -1,8 +1,11 @@
-//! The driver of `ioscale run`: checks, phases, reduction, cleanup.
+//! The data workload of `ioscale run`: checks, phases, reduction, cleanup.
 //!
 //! It turns a validated [`WorkloadSpec`] into phases, starts the workers of
 //! each phase together at a barrier, reduces their samples into a
-//! [`PhaseRecord`], and returns a [`ResultSet`] — it never prints. Aggregate
+//! [`PhaseRecord`], and returns a [`ResultSet`] — it never prints. The loop
+//! over repetitions and phases is the shared one of `crate::phase`; this
+//! module is the data kind's steps (layout write, cache drop, fresh files,
+//! the engines' state between phases). Aggregate
 //! rates use total work ÷ (last finish − first start), so workers that take
 //! turns on too few CPUs are not flattered by summing their own rates.
 
@@ -310,7 +313,7 @@ pub fn run_with_options(
 /// [`run_with_options`], calling `before_cleanup` on rank 0 with the
 /// record of an interrupted run before its files are removed: the caller
 /// saves it there, so a second signal during a long cleanup loses nothing
-/// but the cleanup. The phases run in [`crate::phase::drive`].
+/// but the cleanup. The phases run in `phase::drive`.
 pub fn run_with_hook(
     spec: &WorkloadSpec,
     command: Vec<String>,

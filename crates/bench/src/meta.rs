@@ -13,7 +13,6 @@
 //! [`ResultSet`] as `ioscale run`, with `op` the metadata operation and
 //! `ops` the files processed.
 
-use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -29,7 +28,7 @@ use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::tree::{close, prepare, union, Tree};
 use crate::error::Error;
 use crate::host;
-use crate::phase::{drive, Ctx, Flow, Kind};
+use crate::phase::{drive, Ctx, Flow, Kind, Sequence};
 use crate::record::new_record;
 use crate::run::{make_run_id, space_warning, Options, Outcome};
 use crate::topology::Topology;
@@ -132,13 +131,7 @@ pub fn run_with_hook(
         tree,
     } = setup(spec, coord, &mut notes)?;
     let results = new_record(command, host, JobSpec::Meta(spec.clone()));
-    let mut ctx = Ctx {
-        coord,
-        topo: &topo,
-        stop: &stop,
-        opts,
-        seq: 0,
-    };
+    let mut ctx = Ctx::new(coord, &topo, &stop, opts);
     let mut k = MetaRun {
         // Indices per thread that the next phase may use: a time-limited
         // create leaves only a prefix of the files.
@@ -157,7 +150,8 @@ pub fn run_with_hook(
         pre: None,
         after: None,
     };
-    drive(&mut k, &mut ctx, results, before_cleanup)
+    let seq = Sequence::new(&gspec.ops, gspec.reps, &gspec.target);
+    drive(&mut k, &mut ctx, seq, results, before_cleanup)
 }
 
 /// The metadata workload as a [`Kind`] of the phase driver: the tree, its
@@ -241,15 +235,6 @@ impl<'s> Kind for MetaRun<'s> {
     type Sample = MetaSample;
     const LAYOUT_FAILURE_KEEPS_GOING: bool = false;
 
-    fn ops(&self) -> Vec<MetaOp> {
-        self.spec.ops.clone()
-    }
-    fn reps(&self) -> u32 {
-        self.spec.reps
-    }
-    fn target(&self) -> &Path {
-        &self.spec.target
-    }
     fn op_name(op: MetaOp) -> &'static str {
         op.name()
     }

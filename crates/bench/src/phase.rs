@@ -65,7 +65,23 @@ pub(crate) struct Ctx<'a> {
     pub(crate) seq: u64,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The context of a run's first phase.
+    pub(crate) fn new(
+        coord: &'a dyn Coordinator,
+        topo: &'a Topology,
+        stop: &'a Arc<AtomicBool>,
+        opts: Options,
+    ) -> Self {
+        Ctx {
+            coord,
+            topo,
+            stop,
+            opts,
+            seq: 0,
+        }
+    }
+
     /// Whether this is rank 0, which reduces, records and cleans up.
     pub(crate) fn is_root(&self) -> bool {
         self.topo.is_root()
@@ -87,12 +103,6 @@ pub(crate) trait Kind {
     /// out again) rather than the run (metadata: a half-made tree).
     const LAYOUT_FAILURE_KEEPS_GOING: bool;
 
-    /// The operations of one repetition, in order.
-    fn ops(&self) -> Vec<Self::Op>;
-    /// Repetitions to run.
-    fn reps(&self) -> u32;
-    /// The target directory (what the resource probe watches).
-    fn target(&self) -> &Path;
     /// The operation's name in the record.
     fn op_name(op: Self::Op) -> &'static str;
     /// At the start of repetition `rep` (a pause, a fresh-files flag).
@@ -139,6 +149,21 @@ pub(crate) trait Kind {
     fn finish(&mut self, is_root: bool) -> Vec<String>;
 }
 
+/// What a run repeats: its operations in order, how many times, and where
+/// (the target directory the resource probe watches).
+pub(crate) struct Sequence<'a, Op> {
+    pub(crate) ops: &'a [Op],
+    pub(crate) reps: u32,
+    pub(crate) target: &'a Path,
+}
+
+impl<'a, Op> Sequence<'a, Op> {
+    /// `reps` times `ops` on `target`.
+    pub(crate) fn new(ops: &'a [Op], reps: u32, target: &'a Path) -> Self {
+        Sequence { ops, reps, target }
+    }
+}
+
 /// What the driver gathers while the phases run.
 struct Gathered {
     results: ResultSet,
@@ -146,12 +171,14 @@ struct Gathered {
     latency: Vec<PhaseLatency>,
 }
 
-/// Runs every repetition of `k` on this rank, starting from the empty
-/// record `results`, and ends the run: summary, barrier, `before_cleanup`
-/// (rank 0, interrupted runs, before files are removed), cleanup.
+/// Runs every repetition of `seq` with `k` on this rank, starting from the
+/// empty record `results`, and ends the run: summary, barrier,
+/// `before_cleanup` (rank 0, interrupted runs, before files are removed),
+/// cleanup.
 pub(crate) fn drive<K: Kind>(
     k: &mut K,
     ctx: &mut Ctx<'_>,
+    seq: Sequence<'_, K::Op>,
     results: ResultSet,
     before_cleanup: &mut dyn FnMut(&ResultSet),
 ) -> Result<Outcome, Error> {
@@ -161,10 +188,10 @@ pub(crate) fn drive<K: Kind>(
         latency: Vec::new(),
     };
     let first = ctx.opts.first_rep;
-    'reps: for rep in first..first.saturating_add(k.reps()) {
+    'reps: for rep in first..first.saturating_add(seq.reps) {
         k.begin_rep(rep, ctx);
-        for op in k.ops() {
-            match step(k, ctx, &mut g, op, rep)? {
+        for &op in seq.ops {
+            match step(k, ctx, &mut g, (op, rep), seq.target)? {
                 Flow::Continue => {}
                 Flow::NextRep => continue 'reps,
                 Flow::Stop => break 'reps,
@@ -194,8 +221,8 @@ fn step<K: Kind>(
     k: &mut K,
     ctx: &mut Ctx<'_>,
     g: &mut Gathered,
-    op: K::Op,
-    rep: u32,
+    (op, rep): (K::Op, u32),
+    target: &Path,
 ) -> Result<Flow, Error> {
     if ctx.coord.any(ctx.stop.load(Ordering::Relaxed)) {
         g.results.interrupted = true;
@@ -210,7 +237,16 @@ fn step<K: Kind>(
     let Some(plan) = k.before_phase(op, rep, ctx) else {
         return Ok(Flow::Continue);
     };
-    timed(k, ctx, g, op, rep, &plan)
+    let pr = (ctx.opts.probe && ctx.is_root()).then(|| Probe::start(target));
+    let out = k.run_phase(&plan, ctx)?;
+    if let Some(pr) = pr {
+        g.probes.push(PhaseProbe {
+            op: K::op_name(op).into(),
+            rep,
+            resources: pr.finish(),
+        });
+    }
+    Ok(timed(k, ctx, g, op, &plan, out))
 }
 
 /// The untimed prerequisite of `op`. A failure is recorded as `layout OP`
@@ -242,24 +278,15 @@ fn layout<K: Kind>(
     Ok(Flow::Continue)
 }
 
-/// A timed phase: probe, run, reduce, record, and what comes next.
+/// After a timed phase ran: reduce, record, and what comes next.
 fn timed<K: Kind>(
     k: &mut K,
-    ctx: &mut Ctx<'_>,
+    ctx: &Ctx<'_>,
     g: &mut Gathered,
     op: K::Op,
-    rep: u32,
     plan: &K::Plan,
-) -> Result<Flow, Error> {
-    let pr = (ctx.opts.probe && ctx.is_root()).then(|| Probe::start(k.target()));
-    let out = k.run_phase(plan, ctx)?;
-    if let Some(pr) = pr {
-        g.probes.push(PhaseProbe {
-            op: K::op_name(op).into(),
-            rep,
-            resources: pr.finish(),
-        });
-    }
+    out: PhaseOut<K::Sample>,
+) -> Flow {
     let layout = &ctx.topo.layout;
     let rec = ctx.is_root().then(|| k.reduce(plan, &out, layout));
     let errors_before = g.results.errors.len();
@@ -275,18 +302,18 @@ fn timed<K: Kind>(
     }
     if out.interrupted {
         g.results.interrupted = true;
-        return Ok(Flow::Stop);
+        return Flow::Stop;
     }
     if out.failed {
         // Under keep_going the rest of this repetition would work on what
         // the failed phase left; the next one starts afresh.
-        return Ok(if ctx.opts.keep_going {
+        return if ctx.opts.keep_going {
             Flow::NextRep
         } else {
             Flow::Stop
-        });
+        };
     }
-    Ok(flow)
+    flow
 }
 
 #[cfg(test)]
@@ -339,15 +366,6 @@ mod tests {
         type Sample = WorkerSample;
         const LAYOUT_FAILURE_KEEPS_GOING: bool = KEEP;
 
-        fn ops(&self) -> Vec<char> {
-            vec!['a', 'b']
-        }
-        fn reps(&self) -> u32 {
-            self.reps
-        }
-        fn target(&self) -> &Path {
-            Path::new("/")
-        }
         fn op_name(op: char) -> &'static str {
             if op == 'a' {
                 "a"
@@ -477,7 +495,12 @@ mod tests {
             ),
         );
         let mut hooked = 0;
-        let out = drive(k, &mut ctx, results, &mut |_| hooked += 1).expect("drive");
+        let seq = Sequence {
+            ops: &['a', 'b'],
+            reps: k.reps,
+            target: Path::new("/"),
+        };
+        let out = drive(k, &mut ctx, seq, results, &mut |_| hooked += 1).expect("drive");
         (out, hooked)
     }
 

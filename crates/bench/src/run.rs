@@ -29,7 +29,7 @@ use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::DataSet;
 use crate::error::Error;
 use crate::host;
-use crate::phase::{drive, Ctx, Flow, Kind};
+use crate::phase::{drive, Ctx, Flow, Kind, Sequence};
 use crate::record::new_record;
 use crate::topology::Topology;
 
@@ -339,15 +339,10 @@ pub fn run_with_hook(
         }
     };
     let results = new_record(command, host, JobSpec::Run(spec.clone()));
-    let mut ctx = Ctx {
-        coord,
-        topo: &topo,
-        stop: &stop,
-        opts,
-        seq: 0,
-    };
+    let mut ctx = Ctx::new(coord, &topo, &stop, opts);
     let mut k = DataRun::new(spec, files, anchors, opts);
-    drive(&mut k, &mut ctx, results, before_cleanup)
+    let seq = Sequence::new(&spec.ops, spec.reps, &spec.target);
+    drive(&mut k, &mut ctx, seq, results, before_cleanup)
 }
 
 /// The data workload as a [`Kind`] of the phase driver: its files, what
@@ -443,15 +438,6 @@ impl Kind for DataRun<'_> {
     type Sample = WorkerSample;
     const LAYOUT_FAILURE_KEEPS_GOING: bool = true;
 
-    fn ops(&self) -> Vec<Op> {
-        self.spec.ops.clone()
-    }
-    fn reps(&self) -> u32 {
-        self.spec.reps
-    }
-    fn target(&self) -> &Path {
-        &self.spec.target
-    }
     fn op_name(op: Op) -> &'static str {
         op.name()
     }

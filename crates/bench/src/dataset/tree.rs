@@ -306,14 +306,28 @@ impl Prep<'_> {
             let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
             return Err(fs_err(e));
         }
+        self.lock_owned(marker, target, rootd, true)
+    }
+
+    /// Locks a working directory whose marker this run just wrote and
+    /// returns the tree it owns. When no lock file can be made (EMFILE,
+    /// ENOSPC) what this run made goes again: the marker, and the
+    /// directory when `made_root`. A set another process locked meanwhile
+    /// is theirs now, and stays.
+    fn lock_owned(
+        &self,
+        marker: Marker,
+        target: DirHandle,
+        rootd: DirHandle,
+        made_root: bool,
+    ) -> Result<Tree, Error> {
         let lock = match take_lock(&rootd, &self.spec.target) {
             Ok(l) => l,
-            // No lock file could be made (EMFILE, ENOSPC): what this run
-            // made goes again. A set another process locked meanwhile is
-            // theirs now, and stays.
             Err(e @ Error::Setup { .. }) => {
                 let _ = rootd.unlink_at(MARKER_NAME, None);
-                let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+                if made_root {
+                    let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+                }
                 return Err(e);
             }
             Err(e) => return Err(e),
@@ -364,22 +378,7 @@ impl Prep<'_> {
         }
         let marker = self.fresh(false);
         write_marker_in(&rootd, &marker).map_err(fs_err)?;
-        let lock = match take_lock(&rootd, &self.spec.target) {
-            Ok(l) => l,
-            Err(e @ Error::Setup { .. }) => {
-                let _ = rootd.unlink_at(MARKER_NAME, None);
-                return Err(e);
-            }
-            Err(e) => return Err(e),
-        };
-        Ok(self.owned(
-            marker,
-            TreeGuard {
-                target,
-                root: rootd,
-                lock: Some(lock),
-            },
-        ))
+        self.lock_owned(marker, target, rootd, false)
     }
 
     /// The working directory holds a tree an earlier run kept (`found` is

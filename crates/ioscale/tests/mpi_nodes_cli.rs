@@ -788,3 +788,265 @@ fn ranks_on_other_nodes_refuse_a_directory_renamed_into_place() {
         .collect();
     assert_eq!(names, [".ioscale-marker"], "{text}");
 }
+
+/// `ioscale sweep --nodes NODES` with `flags` before `--` and the inner
+/// `run` words `inner` (its target appended): exit status, standard
+/// output, standard error and the record.
+fn node_sweep(
+    nodes: &str,
+    flags: &[&str],
+    inner: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> (Option<i32>, String, String, Value) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let json = dir.path().join("s.json");
+    let (code, out, err) = node_sweep_in(nodes, flags, inner, env, &target, &json);
+    let v = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (code, out, err, v)
+}
+
+fn node_sweep_in(
+    nodes: &str,
+    flags: &[&str],
+    inner: &[&str],
+    env: &[(&str, &std::path::Path)],
+    target: &std::path::Path,
+    json: &std::path::Path,
+) -> (Option<i32>, String, String) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Command::new("timeout");
+    c.arg("300")
+        .arg(env!("CARGO_BIN_EXE_ioscale"))
+        .args(["sweep", "--nodes", nodes, "--ranks-per-node", "2"])
+        .arg("--sim-nodes")
+        .arg(&script)
+        .arg("--json")
+        .arg(json)
+        .args(flags)
+        .args(["--", "run"])
+        .args(inner)
+        .arg(target);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Bytes rank 0 received per phase of a sweep point.
+fn point_gathers(p: &Value) -> Vec<u64> {
+    p["result"]["host"]["cluster"]["gathers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no gathers in {p}"))
+        .iter()
+        .map(|g| g["bytes"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn sweep_points_gather_node_summaries_unless_asked_for_rows() {
+    let inner = ["--op", "write,read", "--xfer", "64k", "--size", "256k"];
+    let flags = ["--threads", "1,4", "--html"];
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let html = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let (h1, h2) = (html("s.html"), html("rows.html"));
+    let (code, text, err, summary) =
+        node_sweep("4", &[flags[0], flags[1], flags[2], &h1], &inner, &[]);
+    assert_eq!(code, Some(0), "{text}{err}");
+    let mut with_rows = inner.to_vec();
+    with_rows.push("--per-worker");
+    let (code, text_pw, err, rows) =
+        node_sweep("4", &[flags[0], flags[1], flags[2], &h2], &with_rows, &[]);
+    assert_eq!(code, Some(0), "{text_pw}{err}");
+    // The same tables, whichever way the figures reached rank 0 (the
+    // analysis after them words what was measured).
+    let tables = |t: &str| {
+        let mut s = shape(t);
+        s.truncate(s.iter().position(|l| l == &["Analysis"]).unwrap_or(s.len()));
+        s
+    };
+    assert_eq!(tables(&text), tables(&text_pw));
+    let (s, r) = (
+        summary["points"].as_array().unwrap(),
+        rows["points"].as_array().unwrap(),
+    );
+    assert_eq!((s.len(), r.len()), (2, 2));
+    for (p, q) in s.iter().zip(r) {
+        let workers = 8 * p["threads"].as_u64().unwrap();
+        for (a, b) in p["result"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(q["result"]["phases"].as_array().unwrap())
+        {
+            assert_eq!(a["bytes"], workers << 18, "{a}");
+            assert_eq!(a["bytes"], b["bytes"]);
+            assert!(a["workers"].as_array().is_none_or(Vec::is_empty), "{a}");
+            assert_eq!(b["workers"].as_array().unwrap().len() as u64, workers);
+        }
+        // One per-rank row per phase and rank, also without the rows.
+        let ranks = p["result"]["host"]["cluster"]["rank_phases"]
+            .as_array()
+            .unwrap();
+        assert_eq!(ranks.len(), 2 * 8, "{ranks:?}");
+    }
+    // 4 threads instead of 1 per rank: 24 more workers, whose samples
+    // rank 0 receives only with the rows; the summaries stay per rank.
+    let (s1, s4) = (point_gathers(&s[0]), point_gathers(&s[1]));
+    let (r1, r4) = (point_gathers(&r[0]), point_gathers(&r[1]));
+    for ph in 0..2 {
+        let rows_add = r4[ph] - r1[ph];
+        let summaries_add = s4[ph].saturating_sub(s1[ph]);
+        assert!(
+            s1[ph] < r1[ph] && s4[ph] < r4[ph],
+            "{s1:?} {s4:?} {r1:?} {r4:?}"
+        );
+        assert!(
+            summaries_add * 4 < rows_add,
+            "phase {ph}: summaries {s1:?} → {s4:?}, rows {r1:?} → {r4:?}"
+        );
+    }
+    // The HTML's per-rank bars, drawn from the per-rank rows.
+    let page = std::fs::read_to_string(&h1).unwrap();
+    assert!(page.contains("id=\"per-rank-write\""), "no per-rank bars");
+    for r in 0..8 {
+        let host = format!("rank {r} (ioscale-sim-node{})", r / 2);
+        assert!(page.contains(&host), "no bar for {host}");
+    }
+}
+
+#[test]
+fn an_interrupted_node_sweep_resumes_with_the_missing_points() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let json = dir.path().join("s.json");
+    let hold = dir.path().join("hold");
+    let held = dir.path().join("hold.held");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
+    let inner = ["--op", "write", "--xfer", "64k", "--size", "256k"];
+    let sweep = |resume: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ioscale"));
+        c.args(["sweep", "--nodes", "1,2", "--ranks-per-node", "2"])
+            .arg("--sim-nodes")
+            .arg(&script)
+            .args(["--threads", "1,2", "--json"])
+            .arg(&json)
+            .args(if resume { &["--resume"][..] } else { &[] })
+            .args(["--", "run"])
+            .args(inner)
+            .arg(&target)
+            .env("IOSCALE_TEST_SWEEP_HOLD", &hold);
+        c
+    };
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The first run: node count 1 in full, then node count 2 held after
+    // its first point and interrupted there (SIGINT to the whole process
+    // group, as Ctrl-C sends it).
+    let mut first = sweep(false);
+    std::os::unix::process::CommandExt::process_group(&mut first, 0);
+    let mut child = first
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pgid = child.id();
+    let err = child.stderr.take().unwrap();
+    let hold_at = hold.clone();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if line.contains("nodes=2:") {
+                std::fs::write(&hold_at, b"").unwrap();
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let t0 = std::time::Instant::now();
+    while !held.exists() && t0.elapsed() < std::time::Duration::from_secs(240) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let was_held = held.exists();
+    let _ = Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status();
+    let status = child.wait().unwrap();
+    let err = reader.join().unwrap();
+    let _ = std::fs::remove_file(&hold);
+    assert!(was_held, "node count 2 never held after a point: {err}");
+    assert_eq!(status.code(), Some(130), "{err}");
+    let saved: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let series = |v: &Value| -> Vec<(String, u64)> {
+        v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["series"].as_str().unwrap().to_string(),
+                    p["threads"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let want = |s: &str, t| (s.to_string(), t);
+    assert_eq!(
+        series(&saved),
+        [want("1 node", 1), want("1 node", 2), want("2 nodes", 1)],
+        "{err}"
+    );
+    assert_eq!(saved["points_total"], 4);
+    assert_eq!(saved["interrupted"], true);
+    assert!(err.contains("--resume continues"), "{err}");
+
+    // Resumed: node count 1 is not launched again, node count 2 only for
+    // its missing point.
+    let out = sweep(true).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("nodes=1: all 2 points already done"), "{err}");
+    assert!(!err.contains("nodes=1: 2 ranks"), "{err}");
+    assert!(err.contains("nodes=2: 4 ranks"), "{err}");
+    let done: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        series(&done),
+        [
+            want("1 node", 1),
+            want("1 node", 2),
+            want("2 nodes", 1),
+            want("2 nodes", 2)
+        ]
+    );
+    assert_eq!(done["interrupted"], false);
+    assert_eq!(done["started"], saved["started"]);
+    let points = done["points"].as_array().unwrap();
+    for (i, p) in points.iter().enumerate() {
+        assert_eq!(p["index"], i);
+        let c = &p["result"]["host"]["cluster"];
+        let nodes = if i < 2 { 1 } else { 2 };
+        assert_eq!(c["nodes"], nodes, "{c}");
+        // 2 ranks per node × threads × 256 KiB.
+        let workers = 2 * nodes * p["threads"].as_u64().unwrap();
+        assert_eq!(p["result"]["phases"][0]["bytes"], workers << 18, "{p}");
+        if i < 3 {
+            // Kept as measured the first time, not run again.
+            assert_eq!(
+                p["result"]["started"],
+                saved["points"][i]["result"]["started"]
+            );
+        }
+    }
+}

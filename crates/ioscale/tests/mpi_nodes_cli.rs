@@ -1050,3 +1050,68 @@ fn an_interrupted_node_sweep_resumes_with_the_missing_points() {
         }
     }
 }
+
+/// dd's closing lines on 4 nodes × `per` ranks, `jobs` per rank.
+fn dd_lines(per: u32, jobs: &str) -> String {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let of = format!("of={}", dir.path().join("dd").display());
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let args = [
+        "dd",
+        "if=/dev/zero",
+        &of,
+        "bs=64k",
+        "count=4",
+        "--jobs",
+        jobs,
+    ];
+    let out = nodes_command_per(per, &[], &args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
+#[test]
+fn dd_prints_every_job_from_the_per_rank_rows() {
+    // One job per rank: the node summaries' per-rank rows are the jobs'.
+    let summaries = dd_lines(2, "1");
+    // Two jobs per rank: every job's row is gathered.
+    let rows = dd_lines(1, "2");
+    let copied: Vec<&str> = summaries
+        .lines()
+        .filter(|l| l.contains(" copied, ") && !l.starts_with("total "))
+        .collect();
+    assert_eq!(copied.len(), 8, "{summaries}");
+    for l in &copied {
+        assert!(
+            l.starts_with("262144 bytes (262 kB, 256 KiB) copied, "),
+            "{l}"
+        );
+        let secs: f64 = l
+            .split(", ")
+            .nth(2)
+            .unwrap()
+            .trim_end_matches(" s")
+            .parse()
+            .unwrap();
+        assert!(secs > 0.0, "{l}");
+    }
+    assert_eq!(
+        summaries.matches("4+0 records out").count(),
+        8,
+        "{summaries}"
+    );
+    assert!(
+        summaries.contains("total of 8 jobs: 2097152 bytes"),
+        "{summaries}"
+    );
+    let dd_only = |t: &str| {
+        let lines: Vec<String> = t
+            .lines()
+            .filter(|l| !l.starts_with("dd: "))
+            .map(String::from)
+            .collect();
+        shape(&lines.join("\n"))
+    };
+    assert_eq!(dd_only(&summaries), dd_only(&rows));
+}

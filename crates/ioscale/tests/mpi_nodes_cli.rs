@@ -901,6 +901,7 @@ fn sweep_points_gather_node_summaries_unless_asked_for_rows() {
     // rank 0 receives only with the rows; the summaries stay per rank.
     let (s1, s4) = (point_gathers(&s[0]), point_gathers(&s[1]));
     let (r1, r4) = (point_gathers(&r[0]), point_gathers(&r[1]));
+    eprintln!("bytes at rank 0 per phase: summaries {s1:?} → {s4:?}, rows {r1:?} → {r4:?}");
     for ph in 0..2 {
         let rows_add = r4[ph] - r1[ph];
         let summaries_add = s4[ph].saturating_sub(s1[ph]);
@@ -1114,4 +1115,73 @@ fn dd_prints_every_job_from_the_per_rank_rows() {
         shape(&lines.join("\n"))
     };
     assert_eq!(dd_only(&summaries), dd_only(&rows));
+}
+
+/// io500's record on 4 nodes × 2 ranks of `tasks` tasks each, the delete
+/// phases left out.
+fn io500_record(tasks: &str) -> Value {
+    let dir = shm_dir();
+    let (data, res) = (dir.path().join("data"), dir.path().join("res"));
+    let cfg = dir.path().join("trial.ini");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[global]\ndatadir = {}\nresultdir = {}\ntimestamp-datadir = FALSE\n\
+             timestamp-resultdir = FALSE\n\n[ior-easy]\ntransferSize = 64k\nblockSize = 1m\n\n\
+             [ior-hard]\nsegmentCount = 20\n\n[mdtest-easy]\nn = 100\n\n[mdtest-hard]\nn = 100\n\
+             [mdtest-easy-delete]\nrun = FALSE\n[mdtest-hard-delete]\nrun = FALSE\n",
+            data.display(),
+            res.display()
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("io500.json");
+    let (ok, text) = nodes_run(&[
+        "io500",
+        "--tasks",
+        tasks,
+        "--stonewall",
+        "1s",
+        "--json",
+        json.to_str().unwrap(),
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn io500_sends_rank_0_a_few_numbers_per_task_and_latencies_per_node() {
+    let one = io500_record("1");
+    let four = io500_record("4");
+    assert_eq!(
+        (one["tasks"].clone(), four["tasks"].clone()),
+        (8.into(), 32.into())
+    );
+    for name in ["ior-easy-write", "mdtest-easy-write", "mdtest-hard-stat"] {
+        let p1 = common_phase(&one, name);
+        let p4 = common_phase(&four, name);
+        let (g1, g4) = (
+            p1["gathered_bytes"].as_u64().unwrap(),
+            p4["gathered_bytes"].as_u64().unwrap(),
+        );
+        // 24 more tasks: their counts (a few words each), not their
+        // latency histograms (hundreds of bytes to kilobytes each).
+        let per_task = (g4 - g1) / 24;
+        eprintln!("{name}: {g1} B at 8 tasks, {g4} B at 32: {per_task} B per task");
+        assert!(per_task < 200, "{name}: {g1} B → {g4} B");
+        // The latencies of every task reached rank 0.
+        assert!(p4["lat_us"]["max"].as_f64().unwrap() > 0.0, "{p4}");
+        let ops = p4["ops"].as_u64().unwrap();
+        assert!(ops > 0 && p4["tasks"].as_array().unwrap().len() == 32);
+    }
+}
+
+fn common_phase<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name} in {v}"))
 }

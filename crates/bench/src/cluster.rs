@@ -95,7 +95,11 @@ impl WireSample {
 }
 
 /// A [`MetaSample`] (`ioscale meta`, mdtest, smallfile) in a form serde
-/// can carry.
+/// can carry: its counts and times, not its latency histogram. Rows are
+/// gathered only for the per-thread lines (`--per-worker`, smallfile),
+/// which print counts; the phase's latencies come from the node
+/// summaries' merged histogram ([`Digest`]), so a histogram per worker
+/// at rank 0 would be bytes no one reads.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MetaWire {
     worker: u32,
@@ -107,7 +111,6 @@ pub struct MetaWire {
     errors: u64,
     left: u64,
     first_left: Option<PathBuf>,
-    hist: SparseHistogram,
     start_ns: u64,
     end_ns: u64,
     stonewall_files: u64,
@@ -138,7 +141,6 @@ impl From<&MetaSample> for MetaWire {
             errors: s.errors,
             left: s.left,
             first_left: s.first_left.clone(),
-            hist: s.hist.to_sparse(),
             start_ns: s.start_ns,
             end_ns: s.end_ns,
             stonewall_files: s.stonewall_files,
@@ -155,10 +157,8 @@ impl From<&MetaSample> for MetaWire {
 }
 
 impl MetaWire {
-    /// Back to a sample (see [`WireSample::into_sample`]).
+    /// Back to a sample, with an empty latency histogram (see the type).
     pub fn into_sample(self) -> Result<MetaSample, String> {
-        let hist = LatencyHistogram::from_sparse(&self.hist)
-            .map_err(|e| format!("worker {}: latency histogram: {e}", self.worker))?;
         Ok(MetaSample {
             worker: self.worker,
             files: self.files,
@@ -169,7 +169,7 @@ impl MetaWire {
             errors: self.errors,
             left: self.left,
             first_left: self.first_left,
-            hist,
+            hist: LatencyHistogram::new(),
             start_ns: self.start_ns,
             end_ns: self.end_ns,
             stonewall_files: self.stonewall_files,

@@ -1185,3 +1185,40 @@ fn common_phase<'a>(v: &'a Value, name: &str) -> &'a Value {
         .find(|p| p["name"] == name)
         .unwrap_or_else(|| panic!("no phase {name} in {v}"))
 }
+
+/// Bytes rank 0 received per phase of a record.
+fn record_gathers(v: &Value) -> Vec<u64> {
+    v["host"]["cluster"]["gathers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["bytes"].as_u64().unwrap())
+        .collect()
+}
+
+/// Metadata rows (`meta --per-worker`, smallfile's per-thread lines):
+/// rank 0 receives each worker's counts, not its latency histogram, which
+/// the phase's merged one (from the node summaries) already holds.
+#[test]
+fn metadata_rows_carry_counts_not_histograms() {
+    let (_, summary) = meta_json(&[]);
+    let (_, rows) = meta_json(&["--per-worker"]);
+    let (s, r) = (record_gathers(&summary), record_gathers(&rows));
+    for (p, (a, b)) in s.iter().zip(&r).enumerate() {
+        let per_worker = (b - a) / 16;
+        eprintln!("phase {p}: {a} B summaries, {b} B with rows: {per_worker} B per worker row");
+        // About 280 B of counts and times (JSON); with its histogram a row
+        // took 457 B or more here.
+        assert!(per_worker < 350, "phase {p}: {a} B → {b} B");
+    }
+    // The latencies are the same figures either way.
+    for (p, q) in summary["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(rows["phases"].as_array().unwrap())
+    {
+        assert!(q["lat_us"]["max"].as_f64().unwrap() > 0.0, "{q}");
+        assert_eq!(p["ops"], q["ops"]);
+    }
+}

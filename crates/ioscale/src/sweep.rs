@@ -1724,4 +1724,58 @@ mod tests {
         assert_eq!(d, vec!["--threads: [1, 2] in the file, [1, 2, 4] now"]);
         assert!(config_diff(&a, &a).is_empty());
     }
+
+    /// One repetition's driver call on 2 ranks: its phases, and per phase
+    /// a per-node row, two per-rank rows and the gather's cost.
+    fn one_rep() -> bench::run::Outcome {
+        let bytes = include_bytes!("../../report/tests/golden/results.json");
+        let mut results = report::from_json(bytes).unwrap();
+        let n = results.phases.len();
+        let mut c = report::ClusterInfo {
+            ranks: 2,
+            ..Default::default()
+        };
+        for phase in 0..n {
+            c.node_phases.push(report::NodePhase {
+                phase,
+                ..Default::default()
+            });
+            for rank in 0..2 {
+                c.rank_phases.push(report::RankPhase {
+                    phase,
+                    rank,
+                    ..Default::default()
+                });
+            }
+            c.gathers.push(report::PhaseGather {
+                phase,
+                bytes: 100,
+                per_worker: false,
+            });
+        }
+        results.host.cluster = Some(c);
+        bench::run::Outcome {
+            results,
+            notes: Vec::new(),
+            probes: Vec::new(),
+            latency: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn repetitions_run_one_by_one_keep_every_per_rank_row() {
+        let mut all = one_rep();
+        let n = all.results.phases.len();
+        merge(&mut all, one_rep());
+        assert_eq!(all.results.phases.len(), 2 * n);
+        let c = all.results.host.cluster.unwrap();
+        let each: Vec<usize> = (0..2 * n).collect();
+        let ranks: Vec<usize> = c.rank_phases.iter().map(|r| r.phase).collect();
+        let twice: Vec<usize> = each.iter().flat_map(|&p| [p, p]).collect();
+        assert_eq!(ranks, twice);
+        let gathers: Vec<usize> = c.gathers.iter().map(|g| g.phase).collect();
+        assert_eq!(gathers, each);
+        let nodes: Vec<usize> = c.node_phases.iter().map(|g| g.phase).collect();
+        assert_eq!(nodes, each);
+    }
 }

@@ -144,7 +144,7 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         }
     }
     let saved = if args.resume {
-        Some(load_saved(args, &plan)?)
+        Some(load_saved(args, &plan, &nodes)?)
     } else {
         None
     };
@@ -157,8 +157,11 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
     })
 }
 
-/// `--resume`: the record the same `--nodes` sweep saved in `--json`.
-fn load_saved(args: &SweepArgs, plan: &Plan) -> Result<SweepRecord, Usage> {
+/// `--resume`: the record the same `--nodes` sweep saved in `--json`;
+/// refused when it holds a point of no node count in `nodes` (another
+/// `--nodes` list, or a sweep without `--nodes`), which the merged record
+/// would otherwise lose.
+fn load_saved(args: &SweepArgs, plan: &Plan, nodes: &[u32]) -> Result<SweepRecord, Usage> {
     let path = args
         .json
         .as_ref()
@@ -180,6 +183,19 @@ fn load_saved(args: &SweepArgs, plan: &Plan) -> Result<SweepRecord, Usage> {
              original arguments, or drop --resume (or use another --json file) to start over",
             path.display(),
             diff.join("; ")
+        )));
+    }
+    if let Some(p) = saved
+        .points
+        .iter()
+        .find(|p| !nodes.iter().any(|&n| unlabel(n, &p.series).is_some()))
+    {
+        return Err(Usage(format!(
+            "--resume: {} holds point `{}` at {} threads, of no node count in --nodes; \
+             resume with the --nodes list that wrote it",
+            path.display(),
+            p.series,
+            p.threads
         )));
     }
     Ok(saved)

@@ -1229,3 +1229,28 @@ fn metadata_rows_carry_counts_not_histograms() {
         assert_eq!(p["ops"], q["ops"]);
     }
 }
+
+/// Data rows (`run --per-worker`, dd's jobs): each worker's counters and
+/// times reach rank 0, not its latency histogram.
+#[test]
+fn data_rows_carry_counts_not_histograms() {
+    let (_, summary) = run_json(2, "2", &[]);
+    let (_, rows) = run_json(2, "2", &["--per-worker"]);
+    let (s, r) = (record_gathers(&summary), record_gathers(&rows));
+    for (p, (a, b)) in s.iter().zip(&r).enumerate() {
+        let per_worker = (b - a) / 16;
+        eprintln!("phase {p}: {a} B summaries, {b} B with rows: {per_worker} B per worker row");
+        // About 320 B of counters and times (JSON); with its histogram
+        // (of 4 requests) a row took 409 B here.
+        assert!(per_worker < 380, "phase {p}: {a} B → {b} B");
+    }
+    for (p, q) in summary["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(rows["phases"].as_array().unwrap())
+    {
+        assert!(q["lat_us"]["max"].as_f64().unwrap() > 0.0, "{q}");
+        assert_eq!(p["bytes"], q["bytes"]);
+    }
+}

@@ -1,0 +1,218 @@
+//! The FUSE requests the kernel sends, measured by the sweep's probe from
+//! the kernel's `fuse` trace events (crates/probe/src/fusetrace.rs), on
+//! `ioscale-testfs` mounts whose negotiated `max_write` is known: the
+//! requests carry exactly the bytes the phase wrote, none larger than
+//! `max_write`, and their size follows it. The private trace instance is
+//! gone after a run, after SIGINT in the middle of a phase, and one left by
+//! a killed process is removed by the next run. Without tracefs the record
+//! says the requests were not measured, and why.
+//!
+//! The harness mounts tracefs when it is not mounted (as root), as CI's
+//! fresh machines may not have it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::fuse::TestFs;
+use common::*;
+use serde_json::Value;
+
+/// One FUSE test at a time: each measures a whole connection.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The tracefs directory with the FUSE events, mounting tracefs when
+/// needed; `None` (with a note) only where it cannot be had: not root, or
+/// a kernel without the events.
+fn tracefs() -> Option<PathBuf> {
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("note: skipping: tracing FUSE requests needs root");
+        return None;
+    }
+    let root = PathBuf::from("/sys/kernel/tracing");
+    if !root.join("instances").is_dir() {
+        let st = Command::new("mount")
+            .args(["-t", "tracefs", "nodev"])
+            .arg(&root)
+            .status()
+            .expect("running mount");
+        assert!(st.success(), "mount -t tracefs nodev {}", root.display());
+    }
+    if !root.join("events/fuse/fuse_request_send").is_dir() {
+        eprintln!("note: skipping: this kernel has no fuse trace events");
+        return None;
+    }
+    Some(root)
+}
+
+/// The trace instances of process `pid`.
+fn instances_of(root: &Path, pid: u32) -> Vec<String> {
+    let pre = format!("ioscale-{pid}-");
+    std::fs::read_dir(root.join("instances"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&pre))
+        .collect()
+}
+
+/// `ioscale sweep --threads 1 -- run --op write --size SIZE --xfer 1m DIR`
+/// with `env`, returning the record and ioscale's pid.
+fn write_sweep(dir: &Path, size: &str, env: &[(&str, &str)]) -> (Value, u32) {
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let mut cmd = Command::new(ioscale_path());
+    cmd.args(["sweep", "--threads", "1", "--quiet", "--json", s(&j)])
+        .args(["--", "run", "--op", "write", "--size", size, "--xfer", "1m"])
+        .arg(dir)
+        .envs(env.iter().copied());
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    (json(&j), pid)
+}
+
+/// The write phase's byte count and FUSE connection record.
+fn write_phase(v: &Value) -> (u64, &Value) {
+    let p = &v["points"][0];
+    let probes = p["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), 1, "{p:#}");
+    let fuse = &probes[0]["resources"]["fuse"];
+    assert!(fuse.is_object(), "no FUSE record: {:#}", probes[0]);
+    let phases = p["result"]["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 1, "{p:#}");
+    let bytes = phases[0]["bytes"].as_u64().unwrap();
+    (bytes, fuse)
+}
+
+#[test]
+fn write_requests_follow_max_write() {
+    let _t = turn();
+    let Some(root) = tracefs() else { return };
+    let mut means = Vec::new();
+    for (flag, max_write) in [("128k", 131_072u64), ("1m", 1_048_576)] {
+        let Some(fs) = TestFs::mount(&["--max-write", flag]) else {
+            return;
+        };
+        let (v, pid) = write_sweep(fs.path(), "8m", &[]);
+        let (bytes, fuse) = write_phase(&v);
+        assert_eq!(bytes, 8 << 20, "{:#}", v["points"][0]["result"]);
+        let w = &fuse["requests"]["write"];
+        println!("max_write {flag}: FUSE_WRITE {w}");
+        assert!(fuse["requests_note"].is_null(), "{fuse:#}");
+        assert_eq!(fuse["requests"]["lost_events"], 0, "{fuse:#}");
+        let count = w["count"].as_u64().unwrap();
+        let sent = w["bytes"].as_u64().unwrap();
+        let mean = w["mean_bytes"].as_f64().unwrap();
+        // Every byte the phase wrote reached the daemon, and nothing else
+        // was written on the connection while the phase ran.
+        assert_eq!(sent, bytes, "{fuse:#}");
+        assert_eq!(count as f64 * mean, sent as f64, "{fuse:#}");
+        assert!(w["max_bytes"].as_u64().unwrap() <= max_write, "{fuse:#}");
+        // Each 1 MiB write is split into requests of at most max_write.
+        assert!(count >= bytes / max_write, "{fuse:#}");
+        means.push(mean);
+        assert!(instances_of(&root, pid).is_empty(), "instance left behind");
+        // The analysis explains Little's law in measured requests.
+        let said = v["analysis"].to_string();
+        assert!(said.contains("FUSE_WRITE requests"), "{said}");
+    }
+    // 128 KiB requests: eight per 1 MiB write; 1 MiB requests: fewer.
+    assert_eq!(means[0], 131_072.0);
+    assert!(means[1] > 2.0 * means[0], "{means:?}");
+}
+
+#[test]
+fn without_tracefs_the_record_says_why() {
+    let _t = turn();
+    let Some(fs) = TestFs::mount(&[]) else { return };
+    let (v, _) = write_sweep(fs.path(), "2m", &[("IOSCALE_TRACEFS", "/nonexistent")]);
+    let (_, fuse) = write_phase(&v);
+    assert!(fuse["requests"].is_null(), "{fuse:#}");
+    let note = fuse["requests_note"].as_str().unwrap_or_default();
+    println!("requests_note: {note}");
+    assert!(
+        note.contains("tracefs not mounted at /nonexistent"),
+        "{fuse:#}"
+    );
+    let said = v["analysis"].to_string();
+    assert!(said.contains("not measured"), "{said}");
+}
+
+#[test]
+fn sigint_mid_phase_removes_the_instance() {
+    let _t = turn();
+    let Some(root) = tracefs() else { return };
+    // 20 ms per request, 1 MiB requests, 256 MiB: the phase would take
+    // over 5 s; it is interrupted as soon as its instance exists.
+    let Some(fs) = TestFs::mount(&["--delay", "20ms"]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let mut child = Command::new(ioscale_path())
+        .args(["sweep", "--threads", "1", "--quiet", "--json", s(&j)])
+        .args([
+            "--", "run", "--op", "write", "--size", "256m", "--xfer", "1m",
+        ])
+        .arg(fs.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let t0 = Instant::now();
+    while instances_of(&root, pid).is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ioscale ended before its phase was traced"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(60), "no trace instance");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill(2) on our own child's pid, which has not been reaped.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) }, 0);
+    let out = child.wait_with_output().unwrap();
+    assert_no_panic(&out);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        instances_of(&root, pid).is_empty(),
+        "instance left behind after SIGINT"
+    );
+}
+
+#[test]
+fn an_instance_of_a_killed_run_is_removed() {
+    let _t = turn();
+    let Some(root) = tracefs() else { return };
+    // A pid that no longer exists, as a run killed with SIGKILL leaves.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let stale = root.join("instances").join(format!("ioscale-{dead}-0"));
+    std::fs::create_dir(&stale).unwrap();
+    let Some(fs) = TestFs::mount(&[]) else {
+        let _ = std::fs::remove_dir(&stale);
+        return;
+    };
+    let (_, pid) = write_sweep(fs.path(), "1m", &[]);
+    let left = stale.exists();
+    let _ = std::fs::remove_dir(&stale);
+    assert!(!left, "the stale instance of pid {dead} is still there");
+    assert!(instances_of(&root, pid).is_empty());
+}

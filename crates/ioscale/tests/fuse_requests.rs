@@ -67,11 +67,16 @@ fn instances_of(root: &Path, pid: u32) -> Vec<String> {
 /// `ioscale sweep --threads 1 -- run --op write --size SIZE --xfer 1m DIR`
 /// with `env`, returning the record and ioscale's pid.
 fn write_sweep(dir: &Path, size: &str, env: &[(&str, &str)]) -> (Value, u32) {
+    sweep_ops(dir, "write", size, env)
+}
+
+/// The same with the phases `ops`.
+fn sweep_ops(dir: &Path, ops: &str, size: &str, env: &[(&str, &str)]) -> (Value, u32) {
     let o = scratch();
     let j = o.path().join("s.json");
     let mut cmd = Command::new(ioscale_path());
     cmd.args(["sweep", "--threads", "1", "--quiet", "--json", s(&j)])
-        .args(["--", "run", "--op", "write", "--size", size, "--xfer", "1m"])
+        .args(["--", "run", "--op", ops, "--size", size, "--xfer", "1m"])
         .arg(dir)
         .envs(env.iter().copied());
     let child = cmd
@@ -134,6 +139,30 @@ fn write_requests_follow_max_write() {
     // 128 KiB requests: eight per 1 MiB write; 1 MiB requests: fewer.
     assert_eq!(means[0], 131_072.0);
     assert!(means[1] > 2.0 * means[0], "{means:?}");
+}
+
+#[test]
+fn read_requests_carry_the_bytes_read() {
+    let _t = turn();
+    let Some(_root) = tracefs() else { return };
+    let Some(fs) = TestFs::mount(&[]) else { return };
+    let (v, _) = sweep_ops(fs.path(), "write,read", "4m", &[]);
+    let p = &v["points"][0];
+    let phases = p["result"]["phases"].as_array().unwrap();
+    let probes = p["probes"].as_array().unwrap();
+    assert_eq!((phases.len(), probes.len()), (2, 2), "{p:#}");
+    assert_eq!(probes[1]["op"], "read");
+    let bytes = phases[1]["bytes"].as_u64().unwrap();
+    let q = &probes[1]["resources"]["fuse"]["requests"];
+    println!("read phase: FUSE_READ {}", q["read"]);
+    // FOPEN_DIRECT_IO: every byte read came from the daemon, in requests
+    // of at most 1 MiB; the read phase wrote nothing.
+    assert_eq!(q["read"]["bytes"].as_u64(), Some(bytes), "{q:#}");
+    assert!(q["read"]["max_bytes"].as_u64().unwrap() <= 1 << 20, "{q:#}");
+    assert_eq!(q["read"]["answered"], q["read"]["count"], "{q:#}");
+    assert_eq!(q["write"]["count"], 0, "{q:#}");
+    let said = v["analysis"].to_string();
+    assert!(said.contains("FUSE_READ requests"), "{said}");
 }
 
 #[test]

@@ -13,14 +13,17 @@
 //! (`instances/ioscale-<pid>-<n>` under tracefs, so two runs at once and
 //! anyone else's tracing are left alone), filters both events on the
 //! target's connection (the kernel's `dev_t` of the mount, the number in
-//! /sys/fs/fuse/connections), and a thread consumes `trace_pipe` and adds
-//! up, per opcode, the requests and their payload:
+//! /sys/fs/fuse/connections), and a thread reads the binary per-CPU pages
+//! (module `rawtrace`; printing them as text cost more than the requests)
+//! every 50 ms and adds up, per opcode, the requests and their payload:
 //!
 //! - `FUSE_WRITE`: the data sent, `len` of the send event minus the
 //!   40-byte `fuse_in_header` and the 40-byte `fuse_write_in`;
 //! - `FUSE_READ`: the data returned, `len` of the matching end event minus
 //!   the 16-byte `fuse_out_header`;
-//! - every other opcode: counted by name.
+//! - every other opcode: counted by name;
+//! - for READ and WRITE, the time from sending to the reply (trace clock
+//!   `mono`, the same on every CPU), summed.
 //!
 //! Events the ring buffer could not hold are counted (the instance's
 //! per-CPU `overrun` and `dropped events`), never guessed. The instance is
@@ -35,6 +38,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::rawtrace::{Event, Layout};
 
 use serde::{Deserialize, Serialize};
 
@@ -146,85 +152,87 @@ impl FuseRequests {
     }
 }
 
-/// Counts in progress, as the reader thread parses events.
+/// Counts in progress, as the reader thread decodes events.
 #[derive(Debug, Default)]
 struct Tally {
     req: FuseRequests,
-    /// Unique ids of READ and WRITE requests sent and not yet answered,
-    /// with their opcode and when they were sent (seconds).
-    pending: HashMap<u64, (u32, f64)>,
-    /// "LOST n EVENTS" lines of trace_pipe.
-    lost_lines: u64,
+    /// Unique ids of requests sent and not yet answered, with their
+    /// opcode and when they were sent (ns).
+    pending: HashMap<u64, (u32, u64)>,
+    /// Replies read before their request (sent on another CPU whose page
+    /// is read later): unique id → (ts, len, error).
+    early: HashMap<u64, (u64, u32, i32)>,
 }
 
 impl Tally {
-    /// Adds one line of trace_pipe output: `COMM-PID [CPU] FLAGS TS:`
-    /// (the command name may hold spaces), the event name, its fields.
-    fn line(&mut self, l: &str) {
-        let t: Vec<&str> = l.split_whitespace().collect();
-        let ev = t.iter().position(|w| w.starts_with("fuse_request_"));
-        let ts = ev
-            .and_then(|i| t.get(i.checked_sub(1)?))
-            .and_then(|w| w.strip_suffix(':')?.parse::<f64>().ok());
-        // Fields are looked up after the event name: the command name
-        // before it could hold any word.
-        let fields = &t[ev.unwrap_or(0)..];
-        match (fields.first().copied(), ts) {
-            (Some("fuse_request_send:"), Some(ts)) => self.send(fields, ts),
-            (Some("fuse_request_end:"), Some(ts)) => self.end(fields, ts),
-            _ => {
-                // "CPU:1 [LOST 123 EVENTS]"
-                if let Some(i) = t.iter().position(|w| *w == "[LOST") {
-                    self.lost_lines += t.get(i + 1).and_then(|n| n.parse().ok()).unwrap_or(0);
+    fn apply(&mut self, e: Event, names: &HashMap<u32, String>) {
+        match e {
+            Event::Send {
+                ts,
+                unique,
+                opcode,
+                len,
+            } => {
+                match opcode {
+                    OP_WRITE => self
+                        .req
+                        .write
+                        .add(u64::from(len).saturating_sub(IN_HEADER + WRITE_IN)),
+                    OP_READ => self.req.read.count += 1,
+                    _ => {
+                        let name = names
+                            .get(&opcode)
+                            .cloned()
+                            .unwrap_or_else(|| format!("opcode {opcode}"));
+                        *self.req.other.entry(name).or_default() += 1;
+                    }
+                }
+                match self.early.remove(&unique) {
+                    Some((t, len, error)) => self.answer(opcode, ts, t, len, error),
+                    None => {
+                        self.pending.insert(unique, (opcode, ts));
+                    }
                 }
             }
+            Event::End {
+                ts,
+                unique,
+                len,
+                error,
+            } => match self.pending.remove(&unique) {
+                Some((op, sent)) => self.answer(op, sent, ts, len, error),
+                // Sent before tracing began, another opcode, or a request
+                // whose send event is on a page not read yet.
+                None => {
+                    self.early.insert(unique, (ts, len, error));
+                }
+            },
         }
     }
 
-    /// `fuse_request_send: connection C req U opcode O (NAME) len L`
-    fn send(&mut self, t: &[&str], ts: f64) {
-        let (Some(unique), Some(op), Some(len)) =
-            (field(t, "req"), field(t, "opcode"), field(t, "len"))
-        else {
-            return;
-        };
-        match op as u32 {
-            OP_WRITE => {
-                self.req.write.add(len.saturating_sub(IN_HEADER + WRITE_IN));
-                self.pending.insert(unique, (OP_WRITE, ts));
-            }
-            OP_READ => {
-                self.req.read.count += 1;
-                self.pending.insert(unique, (OP_READ, ts));
-            }
-            _ => {
-                let name = t
-                    .iter()
-                    .find(|w| w.starts_with('(') && w.ends_with(')'))
-                    .map(|w| w.trim_matches(|c| c == '(' || c == ')').to_string())
-                    .unwrap_or_else(|| format!("opcode {op}"));
-                *self.req.other.entry(name).or_default() += 1;
-            }
+    /// Forgets what can no longer be matched, so a long phase does not
+    /// grow the maps: replies more than 5 s older than `now` whose request
+    /// never came (answers to requests sent before tracing began), and
+    /// requests other than READ and WRITE unanswered for a minute (a
+    /// request that gets no reply).
+    fn prune(&mut self, now: u64) {
+        if !self.early.is_empty() {
+            self.early.retain(|_, e| e.0 + 5_000_000_000 > now);
+        }
+        if self.pending.len() > 10_000 {
+            self.pending.retain(|_, (op, t)| {
+                matches!(*op, OP_READ | OP_WRITE) || *t + 60_000_000_000 > now
+            });
         }
     }
 
-    /// `fuse_request_end: connection C req U len L error E`
-    fn end(&mut self, t: &[&str], ts: f64) {
-        let (Some(unique), Some(len)) = (field(t, "req"), field(t, "len")) else {
+    fn answer(&mut self, op: u32, sent: u64, ts: u64, len: u32, error: i32) {
+        if !matches!(op, OP_READ | OP_WRITE) {
             return;
-        };
-        let error = t
-            .iter()
-            .position(|w| *w == "error")
-            .and_then(|i| t.get(i + 1)?.parse::<i64>().ok())
-            .unwrap_or(0);
-        let Some((op, sent)) = self.pending.remove(&unique) else {
-            // Sent before tracing began, or another opcode.
-            return;
-        };
+        }
         let r = if op == OP_READ {
             let r = &mut self.req.read;
-            let payload = len.saturating_sub(OUT_HEADER);
+            let payload = u64::from(len).saturating_sub(OUT_HEADER);
             r.bytes += payload;
             r.max_bytes = r.max_bytes.max(payload);
             r
@@ -233,14 +241,8 @@ impl Tally {
         };
         r.errors += u64::from(error != 0);
         r.answered += 1;
-        r.time_s += (ts - sent).max(0.0);
+        r.time_s += ts.saturating_sub(sent) as f64 * 1e-9;
     }
-}
-
-/// The number after the word `key` in an event's fields.
-fn field(t: &[&str], key: &str) -> Option<u64> {
-    let i = t.iter().position(|w| *w == key)?;
-    t.get(i + 1)?.parse().ok()
 }
 
 /// Where tracefs is, or why it cannot be used: `IOSCALE_TRACEFS` (the
@@ -313,6 +315,7 @@ impl Tracer {
                 ));
             }
         }
+        let layout = Layout::read(&root)?;
         let instances = root.join("instances");
         remove_stale(&instances);
         let n = SEQ.fetch_add(1, Ordering::Relaxed);
@@ -326,19 +329,40 @@ impl Tracer {
             reader: None,
         };
         t.configure(conn)?;
-        let pipe = fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(t.dir.join("trace_pipe"))
-            .map_err(|e| format!("could not open trace_pipe: {e}"))?;
+        let pipes = t.open_pipes()?;
+        let page = fs::read_to_string(t.dir.join("buffer_subbuf_size_kb"))
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map_or(4096, |kb| kb * 1024);
         let stop = Arc::clone(&t.stop);
         let h = std::thread::Builder::new()
             .name("ioscale-fusetrace".into())
-            .spawn(move || read_pipe(pipe, &stop))
+            .spawn(move || read_raw(pipes, page, &layout, &stop))
             .map_err(|e| format!("could not start the trace reader: {e}"))?;
         t.reader = Some(h);
         t.write("events/fuse/enable", "1")?;
         Ok(t)
+    }
+
+    /// The instance's per-CPU raw pipes, opened non-blocking.
+    fn open_pipes(&self) -> Result<Vec<fs::File>, String> {
+        let rd =
+            fs::read_dir(self.dir.join("per_cpu")).map_err(|e| format!("tracefs per_cpu: {e}"))?;
+        let mut out = Vec::new();
+        for e in rd.flatten() {
+            let f = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(e.path().join("trace_pipe_raw"))
+                .map_err(|err| {
+                    format!(
+                        "could not open {}/trace_pipe_raw: {err}",
+                        e.path().display()
+                    )
+                })?;
+            out.push(f);
+        }
+        Ok(out)
     }
 
     fn write(&self, rel: &str, v: &str) -> Result<(), String> {
@@ -389,9 +413,12 @@ impl Tracer {
         let tally = self
             .reader
             .take()
-            .and_then(|h| h.join().ok())
+            .and_then(|h| {
+                h.thread().unpark();
+                h.join().ok()
+            })
             .unwrap_or_default();
-        let lost = self.lost().max(tally.lost_lines);
+        let lost = self.lost();
         let _ = self.write("events/fuse/enable", "0");
         let _ = fs::remove_dir(&self.dir);
         let mut req = tally.req;
@@ -410,49 +437,48 @@ impl Drop for Tracer {
     }
 }
 
-/// The reader thread: consumes trace_pipe until told to stop, then drains
-/// what is left (tracing is off by then, so it ends).
-fn read_pipe(mut pipe: fs::File, stop: &AtomicBool) -> Tally {
-    use std::os::fd::AsRawFd;
+/// The reader thread: every 50 ms, reads each CPU's pages until it has
+/// none, and applies their events in time order; once told to stop
+/// (tracing is off by then), one more pass that finds nothing ends it.
+fn read_raw(mut pipes: Vec<fs::File>, page: usize, layout: &Layout, stop: &AtomicBool) -> Tally {
     let mut tally = Tally::default();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut partial: Vec<u8> = Vec::new();
+    let mut buf = vec![0u8; page];
+    let mut events = Vec::new();
     loop {
         let stopping = stop.load(Ordering::Relaxed);
-        match pipe.read(&mut buf) {
-            Ok(0) => {
-                if stopping {
-                    break;
-                }
-            }
-            Ok(n) => {
-                partial.extend_from_slice(&buf[..n]);
-                if let Some(end) = partial.iter().rposition(|&b| b == b'\n') {
-                    for l in partial[..end].split(|&b| b == b'\n') {
-                        tally.line(&String::from_utf8_lossy(l));
+        let mut got = false;
+        for p in &mut pipes {
+            loop {
+                match p.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        got = true;
+                        layout.page(&buf[..n], &mut events);
                     }
-                    partial.drain(..=end);
-                }
-                continue;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if stopping {
-                    break;
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
         }
-        let mut p = libc::pollfd {
-            fd: pipe.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd for the duration of the call.
-        unsafe { libc::poll(&mut p, 1, 50) };
-    }
-    if !partial.is_empty() {
-        tally.line(&String::from_utf8_lossy(&partial));
+        events.sort_by_key(|e| match e {
+            Event::Send { ts, .. } | Event::End { ts, .. } => *ts,
+        });
+        let now = events.last().map(|e| match e {
+            Event::Send { ts, .. } | Event::End { ts, .. } => *ts,
+        });
+        for e in events.drain(..) {
+            tally.apply(e, &layout.names);
+        }
+        if let Some(now) = now {
+            tally.prune(now);
+        }
+        if stopping && !got {
+            break;
+        }
+        if !got {
+            // Woken early by the tracer when it stops.
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
     }
     tally
 }
@@ -462,26 +488,40 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tallies_printed_events() {
+    fn tallies_events() {
+        let names: HashMap<u32, String> = [(25, "FUSE_FLUSH".to_string())].into();
+        let send = |ts: u64, unique: u64, opcode: u32, len: u32| Event::Send {
+            ts,
+            unique,
+            opcode,
+            len,
+        };
+        let end = |ts: u64, unique: u64, len: u32, error: i32| Event::End {
+            ts,
+            unique,
+            len,
+            error,
+        };
         let mut t = Tally::default();
-        for l in [
-            "  io len 5-9 [001] ..... 10.000000: fuse_request_send: connection 40 req 12 opcode 16 (FUSE_WRITE) len 131152 ",
-            "ioscale-testfs-7 [000] ..... 10.002000: fuse_request_end: connection 40 req 12 len 24 error 0",
-            "ioscale-9 [001] ..... 10.003000: fuse_request_send: connection 40 req 14 opcode 16 (FUSE_WRITE) len 4176 ",
-            "ioscale-testfs-7 [000] ..... 10.004000: fuse_request_end: connection 40 req 14 len 16 error -28",
-            "ioscale-9 [001] ..... 11.000000: fuse_request_send: connection 40 req 16 opcode 15 (FUSE_READ) len 80 ",
-            "ioscale-testfs-7 [000] ..... 11.000500: fuse_request_end: connection 40 req 16 len 131088 error 0",
-            "ioscale-9 [001] ..... 11.001000: fuse_request_send: connection 40 req 18 opcode 15 (FUSE_READ) len 80 ",
-            "ioscale-testfs-7 [000] ..... 11.001500: fuse_request_end: connection 40 req 18 len 16 error -5",
-            // A reply to a read sent before tracing began: not counted.
-            "ioscale-testfs-7 [000] ..... 11.002000: fuse_request_end: connection 40 req 2 len 4112 error 0",
-            "ioscale-9 [001] ..... 12.000000: fuse_request_send: connection 40 req 20 opcode 25 (FUSE_FLUSH) len 64 ",
-            "ioscale-9 [001] ..... 12.000000: fuse_request_send: connection 40 req 22 opcode 25 (FUSE_FLUSH) len 64 ",
-            "CPU:1 [LOST 7 EVENTS]",
+        for e in [
+            send(10_000_000, 12, OP_WRITE, 131_152),
+            end(12_000_000, 12, 24, 0),
+            send(13_000_000, 14, OP_WRITE, 4176),
+            end(14_000_000, 14, 16, -28),
+            // A reply read before its request (another CPU's page).
+            end(20_500_000, 16, 131_088, 0),
+            send(20_000_000, 16, OP_READ, 80),
+            send(21_000_000, 18, OP_READ, 80),
+            end(21_500_000, 18, 16, -5),
+            // A reply to a request sent before tracing began: not counted.
+            end(22_000_000, 2, 4112, 0),
+            send(30_000_000, 20, 25, 64),
+            send(30_000_000, 22, 25, 64),
+            send(30_000_000, 24, 99, 64),
         ] {
-            t.line(l);
+            t.apply(e, &names);
         }
-        let mut r = t.req;
+        let mut r = t.req.clone();
         r.write.settle();
         r.read.settle();
         assert_eq!((r.write.count, r.write.bytes), (2, 131072 + 4096));
@@ -489,11 +529,18 @@ mod tests {
         assert_eq!(r.write.mean_bytes, (131072.0 + 4096.0) / 2.0);
         assert_eq!((r.read.count, r.read.bytes, r.read.errors), (2, 131072, 1));
         assert_eq!((r.write.answered, r.read.answered), (2, 2));
-        assert!((r.write.mean_us.unwrap() - 1500.0).abs() < 1e-3, "{r:?}");
-        assert!((r.read.mean_us.unwrap() - 500.0).abs() < 1e-3, "{r:?}");
+        assert!((r.write.mean_us.unwrap() - 1500.0).abs() < 1e-6, "{r:?}");
+        assert!((r.read.mean_us.unwrap() - 500.0).abs() < 1e-6, "{r:?}");
         assert_eq!(r.other.get("FUSE_FLUSH"), Some(&2));
-        assert_eq!(r.total(), 6);
-        assert_eq!(t.lost_lines, 7);
+        assert_eq!(r.other.get("opcode 99"), Some(&1));
+        assert_eq!(r.total(), 7);
+        // Answered requests leave nothing behind; the stray reply goes
+        // once it is 5 s old.
+        let unanswered: Vec<u64> = t.pending.keys().copied().collect();
+        assert_eq!(unanswered.len(), 3, "{unanswered:?}");
+        assert_eq!(t.early.len(), 1);
+        t.prune(22_000_000 + 5_000_000_001);
+        assert!(t.early.is_empty());
     }
 
     #[test]

@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod fusetrace;
+mod rawtrace;
 
 pub use fusetrace::{FuseRequests, OpRequests};
 

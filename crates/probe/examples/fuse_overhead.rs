@@ -3,7 +3,9 @@
 //! tracer (as the sweep runs it) and without (`IOSCALE_TRACEFS` pointed at
 //! nothing), in interleaved pairs. Prints each pair's ratios (traced ÷
 //! untraced) of this process's CPU seconds per write and of the phase's
-//! duration, then their medians.
+//! duration as the probe measures them (what a sweep reports), then their
+//! medians, and what tracing adds outside the phase (creating and removing
+//! the trace instance).
 //!
 //! Usage (as root, on a mounted FUSE file system):
 //! `cargo run --release -p ioscale-probe --example fuse_overhead -- DIR [WRITES] [XFER] [PAIRS]`
@@ -25,11 +27,23 @@ fn cpu_s() -> f64 {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
-/// One write phase: `n` writes of `xfer` bytes; returns (CPU s of this
-/// process, elapsed s, requests traced), measured from before the probe
-/// starts to after it finishes, so setting up and removing the trace
-/// instance and reading the last events count too.
-fn phase(dir: &Path, n: u64, xfer: usize, traced: bool) -> (f64, f64, Option<u64>) {
+/// What one phase measured.
+struct Phase {
+    /// This process's CPU seconds inside the phase, as the probe reports
+    /// them (the reader thread's included).
+    cpu_in: f64,
+    /// The phase's duration as the probe reports it.
+    wall_in: f64,
+    /// CPU and wall seconds from before `Probe::start` to after
+    /// `Probe::finish`: the phase plus setting up and removing the trace
+    /// instance.
+    cpu_all: f64,
+    wall_all: f64,
+    requests: Option<u64>,
+}
+
+/// One write phase of `n` writes of `xfer` bytes.
+fn phase(dir: &Path, n: u64, xfer: usize, traced: bool) -> Phase {
     if traced {
         std::env::remove_var("IOSCALE_TRACEFS");
     } else {
@@ -49,7 +63,7 @@ fn phase(dir: &Path, n: u64, xfer: usize, traced: bool) -> (f64, f64, Option<u64
         f.write_all_at(&buf, i * xfer as u64).expect("writing");
     }
     let r = p.finish();
-    let (cpu, wall) = (cpu_s() - c0, t0.elapsed().as_secs_f64());
+    let (cpu_all, wall_all) = (cpu_s() - c0, t0.elapsed().as_secs_f64());
     drop(f);
     let _ = std::fs::remove_file(&path);
     let fuse = r.fuse.expect("DIR is not on a FUSE file system");
@@ -60,7 +74,13 @@ fn phase(dir: &Path, n: u64, xfer: usize, traced: bool) -> (f64, f64, Option<u64
             fuse.requests_note
         );
     }
-    (cpu, wall, fuse.requests.map(|q| q.write.count))
+    Phase {
+        cpu_in: r.self_cores * r.elapsed_s,
+        wall_in: r.elapsed_s,
+        cpu_all,
+        wall_all,
+        requests: fuse.requests.map(|q| q.write.count),
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -85,8 +105,8 @@ fn main() {
     // A warm-up phase of each kind, not counted.
     phase(&dir, n / 10, xfer, true);
     phase(&dir, n / 10, xfer, false);
-    let (mut cpu, mut wall) = (Vec::new(), Vec::new());
-    println!("pair  untraced cpu µs/write  traced cpu µs/write  cpu ratio  wall ratio  requests");
+    let (mut cpu, mut wall, mut set_cpu, mut set_wall) = (vec![], vec![], vec![], vec![]);
+    println!("pair  cpu µs/write untraced  traced  cpu ratio  duration ratio  requests");
     for i in 0..pairs {
         // Alternate which goes first, so drift favours neither.
         let (t, u) = if i % 2 == 0 {
@@ -96,23 +116,31 @@ fn main() {
             let u = phase(&dir, n, xfer, false);
             (phase(&dir, n, xfer, true), u)
         };
-        let rc = t.0 / u.0;
-        let rw = t.1 / u.1;
+        let rc = t.cpu_in / u.cpu_in;
+        let rw = t.wall_in / u.wall_in;
         cpu.push(rc);
         wall.push(rw);
+        // Outside the phase: what tracing added to setting up and ending it.
+        set_cpu.push((t.cpu_all - t.cpu_in) - (u.cpu_all - u.cpu_in));
+        set_wall.push((t.wall_all - t.wall_in) - (u.wall_all - u.wall_in));
         println!(
-            "{:>4}  {:>22.2}  {:>19.2}  {:>9.3}  {:>10.3}  {}",
+            "{:>4}  {:>21.2}  {:>6.2}  {:>9.3}  {:>14.3}  {}",
             i + 1,
-            u.0 / n as f64 * 1e6,
-            t.0 / n as f64 * 1e6,
+            u.cpu_in / n as f64 * 1e6,
+            t.cpu_in / n as f64 * 1e6,
             rc,
             rw,
-            t.2.unwrap_or(0)
+            t.requests.unwrap_or(0)
         );
     }
     println!(
-        "median of {pairs} pairs ({n} writes of {xfer} B): cpu ratio {:.3}, wall ratio {:.3}",
+        "median of {pairs} pairs ({n} writes of {xfer} B), inside the phase: cpu ratio {:.3}, duration ratio {:.3}",
         median(cpu),
         median(wall)
+    );
+    println!(
+        "outside the phase, tracing added per phase: {:.1} ms CPU, {:.0} ms wall (median)",
+        median(set_cpu) * 1e3,
+        median(set_wall) * 1e3
     );
 }

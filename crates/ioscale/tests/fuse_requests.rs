@@ -142,6 +142,34 @@ fn write_requests_follow_max_write() {
 }
 
 #[test]
+fn two_runs_at_once_count_only_their_own_requests() {
+    let _t = turn();
+    let Some(root) = tracefs() else { return };
+    // Two mounts served at 5 ms per request: 24 writes of 1 MiB take over
+    // 0.1 s, so the two runs' phases overlap on most machines; each must
+    // count exactly its own mount's bytes whether they overlap or not.
+    let (Some(a), Some(b)) = (
+        TestFs::mount(&["--delay", "5ms"]),
+        TestFs::mount(&["--delay", "5ms", "--max-write", "256k"]),
+    ) else {
+        return;
+    };
+    let (ra, rb) = std::thread::scope(|s| {
+        let ha = s.spawn(|| write_sweep(a.path(), "24m", &[]));
+        let hb = s.spawn(|| write_sweep(b.path(), "24m", &[]));
+        (ha.join().unwrap(), hb.join().unwrap())
+    });
+    for ((v, pid), max_write) in [(ra, 1u64 << 20), (rb, 256 << 10)] {
+        let (bytes, fuse) = write_phase(&v);
+        let w = &fuse["requests"]["write"];
+        println!("max_write {max_write}: FUSE_WRITE {w}");
+        assert_eq!(w["bytes"].as_u64(), Some(bytes), "{fuse:#}");
+        assert_eq!(w["max_bytes"].as_u64(), Some(max_write), "{fuse:#}");
+        assert!(instances_of(&root, pid).is_empty(), "instance left behind");
+    }
+}
+
+#[test]
 fn read_requests_carry_the_bytes_read() {
     let _t = turn();
     let Some(_root) = tracefs() else { return };

@@ -793,4 +793,34 @@ mod tests {
         assert!((c.machine_busy_fraction() - 0.25).abs() < 1e-12);
         assert_eq!(Resources::combine(&[]), None);
     }
+
+    #[test]
+    fn combine_adds_up_fuse_requests_only_when_every_rep_has_them() {
+        let traced = |count: u64| {
+            let mut q = FuseRequests::default();
+            q.write.count = count;
+            q.write.bytes = count * 131_072;
+            q.write.max_bytes = 131_072;
+            Resources {
+                elapsed_s: 1.0,
+                fuse: Some(FuseUse {
+                    requests: Some(q),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+        };
+        let c = Resources::combine(&[traced(8), traced(24)]).unwrap();
+        let q = c.fuse.unwrap().requests.unwrap();
+        assert_eq!((q.write.count, q.write.bytes), (32, 32 * 131_072));
+        assert_eq!(q.write.mean_bytes, 131_072.0);
+        let mut untraced = traced(0);
+        let f = untraced.fuse.as_mut().unwrap();
+        f.requests = None;
+        f.requests_note = Some("not root".into());
+        let c = Resources::combine(&[traced(8), untraced]).unwrap();
+        let f = c.fuse.unwrap();
+        assert_eq!(f.requests, None);
+        assert_eq!(f.requests_note.as_deref(), Some("not root"));
+    }
 }

@@ -162,6 +162,8 @@ struct Tally {
     /// Replies read before their request (sent on another CPU whose page
     /// is read later): unique id → (ts, len, error).
     early: HashMap<u64, (u64, u32, i32)>,
+    /// A read of the trace pages that failed: the counts are incomplete.
+    error: Option<String>,
 }
 
 impl Tally {
@@ -402,37 +404,42 @@ impl Tracer {
             .sum()
     }
 
-    /// Stops tracing, reads what is left, removes the instance.
-    pub(crate) fn finish(mut self) -> FuseRequests {
+    /// Stops tracing, reads what is left, removes the instance; an error
+    /// when the events could not all be read.
+    pub(crate) fn finish(mut self) -> Result<FuseRequests, String> {
         self.stop_and_collect()
     }
 
-    fn stop_and_collect(&mut self) -> FuseRequests {
+    fn stop_and_collect(&mut self) -> Result<FuseRequests, String> {
         let _ = self.write("tracing_on", "0");
         self.stop.store(true, Ordering::Relaxed);
-        let tally = self
-            .reader
-            .take()
-            .and_then(|h| {
-                h.thread().unpark();
-                h.join().ok()
-            })
-            .unwrap_or_default();
+        let tally = self.reader.take().map(|h| {
+            h.thread().unpark();
+            h.join()
+        });
         let lost = self.lost();
         let _ = self.write("events/fuse/enable", "0");
         let _ = fs::remove_dir(&self.dir);
+        let mut tally = match tally {
+            Some(Ok(t)) => t,
+            Some(Err(_)) => return Err("the trace reader thread panicked".into()),
+            None => return Err("the trace reader was not started".into()),
+        };
+        if let Some(e) = tally.error.take() {
+            return Err(e);
+        }
         let mut req = tally.req;
         req.lost_events = lost;
         req.write.settle();
         req.read.settle();
-        req
+        Ok(req)
     }
 }
 
 impl Drop for Tracer {
     fn drop(&mut self) {
         if self.dir.exists() {
-            self.stop_and_collect();
+            let _ = self.stop_and_collect();
         }
     }
 }
@@ -456,7 +463,13 @@ fn read_raw(mut pipes: Vec<fs::File>, page: usize, layout: &Layout, stop: &Atomi
                         layout.page(&buf[..n], &mut events);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        tally
+                            .error
+                            .get_or_insert(format!("reading trace_pipe_raw: {e}"));
+                        break;
+                    }
                 }
             }
         }

@@ -368,7 +368,10 @@ impl Probe {
     pub fn finish(mut self) -> Resources {
         let end = snapshot(&self.target);
         let (requests, requests_note) = match self.tracer.take() {
-            Some(Ok(t)) => (Some(t.finish()), None),
+            Some(Ok(t)) => match t.finish() {
+                Ok(r) => (Some(r), None),
+                Err(why) => (None, Some(why)),
+            },
             Some(Err(why)) => (None, Some(why)),
             None => (None, None),
         };

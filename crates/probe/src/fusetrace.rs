@@ -248,9 +248,13 @@ impl Tally {
 }
 
 /// Where tracefs is, or why it cannot be used: `IOSCALE_TRACEFS` (the
-/// value of that variable) names it, else the usual mount points are tried.
+/// value of that variable) names it (`off` turns the tracing off), else
+/// the usual mount points are tried.
 fn tracefs_root(env: Option<std::ffi::OsString>) -> Result<PathBuf, String> {
     if let Some(p) = env {
+        if p == "off" {
+            return Err("turned off (IOSCALE_TRACEFS=off)".into());
+        }
         let p = PathBuf::from(p);
         return if p.join("instances").is_dir() {
             Ok(p)
@@ -581,5 +585,7 @@ mod tests {
         let e = tracefs_root(Some("/nonexistent".into())).unwrap_err();
         assert!(e.contains("tracefs not mounted at /nonexistent"), "{e}");
         assert!(e.contains("mount -t tracefs"), "{e}");
+        let e = tracefs_root(Some("off".into())).unwrap_err();
+        assert_eq!(e, "turned off (IOSCALE_TRACEFS=off)");
     }
 }

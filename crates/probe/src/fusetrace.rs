@@ -299,6 +299,12 @@ fn remove_stale(instances: &Path) {
     }
 }
 
+/// Whether CPU `name` (`cpu3`) is offline.
+fn cpu_offline(name: &str) -> bool {
+    fs::read_to_string(format!("/sys/devices/system/cpu/{name}/online"))
+        .is_ok_and(|s| s.trim() == "0")
+}
+
 /// Tracing of one FUSE connection in progress.
 #[derive(Debug)]
 pub(crate) struct Tracer {
@@ -359,14 +365,18 @@ impl Tracer {
             let f = fs::OpenOptions::new()
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
-                .open(e.path().join("trace_pipe_raw"))
-                .map_err(|err| {
-                    format!(
+                .open(e.path().join("trace_pipe_raw"));
+            match f {
+                Ok(f) => out.push(f),
+                // An offline CPU records nothing.
+                Err(_) if cpu_offline(&e.file_name().to_string_lossy()) => {}
+                Err(err) => {
+                    return Err(format!(
                         "could not open {}/trace_pipe_raw: {err}",
                         e.path().display()
-                    )
-                })?;
-            out.push(f);
+                    ))
+                }
+            }
         }
         Ok(out)
     }

@@ -235,6 +235,10 @@ struct Planned {
 struct Plan {
     config: SweepConfig,
     points: Vec<Planned>,
+    /// The inner command asked for every worker's row (`--per-worker`):
+    /// under MPI each point gathers every worker's sample to rank 0;
+    /// otherwise one merged summary per node (and per rank) reaches it.
+    per_worker: bool,
 }
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
@@ -420,6 +424,11 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
     let first_target = lists.targets.first().map(String::as_str);
     let mut inner = parse_inner(&args.inner, first_target)?;
     let (kind, inner_reps, has_total) = inner_kind(&inner, &lists, args)?;
+    let per_worker = match &inner {
+        Command::Run(r) => r.per_worker,
+        Command::Meta(m) => m.per_worker,
+        _ => false,
+    };
     check_layouts(kind, &lists.layouts)?;
     let (reps, trim) = reps_and_trim(args, &inner_reps)?;
     let scale = args.scale.unwrap_or(if has_total {
@@ -469,7 +478,11 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
         base_amount,
     };
     let points = grid.points()?;
-    Ok(Plan { config, points })
+    Ok(Plan {
+        config,
+        points,
+        per_worker,
+    })
 }
 
 /// The amount of work per thread of the first point (bytes for `run`,
@@ -1066,8 +1079,8 @@ fn run_order(plan: &Plan, done: &[usize]) -> Vec<Vec<usize>> {
 
 /// Adds the record of one more repetition of a point (a driver call of
 /// its own) to what its earlier repetitions made: phases, failed phases,
-/// errors, warnings (once each), probes and per-node figures, renumbered
-/// to follow on.
+/// errors, warnings (once each), probes, per-node and per-rank figures
+/// and the gathers' costs, renumbered to follow on.
 fn merge(into: &mut bench::run::Outcome, more: bench::run::Outcome) {
     let offset = into.results.phases.len();
     let r = more.results;
@@ -1075,6 +1088,14 @@ fn merge(into: &mut bench::run::Outcome, more: bench::run::Outcome) {
         a.node_phases.extend(b.node_phases.into_iter().map(|mut n| {
             n.phase += offset;
             n
+        }));
+        a.rank_phases.extend(b.rank_phases.into_iter().map(|mut n| {
+            n.phase += offset;
+            n
+        }));
+        a.gathers.extend(b.gathers.into_iter().map(|mut g| {
+            g.phase += offset;
+            g
         }));
     }
     into.results.phases.extend(r.phases);
@@ -1232,8 +1253,10 @@ impl Runner<'_> {
             probe: true,
             keep_going: true,
             first_rep: rep.unwrap_or(0),
-            // A point's record keeps its per-worker rows, as before.
-            node_summary: false,
+            // Under MPI rank 0 receives one summary per node, not every
+            // worker's sample, unless the inner command asks for the rows
+            // (`--per-worker`): the point's figures are the same.
+            node_summary: !self.plan.per_worker,
         };
         let command = self.command.to_vec();
         let stop = Arc::clone(self.stop);
@@ -1336,7 +1359,31 @@ impl Runner<'_> {
         if let Some(l) = self.live {
             l.point_done(&rate);
         }
+        test_hold(self.stop);
         Ok(())
+    }
+}
+
+/// Test hook: with `IOSCALE_TEST_SWEEP_HOLD=FILE`, rank 0 makes
+/// `FILE.held` after journaling a point and waits while `FILE` exists (at
+/// most 120 s, and not past an interrupt), so a test can stop a sweep
+/// between two points. Unset, it does nothing.
+fn test_hold(stop: &AtomicBool) {
+    let Some(f) = std::env::var_os("IOSCALE_TEST_SWEEP_HOLD").map(PathBuf::from) else {
+        return;
+    };
+    if !f.exists() {
+        return;
+    }
+    let mut held = f.clone().into_os_string();
+    held.push(".held");
+    let _ = std::fs::write(&held, b"");
+    let t0 = std::time::Instant::now();
+    while f.exists()
+        && !stop.load(Ordering::Relaxed)
+        && t0.elapsed() < std::time::Duration::from_secs(120)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
@@ -1659,5 +1706,59 @@ mod tests {
         let d = config_diff(&a, &b);
         assert_eq!(d, vec!["--threads: [1, 2] in the file, [1, 2, 4] now"]);
         assert!(config_diff(&a, &a).is_empty());
+    }
+
+    /// One repetition's driver call on 2 ranks: its phases, and per phase
+    /// a per-node row, two per-rank rows and the gather's cost.
+    fn one_rep() -> bench::run::Outcome {
+        let bytes = include_bytes!("../../report/tests/golden/results.json");
+        let mut results = report::from_json(bytes).unwrap();
+        let n = results.phases.len();
+        let mut c = report::ClusterInfo {
+            ranks: 2,
+            ..Default::default()
+        };
+        for phase in 0..n {
+            c.node_phases.push(report::NodePhase {
+                phase,
+                ..Default::default()
+            });
+            for rank in 0..2 {
+                c.rank_phases.push(report::RankPhase {
+                    phase,
+                    rank,
+                    ..Default::default()
+                });
+            }
+            c.gathers.push(report::PhaseGather {
+                phase,
+                bytes: 100,
+                per_worker: false,
+            });
+        }
+        results.host.cluster = Some(c);
+        bench::run::Outcome {
+            results,
+            notes: Vec::new(),
+            probes: Vec::new(),
+            latency: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn repetitions_run_one_by_one_keep_every_per_rank_row() {
+        let mut all = one_rep();
+        let n = all.results.phases.len();
+        merge(&mut all, one_rep());
+        assert_eq!(all.results.phases.len(), 2 * n);
+        let c = all.results.host.cluster.unwrap();
+        let each: Vec<usize> = (0..2 * n).collect();
+        let ranks: Vec<usize> = c.rank_phases.iter().map(|r| r.phase).collect();
+        let twice: Vec<usize> = each.iter().flat_map(|&p| [p, p]).collect();
+        assert_eq!(ranks, twice);
+        let gathers: Vec<usize> = c.gathers.iter().map(|g| g.phase).collect();
+        assert_eq!(gathers, each);
+        let nodes: Vec<usize> = c.node_phases.iter().map(|g| g.phase).collect();
+        assert_eq!(nodes, each);
     }
 }

@@ -107,7 +107,14 @@ impl Front for Dd {
         let mut argv = vec!["dd".to_string()];
         argv.extend(call.args.iter().cloned());
         let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
-        let outcome = bench::run::run_with(&spec, argv, stop, coord);
+        // dd prints each job's records, bytes and time: with one job per
+        // rank the per-rank rows of the node summaries are exactly those,
+        // so rank 0 need not receive every job's sample (and histogram).
+        let opts = bench::run::Options {
+            node_summary: spec.threads == 1,
+            ..Default::default()
+        };
+        let outcome = bench::run::run_with_options(&spec, argv, stop, coord, opts);
         drop(live);
         let outcome = outcome?;
         if !root {

@@ -948,6 +948,7 @@ fn record(start: &Start, coord: &dyn Coordinator, done: &[Done], v: &Verdict) ->
                 "bad_bytes": sum(&|t| t.bad_bytes),
                 "interrupted": r.is_some_and(|r| r.interrupted),
                 "resources": r.and_then(|r| r.resources.clone()),
+                "gathered_bytes": r.and_then(|r| r.gathered_bytes),
                 "tasks": r.map(|r| r.tasks.iter().map(|t| json!({
                     "task": t.task, "items": t.items, "items_at_stonewall": t.items_at_stonewall,
                     "ops": t.ops, "bytes": t.bytes, "error": t.error,

@@ -293,7 +293,15 @@ fn timed<K: Kind>(
     let recorded = g.results.phases.len();
     record_phase(&mut g.results, rec, &out, layout);
     if g.results.phases.len() > recorded {
-        g.latency.extend(k.latency(recorded, &out));
+        // Rank 0 may hold other ranks' rows too, whose histograms stay
+        // on their ranks: keep this process's workers, as documented.
+        g.latency.extend(k.latency(recorded, &out).map(|mut l| {
+            let mine = ctx.topo.my_workers();
+            l.workers.retain(|(w, _)| mine.contains(w));
+            l.usage.retain(|(w, _)| mine.contains(w));
+            l.detail.retain(|(w, _)| mine.contains(w));
+            l
+        }));
     }
     let flow = k.after_phase(op, &out, ctx);
     if out.failed && g.results.errors.len() == errors_before {

@@ -25,7 +25,7 @@ use safefs::{lock_name, Access, DirHandle, Kind, SetLock, TryLock};
 use serde::{Deserialize, Serialize};
 use spec::{MetaOp, MetaSpec, TreeState};
 
-use super::{held_message, Cleaned};
+use super::{command_line, fs_err, Cleaned};
 
 use crate::error::Error;
 
@@ -135,45 +135,16 @@ impl TreeGuard {
     }
 }
 
-/// The command line, for the lock's holder record.
-fn command_line() -> String {
-    let mut c: String = std::env::args().collect::<Vec<_>>().join(" ");
-    if c.len() > 200 {
-        let mut end = 200;
-        while !c.is_char_boundary(end) {
-            end -= 1;
-        }
-        c.truncate(end);
-        c.push('…');
-    }
-    c
-}
-
-/// Takes the tree's lock, or says who holds it (exit 2).
+/// Takes the tree's lock, or says who holds it (exit 2): the data set's
+/// rule, with the tree's lock file.
 fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
-    match SetLock::try_lock(root, lock_name(MARKER_NAME), &command_line()).map_err(fs_err)? {
-        TryLock::Acquired(l) => Ok(l),
-        TryLock::Held { holder, liveness } => Err(Error::Refused(held_message(
-            &root.path().display().to_string(),
-            holder,
-            liveness,
-            target,
-        ))),
-    }
-}
-
-/// A refusal of safefs as a refusal here; a failed call as a setup error.
-fn fs_err(e: safefs::Error) -> Error {
-    let text = e.to_string();
-    match e.kind {
-        safefs::ErrorKind::Refused(_) => Error::Refused(format!(
-            "{text}; remove it yourself or choose another target"
-        )),
-        safefs::ErrorKind::Io(source) => Error::Setup {
-            what: format!("cannot {} {}", e.op, e.path.display()),
-            source,
-        },
-    }
+    super::take_lock_named(
+        root,
+        &lock_name(MARKER_NAME),
+        &root.path().display().to_string(),
+        target,
+        safefs::LockOptions::default(),
+    )
 }
 
 /// The working directory as found or made.

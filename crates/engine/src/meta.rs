@@ -1335,24 +1335,20 @@ pub mod at {
 
     /// write(2), retried on EINTR.
     pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-        loop {
-            // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
-            let r = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-            if r >= 0 {
-                return Ok(r as usize);
-            }
-            let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(e);
-            }
-        }
+        // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
+        retry_eintr(|| unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) })
     }
 
     /// read(2), retried on EINTR.
     pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
+        retry_eintr(|| unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) })
+    }
+
+    /// Calls `call` (a read(2) or write(2)) again while it fails with EINTR.
+    fn retry_eintr(mut call: impl FnMut() -> isize) -> io::Result<usize> {
         loop {
-            // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
-            let r = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+            let r = call();
             if r >= 0 {
                 return Ok(r as usize);
             }

@@ -207,16 +207,25 @@ fn names<T>(table: &[T], name: impl Fn(&T) -> &'static str) -> String {
     table.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 
-/// The data engine called `name`.
-pub fn data_engine(name: &str) -> Result<&'static dyn DataEngine, EngineError> {
-    DATA_ENGINES
+/// The entry of `table` called `name`, or the error listing every name.
+fn find<T: Copy>(
+    table: &'static [T],
+    name: &str,
+    name_of: impl Fn(&T) -> &'static str,
+) -> Result<T, EngineError> {
+    table
         .iter()
         .copied()
-        .find(|e| e.info().name == name)
+        .find(|e| name_of(e) == name)
         .ok_or_else(|| EngineError::Unknown {
             name: name.into(),
-            available: names(DATA_ENGINES, |e| e.info().name),
+            available: names(table, name_of),
         })
+}
+
+/// The data engine called `name`.
+pub fn data_engine(name: &str) -> Result<&'static dyn DataEngine, EngineError> {
+    find(DATA_ENGINES, name, |e| e.info().name)
 }
 
 /// Checks a data engine choice: the name, `--iodepth` and `--direct`.
@@ -373,14 +382,7 @@ pub static META_ENGINES: &[&dyn MetaEngine] = &[&SyncMeta, &UringMeta];
 
 /// The metadata engine called `name`.
 pub fn meta_engine(name: &str) -> Result<&'static dyn MetaEngine, EngineError> {
-    META_ENGINES
-        .iter()
-        .copied()
-        .find(|e| e.info().name == name)
-        .ok_or_else(|| EngineError::Unknown {
-            name: name.into(),
-            available: names(META_ENGINES, |e| e.info().name),
-        })
+    find(META_ENGINES, name, |e| e.info().name)
 }
 
 /// Checks a metadata engine choice against `--iodepth` and the timed

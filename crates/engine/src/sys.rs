@@ -78,6 +78,12 @@ pub fn drop_caches() -> io::Result<()> {
 
 /// Whether the file system holding `path` is mounted read-only.
 pub fn is_read_only(path: &Path) -> io::Result<bool> {
+    let st = statvfs(path)?;
+    Ok(st.f_flag & libc::ST_RDONLY != 0)
+}
+
+/// statvfs(3) of the file system holding `path`.
+fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     let c = CString::new(path.as_os_str().as_bytes())
@@ -90,24 +96,12 @@ pub fn is_read_only(path: &Path) -> io::Result<bool> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: statvfs succeeded.
-    let st = unsafe { st.assume_init() };
-    Ok(st.f_flag & libc::ST_RDONLY != 0)
+    Ok(unsafe { st.assume_init() })
 }
 
 /// Free bytes for unprivileged users on the file system holding `path`.
 pub fn free_bytes(path: &Path) -> io::Result<u64> {
-    use std::ffi::CString;
-    use std::os::unix::ffi::OsStrExt;
-    let c = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
-    // SAFETY: as in `is_read_only`.
-    let r = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
-    if r != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: statvfs succeeded.
-    let st = unsafe { st.assume_init() };
+    let st = statvfs(path)?;
     // The field types differ between targets; the casts are for portability.
     #[allow(clippy::unnecessary_cast)]
     Ok(st.f_bavail as u64 * st.f_frsize as u64)

@@ -21,7 +21,7 @@ use report::{
     HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord, WorkerRecord,
 };
 use spec::{format_size, Op, SyncMode, WorkloadSpec};
-use stats::{IoCounters, LatencyHistogram};
+use stats::LatencyHistogram;
 
 use probe::PhaseProbe;
 
@@ -729,18 +729,6 @@ fn plan_for(
 
 fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
     WorkerSample {
-        worker: w,
-        file: plan.file_of(w) as u32,
-        counters: IoCounters::default(),
-        hist: LatencyHistogram::new(),
-        start_ns: 0,
-        open_done_ns: 0,
-        io_done_ns: 0,
-        end_ns: 0,
-        fsync_ns: 0,
-        stonewall_bytes: 0,
-        stonewall_ops: 0,
-        hit_deadline: false,
         failure: Some(engine::IoFailure {
             op: "io_uring_setup".into(),
             path: plan.files[plan.file_of(w)].clone(),
@@ -748,9 +736,7 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
             errno: e.raw_os_error(),
             message: e.to_string(),
         }),
-        verify: Default::default(),
-        usage: Default::default(),
-        detail: None,
+        ..WorkerSample::empty(w, plan.file_of(w) as u32)
     }
 }
 

@@ -289,6 +289,31 @@ pub struct WorkerSample {
     pub detail: Option<Box<DirLatency>>,
 }
 
+impl WorkerSample {
+    /// Worker `worker` on file `file` before it did anything: no counts,
+    /// no times, no failure, no detail.
+    pub fn empty(worker: u32, file: u32) -> Self {
+        WorkerSample {
+            worker,
+            file,
+            counters: IoCounters::default(),
+            hist: LatencyHistogram::new(),
+            start_ns: 0,
+            open_done_ns: 0,
+            io_done_ns: 0,
+            end_ns: 0,
+            fsync_ns: 0,
+            stonewall_bytes: 0,
+            stonewall_ops: 0,
+            hit_deadline: false,
+            failure: None,
+            verify: VerifyTally::default(),
+            usage: ThreadUsage::default(),
+            detail: None,
+        }
+    }
+}
+
 /// fio's three latencies of one worker's requests, by direction (index 0
 /// reads, 1 writes). Kept only while [`set_detail`] is on (the fio
 /// front-end), so other runs do not pay for them.
@@ -518,22 +543,8 @@ pub fn run_worker(
     let file_idx = plan.file_of(w);
     let path = plan.files[file_idx].clone();
     let s = WorkerSample {
-        worker: w,
-        file: file_idx as u32,
-        counters: IoCounters::default(),
-        hist: LatencyHistogram::new(),
-        start_ns: 0,
-        open_done_ns: 0,
-        io_done_ns: 0,
-        end_ns: 0,
-        fsync_ns: 0,
-        stonewall_bytes: 0,
-        stonewall_ops: 0,
-        hit_deadline: false,
-        failure: None,
-        verify: VerifyTally::default(),
-        usage: ThreadUsage::default(),
         detail: new_detail(plan),
+        ..WorkerSample::empty(w, file_idx as u32)
     };
     let mut opts = OpenOptions::new();
     let writes = plan.op.writes();

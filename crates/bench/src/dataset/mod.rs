@@ -245,17 +245,24 @@ fn take_lock_named(
 /// The marker in the held working directory, read without following a
 /// link and at most 1 MiB.
 fn read_marker_in(root: &DirHandle) -> Option<Marker> {
+    read_sidecar_in(root, MARKER_NAME.as_ref())
+}
+
+/// The JSON file `name` in the held directory `root`, read without
+/// following a link and at most 1 MiB; `None` when missing or malformed.
+pub(crate) fn read_json_in<T: serde::de::DeserializeOwned>(
+    root: &DirHandle,
+    name: impl AsRef<std::ffi::OsStr>,
+) -> Option<T> {
     use std::io::Read;
-    let (f, _) = root.open_file_at(MARKER_NAME, Access::Read, None).ok()?;
+    let (f, _) = root.open_file_at(name, Access::Read, None).ok()?;
     let mut text = Vec::new();
     f.take(1 << 20).read_to_end(&mut text).ok()?;
-    let m: Marker = serde_json::from_slice(&text).ok()?;
-    (m.tool == "ioscale").then_some(m)
+    serde_json::from_slice(&text).ok()
 }
 
 fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
-    let bytes = serde_json::to_vec_pretty(m).unwrap_or_default();
-    safefs::replace_at(root, MARKER_NAME, &bytes).map(|_| ())
+    write_sidecar_in(root, MARKER_NAME.as_ref(), m)
 }
 
 /// Where a later run meets a kept set. The device and inode recorded in
@@ -485,21 +492,22 @@ impl DataSet {
         self.marker.seed = seed;
         self.marker.pattern = pattern;
         self.had_data = true;
-        match &self.kind {
-            SetKind::Native => {
-                // Only the rank that made the set holds it.
-                if let Some(g) = &self.guard {
-                    let _ = write_marker_in(&g.root, &self.marker);
-                }
-            }
+        self.save_marker();
+    }
+
+    /// Writes the marker where the set keeps it (best effort). Only the
+    /// rank that made the set holds it; dd's files have none.
+    fn save_marker(&self) {
+        let Some(g) = &self.guard else {
+            return;
+        };
+        let _ = match &self.kind {
+            SetKind::Native => write_marker_in(&g.root, &self.marker),
             SetKind::Sidecar(_) => {
-                if let Some(g) = &self.guard {
-                    let _ =
-                        write_sidecar_in(&g.root, &safefs_marker_of(&g.lock_file), &self.marker);
-                }
+                write_sidecar_in(&g.root, &safefs_marker_of(&g.lock_file), &self.marker)
             }
-            SetKind::Dd(_) => {}
-        }
+            SetKind::Dd(_) => Ok(()),
+        };
     }
 
     /// Where the workers open each data file: a directory held open and
@@ -569,23 +577,7 @@ impl DataSet {
         self.had_data = false;
         if self.marker.complete {
             self.marker.complete = false;
-            match &self.kind {
-                SetKind::Native => {
-                    if let Some(g) = &self.guard {
-                        let _ = write_marker_in(&g.root, &self.marker);
-                    }
-                }
-                SetKind::Sidecar(_) => {
-                    if let Some(g) = &self.guard {
-                        let _ = write_sidecar_in(
-                            &g.root,
-                            &safefs_marker_of(&g.lock_file),
-                            &self.marker,
-                        );
-                    }
-                }
-                SetKind::Dd(_) => {}
-            }
+            self.save_marker();
         }
         match (&self.kind, &self.guard) {
             (SetKind::Native, Some(g)) => {
@@ -954,11 +946,7 @@ fn sidecar_names(path: &Path) -> (std::ffi::OsString, std::ffi::OsString) {
 
 /// The sidecar marker in the held directory, read without following a link.
 fn read_sidecar_in(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Marker> {
-    use std::io::Read;
-    let (f, _) = dir.open_file_at(name, Access::Read, None).ok()?;
-    let mut text = Vec::new();
-    f.take(1 << 20).read_to_end(&mut text).ok()?;
-    let m: Marker = serde_json::from_slice(&text).ok()?;
+    let m: Marker = read_json_in(dir, name)?;
     (m.tool == "ioscale").then_some(m)
 }
 

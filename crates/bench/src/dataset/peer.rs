@@ -119,6 +119,18 @@ fn describe(id: FileId) -> String {
     format!("device {} inode {}", id.dev, id.ino)
 }
 
+/// [`replaced`]: rank 0 held directory `want`, this rank opened `found`.
+pub(crate) fn other_dir(what: &Path, want: FileId, found: FileId) -> Error {
+    replaced(
+        what,
+        format!(
+            "rank 0 holds {}, this rank found {}",
+            describe(want),
+            describe(found)
+        ),
+    )
+}
+
 /// Why `what` is refused: it is not what rank 0 recorded.
 pub(crate) fn replaced(what: &Path, why: String) -> Error {
     Error::Refused(format!(
@@ -239,14 +251,7 @@ impl DataSet {
                 if let (Some(p), Some(want)) = (&self.peer, self.peer.as_ref().and_then(|p| p.root))
                 {
                     if p.node == node_id() && want != d.id() {
-                        return Err(replaced(
-                            &self.root,
-                            format!(
-                                "rank 0 holds {}, this rank found {}",
-                                describe(want),
-                                describe(d.id())
-                            ),
-                        ));
+                        return Err(other_dir(&self.root, want, d.id()));
                     }
                 }
                 Ok(Some(d))
@@ -267,14 +272,7 @@ impl DataSet {
         };
         if let Some(want) = p.root {
             if !same_dir(want, d.id(), p.node == node_id()) {
-                return Err(replaced(
-                    &self.root,
-                    format!(
-                        "rank 0 holds {}, this rank found {}",
-                        describe(want),
-                        describe(d.id())
-                    ),
-                ));
+                return Err(other_dir(&self.root, want, d.id()));
             }
         }
         if let Some(token) = &p.token {

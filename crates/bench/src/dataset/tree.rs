@@ -21,7 +21,7 @@ use std::sync::{Arc, Barrier};
 
 use engine::meta::{remove_tree, run_meta_worker, MetaPlan};
 use engine::PhaseControl;
-use safefs::{lock_name, Access, DirHandle, Kind, SetLock, TryLock};
+use safefs::{lock_name, DirHandle, Kind, SetLock, TryLock};
 use serde::{Deserialize, Serialize};
 use spec::{MetaOp, MetaSpec, TreeState};
 
@@ -87,11 +87,7 @@ impl Marker {
 /// The marker in the held working directory, read without following a
 /// link and at most 1 MiB.
 pub(crate) fn read_marker_in(root: &DirHandle) -> Option<Marker> {
-    use std::io::Read;
-    let (f, _) = root.open_file_at(MARKER_NAME, Access::Read, None).ok()?;
-    let mut text = Vec::new();
-    f.take(1 << 20).read_to_end(&mut text).ok()?;
-    let m: Marker = serde_json::from_slice(&text).ok()?;
+    let m: Marker = super::read_json_in(root, MARKER_NAME)?;
     (m.tool == "ioscale-meta").then_some(m)
 }
 
@@ -800,16 +796,7 @@ fn open_peer_root(
     if let Some(w) = want {
         let same_node = node == super::peer::node_id();
         if !super::peer::same_dir(w, d.id(), same_node) {
-            return Err(super::peer::replaced(
-                d.path(),
-                format!(
-                    "rank 0 holds device {} inode {}, this rank found device {} inode {}",
-                    w.dev,
-                    w.ino,
-                    d.id().dev,
-                    d.id().ino
-                ),
-            ));
+            return Err(super::peer::other_dir(d.path(), w, d.id()));
         }
     }
     d.as_fd()

@@ -551,44 +551,37 @@ fn machine_busy_ticks() -> u64 {
 
 /// `(pid, comm, utime + stime)` of every process.
 fn processes() -> Vec<(u32, String, u64)> {
-    let mut out = Vec::new();
-    let Ok(rd) = fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if let Ok(s) = fs::read_to_string(e.path().join("stat")) {
-            if let Some(p) = parse_proc_stat(&s) {
-                out.push((pid, p.0, p.1));
-            }
-        }
-    }
-    out
+    proc_dirs()
+        .filter_map(|(pid, dir)| {
+            let s = fs::read_to_string(dir.join("stat")).ok()?;
+            let (comm, ticks) = parse_proc_stat(&s)?;
+            Some((pid, comm, ticks))
+        })
+        .collect()
+}
+
+/// `(pid, /proc/PID)` of every process now (none when /proc is unreadable).
+fn proc_dirs() -> impl Iterator<Item = (u32, std::path::PathBuf)> {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flat_map(|rd| rd.flatten())
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((pid, e.path()))
+        })
 }
 
 /// Processes holding `/dev/fuse` open: the FUSE daemons.
 fn fuse_holders() -> Vec<u32> {
-    let mut out = Vec::new();
-    let Ok(rd) = fs::read_dir("/proc") else {
-        return out;
-    };
-    for e in rd.flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(fds) = fs::read_dir(e.path().join("fd")) else {
-            continue;
-        };
-        if fds
-            .flatten()
-            .any(|fd| fs::read_link(fd.path()).is_ok_and(|l| l == Path::new("/dev/fuse")))
-        {
-            out.push(pid);
-        }
-    }
-    out
+    proc_dirs()
+        .filter(|(_, dir)| {
+            fs::read_dir(dir.join("fd")).is_ok_and(|fds| {
+                fds.flatten()
+                    .any(|fd| fs::read_link(fd.path()).is_ok_and(|l| l == Path::new("/dev/fuse")))
+            })
+        })
+        .map(|(pid, _)| pid)
+        .collect()
 }
 
 /// `(comm, utime + stime)` from a /proc/PID/stat line; the name may hold

@@ -249,18 +249,8 @@ impl Exporter for TextExporter {
         if rs.spec.as_meta().is_some() {
             return MetaTextExporter.render(rs);
         }
-        let mut sections: Vec<Vec<String>> = vec![header_lines(rs)];
-        if !rs.warnings.is_empty() {
-            sections.push(
-                rs.warnings
-                    .iter()
-                    .map(|w| format!("warning: {w}"))
-                    .collect(),
-            );
-        }
-        if rs.phases.is_empty() {
-            sections.push(vec!["no phase completed".to_string()]);
-        } else {
+        let mut sections = opening_sections(rs);
+        if !rs.phases.is_empty() {
             sections.push(phase_table(&rs.phases));
         }
         if !rs.failed_phases.is_empty() {
@@ -604,6 +594,24 @@ fn fmt_secs(v: f64) -> String {
 
 // ---------------------------------------------------------------- meta text
 
+/// The first sections of a text rendering: the header, the warnings, and
+/// "no phase completed" when no phase did.
+fn opening_sections(rs: &ResultSet) -> Vec<Vec<String>> {
+    let mut sections: Vec<Vec<String>> = vec![header_lines(rs)];
+    if !rs.warnings.is_empty() {
+        sections.push(
+            rs.warnings
+                .iter()
+                .map(|w| format!("warning: {w}"))
+                .collect(),
+        );
+    }
+    if rs.phases.is_empty() {
+        sections.push(vec!["no phase completed".to_string()]);
+    }
+    sections
+}
+
 /// The smallfile-style report of `ioscale meta`: per phase, a line per
 /// thread, then the totals a smallfile user looks for (files/s, IOPS,
 /// MiB/s, elapsed, the share of requested files processed), with latency
@@ -614,18 +622,7 @@ pub struct MetaTextExporter;
 
 impl Exporter for MetaTextExporter {
     fn render(&self, rs: &ResultSet) -> Result<Vec<u8>, ExportError> {
-        let mut sections: Vec<Vec<String>> = vec![header_lines(rs)];
-        if !rs.warnings.is_empty() {
-            sections.push(
-                rs.warnings
-                    .iter()
-                    .map(|w| format!("warning: {w}"))
-                    .collect(),
-            );
-        }
-        if rs.phases.is_empty() {
-            sections.push(vec!["no phase completed".to_string()]);
-        }
+        let mut sections = opening_sections(rs);
         for p in &rs.phases {
             sections.push(meta_phase_lines(p));
         }

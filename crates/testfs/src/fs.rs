@@ -160,6 +160,58 @@ impl PassFs {
         Ok(self.path_of(parent)?.join(name))
     }
 
+    /// mknod and mkdir: counts the call, runs `make` on the new child's
+    /// path (a libc call returning 0 or -1 with errno) and replies with
+    /// its entry.
+    fn make_child(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEntry,
+        make: impl FnOnce(&CString) -> libc::c_int,
+    ) {
+        self.meta_child(parent, name);
+        let (p, c) = match self
+            .child(parent, name)
+            .and_then(|p| cstr(&p).map(|c| (p, c)))
+        {
+            Ok(x) => x,
+            Err(e) => return reply.error(e),
+        };
+        if make(&c) != 0 {
+            return reply.error(last_errno());
+        }
+        self.entry(&p, reply);
+    }
+
+    /// unlink and rmdir: `remove` on the child's path, then forgets its
+    /// inode.
+    fn remove_child(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        reply: ReplyEmpty,
+        remove: fn(&Path) -> io::Result<()>,
+    ) {
+        match self.child(parent, name) {
+            Ok(p) => match remove(&p) {
+                Ok(()) => {
+                    self.forget_path(&p);
+                    reply.ok()
+                }
+                Err(e) => reply.error(errno(e)),
+            },
+            Err(e) => reply.error(e),
+        }
+    }
+
+    /// The path of `ino` and an attribute `name`, both as C strings.
+    fn path_and_name(&self, ino: INodeNo, name: &OsStr) -> Result<(CString, CString), Errno> {
+        let p = self.path_of(ino).and_then(|p| cstr(&p))?;
+        let n = CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)?;
+        Ok((p, n))
+    }
+
     fn ino_for(&self, path: &Path) -> u64 {
         let mut i = lock(&self.inodes);
         if let Some(&n) = i.inos.get(path) {
@@ -457,19 +509,10 @@ impl Filesystem for PassFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
-        self.meta_child(parent, name);
-        let p = match self
-            .child(parent, name)
-            .and_then(|p| cstr(&p).map(|c| (p, c)))
-        {
-            Ok(x) => x,
-            Err(e) => return reply.error(e),
-        };
         // SAFETY: valid path; mode and rdev come from the kernel.
-        if unsafe { libc::mknod(p.1.as_ptr(), mode & !umask, rdev as libc::dev_t) } != 0 {
-            return reply.error(last_errno());
-        }
-        self.entry(&p.0, reply);
+        self.make_child(parent, name, reply, |c| unsafe {
+            libc::mknod(c.as_ptr(), mode & !umask, rdev as libc::dev_t)
+        });
     }
 
     fn mkdir(
@@ -481,47 +524,20 @@ impl Filesystem for PassFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
-        self.meta_child(parent, name);
-        let p = match self
-            .child(parent, name)
-            .and_then(|p| cstr(&p).map(|c| (p, c)))
-        {
-            Ok(x) => x,
-            Err(e) => return reply.error(e),
-        };
         // SAFETY: valid path.
-        if unsafe { libc::mkdir(p.1.as_ptr(), (mode & !umask) as libc::mode_t) } != 0 {
-            return reply.error(last_errno());
-        }
-        self.entry(&p.0, reply);
+        self.make_child(parent, name, reply, |c| unsafe {
+            libc::mkdir(c.as_ptr(), (mode & !umask) as libc::mode_t)
+        });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         self.meta_child(parent, name);
-        match self.child(parent, name) {
-            Ok(p) => match std::fs::remove_file(&p) {
-                Ok(()) => {
-                    self.forget_path(&p);
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(e)),
-            },
-            Err(e) => reply.error(e),
-        }
+        self.remove_child(parent, name, reply, |p| std::fs::remove_file(p));
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         self.meta();
-        match self.child(parent, name) {
-            Ok(p) => match std::fs::remove_dir(&p) {
-                Ok(()) => {
-                    self.forget_path(&p);
-                    reply.ok()
-                }
-                Err(e) => reply.error(errno(e)),
-            },
-            Err(e) => reply.error(e),
-        }
+        self.remove_child(parent, name, reply, |p| std::fs::remove_dir(p));
     }
 
     fn symlink(
@@ -901,11 +917,8 @@ impl Filesystem for PassFs {
         reply: ReplyEmpty,
     ) {
         self.meta();
-        let (p, n) = match self.path_of(ino).and_then(|p| cstr(&p)) {
-            Ok(p) => match CString::new(name.as_bytes()) {
-                Ok(n) => (p, n),
-                Err(_) => return reply.error(Errno::EINVAL),
-            },
+        let (p, n) = match self.path_and_name(ino, name) {
+            Ok(x) => x,
             Err(e) => return reply.error(e),
         };
         // SAFETY: valid strings; `value` is a live slice of its length.
@@ -927,11 +940,8 @@ impl Filesystem for PassFs {
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
         self.meta();
-        let (p, n) = match self.path_of(ino).and_then(|p| cstr(&p)) {
-            Ok(p) => match CString::new(name.as_bytes()) {
-                Ok(n) => (p, n),
-                Err(_) => return reply.error(Errno::EINVAL),
-            },
+        let (p, n) = match self.path_and_name(ino, name) {
+            Ok(x) => x,
             Err(e) => return reply.error(e),
         };
         let mut buf = vec![0u8; size as usize];
@@ -961,11 +971,8 @@ impl Filesystem for PassFs {
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         self.meta();
-        let (p, n) = match self.path_of(ino).and_then(|p| cstr(&p)) {
-            Ok(p) => match CString::new(name.as_bytes()) {
-                Ok(n) => (p, n),
-                Err(_) => return reply.error(Errno::EINVAL),
-            },
+        let (p, n) = match self.path_and_name(ino, name) {
+            Ok(x) => x,
             Err(e) => return reply.error(e),
         };
         // SAFETY: valid strings.

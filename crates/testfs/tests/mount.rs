@@ -4,7 +4,7 @@
 //! tests in crates/ioscale/tests/testfs_*.rs drive it with workloads.)
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -191,4 +191,79 @@ fn fusermount3_unmount_ends_the_daemon() {
     let (ok, log) = wait_exit(c);
     assert!(ok, "{log}");
     assert!(!mounted(mp.path()));
+}
+
+fn c_path(p: &Path) -> std::ffi::CString {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap()
+}
+
+fn errno_of(r: libc::c_int) -> Option<i32> {
+    (r != 0).then(|| std::io::Error::last_os_error().raw_os_error().unwrap())
+}
+
+/// mknod, extended attributes and the errors of mkdir, unlink and rmdir
+/// reach SOURCE and come back as the kernel's.
+#[test]
+fn mknod_xattrs_and_errors_pass_through() {
+    if !usable() {
+        return;
+    }
+    let src = tempfile::tempdir().unwrap();
+    let mp = tempfile::tempdir().unwrap();
+    let c = start(src.path(), mp.path(), &[]);
+    let m = mp.path();
+    let fifo = c_path(&m.join("p"));
+    // SAFETY: valid NUL-terminated path.
+    let r = unsafe { libc::mknod(fifo.as_ptr(), libc::S_IFIFO | 0o640, 0) };
+    assert_eq!(errno_of(r), None);
+    let meta = fs::symlink_metadata(src.path().join("p")).unwrap();
+    assert_eq!(meta.mode() & libc::S_IFMT, libc::S_IFIFO);
+    assert_eq!(meta.mode() & 0o777, 0o640 & !umask());
+    // SAFETY: as above.
+    let r = unsafe { libc::mknod(fifo.as_ptr(), libc::S_IFIFO | 0o600, 0) };
+    assert_eq!(errno_of(r), Some(libc::EEXIST));
+
+    fs::create_dir(m.join("d")).unwrap();
+    let e = fs::create_dir(m.join("d")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::EEXIST));
+    fs::write(m.join("d/f"), b"x").unwrap();
+    let e = fs::remove_dir(m.join("d")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOTEMPTY));
+    let e = fs::remove_file(m.join("d/missing")).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
+
+    let f = c_path(&m.join("d/f"));
+    let name = c"user.ioscale";
+    // SAFETY: valid NUL-terminated path and name; the value is 3 bytes.
+    let r = unsafe { libc::setxattr(f.as_ptr(), name.as_ptr(), b"abc".as_ptr().cast(), 3, 0) };
+    match errno_of(r) {
+        // SOURCE's file system keeps no user attributes: nothing to compare.
+        Some(libc::ENOTSUP) => eprintln!("note: SOURCE has no user xattrs"),
+        e => {
+            assert_eq!(e, None);
+            let mut buf = [0u8; 8];
+            // SAFETY: `buf` has 8 writable bytes.
+            let n =
+                unsafe { libc::getxattr(f.as_ptr(), name.as_ptr(), buf.as_mut_ptr().cast(), 8) };
+            assert_eq!(&buf[..n as usize], b"abc");
+            // SAFETY: valid path and name.
+            let r = unsafe { libc::removexattr(f.as_ptr(), name.as_ptr()) };
+            assert_eq!(errno_of(r), None);
+            // SAFETY: as above.
+            let r = unsafe { libc::removexattr(f.as_ptr(), name.as_ptr()) };
+            assert_eq!(errno_of(r), Some(libc::ENODATA));
+        }
+    }
+
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+    let (ok, log) = wait_exit(c);
+    assert!(ok, "{log}");
+}
+
+fn umask() -> u32 {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("Umask:")).unwrap();
+    u32::from_str_radix(line["Umask:".len()..].trim(), 8).unwrap()
 }

@@ -1844,18 +1844,7 @@ pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
         }
     }
     let mut notes = Vec::new();
-    let (failed, total): (usize, usize) = rec
-        .points
-        .iter()
-        .flat_map(|p| &p.ops)
-        .fold((0, 0), |(f, t), o| (f + o.failed, t + o.failed + o.reps));
-    if failed > 0 {
-        let first = rec
-            .points
-            .iter()
-            .flat_map(|p| &p.ops)
-            .find_map(|o| o.first_error.clone())
-            .unwrap_or_default();
+    if let Some((failed, total, first)) = rec.failed_reps() {
         notes.push(format!(
             "{failed} of {total} repetitions failed and are left out of every figure: {first}"
         ));

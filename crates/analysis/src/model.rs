@@ -55,6 +55,21 @@ pub struct SweepRecord {
     pub analysis: Analysis,
 }
 
+impl SweepRecord {
+    /// `(failed, total, first error)` over every point's repetitions
+    /// (total counts the failed and the good ones), when any failed.
+    pub fn failed_reps(&self) -> Option<(usize, usize, String)> {
+        let ops = || self.points.iter().flat_map(|p| &p.ops);
+        let failed: usize = ops().map(|o| o.failed).sum();
+        if failed == 0 {
+            return None;
+        }
+        let total = ops().map(|o| o.failed + o.reps).sum();
+        let first = ops().find_map(|o| o.first_error.clone());
+        Some((failed, total, first.unwrap_or_default()))
+    }
+}
+
 /// The parameters of a sweep: everything that decides which points exist
 /// and how each is run (output files are not part of it).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

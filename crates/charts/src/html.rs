@@ -87,25 +87,7 @@ fn capitalise(s: &str) -> String {
 
 /// The banner counting failed repetitions, with the first error.
 fn failures_banner(o: &mut String, rec: &SweepRecord) {
-    let failed: usize = rec
-        .points
-        .iter()
-        .flat_map(|p| &p.ops)
-        .map(|o| o.failed)
-        .sum();
-    if failed > 0 {
-        let first = rec
-            .points
-            .iter()
-            .flat_map(|p| &p.ops)
-            .find_map(|o| o.first_error.clone())
-            .unwrap_or_default();
-        let total: usize = rec
-            .points
-            .iter()
-            .flat_map(|p| &p.ops)
-            .map(|o| o.failed + o.reps)
-            .sum();
+    if let Some((failed, total, first)) = rec.failed_reps() {
         let _ = writeln!(
         o,
         "<div class=\"banner\" id=\"failures\"><b>{failed} of {total} repetitions failed</b> and are left out of every figure (marked in the table and with a cross in the charts). First error: {}</div>",

@@ -1387,57 +1387,66 @@ fn test_hold(stop: &AtomicBool) {
     }
 }
 
+/// `--resume`: the sweep record saved in `--json`, refused (with the
+/// usage message) when it is missing, holds a single run, or was written
+/// by a sweep with other arguments than `plan`'s.
+fn saved_journal(args: &SweepArgs, plan: &Plan) -> Result<SweepRecord, String> {
+    let path = args
+        .json
+        .as_ref()
+        .expect("clap requires --json with --resume");
+    let saved = match crate::report_cmd::load_record("--json", path) {
+        Ok(analysis::Loaded::Sweep(s)) => *s,
+        Ok(analysis::Loaded::Run(_)) => {
+            return Err(format!(
+                "--resume: {} holds a single run, not a sweep",
+                path.display()
+            ));
+        }
+        Err(e) => return Err(format!("--resume: {e}")),
+    };
+    let diff = config_diff(&saved.config, &plan.config);
+    if !diff.is_empty() {
+        return Err(format!(
+            "--resume: {} was written by a sweep with different arguments ({}); \
+             repeat the original arguments, or drop --resume (or use another --json file) to start over",
+            path.display(),
+            diff.join("; ")
+        ));
+    }
+    Ok(saved)
+}
+
 /// `--resume`: reads the journal into `rec` (rank 0). `Some(failure)`
 /// when it cannot be used.
 fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<Failure> {
-    {
-        let path = args
-            .json
-            .as_ref()
-            .expect("clap requires --json with --resume");
-        let saved = match crate::report_cmd::load_record("--json", path) {
-            Ok(analysis::Loaded::Sweep(s)) => *s,
-            Ok(analysis::Loaded::Run(_)) => {
-                return Some(Failure::usage(format!(
-                    "--resume: {} holds a single run, not a sweep",
-                    path.display()
-                )));
-            }
-            Err(e) => return Some(Failure::usage(format!("--resume: {e}"))),
-        };
-        let diff = config_diff(&saved.config, &plan.config);
-        if !diff.is_empty() {
-            return Some(Failure::usage(format!(
-                "--resume: {} was written by a sweep with different arguments ({}); \
-                 repeat the original arguments, or drop --resume (or use another --json file) to start over",
-                path.display(),
-                diff.join("; ")
-            )));
-        }
-        rec.started = saved.started;
-        rec.command = saved.command;
-        rec.host = saved.host;
-        // Keep only points that still match the plan at their index.
-        rec.points = saved
-            .points
-            .into_iter()
-            .filter(|p| {
-                plan.points.get(p.index).is_some_and(|q| {
-                    q.threads == p.threads
-                        && q.xfer == p.xfer
-                        && q.layout == p.layout
-                        && q.target == p.target
-                })
+    let saved = match saved_journal(args, plan) {
+        Ok(s) => s,
+        Err(why) => return Some(Failure::usage(why)),
+    };
+    rec.started = saved.started;
+    rec.command = saved.command;
+    rec.host = saved.host;
+    // Keep only points that still match the plan at their index.
+    rec.points = saved
+        .points
+        .into_iter()
+        .filter(|p| {
+            plan.points.get(p.index).is_some_and(|q| {
+                q.threads == p.threads
+                    && q.xfer == p.xfer
+                    && q.layout == p.layout
+                    && q.target == p.target
             })
-            .collect();
-        eprintln!(
-            "ioscale: resuming {}: {} of {} points already done",
-            path.display(),
-            rec.points.len(),
-            rec.points_total
-        );
-    }
-
+        })
+        .collect();
+    let path = args.json.as_deref().unwrap_or(Path::new(""));
+    eprintln!(
+        "ioscale: resuming {}: {} of {} points already done",
+        path.display(),
+        rec.points.len(),
+        rec.points_total
+    );
     None
 }
 

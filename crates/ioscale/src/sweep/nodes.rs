@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use analysis::{SweepPoint, SweepRecord};
 use spec::{parse_count, parse_list};
 
-use super::{config_diff, emit_sweep, plan, Plan, Scale, SweepArgs, Usage};
+use super::{emit_sweep, plan, Plan, Scale, SweepArgs, Usage};
 
 /// Where the ranks of each node count run.
 enum Placement {
@@ -160,25 +160,7 @@ fn load_saved(args: &SweepArgs, plan: &Plan, nodes: &[u32]) -> Result<SweepRecor
         .json
         .as_ref()
         .expect("clap requires --json with --resume");
-    let saved = match crate::report_cmd::load_record("--json", path) {
-        Ok(analysis::Loaded::Sweep(s)) => *s,
-        Ok(analysis::Loaded::Run(_)) => {
-            return Err(Usage(format!(
-                "--resume: {} holds a single run, not a sweep",
-                path.display()
-            )))
-        }
-        Err(e) => return Err(Usage(format!("--resume: {e}"))),
-    };
-    let diff = config_diff(&saved.config, &plan.config);
-    if !diff.is_empty() {
-        return Err(Usage(format!(
-            "--resume: {} was written by a sweep with different arguments ({}); repeat the \
-             original arguments, or drop --resume (or use another --json file) to start over",
-            path.display(),
-            diff.join("; ")
-        )));
-    }
+    let saved = super::saved_journal(args, plan).map_err(Usage)?;
     if let Some(p) = saved
         .points
         .iter()

@@ -161,20 +161,11 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
     }
     let mut spec = raw.build().map_err(Failure::usage)?;
     spec.threads = threads as u32;
-    let mut bad_output = None;
-    for (flag, p) in [("--json", &args.json), ("--csv", &args.csv)] {
-        if let (true, Some(p)) = (root, p) {
-            if let Err(e) = check_output_path(flag, p) {
-                bad_output.get_or_insert(e);
-            }
-        }
-    }
-    if coord.any(bad_output.is_some()) {
-        return Err(match bad_output {
-            Some(e) => Failure::refused(format!("{e:#}")),
-            None => Failure::Said(2),
-        });
-    }
+    let outputs = [
+        ("--json", args.json.as_deref()),
+        ("--csv", args.csv.as_deref()),
+    ];
+    check_outputs(coord, &outputs)?;
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
     let live = root
@@ -187,10 +178,7 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
         command,
         stop,
         coord,
-        bench::run::Options {
-            node_summary: !args.per_worker,
-            ..Default::default()
-        },
+        run_options(args.per_worker),
         &mut |rs| early.save(rs),
     );
     drop(live);
@@ -204,6 +192,15 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
         emit(&outcome, json, csv, args.format, args.quiet)
     } else {
         Ok(0)
+    }
+}
+
+/// The driver options of `run` and `meta`: `--per-worker` keeps every
+/// worker's row, otherwise rank 0 receives one summary per node.
+pub(crate) fn run_options(per_worker: bool) -> bench::run::Options {
+    bench::run::Options {
+        node_summary: !per_worker,
+        ..Default::default()
     }
 }
 

@@ -41,10 +41,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         command,
         stop,
         coord,
-        bench::run::Options {
-            node_summary: !args.per_worker,
-            ..Default::default()
-        },
+        crate::run_options(args.per_worker),
         &mut save_early,
     );
     drop(live);

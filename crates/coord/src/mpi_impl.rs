@@ -38,11 +38,24 @@ use std::time::{Duration, Instant};
 
 use mpi::collective::SystemOperation;
 use mpi::environment::Universe;
-use mpi::request::{Request, StaticScope};
+use mpi::request::{Request, Scope, StaticScope};
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 
 use crate::{CoordError, CoordStats, Coordinator, MergeFn, PhaseEnd, PhaseSignals, Signal};
+
+/// Tests a pending request once: true when it has completed (and is gone
+/// from `req`), false while it is still pending (it is put back).
+fn completed<'a, D: ?Sized, S: Scope<'a>>(req: &mut Option<Request<'a, D, S>>) -> bool {
+    match req.take().map(|r| r.test()) {
+        Some(Ok(_)) => true,
+        Some(Err(r)) => {
+            *req = Some(r);
+            false
+        }
+        None => true,
+    }
+}
 
 /// Tag of in-phase signals: `[phase, kind, value]`.
 const TAG_SIGNAL: i32 = 0x10c5;
@@ -592,19 +605,7 @@ impl Coordinator for MpiCoordinator {
         let limit = limit.or(self.timeout);
         let mut req = Some(self.world.immediate_barrier());
         self.count(|s| s.collectives += 1);
-        let r = self.bounded_wait(
-            "the barrier",
-            limit,
-            || match req.take().map(|r| r.test()) {
-                Some(Ok(_)) => true,
-                Some(Err(r)) => {
-                    req = Some(r);
-                    false
-                }
-                None => true,
-            },
-            || {},
-        );
+        let r = self.bounded_wait("the barrier", limit, || completed(&mut req), || {});
         self.barrier_exit_ns.set(now_ns());
         if let Some(r) = req {
             // The barrier can no longer complete normally; the caller
@@ -901,14 +902,7 @@ impl PhaseSignals for MpiSignals<'_> {
             c.bounded_wait(
                 &format!("the end of phase {phase}"),
                 limit,
-                || match req.take().map(|r| r.test()) {
-                    Some(Ok(_)) => true,
-                    Some(Err(r)) => {
-                        req = Some(r);
-                        false
-                    }
-                    None => true,
-                },
+                || completed(&mut req),
                 || this.drain(),
             )
         };

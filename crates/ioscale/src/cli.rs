@@ -303,13 +303,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub seed: Option<String>,
 
-    /// Write the canonical JSON record to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write one CSV row per phase to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: RecordFiles,
 
     /// Under MPI, gather every worker's sample to rank 0 and keep one row
     /// per worker (`workers`) in the record; without it rank 0 receives one
@@ -318,6 +313,26 @@ pub struct RunArgs {
     #[arg(long)]
     pub per_worker: bool,
 
+    #[command(flatten)]
+    pub shown: Shown,
+}
+
+/// Where `run` and `meta` write the record, besides standard output.
+#[derive(Debug, Args)]
+pub struct RecordFiles {
+    /// Write the canonical JSON record to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write one CSV row per phase to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+/// How `run` and `meta` show the run: standard output's format, or
+/// nothing, and the progress on standard error.
+#[derive(Debug, Args)]
+pub struct Shown {
     /// Format for standard output.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
@@ -476,13 +491,8 @@ pub struct MetaArgs {
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub iodepth: Option<String>,
 
-    /// Write the canonical JSON record to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write one CSV row per phase to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: RecordFiles,
 
     /// Under MPI, gather every worker's sample to rank 0 and keep one row
     /// per worker (`workers`, `files.threads`, the text's `thr =` lines);
@@ -492,19 +502,8 @@ pub struct MetaArgs {
     #[arg(long)]
     pub per_worker: bool,
 
-    /// Format for standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-
-    /// Print nothing on standard output (files named by --json/--csv are still written).
-    #[arg(short, long)]
-    pub quiet: bool,
-
-    /// Live progress on standard error: bar (a live line on a terminal),
-    /// plain (one line per finished phase, for logs), none; auto is bar on
-    /// a terminal, plain otherwise.
-    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
-    pub progress: crate::progress::ProgressMode,
+    #[command(flatten)]
+    pub shown: Shown,
 }
 
 impl MetaArgs {

@@ -162,17 +162,21 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
     let mut spec = raw.build().map_err(Failure::usage)?;
     spec.threads = threads as u32;
     let outputs = [
-        ("--json", args.json.as_deref()),
-        ("--csv", args.csv.as_deref()),
+        ("--json", args.record.json.as_deref()),
+        ("--csv", args.record.csv.as_deref()),
     ];
     check_outputs(coord, &outputs)?;
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
     let live = root
-        .then(|| progress::Display::start(args.progress, spec.reps, spec.ops.len(), ranks))
+        .then(|| progress::Display::start(args.shown.progress, spec.reps, spec.ops.len(), ranks))
         .flatten();
     // An interrupted run's record is saved before its files are removed.
-    let mut early = output::EarlySave::new(args.json.as_deref(), args.csv.as_deref(), "the files");
+    let mut early = output::EarlySave::new(
+        args.record.json.as_deref(),
+        args.record.csv.as_deref(),
+        "the files",
+    );
     let outcome = bench::run::run_with_hook(
         &spec,
         command,
@@ -186,10 +190,10 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
     let (json, csv) = if early.saved {
         (None, None)
     } else {
-        (args.json.as_deref(), args.csv.as_deref())
+        (args.record.json.as_deref(), args.record.csv.as_deref())
     };
     if root {
-        emit(&outcome, json, csv, args.format, args.quiet)
+        emit(&outcome, json, csv, args.shown.format, args.shown.quiet)
     } else {
         Ok(0)
     }

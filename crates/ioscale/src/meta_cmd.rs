@@ -20,20 +20,28 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         .build()
         .map_err(Failure::usage)?;
     let outputs = [
-        ("--json", args.json.as_deref()),
-        ("--csv", args.csv.as_deref()),
+        ("--json", args.record.json.as_deref()),
+        ("--csv", args.record.csv.as_deref()),
     ];
     crate::check_outputs(coord, &outputs)?;
     let stop = crate::install_signals()?;
     let command: Vec<String> = std::env::args().collect();
     // An interrupted run's record is saved before its tree is removed: a
     // second Ctrl-C then cuts the cleanup short, never the record.
-    let mut early =
-        crate::output::EarlySave::new(args.json.as_deref(), args.csv.as_deref(), "the tree");
+    let mut early = crate::output::EarlySave::new(
+        args.record.json.as_deref(),
+        args.record.csv.as_deref(),
+        "the tree",
+    );
     let mut save_early = |rs: &report::ResultSet| early.save(rs);
     let live = root
         .then(|| {
-            crate::progress::Display::start(args.progress, spec.reps, spec.ops.len(), coord.size())
+            crate::progress::Display::start(
+                args.shown.progress,
+                spec.reps,
+                spec.ops.len(),
+                coord.size(),
+            )
         })
         .flatten();
     let outcome = bench::meta::run_with_hook(
@@ -52,7 +60,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
     let (json, csv) = if early.saved {
         (None, None)
     } else {
-        (args.json.as_deref(), args.csv.as_deref())
+        (args.record.json.as_deref(), args.record.csv.as_deref())
     };
-    crate::emit(&outcome, json, csv, args.format, args.quiet)
+    crate::emit(&outcome, json, csv, args.shown.format, args.shown.quiet)
 }

@@ -330,6 +330,27 @@ impl Lists {
     }
 }
 
+/// Refuses output flags given to the inner `run` or `meta` (`inner`):
+/// the sweep owns them.
+fn sweeps_own(
+    record: &crate::cli::RecordFiles,
+    shown: &crate::cli::Shown,
+    inner: &str,
+) -> Result<(), Usage> {
+    if record.json.is_some() || record.csv.is_some() || shown.quiet || shown.format != Format::Text
+    {
+        return usage(format!(
+            "give --json, --csv, --format and --quiet to sweep (before --), not to the inner {inner}"
+        ));
+    }
+    if shown.progress != ProgressMode::Auto {
+        return usage(format!(
+            "give --progress to sweep (before --), not to the inner {inner}"
+        ));
+    }
+    Ok(())
+}
+
 /// What kind of job the inner command is (`run`, `meta`, `fio`), its own
 /// repetitions and whether it gives a `--total`; refuses inner flags the
 /// sweep owns and swept lists the job cannot take.
@@ -340,21 +361,11 @@ fn inner_kind(
 ) -> Result<(&'static str, String, bool), Usage> {
     match inner {
         Command::Run(r) => {
-            if r.json.is_some() || r.csv.is_some() || r.quiet || r.format != Format::Text {
-                return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner run");
-            }
-            if r.progress != ProgressMode::Auto {
-                return usage("give --progress to sweep (before --), not to the inner run");
-            }
+            sweeps_own(&r.record, &r.shown, "run")?;
             Ok(("run", r.reps.clone(), r.total.is_some()))
         }
         Command::Meta(m) => {
-            if m.json.is_some() || m.csv.is_some() || m.quiet || m.format != Format::Text {
-                return usage("give --json, --csv, --format and --quiet to sweep (before --), not to the inner meta");
-            }
-            if m.progress != ProgressMode::Auto {
-                return usage("give --progress to sweep (before --), not to the inner meta");
-            }
+            sweeps_own(&m.record, &m.shown, "meta")?;
             if !lists.xfers.is_empty() {
                 return usage("--xfer applies to `run` sweeps; a `meta` job has no transfer size (sweep --layout or --threads)");
             }

@@ -207,6 +207,21 @@ fn names<T>(table: &[T], name: impl Fn(&T) -> &'static str) -> String {
     table.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 
+/// `engine` keeps one request in flight but `depth` were asked for: the
+/// error names the engines of `table` (name, queueing) that queue.
+fn no_queue(
+    engine: &'static str,
+    depth: u32,
+    table: impl Iterator<Item = (&'static str, bool)>,
+) -> EngineError {
+    let q: Vec<_> = table.filter(|e| e.1).map(|e| e.0).collect();
+    EngineError::NoQueue {
+        engine,
+        depth,
+        queueing: q.join(" or "),
+    }
+}
+
 /// The entry of `table` called `name`, or the error listing every name.
 fn find<T: Copy>(
     table: &'static [T],
@@ -237,16 +252,10 @@ pub fn check_data(
     let e = data_engine(name)?;
     let info = e.info();
     if iodepth > 1 && !info.queueing {
-        let q: Vec<_> = DATA_ENGINES
+        let q = DATA_ENGINES
             .iter()
-            .filter(|e| e.info().queueing)
-            .map(|e| e.info().name)
-            .collect();
-        return Err(EngineError::NoQueue {
-            engine: info.name,
-            depth: iodepth,
-            queueing: q.join(" or "),
-        });
+            .map(|e| (e.info().name, e.info().queueing));
+        return Err(no_queue(info.name, iodepth, q));
     }
     if direct && !info.direct {
         return Err(EngineError::NoDirect { engine: info.name });
@@ -395,16 +404,10 @@ pub fn check_meta(
     let e = meta_engine(name)?;
     let info = e.info();
     if iodepth > 1 && !info.queueing {
-        let q: Vec<_> = META_ENGINES
+        let q = META_ENGINES
             .iter()
-            .filter(|e| e.info().queueing)
-            .map(|e| e.info().name)
-            .collect();
-        return Err(EngineError::NoQueue {
-            engine: info.name,
-            depth: iodepth,
-            queueing: q.join(" or "),
-        });
+            .map(|e| (e.info().name, e.info().queueing));
+        return Err(no_queue(info.name, iodepth, q));
     }
     // Teardown (`cleanup`) runs on the synchronous engine whatever the
     // choice, so every engine accepts it.

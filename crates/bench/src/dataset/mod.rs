@@ -135,6 +135,19 @@ pub struct Guard {
     lock_file: std::ffi::OsString,
 }
 
+impl Guard {
+    /// The guard of `ioscale.d` (`root`, held through `target`) under
+    /// `lock`, whose lock file is the marker's.
+    fn native(target: DirHandle, root: DirHandle, lock: SetLock) -> Guard {
+        Guard {
+            target,
+            root,
+            lock: Some(lock),
+            lock_file: lock_name(MARKER_NAME),
+        }
+    }
+}
+
 impl Drop for Guard {
     /// A kept set (or one left for `clean`) is released: its lock file goes
     /// too, so what is left is the data set and its marker alone.
@@ -724,12 +737,7 @@ fn adopt_native(spec: &WorkloadSpec, target: DirHandle, writes: bool) -> Result<
         marker: found,
         had_data,
         kind: SetKind::Native,
-        guard: Some(Guard {
-            target,
-            root: rootd,
-            lock: Some(lock),
-            lock_file: lock_name(MARKER_NAME),
-        }),
+        guard: Some(Guard::native(target, rootd, lock)),
         peer: None,
     })
 }
@@ -835,12 +843,7 @@ fn create_native(
         marker: want,
         had_data: false,
         kind: SetKind::Native,
-        guard: Some(Guard {
-            target,
-            root: rootd,
-            lock: Some(lock),
-            lock_file: lock_name(MARKER_NAME),
-        }),
+        guard: Some(Guard::native(target, rootd, lock)),
         peer: None,
     };
     if let Err(e) = ds.make_worker_dirs() {
@@ -1536,21 +1539,37 @@ fn clean_ior(path: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, 
     }))
 }
 
-/// The native set `target/ioscale.d`: `None` when it does not exist.
-fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
-    let root = target.join(ROOT_NAME);
+/// For `clean`: TARGET, the working directory `TARGET/name` (`run`'s or
+/// `meta`'s) and that directory held open, or `None` when there is none.
+pub(crate) fn open_root_to_clean(
+    target: &Path,
+    name: &str,
+) -> Result<Option<(DirHandle, PathBuf, DirHandle)>, Error> {
     let t = DirHandle::open_target(target).map_err(fs_err)?;
-    if t.stat_at(ROOT_NAME).map_err(fs_err)?.is_none() {
+    if t.stat_at(name).map_err(fs_err)?.is_none() {
         return Ok(None);
     }
     let rootd = t
-        .open_dir_at(ROOT_NAME, None)
+        .open_dir_at(name, None)
         .map_err(|e| Error::Refused(format!("{e}; refusing to remove anything through it")))?;
+    Ok(Some((t, target.join(name), rootd)))
+}
+
+/// `clean` refuses a working directory `root` without ioscale's marker.
+pub(crate) fn no_marker(root: &Path) -> Error {
+    Error::Refused(format!(
+        "{} has no ioscale marker; refusing to remove anything in it",
+        root.display()
+    ))
+}
+
+/// The native set `target/ioscale.d`: `None` when it does not exist.
+fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
+    let Some((t, root, rootd)) = open_root_to_clean(target, ROOT_NAME)? else {
+        return Ok(None);
+    };
     let Some(m) = read_marker_in(&rootd) else {
-        return Err(Error::Refused(format!(
-            "{} has no ioscale marker; refusing to remove anything in it",
-            root.display()
-        )));
+        return Err(no_marker(&root));
     };
     check_root_id(&m, &rootd)?;
     let lock = take_lock_named(
@@ -1563,15 +1582,7 @@ fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Clean
     let took_over = lock
         .stale_holder()
         .map(|(h, why)| format!("took over {} from {} ({why})", root.display(), h.describe()));
-    let left = remove_native(
-        Guard {
-            target: t,
-            root: rootd,
-            lock: Some(lock),
-            lock_file: lock_name(MARKER_NAME),
-        },
-        &m,
-    );
+    let left = remove_native(Guard::native(t, rootd, lock), &m);
     Ok(Some(Cleaned {
         set: format!("the data set {}", root.display()),
         took_over,

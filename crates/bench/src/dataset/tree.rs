@@ -644,19 +644,11 @@ const OLD_MARKER_TEMP: &str = ".ioscale-meta-marker.tmp";
 /// live run holds is refused naming it; one whose holder is gone is taken
 /// over.
 pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
-    let t = DirHandle::open_target(target).map_err(fs_err)?;
-    if t.stat_at(ROOT_NAME).map_err(fs_err)?.is_none() {
+    let Some((t, root, rootd)) = super::open_root_to_clean(target, ROOT_NAME)? else {
         return Ok(None);
-    }
-    let root = target.join(ROOT_NAME);
-    let rootd = t
-        .open_dir_at(ROOT_NAME, None)
-        .map_err(|e| Error::Refused(format!("{e}; refusing to remove anything through it")))?;
+    };
     let Some(m) = read_marker_in(&rootd) else {
-        return Err(Error::Refused(format!(
-            "{} has no ioscale marker; refusing to remove anything in it",
-            root.display()
-        )));
+        return Err(super::no_marker(&root));
     };
     let lock = match SetLock::try_lock_with(&rootd, lock_name(MARKER_NAME), &command_line(), opts)
         .map_err(fs_err)?

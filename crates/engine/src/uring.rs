@@ -107,6 +107,9 @@ pub struct UringOptions {
     pub coop_taskrun: bool,
     /// `IORING_SETUP_SINGLE_ISSUER` plus `DEFER_TASKRUN`.
     pub single_issuer: bool,
+    /// Without SQPOLL: wait for completions by spinning instead of
+    /// sleeping in `io_uring_enter` (see [`UringQueue::spin_wait`]).
+    pub spin: bool,
 }
 
 impl Default for UringOptions {
@@ -118,6 +121,7 @@ impl Default for UringOptions {
             sqpoll_idle_ms: None,
             coop_taskrun: false,
             single_issuer: false,
+            spin: false,
         }
     }
 }
@@ -136,6 +140,7 @@ impl UringOptions {
             sqpoll_idle_ms: o.sqpoll_idle_ms,
             coop_taskrun: o.coop_taskrun,
             single_issuer: o.single_issuer,
+            spin: o.spin,
         }
     }
 
@@ -194,6 +199,11 @@ fn build_ring(
         }
         if coop {
             b.setup_coop_taskrun();
+        }
+        if o.spin && (coop || single) {
+            // Task work waiting to be run is flagged in the ring, where a
+            // spinning worker sees it (IORING_SQ_TASKRUN).
+            b.setup_taskrun_flag();
         }
         if single {
             // Disabled until the worker thread enables it, so the ring's
@@ -457,12 +467,19 @@ impl UringState {
     /// see every call (to submit, run deferred task work, or flush an
     /// overflowed completion queue).
     fn enter(&mut self, want: u32) -> io::Result<usize> {
+        self.enter_with(want, false)
+    }
+
+    /// [`UringState::enter`]; with `run_work`, always with
+    /// `IORING_ENTER_GETEVENTS`, so the kernel runs completion work waiting
+    /// for this thread (and posts its completions) even with `want == 0`.
+    fn enter_with(&mut self, want: u32, run_work: bool) -> io::Result<usize> {
         let sqpoll = self.ring.params().is_setup_sqpoll();
         let sq = self.ring.submission();
         let len = sq.len() as u32;
         let busy = sq.cq_overflow() || sq.taskrun();
         let mut flags = 0;
-        if want > 0 || busy {
+        if want > 0 || busy || run_work {
             flags |= IORING_ENTER_GETEVENTS;
         }
         if sqpoll {
@@ -531,6 +548,8 @@ pub struct UringQueue<'s> {
     /// The ring has a polling kernel thread (SQPOLL): see
     /// [`UringQueue::submit_and_reap`].
     sqpoll: bool,
+    /// Wait for completions by spinning ([`UringQueue::spin_wait`]).
+    spin: bool,
     /// In `Each` mode: the newest request is in the submission queue but
     /// not yet handed to the kernel (it goes with the next push or wait).
     held: bool,
@@ -571,6 +590,7 @@ impl<'s> UringQueue<'s> {
             .collect();
         let sqpoll = st.ring.params().is_setup_sqpoll();
         let batch = st.opts.submit == SubmitMode::Batch && !sqpoll;
+        let spin = st.opts.spin && !sqpoll;
         UringQueue {
             st,
             fd,
@@ -578,6 +598,7 @@ impl<'s> UringQueue<'s> {
             slots,
             batch,
             sqpoll,
+            spin,
             held: false,
             outstanding: 0,
             stamp: false,
@@ -781,6 +802,8 @@ impl IoQueue for UringQueue<'_> {
                     }
                     std::hint::spin_loop();
                 }
+            } else if self.spin {
+                self.spin_wait()?;
             } else {
                 match self.st.enter(1) {
                     Ok(_) => self.held = false,
@@ -798,6 +821,44 @@ impl IoQueue for UringQueue<'_> {
 }
 
 impl UringQueue<'_> {
+    /// Waits for a completion without sleeping (`spin`, without SQPOLL):
+    /// hands over what is queued, then watches the completion ring. A
+    /// sleeping wait costs a wake-up per completion (in a virtual machine,
+    /// an idle vCPU's halt and its wake); spinning saves that, at the price
+    /// of a busy CPU. Completions reach the ring as task work of this
+    /// thread: by an interrupt of the spinning thread (no task-work flags),
+    /// or, with COOP_TASKRUN/DEFER_TASKRUN, when the thread enters the
+    /// kernel — so when the ring flags waiting work (IORING_SQ_TASKRUN, set
+    /// up with those flags), one `io_uring_enter` that does not wait runs
+    /// it. Now and then it enters anyway and yields the CPU, for a
+    /// machine whose CPUs are short.
+    fn spin_wait(&mut self) -> io::Result<()> {
+        let entered = |r: io::Result<usize>| match r {
+            Err(e) if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => Err(e),
+            _ => Ok(()),
+        };
+        if !self.st.ring.submission().is_empty() {
+            entered(self.st.enter(0))?;
+        }
+        self.held = false;
+        // SAFETY: `status` reads the ring's head and tail through pointers
+        // into the ring's mapping; it is used only in this function, while
+        // `self.st` (and so the ring) is borrowed.
+        let status = unsafe { self.st.ring.completion().status() };
+        let mut spins = 0u32;
+        while status.is_empty() {
+            spins = spins.wrapping_add(1);
+            if self.st.ring.submission().taskrun() || spins.is_multiple_of(1024) {
+                entered(self.st.enter_with(0, true))?;
+                if spins.is_multiple_of(1024) {
+                    std::thread::yield_now();
+                }
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
     /// Takes every completion in the ring: finished requests go to `out`,
     /// short transfers are queued again for the rest.
     fn reap(&mut self, out: &mut Vec<Completion>) {

@@ -645,10 +645,11 @@ fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
             .and_then(|f| f.waiting_avg)
             .map(|q| format!(", {q:.1} requests waiting in the kernel on average"))
             .unwrap_or_default();
+        let traced = fuse_in_flight(r).unwrap_or_default();
         return Limiter {
             limit: Limit::Server,
             figure: format!(
-                "the file-system server ({fs}): no process here at a full core, CPUs {} busy{dev}{waiting}",
+                "the file-system server ({fs}): no process here at a full core, CPUs {} busy{dev}{waiting}{traced}",
                 pct(busy)
             ),
             workers: w,
@@ -663,6 +664,22 @@ fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
         ),
         workers: w,
     }
+}
+
+/// ", FUSE data requests 2.50 ms each from send to reply, 7.8 in flight
+/// on average", from the traced requests (Little's law on the requests:
+/// summed time in flight ÷ elapsed).
+fn fuse_in_flight(r: &Resources) -> Option<String> {
+    let q = r.fuse.as_ref()?.requests.as_ref()?;
+    let n = q.write.answered + q.read.answered;
+    let t = q.write.time_s + q.read.time_s;
+    (n > 0 && r.elapsed_s > 0.0).then(|| {
+        format!(
+            ", FUSE data requests {} each from send to reply, {:.1} in flight on average",
+            dur(t / n as f64),
+            t / r.elapsed_s
+        )
+    })
 }
 
 fn ev(what: &str, p: &CurvePoint) -> Evidence {
@@ -1261,11 +1278,8 @@ fn little_sentence(
     } else {
         String::new()
     };
-    let fuse = if ctx.fs_type.starts_with("fuse") && first.bytes_per_op > 131_072.0 {
-        format!(
-            " On FUSE each {} system call reaches the daemon as several requests of at most the negotiated max_write (128 KiB on older kernels, up to 1 MiB), so the time per kernel request is this divided by that count.",
-            bytes(first.bytes_per_op)
-        )
+    let fuse = if ctx.fs_type.starts_with("fuse") {
+        fuse_requests_sentence(&out.op, first, l0.latency_s)
     } else {
         String::new()
     };
@@ -1275,6 +1289,115 @@ fn little_sentence(
         workers_word(l0.threads),
         num(per_worker),
     ))
+}
+
+/// The FUSE requests that carried a line's data, summed over a point's
+/// traced phases.
+struct DataRequests {
+    count: u64,
+    bytes: u64,
+    max: u64,
+    lost: u64,
+    /// Requests whose reply was traced, and their summed send-to-reply time.
+    answered: u64,
+    time_s: f64,
+    /// The opcodes counted.
+    names: &'static str,
+}
+
+/// The data requests of `op` at point `p`, or why they were not traced.
+fn fuse_data_requests(op: &str, p: &CurvePoint) -> Result<DataRequests, String> {
+    let f = p
+        .resources
+        .as_ref()
+        .and_then(|r| r.fuse.as_ref())
+        .ok_or_else(|| "no resource measurement of the FUSE connection".to_string())?;
+    let Some(r) = f.requests.as_ref() else {
+        return Err(f
+            .requests_note
+            .clone()
+            .unwrap_or_else(|| "not traced".into()));
+    };
+    let (w, rd) = (&r.write, &r.read);
+    let mut d = DataRequests {
+        count: w.count,
+        bytes: w.bytes,
+        max: w.max_bytes,
+        lost: r.lost_events,
+        answered: w.answered,
+        time_s: w.time_s,
+        names: "FUSE_WRITE",
+    };
+    match op {
+        "rw" | "randrw" => {
+            d.count += rd.count;
+            d.bytes += rd.bytes;
+            d.max = d.max.max(rd.max_bytes);
+            d.answered += rd.answered;
+            d.time_s += rd.time_s;
+            d.names = "FUSE_WRITE and FUSE_READ";
+        }
+        "read" | "randread" => {
+            d.count = rd.count;
+            d.bytes = rd.bytes;
+            d.max = rd.max_bytes;
+            d.answered = rd.answered;
+            d.time_s = rd.time_s;
+            d.names = "FUSE_READ";
+        }
+        _ => {}
+    }
+    Ok(d)
+}
+
+/// On a FUSE target, what one operation became at the daemon: with the
+/// kernel's requests traced, how many requests of what size carried it and
+/// the time per request; without, that the size was not measured and why.
+fn fuse_requests_sentence(op: &str, first: &CurvePoint, latency_s: f64) -> String {
+    let bpo = first.bytes_per_op;
+    if bpo <= 0.0 {
+        return String::new();
+    }
+    match fuse_data_requests(op, first) {
+        Ok(d) if d.count > 0 && d.bytes > 0 => {
+            let mean = d.bytes as f64 / d.count as f64;
+            let per_op = bpo / mean;
+            let lost = if d.lost > 0 {
+                format!(
+                    "; the trace lost {} events, so these counts may be short",
+                    d.lost
+                )
+            } else {
+                String::new()
+            };
+            let kernel = if d.answered > 0 {
+                format!(
+                    "; the kernel measured {} per request from sending it to the reply",
+                    dur(d.time_s / d.answered as f64)
+                )
+            } else {
+                String::new()
+            };
+            format!(
+                " Each {} {op} reached the FUSE daemon as {per_op:.1} requests of {} on average (measured: {} {} requests in the traced phases, the largest {}{lost}): per request ≈ {} if they are served one after another{kernel}.",
+                bytes(bpo),
+                bytes(mean),
+                d.count,
+                d.names,
+                bytes(d.max as f64),
+                dur(latency_s / per_op)
+            )
+        }
+        Ok(d) => format!(
+            " No {} request was traced while the phase ran (data served from the page cache?), so the per-request time is not known.",
+            d.names
+        ),
+        Err(why) if bpo > 131_072.0 => format!(
+            " On FUSE each {} system call reaches the daemon as several requests of at most the negotiated max_write (128 KiB on older kernels, up to 1 MiB), so the time per kernel request is this divided by that count; that count was not measured ({why}).",
+            bytes(bpo)
+        ),
+        Err(why) => format!(" The FUSE request size was not measured ({why})."),
+    }
 }
 
 /// The USL fit, and its sentence: quoted only when it is worth it, else
@@ -1852,6 +1975,99 @@ mod tests {
 
     const KIB64: f64 = 65536.0;
 
+    /// One 1 MiB write per worker at 40 MiB/s (Little's law: 25 ms per
+    /// write) on a FUSE mount, with `requests` traced or not.
+    fn fuse_line(requests: Option<probe::FuseRequests>, note: Option<&str>) -> CurveAnalysis {
+        let mut r = res("fuse.ioscale-testfs", 0.3, 0.1);
+        r.fuse = Some(probe::FuseUse {
+            requests,
+            requests_note: note.map(String::from),
+            ..Default::default()
+        });
+        let p = CurvePoint {
+            resources: Some(r),
+            ..pt(1, &tight(40.0), 1_048_576.0)
+        };
+        analyse_curve("", "write", "MiB/s", &[p], &ctx("fuse.ioscale-testfs"))
+    }
+
+    #[test]
+    fn fuse_little_law_is_explained_in_measured_requests() {
+        // 40 writes of 1 MiB became 320 requests of 128 KiB, each 3 ms from
+        // send to reply.
+        let mut q = probe::FuseRequests::default();
+        q.write.count = 320;
+        q.write.bytes = 320 * 131_072;
+        q.write.max_bytes = 131_072;
+        q.write.answered = 320;
+        q.write.time_s = 320.0 * 0.003;
+        let a = fuse_line(Some(q), None);
+        let said = a.sentences.join(" ");
+        println!("{said}");
+        assert!(
+            said.contains("Each 1 MiB write reached the FUSE daemon as 8.0 requests of 128 KiB on average (measured: 320 FUSE_WRITE requests"),
+            "{said}"
+        );
+        // 25 ms per write ÷ 8 requests.
+        assert!(
+            said.contains("per request ≈ 3.12 ms if they are served one after another"),
+            "{said}"
+        );
+        assert!(
+            said.contains("the kernel measured 3.00 ms per request"),
+            "{said}"
+        );
+        assert!(!said.contains("not measured"), "{said}");
+    }
+
+    #[test]
+    fn fuse_requests_not_traced_say_why() {
+        let a = fuse_line(
+            None,
+            Some("not root: the kernel's FUSE trace events need root"),
+        );
+        let said = a.sentences.join(" ");
+        println!("{said}");
+        assert!(
+            said.contains(
+                "that count was not measured (not root: the kernel's FUSE trace events need root)"
+            ),
+            "{said}"
+        );
+        assert!(!said.contains("FUSE_WRITE requests"), "{said}");
+        // Traced, but no write reached the daemon (page cache).
+        let a = fuse_line(Some(probe::FuseRequests::default()), None);
+        let said = a.sentences.join(" ");
+        assert!(said.contains("No FUSE_WRITE request was traced"), "{said}");
+    }
+
+    #[test]
+    fn server_limit_shows_the_requests_in_flight() {
+        let mut r = res("fuse.ioscale-testfs", 0.3, 0.1);
+        let mut q = probe::FuseRequests::default();
+        q.read.count = 1000;
+        q.read.answered = 1000;
+        // 1000 requests of 8 ms over 1 s: 8 in flight.
+        q.read.time_s = 8.0;
+        r.fuse = Some(probe::FuseUse {
+            requests: Some(q),
+            ..Default::default()
+        });
+        let p = CurvePoint {
+            resources: Some(r),
+            ..pt(8, &tight(100.0), KIB64)
+        };
+        let l = limiter(&[p], &ctx("fuse.ioscale-testfs"));
+        assert_eq!(l.limit, Limit::Server, "{}", l.figure);
+        assert!(
+            l.figure.contains(
+                "FUSE data requests 8.00 ms each from send to reply, 8.0 in flight on average"
+            ),
+            "{}",
+            l.figure
+        );
+    }
+
     #[test]
     fn noisy_line_highest_at_one_worker_names_the_range() {
         // Highest at 1 worker, everything within wide noise: the sentence
@@ -2144,14 +2360,14 @@ mod tests {
         // the peak is "clearly" above it by 5 %, yet the line does not
         // scale: each request waits behind the others (the measured
         // median grows with the workers).
-        let r = || res("fuse.ioscale-testfs", 0.3, 0.05);
+        let r = testfs_res;
         let pts = [
             measured(1, 26.1, 2_300.0, r()),
             measured(2, 27.0, 4_500.0, r()),
             measured(4, 27.4, 9_000.0, r()),
             measured(8, 27.0, 18_300.0, r()),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
         assert!(
             a.verdict.text.contains("serialised at the server"),
@@ -2171,11 +2387,35 @@ mod tests {
             measured(4, 24.8, 10_300.0, r()),
             measured(8, 27.9, 17_900.0, r()),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+    }
+
+    /// The resources of a run on the test FUSE file system.
+    fn testfs_res() -> Resources {
+        res("fuse.ioscale-testfs", 0.3, 0.05)
+    }
+
+    /// The analysis of a write curve on the test FUSE file system.
+    fn on_testfs(pts: &[CurvePoint]) -> CurveAnalysis {
+        analyse_curve("", "write", "MiB/s", pts, &ctx("fuse.ioscale-testfs"))
+    }
+
+    /// A point of `n` workers with noisy repetitions and a measured median.
+    fn noisy(n: u32, reps: &[f64], p50: f64) -> CurvePoint {
+        CurvePoint {
+            lat_p50_us: p50,
+            resources: Some(testfs_res()),
+            ..pt(n, reps, KIB64)
+        }
+    }
+
+    #[test]
+    fn a_server_that_serves_two_at_once_is_saturated_not_serialised() {
         // A server that serves two requests at once doubles the rate from
         // one worker to two, then stays at its cap: saturated, not
         // serialised (the cap is reached at 2 workers, not 1).
+        let r = testfs_res;
         let pts = [
             measured(1, 30.0, 2_100.0, r()),
             measured(2, 58.0, 2_200.0, r()),
@@ -2183,7 +2423,7 @@ mod tests {
             measured(8, 60.0, 8_400.0, r()),
             measured(16, 60.0, 16_800.0, r()),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Saturated, "{:?}", a.sentences);
         assert_eq!(a.limit, Some(Limit::Server));
         // Flat throughput whose requests do not wait longer is not a
@@ -2194,46 +2434,37 @@ mod tests {
             measured(4, 27.4, 2_300.0, r()),
             measured(8, 27.0, 2_300.0, r()),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+    }
+
+    #[test]
+    fn noisy_repetitions_on_one_server_thread_are_serialised() {
         // Noisy repetitions (±24 %, a busy machine) still show no scaling:
         // every point stays clearly below twice the first.
-        let noisy = |n: u32, reps: &[f64], p50: f64| CurvePoint {
-            lat_p50_us: p50,
-            resources: Some(r()),
-            ..pt(n, reps, KIB64)
-        };
         let pts = [
             noisy(1, &[20.0, 27.0, 34.0], 2_200.0),
             noisy(2, &[21.0, 28.0, 33.0], 4_300.0),
             noisy(4, &[19.0, 27.0, 35.0], 8_700.0),
             noisy(8, &[20.0, 26.0, 33.0], 18_000.0),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
         // A first point disturbed low (±40 %, a load average of 16) leaves
         // the throughput unable to rule out a doubling, but the measured
         // latency doubles with every doubling of the workers: each request
         // waits behind the others, so the server takes one at a time.
+        let p99 = |us: f64, p: CurvePoint| CurvePoint {
+            lat_p99_us: us,
+            ..p
+        };
         let pts = [
-            CurvePoint {
-                lat_p99_us: 5_500.0,
-                ..noisy(1, &[10.0, 18.0, 26.0], 2_170.0)
-            },
-            CurvePoint {
-                lat_p99_us: 6_100.0,
-                ..noisy(2, &[26.0, 27.0, 28.0], 4_350.0)
-            },
-            CurvePoint {
-                lat_p99_us: 12_500.0,
-                ..noisy(4, &[26.0, 27.0, 28.0], 8_640.0)
-            },
-            CurvePoint {
-                lat_p99_us: 18_500.0,
-                ..noisy(8, &[26.0, 27.0, 28.0], 12_600.0)
-            },
+            p99(5_500.0, noisy(1, &[10.0, 18.0, 26.0], 2_170.0)),
+            p99(6_100.0, noisy(2, &[26.0, 27.0, 28.0], 4_350.0)),
+            p99(12_500.0, noisy(4, &[26.0, 27.0, 28.0], 8_640.0)),
+            p99(18_500.0, noisy(8, &[26.0, 27.0, 28.0], 12_600.0)),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
         // The same throughput with latency that stays put (two at a time
         // from 2 workers on) is not.
@@ -2243,7 +2474,7 @@ mod tests {
             noisy(4, &[26.0, 27.0, 28.0], 4_400.0),
             noisy(8, &[26.0, 27.0, 28.0], 8_600.0),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &flat, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&flat);
         assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
         // But a noisy first point that may hide a doubling, with latency
         // that barely grows, is not enough.
@@ -2251,9 +2482,13 @@ mod tests {
             noisy(1, &[50.0, 100.0, 60.0], 900.0),
             noisy(2, &[100.0, 110.0, 105.0], 1_200.0),
         ];
-        let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        let a = on_testfs(&pts);
         assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
-        // A fall beyond noise after a small rise is a fall.
+    }
+
+    #[test]
+    fn a_fall_beyond_noise_after_a_small_rise_is_a_fall() {
+        let r = testfs_res;
         let pts = [
             measured(1, 1000.0, 60.0, r()),
             measured(2, 1300.0, 90.0, r()),

@@ -20,18 +20,23 @@ use engine::{IoFailure, PhaseControl, VerifyTally, WorkerSample};
 use report::{ClusterInfo, HostInfo, NodePhase, PhaseRecord, RankPhase};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use stats::{IoCounters, LatencyHistogram, SparseHistogram};
+use stats::{IoCounters, LatencyHistogram};
 
 use crate::digest::{Digest, MetaSums, RunSums, Share, Sums};
 use crate::error::Error;
 
-/// A [`WorkerSample`] in a form serde can carry.
+/// A [`WorkerSample`] in a form serde can carry: its counters and times,
+/// not its latency histogram. Samples cross ranks only for the per-worker
+/// rows (`--per-worker`, dd's jobs), which print counts and times; the
+/// phase's latencies come from the node summaries' merged histogram
+/// ([`Digest`]), so rank 0 would receive a histogram per worker that no
+/// one reads (the per-worker latencies of [`crate::run::Outcome`] are for
+/// `ioscale fio`, which runs in one process).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WireSample {
     worker: u32,
     file: u32,
     counters: IoCounters,
-    hist: SparseHistogram,
     start_ns: u64,
     open_done_ns: u64,
     io_done_ns: u64,
@@ -50,7 +55,6 @@ impl From<&WorkerSample> for WireSample {
             worker: s.worker,
             file: s.file,
             counters: s.counters,
-            hist: s.hist.to_sparse(),
             start_ns: s.start_ns,
             open_done_ns: s.open_done_ns,
             io_done_ns: s.io_done_ns,
@@ -66,16 +70,13 @@ impl From<&WorkerSample> for WireSample {
 }
 
 impl WireSample {
-    /// Back to a sample; a histogram this build cannot read is a mismatch
-    /// of binaries between ranks.
+    /// Back to a sample, with an empty latency histogram (see the type).
     pub fn into_sample(self) -> Result<WorkerSample, String> {
-        let hist = LatencyHistogram::from_sparse(&self.hist)
-            .map_err(|e| format!("worker {}: latency histogram: {e}", self.worker))?;
         Ok(WorkerSample {
             worker: self.worker,
             file: self.file,
             counters: self.counters,
-            hist,
+            hist: LatencyHistogram::new(),
             start_ns: self.start_ns,
             open_done_ns: self.open_done_ns,
             io_done_ns: self.io_done_ns,
@@ -95,7 +96,11 @@ impl WireSample {
 }
 
 /// A [`MetaSample`] (`ioscale meta`, mdtest, smallfile) in a form serde
-/// can carry.
+/// can carry: its counts and times, not its latency histogram. Rows are
+/// gathered only for the per-thread lines (`--per-worker`, smallfile),
+/// which print counts; the phase's latencies come from the node
+/// summaries' merged histogram ([`Digest`]), so a histogram per worker
+/// at rank 0 would be bytes no one reads.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MetaWire {
     worker: u32,
@@ -107,7 +112,6 @@ pub struct MetaWire {
     errors: u64,
     left: u64,
     first_left: Option<PathBuf>,
-    hist: SparseHistogram,
     start_ns: u64,
     end_ns: u64,
     stonewall_files: u64,
@@ -138,7 +142,6 @@ impl From<&MetaSample> for MetaWire {
             errors: s.errors,
             left: s.left,
             first_left: s.first_left.clone(),
-            hist: s.hist.to_sparse(),
             start_ns: s.start_ns,
             end_ns: s.end_ns,
             stonewall_files: s.stonewall_files,
@@ -155,10 +158,8 @@ impl From<&MetaSample> for MetaWire {
 }
 
 impl MetaWire {
-    /// Back to a sample (see [`WireSample::into_sample`]).
+    /// Back to a sample, with an empty latency histogram (see the type).
     pub fn into_sample(self) -> Result<MetaSample, String> {
-        let hist = LatencyHistogram::from_sparse(&self.hist)
-            .map_err(|e| format!("worker {}: latency histogram: {e}", self.worker))?;
         Ok(MetaSample {
             worker: self.worker,
             files: self.files,
@@ -169,7 +170,7 @@ impl MetaWire {
             errors: self.errors,
             left: self.left,
             first_left: self.first_left,
-            hist,
+            hist: LatencyHistogram::new(),
             start_ns: self.start_ns,
             end_ns: self.end_ns,
             stonewall_files: self.stonewall_files,
@@ -1148,8 +1149,10 @@ mod tests {
             .into_sample()
             .unwrap();
         assert_eq!(back.counters, s.counters);
-        assert_eq!(back.hist.count(), 2);
-        assert_eq!(back.hist.max(), s.hist.max());
         assert_eq!(back.end_ns, 4);
+        assert_eq!(back.stonewall_bytes, 4096);
+        // The latencies stay on their rank: the node summaries carry them.
+        assert_eq!(back.hist.count(), 0);
+        assert!(!String::from_utf8_lossy(&text).contains("hist"));
     }
 }

@@ -11,7 +11,10 @@
 //! - [`dataset`]: the files and directories a run creates, their marker,
 //!   and removing exactly those again — every file-system mutation of a
 //!   dataset goes through it.
-//! - [`run`] / [`meta`]: the phase drivers of data and metadata workloads.
+//! - `phase`: how a phase runs — the one driver loop both workload kinds
+//!   share (repetitions, layout, probe, record, stop and failure rules).
+//! - [`run`] / [`meta`]: the data and metadata workloads, each a kind of
+//!   that driver: their checks, setup, plans, reduction and cleanup.
 //! - [`cluster`]: threads × ranks: running a phase on every worker of every
 //!   rank, the wire types, and the reduction's rank-level half.
 //! - [`digest`]: a phase's samples folded per rank and node, so rank 0
@@ -28,6 +31,7 @@ pub mod digest;
 pub mod error;
 pub mod host;
 pub mod meta;
+mod phase;
 mod record;
 pub mod run;
 pub mod topology;

@@ -1,5 +1,7 @@
-//! The driver of `ioscale meta`: the tree, its marker, the phases, and
-//! removing exactly what was made.
+//! The metadata workload of `ioscale meta`: the tree, its marker, the
+//! phases, and removing exactly what was made. The loop over repetitions
+//! and phases is the shared one of `crate::phase`; this module is the
+//! metadata kind's steps.
 //!
 //! ioscale works in `TARGET/ioscale-meta.d` and writes a marker there
 //! before anything else. The marker records the tree's shape (threads,
@@ -11,7 +13,7 @@
 //! [`ResultSet`] as `ioscale run`, with `op` the metadata operation and
 //! `ops` the files processed.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use coord::Coordinator;
@@ -20,16 +22,16 @@ use engine::registry::{check_meta_spec, MetaEngineConfig};
 use report::{
     FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles, WorkerRecord,
 };
-use spec::{MetaOp, MetaSpec};
+use spec::{MetaOp, MetaSpec, TreeState};
 
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::tree::{close, prepare, union, Tree};
 use crate::error::Error;
 use crate::host;
-use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
+use crate::phase::{drive, Ctx, Flow, Kind, Sequence};
+use crate::record::new_record;
 use crate::run::{make_run_id, space_warning, Options, Outcome};
 use crate::topology::Topology;
-use probe::{PhaseProbe, Probe};
 
 pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
 
@@ -111,7 +113,7 @@ pub fn run_with_options(
 /// [`run_with_options`], calling `before_cleanup` on rank 0 with the
 /// record of an interrupted run before the tree is removed: the caller
 /// saves it there, so a second signal during a long cleanup loses nothing
-/// but the cleanup.
+/// but the cleanup. The phases run in `phase::drive`.
 pub fn run_with_hook(
     spec: &MetaSpec,
     command: Vec<String>,
@@ -125,184 +127,230 @@ pub fn run_with_hook(
         host,
         topo,
         gspec,
-        mut warns,
-        mut tree,
+        warns,
+        tree,
     } = setup(spec, coord, &mut notes)?;
-    let is_root = topo.is_root();
-    let layout = &topo.layout;
-    let user_spec = spec;
-    let spec = &gspec;
-    let mut seq = 0u64;
-    let mut results = new_record(command, host, JobSpec::Meta(user_spec.clone()));
-    // Indices per thread that the next phase may use: a time-limited
-    // create leaves only a prefix of the files.
-    let mut limit: Vec<u64> = vec![spec.files; spec.threads as usize];
-    // Their sum over all workers (rank 0 may not hold every worker's
-    // sample): the files a phase is asked for.
-    let mut requested = spec.files * u64::from(spec.threads);
-    let mut state = tree.marker.state;
-    let mut extent = tree.marker.extent;
-    let mut ran_cleanup = false;
-    let mut probes = Vec::new();
-    'reps: for rep in opts.first_rep..opts.first_rep.saturating_add(spec.reps) {
-        for &op in &spec.ops {
-            if coord.any(stop.load(Ordering::Relaxed)) {
-                results.interrupted = true;
-                break 'reps;
-            }
-            if let Some(pre) = state.prerequisite(op) {
-                // Lay out what the phase works on, untimed, as `run` lays
-                // out data before a read.
-                tree.marker.state = union(state, spec.state_after(state, pre).unwrap_or(state));
-                tree.marker.extent = spec.files.max(extent);
-                tree.save();
-                let plan = MetaPlan {
-                    spec,
-                    op: pre,
-                    root: tree.root.clone(),
-                    rep,
-                    state,
-                    limit: Some(limit.clone()),
-                    timed: false,
-                    root_fd: tree.root_fd(),
-                };
-                let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq, opts)?;
-                extent = extent.max(out.digest.sums.touched_max);
-                if out.failed {
-                    state = tree.marker.state;
-                    match out.digest.failures.first() {
-                        Some((w, f)) => {
-                            results
-                                .errors
-                                .push(failure_record(*w, format!("layout {}", f.op), f))
-                        }
-                        None => results.errors.push(other_rank_failed(&topo)),
-                    }
-                    break 'reps;
-                }
-                if out.interrupted {
-                    state = tree.marker.state;
-                    results.interrupted = true;
-                    break 'reps;
-                }
-                state = spec.state_after(state, pre).unwrap_or(state);
-                warns.push(format!(
-                    "the entries were laid out by an untimed {pre} before the first {op} phase"
-                ));
-            }
-            let after = match spec.state_after(state, op) {
-                Ok(a) => a,
-                Err(why) => {
-                    // Validation and `prepare` rule this out; be safe anyway.
-                    warns.push(format!("skipped {op}: {why}"));
-                    continue;
-                }
-            };
-            if op == MetaOp::Cleanup {
-                ran_cleanup = true;
-            }
-            let creates = matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink);
-            // Pessimistic marker first: a crash mid-phase must not leave
-            // entries the marker does not mention.
-            tree.marker.state = union(state, after);
-            if creates {
-                tree.marker.extent = spec.files.max(extent);
-            }
-            tree.save();
-            let plan = MetaPlan {
-                spec,
-                op,
-                root: tree.root.clone(),
-                rep,
-                state,
-                limit: Some(limit.clone()),
-                timed: true,
-                root_fd: tree.root_fd(),
-            };
-            let pr = (opts.probe && is_root).then(|| Probe::start(&user_spec.target));
-            let out = run_phase_all(&plan, &stop, coord, &topo, &mut seq, opts)?;
-            if let Some(pr) = pr {
-                probes.push(PhaseProbe {
-                    op: op.name().into(),
-                    rep,
-                    resources: pr.finish(),
-                });
-            }
-            if creates {
-                extent = extent.max(out.digest.sums.touched_max);
-            }
-            let interrupted = out.interrupted;
-            let failed = out.failed;
-            let cut_short = out.deadline;
-            let rec = is_root.then(|| reduce(&plan, &out, layout, requested));
-            record_phase(&mut results, rec, &out, layout);
-            left_notes(&out.digest.sums.left, &mut notes);
-            if failed && results.errors.is_empty() {
-                results.errors.push(other_rank_failed(&topo));
-            }
-            if failed || interrupted {
-                state = union(state, after);
-                if interrupted {
-                    results.interrupted = true;
-                } else if opts.keep_going {
-                    // The marker covers what the failed phase may have
-                    // left; the next repetition starts from there.
-                    tree.marker.state = state;
-                    tree.marker.extent = extent;
-                    tree.save();
-                    continue 'reps;
-                }
-                break 'reps;
-            }
-            if cut_short {
-                if creates {
-                    // The files made form a prefix per thread; later
-                    // phases work on those.
-                    for s in &out.samples {
-                        limit[s.worker as usize] = limit[s.worker as usize].min(s.files);
-                    }
-                    // No worker makes more than it is asked for: the new
-                    // limits add up to the files made.
-                    requested = out.digest.sums.files;
-                    state = after;
-                } else if matches!(
-                    op,
-                    MetaOp::Delete | MetaOp::Rename | MetaOp::Rmdir | MetaOp::Cleanup
-                ) {
-                    state = union(state, after);
-                    warns.push(format!(
-                        "the sequence stopped after the cut-short {op} (--time or --stop-at-first): later \
-                         phases would find a partly changed tree"
-                    ));
-                    break 'reps;
-                }
-            } else {
-                state = after;
-            }
-            tree.marker.state = state;
-            tree.marker.extent = extent;
-            tree.save();
-        }
-    }
-    results.warnings = warns;
-    results.summarise();
-
-    // Every rank has closed its entries before rank 0 removes them.
-    coord.barrier();
-    if is_root {
-        if results.interrupted {
-            before_cleanup(&results);
-        }
-        tree.marker.state = state;
-        tree.marker.extent = extent;
-        close(spec, &mut tree, ran_cleanup, &mut notes);
-    }
-    Ok(Outcome {
-        results,
+    let results = new_record(command, host, JobSpec::Meta(spec.clone()));
+    let mut ctx = Ctx::new(coord, &topo, &stop, opts);
+    let mut k = MetaRun {
+        // Indices per thread that the next phase may use: a time-limited
+        // create leaves only a prefix of the files.
+        limit: vec![gspec.files; gspec.threads as usize],
+        // Their sum over all workers (rank 0 may not hold every worker's
+        // sample): the files a phase is asked for.
+        requested: gspec.files * u64::from(gspec.threads),
+        state: tree.marker.state,
+        extent: tree.marker.extent,
+        spec: &gspec,
+        tree,
+        warns,
         notes,
-        probes,
-        latency: Vec::new(),
-    })
+        ran_cleanup: false,
+        keep_going: opts.keep_going,
+        pre: None,
+        after: None,
+    };
+    let seq = Sequence::new(&gspec.ops, gspec.reps, &gspec.target);
+    drive(&mut k, &mut ctx, seq, results, before_cleanup)
+}
+
+/// The metadata workload as a [`Kind`] of the phase driver: the tree, its
+/// marker, and what the phases so far left in it.
+struct MetaRun<'s> {
+    /// The spec of all workers: names, the marker and cleanup use it.
+    spec: &'s MetaSpec,
+    tree: Tree,
+    warns: Vec<String>,
+    notes: Vec<String>,
+    /// Indices per thread that the next phase may use.
+    limit: Vec<u64>,
+    /// The files a phase is asked for, over all workers.
+    requested: u64,
+    /// Which entries exist now (the marker says what may exist).
+    state: TreeState,
+    /// The highest index any phase touched.
+    extent: u64,
+    ran_cleanup: bool,
+    keep_going: bool,
+    /// The untimed prerequisite running now.
+    pre: Option<MetaOp>,
+    /// The state the running timed phase leaves when it completes.
+    after: Option<TreeState>,
+}
+
+impl<'s> MetaRun<'s> {
+    fn plan(&self, op: MetaOp, rep: u32, timed: bool) -> MetaPlan<'s> {
+        MetaPlan {
+            spec: self.spec,
+            op,
+            root: self.tree.root.clone(),
+            rep,
+            state: self.state,
+            limit: Some(self.limit.clone()),
+            timed,
+            root_fd: self.tree.root_fd(),
+        }
+    }
+
+    /// Writes the marker with the current state and extent.
+    fn save(&mut self) {
+        self.tree.marker.state = self.state;
+        self.tree.marker.extent = self.extent;
+        self.tree.save();
+    }
+
+    /// The cut-short rules after a phase stopped at `--time` or
+    /// `--stop-at-first`: what later phases may work on, or the end of the
+    /// sequence.
+    fn cut_short(&mut self, op: MetaOp, after: TreeState, out: &PhaseOut<MetaSample>) -> Flow {
+        if matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink) {
+            // The files made form a prefix per thread; later phases work
+            // on those.
+            for s in &out.samples {
+                let l = &mut self.limit[s.worker as usize];
+                *l = (*l).min(s.files);
+            }
+            // No worker makes more than it is asked for: the new limits
+            // add up to the files made.
+            self.requested = out.digest.sums.files;
+            self.state = after;
+        } else if matches!(
+            op,
+            MetaOp::Delete | MetaOp::Rename | MetaOp::Rmdir | MetaOp::Cleanup
+        ) {
+            self.state = union(self.state, after);
+            self.warns.push(format!(
+                "the sequence stopped after the cut-short {op} (--time or --stop-at-first): later \
+                 phases would find a partly changed tree"
+            ));
+            return Flow::Stop;
+        }
+        Flow::Continue
+    }
+}
+
+impl<'s> Kind for MetaRun<'s> {
+    type Op = MetaOp;
+    type Plan = MetaPlan<'s>;
+    type Sample = MetaSample;
+    const LAYOUT_FAILURE_KEEPS_GOING: bool = false;
+
+    fn op_name(op: MetaOp) -> &'static str {
+        op.name()
+    }
+    fn begin_rep(&mut self, _rep: u32, _ctx: &Ctx<'_>) {}
+
+    fn prerequisite(&mut self, op: MetaOp, rep: u32) -> Option<MetaPlan<'s>> {
+        let pre = self.state.prerequisite(op)?;
+        // Lay out what the phase works on, untimed, as `run` lays out data
+        // before a read; the marker first covers what it may make.
+        let spec = self.spec;
+        let state = self.state;
+        self.tree.marker.state = union(state, spec.state_after(state, pre).unwrap_or(state));
+        self.tree.marker.extent = spec.files.max(self.extent);
+        self.tree.save();
+        self.pre = Some(pre);
+        Some(self.plan(pre, rep, false))
+    }
+
+    fn after_prerequisite(&mut self, op: MetaOp, out: &PhaseOut<MetaSample>) {
+        let Some(pre) = self.pre.take() else {
+            return;
+        };
+        self.extent = self.extent.max(out.digest.sums.touched_max);
+        if out.failed || out.interrupted {
+            self.state = self.tree.marker.state;
+            return;
+        }
+        self.state = self.spec.state_after(self.state, pre).unwrap_or(self.state);
+        self.warns.push(format!(
+            "the entries were laid out by an untimed {pre} before the first {op} phase"
+        ));
+    }
+
+    fn before_phase(&mut self, op: MetaOp, rep: u32, _ctx: &Ctx<'_>) -> Option<MetaPlan<'s>> {
+        let after = match self.spec.state_after(self.state, op) {
+            Ok(a) => a,
+            Err(why) => {
+                // Validation and `prepare` rule this out; be safe anyway.
+                self.warns.push(format!("skipped {op}: {why}"));
+                return None;
+            }
+        };
+        if op == MetaOp::Cleanup {
+            self.ran_cleanup = true;
+        }
+        // Pessimistic marker first: a crash mid-phase must not leave
+        // entries the marker does not mention.
+        self.tree.marker.state = union(self.state, after);
+        if matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink) {
+            self.tree.marker.extent = self.spec.files.max(self.extent);
+        }
+        self.tree.save();
+        self.after = Some(after);
+        Some(self.plan(op, rep, true))
+    }
+
+    fn run_phase(
+        &mut self,
+        plan: &MetaPlan<'s>,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<PhaseOut<MetaSample>, Error> {
+        run_phase_all(plan, ctx)
+    }
+
+    fn reduce(
+        &self,
+        plan: &MetaPlan<'s>,
+        out: &PhaseOut<MetaSample>,
+        layout: &Layout,
+    ) -> PhaseRecord {
+        reduce(plan, out, layout, self.requested)
+    }
+
+    fn after_phase(&mut self, op: MetaOp, out: &PhaseOut<MetaSample>, _ctx: &Ctx<'_>) -> Flow {
+        let after = self.after.take().unwrap_or(self.state);
+        if matches!(op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink) {
+            self.extent = self.extent.max(out.digest.sums.touched_max);
+        }
+        left_notes(&out.digest.sums.left, &mut self.notes);
+        if out.failed || out.interrupted {
+            self.state = union(self.state, after);
+            if !out.interrupted && self.keep_going {
+                // The marker covers what the failed phase may have left;
+                // the next repetition starts from there.
+                self.save();
+            }
+            return Flow::Stop;
+        }
+        let flow = if out.deadline {
+            self.cut_short(op, after, out)
+        } else {
+            self.state = after;
+            Flow::Continue
+        };
+        if flow == Flow::Continue {
+            self.save();
+        }
+        flow
+    }
+
+    fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warns)
+    }
+
+    fn cleans_up(&self) -> bool {
+        true
+    }
+
+    fn finish(&mut self, is_root: bool) -> Vec<String> {
+        if is_root {
+            self.tree.marker.state = self.state;
+            self.tree.marker.extent = self.extent;
+            close(self.spec, &mut self.tree, self.ran_cleanup, &mut self.notes);
+        }
+        std::mem::take(&mut self.notes)
+    }
 }
 
 /// Notes on the directories a cleanup had to leave (they held entries
@@ -372,14 +420,8 @@ fn setup(
 /// Runs one phase on this rank, one thread per worker, all released
 /// together after the ranks' barrier, and agrees on its outcome with the
 /// other ranks (see [`cluster::run_phase_all`]).
-fn run_phase_all(
-    plan: &MetaPlan<'_>,
-    stop: &Arc<AtomicBool>,
-    coord: &dyn Coordinator,
-    topo: &Topology,
-    seq: &mut u64,
-    opts: Options,
-) -> Result<PhaseOut<MetaSample>, Error> {
+fn run_phase_all(plan: &MetaPlan<'_>, ctx: &mut Ctx<'_>) -> Result<PhaseOut<MetaSample>, Error> {
+    let topo = ctx.topo;
     let threads = topo.threads_per_rank as usize;
     engine::live::begin(engine::live::PhaseInfo {
         op: plan.op.to_string(),
@@ -397,12 +439,12 @@ fn run_phase_all(
         iodepth: plan.spec.iodepth,
     };
     let out = cluster::run_phase_all(
-        coord,
-        seq,
-        stop,
+        ctx.coord,
+        &mut ctx.seq,
+        ctx.stop,
         "m",
         vec![(); threads],
-        !opts.node_summary,
+        !ctx.opts.node_summary,
         |w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
     );
     engine::live::end();

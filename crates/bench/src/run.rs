@@ -1,8 +1,11 @@
-//! The driver of `ioscale run`: checks, phases, reduction, cleanup.
+//! The data workload of `ioscale run`: checks, phases, reduction, cleanup.
 //!
 //! It turns a validated [`WorkloadSpec`] into phases, starts the workers of
 //! each phase together at a barrier, reduces their samples into a
-//! [`PhaseRecord`], and returns a [`ResultSet`] — it never prints. Aggregate
+//! [`PhaseRecord`], and returns a [`ResultSet`] — it never prints. The loop
+//! over repetitions and phases is the shared one of `crate::phase`; this
+//! module is the data kind's steps (layout write, cache drop, fresh files,
+//! the engines' state between phases). Aggregate
 //! rates use total work ÷ (last finish − first start), so workers that take
 //! turns on too few CPUs are not flattered by summing their own rates.
 
@@ -20,13 +23,14 @@ use report::{
 use spec::{format_size, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
-use probe::{PhaseProbe, Probe};
+use probe::PhaseProbe;
 
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::DataSet;
 use crate::error::Error;
 use crate::host;
-use crate::record::{failure_record, new_record, other_rank_failed, record_phase};
+use crate::phase::{drive, Ctx, Flow, Kind, Sequence};
+use crate::record::new_record;
 use crate::topology::Topology;
 
 /// What a finished (or stopped) run hands back to the caller.
@@ -309,7 +313,7 @@ pub fn run_with_options(
 /// [`run_with_options`], calling `before_cleanup` on rank 0 with the
 /// record of an interrupted run before its files are removed: the caller
 /// saves it there, so a second signal during a long cleanup loses nothing
-/// but the cleanup.
+/// but the cleanup. The phases run in `phase::drive`.
 pub fn run_with_hook(
     spec: &WorkloadSpec,
     command: Vec<String>,
@@ -321,184 +325,260 @@ pub fn run_with_hook(
     let Setup {
         host,
         topo,
-        gspec,
-        align,
-        mut warns,
-        run_id,
-        mut ds,
+        mut files,
     } = setup(spec, coord)?;
-    let is_root = topo.is_root();
-    let layout = &topo.layout;
-    let mut results = new_record(command, host, JobSpec::Run(spec.clone()));
-    let mut phases = Phases {
-        coord,
-        topo: &topo,
-        stop: &stop,
-        seq: 0,
-        prepared: (0..spec.threads).map(|_| None).collect(),
-        per_worker: !opts.node_summary,
-        opts: EngineOptions {
-            uring: spec
-                .uring_opts
-                .as_ref()
-                .map(UringOptions::from_spec)
-                .unwrap_or_default(),
-        },
-    };
-    let mut drop_warned = false;
-    // The run's very first phase needs no cache drop; a later
-    // repetition run on its own does, as it would in one run.
-    let mut first = opts.first_rep == 0;
-    let mut have_data = ds.had_data;
-    let dd_named = matches!(spec.naming, spec::FileNaming::Dd { .. });
-    if spec.reuse_files && !dd_named && spec.reps > 1 && spec.ops.iter().any(|o| o.writes()) {
-        warns.push(
-            "--reuse: each repetition after the first writes over the files the one before \
-             left (allocated blocks, warm page cache), not over fresh files as the first did"
-                .into(),
-        );
-    }
-    let mut probes = Vec::new();
-    let mut latency = Vec::new();
     // The workers open the files through the handles setup holds (the
     // other ranks check theirs against rank 0's first: all agree).
-    let anchors = match cluster::agree(coord, ds.anchors()) {
+    let anchors = match cluster::agree(coord, files.ds.anchors()) {
         Ok(a) => a,
         Err(e) => {
-            if is_root && ds.created_root {
-                ds.remove();
+            if topo.is_root() && files.ds.created_root {
+                files.ds.remove();
             }
             return Err(e);
         }
     };
-    'reps: for rep in opts.first_rep..opts.first_rep.saturating_add(spec.reps) {
+    let results = new_record(command, host, JobSpec::Run(spec.clone()));
+    let mut ctx = Ctx::new(coord, &topo, &stop, opts);
+    let mut k = DataRun::new(spec, files, anchors, opts);
+    let seq = Sequence::new(&spec.ops, spec.reps, &spec.target);
+    drive(&mut k, &mut ctx, seq, results, before_cleanup)
+}
+
+/// The data workload as a [`Kind`] of the phase driver: its files, what
+/// they hold, and each thread's engine state between phases.
+struct DataRun<'s> {
+    /// The user's spec (threads per rank).
+    spec: &'s WorkloadSpec,
+    /// The spec of all workers: file names, offsets and the marker use it.
+    gspec: WorkloadSpec,
+    /// Buffer alignment (O_DIRECT's, or 1).
+    align: usize,
+    run_id: String,
+    ds: DataSet,
+    anchors: Vec<Option<engine::FileAnchor>>,
+    warns: Vec<String>,
+    /// Each thread's prepared engine state, which carries over between
+    /// phases.
+    prepared: Vec<Option<Prepared>>,
+    /// Engine options (io_uring ring set-up) every worker's state is made with.
+    engine_opts: EngineOptions,
+    drop_warned: bool,
+    /// The next timed phase is the run's first: no cache drop before it.
+    first: bool,
+    /// The files hold a full data set.
+    have_data: bool,
+    /// This repetition's first write has started from no files.
+    fresh: bool,
+}
+
+impl<'s> DataRun<'s> {
+    fn new(
+        spec: &'s WorkloadSpec,
+        files: Files,
+        anchors: Vec<Option<engine::FileAnchor>>,
+        opts: Options,
+    ) -> Self {
+        let Files {
+            gspec,
+            align,
+            mut warns,
+            run_id,
+            ds,
+        } = files;
+        let dd_named = matches!(spec.naming, spec::FileNaming::Dd { .. });
+        if spec.reuse_files && !dd_named && spec.reps > 1 && spec.ops.iter().any(|o| o.writes()) {
+            warns.push(
+                "--reuse: each repetition after the first writes over the files the one before \
+                 left (allocated blocks, warm page cache), not over fresh files as the first did"
+                    .into(),
+            );
+        }
+        DataRun {
+            spec,
+            gspec,
+            align,
+            run_id,
+            have_data: ds.had_data,
+            ds,
+            anchors,
+            warns,
+            prepared: (0..spec.threads).map(|_| None).collect(),
+            engine_opts: EngineOptions {
+                uring: spec
+                    .uring_opts
+                    .as_ref()
+                    .map(UringOptions::from_spec)
+                    .unwrap_or_default(),
+            },
+            drop_warned: false,
+            // The run's very first phase needs no cache drop; a later
+            // repetition run on its own does, as it would in one run.
+            first: opts.first_rep == 0,
+            fresh: false,
+        }
+    }
+
+    fn plan(&self, op: Op, rep: u32, timed: bool) -> PhasePlan {
+        plan_for(
+            &self.gspec,
+            op,
+            &self.ds,
+            &self.anchors,
+            self.align,
+            rep,
+            timed,
+        )
+    }
+}
+
+impl Kind for DataRun<'_> {
+    type Op = Op;
+    type Plan = PhasePlan;
+    type Sample = WorkerSample;
+    const LAYOUT_FAILURE_KEEPS_GOING: bool = true;
+
+    fn op_name(op: Op) -> &'static str {
+        op.name()
+    }
+
+    fn begin_rep(&mut self, rep: u32, ctx: &Ctx<'_>) {
         if rep > 0 {
-            pause(spec.rep_delay, &stop);
+            pause(self.spec.rep_delay, ctx.stop);
         }
         // Each repetition's first write starts from no files, as IOR's
         // does: rank 0 removes them once every rank has closed them.
-        let mut fresh = rep == 0 || spec.reuse_files;
-        for &op in &spec.ops {
-            if coord.any(stop.load(Ordering::Relaxed)) {
-                results.interrupted = true;
-                break 'reps;
-            }
-            if op.reads() && !have_data {
-                // Reads need data: lay the files out first, untimed, as fio
-                // does before a mixed or read job on fresh files.
-                let plan = plan_for(&gspec, Op::Write, &ds, &anchors, align, rep, false);
-                let out = phases.run(&plan)?;
-                if out.failed {
-                    results.errors.extend(
-                        out.digest
-                            .failures
-                            .first()
-                            .map(|(w, f)| failure_record(*w, format!("layout {}", f.op), f)),
-                    );
-                    if opts.keep_going && !out.interrupted {
-                        continue 'reps;
-                    }
-                    break 'reps;
-                }
-                if out.interrupted {
-                    results.interrupted = true;
-                    break 'reps;
-                }
-                warns.push(format!(
-                    "the files were laid out by an untimed write before the first {op} phase"
-                ));
-                have_data = true;
-            }
-            if spec.drop_caches && !first {
-                drop_caches(&ds, &anchors, &mut drop_warned, &mut warns);
-            }
-            first = false;
-            if !fresh && matches!(op, Op::Write | Op::Randwrite) {
-                fresh = true;
-                if is_root {
-                    for l in ds.remove_data_files() {
-                        warns.push(format!("before repetition {rep}: could not remove {l}"));
-                    }
-                }
-                have_data = false;
-                coord.barrier();
-            }
-            let plan = plan_for(&gspec, op, &ds, &anchors, align, rep, true);
-            let pr = (opts.probe && is_root).then(|| Probe::start(&spec.target));
-            let out = phases.run(&plan)?;
-            if let Some(pr) = pr {
-                probes.push(PhaseProbe {
-                    op: op.name().into(),
-                    rep,
-                    resources: pr.finish(),
-                });
-            }
-            let rec = is_root.then(|| reduce(&plan, &out, layout));
-            let errors_before = results.errors.len();
-            let recorded = results.phases.len();
-            record_phase(&mut results, rec, &out, layout);
-            if results.phases.len() > recorded {
-                latency.push(PhaseLatency {
-                    phase: recorded,
-                    workers: out
-                        .samples
-                        .iter()
-                        .map(|s| (s.worker, s.hist.clone()))
-                        .collect(),
-                    usage: out.samples.iter().map(|s| (s.worker, s.usage)).collect(),
-                    detail: out
-                        .samples
-                        .iter()
-                        .filter_map(|s| Some((s.worker, (**s.detail.as_ref()?).clone())))
-                        .collect(),
-                });
-            }
-            // A complete write of every transfer: the files now hold a full
-            // data set (mixed phases only count if they wrote all).
-            let complete = !out.failed && !out.interrupted && !out.deadline;
-            if complete && matches!(op, Op::Write | Op::Randwrite) {
-                have_data = true;
-                if spec.keep && is_root {
-                    ds.mark_complete(&run_id, gspec.file_size(), spec.seed, spec.verify);
-                }
-            }
-            if out.interrupted {
-                results.interrupted = true;
-                break 'reps;
-            }
-            if out.failed {
-                if results.errors.len() == errors_before {
-                    // Another rank failed: this one stops cleanly with it.
-                    results.errors.push(other_rank_failed(&topo));
-                }
-                if opts.keep_going {
-                    // The rest of this repetition would work on what the
-                    // failed phase left; the next one starts afresh.
-                    continue 'reps;
-                }
-                break 'reps;
-            }
+        self.fresh = rep == 0 || self.spec.reuse_files;
+    }
+
+    fn prerequisite(&mut self, op: Op, rep: u32) -> Option<PhasePlan> {
+        // Reads need data: lay the files out first, untimed, as fio does
+        // before a mixed or read job on fresh files.
+        (op.reads() && !self.have_data).then(|| self.plan(Op::Write, rep, false))
+    }
+
+    fn after_prerequisite(&mut self, op: Op, out: &PhaseOut<WorkerSample>) {
+        if !out.failed && !out.interrupted {
+            self.warns.push(format!(
+                "the files were laid out by an untimed write before the first {op} phase"
+            ));
+            self.have_data = true;
         }
     }
-    // Ring features the kernel refused, once each (every worker asked for
-    // the same set).
-    for n in phases.prepared.iter().flatten().flat_map(|p| p.notes()) {
-        if !warns.contains(n) {
-            warns.push(n.clone());
+
+    fn before_phase(&mut self, op: Op, rep: u32, ctx: &Ctx<'_>) -> Option<PhasePlan> {
+        if self.spec.drop_caches && !self.first {
+            drop_caches(
+                &self.ds,
+                &self.anchors,
+                &mut self.drop_warned,
+                &mut self.warns,
+            );
         }
+        self.first = false;
+        if !self.fresh && matches!(op, Op::Write | Op::Randwrite) {
+            self.fresh = true;
+            if ctx.is_root() {
+                for l in self.ds.remove_data_files() {
+                    self.warns
+                        .push(format!("before repetition {rep}: could not remove {l}"));
+                }
+            }
+            self.have_data = false;
+            ctx.coord.barrier();
+        }
+        Some(self.plan(op, rep, true))
     }
-    results.warnings = warns;
-    results.summarise();
-    let mut outcome = finish(spec, coord, &mut ds, results, before_cleanup);
-    outcome.probes = probes;
-    outcome.latency = latency;
-    Ok(outcome)
+
+    fn run_phase(
+        &mut self,
+        plan: &PhasePlan,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<PhaseOut<WorkerSample>, Error> {
+        run_data_phase(&mut self.prepared, &self.engine_opts, plan, ctx)
+    }
+
+    fn reduce(
+        &self,
+        plan: &PhasePlan,
+        out: &PhaseOut<WorkerSample>,
+        layout: &Layout,
+    ) -> PhaseRecord {
+        reduce(plan, out, layout)
+    }
+
+    fn latency(&self, phase: usize, out: &PhaseOut<WorkerSample>) -> Option<PhaseLatency> {
+        Some(PhaseLatency {
+            phase,
+            workers: out
+                .samples
+                .iter()
+                .map(|s| (s.worker, s.hist.clone()))
+                .collect(),
+            usage: out.samples.iter().map(|s| (s.worker, s.usage)).collect(),
+            detail: out
+                .samples
+                .iter()
+                .filter_map(|s| Some((s.worker, (**s.detail.as_ref()?).clone())))
+                .collect(),
+        })
+    }
+
+    fn after_phase(&mut self, op: Op, out: &PhaseOut<WorkerSample>, ctx: &Ctx<'_>) -> Flow {
+        // A complete write of every transfer: the files now hold a full
+        // data set (mixed phases only count if they wrote all).
+        let complete = !out.failed && !out.interrupted && !out.deadline;
+        if complete && matches!(op, Op::Write | Op::Randwrite) {
+            self.have_data = true;
+            if self.spec.keep && ctx.is_root() {
+                let g = &self.gspec;
+                self.ds
+                    .mark_complete(&self.run_id, g.file_size(), g.seed, g.verify);
+            }
+        }
+        Flow::Continue
+    }
+
+    fn take_warnings(&mut self) -> Vec<String> {
+        // Ring features the kernel refused, once each (every worker asked
+        // for the same set).
+        for n in self.prepared.iter().flatten().flat_map(|p| p.notes()) {
+            if !self.warns.contains(n) {
+                self.warns.push(n.clone());
+            }
+        }
+        std::mem::take(&mut self.warns)
+    }
+
+    fn cleans_up(&self) -> bool {
+        !self.spec.keep && self.ds.created_root
+    }
+
+    fn finish(&mut self, is_root: bool) -> Vec<String> {
+        let mut notes = Vec::new();
+        if !is_root {
+            return notes;
+        }
+        if self.cleans_up() {
+            for l in self.ds.remove() {
+                notes.push(format!("cleanup: could not remove {l}"));
+            }
+        } else if let Some(n) = self.ds.kept_note(self.spec) {
+            notes.push(n);
+        }
+        notes
+    }
 }
 
 /// What a run has before its first phase.
 struct Setup {
     host: HostInfo,
     topo: Topology,
+    files: Files,
+}
+
+/// The data set of a run and what the phases need to address it.
+struct Files {
     /// The spec of all workers: file names, offsets and the marker use it.
     gspec: WorkloadSpec,
     /// Buffer alignment (O_DIRECT's, or 1).
@@ -537,11 +617,13 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
     Ok(Setup {
         host,
         topo,
-        gspec,
-        align,
-        warns,
-        run_id,
-        ds,
+        files: Files {
+            gspec,
+            align,
+            warns,
+            run_id,
+            ds,
+        },
     })
 }
 
@@ -554,112 +636,61 @@ fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
     }
 }
 
-/// After the last phase: every rank has closed its files before rank 0
-/// removes them (or says where they were kept).
-fn finish(
-    spec: &WorkloadSpec,
-    coord: &dyn Coordinator,
-    ds: &mut DataSet,
-    results: ResultSet,
-    before_cleanup: &mut dyn FnMut(&ResultSet),
-) -> Outcome {
-    let mut notes = Vec::new();
-    coord.barrier();
-    if coord.rank() != 0 {
-        return Outcome {
-            results,
-            notes,
-            probes: Vec::new(),
-            latency: Vec::new(),
-        };
+/// Runs one data phase on this rank and agrees on its outcome with the
+/// others; a collective call every rank reaches, whatever its workers
+/// met. The prepared state of each thread (buffers, io_uring) carries
+/// over to the next phase in `prepared`.
+fn run_data_phase(
+    prepared: &mut [Option<Prepared>],
+    opts: &EngineOptions,
+    plan: &PhasePlan,
+    ctx: &mut Ctx<'_>,
+) -> Result<PhaseOut<WorkerSample>, Error> {
+    let items: Vec<Option<Prepared>> = prepared.iter_mut().map(Option::take).collect();
+    let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
+        (0..items.len()).map(|_| Default::default()).collect();
+    let base = ctx.topo.my_workers().start;
+    engine::live::begin(engine::live::PhaseInfo {
+        op: plan.op.to_string(),
+        rep: plan.rep,
+        moves_data: true,
+        expected: plan.xfers() * plan.xfer * items.len() as u64,
+        time_limit: plan.time_limit,
+    });
+    let out = cluster::run_phase_all(
+        ctx.coord,
+        &mut ctx.seq,
+        ctx.stop,
+        "w",
+        items,
+        !ctx.opts.node_summary,
+        |w, mine, ctl, barrier| {
+            let p = match mine {
+                Some(p) => p,
+                None => match Prepared::with_options(plan, w, opts) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        // Still take part in the barrier so the others
+                        // are not left waiting.
+                        barrier.wait();
+                        ctl.abort.store(true, Ordering::Relaxed);
+                        return setup_failure(plan, w, e);
+                    }
+                },
+            };
+            let (s, p) = run_worker(w, plan, ctl, barrier, p);
+            *slots[(w - base) as usize]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = p;
+            s
+        },
+    );
+    engine::live::end();
+    let out = out?;
+    for (slot, p) in prepared.iter_mut().zip(slots) {
+        *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
     }
-    if !spec.keep && ds.created_root {
-        if results.interrupted {
-            before_cleanup(&results);
-        }
-        let left = ds.remove();
-        for l in left {
-            notes.push(format!("cleanup: could not remove {l}"));
-        }
-    } else if let Some(n) = ds.kept_note(spec) {
-        notes.push(n);
-    }
-    Outcome {
-        results,
-        notes,
-        probes: Vec::new(),
-        latency: Vec::new(),
-    }
-}
-
-/// What runs the phases of one rank: the ranks' coordinator, the run's
-/// topology, the stop flag, the phase count (the same on every rank) and
-/// each thread's prepared engine state, which carries over between phases.
-struct Phases<'a> {
-    coord: &'a dyn Coordinator,
-    topo: &'a Topology,
-    stop: &'a Arc<AtomicBool>,
-    seq: u64,
-    prepared: Vec<Option<Prepared>>,
-    /// Engine options (io_uring ring set-up) every worker's state is made with.
-    opts: EngineOptions,
-    /// Gather every worker's sample to rank 0 (see [`Options::node_summary`]).
-    per_worker: bool,
-}
-
-impl Phases<'_> {
-    /// Runs one phase on this rank and agrees on its outcome with the
-    /// others; a collective call every rank reaches, whatever its workers
-    /// met. The prepared state of each thread (buffers, io_uring) carries
-    /// over to the next phase.
-    fn run(&mut self, plan: &PhasePlan) -> Result<PhaseOut<WorkerSample>, Error> {
-        let items: Vec<Option<Prepared>> = self.prepared.iter_mut().map(Option::take).collect();
-        let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
-            (0..items.len()).map(|_| Default::default()).collect();
-        let base = self.topo.my_workers().start;
-        engine::live::begin(engine::live::PhaseInfo {
-            op: plan.op.to_string(),
-            rep: plan.rep,
-            moves_data: true,
-            expected: plan.xfers() * plan.xfer * items.len() as u64,
-            time_limit: plan.time_limit,
-        });
-        let opts = &self.opts;
-        let out = cluster::run_phase_all(
-            self.coord,
-            &mut self.seq,
-            self.stop,
-            "w",
-            items,
-            self.per_worker,
-            |w, mine, ctl, barrier| {
-                let p = match mine {
-                    Some(p) => p,
-                    None => match Prepared::with_options(plan, w, opts) {
-                        Ok(p) => p,
-                        Err(e) => {
-                            // Still take part in the barrier so the others
-                            // are not left waiting.
-                            barrier.wait();
-                            ctl.abort.store(true, Ordering::Relaxed);
-                            return setup_failure(plan, w, e);
-                        }
-                    },
-                };
-                let (s, p) = run_worker(w, plan, ctl, barrier, p);
-                *slots[(w - base) as usize]
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = p;
-                s
-            },
-        );
-        engine::live::end();
-        let out = out?;
-        for (slot, p) in self.prepared.iter_mut().zip(slots) {
-            *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
-        }
-        Ok(out)
-    }
+    Ok(out)
 }
 
 fn plan_for(

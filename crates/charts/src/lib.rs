@@ -336,7 +336,9 @@ fn bar(label: String, vals: Vec<f64>) -> svg::Bar {
 
 /// One bar per rank (of `ranks` × `tpr` threads): its workers' work over
 /// the span from its first worker's start to its last one's finish, in
-/// each good repetition.
+/// each good repetition. The figures come from the record's per-rank rows
+/// (`rank_phases`, kept whether or not every worker's row was); a record
+/// written before those rows existed has the per-worker rows instead.
 fn rank_bars(
     good: &[(usize, &report::PhaseRecord)],
     c: &report::ClusterInfo,
@@ -344,35 +346,54 @@ fn rank_bars(
     data: bool,
     units: analysis::Units,
 ) -> Vec<svg::Bar> {
+    let from_ranks = good
+        .iter()
+        .any(|(i, _)| c.rank_phases.iter().any(|r| r.phase == *i));
     (0..ranks)
         .map(|r| {
-            let ids = r * tpr..(r + 1) * tpr;
-            let vals: Vec<f64> = good
-                .iter()
-                .filter_map(|(_, ph)| {
-                    let ws: Vec<&report::WorkerRecord> = ph
-                        .workers
-                        .iter()
-                        .filter(|w| ids.contains(&w.worker))
-                        .collect();
-                    let t0 = ws.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
-                    let t1 = ws.iter().map(|w| w.end_s).fold(0.0, f64::max);
-                    let span = t1 - t0;
-                    (span > 0.0).then(|| {
-                        if data {
-                            units.from_mib_s(
-                                ws.iter().map(|w| w.bytes).sum::<u64>() as f64 / MIB / span,
-                            )
-                        } else {
-                            ws.iter().map(|w| w.ops).sum::<u64>() as f64 / span
-                        }
-                    })
+            let spans: Vec<(u64, u64, f64)> = if from_ranks {
+                c.rank_phases
+                    .iter()
+                    .filter(|x| x.rank == r && good.iter().any(|(i, _)| *i == x.phase))
+                    .map(|x| (x.bytes, x.ops, x.end_s - x.start_s))
+                    .collect()
+            } else {
+                good.iter()
+                    .map(|(_, ph)| worker_span(ph, r * tpr..(r + 1) * tpr))
+                    .collect()
+            };
+            let vals: Vec<f64> = spans
+                .into_iter()
+                .filter(|(_, _, span)| *span > 0.0)
+                .map(|(bytes, ops, span)| {
+                    if data {
+                        units.from_mib_s(bytes as f64 / MIB / span)
+                    } else {
+                        ops as f64 / span
+                    }
                 })
                 .collect();
             let host = c.hosts.get(r as usize).cloned().unwrap_or_default();
             bar(format!("rank {r} ({host})"), vals)
         })
         .collect()
+}
+
+/// The bytes, requests and span (first start to last finish, seconds) of
+/// the workers `ids` in the per-worker rows of `ph`.
+fn worker_span(ph: &report::PhaseRecord, ids: std::ops::Range<u32>) -> (u64, u64, f64) {
+    let ws: Vec<&report::WorkerRecord> = ph
+        .workers
+        .iter()
+        .filter(|w| ids.contains(&w.worker))
+        .collect();
+    let t0 = ws.iter().map(|w| w.start_s).fold(f64::INFINITY, f64::min);
+    let t1 = ws.iter().map(|w| w.end_s).fold(0.0, f64::max);
+    (
+        ws.iter().map(|w| w.bytes).sum(),
+        ws.iter().map(|w| w.ops).sum(),
+        t1 - t0,
+    )
 }
 
 /// One bar per node: the record's per-node totals of the good

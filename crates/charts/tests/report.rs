@@ -233,7 +233,9 @@ fn latency_chart_has_p50_and_p99_by_workers_in_one_unit() {
 }
 
 /// The record of [`record`] as if its last point ran on 2 ranks of 2
-/// threads on two hosts, rank 1 moving half of rank 0's bytes.
+/// threads on two hosts, rank 1 moving half of rank 0's bytes, with the
+/// per-worker rows (as every record before the per-rank rows, and a run
+/// with `--per-worker`).
 fn mpi_record() -> SweepRecord {
     let mut rec = record(Units::Iec);
     let p = rec.points.last_mut().unwrap();
@@ -281,9 +283,58 @@ fn mpi_record() -> SweepRecord {
     rec
 }
 
+/// [`mpi_record`] as node summaries leave it: no per-worker rows, one
+/// per-rank row per phase (rank 1's span twice as long as the rows', so
+/// the bars show which of the two they were drawn from).
+fn summary_record() -> SweepRecord {
+    let mut rec = mpi_record();
+    let p = rec.points.last_mut().unwrap();
+    let c = p.result.host.cluster.as_mut().unwrap();
+    for (i, ph) in p.result.phases.iter_mut().enumerate() {
+        ph.workers.clear();
+        for r in 0..2u32 {
+            c.rank_phases.push(report::RankPhase {
+                phase: i,
+                rank: r,
+                workers: 2,
+                bytes: if r == 0 { 4 << 20 } else { 2 << 20 },
+                ops: 32,
+                start_s: 0.0,
+                end_s: (r + 1) as f64,
+            });
+        }
+    }
+    rec
+}
+
+#[test]
+fn per_rank_bars_come_from_the_per_rank_rows() {
+    let rec = summary_record();
+    let bars = charts::bars_for(&rec);
+    let names: Vec<&str> = bars.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["per-rank-write", "per-node-write"], "{names:?}");
+    let got: Vec<(&str, f64)> = bars[0]
+        .bars
+        .bars
+        .iter()
+        .map(|b| (b.label.as_str(), b.value))
+        .collect();
+    // Rank 1: 2 MiB over its own 2 s.
+    assert_eq!(got, [("rank 0 (n1)", 4.0), ("rank 1 (n2)", 1.0)]);
+    let html = charts::render_html(&rec);
+    assert!(html.contains("id=\"per-rank-write\""));
+    assert!(html.contains("rank 1 (n2)"));
+}
+
 #[test]
 fn per_rank_and_per_node_bars_under_mpi() {
-    let rec = mpi_record();
+    // A record saved before the per-rank rows existed, read back from
+    // its JSON as `ioscale report` does: the bars come from its rows.
+    let saved = analysis::render::render_json(&mpi_record()).unwrap();
+    assert!(!String::from_utf8_lossy(&saved).contains("rank_phases"));
+    let analysis::Loaded::Sweep(rec) = analysis::render::load(&saved).unwrap() else {
+        panic!("a sweep record");
+    };
     let bars = charts::bars_for(&rec);
     let names: Vec<&str> = bars.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["per-rank-write", "per-node-write"], "{names:?}");

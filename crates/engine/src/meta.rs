@@ -505,49 +505,21 @@ impl Cursor<'_, '_> {
 
     /// Runs the phase's operation on index `i` of this thread.
     fn op(&mut self, i: u64, s: &mut MetaSample) -> OpResult {
-        let plan = self.plan;
-        let spec = plan.spec;
-        let file_kind = if plan.state.renamed {
+        let file_kind = if self.plan.state.renamed {
             EntryKind::Renamed
         } else {
             EntryKind::File
         };
-        match plan.op {
-            MetaOp::Create => {
-                self.set_name(EntryKind::File, i);
-                let size = spec.size_of(self.w, i);
-                self.write_file(libc::O_CREAT | libc::O_EXCL, size, i, s)
-            }
-            MetaOp::Read => {
-                self.set_name(file_kind, i);
-                self.read_file(i, s)
-            }
-            MetaOp::Append => {
-                self.set_name(file_kind, i);
-                self.write_file(libc::O_APPEND, spec.size_of(self.w, i), i, s)
-            }
-            MetaOp::Overwrite => {
-                self.set_name(file_kind, i);
-                self.write_file(0, spec.size_of(self.w, i), i, s)
-            }
-            MetaOp::TruncateOverwrite => {
-                self.set_name(file_kind, i);
-                self.write_file(libc::O_TRUNC, spec.size_of(self.w, i), i, s)
-            }
-            MetaOp::Stat => {
-                self.set_name(file_kind, i);
-                at::lstat(self.dfd(), &self.name)
-                    .map(|_| ())
-                    .map_err(fail("stat"))
-            }
-            MetaOp::Chmod => {
-                self.set_name(file_kind, i);
-                // Alternate so a repeated chmod still changes the inode.
-                let mode = if (plan.rep & 1) == 0 { 0o640 } else { 0o644 };
-                at::chmod(self.dfd(), &self.name, mode).map_err(fail("chmod"))
-            }
+        match self.plan.op {
+            MetaOp::Create
+            | MetaOp::Read
+            | MetaOp::Append
+            | MetaOp::Overwrite
+            | MetaOp::TruncateOverwrite => self.data_op(file_kind, i, s),
+            MetaOp::Stat | MetaOp::Chmod | MetaOp::Delete => self.file_op(file_kind, i),
+            MetaOp::Mkdir | MetaOp::StatDir | MetaOp::Rmdir => self.dir_op(i),
             MetaOp::Rename => {
-                let to = if plan.state.renamed {
+                let to = if self.plan.state.renamed {
                     EntryKind::File
                 } else {
                     EntryKind::Renamed
@@ -556,26 +528,7 @@ impl Cursor<'_, '_> {
                 self.set_name2(to, i);
                 at::rename(self.dfd(), &self.name, &self.name2).map_err(fail("rename"))
             }
-            MetaOp::Setxattr => {
-                self.set_name(file_kind, i);
-                self.set_full();
-                let mut v = [0u8; XATTR_LEN];
-                v[..8].copy_from_slice(&i.to_le_bytes());
-                at::set_xattr(&self.full, XATTR_NAME, &v).map_err(fail("setxattr"))
-            }
-            MetaOp::Getxattr => {
-                self.set_name(file_kind, i);
-                self.set_full();
-                let mut v = [0u8; XATTR_LEN + 8];
-                let n = at::get_xattr(&self.full, XATTR_NAME, &mut v).map_err(fail("getxattr"))?;
-                if n != XATTR_LEN || v[..8] != i.to_le_bytes() {
-                    return Err(fail("getxattr")(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        "the attribute's value is not the one setxattr wrote",
-                    )));
-                }
-                Ok(())
-            }
+            MetaOp::Setxattr | MetaOp::Getxattr => self.xattr_op(file_kind, i),
             MetaOp::Symlink => {
                 self.set_name(file_kind, i);
                 self.set_name2(EntryKind::Link, i);
@@ -586,27 +539,93 @@ impl Cursor<'_, '_> {
                     offset: None,
                 })
             }
-            MetaOp::Delete => {
-                self.set_name(file_kind, i);
-                at::unlink(self.dfd(), &self.name, false).map_err(fail("unlink"))
-            }
-            MetaOp::Mkdir => {
-                self.set_name(EntryKind::Dir, i);
-                at::mkdir(self.dfd(), &self.name, 0o755).map_err(fail("mkdir"))
-            }
-            MetaOp::StatDir => {
-                self.set_name(EntryKind::Dir, i);
-                at::lstat(self.dfd(), &self.name)
-                    .map(|_| ())
-                    .map_err(fail("stat"))
-            }
-            MetaOp::Rmdir => {
-                self.set_name(EntryKind::Dir, i);
-                at::unlink(self.dfd(), &self.name, true).map_err(fail("rmdir"))
-            }
             MetaOp::Cleanup => self.cleanup(i, s),
             MetaOp::Readdir => unreachable!("readdir walks directories, not indices"),
         }
+    }
+
+    /// The operations that write or read a file's data: create, read,
+    /// append, overwrite, truncate-overwrite of file `i`.
+    fn data_op(&mut self, file_kind: EntryKind, i: u64, s: &mut MetaSample) -> OpResult {
+        let (spec, w) = (self.plan.spec, self.w);
+        let size = || spec.size_of(w, i);
+        match self.plan.op {
+            MetaOp::Create => {
+                self.set_name(EntryKind::File, i);
+                self.write_file(libc::O_CREAT | libc::O_EXCL, size(), i, s)
+            }
+            MetaOp::Read => {
+                self.set_name(file_kind, i);
+                self.read_file(i, s)
+            }
+            MetaOp::Append => {
+                self.set_name(file_kind, i);
+                self.write_file(libc::O_APPEND, size(), i, s)
+            }
+            MetaOp::Overwrite => {
+                self.set_name(file_kind, i);
+                self.write_file(0, size(), i, s)
+            }
+            MetaOp::TruncateOverwrite => {
+                self.set_name(file_kind, i);
+                self.write_file(libc::O_TRUNC, size(), i, s)
+            }
+            op => unreachable!("{op} moves no file data"),
+        }
+    }
+
+    /// stat, chmod or delete of file `i`.
+    fn file_op(&mut self, file_kind: EntryKind, i: u64) -> OpResult {
+        self.set_name(file_kind, i);
+        match self.plan.op {
+            MetaOp::Stat => at::lstat(self.dfd(), &self.name)
+                .map(|_| ())
+                .map_err(fail("stat")),
+            MetaOp::Chmod => {
+                // Alternate so a repeated chmod still changes the inode.
+                let mode = if (self.plan.rep & 1) == 0 {
+                    0o640
+                } else {
+                    0o644
+                };
+                at::chmod(self.dfd(), &self.name, mode).map_err(fail("chmod"))
+            }
+            MetaOp::Delete => at::unlink(self.dfd(), &self.name, false).map_err(fail("unlink")),
+            op => unreachable!("{op} is not a file operation"),
+        }
+    }
+
+    /// mkdir, stat or rmdir of directory `i`.
+    fn dir_op(&mut self, i: u64) -> OpResult {
+        self.set_name(EntryKind::Dir, i);
+        match self.plan.op {
+            MetaOp::Mkdir => at::mkdir(self.dfd(), &self.name, 0o755).map_err(fail("mkdir")),
+            MetaOp::StatDir => at::lstat(self.dfd(), &self.name)
+                .map(|_| ())
+                .map_err(fail("stat")),
+            MetaOp::Rmdir => at::unlink(self.dfd(), &self.name, true).map_err(fail("rmdir")),
+            op => unreachable!("{op} is not a directory operation"),
+        }
+    }
+
+    /// setxattr, or getxattr and its check, on file `i`.
+    fn xattr_op(&mut self, file_kind: EntryKind, i: u64) -> OpResult {
+        self.set_name(file_kind, i);
+        self.set_full();
+        if self.plan.op == MetaOp::Setxattr {
+            let mut v = [0u8; XATTR_LEN];
+            v[..8].copy_from_slice(&i.to_le_bytes());
+            return at::set_xattr(&self.full, XATTR_NAME, &v).map_err(fail("setxattr"));
+        }
+        let mut v = [0u8; XATTR_LEN + 8];
+        let n = at::get_xattr(&self.full, XATTR_NAME, &mut v).map_err(fail("getxattr"))?;
+        if n != XATTR_LEN || v[..8] != i.to_le_bytes() {
+            return Err(fail("getxattr")(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the attribute's value is not the one setxattr wrote",
+            )));
+        }
+        Ok(())
     }
 
     /// Removes every entry of index `i` that may exist; absent ones are

@@ -4,9 +4,11 @@
 //! interrupt handler, calls the driver, and is the one place that writes
 //! results to stdout and files. Exit codes are a contract: 0 ran clean,
 //! 1 I/O errors or failed verification, 2 usage or setup error,
-//! 130 interrupted (results so far kept).
+//! 130 interrupted (results so far kept); see [`exit`] for how a command
+//! returns one and where a failure is printed.
 
 mod cli;
+mod exit;
 mod front;
 mod meta_cmd;
 mod output;
@@ -25,19 +27,16 @@ use clap::Parser;
 use report::{ExportType, ResultSet};
 
 use crate::cli::{Cli, Command, Format, RunArgs};
+use crate::exit::{Exit, Failure};
 
 fn main() {
-    let code = match real_main() {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("ioscale: error: {e:#}");
-            2
-        }
-    };
-    std::process::exit(code);
+    let (tool, result) = real_main();
+    std::process::exit(exit::finish(tool, result));
 }
 
-fn real_main() -> anyhow::Result<i32> {
+/// Runs the command of argv; returns its result and the name its failure
+/// is said under (`ioscale`, or the front-end's: `ior: error: …`).
+fn real_main() -> (&'static str, Exit) {
     // The compatibility front-ends read their tools' own syntax, which clap
     // cannot: a binary called `ior`/`dd` (a symlink), or `ioscale ior|dd …`.
     let argv: Vec<String> = std::env::args().collect();
@@ -52,20 +51,26 @@ fn real_main() -> anyhow::Result<i32> {
         })
         .unwrap_or_default();
     if let Some(f) = front::by_program(&called) {
-        return (f.main)(&argv[0], &argv[1..]);
+        return (f.command, (f.main)(&argv[0], &argv[1..]));
     }
     if let Some(f) = argv.get(1).and_then(|a| front::by_command(a)) {
-        return (f.main)(f.shown_as, &argv[2..]);
+        return (f.command, (f.main)(f.shown_as, &argv[2..]));
     }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        // clap prints help/version with exit 0 and usage errors with 2.
+        Err(e) if e.use_stderr() => return ("ioscale", Err(Failure::Clap(e))),
         Err(e) => {
-            // clap prints help/version with exit 0 and usage errors with 2.
             let _ = e.print();
-            return Ok(if e.use_stderr() { 2 } else { 0 });
+            return ("ioscale", Ok(0));
         }
     };
-    match cli.command {
+    ("ioscale", run_command(cli.command))
+}
+
+/// Runs a parsed `ioscale` command.
+fn run_command(command: Command) -> Exit {
+    match command {
         Command::Run(args) => cmd_run(&args),
         Command::Meta(args) => meta_cmd::cmd_meta(&args),
         Command::Sweep(args) => sweep::cmd_sweep(&args),
@@ -100,10 +105,11 @@ fn real_main() -> anyhow::Result<i32> {
 }
 
 /// Runs the front-end registered as `command` (clap reached it: the
-/// fast path in `real_main` normally does first).
-fn front_main(command: &str, args: &[String]) -> anyhow::Result<i32> {
+/// fast path in `real_main` normally does first); its failure is said in
+/// its own name, as on the fast path.
+fn front_main(command: &str, args: &[String]) -> Exit {
     let f = front::by_command(command).expect("every front-end subcommand is registered");
-    (f.main)(f.shown_as, args)
+    (f.main)(f.shown_as, args).map_err(|e| Failure::Said(e.report(f.command)))
 }
 
 /// Installs Ctrl-C / SIGTERM handling: the first signal asks the run to
@@ -119,40 +125,28 @@ pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
-fn cmd_run(args: &RunArgs) -> anyhow::Result<i32> {
-    let raw = match args.to_raw() {
-        Ok(r) => r,
-        Err(e) => {
-            if launched_as_rank_0() {
-                eprintln!("ioscale: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
-    let coord = match coord::init() {
-        Ok(c) => c,
-        Err(e) => {
-            if launched_as_rank_0() {
-                eprintln!("ioscale: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
-    let code = run_ranks(args, raw, &*coord);
-    // Dropping the coordinator finalises MPI before the process exits.
-    drop(coord);
-    code
+fn cmd_run(args: &RunArgs) -> Exit {
+    let raw = args
+        .to_raw()
+        .map_err(|e| said_by_rank_0(Failure::usage(e)))?;
+    as_ranks(|coord| run_ranks(args, raw, coord))
+}
+
+/// A failure found before MPI is up, the same on every task of the
+/// launch: task 0 alone says it (see [`launched_as_rank_0`]).
+fn said_by_rank_0(f: Failure) -> Failure {
+    if launched_as_rank_0() {
+        f
+    } else {
+        Failure::Said(f.code())
+    }
 }
 
 /// `ioscale run` as one rank of `coord` (the only rank when alone): the
 /// spec is checked for all `ranks × threads` workers, every rank runs its
 /// threads, and rank 0 alone prints and writes; every rank exits with
-/// rank 0's exit code.
-fn run_ranks(
-    args: &RunArgs,
-    mut raw: spec::RawWorkload,
-    coord: &dyn coord::Coordinator,
-) -> anyhow::Result<i32> {
+/// rank 0's exit code (see [`as_ranks`]).
+fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coordinator) -> Exit {
     let ranks = coord.size();
     let root = coord.rank() == 0;
     let threads = raw.threads.unwrap_or(1);
@@ -165,15 +159,7 @@ fn run_ranks(
         // Sizes (--total), --reorder and layouts are checked for all workers.
         raw.threads = Some(threads.saturating_mul(ranks as u64));
     }
-    let mut spec = match raw.build() {
-        Ok(s) => s,
-        Err(e) => {
-            if root {
-                eprintln!("ioscale: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
+    let mut spec = raw.build().map_err(Failure::usage)?;
     spec.threads = threads as u32;
     let mut bad_output = None;
     for (flag, p) in [("--json", &args.json), ("--csv", &args.csv)] {
@@ -184,10 +170,10 @@ fn run_ranks(
         }
     }
     if coord.any(bad_output.is_some()) {
-        if let Some(e) = bad_output {
-            eprintln!("ioscale: error: {e:#}");
-        }
-        return Ok(2);
+        return Err(match bad_output {
+            Some(e) => Failure::refused(format!("{e:#}")),
+            None => Failure::Said(2),
+        });
     }
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
@@ -208,33 +194,17 @@ fn run_ranks(
         &mut |rs| early.save(rs),
     );
     drop(live);
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            if root {
-                eprintln!("ioscale: error: {e}");
-            }
-            return Ok(e.exit_code());
-        }
-    };
+    let outcome = outcome?;
     let (json, csv) = if early.saved {
         (None, None)
     } else {
         (args.json.as_deref(), args.csv.as_deref())
     };
-    let code = if root {
-        emit(&outcome, json, csv, args.format, args.quiet).unwrap_or_else(|e| {
-            eprintln!("ioscale: error: {e:#}");
-            2
-        })
+    if root {
+        emit(&outcome, json, csv, args.format, args.quiet)
     } else {
-        0
-    };
-    Ok(if ranks > 1 {
-        coord.broadcast_as(&code).unwrap_or(code)
-    } else {
-        code
-    })
+        Ok(0)
+    }
 }
 
 /// Whether this process is rank 0 of its launch (or was not launched as
@@ -258,43 +228,44 @@ pub(crate) fn launched_as_rank_0() -> bool {
 /// alone; see [`coord::init`]): every rank exits with rank 0's exit code,
 /// and MPI is finalised before the process exits. `body` makes the same
 /// collective calls on every rank whatever happens, and prints only on
-/// rank 0; an `Err` it returns is printed by rank 0 and means exit 2.
-pub(crate) fn as_ranks(
-    tool: &str,
-    body: impl FnOnce(&dyn coord::Coordinator) -> anyhow::Result<i32>,
-) -> anyhow::Result<i32> {
-    let coord = match coord::init() {
-        Ok(c) => c,
-        Err(e) => {
-            if launched_as_rank_0() {
-                eprintln!("{tool}: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
-    let code = body(&*coord).unwrap_or_else(|e| {
-        if coord.rank() == 0 {
-            eprintln!("{tool}: error: {e:#}");
-        }
-        2
-    });
-    let code = if coord.size() > 1 {
-        coord.broadcast_as(&code).unwrap_or(code)
+/// rank 0; a [`Failure`] it returns is said by rank 0 alone (by `main`).
+pub(crate) fn as_ranks(body: impl FnOnce(&dyn coord::Coordinator) -> Exit) -> Exit {
+    let coord = coord::init().map_err(|e| said_by_rank_0(Failure::refused(e)))?;
+    let result = body(&*coord);
+    let result = if coord.size() > 1 {
+        rank_0s(&*coord, result)
     } else {
-        code
+        result
     };
     // Dropping the coordinator finalises MPI.
     drop(coord);
-    Ok(code)
+    result
+}
+
+/// Rank 0's result on every rank (a collective call): rank 0 keeps its
+/// own; another rank takes its code, and is silent when it is a failure
+/// (rank 0 says why).
+fn rank_0s(coord: &dyn coord::Coordinator, result: Exit) -> Exit {
+    let mine = match &result {
+        Ok(code) => (false, *code),
+        Err(f) => (true, f.code()),
+    };
+    let (failed, code) = coord.broadcast_as(&mine).unwrap_or(mine);
+    if coord.rank() == 0 {
+        result
+    } else if failed {
+        Err(Failure::Said(code))
+    } else {
+        Ok(code)
+    }
 }
 
 /// Checks the `--json`/`--csv` paths on rank 0 and agrees on the outcome:
-/// `Some(2)` on every rank when one is bad (rank 0 says which).
+/// a failure on every rank when one is bad (rank 0's says which).
 pub(crate) fn check_outputs(
     coord: &dyn coord::Coordinator,
-    tool: &str,
     outputs: &[(&str, Option<&Path>)],
-) -> Option<i32> {
+) -> Result<(), Failure> {
     let mut bad = Ok(());
     if coord.rank() == 0 {
         for (flag, p) in outputs {
@@ -306,27 +277,23 @@ pub(crate) fn check_outputs(
             }
         }
     }
-    match bench::cluster::root_check(coord, bad) {
-        Ok(()) => None,
-        Err(e) => {
-            if let Some(e) = e {
-                eprintln!("{tool}: error: {e:#}");
-            }
-            Some(2)
-        }
-    }
+    bench::cluster::root_check(coord, bad).map_err(|e| match e {
+        Some(e) => Failure::refused(format!("{e:#}")),
+        None => Failure::Said(2),
+    })
 }
 
 /// The edge of a finished run, shared by `run` and `meta`: errors and
 /// warnings to stderr, the record to `--json`/`--csv`, the chosen format to
-/// stdout, notes last. Returns the exit code.
+/// stdout, notes last. Returns the run's exit code (at least 1 when a
+/// record could not be written).
 pub(crate) fn emit(
     outcome: &bench::run::Outcome,
     json: Option<&Path>,
     csv: Option<&Path>,
     format: Format,
     quiet: bool,
-) -> anyhow::Result<i32> {
+) -> Exit {
     let rs = &outcome.results;
     for line in error_lines(&rs.errors) {
         eprintln!("ioscale: error: {line}");
@@ -426,35 +393,29 @@ fn write_output(p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()
     output::write_atomic(p, &bytes)
 }
 
-fn cmd_clean(target: &Path, force: bool) -> anyhow::Result<i32> {
+fn cmd_clean(target: &Path, force: bool) -> Exit {
     let opts = safefs::LockOptions {
         take_over_other_host: force,
     };
-    match bench::dataset::clean_all(target, opts) {
-        Ok(rep) => {
-            let mut code = 0;
-            for c in &rep.cleaned {
-                if let Some(t) = &c.took_over {
-                    eprintln!("ioscale: {t}");
-                }
-                if c.left.is_empty() {
-                    eprintln!("ioscale: removed {}", c.set);
-                } else {
-                    eprintln!("ioscale: removed part of {}; left in place:", c.set);
-                    for l in &c.left {
-                        eprintln!("ioscale:   {l}");
-                    }
-                    code = 1;
-                }
-            }
-            for e in &rep.refused {
-                eprintln!("ioscale: error: {e}");
-            }
-            Ok(if rep.refused.is_empty() { code } else { 2 })
+    let rep = bench::dataset::clean_all(target, opts)?;
+    let mut code = 0;
+    for c in &rep.cleaned {
+        if let Some(t) = &c.took_over {
+            eprintln!("ioscale: {t}");
         }
-        Err(e) => {
-            eprintln!("ioscale: error: {e}");
-            Ok(2)
+        if c.left.is_empty() {
+            eprintln!("ioscale: removed {}", c.set);
+        } else {
+            eprintln!("ioscale: removed part of {}; left in place:", c.set);
+            for l in &c.left {
+                eprintln!("ioscale:   {l}");
+            }
+            code = 1;
         }
     }
+    if !rep.refused.is_empty() {
+        let lines = rep.refused.iter().map(|e| e.to_string()).collect();
+        return Err(Failure::Refusals(lines));
+    }
+    Ok(code)
 }

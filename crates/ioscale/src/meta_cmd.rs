@@ -4,35 +4,26 @@
 use coord::Coordinator;
 
 use crate::cli::MetaArgs;
+use crate::exit::{Exit, Failure};
 
 /// `ioscale meta`: parse, run, emit; as one rank of an MPI launch when
 /// started by mpirun or srun (rank 0 alone prints and writes).
-pub fn cmd_meta(args: &MetaArgs) -> anyhow::Result<i32> {
-    crate::as_ranks("ioscale", |coord| meta_ranks(args, coord))
+pub fn cmd_meta(args: &MetaArgs) -> Exit {
+    crate::as_ranks(|coord| meta_ranks(args, coord))
 }
 
-fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
     let root = coord.rank() == 0;
-    let built = args
+    let spec = args
         .to_raw()
-        .map_err(|e| e.to_string())
-        .and_then(|raw| raw.build().map_err(|e| e.to_string()));
-    let spec = match built {
-        Ok(s) => s,
-        Err(e) => {
-            if root {
-                eprintln!("ioscale: error: {e}");
-            }
-            return Ok(2);
-        }
-    };
+        .map_err(Failure::usage)?
+        .build()
+        .map_err(Failure::usage)?;
     let outputs = [
         ("--json", args.json.as_deref()),
         ("--csv", args.csv.as_deref()),
     ];
-    if let Some(code) = crate::check_outputs(coord, "ioscale", &outputs) {
-        return Ok(code);
-    }
+    crate::check_outputs(coord, &outputs)?;
     let stop = crate::install_signals()?;
     let command: Vec<String> = std::env::args().collect();
     // An interrupted run's record is saved before its tree is removed: a
@@ -57,15 +48,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
         &mut save_early,
     );
     drop(live);
-    let outcome = match outcome {
-        Ok(o) => o,
-        Err(e) => {
-            if root {
-                eprintln!("ioscale: error: {e}");
-            }
-            return Ok(e.exit_code());
-        }
-    };
+    let outcome = outcome?;
     if !root {
         return Ok(outcome.exit_code());
     }

@@ -15,6 +15,7 @@ use clap::{Args, ValueEnum};
 use report::ExportType;
 
 use crate::cli::Format;
+use crate::exit::{Exit, Failure};
 use crate::sweep::{Outputs, UnitsArg};
 
 /// Flags of `ioscale report`.
@@ -104,17 +105,11 @@ pub(crate) fn load_record(what: &str, p: &Path) -> Result<Loaded, String> {
 }
 
 /// `ioscale report`.
-pub fn cmd_report(args: &ReportArgs) -> anyhow::Result<i32> {
-    if let Some(code) = crate::front::io500::html::report(args) {
-        return Ok(code);
+pub fn cmd_report(args: &ReportArgs) -> Exit {
+    if let Some(result) = crate::front::io500::html::report(args) {
+        return result;
     }
-    let loaded = match read(&args.file) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("ioscale: error: {e}");
-            return Ok(2);
-        }
-    };
+    let loaded = read(&args.file).map_err(Failure::Refused)?;
     for (flag, p) in [("--csv", &args.csv), ("--html", &args.html)] {
         if let Some(p) = p {
             crate::check_output_path(flag, p)?;
@@ -186,16 +181,11 @@ pub fn cmd_report(args: &ReportArgs) -> anyhow::Result<i32> {
 }
 
 /// `ioscale compare`.
-pub fn cmd_compare(args: &CompareArgs) -> anyhow::Result<i32> {
+pub fn cmd_compare(args: &CompareArgs) -> Exit {
     let mut recs = Vec::new();
     for p in &args.files {
-        match read(p) {
-            Ok(l) => recs.push((p.clone(), l.into_sweep())),
-            Err(e) => {
-                eprintln!("ioscale: error: {e}");
-                return Ok(2);
-            }
-        }
+        let l = read(p).map_err(Failure::Refused)?;
+        recs.push((p.clone(), l.into_sweep()));
     }
     // Short names where they are unique, full paths otherwise.
     let stems: Vec<String> = recs

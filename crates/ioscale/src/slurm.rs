@@ -387,20 +387,14 @@ fn header(args: &SlurmArgs, binary: &str) -> String {
 }
 
 /// Runs `ioscale slurm`.
-pub fn cmd_slurm(args: &SlurmArgs) -> anyhow::Result<i32> {
+pub fn cmd_slurm(args: &SlurmArgs) -> crate::exit::Exit {
     let binary = match &args.binary {
         Some(b) => b.clone(),
         None => std::env::current_exe().context("finding this ioscale binary")?,
     };
-    let text = match script(args, &binary.display().to_string())
+    let text = script(args, &binary.display().to_string())
         .and_then(|t| check_command(&args.command).map(|()| t))
-    {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("ioscale: error: {e}");
-            return Ok(2);
-        }
-    };
+        .map_err(crate::exit::Failure::usage)?;
     match &args.out {
         Some(p) => {
             std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;

@@ -22,6 +22,7 @@ use coord::Coordinator;
 use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
 
 use crate::cli::{Cli, Command, Format};
+use crate::exit::{Exit, Failure};
 use crate::progress::{Display, ProgressMode};
 
 mod nodes;
@@ -234,6 +235,10 @@ struct Planned {
 struct Plan {
     config: SweepConfig,
     points: Vec<Planned>,
+    /// The inner command asked for every worker's row (`--per-worker`):
+    /// under MPI each point gathers every worker's sample to rank 0;
+    /// otherwise one merged summary per node (and per rank) reaches it.
+    per_worker: bool,
 }
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
@@ -419,6 +424,11 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
     let first_target = lists.targets.first().map(String::as_str);
     let mut inner = parse_inner(&args.inner, first_target)?;
     let (kind, inner_reps, has_total) = inner_kind(&inner, &lists, args)?;
+    let per_worker = match &inner {
+        Command::Run(r) => r.per_worker,
+        Command::Meta(m) => m.per_worker,
+        _ => false,
+    };
     check_layouts(kind, &lists.layouts)?;
     let (reps, trim) = reps_and_trim(args, &inner_reps)?;
     let scale = args.scale.unwrap_or(if has_total {
@@ -468,7 +478,11 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
         base_amount,
     };
     let points = grid.points()?;
-    Ok(Plan { config, points })
+    Ok(Plan {
+        config,
+        points,
+        per_worker,
+    })
 }
 
 /// The amount of work per thread of the first point (bytes for `run`,
@@ -821,16 +835,13 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
 
 /// `ioscale sweep`; started by mpirun or srun, every point runs as the
 /// ranks of the launch, and rank 0 alone prints, journals and renders.
-pub fn cmd_sweep(args: &SweepArgs) -> anyhow::Result<i32> {
+pub fn cmd_sweep(args: &SweepArgs) -> Exit {
     let mut args = args.clone();
-    if let Err(m) = trailing_resume(&mut args) {
-        eprintln!("ioscale: error: {m}");
-        return Ok(2);
-    }
+    trailing_resume(&mut args).map_err(Failure::Usage)?;
     if args.nodes.is_some() {
         return nodes::sweep_nodes(&args);
     }
-    crate::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))
+    crate::as_ranks(|coord| sweep_ranks(&args, coord))
 }
 
 /// Checks a sweep's command line as `sweep` would before its first point
@@ -863,26 +874,16 @@ fn trailing_resume(args: &mut SweepArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     if args.inner.first().map(String::as_str) == Some("io500") {
         return crate::front::io500::sweep::sweep(args, coord);
     }
     let root = coord.rank() == 0;
-    let plan = match plan(args) {
-        Ok(p) => p,
-        Err(Usage(m)) => {
-            if root {
-                eprintln!("ioscale: error: {m}");
-            }
-            return Ok(2);
-        }
-    };
-    if let Err(e) = bench::cluster::root_check(coord, check_outputs(args, root)) {
-        if let Some(e) = e {
-            eprintln!("ioscale: error: {e:#}");
-        }
-        return Ok(2);
-    }
+    let plan = plan(args).map_err(|Usage(m)| Failure::Usage(m))?;
+    bench::cluster::root_check(coord, check_outputs(args, root)).map_err(|e| match e {
+        Some(e) => Failure::refused(format!("{e:#}")),
+        None => Failure::Said(2),
+    })?;
     let command: Vec<String> = std::env::args().collect();
     let mut rec = new_record(&plan, &command);
     // Rank 0 reads the journal; every rank learns which points are done.
@@ -896,7 +897,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32>
         .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let Some(done) = done else {
-        return Ok(refused.unwrap_or(2));
+        return Err(refused.unwrap_or(Failure::Said(2)));
     };
 
     let stop = crate::install_signals()?;
@@ -1078,8 +1079,8 @@ fn run_order(plan: &Plan, done: &[usize]) -> Vec<Vec<usize>> {
 
 /// Adds the record of one more repetition of a point (a driver call of
 /// its own) to what its earlier repetitions made: phases, failed phases,
-/// errors, warnings (once each), probes and per-node figures, renumbered
-/// to follow on.
+/// errors, warnings (once each), probes, per-node and per-rank figures
+/// and the gathers' costs, renumbered to follow on.
 fn merge(into: &mut bench::run::Outcome, more: bench::run::Outcome) {
     let offset = into.results.phases.len();
     let r = more.results;
@@ -1087,6 +1088,14 @@ fn merge(into: &mut bench::run::Outcome, more: bench::run::Outcome) {
         a.node_phases.extend(b.node_phases.into_iter().map(|mut n| {
             n.phase += offset;
             n
+        }));
+        a.rank_phases.extend(b.rank_phases.into_iter().map(|mut n| {
+            n.phase += offset;
+            n
+        }));
+        a.gathers.extend(b.gathers.into_iter().map(|mut g| {
+            g.phase += offset;
+            g
         }));
     }
     into.results.phases.extend(r.phases);
@@ -1244,8 +1253,10 @@ impl Runner<'_> {
             probe: true,
             keep_going: true,
             first_rep: rep.unwrap_or(0),
-            // A point's record keeps its per-worker rows, as before.
-            node_summary: false,
+            // Under MPI rank 0 receives one summary per node, not every
+            // worker's sample, unless the inner command asks for the rows
+            // (`--per-worker`): the point's figures are the same.
+            node_summary: !self.plan.per_worker,
         };
         let command = self.command.to_vec();
         let stop = Arc::clone(self.stop);
@@ -1348,13 +1359,37 @@ impl Runner<'_> {
         if let Some(l) = self.live {
             l.point_done(&rate);
         }
+        test_hold(self.stop);
         Ok(())
     }
 }
 
-/// `--resume`: reads the journal into `rec` (rank 0). `Some(exit code)`
+/// Test hook: with `IOSCALE_TEST_SWEEP_HOLD=FILE`, rank 0 makes
+/// `FILE.held` after journaling a point and waits while `FILE` exists (at
+/// most 120 s, and not past an interrupt), so a test can stop a sweep
+/// between two points. Unset, it does nothing.
+fn test_hold(stop: &AtomicBool) {
+    let Some(f) = std::env::var_os("IOSCALE_TEST_SWEEP_HOLD").map(PathBuf::from) else {
+        return;
+    };
+    if !f.exists() {
+        return;
+    }
+    let mut held = f.clone().into_os_string();
+    held.push(".held");
+    let _ = std::fs::write(&held, b"");
+    let t0 = std::time::Instant::now();
+    while f.exists()
+        && !stop.load(Ordering::Relaxed)
+        && t0.elapsed() < std::time::Duration::from_secs(120)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// `--resume`: reads the journal into `rec` (rank 0). `Some(failure)`
 /// when it cannot be used.
-fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
+fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<Failure> {
     {
         let path = args
             .json
@@ -1363,26 +1398,21 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<i32> {
         let saved = match crate::report_cmd::load_record("--json", path) {
             Ok(analysis::Loaded::Sweep(s)) => *s,
             Ok(analysis::Loaded::Run(_)) => {
-                eprintln!(
-                    "ioscale: error: --resume: {} holds a single run, not a sweep",
+                return Some(Failure::usage(format!(
+                    "--resume: {} holds a single run, not a sweep",
                     path.display()
-                );
-                return Some(2);
+                )));
             }
-            Err(e) => {
-                eprintln!("ioscale: error: --resume: {e}");
-                return Some(2);
-            }
+            Err(e) => return Some(Failure::usage(format!("--resume: {e}"))),
         };
         let diff = config_diff(&saved.config, &plan.config);
         if !diff.is_empty() {
-            eprintln!(
-                "ioscale: error: --resume: {} was written by a sweep with different arguments ({}); \
+            return Some(Failure::usage(format!(
+                "--resume: {} was written by a sweep with different arguments ({}); \
                  repeat the original arguments, or drop --resume (or use another --json file) to start over",
                 path.display(),
                 diff.join("; ")
-            );
-            return Some(2);
+            )));
         }
         rec.started = saved.started;
         rec.command = saved.command;
@@ -1676,5 +1706,59 @@ mod tests {
         let d = config_diff(&a, &b);
         assert_eq!(d, vec!["--threads: [1, 2] in the file, [1, 2, 4] now"]);
         assert!(config_diff(&a, &a).is_empty());
+    }
+
+    /// One repetition's driver call on 2 ranks: its phases, and per phase
+    /// a per-node row, two per-rank rows and the gather's cost.
+    fn one_rep() -> bench::run::Outcome {
+        let bytes = include_bytes!("../../report/tests/golden/results.json");
+        let mut results = report::from_json(bytes).unwrap();
+        let n = results.phases.len();
+        let mut c = report::ClusterInfo {
+            ranks: 2,
+            ..Default::default()
+        };
+        for phase in 0..n {
+            c.node_phases.push(report::NodePhase {
+                phase,
+                ..Default::default()
+            });
+            for rank in 0..2 {
+                c.rank_phases.push(report::RankPhase {
+                    phase,
+                    rank,
+                    ..Default::default()
+                });
+            }
+            c.gathers.push(report::PhaseGather {
+                phase,
+                bytes: 100,
+                per_worker: false,
+            });
+        }
+        results.host.cluster = Some(c);
+        bench::run::Outcome {
+            results,
+            notes: Vec::new(),
+            probes: Vec::new(),
+            latency: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn repetitions_run_one_by_one_keep_every_per_rank_row() {
+        let mut all = one_rep();
+        let n = all.results.phases.len();
+        merge(&mut all, one_rep());
+        assert_eq!(all.results.phases.len(), 2 * n);
+        let c = all.results.host.cluster.unwrap();
+        let each: Vec<usize> = (0..2 * n).collect();
+        let ranks: Vec<usize> = c.rank_phases.iter().map(|r| r.phase).collect();
+        let twice: Vec<usize> = each.iter().flat_map(|&p| [p, p]).collect();
+        assert_eq!(ranks, twice);
+        let gathers: Vec<usize> = c.gathers.iter().map(|g| g.phase).collect();
+        assert_eq!(gathers, each);
+        let nodes: Vec<usize> = c.node_phases.iter().map(|g| g.phase).collect();
+        assert_eq!(nodes, each);
     }
 }

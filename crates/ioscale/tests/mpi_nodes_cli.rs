@@ -788,3 +788,469 @@ fn ranks_on_other_nodes_refuse_a_directory_renamed_into_place() {
         .collect();
     assert_eq!(names, [".ioscale-marker"], "{text}");
 }
+
+/// `ioscale sweep --nodes NODES` with `flags` before `--` and the inner
+/// `run` words `inner` (its target appended): exit status, standard
+/// output, standard error and the record.
+fn node_sweep(
+    nodes: &str,
+    flags: &[&str],
+    inner: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> (Option<i32>, String, String, Value) {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let json = dir.path().join("s.json");
+    let (code, out, err) = node_sweep_in(nodes, flags, inner, env, &target, &json);
+    let v = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (code, out, err, v)
+}
+
+fn node_sweep_in(
+    nodes: &str,
+    flags: &[&str],
+    inner: &[&str],
+    env: &[(&str, &std::path::Path)],
+    target: &std::path::Path,
+    json: &std::path::Path,
+) -> (Option<i32>, String, String) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut c = Command::new("timeout");
+    c.arg("300")
+        .arg(env!("CARGO_BIN_EXE_ioscale"))
+        .args(["sweep", "--nodes", nodes, "--ranks-per-node", "2"])
+        .arg("--sim-nodes")
+        .arg(&script)
+        .arg("--json")
+        .arg(json)
+        .args(flags)
+        .args(["--", "run"])
+        .args(inner)
+        .arg(target);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Bytes rank 0 received per phase of a sweep point.
+fn point_gathers(p: &Value) -> Vec<u64> {
+    p["result"]["host"]["cluster"]["gathers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no gathers in {p}"))
+        .iter()
+        .map(|g| g["bytes"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn sweep_points_gather_node_summaries_unless_asked_for_rows() {
+    let inner = ["--op", "write,read", "--xfer", "64k", "--size", "256k"];
+    let flags = ["--threads", "1,4", "--html"];
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let html = |n: &str| dir.path().join(n).to_str().unwrap().to_string();
+    let (h1, h2) = (html("s.html"), html("rows.html"));
+    let (code, text, err, summary) =
+        node_sweep("4", &[flags[0], flags[1], flags[2], &h1], &inner, &[]);
+    assert_eq!(code, Some(0), "{text}{err}");
+    let mut with_rows = inner.to_vec();
+    with_rows.push("--per-worker");
+    let (code, text_pw, err, rows) =
+        node_sweep("4", &[flags[0], flags[1], flags[2], &h2], &with_rows, &[]);
+    assert_eq!(code, Some(0), "{text_pw}{err}");
+    // The same tables, whichever way the figures reached rank 0 (the
+    // analysis after them words what was measured).
+    let tables = |t: &str| {
+        let mut s = shape(t);
+        s.truncate(s.iter().position(|l| l == &["Analysis"]).unwrap_or(s.len()));
+        s
+    };
+    assert_eq!(tables(&text), tables(&text_pw));
+    let (s, r) = (
+        summary["points"].as_array().unwrap(),
+        rows["points"].as_array().unwrap(),
+    );
+    assert_eq!((s.len(), r.len()), (2, 2));
+    for (p, q) in s.iter().zip(r) {
+        let workers = 8 * p["threads"].as_u64().unwrap();
+        for (a, b) in p["result"]["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(q["result"]["phases"].as_array().unwrap())
+        {
+            assert_eq!(a["bytes"], workers << 18, "{a}");
+            assert_eq!(a["bytes"], b["bytes"]);
+            assert!(a["workers"].as_array().is_none_or(Vec::is_empty), "{a}");
+            assert_eq!(b["workers"].as_array().unwrap().len() as u64, workers);
+        }
+        // One per-rank row per phase and rank, also without the rows.
+        let ranks = p["result"]["host"]["cluster"]["rank_phases"]
+            .as_array()
+            .unwrap();
+        assert_eq!(ranks.len(), 2 * 8, "{ranks:?}");
+    }
+    // 4 threads instead of 1 per rank: 24 more workers, whose samples
+    // rank 0 receives only with the rows; the summaries stay per rank.
+    let (s1, s4) = (point_gathers(&s[0]), point_gathers(&s[1]));
+    let (r1, r4) = (point_gathers(&r[0]), point_gathers(&r[1]));
+    eprintln!("bytes at rank 0 per phase: summaries {s1:?} → {s4:?}, rows {r1:?} → {r4:?}");
+    for ph in 0..2 {
+        let rows_add = r4[ph] - r1[ph];
+        let summaries_add = s4[ph].saturating_sub(s1[ph]);
+        assert!(
+            s1[ph] < r1[ph] && s4[ph] < r4[ph],
+            "{s1:?} {s4:?} {r1:?} {r4:?}"
+        );
+        assert!(
+            summaries_add * 4 < rows_add,
+            "phase {ph}: summaries {s1:?} → {s4:?}, rows {r1:?} → {r4:?}"
+        );
+    }
+    // The HTML's per-rank bars, drawn from the per-rank rows.
+    let page = std::fs::read_to_string(&h1).unwrap();
+    assert!(page.contains("id=\"per-rank-write\""), "no per-rank bars");
+    for r in 0..8 {
+        let host = format!("rank {r} (ioscale-sim-node{})", r / 2);
+        assert!(page.contains(&host), "no bar for {host}");
+    }
+}
+
+#[test]
+fn an_interrupted_node_sweep_resumes_with_the_missing_points() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let json = dir.path().join("s.json");
+    let hold = dir.path().join("hold");
+    let held = dir.path().join("hold.held");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
+    let inner = ["--op", "write", "--xfer", "64k", "--size", "256k"];
+    let sweep = |resume: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_ioscale"));
+        c.args(["sweep", "--nodes", "1,2", "--ranks-per-node", "2"])
+            .arg("--sim-nodes")
+            .arg(&script)
+            .args(["--threads", "1,2", "--json"])
+            .arg(&json)
+            .args(if resume { &["--resume"][..] } else { &[] })
+            .args(["--", "run"])
+            .args(inner)
+            .arg(&target)
+            .env("IOSCALE_TEST_SWEEP_HOLD", &hold);
+        c
+    };
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The first run: node count 1 in full, then node count 2 held after
+    // its first point and interrupted there (SIGINT to the whole process
+    // group, as Ctrl-C sends it).
+    let mut first = sweep(false);
+    std::os::unix::process::CommandExt::process_group(&mut first, 0);
+    let mut child = first
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pgid = child.id();
+    let err = child.stderr.take().unwrap();
+    let hold_at = hold.clone();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if line.contains("nodes=2:") {
+                std::fs::write(&hold_at, b"").unwrap();
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let t0 = std::time::Instant::now();
+    while !held.exists() && t0.elapsed() < std::time::Duration::from_secs(240) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let was_held = held.exists();
+    let _ = Command::new("kill")
+        .args(["-INT", "--", &format!("-{pgid}")])
+        .status();
+    let status = child.wait().unwrap();
+    let err = reader.join().unwrap();
+    let _ = std::fs::remove_file(&hold);
+    assert!(was_held, "node count 2 never held after a point: {err}");
+    assert_eq!(status.code(), Some(130), "{err}");
+    let saved: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let series = |v: &Value| -> Vec<(String, u64)> {
+        v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                (
+                    p["series"].as_str().unwrap().to_string(),
+                    p["threads"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let want = |s: &str, t| (s.to_string(), t);
+    assert_eq!(
+        series(&saved),
+        [want("1 node", 1), want("1 node", 2), want("2 nodes", 1)],
+        "{err}"
+    );
+    assert_eq!(saved["points_total"], 4);
+    assert_eq!(saved["interrupted"], true);
+    assert!(err.contains("--resume continues"), "{err}");
+
+    // Resumed: node count 1 is not launched again, node count 2 only for
+    // its missing point.
+    let out = sweep(true).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("nodes=1: all 2 points already done"), "{err}");
+    assert!(!err.contains("nodes=1: 2 ranks"), "{err}");
+    assert!(err.contains("nodes=2: 4 ranks"), "{err}");
+    let done: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        series(&done),
+        [
+            want("1 node", 1),
+            want("1 node", 2),
+            want("2 nodes", 1),
+            want("2 nodes", 2)
+        ]
+    );
+    assert_eq!(done["interrupted"], false);
+    assert_eq!(done["started"], saved["started"]);
+    let points = done["points"].as_array().unwrap();
+    for (i, p) in points.iter().enumerate() {
+        assert_eq!(p["index"], i);
+        let c = &p["result"]["host"]["cluster"];
+        let nodes = if i < 2 { 1 } else { 2 };
+        assert_eq!(c["nodes"], nodes, "{c}");
+        // 2 ranks per node × threads × 256 KiB.
+        let workers = 2 * nodes * p["threads"].as_u64().unwrap();
+        assert_eq!(p["result"]["phases"][0]["bytes"], workers << 18, "{p}");
+        if i < 3 {
+            // Kept as measured the first time, not run again.
+            assert_eq!(
+                p["result"]["started"],
+                saved["points"][i]["result"]["started"]
+            );
+        }
+    }
+}
+
+/// dd's closing lines on 4 nodes × `per` ranks, `jobs` per rank.
+fn dd_lines(per: u32, jobs: &str) -> String {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let of = format!("of={}", dir.path().join("dd").display());
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let args = [
+        "dd",
+        "if=/dev/zero",
+        &of,
+        "bs=64k",
+        "count=4",
+        "--jobs",
+        jobs,
+    ];
+    let out = nodes_command_per(per, &[], &args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err
+}
+
+#[test]
+fn dd_prints_every_job_from_the_per_rank_rows() {
+    // One job per rank: the node summaries' per-rank rows are the jobs'.
+    let summaries = dd_lines(2, "1");
+    // Two jobs per rank: every job's row is gathered.
+    let rows = dd_lines(1, "2");
+    let copied: Vec<&str> = summaries
+        .lines()
+        .filter(|l| l.contains(" copied, ") && !l.starts_with("total "))
+        .collect();
+    assert_eq!(copied.len(), 8, "{summaries}");
+    for l in &copied {
+        assert!(
+            l.starts_with("262144 bytes (262 kB, 256 KiB) copied, "),
+            "{l}"
+        );
+        let secs: f64 = l
+            .split(", ")
+            .nth(2)
+            .unwrap()
+            .trim_end_matches(" s")
+            .parse()
+            .unwrap();
+        assert!(secs > 0.0, "{l}");
+    }
+    assert_eq!(
+        summaries.matches("4+0 records out").count(),
+        8,
+        "{summaries}"
+    );
+    assert!(
+        summaries.contains("total of 8 jobs: 2097152 bytes"),
+        "{summaries}"
+    );
+    let dd_only = |t: &str| {
+        let lines: Vec<String> = t
+            .lines()
+            .filter(|l| !l.starts_with("dd: "))
+            .map(String::from)
+            .collect();
+        // dd's rate unit (kB/s, MB/s, GB/s) follows the measured rate.
+        let mut words = shape(&lines.join("\n"));
+        for w in words.iter_mut().flatten() {
+            if w.ends_with("B/s") {
+                *w = "#".into();
+            }
+        }
+        words
+    };
+    assert_eq!(dd_only(&summaries), dd_only(&rows));
+}
+
+/// io500's record on 4 nodes × 2 ranks of `tasks` tasks each, the delete
+/// phases left out.
+fn io500_record(tasks: &str) -> Value {
+    let dir = shm_dir();
+    let (data, res) = (dir.path().join("data"), dir.path().join("res"));
+    let cfg = dir.path().join("trial.ini");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[global]\ndatadir = {}\nresultdir = {}\ntimestamp-datadir = FALSE\n\
+             timestamp-resultdir = FALSE\n\n[ior-easy]\ntransferSize = 64k\nblockSize = 1m\n\n\
+             [ior-hard]\nsegmentCount = 20\n\n[mdtest-easy]\nn = 100\n\n[mdtest-hard]\nn = 100\n\
+             [mdtest-easy-delete]\nrun = FALSE\n[mdtest-hard-delete]\nrun = FALSE\n",
+            data.display(),
+            res.display()
+        ),
+    )
+    .unwrap();
+    let json = dir.path().join("io500.json");
+    let (ok, text) = nodes_run(&[
+        "io500",
+        "--tasks",
+        tasks,
+        "--stonewall",
+        "1s",
+        "--json",
+        json.to_str().unwrap(),
+        cfg.to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+}
+
+#[test]
+fn io500_sends_rank_0_a_few_numbers_per_task_and_latencies_per_node() {
+    let one = io500_record("1");
+    let four = io500_record("4");
+    assert_eq!(
+        (one["tasks"].clone(), four["tasks"].clone()),
+        (8.into(), 32.into())
+    );
+    for name in ["ior-easy-write", "mdtest-easy-write", "mdtest-hard-stat"] {
+        let p1 = common_phase(&one, name);
+        let p4 = common_phase(&four, name);
+        let (g1, g4) = (
+            p1["gathered_bytes"].as_u64().unwrap(),
+            p4["gathered_bytes"].as_u64().unwrap(),
+        );
+        // 24 more tasks: their counts (a few words each), not their
+        // latency histograms (hundreds of bytes to kilobytes each).
+        let per_task = (g4 - g1) / 24;
+        eprintln!("{name}: {g1} B at 8 tasks, {g4} B at 32: {per_task} B per task");
+        assert!(per_task < 200, "{name}: {g1} B → {g4} B");
+        // The latencies of every task reached rank 0.
+        assert!(p4["lat_us"]["max"].as_f64().unwrap() > 0.0, "{p4}");
+        let ops = p4["ops"].as_u64().unwrap();
+        assert!(ops > 0 && p4["tasks"].as_array().unwrap().len() == 32);
+    }
+}
+
+fn common_phase<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("no phase {name} in {v}"))
+}
+
+/// Bytes rank 0 received per phase of a record.
+fn record_gathers(v: &Value) -> Vec<u64> {
+    v["host"]["cluster"]["gathers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["bytes"].as_u64().unwrap())
+        .collect()
+}
+
+/// Metadata rows (`meta --per-worker`, smallfile's per-thread lines):
+/// rank 0 receives each worker's counts, not its latency histogram, which
+/// the phase's merged one (from the node summaries) already holds.
+#[test]
+fn metadata_rows_carry_counts_not_histograms() {
+    let (_, summary) = meta_json(&[]);
+    let (_, rows) = meta_json(&["--per-worker"]);
+    let (s, r) = (record_gathers(&summary), record_gathers(&rows));
+    for (p, (a, b)) in s.iter().zip(&r).enumerate() {
+        let per_worker = (b - a) / 16;
+        eprintln!("phase {p}: {a} B summaries, {b} B with rows: {per_worker} B per worker row");
+        // About 280 B of counts and times (JSON); with its histogram a row
+        // took 457 B or more here.
+        assert!(per_worker < 350, "phase {p}: {a} B → {b} B");
+    }
+    // The latencies are the same figures either way.
+    for (p, q) in summary["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(rows["phases"].as_array().unwrap())
+    {
+        assert!(q["lat_us"]["max"].as_f64().unwrap() > 0.0, "{q}");
+        assert_eq!(p["ops"], q["ops"]);
+    }
+}
+
+/// Data rows (`run --per-worker`, dd's jobs): each worker's counters and
+/// times reach rank 0, not its latency histogram.
+#[test]
+fn data_rows_carry_counts_not_histograms() {
+    let (_, summary) = run_json(2, "2", &[]);
+    let (_, rows) = run_json(2, "2", &["--per-worker"]);
+    let (s, r) = (record_gathers(&summary), record_gathers(&rows));
+    for (p, (a, b)) in s.iter().zip(&r).enumerate() {
+        let per_worker = (b - a) / 16;
+        eprintln!("phase {p}: {a} B summaries, {b} B with rows: {per_worker} B per worker row");
+        // About 320 B of counters and times (JSON); with its histogram
+        // (of 4 requests) a row took 409 B here.
+        assert!(per_worker < 380, "phase {p}: {a} B → {b} B");
+    }
+    for (p, q) in summary["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(rows["phases"].as_array().unwrap())
+    {
+        assert!(q["lat_us"]["max"].as_f64().unwrap() > 0.0, "{q}");
+        assert_eq!(p["bytes"], q["bytes"]);
+    }
+}

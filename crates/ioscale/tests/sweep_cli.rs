@@ -273,6 +273,31 @@ fn bad_sweeps_are_refused_with_exit_2() {
     assert!(stderr(&r).contains("cannot read"), "{}", stderr(&r));
 }
 
+/// `--nodes … --resume` on the record of a sweep without `--nodes` (or of
+/// other node counts) is refused before anything is launched: the merged
+/// record would lose the points it holds.
+#[test]
+fn a_node_sweep_does_not_resume_a_record_of_other_points() {
+    let dir = scratch();
+    let json = dir.path().join("plain.json");
+    let inner = ["--", "run", "--size", "64k", "--xfer", "64k", s(dir.path())];
+    let mut plain = vec!["sweep", "--threads", "1", "--json", s(&json)];
+    plain.extend(inner);
+    assert_code(&run(&plain), 0);
+    let before = std::fs::read(&json).unwrap();
+    let mut nodes = vec!["sweep", "--nodes", "1", "--threads", "1"];
+    nodes.extend(["--sim-nodes", "/bin/true", "--json", s(&json), "--resume"]);
+    nodes.extend(inner);
+    let r = run(&nodes);
+    assert_code(&r, 2);
+    let err = stderr(&r);
+    assert!(
+        err.contains("--resume") && err.contains("no node count"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&json).unwrap(), before, "the record is kept");
+}
+
 #[test]
 fn sweep_of_meta_counts_files() {
     let dir = scratch();

@@ -705,7 +705,7 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use spec::{Op, RawWorkload};
+    use spec::{Op, RawWorkload, WorkloadSpec};
     use stats::LatencySummary;
 
     use super::*;
@@ -772,7 +772,36 @@ mod tests {
     }
 
     fn fixture() -> ResultSet {
-        let spec = RawWorkload {
+        let mut rs = ResultSet {
+            schema: SCHEMA,
+            tool: "ioscale".into(),
+            version: "0.1.0".into(),
+            command: vec![
+                "ioscale".into(),
+                "run".into(),
+                "/mnt/lustre/scratch/ioscale".into(),
+                "--op".into(),
+                "write,read".into(),
+            ],
+            started: "2025-01-02T03:04:05Z".into(),
+            host: fixture_host(),
+            spec: crate::model::JobSpec::Run(fixture_spec()),
+            warnings: vec![
+                "the data (4 GiB) is smaller than twice the memory (251.5 GiB); reads may come from the page cache".into(),
+            ],
+            interrupted: false,
+            errors: fixture_errors(),
+            phases: fixture_phases(),
+            failed_phases: Vec::new(),
+            summary: Vec::new(),
+        };
+        rs.summarise();
+        rs
+    }
+
+    /// The fixture's spec: 4 workers writing and reading 1 GiB each.
+    fn fixture_spec() -> WorkloadSpec {
+        RawWorkload {
             target: Some(PathBuf::from("/mnt/lustre/scratch/ioscale")),
             ops: vec![Op::Write, Op::Read],
             threads: Some(4),
@@ -785,7 +814,12 @@ mod tests {
             ..Default::default()
         }
         .build()
-        .expect("fixture workload is valid");
+        .expect("fixture workload is valid")
+    }
+
+    /// The fixture's phases: two repetitions of write and read, with a
+    /// straggler, a read that found corrupted data, and a tiny phase.
+    fn fixture_phases() -> Vec<PhaseRecord> {
         let total = 4u64 << 30;
         let ops = 4096;
 
@@ -833,59 +867,45 @@ mod tests {
             min: 20_000.0,
         };
 
-        let mut rs = ResultSet {
-            schema: SCHEMA,
-            tool: "ioscale".into(),
-            version: "0.1.0".into(),
-            command: vec![
-                "ioscale".into(),
-                "run".into(),
-                "/mnt/lustre/scratch/ioscale".into(),
-                "--op".into(),
-                "write,read".into(),
-            ],
-            started: "2025-01-02T03:04:05Z".into(),
-            host: HostInfo {
-                hostname: "node01".into(),
-                kernel: "6.8.0-45-generic".into(),
-                cpus: 64,
-                mem_bytes: 270_000_000_000,
-                target: "/mnt/lustre/scratch/ioscale".into(),
-                mount_point: "/mnt/lustre".into(),
-                fs_type: "lustre".into(),
-                fs_source: "10.0.0.1@o2ib:/scratch".into(),
-                mount_options: "rw,flock,lazystatfs".into(),
-                ..Default::default()
+        vec![w0, r0, tiny, w1, r1]
+    }
+
+    /// The fixture's machine: a Lustre client.
+    fn fixture_host() -> HostInfo {
+        HostInfo {
+            hostname: "node01".into(),
+            kernel: "6.8.0-45-generic".into(),
+            cpus: 64,
+            mem_bytes: 270_000_000_000,
+            target: "/mnt/lustre/scratch/ioscale".into(),
+            mount_point: "/mnt/lustre".into(),
+            fs_type: "lustre".into(),
+            fs_source: "10.0.0.1@o2ib:/scratch".into(),
+            mount_options: "rw,flock,lazystatfs".into(),
+            ..Default::default()
+        }
+    }
+
+    /// The fixture's errors: an EIO on a read, EDQUOT on a close.
+    fn fixture_errors() -> Vec<ErrorRecord> {
+        vec![
+            ErrorRecord {
+                worker: 3,
+                op: "read".into(),
+                file: "/mnt/lustre/scratch/ioscale/ioscale.3".into(),
+                offset: Some(201_326_592),
+                errno: Some(5),
+                message: "Input/output error (os error 5)".into(),
             },
-            spec: crate::model::JobSpec::Run(spec),
-            warnings: vec![
-                "the data (4 GiB) is smaller than twice the memory (251.5 GiB); reads may come from the page cache".into(),
-            ],
-            interrupted: false,
-            errors: vec![
-                ErrorRecord {
-                    worker: 3,
-                    op: "read".into(),
-                    file: "/mnt/lustre/scratch/ioscale/ioscale.3".into(),
-                    offset: Some(201_326_592),
-                    errno: Some(5),
-                    message: "Input/output error (os error 5)".into(),
-                },
-                ErrorRecord {
-                    worker: 1,
-                    op: "close".into(),
-                    file: "/mnt/lustre/scratch/ioscale/ioscale.1".into(),
-                    offset: None,
-                    errno: Some(122),
-                    message: "Disk quota exceeded (os error 122)".into(),
-                },
-            ],
-            phases: vec![w0, r0, tiny, w1, r1],
-            failed_phases: Vec::new(),
-            summary: Vec::new(),
-        };
-        rs.summarise();
-        rs
+            ErrorRecord {
+                worker: 1,
+                op: "close".into(),
+                file: "/mnt/lustre/scratch/ioscale/ioscale.1".into(),
+                offset: None,
+                errno: Some(122),
+                message: "Disk quota exceeded (os error 122)".into(),
+            },
+        ]
     }
 
     fn render(t: ExportType, rs: &ResultSet) -> String {

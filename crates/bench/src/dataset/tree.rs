@@ -25,7 +25,7 @@ use safefs::{lock_name, Access, DirHandle, Kind, SetLock, TryLock};
 use serde::{Deserialize, Serialize};
 use spec::{MetaOp, MetaSpec, TreeState};
 
-use super::{held_message, Cleaned};
+use super::{command_line, fs_err, Cleaned};
 
 use crate::error::Error;
 
@@ -135,45 +135,16 @@ impl TreeGuard {
     }
 }
 
-/// The command line, for the lock's holder record.
-fn command_line() -> String {
-    let mut c: String = std::env::args().collect::<Vec<_>>().join(" ");
-    if c.len() > 200 {
-        let mut end = 200;
-        while !c.is_char_boundary(end) {
-            end -= 1;
-        }
-        c.truncate(end);
-        c.push('…');
-    }
-    c
-}
-
-/// Takes the tree's lock, or says who holds it (exit 2).
+/// Takes the tree's lock, or says who holds it (exit 2): the data set's
+/// rule, with the tree's lock file.
 fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
-    match SetLock::try_lock(root, lock_name(MARKER_NAME), &command_line()).map_err(fs_err)? {
-        TryLock::Acquired(l) => Ok(l),
-        TryLock::Held { holder, liveness } => Err(Error::Refused(held_message(
-            &root.path().display().to_string(),
-            holder,
-            liveness,
-            target,
-        ))),
-    }
-}
-
-/// A refusal of safefs as a refusal here; a failed call as a setup error.
-fn fs_err(e: safefs::Error) -> Error {
-    let text = e.to_string();
-    match e.kind {
-        safefs::ErrorKind::Refused(_) => Error::Refused(format!(
-            "{text}; remove it yourself or choose another target"
-        )),
-        safefs::ErrorKind::Io(source) => Error::Setup {
-            what: format!("cannot {} {}", e.op, e.path.display()),
-            source,
-        },
-    }
+    super::take_lock_named(
+        root,
+        &lock_name(MARKER_NAME),
+        &root.path().display().to_string(),
+        target,
+        safefs::LockOptions::default(),
+    )
 }
 
 /// The working directory as found or made.
@@ -224,121 +195,23 @@ pub(crate) fn prepare(
     run_id: &str,
     notes: &mut Vec<String>,
 ) -> Result<Tree, Error> {
-    let root = spec.target.join(ROOT_NAME);
-    let fresh = |root_created: bool| Marker {
-        tool: "ioscale-meta".into(),
-        run_id: run_id.into(),
-        threads: spec.threads,
-        files: spec.files,
-        same_dir: spec.same_dir,
-        files_per_dir: spec.files_per_dir,
-        dirs_per_dir: spec.dirs_per_dir,
-        prefix: spec.prefix.clone(),
-        root_created,
-        state: TreeState::default(),
-        extent: 0,
-        leaf_depth: spec.leaf_depth,
+    let p = Prep {
+        spec,
+        run_id,
+        root: spec.target.join(ROOT_NAME),
     };
     let target = DirHandle::open_target(&spec.target).map_err(fs_err)?;
     let mut tree = match target.stat_at(ROOT_NAME).map_err(fs_err)? {
-        None => {
-            let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
-            let marker = fresh(true);
-            // The marker goes down before the lock and anything else; a
-            // failed write leaves no temporary file, and the directory
-            // this run made goes again.
-            if let Err(e) = write_marker_in(&rootd, &marker) {
-                let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
-                return Err(fs_err(e));
-            }
-            let lock = match take_lock(&rootd, &spec.target) {
-                Ok(l) => l,
-                // No lock file could be made (EMFILE, ENOSPC): what this
-                // run made goes again. A set another process locked
-                // meanwhile is theirs now, and stays.
-                Err(e @ Error::Setup { .. }) => {
-                    let _ = rootd.unlink_at(MARKER_NAME, None);
-                    let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
-                    return Err(e);
-                }
-                Err(e) => return Err(e),
-            };
-            Tree {
-                root: root.clone(),
-                marker,
-                writable: true,
-                ours: true,
-                guard: Some(TreeGuard {
-                    target,
-                    root: rootd,
-                    lock: Some(lock),
-                }),
-                held: None,
-            }
-        }
+        None => p.make_new(target)?,
         Some(info) if info.kind != Kind::Dir => {
             return Err(Error::Refused(format!(
                 "{} exists and is not a directory made by ioscale (it is a {}); remove it or \
                  choose another target",
-                root.display(),
+                p.root.display(),
                 info.kind.name()
             )))
         }
-        Some(_) => {
-            let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
-            match read_marker_in(&rootd) {
-                None => {
-                    let empty = rootd.list().map_err(fs_err)?.is_empty();
-                    if !empty {
-                        return Err(Error::Refused(format!(
-                            "{} exists and holds files but no ioscale marker, so ioscale did not make them; \
-                             refusing to touch it (remove it yourself or choose another target)",
-                            root.display()
-                        )));
-                    }
-                    // An empty directory: use it, and leave it (not ours)
-                    // at the end.
-                    let marker = fresh(false);
-                    write_marker_in(&rootd, &marker).map_err(fs_err)?;
-                    let lock = match take_lock(&rootd, &spec.target) {
-                        Ok(l) => l,
-                        Err(e @ Error::Setup { .. }) => {
-                            let _ = rootd.unlink_at(MARKER_NAME, None);
-                            return Err(e);
-                        }
-                        Err(e) => return Err(e),
-                    };
-                    Tree {
-                        root: root.clone(),
-                        marker,
-                        writable: true,
-                        ours: true,
-                        guard: Some(TreeGuard {
-                            target,
-                            root: rootd,
-                            lock: Some(lock),
-                        }),
-                        held: None,
-                    }
-                }
-                Some(found) => {
-                    let writable = engine::sys::can_write(&root);
-                    let lock = match take_lock(&rootd, &spec.target) {
-                        Ok(l) => Some(l),
-                        // A kept tree on a read-only file system: nothing
-                        // here can change it, and no lock file can be made.
-                        Err(Error::Setup { .. }) if !writable => None,
-                        Err(e) => return Err(e),
-                    };
-                    let guard = TreeGuard {
-                        target,
-                        root: rootd,
-                        lock,
-                    };
-                    adopt_kept(spec, &root, run_id, found, notes, fresh, guard, writable)?
-                }
-            }
-        }
+        Some(_) => p.open_existing(target, notes)?,
     };
     tree.save();
     if !tree.writable && tree.ours {
@@ -346,72 +219,168 @@ pub(crate) fn prepare(
         finish_root(&mut tree, &[], &mut Vec::new());
         return Err(Error::Refused(format!(
             "cannot write the marker in {}; choose a writable target",
-            root.display()
+            p.root.display()
         )));
     }
     make_thread_dirs(spec, &mut tree)?;
     Ok(tree)
 }
 
-/// The working directory holds a tree an earlier run kept (`found` is its
-/// marker): remove it first with `--clean-existing`, or check that this
-/// run's phases can work on it as it is.
-#[allow(clippy::too_many_arguments)]
-fn adopt_kept(
-    spec: &MetaSpec,
-    root: &Path,
-    run_id: &str,
-    found: Marker,
-    notes: &mut Vec<String>,
-    fresh: impl Fn(bool) -> Marker,
-    guard: TreeGuard,
-    writable: bool,
-) -> Result<Tree, Error> {
-    let root = root.to_path_buf();
-    if spec.clean_existing {
-        let kept_spec = found.shaped(spec);
-        let left = teardown(&kept_spec, &guard, found.state, found.extent);
-        if !left.is_empty() {
-            return Err(Error::Refused(format!(
-                "--clean-existing: could not remove the earlier run's tree in {}: {}",
-                root.display(),
-                left.join("; ")
-            )));
+/// What [`prepare`] works with: the run's spec and id, and the working
+/// directory's path.
+struct Prep<'a> {
+    spec: &'a MetaSpec,
+    run_id: &'a str,
+    root: PathBuf,
+}
+
+impl Prep<'_> {
+    /// The marker of a tree this run starts.
+    fn fresh(&self, root_created: bool) -> Marker {
+        let spec = self.spec;
+        Marker {
+            tool: "ioscale-meta".into(),
+            run_id: self.run_id.into(),
+            threads: spec.threads,
+            files: spec.files,
+            same_dir: spec.same_dir,
+            files_per_dir: spec.files_per_dir,
+            dirs_per_dir: spec.dirs_per_dir,
+            prefix: spec.prefix.clone(),
+            root_created,
+            state: TreeState::default(),
+            extent: 0,
+            leaf_depth: spec.leaf_depth,
         }
-        notes.push(format!(
-            "removed the tree an earlier run kept in {} (--clean-existing)",
-            root.display()
-        ));
-        Ok(Tree {
-            root,
-            marker: fresh(found.root_created),
+    }
+
+    /// A tree this run owns, held through `guard`.
+    fn owned(&self, marker: Marker, guard: TreeGuard) -> Tree {
+        Tree {
+            root: self.root.clone(),
+            marker,
             writable: true,
             ours: true,
             guard: Some(guard),
             held: None,
-        })
-    } else {
-        if !found.same_shape(spec) {
+        }
+    }
+
+    /// No working directory yet: make it, its marker, then the lock.
+    fn make_new(&self, target: DirHandle) -> Result<Tree, Error> {
+        let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
+        let marker = self.fresh(true);
+        // The marker goes down before the lock and anything else; a
+        // failed write leaves no temporary file, and the directory this
+        // run made goes again.
+        if let Err(e) = write_marker_in(&rootd, &marker) {
+            let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+            return Err(fs_err(e));
+        }
+        self.lock_owned(marker, target, rootd, true)
+    }
+
+    /// Locks a working directory whose marker this run just wrote and
+    /// returns the tree it owns. When no lock file can be made (EMFILE,
+    /// ENOSPC) what this run made goes again: the marker, and the
+    /// directory when `made_root`. A set another process locked meanwhile
+    /// is theirs now, and stays.
+    fn lock_owned(
+        &self,
+        marker: Marker,
+        target: DirHandle,
+        rootd: DirHandle,
+        made_root: bool,
+    ) -> Result<Tree, Error> {
+        let lock = match take_lock(&rootd, &self.spec.target) {
+            Ok(l) => l,
+            Err(e @ Error::Setup { .. }) => {
+                let _ = rootd.unlink_at(MARKER_NAME, None);
+                if made_root {
+                    let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+                }
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(self.owned(
+            marker,
+            TreeGuard {
+                target,
+                root: rootd,
+                lock: Some(lock),
+            },
+        ))
+    }
+
+    /// A working directory exists: use it when empty, adopt the tree its
+    /// marker describes, or refuse what ioscale did not make.
+    fn open_existing(&self, target: DirHandle, notes: &mut Vec<String>) -> Result<Tree, Error> {
+        let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
+        let Some(found) = read_marker_in(&rootd) else {
+            return self.use_empty(target, rootd);
+        };
+        let writable = engine::sys::can_write(&self.root);
+        let lock = match take_lock(&rootd, &self.spec.target) {
+            Ok(l) => Some(l),
+            // A kept tree on a read-only file system: nothing here can
+            // change it, and no lock file can be made.
+            Err(Error::Setup { .. }) if !writable => None,
+            Err(e) => return Err(e),
+        };
+        let guard = TreeGuard {
+            target,
+            root: rootd,
+            lock,
+        };
+        self.adopt_kept(found, notes, guard, writable)
+    }
+
+    /// A working directory without a marker: use it if empty, and leave
+    /// it (not ours) at the end.
+    fn use_empty(&self, target: DirHandle, rootd: DirHandle) -> Result<Tree, Error> {
+        let empty = rootd.list().map_err(fs_err)?.is_empty();
+        if !empty {
             return Err(Error::Refused(format!(
-                "{} holds a tree kept by an earlier run with --threads {} --files {}{}{}{} \
-                 --prefix '{}'; use the same flags (and no more files) to work on it, or \
-                 pass --clean-existing to remove it first",
-                root.display(),
-                found.threads,
-                found.files,
-                if found.same_dir { " --same-dir" } else { "" },
-                if found.files_per_dir != u64::MAX {
-                    format!(" --files-per-dir {}", found.files_per_dir)
-                } else {
-                    String::new()
-                },
-                if found.files_per_dir != u64::MAX {
-                    format!(" --dirs-per-dir {}", found.dirs_per_dir)
-                } else {
-                    String::new()
-                },
-                found.prefix
+                "{} exists and holds files but no ioscale marker, so ioscale did not make them; \
+                 refusing to touch it (remove it yourself or choose another target)",
+                self.root.display()
             )));
+        }
+        let marker = self.fresh(false);
+        write_marker_in(&rootd, &marker).map_err(fs_err)?;
+        self.lock_owned(marker, target, rootd, false)
+    }
+
+    /// The working directory holds a tree an earlier run kept (`found` is
+    /// its marker): remove it first with `--clean-existing`, or check that
+    /// this run's phases can work on it as it is.
+    fn adopt_kept(
+        &self,
+        found: Marker,
+        notes: &mut Vec<String>,
+        guard: TreeGuard,
+        writable: bool,
+    ) -> Result<Tree, Error> {
+        let (spec, root) = (self.spec, &self.root);
+        if spec.clean_existing {
+            let kept_spec = found.shaped(spec);
+            let left = teardown(&kept_spec, &guard, found.state, found.extent);
+            if !left.is_empty() {
+                return Err(Error::Refused(format!(
+                    "--clean-existing: could not remove the earlier run's tree in {}: {}",
+                    root.display(),
+                    left.join("; ")
+                )));
+            }
+            notes.push(format!(
+                "removed the tree an earlier run kept in {} (--clean-existing)",
+                root.display()
+            ));
+            return Ok(self.owned(self.fresh(found.root_created), guard));
+        }
+        if !found.same_shape(spec) {
+            return Err(other_shape(root, &found));
         }
         let mut st = found.state;
         for &op in &spec.ops {
@@ -429,9 +398,9 @@ fn adopt_kept(
             })?;
         }
         Ok(Tree {
-            root,
+            root: root.clone(),
             marker: Marker {
-                run_id: run_id.into(),
+                run_id: self.run_id.into(),
                 ..found
             },
             writable,
@@ -440,6 +409,31 @@ fn adopt_kept(
             held: None,
         })
     }
+}
+
+/// The refusal of a kept tree of another shape, naming the flags that
+/// made it.
+fn other_shape(root: &Path, found: &Marker) -> Error {
+    Error::Refused(format!(
+        "{} holds a tree kept by an earlier run with --threads {} --files {}{}{}{} \
+         --prefix '{}'; use the same flags (and no more files) to work on it, or \
+         pass --clean-existing to remove it first",
+        root.display(),
+        found.threads,
+        found.files,
+        if found.same_dir { " --same-dir" } else { "" },
+        if found.files_per_dir != u64::MAX {
+            format!(" --files-per-dir {}", found.files_per_dir)
+        } else {
+            String::new()
+        },
+        if found.files_per_dir != u64::MAX {
+            format!(" --dirs-per-dir {}", found.dirs_per_dir)
+        } else {
+            String::new()
+        },
+        found.prefix
+    ))
 }
 
 /// Thread directories, untimed, as `run` makes its per-worker ones, in the

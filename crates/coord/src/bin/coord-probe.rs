@@ -120,122 +120,169 @@ fn main() {
         }
     };
     let c: &dyn Coordinator = &*c;
-    let (rank, size) = (c.rank(), c.size());
     let hosts = c.gather_wire_as(&c.hostname()).expect("host names decode");
     if let Some(h) = hosts {
         println!("hosts {}", h.join(","));
     }
     for phase in 1..=o.phases {
-        let s0 = c.stats();
-        let t0 = Instant::now();
-        if let Err(e) = c.barrier_within(None) {
-            eprintln!("coord-probe: rank {rank}: {e}");
+        run_phase(c, &o, phase);
+    }
+}
+
+/// How long each collective step of a phase took on this rank.
+struct Times {
+    barrier: Duration,
+    end: Duration,
+    gather: Duration,
+}
+
+/// One phase: the start barrier, the simulated work with its signals, the
+/// phase-end collective, then the merged gather and its line.
+fn run_phase(c: &dyn Coordinator, o: &Opts, phase: u64) {
+    let rank = c.rank();
+    let s0 = c.stats();
+    let t0 = Instant::now();
+    if let Err(e) = c.barrier_within(None) {
+        eprintln!("coord-probe: rank {rank}: {e}");
+        c.abort(3);
+    }
+    let barrier = t0.elapsed();
+    let mut sig = c.signals(phase);
+    misbehave(o, rank, phase);
+    let mut heard_first = work(c, o, phase, sig.as_mut());
+    let t1 = Instant::now();
+    let end = match sig.end(None, 1 << (rank % 8)) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("coord-probe: rank {rank} ({}): {e}", c.hostname());
             c.abort(3);
         }
-        let t_barrier = t0.elapsed();
-        let mut sig = c.signals(phase);
-        let designated = (phase % size as u64) as u32;
-        if o.stall == Some((rank, phase)) {
-            // A rank that stops answering (a hung node): SIGSTOP itself.
+    };
+    drop(sig);
+    let end_t = t1.elapsed();
+    heard_first |= end.signals.contains(&Signal::FirstDone(1000 + phase));
+    println!(
+        "agree rank {rank} phase {phase} first {} abort {} flags {} heard {}",
+        end.first_done_ns.unwrap_or(0),
+        end.abort as u8,
+        end.flags,
+        heard_first as u8
+    );
+    let times = Times {
+        barrier,
+        end: end_t,
+        gather: Duration::ZERO,
+    };
+    gather(c, o, phase, times, &s0, &end);
+}
+
+/// The faults a test asked of this rank in this phase: stop answering (a
+/// hung node, SIGSTOP) or die (a crashed node, SIGKILL).
+fn misbehave(o: &Opts, rank: u32, phase: u64) {
+    for (when, sig) in [(o.stall, "-STOP"), (o.kill, "-KILL")] {
+        if when == Some((rank, phase)) {
             let _ = std::process::Command::new("kill")
-                .args(["-STOP", &std::process::id().to_string()])
+                .args([sig, &std::process::id().to_string()])
                 .status();
-        }
-        if o.kill == Some((rank, phase)) {
-            // A rank that dies (a crashed node): SIGKILL itself.
-            let _ = std::process::Command::new("kill")
-                .args(["-KILL", &std::process::id().to_string()])
-                .status();
-        }
-        let mut heard_first = false;
-        if rank == designated {
-            sig.announce(Signal::FirstDone(1000 + phase));
-            if o.abort_phase == Some(phase) {
-                sig.announce(Signal::Abort);
-            }
-        }
-        let extra = match o.slow {
-            Some((r, ms)) if r == rank => ms,
-            _ => 0,
-        };
-        let work_end = Instant::now() + Duration::from_millis(o.work_ms + extra);
-        loop {
-            for s in sig.poll() {
-                if s == Signal::FirstDone(1000 + phase) {
-                    heard_first = true;
-                }
-            }
-            if Instant::now() >= work_end {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if rank != designated {
-            sig.announce(Signal::FirstDone(5_000_000 + rank as u64));
-        }
-        let t1 = Instant::now();
-        let end = match sig.end(None, 1 << (rank % 8)) {
-            Ok(e) => e,
-            Err(e) => {
-                eprintln!("coord-probe: rank {rank} ({}): {e}", c.hostname());
-                c.abort(3);
-            }
-        };
-        drop(sig);
-        let t_end = t1.elapsed();
-        heard_first |= end.signals.contains(&Signal::FirstDone(1000 + phase));
-        println!(
-            "agree rank {rank} phase {phase} first {} abort {} flags {} heard {}",
-            end.first_done_ns.unwrap_or(0),
-            end.abort as u8,
-            end.flags,
-            heard_first as u8
-        );
-        // The merged gather: every rank's counters summed at node leaders,
-        // then at rank 0.
-        let t2 = Instant::now();
-        let mine: Vec<u64> = (0..o.words as u64).map(|w| w + rank as u64).collect();
-        let merged = c.reduce_as(&mine, merge_counts).expect("counters decode");
-        let rows = if o.rows {
-            c.gather_wire_as(&mine).expect("rows decode")
-        } else {
-            None
-        };
-        let t_gather = t2.elapsed();
-        let s1 = c.stats();
-        // What this phase cost each rank, before the bookkeeping below adds its own.
-        let mine_cost = [s1.p2p_sent - s0.p2p_sent, s1.collectives - s0.collectives];
-        let worst = c
-            .reduce_as(&mine_cost.to_vec(), |a, b| {
-                for (x, y) in a.iter_mut().zip(b) {
-                    *x = (*x).max(y);
-                }
-            })
-            .expect("costs decode");
-        if let (Some(m), Some(w)) = (merged, worst) {
-            let n = size as u64;
-            let ok = m.len() == o.words
-                && m.iter()
-                    .enumerate()
-                    .all(|(i, &v)| v == n * i as u64 + n * (n - 1) / 2);
-            let rows_ok = rows.as_ref().is_none_or(|r| {
-                r.len() == size as usize && r.iter().enumerate().all(|(i, v)| v[0] == i as u64)
-            });
-            println!(
-                "phase {phase} ranks {size} barrier_us {} end_us {} gather_us {} coord_us {} \
-                 p2p_max {} coll_max {} bytes_root {} rss_kib {} skew_us {:.1} merged_ok {} rows_ok {}",
-                t_barrier.as_micros(),
-                t_end.as_micros(),
-                t_gather.as_micros(),
-                (t_barrier + t_end + t_gather).as_micros(),
-                w[0],
-                w[1],
-                s1.bytes_gathered - s0.bytes_gathered,
-                peak_rss_kib(),
-                end.start_skew_ns.unwrap_or(0) as f64 / 1e3,
-                ok as u8,
-                rows_ok as u8
-            );
         }
     }
+}
+
+/// The simulated work: the phase's designated rank announces the first
+/// finish (and the abort, when asked), every rank polls for signals until
+/// its work time is up, the others then announce theirs. Returns whether
+/// this rank heard the designated first finish.
+fn work(
+    c: &dyn Coordinator,
+    o: &Opts,
+    phase: u64,
+    sig: &mut (dyn coord::PhaseSignals + '_),
+) -> bool {
+    let rank = c.rank();
+    let designated = (phase % c.size() as u64) as u32;
+    let mut heard_first = false;
+    if rank == designated {
+        sig.announce(Signal::FirstDone(1000 + phase));
+        if o.abort_phase == Some(phase) {
+            sig.announce(Signal::Abort);
+        }
+    }
+    let extra = match o.slow {
+        Some((r, ms)) if r == rank => ms,
+        _ => 0,
+    };
+    let work_end = Instant::now() + Duration::from_millis(o.work_ms + extra);
+    loop {
+        for s in sig.poll() {
+            if s == Signal::FirstDone(1000 + phase) {
+                heard_first = true;
+            }
+        }
+        if Instant::now() >= work_end {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if rank != designated {
+        sig.announce(Signal::FirstDone(5_000_000 + rank as u64));
+    }
+    heard_first
+}
+
+/// The merged gather (every rank's counters summed at node leaders, then
+/// at rank 0), the optional per-rank rows, and rank 0's `phase` line.
+fn gather(
+    c: &dyn Coordinator,
+    o: &Opts,
+    phase: u64,
+    mut times: Times,
+    s0: &coord::CoordStats,
+    end: &coord::PhaseEnd,
+) {
+    let (rank, size) = (c.rank(), c.size());
+    let t2 = Instant::now();
+    let mine: Vec<u64> = (0..o.words as u64).map(|w| w + rank as u64).collect();
+    let merged = c.reduce_as(&mine, merge_counts).expect("counters decode");
+    let rows = if o.rows {
+        c.gather_wire_as(&mine).expect("rows decode")
+    } else {
+        None
+    };
+    times.gather = t2.elapsed();
+    let s1 = c.stats();
+    // What this phase cost each rank, before the bookkeeping below adds its own.
+    let mine_cost = [s1.p2p_sent - s0.p2p_sent, s1.collectives - s0.collectives];
+    let worst = c
+        .reduce_as(&mine_cost.to_vec(), |a, b| {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x = (*x).max(y);
+            }
+        })
+        .expect("costs decode");
+    let (Some(m), Some(w)) = (merged, worst) else {
+        return;
+    };
+    let n = size as u64;
+    let ok = m.len() == o.words
+        && m.iter()
+            .enumerate()
+            .all(|(i, &v)| v == n * i as u64 + n * (n - 1) / 2);
+    let rows_ok = rows.as_ref().is_none_or(|r| {
+        r.len() == size as usize && r.iter().enumerate().all(|(i, v)| v[0] == i as u64)
+    });
+    println!(
+        "phase {phase} ranks {size} barrier_us {} end_us {} gather_us {} coord_us {} \
+         p2p_max {} coll_max {} bytes_root {} rss_kib {} skew_us {:.1} merged_ok {} rows_ok {}",
+        times.barrier.as_micros(),
+        times.end.as_micros(),
+        times.gather.as_micros(),
+        (times.barrier + times.end + times.gather).as_micros(),
+        w[0],
+        w[1],
+        s1.bytes_gathered - s0.bytes_gathered,
+        peak_rss_kib(),
+        end.start_skew_ns.unwrap_or(0) as f64 / 1e3,
+        ok as u8,
+        rows_ok as u8
+    );
 }

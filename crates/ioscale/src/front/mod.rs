@@ -25,6 +25,8 @@ use std::path::Path;
 
 use coord::Coordinator;
 use report::ResultSet;
+
+use crate::exit::{Exit, Failure};
 use serde::{Deserialize, Serialize};
 
 /// A compatibility front-end: a tool's command line in, the tool's own
@@ -52,8 +54,9 @@ pub trait Front {
     /// `Ok(None)` when it asks for `--help`. An `Err` is a usage error.
     fn parse(args: &[String]) -> Result<Option<Self::Request>, Usage>;
     /// Runs a request as one rank of `coord` (every rank calls it; rank 0
-    /// alone prints, with [`Front::render`]) and returns the exit code.
-    fn run(call: &Call<'_>, req: Self::Request, coord: &dyn Coordinator) -> anyhow::Result<i32>;
+    /// alone prints, with [`Front::render`]): the outcome code of the run,
+    /// or why it could not run (said by `main` as `COMMAND: error: …`).
+    fn run(call: &Call<'_>, req: Self::Request, coord: &dyn Coordinator) -> Exit;
     /// A finished run in the tool's own layout.
     fn render(info: &Self::Info, rs: &ResultSet) -> anyhow::Result<Vec<u8>>;
 }
@@ -69,16 +72,11 @@ pub struct Call<'a> {
 
 /// Runs front-end `F` on every rank of its launch: a usage error is said
 /// once (exit 2), `--help` printed once (exit 0), anything else run.
-fn drive<F: Front>(prog: &str, args: &[String]) -> anyhow::Result<i32> {
-    crate::as_ranks(F::COMMAND, |coord| {
+fn drive<F: Front>(prog: &str, args: &[String]) -> Exit {
+    crate::as_ranks(|coord| {
         let root = coord.rank() == 0;
         match F::parse(args) {
-            Err(e) => {
-                if root {
-                    eprintln!("{}: error: {e}", F::COMMAND);
-                }
-                Ok(2)
-            }
+            Err(e) => Err(e.into()),
             Ok(None) => {
                 if root {
                     print!("{}", F::HELP);
@@ -100,8 +98,9 @@ pub struct FrontEnd {
     /// The program name its messages show when run as a subcommand.
     pub shown_as: &'static str,
     /// Parses the tool's own syntax, runs, prints in the tool's layout:
-    /// the program name to show, then the arguments after it.
-    pub main: fn(&str, &[String]) -> anyhow::Result<i32>,
+    /// the program name to show, then the arguments after it. A failure is
+    /// said as `COMMAND: error: …`.
+    pub main: fn(&str, &[String]) -> Exit,
 }
 
 impl FrontEnd {
@@ -343,18 +342,11 @@ pub fn progress_value(v: &str) -> Result<crate::progress::ProgressMode, Usage> {
 
 /// A front-end's progress mode (see [`crate::progress::front_mode`]),
 /// settled right after its command line is parsed, before anything is
-/// made; `Err(2)` after saying why when `IOSCALE_PROGRESS` is bad.
+/// made; a usage failure when `IOSCALE_PROGRESS` is bad.
 pub fn progress_mode(
-    tool: &str,
     flag: Option<crate::progress::ProgressMode>,
-    root: bool,
-) -> Result<crate::progress::ProgressMode, i32> {
-    crate::progress::front_mode(flag).map_err(|e| {
-        if root {
-            eprintln!("{tool}: error: {e}");
-        }
-        2
-    })
+) -> Result<crate::progress::ProgressMode, Failure> {
+    crate::progress::front_mode(flag).map_err(Failure::usage)
 }
 
 /// Starts the live progress of a front-end's job on rank 0.

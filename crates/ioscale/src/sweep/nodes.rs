@@ -9,16 +9,22 @@
 //! its points to a temporary JSON record; this process reads them back,
 //! labels every point's series with its node count (its workers are the
 //! ranks × threads its record holds), analyses and writes the whole as
-//! one sweep.
+//! one sweep, to `--json` again after every node count.
+//!
+//! `--resume` reads that record back: a node count whose points are all
+//! in it is not launched again; one with some of them is launched with
+//! `--resume` on a journal of those (so only its missing points run, and
+//! a point an interrupt cut short, never recorded, is measured again);
+//! one with none runs from the start.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use analysis::SweepRecord;
+use analysis::{SweepPoint, SweepRecord};
 use spec::{parse_count, parse_list};
 
-use super::{emit_sweep, plan, Scale, SweepArgs, Usage};
+use super::{config_diff, emit_sweep, plan, Plan, Scale, SweepArgs, Usage};
 
 /// Where the ranks of each node count run.
 enum Placement {
@@ -33,18 +39,16 @@ struct NodesPlan {
     nodes: Vec<u32>,
     per_node: u32,
     placement: Placement,
+    /// The sweep each launch runs (the same for every node count).
+    plan: Plan,
+    /// With `--resume`: the record saved before.
+    saved: Option<SweepRecord>,
 }
 
 /// `ioscale sweep --nodes …` (not itself under mpirun). Returns the exit
-/// code: the highest of the launches', 2 for a usage error.
-pub(super) fn sweep_nodes(args: &SweepArgs) -> anyhow::Result<i32> {
-    let np = match check(args) {
-        Ok(np) => np,
-        Err(Usage(m)) => {
-            eprintln!("ioscale: error: {m}");
-            return Ok(2);
-        }
-    };
+/// code: the highest of the launches'.
+pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
+    let np = check(args).map_err(|Usage(m)| crate::exit::Failure::Usage(m))?;
     // Ctrl-C reaches the launched ranks too, which save their points;
     // this process then merges them instead of dying first (a second
     // signal still ends it).
@@ -59,11 +63,25 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> anyhow::Result<i32> {
     }
     let _ = std::fs::remove_dir(&scratch);
     let (records, exit) = result?;
-    let Some(rec) = merge(args, records) else {
+    let Some(rec) = merge(args, &np, records) else {
         eprintln!("ioscale: error: no node count finished a point");
         return Ok(exit.max(1));
     };
     let wrote = emit_sweep(&rec, args);
+    if rec.points.len() < rec.points_total {
+        let how = match &args.json {
+            Some(j) => format!(
+                "saved in {}; the same command with --resume continues",
+                j.display()
+            ),
+            None => "give --json FILE to be able to --resume".into(),
+        };
+        eprintln!(
+            "ioscale: {} of {} points finished ({how})",
+            rec.points.len(),
+            rec.points_total
+        );
+    }
     Ok(if wrote { exit } else { exit.max(1) })
 }
 
@@ -87,11 +105,6 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         },
         None => 1,
     };
-    if args.resume {
-        return Err(Usage(
-            "--resume: a --nodes sweep is not resumable; run the node counts still missing with --nodes".into(),
-        ));
-    }
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some()
         || std::env::var_os("PMI_SIZE").is_some()
         || std::env::var_os("SLURM_STEP_NUM_TASKS").is_some()
@@ -114,7 +127,7 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         }
         None => Placement::Simulated(sim_script(args)?),
     };
-    plan(args)?;
+    let plan = plan(args)?;
     for (flag, p) in [
         ("--json", &args.json),
         ("--csv", &args.csv),
@@ -124,11 +137,126 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
             crate::check_output_path(flag, p).map_err(|e| Usage(format!("{e:#}")))?;
         }
     }
+    let saved = if args.resume {
+        Some(load_saved(args, &plan, &nodes)?)
+    } else {
+        None
+    };
     Ok(NodesPlan {
         nodes,
         per_node,
         placement,
+        plan,
+        saved,
     })
+}
+
+/// `--resume`: the record the same `--nodes` sweep saved in `--json`;
+/// refused when it holds a point of no node count in `nodes` (another
+/// `--nodes` list, or a sweep without `--nodes`), which the merged record
+/// would otherwise lose.
+fn load_saved(args: &SweepArgs, plan: &Plan, nodes: &[u32]) -> Result<SweepRecord, Usage> {
+    let path = args
+        .json
+        .as_ref()
+        .expect("clap requires --json with --resume");
+    let saved = match crate::report_cmd::load_record("--json", path) {
+        Ok(analysis::Loaded::Sweep(s)) => *s,
+        Ok(analysis::Loaded::Run(_)) => {
+            return Err(Usage(format!(
+                "--resume: {} holds a single run, not a sweep",
+                path.display()
+            )))
+        }
+        Err(e) => return Err(Usage(format!("--resume: {e}"))),
+    };
+    let diff = config_diff(&saved.config, &plan.config);
+    if !diff.is_empty() {
+        return Err(Usage(format!(
+            "--resume: {} was written by a sweep with different arguments ({}); repeat the \
+             original arguments, or drop --resume (or use another --json file) to start over",
+            path.display(),
+            diff.join("; ")
+        )));
+    }
+    if let Some(p) = saved
+        .points
+        .iter()
+        .find(|p| !nodes.iter().any(|&n| unlabel(n, &p.series).is_some()))
+    {
+        return Err(Usage(format!(
+            "--resume: {} holds point `{}` at {} threads, of no node count in --nodes; \
+             resume with the --nodes list that wrote it",
+            path.display(),
+            p.series,
+            p.threads
+        )));
+    }
+    Ok(saved)
+}
+
+/// The series label of a point of node count `n`.
+fn label(n: u32, series: &str) -> String {
+    let nodes = if n == 1 {
+        "1 node".to_string()
+    } else {
+        format!("{n} nodes")
+    };
+    if series.is_empty() {
+        nodes
+    } else {
+        format!("{nodes} {series}")
+    }
+}
+
+/// The series a launch gave a point that [`label`] labelled with `n`
+/// nodes; `None` for a point of another node count.
+fn unlabel(n: u32, series: &str) -> Option<&str> {
+    let nodes = label(n, "");
+    let rest = series.strip_prefix(nodes.as_str())?;
+    match rest.strip_prefix(' ') {
+        Some(r) => Some(r),
+        None => rest.is_empty().then_some(""),
+    }
+}
+
+/// The points of `saved` that node count `n` measured, as its launch
+/// recorded them: its own series and its own point numbers (those of
+/// `plan`). A point that matches no point of the plan is dropped.
+fn done_at(saved: &SweepRecord, n: u32, plan: &Plan) -> Vec<SweepPoint> {
+    let mut out: Vec<SweepPoint> = saved
+        .points
+        .iter()
+        .filter_map(|p| {
+            let series = unlabel(n, &p.series)?;
+            let index = plan.points.iter().position(|q| {
+                q.threads == p.threads
+                    && q.xfer == p.xfer
+                    && q.layout == p.layout
+                    && q.target == p.target
+                    && q.series == series
+            })?;
+            let mut p = p.clone();
+            p.series = series.to_string();
+            p.index = index;
+            Some(p)
+        })
+        .collect();
+    out.sort_by_key(|p| p.index);
+    out.dedup_by_key(|p| p.index);
+    out
+}
+
+/// A launch's record holding only `points` (those done before).
+fn seed_record(saved: &SweepRecord, plan: &Plan, points: Vec<SweepPoint>) -> SweepRecord {
+    SweepRecord {
+        interrupted: false,
+        stop_reason: None,
+        points_total: plan.points.len(),
+        points,
+        analysis: Default::default(),
+        ..saved.clone()
+    }
 }
 
 /// The simulated nodes' launcher: `--sim-nodes`, else `scripts/mpi-nodes`
@@ -161,8 +289,11 @@ fn record_path(scratch: &Path, n: u32) -> PathBuf {
     scratch.join(format!("nodes-{n}.json"))
 }
 
-/// Launches the sweep once per node count; returns each count's record
-/// (those that wrote one) and the highest exit code.
+/// Launches the sweep once per node count (with `--resume`, only the
+/// counts with points still missing, each resuming from the ones it had);
+/// returns each count's record and the highest exit code. After each
+/// count the whole so far is written to `--json`, so a sweep stopped
+/// later keeps it.
 fn launch_all(
     args: &SweepArgs,
     np: &NodesPlan,
@@ -172,10 +303,38 @@ fn launch_all(
     let exe = std::env::current_exe()?;
     let mut records = Vec::new();
     let mut exit = 0;
+    let mut stopped = false;
     for &n in &np.nodes {
         let json = record_path(scratch, n);
+        let done = np
+            .saved
+            .as_ref()
+            .map(|s| (s, done_at(s, n, &np.plan)))
+            .filter(|(_, d)| !d.is_empty());
+        if let Some((saved, done)) = done {
+            let seed = seed_record(saved, &np.plan, done);
+            if stopped {
+                // Not launched, but what it had stays in the record.
+                records.push((n, seed));
+                continue;
+            }
+            if seed.points.len() == np.plan.points.len() {
+                eprintln!(
+                    "ioscale: nodes={n}: all {} points already done",
+                    seed.points.len()
+                );
+                records.push((n, seed));
+                continue;
+            }
+            std::fs::write(&json, analysis::render::render_json(&seed)?)
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", json.display()))?;
+        }
+        if stopped {
+            continue;
+        }
+        let resume = json.exists();
         let mut cmd = launcher(np, n);
-        cmd.arg(&exe).args(child_args(args, &json));
+        cmd.arg(&exe).args(child_args(args, &json, resume));
         eprintln!(
             "ioscale: nodes={n}: {} ranks ({n}×{})",
             n * np.per_node,
@@ -198,10 +357,30 @@ fn launch_all(
         if code == 130 || code == 2 || stop.load(Ordering::Relaxed) {
             // Interrupted, or refused: the other node counts would be too.
             exit = exit.max(if code == 2 { 2 } else { 130 });
-            break;
+            stopped = true;
         }
+        journal(args, np, &records);
+    }
+    if stopped {
+        journal(args, np, &records);
     }
     Ok((records, exit))
+}
+
+/// Writes the node counts done so far to `--json` (when given).
+fn journal(args: &SweepArgs, np: &NodesPlan, records: &[(u32, SweepRecord)]) {
+    let Some(path) = &args.json else {
+        return;
+    };
+    let Some(rec) = merge(args, np, records.to_vec()) else {
+        return;
+    };
+    let written = analysis::render::render_json(&rec)
+        .map_err(anyhow::Error::from)
+        .and_then(|b| super::write_atomic(path, &b));
+    if let Err(e) = written {
+        eprintln!("ioscale: error: {e:#}");
+    }
 }
 
 /// mpirun (or the simulated nodes' launcher) for `n` nodes, up to the
@@ -234,8 +413,9 @@ fn launcher(np: &NodesPlan, n: u32) -> Command {
 }
 
 /// The words of the sweep each launch runs: this sweep's points and
-/// statistics, its record to `json`, one progress line per phase.
-fn child_args(args: &SweepArgs, json: &Path) -> Vec<String> {
+/// statistics, its record to `json` (resumed from it with `resume`), one
+/// progress line per phase.
+fn child_args(args: &SweepArgs, json: &Path, resume: bool) -> Vec<String> {
     let mut a = vec![
         "sweep".to_string(),
         "--threads".into(),
@@ -266,36 +446,39 @@ fn child_args(args: &SweepArgs, json: &Path) -> Vec<String> {
     a.extend(["--quiet".into(), "--progress".into(), "plain".into()]);
     a.push("--json".into());
     a.push(json.display().to_string());
+    if resume {
+        a.push("--resume".into());
+    }
     a.push("--".into());
     a.extend(args.inner.iter().cloned());
     a
 }
 
 /// One sweep record of every node count's points, in launch order, each
-/// point's series led by its node count.
-fn merge(args: &SweepArgs, records: Vec<(u32, SweepRecord)>) -> Option<SweepRecord> {
+/// point's series led by its node count, out of the points of every
+/// node count; resumed, it keeps the saved record's start and command
+/// line.
+fn merge(
+    args: &SweepArgs,
+    np: &NodesPlan,
+    records: Vec<(u32, SweepRecord)>,
+) -> Option<SweepRecord> {
     let mut it = records.into_iter();
     let (n0, mut rec) = it.next()?;
-    rec.command = std::env::args().collect();
-    let label = |n: u32, series: &str| {
-        let nodes = if n == 1 {
-            "1 node".to_string()
-        } else {
-            format!("{n} nodes")
-        };
-        if series.is_empty() {
-            nodes
-        } else {
-            format!("{nodes} {series}")
+    rec.points_total = np.plan.points.len() * np.nodes.len();
+    match &np.saved {
+        Some(s) => {
+            rec.started = s.started.clone();
+            rec.command = s.command.clone();
         }
-    };
+        None => rec.command = std::env::args().collect(),
+    }
     for p in &mut rec.points {
         p.series = label(n0, &p.series);
     }
     for (n, r) in it {
         rec.interrupted |= r.interrupted;
         rec.stop_reason = rec.stop_reason.or(r.stop_reason);
-        rec.points_total += r.points_total;
         for mut p in r.points {
             p.series = label(n, &p.series);
             rec.points.push(p);
@@ -306,4 +489,21 @@ fn merge(args: &SweepArgs, records: Vec<(u32, SweepRecord)>) -> Option<SweepReco
     }
     rec.analysis = analysis::analyse_with(&rec, args.units.units());
     Some(rec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_come_off_only_for_their_node_count() {
+        for (n, series) in [(1, ""), (1, "shared"), (2, ""), (10, "64 KiB")] {
+            let l = label(n, series);
+            assert_eq!(unlabel(n, &l), Some(series), "{l}");
+        }
+        assert_eq!(unlabel(1, "10 nodes"), None);
+        assert_eq!(unlabel(1, "1 nodes"), None);
+        assert_eq!(unlabel(2, "1 node"), None);
+        assert_eq!(unlabel(2, "2 nodesx"), None);
+    }
 }

@@ -17,6 +17,7 @@ use report::{Exporter, ResultSet};
 use spec::WorkloadSpec;
 
 use super::{Call, Front, Usage};
+use crate::exit::{Exit, Failure};
 use render::{DdInfo, DdStatus, DdTextExporter};
 
 pub mod parse;
@@ -78,28 +79,16 @@ impl Front for Dd {
     }
 
     /// Runs the request as one rank of `coord`; rank 0 prints dd's lines.
-    fn run(call: &Call<'_>, a: DdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    fn run(call: &Call<'_>, a: DdArgs, coord: &dyn Coordinator) -> Exit {
         let root = coord.rank() == 0;
         let ranks = coord.size();
-        let fail = |e: &dyn std::fmt::Display| {
-            if root {
-                eprintln!("dd: error: {e}");
-            }
-            Ok(2)
-        };
         // status=none keeps standard error silent, as dd's does, unless
         // --progress asks otherwise.
         let flag = a
             .progress
             .or((a.status == DdStatus::None).then_some(crate::progress::ProgressMode::None));
-        let progress = match super::progress_mode("dd", flag, root) {
-            Ok(m) => m,
-            Err(code) => return Ok(code),
-        };
-        let (mut spec, notes) = match build(&a, ranks) {
-            Ok(b) => b,
-            Err(e) => return fail(&e),
-        };
+        let progress = super::progress_mode(flag)?;
+        let (mut spec, notes) = build(&a, ranks).map_err(Failure::Usage)?;
         if a.print_spec {
             if root {
                 println!("{}", serde_json::to_string_pretty(&spec)?);
@@ -118,12 +107,16 @@ impl Front for Dd {
         let mut argv = vec!["dd".to_string()];
         argv.extend(call.args.iter().cloned());
         let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
-        let outcome = bench::run::run_with(&spec, argv, stop, coord);
-        drop(live);
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => return fail(&e),
+        // dd prints each job's records, bytes and time: with one job per
+        // rank the per-rank rows of the node summaries are exactly those,
+        // so rank 0 need not receive every job's sample (and histogram).
+        let opts = bench::run::Options {
+            node_summary: spec.threads == 1,
+            ..Default::default()
         };
+        let outcome = bench::run::run_with_options(&spec, argv, stop, coord, opts);
+        drop(live);
+        let outcome = outcome?;
         if !root {
             return Ok(outcome.exit_code());
         }
@@ -167,7 +160,7 @@ fn build(a: &DdArgs, ranks: u32) -> Result<(WorkloadSpec, Vec<String>), String> 
 
 /// Rank 0's end of a run: errors, dd's closing lines, then (unless
 /// status=none) warnings and notes, all on standard error as dd's are.
-fn print_results(info: &DdInfo, outcome: &bench::run::Outcome) -> anyhow::Result<i32> {
+fn print_results(info: &DdInfo, outcome: &bench::run::Outcome) -> Exit {
     let rs = &outcome.results;
     super::print_errors("dd", rs);
     let lines = Dd::render(info, rs)?;

@@ -105,19 +105,60 @@ pub fn copied_line(bytes: u64, secs: f64) -> String {
     format!("{size} copied, {} s, {rate}", g(secs))
 }
 
+/// One dd job's figures in a phase: records, bytes, and its start and
+/// finish (seconds since the phase's first start).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Job {
+    /// Records (requests) copied.
+    pub ops: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Its start.
+    pub start_s: f64,
+    /// Its finish.
+    pub end_s: f64,
+}
+
+/// The jobs of phase `index` (`p`): its per-worker rows; under MPI
+/// without them (node summaries, which dd asks for when each rank runs
+/// one job) the per-rank rows, each then one job's own figures.
+pub fn jobs(rs: &ResultSet, index: usize, p: &PhaseRecord) -> Vec<Job> {
+    if !p.workers.is_empty() {
+        return p
+            .workers
+            .iter()
+            .map(|w| Job {
+                ops: w.ops,
+                bytes: w.bytes,
+                start_s: w.start_s,
+                end_s: w.end_s,
+            })
+            .collect();
+    }
+    let ranks = rs.host.cluster.iter().flat_map(|c| &c.rank_phases);
+    ranks
+        .filter(|r| r.phase == index && r.workers == 1)
+        .map(|r| Job {
+            ops: r.ops,
+            bytes: r.bytes,
+            start_s: r.start_s,
+            end_s: r.end_s,
+        })
+        .collect()
+}
+
 /// A `--jobs` phase's two totals: the seconds from the first job's start
 /// to the last job's finish (the honest total's time), and the sum of
 /// each job's own rate in bytes per second (dd's figures added up).
-pub fn jobs_rates(p: &PhaseRecord) -> (f64, f64) {
-    let wall = if p.workers.is_empty() {
+pub fn jobs_rates(p: &PhaseRecord, jobs: &[Job]) -> (f64, f64) {
+    let wall = if jobs.is_empty() {
         p.elapsed_s
     } else {
-        let first = p.workers.iter().map(|w| w.start_s).fold(f64::MAX, f64::min);
-        let last = p.workers.iter().map(|w| w.end_s).fold(f64::MIN, f64::max);
+        let first = jobs.iter().map(|w| w.start_s).fold(f64::MAX, f64::min);
+        let last = jobs.iter().map(|w| w.end_s).fold(f64::MIN, f64::max);
         (last - first).max(0.0)
     };
-    let summed = p
-        .workers
+    let summed = jobs
         .iter()
         .filter(|w| w.end_s > w.start_s)
         .map(|w| w.bytes as f64 / (w.end_s - w.start_s))
@@ -131,8 +172,9 @@ impl Exporter for DdTextExporter {
         if self.info.status == DdStatus::None {
             return Ok(Vec::new());
         }
-        for p in &rs.phases {
-            for w in &p.workers {
+        for (i, p) in rs.phases.iter().enumerate() {
+            let jobs = jobs(rs, i, p);
+            for w in &jobs {
                 out.push_str(&format!(
                     "{}+0 records in\n{}+0 records out\n",
                     w.ops, w.ops
@@ -142,11 +184,11 @@ impl Exporter for DdTextExporter {
                     out.push('\n');
                 }
             }
-            if p.workers.len() > 1 && self.info.status == DdStatus::Default {
-                let (wall, summed) = jobs_rates(p);
+            if jobs.len() > 1 && self.info.status == DdStatus::Default {
+                let (wall, summed) = jobs_rates(p, &jobs);
                 out.push_str(&format!(
                     "total of {} jobs: {}\n",
-                    p.workers.len(),
+                    jobs.len(),
                     copied_line(p.bytes, wall)
                 ));
                 // What adding up each dd's own closing rate gives: above
@@ -154,7 +196,7 @@ impl Exporter for DdTextExporter {
                 // side by side for the whole time.
                 out.push_str(&format!(
                     "sum of the {} jobs' own dd rates: {}/s (each job's bytes ÷ its own time, added up; not a throughput)\n",
-                    p.workers.len(),
+                    jobs.len(),
                     human(summed, 1000.0, &SI)
                 ));
             }

@@ -22,6 +22,7 @@ use self::parse::{EngineKind, Format, Job};
 use self::render::{DirStats, Entry, Header, Lat, LatBuckets, Report, SampleStat};
 use self::sample::{Sampled, Sampler, Tick};
 use super::Usage;
+use crate::exit::{Exit, Failure};
 
 /// `ioscale fio --help`.
 pub const HELP: &str = "\
@@ -506,25 +507,17 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
 }
 
 /// Runs the fio front-end.
-pub fn main(args: &[String]) -> anyhow::Result<i32> {
-    crate::as_ranks("fio", |coord| ranks_main(args, coord))
+pub fn main(args: &[String]) -> Exit {
+    crate::as_ranks(|coord| ranks_main(args, coord))
 }
 
-fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result<i32> {
-    let fail = |e: &dyn std::fmt::Display| {
-        eprintln!("fio: error: {e}");
-        Ok(2)
-    };
+fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
     if coord.size() > 1 {
-        if coord.rank() == 0 {
-            eprintln!("fio: error: ioscale fio runs on one node; for several, use `ioscale run` under mpirun");
-        }
-        return Ok(2);
+        return Err(Failure::usage(
+            "ioscale fio runs on one node; for several, use `ioscale run` under mpirun",
+        ));
     }
-    let cli = match parse::parse_cli(args) {
-        Ok(c) => c,
-        Err(e) => return fail(&e),
-    };
+    let cli = parse::parse_cli(args)?;
     if cli.help {
         print!("{HELP}");
         return Ok(0);
@@ -535,14 +528,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
     }
     // fio's figures: latencies by direction, submission latency.
     engine::worker::set_detail(true);
-    let progress = match super::progress_mode("fio", cli.progress, true) {
-        Ok(m) => m,
-        Err(code) => return Ok(code),
-    };
-    let (jobs, global) = match parse::jobs(&cli) {
-        Ok(j) => j,
-        Err(e) => return fail(&e),
-    };
+    let progress = super::progress_mode(cli.progress)?;
+    let (jobs, global) = parse::jobs(&cli)?;
     // fio logs every I/O of a job with logs and no log_avg_msec; a sized
     // job's ramp is cut out of its requests afterwards.
     engine::worker::set_io_log(
@@ -550,10 +537,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
             .any(|j| (has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j)),
     );
     // Check every run before the first one starts.
-    let planned = match plan_runs(jobs).and_then(plan_specs) {
-        Ok(p) => p,
-        Err(e) => return fail(&e),
-    };
+    let planned = plan_runs(jobs).and_then(plan_specs)?;
     if cli.print_spec {
         let specs: Vec<&WorkloadSpec> = planned
             .iter()
@@ -567,9 +551,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         ("--ioscale-json", &cli.ioscale_json),
     ] {
         if let Some(p) = p {
-            if let Err(e) = crate::check_output_path(flag, p) {
-                return fail(&e);
-            }
+            crate::check_output_path(flag, p).map_err(Failure::refused)?;
         }
     }
     let stop = crate::install_signals()?;
@@ -586,7 +568,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> anyhow::Result
         match st.run(p, &ctx) {
             Ok(true) => {}
             Ok(false) => break,
-            Err(e) => return fail(&e),
+            Err(e) => return Err(Failure::Refused(e)),
         }
     }
     st.finish_disks();

@@ -857,106 +857,150 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
     let kb_base = kb_base(opts)?;
     let mut j = Job::new(name);
     for o in opts {
-        let k = o.key.as_str();
-        let at = |m: String| usage(format!("{m} ({})", o.origin));
-        let v = o.val.as_deref().unwrap_or("");
-        let vb = o.val.as_deref();
-        let b = || fio_bool(k, vb).map_err(|e| at(e.0));
-        let size = || fio_size(k, v, kb_base).map_err(|e| at(e.0));
-        let int = || fio_int(k, v).map_err(|e| at(e.0));
-        let time = || fio_time(k, v).map_err(|e| at(e.0));
-        match k {
-            "name" | "new_group" | "kb_base" | "thread" => {}
-            "filename" => j.filename = Some(v.to_string()),
-            "directory" => j.directory = Some(v.to_string()),
-            "nrfiles" => j.nrfiles = int()?,
-            "filesize" => j.filesize = Some(size()?),
-            "size" => {
-                if v.ends_with('%') {
-                    return Err(at(format!(
-                        "size={v}: a percentage of the device is not supported; give bytes (size=1g)"
-                    )));
-                }
-                j.size = Some(size()?)
-            }
-            "rw" => (j.op, j.rw_text) = rw_mode(v).map_err(at)?,
-            "bs" => {
-                if v.contains(',') || v.contains(':') {
-                    return Err(at(format!(
-                        "bs={v}: separate read/write block sizes are not supported; give one (native: --xfer)"
-                    )));
-                }
-                j.bs = size()?
-            }
-            "bsrange" => j.bs = bs_range(v, kb_base).map_err(at)?,
-            "rwmixread" => j.rwmixread = Some(int()?),
-            "rwmixwrite" => j.rwmixread = Some(100u64.saturating_sub(int()?)),
-            "numjobs" => j.numjobs = int()?,
-            "iodepth" => j.iodepth = int()?,
-            "ioengine" => {
-                j.engine = engine_kind(v).map_err(at)?;
-                j.ioengine = v.to_string();
-            }
-            "direct" => j.direct = b()?,
-            "buffered" => j.direct = !b()?,
-            "sync" => match v {
-                "0" | "none" | "" => {
-                    j.osync = false;
-                    j.odsync = false
-                }
-                "1" | "sync" => j.osync = true,
-                "dsync" => j.odsync = true,
-                _ => return Err(at(format!("sync={v}: use 0, 1, sync or dsync"))),
-            },
-            "dsync" => j.odsync = b()?,
-            "fsync" => j.fsync = int()?,
-            "fdatasync" => j.fdatasync = int()?,
-            "end_fsync" => j.end_fsync = b()?,
-            "fsync_on_close" => j.fsync_on_close = b()?,
-            "runtime" => j.runtime = Some(time()?),
-            "time_based" => j.time_based = b()?,
-            "ramp_time" => j.ramp_time = time()?,
-            "startdelay" => j.startdelay = time()?,
-            "loops" => j.loops = int()?,
-            "offset" => j.offset = size()?,
-            "offset_increment" => j.offset_increment = size()?,
-            "randrepeat" => {
-                if !b()? {
-                    return Err(at(
-                        "randrepeat=0: ioscale's random order is always seeded; give randseed=N to choose it"
-                            .into(),
-                    ));
-                }
-            }
-            "randseed" => j.seed = Some(int()?),
-            "norandommap" => {}
-            "verify" => j.verify = verify_kind(v).map_err(at)?,
-            "create_on_open" => j.create_on_open = b()?,
-            "unlink" => j.unlink = b()?,
-            "group_reporting" => j.group_reporting = b()?,
-            "lat_percentiles" => j.lat_percentiles = b()?,
-            "clat_percentiles" => {
-                if !b()? {
-                    return Err(at(
-                        "clat_percentiles=0: ioscale always prints its percentiles".into(),
-                    ));
-                }
-            }
-            "percentile_list" => j.percentiles = Some(percentile_list(v).map_err(at)?),
-            "write_bw_log" => j.bw_log = Some(log_name(v, &j.name)),
-            "write_lat_log" => j.lat_log = Some(log_name(v, &j.name)),
-            "write_iops_log" => j.iops_log = Some(log_name(v, &j.name)),
-            "log_avg_msec" => {
-                j.log_avg_msec = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| at(format!("log_avg_msec={v}: a whole number of milliseconds")))?
-            }
-            "stonewall" | "wait_for_previous" => j.stonewall = b()?,
-            other => return Err(at(format!("{other}: not supported"))),
+        let v = Val {
+            key: o.key.as_str(),
+            val: o.val.as_deref(),
+            kb_base,
+        };
+        let known = set_io(&mut j, &v)
+            .and_then(|known| Ok(known || set_run(&mut j, &v)?))
+            .map_err(|m| usage(format!("{m} ({})", o.origin)))?;
+        if !known {
+            return Err(usage(format!("{}: not supported ({})", v.key, o.origin)));
         }
     }
     Ok(j)
+}
+
+/// One option's value, read as the type its key wants; an error is the
+/// message without the option's origin (the caller adds it).
+struct Val<'a> {
+    key: &'a str,
+    val: Option<&'a str>,
+    kb_base: u64,
+}
+
+impl Val<'_> {
+    fn text(&self) -> &str {
+        self.val.unwrap_or("")
+    }
+    fn bool(&self) -> Result<bool, String> {
+        fio_bool(self.key, self.val).map_err(|e| e.0)
+    }
+    fn size(&self) -> Result<u64, String> {
+        fio_size(self.key, self.text(), self.kb_base).map_err(|e| e.0)
+    }
+    fn int(&self) -> Result<u64, String> {
+        fio_int(self.key, self.text()).map_err(|e| e.0)
+    }
+    fn time(&self) -> Result<Duration, String> {
+        fio_time(self.key, self.text()).map_err(|e| e.0)
+    }
+}
+
+/// The options that shape the I/O (files, sizes, pattern, engine, sync);
+/// `Ok(false)` for any other key.
+fn set_io(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
+    let v = o.text();
+    match o.key {
+        "name" | "new_group" | "kb_base" | "thread" => {}
+        "filename" => j.filename = Some(v.to_string()),
+        "directory" => j.directory = Some(v.to_string()),
+        "nrfiles" => j.nrfiles = o.int()?,
+        "filesize" => j.filesize = Some(o.size()?),
+        "size" => {
+            if v.ends_with('%') {
+                return Err(format!(
+                    "size={v}: a percentage of the device is not supported; give bytes (size=1g)"
+                ));
+            }
+            j.size = Some(o.size()?)
+        }
+        "rw" => (j.op, j.rw_text) = rw_mode(v)?,
+        "bs" => {
+            if v.contains(',') || v.contains(':') {
+                return Err(format!(
+                    "bs={v}: separate read/write block sizes are not supported; give one (native: --xfer)"
+                ));
+            }
+            j.bs = o.size()?
+        }
+        "bsrange" => j.bs = bs_range(v, o.kb_base)?,
+        "rwmixread" => j.rwmixread = Some(o.int()?),
+        "rwmixwrite" => j.rwmixread = Some(100u64.saturating_sub(o.int()?)),
+        "numjobs" => j.numjobs = o.int()?,
+        "iodepth" => j.iodepth = o.int()?,
+        "ioengine" => {
+            j.engine = engine_kind(v)?;
+            j.ioengine = v.to_string();
+        }
+        "direct" => j.direct = o.bool()?,
+        "buffered" => j.direct = !o.bool()?,
+        "sync" => match v {
+            "0" | "none" | "" => {
+                j.osync = false;
+                j.odsync = false
+            }
+            "1" | "sync" => j.osync = true,
+            "dsync" => j.odsync = true,
+            _ => return Err(format!("sync={v}: use 0, 1, sync or dsync")),
+        },
+        "dsync" => j.odsync = o.bool()?,
+        "fsync" => j.fsync = o.int()?,
+        "fdatasync" => j.fdatasync = o.int()?,
+        "end_fsync" => j.end_fsync = o.bool()?,
+        "fsync_on_close" => j.fsync_on_close = o.bool()?,
+        "offset" => j.offset = o.size()?,
+        "offset_increment" => j.offset_increment = o.size()?,
+        "create_on_open" => j.create_on_open = o.bool()?,
+        "unlink" => j.unlink = o.bool()?,
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+/// The options that shape the run and its report (time, order, checks,
+/// percentiles, logs); `Ok(false)` for any other key.
+fn set_run(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
+    let v = o.text();
+    match o.key {
+        "runtime" => j.runtime = Some(o.time()?),
+        "time_based" => j.time_based = o.bool()?,
+        "ramp_time" => j.ramp_time = o.time()?,
+        "startdelay" => j.startdelay = o.time()?,
+        "loops" => j.loops = o.int()?,
+        "randrepeat" => {
+            if !o.bool()? {
+                return Err(
+                    "randrepeat=0: ioscale's random order is always seeded; give randseed=N to choose it"
+                        .into(),
+                );
+            }
+        }
+        "randseed" => j.seed = Some(o.int()?),
+        "norandommap" => {}
+        "verify" => j.verify = verify_kind(v)?,
+        "group_reporting" => j.group_reporting = o.bool()?,
+        "lat_percentiles" => j.lat_percentiles = o.bool()?,
+        "clat_percentiles" => {
+            if !o.bool()? {
+                return Err("clat_percentiles=0: ioscale always prints its percentiles".into());
+            }
+        }
+        "percentile_list" => j.percentiles = Some(percentile_list(v)?),
+        "write_bw_log" => j.bw_log = Some(log_name(v, &j.name)),
+        "write_lat_log" => j.lat_log = Some(log_name(v, &j.name)),
+        "write_iops_log" => j.iops_log = Some(log_name(v, &j.name)),
+        "log_avg_msec" => {
+            j.log_avg_msec = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("log_avg_msec={v}: a whole number of milliseconds"))?
+        }
+        "stonewall" | "wait_for_previous" => j.stonewall = o.bool()?,
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// A log's name prefix: the value, or the job's name when it is empty.

@@ -154,6 +154,8 @@ fn timestamp(r: &Run, st: &mut State) -> Option<PhaseRun> {
         tasks: Vec::new(),
         elapsed_s: t0.elapsed().as_secs_f64(),
         cpu: (0.0, 0.0),
+        latencies: Default::default(),
+        gathered_bytes: None,
         interrupted: false,
         resources: None,
     })

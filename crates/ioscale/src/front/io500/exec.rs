@@ -10,6 +10,11 @@
 //! from the release of the common start (a barrier of all ranks) to the
 //! barrier all ranks reach when their last task finished, as IOR's `-g`
 //! times a phase.
+//!
+//! At the end every rank learns every task's few counts (the read phases
+//! need the write phases' item counts), while the latencies travel once,
+//! merged per rank and then per node on their way to rank 0: it never
+//! holds one histogram per task.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -17,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use coord::Coordinator;
 use serde::{Deserialize, Serialize};
-use stats::{LatencyHistogram, SparseHistogram};
+use stats::LatencyHistogram;
 
 /// What a task did in a phase.
 #[derive(Debug, Default)]
@@ -59,7 +64,8 @@ pub struct Shape<'a> {
     pub wearout: bool,
 }
 
-/// One task's figures, as the ranks exchange them.
+/// One task's figures, as the ranks exchange them (a few words: its
+/// latencies go into its rank's histogram).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskOut {
     /// Global task index.
@@ -78,8 +84,6 @@ pub struct TaskOut {
     pub found: u64,
     /// The first error, if any.
     pub error: Option<String>,
-    /// Latencies.
-    pub hist: SparseHistogram,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -97,6 +101,11 @@ pub struct PhaseRun {
     pub elapsed_s: f64,
     /// User and system CPU seconds of all ranks.
     pub cpu: (f64, f64),
+    /// Every task's latencies merged on rank 0 (this rank's elsewhere).
+    pub latencies: LatencyHistogram,
+    /// Payload bytes rank 0 received in the phase's exchange (its
+    /// coordinator's count; `None` with one process).
+    pub gathered_bytes: Option<u64>,
     /// Stopped by a signal.
     pub interrupted: bool,
     /// What the phase used on rank 0's node (CPUs, the device or FUSE
@@ -109,15 +118,9 @@ impl PhaseRun {
     pub fn sum(&self, f: impl Fn(&TaskOut) -> u64) -> u64 {
         self.tasks.iter().map(f).sum()
     }
-    /// All tasks' latencies merged.
+    /// All tasks' latencies merged (on rank 0).
     pub fn hist(&self) -> LatencyHistogram {
-        let mut h = LatencyHistogram::new();
-        for t in &self.tasks {
-            if let Ok(x) = LatencyHistogram::from_sparse(&t.hist) {
-                h.merge(&x);
-            }
-        }
-        h
+        self.latencies.clone()
     }
     /// The first error of any task, with its task.
     pub fn first_error(&self) -> Option<String> {
@@ -206,6 +209,7 @@ pub fn run_phase(ctx: &Ctx, shape: &Shape, make: &Make) -> PhaseRun {
     let mut t0 = Instant::now();
     let mut t_end = t0;
     let mut outs: Vec<TaskOut> = Vec::with_capacity(n);
+    let mut hist = LatencyHistogram::new();
     std::thread::scope(|s| {
         let handles: Vec<_> = (0..n)
             .map(|t| {
@@ -225,7 +229,8 @@ pub fn run_phase(ctx: &Ctx, shape: &Shape, make: &Make) -> PhaseRun {
             sh.mid.wait();
         }
         for h in handles {
-            let (out, started, ended) = h.join().expect("an io500 task thread panicked");
+            let (out, h, started, ended) = h.join().expect("an io500 task thread panicked");
+            hist.merge(&h);
             // The phase starts with its first task and ends with its last:
             // this thread may run after the barrier only once the tasks are
             // done, and may wake late from the joins.
@@ -249,7 +254,7 @@ pub fn run_phase(ctx: &Ctx, shape: &Shape, make: &Make) -> PhaseRun {
         tasks: outs,
         cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1),
     };
-    let mut run = gather(coord, mine, elapsed);
+    let mut run = gather(coord, mine, hist, elapsed);
     run.interrupted = interrupted;
     run.resources = resources;
     run
@@ -257,7 +262,7 @@ pub fn run_phase(ctx: &Ctx, shape: &Shape, make: &Make) -> PhaseRun {
 
 /// One task of a phase: its items up to the stonewall, the wear-out, and
 /// its figures with the times it started and ended.
-fn task(sh: &Shared, t: usize, w: u32) -> (TaskOut, Instant, Instant) {
+fn task(sh: &Shared, t: usize, w: u32) -> (TaskOut, LatencyHistogram, Instant, Instant) {
     let limit = (sh.shape.limit)(w);
     sh.start.wait();
     let t_start = Instant::now();
@@ -300,9 +305,8 @@ fn task(sh: &Shared, t: usize, w: u32) -> (TaskOut, Instant, Instant) {
         bad_bytes: acc.bad_bytes,
         found: acc.found,
         error,
-        hist: acc.hist.to_sparse(),
     };
-    (out, t_start, Instant::now())
+    (out, acc.hist, t_start, Instant::now())
 }
 
 /// Posts task `t`'s count at the stonewall (`u64::MAX`: it failed) and
@@ -329,12 +333,21 @@ fn wearout_goal(coord: &dyn Coordinator, counts: &[AtomicU64]) -> u64 {
     }
 }
 
-/// Every rank's figures, in task order, with rank 0's phase time.
-fn gather(coord: &dyn Coordinator, mine: RankOut, elapsed: f64) -> PhaseRun {
+/// Every rank's figures, in task order, with rank 0's phase time, and
+/// (on rank 0) every rank's latencies `hist` merged through the node
+/// leaders.
+fn gather(
+    coord: &dyn Coordinator,
+    mine: RankOut,
+    hist: LatencyHistogram,
+    elapsed: f64,
+) -> PhaseRun {
     let mut run = PhaseRun {
         tasks: Vec::new(),
         elapsed_s: elapsed,
         cpu: (0.0, 0.0),
+        latencies: hist,
+        gathered_bytes: None,
         interrupted: false,
         resources: None,
     };
@@ -343,7 +356,21 @@ fn gather(coord: &dyn Coordinator, mine: RankOut, elapsed: f64) -> PhaseRun {
         run.cpu = mine.cpu;
         return run;
     }
+    let before = coord.stats().bytes_gathered;
     let all = coord.all_gather_as(&mine).unwrap_or_default();
+    let merged = coord.reduce_as(&run.latencies.to_sparse(), |a, b| {
+        if let (Ok(mut x), Ok(y)) = (
+            LatencyHistogram::from_sparse(a),
+            LatencyHistogram::from_sparse(&b),
+        ) {
+            x.merge(&y);
+            *a = x.to_sparse();
+        }
+    });
+    if let Some(h) = merged.ok().flatten() {
+        run.latencies = LatencyHistogram::from_sparse(&h).unwrap_or_default();
+    }
+    run.gathered_bytes = Some(coord.stats().bytes_gathered - before);
     run.elapsed_s = coord.broadcast_as(&elapsed).unwrap_or(elapsed);
     for r in all {
         run.cpu.0 += r.cpu.0;

@@ -368,7 +368,8 @@ fn phase_table(s: &mut String, rec: &Value, phases: &[&Value]) {
 /// `ioscale report` of an io500 record: the summary on standard output and
 /// `--html`; `None` when the file is not an io500 record (the usual
 /// report reads it).
-pub fn report(args: &crate::report_cmd::ReportArgs) -> Option<i32> {
+pub fn report(args: &crate::report_cmd::ReportArgs) -> Option<crate::exit::Exit> {
+    use crate::exit::Failure;
     // Whether it is an io500 record, from its top-level `command` and
     // `tool` alone, parsed as a stream: any other record is left to the
     // streaming reader without ever being held as text or JSON values.
@@ -393,29 +394,28 @@ pub fn report(args: &crate::report_cmd::ReportArgs) -> Option<i32> {
     }
     for (flag, given) in [("--csv", args.csv.is_some()), ("--png", args.png.is_some())] {
         if given {
-            eprintln!(
-                "ioscale: error: {flag}: an io500 record has its CSV-like results in its \
+            return Some(Err(Failure::usage(format!(
+                "{flag}: an io500 record has its CSV-like results in its \
                  resultdir; `report` writes its --html and prints its summary"
-            );
-            return Some(2);
+            ))));
         }
     }
     if args.format != crate::cli::Format::Text {
-        eprintln!("ioscale: error: --format: an io500 record is reported as text (and --html)");
-        return Some(2);
+        return Some(Err(Failure::usage(
+            "--format: an io500 record is reported as text (and --html)",
+        )));
     }
     if let Some(p) = &args.html {
         if let Err(e) = crate::check_output_path("--html", p)
             .and_then(|()| crate::output::write_atomic(p, render(&rec).as_bytes()))
         {
-            eprintln!("ioscale: error: {e:#}");
-            return Some(1);
+            return Some(Err(Failure::Output(e)));
         }
     }
     if !args.quiet {
         print!("{}", summary(&rec));
     }
-    Some(0)
+    Some(Ok(0))
 }
 
 /// The score and each phase's figure and limit, as text.

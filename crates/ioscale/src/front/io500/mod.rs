@@ -33,6 +33,8 @@ use phases::{FindScope, Group, Kind, Phase, Step};
 use score::Scored;
 use work::Names;
 
+use crate::exit::{Exit, Failure};
+
 /// The io500 release whose phases, parameters and rules are followed.
 pub const IO500_VERSION: &str = "io500-isc26_v2";
 
@@ -196,8 +198,8 @@ fn setup(a: &Args) -> Result<Setup, String> {
 
 /// Runs `ioscale io500`; each task is a thread, and under mpirun or srun
 /// each rank runs `--tasks` of them.
-pub fn main(args: &[String]) -> anyhow::Result<i32> {
-    crate::as_ranks("io500", |coord| ranks_main(args, coord))
+pub fn main(args: &[String]) -> Exit {
+    crate::as_ranks(|coord| ranks_main(args, coord))
 }
 
 /// What the phases left for the later ones and for cleanup.
@@ -225,20 +227,15 @@ struct Done {
     t_end: String,
 }
 
-fn ranks_main(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<i32> {
+fn ranks_main(args: &[String], coord: &dyn Coordinator) -> Exit {
     ranks_main_quiet(args, coord, false)
 }
 
 /// One io500 run on every rank; with `quiet`, nothing on standard output
 /// (the result files and `--json` are still written).
-pub(crate) fn ranks_main_quiet(
-    args: &[String],
-    coord: &dyn Coordinator,
-    quiet: bool,
-) -> anyhow::Result<i32> {
-    let start = match start(args, coord)? {
-        Ok(s) => s,
-        Err(code) => return Ok(code),
+pub(crate) fn ranks_main_quiet(args: &[String], coord: &dyn Coordinator, quiet: bool) -> Exit {
+    let Some(start) = start(args, coord)? else {
+        return Ok(0);
     };
     let stop = crate::install_signals()?;
     let ctx = Ctx {
@@ -298,36 +295,26 @@ struct Start {
 }
 
 /// Parses the command line and config, and lets rank 0 make the
-/// directories; `Err(code)` ends the run with that exit code.
-fn start(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<Result<Start, i32>> {
+/// directories; `None` when `--help` (or `--version`) was printed instead.
+fn start(args: &[String], coord: &dyn Coordinator) -> Result<Option<Start>, Failure> {
     let root = coord.rank() == 0;
     let mut argv = vec!["ioscale io500".to_string()];
     argv.extend(args.iter().cloned());
     let a = match Args::try_parse_from(&argv) {
         Ok(a) => a,
+        Err(e) if e.use_stderr() => return Err(Failure::Clap(e)),
         Err(e) => {
             if root {
                 let _ = e.print();
             }
-            return Ok(Err(if e.use_stderr() { 2 } else { 0 }));
+            return Ok(None);
         }
     };
-    let s = match setup(&a) {
-        Ok(s) => s,
-        Err(e) => {
-            if root {
-                eprintln!("io500: error: {e}");
-            }
-            return Ok(Err(2));
-        }
-    };
-    if let Some(code) = crate::check_outputs(
+    let s = setup(&a).map_err(Failure::Usage)?;
+    crate::check_outputs(
         coord,
-        "io500",
         &[("--json", a.json.as_deref()), ("--html", a.html.as_deref())],
-    ) {
-        return Ok(Err(code));
-    }
+    )?;
     let mut cfg = s.cfg;
     let stamp = coord.broadcast_as(&stamp_now())?;
     if cfg.timestamp_datadir {
@@ -361,17 +348,14 @@ fn start(args: &[String], coord: &dyn Coordinator) -> anyhow::Result<Result<Star
         Ok(c) if !failed => c,
         Ok(c) => {
             remove_dirs(&c);
-            return Ok(Err(2));
+            return Err(Failure::Said(2));
         }
-        Err(e) => {
-            eprintln!("io500: error: {e}");
-            return Ok(Err(2));
-        }
+        Err(e) => return Err(Failure::Refused(e)),
     };
     // Every rank checks the directories it works in against rank 0's record.
     let dirs = coord.broadcast_as(&created.dirs)?;
     names.dirs = std::sync::Arc::new(if root { dirs } else { dirs.on_other_rank() });
-    Ok(Ok(Start {
+    Ok(Some(Start {
         a,
         cfg,
         extended: s.extended,
@@ -529,7 +513,7 @@ fn finish(
     verdict: Verdict,
     mut log: Log,
     quiet: bool,
-) -> anyhow::Result<i32> {
+) -> Exit {
     let (a, cfg) = (&start.a, &start.cfg);
     if a.keep {
         eprintln!(
@@ -964,6 +948,7 @@ fn record(start: &Start, coord: &dyn Coordinator, done: &[Done], v: &Verdict) ->
                 "bad_bytes": sum(&|t| t.bad_bytes),
                 "interrupted": r.is_some_and(|r| r.interrupted),
                 "resources": r.and_then(|r| r.resources.clone()),
+                "gathered_bytes": r.and_then(|r| r.gathered_bytes),
                 "tasks": r.map(|r| r.tasks.iter().map(|t| json!({
                     "task": t.task, "items": t.items, "items_at_stonewall": t.items_at_stonewall,
                     "ops": t.ops, "bytes": t.bytes, "error": t.error,

@@ -16,6 +16,7 @@ use coord::Coordinator;
 use serde_json::{json, Value};
 use spec::{parse_count, parse_list};
 
+use crate::exit::{Exit, Failure};
 use crate::sweep::SweepArgs;
 
 /// The sweep flags an io500 sweep takes; any other is refused by name.
@@ -119,12 +120,9 @@ struct Point {
 }
 
 /// Runs the sweep on every rank; rank 0 prints and writes.
-pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     let root = coord.rank() == 0;
-    let (words, counts) = match checked(a, coord) {
-        Ok(x) => x,
-        Err(code) => return Ok(code),
-    };
+    let (words, counts) = checked(a, coord)?;
     // Each point's record goes to a scratch directory of rank 0's.
     let scratch = if root { Some(Scratch::new()?) } else { None };
     let scratch_path: String = coord
@@ -156,7 +154,7 @@ pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
             "--resultdir-sub".to_string(),
             format!("tasks-{tasks}"),
         ]);
-        let c = super::ranks_main_quiet(&argv, coord, a.quiet)?;
+        let c = point_code(super::ranks_main_quiet(&argv, coord, a.quiet), root)?;
         let record = root
             .then(|| std::fs::read(&json_path).ok())
             .flatten()
@@ -168,15 +166,14 @@ pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
         });
         if root {
             let interrupted = c == 130;
-            if let Err(e) = write_outputs(a, &points, counts.len(), coord.size(), interrupted) {
-                eprintln!("ioscale: error: {e:#}");
-                return Ok(1);
-            }
+            write_outputs(a, &points, counts.len(), coord.size(), interrupted)
+                .map_err(Failure::Output)?;
         }
         match c {
             0 => {}
-            // A usage or setup problem: the next points would fail alike.
-            2 if k == 0 => return Ok(2),
+            // A usage or setup problem (said by the point): the next
+            // points would fail alike.
+            2 if k == 0 => return Err(Failure::Said(2)),
             130 => {
                 code = 130;
                 break;
@@ -186,10 +183,8 @@ pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     }
     if root {
         // Once more at the end: an interrupt between points is recorded too.
-        if let Err(e) = write_outputs(a, &points, counts.len(), coord.size(), code == 130) {
-            eprintln!("ioscale: error: {e:#}");
-            return Ok(1);
-        }
+        write_outputs(a, &points, counts.len(), coord.size(), code == 130)
+            .map_err(Failure::Output)?;
         if !a.quiet {
             print!("{}", text(&points, counts.len()));
         }
@@ -197,22 +192,26 @@ pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
     Ok(code)
 }
 
+/// A point's exit code: a point that could not run is said at once, in
+/// io500's name (the sweep goes on, or stops, by its code); only a
+/// failure of the sweep's own machinery ends the sweep.
+fn point_code(point: Exit, root: bool) -> Result<i32, Failure> {
+    match point {
+        Ok(c) => Ok(c),
+        Err(f @ Failure::Other(_)) => Err(f),
+        Err(f) if root => Ok(f.report("io500")),
+        Err(f) => Ok(f.code()),
+    }
+}
+
 /// The inner io500 words and the task counts, once the flags and output
-/// paths are checked on rank 0; `Err(2)` after saying what is wrong.
-fn checked(a: &SweepArgs, coord: &dyn Coordinator) -> Result<(Vec<String>, Vec<u32>), i32> {
+/// paths are checked on rank 0.
+fn checked(a: &SweepArgs, coord: &dyn Coordinator) -> Result<(Vec<String>, Vec<u32>), Failure> {
     let root = coord.rank() == 0;
-    let checked = refuse_other_flags(a)
+    let (words, counts) = refuse_other_flags(a)
         .and_then(|()| inner_words(a))
-        .and_then(|w| task_counts(a).map(|t| (w, t)));
-    let (words, counts) = match checked {
-        Ok(x) => x,
-        Err(e) => {
-            if root {
-                eprintln!("ioscale: error: {e}");
-            }
-            return Err(2);
-        }
-    };
+        .and_then(|w| task_counts(a).map(|t| (w, t)))
+        .map_err(Failure::usage)?;
     let mut bad = Ok(());
     if root {
         for (flag, p) in [("--json", &a.json), ("--csv", &a.csv)] {
@@ -221,12 +220,10 @@ fn checked(a: &SweepArgs, coord: &dyn Coordinator) -> Result<(Vec<String>, Vec<u
             }
         }
     }
-    if let Err(e) = bench::cluster::root_check(coord, bad) {
-        if let Some(e) = e {
-            eprintln!("ioscale: error: {e:#}");
-        }
-        return Err(2);
-    }
+    bench::cluster::root_check(coord, bad).map_err(|e| match e {
+        Some(e) => Failure::refused(format!("{e:#}")),
+        None => Failure::Said(2),
+    })?;
     Ok((words, counts))
 }
 

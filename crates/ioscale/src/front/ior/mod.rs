@@ -20,6 +20,7 @@ use coord::Coordinator;
 use report::ResultSet;
 
 use super::{Call, Front, Usage};
+use crate::exit::{Exit, Failure};
 
 use render::{IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
 
@@ -161,26 +162,13 @@ impl Front for Ior {
     }
 
     /// Runs the request as one rank of `coord`; rank 0 prints in IOR's layout.
-    fn run(call: &Call<'_>, mut a: IorArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    fn run(call: &Call<'_>, mut a: IorArgs, coord: &dyn Coordinator) -> Exit {
         let root = coord.rank() == 0;
         let ranks = coord.size();
-        let progress = match super::progress_mode("ior", a.progress, root) {
-            Ok(m) => m,
-            Err(code) => return Ok(code),
-        };
+        let progress = super::progress_mode(a.progress)?;
         let shown_offset = a.task_offset.unwrap_or(1) as u32;
-        if let Some(code) = fit_to_ranks(&mut a, coord)? {
-            return Ok(code);
-        }
-        let mut spec = match build(&a) {
-            Ok(s) => s,
-            Err(e) => {
-                if root {
-                    eprintln!("ior: error: {e}");
-                }
-                return Ok(2);
-            }
-        };
+        fit_to_ranks(&mut a, coord)?;
+        let mut spec = build(&a)?;
         if a.print_spec {
             if root {
                 println!("{}", serde_json::to_string_pretty(&spec)?);
@@ -188,9 +176,7 @@ impl Front for Ior {
             return Ok(0);
         }
         let outputs = [("-O summaryFile", a.summary_file.as_deref())];
-        if let Some(code) = crate::check_outputs(coord, "ior", &outputs) {
-            return Ok(code);
-        }
+        crate::check_outputs(coord, &outputs)?;
         if root {
             print_notes(&a);
         }
@@ -217,15 +203,7 @@ impl Front for Ior {
         };
         let outcome = bench::run::run_with_options(&spec, argv, stop, coord, opts);
         drop(live);
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                if root {
-                    eprintln!("ior: error: {e}");
-                }
-                return Ok(e.exit_code());
-            }
-        };
+        let outcome = outcome?;
         if !root {
             return Ok(outcome.exit_code());
         }
@@ -241,20 +219,16 @@ impl Front for Ior {
 
 /// Under mpirun or srun each IOR task is a rank: -N may only repeat their
 /// number, and -C's offset (-Q) counts tasks per node, so the reader sits
-/// on another node than the writer. `Some(2)` after saying why -N is
-/// refused.
-fn fit_to_ranks(a: &mut IorArgs, coord: &dyn Coordinator) -> anyhow::Result<Option<i32>> {
+/// on another node than the writer. A usage failure when -N is refused.
+fn fit_to_ranks(a: &mut IorArgs, coord: &dyn Coordinator) -> Result<(), Failure> {
     let ranks = coord.size();
     if ranks <= 1 {
-        return Ok(None);
+        return Ok(());
     }
     if let Some(n) = a.tasks.filter(|&n| n != ranks as u64) {
-        if coord.rank() == 0 {
-            eprintln!(
-                "ior: error: -N {n}: the launcher started {ranks} tasks; under mpirun or srun                      every rank is one IOR task, so drop -N or start {n} ranks (mpirun -np {n})"
-            );
-        }
-        return Ok(Some(2));
+        return Err(Failure::usage(format!(
+            "-N {n}: the launcher started {ranks} tasks; under mpirun or srun                      every rank is one IOR task, so drop -N or start {n} ranks (mpirun -np {n})"
+        )));
     }
     a.tasks = Some(ranks as u64);
     if a.reorder {
@@ -264,7 +238,7 @@ fn fit_to_ranks(a: &mut IorArgs, coord: &dyn Coordinator) -> anyhow::Result<Opti
             a.task_offset = Some(q.saturating_mul(layout.tasks_per_node() as u64));
         }
     }
-    Ok(None)
+    Ok(())
 }
 
 /// The workload of the command line, checked for all tasks; a refusal
@@ -318,7 +292,7 @@ fn print_results(
     spec: &WorkloadSpec,
     outcome: &bench::run::Outcome,
     timed_out: bool,
-) -> anyhow::Result<i32> {
+) -> Exit {
     let rs = &outcome.results;
     info.machine = format!("Linux {}", rs.host.hostname);
     info.fs = super::fs_stats(&spec.target);

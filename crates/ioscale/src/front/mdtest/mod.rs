@@ -21,6 +21,7 @@ use report::{Exporter, ResultSet};
 use spec::MetaSpec;
 
 use super::{Call, Front, Usage};
+use crate::exit::{Exit, Failure};
 
 use render::{MdtestInfo, MdtestTextExporter};
 
@@ -100,21 +101,10 @@ impl Front for Mdtest {
     }
 
     /// Runs the request as one rank of `coord`; rank 0 prints mdtest's layout.
-    fn run(call: &Call<'_>, a: MdArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    fn run(call: &Call<'_>, a: MdArgs, coord: &dyn Coordinator) -> Exit {
         let root = coord.rank() == 0;
-        let progress = match super::progress_mode("mdtest", a.progress, root) {
-            Ok(m) => m,
-            Err(code) => return Ok(code),
-        };
-        let (spec, notes) = match build(&a) {
-            Ok(s) => s,
-            Err(e) => {
-                if root {
-                    eprintln!("mdtest: error: {e}");
-                }
-                return Ok(2);
-            }
-        };
+        let progress = super::progress_mode(a.progress)?;
+        let (spec, notes) = build(&a)?;
         if a.print_spec {
             if root {
                 println!("{}", serde_json::to_string_pretty(&spec)?);
@@ -127,10 +117,7 @@ impl Front for Mdtest {
             }
         }
         let began = timestamp();
-        let made_dir = match make_test_dir(&spec, coord) {
-            Ok(made) => made,
-            Err(code) => return Ok(code),
-        };
+        let made_dir = make_test_dir(&spec, coord)?;
         let stop = crate::install_signals()?;
         let mut argv = vec!["mdtest".to_string()];
         argv.extend(call.args.iter().cloned());
@@ -143,18 +130,11 @@ impl Front for Mdtest {
         };
         let outcome = bench::meta::run_with_options(&spec, argv, stop, coord, opts);
         drop(live);
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                if made_dir {
-                    let _ = std::fs::remove_dir(&spec.target);
-                }
-                if root {
-                    eprintln!("mdtest: error: {e}");
-                }
-                return Ok(e.exit_code());
+        let outcome = outcome.inspect_err(|_| {
+            if made_dir {
+                let _ = std::fs::remove_dir(&spec.target);
             }
-        };
+        })?;
         if !root {
             return Ok(outcome.exit_code());
         }
@@ -198,8 +178,8 @@ fn build(a: &MdArgs) -> Result<(MetaSpec, Vec<String>), Usage> {
 
 /// mdtest makes the test directory (one level) when it is missing; rank 0
 /// does, before any rank looks at it. `Ok(true)` when this run made it;
-/// `Err(2)` on every rank (rank 0 says why) when it cannot be made.
-fn make_test_dir(spec: &MetaSpec, coord: &dyn Coordinator) -> Result<bool, i32> {
+/// a failure on every rank (rank 0's says why) when it cannot be made.
+fn make_test_dir(spec: &MetaSpec, coord: &dyn Coordinator) -> Result<bool, Failure> {
     let mut made_dir = false;
     let mut mkdir = Ok(());
     if coord.rank() == 0 && !spec.target.exists() {
@@ -208,15 +188,13 @@ fn make_test_dir(spec: &MetaSpec, coord: &dyn Coordinator) -> Result<bool, i32> 
             Err(e) => mkdir = Err(e),
         }
     }
-    if let Err(e) = bench::cluster::root_check(coord, mkdir) {
-        if let Some(e) = e {
-            eprintln!(
-                "mdtest: error: -d {}: unable to create the test directory: {e}",
-                spec.target.display()
-            );
-        }
-        return Err(2);
-    }
+    bench::cluster::root_check(coord, mkdir).map_err(|e| match e {
+        Some(e) => Failure::refused(format!(
+            "-d {}: unable to create the test directory: {e}",
+            spec.target.display()
+        )),
+        None => Failure::Said(2),
+    })?;
     Ok(made_dir)
 }
 
@@ -255,7 +233,7 @@ fn info_for(call: &Call<'_>, a: &MdArgs, spec: &MetaSpec, began: String, ranks: 
 
 /// Rank 0's end of a run: errors and warnings on standard error, mdtest's
 /// layout on standard output, notes last. Returns the exit code.
-fn print_results(shown: &Shown, outcome: &bench::run::Outcome) -> anyhow::Result<i32> {
+fn print_results(shown: &Shown, outcome: &bench::run::Outcome) -> Exit {
     let rs = &outcome.results;
     super::print_errors("mdtest", rs);
     super::print_mismatches("mdtest", rs);

@@ -19,6 +19,7 @@ use report::{Exporter, ResultSet};
 use spec::{MetaOp, MetaSpec};
 
 use super::{Call, Front, Usage};
+use crate::exit::{Exit, Failure};
 use render::{SmallfileInfo, SmallfileTextExporter};
 
 pub mod parse;
@@ -232,32 +233,18 @@ impl Front for Smallfile {
 
     /// Runs the request as one rank of `coord`; rank 0 prints smallfile's
     /// lines and writes --output-json.
-    fn run(call: &Call<'_>, a: SfArgs, coord: &dyn Coordinator) -> anyhow::Result<i32> {
+    fn run(call: &Call<'_>, a: SfArgs, coord: &dyn Coordinator) -> Exit {
         let root = coord.rank() == 0;
-        let built = to_raw(&a).and_then(|raw| raw.build().map_err(|e| usage(e.to_string())));
-        let spec = match built {
-            Ok(spec) => spec,
-            Err(e) => {
-                if root {
-                    eprintln!("smallfile: error: {e}");
-                }
-                return Ok(2);
-            }
-        };
+        let spec = to_raw(&a).and_then(|raw| raw.build().map_err(|e| usage(e.to_string())))?;
         if a.print_spec {
             if root {
                 println!("{}", serde_json::to_string_pretty(&spec)?);
             }
             return Ok(0);
         }
-        let progress = match super::progress_mode("smallfile", a.progress, root) {
-            Ok(m) => m,
-            Err(code) => return Ok(code),
-        };
+        let progress = super::progress_mode(a.progress)?;
         let outputs = [("--output-json", a.output_json.as_deref())];
-        if let Some(code) = crate::check_outputs(coord, "smallfile", &outputs) {
-            return Ok(code);
-        }
+        crate::check_outputs(coord, &outputs)?;
         if root {
             print_preamble(&a, &spec);
         }
@@ -267,15 +254,7 @@ impl Front for Smallfile {
         let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
         let outcome = bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord);
         drop(live);
-        let outcome = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                if root {
-                    eprintln!("smallfile: error: {}", error_text(&e));
-                }
-                return Ok(2);
-            }
-        };
+        let outcome = outcome.map_err(failure)?;
         if !root {
             return Ok(outcome.exit_code());
         }
@@ -305,33 +284,28 @@ fn print_preamble(a: &SfArgs, spec: &MetaSpec) {
     let _ = out.flush();
 }
 
-/// A run's error, with what to do in smallfile's terms when a kept tree
-/// is in the way.
-fn error_text(e: &bench::Error) -> String {
-    let mut msg = e.to_string();
-    match e {
+/// A run's error as a failure, with what to do in smallfile's terms when
+/// a kept tree is in the way (chosen by the conflict, not by the text).
+fn failure(e: bench::Error) -> Failure {
+    let hint = match &e {
         bench::Error::KeptTree {
             conflict: spec::Conflict::Unverifiable,
             ..
-        } => msg.push_str(
-            " (smallfile: give --verify-read Y to the create as well, so the files carry data \
+        } => " (smallfile: give --verify-read Y to the create as well, so the files carry data \
              ioscale can check)",
-        ),
         bench::Error::KeptTree {
             conflict: spec::Conflict::Exists(_),
             ..
-        } => msg.push_str(
-            " (smallfile: run `--operation cleanup` with the same options first, or use another --top)",
-        ),
-        _ => {}
-    }
-    msg
+        } => " (smallfile: run `--operation cleanup` with the same options first, or use another --top)",
+        _ => return e.into(),
+    };
+    Failure::refused(format!("{e}{hint}"))
 }
 
 /// Rank 0's end of a run: errors and warnings on standard error,
 /// smallfile's lines on standard output, --output-json written, notes
 /// last. Returns the exit code.
-fn print_results(a: &SfArgs, outcome: &bench::run::Outcome) -> anyhow::Result<i32> {
+fn print_results(a: &SfArgs, outcome: &bench::run::Outcome) -> Exit {
     let rs = &outcome.results;
     super::print_errors("smallfile", rs);
     super::print_mismatches("smallfile", rs);

@@ -1,0 +1,601 @@
+//! The FUSE requests the kernel actually sends, counted from its
+//! tracepoints while a phase runs.
+//!
+//! A 1 MiB `write` on a FUSE mount reaches the daemon as one or more
+//! `FUSE_WRITE` requests of at most the `max_write` negotiated at INIT,
+//! which the kernel does not publish anywhere else. Linux 6.18 (and the
+//! kernels that carry the `fuse` trace events) records every request in
+//! `fuse/fuse_request_send` (connection, unique id, opcode, length of the
+//! request including its headers) and `fuse/fuse_request_end` (connection,
+//! unique id, length of the reply including its header, error).
+//!
+//! A [`Tracer`] makes a private trace instance
+//! (`instances/ioscale-<pid>-<n>` under tracefs, so two runs at once and
+//! anyone else's tracing are left alone), filters both events on the
+//! target's connection (the kernel's `dev_t` of the mount, the number in
+//! /sys/fs/fuse/connections), and a thread reads the binary per-CPU pages
+//! (module `rawtrace`; printing them as text cost more than the requests)
+//! every 50 ms and adds up, per opcode, the requests and their payload:
+//!
+//! - `FUSE_WRITE`: the data sent, `len` of the send event minus the
+//!   40-byte `fuse_in_header` and the 40-byte `fuse_write_in`;
+//! - `FUSE_READ`: the data returned, `len` of the matching end event minus
+//!   the 16-byte `fuse_out_header`;
+//! - every other opcode: counted by name;
+//! - for READ and WRITE, the time from sending to the reply (trace clock
+//!   `mono`, the same on every CPU), summed.
+//!
+//! Events the ring buffer could not hold are counted (the instance's
+//! per-CPU `overrun` and `dropped events`), never guessed. The instance is
+//! removed when the tracer finishes or is dropped; one left behind by a
+//! process that was killed is removed by the next tracer that starts.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::rawtrace::{Event, Layout};
+
+use serde::{Deserialize, Serialize};
+
+/// `sizeof(struct fuse_in_header)`.
+const IN_HEADER: u64 = 40;
+/// `sizeof(struct fuse_write_in)` (protocol 7.9 and later).
+const WRITE_IN: u64 = 40;
+/// `sizeof(struct fuse_out_header)`.
+const OUT_HEADER: u64 = 16;
+/// `FUSE_READ` and `FUSE_WRITE` in `enum fuse_opcode`.
+const OP_READ: u32 = 15;
+const OP_WRITE: u32 = 16;
+/// Ring buffer per CPU for the instance, KiB: at 50 ms between reads it
+/// holds several thousand events per CPU.
+const BUFFER_KB: u32 = 512;
+
+/// Requests of one kind the kernel sent during the phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OpRequests {
+    /// Requests sent.
+    pub count: u64,
+    /// Payload bytes: data written (WRITE) or returned (READ).
+    pub bytes: u64,
+    /// Mean payload per request, bytes (`bytes ÷ count`; 0 without
+    /// requests).
+    pub mean_bytes: f64,
+    /// Largest payload of one request, bytes.
+    pub max_bytes: u64,
+    /// Requests the daemon answered with an error.
+    #[serde(default)]
+    pub errors: u64,
+    /// Requests whose reply was seen too (sent and answered in the phase).
+    #[serde(default)]
+    pub answered: u64,
+    /// Sum over the answered requests of the time from the kernel sending
+    /// the request to the daemon's reply, seconds (queueing for the daemon
+    /// included). Divided by the phase's duration it is the average number
+    /// of these requests in flight.
+    #[serde(default)]
+    pub time_s: f64,
+    /// `time_s ÷ answered`, microseconds: the mean time per request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_us: Option<f64>,
+}
+
+impl OpRequests {
+    fn add(&mut self, payload: u64) {
+        self.count += 1;
+        self.bytes += payload;
+        self.max_bytes = self.max_bytes.max(payload);
+    }
+
+    fn merge(&mut self, o: &OpRequests) {
+        self.count += o.count;
+        self.bytes += o.bytes;
+        self.max_bytes = self.max_bytes.max(o.max_bytes);
+        self.errors += o.errors;
+        self.answered += o.answered;
+        self.time_s += o.time_s;
+        self.settle();
+    }
+
+    fn settle(&mut self) {
+        self.mean_bytes = if self.count > 0 {
+            self.bytes as f64 / self.count as f64
+        } else {
+            0.0
+        };
+        self.mean_us = (self.answered > 0).then(|| self.time_s / self.answered as f64 * 1e6);
+    }
+}
+
+/// The FUSE requests of one connection over a phase, from the kernel's
+/// `fuse_request_send` / `fuse_request_end` trace events.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FuseRequests {
+    /// `FUSE_WRITE` requests and the data they carried.
+    pub write: OpRequests,
+    /// `FUSE_READ` requests and the data their replies carried (a reply
+    /// whose send event came before the phase is not counted).
+    pub read: OpRequests,
+    /// Every other request, by opcode name (`FUSE_FLUSH`, `FUSE_GETATTR`…).
+    #[serde(default)]
+    pub other: BTreeMap<String, u64>,
+    /// Events lost because the trace buffer was full: when not 0, the
+    /// counts above are short by up to this many requests.
+    #[serde(default)]
+    pub lost_events: u64,
+}
+
+impl FuseRequests {
+    /// All requests sent (write + read + other).
+    pub fn total(&self) -> u64 {
+        self.write.count + self.read.count + self.other.values().sum::<u64>()
+    }
+
+    /// The sum of several phases' requests (the repetitions of a point).
+    pub fn sum<'a>(all: impl IntoIterator<Item = &'a FuseRequests>) -> FuseRequests {
+        let mut out = FuseRequests::default();
+        for r in all {
+            out.write.merge(&r.write);
+            out.read.merge(&r.read);
+            for (k, v) in &r.other {
+                *out.other.entry(k.clone()).or_default() += v;
+            }
+            out.lost_events += r.lost_events;
+        }
+        out
+    }
+}
+
+/// Counts in progress, as the reader thread decodes events.
+#[derive(Debug, Default)]
+struct Tally {
+    req: FuseRequests,
+    /// Unique ids of requests sent and not yet answered, with their
+    /// opcode and when they were sent (ns).
+    pending: HashMap<u64, (u32, u64)>,
+    /// Replies read before their request (sent on another CPU whose page
+    /// is read later): unique id → (ts, len, error).
+    early: HashMap<u64, (u64, u32, i32)>,
+    /// A read of the trace pages that failed: the counts are incomplete.
+    error: Option<String>,
+}
+
+impl Tally {
+    fn apply(&mut self, e: Event, names: &HashMap<u32, String>) {
+        match e {
+            Event::Send {
+                ts,
+                unique,
+                opcode,
+                len,
+            } => {
+                match opcode {
+                    OP_WRITE => self
+                        .req
+                        .write
+                        .add(u64::from(len).saturating_sub(IN_HEADER + WRITE_IN)),
+                    OP_READ => self.req.read.count += 1,
+                    _ => {
+                        let name = names
+                            .get(&opcode)
+                            .cloned()
+                            .unwrap_or_else(|| format!("opcode {opcode}"));
+                        *self.req.other.entry(name).or_default() += 1;
+                    }
+                }
+                match self.early.remove(&unique) {
+                    Some((t, len, error)) => self.answer(opcode, ts, t, len, error),
+                    None => {
+                        self.pending.insert(unique, (opcode, ts));
+                    }
+                }
+            }
+            Event::End {
+                ts,
+                unique,
+                len,
+                error,
+            } => match self.pending.remove(&unique) {
+                Some((op, sent)) => self.answer(op, sent, ts, len, error),
+                // Sent before tracing began, another opcode, or a request
+                // whose send event is on a page not read yet.
+                None => {
+                    self.early.insert(unique, (ts, len, error));
+                }
+            },
+        }
+    }
+
+    /// Forgets what can no longer be matched, so a long phase does not
+    /// grow the maps: replies more than 5 s older than `now` whose request
+    /// never came (answers to requests sent before tracing began), and
+    /// requests other than READ and WRITE unanswered for a minute (a
+    /// request that gets no reply).
+    fn prune(&mut self, now: u64) {
+        if !self.early.is_empty() {
+            self.early.retain(|_, e| e.0 + 5_000_000_000 > now);
+        }
+        if self.pending.len() > 10_000 {
+            self.pending.retain(|_, (op, t)| {
+                matches!(*op, OP_READ | OP_WRITE) || *t + 60_000_000_000 > now
+            });
+        }
+    }
+
+    fn answer(&mut self, op: u32, sent: u64, ts: u64, len: u32, error: i32) {
+        if !matches!(op, OP_READ | OP_WRITE) {
+            return;
+        }
+        let r = if op == OP_READ {
+            let r = &mut self.req.read;
+            let payload = u64::from(len).saturating_sub(OUT_HEADER);
+            r.bytes += payload;
+            r.max_bytes = r.max_bytes.max(payload);
+            r
+        } else {
+            &mut self.req.write
+        };
+        r.errors += u64::from(error != 0);
+        r.answered += 1;
+        r.time_s += ts.saturating_sub(sent) as f64 * 1e-9;
+    }
+}
+
+/// Where tracefs is, or why it cannot be used: `IOSCALE_TRACEFS` (the
+/// value of that variable) names it (`off` turns the tracing off), else
+/// the usual mount points are tried.
+fn tracefs_root(env: Option<std::ffi::OsString>) -> Result<PathBuf, String> {
+    if let Some(p) = env {
+        if p == "off" {
+            return Err("turned off (IOSCALE_TRACEFS=off)".into());
+        }
+        let p = PathBuf::from(p);
+        return if p.join("instances").is_dir() {
+            Ok(p)
+        } else {
+            Err(format!(
+                "tracefs not mounted at {} (IOSCALE_TRACEFS): mount -t tracefs nodev /sys/kernel/tracing",
+                p.display()
+            ))
+        };
+    }
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root: the kernel's FUSE trace events need root".into());
+    }
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.join("instances").is_dir())
+        .ok_or_else(|| "tracefs not mounted: mount -t tracefs nodev /sys/kernel/tracing".into())
+}
+
+/// Removes instances `ioscale-<pid>-<n>` whose process is gone (killed
+/// before it could clean up). An instance still being read is busy and
+/// stays.
+fn remove_stale(instances: &Path) {
+    let Ok(rd) = fs::read_dir(instances) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("ioscale-"))
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(p, _)| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Whether CPU `name` (`cpu3`) is offline.
+fn cpu_offline(name: &str) -> bool {
+    fs::read_to_string(format!("/sys/devices/system/cpu/{name}/online"))
+        .is_ok_and(|s| s.trim() == "0")
+}
+
+/// Tracing of one FUSE connection in progress.
+#[derive(Debug)]
+pub(crate) struct Tracer {
+    dir: PathBuf,
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<Tally>>,
+}
+
+impl Tracer {
+    /// Starts tracing the requests of FUSE connection `conn`, or says why
+    /// it cannot.
+    pub(crate) fn start(conn: u32) -> Result<Tracer, String> {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let root = tracefs_root(std::env::var_os("IOSCALE_TRACEFS"))?;
+        for ev in ["fuse_request_send", "fuse_request_end"] {
+            if !root.join("events/fuse").join(ev).join("format").is_file() {
+                return Err(format!(
+                    "events missing on this kernel: no fuse/{ev} in {}/events",
+                    root.display()
+                ));
+            }
+        }
+        let layout = Layout::read(&root)?;
+        let instances = root.join("instances");
+        remove_stale(&instances);
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let dir = instances.join(format!("ioscale-{}-{n}", std::process::id()));
+        fs::create_dir(&dir)
+            .map_err(|e| format!("could not create trace instance {}: {e}", dir.display()))?;
+        // From here on, Drop removes the instance whatever fails.
+        let mut t = Tracer {
+            dir,
+            stop: Arc::new(AtomicBool::new(false)),
+            reader: None,
+        };
+        t.configure(conn)?;
+        let pipes = t.open_pipes()?;
+        let page = fs::read_to_string(t.dir.join("buffer_subbuf_size_kb"))
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .map_or(4096, |kb| kb * 1024);
+        let stop = Arc::clone(&t.stop);
+        let h = std::thread::Builder::new()
+            .name("ioscale-fusetrace".into())
+            .spawn(move || read_raw(pipes, page, &layout, &stop))
+            .map_err(|e| format!("could not start the trace reader: {e}"))?;
+        t.reader = Some(h);
+        t.write("events/fuse/enable", "1")?;
+        Ok(t)
+    }
+
+    /// The instance's per-CPU raw pipes, opened non-blocking.
+    fn open_pipes(&self) -> Result<Vec<fs::File>, String> {
+        let rd =
+            fs::read_dir(self.dir.join("per_cpu")).map_err(|e| format!("tracefs per_cpu: {e}"))?;
+        let mut out = Vec::new();
+        for e in rd.flatten() {
+            let f = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(e.path().join("trace_pipe_raw"));
+            match f {
+                Ok(f) => out.push(f),
+                // An offline CPU records nothing.
+                Err(_) if cpu_offline(&e.file_name().to_string_lossy()) => {}
+                Err(err) => {
+                    return Err(format!(
+                        "could not open {}/trace_pipe_raw: {err}",
+                        e.path().display()
+                    ))
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn write(&self, rel: &str, v: &str) -> Result<(), String> {
+        fs::write(self.dir.join(rel), v).map_err(|e| format!("tracefs {rel}: {e}"))
+    }
+
+    fn configure(&self, conn: u32) -> Result<(), String> {
+        self.write("tracing_on", "0")?;
+        self.write("buffer_size_kb", &BUFFER_KB.to_string())?;
+        // Keep the oldest events and count the newest as dropped when
+        // full; time stamps from one clock for all CPUs (a request may be
+        // sent on one and answered on another).
+        self.write("options/overwrite", "0")?;
+        self.write("trace_clock", "mono")?;
+        let f = format!("connection == {conn}");
+        self.write("events/fuse/fuse_request_send/filter", &f)?;
+        self.write("events/fuse/fuse_request_end/filter", &f)?;
+        self.write("tracing_on", "1")
+    }
+
+    /// Events the buffer lost, from the per-CPU statistics.
+    fn lost(&self) -> u64 {
+        let Ok(rd) = fs::read_dir(self.dir.join("per_cpu")) else {
+            return 0;
+        };
+        rd.flatten()
+            .filter_map(|e| fs::read_to_string(e.path().join("stats")).ok())
+            .map(|s| {
+                s.lines()
+                    .filter_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        matches!(k.trim(), "overrun" | "dropped events")
+                            .then(|| v.trim().parse::<u64>().ok())?
+                    })
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// Stops tracing, reads what is left, removes the instance; an error
+    /// when the events could not all be read.
+    pub(crate) fn finish(mut self) -> Result<FuseRequests, String> {
+        self.stop_and_collect()
+    }
+
+    fn stop_and_collect(&mut self) -> Result<FuseRequests, String> {
+        let _ = self.write("tracing_on", "0");
+        self.stop.store(true, Ordering::Relaxed);
+        let tally = self.reader.take().map(|h| {
+            h.thread().unpark();
+            h.join()
+        });
+        let lost = self.lost();
+        let _ = self.write("events/fuse/enable", "0");
+        let _ = fs::remove_dir(&self.dir);
+        let mut tally = match tally {
+            Some(Ok(t)) => t,
+            Some(Err(_)) => return Err("the trace reader thread panicked".into()),
+            None => return Err("the trace reader was not started".into()),
+        };
+        if let Some(e) = tally.error.take() {
+            return Err(e);
+        }
+        let mut req = tally.req;
+        req.lost_events = lost;
+        req.write.settle();
+        req.read.settle();
+        Ok(req)
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        if self.dir.exists() {
+            let _ = self.stop_and_collect();
+        }
+    }
+}
+
+/// The reader thread: every 50 ms, reads each CPU's pages until it has
+/// none, and applies their events in time order; once told to stop
+/// (tracing is off by then), one more pass that finds nothing ends it.
+fn read_raw(mut pipes: Vec<fs::File>, page: usize, layout: &Layout, stop: &AtomicBool) -> Tally {
+    let mut tally = Tally::default();
+    let mut buf = vec![0u8; page];
+    let mut events = Vec::new();
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        let mut got = false;
+        for p in &mut pipes {
+            loop {
+                match p.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        got = true;
+                        layout.page(&buf[..n], &mut events);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        tally
+                            .error
+                            .get_or_insert(format!("reading trace_pipe_raw: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+        events.sort_by_key(|e| match e {
+            Event::Send { ts, .. } | Event::End { ts, .. } => *ts,
+        });
+        let now = events.last().map(|e| match e {
+            Event::Send { ts, .. } | Event::End { ts, .. } => *ts,
+        });
+        for e in events.drain(..) {
+            tally.apply(e, &layout.names);
+        }
+        if let Some(now) = now {
+            tally.prune(now);
+        }
+        if stopping && !got {
+            break;
+        }
+        if !got {
+            // Woken early by the tracer when it stops.
+            std::thread::park_timeout(Duration::from_millis(50));
+        }
+    }
+    tally
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tallies_events() {
+        let names: HashMap<u32, String> = [(25, "FUSE_FLUSH".to_string())].into();
+        let send = |ts: u64, unique: u64, opcode: u32, len: u32| Event::Send {
+            ts,
+            unique,
+            opcode,
+            len,
+        };
+        let end = |ts: u64, unique: u64, len: u32, error: i32| Event::End {
+            ts,
+            unique,
+            len,
+            error,
+        };
+        let mut t = Tally::default();
+        for e in [
+            send(10_000_000, 12, OP_WRITE, 131_152),
+            end(12_000_000, 12, 24, 0),
+            send(13_000_000, 14, OP_WRITE, 4176),
+            end(14_000_000, 14, 16, -28),
+            // A reply read before its request (another CPU's page).
+            end(20_500_000, 16, 131_088, 0),
+            send(20_000_000, 16, OP_READ, 80),
+            send(21_000_000, 18, OP_READ, 80),
+            end(21_500_000, 18, 16, -5),
+            // A reply to a request sent before tracing began: not counted.
+            end(22_000_000, 2, 4112, 0),
+            send(30_000_000, 20, 25, 64),
+            send(30_000_000, 22, 25, 64),
+            send(30_000_000, 24, 99, 64),
+        ] {
+            t.apply(e, &names);
+        }
+        let mut r = t.req.clone();
+        r.write.settle();
+        r.read.settle();
+        assert_eq!((r.write.count, r.write.bytes), (2, 131072 + 4096));
+        assert_eq!((r.write.max_bytes, r.write.errors), (131072, 1));
+        assert_eq!(r.write.mean_bytes, (131072.0 + 4096.0) / 2.0);
+        assert_eq!((r.read.count, r.read.bytes, r.read.errors), (2, 131072, 1));
+        assert_eq!((r.write.answered, r.read.answered), (2, 2));
+        assert!((r.write.mean_us.unwrap() - 1500.0).abs() < 1e-6, "{r:?}");
+        assert!((r.read.mean_us.unwrap() - 500.0).abs() < 1e-6, "{r:?}");
+        assert_eq!(r.other.get("FUSE_FLUSH"), Some(&2));
+        assert_eq!(r.other.get("opcode 99"), Some(&1));
+        assert_eq!(r.total(), 7);
+        // Answered requests leave nothing behind; the stray reply goes
+        // once it is 5 s old.
+        let unanswered: Vec<u64> = t.pending.keys().copied().collect();
+        assert_eq!(unanswered.len(), 3, "{unanswered:?}");
+        assert_eq!(t.early.len(), 1);
+        t.prune(22_000_000 + 5_000_000_001);
+        assert!(t.early.is_empty());
+    }
+
+    #[test]
+    fn sums_repetitions() {
+        let mut a = FuseRequests::default();
+        a.write.add(100);
+        a.write.settle();
+        a.lost_events = 1;
+        let mut b = FuseRequests::default();
+        b.write.add(300);
+        b.write.add(200);
+        b.other.insert("FUSE_FLUSH".into(), 2);
+        let s = FuseRequests::sum([&a, &b]);
+        assert_eq!(
+            (s.write.count, s.write.bytes, s.write.max_bytes),
+            (3, 600, 300)
+        );
+        assert_eq!(s.write.mean_bytes, 200.0);
+        assert_eq!(s.lost_events, 1);
+        assert_eq!(s.total(), 5);
+    }
+
+    #[test]
+    fn a_missing_tracefs_is_a_reason() {
+        let e = tracefs_root(Some("/nonexistent".into())).unwrap_err();
+        assert!(e.contains("tracefs not mounted at /nonexistent"), "{e}");
+        assert!(e.contains("mount -t tracefs"), "{e}");
+        let e = tracefs_root(Some("off".into())).unwrap_err();
+        assert_eq!(e, "turned off (IOSCALE_TRACEFS=off)");
+    }
+}

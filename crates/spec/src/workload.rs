@@ -194,6 +194,10 @@ pub struct UringOpts {
     /// `IORING_SETUP_SINGLE_ISSUER` with `DEFER_TASKRUN` (`single`).
     #[serde(default)]
     pub single_issuer: bool,
+    /// Wait for completions by spinning, not sleeping (`spin`; without
+    /// SQPOLL, which spins already).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spin: bool,
 }
 
 impl UringOpts {
@@ -210,18 +214,18 @@ impl UringOpts {
 
     /// Parses a comma list of `fixedbufs`, `files`, `batch`, `each`,
     /// `coop`, `single`, `sqpoll[=MS]` (100 ms when no time is given),
-    /// `tuned` (fixedbufs,files,coop,single) and `plain` (nothing).
+    /// `spin`, `tuned` (fixedbufs,files,coop,single) and `plain` (nothing).
     pub fn parse(s: &str) -> Result<Self, String> {
         let mut o = UringOpts::default();
         for p in s.split(',').map(str::trim) {
             match p {
                 "plain" => o = UringOpts::default(),
                 "tuned" => {
-                    let b = o.batch_submit;
-                    let q = o.sqpoll_idle_ms;
+                    let (b, q, sp) = (o.batch_submit, o.sqpoll_idle_ms, o.spin);
                     o = UringOpts::tuned();
                     o.batch_submit = b;
                     o.sqpoll_idle_ms = q;
+                    o.spin = sp;
                 }
                 "fixedbufs" => o.fixed_buffers = true,
                 "files" => o.register_files = true,
@@ -229,6 +233,7 @@ impl UringOpts {
                 "each" => o.batch_submit = false,
                 "coop" => o.coop_taskrun = true,
                 "single" => o.single_issuer = true,
+                "spin" => o.spin = true,
                 "sqpoll" => o.sqpoll_idle_ms = Some(100),
                 _ => match p.strip_prefix("sqpoll=") {
                     Some(ms) => match ms.parse::<u32>() {
@@ -242,7 +247,7 @@ impl UringOpts {
                     None => {
                         return Err(format!(
                             "unknown option '{p}' (use fixedbufs, files, batch, each, coop, \
-                             single, sqpoll[=MS], tuned, plain)"
+                             single, sqpoll[=MS], spin, tuned, plain)"
                         ))
                     }
                 },
@@ -260,6 +265,7 @@ impl UringOpts {
             (self.batch_submit, "batch"),
             (self.coop_taskrun, "coop"),
             (self.single_issuer, "single"),
+            (self.spin, "spin"),
         ] {
             if on {
                 v.push(name.into());
@@ -1029,6 +1035,10 @@ mod tests {
         assert_eq!(UringOpts::parse(&o.label()).unwrap(), o);
         assert_eq!(UringOpts::parse("tuned").unwrap(), UringOpts::tuned());
         assert_eq!(UringOpts::parse("plain").unwrap().label(), "plain");
+        let o = UringOpts::parse("spin,tuned").unwrap();
+        assert!(o.spin && o.single_issuer);
+        assert_eq!(UringOpts::parse(&o.label()).unwrap(), o);
+        assert!(!UringOpts::parse("tuned").unwrap().spin);
         assert!(UringOpts::parse("sqpoll=0")
             .unwrap_err()
             .contains("sqpoll=0"));

@@ -73,7 +73,8 @@ FIO_VARIANTS = {
 }
 # sqpoll=1000: the same idle time as fio's sqthread_poll (the kernel's 1 s
 # default), with fixed buffers and the registered file like fio's variant.
-IOSCALE_VARIANTS = ["plain", "tuned", "tuned,batch", "fixedbufs,files,sqpoll=1000"]
+# tuned,spin: no polling thread, the worker spins for its completions.
+IOSCALE_VARIANTS = ["plain", "tuned", "tuned,batch", "tuned,spin", "fixedbufs,files,sqpoll=1000"]
 
 
 def data_part(a, tdir):

@@ -26,8 +26,20 @@
 //!   them together with `SQPOLL`, so with `SQPOLL` they are left out (with
 //!   a note).
 //!
-//! `IOSCALE_URING_REFUSE=sqpoll,coop,single,fixedbufs,files` makes set-up
-//! treat those features as refused by the kernel, to test the fallbacks.
+//! - **A registered ring descriptor** (`IORING_REGISTER_RING_FDS`, Linux
+//!   5.18): the worker thread registers the ring in its own table before
+//!   the start barrier, and every `io_uring_enter` passes that index with
+//!   `IORING_ENTER_REGISTERED_RING`, so the kernel skips the descriptor
+//!   lookup (and, in a threaded process, its reference count) per call.
+//! - **No submission index array** (`IORING_SETUP_NO_SQARRAY`, Linux 6.6):
+//!   the kernel takes entries in ring order instead of through an array
+//!   of indices, one memory read fewer per request.
+//!
+//! These two change nothing but cost, so every ring asks for them.
+//!
+//! `IOSCALE_URING_REFUSE=sqpoll,coop,single,fixedbufs,files,ringfd,nosqarray`
+//! makes set-up treat those features as refused by the kernel, to test the
+//! fallbacks (and to measure what each one saves).
 //!
 //! - **Issue times** ([`IoQueue::stamp_issue`], asked for by `ioscale
 //!   fio` for fio's slat): each request is then submitted by its own
@@ -95,6 +107,9 @@ pub struct UringOptions {
     pub coop_taskrun: bool,
     /// `IORING_SETUP_SINGLE_ISSUER` plus `DEFER_TASKRUN`.
     pub single_issuer: bool,
+    /// Without SQPOLL: wait for completions by spinning instead of
+    /// sleeping in `io_uring_enter` (see [`UringQueue::spin_wait`]).
+    pub spin: bool,
 }
 
 impl Default for UringOptions {
@@ -106,6 +121,7 @@ impl Default for UringOptions {
             sqpoll_idle_ms: None,
             coop_taskrun: false,
             single_issuer: false,
+            spin: false,
         }
     }
 }
@@ -124,6 +140,7 @@ impl UringOptions {
             sqpoll_idle_ms: o.sqpoll_idle_ms,
             coop_taskrun: o.coop_taskrun,
             single_issuer: o.single_issuer,
+            spin: o.spin,
         }
     }
 
@@ -151,6 +168,10 @@ pub struct UringState {
     file_table: bool,
     /// With SINGLE_ISSUER: the thread the ring was enabled on.
     issuer: Option<ThreadId>,
+    /// The ring's index in the bound worker thread's registered-ring table
+    /// ([`UringState::bind_to_thread`]), until [`UringQueue::finish`]
+    /// gives it back; `None`: enter through the plain descriptor.
+    ring_index: Option<u32>,
     depth: u32,
     notes: Vec<String>,
 }
@@ -161,19 +182,28 @@ fn build_ring(
     notes: &mut Vec<String>,
 ) -> io::Result<(IoUring, bool)> {
     let entries = depth.next_power_of_two().max(1);
-    let try_build = |sqpoll: bool, coop: bool, single: bool| {
-        if (sqpoll && refused("sqpoll"))
+    let try_build = |nosqarray: bool, sqpoll: bool, coop: bool, single: bool| {
+        if (nosqarray && refused("nosqarray"))
+            || (sqpoll && refused("sqpoll"))
             || (coop && refused("coop"))
             || (single && refused("single"))
         {
             return Err(io::Error::from_raw_os_error(libc::EINVAL));
         }
         let mut b = IoUring::builder();
+        if nosqarray {
+            b.setup_no_sqarray();
+        }
         if let (true, Some(idle)) = (sqpoll, o.sqpoll_idle_ms) {
             b.setup_sqpoll(idle);
         }
         if coop {
             b.setup_coop_taskrun();
+        }
+        if o.spin && (coop || single) {
+            // Task work waiting to be run is flagged in the ring, where a
+            // spinning worker sees it (IORING_SQ_TASKRUN).
+            b.setup_taskrun_flag();
         }
         if single {
             // Disabled until the worker thread enables it, so the ring's
@@ -200,8 +230,27 @@ fn build_ring(
         coop = false;
         single = false;
     }
+    let nosqarray = true;
     loop {
-        match try_build(sq, coop, single) {
+        let r = match try_build(nosqarray, sq, coop, single) {
+            // EINVAL does not say which flag: blame NO_SQARRAY only if the
+            // same set builds without it.
+            Err(e) if nosqarray && e.raw_os_error() == Some(libc::EINVAL) => {
+                match try_build(false, sq, coop, single) {
+                    Ok(r) => {
+                        notes.push(
+                            "io_uring: NO_SQARRAY not supported by this kernel; \
+                             the index array is used"
+                                .into(),
+                        );
+                        Ok(r)
+                    }
+                    Err(_) => Err(e),
+                }
+            }
+            r => r,
+        };
+        match r {
             Ok(r) => return Ok((r, single)),
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) && single => {
                 notes.push(
@@ -226,7 +275,7 @@ fn build_ring(
 }
 
 /// Whether `IOSCALE_URING_REFUSE` (a comma list of `sqpoll`, `coop`,
-/// `single`, `fixedbufs`, `files`) makes ring set-up treat `feature` as
+/// `single`, `fixedbufs`, `files`, `ringfd`, `nosqarray`) makes ring set-up treat `feature` as
 /// refused by the kernel: the tests of the fallbacks use it, since this
 /// kernel refuses none of them. Read at set-up only, never per request.
 fn refused(feature: &str) -> bool {
@@ -251,6 +300,7 @@ impl UringState {
             fixed_bufs: false,
             file_table: false,
             issuer: None,
+            ring_index: None,
             depth,
             notes,
         };
@@ -308,31 +358,180 @@ impl UringState {
         &self.notes
     }
 
-    /// Makes the calling thread the ring's issuer (SINGLE_ISSUER): enables
-    /// a fresh ring, or builds a new one if another thread enabled this
-    /// one. Called before the start barrier, so never timed.
+    /// Readies the ring for the calling worker thread, before the start
+    /// barrier (never timed): makes it the ring's issuer (SINGLE_ISSUER) —
+    /// enabling a fresh ring, or building a new one if another thread
+    /// enabled this one — and registers the ring's descriptor in this
+    /// thread's table ([`UringState::register_ring_fd`]).
     pub fn bind_to_thread(&mut self) -> io::Result<()> {
-        if !self.opts.single_issuer {
-            return Ok(());
+        if self.opts.single_issuer {
+            let me = std::thread::current().id();
+            if self.issuer != Some(me) {
+                if self.issuer.is_some() {
+                    let mut notes = Vec::new();
+                    let (ring, _) = build_ring(self.depth, &self.opts, &mut notes)?;
+                    // The old ring goes first: it held the buffers'
+                    // registration (and a thread's table may still hold it).
+                    self.ring = ring;
+                    self.ring_index = None;
+                    self.fixed_bufs = false;
+                    self.file_table = false;
+                    self.register();
+                }
+                self.ring.submitter().register_enable_rings()?;
+                self.issuer = Some(me);
+            }
         }
-        let me = std::thread::current().id();
-        if self.issuer == Some(me) {
-            return Ok(());
-        }
-        if self.issuer.is_some() {
-            let mut notes = Vec::new();
-            let (ring, _) = build_ring(self.depth, &self.opts, &mut notes)?;
-            // The old ring goes first: it held the buffers' registration.
-            self.ring = ring;
-            self.fixed_bufs = false;
-            self.file_table = false;
-            self.register();
-        }
-        self.ring.submitter().register_enable_rings()?;
-        self.issuer = Some(me);
+        self.register_ring_fd();
         Ok(())
     }
+
+    /// Registers the ring's descriptor in the calling thread's table of
+    /// rings (`IORING_REGISTER_RING_FDS`), so the phase's `io_uring_enter`
+    /// calls skip the descriptor lookup. The table is per thread: the
+    /// phase's [`UringQueue::finish`], on the same thread, gives the slot
+    /// back. Refused (a kernel before 5.18, or a full table): one note, and
+    /// the plain descriptor is used.
+    fn register_ring_fd(&mut self) {
+        if self.ring_index.is_some() {
+            return;
+        }
+        let r = if refused("ringfd") {
+            Err(refusal())
+        } else {
+            let mut up = RsrcUpdate {
+                offset: u32::MAX,
+                resv: 0,
+                data: self.ring.as_raw_fd() as u64,
+            };
+            // SAFETY: `up` is a live io_uring_rsrc_update the kernel reads
+            // and writes (the index it chose) during the call only.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_io_uring_register,
+                    self.ring.as_raw_fd(),
+                    IORING_REGISTER_RING_FDS,
+                    &mut up as *mut RsrcUpdate,
+                    1u32,
+                )
+            };
+            if r == 1 {
+                Ok(up.offset)
+            } else if r < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Err(io::Error::other(format!("{r} rings registered, not 1")))
+            }
+        };
+        match r {
+            Ok(i) => self.ring_index = Some(i),
+            Err(e) => {
+                let n = format!(
+                    "io_uring: registering the ring's descriptor failed ({e}); plain descriptor used"
+                );
+                if !self.notes.contains(&n) {
+                    self.notes.push(n);
+                }
+            }
+        }
+    }
+
+    /// Gives back the calling thread's registered-ring slot (see
+    /// [`UringState::register_ring_fd`]); on the thread that registered it.
+    fn unregister_ring_fd(&mut self) {
+        let Some(i) = self.ring_index.take() else {
+            return;
+        };
+        let up = RsrcUpdate {
+            offset: i,
+            resv: 0,
+            data: 0,
+        };
+        // SAFETY: the kernel only reads `up` during the call. A failure
+        // leaves the slot to the thread's exit, which releases it.
+        unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                self.ring.as_raw_fd(),
+                IORING_UNREGISTER_RING_FDS,
+                &up as *const RsrcUpdate,
+                1u32,
+            );
+        }
+    }
+
+    /// One `io_uring_enter`: hands over whatever is queued and, with
+    /// `want > 0`, waits for that many completions. Through the registered
+    /// ring index where there is one. With SQPOLL it makes the call only
+    /// to wake the polling thread, or to wait; otherwise the kernel must
+    /// see every call (to submit, run deferred task work, or flush an
+    /// overflowed completion queue).
+    fn enter(&mut self, want: u32) -> io::Result<usize> {
+        self.enter_with(want, false)
+    }
+
+    /// [`UringState::enter`]; with `run_work`, always with
+    /// `IORING_ENTER_GETEVENTS`, so the kernel runs completion work waiting
+    /// for this thread (and posts its completions) even with `want == 0`.
+    fn enter_with(&mut self, want: u32, run_work: bool) -> io::Result<usize> {
+        let sqpoll = self.ring.params().is_setup_sqpoll();
+        let sq = self.ring.submission();
+        let len = sq.len() as u32;
+        let busy = sq.cq_overflow() || sq.taskrun();
+        let mut flags = 0;
+        if want > 0 || busy || run_work {
+            flags |= IORING_ENTER_GETEVENTS;
+        }
+        if sqpoll {
+            // `need_wakeup` orders this load after the tail's store.
+            if sq.need_wakeup() {
+                flags |= IORING_ENTER_SQ_WAKEUP;
+            } else if want == 0 && !busy {
+                return Ok(len as usize);
+            }
+        }
+        drop(sq);
+        let fd = match self.ring_index {
+            Some(i) => {
+                flags |= IORING_ENTER_REGISTERED_RING;
+                i as libc::c_long
+            }
+            None => self.ring.as_raw_fd() as libc::c_long,
+        };
+        // SAFETY: no argument pointer is passed (no signal mask, size 0);
+        // what the kernel reads from the rings was made valid by `push`.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                fd,
+                len,
+                want,
+                flags,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
 }
+
+/// `struct io_uring_rsrc_update` of the kernel's ABI.
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
+const IORING_UNREGISTER_RING_FDS: libc::c_uint = 21;
+const IORING_ENTER_GETEVENTS: u32 = 1;
+const IORING_ENTER_SQ_WAKEUP: u32 = 2;
+const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
 
 struct Slot {
     req: Request,
@@ -349,6 +548,8 @@ pub struct UringQueue<'s> {
     /// The ring has a polling kernel thread (SQPOLL): see
     /// [`UringQueue::submit_and_reap`].
     sqpoll: bool,
+    /// Wait for completions by spinning ([`UringQueue::spin_wait`]).
+    spin: bool,
     /// In `Each` mode: the newest request is in the submission queue but
     /// not yet handed to the kernel (it goes with the next push or wait).
     held: bool,
@@ -389,6 +590,7 @@ impl<'s> UringQueue<'s> {
             .collect();
         let sqpoll = st.ring.params().is_setup_sqpoll();
         let batch = st.opts.submit == SubmitMode::Batch && !sqpoll;
+        let spin = st.opts.spin && !sqpoll;
         UringQueue {
             st,
             fd,
@@ -396,6 +598,7 @@ impl<'s> UringQueue<'s> {
             slots,
             batch,
             sqpoll,
+            spin,
             held: false,
             outstanding: 0,
             stamp: false,
@@ -412,7 +615,7 @@ impl<'s> UringQueue<'s> {
         let mut tries = 0;
         while self.outstanding > 0 && tries < 1000 {
             tries += 1;
-            if self.st.ring.submit_and_wait(1).is_err() {
+            if self.st.enter(1).is_err() {
                 continue;
             }
             let n = self.st.ring.completion().count();
@@ -421,6 +624,7 @@ impl<'s> UringQueue<'s> {
         if self.outstanding > 0 {
             return false;
         }
+        self.st.unregister_ring_fd();
         if self.fixed_file {
             // Drop the ring's reference to the file so closing it really
             // releases it.
@@ -468,8 +672,8 @@ impl<'s> UringQueue<'s> {
             // The polling thread takes the entry from the ring by itself;
             // `submit` makes a system call only to wake it when it has gone
             // idle (IORING_SQ_NEED_WAKEUP), with IORING_ENTER_SQ_WAKEUP.
-            push_entry(&mut self.st.ring, &entry);
-            submit_now(&mut self.st.ring);
+            push_entry(self.st, &entry);
+            submit_now(self.st);
             return;
         }
         if !self.batch && self.held {
@@ -478,9 +682,9 @@ impl<'s> UringQueue<'s> {
             // evenly full. The newest one waits for the next push or for
             // the wait, whose io_uring_enter submits it: one system call
             // per request instead of one per request plus one per wait.
-            submit_now(&mut self.st.ring);
+            submit_now(self.st);
         }
-        push_entry(&mut self.st.ring, &entry);
+        push_entry(self.st, &entry);
         self.held = !self.batch;
     }
 }
@@ -488,7 +692,7 @@ impl<'s> UringQueue<'s> {
 /// Pushes one entry; the submission queue has at least `depth` entries and
 /// at most `depth` requests are ever in flight, so it is never full — if
 /// it were, submitting first makes room.
-fn push_entry(ring: &mut IoUring, entry: &squeue::Entry) {
+fn push_entry(st: &mut UringState, entry: &squeue::Entry) {
     loop {
         // SAFETY: the entry's buffer pointer stays valid and unaliased until
         // its completion is reaped: slot buffers are owned by the
@@ -497,17 +701,17 @@ fn push_entry(ring: &mut IoUring, entry: &squeue::Entry) {
         // worker touches a slot's buffer only between its completion and its
         // next push. The file (or the registered slot) stays open for the
         // queue's lifetime.
-        let pushed = unsafe { ring.submission().push(entry) };
+        let pushed = unsafe { st.ring.submission().push(entry) };
         if pushed.is_ok() {
             return;
         }
-        let _ = ring.submit();
+        let _ = st.enter(0);
     }
 }
 
-fn submit_now(ring: &mut IoUring) {
+fn submit_now(st: &mut UringState) {
     loop {
-        match ring.submit() {
+        match st.enter(0) {
             Ok(_) => return,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             // EBUSY/EAGAIN: the completion queue is full; the next wait
@@ -543,7 +747,7 @@ impl IoQueue for UringQueue<'_> {
                 // fio's iodepth_batch_submit=1: each request is handed
                 // over by its own io_uring_enter, and one clock read
                 // after it returns is its issue time.
-                submit_now(&mut self.st.ring);
+                submit_now(self.st);
                 self.held = false;
                 self.issued[slot] = std::time::Instant::now();
             }
@@ -568,7 +772,7 @@ impl IoQueue for UringQueue<'_> {
             // A batch handed over by one submit call, apart from the wait
             // so its return can be timed: one clock read for the batch, as
             // fio stamps a committed batch.
-            submit_now(&mut self.st.ring);
+            submit_now(self.st);
             let t = std::time::Instant::now();
             for &slot in &self.unsent {
                 self.issued[slot] = t;
@@ -593,13 +797,15 @@ impl IoQueue for UringQueue<'_> {
                 while status.is_empty() {
                     spins = spins.wrapping_add(1);
                     if spins.is_multiple_of(1024) {
-                        submit_now(&mut self.st.ring);
+                        submit_now(self.st);
                         std::thread::yield_now();
                     }
                     std::hint::spin_loop();
                 }
+            } else if self.spin {
+                self.spin_wait()?;
             } else {
-                match self.st.ring.submit_and_wait(1) {
+                match self.st.enter(1) {
                     Ok(_) => self.held = false,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
@@ -615,6 +821,44 @@ impl IoQueue for UringQueue<'_> {
 }
 
 impl UringQueue<'_> {
+    /// Waits for a completion without sleeping (`spin`, without SQPOLL):
+    /// hands over what is queued, then watches the completion ring. A
+    /// sleeping wait costs a wake-up per completion (in a virtual machine,
+    /// an idle vCPU's halt and its wake); spinning saves that, at the price
+    /// of a busy CPU. Completions reach the ring as task work of this
+    /// thread: by an interrupt of the spinning thread (no task-work flags),
+    /// or, with COOP_TASKRUN/DEFER_TASKRUN, when the thread enters the
+    /// kernel — so when the ring flags waiting work (IORING_SQ_TASKRUN, set
+    /// up with those flags), one `io_uring_enter` that does not wait runs
+    /// it. Now and then it enters anyway and yields the CPU, for a
+    /// machine whose CPUs are short.
+    fn spin_wait(&mut self) -> io::Result<()> {
+        let entered = |r: io::Result<usize>| match r {
+            Err(e) if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) => Err(e),
+            _ => Ok(()),
+        };
+        if !self.st.ring.submission().is_empty() {
+            entered(self.st.enter(0))?;
+        }
+        self.held = false;
+        // SAFETY: `status` reads the ring's head and tail through pointers
+        // into the ring's mapping; it is used only in this function, while
+        // `self.st` (and so the ring) is borrowed.
+        let status = unsafe { self.st.ring.completion().status() };
+        let mut spins = 0u32;
+        while status.is_empty() {
+            spins = spins.wrapping_add(1);
+            if self.st.ring.submission().taskrun() || spins.is_multiple_of(1024) {
+                entered(self.st.enter_with(0, true))?;
+                if spins.is_multiple_of(1024) {
+                    std::thread::yield_now();
+                }
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
     /// Takes every completion in the ring: finished requests go to `out`,
     /// short transfers are queued again for the rest.
     fn reap(&mut self, out: &mut Vec<Completion>) {

@@ -64,6 +64,16 @@ fn options() -> Vec<UringOptions> {
             sqpoll_idle_ms: Some(50),
             ..UringOptions::tuned()
         },
+        UringOptions {
+            spin: true,
+            ..UringOptions::tuned()
+        },
+        UringOptions {
+            spin: true,
+            fixed_buffers: true,
+            submit: SubmitMode::Batch,
+            ..base
+        },
     ]
 }
 

@@ -263,7 +263,8 @@ pub struct RunArgs {
     /// io_uring ring set-up, a comma list: fixedbufs (registered buffers),
     /// files (registered file), batch (one submit per refill; `each` is the
     /// default), coop (COOP_TASKRUN), single (SINGLE_ISSUER+DEFER_TASKRUN),
-    /// sqpoll[=MS] (kernel polling thread, idle MS, 100 by default), tuned
+    /// sqpoll[=MS] (kernel polling thread, idle MS, 100 by default), spin
+    /// (wait for completions spinning, not sleeping), tuned
     /// (fixedbufs,files,coop,single), plain. Features the kernel refuses
     /// are dropped with a warning.
     #[arg(long, value_name = "LIST", allow_hyphen_values = true)]

@@ -731,18 +731,35 @@ fn refused_ring_features_fall_back_with_a_note() {
     let o = scratch();
     let j = o.path().join("r.json");
     let has = |w: &[String], what: &str| w.iter().filter(|x| x.contains(what)).count();
-    let w = uring_run_with_refusals(m.path(), &j, "tuned", "single,coop,fixedbufs,files");
+    let w = uring_run_with_refusals(
+        m.path(),
+        &j,
+        "tuned",
+        "single,coop,fixedbufs,files,ringfd,nosqarray",
+    );
     for what in [
         "SINGLE_ISSUER/DEFER_TASKRUN not supported",
         "COOP_TASKRUN not supported",
         "registering buffers failed",
         "registering files failed",
+        "NO_SQARRAY not supported",
+        "registering the ring's descriptor failed",
     ] {
         assert_eq!(has(&w, what), 1, "{what}: {w:?}");
     }
     let w = uring_run_with_refusals(m.path(), &j, "fixedbufs,sqpoll=10", "sqpoll");
     assert_eq!(has(&w, "SQPOLL refused"), 1, "{w:?}");
     assert_eq!(w.len(), 1, "{w:?}");
+    // The two features every ring asks for, refused under `plain`: a note
+    // each, and nothing else.
+    let w = uring_run_with_refusals(m.path(), &j, "plain", "ringfd,nosqarray");
+    assert_eq!(has(&w, "NO_SQARRAY not supported"), 1, "{w:?}");
+    assert_eq!(
+        has(&w, "registering the ring's descriptor failed"),
+        1,
+        "{w:?}"
+    );
+    assert_eq!(w.len(), 2, "{w:?}");
     // Nothing refused: the asked-for set runs without a note.
     let w = uring_run_with_refusals(m.path(), &j, "tuned", "");
     assert!(w.is_empty(), "{w:?}");
@@ -751,6 +768,187 @@ fn refused_ring_features_fall_back_with_a_note() {
     let w = uring_run_with_refusals(m.path(), &j, "tuned,sqpoll=10", "");
     assert_eq!(has(&w, "not used with SQPOLL"), 1, "{w:?}");
     assert_eq!(w.len(), 1, "{w:?}");
+}
+
+/// What strace saw of the io_uring calls of one `run --op write,randread`
+/// (1 MiB in 4 KiB requests, depth 4) with `opts` and `refuse` in
+/// `IOSCALE_URING_REFUSE`: the set-up flags of each ring, the flags of
+/// each io_uring_enter, and the io_uring_register operations, in order.
+/// The bits strace printed in hex in a flag word (it names the flags it
+/// knows and prints the rest as a number).
+fn hex_bits(field: &str) -> u64 {
+    field
+        .split('|')
+        .filter_map(|f| f.trim().strip_prefix("0x"))
+        .map(|h| {
+            let end = h.find(|c: char| !c.is_ascii_hexdigit()).unwrap_or(h.len());
+            u64::from_str_radix(&h[..end], 16).unwrap()
+        })
+        .fold(0, |a, b| a | b)
+}
+
+struct UringCalls {
+    setup_flags: Vec<u64>,
+    enter_flags: Vec<String>,
+    /// Each io_uring_enter's min_complete: how many completions it waited
+    /// for.
+    enter_waits: Vec<u32>,
+    registers: Vec<String>,
+}
+
+fn uring_calls(dir: &Path, opts: &str, refuse: &str) -> UringCalls {
+    let o = scratch();
+    let log = o.path().join("strace");
+    let st = std::process::Command::new("strace")
+        .args([
+            "-f",
+            "-e",
+            "trace=io_uring_setup,io_uring_enter,io_uring_register",
+        ])
+        .args(["-e", "abbrev=none", "-o", s(&log)])
+        .arg(ioscale_path())
+        .env("IOSCALE_URING_REFUSE", refuse)
+        .args([
+            "run",
+            "--op",
+            "write,randread",
+            "--size",
+            "1m",
+            "--xfer",
+            "4k",
+        ])
+        .args([
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "4",
+            "--uring-opts",
+            opts,
+        ])
+        .args(["--verify", "-q", s(dir)])
+        .output()
+        .unwrap();
+    assert_code(&st, 0);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let mut c = UringCalls {
+        setup_flags: Vec::new(),
+        enter_flags: Vec::new(),
+        enter_waits: Vec::new(),
+        registers: Vec::new(),
+    };
+    for l in text.lines() {
+        if let Some(i) = l.find("io_uring_setup(") {
+            let f = &l[i..];
+            let f = &f[f.find("flags=").unwrap() + 6..];
+            c.setup_flags.push(hex_bits(&f[..f.find(',').unwrap()]));
+        } else if let Some(i) = l.find("io_uring_enter(") {
+            // io_uring_enter(fd, to_submit, min_complete, flags, sig, size)
+            let args: Vec<&str> = l[i + 15..].split(", ").collect();
+            c.enter_flags.push(args[3].to_string());
+            c.enter_waits.push(args[2].parse().unwrap());
+        } else if let Some(i) = l.find("io_uring_register(") {
+            let args: Vec<&str> = l[i + 18..].split(", ").collect();
+            c.registers.push(args[1].to_string());
+        }
+    }
+    assert!(!c.enter_flags.is_empty(), "no io_uring_enter in:\n{text}");
+    c
+}
+
+/// Every ring is set up without the submission index array
+/// (`IORING_SETUP_NO_SQARRAY`, 0x10000) and entered through the index its
+/// worker registered (`IORING_REGISTER_RING_FDS`, then
+/// `IORING_ENTER_REGISTERED_RING` on every io_uring_enter), given back at
+/// the end of each phase; refused, the rings are set up and entered the
+/// plain way (and the data still verifies). Seen with strace, so not a
+/// timing.
+#[test]
+fn rings_skip_the_sq_array_and_are_entered_by_registered_index() {
+    if !have("strace") {
+        eprintln!("note: strace not installed; skipping");
+        return;
+    }
+    const NO_SQARRAY: u64 = 0x10000;
+    let registered =
+        |f: &String| f.contains("IORING_ENTER_REGISTERED_RING") || hex_bits(f) & 0x10 != 0;
+    let t = scratch();
+    for opts in ["plain", "tuned", "tuned,batch", "fixedbufs,sqpoll=1000"] {
+        let c = uring_calls(t.path(), opts, "");
+        // The first ring is the preflight check's, made with no flags;
+        // then the data rings (one per phase under SINGLE_ISSUER, else
+        // one kept across phases).
+        let (pre, data) = c.setup_flags.split_first().unwrap();
+        assert_eq!(*pre & NO_SQARRAY, 0, "{opts}: {:?}", c.setup_flags);
+        assert!(!data.is_empty(), "{opts}: {:?}", c.setup_flags);
+        assert!(
+            data.iter().all(|f| f & NO_SQARRAY != 0),
+            "{opts}: {:?}",
+            c.setup_flags
+        );
+        let plain = c.enter_flags.iter().filter(|f| !registered(f)).count();
+        assert_eq!(plain, 0, "{opts}: {:?}", c.enter_flags);
+        let n = |op: &str| c.registers.iter().filter(|r| *r == op).count();
+        assert_eq!(
+            n("IORING_REGISTER_RING_FDS"),
+            2,
+            "{opts}: {:?}",
+            c.registers
+        );
+        assert_eq!(
+            n("IORING_UNREGISTER_RING_FDS"),
+            2,
+            "{opts}: {:?}",
+            c.registers
+        );
+        assert_empty(t.path());
+    }
+    let c = uring_calls(t.path(), "tuned", "ringfd,nosqarray");
+    assert!(
+        c.setup_flags.iter().all(|f| f & NO_SQARRAY == 0),
+        "{:?}",
+        c.setup_flags
+    );
+    assert!(
+        c.enter_flags.iter().all(|f| !registered(f)),
+        "{:?}",
+        c.enter_flags
+    );
+    assert!(
+        !c.registers.iter().any(|r| r.contains("RING_FDS")),
+        "{:?}",
+        c.registers
+    );
+    assert_empty(t.path());
+}
+
+/// `--uring-opts spin` waits for completions without sleeping in the
+/// kernel: no io_uring_enter of the run waits for a completion
+/// (min_complete 0: it submits, or runs the completion work the ring flags
+/// as waiting), where without it many calls wait for one; with
+/// and without the task-work flags (tuned), and the data still verifies.
+/// Seen with strace, so not a timing.
+#[test]
+fn spin_waits_without_sleeping_in_the_kernel() {
+    if !have("strace") {
+        eprintln!("note: strace not installed; skipping");
+        return;
+    }
+    let t = scratch();
+    for opts in ["spin", "tuned,spin", "tuned,batch,spin"] {
+        let c = uring_calls(t.path(), opts, "");
+        assert!(
+            c.enter_waits.iter().all(|&w| w == 0),
+            "{opts}: {:?}",
+            c.enter_waits
+        );
+        assert_empty(t.path());
+    }
+    // Without it, the worker sleeps in the kernel for completions: 1024
+    // requests of 4 KiB in all, depth 4, at least one wait per 16.
+    let c = uring_calls(t.path(), "tuned", "");
+    let waits = c.enter_waits.iter().filter(|&&w| w > 0).count();
+    assert!(waits >= 64, "{waits} waits: {:?}", c.enter_waits);
+    assert_empty(t.path());
 }
 
 /// With SQPOLL the kernel thread takes requests from the ring and the

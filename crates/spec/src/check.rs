@@ -47,11 +47,7 @@ pub(crate) fn count(
         return Err(SpecError::Zero { flag });
     }
     if n > max {
-        return Err(SpecError::Range {
-            flag,
-            value: n.to_string(),
-            hint: hint(),
-        });
+        return Err(SpecError::range(flag, n.to_string(), hint()));
     }
     Ok(n)
 }

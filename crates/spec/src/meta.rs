@@ -387,6 +387,16 @@ pub enum Conflict {
     Exists(EntryKind),
 }
 
+impl Conflict {
+    /// The flags the message names.
+    pub fn flags(&self) -> Vec<&'static str> {
+        match self {
+            Conflict::Unverifiable => vec!["--verify", "--seed"],
+            Conflict::Exists(_) => Vec::new(),
+        }
+    }
+}
+
 impl fmt::Display for Conflict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -765,11 +775,11 @@ impl RawMeta {
         check::time_limit(self.time_limit)?;
         let prefix = self.prefix.clone().unwrap_or_default();
         if prefix.contains('/') || prefix.contains('\0') {
-            return Err(SpecError::Range {
-                flag: "--prefix",
-                value: prefix,
-                hint: "a file-name prefix may not hold '/' or NUL".into(),
-            });
+            return Err(SpecError::range(
+                "--prefix",
+                prefix,
+                "a file-name prefix may not hold '/' or NUL",
+            ));
         }
         let stride = self.stride(threads)?;
         let leaf_depth = self.leaf_depth(files, files_per_dir, dirs_per_dir)?;
@@ -812,19 +822,19 @@ impl RawMeta {
         let file_size = self.file_size.unwrap_or(FileSize::Fixed { bytes: 4096 });
         if let FileSize::Range { min, max } = file_size {
             if min > max {
-                return Err(SpecError::Range {
-                    flag: "--file-size",
-                    value: format!("{}..{}", format_size(min), format_size(max)),
-                    hint: "write the range as SMALLEST..LARGEST".into(),
-                });
+                return Err(SpecError::range(
+                    "--file-size",
+                    format!("{}..{}", format_size(min), format_size(max)),
+                    "write the range as SMALLEST..LARGEST",
+                ));
             }
         }
         if file_size.max() > (1 << 40) {
-            return Err(SpecError::Range {
-                flag: "--file-size",
-                value: format_size(file_size.max()),
-                hint: "at most 1 TiB per file; use `ioscale run` for large files".into(),
-            });
+            return Err(SpecError::range(
+                "--file-size",
+                format_size(file_size.max()),
+                "at most 1 TiB per file; use `ioscale run` for large files",
+            ));
         }
         let record_size = match self.record_size {
             Some(0) => {
@@ -838,11 +848,11 @@ impl RawMeta {
             None => file_size.max().clamp(4096, 1 << 20),
         };
         if record_size > (1 << 30) {
-            return Err(SpecError::Range {
-                flag: "--record-size",
-                value: format_size(record_size),
-                hint: "at most 1 GiB".into(),
-            });
+            return Err(SpecError::range(
+                "--record-size",
+                format_size(record_size),
+                "at most 1 GiB",
+            ));
         }
         if self.direct {
             let sizes = match file_size {
@@ -853,10 +863,10 @@ impl RawMeta {
                 || sizes.iter().any(|s| !s.is_multiple_of(512))
                 || matches!(file_size, FileSize::Range { min, max } if min != max)
             {
-                return Err(SpecError::Sizes(
+                return Err(SpecError::sizes(
                     "--direct needs a fixed --file-size and a --record-size that are multiples of \
-                     512 bytes (4k is safe)"
-                        .into(),
+                     512 bytes (4k is safe)",
+                    &["--direct", "--file-size", "--record-size"],
                 ));
             }
         }
@@ -885,9 +895,10 @@ impl RawMeta {
             None => 10,
         };
         if self.dirs_per_dir.is_some() && self.files_per_dir.is_none() {
-            return Err(SpecError::Conflict(
-                "--dirs-per-dir only shapes the tree that --files-per-dir makes; give --files-per-dir too"
-                    .into(),
+            return Err(SpecError::conflict(
+                "--dirs-per-dir only shapes the tree that --files-per-dir makes; give \
+                 --files-per-dir too",
+                &["--dirs-per-dir", "--files-per-dir"],
             ));
         }
         Ok((files_per_dir, dirs_per_dir))
@@ -897,15 +908,15 @@ impl RawMeta {
     fn stride(&self, threads: u64) -> Result<u64, SpecError> {
         let stride = self.stride.unwrap_or(0);
         if stride > 0 && stride >= threads {
-            return Err(SpecError::Range {
-                flag: "--stride",
-                value: stride.to_string(),
-                hint: format!(
+            return Err(SpecError::range(
+                "--stride",
+                stride.to_string(),
+                format!(
                     "thread t works on the entries of thread (t + stride) mod {threads}; give a \
                      stride from 1 to {} (with one thread there is no other thread's entries)",
                     threads - 1
                 ),
-            });
+            ));
         }
         Ok(stride)
     }
@@ -922,10 +933,10 @@ impl RawMeta {
             return Ok(None);
         };
         if self.files_per_dir.is_none() {
-            return Err(SpecError::Conflict(
+            return Err(SpecError::conflict(
                 "--leaf-depth places entries in the leaves of the tree that \
-                 --files-per-dir and --dirs-per-dir make; give --files-per-dir too"
-                    .into(),
+                 --files-per-dir and --dirs-per-dir make; give --files-per-dir too",
+                &["--leaf-depth", "--files-per-dir", "--dirs-per-dir"],
             ));
         }
         let too_deep = || SpecError::Range {
@@ -934,6 +945,7 @@ impl RawMeta {
             hint: "the tree would have more directories than fit in 64 bits; use a \
                    smaller depth or --dirs-per-dir"
                 .into(),
+            also: vec!["--dirs-per-dir"],
         };
         if z > 64 {
             return Err(too_deep());
@@ -955,6 +967,7 @@ impl RawMeta {
                      directories, but depth {z} of a tree with {dirs_per_dir} dirs per dir \
                      has {leaves}; raise --files-per-dir or the depth"
                 ),
+                also: vec!["--files-per-dir"],
             });
         }
         Ok(Some(z as u32))
@@ -964,15 +977,15 @@ impl RawMeta {
 /// File names within the file system's limit.
 fn check_names(spec: &MetaSpec) -> Result<(), SpecError> {
     if spec.max_name_len() > NAME_MAX {
-        return Err(SpecError::Range {
-            flag: "--prefix",
-            value: format!("of {} bytes", spec.prefix.len()),
-            hint: format!(
-                "file names would be {} bytes, over the {NAME_MAX}-byte limit of Linux file systems; \
-                 use a shorter prefix",
+        return Err(SpecError::range(
+            "--prefix",
+            format!("of {} bytes", spec.prefix.len()),
+            format!(
+                "file names would be {} bytes, over the {NAME_MAX}-byte limit of Linux file \
+                 systems; use a shorter prefix",
                 spec.max_name_len()
             ),
-        });
+        ));
     }
     Ok(())
 }
@@ -990,16 +1003,21 @@ fn check_sequence(spec: &MetaSpec) -> Result<(), SpecError> {
                     .expect("a prerequisite always applies");
             }
             st = spec.state_after(st, op).map_err(|why| {
-                SpecError::Conflict(if rep == 0 {
-                    format!(
-                        "--ops: `{op}` cannot run here: {why} (put a delete, rmdir or cleanup before it)"
-                    )
+                let (message, flag) = if rep == 0 {
+                    let m = format!(
+                        "--ops: `{op}` cannot run here: {why} (put a delete, rmdir or cleanup \
+                         before it)"
+                    );
+                    (m, "--ops")
                 } else {
-                    format!(
+                    let m = format!(
                         "--reps {reps}: the second repetition's `{op}` would fail: {why}; \
                          end the sequence with delete or cleanup"
-                    )
-                })
+                    );
+                    (m, "--reps")
+                };
+                let flags: Vec<_> = std::iter::once(flag).chain(why.flags()).collect();
+                SpecError::conflict(message, &flags)
             })?;
         }
     }

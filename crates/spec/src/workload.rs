@@ -194,6 +194,10 @@ pub struct UringOpts {
     /// `IORING_SETUP_SINGLE_ISSUER` with `DEFER_TASKRUN` (`single`).
     #[serde(default)]
     pub single_issuer: bool,
+    /// Wait for completions by spinning, not sleeping (`spin`; without
+    /// SQPOLL, which spins already).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spin: bool,
 }
 
 impl UringOpts {
@@ -210,18 +214,18 @@ impl UringOpts {
 
     /// Parses a comma list of `fixedbufs`, `files`, `batch`, `each`,
     /// `coop`, `single`, `sqpoll[=MS]` (100 ms when no time is given),
-    /// `tuned` (fixedbufs,files,coop,single) and `plain` (nothing).
+    /// `spin`, `tuned` (fixedbufs,files,coop,single) and `plain` (nothing).
     pub fn parse(s: &str) -> Result<Self, String> {
         let mut o = UringOpts::default();
         for p in s.split(',').map(str::trim) {
             match p {
                 "plain" => o = UringOpts::default(),
                 "tuned" => {
-                    let b = o.batch_submit;
-                    let q = o.sqpoll_idle_ms;
+                    let (b, q, sp) = (o.batch_submit, o.sqpoll_idle_ms, o.spin);
                     o = UringOpts::tuned();
                     o.batch_submit = b;
                     o.sqpoll_idle_ms = q;
+                    o.spin = sp;
                 }
                 "fixedbufs" => o.fixed_buffers = true,
                 "files" => o.register_files = true,
@@ -229,6 +233,7 @@ impl UringOpts {
                 "each" => o.batch_submit = false,
                 "coop" => o.coop_taskrun = true,
                 "single" => o.single_issuer = true,
+                "spin" => o.spin = true,
                 "sqpoll" => o.sqpoll_idle_ms = Some(100),
                 _ => match p.strip_prefix("sqpoll=") {
                     Some(ms) => match ms.parse::<u32>() {
@@ -242,7 +247,7 @@ impl UringOpts {
                     None => {
                         return Err(format!(
                             "unknown option '{p}' (use fixedbufs, files, batch, each, coop, \
-                             single, sqpoll[=MS], tuned, plain)"
+                             single, sqpoll[=MS], spin, tuned, plain)"
                         ))
                     }
                 },
@@ -260,6 +265,7 @@ impl UringOpts {
             (self.batch_submit, "batch"),
             (self.coop_taskrun, "coop"),
             (self.single_issuer, "single"),
+            (self.spin, "spin"),
         ] {
             if on {
                 v.push(name.into());
@@ -525,13 +531,66 @@ pub enum SpecError {
         value: String,
         /// What is allowed.
         hint: String,
+        /// The other flags `hint` names.
+        also: Vec<&'static str>,
     },
     /// Two flags contradict each other.
-    #[error("{0}")]
-    Conflict(String),
+    #[error("{message}")]
+    Conflict {
+        /// What is wrong and the fix.
+        message: String,
+        /// The flags `message` names.
+        flags: Vec<&'static str>,
+    },
     /// Sizes that cannot be laid out.
-    #[error("{0}")]
-    Sizes(String),
+    #[error("{message}")]
+    Sizes {
+        /// What is wrong and the fix.
+        message: String,
+        /// The flags `message` names.
+        flags: Vec<&'static str>,
+    },
+}
+
+impl SpecError {
+    /// A value out of range whose hint names no other flag.
+    pub fn range(flag: &'static str, value: impl Into<String>, hint: impl Into<String>) -> Self {
+        SpecError::Range {
+            flag,
+            value: value.into(),
+            hint: hint.into(),
+            also: Vec::new(),
+        }
+    }
+
+    /// A contradiction, with the flags its message names.
+    pub fn conflict(message: impl Into<String>, flags: &[&'static str]) -> Self {
+        SpecError::Conflict {
+            message: message.into(),
+            flags: flags.to_vec(),
+        }
+    }
+
+    /// Sizes that cannot be laid out, with the flags the message names.
+    pub fn sizes(message: impl Into<String>, flags: &[&'static str]) -> Self {
+        SpecError::Sizes {
+            message: message.into(),
+            flags: flags.to_vec(),
+        }
+    }
+
+    /// The flags the message names (`TARGET` for the missing directory),
+    /// as data, so a front-end can say them in its tool's terms without
+    /// searching the text.
+    pub fn flags(&self) -> Vec<&'static str> {
+        match self {
+            SpecError::Missing { flag, .. } | SpecError::Zero { flag } => vec![*flag],
+            SpecError::Range { flag, also, .. } => {
+                std::iter::once(*flag).chain(also.iter().copied()).collect()
+            }
+            SpecError::Conflict { flags, .. } | SpecError::Sizes { flags, .. } => flags.clone(),
+        }
+    }
 }
 
 const MAX_IODEPTH: u64 = 4_096;
@@ -556,11 +615,11 @@ impl RawWorkload {
             return Err(SpecError::Zero { flag: "--xfer" });
         }
         if xfer > (1 << 31) {
-            return Err(SpecError::Range {
-                flag: "--xfer",
-                value: format_size(xfer),
-                hint: "at most 2 GiB per request".into(),
-            });
+            return Err(SpecError::range(
+                "--xfer",
+                format_size(xfer),
+                "at most 2 GiB per request",
+            ));
         }
         let (block, segments) = self.blocks(self.per_worker(threads)?, xfer)?;
         self.check_transfers(xfer, block, segments, threads)?;
@@ -608,9 +667,9 @@ impl RawWorkload {
     /// The bytes per worker when `--size` or `--total` gives them.
     fn per_worker(&self, threads: u64) -> Result<Option<u64>, SpecError> {
         if self.size.is_some() && self.total.is_some() {
-            return Err(SpecError::Conflict(
-                "--size (per worker) and --total (split across workers) were both given; use one"
-                    .into(),
+            return Err(SpecError::conflict(
+                "--size (per worker) and --total (split across workers) were both given; use one",
+                &["--size", "--total"],
             ));
         }
         for (flag, v) in [
@@ -627,11 +686,14 @@ impl RawWorkload {
             Some(s)
         } else if let Some(t) = self.total {
             if t % threads != 0 {
-                return Err(SpecError::Sizes(format!(
-                    "--total {} does not split evenly across {threads} workers; \
-                     choose a total divisible by the thread count or use --size",
-                    format_size(t)
-                )));
+                return Err(SpecError::sizes(
+                    format!(
+                        "--total {} does not split evenly across {threads} workers; \
+                         choose a total divisible by the thread count or use --size",
+                        format_size(t)
+                    ),
+                    &["--total", "--size"],
+                ));
             }
             Some(t / threads)
         } else {
@@ -649,31 +711,42 @@ impl RawWorkload {
             (Some(p), None, None) => (p, 1),
             (Some(p), Some(b), s) => {
                 if p % b != 0 {
-                    return Err(SpecError::Sizes(format!(
-                        "the size per worker ({}) is not a multiple of --block {}; \
-                         make it a whole number of blocks",
-                        format_size(p),
-                        format_size(b)
-                    )));
+                    return Err(SpecError::sizes(
+                        format!(
+                            "the size per worker ({}) is not a multiple of --block {}; \
+                             make it a whole number of blocks",
+                            format_size(p),
+                            format_size(b)
+                        ),
+                        &["--block"],
+                    ));
                 }
                 let n = p / b;
                 if let Some(s) = s {
                     if s != n {
-                        return Err(SpecError::Conflict(format!(
-                            "--segments {s} × --block {} is not the size per worker ({}); give two of the three",
-                            format_size(b),
-                            format_size(p)
-                        )));
+                        return Err(SpecError::conflict(
+                            format!(
+                                "--segments {s} × --block {} is not the size per worker ({}); \
+                                 give two of the three",
+                                format_size(b),
+                                format_size(p)
+                            ),
+                            &["--segments", "--block"],
+                        ));
                     }
                 }
                 (b, n)
             }
             (Some(p), None, Some(s)) => {
                 if p % s != 0 {
-                    return Err(SpecError::Sizes(format!(
-                        "the size per worker (--size {}) does not split into {s} equal segments (--segments {s})",
-                        format_size(p)
-                    )));
+                    return Err(SpecError::sizes(
+                        format!(
+                            "the size per worker (--size {}) does not split into {s} equal \
+                             segments (--segments {s})",
+                            format_size(p)
+                        ),
+                        &["--size", "--segments"],
+                    ));
                 }
                 (p / s, s)
             }
@@ -690,35 +763,51 @@ impl RawWorkload {
         threads: u64,
     ) -> Result<(), SpecError> {
         if xfer > block {
-            return Err(SpecError::Sizes(format!(
-                "--xfer {} is larger than the block (--block or --size: {}); use a transfer no larger than the block",
-                format_size(xfer),
-                format_size(block)
-            )));
+            return Err(SpecError::sizes(
+                format!(
+                    "--xfer {} is larger than the block (--block or --size: {}); use a transfer \
+                     no larger than the block",
+                    format_size(xfer),
+                    format_size(block)
+                ),
+                &["--xfer", "--block", "--size"],
+            ));
         }
         if !block.is_multiple_of(xfer) {
-            return Err(SpecError::Sizes(format!(
-                "the block (--block or --size: {}) is not a multiple of --xfer {}; make the block a whole number of transfers",
-                format_size(block),
-                format_size(xfer)
-            )));
+            return Err(SpecError::sizes(
+                format!(
+                    "the block (--block or --size: {}) is not a multiple of --xfer {}; make the \
+                     block a whole number of transfers",
+                    format_size(block),
+                    format_size(xfer)
+                ),
+                &["--block", "--size", "--xfer"],
+            ));
         }
         let per = block.checked_mul(segments).ok_or_else(|| {
-            SpecError::Sizes("--block × --segments overflows 64 bits; use smaller sizes".into())
+            SpecError::sizes(
+                "--block × --segments overflows 64 bits; use smaller sizes",
+                &["--block", "--segments"],
+            )
         })?;
         per.checked_mul(threads).ok_or_else(|| {
-            SpecError::Sizes("the total size overflows 64 bits; use smaller sizes".into())
+            SpecError::sizes("the total size overflows 64 bits; use smaller sizes", &[])
         })?;
         if per / xfer > (1u64 << 48) {
-            return Err(SpecError::Sizes(
-                "more than 2^48 transfers per worker; raise --xfer".into(),
+            return Err(SpecError::sizes(
+                "more than 2^48 transfers per worker; raise --xfer",
+                &["--xfer"],
             ));
         }
         if self.direct && !xfer.is_multiple_of(512) {
-            return Err(SpecError::Sizes(format!(
-                "--direct needs --xfer to be a multiple of 512 bytes (usually 4 KiB); {} is not",
-                format_size(xfer)
-            )));
+            return Err(SpecError::sizes(
+                format!(
+                    "--direct needs --xfer to be a multiple of 512 bytes (usually 4 KiB); {} is \
+                     not",
+                    format_size(xfer)
+                ),
+                &["--direct", "--xfer"],
+            ));
         }
         Ok(())
     }
@@ -727,15 +816,16 @@ impl RawWorkload {
     fn rwmix(&self) -> Result<u64, SpecError> {
         let rwmix = self.rwmix_read.unwrap_or(50);
         if rwmix > 100 {
-            return Err(SpecError::Range {
-                flag: "--rwmix",
-                value: rwmix.to_string(),
-                hint: "a percentage of reads, 0 to 100".into(),
-            });
+            return Err(SpecError::range(
+                "--rwmix",
+                rwmix.to_string(),
+                "a percentage of reads, 0 to 100",
+            ));
         }
         if self.rwmix_read.is_some() && !self.ops.iter().any(|o| matches!(o, Op::Rw | Op::Randrw)) {
-            return Err(SpecError::Conflict(
-                "--rwmix only applies to --op rw or randrw".into(),
+            return Err(SpecError::conflict(
+                "--rwmix only applies to --op rw or randrw",
+                &["--rwmix", "--op"],
             ));
         }
         Ok(rwmix)
@@ -745,9 +835,9 @@ impl RawWorkload {
     fn reorder_offset(&self, threads: u64) -> Result<u64, SpecError> {
         let reorder = self.reorder.unwrap_or(0);
         if reorder > 0 && threads < 2 {
-            return Err(SpecError::Conflict(
-                "--reorder needs at least 2 workers (with one, a worker can only read its own data)"
-                    .into(),
+            return Err(SpecError::conflict(
+                "--reorder needs at least 2 workers (with one, a worker can only read its own data)",
+                &["--reorder"],
             ));
         }
         if reorder > 0 && reorder.is_multiple_of(threads) {
@@ -758,6 +848,7 @@ impl RawWorkload {
                     "a multiple of --threads ({threads}) makes every worker read its own data; use 1 to {}",
                     threads - 1
                 ),
+                also: vec!["--threads"],
             });
         }
         Ok(reorder % threads)
@@ -770,18 +861,21 @@ impl RawWorkload {
             FileNaming::Native => {}
             FileNaming::Ior { path } => {
                 if path.file_name().is_none() {
-                    return Err(SpecError::Conflict(format!(
-                        "-o {}: name a file, not a directory",
-                        path.display()
-                    )));
+                    return Err(SpecError::conflict(
+                        format!("-o {}: name a file, not a directory", path.display()),
+                        &[],
+                    ));
                 }
             }
             FileNaming::Dd { paths, .. } => {
                 if paths.len() as u64 != threads || layout == Layout::Shared {
-                    return Err(SpecError::Conflict(format!(
-                        "dd naming needs one file per worker ({} paths for {threads} workers)",
-                        paths.len()
-                    )));
+                    return Err(SpecError::conflict(
+                        format!(
+                            "dd naming needs one file per worker ({} paths for {threads} workers)",
+                            paths.len()
+                        ),
+                        &[],
+                    ));
                 }
             }
         }
@@ -794,18 +888,24 @@ impl RawWorkload {
             return Ok(());
         }
         if self.start_offsets.len() as u64 != threads || layout == Layout::Shared {
-            return Err(SpecError::Conflict(format!(
-                "start offsets need one file per worker and one offset each ({} for {threads} \
-                 workers)",
-                self.start_offsets.len()
-            )));
+            return Err(SpecError::conflict(
+                format!(
+                    "start offsets need one file per worker and one offset each ({} for \
+                     {threads} workers)",
+                    self.start_offsets.len()
+                ),
+                &[],
+            ));
         }
         if self.direct {
             if let Some(o) = self.start_offsets.iter().find(|&&o| o % 512 != 0) {
-                return Err(SpecError::Conflict(format!(
-                    "a start offset of {o} bytes with direct I/O: O_DIRECT needs offsets that \
-                     are multiples of the device's block size"
-                )));
+                return Err(SpecError::conflict(
+                    format!(
+                        "a start offset of {o} bytes with direct I/O: O_DIRECT needs offsets \
+                         that are multiples of the device's block size"
+                    ),
+                    &[],
+                ));
             }
         }
         Ok(())
@@ -935,6 +1035,10 @@ mod tests {
         assert_eq!(UringOpts::parse(&o.label()).unwrap(), o);
         assert_eq!(UringOpts::parse("tuned").unwrap(), UringOpts::tuned());
         assert_eq!(UringOpts::parse("plain").unwrap().label(), "plain");
+        let o = UringOpts::parse("spin,tuned").unwrap();
+        assert!(o.spin && o.single_issuer);
+        assert_eq!(UringOpts::parse(&o.label()).unwrap(), o);
+        assert!(!UringOpts::parse("tuned").unwrap().spin);
         assert!(UringOpts::parse("sqpoll=0")
             .unwrap_err()
             .contains("sqpoll=0"));

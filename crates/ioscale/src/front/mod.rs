@@ -310,19 +310,13 @@ pub fn print_mismatches(prefix: &str, rs: &report::ResultSet) {
 
 /// A workload check's message in the front-end's own terms: the spec
 /// names ioscale's native flags (`--xfer`), which a user of the tool never
-/// typed, so each one named is followed by the tool's option for it
-/// (`map`: native flag → tool option), e.g. "(in IOR's terms: -t is
-/// --xfer)".
-pub fn in_tool_terms(tool: &str, msg: &str, map: &[(&str, &str)]) -> String {
-    let named = |flag: &str| {
-        msg.match_indices(flag).any(|(i, _)| {
-            let after = msg[i + flag.len()..].chars().next();
-            !after.is_some_and(|c| c.is_alphanumeric() || c == '-')
-        })
-    };
+/// typed, so the flags the refusal carries ([`spec::SpecError::flags`])
+/// are followed by the tool's option for each (`map`: native flag → tool
+/// option, in `map`'s order), e.g. "(in IOR's terms: -t is --xfer)".
+pub fn in_tool_terms(tool: &str, msg: &str, flags: &[&str], map: &[(&str, &str)]) -> String {
     let terms: Vec<String> = map
         .iter()
-        .filter(|(native, _)| named(native))
+        .filter(|(native, _)| flags.contains(native))
         .map(|(native, theirs)| format!("{theirs} is {native}"))
         .collect();
     if terms.is_empty() {

@@ -153,7 +153,7 @@ fn build(a: &DdArgs, ranks: u32) -> Result<(WorkloadSpec, Vec<String>), String> 
             ("--threads", "--jobs"),
             ("--direct", "oflag=direct/iflag=direct"),
         ];
-        super::in_tool_terms("dd", &e.to_string(), NATIVE_FLAGS)
+        super::in_tool_terms("dd", &e.to_string(), &e.flags(), NATIVE_FLAGS)
     })?;
     Ok((spec, notes))
 }

@@ -489,6 +489,7 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
         Usage(super::in_tool_terms(
             "fio",
             &e.to_string(),
+            &e.flags(),
             &[("--xfer", "bs=")],
         ))
     })?;
@@ -604,9 +605,10 @@ fn plan_specs(runs: Vec<Run>) -> Result<Vec<Planned>, Usage> {
         for f in 0..run.jobs[0].nrfiles.max(1) {
             let (raw, paths, n) = to_raw(&run, f)?;
             notes = n;
-            let spec = raw
-                .build()
-                .map_err(|e| Usage(super::in_tool_terms("fio", &e.to_string(), NATIVE_FLAGS)))?;
+            let spec = raw.build().map_err(|e| {
+                let msg = e.to_string();
+                Usage(super::in_tool_terms("fio", &msg, &e.flags(), NATIVE_FLAGS))
+            })?;
             files.push((spec, paths));
         }
         planned.push(Planned { run, files, notes });

@@ -245,8 +245,10 @@ fn fit_to_ranks(a: &mut IorArgs, coord: &dyn Coordinator) -> Result<(), Failure>
 /// names IOR's options beside ioscale's.
 fn build(a: &IorArgs) -> Result<WorkloadSpec, Usage> {
     to_raw(a).and_then(|r| {
-        r.build()
-            .map_err(|e| usage(super::in_tool_terms("IOR", &e.to_string(), NATIVE_FLAGS)))
+        r.build().map_err(|e| {
+            let msg = e.to_string();
+            usage(super::in_tool_terms("IOR", &msg, &e.flags(), NATIVE_FLAGS))
+        })
     })
 }
 
@@ -365,6 +367,23 @@ mod tests {
 
     fn argv(s: &str) -> Vec<String> {
         s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_refusal_names_ior_options_for_the_flags_it_carries() {
+        let e = |s: &str| build(&parse(&argv(s)).unwrap()).unwrap_err().0;
+        assert_eq!(
+            e("-w -t 3m -b 4m"),
+            "the block (--block or --size: 4 MiB) is not a multiple of --xfer 3 MiB; make the \
+             block a whole number of transfers (in IOR's terms: -t is --xfer, -b is --block, \
+             -b × -s is --size)"
+        );
+        // A path that reads like a flag is the user's text, not a flag the
+        // refusal names: no terms follow it.
+        assert_eq!(
+            e("-w -o /tmp/--xfer/.."),
+            "-o /tmp/--xfer/..: name a file, not a directory"
+        );
     }
 
     #[test]

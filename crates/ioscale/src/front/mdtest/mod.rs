@@ -171,7 +171,12 @@ fn build(a: &MdArgs) -> Result<(MetaSpec, Vec<String>), Usage> {
                 ("--time", "-W"),
             ];
             let msg = e.to_string().replace("--reps ", "-i ");
-            usage(super::in_tool_terms("mdtest", &msg, NATIVE_FLAGS))
+            usage(super::in_tool_terms(
+                "mdtest",
+                &msg,
+                &e.flags(),
+                NATIVE_FLAGS,
+            ))
         })
     })
 }

@@ -207,19 +207,32 @@ fn names<T>(table: &[T], name: impl Fn(&T) -> &'static str) -> String {
     table.iter().map(name).collect::<Vec<_>>().join(", ")
 }
 
-/// `engine` keeps one request in flight but `depth` were asked for: the
-/// error names the engines of `table` (name, queueing) that queue.
-fn no_queue(
-    engine: &'static str,
-    depth: u32,
-    table: impl Iterator<Item = (&'static str, bool)>,
-) -> EngineError {
-    let q: Vec<_> = table.filter(|e| e.1).map(|e| e.0).collect();
-    EngineError::NoQueue {
-        engine,
-        depth,
-        queueing: q.join(" or "),
+/// The entry of `table` called `name` (`info` gives an entry's name and
+/// whether it queues), refused when `iodepth` asks for more than one
+/// request in flight of an engine that keeps one: the error names the
+/// engines that queue.
+fn find_for_depth<T: Copy>(
+    table: &'static [T],
+    name: &str,
+    iodepth: u32,
+    info: impl Fn(&T) -> (&'static str, bool),
+) -> Result<T, EngineError> {
+    let e = find(table, name, |e| info(e).0)?;
+    let (engine, queueing) = info(&e);
+    if iodepth > 1 && !queueing {
+        let q: Vec<_> = table
+            .iter()
+            .map(&info)
+            .filter(|e| e.1)
+            .map(|e| e.0)
+            .collect();
+        return Err(EngineError::NoQueue {
+            engine,
+            depth: iodepth,
+            queueing: q.join(" or "),
+        });
     }
+    Ok(e)
 }
 
 /// The entry of `table` called `name`, or the error listing every name.
@@ -249,14 +262,10 @@ pub fn check_data(
     iodepth: u32,
     direct: bool,
 ) -> Result<&'static dyn DataEngine, EngineError> {
-    let e = data_engine(name)?;
+    let e = find_for_depth(DATA_ENGINES, name, iodepth, |e| {
+        (e.info().name, e.info().queueing)
+    })?;
     let info = e.info();
-    if iodepth > 1 && !info.queueing {
-        let q = DATA_ENGINES
-            .iter()
-            .map(|e| (e.info().name, e.info().queueing));
-        return Err(no_queue(info.name, iodepth, q));
-    }
     if direct && !info.direct {
         return Err(EngineError::NoDirect { engine: info.name });
     }
@@ -401,14 +410,10 @@ pub fn check_meta(
     iodepth: u32,
     ops: &[MetaOp],
 ) -> Result<&'static dyn MetaEngine, EngineError> {
-    let e = meta_engine(name)?;
+    let e = find_for_depth(META_ENGINES, name, iodepth, |e| {
+        (e.info().name, e.info().queueing)
+    })?;
     let info = e.info();
-    if iodepth > 1 && !info.queueing {
-        let q = META_ENGINES
-            .iter()
-            .map(|e| (e.info().name, e.info().queueing));
-        return Err(no_queue(info.name, iodepth, q));
-    }
     // Teardown (`cleanup`) runs on the synchronous engine whatever the
     // choice, so every engine accepts it.
     if let Some(op) = ops

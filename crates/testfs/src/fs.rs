@@ -212,6 +212,52 @@ impl PassFs {
         Ok((p, n))
     }
 
+    /// A read or write of `asked` bytes at `offset` on handle `fh`: counts
+    /// it, lets the injector refuse or shorten it, runs `io` on the file
+    /// with the bytes admitted, counts what it served and holds the reply
+    /// until the injected latency and bandwidth allow.
+    fn data_request(
+        &self,
+        dir: Dir,
+        fh: FileHandle,
+        offset: u64,
+        asked: usize,
+        io: impl FnOnce(&File, usize) -> io::Result<usize>,
+    ) -> Result<usize, Errno> {
+        let arrived = Instant::now();
+        let c = &self.inj.counters;
+        let (calls, bytes, what) = match dir {
+            Dir::Read => (&c.reads, &c.read_bytes, "read"),
+            Dir::Write => (&c.writes, &c.write_bytes, "write"),
+        };
+        calls.fetch_add(1, Ordering::Relaxed);
+        let h = self.handle(fh)?;
+        let take = match self.inj.admit(dir, asked, h.faulty) {
+            Ok(n) => n,
+            Err(r) => {
+                sleep_until(self.inj.data_deadline(arrived, 0));
+                return Err(Errno::from_i32(r.errno()));
+            }
+        };
+        match io(&h.file, take) {
+            Ok(n) => {
+                if self.opts.trace {
+                    eprintln!(
+                        "{what} fh {} offset {offset} asked {asked} served {n}",
+                        fh.0
+                    );
+                }
+                bytes.fetch_add(n as u64, Ordering::Relaxed);
+                sleep_until(self.inj.data_deadline(arrived, n as u64));
+                Ok(n)
+            }
+            Err(e) => {
+                sleep_until(self.inj.data_deadline(arrived, 0));
+                Err(errno(e))
+            }
+        }
+    }
+
     fn ino_for(&self, path: &Path) -> u64 {
         let mut i = lock(&self.inodes);
         if let Some(&n) = i.inos.get(path) {
@@ -650,36 +696,14 @@ impl Filesystem for PassFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let arrived = Instant::now();
-        self.inj.counters.reads.fetch_add(1, Ordering::Relaxed);
-        let h = match self.handle(fh) {
-            Ok(h) => h,
-            Err(e) => return reply.error(e),
-        };
-        let take = match self.inj.admit(Dir::Read, size as usize, h.faulty) {
-            Ok(n) => n,
-            Err(r) => {
-                sleep_until(self.inj.data_deadline(arrived, 0));
-                return reply.error(Errno::from_i32(r.errno()));
-            }
-        };
-        let mut buf = vec![0u8; take];
-        match h.file.read_at(&mut buf, offset) {
-            Ok(n) => {
-                if self.opts.trace {
-                    eprintln!("read fh {} offset {offset} asked {size} served {n}", fh.0);
-                }
-                self.inj
-                    .counters
-                    .read_bytes
-                    .fetch_add(n as u64, Ordering::Relaxed);
-                sleep_until(self.inj.data_deadline(arrived, n as u64));
-                reply.data(&buf[..n]);
-            }
-            Err(e) => {
-                sleep_until(self.inj.data_deadline(arrived, 0));
-                reply.error(errno(e));
-            }
+        let mut buf = Vec::new();
+        let r = self.data_request(Dir::Read, fh, offset, size as usize, |f, take| {
+            buf.resize(take, 0);
+            f.read_at(&mut buf, offset)
+        });
+        match r {
+            Ok(n) => reply.data(&buf[..n]),
+            Err(e) => reply.error(e),
         }
     }
 
@@ -695,39 +719,12 @@ impl Filesystem for PassFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let arrived = Instant::now();
-        self.inj.counters.writes.fetch_add(1, Ordering::Relaxed);
-        let h = match self.handle(fh) {
-            Ok(h) => h,
-            Err(e) => return reply.error(e),
-        };
-        let take = match self.inj.admit(Dir::Write, data.len(), h.faulty) {
-            Ok(n) => n,
-            Err(r) => {
-                sleep_until(self.inj.data_deadline(arrived, 0));
-                return reply.error(Errno::from_i32(r.errno()));
-            }
-        };
-        match h.file.write_at(&data[..take], offset) {
-            Ok(n) => {
-                if self.opts.trace {
-                    eprintln!(
-                        "write fh {} offset {offset} asked {} served {n}",
-                        fh.0,
-                        data.len()
-                    );
-                }
-                self.inj
-                    .counters
-                    .write_bytes
-                    .fetch_add(n as u64, Ordering::Relaxed);
-                sleep_until(self.inj.data_deadline(arrived, n as u64));
-                reply.written(n as u32);
-            }
-            Err(e) => {
-                sleep_until(self.inj.data_deadline(arrived, 0));
-                reply.error(errno(e));
-            }
+        let r = self.data_request(Dir::Write, fh, offset, data.len(), |f, take| {
+            f.write_at(&data[..take], offset)
+        });
+        match r {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(e),
         }
     }
 

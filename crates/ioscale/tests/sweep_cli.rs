@@ -473,7 +473,7 @@ fn latency_of_the_fuse_test_fs_is_recovered() {
         "--xfer",
         "64k",
         "--total",
-        "8m",
+        "32m",
         "--direct",
         s(mp.path()),
     ]);

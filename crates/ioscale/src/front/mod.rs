@@ -70,6 +70,29 @@ pub struct Call<'a> {
     pub args: &'a [String],
 }
 
+/// `--record FILE` (ioscale's option of the dd and smallfile front-ends):
+/// writes the run's canonical JSON record there, the one `ioscale run
+/// --json` writes (per-node totals, per-rank rows and what rank 0 received
+/// per phase under MPI). Returns 1 when it could not be written (said as
+/// `COMMAND: error: …`), 0 otherwise.
+pub(crate) fn write_record(command: &str, p: Option<&Path>, rs: &ResultSet) -> i32 {
+    let Some(p) = p else {
+        return 0;
+    };
+    let written = report::ExportType::Json
+        .exporter()
+        .render(rs)
+        .map_err(anyhow::Error::from)
+        .and_then(|b| crate::output::write_atomic(p, &b));
+    match written {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{command}: error: {e:#}");
+            1
+        }
+    }
+}
+
 /// Runs front-end `F` on every rank of its launch: a usage error is said
 /// once (exit 2), `--help` printed once (exit 0), anything else run.
 fn drive<F: Front>(prog: &str, args: &[String]) -> Exit {

@@ -48,6 +48,8 @@ Options (ioscale's):
   --progress M  live progress on standard error: auto (a live line when it is a
                 terminal, else nothing), bar, plain, none [IOSCALE_PROGRESS];
                 status=none means none
+  --record FILE also write ioscale's JSON record of the run to FILE, as
+                `ioscale run --json` does
   --print-spec  print the ioscale workload the command line becomes, and exit
 
 Examples (the EFS workshop's dd experiments):
@@ -103,6 +105,7 @@ impl Front for Dd {
                 eprintln!("dd: note: {n}");
             }
         }
+        crate::check_outputs(coord, &[("--record", a.record.as_deref())])?;
         let stop = crate::install_signals()?;
         let mut argv = vec!["dd".to_string()];
         argv.extend(call.args.iter().cloned());
@@ -124,7 +127,9 @@ impl Front for Dd {
             status: a.status,
             jobs: all_jobs,
         };
-        print_results(&info, &outcome)
+        let code = print_results(&info, &outcome)?;
+        let written = super::write_record("dd", a.record.as_deref(), &outcome.results);
+        Ok(code.max(written))
     }
 
     fn render(info: &DdInfo, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
@@ -220,6 +225,16 @@ mod tests {
             n => panic!("{n:?}"),
         }
         assert_eq!(job_path("/d/f", 2, Some(2)), PathBuf::from("/d/f-2"));
+    }
+
+    #[test]
+    fn record_takes_a_file() {
+        let a = parse(&argv("if=/dev/zero of=x bs=1M count=1 --record r.json")).unwrap();
+        assert_eq!(a.record, Some(PathBuf::from("r.json")));
+        let a = parse(&argv("--record=s.json if=/dev/zero of=x bs=1M count=1")).unwrap();
+        assert_eq!(a.record, Some(PathBuf::from("s.json")));
+        let e = parse(&argv("if=/dev/zero of=x --record")).unwrap_err();
+        assert!(e.to_string().contains("--record"), "{e}");
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct DdArgs {
     pub(super) jobs: Option<u64>,
     pub(super) rm: bool,
     pub(super) print_spec: bool,
+    /// `--record FILE` (ioscale's): the canonical JSON record.
+    pub(super) record: Option<PathBuf>,
     /// `--progress MODE` (ioscale's).
     pub(super) progress: Option<crate::progress::ProgressMode>,
     pub(super) help: bool,
@@ -205,13 +207,23 @@ pub(super) fn parse(args: &[String]) -> Result<DdArgs, Usage> {
             a.progress = Some(crate::front::progress_value(v)?);
             continue;
         }
+        if arg == "--record" {
+            let v = args.get(i).ok_or_else(|| usage("--record needs a file"))?;
+            i += 1;
+            a.record = Some(PathBuf::from(v));
+            continue;
+        }
+        if let Some(v) = arg.strip_prefix("--record=") {
+            a.record = Some(PathBuf::from(v));
+            continue;
+        }
         if let Some(v) = arg.strip_prefix("--progress=") {
             a.progress = Some(crate::front::progress_value(v)?);
             continue;
         }
         if arg.starts_with('-') {
             return Err(usage(format!(
-                "{arg}: not an option ioscale dd knows (dd takes operands like bs=1M; ioscale adds --jobs, --rm, --progress, --print-spec)"
+                "{arg}: not an option ioscale dd knows (dd takes operands like bs=1M; ioscale adds --jobs, --rm, --progress, --record, --print-spec)"
             )));
         }
         let Some((k, v)) = arg.split_once('=') else {

@@ -61,6 +61,8 @@ Options (smallfile's; `--name value` or `--name=value`; booleans Y or N):
                             checks every byte (mismatches: path and offset, exit 1) [N]
   --incompressible Y|N, --verbose Y|N, --log-to-stderr Y|N  accepted
   --cleanup-delay-usec-per-file N  pause after cleanup, N microseconds per file
+  --record FILE             (ioscale's) also write ioscale's JSON record of the run
+                            to FILE, as `ioscale run --json` does
   --print-spec              print the ioscale workload the command line becomes, and exit
   --progress M              live progress on standard error: auto (a live line when
                             it is a terminal, else nothing), bar, plain, none
@@ -243,7 +245,10 @@ impl Front for Smallfile {
             return Ok(0);
         }
         let progress = super::progress_mode(a.progress)?;
-        let outputs = [("--output-json", a.output_json.as_deref())];
+        let outputs = [
+            ("--output-json", a.output_json.as_deref()),
+            ("--record", a.record.as_deref()),
+        ];
         crate::check_outputs(coord, &outputs)?;
         if root {
             print_preamble(&a, &spec);
@@ -335,6 +340,7 @@ fn print_results(a: &SfArgs, outcome: &bench::run::Outcome) -> Exit {
             code = code.max(1);
         }
     }
+    code = code.max(super::write_record("smallfile", a.record.as_deref(), rs));
     for n in &outcome.notes {
         eprintln!("smallfile: {n}");
     }

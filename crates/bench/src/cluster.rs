@@ -186,6 +186,85 @@ impl MetaWire {
     }
 }
 
+/// What rank 0 gathers per worker besides the node summaries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Rows {
+    /// Nothing: the record has no per-worker rows.
+    #[default]
+    None,
+    /// Each worker's [`Sample::Brief`]: the few numbers of a per-worker
+    /// line (smallfile's threads, dd's jobs), a few dozen bytes each.
+    Brief,
+    /// Each worker's whole sample (`--per-worker`): the record's rows
+    /// with every count and time.
+    Full,
+}
+
+/// [`Brief`](Sample::Brief) status bits.
+const BRIEF_FAILED: u8 = 1;
+const BRIEF_DEADLINE: u8 = 2;
+const BRIEF_STONEWALLED: u8 = 4;
+
+/// A data worker's line (dd's job): records, bytes and its times, in the
+/// binary wire form (varints: about 25–35 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataBrief {
+    worker: u32,
+    ops: u64,
+    bytes: u64,
+    start_ns: u64,
+    open_done_ns: u64,
+    io_done_ns: u64,
+    end_ns: u64,
+    status: u8,
+}
+
+/// A metadata worker's line (smallfile's thread): files, records, bytes
+/// and its times, in the binary wire form (varints: about 20–30 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetaBrief {
+    worker: u32,
+    files: u64,
+    records: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    start_ns: u64,
+    end_ns: u64,
+    status: u8,
+}
+
+fn brief_status(failed: bool, deadline: bool, stonewalled: bool) -> u8 {
+    let mut s = 0;
+    if failed {
+        s |= BRIEF_FAILED;
+    }
+    if deadline {
+        s |= BRIEF_DEADLINE;
+    }
+    if stonewalled {
+        s |= BRIEF_STONEWALLED;
+    }
+    s
+}
+
+/// The failure of a briefed worker: the one its rank's summary carries
+/// (every failed worker's is in the merged [`Digest`]).
+fn failure_of(
+    worker: u32,
+    status: u8,
+    failures: &[(u32, IoFailure)],
+) -> Result<Option<IoFailure>, String> {
+    if status & BRIEF_FAILED == 0 {
+        return Ok(None);
+    }
+    match failures.iter().find(|(w, _)| *w == worker) {
+        Some((_, f)) => Ok(Some(f.clone())),
+        None => Err(format!(
+            "worker {worker} failed but its summary names no failure"
+        )),
+    }
+}
+
 /// A per-worker sample that crosses between ranks: the data driver's
 /// [`WorkerSample`] or the metadata driver's [`MetaSample`].
 pub trait Sample: Sized + Send {
@@ -195,6 +274,15 @@ pub trait Sample: Sized + Send {
     fn to_wire(&self) -> Self::Wire;
     /// From the wire; an error means mismatched binaries.
     fn from_wire(w: Self::Wire) -> Result<Self, String>;
+    /// The few numbers of its per-worker line ([`Rows::Brief`]), in the
+    /// binary wire form.
+    type Brief: Serialize + DeserializeOwned;
+    /// Its brief.
+    fn brief(&self) -> Self::Brief;
+    /// A sample holding a brief's numbers (zero elsewhere, no latency
+    /// histogram) and, when it failed, its failure from the phase's
+    /// merged `failures`; an error means mismatched binaries.
+    fn from_brief(b: Self::Brief, failures: &[(u32, IoFailure)]) -> Result<Self, String>;
     /// Global worker index.
     fn worker(&self) -> u32;
     /// The worker failed.
@@ -231,6 +319,31 @@ impl Sample for WorkerSample {
     }
     fn from_wire(w: WireSample) -> Result<Self, String> {
         w.into_sample()
+    }
+    type Brief = DataBrief;
+    fn brief(&self) -> DataBrief {
+        DataBrief {
+            worker: self.worker,
+            ops: self.counters.ops,
+            bytes: self.counters.bytes,
+            start_ns: self.start_ns,
+            open_done_ns: self.open_done_ns,
+            io_done_ns: self.io_done_ns,
+            end_ns: self.end_ns,
+            status: brief_status(self.failure.is_some(), self.hit_deadline, false),
+        }
+    }
+    fn from_brief(b: DataBrief, failures: &[(u32, IoFailure)]) -> Result<Self, String> {
+        let mut s = WorkerSample::empty(b.worker, b.worker);
+        s.counters.ops = b.ops;
+        s.counters.bytes = b.bytes;
+        s.start_ns = b.start_ns;
+        s.open_done_ns = b.open_done_ns;
+        s.io_done_ns = b.io_done_ns;
+        s.end_ns = b.end_ns;
+        s.hit_deadline = b.status & BRIEF_DEADLINE != 0;
+        s.failure = failure_of(b.worker, b.status, failures)?;
+        Ok(s)
     }
     fn worker(&self) -> u32 {
         self.worker
@@ -310,6 +423,44 @@ impl Sample for MetaSample {
     }
     fn from_wire(w: MetaWire) -> Result<Self, String> {
         w.into_sample()
+    }
+    type Brief = MetaBrief;
+    fn brief(&self) -> MetaBrief {
+        MetaBrief {
+            worker: self.worker,
+            files: self.files,
+            records: self.records,
+            read_bytes: self.read_bytes,
+            write_bytes: self.write_bytes,
+            start_ns: self.start_ns,
+            end_ns: self.end_ns,
+            status: brief_status(self.failure.is_some(), self.hit_deadline, self.stonewalled),
+        }
+    }
+    fn from_brief(b: MetaBrief, failures: &[(u32, IoFailure)]) -> Result<Self, String> {
+        Ok(MetaSample {
+            worker: b.worker,
+            files: b.files,
+            touched: 0,
+            records: b.records,
+            read_bytes: b.read_bytes,
+            write_bytes: b.write_bytes,
+            errors: 0,
+            left: 0,
+            first_left: None,
+            hist: LatencyHistogram::new(),
+            start_ns: b.start_ns,
+            end_ns: b.end_ns,
+            stonewall_files: 0,
+            stonewall_bytes: 0,
+            hit_deadline: b.status & BRIEF_DEADLINE != 0,
+            failure: failure_of(b.worker, b.status, failures)?,
+            stonewalled: b.status & BRIEF_STONEWALLED != 0,
+            sync_ns: 0,
+            checked_bytes: 0,
+            bad_bytes: 0,
+            mismatches: Vec::new(),
+        })
     }
     fn worker(&self) -> u32 {
         self.worker
@@ -422,15 +573,15 @@ const FLAG_DEADLINE: u8 = 4;
 /// (which it must wait at once, even when its setup failed).
 ///
 /// At the end the ranks' samples are folded into a [`Digest`] per rank,
-/// merged per node by the node leaders and then at rank 0; with
-/// `per_worker` every worker's sample is gathered to rank 0 as well.
+/// merged per node by the node leaders and then at rank 0; `rows` says
+/// what rank 0 gathers per worker as well (its brief, or its sample).
 pub fn run_phase_all<I, S>(
     coord: &dyn Coordinator,
     seq: &mut u64,
     stop: &Arc<AtomicBool>,
     name: &str,
     items: Vec<I>,
-    per_worker: bool,
+    rows: Rows,
     work: impl Fn(u32, I, &PhaseControl, &Barrier) -> S + Sync,
 ) -> Result<PhaseOut<S>, Error>
 where
@@ -470,19 +621,19 @@ where
         S::settle(&mut samples, sw);
     }
     let before = coord.stats().bytes_gathered;
-    let (digest, rows) = combine(coord, samples, cpu, per_worker)?;
+    let (digest, samples) = combine(coord, samples, cpu, rows)?;
     out.gathered_bytes = Some(coord.stats().bytes_gathered - before);
     out.cpu = digest.cpu_s();
     out.digest = digest;
-    out.all_workers = per_worker;
-    out.samples = rows;
+    out.all_workers = rows != Rows::None;
+    out.samples = samples;
     Ok(out)
 }
 
 /// The multi-rank end of a phase: every rank's [`Digest`] merged at rank
-/// 0 through the node leaders, and with `per_worker` every worker's
+/// 0 through the node leaders, and per `rows` every worker's brief or
 /// sample gathered to rank 0 as well (by worker). Returns the digest and
-/// the samples: all of them on rank 0 with `per_worker`, this rank's own
+/// the samples: all of them on rank 0 with rows, this rank's own
 /// otherwise. Rank 0 alone decodes; every rank then learns whether it
 /// could, so all of them stop together instead of one waiting at the next
 /// call.
@@ -490,7 +641,7 @@ fn combine<S: Sample>(
     coord: &dyn Coordinator,
     samples: Vec<S>,
     cpu: (f64, f64),
-    per_worker: bool,
+    rows: Rows,
 ) -> Result<(Digest<S::Sums>, Vec<S>), Error> {
     let mine = Digest::of(&samples, coord.rank(), &coord.hostname(), cpu);
     let merged = coord
@@ -503,14 +654,30 @@ fn combine<S: Sample>(
             }),
             None => Ok(d),
         });
-    let rows = if per_worker {
-        let wire: Vec<S::Wire> = samples.iter().map(Sample::to_wire).collect();
-        coord
-            .gather_as(&wire)
-            .map_err(Error::rank("their phase samples"))
-            .and_then(|g| g.map(merge_ranks::<S>).transpose())
-    } else {
-        Ok(None)
+    let (rows, samples) = match rows {
+        Rows::Full => {
+            let wire: Vec<S::Wire> = samples.iter().map(Sample::to_wire).collect();
+            let rows = coord
+                .gather_as(&wire)
+                .map_err(Error::rank("their phase samples"))
+                .and_then(|g| g.map(merge_ranks::<S>).transpose());
+            (rows, samples)
+        }
+        Rows::Brief => {
+            let briefs: Vec<S::Brief> = samples.iter().map(Sample::brief).collect();
+            match coord.gather_wire_as(&briefs) {
+                Err(e) => (Err(Error::rank("their phase samples")(e)), samples),
+                Ok(None) => (Ok(None), samples),
+                Ok(Some(all)) => {
+                    let failures = match &merged {
+                        Ok(Some(d)) => d.failures.as_slice(),
+                        _ => &[],
+                    };
+                    (unbrief(all, samples, failures).map(Some), Vec::new())
+                }
+            }
+        }
+        Rows::None => (Ok(None), samples),
     };
     let bad = coord.any(merged.is_err() || rows.is_err());
     match (merged, rows) {
@@ -521,6 +688,25 @@ fn combine<S: Sample>(
         }),
         (Ok(d), Ok(r)) => Ok((d.unwrap_or(mine), r.unwrap_or(samples))),
     }
+}
+
+/// Rank 0's rows from every rank's briefs (by rank): its own workers'
+/// samples as they are, the other ranks' rebuilt from their briefs and
+/// the phase's `failures`, sorted by worker.
+fn unbrief<S: Sample>(
+    all: Vec<Vec<S::Brief>>,
+    own: Vec<S>,
+    failures: &[(u32, IoFailure)],
+) -> Result<Vec<S>, Error> {
+    let mut out = own;
+    for b in all.into_iter().skip(1).flatten() {
+        out.push(S::from_brief(b, failures).map_err(|m| Error::Rank {
+            what: "their phase samples",
+            source: coord::DecodeError(m),
+        })?);
+    }
+    out.sort_by_key(Sample::worker);
+    Ok(out)
 }
 
 /// One phase's threads done, and what all ranks agreed on at its end.
@@ -1116,6 +1302,56 @@ mod tests {
         let r = rank_phases(3, &d.ranks, d.t0());
         assert_eq!(r[1].rank, 1);
         assert!((r[1].start_s - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn briefs_are_a_few_dozen_bytes_and_keep_what_the_lines_print() {
+        // A second-long phase of a worker numbered past 127: its times
+        // and worker take their widest varints here.
+        let mut s = sample(5);
+        s.worker = 1000;
+        s.start_ns = 12_000;
+        s.open_done_ns = 40_000;
+        s.io_done_ns = 1_900_000_000;
+        s.end_ns = 2_000_000_000;
+        let failures = vec![(1000, s.failure.clone().unwrap())];
+        let b = coord::wire::to_bytes(&s.brief()).unwrap();
+        // Varints: worker 2 + ops 1 + bytes (147,456) 3 + times 2, 3, 5
+        // and 5 + status 1 (a time below 34 s takes at most 5 bytes).
+        assert_eq!(b.len(), 22);
+        let back =
+            WorkerSample::from_brief(coord::wire::from_bytes(&b).unwrap(), &failures).unwrap();
+        assert_eq!(back.counters.ops, s.counters.ops);
+        assert_eq!(back.counters.bytes, s.counters.bytes);
+        assert_eq!(
+            (
+                back.start_ns,
+                back.open_done_ns,
+                back.io_done_ns,
+                back.end_ns
+            ),
+            (s.start_ns, s.open_done_ns, s.io_done_ns, s.end_ns)
+        );
+        // The failure comes back from the phase's failures, by worker.
+        assert_eq!(back.failure, s.failure);
+        assert!(WorkerSample::from_brief(s.brief(), &[]).is_err());
+
+        let mut m = meta_sample(3);
+        m.worker = 1000;
+        m.hit_deadline = true;
+        m.stonewalled = true;
+        m.end_ns = 2_000_000_000;
+        let b = coord::wire::to_bytes(&m.brief()).unwrap();
+        // worker 2 + files, records 1 each + read bytes (4,096) 2 + write
+        // bytes 1 + times 1 and 5 + status 1.
+        assert_eq!(b.len(), 14);
+        let back = MetaSample::from_brief(coord::wire::from_bytes(&b).unwrap(), &[]).unwrap();
+        assert_eq!(
+            (back.files, back.records, back.bytes()),
+            (m.files, m.records, m.bytes())
+        );
+        assert_eq!((back.start_ns, back.end_ns), (m.start_ns, m.end_ns));
+        assert!(back.hit_deadline && back.stonewalled && back.failure.is_none());
     }
 
     #[test]

@@ -444,7 +444,7 @@ fn run_phase_all(plan: &MetaPlan<'_>, ctx: &mut Ctx<'_>) -> Result<PhaseOut<Meta
         ctx.stop,
         "m",
         vec![(); threads],
-        !ctx.opts.node_summary,
+        ctx.opts.rows(),
         |w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
     );
     engine::live::end();

@@ -82,6 +82,14 @@ pub struct Options {
     /// off). Without it every worker's sample is gathered as well, and
     /// the rows are kept. One process always keeps them.
     pub node_summary: bool,
+    /// With `node_summary`, rank 0 still receives a few numbers per
+    /// worker (its [`Sample::Brief`](crate::cluster::Sample::Brief):
+    /// records or files, bytes, times, a status), for front-ends that print
+    /// a line per worker (smallfile's threads, dd's jobs). The record's
+    /// per-worker rows (`workers`, `files.threads`) are made of those
+    /// numbers, the same rows as from whole samples; a few dozen bytes a
+    /// worker at rank 0 instead of about 300 for its sample.
+    pub brief_rows: bool,
     /// The number of the first repetition (0 unless told). A sweep that
     /// interleaves the repetitions of several points runs each of them
     /// alone (`reps` 1) under its own number, so its random offsets, its
@@ -89,6 +97,18 @@ pub struct Options {
     /// repetition after the first is treated as one (a pause before it,
     /// caches dropped before its first phase).
     pub first_rep: u32,
+}
+
+impl Options {
+    /// What rank 0 gathers per worker under MPI.
+    pub fn rows(&self) -> crate::cluster::Rows {
+        use crate::cluster::Rows;
+        match (self.node_summary, self.brief_rows) {
+            (false, _) => Rows::Full,
+            (true, true) => Rows::Brief,
+            (true, false) => Rows::None,
+        }
+    }
 }
 
 impl Outcome {
@@ -663,7 +683,7 @@ fn run_data_phase(
         ctx.stop,
         "w",
         items,
-        !ctx.opts.node_summary,
+        ctx.opts.rows(),
         |w, mine, ctl, barrier| {
             let p = match mine {
                 Some(p) => p,

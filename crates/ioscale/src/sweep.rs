@@ -1268,6 +1268,7 @@ impl Runner<'_> {
             // worker's sample, unless the inner command asks for the rows
             // (`--per-worker`): the point's figures are the same.
             node_summary: !self.plan.per_worker,
+            ..Default::default()
         };
         let command = self.command.to_vec();
         let stop = Arc::clone(self.stop);

@@ -111,10 +111,12 @@ impl Front for Dd {
         argv.extend(call.args.iter().cloned());
         let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
         // dd prints each job's records, bytes and time: with one job per
-        // rank the per-rank rows of the node summaries are exactly those,
-        // so rank 0 need not receive every job's sample (and histogram).
+        // rank the per-rank rows of the node summaries are exactly those;
+        // with several, rank 0 receives those few numbers per job (its
+        // brief), never every job's sample.
         let opts = bench::run::Options {
-            node_summary: spec.threads == 1,
+            node_summary: true,
+            brief_rows: spec.threads > 1,
             ..Default::default()
         };
         let outcome = bench::run::run_with_options(&spec, argv, stop, coord, opts);

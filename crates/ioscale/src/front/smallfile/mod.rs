@@ -257,7 +257,17 @@ impl Front for Smallfile {
         let mut argv = vec!["smallfile_cli.py".to_string()];
         argv.extend(call.args.iter().cloned());
         let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
-        let outcome = bench::meta::run_with(&spec, argv, std::sync::Arc::clone(&stop), coord);
+        // smallfile prints one line per thread (its files, records,
+        // elapsed time and status): under MPI rank 0 receives those few
+        // numbers per thread beside the node summaries, not every
+        // thread's sample.
+        let opts = bench::run::Options {
+            node_summary: true,
+            brief_rows: true,
+            ..Default::default()
+        };
+        let outcome =
+            bench::meta::run_with_options(&spec, argv, std::sync::Arc::clone(&stop), coord, opts);
         drop(live);
         let outcome = outcome.map_err(failure)?;
         if !root {

@@ -544,6 +544,9 @@ pub struct PhaseOut<S: Sample> {
     /// Payload bytes rank 0 received in the phase's gathers (its
     /// coordinator's count); `None` in a one-process run.
     pub gathered_bytes: Option<u64>,
+    /// The part of `gathered_bytes` that carried the per-worker rows
+    /// (briefs or samples); 0 without rows.
+    pub row_bytes: Option<u64>,
 }
 
 impl<S: Sample> PhaseOut<S> {
@@ -610,6 +613,7 @@ where
         deadline: flags & FLAG_DEADLINE != 0,
         start_skew_ns,
         gathered_bytes: None,
+        row_bytes: None,
     };
     if coord.size() == 1 {
         out.digest = Digest::of(&samples, 0, &coord.hostname(), cpu);
@@ -621,8 +625,13 @@ where
         S::settle(&mut samples, sw);
     }
     let before = coord.stats().bytes_gathered;
-    let (digest, samples) = combine(coord, samples, cpu, rows)?;
+    let Combined {
+        digest,
+        samples,
+        row_bytes,
+    } = combine(coord, samples, cpu, rows)?;
     out.gathered_bytes = Some(coord.stats().bytes_gathered - before);
+    out.row_bytes = Some(row_bytes);
     out.cpu = digest.cpu_s();
     out.digest = digest;
     out.all_workers = rows != Rows::None;
@@ -632,9 +641,7 @@ where
 
 /// The multi-rank end of a phase: every rank's [`Digest`] merged at rank
 /// 0 through the node leaders, and per `rows` every worker's brief or
-/// sample gathered to rank 0 as well (by worker). Returns the digest and
-/// the samples: all of them on rank 0 with rows, this rank's own
-/// otherwise. Rank 0 alone decodes; every rank then learns whether it
+/// sample gathered to rank 0 as well (by worker). Rank 0 alone decodes; every rank then learns whether it
 /// could, so all of them stop together instead of one waiting at the next
 /// call.
 fn combine<S: Sample>(
@@ -642,7 +649,7 @@ fn combine<S: Sample>(
     samples: Vec<S>,
     cpu: (f64, f64),
     rows: Rows,
-) -> Result<(Digest<S::Sums>, Vec<S>), Error> {
+) -> Result<Combined<S>, Error> {
     let mine = Digest::of(&samples, coord.rank(), &coord.hostname(), cpu);
     let merged = coord
         .reduce_as(&mine, Digest::merge)
@@ -654,6 +661,7 @@ fn combine<S: Sample>(
             }),
             None => Ok(d),
         });
+    let before = coord.stats().bytes_gathered;
     let (rows, samples) = match rows {
         Rows::Full => {
             let wire: Vec<S::Wire> = samples.iter().map(Sample::to_wire).collect();
@@ -679,6 +687,7 @@ fn combine<S: Sample>(
         }
         Rows::None => (Ok(None), samples),
     };
+    let row_bytes = coord.stats().bytes_gathered - before;
     let bad = coord.any(merged.is_err() || rows.is_err());
     match (merged, rows) {
         (Err(e), _) | (_, Err(e)) => Err(e),
@@ -686,8 +695,22 @@ fn combine<S: Sample>(
             what: "their phase samples",
             source: coord::DecodeError("rank 0 could not decode them".into()),
         }),
-        (Ok(d), Ok(r)) => Ok((d.unwrap_or(mine), r.unwrap_or(samples))),
+        (Ok(d), Ok(r)) => Ok(Combined {
+            digest: d.unwrap_or(mine),
+            samples: r.unwrap_or(samples),
+            row_bytes,
+        }),
     }
+}
+
+/// What [`combine`] returns.
+struct Combined<S: Sample> {
+    /// The phase folded: every rank's on rank 0, this rank's elsewhere.
+    digest: Digest<S::Sums>,
+    /// Every worker's on rank 0 with rows, this rank's own otherwise.
+    samples: Vec<S>,
+    /// The bytes the rows' gather brought rank 0.
+    row_bytes: u64,
 }
 
 /// Rank 0's rows from every rank's briefs (by rank): its own workers'

@@ -457,6 +457,7 @@ mod tests {
             deadline: false,
             start_skew_ns: None,
             gathered_bytes: None,
+            row_bytes: None,
         };
         if e.failed {
             out.digest.failures.push((

@@ -91,6 +91,7 @@ pub(crate) fn record_phase<S: Sample>(
                     phase: index,
                     bytes,
                     per_worker: out.all_workers,
+                    row_bytes: out.row_bytes.unwrap_or(0),
                 }));
         }
         results.phases.push(rec);

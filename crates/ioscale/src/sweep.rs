@@ -1755,6 +1755,7 @@ mod tests {
                 phase,
                 bytes: 100,
                 per_worker: false,
+                ..Default::default()
             });
         }
         results.host.cluster = Some(c);

@@ -10,10 +10,13 @@
 
 #![cfg(feature = "mpi")]
 
-use std::path::PathBuf;
+mod common;
+
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
+use common::fuse::TestFs;
 use serde_json::Value;
 
 /// One MPI job at a time: 2 cores.
@@ -1260,4 +1263,343 @@ fn data_rows_carry_counts_not_histograms() {
         assert!(q["lat_us"]["max"].as_f64().unwrap() > 0.0, "{q}");
         assert_eq!(p["bytes"], q["bytes"]);
     }
+}
+
+/// What a smallfile or dd run left: its exit code, standard output and
+/// error, smallfile's `--output-json` and ioscale's `--record`.
+struct Ran {
+    code: Option<i32>,
+    out: String,
+    err: String,
+    doc: Option<Value>,
+    record: Option<Value>,
+}
+
+/// `ioscale ARGS --record FILE` (and smallfile's `--output-json` when
+/// `doc`): on 4 nodes × 2 ranks, or with `solo` as one process.
+fn front_run(solo: bool, args: &[&str], doc: bool) -> Ran {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (rec, js) = (dir.path().join("rec.json"), dir.path().join("doc.json"));
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--record", rec.to_str().unwrap()]);
+    if doc {
+        all.extend(["--output-json", js.to_str().unwrap()]);
+    }
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = if solo {
+        Command::new(env!("CARGO_BIN_EXE_ioscale"))
+            .args(&all)
+            .output()
+            .unwrap()
+    } else {
+        nodes_command(&[], &all).output().unwrap()
+    };
+    let read = |p: &Path| {
+        std::fs::read(p)
+            .ok()
+            .map(|b| serde_json::from_slice::<Value>(&b).unwrap())
+    };
+    Ran {
+        code: out.status.code(),
+        out: String::from_utf8_lossy(&out.stdout).into_owned(),
+        err: String::from_utf8_lossy(&out.stderr).into_owned(),
+        doc: read(&js),
+        record: read(&rec),
+    }
+}
+
+/// `smallfile --operation create` of 20 files of 4 KiB per thread in
+/// `top`: on 4 nodes × 2 ranks × `threads`, or (`solo`) one process of
+/// 8 × `threads` threads: the same workers.
+fn smallfile(top: &Path, threads: u32, solo: bool) -> Ran {
+    let t = if solo { threads * 8 } else { threads }.to_string();
+    let args = [
+        "smallfile",
+        "--top",
+        top.to_str().unwrap(),
+        "--operation",
+        "create",
+        "--threads",
+        &t,
+        "--files",
+        "20",
+        "--file-size",
+        "4",
+    ];
+    front_run(solo, &args, true)
+}
+
+/// smallfile's result lines (per-thread lines and totals), their host
+/// name and numbers masked.
+fn smallfile_lines(text: &str) -> Vec<Vec<String>> {
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| {
+            l.starts_with("host = ")
+                || l.starts_with("total ")
+                || l.starts_with("elapsed time")
+                || l.starts_with("files/sec")
+                || l.starts_with("IOPS")
+                || l.starts_with("MiB/sec")
+                || l.contains("% of requested files")
+        })
+        .map(
+            |l| match l.strip_prefix("host = ").and_then(|r| r.split_once(',')) {
+                Some((_, rest)) => format!("host = H,{rest}"),
+                None => l.to_string(),
+            },
+        )
+        .collect();
+    shape(&lines.join("\n"))
+}
+
+/// smallfile's threads under MPI print from a few numbers per thread
+/// (rank 0 receives those, not each thread's sample): the same lines,
+/// totals and JSON document as one process of as many threads, and the
+/// numbers are those of the node summaries and of each thread's node.
+#[test]
+fn smallfile_prints_every_thread_from_a_few_numbers_per_thread() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (a, b) = (dir.path().join("mpi"), dir.path().join("solo"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let mpi = smallfile(&a, 2, false);
+    let solo = smallfile(&b, 2, true);
+    assert_eq!(mpi.code, Some(0), "{}{}", mpi.out, mpi.err);
+    assert_eq!(solo.code, Some(0), "{}{}", solo.out, solo.err);
+    let lines = smallfile_lines(&mpi.out);
+    assert_eq!(
+        lines.iter().filter(|l| l[0] == "host").count(),
+        16,
+        "{}",
+        mpi.out
+    );
+    assert_eq!(lines, smallfile_lines(&solo.out));
+    // The JSON document: the same keys (16 threads), numbers aside.
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        v["params"]["top"] = Value::Null;
+        v["results"]["host"] = Value::Null;
+        v["results"]["start-time"] = Value::Null;
+        json_shape(&v)
+    };
+    let (dm, ds) = (mpi.doc.unwrap(), solo.doc.unwrap());
+    let mut diffs = Vec::new();
+    differences(&strip(&dm), &strip(&ds), "", &mut diffs);
+    assert!(diffs.is_empty(), "the documents differ at {diffs:?}");
+    // The figures: each thread's from its brief, the totals from the
+    // node summaries; they agree.
+    let rec = mpi.record.unwrap();
+    let p = &rec["phases"][0];
+    assert_eq!(p["bytes"], 320 * 4096, "{p}");
+    let threads = p["files"]["threads"].as_array().unwrap();
+    let rows = p["workers"].as_array().unwrap();
+    assert_eq!((threads.len(), rows.len()), (16, 16), "{p}");
+    let sum: u64 = rows.iter().map(|w| w["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(Value::from(sum), p["bytes"]);
+    let end = rows
+        .iter()
+        .map(|w| w["end_s"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!((end - p["elapsed_s"].as_f64().unwrap()).abs() < 1e-9, "{p}");
+    for (i, (t, w)) in threads.iter().zip(rows).enumerate() {
+        assert_eq!(
+            (t["thread"].clone(), w["worker"].clone()),
+            (i.into(), i.into())
+        );
+        assert_eq!(
+            (t["files"].clone(), t["records"].clone()),
+            (20.into(), 20.into())
+        );
+        assert_eq!(t["status"], "ok");
+        // 2 ranks × 2 threads per node.
+        assert_eq!(w["host"], format!("ioscale-sim-node{}", i / 4), "{w}");
+        let own = t["elapsed_s"].as_f64().unwrap();
+        assert!(own > 0.0, "{t}");
+        let shown = dm["results"]["in-thread"][format!("{i:02}")]["elapsed"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(own, shown);
+        let span = w["end_s"].as_f64().unwrap() - w["start_s"].as_f64().unwrap();
+        assert!((span - own).abs() < 1e-6, "{t} {w}");
+    }
+}
+
+/// What rank 0 receives for smallfile's threads and dd's jobs: beside
+/// the node summaries, a brief per worker of at most 19 (smallfile) or 26
+/// (dd) bytes in the wire form for these runs (varints: worker 1, files
+/// and records 1 each or ops 1, bytes 3, times at most 5 each — 2 for
+/// smallfile, 4 for dd — and a status byte). Each worker's sample cost
+/// about 290 bytes. The rows' bytes (`row_bytes`) grow by at most a
+/// brief per added worker; the whole gather grows by that plus what more
+/// requests add to the merged latency histogram.
+#[test]
+fn smallfile_threads_and_dd_jobs_cost_rank_0_a_few_dozen_bytes_each() {
+    let gathered = |r: &Ran| -> (u64, u64) {
+        assert_eq!(r.code, Some(0), "{}{}", r.out, r.err);
+        let g = &r.record.as_ref().unwrap()["host"]["cluster"]["gathers"];
+        assert_eq!(g.as_array().unwrap().len(), 1, "{g}");
+        assert_eq!(g[0]["per_worker"], true, "{g}");
+        (
+            g[0]["bytes"].as_u64().unwrap(),
+            g[0]["row_bytes"].as_u64().unwrap(),
+        )
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut sf = Vec::new();
+    for t in [1, 4] {
+        let top = dir.path().join(format!("sf{t}"));
+        std::fs::create_dir(&top).unwrap();
+        sf.push(gathered(&smallfile(&top, t, false)));
+    }
+    let mut dd = Vec::new();
+    for jobs in ["1", "4"] {
+        let of = format!("of={}", dir.path().join(format!("dd{jobs}")).display());
+        let args = [
+            "dd",
+            "if=/dev/zero",
+            &of,
+            "bs=64k",
+            "count=4",
+            "--jobs",
+            jobs,
+        ];
+        let r = front_run(false, &args, false);
+        if jobs == "1" {
+            // One job per rank: the per-rank rows are the jobs', no rows.
+            let g = &r.record.as_ref().unwrap()["host"]["cluster"]["gathers"][0];
+            assert_eq!(
+                (g["per_worker"].clone(), g["row_bytes"].clone()),
+                (false.into(), 0.into())
+            );
+            // --jobs 2 gathers briefs: its 16 jobs are the first point.
+            let of = format!("of={}", dir.path().join("dd2").display());
+            let args = [
+                "dd",
+                "if=/dev/zero",
+                &of,
+                "bs=64k",
+                "count=4",
+                "--jobs",
+                "2",
+            ];
+            dd.push(gathered(&front_run(false, &args, false)));
+        } else {
+            dd.push(gathered(&r));
+        }
+    }
+    // 8 → 32 threads; 16 → 32 jobs.
+    let each = |v: &[(u64, u64)], n: u64| ((v[1].0 - v[0].0) / n, (v[1].1 - v[0].1) / n);
+    let (sf_all, sf_rows) = each(&sf, 24);
+    let (dd_all, dd_rows) = each(&dd, 16);
+    eprintln!(
+        "smallfile (bytes, row bytes): {:?} at 8 threads, {:?} at 32: {sf_rows} B of rows \
+         and {sf_all} B in all per added thread; dd: {:?} at 16 jobs, {:?} at 32: {dd_rows} B \
+         of rows and {dd_all} B in all per added job",
+        sf[0], sf[1], dd[0], dd[1]
+    );
+    assert!(sf_rows <= 19, "smallfile: {sf:?}");
+    assert!(dd_rows <= 26, "dd: {dd:?}");
+    // The rows at 32 workers: their briefs, and per rank a list length,
+    // its frame (rank and length) and the 8-byte length message.
+    assert!(sf[1].1 <= 32 * 19 + 8 * (1 + 3 + 8), "smallfile: {sf:?}");
+    assert!(dd[1].1 <= 32 * 26 + 8 * (1 + 3 + 8), "dd: {dd:?}");
+    // The histogram's growth aside, far below a sample's 290 bytes.
+    assert!(sf_all < 100 && dd_all < 100, "{sf:?} {dd:?}");
+}
+
+/// A thread that fails on another node (EIO from the test file system on
+/// worker 5's files, rank 2 on node 1) reaches rank 0: its error line and
+/// exit code are those of one process of as many threads, and the record
+/// names it.
+#[test]
+fn a_failing_thread_on_another_node_reaches_rank_0() {
+    let flags = ["--eio-after-ops", "0", "--faults-path-substr", "thr.005"];
+    let Some(fs) = TestFs::mount(&flags) else {
+        return;
+    };
+    let (a, b) = (fs.path().join("mpi"), fs.path().join("solo"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let mpi = smallfile(&a, 2, false);
+    let solo = smallfile(&b, 2, true);
+    assert_eq!(solo.code, Some(1), "{}{}", solo.out, solo.err);
+    assert_eq!(mpi.code, Some(1), "{}{}", mpi.out, mpi.err);
+    let errors = |r: &Ran| -> Vec<String> {
+        r.err
+            .lines()
+            .filter(|l| l.starts_with("smallfile: error: "))
+            .map(|l| l.replace(fs.path().to_str().unwrap(), "MNT"))
+            .map(|l| l.replace("/mpi/", "/X/").replace("/solo/", "/X/"))
+            .collect()
+    };
+    let e = errors(&mpi);
+    assert_eq!(e, errors(&solo));
+    assert_eq!(e.len(), 1, "{}", mpi.err);
+    assert!(
+        e[0].starts_with("smallfile: error: worker 5: write MNT/X/ioscale-meta.d/thr.005/")
+            && e[0].ends_with("Input/output error (os error 5)"),
+        "{}",
+        e[0]
+    );
+    let rec = mpi.record.unwrap();
+    let errs = rec["errors"].as_array().unwrap();
+    assert_eq!(errs.len(), 1, "{rec}");
+    assert_eq!(
+        (errs[0]["worker"].clone(), errs[0]["errno"].clone()),
+        (5.into(), 5.into())
+    );
+    assert!(rec["phases"].as_array().unwrap().is_empty(), "{rec}");
+    assert_eq!(rec["failed_phases"].as_array().unwrap().len(), 1, "{rec}");
+    drop(fs);
+}
+
+/// dd with 2 jobs per rank: a job that fails on another node (job 6,
+/// worker 5 on node 1) prints dd's error and partial lines as one process
+/// of 8 jobs does.
+#[test]
+fn a_failing_dd_job_on_another_node_prints_as_in_one_process() {
+    let flags = ["--eio-after-ops", "0", "--faults-path-substr", "dd-6"];
+    let Some(fs) = TestFs::mount(&flags) else {
+        return;
+    };
+    let run = |solo: bool, name: &str, jobs: &str| {
+        let of = format!("of={}", fs.path().join(name).display());
+        let args = [
+            "dd",
+            "if=/dev/zero",
+            &of,
+            "bs=64k",
+            "count=4",
+            "--jobs",
+            jobs,
+        ];
+        front_run(solo, &args, false)
+    };
+    let mpi = run(false, "dd", "1");
+    let mpi2 = run(false, "dd", "2");
+    let solo = run(true, "dd", "16");
+    let lines = |r: &Ran| -> Vec<Vec<String>> {
+        let kept: Vec<String> = r
+            .err
+            .lines()
+            .filter(|l| {
+                l.starts_with("dd: error: ") || l.contains(" records ") || l.contains(" copied")
+            })
+            .map(|l| l.replace(fs.path().to_str().unwrap(), "MNT"))
+            .collect();
+        shape(&kept.join("\n"))
+    };
+    for r in [&mpi, &mpi2, &solo] {
+        assert_eq!(r.code, Some(1), "{}", r.err);
+        assert!(
+            r.err.contains("dd: error: worker 5: write ") && r.err.contains("/dd-6 at offset 0"),
+            "{}",
+            r.err
+        );
+        let rec = r.record.as_ref().unwrap();
+        assert_eq!(rec["errors"][0]["worker"], 5, "{rec}");
+    }
+    assert_eq!(lines(&mpi2), lines(&solo));
+    drop(fs);
 }

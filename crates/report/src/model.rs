@@ -132,11 +132,16 @@ pub struct PhaseGather {
     /// Index of the phase in the record's `phases`.
     pub phase: usize,
     /// Payload bytes rank 0 received: one merged summary per node (and
-    /// one per rank of its own node), plus every worker's sample when the
-    /// per-worker rows were asked for.
+    /// one per rank of its own node), plus every worker's row (sample or
+    /// brief) when rows were gathered.
     pub bytes: u64,
-    /// The per-worker rows were gathered too (`--per-worker`).
+    /// The per-worker rows were gathered too: every worker's sample
+    /// (`--per-worker`) or its brief (smallfile's threads, dd's jobs).
     pub per_worker: bool,
+    /// The part of `bytes` that carried those rows (0 without them; absent
+    /// in records written before it was counted).
+    #[serde(default)]
+    pub row_bytes: u64,
 }
 
 /// One host's share of one phase of a multi-process run.

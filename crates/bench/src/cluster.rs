@@ -1,10 +1,11 @@
 //! What crosses between ranks in a multi-process run, and the facts about
 //! where the ranks ran.
 //!
-//! Each rank measures its own workers exactly as a single process does;
-//! rank 0 gathers their [`WorkerSample`]s (counters, times, the latency
-//! histogram in its sparse form) and reduces them with the same code as
-//! threads, so one reduce path serves threads and ranks. Times in a sample
+//! Each rank measures its own workers exactly as a single process does
+//! and folds them into a summary ([`Digest`]); the node leaders merge
+//! their ranks' and rank 0 one per node. Per-worker rows cross only when
+//! asked for ([`Rows`]): a brief of a few numbers per worker, or every
+//! worker's sample without its latency histogram. Times in a sample
 //! are nanoseconds since its rank's phase epoch, taken right after the
 //! phase's MPI barrier (as IOR reads MPI_Wtime after a barrier), so they
 //! are comparable across ranks to within the barrier's exit skew.
@@ -27,7 +28,7 @@ use crate::error::Error;
 
 /// A [`WorkerSample`] in a form serde can carry: its counters and times,
 /// not its latency histogram. Samples cross ranks only for the per-worker
-/// rows (`--per-worker`, dd's jobs), which print counts and times; the
+/// rows (`--per-worker`), which print counts and times; the
 /// phase's latencies come from the node summaries' merged histogram
 /// ([`Digest`]), so rank 0 would receive a histogram per worker that no
 /// one reads (the per-worker latencies of [`crate::run::Outcome`] are for
@@ -97,7 +98,7 @@ impl WireSample {
 
 /// A [`MetaSample`] (`ioscale meta`, mdtest, smallfile) in a form serde
 /// can carry: its counts and times, not its latency histogram. Rows are
-/// gathered only for the per-thread lines (`--per-worker`, smallfile),
+/// gathered only for the per-thread lines (`--per-worker`),
 /// which print counts; the phase's latencies come from the node
 /// summaries' merged histogram ([`Digest`]), so a histogram per worker
 /// at rank 0 would be bytes no one reads.
@@ -520,7 +521,9 @@ impl Sample for MetaSample {
 /// One phase as every rank agrees on it.
 pub struct PhaseOut<S: Sample> {
     /// Every worker's sample on rank 0 (by worker) when `all_workers`;
-    /// this rank's own otherwise.
+    /// this rank's own otherwise. Other ranks' samples come without
+    /// latency histograms, and from [`Rows::Brief`] hold only a brief's
+    /// numbers (with the failure, if any).
     pub samples: Vec<S>,
     /// `samples` holds every worker of every rank: one process, or the
     /// per-worker rows were asked for.

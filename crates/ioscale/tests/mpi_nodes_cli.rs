@@ -1082,7 +1082,7 @@ fn dd_lines(per: u32, jobs: &str) -> String {
 fn dd_prints_every_job_from_the_per_rank_rows() {
     // One job per rank: the node summaries' per-rank rows are the jobs'.
     let summaries = dd_lines(2, "1");
-    // Two jobs per rank: every job's row is gathered.
+    // Two jobs per rank: every job's brief is gathered.
     let rows = dd_lines(1, "2");
     let copied: Vec<&str> = summaries
         .lines()
@@ -1213,7 +1213,7 @@ fn record_gathers(v: &Value) -> Vec<u64> {
         .collect()
 }
 
-/// Metadata rows (`meta --per-worker`, smallfile's per-thread lines):
+/// Metadata rows (`meta --per-worker`):
 /// rank 0 receives each worker's counts, not its latency histogram, which
 /// the phase's merged one (from the node summaries) already holds.
 #[test]
@@ -1240,7 +1240,7 @@ fn metadata_rows_carry_counts_not_histograms() {
     }
 }
 
-/// Data rows (`run --per-worker`, dd's jobs): each worker's counters and
+/// Data rows (`run --per-worker`): each worker's counters and
 /// times reach rank 0, not its latency histogram.
 #[test]
 fn data_rows_carry_counts_not_histograms() {

@@ -252,3 +252,50 @@ fn the_page_cache_warning_follows_what_happened_in_dds_words() {
     assert_code(&out, 0);
     assert!(stderr(&out).contains("iflag=direct"), "{}", stderr(&out));
 }
+
+/// `--record FILE` writes ioscale's record of the dd run (each job a
+/// row); a path it could not be written to is refused before anything
+/// runs, naming the flag.
+#[test]
+fn record_writes_the_run_record_and_a_bad_path_is_refused_first() {
+    let dir = scratch();
+    let of = format!("of={}", s(&dir.path().join("f")));
+    let rec = dir.path().join("r.json");
+    let out = dd(&[
+        "if=/dev/zero",
+        &of,
+        "bs=64k",
+        "count=4",
+        "--jobs",
+        "2",
+        "--record",
+        s(&rec),
+    ]);
+    assert_code(&out, 0);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&rec).unwrap()).unwrap();
+    let p = &v["phases"][0];
+    assert_eq!(
+        (p["op"].clone(), p["bytes"].clone()),
+        ("write".into(), (512u64 << 10).into())
+    );
+    let rows = p["workers"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{p}");
+    assert!(
+        rows.iter()
+            .all(|w| w["bytes"] == 256 << 10 && w["ops"] == 4),
+        "{p}"
+    );
+    let missing = dir.path().join("no/such/dir/r.json");
+    let of2 = format!("of={}", s(&dir.path().join("g")));
+    let out = dd(&[
+        "if=/dev/zero",
+        &of2,
+        "bs=64k",
+        "count=4",
+        "--record",
+        s(&missing),
+    ]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--record"), "{}", stderr(&out));
+    assert!(!dir.path().join("g").exists(), "nothing ran");
+}

@@ -88,7 +88,7 @@ pub struct Options {
     /// a line per worker (smallfile's threads, dd's jobs). The record's
     /// per-worker rows (`workers`, `files.threads`) are made of those
     /// numbers, the same rows as from whole samples; a few dozen bytes a
-    /// worker at rank 0 instead of about 300 for its sample.
+    /// worker at rank 0 instead of 280–330 for its sample.
     pub brief_rows: bool,
     /// The number of the first repetition (0 unless told). A sweep that
     /// interleaves the repetitions of several points runs each of them

@@ -1426,13 +1426,14 @@ fn smallfile_prints_every_thread_from_a_few_numbers_per_thread() {
 }
 
 /// What rank 0 receives for smallfile's threads and dd's jobs: beside
-/// the node summaries, a brief per worker of at most 19 (smallfile) or 26
-/// (dd) bytes in the wire form for these runs (varints: worker 1, files
-/// and records 1 each or ops 1, bytes 3, times at most 5 each — 2 for
-/// smallfile, 4 for dd — and a status byte). Each worker's sample cost
-/// about 290 bytes. The rows' bytes (`row_bytes`) grow by at most a
-/// brief per added worker; the whole gather grows by that plus what more
-/// requests add to the merged latency histogram.
+/// the node summaries, a brief per worker in the wire form, of at most
+/// 18 bytes for these smallfile runs (varints: worker 1, files 1, records
+/// 1, read bytes 1, written bytes 3, two times of at most 5 — below 34 s
+/// — and a status byte) and 26 for dd's (worker 1, requests 1, bytes 3,
+/// four times of at most 5, status 1). Each worker's sample cost 280–330
+/// bytes. The rows' bytes (`row_bytes`) grow by at most a brief per added
+/// worker; the whole gather by that plus what more requests add to the
+/// merged latency histogram.
 #[test]
 fn smallfile_threads_and_dd_jobs_cost_rank_0_a_few_dozen_bytes_each() {
     let gathered = |r: &Ran| -> (u64, u64) {
@@ -1498,13 +1499,13 @@ fn smallfile_threads_and_dd_jobs_cost_rank_0_a_few_dozen_bytes_each() {
          of rows and {dd_all} B in all per added job",
         sf[0], sf[1], dd[0], dd[1]
     );
-    assert!(sf_rows <= 19, "smallfile: {sf:?}");
+    assert!(sf_rows <= 18, "smallfile: {sf:?}");
     assert!(dd_rows <= 26, "dd: {dd:?}");
     // The rows at 32 workers: their briefs, and per rank a list length,
     // its frame (rank and length) and the 8-byte length message.
-    assert!(sf[1].1 <= 32 * 19 + 8 * (1 + 3 + 8), "smallfile: {sf:?}");
+    assert!(sf[1].1 <= 32 * 18 + 8 * (1 + 3 + 8), "smallfile: {sf:?}");
     assert!(dd[1].1 <= 32 * 26 + 8 * (1 + 3 + 8), "dd: {dd:?}");
-    // The histogram's growth aside, far below a sample's 290 bytes.
+    // The histogram's growth aside, far below a sample's 280–330 bytes.
     assert!(sf_all < 100 && dd_all < 100, "{sf:?} {dd:?}");
 }
 

@@ -219,6 +219,14 @@ pub struct CurvePoint {
     /// What the phase used, when measured.
     #[serde(default)]
     pub resources: Option<Resources>,
+    /// Whether the line counts files (a metadata phase of `meta`, mdtest,
+    /// smallfile): its operations are files, not data transfers.
+    #[serde(default)]
+    pub counts_files: bool,
+    /// Operations (files) done by the good repetitions together: what the
+    /// requests in `resources` were summed over.
+    #[serde(default)]
+    pub ops_total: u64,
 }
 
 impl CurvePoint {
@@ -1278,10 +1286,18 @@ fn little_sentence(
     } else {
         String::new()
     };
-    let fuse = if ctx.fs_type.starts_with("fuse") {
-        fuse_requests_sentence(&out.op, first, l0.latency_s)
-    } else {
+    // A metadata line with traced requests is explained by every opcode;
+    // otherwise the data requests (or why they were not measured).
+    let meta = first
+        .counts_files
+        .then(|| crate::fusemeta::sentence(&out.op, first))
+        .flatten();
+    let fuse = if !ctx.fs_type.starts_with("fuse") {
         String::new()
+    } else if let Some(m) = meta {
+        m
+    } else {
+        fuse_requests_sentence(&out.op, first, l0.latency_s)
     };
     Some(format!(
         "Per-operation latency ≈ {} at {} (Little's law: workers ÷ operations per second{measured}), so one worker cannot exceed {} operations/s{data}.{fuse}",
@@ -1743,6 +1759,8 @@ pub fn curve_point_of(
         lat_p50_us: o.lat_p50_us,
         lat_p99_us: o.lat_p99_us,
         resources: o.resources.clone(),
+        counts_files: o.counts_files,
+        ops_total: o.ops_total,
     }
 }
 

@@ -273,6 +273,10 @@ fn main() -> ExitCode {
     let r = session.run();
     if !quiet {
         eprintln!("ioscale-testfs: unmounted; {}", inj.summary());
+        eprintln!(
+            "ioscale-testfs: requests by opcode: {}",
+            inj.counters.by_opcode()
+        );
     }
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -41,9 +41,11 @@ pub(crate) fn sentence(op: &str, p: &CurvePoint) -> Option<String> {
         String::new()
     };
     let head = format!(
-        " Each {op} reached the FUSE daemon as {per_file:.1} requests ({} per file; measured: {} requests for {} {op}s in the traced phases{lost})",
+        " Each {op} reached the FUSE daemon as {} requests ({} per file; measured: {} request{} for {} {op}s in the traced phases{lost})",
+        ratio(per_file),
         listing(&by, files),
         grouped(total),
+        if total == 1 { "" } else { "s" },
         grouped(files)
     );
     let (answered, time_s) = replies(r);
@@ -55,9 +57,11 @@ pub(crate) fn sentence(op: &str, p: &CurvePoint) -> Option<String> {
     let mean = time_s / answered as f64;
     let times = opcode_times(r, &by);
     if per_file < 1.0 {
+        // A file that reached the daemon cost at least one request.
         return Some(format!(
-            "{head}; the kernel measured {} per request from send to reply{times}. Fewer than one request per {op}: the kernel answered most of them from its caches (entry and attribute timeouts).",
-            dur(mean)
+            "{head}; the kernel measured {} per request from send to reply{times}. Fewer than one request per {op}: the kernel answered at least {:.0}% of them from its caches (entry and attribute timeouts).",
+            dur(mean),
+            (1.0 - per_file) * 100.0
         ));
     }
     let window = p.resources.as_ref().map_or(0.0, |x| x.elapsed_s);
@@ -120,14 +124,7 @@ fn by_opcode(r: &FuseRequests) -> Vec<(String, u64)> {
 
 /// `LOOKUP 1.0, CREATE 1.0, others 0.12`: requests per file by opcode.
 fn listing(by: &[(String, u64)], files: u64) -> String {
-    let per = |n: u64| {
-        let x = n as f64 / files as f64;
-        if x >= 0.095 {
-            format!("{x:.1}")
-        } else {
-            format!("{x:.2}")
-        }
-    };
+    let per = |n: u64| ratio(n as f64 / files as f64);
     let mut parts: Vec<String> = by
         .iter()
         .take(LISTED)
@@ -230,6 +227,18 @@ fn rate_part(op: &str, p: &CurvePoint, r: &Rate) -> String {
         ", so one worker can {verb} at most ≈ {} files/s if they are served one after another (measured: {measured}/s{outside})",
         num(bound)
     )
+}
+
+/// A count per file: one decimal, more below 0.1 (`4.0`, `0.06`,
+/// `0.004`).
+fn ratio(x: f64) -> String {
+    if x >= 0.095 {
+        format!("{x:.1}")
+    } else if x >= 0.0095 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
 }
 
 /// `3,072`.
@@ -389,7 +398,9 @@ mod tests {
         put(&mut p, &q);
         let s = sentence("stat", &p).unwrap();
         assert!(
-            s.contains("as 0.01 requests") || s.contains("as 0.0 requests"),
+            s.contains(
+                "as 0.01 requests (OPENDIR 0.01 per file; measured: 1 request for 100 stats"
+            ),
             "{s}"
         );
         assert!(s.contains("no reply was traced"), "{s}");
@@ -405,7 +416,7 @@ mod tests {
         let s = sentence("stat", &p).unwrap();
         assert!(
             s.contains(
-                "Fewer than one request per stat: the kernel answered most of them from its caches"
+                "Fewer than one request per stat: the kernel answered at least 99% of them from its caches"
             ),
             "{s}"
         );

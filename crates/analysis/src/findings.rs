@@ -224,7 +224,8 @@ pub struct CurvePoint {
     #[serde(default)]
     pub counts_files: bool,
     /// Operations (files) done by the good repetitions together: what the
-    /// requests in `resources` were summed over.
+    /// requests in `resources` were summed over; 0 when the point spans
+    /// nodes (the probe measures rank 0's node only).
     #[serde(default)]
     pub ops_total: u64,
 }
@@ -1709,7 +1710,13 @@ pub fn curve_point(
     units: Units,
 ) -> CurvePoint {
     let (ranks, tpr, _) = p.topology();
-    curve_point_of(o, ranks, tpr, units)
+    let mut cp = curve_point_of(o, ranks, tpr, units);
+    if p.nodes() > 1 {
+        // The probe traces rank 0's node only: its requests are not
+        // those of every file.
+        cp.ops_total = 0;
+    }
+    cp
 }
 
 /// A point of a line from one operation's statistics, for `ranks` ×

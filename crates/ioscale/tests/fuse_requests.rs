@@ -577,3 +577,67 @@ fn meta_without_tracefs_says_why_and_explains_nothing() {
         "{said}"
     );
 }
+
+/// Known answer for several workers: four threads creating files on a
+/// server that takes 10 ms per metadata request and serves 16 at once
+/// spend nearly all their time waiting for requests, one each, so Little's
+/// law over the traced time puts between 2 and 4 requests in flight (a
+/// background FUSE_RELEASE can add a little); the figure is the record's
+/// summed send-to-reply time ÷ traced time.
+#[test]
+fn meta_with_four_workers_gives_the_requests_in_flight() {
+    let _t = turn();
+    let Some(_root) = tracefs() else { return };
+    let Some(fs) = TestFs::mount(&["--meta-delay", "10ms", "--attr-ttl", "0"]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "4",
+        "--quiet",
+        "--json",
+        s(&j),
+        "--",
+        "meta",
+        "--ops",
+        "create,delete",
+        "-n",
+        "8",
+        "--file-size",
+        "0",
+        s(fs.path()),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let said = said_of(&v, "create");
+    println!("{said}");
+    assert!(!said.contains("at most"), "{said}");
+    let at = "at 4 workers and ";
+    assert!(said.contains(at), "{said}");
+    let k: f64 = said[said.find("that is ≈ ").unwrap() + "that is ≈ ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let o = &v["points"][0]["ops"][0];
+    assert_eq!(o["op"], "create");
+    let q = &o["resources"]["fuse"]["requests"];
+    let time: f64 = q["other_replies"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| r["time_s"].as_f64().unwrap())
+        .sum::<f64>()
+        + q["write"]["time_s"].as_f64().unwrap()
+        + q["read"]["time_s"].as_f64().unwrap();
+    let window = o["resources"]["elapsed_s"].as_f64().unwrap();
+    assert!(
+        ((time / window) - k).abs() <= 0.01 * k,
+        "{k} vs {time} / {window}"
+    );
+    assert!(k > 2.0 && k <= 4.2, "{k} requests in flight: {said}");
+}

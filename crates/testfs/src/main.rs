@@ -272,11 +272,12 @@ fn main() -> ExitCode {
     }
     let r = session.run();
     if !quiet {
-        eprintln!("ioscale-testfs: unmounted; {}", inj.summary());
+        // Before the summary, which stays the last line.
         eprintln!(
             "ioscale-testfs: requests by opcode: {}",
             inj.counters.by_opcode()
         );
+        eprintln!("ioscale-testfs: unmounted; {}", inj.summary());
     }
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,8 +4,8 @@
 //! opcode each file cost, the kernel's send-to-reply time per request,
 //! and what the two mean for the rate — a bound for one worker whose
 //! requests are served one after another, or else the requests in flight
-//! that the rate implies (Little's law: requests per second × time per
-//! request). Every figure comes from the record; without a trace this says
+//! over the traced time (Little's law: summed send-to-reply time ÷ traced
+//! time). Every figure comes from the record; without a trace this says
 //! nothing and the data sentence's note stands.
 
 use probe::FuseRequests;
@@ -439,6 +439,37 @@ mod tests {
         assert_eq!(sentence("create", &p), None);
         p.resources = None;
         assert_eq!(sentence("create", &p), None);
+    }
+
+    #[test]
+    fn a_metadata_line_is_explained_by_every_opcode_not_its_writes() {
+        // 4 KiB creates: one FUSE_WRITE each besides the metadata.
+        let mut p = creates(100, 100.0, 1, 2.0);
+        p.bytes_per_op = 4096.0;
+        p.value = 100.0 * 4096.0 / 1_048_576.0;
+        let f = p.resources.as_mut().unwrap().fuse.as_mut().unwrap();
+        let q = f.requests.as_mut().unwrap();
+        q.write.count = 100;
+        q.write.bytes = 409_600;
+        q.write.max_bytes = 4096;
+        q.write.answered = 100;
+        q.write.time_s = 0.01;
+        let ctx = crate::findings::Context {
+            cpus: 2,
+            fs_type: "fuse.ioscale-testfs".into(),
+        };
+        let a = crate::findings::analyse_curve("", "create", "MiB/s", &[p.clone()], &ctx);
+        let said = a.sentences.join(" ");
+        assert!(
+            said.contains("Each create reached the FUSE daemon as 4.0 requests (CREATE 1.0, LOOKUP 1.0, RELEASE 1.0, WRITE 1.0 per file"),
+            "{said}"
+        );
+        assert!(!said.contains("FUSE_WRITE requests"), "{said}");
+        // The same point as a data line keeps the data sentence.
+        p.counts_files = false;
+        let a = crate::findings::analyse_curve("", "create", "MiB/s", &[p], &ctx);
+        let said = a.sentences.join(" ");
+        assert!(said.contains("100 FUSE_WRITE requests"), "{said}");
     }
 
     #[test]

@@ -103,14 +103,13 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
     let trim = rec.config.trim;
     for (i, p) in rec.points.iter_mut().enumerate() {
         report::check_figures(&p.result, &format!("points[{i}].result."))?;
-        p.result.summarise();
+        check_summary(&p.result, i)?;
         let (ops, bw, iops) =
             crate::model::point_stats_probed(&p.result, p.threads, trim, &p.probes);
         let field = |name: &str| format!("points[{i}].{name}");
         if ops.len() != p.ops.len() {
             return Err(figure(field("ops"), p.ops.len() as f64));
         }
-        let near = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-12;
         let opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
             (Some(a), Some(b)) => near(a, b),
             (a, b) => a.is_none() && b.is_none(),
@@ -161,6 +160,42 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
         }
     }
     Ok(rec)
+}
+
+/// Two figures equal but for the order they were summed in.
+fn near(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-12
+}
+
+/// A point's run summary must be what its phases give (compared, not
+/// replaced: a sweep sums repetitions in its own order, so the last bits
+/// may differ, and a resumed sweep keeps its points as they were).
+fn check_summary(rs: &ResultSet, i: usize) -> Result<(), LoadError> {
+    let mut want = rs.clone();
+    want.summarise();
+    let field = |name: String| format!("points[{i}].result.summary{name}");
+    if want.summary.len() != rs.summary.len() {
+        return Err(figure(field(String::new()), rs.summary.len() as f64));
+    }
+    for (k, (have, want)) in rs.summary.iter().zip(&want.summary).enumerate() {
+        for (name, a, b) in [
+            ("bw_mib_s", &have.bw_mib_s, &want.bw_mib_s),
+            ("iops", &have.iops, &want.iops),
+            ("elapsed_s", &have.elapsed_s, &want.elapsed_s),
+        ] {
+            for (part, x, y) in [
+                ("min", a.min, b.min),
+                ("max", a.max, b.max),
+                ("mean", a.mean, b.mean),
+                ("median", a.median, b.median),
+            ] {
+                if !near(x, y) {
+                    return Err(figure(field(format!("[{k}].{name}.{part}")), x));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 fn figure(field: String, value: f64) -> LoadError {

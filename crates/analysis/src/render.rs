@@ -53,7 +53,9 @@ pub fn load(bytes: &[u8]) -> Result<Loaded, LoadError> {
         if schema > SWEEP_SCHEMA {
             return Err(LoadError::Schema(schema));
         }
-        Ok(Loaded::Sweep(Box::new(serde_json::from_value(v)?)))
+        Ok(Loaded::Sweep(Box::new(checked_sweep(
+            serde_json::from_value(v)?,
+        )?)))
     } else {
         Ok(Loaded::Run(Box::new(report::from_json(bytes)?)))
     }
@@ -84,12 +86,124 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
             return Err(LoadError::Schema(schema));
         }
         let rec: SweepRecord = serde_json::from_reader(BufReader::new((&mut r).take(limit)))?;
-        Ok(Loaded::Sweep(Box::new(rec)))
+        Ok(Loaded::Sweep(Box::new(checked_sweep(rec)?)))
     } else {
         Ok(Loaded::Run(Box::new(report::from_json_reader(
             (&mut r).take(limit),
         )?)))
     }
+}
+
+/// Every point's run record checked as a run record is
+/// ([`report::check_figures`]), its summary recomputed from its phases,
+/// and each point's statistics compared with what its phases give (to a
+/// relative 1e-6: the stored bits are kept, so a resumed sweep keeps its
+/// points as they were): a reader never takes the record's word for them.
+fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
+    let trim = rec.config.trim;
+    for (i, p) in rec.points.iter_mut().enumerate() {
+        report::check_figures(&p.result, &format!("points[{i}].result."))?;
+        check_summary(&p.result, i)?;
+        let (ops, bw, iops) =
+            crate::model::point_stats_probed(&p.result, p.threads, trim, &p.probes);
+        let field = |name: &str| format!("points[{i}].{name}");
+        if ops.len() != p.ops.len() {
+            return Err(figure(field("ops"), p.ops.len() as f64));
+        }
+        let opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => near(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        if !opt(p.geomean_bw_mib_s, bw) {
+            let v = p.geomean_bw_mib_s.unwrap_or(f64::NAN);
+            return Err(figure(field("geomean_bw_mib_s"), v));
+        }
+        if !opt(p.geomean_iops, iops) {
+            let v = p.geomean_iops.unwrap_or(f64::NAN);
+            return Err(figure(field("geomean_iops"), v));
+        }
+        for (k, (have, want)) in p.ops.iter().zip(&ops).enumerate() {
+            for (name, a, b) in [
+                ("bw_mib_s.mean", have.bw_mib_s.mean, want.bw_mib_s.mean),
+                ("bw_mib_s.min", have.bw_mib_s.min, want.bw_mib_s.min),
+                ("bw_mib_s.max", have.bw_mib_s.max, want.bw_mib_s.max),
+                (
+                    "bw_mib_s.median",
+                    have.bw_mib_s.median,
+                    want.bw_mib_s.median,
+                ),
+                ("iops.mean", have.iops.mean, want.iops.mean),
+                ("elapsed_s.mean", have.elapsed_s.mean, want.elapsed_s.mean),
+                (
+                    "little_latency_s",
+                    have.little_latency_s,
+                    want.little_latency_s,
+                ),
+            ] {
+                if !near(a, b) {
+                    return Err(figure(field(&format!("ops[{k}].{name}")), a));
+                }
+            }
+            for (name, a, b) in [
+                (
+                    "bw_mib_s_trimmed",
+                    have.bw_mib_s_trimmed,
+                    want.bw_mib_s_trimmed,
+                ),
+                ("iops_trimmed", have.iops_trimmed, want.iops_trimmed),
+            ] {
+                if !opt(a, b) {
+                    let v = a.unwrap_or(f64::NAN);
+                    return Err(figure(field(&format!("ops[{k}].{name}")), v));
+                }
+            }
+        }
+    }
+    Ok(rec)
+}
+
+/// Two figures equal but for the order they were summed in.
+fn near(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + 1e-12
+}
+
+/// A point's run summary must be what its phases give (compared, not
+/// replaced: a sweep sums repetitions in its own order, so the last bits
+/// may differ, and a resumed sweep keeps its points as they were).
+fn check_summary(rs: &ResultSet, i: usize) -> Result<(), LoadError> {
+    let mut want = rs.clone();
+    want.summarise();
+    let field = |name: String| format!("points[{i}].result.summary{name}");
+    if want.summary.len() != rs.summary.len() {
+        return Err(figure(field(String::new()), rs.summary.len() as f64));
+    }
+    for (k, (have, want)) in rs.summary.iter().zip(&want.summary).enumerate() {
+        for (name, a, b) in [
+            ("bw_mib_s", &have.bw_mib_s, &want.bw_mib_s),
+            ("iops", &have.iops, &want.iops),
+            ("elapsed_s", &have.elapsed_s, &want.elapsed_s),
+        ] {
+            for (part, x, y) in [
+                ("min", a.min, b.min),
+                ("max", a.max, b.max),
+                ("mean", a.mean, b.mean),
+                ("median", a.median, b.median),
+            ] {
+                if !near(x, y) {
+                    return Err(figure(field(format!("[{k}].{name}.{part}")), x));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn figure(field: String, value: f64) -> LoadError {
+    LoadError::Run(ExportError::Figure {
+        field,
+        value: value.to_string(),
+        why: "is not what the point's phases give",
+    })
 }
 
 /// Wraps a run record as a sweep of one point.

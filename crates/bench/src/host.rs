@@ -16,12 +16,22 @@ fn read_trim(path: &str) -> String {
 
 /// Physical memory in bytes, from /proc/meminfo.
 pub fn mem_total() -> u64 {
+    meminfo("MemTotal:")
+}
+
+/// Memory the kernel estimates new work can have without swapping
+/// (`MemAvailable`), bytes; 0 when unknown.
+pub fn mem_available() -> u64 {
+    meminfo("MemAvailable:")
+}
+
+fn meminfo(key: &str) -> u64 {
     let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     text.lines()
         .find_map(|l| {
-            let rest = l.strip_prefix("MemTotal:")?;
+            let rest = l.strip_prefix(key)?;
             let kb: u64 = rest.trim().trim_end_matches("kB").trim().parse().ok()?;
-            Some(kb * 1024)
+            kb.checked_mul(1024)
         })
         .unwrap_or(0)
 }

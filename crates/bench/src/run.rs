@@ -159,6 +159,37 @@ pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Error> {
     Ok(align)
 }
 
+/// Refuses a run whose transfer buffers (`workers` on this node × the
+/// requests each keeps in flight × `--xfer`) exceed the memory available
+/// here: the workers fill their buffers before the first request, so such
+/// a run would end in the OOM killer, not in a measurement.
+pub(crate) fn check_buffer_memory(
+    spec: &WorkloadSpec,
+    workers: u32,
+    align: usize,
+) -> Result<(), Error> {
+    let queueing = engine::registry::data_engine(&spec.engine).is_ok_and(|e| e.info().queueing);
+    let depth = if queueing { spec.iodepth.max(1) } else { 1 };
+    let need = (spec.xfer as u128 + align as u128) * depth as u128 * workers as u128;
+    let avail = crate::host::mem_available();
+    if avail == 0 || need <= avail as u128 {
+        return Ok(());
+    }
+    let depth_part = if queueing {
+        format!(" × --iodepth {depth}")
+    } else {
+        String::new()
+    };
+    let fewer = if queueing { ", a lower --iodepth" } else { "" };
+    Err(Error::Usage(format!(
+        "--xfer {}{depth_part} × {workers} workers on this node need {} of transfer buffers, \
+         more than the {} of memory available here; use a smaller --xfer{fewer} or fewer --threads",
+        format_size(spec.xfer),
+        format_size(u64::try_from(need).unwrap_or(u64::MAX)),
+        format_size(avail),
+    )))
+}
+
 /// The checks every command makes of TARGET before it creates anything:
 /// it exists, is a directory, is on a writable file system, and this user
 /// may create entries in it.
@@ -615,7 +646,11 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
     let topo = Topology::discover(coord, spec.threads, &mut host)?;
     let mut gspec = spec.clone();
     gspec.threads = topo.workers;
-    let align = cluster::agree(coord, preflight(spec))?;
+    let align = preflight(spec).and_then(|a| {
+        check_buffer_memory(spec, topo.threads_per_node(), a)?;
+        Ok(a)
+    });
+    let align = cluster::agree(coord, align)?;
     // Page cache and CPUs are per node: warn about one node's share.
     let mut node_spec = spec.clone();
     node_spec.threads = topo.threads_per_node();
@@ -748,12 +783,19 @@ fn plan_for(
 }
 
 fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
+    let op = if e.kind() == std::io::ErrorKind::OutOfMemory {
+        "allocate buffer"
+    } else {
+        "io_uring_setup"
+    };
     WorkerSample {
         failure: Some(engine::IoFailure {
-            op: "io_uring_setup".into(),
+            op: op.into(),
             path: plan.files[plan.file_of(w)].clone(),
             offset: None,
-            errno: e.raw_os_error(),
+            errno: e
+                .raw_os_error()
+                .or((e.kind() == std::io::ErrorKind::OutOfMemory).then_some(12)),
             message: e.to_string(),
         }),
         ..WorkerSample::empty(w, plan.file_of(w) as u32)

@@ -18,6 +18,27 @@ impl AlignedBuf {
     pub fn new(len: usize, align: usize) -> Self {
         let align = align.max(1).next_power_of_two();
         let storage = vec![0u8; len + align];
+        Self::within(storage, len, align)
+    }
+
+    /// As [`AlignedBuf::new`], but a buffer the system will not give
+    /// (an address-space limit, a huge `len`) is an `OutOfMemory` error
+    /// naming its size, not an abort of the whole process.
+    pub fn try_new(len: usize, align: usize) -> std::io::Result<Self> {
+        let align = align.max(1).next_power_of_two();
+        let total = len.checked_add(align);
+        let mut storage = Vec::new();
+        if total.is_none_or(|n| storage.try_reserve_exact(n).is_err()) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                format!("cannot allocate a transfer buffer of {len} bytes (os error 12)"),
+            ));
+        }
+        storage.resize(len + align, 0);
+        Ok(Self::within(storage, len, align))
+    }
+
+    fn within(storage: Vec<u8>, len: usize, align: usize) -> Self {
         let start = storage.as_ptr().align_offset(align);
         AlignedBuf {
             storage,
@@ -52,6 +73,15 @@ impl AlignedBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_impossible_buffer_is_an_error() {
+        let e = AlignedBuf::try_new(usize::MAX - 10, 4096).err().unwrap();
+        assert_eq!(e.kind(), std::io::ErrorKind::OutOfMemory);
+        let b = AlignedBuf::try_new(100, 512).unwrap();
+        assert_eq!(b.as_slice().as_ptr() as usize % 512, 0);
+        assert_eq!(b.len(), 100);
+    }
 
     #[test]
     fn aligned() {

@@ -492,11 +492,11 @@ impl Prepared {
         };
         let bufs = (0..depth)
             .map(|k| {
-                let mut b = AlignedBuf::new(plan.xfer as usize, plan.align);
+                let mut b = AlignedBuf::try_new(plan.xfer as usize, plan.align)?;
                 pattern::fill_random(b.as_mut_slice(), plan.seed ^ (worker as u64) << 20 ^ k);
-                b
+                Ok(b)
             })
-            .collect();
+            .collect::<std::io::Result<_>>()?;
         Ok(Prepared {
             state: engine.prepare(bufs, opts)?,
         })

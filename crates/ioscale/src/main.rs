@@ -122,6 +122,7 @@ pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
         signal_hook::flag::register(sig, Arc::clone(&stop))
             .context("installing the signal handler")?;
     }
+    output::watch_signals(&stop);
     Ok(stop)
 }
 
@@ -315,12 +316,12 @@ pub(crate) fn emit(
     }
     let mut write_err = None;
     if let Some(p) = json {
-        if let Err(e) = write_output(p, ExportType::Json, rs) {
+        if let Err(e) = write_output("--json", p, ExportType::Json, rs) {
             write_err = Some(e);
         }
     }
     if let Some(p) = csv {
-        if let Err(e) = write_output(p, ExportType::Csv, rs) {
+        if let Err(e) = write_output("--csv", p, ExportType::Csv, rs) {
             write_err = Some(e);
         }
     }
@@ -341,7 +342,10 @@ pub(crate) fn emit(
     }
     if let Some(e) = write_err {
         eprintln!("ioscale: error: {e:#}");
-        return Ok(outcome.exit_code().max(1));
+        // A signal that ended the wait for a FIFO's reader is still an
+        // interruption.
+        let code = if output::interrupted() { 130 } else { 1 };
+        return Ok(outcome.exit_code().max(code));
     }
     Ok(outcome.exit_code())
 }
@@ -389,9 +393,9 @@ pub(crate) fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
 }
 
 /// Renders a record and writes it atomically.
-fn write_output(p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()> {
+fn write_output(flag: &str, p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()> {
     let bytes = kind.exporter().render(rs)?;
-    output::write_atomic(p, &bytes)
+    output::write_named(flag, p, &bytes)
 }
 
 fn cmd_clean(target: &Path, force: bool) -> Exit {

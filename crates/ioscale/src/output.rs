@@ -8,10 +8,34 @@
 //! `safefs::write_output`.
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
+
+/// The stop flag of this process's signal handlers, once installed: a
+/// FIFO without a reader is waited for only until a signal arrives.
+static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Lets result writes see `stop` (set by `install_signals`).
+pub fn watch_signals(stop: &Arc<AtomicBool>) {
+    let _ = STOP.set(Arc::clone(stop));
+}
+
+/// Whether a SIGINT or SIGTERM has arrived (once the handlers are in).
+pub fn interrupted() -> bool {
+    STOP.get()
+        .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+}
 
 /// Writes `bytes` to `p` (see the module docs).
 pub fn write_atomic(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    safefs::write_output("output", p, bytes)?;
+    write_named("output", p, bytes)
+}
+
+/// [`write_atomic`], an error naming the option `flag` gave `p` with.
+pub fn write_named(flag: &str, p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let never = AtomicBool::new(false);
+    let stop = STOP.get().map_or(&never, |s| s.as_ref());
+    safefs::write_output_until(flag, p, bytes, stop)?;
     Ok(())
 }
 
@@ -42,14 +66,14 @@ impl<'a> EarlySave<'a> {
 
     /// Writes the record and says that the cleanup starts.
     pub fn save(&mut self, rs: &report::ResultSet) {
-        for (p, kind) in [
-            (self.json, report::ExportType::Json),
-            (self.csv, report::ExportType::Csv),
+        for (p, kind, flag) in [
+            (self.json, report::ExportType::Json, "--json"),
+            (self.csv, report::ExportType::Csv, "--csv"),
         ] {
             if let Some(p) = p {
                 match kind.exporter().render(rs) {
                     Ok(bytes) => {
-                        if let Err(e) = write_atomic(p, &bytes) {
+                        if let Err(e) = write_named(flag, p, &bytes) {
                             eprintln!("ioscale: error: {e:#}");
                         }
                     }

@@ -159,3 +159,51 @@ fn a_launch_error_is_printed_by_task_0_only() {
     }
     assert_empty(t.path());
 }
+
+/// `refused`, under an address-space limit of 4 GiB where `prlimit` is
+/// there, so that a regression aborts instead of waking the OOM killer.
+fn refused_in_4g(args: &[&str], target: &Path, names: &str) {
+    let bin = ioscale_path();
+    let mut all = vec!["--as=4294967296", s(&bin), "run"];
+    all.extend(args);
+    all.push(s(target));
+    let out = match std::process::Command::new("prlimit").args(&all).output() {
+        Ok(o) => o,
+        Err(_) => return refused(args, target, names),
+    };
+    assert_no_panic(&out);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    assert!(err.contains(names), "{args:?}: should name {names}: {err}");
+}
+
+#[test]
+fn transfer_buffers_larger_than_memory_are_refused() {
+    // 4096 workers × 2 GiB (sync) and 64 × 4096 × 1 GiB (io_uring) of
+    // buffers, more than any machine holds: refused before anything is
+    // made (before, the sync case filled buffers until the OOM killer
+    // ended it), never an allocation that aborts.
+    let t = scratch();
+    let tp = t.path();
+    refused_in_4g(
+        &["--xfer", "2g", "--size", "2g", "--threads", "4096"],
+        tp,
+        "--xfer",
+    );
+    assert_empty(tp);
+    let uring = [
+        "--xfer",
+        "1g",
+        "--size",
+        "1g",
+        "--threads",
+        "64",
+        "--engine",
+        "io_uring",
+        "--iodepth",
+        "4096",
+    ];
+    refused_in_4g(&uring, tp, "--iodepth");
+    assert_empty(tp);
+}

@@ -1102,3 +1102,67 @@ fn a_sized_jobs_ramp_is_left_out_of_its_figures_and_logs() {
     let f = fs.path().join("rp.0.0");
     assert_eq!(std::fs::metadata(f).unwrap().len(), 256 << 10);
 }
+
+/// `ioscale fio ARGS` under a 2 GiB address-space limit, killed after
+/// 60 s: a job file read for ever fails the test instead of hanging it
+/// or waking the OOM killer.
+fn fio_bounded(args: &[&str], dir: &Path) -> std::process::Output {
+    let bin = ioscale_path();
+    let mut child = Command::new("prlimit")
+        .arg("--as=2147483648")
+        .arg(&bin)
+        .arg("fio")
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("ioscale fio {args:?} still running after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_no_panic(&out);
+    out
+}
+
+#[test]
+fn a_job_file_that_is_not_a_regular_file_is_refused_at_once() {
+    // Before, `ioscale fio /dev/zero` read until memory ran out (6.7 GB
+    // in 5 s) and a FIFO job file with no writer blocked for ever; so did
+    // the same names given to `include`.
+    let dir = scratch();
+    let d = dir.path();
+    let fifo = d.join("jobs.fifo");
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let inc = d.join("inc.fio");
+    std::fs::write(&inc, "[j]\nrw=write\nsize=64k\ninclude /dev/zero\n").unwrap();
+    let inc_fifo = d.join("inc-fifo.fio");
+    std::fs::write(&inc_fifo, format!("include {}\n[j]\nsize=64k\n", s(&fifo))).unwrap();
+    for (job, names, why) in [
+        ("/dev/zero", "/dev/zero", "character device"),
+        (s(&fifo), s(&fifo), "FIFO"),
+        (s(&inc), "/dev/zero", "character device"),
+        (s(&inc_fifo), s(&fifo), "FIFO"),
+    ] {
+        let out = fio_bounded(&[job], d);
+        assert_code(&out, 2);
+        let e = stderr(&out);
+        assert!(e.contains(names) && e.contains(why), "{job}: {e}");
+    }
+    // Names only (reading the FIFO would wait for a writer).
+    let mut left: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["inc-fifo.fio", "inc.fio", "jobs.fifo"]);
+}

@@ -281,3 +281,51 @@ fn ior_and_dd_stop_on_sigint() {
     assert!(stderr(&out).contains("records out"), "{}", stderr(&out));
     assert_intact(tp, &before, "dd");
 }
+
+/// The kernel's name for where the process's main thread waits.
+fn wchan(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default()
+}
+
+#[test]
+fn a_json_fifo_without_a_reader_ends_at_one_signal() {
+    // `--json FIFO` that nobody reads: once the run is over, ioscale waits
+    // for a reader; one SIGTERM (as `timeout` sends) ends the wait with
+    // 130 and a line naming the FIFO. Before, the open blocked, restarted
+    // after the handler, and only SIGKILL or a second signal ended it.
+    let t = scratch();
+    let tp = t.path();
+    plant_lookalikes(tp);
+    let before = snapshot(tp);
+    let o = scratch();
+    let fifo = o.path().join("r.json");
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = spawn(&[
+        "run",
+        "--size",
+        "64k",
+        "--xfer",
+        "4k",
+        "--json",
+        s(&fifo),
+        "-q",
+        s(tp),
+    ]);
+    let pid = child.id();
+    let data = tp.join("ioscale.d");
+    wait_until(&mut child, "the wait for a reader", || {
+        let w = wchan(pid);
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+        !data.exists()
+            && tasks == 1
+            && ["wait_for_partner", "hrtimer_nanosleep", "do_nanosleep"].contains(&w.as_str())
+    });
+    signal(&child, libc::SIGTERM);
+    let out = finish(child, Duration::from_secs(30));
+    assert_code(&out, 130);
+    let err = stderr(&out);
+    assert!(err.contains(s(&fifo)) && err.contains("FIFO"), "{err}");
+    assert_intact(tp, &before, "run --json FIFO");
+}

@@ -168,3 +168,120 @@ fn non_regular_and_oversized_records_are_refused() {
     refused(&["report", s(&huge)], "1073741824 bytes");
     refused(&["compare", s(&huge), s(&huge)], "1073741824 bytes");
 }
+
+#[test]
+fn impossible_figures_in_a_record_are_refused_naming_the_field() {
+    // A record edited or damaged after the run: a negative or zero-free
+    // duration, a rate the bytes and seconds cannot give, a worker count of
+    // 0. Before, `report` printed it and `compare` called a bandwidth of
+    // 1e308 "a geometric mean 2.3e155× … no clear difference", exit 0.
+    let t = scratch();
+    let d = t.path();
+    let data = d.join("data");
+    std::fs::create_dir(&data).unwrap();
+    let good = d.join("good.json");
+    let out = run(&[
+        "run",
+        "--xfer",
+        "4k",
+        "--size",
+        "64k",
+        "--reps",
+        "2",
+        "--json",
+        s(&good),
+        "-q",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let rec = json(&good);
+    let cases: &[(&str, serde_json::Value, &str)] = &[
+        ("elapsed_s", serde_json::json!(-1.0), "phases[1].elapsed_s"),
+        ("bw_mib_s", serde_json::json!(1e308), "phases[1].bw_mib_s"),
+        ("iops", serde_json::json!(-5.0), "phases[1].iops"),
+        ("threads", serde_json::json!(0), "phases[1].threads"),
+        ("cpu_sys_s", serde_json::json!(-0.5), "phases[1].cpu_sys_s"),
+    ];
+    for (field, value, names) in cases {
+        let mut bad = rec.clone();
+        bad["phases"][1][*field] = value.clone();
+        let p = d.join(format!("bad-{field}.json"));
+        std::fs::write(&p, serde_json::to_vec(&bad).unwrap()).unwrap();
+        for args in [vec!["report", s(&p)], vec!["compare", s(&good), s(&p)]] {
+            let out = run(&args);
+            assert_code(&out, 2);
+            let err = stderr(&out);
+            assert!(
+                err.contains(names) && err.contains(s(&p)),
+                "{args:?}: {err}"
+            );
+        }
+    }
+    // The latency summary too.
+    let mut bad = rec.clone();
+    bad["phases"][0]["lat_us"]["p99"] = serde_json::json!(-3.0);
+    let p = d.join("bad-lat.json");
+    std::fs::write(&p, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let out = run(&["report", s(&p)]);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("phases[0].lat_us.p99"),
+        "{}",
+        stderr(&out)
+    );
+    // The summary is the phases' own, never the record's word for it: a
+    // record without phases has no summary rows.
+    let mut bare = rec.clone();
+    bare["phases"] = serde_json::json!([]);
+    let p = d.join("bare.json");
+    std::fs::write(&p, serde_json::to_vec(&bare).unwrap()).unwrap();
+    let out = run(&["report", s(&p)]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(!text.lines().any(|l| l.starts_with("write ")), "{text}");
+    // A sweep record: each point's run record is checked the same way.
+    let sw = d.join("sweep.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--json",
+        s(&sw),
+        "-q",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--xfer",
+        "4k",
+        "--size",
+        "64k",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let mut bad = json(&sw);
+    bad["points"][1]["result"]["phases"][0]["elapsed_s"] = serde_json::json!(-2.0);
+    let p = d.join("bad-sweep.json");
+    std::fs::write(&p, serde_json::to_vec(&bad).unwrap()).unwrap();
+    for args in [vec!["report", s(&p)], vec!["compare", s(&sw), s(&p)]] {
+        let out = run(&args);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("points[1].result.phases[0].elapsed_s"),
+            "{err}"
+        );
+    }
+    let mut bad = json(&sw);
+    bad["points"][0]["ops"][0]["bw_mib_s"]["mean"] = serde_json::json!(1e9);
+    std::fs::write(&p, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let out = run(&["report", s(&p)]);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("points[0].ops[0].bw_mib_s.mean"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["report", s(&sw)]);
+    assert_code(&out, 0);
+}

@@ -929,3 +929,48 @@ fn lookalikes_survive_every_command_and_failure() {
         1,
     );
 }
+
+#[test]
+fn a_buffer_the_system_will_not_give_is_an_error_not_an_abort() {
+    // Under an address-space limit of 1 GiB a 1 GiB transfer buffer cannot
+    // be had: the worker reports it (exit 1, one line naming the buffer),
+    // the record is written and the run's files are removed; before, the
+    // allocation aborted the process (SIGABRT) and left ioscale.d behind.
+    if !have("prlimit") {
+        eprintln!("note: prlimit missing; skipping");
+        return;
+    }
+    let t = scratch();
+    let tp = t.path();
+    plant_lookalikes(tp);
+    let before = snapshot(tp);
+    let o = scratch();
+    let j = o.path().join("r.json");
+    let out = Command::new("prlimit")
+        .arg("--as=1073741824")
+        .arg(ioscale_path())
+        .args([
+            "run",
+            "--op",
+            "write",
+            "--xfer",
+            "1g",
+            "--size",
+            "1g",
+            "--json",
+            s(&j),
+            "-q",
+            s(tp),
+        ])
+        .output()
+        .unwrap();
+    assert_no_panic(&out);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("buffer"), "{err}");
+    let v = json(&j);
+    assert_eq!(v["errors"][0]["errno"], 12, "{v}");
+    assert_eq!(v["errors"][0]["op"], "allocate buffer", "{v}");
+    assert_eq!(v["failed_phases"][0]["op"], "write", "{v}");
+    assert_intact(tp, &before, "after a refused buffer");
+}

@@ -30,6 +30,17 @@ pub enum ExportError {
         /// The newest schema this build reads ([`SCHEMA`]).
         supported: u32,
     },
+    /// A figure no run can produce: negative, not finite, or a rate the
+    /// record's own bytes and seconds cannot give.
+    #[error("{field} = {value}: {why}; the record was changed or damaged after the run")]
+    Figure {
+        /// The field, as a path in the record (`phases[1].elapsed_s`).
+        field: String,
+        /// Its value as read.
+        value: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// The CSV writer failed (it writes to memory, so only on a bug).
     #[error("CSV: {0}")]
     Csv(#[from] csv::Error),
@@ -119,26 +130,102 @@ impl Exporter for JsonExporter {
 /// [`SCHEMA`] rather than misreading them.
 pub fn from_json(bytes: &[u8]) -> Result<ResultSet, ExportError> {
     let rs: ResultSet = serde_json::from_slice(bytes)?;
+    checked(rs)
+}
+
+/// The schema check, [`check_figures`], and the summary recomputed from
+/// the phases (a reader never takes the record's word for it).
+fn checked(mut rs: ResultSet) -> Result<ResultSet, ExportError> {
     if rs.schema > SCHEMA {
         return Err(ExportError::Schema {
             found: rs.schema,
             supported: SCHEMA,
         });
     }
+    check_figures(&rs, "")?;
+    rs.summarise();
     Ok(rs)
+}
+
+/// Refuses figures no run produces (see [`ExportError::Figure`]): every
+/// duration, rate and latency of every phase finite and not negative, a
+/// phase run by at least one worker, and each rate what the phase's bytes
+/// (operations) over its seconds give, as the driver computes it (0 for a
+/// phase of no measurable time). `prefix` goes before each field's path
+/// (`points[3].result.` in a sweep record).
+pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
+    for (i, p) in rs.phases.iter().enumerate() {
+        let bad = |name: &str, value: String, why| ExportError::Figure {
+            field: format!("{prefix}phases[{i}].{name}"),
+            value,
+            why,
+        };
+        if p.threads == 0 {
+            return Err(bad(
+                "threads",
+                "0".into(),
+                "a phase has at least one worker",
+            ));
+        }
+        let l = &p.lat_us;
+        let times = [
+            ("elapsed_s", p.elapsed_s),
+            ("bw_mib_s", p.bw_mib_s),
+            ("bw_mb_s", p.bw_mb_s),
+            ("iops", p.iops),
+            ("open_s", p.open_s),
+            ("io_s", p.io_s),
+            ("close_s", p.close_s),
+            ("fsync_s", p.fsync_s),
+            ("cpu_user_s", p.cpu_user_s),
+            ("cpu_sys_s", p.cpu_sys_s),
+            ("stonewall.s", p.stonewall.s),
+            ("stonewall.bw_mib_s", p.stonewall.bw_mib_s),
+            ("lat_us.mean", l.mean),
+            ("lat_us.min", l.min),
+            ("lat_us.p50", l.p50),
+            ("lat_us.p99", l.p99),
+            ("lat_us.p999", l.p999),
+            ("lat_us.max", l.max),
+        ];
+        for (name, v) in times {
+            if !v.is_finite() || v < 0.0 {
+                return Err(bad(
+                    name,
+                    v.to_string(),
+                    "must be a finite number, not negative",
+                ));
+            }
+        }
+        let rate = |x: u64| {
+            if p.elapsed_s > 0.0 {
+                x as f64 / p.elapsed_s
+            } else {
+                0.0
+            }
+        };
+        for (name, v, want) in [
+            ("bw_mib_s", p.bw_mib_s, rate(p.bytes) / (1024.0 * 1024.0)),
+            ("bw_mb_s", p.bw_mb_s, rate(p.bytes) / 1e6),
+            ("iops", p.iops, rate(p.ops)),
+        ] {
+            if (v - want).abs() > 1e-6 * want.abs() + 1e-9 {
+                return Err(bad(
+                    name,
+                    v.to_string(),
+                    "is not what the phase's bytes (ops) over elapsed_s give",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// [`from_json`] from a reader, parsing straight into the record (no copy
 /// of the text is held), so memory is the record's own.
 pub fn from_json_reader<R: std::io::Read>(r: R) -> Result<ResultSet, ExportError> {
     let rs: ResultSet = serde_json::from_reader(std::io::BufReader::new(r))?;
-    if rs.schema > SCHEMA {
-        return Err(ExportError::Schema {
-            found: rs.schema,
-            supported: SCHEMA,
-        });
-    }
-    Ok(rs)
+    checked(rs)
 }
 
 // ---------------------------------------------------------------- CSV

@@ -10,8 +10,8 @@ pub mod export;
 pub mod model;
 
 pub use export::{
-    csv_field, from_json, from_json_reader, table, CsvExporter, ExportError, ExportType, Exporter,
-    JsonExporter, MetaTextExporter, TextExporter, CSV_COLUMNS,
+    check_figures, csv_field, from_json, from_json_reader, table, CsvExporter, ExportError,
+    ExportType, Exporter, JsonExporter, MetaTextExporter, TextExporter, CSV_COLUMNS,
 };
 pub use model::{
     ClusterInfo, ErrorRecord, FailedPhase, FilesRecord, HostInfo, JobSpec, Mismatch, NodePhase,

@@ -17,6 +17,7 @@ use std::ffi::OsStr;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{Mode, OFlags};
 
@@ -124,6 +125,41 @@ pub fn check_output(flag: &str, path: &Path) -> Result<OutputTarget, FlagError> 
     }
 }
 
+/// Opens a FIFO or character device for writing, never creating or
+/// truncating it. Non-blocking, so a FIFO without a reader (ENXIO) is
+/// waited for in slices that look at `stop`; blocking again once open.
+fn open_stream(
+    flag: &str,
+    shown: &Path,
+    p: &Path,
+    stop: &AtomicBool,
+) -> Result<rustix::fd::OwnedFd, FlagError> {
+    let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK;
+    let was_stopped = stop.load(Ordering::Relaxed);
+    loop {
+        match rustix::fs::open(p, flags, Mode::empty()) {
+            Ok(fd) => {
+                let fl = rustix::fs::fcntl_getfl(&fd).map_err(|e| FlagError::io(flag, shown, e))?;
+                rustix::fs::fcntl_setfl(&fd, fl - OFlags::NONBLOCK)
+                    .map_err(|e| FlagError::io(flag, shown, e))?;
+                return Ok(fd);
+            }
+            Err(rustix::io::Errno::NXIO) => {
+                if !was_stopped && stop.load(Ordering::Relaxed) {
+                    return Err(FlagError::refused(
+                        flag,
+                        shown,
+                        "is a FIFO no reader opened before ioscale was interrupted; not written",
+                    ));
+                }
+                std::thread::sleep(crate::sleep::SLICE);
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(FlagError::io(flag, shown, e)),
+        }
+    }
+}
+
 fn split(p: &Path) -> (PathBuf, Option<&OsStr>) {
     let dir = match p.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -146,6 +182,20 @@ pub enum OutputWritten {
 /// Writes `bytes` to the output `path` given with `flag` (see the module
 /// docs).
 pub fn write_output(flag: &str, path: &Path, bytes: &[u8]) -> Result<OutputWritten, FlagError> {
+    write_output_until(flag, path, bytes, &AtomicBool::new(false))
+}
+
+/// As [`write_output`]; a FIFO that no reader has opened is waited for
+/// in slices of [`crate::sleep::SLICE`] until one does or `stop` goes from
+/// clear to set (a signal arrived while waiting): then nothing is written
+/// and the error says so. A blocking `open` would restart after the
+/// signal handler and wait for ever.
+pub fn write_output_until(
+    flag: &str,
+    path: &Path,
+    bytes: &[u8],
+    stop: &AtomicBool,
+) -> Result<OutputWritten, FlagError> {
     match check_output(flag, path)? {
         OutputTarget::Stdout => {
             let mut out = std::io::stdout().lock();
@@ -162,10 +212,7 @@ pub fn write_output(flag: &str, path: &Path, bytes: &[u8]) -> Result<OutputWritt
             Ok(OutputWritten::Stdout)
         }
         OutputTarget::Stream { path: p, .. } => {
-            // No O_CREAT, no O_TRUNC: a device is written, never replaced.
-            let flags = OFlags::WRONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
-            let fd = rustix::fs::open(&p, flags, Mode::empty())
-                .map_err(|e| FlagError::io(flag, path, e))?;
+            let fd = open_stream(flag, path, &p, stop)?;
             let st = rustix::fs::fstat(&fd).map_err(|e| FlagError::io(flag, path, e))?;
             let k = Kind::of(st.st_mode);
             if !matches!(k, Kind::Fifo | Kind::CharDevice) {

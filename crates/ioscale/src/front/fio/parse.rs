@@ -368,6 +368,10 @@ pub fn parse_cli(args: &[String]) -> Result<Cli, Usage> {
     Ok(cli)
 }
 
+/// The largest job file (or included file) read: 16 MiB, far above any
+/// hand-written or generated job file.
+const MAX_JOB_FILE_BYTES: u64 = 16 << 20;
+
 /// Reads a job file (and the files it includes) into sections.
 pub fn parse_file(path: &Path, depth: u32) -> Result<Vec<Section>, Usage> {
     if depth > 8 {
@@ -376,8 +380,20 @@ pub fn parse_file(path: &Path, depth: u32) -> Result<Vec<Section>, Usage> {
             path.display()
         )));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| usage(format!("job file {}: {e}", path.display())))?;
+    // A regular file of bounded size only: `/dev/zero` is not read until
+    // memory runs out, a FIFO without a writer is not waited on.
+    let bytes = safefs::read_bounded("job file", path, MAX_JOB_FILE_BYTES).map_err(|e| {
+        usage(match &e.kind {
+            safefs::FlagErrorKind::Io(io) => format!("job file {}: {io}", path.display()),
+            safefs::FlagErrorKind::Refused(_) => e.to_string(),
+        })
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        usage(format!(
+            "job file {}: stream did not contain valid UTF-8",
+            path.display()
+        ))
+    })?;
     let mut sections: Vec<Section> = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let origin = format!("{}:{}", path.display(), n + 1);

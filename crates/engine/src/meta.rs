@@ -1262,7 +1262,9 @@ pub mod at {
     /// component of a multi-component path (the hashed `h0/h3` nodes) is
     /// refused too: `openat2` with `RESOLVE_NO_SYMLINKS` where the kernel
     /// has it, else a walk that opens one component at a time with
-    /// `O_NOFOLLOW` ([`walk`]).
+    /// `O_NOFOLLOW` ([`walk`]). `RESOLVE_BENEATH` keeps a `..` from
+    /// leaving `dir`, as the walk refuses `..`: a damaged marker's prefix
+    /// (`../../v/`) made the cleanup unlink files outside the tree.
     pub fn open_dir(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
         use std::sync::atomic::Ordering;
         let c = cstr(path)?;
@@ -1273,7 +1275,7 @@ pub mod at {
             // SAFETY: open_how is plain data; zeroed is a valid value.
             let mut how: libc::open_how = unsafe { std::mem::zeroed() };
             how.flags = DIR_FLAGS as u64;
-            how.resolve = libc::RESOLVE_NO_SYMLINKS;
+            how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_BENEATH;
             // SAFETY: `c` is a valid NUL-terminated string and `how` a
             // valid open_how of the size passed; the kernel keeps neither.
             let fd = unsafe {

@@ -80,10 +80,37 @@ pub struct Marker {
     /// [`peer`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// Identities of the data files of an IOR front-end set when its last
+    /// write finished, by worker (one entry for a shared file): its files
+    /// sit in the user's directory under plain names, so `clean` removes a
+    /// file there only while it is still the one ioscale wrote. Empty
+    /// before a write finished (removed by name then, as before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub file_ids: Vec<safefs::FileId>,
 }
 
 fn pattern_default() -> bool {
     true
+}
+
+/// The most workers a marker may name. A marker is a file in a directory
+/// others may write to: a forged or damaged count must be refused before
+/// any name is computed from it (2^32−1 workers made `clean` ask for 96 GiB
+/// and abort). 2^20 is far past any run (4096 threads a process).
+pub const MAX_MARKER_WORKERS: u32 = 1 << 20;
+
+impl Marker {
+    /// Why this marker cannot describe a set ioscale made, if it cannot:
+    /// read markers are checked before anything is derived from them.
+    pub fn problem(&self) -> Option<String> {
+        if self.threads == 0 || self.threads > MAX_MARKER_WORKERS {
+            return Some(format!(
+                "it names {} workers (a set has 1 to {MAX_MARKER_WORKERS})",
+                self.threads
+            ));
+        }
+        None
+    }
 }
 
 /// Which cleanup rules apply to a data set.
@@ -505,7 +532,41 @@ impl DataSet {
         self.marker.seed = seed;
         self.marker.pattern = pattern;
         self.had_data = true;
+        self.marker.file_ids = self.ior_file_ids();
         self.save_marker();
+    }
+
+    /// The identities of an IOR set's data files, by worker, looked up
+    /// through the held directory; empty for another kind of set or when
+    /// one is missing (then nothing is recorded and `clean` goes by name).
+    fn ior_file_ids(&self) -> Vec<safefs::FileId> {
+        let (SetKind::Sidecar(mp), Some(g)) = (&self.kind, &self.guard) else {
+            return Vec::new();
+        };
+        let Some(o) = mp.file_name().and_then(sidecar_data_name) else {
+            return Vec::new();
+        };
+        let o = parent_of(mp).join(o);
+        // The names `clean` computes from this marker, in its order.
+        let (files, _) = ior_names(&o, self.marker.layout, self.marker.threads);
+        let parent = parent_of(&o);
+        let mut ids = Vec::with_capacity(files.len());
+        for f in &files {
+            let rel = rel_to(&parent, f);
+            let dir = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(p) => match g.root.open_dir_path(p) {
+                    Ok(d) => Some(d),
+                    Err(_) => return Vec::new(),
+                },
+                None => None,
+            };
+            let name = rel.file_name().unwrap_or_default();
+            match dir.as_ref().unwrap_or(&g.root).stat_at(name) {
+                Ok(Some(info)) => ids.push(info.id),
+                _ => return Vec::new(),
+            }
+        }
+        ids
     }
 
     /// Writes the marker where the set keeps it (best effort). Only the
@@ -686,6 +747,7 @@ fn new_marker(spec: &WorkloadSpec, run_id: &str) -> Marker {
         root_id: None,
         dir_ids: Vec::new(),
         token: None,
+        file_ids: Vec::new(),
     }
 }
 
@@ -947,10 +1009,25 @@ fn sidecar_names(path: &Path) -> (std::ffi::OsString, std::ffi::OsString) {
     (m, l)
 }
 
-/// The sidecar marker in the held directory, read without following a link.
+/// The sidecar marker in the held directory, read without following a
+/// link; `None` also when it names impossible values ([`Marker::problem`]).
 fn read_sidecar_in(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Marker> {
+    read_any_marker_in(dir, name).filter(|m| m.problem().is_none())
+}
+
+/// The marker `name` in `dir` as written, unchecked: for `clean` to say
+/// what is wrong with it.
+fn read_any_marker_in(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Marker> {
     let m: Marker = read_json_in(dir, name)?;
     (m.tool == "ioscale").then_some(m)
+}
+
+/// `clean` refuses a marker that names impossible values.
+pub(crate) fn bad_marker(marker: &Path, problem: &str) -> Error {
+    Error::Refused(format!(
+        "{} is not a valid ioscale marker: {problem}; refusing to remove anything by it",
+        marker.display()
+    ))
 }
 
 fn write_sidecar_in(
@@ -977,6 +1054,11 @@ fn remove_ior_entries(
     let mut r = Remover::new(dir);
     for (d, id) in m.dirs_created.iter().zip(&m.dir_ids) {
         r.expect(rel_to(parent, d), *id);
+    }
+    if m.file_ids.len() == files.len() {
+        for (f, id) in files.iter().zip(&m.file_ids) {
+            r.expect(rel_to(parent, f), *id);
+        }
     }
     for f in files {
         r.file(rel_to(parent, f));
@@ -1505,12 +1587,15 @@ fn clean_ior(path: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, 
     if pd.stat_at(&marker_name).map_err(fs_err)?.is_none() {
         return Ok(None);
     }
-    let Some(m) = read_sidecar_in(&pd, &marker_name) else {
+    let Some(m) = read_any_marker_in(&pd, &marker_name) else {
         return Err(Error::Refused(format!(
             "{} is not a valid ioscale marker; refusing to remove anything by it",
             ior_marker_path(path).display()
         )));
     };
+    if let Some(p) = m.problem() {
+        return Err(bad_marker(&ior_marker_path(path), &p));
+    }
     let target = pd.try_clone().map_err(fs_err)?;
     let lock = take_lock_named(&pd, &lock_file, &path.display().to_string(), path, opts)?;
     let took_over = lock
@@ -1568,9 +1653,12 @@ fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Clean
     let Some((t, root, rootd)) = open_root_to_clean(target, ROOT_NAME)? else {
         return Ok(None);
     };
-    let Some(m) = read_marker_in(&rootd) else {
+    let Some(m) = read_any_marker_in(&rootd, MARKER_NAME.as_ref()) else {
         return Err(no_marker(&root));
     };
+    if let Some(p) = m.problem() {
+        return Err(bad_marker(&root.join(MARKER_NAME), &p));
+    }
     check_root_id(&m, &rootd)?;
     let lock = take_lock_named(
         &rootd,

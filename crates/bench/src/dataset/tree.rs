@@ -73,6 +73,33 @@ impl Marker {
         s
     }
 
+    /// Why this marker cannot describe a tree ioscale made, if it cannot.
+    /// The names of every entry are computed from it, so a prefix holding
+    /// `/` (`../../v/` reached files outside the tree) or counts no run
+    /// can have are refused before anything is removed by it.
+    pub(crate) fn problem(&self) -> Option<String> {
+        if self.prefix.contains('/') || self.prefix.contains('\0') {
+            return Some(format!(
+                "its file-name prefix {:?} holds '/' or NUL",
+                self.prefix
+            ));
+        }
+        if self.threads == 0 || self.threads > super::MAX_MARKER_WORKERS {
+            return Some(format!(
+                "it names {} threads (a tree has 1 to {})",
+                self.threads,
+                super::MAX_MARKER_WORKERS
+            ));
+        }
+        if self.files.max(self.extent) > MAX_MARKER_FILES {
+            return Some(format!(
+                "it names {} files a thread, {} made (a run makes at most 2^40)",
+                self.files, self.extent
+            ));
+        }
+        None
+    }
+
     pub(crate) fn same_shape(&self, spec: &MetaSpec) -> bool {
         self.threads == spec.threads
             && self.same_dir == spec.same_dir
@@ -87,9 +114,17 @@ impl Marker {
 /// The marker in the held working directory, read without following a
 /// link and at most 1 MiB.
 pub(crate) fn read_marker_in(root: &DirHandle) -> Option<Marker> {
+    read_any_marker_in(root).filter(|m| m.problem().is_none())
+}
+
+/// The marker as written, unchecked: for `clean` to say what is wrong.
+fn read_any_marker_in(root: &DirHandle) -> Option<Marker> {
     let m: Marker = super::read_json_in(root, MARKER_NAME)?;
     (m.tool == "ioscale-meta").then_some(m)
 }
+
+/// The most files a thread a marker may name (`--files` takes 2^40).
+const MAX_MARKER_FILES: u64 = 1 << 40;
 
 fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
     let bytes = serde_json::to_vec_pretty(m).unwrap_or_default();
@@ -314,6 +349,9 @@ impl Prep<'_> {
     fn open_existing(&self, target: DirHandle, notes: &mut Vec<String>) -> Result<Tree, Error> {
         let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
         let Some(found) = read_marker_in(&rootd) else {
+            if let Some(p) = read_any_marker_in(&rootd).and_then(|m| m.problem()) {
+                return Err(super::bad_marker(&self.root.join(MARKER_NAME), &p));
+            }
             return self.use_empty(target, rootd);
         };
         let writable = engine::sys::can_write(&self.root);
@@ -647,9 +685,12 @@ pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>
     let Some((t, root, rootd)) = super::open_root_to_clean(target, ROOT_NAME)? else {
         return Ok(None);
     };
-    let Some(m) = read_marker_in(&rootd) else {
+    let Some(m) = read_any_marker_in(&rootd) else {
         return Err(super::no_marker(&root));
     };
+    if let Some(p) = m.problem() {
+        return Err(super::bad_marker(&root.join(MARKER_NAME), &p));
+    }
     let lock = match SetLock::try_lock_with(&rootd, lock_name(MARKER_NAME), &command_line(), opts)
         .map_err(fs_err)?
     {

@@ -192,3 +192,51 @@ fn clean_never_removes_a_file_that_took_the_name_of_a_kept_ior_file() {
         );
     }
 }
+
+/// A metadata tree's marker with shape values no run can have: before,
+/// `leaf_depth` 2^32−1 made `clean` panic (exit 101, "attempt to add with
+/// overflow" in the engine's tree arithmetic). Each is refused (exit 2,
+/// naming the marker) or, where the shape is still one the engine can
+/// walk, cleaned; never a panic, and the tree is not left half-removed.
+#[test]
+fn a_meta_marker_with_an_impossible_shape_is_refused_not_a_panic() {
+    for (key, value) in [
+        ("leaf_depth", "4294967295"),
+        ("leaf_depth", "65"),
+        ("files_per_dir", "0"),
+        ("threads", "0"),
+        ("files", "1099511627777"),
+    ] {
+        let t = scratch();
+        let d = t.path();
+        let out = run(&[
+            "meta",
+            "-q",
+            "--files",
+            "3",
+            "--threads",
+            "2",
+            "--ops",
+            "create",
+            "--keep",
+            s(d),
+        ]);
+        assert_code(&out, 0);
+        let m = d.join("ioscale-meta.d/.ioscale-meta-marker");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&m).unwrap()).unwrap();
+        v[key] = serde_json::from_str(value).unwrap();
+        std::fs::write(&m, v.to_string()).unwrap();
+        let out = run(&["clean", s(d)]);
+        assert_code(&out, 2);
+        assert!(
+            stderr(&out).contains(".ioscale-meta-marker"),
+            "{key}={value}: {}",
+            stderr(&out)
+        );
+        assert!(
+            d.join("ioscale-meta.d/thr.000/f0.0").exists(),
+            "{key}={value}"
+        );
+    }
+}

@@ -83,10 +83,60 @@ pub struct Marker {
     /// Identities of the data files of an IOR front-end set when its last
     /// write finished, by worker (one entry for a shared file): its files
     /// sit in the user's directory under plain names, so `clean` removes a
-    /// file there only while it is still the one ioscale wrote. Empty
-    /// before a write finished (removed by name then, as before).
+    /// file there only while it is still the one ioscale wrote. Cleared
+    /// before a write over the set starts and empty before one finished
+    /// (removed by name then, as before).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub file_ids: Vec<safefs::FileId>,
+    pub file_ids: Vec<FileStamp>,
+}
+
+/// A file as ioscale left it: its (device, inode) and the time of its
+/// last status change. The inode alone is not enough: a file system hands
+/// a deleted file's inode number to the next file made (ext4 and tmpfs
+/// do), so a user's new file under the old name can have the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStamp {
+    /// Device and inode.
+    #[serde(flatten)]
+    pub id: safefs::FileId,
+    /// `st_ctime` seconds.
+    pub ctime: i64,
+    /// `st_ctime_nsec`.
+    pub ctime_nsec: i64,
+}
+
+/// The stamp of the regular file `rel` below `dir`, never through a link
+/// (each directory component opened with `O_NOFOLLOW`); `None` when it is
+/// missing, not a regular file, or cannot be read.
+fn stamp_at(dir: &DirHandle, rel: &Path) -> Option<FileStamp> {
+    use std::os::fd::{AsFd, AsRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    let sub = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => Some(dir.open_dir_path(p).ok()?),
+        None => None,
+    };
+    let d = sub.as_ref().unwrap_or(dir);
+    let name = std::ffi::CString::new(rel.file_name()?.as_bytes()).ok()?;
+    // SAFETY: `stat` is plain data; zeroed is a valid value to be written.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open for the call, `name` is NUL-terminated
+    // and `st` a valid stat buffer; the kernel keeps neither.
+    let rc = unsafe {
+        libc::fstatat(
+            d.as_fd().as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    (rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG).then_some(FileStamp {
+        id: safefs::FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        ctime: st.st_ctime,
+        ctime_nsec: st.st_ctime_nsec,
+    })
 }
 
 fn pattern_default() -> bool {
@@ -536,10 +586,10 @@ impl DataSet {
         self.save_marker();
     }
 
-    /// The identities of an IOR set's data files, by worker, looked up
+    /// The stamps of an IOR set's data files, by worker, looked up
     /// through the held directory; empty for another kind of set or when
     /// one is missing (then nothing is recorded and `clean` goes by name).
-    fn ior_file_ids(&self) -> Vec<safefs::FileId> {
+    fn ior_file_ids(&self) -> Vec<FileStamp> {
         let (SetKind::Sidecar(mp), Some(g)) = (&self.kind, &self.guard) else {
             return Vec::new();
         };
@@ -550,23 +600,11 @@ impl DataSet {
         // The names `clean` computes from this marker, in its order.
         let (files, _) = ior_names(&o, self.marker.layout, self.marker.threads);
         let parent = parent_of(&o);
-        let mut ids = Vec::with_capacity(files.len());
-        for f in &files {
-            let rel = rel_to(&parent, f);
-            let dir = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-                Some(p) => match g.root.open_dir_path(p) {
-                    Ok(d) => Some(d),
-                    Err(_) => return Vec::new(),
-                },
-                None => None,
-            };
-            let name = rel.file_name().unwrap_or_default();
-            match dir.as_ref().unwrap_or(&g.root).stat_at(name) {
-                Ok(Some(info)) => ids.push(info.id),
-                _ => return Vec::new(),
-            }
-        }
-        ids
+        files
+            .iter()
+            .map(|f| stamp_at(&g.root, &rel_to(&parent, f)))
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default()
     }
 
     /// Writes the marker where the set keeps it (best effort). Only the
@@ -1055,13 +1093,26 @@ fn remove_ior_entries(
     for (d, id) in m.dirs_created.iter().zip(&m.dir_ids) {
         r.expect(rel_to(parent, d), *id);
     }
-    if m.file_ids.len() == files.len() {
-        for (f, id) in files.iter().zip(&m.file_ids) {
-            r.expect(rel_to(parent, f), *id);
+    let stamps = (m.file_ids.len() == files.len()).then_some(&m.file_ids);
+    let mut foreign = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let rel = rel_to(parent, f);
+        if let Some(want) = stamps.map(|s| s[i]) {
+            match stamp_at(dir, &rel) {
+                Some(now) if now != want => {
+                    foreign.push(format!(
+                        "{}: not the file ioscale wrote there (device {} inode {}, changed \
+                         since); left alone",
+                        f.display(),
+                        now.id.dev,
+                        now.id.ino
+                    ));
+                    continue;
+                }
+                _ => r.expect(&rel, want.id),
+            }
         }
-    }
-    for f in files {
-        r.file(rel_to(parent, f));
+        r.file(rel);
     }
     if let Ok(list) = dir.list() {
         for n in list {
@@ -1073,7 +1124,8 @@ fn remove_ior_entries(
     for d in m.dirs_created.iter().rev() {
         r.dir_entry(rel_to(parent, d));
     }
-    r.finish().describe()
+    foreign.extend(r.finish().describe());
+    foreign
 }
 
 /// Removes a whole IOR set through its guard: entries, then (when they
@@ -1288,6 +1340,9 @@ fn adopt_ior(
         // This run's writes replace the pattern unless they write the same
         // one: recorded before the first byte.
         marker.pattern &= spec.verify && spec.seed == marker.seed;
+        // The files change from here on: recorded again when the write
+        // finishes (a run cut short leaves them to removal by name).
+        marker.file_ids.clear();
         make_ior_dirs(pd, &n.root, &n.dirs, &mut marker)?;
         let _ = write_sidecar_in(pd, &n.marker_name, &marker);
     }

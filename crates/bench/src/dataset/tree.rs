@@ -91,6 +91,25 @@ impl Marker {
                 super::MAX_MARKER_WORKERS
             ));
         }
+        if self.files_per_dir == 0 {
+            return Some("it names 0 files per directory".into());
+        }
+        if let Some(z) = self.leaf_depth {
+            // The checks `--leaf-depth` passes: the tree's node numbers fit
+            // in 64 bits (the engine's arithmetic assumes it).
+            let b = self.dirs_per_dir;
+            let leaves = if b <= 1 { Some(1) } else { b.checked_pow(z) };
+            let fits = z <= 64
+                && spec::meta::nodes_above(u64::from(z), b)
+                    .zip(leaves)
+                    .and_then(|(first, l)| first.checked_add(l))
+                    .is_some();
+            if !fits {
+                return Some(format!(
+                    "its leaf depth {z} with {b} directories a directory does not fit in 64 bits"
+                ));
+            }
+        }
         if self.files.max(self.extent) > MAX_MARKER_FILES {
             return Some(format!(
                 "it names {} files a thread, {} made (a run makes at most 2^40)",

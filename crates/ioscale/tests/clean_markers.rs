@@ -240,3 +240,39 @@ fn a_meta_marker_with_an_impossible_shape_is_refused_not_a_panic() {
         );
     }
 }
+
+/// A kept tree whose marker cannot be rewritten because the file system
+/// is full: the note said "(no write permission)", sending the user after
+/// the wrong cause. It now names the error the write got.
+#[test]
+fn a_marker_that_cannot_be_saved_names_the_real_error() {
+    let Some(m) = tmpfs("size=2m") else {
+        return;
+    };
+    let d = m.path();
+    let out = run(&[
+        "smallfile",
+        "--top",
+        s(d),
+        "--operation",
+        "create",
+        "--threads",
+        "1",
+        "--files",
+        "4",
+        "--file-size",
+        "1024",
+    ]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(!err.contains("no write permission"), "{err}");
+    let note = err
+        .lines()
+        .find(|l| l.contains("could not update the marker"))
+        .unwrap_or_else(|| panic!("no note on the marker: {err}"));
+    assert!(note.contains("No space left on device"), "{err}");
+    // The tree is still ioscale's: clean removes it.
+    let out = run(&["clean", s(d)]);
+    assert_code(&out, 0);
+    assert_eq!(names(d), Vec::<String>::new(), "{}", stderr(&out));
+}

@@ -203,6 +203,8 @@ pub(crate) struct Tree {
     pub(crate) marker: Marker,
     /// Whether the marker can be written (not a read-only tree).
     pub(crate) writable: bool,
+    /// Why the last write of the marker failed, when it did.
+    pub(crate) save_error: Option<String>,
     /// Whether this run made the entries (fresh tree, or one it emptied
     /// with --clean-existing), so it removes them unless --keep.
     pub(crate) ours: bool,
@@ -227,12 +229,16 @@ impl Tree {
     }
 
     pub(crate) fn save(&mut self) {
-        let ok = match &self.guard {
-            Some(g) if self.writable => write_marker_in(&g.root, &self.marker).is_ok(),
-            _ => false,
+        let r = match &self.guard {
+            Some(g) if self.writable => write_marker_in(&g.root, &self.marker),
+            _ => {
+                self.writable = false;
+                return;
+            }
         };
-        if !ok {
+        if let Err(e) = r {
             self.writable = false;
+            self.save_error = Some(e.to_string());
         }
     }
 }
@@ -310,6 +316,7 @@ impl Prep<'_> {
             root: self.root.clone(),
             marker,
             writable: true,
+            save_error: None,
             ours: true,
             guard: Some(guard),
             held: None,
@@ -457,6 +464,7 @@ impl Prep<'_> {
                 ..found
             },
             writable,
+            save_error: None,
             ours: false,
             guard: Some(guard),
             held: None,
@@ -648,8 +656,9 @@ pub(crate) fn close(spec: &MetaSpec, tree: &mut Tree, ran_cleanup: bool, notes: 
         }
         if !tree.writable {
             notes.push(format!(
-                "could not update the marker in {} (no write permission)",
-                tree.root.display()
+                "could not update the marker in {} ({})",
+                tree.root.display(),
+                tree.save_error.as_deref().unwrap_or("no write permission")
             ));
         }
     }
@@ -749,6 +758,7 @@ pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>
         root,
         marker: m,
         writable: true,
+        save_error: None,
         ours: true,
         guard: Some(TreeGuard {
             target: t,
@@ -829,6 +839,7 @@ pub(crate) fn share(
         root: spec.target.join(ROOT_NAME),
         marker,
         writable: false,
+        save_error: None,
         ours: false,
         guard: None,
         held,

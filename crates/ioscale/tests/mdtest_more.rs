@@ -258,3 +258,38 @@ fn leaf_only_puts_items_in_the_leaves() {
     assert_code(&out, 0);
     assert_empty(&d);
 }
+
+/// An error in the second of three iterations (FUSE EIO after 30 data
+/// requests: the first iteration's 4 creates, stats, reads and deletes
+/// pass, the second stops in its read): the SUMMARY covers the iterations
+/// that ran. Before, the iterations that never ran counted as rates of 0
+/// (`File creation 4509 0.000 2880 …`: Min 0, Mean over 3).
+#[test]
+fn an_error_in_a_later_iteration_does_not_count_the_missing_ones_as_zero() {
+    let Some(fs) = common::fuse::TestFs::mount(&["--eio-after-ops", "30"]) else {
+        return;
+    };
+    let d = fs.path().join("md");
+    let out = md(&["-F", "-n", "4", "-i", "3", "-w", "4096", "-d", s(&d)]);
+    assert_code(&out, 1);
+    let text = stdout(&out);
+    let head = text
+        .lines()
+        .find(|l| l.starts_with("SUMMARY rate"))
+        .unwrap_or_else(|| panic!("no summary:\n{text}"));
+    assert!(!head.contains("of 3 iterations"), "{head}\n{text}");
+    let mut rows = 0;
+    for l in text.lines().filter(|l| l.trim_start().starts_with("File ")) {
+        let nums: Vec<f64> = l
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        if nums.len() == 4 {
+            let (max, min, mean) = (nums[0], nums[1], nums[2]);
+            assert!(min > 0.0 && min <= mean && mean <= max, "{l}\n{text}");
+            rows += 1;
+        }
+    }
+    assert!(rows >= 2, "the iterations that ran are shown:\n{text}");
+    assert_eq!(names(fs.source()), Vec::<String>::new(), "{}", stderr(&out));
+}

@@ -483,9 +483,12 @@ pub fn cmd_slurm(args: &SlurmArgs) -> crate::exit::Exit {
     match &args.out {
         Some(p) => {
             crate::check_output_path("--out", p).map_err(crate::exit::Failure::refused)?;
-            safefs::write_output("--out", p, text.as_bytes())
+            let w = safefs::write_output("--out", p, text.as_bytes())
                 .map_err(crate::exit::Failure::refused)?;
-            let x = if make_executable(p) {
+            // `-` and /dev/stdout went to standard output: a file of that
+            // name in the working directory is not the script.
+            let file = matches!(w, safefs::OutputWritten::File(_));
+            let x = if file && make_executable(p) {
                 ""
             } else {
                 " (not a file of its own, so its mode is left as it was)"

@@ -58,6 +58,19 @@ fn slurm_out_never_changes_the_mode_of_what_it_does_not_own() {
     assert_eq!(mode(&job) & 0o111, 0o111, "{}", stderr(&out));
     let text = std::fs::read_to_string(&job).unwrap();
     assert!(text.ends_with("exit \"$status\"\n"), "{text}");
+    // `--out -` is standard output: a file named `-` where it runs keeps
+    // its mode.
+    let dash = d.join("-");
+    std::fs::write(&dash, "a user's file named -").unwrap();
+    std::fs::set_permissions(&dash, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = ioscale()
+        .current_dir(d)
+        .args(["slurm", "--out", "-", "--", "run", "/cluster/fs"])
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    assert!(stdout(&out).starts_with("#!/bin/bash"), "{}", stderr(&out));
+    assert_eq!(mode(&dash), 0o600, "{}", stderr(&out));
     // A directory is refused naming the flag; /dev/full is an error, not 0.
     let out = run(&["slurm", "--out", &s(d), "--", "run", "/cluster/fs"]);
     assert_code(&out, 2);

@@ -159,6 +159,15 @@ fn refusals_name_the_option() {
         stderr(&out)
     );
     assert!(!data.exists(), "nothing made on a refusal");
+    // More tasks than threads a process may start: before, 100000 tasks
+    // panicked spawning them (exit 134) with the phase directories made.
+    let cfg = ini(work.path(), &data, &res, "");
+    for t in ["4097", "100000"] {
+        let out = run(&["io500", "--tasks", t, s(&cfg)]);
+        assert_code(&out, 2);
+        assert!(stderr(&out).contains("--tasks"), "{}", stderr(&out));
+        assert!(!data.exists(), "nothing made on a refusal");
+    }
     let out = run(&["io500", "--help"]);
     assert_code(&out, 0);
     assert!(stdout(&out).contains("--stonewall"));

@@ -170,6 +170,14 @@ fn setup(a: &Args) -> Result<Setup, String> {
     if a.tasks == 0 {
         return Err("--tasks 0: at least one task".into());
     }
+    // Each task is a thread of this process: the limit `--threads` has
+    // (100000 tasks panicked when the system refused a thread).
+    if a.tasks > MAX_TASKS {
+        return Err(format!(
+            "--tasks {} is out of range: at most {MAX_TASKS} a process (run more under mpirun)",
+            a.tasks
+        ));
+    }
     // Each task holds one transfer in memory: the limit `run` and `ior`
     // put on a request (a 1 TiB transfer aborted the run on allocation).
     if cfg.easy_xfer > MAX_EASY_XFER {
@@ -203,6 +211,9 @@ fn setup(a: &Args) -> Result<Setup, String> {
         ini,
     })
 }
+
+/// The most tasks (threads) one process runs, as `--threads` allows.
+const MAX_TASKS: u32 = 4096;
 
 /// The largest `[ior-easy] transferSize` (as `--xfer` takes).
 const MAX_EASY_XFER: u64 = 2 << 30;

@@ -276,3 +276,28 @@ fn a_marker_that_cannot_be_saved_names_the_real_error() {
     assert_code(&out, 0);
     assert_eq!(names(d), Vec::<String>::new(), "{}", stderr(&out));
 }
+
+/// `clean T/ioscale-meta.d` (the set itself rather than the directory
+/// that holds it) said only "nothing to clean"; it now names the command
+/// that removes it, and still removes nothing.
+#[test]
+fn clean_of_the_set_directory_itself_names_its_parent() {
+    let t = scratch();
+    let d = t.path();
+    let out = run(&[
+        "meta",
+        "-q",
+        "--files",
+        "2",
+        "--ops",
+        "create",
+        "--keep",
+        s(d),
+    ]);
+    assert_code(&out, 0);
+    let out = run(&["clean", s(&d.join("ioscale-meta.d"))]);
+    assert_code(&out, 2);
+    let want = format!("`ioscale clean {}`", d.display());
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+    assert!(d.join("ioscale-meta.d/thr.000/f0.0").exists());
+}

@@ -1603,9 +1603,21 @@ pub fn clean_all(path: &Path, opts: safefs::LockOptions) -> Result<CleanReport, 
             }
         }
         if rep.cleaned.is_empty() && rep.refused.is_empty() {
+            // `clean T/ioscale-meta.d` names the set itself, not where it is.
+            let own = path
+                .file_name()
+                .is_some_and(|n| n == ROOT_NAME || n == tree::ROOT_NAME);
+            let hint = if own {
+                format!(
+                    "; to remove it, name the directory that holds it: `ioscale clean {}`",
+                    parent_of(path).display()
+                )
+            } else {
+                String::new()
+            };
             return Err(Error::Refused(format!(
                 "nothing to clean: {} holds no data set ioscale made (no {ROOT_NAME}, no {}, \
-                 no IOR front-end marker .NAME.ioscale-marker)",
+                 no IOR front-end marker .NAME.ioscale-marker){hint}",
                 path.display(),
                 tree::ROOT_NAME
             )));

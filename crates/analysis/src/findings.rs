@@ -219,6 +219,15 @@ pub struct CurvePoint {
     /// What the phase used, when measured.
     #[serde(default)]
     pub resources: Option<Resources>,
+    /// Whether the line counts files (a metadata phase of `meta`, mdtest,
+    /// smallfile): its operations are files, not data transfers.
+    #[serde(default)]
+    pub counts_files: bool,
+    /// Operations (files) done by the good repetitions together: what the
+    /// requests in `resources` were summed over; 0 when the point spans
+    /// nodes (the probe measures rank 0's node only).
+    #[serde(default)]
+    pub ops_total: u64,
 }
 
 impl CurvePoint {
@@ -1278,10 +1287,18 @@ fn little_sentence(
     } else {
         String::new()
     };
-    let fuse = if ctx.fs_type.starts_with("fuse") {
-        fuse_requests_sentence(&out.op, first, l0.latency_s)
-    } else {
+    // A metadata line with traced requests is explained by every opcode;
+    // otherwise the data requests (or why they were not measured).
+    let meta = first
+        .counts_files
+        .then(|| crate::fusemeta::sentence(&out.op, first))
+        .flatten();
+    let fuse = if !ctx.fs_type.starts_with("fuse") {
         String::new()
+    } else if let Some(m) = meta {
+        m
+    } else {
+        fuse_requests_sentence(&out.op, first, l0.latency_s)
     };
     Some(format!(
         "Per-operation latency ≈ {} at {} (Little's law: workers ÷ operations per second{measured}), so one worker cannot exceed {} operations/s{data}.{fuse}",
@@ -1693,7 +1710,13 @@ pub fn curve_point(
     units: Units,
 ) -> CurvePoint {
     let (ranks, tpr, _) = p.topology();
-    curve_point_of(o, ranks, tpr, units)
+    let mut cp = curve_point_of(o, ranks, tpr, units);
+    if p.nodes() > 1 {
+        // The probe traces rank 0's node only: its requests are not
+        // those of every file.
+        cp.ops_total = 0;
+    }
+    cp
 }
 
 /// A point of a line from one operation's statistics, for `ranks` ×
@@ -1743,6 +1766,8 @@ pub fn curve_point_of(
         lat_p50_us: o.lat_p50_us,
         lat_p99_us: o.lat_p99_us,
         resources: o.resources.clone(),
+        counts_files: o.counts_files,
+        ops_total: o.ops_total,
     }
 }
 

@@ -11,6 +11,7 @@
 
 pub mod compare;
 pub mod findings;
+mod fusemeta;
 pub mod model;
 pub mod render;
 pub mod usl;

@@ -193,6 +193,10 @@ pub struct OpStats {
     /// its rate is files/s, not ops/s.
     #[serde(default)]
     pub counts_files: bool,
+    /// Operations (files, for a metadata phase) done by the good
+    /// repetitions together.
+    #[serde(default)]
+    pub ops_total: u64,
     /// What the phase used (CPU, device, FUSE), over its good repetitions,
     /// when the driver measured it (see the `probe` crate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -335,6 +339,7 @@ impl OpStats {
             first_error,
             ci,
             counts_files: all.iter().any(|p| p.files.is_some()),
+            ops_total: rows.iter().map(|p| p.ops).sum(),
             resources: Resources::combine(&res),
         })
     }

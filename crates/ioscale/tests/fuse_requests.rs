@@ -5,7 +5,9 @@
 //! `max_write`, and their size follows it. The private trace instance is
 //! gone after a run, after SIGINT in the middle of a phase, and one left by
 //! a killed process is removed by the next run. Without tracefs the record
-//! says the requests were not measured, and why.
+//! says the requests were not measured, and why. Metadata phases (`meta`
+//! create, stat, read, delete) are explained per file in the requests of
+//! every opcode, and those counts equal what the daemon itself counted.
 //!
 //! The harness mounts tracefs when it is not mounted (as root), as CI's
 //! fresh machines may not have it.
@@ -343,4 +345,299 @@ fn an_instance_of_a_killed_run_is_removed() {
     let _ = std::fs::remove_dir(&stale);
     assert!(!left, "the stale instance of pid {dead} is still there");
     assert!(instances_of(&root, pid).is_empty());
+}
+
+/// `ioscale sweep --threads 1 -- meta --ops OPS -n FILES …` on `dir`
+/// with `env`, returning the record.
+fn meta_sweep(dir: &Path, ops: &str, files: &str, more: &[&str], env: &[(&str, &str)]) -> Value {
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = Command::new(ioscale_path())
+        .args(["sweep", "--threads", "1", "--quiet", "--json", s(&j)])
+        .args(["--", "meta", "--ops", ops, "-n", files])
+        .args(more)
+        .arg(dir)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    json(&j)
+}
+
+/// Every traced request of one operation at the first point, by opcode
+/// (FUSE_READ and FUSE_WRITE included), and the files it did.
+fn traced(v: &Value, op: &str) -> (std::collections::BTreeMap<String, u64>, u64) {
+    let o = v["points"][0]["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == op)
+        .unwrap_or_else(|| panic!("no {op} in {:#}", v["points"][0]["ops"]));
+    let q = &o["resources"]["fuse"]["requests"];
+    assert!(q.is_object(), "{op} not traced: {:#}", o["resources"]);
+    assert_eq!(q["lost_events"], 0, "{q:#}");
+    let mut by: std::collections::BTreeMap<String, u64> = q["other"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect();
+    for (k, d) in [("FUSE_WRITE", "write"), ("FUSE_READ", "read")] {
+        let n = q[d]["count"].as_u64().unwrap();
+        if n > 0 {
+            by.insert(k.into(), n);
+        }
+    }
+    (by, o["ops_total"].as_u64().unwrap())
+}
+
+/// The analysis sentences of the line of `op`.
+fn said_of(v: &Value, op: &str) -> String {
+    v["analysis"]["curves"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["op"] == op)
+        .unwrap_or_else(|| panic!("no {op} line in {:#}", v["analysis"]))["sentences"]
+        .to_string()
+}
+
+/// The mean time of opcode `name` in "(CREATE 10.2 ms, LOOKUP …)".
+fn opcode_ms(said: &str, name: &str) -> f64 {
+    let list = &said[said.find("from send to reply (").expect(said) + 20..];
+    let list = &list[..list.find(')').unwrap()];
+    ms_after(&format!("{list},"), &format!("{name} "))
+}
+
+/// Known answer for metadata: a 10 ms delay on every metadata request.
+/// Each create, stat and delete is explained in the requests the trace
+/// counted: per file, the traced count ÷ the files done, every create a
+/// FUSE_CREATE, a FUSE_FLUSH and a FUSE_RELEASE, every stat a
+/// FUSE_GETATTR, every delete a FUSE_UNLINK; the kernel's time per delayed
+/// request is at least the delay, and not far above it (the daemon's
+/// thread wakes up late on a busy machine, by far less than 4 ms).
+#[test]
+fn meta_requests_per_file_are_explained() {
+    let _t = turn();
+    let Some(_root) = tracefs() else { return };
+    // No entry or attribute caching, so each stat reaches the daemon.
+    let Some(fs) = TestFs::mount(&["--meta-delay", "10ms", "--attr-ttl", "0"]) else {
+        return;
+    };
+    let v = meta_sweep(
+        fs.path(),
+        "create,stat,delete",
+        "8",
+        &["--file-size", "0"],
+        &[],
+    );
+    for op in ["create", "stat", "delete"] {
+        let (by, files) = traced(&v, op);
+        let total: u64 = by.values().sum();
+        let said = said_of(&v, op);
+        println!("{op}: {by:?} for {files} files\n{said}");
+        assert_eq!(files, 8, "{op}");
+        let per_file = total as f64 / files as f64;
+        assert!(
+            said.contains(&format!(
+                "Each {op} reached the FUSE daemon as {per_file:.1} requests ("
+            )),
+            "{said}"
+        );
+        assert!(
+            said.contains(&format!(
+                "measured: {total} requests for {files} {op}s in the traced phases"
+            )),
+            "{said}"
+        );
+        let exactly = |name: &str| {
+            assert_eq!(by.get(name), Some(&files), "{op}: {name} in {by:?}");
+        };
+        match op {
+            "create" => {
+                for name in ["FUSE_CREATE", "FUSE_FLUSH", "FUSE_RELEASE"] {
+                    exactly(name);
+                }
+                for name in ["CREATE", "FLUSH"] {
+                    let ms = opcode_ms(&said, name);
+                    assert!((10.0..=14.0).contains(&ms), "{name} {ms} ms: {said}");
+                }
+            }
+            "delete" => {
+                exactly("FUSE_UNLINK");
+                let ms = opcode_ms(&said, "UNLINK");
+                assert!((10.0..=14.0).contains(&ms), "UNLINK {ms} ms: {said}");
+            }
+            _ => {
+                // Without attribute caching every stat asks for them.
+                exactly("FUSE_GETATTR");
+                let ms = opcode_ms(&said, "GETATTR");
+                assert!((10.0..=14.0).contains(&ms), "GETATTR {ms} ms: {said}");
+            }
+        }
+    }
+}
+
+/// The requests by opcode the daemon itself counted (its last log line).
+fn daemon_counts(log: &str) -> std::collections::BTreeMap<String, u64> {
+    let line = log
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("ioscale-testfs: requests by opcode: "))
+        .unwrap_or_else(|| panic!("no request counts in the log:\n{log}"));
+    line.split(", ")
+        .filter(|p| *p != "none")
+        .map(|p| {
+            let (k, n) = p.rsplit_once(' ').unwrap();
+            (k.to_string(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The trace counts what the daemon received, opcode by opcode, exactly.
+/// A run also sends requests outside its phases (its marker, the tree,
+/// the cleanup) that the daemon counts and the trace does not; they do
+/// not depend on the number of files, so between a run of 24 files and
+/// one of 8 (each on a fresh mount, no caching: `--attr-ttl 0`) the
+/// daemon's counts and the traced counts differ by the same amounts.
+#[test]
+fn traced_opcodes_match_the_daemons_own_counts() {
+    let _t = turn();
+    let Some(_root) = tracefs() else { return };
+    let mut runs = Vec::new();
+    for files in ["8", "24"] {
+        let Some(fs) = TestFs::mount(&["--attr-ttl", "0"]) else {
+            return;
+        };
+        let v = meta_sweep(fs.path(), "create,stat,read,delete", files, &[], &[]);
+        let mut traced_all = std::collections::BTreeMap::<String, i64>::new();
+        for op in ["create", "stat", "read", "delete"] {
+            for (k, n) in traced(&v, op).0 {
+                *traced_all.entry(k).or_default() += n as i64;
+            }
+        }
+        let (st, log) = fs.stop();
+        assert!(st.success(), "{log}");
+        runs.push((traced_all, daemon_counts(&log)));
+    }
+    let (t8, d8) = &runs[0];
+    let (t24, d24) = &runs[1];
+    let names: std::collections::BTreeSet<&String> = t8
+        .keys()
+        .chain(t24.keys())
+        .chain(d8.keys())
+        .chain(d24.keys())
+        .collect();
+    let mut compared = 0;
+    for k in names {
+        let get = |m: &std::collections::BTreeMap<String, i64>| m.get(k).copied().unwrap_or(0);
+        let getd =
+            |m: &std::collections::BTreeMap<String, u64>| m.get(k).copied().unwrap_or(0) as i64;
+        let (traced, daemon) = (get(t24) - get(t8), getd(d24) - getd(d8));
+        println!("{k}: traced +{traced}, daemon +{daemon}");
+        assert_eq!(
+            traced, daemon,
+            "{k}: traced {t8:?} / {t24:?}, daemon {d8:?} / {d24:?}"
+        );
+        compared += usize::from(traced > 0);
+    }
+    // 16 more files: creates, flushes, releases, opens, reads, unlinks…
+    assert!(compared >= 6, "only {compared} opcodes grew with the files");
+}
+
+#[test]
+fn meta_without_tracefs_says_why_and_explains_nothing() {
+    let _t = turn();
+    let Some(fs) = TestFs::mount(&[]) else { return };
+    let v = meta_sweep(
+        fs.path(),
+        "create,stat,delete",
+        "4",
+        &[],
+        &[("IOSCALE_TRACEFS", "/nonexistent")],
+    );
+    for o in v["points"][0]["ops"].as_array().unwrap() {
+        let f = &o["resources"]["fuse"];
+        assert!(f["requests"].is_null(), "{f:#}");
+        let note = f["requests_note"].as_str().unwrap_or_default();
+        assert!(
+            note.contains("tracefs not mounted at /nonexistent"),
+            "{f:#}"
+        );
+    }
+    let said = v["analysis"].to_string();
+    println!("{said}");
+    assert!(!said.contains("reached the FUSE daemon"), "{said}");
+    // The 4 KiB creates keep the data path's note.
+    assert!(
+        said.contains(
+            "The FUSE request size was not measured (tracefs not mounted at /nonexistent"
+        ),
+        "{said}"
+    );
+}
+
+/// Known answer for several workers: four threads creating files on a
+/// server that takes 10 ms per metadata request and serves 16 at once
+/// spend nearly all their time waiting for requests, one each, so Little's
+/// law over the traced time puts between 2 and 4 requests in flight (a
+/// background FUSE_RELEASE can add a little); the figure is the record's
+/// summed send-to-reply time ÷ traced time.
+#[test]
+fn meta_with_four_workers_gives_the_requests_in_flight() {
+    let _t = turn();
+    let Some(_root) = tracefs() else { return };
+    let Some(fs) = TestFs::mount(&["--meta-delay", "10ms", "--attr-ttl", "0"]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "4",
+        "--quiet",
+        "--json",
+        s(&j),
+        "--",
+        "meta",
+        "--ops",
+        "create,delete",
+        "-n",
+        "8",
+        "--file-size",
+        "0",
+        s(fs.path()),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let said = said_of(&v, "create");
+    println!("{said}");
+    assert!(!said.contains("at most"), "{said}");
+    let at = "at 4 workers and ";
+    assert!(said.contains(at), "{said}");
+    let k: f64 = said[said.find("that is ≈ ").unwrap() + "that is ≈ ".len()..]
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let o = &v["points"][0]["ops"][0];
+    assert_eq!(o["op"], "create");
+    let q = &o["resources"]["fuse"]["requests"];
+    let time: f64 = q["other_replies"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| r["time_s"].as_f64().unwrap())
+        .sum::<f64>()
+        + q["write"]["time_s"].as_f64().unwrap()
+        + q["read"]["time_s"].as_f64().unwrap();
+    let window = o["resources"]["elapsed_s"].as_f64().unwrap();
+    assert!(
+        ((time / window) - k).abs() <= 0.01 * k,
+        "{k} vs {time} / {window}"
+    );
+    assert!(k > 2.0 && k <= 4.2, "{k} requests in flight: {said}");
 }

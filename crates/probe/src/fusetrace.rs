@@ -125,10 +125,35 @@ pub struct FuseRequests {
     /// Every other request, by opcode name (`FUSE_FLUSH`, `FUSE_GETATTR`…).
     #[serde(default)]
     pub other: BTreeMap<String, u64>,
+    /// The replies to the requests in `other`, by opcode name: how many
+    /// were answered in the phase and their send-to-reply time. An opcode
+    /// the daemon never answers (`FUSE_FORGET`) has no entry.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub other_replies: BTreeMap<String, Replies>,
     /// Events lost because the trace buffer was full: when not 0, the
     /// counts above are short by up to this many requests.
     #[serde(default)]
     pub lost_events: u64,
+}
+
+/// The replies to requests of one opcode other than READ and WRITE.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Replies {
+    /// Requests whose reply was seen (sent and answered in the phase).
+    pub answered: u64,
+    /// Replies that carried an error.
+    pub errors: u64,
+    /// Summed time from the kernel sending each request to the daemon's
+    /// reply, seconds (queueing for the daemon included).
+    pub time_s: f64,
+}
+
+impl Replies {
+    fn merge(&mut self, o: &Replies) {
+        self.answered += o.answered;
+        self.errors += o.errors;
+        self.time_s += o.time_s;
+    }
 }
 
 impl FuseRequests {
@@ -145,6 +170,9 @@ impl FuseRequests {
             out.read.merge(&r.read);
             for (k, v) in &r.other {
                 *out.other.entry(k.clone()).or_default() += v;
+            }
+            for (k, v) in &r.other_replies {
+                out.other_replies.entry(k.clone()).or_default().merge(v);
             }
             out.lost_events += r.lost_events;
         }
@@ -181,16 +209,10 @@ impl Tally {
                         .write
                         .add(u64::from(len).saturating_sub(IN_HEADER + WRITE_IN)),
                     OP_READ => self.req.read.count += 1,
-                    _ => {
-                        let name = names
-                            .get(&opcode)
-                            .cloned()
-                            .unwrap_or_else(|| format!("opcode {opcode}"));
-                        *self.req.other.entry(name).or_default() += 1;
-                    }
+                    _ => *self.req.other.entry(op_name(opcode, names)).or_default() += 1,
                 }
                 match self.early.remove(&unique) {
-                    Some((t, len, error)) => self.answer(opcode, ts, t, len, error),
+                    Some((t, len, error)) => self.answer(opcode, ts, t, len, error, names),
                     None => {
                         self.pending.insert(unique, (opcode, ts));
                     }
@@ -202,7 +224,7 @@ impl Tally {
                 len,
                 error,
             } => match self.pending.remove(&unique) {
-                Some((op, sent)) => self.answer(op, sent, ts, len, error),
+                Some((op, sent)) => self.answer(op, sent, ts, len, error, names),
                 // Sent before tracing began, another opcode, or a request
                 // whose send event is on a page not read yet.
                 None => {
@@ -228,8 +250,25 @@ impl Tally {
         }
     }
 
-    fn answer(&mut self, op: u32, sent: u64, ts: u64, len: u32, error: i32) {
+    fn answer(
+        &mut self,
+        op: u32,
+        sent: u64,
+        ts: u64,
+        len: u32,
+        error: i32,
+        names: &HashMap<u32, String>,
+    ) {
+        let took = ts.saturating_sub(sent) as f64 * 1e-9;
         if !matches!(op, OP_READ | OP_WRITE) {
+            let r = self
+                .req
+                .other_replies
+                .entry(op_name(op, names))
+                .or_default();
+            r.answered += 1;
+            r.errors += u64::from(error != 0);
+            r.time_s += took;
             return;
         }
         let r = if op == OP_READ {
@@ -243,8 +282,16 @@ impl Tally {
         };
         r.errors += u64::from(error != 0);
         r.answered += 1;
-        r.time_s += ts.saturating_sub(sent) as f64 * 1e-9;
+        r.time_s += took;
     }
+}
+
+/// The name of `opcode` (`FUSE_LOOKUP`), from the kernel's own list.
+fn op_name(opcode: u32, names: &HashMap<u32, String>) -> String {
+    names
+        .get(&opcode)
+        .cloned()
+        .unwrap_or_else(|| format!("opcode {opcode}"))
 }
 
 /// Where tracefs is, or why it cannot be used: `IOSCALE_TRACEFS` (the
@@ -545,6 +592,9 @@ mod tests {
             send(30_000_000, 20, 25, 64),
             send(30_000_000, 22, 25, 64),
             send(30_000_000, 24, 99, 64),
+            // Other opcodes are timed by name too.
+            end(32_000_000, 20, 16, 0),
+            end(33_000_000, 24, 16, -2),
         ] {
             t.apply(e, &names);
         }
@@ -561,10 +611,16 @@ mod tests {
         assert_eq!(r.other.get("FUSE_FLUSH"), Some(&2));
         assert_eq!(r.other.get("opcode 99"), Some(&1));
         assert_eq!(r.total(), 7);
+        let flush = &r.other_replies["FUSE_FLUSH"];
+        assert_eq!((flush.answered, flush.errors), (1, 0));
+        assert!((flush.time_s - 0.002).abs() < 1e-12, "{flush:?}");
+        let odd = &r.other_replies["opcode 99"];
+        assert_eq!((odd.answered, odd.errors), (1, 1));
+        assert_eq!(r.other_replies.len(), 2);
         // Answered requests leave nothing behind; the stray reply goes
         // once it is 5 s old.
         let unanswered: Vec<u64> = t.pending.keys().copied().collect();
-        assert_eq!(unanswered.len(), 3, "{unanswered:?}");
+        assert_eq!(unanswered.len(), 1, "{unanswered:?}");
         assert_eq!(t.early.len(), 1);
         t.prune(22_000_000 + 5_000_000_001);
         assert!(t.early.is_empty());
@@ -580,7 +636,15 @@ mod tests {
         b.write.add(300);
         b.write.add(200);
         b.other.insert("FUSE_FLUSH".into(), 2);
+        let flush = |answered: u64, time_s: f64| Replies {
+            answered,
+            errors: 0,
+            time_s,
+        };
+        a.other_replies.insert("FUSE_FLUSH".into(), flush(1, 0.5));
+        b.other_replies.insert("FUSE_FLUSH".into(), flush(2, 0.25));
         let s = FuseRequests::sum([&a, &b]);
+        assert_eq!(s.other_replies["FUSE_FLUSH"], flush(3, 0.75));
         assert_eq!(
             (s.write.count, s.write.bytes, s.write.max_bytes),
             (3, 600, 300)

@@ -33,7 +33,7 @@
 mod fusetrace;
 mod rawtrace;
 
-pub use fusetrace::{FuseRequests, OpRequests};
+pub use fusetrace::{FuseRequests, OpRequests, Replies};
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

@@ -440,6 +440,7 @@ impl Filesystem for PassFs {
     }
 
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        self.inj.counters.request("FUSE_LOOKUP");
         self.meta_child(parent, name);
         match self.child(parent, name) {
             Ok(p) => self.entry(&p, reply),
@@ -448,6 +449,7 @@ impl Filesystem for PassFs {
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        self.inj.counters.request("FUSE_GETATTR");
         self.meta();
         let m = match fh.map(|f| self.handle(f)) {
             Some(Ok(h)) => h.file.metadata(),
@@ -480,6 +482,7 @@ impl Filesystem for PassFs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        self.inj.counters.request("FUSE_SETATTR");
         self.meta();
         let path = match self.path_of(ino) {
             Ok(p) => p,
@@ -537,6 +540,7 @@ impl Filesystem for PassFs {
     }
 
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        self.inj.counters.request("FUSE_READLINK");
         self.meta();
         match self.path_of(ino).map(std::fs::read_link) {
             Ok(Ok(t)) => reply.data(t.as_os_str().as_bytes()),
@@ -555,6 +559,7 @@ impl Filesystem for PassFs {
         rdev: u32,
         reply: ReplyEntry,
     ) {
+        self.inj.counters.request("FUSE_MKNOD");
         // SAFETY: valid path; mode and rdev come from the kernel.
         self.make_child(parent, name, reply, |c| unsafe {
             libc::mknod(c.as_ptr(), mode & !umask, rdev as libc::dev_t)
@@ -570,6 +575,7 @@ impl Filesystem for PassFs {
         umask: u32,
         reply: ReplyEntry,
     ) {
+        self.inj.counters.request("FUSE_MKDIR");
         // SAFETY: valid path.
         self.make_child(parent, name, reply, |c| unsafe {
             libc::mkdir(c.as_ptr(), (mode & !umask) as libc::mode_t)
@@ -577,11 +583,13 @@ impl Filesystem for PassFs {
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.inj.counters.request("FUSE_UNLINK");
         self.meta_child(parent, name);
         self.remove_child(parent, name, reply, |p| std::fs::remove_file(p));
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.inj.counters.request("FUSE_RMDIR");
         self.meta();
         self.remove_child(parent, name, reply, |p| std::fs::remove_dir(p));
     }
@@ -594,6 +602,7 @@ impl Filesystem for PassFs {
         target: &Path,
         reply: ReplyEntry,
     ) {
+        self.inj.counters.request("FUSE_SYMLINK");
         self.meta();
         match self.child(parent, link_name) {
             Ok(p) => match std::os::unix::fs::symlink(target, &p) {
@@ -614,6 +623,12 @@ impl Filesystem for PassFs {
         flags: RenameFlags,
         reply: ReplyEmpty,
     ) {
+        // The kernel sends RENAME2 only for a rename with flags.
+        self.inj.counters.request(if flags.is_empty() {
+            "FUSE_RENAME"
+        } else {
+            "FUSE_RENAME2"
+        });
         self.meta();
         if self.opts.no_rename {
             return reply.error(Errno::ENOSYS);
@@ -659,6 +674,7 @@ impl Filesystem for PassFs {
         newname: &OsStr,
         reply: ReplyEntry,
     ) {
+        self.inj.counters.request("FUSE_LINK");
         self.meta();
         let (src, dst) = match (self.path_of(ino), self.child(newparent, newname)) {
             (Ok(a), Ok(b)) => (a, b),
@@ -671,6 +687,7 @@ impl Filesystem for PassFs {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        self.inj.counters.request("FUSE_OPEN");
         self.meta();
         let path = match self.path_of(ino) {
             Ok(p) => p,
@@ -696,6 +713,7 @@ impl Filesystem for PassFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        self.inj.counters.request("FUSE_READ");
         let mut buf = Vec::new();
         let r = self.data_request(Dir::Read, fh, offset, size as usize, |f, take| {
             buf.resize(take, 0);
@@ -719,6 +737,7 @@ impl Filesystem for PassFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        self.inj.counters.request("FUSE_WRITE");
         let r = self.data_request(Dir::Write, fh, offset, data.len(), |f, take| {
             f.write_at(&data[..take], offset)
         });
@@ -736,6 +755,7 @@ impl Filesystem for PassFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
+        self.inj.counters.request("FUSE_FLUSH");
         // Data is written through on every request; close(2) has nothing
         // left to push, only the metadata delay to pay.
         self.meta();
@@ -755,6 +775,7 @@ impl Filesystem for PassFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
+        self.inj.counters.request("FUSE_RELEASE");
         self.files
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -770,6 +791,7 @@ impl Filesystem for PassFs {
         datasync: bool,
         reply: ReplyEmpty,
     ) {
+        self.inj.counters.request("FUSE_FSYNC");
         self.inj.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
         let h = match self.handle(fh) {
             Ok(h) => h,
@@ -794,6 +816,7 @@ impl Filesystem for PassFs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        self.inj.counters.request("FUSE_OPENDIR");
         self.meta();
         let path = match self.path_of(ino) {
             Ok(p) => p,
@@ -833,6 +856,7 @@ impl Filesystem for PassFs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
+        self.inj.counters.request("FUSE_READDIR");
         self.meta();
         let Some(list) = lock(&self.dirs).get(&fh.0).cloned() else {
             return reply.error(Errno::EBADF);
@@ -853,6 +877,7 @@ impl Filesystem for PassFs {
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
+        self.inj.counters.request("FUSE_RELEASEDIR");
         lock(&self.dirs).remove(&fh.0);
         reply.ok();
     }
@@ -865,6 +890,7 @@ impl Filesystem for PassFs {
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
+        self.inj.counters.request("FUSE_FSYNCDIR");
         self.inj.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
         let d = self.inj.timing.fsync_delay;
         if !d.is_zero() {
@@ -881,6 +907,7 @@ impl Filesystem for PassFs {
     }
 
     fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        self.inj.counters.request("FUSE_STATFS");
         self.meta();
         let c = match cstr(&self.root) {
             Ok(c) => c,
@@ -913,6 +940,7 @@ impl Filesystem for PassFs {
         _position: u32,
         reply: ReplyEmpty,
     ) {
+        self.inj.counters.request("FUSE_SETXATTR");
         self.meta();
         let (p, n) = match self.path_and_name(ino, name) {
             Ok(x) => x,
@@ -936,6 +964,7 @@ impl Filesystem for PassFs {
     }
 
     fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        self.inj.counters.request("FUSE_GETXATTR");
         self.meta();
         let (p, n) = match self.path_and_name(ino, name) {
             Ok(x) => x,
@@ -955,6 +984,7 @@ impl Filesystem for PassFs {
     }
 
     fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        self.inj.counters.request("FUSE_LISTXATTR");
         self.meta();
         let p = match self.path_of(ino).and_then(|p| cstr(&p)) {
             Ok(p) => p,
@@ -967,6 +997,7 @@ impl Filesystem for PassFs {
     }
 
     fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        self.inj.counters.request("FUSE_REMOVEXATTR");
         self.meta();
         let (p, n) = match self.path_and_name(ino, name) {
             Ok(x) => x,
@@ -981,6 +1012,7 @@ impl Filesystem for PassFs {
     }
 
     fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        self.inj.counters.request("FUSE_ACCESS");
         self.meta();
         let p = match self.path_of(ino).and_then(|p| cstr(&p)) {
             Ok(p) => p,
@@ -1004,6 +1036,7 @@ impl Filesystem for PassFs {
         flags: i32,
         reply: ReplyCreate,
     ) {
+        self.inj.counters.request("FUSE_CREATE");
         self.meta_child(parent, name);
         let path = match self.child(parent, name) {
             Ok(p) => p,

@@ -130,6 +130,71 @@ pub struct Counters {
     pub injected_errors: AtomicU64,
     /// Transfers cut short on purpose.
     pub short: AtomicU64,
+    /// Requests received, by opcode (in the order of [`OPCODES`]).
+    by_opcode: [AtomicU64; OPCODES.len()],
+}
+
+/// The requests counted by name: the opcodes this file system serves,
+/// named as the kernel names them (`enum fuse_opcode`), so that the
+/// counts compare one to one with a trace of the kernel's requests.
+pub const OPCODES: [&str; 29] = [
+    "FUSE_LOOKUP",
+    "FUSE_GETATTR",
+    "FUSE_SETATTR",
+    "FUSE_READLINK",
+    "FUSE_SYMLINK",
+    "FUSE_MKNOD",
+    "FUSE_MKDIR",
+    "FUSE_UNLINK",
+    "FUSE_RMDIR",
+    "FUSE_RENAME",
+    "FUSE_RENAME2",
+    "FUSE_LINK",
+    "FUSE_OPEN",
+    "FUSE_READ",
+    "FUSE_WRITE",
+    "FUSE_STATFS",
+    "FUSE_RELEASE",
+    "FUSE_FSYNC",
+    "FUSE_SETXATTR",
+    "FUSE_GETXATTR",
+    "FUSE_LISTXATTR",
+    "FUSE_REMOVEXATTR",
+    "FUSE_FLUSH",
+    "FUSE_OPENDIR",
+    "FUSE_READDIR",
+    "FUSE_RELEASEDIR",
+    "FUSE_FSYNCDIR",
+    "FUSE_ACCESS",
+    "FUSE_CREATE",
+];
+
+impl Counters {
+    /// Counts one request of `opcode`, a name from [`OPCODES`].
+    pub fn request(&self, opcode: &str) {
+        let i = OPCODES.iter().position(|o| *o == opcode);
+        debug_assert!(i.is_some(), "unknown opcode {opcode}");
+        if let Some(i) = i {
+            self.by_opcode[i].fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The requests received so far, `FUSE_LOOKUP 3, FUSE_OPEN 1`: each
+    /// opcode seen at least once, in the order of [`OPCODES`].
+    pub fn by_opcode(&self) -> String {
+        let seen: Vec<String> = OPCODES
+            .iter()
+            .zip(&self.by_opcode)
+            .map(|(o, n)| (o, n.load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .map(|(o, n)| format!("{o} {n}"))
+            .collect();
+        if seen.is_empty() {
+            "none".into()
+        } else {
+            seen.join(", ")
+        }
+    }
 }
 
 /// A token bucket that hands out completion times instead of sleeping:
@@ -424,6 +489,16 @@ mod tests {
         // Without jitter the delay is exact.
         let d = inj(Faults::default());
         assert_eq!(d.data_delay(), Duration::ZERO);
+    }
+
+    #[test]
+    fn requests_are_counted_by_opcode() {
+        let c = Counters::default();
+        assert_eq!(c.by_opcode(), "none");
+        c.request("FUSE_CREATE");
+        c.request("FUSE_LOOKUP");
+        c.request("FUSE_CREATE");
+        assert_eq!(c.by_opcode(), "FUSE_LOOKUP 1, FUSE_CREATE 2");
     }
 
     #[test]

@@ -272,6 +272,11 @@ fn main() -> ExitCode {
     }
     let r = session.run();
     if !quiet {
+        // Before the summary, which stays the last line.
+        eprintln!(
+            "ioscale-testfs: requests by opcode: {}",
+            inj.counters.by_opcode()
+        );
         eprintln!("ioscale-testfs: unmounted; {}", inj.summary());
     }
     match r {

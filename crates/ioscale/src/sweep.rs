@@ -906,8 +906,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     }
     let root = coord.rank() == 0;
     let plan = plan(args).map_err(|Usage(m)| Failure::Usage(m))?;
-    let ready = check_outputs(args, root).and_then(|()| check_targets(&plan, root));
-    bench::cluster::root_check(coord, ready).map_err(|e| match e {
+    bench::cluster::root_check(coord, check_outputs(args, root)).map_err(|e| match e {
         Some(e) => Failure::refused(format!("{e:#}")),
         None => Failure::Said(2),
     })?;
@@ -983,38 +982,6 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
 
 /// Rank 0 checks that every output file can be written before anything
 /// runs; the other ranks have nothing to check.
-/// Every point's target is a directory, checked on rank 0 before the
-/// first point: a bad one in `--target A,B` stopped the sweep after A's
-/// points had run (exit 2 then, with work done).
-fn check_targets(plan: &Plan, root: bool) -> anyhow::Result<()> {
-    if !root {
-        return Ok(());
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for pt in &plan.points {
-        let t = match &pt.job {
-            Job::Run(w) => &w.target,
-            Job::Meta(m) => &m.target,
-        };
-        if !seen.insert(t.clone()) {
-            continue;
-        }
-        match std::fs::metadata(t) {
-            Ok(m) if m.is_dir() => {}
-            Ok(_) => anyhow::bail!(
-                "TARGET {} is not a directory; name a directory on the file system to test \
-                 (in --target or the inner command)",
-                t.display()
-            ),
-            Err(e) => anyhow::bail!(
-                "TARGET {}: {e}; name an existing directory (in --target or the inner command)",
-                t.display()
-            ),
-        }
-    }
-    Ok(())
-}
-
 fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
     let mut bad = Ok(());
     if root {

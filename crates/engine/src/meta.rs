@@ -1111,32 +1111,29 @@ pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<St
     let mut bp = base.as_os_str().as_bytes().to_vec();
     bp.push(0);
     let nodes = spec.nodes_for(indices);
-    if nodes > 1 {
+    // With --leaf-depth only the leaves in use and their ancestors exist:
+    // walking every node number below the last leaf (2^40 of them at depth
+    // 40) never ended. Each leaf goes, then its ancestors up to the first
+    // one still holding another leaf.
+    let first = spec.first_node().max(1);
+    let deep = first > 1;
+    if nodes > first {
         match at::open_dir(libc::AT_FDCWD, &bp) {
             Ok(bfd) => {
                 let mut rel = Vec::with_capacity(256);
-                for node in (1..nodes).rev() {
+                for node in (first..nodes).rev() {
                     rel.clear();
                     spec.push_node_path(&mut rel, node);
-                    let p = base.join(std::ffi::OsStr::from_bytes(&rel));
-                    let (parent, name) = match rel.iter().rposition(|&b| b == b'/') {
-                        Some(i) => (rel[..i].to_vec(), rel[i + 1..].to_vec()),
-                        None => (Vec::new(), rel.clone()),
-                    };
-                    let pfd = if parent.is_empty() {
-                        at::dup(bfd.as_raw_fd())
-                    } else {
-                        let mut c = parent;
-                        c.push(0);
-                        at::open_dir(bfd.as_raw_fd(), &c)
-                    };
-                    let mut n = name;
-                    n.push(0);
-                    let r = pfd.and_then(|fd| at::unlink(fd.as_raw_fd(), &n, true));
-                    match r {
-                        Ok(()) => {}
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                        Err(e) => left.push(format!("{}: {e}", p.display())),
+                    let mut end = rel.len();
+                    loop {
+                        let ancestor = end < rel.len();
+                        let gone =
+                            rmdir_rel(bfd.as_raw_fd(), &base, &rel[..end], ancestor, &mut left);
+                        // An ancestor still holding another leaf stays.
+                        match rel[..end].iter().rposition(|&b| b == b'/') {
+                            Some(i) if deep && gone => end = i,
+                            _ => break,
+                        }
                     }
                 }
             }
@@ -1153,6 +1150,37 @@ pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<St
         }
     }
     left
+}
+
+/// `rmdir` of the node directory `rel` below the descriptor `bfd` (whose
+/// path is `base`), relative to its parent opened without following a
+/// link. Whether it is gone (removed, or missing); an `ancestor` of leaves
+/// that is not empty (another leaf below it) is not gone and not an error
+/// here; any other failure is listed in `left`.
+fn rmdir_rel(bfd: RawFd, base: &Path, rel: &[u8], ancestor: bool, left: &mut Vec<String>) -> bool {
+    let (parent, name) = match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (rel[..i].to_vec(), rel[i + 1..].to_vec()),
+        None => (Vec::new(), rel.to_vec()),
+    };
+    let pfd = if parent.is_empty() {
+        at::dup(bfd)
+    } else {
+        let mut c = parent;
+        c.push(0);
+        at::open_dir(bfd, &c)
+    };
+    let mut n = name;
+    n.push(0);
+    match pfd.and_then(|fd| at::unlink(fd.as_raw_fd(), &n, true)) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+        Err(e) if ancestor && e.raw_os_error() == Some(libc::ENOTEMPTY) => false,
+        Err(e) => {
+            let p = base.join(std::ffi::OsStr::from_bytes(rel));
+            left.push(format!("{}: {e}", p.display()));
+            false
+        }
+    }
 }
 
 /// The `*at` system calls and xattr calls std does not wrap. Every
@@ -1262,7 +1290,9 @@ pub mod at {
     /// component of a multi-component path (the hashed `h0/h3` nodes) is
     /// refused too: `openat2` with `RESOLVE_NO_SYMLINKS` where the kernel
     /// has it, else a walk that opens one component at a time with
-    /// `O_NOFOLLOW` ([`walk`]).
+    /// `O_NOFOLLOW` ([`walk`]). `RESOLVE_BENEATH` keeps a `..` from
+    /// leaving `dir`, as the walk refuses `..`: a damaged marker's prefix
+    /// (`../../v/`) made the cleanup unlink files outside the tree.
     pub fn open_dir(dir: RawFd, path: &[u8]) -> io::Result<OwnedFd> {
         use std::sync::atomic::Ordering;
         let c = cstr(path)?;
@@ -1273,7 +1303,7 @@ pub mod at {
             // SAFETY: open_how is plain data; zeroed is a valid value.
             let mut how: libc::open_how = unsafe { std::mem::zeroed() };
             how.flags = DIR_FLAGS as u64;
-            how.resolve = libc::RESOLVE_NO_SYMLINKS;
+            how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_BENEATH;
             // SAFETY: `c` is a valid NUL-terminated string and `how` a
             // valid open_how of the size passed; the kernel keeps neither.
             let fd = unsafe {

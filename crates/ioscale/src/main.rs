@@ -39,7 +39,10 @@ fn main() {
 fn real_main() -> (&'static str, Exit) {
     // The compatibility front-ends read their tools' own syntax, which clap
     // cannot: a binary called `ior`/`dd` (a symlink), or `ioscale ior|dd …`.
-    let argv: Vec<String> = std::env::args().collect();
+    let argv = match utf8_args() {
+        Ok(a) => a,
+        Err(f) => return ("ioscale", Err(f)),
+    };
     let called = argv
         .first()
         .map(|a| {
@@ -66,6 +69,25 @@ fn real_main() -> (&'static str, Exit) {
         }
     };
     ("ioscale", run_command(cli.command))
+}
+
+/// The command line as text. An argument that is not UTF-8 (Linux allows
+/// any bytes in a path) is refused naming it, exit 2: `std::env::args`
+/// panicked on it (exit 101) before any command could say why, and every
+/// front-end and record reads the words as text.
+fn utf8_args() -> Result<Vec<String>, Failure> {
+    std::env::args_os()
+        .enumerate()
+        .map(|(i, a)| {
+            a.into_string().map_err(|a| {
+                Failure::usage(format!(
+                    "argument {i} {:?} is not UTF-8: ioscale takes its paths and values as \
+                     text; rename the path or reach it through a link with a UTF-8 name",
+                    a.to_string_lossy()
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Runs a parsed `ioscale` command.

@@ -148,9 +148,45 @@ fn no_control(flag: &str, v: &str) -> Result<(), String> {
     }
 }
 
+/// Whether `t` is a time limit sbatch reads: minutes, MM:SS, HH:MM:SS,
+/// D-HH, D-HH:MM, D-HH:MM:SS, or no limit (UNLIMITED, INFINITE).
+fn slurm_time(t: &str) -> bool {
+    if ["unlimited", "infinite"].contains(&t.to_ascii_lowercase().as_str()) {
+        return true;
+    }
+    let num = |p: &str| !p.is_empty() && p.len() <= 9 && p.bytes().all(|b| b.is_ascii_digit());
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(d), r),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    days.is_none_or(num) && parts.len() <= 3 && parts.iter().all(|p| num(p))
+}
+
 /// Checks every value that goes into the script.
 fn check_values(args: &SlurmArgs, binary: &str) -> Result<(), String> {
     let results = args.results.as_ref().map(|p| p.display().to_string());
+    for (flag, v) in [
+        ("--job-name", Some(args.job_name.as_str())),
+        ("--output", Some(args.output.as_str())),
+        ("--time", args.time.as_deref()),
+        ("--partition", args.partition.as_deref()),
+        ("--account", args.account.as_deref()),
+        ("--mpi", Some(args.mpi.as_str())),
+    ] {
+        // An empty value is none sbatch or srun reads (`--output=''`).
+        if v.is_some_and(str::is_empty) {
+            return Err(format!(
+                "{flag}: empty value (give one, or leave the flag out)"
+            ));
+        }
+    }
+    if let Some(t) = args.time.as_deref().filter(|t| !slurm_time(t)) {
+        return Err(format!(
+            "--time {t:?}: not a time sbatch reads; use minutes, MM:SS, HH:MM:SS, D-HH, \
+             D-HH:MM, D-HH:MM:SS or UNLIMITED"
+        ));
+    }
     for (flag, v) in [
         ("--job-name", Some(args.job_name.as_str())),
         ("--output", Some(args.output.as_str())),
@@ -292,7 +328,8 @@ struct Points {
 }
 
 fn points(args: &SlurmArgs) -> Result<Points, String> {
-    let total = args.nodes.saturating_mul(args.ntasks_per_node);
+    // u64: 65536 × 65536 does not fit the u32 the flags are.
+    let total = u64::from(args.nodes) * u64::from(args.ntasks_per_node);
     let sub = args.command.first().map(String::as_str).unwrap_or("");
     // Every command runs as MPI ranks; the front-ends print their tools'
     // reports (into the job's output) instead of writing a JSON record.
@@ -319,15 +356,24 @@ fn points(args: &SlurmArgs) -> Result<Points, String> {
         }
         (Some(l), None) => {
             let v = spec::parse_list(l, spec::parse_count).map_err(|e| format!("--ranks: {e}"))?;
-            if let Some(&r) = v.iter().find(|&&r| r == 0 || r > total as u64) {
+            if let Some(&r) = v.iter().find(|&&r| r == 0 || r > total) {
                 return Err(format!(
                     "--ranks: {r} is outside 1..={total} (nodes × ntasks-per-node)"
                 ));
             }
             (v, false)
         }
-        (None, None) => (vec![total as u64], false),
+        (None, None) => (vec![total], false),
     };
+    // Each count writes its record under its own name: a count given
+    // twice would run twice and its second record replace the first.
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(&n) = values.iter().find(|&&n| !seen.insert(n)) {
+        return Err(format!(
+            "{}: {n} is given twice (each count runs once and writes its own record)",
+            if by_nodes { "--node-counts" } else { "--ranks" }
+        ));
+    }
     let has_json = args
         .command
         .iter()
@@ -386,22 +432,69 @@ fn header(args: &SlurmArgs, binary: &str) -> String {
     s
 }
 
+/// Makes the script at `p` executable when `p` itself is a regular file:
+/// opened without following a link (never blocking on a FIFO) and
+/// changed through that descriptor, so a device, a FIFO or a user's file
+/// behind a link keeps its mode.
+fn make_executable(p: &std::path::Path) -> bool {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(p)
+    else {
+        return false;
+    };
+    match f.metadata() {
+        Ok(m) if m.file_type().is_file() => {
+            let mode = m.permissions().mode() & 0o777;
+            // Execute where it may be read (0644 gives 0755).
+            let x = (mode & 0o444) >> 2;
+            f.set_permissions(std::fs::Permissions::from_mode(mode | x))
+                .is_ok()
+        }
+        _ => false,
+    }
+}
+
 /// Runs `ioscale slurm`.
 pub fn cmd_slurm(args: &SlurmArgs) -> crate::exit::Exit {
     let binary = match &args.binary {
         Some(b) => b.clone(),
         None => std::env::current_exe().context("finding this ioscale binary")?,
     };
-    let text = script(args, &binary.display().to_string())
+    // A path that is not UTF-8 would be written into the script changed
+    // (`display` replaces its bytes) and name another file there.
+    let utf8 = |flag: &str, p: &std::path::Path| {
+        p.to_str().map(str::to_string).ok_or_else(|| {
+            crate::exit::Failure::usage(format!(
+                "{flag} {}: not UTF-8; a job script names it only as text",
+                p.display()
+            ))
+        })
+    };
+    let binary = utf8("--binary", &binary)?;
+    if let Some(r) = &args.results {
+        utf8("--results", r)?;
+    }
+    let text = script(args, &binary)
         .and_then(|t| check_command(&args.command).map(|()| t))
         .map_err(crate::exit::Failure::usage)?;
     match &args.out {
         Some(p) => {
-            std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
-            use std::os::unix::fs::PermissionsExt;
-            let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755));
+            crate::check_output_path("--out", p).map_err(crate::exit::Failure::refused)?;
+            let w = safefs::write_output("--out", p, text.as_bytes())
+                .map_err(crate::exit::Failure::refused)?;
+            // `-` and /dev/stdout went to standard output: a file of that
+            // name in the working directory is not the script.
+            let file = matches!(w, safefs::OutputWritten::File(_));
+            let x = if file && make_executable(p) {
+                ""
+            } else {
+                " (not a file of its own, so its mode is left as it was)"
+            };
             eprintln!(
-                "ioscale: wrote {}; submit it with `sbatch {}`",
+                "ioscale: wrote {}{x}; submit it with `sbatch {}`",
                 p.display(),
                 p.display()
             );
@@ -569,5 +662,64 @@ mod tests {
             "/nonexistent-cluster-fs",
         ]))
         .unwrap();
+    }
+
+    /// Found by the fourth adversarial pass; each failed before its fix.
+    #[test]
+    fn edge_values_are_refused_naming_the_flag() {
+        // 65536 × 65536 ranks wrapped to `for n in 4294967295`.
+        let mut a = args(&["run", "/fs"]);
+        a.nodes = 65536;
+        a.ntasks_per_node = 65536;
+        let s = script(&a, "ioscale").unwrap();
+        assert!(s.contains("for n in 4294967296; do"), "{s}");
+        a.ranks = Some("4294967296".into());
+        assert!(script(&a, "ioscale").is_ok());
+        // A repeated count ran twice and the second record replaced the
+        // first (`ranks-1.json`).
+        let mut a = args(&["run", "/fs"]);
+        a.ranks = Some("1,2,1".into());
+        let e = script(&a, "ioscale").unwrap_err();
+        assert!(e.starts_with("--ranks") && e.contains("twice"), "{e}");
+        let mut a = args(&["run", "/fs"]);
+        a.node_counts = Some("2,2".into());
+        let e = script(&a, "ioscale").unwrap_err();
+        assert!(e.starts_with("--node-counts") && e.contains("twice"), "{e}");
+        // Empty values and a --time sbatch cannot read were written as is.
+        for (flag, set) in [
+            (
+                "--job-name",
+                (|a: &mut SlurmArgs| a.job_name.clear()) as fn(&mut SlurmArgs),
+            ),
+            ("--output", |a| a.output.clear()),
+            ("--mpi", |a| a.mpi.clear()),
+            ("--partition", |a| a.partition = Some(String::new())),
+            ("--account", |a| a.account = Some(String::new())),
+            ("--time", |a| a.time = Some(String::new())),
+            ("--time", |a| a.time = Some("1e30".into())),
+            ("--time", |a| a.time = Some("-1".into())),
+            ("--time", |a| a.time = Some("10:00:00:00".into())),
+            ("--time", |a| a.time = Some("1-".into())),
+        ] {
+            let mut a = args(&["run", "/fs"]);
+            set(&mut a);
+            let e = script(&a, "ioscale").unwrap_err();
+            assert!(e.starts_with(flag), "{flag}: {e}");
+        }
+        for t in [
+            "0",
+            "30",
+            "30:00",
+            "1:00:00",
+            "2-0",
+            "2-12:30",
+            "2-12:30:05",
+            "UNLIMITED",
+            "infinite",
+        ] {
+            let mut a = args(&["run", "/fs"]);
+            a.time = Some(t.into());
+            assert!(script(&a, "ioscale").is_ok(), "{t}");
+        }
     }
 }

@@ -411,15 +411,30 @@ fn check_layouts(kind: &str, layouts: &[String]) -> Result<(), Usage> {
 
 /// `--reps` (or the inner command's) and `--trim`, checked together.
 fn reps_and_trim(args: &SweepArgs, inner_reps: &str) -> Result<(u32, u32), Usage> {
+    // Past u32 a count is refused, never cut to its low bits (4294967297
+    // repetitions were one).
+    let fit = |flag: &str, v: u64| {
+        u32::try_from(v).map_err(|_| {
+            Usage(format!(
+                "{flag} {v} is out of range: at most 100000 repetitions"
+            ))
+        })
+    };
     let reps: u32 = match &args.reps {
-        Some(r) => parse_count(r).map_err(|e| Usage(format!("--reps: {e}")))? as u32,
-        None => parse_count(inner_reps).unwrap_or(1) as u32,
+        Some(r) => fit(
+            "--reps",
+            parse_count(r).map_err(|e| Usage(format!("--reps: {e}")))?,
+        )?,
+        None => fit("--reps", parse_count(inner_reps).unwrap_or(1))?,
     };
     if reps == 0 {
         return usage("--reps: must be at least 1");
     }
     let trim = match &args.trim {
-        Some(t) => parse_count(t).map_err(|e| Usage(format!("--trim: {e}")))? as u32,
+        Some(t) => fit(
+            "--trim",
+            parse_count(t).map_err(|e| Usage(format!("--trim: {e}")))?,
+        )?,
         None => default_trim(reps),
     };
     if trim.saturating_mul(2) >= reps && trim > 0 {
@@ -1710,6 +1725,25 @@ mod tests {
             &["run", "--size", "64k", "/tmp"],
             "point threads=1 xfer=3 KiB",
         );
+    }
+
+    /// Fourth adversarial pass: `--reps` and `--trim` past u32 were cut
+    /// to their low 32 bits (`--reps 4294967297` ran one repetition,
+    /// `--trim 4294967296` trimmed none), silently.
+    #[test]
+    fn reps_and_trim_past_u32_are_refused_not_truncated() {
+        for (rest, want) in [
+            (&["--reps", "4294967297"][..], "--reps"),
+            (&["--reps", "4294967296"][..], "--reps 4294967296"),
+            (
+                &["--reps", "4", "--trim", "4294967296"][..],
+                "--trim 4294967296",
+            ),
+        ] {
+            let a = args("1", rest, &["meta", "--files", "2", "/tmp"]);
+            let e = plan(&a).err().map(|u| u.0).unwrap_or_default();
+            assert!(e.starts_with(want), "{rest:?}: {e:?}");
+        }
     }
 
     #[test]

@@ -142,6 +142,32 @@ fn refusals_name_the_option() {
     let out = run(&["io500", "--bogus", s(&cfg)]);
     assert_code(&out, 2);
     assert!(!data.exists(), "nothing made on a refusal");
+    // A transfer past the 2 GiB a request `run` and `ior` take: before,
+    // each task asked for a 1 TiB buffer and the run aborted (exit 134),
+    // leaving its phase directories in the datadir.
+    let cfg = ini(
+        work.path(),
+        &data,
+        &res,
+        "[ior-easy]\ntransferSize = 1t\nblockSize = 1t\n",
+    );
+    let out = run(&["io500", s(&cfg)]);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("[ior-easy] transferSize"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!data.exists(), "nothing made on a refusal");
+    // More tasks than threads a process may start: before, 100000 tasks
+    // panicked spawning them (exit 134) with the phase directories made.
+    let cfg = ini(work.path(), &data, &res, "");
+    for t in ["4097", "100000"] {
+        let out = run(&["io500", "--tasks", t, s(&cfg)]);
+        assert_code(&out, 2);
+        assert!(stderr(&out).contains("--tasks"), "{}", stderr(&out));
+        assert!(!data.exists(), "nothing made on a refusal");
+    }
     let out = run(&["io500", "--help"]);
     assert_code(&out, 0);
     assert!(stdout(&out).contains("--stonewall"));

@@ -258,3 +258,83 @@ fn leaf_only_puts_items_in_the_leaves() {
     assert_code(&out, 0);
     assert_empty(&d);
 }
+
+/// An error in the second of three iterations (FUSE EIO after 30 data
+/// requests: the first iteration's 4 creates, stats, reads and deletes
+/// pass, the second stops in its read): the SUMMARY covers the iterations
+/// that ran. Before, the iterations that never ran counted as rates of 0
+/// (`File creation 4509 0.000 2880 …`: Min 0, Mean over 3).
+#[test]
+fn an_error_in_a_later_iteration_does_not_count_the_missing_ones_as_zero() {
+    let Some(fs) = common::fuse::TestFs::mount(&["--eio-after-ops", "30"]) else {
+        return;
+    };
+    let d = fs.path().join("md");
+    let out = md(&["-F", "-n", "4", "-i", "3", "-w", "4096", "-d", s(&d)]);
+    assert_code(&out, 1);
+    let text = stdout(&out);
+    let head = text
+        .lines()
+        .find(|l| l.starts_with("SUMMARY rate"))
+        .unwrap_or_else(|| panic!("no summary:\n{text}"));
+    assert!(!head.contains("of 3 iterations"), "{head}\n{text}");
+    let mut rows = 0;
+    for l in text.lines().filter(|l| l.trim_start().starts_with("File ")) {
+        let nums: Vec<f64> = l
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        if nums.len() == 4 {
+            let (max, min, mean) = (nums[0], nums[1], nums[2]);
+            assert!(min > 0.0 && min <= mean && mean <= max, "{l}\n{text}");
+            rows += 1;
+        }
+    }
+    assert!(rows >= 2, "the iterations that ran are shown:\n{text}");
+    assert_eq!(names(fs.source()), Vec::<String>::new(), "{}", stderr(&out));
+}
+
+/// `meta --leaf-depth 40 --dirs-per-dir 2 --files-per-dir 1` (accepted:
+/// the tree's node numbers fit in 64 bits) makes 4 leaves 40 levels down.
+/// Before, the teardown tried `rmdir` on every node number below the last
+/// leaf, 2^40 of them, and the run never ended (nor did `clean`). It now
+/// removes the leaves and then their ancestors, and the run ends with
+/// nothing left. Bounded by a 60 s wait, so a hang fails the test.
+#[test]
+fn a_deep_leaf_tree_is_removed_without_walking_every_node_number() {
+    let t = scratch();
+    let d = t.path();
+    let mut child = std::process::Command::new(ioscale_path())
+        .args([
+            "meta",
+            "-q",
+            "--files",
+            "4",
+            "--leaf-depth",
+            "40",
+            "--files-per-dir",
+            "1",
+            "--dirs-per-dir",
+            "2",
+            "--ops",
+            "create,stat,delete",
+            s(d),
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not end in 60 s (it walks every node number)");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(names(d), Vec::<String>::new());
+}

@@ -161,9 +161,21 @@ fn replace_opts(
     sync: bool,
 ) -> Result<Written> {
     check_replaceable(dir, name)?;
+    // The new file keeps the permission bits of the one it replaces: a
+    // 0600 record must not come back readable by everyone (set before a
+    // byte is written).
+    let old_mode = rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .filter(|st| Kind::of(st.st_mode) == Kind::File)
+        .map(|st| st.st_mode & 0o777);
     let tmp = temp_name(name);
     let (mut f, _) = dir.create_at(&tmp, 0o644)?;
     let tp = dir.child_path(&tmp);
+    if let Some(m) = old_mode {
+        // Best effort: a file system without modes (vfat) still gets the
+        // record.
+        let _ = rustix::fs::fchmod(&f, rustix::fs::Mode::from_raw_mode(m));
+    }
     let written = f
         .write_all(bytes)
         .and_then(|()| if sync { f.sync_all() } else { Ok(()) })

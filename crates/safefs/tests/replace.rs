@@ -106,3 +106,28 @@ fn clean_can_find_leftover_temporary_names() {
         vec!["file.00000000", "notes.tmp"]
     );
 }
+
+/// A file replaced by rename keeps its mode (fourth adversarial pass:
+/// a 0600 record, or a 0600 file behind an output link, came back 0644,
+/// readable by everyone).
+#[test]
+fn a_replaced_file_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let fs_ = Tmpfs::new("4m");
+    let d = DirHandle::open(fs_.path()).unwrap();
+    let p = fs_.join("private.json");
+    fs::write(&p, b"old").unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(
+        replace_at(&d, "private.json", b"new").unwrap(),
+        Written::Renamed
+    );
+    assert_eq!(fs::read(&p).unwrap(), b"new");
+    assert_eq!(fs::metadata(&p).unwrap().mode() & 0o7777, 0o600);
+    // A new file gets the usual mode.
+    replace_at(&d, "fresh.json", b"x").unwrap();
+    assert_eq!(
+        fs::metadata(fs_.join("fresh.json")).unwrap().mode() & 0o600,
+        0o600
+    );
+}

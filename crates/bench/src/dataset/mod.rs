@@ -80,10 +80,87 @@ pub struct Marker {
     /// [`peer`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
+    /// Identities of the data files of an IOR front-end set when its last
+    /// write finished, by worker (one entry for a shared file): its files
+    /// sit in the user's directory under plain names, so `clean` removes a
+    /// file there only while it is still the one ioscale wrote. Cleared
+    /// before a write over the set starts and empty before one finished
+    /// (removed by name then, as before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub file_ids: Vec<FileStamp>,
+}
+
+/// A file as ioscale left it: its (device, inode) and the time of its
+/// last status change. The inode alone is not enough: a file system hands
+/// a deleted file's inode number to the next file made (ext4 and tmpfs
+/// do), so a user's new file under the old name can have the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileStamp {
+    /// Device and inode.
+    #[serde(flatten)]
+    pub id: safefs::FileId,
+    /// `st_ctime` seconds.
+    pub ctime: i64,
+    /// `st_ctime_nsec`.
+    pub ctime_nsec: i64,
+}
+
+/// The stamp of the regular file `rel` below `dir`, never through a link
+/// (each directory component opened with `O_NOFOLLOW`); `None` when it is
+/// missing, not a regular file, or cannot be read.
+fn stamp_at(dir: &DirHandle, rel: &Path) -> Option<FileStamp> {
+    use std::os::fd::{AsFd, AsRawFd};
+    use std::os::unix::ffi::OsStrExt;
+    let sub = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => Some(dir.open_dir_path(p).ok()?),
+        None => None,
+    };
+    let d = sub.as_ref().unwrap_or(dir);
+    let name = std::ffi::CString::new(rel.file_name()?.as_bytes()).ok()?;
+    // SAFETY: `stat` is plain data; zeroed is a valid value to be written.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open for the call, `name` is NUL-terminated
+    // and `st` a valid stat buffer; the kernel keeps neither.
+    let rc = unsafe {
+        libc::fstatat(
+            d.as_fd().as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    (rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG).then_some(FileStamp {
+        id: safefs::FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+        },
+        ctime: st.st_ctime,
+        ctime_nsec: st.st_ctime_nsec,
+    })
 }
 
 fn pattern_default() -> bool {
     true
+}
+
+/// The most workers a marker may name. A marker is a file in a directory
+/// others may write to: a forged or damaged count must be refused before
+/// any name is computed from it (2^32−1 workers made `clean` ask for 96 GiB
+/// and abort). 2^20 is far past any run (4096 threads a process).
+pub const MAX_MARKER_WORKERS: u32 = 1 << 20;
+
+impl Marker {
+    /// Why this marker cannot describe a set ioscale made, if it cannot:
+    /// read markers are checked before anything is derived from them.
+    pub fn problem(&self) -> Option<String> {
+        if self.threads == 0 || self.threads > MAX_MARKER_WORKERS {
+            return Some(format!(
+                "it names {} workers (a set has 1 to {MAX_MARKER_WORKERS})",
+                self.threads
+            ));
+        }
+        None
+    }
 }
 
 /// Which cleanup rules apply to a data set.
@@ -505,7 +582,29 @@ impl DataSet {
         self.marker.seed = seed;
         self.marker.pattern = pattern;
         self.had_data = true;
+        self.marker.file_ids = self.ior_file_ids();
         self.save_marker();
+    }
+
+    /// The stamps of an IOR set's data files, by worker, looked up
+    /// through the held directory; empty for another kind of set or when
+    /// one is missing (then nothing is recorded and `clean` goes by name).
+    fn ior_file_ids(&self) -> Vec<FileStamp> {
+        let (SetKind::Sidecar(mp), Some(g)) = (&self.kind, &self.guard) else {
+            return Vec::new();
+        };
+        let Some(o) = mp.file_name().and_then(sidecar_data_name) else {
+            return Vec::new();
+        };
+        let o = parent_of(mp).join(o);
+        // The names `clean` computes from this marker, in its order.
+        let (files, _) = ior_names(&o, self.marker.layout, self.marker.threads);
+        let parent = parent_of(&o);
+        files
+            .iter()
+            .map(|f| stamp_at(&g.root, &rel_to(&parent, f)))
+            .collect::<Option<Vec<_>>>()
+            .unwrap_or_default()
     }
 
     /// Writes the marker where the set keeps it (best effort). Only the
@@ -686,6 +785,7 @@ fn new_marker(spec: &WorkloadSpec, run_id: &str) -> Marker {
         root_id: None,
         dir_ids: Vec::new(),
         token: None,
+        file_ids: Vec::new(),
     }
 }
 
@@ -947,10 +1047,25 @@ fn sidecar_names(path: &Path) -> (std::ffi::OsString, std::ffi::OsString) {
     (m, l)
 }
 
-/// The sidecar marker in the held directory, read without following a link.
+/// The sidecar marker in the held directory, read without following a
+/// link; `None` also when it names impossible values ([`Marker::problem`]).
 fn read_sidecar_in(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Marker> {
+    read_any_marker_in(dir, name).filter(|m| m.problem().is_none())
+}
+
+/// The marker `name` in `dir` as written, unchecked: for `clean` to say
+/// what is wrong with it.
+fn read_any_marker_in(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Marker> {
     let m: Marker = read_json_in(dir, name)?;
     (m.tool == "ioscale").then_some(m)
+}
+
+/// `clean` refuses a marker that names impossible values.
+pub(crate) fn bad_marker(marker: &Path, problem: &str) -> Error {
+    Error::Refused(format!(
+        "{} is not a valid ioscale marker: {problem}; refusing to remove anything by it",
+        marker.display()
+    ))
 }
 
 fn write_sidecar_in(
@@ -978,8 +1093,26 @@ fn remove_ior_entries(
     for (d, id) in m.dirs_created.iter().zip(&m.dir_ids) {
         r.expect(rel_to(parent, d), *id);
     }
-    for f in files {
-        r.file(rel_to(parent, f));
+    let stamps = (m.file_ids.len() == files.len()).then_some(&m.file_ids);
+    let mut foreign = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let rel = rel_to(parent, f);
+        if let Some(want) = stamps.map(|s| s[i]) {
+            match stamp_at(dir, &rel) {
+                Some(now) if now != want => {
+                    foreign.push(format!(
+                        "{}: not the file ioscale wrote there (device {} inode {}, changed \
+                         since); left alone",
+                        f.display(),
+                        now.id.dev,
+                        now.id.ino
+                    ));
+                    continue;
+                }
+                _ => r.expect(&rel, want.id),
+            }
+        }
+        r.file(rel);
     }
     if let Ok(list) = dir.list() {
         for n in list {
@@ -991,7 +1124,8 @@ fn remove_ior_entries(
     for d in m.dirs_created.iter().rev() {
         r.dir_entry(rel_to(parent, d));
     }
-    r.finish().describe()
+    foreign.extend(r.finish().describe());
+    foreign
 }
 
 /// Removes a whole IOR set through its guard: entries, then (when they
@@ -1206,6 +1340,9 @@ fn adopt_ior(
         // This run's writes replace the pattern unless they write the same
         // one: recorded before the first byte.
         marker.pattern &= spec.verify && spec.seed == marker.seed;
+        // The files change from here on: recorded again when the write
+        // finishes (a run cut short leaves them to removal by name).
+        marker.file_ids.clear();
         make_ior_dirs(pd, &n.root, &n.dirs, &mut marker)?;
         let _ = write_sidecar_in(pd, &n.marker_name, &marker);
     }
@@ -1466,9 +1603,21 @@ pub fn clean_all(path: &Path, opts: safefs::LockOptions) -> Result<CleanReport, 
             }
         }
         if rep.cleaned.is_empty() && rep.refused.is_empty() {
+            // `clean T/ioscale-meta.d` names the set itself, not where it is.
+            let own = path
+                .file_name()
+                .is_some_and(|n| n == ROOT_NAME || n == tree::ROOT_NAME);
+            let hint = if own {
+                format!(
+                    "; to remove it, name the directory that holds it: `ioscale clean {}`",
+                    parent_of(path).display()
+                )
+            } else {
+                String::new()
+            };
             return Err(Error::Refused(format!(
                 "nothing to clean: {} holds no data set ioscale made (no {ROOT_NAME}, no {}, \
-                 no IOR front-end marker .NAME.ioscale-marker)",
+                 no IOR front-end marker .NAME.ioscale-marker){hint}",
                 path.display(),
                 tree::ROOT_NAME
             )));
@@ -1505,12 +1654,15 @@ fn clean_ior(path: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, 
     if pd.stat_at(&marker_name).map_err(fs_err)?.is_none() {
         return Ok(None);
     }
-    let Some(m) = read_sidecar_in(&pd, &marker_name) else {
+    let Some(m) = read_any_marker_in(&pd, &marker_name) else {
         return Err(Error::Refused(format!(
             "{} is not a valid ioscale marker; refusing to remove anything by it",
             ior_marker_path(path).display()
         )));
     };
+    if let Some(p) = m.problem() {
+        return Err(bad_marker(&ior_marker_path(path), &p));
+    }
     let target = pd.try_clone().map_err(fs_err)?;
     let lock = take_lock_named(&pd, &lock_file, &path.display().to_string(), path, opts)?;
     let took_over = lock
@@ -1568,9 +1720,12 @@ fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Clean
     let Some((t, root, rootd)) = open_root_to_clean(target, ROOT_NAME)? else {
         return Ok(None);
     };
-    let Some(m) = read_marker_in(&rootd) else {
+    let Some(m) = read_any_marker_in(&rootd, MARKER_NAME.as_ref()) else {
         return Err(no_marker(&root));
     };
+    if let Some(p) = m.problem() {
+        return Err(bad_marker(&root.join(MARKER_NAME), &p));
+    }
     check_root_id(&m, &rootd)?;
     let lock = take_lock_named(
         &rootd,

@@ -73,6 +73,52 @@ impl Marker {
         s
     }
 
+    /// Why this marker cannot describe a tree ioscale made, if it cannot.
+    /// The names of every entry are computed from it, so a prefix holding
+    /// `/` (`../../v/` reached files outside the tree) or counts no run
+    /// can have are refused before anything is removed by it.
+    pub(crate) fn problem(&self) -> Option<String> {
+        if self.prefix.contains('/') || self.prefix.contains('\0') {
+            return Some(format!(
+                "its file-name prefix {:?} holds '/' or NUL",
+                self.prefix
+            ));
+        }
+        if self.threads == 0 || self.threads > super::MAX_MARKER_WORKERS {
+            return Some(format!(
+                "it names {} threads (a tree has 1 to {})",
+                self.threads,
+                super::MAX_MARKER_WORKERS
+            ));
+        }
+        if self.files_per_dir == 0 {
+            return Some("it names 0 files per directory".into());
+        }
+        if let Some(z) = self.leaf_depth {
+            // The checks `--leaf-depth` passes: the tree's node numbers fit
+            // in 64 bits (the engine's arithmetic assumes it).
+            let b = self.dirs_per_dir;
+            let leaves = if b <= 1 { Some(1) } else { b.checked_pow(z) };
+            let fits = z <= 64
+                && spec::meta::nodes_above(u64::from(z), b)
+                    .zip(leaves)
+                    .and_then(|(first, l)| first.checked_add(l))
+                    .is_some();
+            if !fits {
+                return Some(format!(
+                    "its leaf depth {z} with {b} directories a directory does not fit in 64 bits"
+                ));
+            }
+        }
+        if self.files.max(self.extent) > MAX_MARKER_FILES {
+            return Some(format!(
+                "it names {} files a thread, {} made (a run makes at most 2^40)",
+                self.files, self.extent
+            ));
+        }
+        None
+    }
+
     pub(crate) fn same_shape(&self, spec: &MetaSpec) -> bool {
         self.threads == spec.threads
             && self.same_dir == spec.same_dir
@@ -87,9 +133,17 @@ impl Marker {
 /// The marker in the held working directory, read without following a
 /// link and at most 1 MiB.
 pub(crate) fn read_marker_in(root: &DirHandle) -> Option<Marker> {
+    read_any_marker_in(root).filter(|m| m.problem().is_none())
+}
+
+/// The marker as written, unchecked: for `clean` to say what is wrong.
+fn read_any_marker_in(root: &DirHandle) -> Option<Marker> {
     let m: Marker = super::read_json_in(root, MARKER_NAME)?;
     (m.tool == "ioscale-meta").then_some(m)
 }
+
+/// The most files a thread a marker may name (`--files` takes 2^40).
+const MAX_MARKER_FILES: u64 = 1 << 40;
 
 fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
     let bytes = serde_json::to_vec_pretty(m).unwrap_or_default();
@@ -149,6 +203,8 @@ pub(crate) struct Tree {
     pub(crate) marker: Marker,
     /// Whether the marker can be written (not a read-only tree).
     pub(crate) writable: bool,
+    /// Why the last write of the marker failed, when it did.
+    pub(crate) save_error: Option<String>,
     /// Whether this run made the entries (fresh tree, or one it emptied
     /// with --clean-existing), so it removes them unless --keep.
     pub(crate) ours: bool,
@@ -173,12 +229,16 @@ impl Tree {
     }
 
     pub(crate) fn save(&mut self) {
-        let ok = match &self.guard {
-            Some(g) if self.writable => write_marker_in(&g.root, &self.marker).is_ok(),
-            _ => false,
+        let r = match &self.guard {
+            Some(g) if self.writable => write_marker_in(&g.root, &self.marker),
+            _ => {
+                self.writable = false;
+                return;
+            }
         };
-        if !ok {
+        if let Err(e) = r {
             self.writable = false;
+            self.save_error = Some(e.to_string());
         }
     }
 }
@@ -256,6 +316,7 @@ impl Prep<'_> {
             root: self.root.clone(),
             marker,
             writable: true,
+            save_error: None,
             ours: true,
             guard: Some(guard),
             held: None,
@@ -314,6 +375,9 @@ impl Prep<'_> {
     fn open_existing(&self, target: DirHandle, notes: &mut Vec<String>) -> Result<Tree, Error> {
         let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
         let Some(found) = read_marker_in(&rootd) else {
+            if let Some(p) = read_any_marker_in(&rootd).and_then(|m| m.problem()) {
+                return Err(super::bad_marker(&self.root.join(MARKER_NAME), &p));
+            }
             return self.use_empty(target, rootd);
         };
         let writable = engine::sys::can_write(&self.root);
@@ -400,6 +464,7 @@ impl Prep<'_> {
                 ..found
             },
             writable,
+            save_error: None,
             ours: false,
             guard: Some(guard),
             held: None,
@@ -591,8 +656,9 @@ pub(crate) fn close(spec: &MetaSpec, tree: &mut Tree, ran_cleanup: bool, notes: 
         }
         if !tree.writable {
             notes.push(format!(
-                "could not update the marker in {} (no write permission)",
-                tree.root.display()
+                "could not update the marker in {} ({})",
+                tree.root.display(),
+                tree.save_error.as_deref().unwrap_or("no write permission")
             ));
         }
     }
@@ -647,9 +713,12 @@ pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>
     let Some((t, root, rootd)) = super::open_root_to_clean(target, ROOT_NAME)? else {
         return Ok(None);
     };
-    let Some(m) = read_marker_in(&rootd) else {
+    let Some(m) = read_any_marker_in(&rootd) else {
         return Err(super::no_marker(&root));
     };
+    if let Some(p) = m.problem() {
+        return Err(super::bad_marker(&root.join(MARKER_NAME), &p));
+    }
     let lock = match SetLock::try_lock_with(&rootd, lock_name(MARKER_NAME), &command_line(), opts)
         .map_err(fs_err)?
     {
@@ -689,6 +758,7 @@ pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>
         root,
         marker: m,
         writable: true,
+        save_error: None,
         ours: true,
         guard: Some(TreeGuard {
             target: t,
@@ -769,6 +839,7 @@ pub(crate) fn share(
         root: spec.target.join(ROOT_NAME),
         marker,
         writable: false,
+        save_error: None,
         ours: false,
         guard: None,
         held,

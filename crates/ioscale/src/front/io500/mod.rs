@@ -170,6 +170,22 @@ fn setup(a: &Args) -> Result<Setup, String> {
     if a.tasks == 0 {
         return Err("--tasks 0: at least one task".into());
     }
+    // Each task is a thread of this process: the limit `--threads` has
+    // (100000 tasks panicked when the system refused a thread).
+    if a.tasks > MAX_TASKS {
+        return Err(format!(
+            "--tasks {} is out of range: at most {MAX_TASKS} a process (run more under mpirun)",
+            a.tasks
+        ));
+    }
+    // Each task holds one transfer in memory: the limit `run` and `ior`
+    // put on a request (a 1 TiB transfer aborted the run on allocation).
+    if cfg.easy_xfer > MAX_EASY_XFER {
+        return Err(format!(
+            "[ior-easy] transferSize {} is out of range: at most 2 GiB per request",
+            cfg.easy_xfer
+        ));
+    }
     if cfg.easy_xfer == 0 || cfg.easy_block < cfg.easy_xfer || cfg.easy_block % cfg.easy_xfer != 0 {
         return Err(format!(
             "[ior-easy] blockSize {} must be a multiple of transferSize {} (as IOR requires)",
@@ -195,6 +211,12 @@ fn setup(a: &Args) -> Result<Setup, String> {
         ini,
     })
 }
+
+/// The most tasks (threads) one process runs, as `--threads` allows.
+const MAX_TASKS: u32 = 4096;
+
+/// The largest `[ior-easy] transferSize` (as `--xfer` takes).
+const MAX_EASY_XFER: u64 = 2 << 30;
 
 /// Runs `ioscale io500`; each task is a thread, and under mpirun or srun
 /// each rank runs `--tasks` of them.

@@ -141,11 +141,24 @@ pub fn nodemap(rs: &ResultSet, tasks: u32) -> String {
 
 impl MdtestTextExporter {
     fn table(&self, rs: &ResultSet, time: bool) -> String {
-        let iters = self.info.iterations.max(1) as usize;
+        // The iterations that ran: one an error or a signal stopped before
+        // it began is no measurement, not a rate of 0 in Min and Mean.
+        let ran = rs
+            .phases
+            .iter()
+            .map(|p| p.rep as usize + 1)
+            .max()
+            .unwrap_or(0)
+            .min(self.info.iterations.max(1) as usize);
+        let iters = if rs.failed_phases.is_empty() && !rs.interrupted {
+            self.info.iterations.max(1) as usize
+        } else {
+            ran.max(1)
+        };
         let mut out = format!(
             "\nSUMMARY {}: (of {} iterations)\n",
             if time { "time" } else { "rate" },
-            self.info.iterations
+            iters
         );
         out.push_str(
             "   Operation                     Max            Min           Mean        Std Dev\n",
@@ -177,10 +190,17 @@ impl MdtestTextExporter {
             }
             let mut v = vec![0.0; iters];
             if let Some(op) = op {
+                let mut got = vec![None; iters];
                 for p in rs.phases.iter().filter(|p| p.op == op) {
-                    if let Some(slot) = v.get_mut(p.rep as usize) {
-                        *slot = if time { p.elapsed_s } else { p.iops };
+                    if let Some(slot) = got.get_mut(p.rep as usize) {
+                        *slot = Some(if time { p.elapsed_s } else { p.iops });
                     }
+                }
+                // Only the iterations in which this phase ran (the last
+                // one may have stopped before it).
+                v = got.into_iter().flatten().collect();
+                if v.is_empty() {
+                    v.push(0.0);
                 }
             }
             let (max, min, mean, sd) = stats(&v);

@@ -166,14 +166,20 @@ fn slurm_time(t: &str) -> bool {
 /// Checks every value that goes into the script.
 fn check_values(args: &SlurmArgs, binary: &str) -> Result<(), String> {
     let results = args.results.as_ref().map(|p| p.display().to_string());
-    for (flag, v) in [
+    // The first six become `#SBATCH`/srun options; the rest are words of
+    // the script's commands.
+    let values = [
         ("--job-name", Some(args.job_name.as_str())),
         ("--output", Some(args.output.as_str())),
         ("--time", args.time.as_deref()),
         ("--partition", args.partition.as_deref()),
         ("--account", args.account.as_deref()),
         ("--mpi", Some(args.mpi.as_str())),
-    ] {
+        ("--launcher-args", args.launcher_args.as_deref()),
+        ("--results", results.as_deref()),
+        ("--binary", Some(binary)),
+    ];
+    for (flag, v) in &values[..6] {
         // An empty value is none sbatch or srun reads (`--output=''`).
         if v.is_some_and(str::is_empty) {
             return Err(format!(
@@ -187,17 +193,7 @@ fn check_values(args: &SlurmArgs, binary: &str) -> Result<(), String> {
              D-HH:MM, D-HH:MM:SS or UNLIMITED"
         ));
     }
-    for (flag, v) in [
-        ("--job-name", Some(args.job_name.as_str())),
-        ("--output", Some(args.output.as_str())),
-        ("--time", args.time.as_deref()),
-        ("--partition", args.partition.as_deref()),
-        ("--account", args.account.as_deref()),
-        ("--mpi", Some(args.mpi.as_str())),
-        ("--launcher-args", args.launcher_args.as_deref()),
-        ("--results", results.as_deref()),
-        ("--binary", Some(binary)),
-    ] {
+    for (flag, v) in values {
         if let Some(v) = v {
             no_control(flag, v)?;
         }

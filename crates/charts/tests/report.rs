@@ -31,6 +31,9 @@ fn point(index: usize, workers: u32, reps: &[f64]) -> SweepPoint {
             p.bw_mb_s = bw * 1.048576;
             p.iops = bw * 16.0;
             p.elapsed_s = 1.0;
+            // A record's figures agree with its counts (`report` checks).
+            p.bytes = (bw * 1_048_576.0) as u64;
+            p.ops = (bw * 16.0) as u64;
             if bw == 0.0 {
                 p.errors = 1;
                 p.bytes = 0;
@@ -51,6 +54,7 @@ fn point(index: usize, workers: u32, reps: &[f64]) -> SweepPoint {
     } else {
         Vec::new()
     };
+    rs.summarise();
     let (ops, g1, g2) = point_stats(&rs, workers, 0);
     SweepPoint {
         index,

@@ -1726,6 +1726,30 @@ pub fn unit_of(o: &crate::model::OpStats, units: Units) -> &'static str {
     }
 }
 
+/// Shortest probe window (summed over the repetitions) whose tick-counted
+/// CPU figures the analysis uses: other processes' CPU time and the
+/// machine's busy time are counted in ticks of 10 ms, so over 100 ms one
+/// tick is 0.1 of a core; over a 6 ms stat phase it read as 1.6 cores of
+/// a FUSE daemon that served 5 requests.
+pub const MIN_TICK_WINDOW_S: f64 = 0.1;
+
+/// The resources without the figures their window is too short to
+/// resolve: other processes' cores (the FUSE daemon, the busiest other
+/// process), the machine's busy cores (ioscale's own CPU time, counted to
+/// the microsecond, stays as its floor) and the sampled CPU wait.
+fn resolvable(r: &Resources) -> Resources {
+    let mut r = r.clone();
+    if r.elapsed_s < MIN_TICK_WINDOW_S {
+        r.top_other = None;
+        r.machine_busy_cores = r.self_cores;
+        r.self_cpu_wait = None;
+        if let Some(f) = r.fuse.as_mut() {
+            f.daemon = None;
+        }
+    }
+    r
+}
+
 /// A point of a line, from one operation's statistics at one point.
 pub fn curve_point(
     p: &crate::model::SweepPoint,
@@ -1788,7 +1812,7 @@ pub fn curve_point_of(
         cpu_s_per_op: o.cpu_s_per_op,
         lat_p50_us: o.lat_p50_us,
         lat_p99_us: o.lat_p99_us,
-        resources: o.resources.clone(),
+        resources: o.resources.as_ref().map(resolvable),
         counts_files: o.counts_files,
         ops_total: o.ops_total,
     }
@@ -2011,6 +2035,44 @@ mod tests {
     }
 
     const KIB64: f64 = 65536.0;
+
+    #[test]
+    fn cpu_ticks_of_a_phase_of_milliseconds_are_not_a_limit() {
+        // Seen on testfs (meta -n 64, stat from the caches): the phase
+        // lasted a few ms, one 10 ms tick of the daemon read as 1.57 cores,
+        // and the line was called "CPU-bound ... FUSE daemon 1.57".
+        let stat = |elapsed_s: f64| {
+            let mut r = res("fuse.ioscale-testfs", 1.84, 0.28);
+            r.elapsed_s = elapsed_s;
+            r.self_cpu_wait = Some(0.63);
+            r.fuse = Some(probe::FuseUse {
+                daemon: Some(ProcessUse {
+                    pid: 7,
+                    name: "ioscale-testfs".into(),
+                    cores: 1.57,
+                }),
+                ..Default::default()
+            });
+            CurvePoint {
+                resources: Some(resolvable(&r)),
+                ..pt(2, &tight(400_000.0 / 256.0), 4096.0)
+            }
+        };
+        let short = stat(0.006);
+        let r = short.resources.as_ref().unwrap();
+        assert!(r.fuse.as_ref().unwrap().daemon.is_none());
+        assert_eq!((r.machine_busy_cores, r.self_cpu_wait), (0.28, None));
+        assert_ne!(
+            limiter(&[short], &ctx("fuse.ioscale-testfs")).limit,
+            Limit::Cpu
+        );
+        // Over a second the same figures are measurements: the CPUs.
+        let long = stat(1.0);
+        assert_eq!(
+            limiter(&[long], &ctx("fuse.ioscale-testfs")).limit,
+            Limit::Cpu
+        );
+    }
 
     /// One 1 MiB write per worker at 40 MiB/s (Little's law: 25 ms per
     /// write) on a FUSE mount, with `requests` traced or not.

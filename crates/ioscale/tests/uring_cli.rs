@@ -851,7 +851,13 @@ fn uring_calls(dir: &Path, opts: &str, refuse: &str) -> UringCalls {
             c.registers.push(args[1].to_string());
         }
     }
-    assert!(!c.enter_flags.is_empty(), "no io_uring_enter in:\n{text}");
+    // With SQPOLL the kernel's thread submits and a worker whose
+    // completions are already posted never enters the ring (seen on a
+    // quiet CI machine): only the other rings must be entered.
+    assert!(
+        opts.contains("sqpoll") || !c.enter_flags.is_empty(),
+        "no io_uring_enter in:\n{text}"
+    );
     c
 }
 

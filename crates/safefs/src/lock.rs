@@ -248,24 +248,30 @@ impl SetLock {
             // guards nothing, so check the name still leads to it.
             match dir.stat_at(name)? {
                 Some(info) if info.id == id => break (file, id),
-                _ if tries < 8 => tries += 1,
+                _ if tries < 8 => {
+                    let _ = rustix::fs::flock(&file, FlockOperation::Unlock);
+                    tries += 1
+                }
                 _ => return Err(Error::io("flock", &p, Errno::AGAIN)),
             }
         };
         let mut stale = None;
+        // Giving the flock back before the file closes: a child forked by
+        // another thread (between its fork and its exec) shares the open
+        // file and would keep it locked after our close (seen in CI: the
+        // next try_lock of the same test found it still held).
+        let held = |file: &File, holder: Holder, liveness: Liveness| {
+            let _ = rustix::fs::flock(file, FlockOperation::Unlock);
+            Ok(TryLock::Held {
+                holder: Some(holder),
+                liveness,
+            })
+        };
         if let Some(h) = read_record(&mut file) {
             match h.liveness() {
-                Liveness::Live => {
-                    return Ok(TryLock::Held {
-                        holder: Some(h),
-                        liveness: Liveness::Live,
-                    })
-                }
+                Liveness::Live => return held(&file, h, Liveness::Live),
                 Liveness::Unknown if !opts.take_over_other_host => {
-                    return Ok(TryLock::Held {
-                        holder: Some(h),
-                        liveness: Liveness::Unknown,
-                    })
+                    return held(&file, h, Liveness::Unknown)
                 }
                 Liveness::Unknown => stale = Some((h, "taken over on request")),
                 Liveness::Stale(why) => stale = Some((h, why)),

@@ -653,6 +653,7 @@ fn combine<S: Sample>(
     cpu: (f64, f64),
     rows: Rows,
 ) -> Result<Combined<S>, Error> {
+    test_freeze(coord, "gather");
     let mine = Digest::of(&samples, coord.rank(), &coord.hostname(), cpu);
     let merged = coord
         .reduce_as(&mine, Digest::merge)
@@ -873,7 +874,9 @@ fn run_threads<I: Send, S: Sample>(
 /// Ends the whole job after a wait on other ranks failed (they stopped
 /// answering): the error names them and their nodes; the ranks cannot go
 /// on without them, and MPI_Abort stops the rest of the job.
-fn give_up(coord: &dyn Coordinator, e: &coord::CoordError) -> ! {
+/// Says why this rank cannot go on (another stopped answering) and ends
+/// the job.
+pub fn give_up(coord: &dyn Coordinator, e: &coord::CoordError) -> ! {
     eprintln!("ioscale: rank {} ({}): {e}", coord.rank(), coord.hostname());
     coord.abort(1)
 }
@@ -1129,6 +1132,23 @@ pub fn worker_count(threads: u32, coord: &dyn Coordinator) -> Result<u32, Error>
             "--threads {threads} × {ranks} ranks overflows the worker count"
         ))
     })
+}
+
+/// Test hook: with `IOSCALE_TEST_FREEZE=RANK:POINT`, rank RANK stops
+/// itself (SIGSTOP) when it reaches POINT: `gather`, a phase has ended and
+/// its results are about to go to rank 0; `exit`, the run is over and the
+/// ranks are about to meet for the last time. A test can so freeze a rank
+/// at exactly that moment. Unset, it does nothing.
+pub fn test_freeze(coord: &dyn Coordinator, point: &str) {
+    let Some(v) = std::env::var_os("IOSCALE_TEST_FREEZE") else {
+        return;
+    };
+    let want = format!("{}:{point}", coord.rank());
+    if v.to_str() == Some(want.as_str()) {
+        // SAFETY: raise only sends a signal to this process; SIGSTOP
+        // stops it until a SIGCONT or SIGKILL.
+        unsafe { libc::raise(libc::SIGSTOP) };
+    }
 }
 
 #[cfg(test)]

@@ -238,6 +238,49 @@ impl MpiCoordinator {
             .collect()
     }
 
+    /// Waits for a collective this rank cannot give up on and still return
+    /// its value (a barrier, an agreement, a broadcast, a gather), answering
+    /// the other ranks' liveness questions meanwhile, so a live rank is
+    /// never named gone. `limit` as in [`Self::bounded_wait`]; `None` waits
+    /// as long as it takes (rank 0 may be busy writing a report or
+    /// removing files), yet a tally that names a gone rank still ends it.
+    /// A failed wait ends the job with the reason, as a phase end does.
+    fn wait_or_abort(
+        &self,
+        wait: u64,
+        what: &str,
+        limit: Option<Duration>,
+        done: impl FnMut() -> bool,
+    ) {
+        if let Err(e) = self.numbered_wait(wait, what, limit, done, || {}) {
+            self.give_up(&e)
+        }
+    }
+
+    /// Says why this rank cannot go on and ends the job.
+    fn give_up(&self, e: &CoordError) -> ! {
+        eprintln!("ioscale: rank {} ({}): {e}", self.world.rank(), self.host);
+        self.world.abort(1)
+    }
+
+    /// An all-reduce of one value, waited for as [`Self::wait_or_abort`]
+    /// does, without a limit of its own.
+    fn all_reduce<T: Equivalence + Default>(&self, x: T, op: SystemOperation) -> T {
+        let wait = self.next_wait();
+        let mut out = T::default();
+        mpi::request::scope(|scope| {
+            let mut req = Some(
+                self.world
+                    .immediate_all_reduce_into(scope, &x, &mut out, op),
+            );
+            self.wait_or_abort(wait, "an agreement of all ranks", None, || {
+                completed(&mut req)
+            });
+        });
+        self.count(|s| s.collectives += 1);
+        out
+    }
+
     /// `rank (host)`, or the bare rank where this rank does not know hosts.
     fn name(&self, r: usize) -> String {
         match self.hosts.get(r) {
@@ -269,29 +312,30 @@ impl MpiCoordinator {
     /// from the very ranks being waited for. Each source is probed on its
     /// own, so a fast rank's payload of the next gather is never taken
     /// for another rank's of this one.
+    ///
+    /// The wait is bounded by the coordinator's limit: every gather
+    /// follows a collective that all ranks left together (a phase end, an
+    /// agreement), so a sender that has not sent within the limit and does
+    /// not answer rank 0 has stopped; it is named and the job ends.
     fn recv_each(
         &self,
+        wait: u64,
         comm: &SimpleCommunicator,
         from: std::ops::Range<i32>,
         mut take: impl FnMut(i32, Vec<u8>),
     ) {
         let mut left: Vec<i32> = from.collect();
-        let mut spins = 0u32;
-        while !left.is_empty() {
-            let ready = left.iter().position(|&r| {
+        self.wait_or_abort(wait, "a gather of results", self.timeout, || {
+            while let Some(k) = left.iter().position(|&r| {
                 comm.process_at_rank(r)
                     .immediate_probe_with_tag(TAG_GLEN)
                     .is_some()
-            });
-            match ready {
-                Some(k) => {
-                    let r = left.remove(k);
-                    take(r, self.recv_bytes(comm, r));
-                    spins = 0;
-                }
-                None => pause(&mut spins),
+            }) {
+                let r = left.remove(k);
+                take(r, self.recv_bytes(comm, r));
             }
-        }
+            left.is_empty()
+        });
     }
 
     fn recv_bytes(&self, comm: &SimpleCommunicator, from: i32) -> Vec<u8> {
@@ -427,11 +471,32 @@ impl MpiCoordinator {
         &self,
         what: &str,
         limit: Option<Duration>,
+        done: impl FnMut() -> bool,
+        drain: impl FnMut(),
+    ) -> Result<(), CoordError> {
+        let wait = self.next_wait();
+        self.numbered_wait(wait, what, limit, done, drain)
+    }
+
+    /// The number of the next wait. Every collective takes the same count
+    /// of numbers on every rank (a gather one, on its senders too), so a
+    /// tally's number means the same wait everywhere.
+    fn next_wait(&self) -> u64 {
+        let wait = self.wait_seq.get() + 1;
+        self.wait_seq.set(wait);
+        wait
+    }
+
+    /// [`Self::bounded_wait`] under a number taken before (a gather's
+    /// receivers wait twice under one number).
+    fn numbered_wait(
+        &self,
+        wait: u64,
+        what: &str,
+        limit: Option<Duration>,
         mut done: impl FnMut() -> bool,
         mut drain: impl FnMut(),
     ) -> Result<(), CoordError> {
-        let wait = self.wait_seq.get() + 1;
-        self.wait_seq.set(wait);
         let me = self.world.rank();
         let mut deadline = limit.map(|l| Instant::now() + l);
         let mut asked: Option<Instant> = None;
@@ -445,6 +510,16 @@ impl MpiCoordinator {
             if let Some(text) = self.failed.borrow_mut().take() {
                 return Err(CoordError(text));
             }
+            if me == 0 {
+                // Another rank's wait may have run out while this one has
+                // no limit of its own: rank 0 settles the tally anyway.
+                if let Some(text) = limit
+                    .or(self.timeout)
+                    .and_then(|l| self.settle_tally(what, l))
+                {
+                    return Err(CoordError(text));
+                }
+            }
             let Some(l) = limit else {
                 pause(&mut spins);
                 continue;
@@ -453,11 +528,6 @@ impl MpiCoordinator {
                 self.keepalive.set(None);
                 deadline = Some(Instant::now() + l);
                 asked = None;
-            }
-            if me == 0 {
-                if let Some(text) = self.settle_tally(what, l) {
-                    return Err(CoordError(text));
-                }
             }
             let now = Instant::now();
             if asked.is_none() && deadline.is_some_and(|d| now >= d) {
@@ -596,9 +666,11 @@ impl Coordinator for MpiCoordinator {
     }
 
     fn barrier(&self) {
-        self.world.barrier();
-        self.barrier_exit_ns.set(now_ns());
+        let wait = self.next_wait();
+        let mut req = Some(self.world.immediate_barrier());
         self.count(|s| s.collectives += 1);
+        self.wait_or_abort(wait, "the barrier", None, || completed(&mut req));
+        self.barrier_exit_ns.set(now_ns());
     }
 
     fn barrier_within(&self, limit: Option<Duration>) -> Result<(), CoordError> {
@@ -616,6 +688,7 @@ impl Coordinator for MpiCoordinator {
     }
 
     fn gather(&self, bytes: Vec<u8>) -> Option<Vec<Vec<u8>>> {
+        let wait = self.next_wait();
         if self.node.rank() != 0 {
             self.send_bytes(&self.node, 0, &bytes);
             return None;
@@ -629,7 +702,7 @@ impl Coordinator for MpiCoordinator {
         };
         frame(self.world.rank(), &bytes);
         drop(bytes);
-        self.recv_each(&self.node, 1..self.node.size(), |i, b| {
+        self.recv_each(wait, &self.node, 1..self.node.size(), |i, b| {
             frame(self.node_world[i as usize], &b)
         });
         let leaders = self
@@ -653,11 +726,12 @@ impl Coordinator for MpiCoordinator {
         };
         unframe(&framed);
         drop(framed);
-        self.recv_each(leaders, 1..leaders.size(), |_, b| unframe(&b));
+        self.recv_each(wait, leaders, 1..leaders.size(), |_, b| unframe(&b));
         Some(out)
     }
 
     fn gather_merged(&self, bytes: Vec<u8>, merge: MergeFn<'_>) -> Option<Vec<u8>> {
+        let wait = self.next_wait();
         if self.node.rank() != 0 {
             self.send_bytes(&self.node, 0, &bytes);
             return None;
@@ -665,7 +739,9 @@ impl Coordinator for MpiCoordinator {
         // Payloads merge in the order they arrive: a merge must not
         // depend on it (counters add, histograms merge).
         let mut acc = bytes;
-        self.recv_each(&self.node, 1..self.node.size(), |_, b| merge(&mut acc, &b));
+        self.recv_each(wait, &self.node, 1..self.node.size(), |_, b| {
+            merge(&mut acc, &b)
+        });
         let leaders = self
             .leaders
             .as_ref()
@@ -674,21 +750,29 @@ impl Coordinator for MpiCoordinator {
             self.send_bytes(leaders, 0, &acc);
             return None;
         }
-        self.recv_each(leaders, 1..leaders.size(), |_, b| merge(&mut acc, &b));
+        self.recv_each(wait, leaders, 1..leaders.size(), |_, b| merge(&mut acc, &b));
         Some(acc)
     }
 
     fn broadcast(&self, bytes: Vec<u8>) -> Vec<u8> {
+        let wait = self.next_wait();
         let root = self.world.process_at_rank(0);
         let mut len = bytes.len() as u64;
-        root.broadcast_into(&mut len);
+        mpi::request::scope(|scope| {
+            let mut req = Some(root.immediate_broadcast_into(scope, &mut len));
+            self.wait_or_abort(wait, "a broadcast", None, || completed(&mut req));
+        });
         let mut buf = if self.world.rank() == 0 {
             bytes
         } else {
             vec![0u8; len as usize]
         };
         for chunk in buf.chunks_mut(CHUNK) {
-            root.broadcast_into(chunk);
+            let wait = self.next_wait();
+            mpi::request::scope(|scope| {
+                let mut req = Some(root.immediate_broadcast_into(scope, chunk));
+                self.wait_or_abort(wait, "a broadcast", None, || completed(&mut req));
+            });
         }
         let chunks = len.div_ceil(CHUNK as u64);
         self.count(|s| s.collectives += 1 + chunks);
@@ -696,28 +780,15 @@ impl Coordinator for MpiCoordinator {
     }
 
     fn any(&self, flag: bool) -> bool {
-        let mine = flag as u32;
-        let mut all = 0u32;
-        self.world
-            .all_reduce_into(&mine, &mut all, SystemOperation::max());
-        self.count(|s| s.collectives += 1);
-        all != 0
+        self.all_reduce(u32::from(flag), SystemOperation::max()) != 0
     }
 
     fn min_u64(&self, x: u64) -> u64 {
-        let mut out = 0u64;
-        self.world
-            .all_reduce_into(&x, &mut out, SystemOperation::min());
-        self.count(|s| s.collectives += 1);
-        out
+        self.all_reduce(x, SystemOperation::min())
     }
 
     fn max_f64(&self, x: f64) -> f64 {
-        let mut out = 0f64;
-        self.world
-            .all_reduce_into(&x, &mut out, SystemOperation::max());
-        self.count(|s| s.collectives += 1);
-        out
+        self.all_reduce(x, SystemOperation::max())
     }
 
     fn signals(&self, phase: u64) -> Box<dyn PhaseSignals + '_> {
@@ -859,14 +930,7 @@ impl PhaseSignals for MpiSignals<'_> {
     fn finish(&mut self) -> Vec<Signal> {
         match self.end(None, 0) {
             Ok(e) => e.signals,
-            Err(e) => {
-                eprintln!(
-                    "ioscale: rank {} ({}): {e}",
-                    self.c.world.rank(),
-                    self.c.host
-                );
-                self.c.abort(1)
-            }
+            Err(e) => self.c.give_up(&e),
         }
     }
 

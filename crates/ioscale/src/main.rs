@@ -257,7 +257,15 @@ pub(crate) fn as_ranks(body: impl FnOnce(&dyn coord::Coordinator) -> Exit) -> Ex
     let coord = coord::init().map_err(|e| said_by_rank_0(Failure::refused(e)))?;
     let result = body(&*coord);
     let result = if coord.size() > 1 {
-        rank_0s(&*coord, result)
+        let result = rank_0s(&*coord, result);
+        // MPI_Finalize waits for every rank without a limit: a rank that
+        // stopped answering after its last phase would hang the job there.
+        // Meeting once more within the coordinator's limit names it.
+        bench::cluster::test_freeze(&*coord, "exit");
+        if let Err(e) = coord.barrier_within(None) {
+            bench::cluster::give_up(&*coord, &e)
+        }
+        result
     } else {
         result
     };

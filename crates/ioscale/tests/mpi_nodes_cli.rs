@@ -592,6 +592,75 @@ fn a_rank_that_stops_answering_is_named_with_its_node() {
     );
 }
 
+/// Runs a short `run` with rank 5 (node 2) stopping itself at `point`
+/// (`IOSCALE_TEST_FREEZE`), and returns the exit code and the output.
+fn run_with_rank_5_frozen_at(point: &str) -> (Option<i32>, String) {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = shm_dir();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let freeze = format!("IOSCALE_TEST_FREEZE=5:{point}");
+    let out = nodes_command(
+        &["-x", "IOSCALE_COORD_TIMEOUT=2", "-x", &freeze],
+        &[
+            "run",
+            "--op",
+            "write",
+            "--layout",
+            "per-thread",
+            "--xfer",
+            "64k",
+            "--size",
+            "4m",
+            target.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .unwrap();
+    // Leave nothing frozen behind, whatever happened.
+    if let Some(pid) = rank_pid(5) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+#[test]
+fn a_rank_that_stops_before_sending_its_results_is_named() {
+    // Rank 5 ends the phase with the others, then stops before its
+    // summary reaches its node's leader: the leader's wait for it runs out
+    // and rank 0's tally names it (before: the leader and rank 0 waited
+    // for ever in the gather).
+    let (code, text) = run_with_rank_5_frozen_at("gather");
+    assert_ne!(code, Some(0), "{text}");
+    assert_ne!(code, Some(124), "the ranks gave up by themselves: {text}");
+    assert!(
+        text.contains("rank 5 (ioscale-sim-node2) did not reach a gather of results"),
+        "the error names the rank, its node and the wait: {text}"
+    );
+}
+
+#[test]
+fn a_rank_that_stops_after_its_last_phase_is_named() {
+    // Rank 5 stops once the run is over, before the ranks meet for the
+    // last time: the results are printed, then the others name it instead
+    // of waiting for ever in MPI_Finalize.
+    let (code, text) = run_with_rank_5_frozen_at("exit");
+    assert_ne!(code, Some(0), "{text}");
+    assert_ne!(code, Some(124), "the ranks gave up by themselves: {text}");
+    assert!(text.contains("write "), "the results came first: {text}");
+    assert!(
+        text.contains("rank 5 (ioscale-sim-node2) did not reach the barrier"),
+        "the error names the rank, its node and the wait: {text}"
+    );
+}
+
 #[test]
 fn reordered_reads_come_from_the_next_node() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

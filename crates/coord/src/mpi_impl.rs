@@ -591,6 +591,21 @@ fn oversubscribed(env: impl Fn(&str) -> Option<String>, cpus: usize) -> bool {
         .is_some_and(|n| n > cpus)
 }
 
+/// Splits a node leader's framed gather (`rank, length, bytes` for each
+/// of its ranks) into `out` by world rank; `None` when the frames do not
+/// fit `b` or name a rank past `out`.
+fn unframe_into(out: &mut [Vec<u8>], b: &[u8]) -> Option<()> {
+    let mut at = 0;
+    while at < b.len() {
+        let r = usize::try_from(crate::wire::get_varint(b, &mut at).ok()?).ok()?;
+        let l = usize::try_from(crate::wire::get_varint(b, &mut at).ok()?).ok()?;
+        let end = at.checked_add(l).filter(|&e| e <= b.len())?;
+        *out.get_mut(r)? = b[at..end].to_vec();
+        at = end;
+    }
+    Some(())
+}
+
 /// Between polls: yield at first (a collective usually completes within
 /// microseconds), then sleep 0.1 ms for about 0.1 s, then 1 ms: a rank
 /// that waits long for a slow one must leave the cores to the ranks of its
@@ -716,12 +731,14 @@ impl Coordinator for MpiCoordinator {
         let n = self.world.size() as usize;
         let mut out: Vec<Vec<u8>> = vec![Vec::new(); n];
         let mut unframe = |b: &[u8]| {
-            let mut at = 0;
-            while at < b.len() {
-                let r = crate::wire::get_varint(b, &mut at).expect("a framed gather") as usize;
-                let l = crate::wire::get_varint(b, &mut at).expect("a framed gather") as usize;
-                out[r] = b[at..at + l].to_vec();
-                at += l;
+            if unframe_into(&mut out, b).is_none() {
+                // Another build of ioscale on some node, or a damaged
+                // message: nothing this rank can decode, so no result.
+                self.give_up(&CoordError(
+                    "a node leader sent a gather this rank cannot read \
+                     (are all ranks the same ioscale binary?)"
+                        .into(),
+                ))
             }
         };
         unframe(&framed);
@@ -1005,7 +1022,31 @@ impl PhaseSignals for MpiSignals<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::oversubscribed;
+    use super::{oversubscribed, unframe_into};
+
+    #[test]
+    fn a_malformed_gather_frame_is_refused_not_a_panic() {
+        let mut good = Vec::new();
+        for (r, b) in [(1u64, &b"ab"[..]), (0, &b""[..])] {
+            crate::wire::put_varint(&mut good, r);
+            crate::wire::put_varint(&mut good, b.len() as u64);
+            good.extend_from_slice(b);
+        }
+        let mut out = vec![Vec::new(); 2];
+        assert!(unframe_into(&mut out, &good).is_some());
+        assert_eq!(out, [b"".to_vec(), b"ab".to_vec()]);
+        // A length past the end, a rank past the job, a cut varint.
+        let mut long = Vec::new();
+        crate::wire::put_varint(&mut long, 0);
+        crate::wire::put_varint(&mut long, 9);
+        long.push(1);
+        assert!(unframe_into(&mut out, &long).is_none());
+        let mut far = Vec::new();
+        crate::wire::put_varint(&mut far, 7);
+        crate::wire::put_varint(&mut far, 0);
+        assert!(unframe_into(&mut out, &far).is_none());
+        assert!(unframe_into(&mut out, &[0x80]).is_none());
+    }
 
     #[test]
     fn more_local_ranks_than_cpus_is_oversubscribed() {

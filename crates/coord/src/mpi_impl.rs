@@ -250,9 +250,9 @@ impl MpiCoordinator {
         wait: u64,
         what: &str,
         limit: Option<Duration>,
-        done: impl FnMut() -> bool,
+        look: impl FnMut() -> Look,
     ) {
-        if let Err(e) = self.numbered_wait(wait, what, limit, done, || {}) {
+        if let Err(e) = self.numbered_wait(wait, what, limit, look, || {}) {
             self.give_up(&e)
         }
     }
@@ -274,7 +274,7 @@ impl MpiCoordinator {
                     .immediate_all_reduce_into(scope, &x, &mut out, op),
             );
             self.wait_or_abort(wait, "an agreement of all ranks", None, || {
-                completed(&mut req)
+                Look::of(completed(&mut req))
             });
         });
         self.count(|s| s.collectives += 1);
@@ -326,6 +326,7 @@ impl MpiCoordinator {
     ) {
         let mut left: Vec<i32> = from.collect();
         self.wait_or_abort(wait, "a gather of results", self.timeout, || {
+            let before = left.len();
             while let Some(k) = left.iter().position(|&r| {
                 comm.process_at_rank(r)
                     .immediate_probe_with_tag(TAG_GLEN)
@@ -334,7 +335,11 @@ impl MpiCoordinator {
                 let r = left.remove(k);
                 take(r, self.recv_bytes(comm, r));
             }
-            left.is_empty()
+            match left.len() {
+                0 => Look::Done,
+                n if n < before => Look::Progress,
+                _ => Look::Pending,
+            }
         });
     }
 
@@ -471,11 +476,11 @@ impl MpiCoordinator {
         &self,
         what: &str,
         limit: Option<Duration>,
-        done: impl FnMut() -> bool,
+        mut done: impl FnMut() -> bool,
         drain: impl FnMut(),
     ) -> Result<(), CoordError> {
         let wait = self.next_wait();
-        self.numbered_wait(wait, what, limit, done, drain)
+        self.numbered_wait(wait, what, limit, || Look::of(done()), drain)
     }
 
     /// The number of the next wait. Every collective takes the same count
@@ -494,7 +499,7 @@ impl MpiCoordinator {
         wait: u64,
         what: &str,
         limit: Option<Duration>,
-        mut done: impl FnMut() -> bool,
+        mut look: impl FnMut() -> Look,
         mut drain: impl FnMut(),
     ) -> Result<(), CoordError> {
         let me = self.world.rank();
@@ -502,8 +507,11 @@ impl MpiCoordinator {
         let mut asked: Option<Instant> = None;
         let mut spins = 0u32;
         loop {
-            if done() {
-                return Ok(());
+            match look() {
+                Look::Done => return Ok(()),
+                // The next part may be as close: poll briskly again.
+                Look::Progress => spins = 0,
+                Look::Pending => {}
             }
             drain();
             self.service(Some(wait));
@@ -589,6 +597,27 @@ fn oversubscribed(env: impl Fn(&str) -> Option<String>, cpus: usize) -> bool {
     env("OMPI_COMM_WORLD_LOCAL_SIZE")
         .and_then(|v| v.trim().parse::<usize>().ok())
         .is_some_and(|n| n > cpus)
+}
+
+/// What one look at a pending operation found.
+enum Look {
+    /// It completed.
+    Done,
+    /// Part of it arrived (a gather's payload): the rest may be close.
+    Progress,
+    /// Nothing new.
+    Pending,
+}
+
+impl Look {
+    /// `Done` or `Pending`, for a wait that has no parts.
+    fn of(done: bool) -> Look {
+        if done {
+            Look::Done
+        } else {
+            Look::Pending
+        }
+    }
 }
 
 /// Splits a node leader's framed gather (`rank, length, bytes` for each
@@ -684,7 +713,7 @@ impl Coordinator for MpiCoordinator {
         let wait = self.next_wait();
         let mut req = Some(self.world.immediate_barrier());
         self.count(|s| s.collectives += 1);
-        self.wait_or_abort(wait, "the barrier", None, || completed(&mut req));
+        self.wait_or_abort(wait, "the barrier", None, || Look::of(completed(&mut req)));
         self.barrier_exit_ns.set(now_ns());
     }
 
@@ -777,7 +806,7 @@ impl Coordinator for MpiCoordinator {
         let mut len = bytes.len() as u64;
         mpi::request::scope(|scope| {
             let mut req = Some(root.immediate_broadcast_into(scope, &mut len));
-            self.wait_or_abort(wait, "a broadcast", None, || completed(&mut req));
+            self.wait_or_abort(wait, "a broadcast", None, || Look::of(completed(&mut req)));
         });
         let mut buf = if self.world.rank() == 0 {
             bytes
@@ -788,7 +817,7 @@ impl Coordinator for MpiCoordinator {
             let wait = self.next_wait();
             mpi::request::scope(|scope| {
                 let mut req = Some(root.immediate_broadcast_into(scope, chunk));
-                self.wait_or_abort(wait, "a broadcast", None, || completed(&mut req));
+                self.wait_or_abort(wait, "a broadcast", None, || Look::of(completed(&mut req)));
             });
         }
         let chunks = len.div_ceil(CHUNK as u64);

@@ -1402,14 +1402,7 @@ fn fuse_requests_sentence(op: &str, first: &CurvePoint, latency_s: f64) -> Strin
         Ok(d) if d.count > 0 && d.bytes > 0 => {
             let mean = d.bytes as f64 / d.count as f64;
             let per_op = bpo / mean;
-            let lost = if d.lost > 0 {
-                format!(
-                    "; the trace lost {} events, so these counts may be short",
-                    d.lost
-                )
-            } else {
-                String::new()
-            };
+            let lost = crate::fusemeta::lost_note(d.lost);
             let kernel = if d.answered > 0 {
                 format!(
                     "; the kernel measured {} per request from sending it to the reply",

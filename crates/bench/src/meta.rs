@@ -19,9 +19,7 @@ use std::sync::Arc;
 use coord::Coordinator;
 use engine::meta::{run_meta_worker_with, MetaPlan, MetaSample};
 use engine::registry::{check_meta_spec, MetaEngineConfig};
-use report::{
-    FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles, WorkerRecord,
-};
+use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, ThreadFiles, WorkerRecord};
 use spec::{MetaOp, MetaSpec, TreeState};
 
 use crate::cluster::{self, Layout, PhaseOut};
@@ -30,7 +28,7 @@ use crate::error::Error;
 use crate::host;
 use crate::phase::{drive, Ctx, Flow, Kind, Sequence};
 use crate::record::new_record;
-use crate::run::{make_run_id, space_warning, Options, Outcome};
+use crate::run::{make_run_id, space_warning, stonewall, verify_record, Options, Outcome};
 use crate::topology::Topology;
 
 pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
@@ -494,33 +492,14 @@ fn reduce(
         fsync_s: m.sync_ns as f64 / 1e9,
         cpu_user_s: out.cpu.0,
         cpu_sys_s: out.cpu.1,
-        stonewall: Stonewall {
-            s: sw_s,
-            bytes: m.stonewall_bytes,
-            bw_mib_s: if sw_s > 0.0 {
-                m.stonewall_bytes as f64 / sw_s / MIB
-            } else {
-                0.0
-            },
-        },
+        stonewall: stonewall(sw_s, m.stonewall_bytes),
         time_limited: m.time_limited,
         interrupted: out.interrupted,
         errors: m.errors,
         start_skew_s: out.start_skew_s(),
         worker_start_spread_s: out.worker_start_spread_s(),
-        verify: (plan.op == MetaOp::Read && plan.spec.verify).then(|| report::VerifyRecord {
-            checked_bytes: m.checked_bytes,
-            bad_bytes: m.bad_bytes,
-            mismatches: m
-                .mismatches
-                .iter()
-                .map(|(_, f, o, b)| report::Mismatch {
-                    file: f.clone(),
-                    offset: *o,
-                    bad_bytes: *b,
-                })
-                .collect(),
-        }),
+        verify: (plan.op == MetaOp::Read && plan.spec.verify)
+            .then(|| verify_record(m.checked_bytes, m.bad_bytes, &m.mismatches)),
         files: Some(files_record(plan, out, requested, sw_s)),
         workers: if out.all_workers {
             worker_rows(&out.samples, t0, layout)

@@ -819,19 +819,8 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         Some(ns) => ns.saturating_sub(t0) as f64 / 1e9,
         None => elapsed,
     };
-    let verify = (plan.verify && plan.op.reads()).then(|| VerifyRecord {
-        checked_bytes: m.checked_bytes,
-        bad_bytes: m.bad_bytes,
-        mismatches: m
-            .mismatches
-            .iter()
-            .map(|(_, file, offset, bad)| Mismatch {
-                file: file.clone(),
-                offset: *offset,
-                bad_bytes: *bad,
-            })
-            .collect(),
-    });
+    let verify = (plan.verify && plan.op.reads())
+        .then(|| verify_record(m.checked_bytes, m.bad_bytes, &m.mismatches));
     PhaseRecord {
         op: plan.op.name().into(),
         rep: plan.rep,
@@ -851,15 +840,7 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         fsync_s: secs(m.fsync_ns),
         cpu_user_s: out.cpu.0,
         cpu_sys_s: out.cpu.1,
-        stonewall: Stonewall {
-            s: sw_s,
-            bytes: m.stonewall_bytes,
-            bw_mib_s: if sw_s > 0.0 {
-                m.stonewall_bytes as f64 / sw_s / MIB
-            } else {
-                0.0
-            },
-        },
+        stonewall: stonewall(sw_s, m.stonewall_bytes),
         time_limited: m.time_limited,
         interrupted: out.interrupted,
         errors: counters.errors,
@@ -872,6 +853,37 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         } else {
             Vec::new()
         },
+    }
+}
+
+/// The stonewall figures of a phase record: `bytes` done by all workers
+/// `s` seconds after the first start (the first finish).
+pub(crate) fn stonewall(s: f64, bytes: u64) -> Stonewall {
+    Stonewall {
+        s,
+        bytes,
+        bw_mib_s: if s > 0.0 { bytes as f64 / s / MIB } else { 0.0 },
+    }
+}
+
+/// The data-check record of a phase from its sums: bytes compared, bytes
+/// that differed, and each (worker, file, first bad offset, bad bytes).
+pub(crate) fn verify_record(
+    checked_bytes: u64,
+    bad_bytes: u64,
+    mismatches: &[(u32, String, u64, u64)],
+) -> VerifyRecord {
+    VerifyRecord {
+        checked_bytes,
+        bad_bytes,
+        mismatches: mismatches
+            .iter()
+            .map(|(_, file, offset, bad)| Mismatch {
+                file: file.clone(),
+                offset: *offset,
+                bad_bytes: *bad,
+            })
+            .collect(),
     }
 }
 

@@ -1287,23 +1287,20 @@ impl Runner<'_> {
         };
         let command = self.command.to_vec();
         let stop = Arc::clone(self.stop);
+        let run = |spec: &dyn bench::run::Workload| {
+            bench::run::run_with_options(spec, command, stop, self.coord, opts)
+        };
         match &self.plan.points[index].job {
-            Job::Run(w) if rep.is_some() => {
-                let one = WorkloadSpec {
-                    reps: 1,
-                    ..(**w).clone()
-                };
-                bench::run::run_with_options(&one, command, stop, self.coord, opts)
-            }
-            Job::Run(w) => bench::run::run_with_options(w, command, stop, self.coord, opts),
-            Job::Meta(m) if rep.is_some() => {
-                let one = MetaSpec {
-                    reps: 1,
-                    ..(**m).clone()
-                };
-                bench::meta::run_with_options(&one, command, stop, self.coord, opts)
-            }
-            Job::Meta(m) => bench::meta::run_with_options(m, command, stop, self.coord, opts),
+            Job::Run(w) if rep.is_some() => run(&WorkloadSpec {
+                reps: 1,
+                ..(**w).clone()
+            }),
+            Job::Run(w) => run(&**w),
+            Job::Meta(m) if rep.is_some() => run(&MetaSpec {
+                reps: 1,
+                ..(**m).clone()
+            }),
+            Job::Meta(m) => run(&**m),
         }
     }
 

@@ -822,32 +822,13 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
             d.push(format!("{name}: {a} in the file, {b} now"));
         }
     };
+    let dbg = |v: &dyn std::fmt::Debug| format!("{v:?}");
     cmp("inner command", saved.command.clone(), now.command.clone());
-    cmp(
-        "--threads",
-        format!("{:?}", saved.threads),
-        format!("{:?}", now.threads),
-    );
-    cmp(
-        "--xfer",
-        format!("{:?}", saved.xfer),
-        format!("{:?}", now.xfer),
-    );
-    cmp(
-        "--layout",
-        format!("{:?}", saved.layout),
-        format!("{:?}", now.layout),
-    );
-    cmp(
-        "--target",
-        format!("{:?}", saved.targets),
-        format!("{:?}", now.targets),
-    );
-    cmp(
-        "--iodepth",
-        format!("{:?}", saved.iodepth),
-        format!("{:?}", now.iodepth),
-    );
+    cmp("--threads", dbg(&saved.threads), dbg(&now.threads));
+    cmp("--xfer", dbg(&saved.xfer), dbg(&now.xfer));
+    cmp("--layout", dbg(&saved.layout), dbg(&now.layout));
+    cmp("--target", dbg(&saved.targets), dbg(&now.targets));
+    cmp("--iodepth", dbg(&saved.iodepth), dbg(&now.iodepth));
     cmp("--reps", saved.reps.to_string(), now.reps.to_string());
     cmp("--scale", saved.scale.clone(), now.scale.clone());
     cmp("--trim", saved.trim.to_string(), now.trim.to_string());

@@ -22,6 +22,8 @@ pub mod smallfile;
 mod layouts;
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use coord::Coordinator;
 use report::ResultSet;
@@ -364,6 +366,33 @@ pub fn progress_mode(
     flag: Option<crate::progress::ProgressMode>,
 ) -> Result<crate::progress::ProgressMode, Failure> {
     crate::progress::front_mode(flag).map_err(Failure::usage)
+}
+
+/// `--print-spec`: rank 0 prints the checked spec as JSON; nothing runs.
+pub(crate) fn print_spec(root: bool, spec: &impl Serialize) -> Exit {
+    if root {
+        println!("{}", serde_json::to_string_pretty(spec)?);
+    }
+    Ok(0)
+}
+
+/// Runs `spec` on the driver as one rank of `coord` while `live` (rank
+/// 0's progress display) shows it; the record's command line is `program`
+/// and the front-end's arguments as typed.
+pub(crate) fn run_spec(
+    call: &Call<'_>,
+    program: &str,
+    spec: &dyn bench::run::Workload,
+    live: Option<crate::progress::Display>,
+    coord: &dyn Coordinator,
+    stop: Arc<AtomicBool>,
+    opts: bench::run::Options,
+) -> Result<bench::run::Outcome, bench::Error> {
+    let mut argv = vec![program.to_string()];
+    argv.extend(call.args.iter().cloned());
+    let outcome = bench::run::run_with_options(spec, argv, stop, coord, opts);
+    drop(live);
+    outcome
 }
 
 /// Starts the live progress of a front-end's job on rank 0.

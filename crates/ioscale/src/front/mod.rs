@@ -183,8 +183,9 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
-/// A tool's single-letter options, as its getopt string would list them.
-pub struct ShortOpts {
+/// A tool's single-letter options, as its getopt string would list them,
+/// and how they set the tool's parsed command line `A`.
+pub struct ShortOpts<A> {
     /// The tool's name in messages ("IOR", "mdtest").
     pub tool: &'static str,
     /// The subcommand named in `--help` hints ("ior", "mdtest").
@@ -197,6 +198,12 @@ pub struct ShortOpts {
     pub unsupported: fn(&str) -> Option<&'static str>,
     /// Said of a word that is not an option (where the tool names its path).
     pub operand_hint: &'static str,
+    /// Records `-h`.
+    pub help: fn(&mut A),
+    /// Applies a letter of `value` with its value.
+    pub apply_value: fn(&mut A, char, &str) -> Result<(), Usage>,
+    /// Applies a letter of `flags`.
+    pub apply_flag: fn(&mut A, char),
 }
 
 /// What one short-option word held.
@@ -209,12 +216,29 @@ pub enum Short {
     Flags(String),
 }
 
+/// Reads one getopt-style word into `a` (see [`short_option`]) with the
+/// tool's own appliers: help, a letter's value, or each bundled flag.
+pub fn read_short<A>(
+    o: &ShortOpts<A>,
+    a: &mut A,
+    arg: &str,
+    args: &[String],
+    i: &mut usize,
+) -> Result<(), Usage> {
+    match short_option(o, arg, args, i)? {
+        Short::Help => (o.help)(a),
+        Short::Value(c, v) => (o.apply_value)(a, c, &v)?,
+        Short::Flags(fs) => fs.chars().for_each(|f| (o.apply_flag)(a, f)),
+    }
+    Ok(())
+}
+
 /// Reads one getopt-style word (`args[*i - 1]` is `arg`), taking the next
 /// word as the value where the letter needs one. IOR and mdtest share this
 /// syntax; only their letters differ. Every refusal names the option, and
 /// the whole word when it was part of a bundle.
-pub fn short_option(
-    o: &ShortOpts,
+pub fn short_option<A>(
+    o: &ShortOpts<A>,
     arg: &str,
     args: &[String],
     i: &mut usize,
@@ -357,6 +381,19 @@ pub fn in_tool_terms(tool: &str, msg: &str, flags: &[&str], map: &[(&str, &str)]
 pub fn progress_value(v: &str) -> Result<crate::progress::ProgressMode, Usage> {
     crate::progress::parse_mode(v)
         .ok_or_else(|| Usage(format!("--progress {v}: use auto, bar, plain or none")))
+}
+
+/// `-a API` of IOR and mdtest: ioscale issues POSIX calls only; any other
+/// API is refused with `instead`, what ioscale issues and the way to ask
+/// for it.
+pub fn posix_api(v: &str, instead: &str) -> Result<(), Usage> {
+    if v.eq_ignore_ascii_case("POSIX") {
+        Ok(())
+    } else {
+        Err(Usage(format!(
+            "-a {v}: not supported: ioscale issues POSIX {instead}"
+        )))
+    }
 }
 
 /// A front-end's progress mode (see [`crate::progress::front_mode`]),

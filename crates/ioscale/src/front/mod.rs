@@ -357,6 +357,16 @@ pub fn print_mismatches(prefix: &str, rs: &report::ResultSet) {
     }
 }
 
+/// A run's problems on standard error as the record words them: the
+/// errors, the data-check failures, then the warnings.
+pub fn print_problems(prefix: &str, rs: &report::ResultSet) {
+    print_errors(prefix, rs);
+    print_mismatches(prefix, rs);
+    for w in &rs.warnings {
+        eprintln!("{prefix}: warning: {w}");
+    }
+}
+
 /// A workload check's message in the front-end's own terms: the spec
 /// names ioscale's native flags (`--xfer`), which a user of the tool never
 /// typed, so the flags the refusal carries ([`spec::SpecError::flags`])

@@ -234,11 +234,7 @@ fn info_for(call: &Call<'_>, a: &MdArgs, spec: &MetaSpec, began: String, ranks: 
 /// layout on standard output, notes last. Returns the exit code.
 fn print_results(shown: &Shown, outcome: &bench::run::Outcome) -> Exit {
     let rs = &outcome.results;
-    super::print_errors("mdtest", rs);
-    super::print_mismatches("mdtest", rs);
-    for w in &rs.warnings {
-        eprintln!("mdtest: warning: {w}");
-    }
+    super::print_problems("mdtest", rs);
     let text = Mdtest::render(shown, rs)?;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(&text);

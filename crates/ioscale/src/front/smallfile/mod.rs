@@ -324,11 +324,7 @@ fn failure(e: bench::Error) -> Failure {
 /// last. Returns the exit code.
 fn print_results(a: &SfArgs, outcome: &bench::run::Outcome) -> Exit {
     let rs = &outcome.results;
-    super::print_errors("smallfile", rs);
-    super::print_mismatches("smallfile", rs);
-    for w in &rs.warnings {
-        eprintln!("smallfile: warning: {w}");
-    }
+    super::print_problems("smallfile", rs);
     let host = rs
         .host
         .hostname

@@ -55,6 +55,19 @@ pub enum UnitsArg {
     Si,
 }
 
+/// How `sweep` and `report` show a record: standard output's format and
+/// the unit of data rates.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct View {
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
+    #[arg(long, value_enum, default_value = "iec")]
+    pub units: UnitsArg,
+}
+
 impl UnitsArg {
     /// The analysis's unit system.
     pub fn units(self) -> analysis::Units {
@@ -149,13 +162,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
 
-    /// Format for standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-
-    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
-    #[arg(long, value_enum, default_value = "iec")]
-    pub units: UnitsArg,
+    #[command(flatten)]
+    pub view: View,
 
     /// Print nothing on standard output (files are still written).
     #[arg(short, long)]
@@ -1016,7 +1024,7 @@ fn finish(
     failure: Option<String>,
     sig: Option<&str>,
 ) -> i32 {
-    rec.analysis = analysis::analyse_with(rec, args.units.units());
+    rec.analysis = analysis::analyse_with(rec, args.view.units.units());
     // A refused point leaves the sweep unfinished but not interrupted: the
     // record says so by its point count and its stop_reason, and the error
     // says what failed.
@@ -1354,7 +1362,7 @@ impl Runner<'_> {
             probes: outcome.probes,
         });
         rec.points.sort_by_key(|q| q.index);
-        rec.analysis = analysis::analyse_with(rec, self.args.units.units());
+        rec.analysis = analysis::analyse_with(rec, self.args.view.units.units());
         if let Some(j) = &self.args.json {
             if let Err(e) = write_atomic(j, &render_json(rec)?) {
                 say(self.live, format!("error: {e:#}"));
@@ -1482,7 +1490,7 @@ pub fn emit_sweep(rec: &SweepRecord, args: &SweepArgs) -> bool {
         csv: args.csv.as_deref(),
         html: args.html.as_deref(),
         png: args.png.as_deref(),
-        format: args.format,
+        format: args.view.format,
         quiet: args.quiet,
     };
     outs.emit(rec)

@@ -77,6 +77,13 @@ FIO_VARIANTS = {
 IOSCALE_VARIANTS = ["plain", "tuned", "tuned,batch", "tuned,spin", "fixedbufs,files,sqpoll=1000"]
 
 
+def ratio_line(what, xs, ys, i):
+    """`what` with the per-round ratios of field `i` (0: rate, 1: per
+    CPU-second) of the runs `xs` over the runs `ys`, and their median."""
+    r = [x[i] / y[i] for x, y in zip(xs, ys)]
+    return "%s, per round: %s; median **%.3f**" % (what, " ".join("%.2f" % v for v in r), med(r))
+
+
 def data_part(a, tdir):
     ex = os.path.join(tdir, "release/ioscale")
     d = tempfile.mkdtemp(prefix="bench-uring.", dir=a.data_dir)
@@ -235,22 +242,12 @@ def meta_part(a, tdir):
             b_ = res[("sync", 32, 1, "dirs", "create")]
             c_ = res[("sync", 1, 1, "dirs", "create")]
             d_ = res[("sync", 32, 1, "same", "create")]
-            log("\n- create rate, io_uring 1 thread depth 32 / sync 32 threads in one shared directory, per round: %s; median **%.3f**"
-                % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(a_, d_)),
-                   med([x[0] / y[0] for x, y in zip(a_, d_)])))
-            log("- create rate, io_uring 1 thread depth 32 / sync 32 threads (a directory each), per round: %s; median **%.3f**"
-                % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(a_, b_)),
-                   med([x[0] / y[0] for x, y in zip(a_, b_)])))
-            log("- creates per CPU-second, io_uring 1x32 / sync 1 thread, per round: %s; median **%.3f**"
-                % (" ".join("%.2f" % (x[1] / y[1]) for x, y in zip(a_, c_)),
-                   med([x[1] / y[1] for x, y in zip(a_, c_)])))
+            log("\n- " + ratio_line("create rate, io_uring 1 thread depth 32 / sync 32 threads in one shared directory", a_, d_, 0))
+            log("- " + ratio_line("create rate, io_uring 1 thread depth 32 / sync 32 threads (a directory each)", a_, b_, 0))
+            log("- " + ratio_line("creates per CPU-second, io_uring 1x32 / sync 1 thread", a_, c_, 1))
             s_ = res[("io_uring", 1, 32, "spread", "create")]
-            log("- create rate, io_uring 1 thread depth 32 over 32 directories / sync 32 threads (a directory each), per round: %s; median **%.3f**"
-                % (" ".join("%.2f" % (x[0] / y[0]) for x, y in zip(s_, b_)),
-                   med([x[0] / y[0] for x, y in zip(s_, b_)])))
-            log("- creates per CPU-second, io_uring 1x32 over 32 directories / sync 1 thread, per round: %s; median **%.3f**"
-                % (" ".join("%.2f" % (x[1] / y[1]) for x, y in zip(s_, c_)),
-                   med([x[1] / y[1] for x, y in zip(s_, c_)])))
+            log("- " + ratio_line("create rate, io_uring 1 thread depth 32 over 32 directories / sync 32 threads (a directory each)", s_, b_, 0))
+            log("- " + ratio_line("creates per CPU-second, io_uring 1x32 over 32 directories / sync 1 thread", s_, c_, 1))
         finally:
             subprocess.call(["umount", mnt])
             if daemon:

@@ -1402,14 +1402,7 @@ fn fuse_requests_sentence(op: &str, first: &CurvePoint, latency_s: f64) -> Strin
         Ok(d) if d.count > 0 && d.bytes > 0 => {
             let mean = d.bytes as f64 / d.count as f64;
             let per_op = bpo / mean;
-            let lost = if d.lost > 0 {
-                format!(
-                    "; the trace lost {} events, so these counts may be short",
-                    d.lost
-                )
-            } else {
-                String::new()
-            };
+            let lost = crate::fusemeta::lost_note(d.lost);
             let kernel = if d.answered > 0 {
                 format!(
                     "; the kernel measured {} per request from sending it to the reply",
@@ -1598,6 +1591,14 @@ fn compare_sentence(
     let u = &a.unit;
     let name = |s: i8| if s > 0 { &a.series } else { &b.series };
     let other = |s: i8| if s > 0 { &b.series } else { &a.series };
+    // The values of a common point, the faster line's first.
+    let faster_first = |s: i8, (x, y): &(CurvePoint, CurvePoint)| {
+        if s > 0 {
+            (x.value, y.value)
+        } else {
+            (y.value, x.value)
+        }
+    };
     let (n0, s0) = (common[0].0.threads, st[0]);
     let mut catch_up = None;
     let sentence = if st.iter().all(|&s| s == 0) {
@@ -1634,20 +1635,11 @@ fn compare_sentence(
         )
     } else if s0 != 0 {
         let i = st.iter().position(|&s| s != s0).expect("not all equal");
-        let (x, y) = &common[i];
-        let (x0, y0) = &common[0];
+        let x = &common[i].0;
         catch_up = Some(x.threads);
         let (lead, trail) = (name(s0), other(s0));
-        let (lv, tv) = if s0 > 0 {
-            (x.value, y.value)
-        } else {
-            (y.value, x.value)
-        };
-        let (l0, t0) = if s0 > 0 {
-            (x0.value, y0.value)
-        } else {
-            (y0.value, x0.value)
-        };
+        let (lv, tv) = faster_first(s0, &common[i]);
+        let (l0, t0) = faster_first(s0, &common[0]);
         format!(
             "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}, beyond noise){}.",
             if st[i] == 0 { "catches up with" } else { "overtakes" },
@@ -1663,12 +1655,8 @@ fn compare_sentence(
     } else {
         let i = st.iter().position(|&s| s != 0).expect("some differ");
         let s = st[i];
-        let (x, y) = &common[i];
-        let (hv, lv) = if s > 0 {
-            (x.value, y.value)
-        } else {
-            (y.value, x.value)
-        };
+        let x = &common[i].0;
+        let (hv, lv) = faster_first(s, &common[i]);
         format!(
             "No clear difference at {} (within noise: ±{:.0}%); from {} on, {} is faster ({} vs {} {u}){}.",
             workers_word(n0),

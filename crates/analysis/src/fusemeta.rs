@@ -32,14 +32,7 @@ pub(crate) fn sentence(op: &str, p: &CurvePoint) -> Option<String> {
         ));
     }
     let per_file = total as f64 / files as f64;
-    let lost = if r.lost_events > 0 {
-        format!(
-            "; the trace lost {} events, so these counts may be short",
-            r.lost_events
-        )
-    } else {
-        String::new()
-    };
+    let lost = lost_note(r.lost_events);
     let head = format!(
         " Each {op} reached the FUSE daemon as {} requests ({} per file; measured: {} request{} for {} {op}s in the traced phases{lost})",
         ratio(per_file),
@@ -81,6 +74,16 @@ pub(crate) fn sentence(op: &str, p: &CurvePoint) -> Option<String> {
 
 /// ` (LOOKUP 10.1 ms, CREATE 10.2 ms)`: the mean send-to-reply time of
 /// the listed opcodes that were answered.
+/// The clause a traced count carries when the trace lost `lost` events
+/// (nothing when it lost none).
+pub(crate) fn lost_note(lost: u64) -> String {
+    if lost > 0 {
+        format!("; the trace lost {lost} events, so these counts may be short")
+    } else {
+        String::new()
+    }
+}
+
 fn opcode_times(r: &FuseRequests, by: &[(String, u64)]) -> String {
     let parts: Vec<String> = by
         .iter()

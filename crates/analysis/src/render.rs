@@ -761,13 +761,7 @@ pub fn render_text(rec: &SweepRecord) -> String {
     if let Some(u) = unfinished(rec) {
         sections.push(vec![u.sentence()]);
     }
-    let mut out = sections
-        .into_iter()
-        .map(|s| s.join("\n"))
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    out.push('\n');
-    out
+    report::export::join_sections(sections)
 }
 
 /// A warning with its figures taken out, so the same warning about

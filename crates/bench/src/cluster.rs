@@ -313,6 +313,31 @@ pub trait Sample: Sized + Send {
     }
 }
 
+/// The [`Sample`] accessors both sample types answer from their fields of
+/// the same names: `worker`, `failure`, `start_ns`, `end_ns` and `hist`.
+macro_rules! sample_fields {
+    () => {
+        fn worker(&self) -> u32 {
+            self.worker
+        }
+        fn failed(&self) -> bool {
+            self.failure.is_some()
+        }
+        fn start_ns(&self) -> u64 {
+            self.start_ns
+        }
+        fn end_ns(&self) -> u64 {
+            self.end_ns
+        }
+        fn hist(&self) -> &LatencyHistogram {
+            &self.hist
+        }
+        fn failure(&self) -> Option<&IoFailure> {
+            self.failure.as_ref()
+        }
+    };
+}
+
 impl Sample for WorkerSample {
     type Wire = WireSample;
     fn to_wire(&self) -> WireSample {
@@ -346,26 +371,9 @@ impl Sample for WorkerSample {
         s.failure = failure_of(b.worker, b.status, failures)?;
         Ok(s)
     }
-    fn worker(&self) -> u32 {
-        self.worker
-    }
-    fn failed(&self) -> bool {
-        self.failure.is_some()
-    }
+    sample_fields!();
     fn hit_deadline(&self) -> bool {
         self.hit_deadline
-    }
-    fn start_ns(&self) -> u64 {
-        self.start_ns
-    }
-    fn end_ns(&self) -> u64 {
-        self.end_ns
-    }
-    fn hist(&self) -> &LatencyHistogram {
-        &self.hist
-    }
-    fn failure(&self) -> Option<&IoFailure> {
-        self.failure.as_ref()
     }
     fn bytes(&self) -> u64 {
         self.counters.bytes
@@ -463,28 +471,11 @@ impl Sample for MetaSample {
             mismatches: Vec::new(),
         })
     }
-    fn worker(&self) -> u32 {
-        self.worker
-    }
-    fn failed(&self) -> bool {
-        self.failure.is_some()
-    }
+    sample_fields!();
     /// The time limit, or `stop_at_first` (smallfile --finish N): either
     /// way the phase was cut short and a create left a prefix of the files.
     fn hit_deadline(&self) -> bool {
         self.hit_deadline || self.stonewalled
-    }
-    fn start_ns(&self) -> u64 {
-        self.start_ns
-    }
-    fn end_ns(&self) -> u64 {
-        self.end_ns
-    }
-    fn hist(&self) -> &LatencyHistogram {
-        &self.hist
-    }
-    fn failure(&self) -> Option<&IoFailure> {
-        self.failure.as_ref()
     }
     fn bytes(&self) -> u64 {
         MetaSample::bytes(self)

@@ -10,18 +10,13 @@
 //! of listing and deleting whatever it finds: only names of ioscale's
 //! scheme are unlinked, directories are removed with `rmdir` only, and
 //! anything a user put there survives. Results reduce into the same
-//! [`ResultSet`] as `ioscale run`, with `op` the metadata operation and
+//! [`report::ResultSet`] as `ioscale run`, with `op` the metadata operation and
 //! `ops` the files processed.
-
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 use coord::Coordinator;
 use engine::meta::{run_meta_worker_with, MetaPlan, MetaSample};
 use engine::registry::{check_meta_spec, MetaEngineConfig};
-use report::{
-    FilesRecord, HostInfo, JobSpec, PhaseRecord, ResultSet, Stonewall, ThreadFiles, WorkerRecord,
-};
+use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, ThreadFiles, WorkerRecord};
 use spec::{MetaOp, MetaSpec, TreeState};
 
 use crate::cluster::{self, Layout, PhaseOut};
@@ -30,7 +25,10 @@ use crate::error::Error;
 use crate::host;
 use crate::phase::{drive, Ctx, Flow, Kind, Sequence};
 use crate::record::new_record;
-use crate::run::{make_run_id, space_warning, Options, Outcome};
+use crate::run::{
+    make_run_id, space_warning, stonewall, verify_record, Outcome, RunArgs, Workload,
+};
+pub use crate::run::{run_with, run_with_hook, run_with_options};
 use crate::topology::Topology;
 
 pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
@@ -76,82 +74,45 @@ fn warnings(spec: &MetaSpec, host: &HostInfo) -> Vec<String> {
     w
 }
 
-/// Runs the whole metadata workload as one rank of `coord`: `spec.threads`
-/// threads here, `coord.size() × spec.threads` workers in all, worker
-/// `rank × threads + t` being thread `t` of rank `rank` (names, hashed
-/// directories and the marker use the global index, so a tree made by 4
-/// ranks of 2 threads is the tree of `--threads 8`). Every rank calls it
-/// with the same spec.
-///
-/// Rank 0 alone makes (or finds) the working directory and the marker
-/// before any other rank starts, writes the marker between phases, and
-/// removes the tree after every rank finished; it receives every worker's
-/// sample. Failures, interrupts and time limits are agreed at every phase
-/// boundary, so all ranks stop at the same point. The other ranks'
-/// [`Outcome`] is not meant to be printed.
-pub fn run_with(
-    spec: &MetaSpec,
-    command: Vec<String>,
-    stop: Arc<AtomicBool>,
-    coord: &dyn Coordinator,
-) -> Result<Outcome, Error> {
-    run_with_options(spec, command, stop, coord, Options::default())
-}
-
-/// [`run_with`] with [`Options`]: resource probes around every timed
-/// phase, and repetitions that go on after a failed one.
-pub fn run_with_options(
-    spec: &MetaSpec,
-    command: Vec<String>,
-    stop: Arc<AtomicBool>,
-    coord: &dyn Coordinator,
-    opts: Options,
-) -> Result<Outcome, Error> {
-    run_with_hook(spec, command, stop, coord, opts, &mut |_| {})
-}
-
-/// [`run_with_options`], calling `before_cleanup` on rank 0 with the
-/// record of an interrupted run before the tree is removed: the caller
-/// saves it there, so a second signal during a long cleanup loses nothing
-/// but the cleanup. The phases run in `phase::drive`.
-pub fn run_with_hook(
-    spec: &MetaSpec,
-    command: Vec<String>,
-    stop: Arc<AtomicBool>,
-    coord: &dyn Coordinator,
-    opts: Options,
-    before_cleanup: &mut dyn FnMut(&ResultSet),
-) -> Result<Outcome, Error> {
-    let mut notes = Vec::new();
-    let Setup {
-        host,
-        topo,
-        gspec,
-        warns,
-        tree,
-    } = setup(spec, coord, &mut notes)?;
-    let results = new_record(command, host, JobSpec::Meta(spec.clone()));
-    let mut ctx = Ctx::new(coord, &topo, &stop, opts);
-    let mut k = MetaRun {
-        // Indices per thread that the next phase may use: a time-limited
-        // create leaves only a prefix of the files.
-        limit: vec![gspec.files; gspec.threads as usize],
-        // Their sum over all workers (rank 0 may not hold every worker's
-        // sample): the files a phase is asked for.
-        requested: gspec.files * u64::from(gspec.threads),
-        state: tree.marker.state,
-        extent: tree.marker.extent,
-        spec: &gspec,
-        tree,
-        warns,
-        notes,
-        ran_cleanup: false,
-        keep_going: opts.keep_going,
-        pre: None,
-        after: None,
-    };
-    let seq = Sequence::new(&gspec.ops, gspec.reps, &gspec.target);
-    drive(&mut k, &mut ctx, seq, results, before_cleanup)
+/// The metadata workload: [`run_with_hook`] of a [`MetaSpec`]. Rank 0
+/// alone makes (or finds) the working directory and the marker before any
+/// other rank starts, writes the marker between phases, and removes the
+/// tree after every rank finished; a tree made by 4 ranks of 2 threads is
+/// the tree of `--threads 8`.
+impl Workload for MetaSpec {
+    fn run_hooked(&self, args: RunArgs<'_>) -> Result<Outcome, Error> {
+        let spec = self;
+        let mut notes = Vec::new();
+        let Setup {
+            host,
+            topo,
+            gspec,
+            warns,
+            tree,
+        } = setup(spec, args.coord, &mut notes)?;
+        let results = new_record(args.command, host, JobSpec::Meta(spec.clone()));
+        let mut ctx = Ctx::new(args.coord, &topo, &args.stop, args.opts);
+        let mut k = MetaRun {
+            // Indices per thread that the next phase may use: a time-limited
+            // create leaves only a prefix of the files.
+            limit: vec![gspec.files; gspec.threads as usize],
+            // Their sum over all workers (rank 0 may not hold every worker's
+            // sample): the files a phase is asked for.
+            requested: gspec.files * u64::from(gspec.threads),
+            state: tree.marker.state,
+            extent: tree.marker.extent,
+            spec: &gspec,
+            tree,
+            warns,
+            notes,
+            ran_cleanup: false,
+            keep_going: args.opts.keep_going,
+            pre: None,
+            after: None,
+        };
+        let seq = Sequence::new(&gspec.ops, gspec.reps, &gspec.target);
+        drive(&mut k, &mut ctx, seq, results, args.before_cleanup)
+    }
 }
 
 /// The metadata workload as a [`Kind`] of the phase driver: the tree, its
@@ -494,33 +455,14 @@ fn reduce(
         fsync_s: m.sync_ns as f64 / 1e9,
         cpu_user_s: out.cpu.0,
         cpu_sys_s: out.cpu.1,
-        stonewall: Stonewall {
-            s: sw_s,
-            bytes: m.stonewall_bytes,
-            bw_mib_s: if sw_s > 0.0 {
-                m.stonewall_bytes as f64 / sw_s / MIB
-            } else {
-                0.0
-            },
-        },
+        stonewall: stonewall(sw_s, m.stonewall_bytes),
         time_limited: m.time_limited,
         interrupted: out.interrupted,
         errors: m.errors,
         start_skew_s: out.start_skew_s(),
         worker_start_spread_s: out.worker_start_spread_s(),
-        verify: (plan.op == MetaOp::Read && plan.spec.verify).then(|| report::VerifyRecord {
-            checked_bytes: m.checked_bytes,
-            bad_bytes: m.bad_bytes,
-            mismatches: m
-                .mismatches
-                .iter()
-                .map(|(_, f, o, b)| report::Mismatch {
-                    file: f.clone(),
-                    offset: *o,
-                    bad_bytes: *b,
-                })
-                .collect(),
-        }),
+        verify: (plan.op == MetaOp::Read && plan.spec.verify)
+            .then(|| verify_record(m.checked_bytes, m.bad_bytes, &m.mismatches)),
         files: Some(files_record(plan, out, requested, sw_s)),
         workers: if out.all_workers {
             worker_rows(&out.samples, t0, layout)

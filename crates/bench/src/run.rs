@@ -329,18 +329,43 @@ fn drop_caches(
     }
 }
 
+/// A workload the driver runs: a [`WorkloadSpec`] (the data phases of
+/// this module) or a [`spec::MetaSpec`] (the metadata phases of
+/// [`crate::meta`]).
+pub trait Workload {
+    /// Runs it as one rank of `args.coord`: what [`run_with_hook`] does.
+    fn run_hooked(&self, args: RunArgs<'_>) -> Result<Outcome, Error>;
+}
+
+/// Everything [`run_with_hook`] hands a [`Workload`] besides itself.
+pub struct RunArgs<'a> {
+    /// The command line, kept in the record.
+    pub command: Vec<String>,
+    /// Set by a signal handler: the run stops at the next phase boundary.
+    pub stop: Arc<AtomicBool>,
+    /// The ranks this one runs with.
+    pub coord: &'a dyn Coordinator,
+    /// Resource probes, repetitions after a failed one, per-worker rows.
+    pub opts: Options,
+    /// Called on rank 0 with the record of an interrupted run before its
+    /// files are removed.
+    pub before_cleanup: &'a mut dyn FnMut(&ResultSet),
+}
+
 /// Runs the whole workload as one rank of `coord`: `spec.threads` threads
 /// in this process, `coord.size() × spec.threads` workers in all, worker
-/// `rank × threads + t` being thread `t` of rank `rank`. Every rank calls
-/// it with the same spec (`spec.reorder_offset` counts workers).
+/// `rank × threads + t` being thread `t` of rank `rank` (names, hashed
+/// directories and the marker use the global index). Every rank calls it
+/// with the same spec (`spec.reorder_offset` counts workers).
 ///
 /// Rank 0 alone creates the working directory (before any other rank
-/// opens a file), removes it after every rank finished, and receives the
-/// record of all workers; the other ranks' [`Outcome`] holds their agreed
-/// errors only and is not meant to be printed. Errors are agreed at every
+/// opens a file), writes the marker, removes what the run made after
+/// every rank finished, and receives the record of all workers; the other
+/// ranks' [`Outcome`] holds their agreed errors only and is not meant to
+/// be printed. Errors, interrupts and time limits are agreed at every
 /// phase boundary, so all ranks stop at the same point.
-pub fn run_with(
-    spec: &WorkloadSpec,
+pub fn run_with<W: Workload + ?Sized>(
+    spec: &W,
     command: Vec<String>,
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
@@ -351,8 +376,8 @@ pub fn run_with(
 /// [`run_with`] with [`Options`]: resource probes around every timed
 /// phase, and repetitions that go on after a failed one (what a sweep
 /// point needs).
-pub fn run_with_options(
-    spec: &WorkloadSpec,
+pub fn run_with_options<W: Workload + ?Sized>(
+    spec: &W,
     command: Vec<String>,
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
@@ -365,35 +390,49 @@ pub fn run_with_options(
 /// record of an interrupted run before its files are removed: the caller
 /// saves it there, so a second signal during a long cleanup loses nothing
 /// but the cleanup. The phases run in `phase::drive`.
-pub fn run_with_hook(
-    spec: &WorkloadSpec,
+pub fn run_with_hook<W: Workload + ?Sized>(
+    spec: &W,
     command: Vec<String>,
     stop: Arc<AtomicBool>,
     coord: &dyn Coordinator,
     opts: Options,
     before_cleanup: &mut dyn FnMut(&ResultSet),
 ) -> Result<Outcome, Error> {
-    let Setup {
-        host,
-        topo,
-        mut files,
-    } = setup(spec, coord)?;
-    // The workers open the files through the handles setup holds (the
-    // other ranks check theirs against rank 0's first: all agree).
-    let anchors = match cluster::agree(coord, files.ds.anchors()) {
-        Ok(a) => a,
-        Err(e) => {
-            if topo.is_root() && files.ds.created_root {
-                files.ds.remove();
+    spec.run_hooked(RunArgs {
+        command,
+        stop,
+        coord,
+        opts,
+        before_cleanup,
+    })
+}
+
+/// The data workload: [`run_with_hook`] of a [`WorkloadSpec`].
+impl Workload for WorkloadSpec {
+    fn run_hooked(&self, args: RunArgs<'_>) -> Result<Outcome, Error> {
+        let spec = self;
+        let Setup {
+            host,
+            topo,
+            mut files,
+        } = setup(spec, args.coord)?;
+        // The workers open the files through the handles setup holds (the
+        // other ranks check theirs against rank 0's first: all agree).
+        let anchors = match cluster::agree(args.coord, files.ds.anchors()) {
+            Ok(a) => a,
+            Err(e) => {
+                if topo.is_root() && files.ds.created_root {
+                    files.ds.remove();
+                }
+                return Err(e);
             }
-            return Err(e);
-        }
-    };
-    let results = new_record(command, host, JobSpec::Run(spec.clone()));
-    let mut ctx = Ctx::new(coord, &topo, &stop, opts);
-    let mut k = DataRun::new(spec, files, anchors, opts);
-    let seq = Sequence::new(&spec.ops, spec.reps, &spec.target);
-    drive(&mut k, &mut ctx, seq, results, before_cleanup)
+        };
+        let results = new_record(args.command, host, JobSpec::Run(spec.clone()));
+        let mut ctx = Ctx::new(args.coord, &topo, &args.stop, args.opts);
+        let mut k = DataRun::new(spec, files, anchors, args.opts);
+        let seq = Sequence::new(&spec.ops, spec.reps, &spec.target);
+        drive(&mut k, &mut ctx, seq, results, args.before_cleanup)
+    }
 }
 
 /// The data workload as a [`Kind`] of the phase driver: its files, what
@@ -819,19 +858,8 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         Some(ns) => ns.saturating_sub(t0) as f64 / 1e9,
         None => elapsed,
     };
-    let verify = (plan.verify && plan.op.reads()).then(|| VerifyRecord {
-        checked_bytes: m.checked_bytes,
-        bad_bytes: m.bad_bytes,
-        mismatches: m
-            .mismatches
-            .iter()
-            .map(|(_, file, offset, bad)| Mismatch {
-                file: file.clone(),
-                offset: *offset,
-                bad_bytes: *bad,
-            })
-            .collect(),
-    });
+    let verify = (plan.verify && plan.op.reads())
+        .then(|| verify_record(m.checked_bytes, m.bad_bytes, &m.mismatches));
     PhaseRecord {
         op: plan.op.name().into(),
         rep: plan.rep,
@@ -851,15 +879,7 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         fsync_s: secs(m.fsync_ns),
         cpu_user_s: out.cpu.0,
         cpu_sys_s: out.cpu.1,
-        stonewall: Stonewall {
-            s: sw_s,
-            bytes: m.stonewall_bytes,
-            bw_mib_s: if sw_s > 0.0 {
-                m.stonewall_bytes as f64 / sw_s / MIB
-            } else {
-                0.0
-            },
-        },
+        stonewall: stonewall(sw_s, m.stonewall_bytes),
         time_limited: m.time_limited,
         interrupted: out.interrupted,
         errors: counters.errors,
@@ -872,6 +892,37 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         } else {
             Vec::new()
         },
+    }
+}
+
+/// The stonewall figures of a phase record: `bytes` done by all workers
+/// `s` seconds after the first start (the first finish).
+pub(crate) fn stonewall(s: f64, bytes: u64) -> Stonewall {
+    Stonewall {
+        s,
+        bytes,
+        bw_mib_s: if s > 0.0 { bytes as f64 / s / MIB } else { 0.0 },
+    }
+}
+
+/// The data-check record of a phase from its sums: bytes compared, bytes
+/// that differed, and each (worker, file, first bad offset, bad bytes).
+pub(crate) fn verify_record(
+    checked_bytes: u64,
+    bad_bytes: u64,
+    mismatches: &[(u32, String, u64, u64)],
+) -> VerifyRecord {
+    VerifyRecord {
+        checked_bytes,
+        bad_bytes,
+        mismatches: mismatches
+            .iter()
+            .map(|(_, file, offset, bad)| Mismatch {
+                file: file.clone(),
+                offset: *offset,
+                bad_bytes: *bad,
+            })
+            .collect(),
     }
 }
 

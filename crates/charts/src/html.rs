@@ -135,29 +135,29 @@ fn warnings_section(o: &mut String, rec: &SweepRecord) {
 fn charts_section(o: &mut String, rec: &SweepRecord) {
     o.push_str("<h2>Charts</h2><p>Error bars span the lowest to the highest good repetition (side by side for several lines); the line joins the trimmed means (or means); dashed: ideal linear scaling from the fewest workers, dotted: the USL fit where the analysis quotes it; a red cross marks failed repetitions. Hover a point for its values.</p><div class=\"charts\">\n");
     for c in crate::charts_for(rec) {
-        let _ = writeln!(
-            o,
-            "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
-            esc(&c.name),
-            svg::render(&c.chart),
-            esc(&c.chart.title)
-        );
+        figure(o, &c.name, &svg::render(&c.chart), &c.chart.title);
     }
     o.push_str("</div>\n");
     let bars = crate::bars_for(rec);
     if !bars.is_empty() {
         o.push_str("<h2>Per rank and per node</h2><p>At the most workers of each operation: what each rank (and each node) did, mean over the good repetitions, the line spanning the lowest to the highest. Uneven bars show a rank or node that held the others back.</p><div class=\"charts\">\n");
         for b in bars {
-            let _ = writeln!(
-                o,
-                "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
-                esc(&b.name),
-                svg::render_bars(&b.bars),
-                esc(&b.bars.title)
-            );
+            figure(o, &b.name, &svg::render_bars(&b.bars), &b.bars.title);
         }
         o.push_str("</div>\n");
     }
+}
+
+/// One chart of the report: its SVG with the title as caption, linked by
+/// `name`.
+fn figure(o: &mut String, name: &str, svg: &str, title: &str) {
+    let _ = writeln!(
+        o,
+        "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
+        esc(name),
+        svg,
+        esc(title)
+    );
 }
 
 /// The analysis in detail: each curve's verdict with links to the points

@@ -249,14 +249,7 @@ impl dyn Coordinator + '_ {
         &self,
         v: &T,
     ) -> Result<Option<Vec<T>>, DecodeError> {
-        match self.gather(encode(v)) {
-            Some(all) => all
-                .iter()
-                .map(|b| decode(b))
-                .collect::<Result<Vec<T>, _>>()
-                .map(Some),
-            None => Ok(None),
-        }
+        self.gather_with(encode(v), decode)
     }
 
     /// [`Coordinator::broadcast`] of a serde value: rank 0's `v` on every rank.
@@ -286,10 +279,20 @@ impl dyn Coordinator + '_ {
         &self,
         v: &T,
     ) -> Result<Option<Vec<T>>, DecodeError> {
-        match self.gather(encode_bin(v)) {
+        self.gather_with(encode_bin(v), decode_bin)
+    }
+
+    /// [`Coordinator::gather`] of this rank's `bytes`, each rank's decoded
+    /// with `decode` at rank 0.
+    fn gather_with<T>(
+        &self,
+        bytes: Vec<u8>,
+        decode: fn(&[u8]) -> Result<T, DecodeError>,
+    ) -> Result<Option<Vec<T>>, DecodeError> {
+        match self.gather(bytes) {
             Some(all) => all
                 .iter()
-                .map(|b| decode_bin(b))
+                .map(|b| decode(b))
                 .collect::<Result<Vec<T>, _>>()
                 .map(Some),
             None => Ok(None),

@@ -291,6 +291,21 @@ impl MpiCoordinator {
     }
 
     /// Sends a payload of any size: a u64 length, then chunks.
+    /// A node leader's step of a gather: the leaders other than rank 0
+    /// send their node's `payload` to it and get `None`; rank 0 gets the
+    /// leaders' group, to receive theirs.
+    fn to_leaders(&self, payload: &[u8]) -> Option<&SimpleCommunicator> {
+        let leaders = self
+            .leaders
+            .as_ref()
+            .expect("a node leader is in the leaders' group");
+        if leaders.rank() != 0 {
+            self.send_bytes(leaders, 0, payload);
+            return None;
+        }
+        Some(leaders)
+    }
+
     fn send_bytes(&self, comm: &SimpleCommunicator, to: i32, bytes: &[u8]) {
         let p = comm.process_at_rank(to);
         p.send_with_tag(&(bytes.len() as u64), TAG_GLEN);
@@ -749,14 +764,7 @@ impl Coordinator for MpiCoordinator {
         self.recv_each(wait, &self.node, 1..self.node.size(), |i, b| {
             frame(self.node_world[i as usize], &b)
         });
-        let leaders = self
-            .leaders
-            .as_ref()
-            .expect("a node leader is in the leaders' group");
-        if leaders.rank() != 0 {
-            self.send_bytes(leaders, 0, &framed);
-            return None;
-        }
+        let leaders = self.to_leaders(&framed)?;
         let n = self.world.size() as usize;
         let mut out: Vec<Vec<u8>> = vec![Vec::new(); n];
         let mut unframe = |b: &[u8]| {
@@ -788,14 +796,7 @@ impl Coordinator for MpiCoordinator {
         self.recv_each(wait, &self.node, 1..self.node.size(), |_, b| {
             merge(&mut acc, &b)
         });
-        let leaders = self
-            .leaders
-            .as_ref()
-            .expect("a node leader is in the leaders' group");
-        if leaders.rank() != 0 {
-            self.send_bytes(leaders, 0, &acc);
-            return None;
-        }
+        let leaders = self.to_leaders(&acc)?;
         self.recv_each(wait, leaders, 1..leaders.size(), |_, b| merge(&mut acc, &b));
         Some(acc)
     }

@@ -237,13 +237,12 @@ impl ser::Serializer for &mut Encoder {
     }
     fn serialize_struct_variant(
         self,
-        _: &'static str,
+        name: &'static str,
         i: u32,
-        _: &'static str,
-        _: usize,
+        variant: &'static str,
+        len: usize,
     ) -> Result<Self, WireError> {
-        put_varint(&mut self.out, i.into());
-        Ok(self)
+        self.serialize_tuple_variant(name, i, variant, len)
     }
 }
 
@@ -427,7 +426,7 @@ impl<'de, 'b> de::Deserializer<'de> for &mut Decoder<'b> {
         n: usize,
         v: V,
     ) -> Result<V::Value, WireError> {
-        v.visit_seq(Fixed { d: self, left: n })
+        self.deserialize_tuple(n, v)
     }
     fn deserialize_map<V: Visitor<'de>>(self, v: V) -> Result<V::Value, WireError> {
         let n = self.len()?;
@@ -439,10 +438,7 @@ impl<'de, 'b> de::Deserializer<'de> for &mut Decoder<'b> {
         fields: &'static [&'static str],
         v: V,
     ) -> Result<V::Value, WireError> {
-        v.visit_seq(Fixed {
-            d: self,
-            left: fields.len(),
-        })
+        self.deserialize_tuple(fields.len(), v)
     }
     fn deserialize_enum<V: Visitor<'de>>(
         self,
@@ -521,17 +517,14 @@ impl<'de, 'a, 'b> de::VariantAccess<'de> for &'a mut Decoder<'b> {
         seed.deserialize(self)
     }
     fn tuple_variant<V: Visitor<'de>>(self, n: usize, v: V) -> Result<V::Value, WireError> {
-        v.visit_seq(Fixed { d: self, left: n })
+        de::Deserializer::deserialize_tuple(self, n, v)
     }
     fn struct_variant<V: Visitor<'de>>(
         self,
         fields: &'static [&'static str],
         v: V,
     ) -> Result<V::Value, WireError> {
-        v.visit_seq(Fixed {
-            d: self,
-            left: fields.len(),
-        })
+        de::Deserializer::deserialize_tuple(self, fields.len(), v)
     }
 }
 

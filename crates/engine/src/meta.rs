@@ -739,15 +739,30 @@ pub(crate) fn run_sync_worker(
     ctl: &PhaseControl,
     barrier: &Barrier,
 ) -> MetaSample {
+    let rec = plan.spec.record_size.max(1) as usize;
+    run_thread(w, plan, rec, ctl, barrier, &mut index_loop)
+}
+
+/// Thread `w`'s share of a phase, whatever the engine: opens its base
+/// directory (with a buffer of `rec` bytes), waits at `barrier`, runs the
+/// phase with `indices` as the loop over its indices and, with mdtest -Y,
+/// the closing syncfs.
+pub(crate) fn run_thread(
+    w: u32,
+    plan: &MetaPlan<'_>,
+    rec: usize,
+    ctl: &PhaseControl,
+    barrier: &Barrier,
+    indices: IndexLoop<'_>,
+) -> MetaSample {
     let mut s = MetaSample::new(w);
     let owner = plan.spec.owner_of(plan.op, w);
     let base_dir = plan.base_dir(owner);
-    let rec = plan.spec.record_size.max(1) as usize;
     let setup = Cursor::open(plan, owner, w, rec);
     barrier.wait();
     let t_start = Instant::now();
     s.start_ns = ns_since(ctl.epoch, t_start);
-    run_body(&mut s, setup, base_dir, plan, ctl, &mut index_loop);
+    run_body(&mut s, setup, base_dir, plan, ctl, indices);
     if plan.timed && plan.spec.sync_phase {
         sync_phase(&mut s, plan, ctl, barrier);
     }

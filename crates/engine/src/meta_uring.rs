@@ -39,8 +39,8 @@ use spec::{EntryKind, MetaOp};
 
 use crate::buf::AlignedBuf;
 use crate::meta::{
-    fail, ns_since, record_failure, run_body, should_stop, sync_phase, Cursor, MetaPlan,
-    MetaSample, OpErr, MAX_MISMATCHES,
+    fail, record_failure, run_thread, should_stop, Cursor, MetaPlan, MetaSample, OpErr,
+    MAX_MISMATCHES,
 };
 use crate::pattern;
 use crate::worker::PhaseControl;
@@ -1019,14 +1019,7 @@ pub(crate) fn run_worker(
     ctl: &PhaseControl,
     barrier: &Barrier,
 ) -> MetaSample {
-    let mut s = MetaSample::new(w);
-    let owner = plan.spec.owner_of(plan.op, w);
-    let base_dir = plan.base_dir(owner);
-    let setup = Cursor::open(plan, owner, w, 1);
     let mut queue = Queue::new(plan, depth);
-    barrier.wait();
-    let t_start = Instant::now();
-    s.start_ns = ns_since(ctl.epoch, t_start);
     let mut body = |cur: &mut Cursor<'_, '_>,
                     ctl: &PhaseControl,
                     deadline: Option<Instant>,
@@ -1052,11 +1045,7 @@ pub(crate) fn run_worker(
             }
         }
     };
-    run_body(&mut s, setup, base_dir, plan, ctl, &mut body);
-    if plan.timed && plan.spec.sync_phase {
-        sync_phase(&mut s, plan, ctl, barrier);
-    }
-    s
+    run_thread(w, plan, 1, ctl, barrier, &mut body)
 }
 
 #[cfg(test)]

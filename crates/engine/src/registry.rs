@@ -327,25 +327,8 @@ static SYNC_META_INFO: MetaEngineInfo = MetaEngineInfo {
     name: "sync",
     summary: "one system call at a time per thread",
     queueing: false,
-    ops: &[
-        MetaOp::Create,
-        MetaOp::Stat,
-        MetaOp::Read,
-        MetaOp::Append,
-        MetaOp::Overwrite,
-        MetaOp::TruncateOverwrite,
-        MetaOp::Chmod,
-        MetaOp::Rename,
-        MetaOp::Setxattr,
-        MetaOp::Getxattr,
-        MetaOp::Symlink,
-        MetaOp::Readdir,
-        MetaOp::Delete,
-        MetaOp::Mkdir,
-        MetaOp::StatDir,
-        MetaOp::Rmdir,
-        MetaOp::Cleanup,
-    ],
+    // Every operation: the synchronous engine has a call for each.
+    ops: &MetaOp::ALL,
     max_file_size: None,
 };
 

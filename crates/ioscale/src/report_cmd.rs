@@ -16,7 +16,7 @@ use report::ExportType;
 
 use crate::cli::Format;
 use crate::exit::{Exit, Failure};
-use crate::sweep::{Outputs, UnitsArg};
+use crate::sweep::{Outputs, UnitsArg, View};
 
 /// Flags of `ioscale report`.
 #[derive(Debug, Args)]
@@ -36,13 +36,8 @@ pub struct ReportArgs {
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
 
-    /// Format for standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-
-    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
-    #[arg(long, value_enum, default_value = "iec")]
-    pub units: UnitsArg,
+    #[command(flatten)]
+    pub view: View,
 
     /// Print nothing on standard output.
     #[arg(short, long)]
@@ -115,7 +110,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
             crate::check_output_path(flag, p)?;
         }
     }
-    let units = args.units.units();
+    let units = args.view.units.units();
     let ok = match loaded {
         Loaded::Sweep(mut rec) => {
             // The analysis is recomputed: in the units asked for, and with
@@ -126,7 +121,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
                 csv: args.csv.as_deref(),
                 html: args.html.as_deref(),
                 png: args.png.as_deref(),
-                format: args.format,
+                format: args.view.format,
                 quiet: args.quiet,
             }
             .emit(&rec)
@@ -150,18 +145,18 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
                 csv: None,
                 html: args.html.as_deref(),
                 png: args.png.as_deref(),
-                format: args.format,
+                format: args.view.format,
                 quiet: true,
             }
             .emit(&rec);
             if !args.quiet {
-                let kind = match args.format {
+                let kind = match args.view.format {
                     Format::Text => ExportType::Text,
                     Format::Json => ExportType::Json,
                     Format::Csv => ExportType::Csv,
                 };
                 let mut bytes = kind.exporter().render(&rs)?;
-                if args.format == Format::Text {
+                if args.view.format == Format::Text {
                     let sentences = rec.analysis.sentences();
                     if !sentences.is_empty() {
                         bytes.extend_from_slice(b"\nAnalysis\n");

@@ -55,6 +55,19 @@ pub enum UnitsArg {
     Si,
 }
 
+/// How `sweep` and `report` show a record: standard output's format and
+/// the unit of data rates.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct View {
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
+    #[arg(long, value_enum, default_value = "iec")]
+    pub units: UnitsArg,
+}
+
 impl UnitsArg {
     /// The analysis's unit system.
     pub fn units(self) -> analysis::Units {
@@ -149,13 +162,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
 
-    /// Format for standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-
-    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
-    #[arg(long, value_enum, default_value = "iec")]
-    pub units: UnitsArg,
+    #[command(flatten)]
+    pub view: View,
 
     /// Print nothing on standard output (files are still written).
     #[arg(short, long)]
@@ -822,32 +830,13 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
             d.push(format!("{name}: {a} in the file, {b} now"));
         }
     };
+    let dbg = |v: &dyn std::fmt::Debug| format!("{v:?}");
     cmp("inner command", saved.command.clone(), now.command.clone());
-    cmp(
-        "--threads",
-        format!("{:?}", saved.threads),
-        format!("{:?}", now.threads),
-    );
-    cmp(
-        "--xfer",
-        format!("{:?}", saved.xfer),
-        format!("{:?}", now.xfer),
-    );
-    cmp(
-        "--layout",
-        format!("{:?}", saved.layout),
-        format!("{:?}", now.layout),
-    );
-    cmp(
-        "--target",
-        format!("{:?}", saved.targets),
-        format!("{:?}", now.targets),
-    );
-    cmp(
-        "--iodepth",
-        format!("{:?}", saved.iodepth),
-        format!("{:?}", now.iodepth),
-    );
+    cmp("--threads", dbg(&saved.threads), dbg(&now.threads));
+    cmp("--xfer", dbg(&saved.xfer), dbg(&now.xfer));
+    cmp("--layout", dbg(&saved.layout), dbg(&now.layout));
+    cmp("--target", dbg(&saved.targets), dbg(&now.targets));
+    cmp("--iodepth", dbg(&saved.iodepth), dbg(&now.iodepth));
     cmp("--reps", saved.reps.to_string(), now.reps.to_string());
     cmp("--scale", saved.scale.clone(), now.scale.clone());
     cmp("--trim", saved.trim.to_string(), now.trim.to_string());
@@ -1035,7 +1024,7 @@ fn finish(
     failure: Option<String>,
     sig: Option<&str>,
 ) -> i32 {
-    rec.analysis = analysis::analyse_with(rec, args.units.units());
+    rec.analysis = analysis::analyse_with(rec, args.view.units.units());
     // A refused point leaves the sweep unfinished but not interrupted: the
     // record says so by its point count and its stop_reason, and the error
     // says what failed.
@@ -1287,23 +1276,20 @@ impl Runner<'_> {
         };
         let command = self.command.to_vec();
         let stop = Arc::clone(self.stop);
+        let run = |spec: &dyn bench::run::Workload| {
+            bench::run::run_with_options(spec, command, stop, self.coord, opts)
+        };
         match &self.plan.points[index].job {
-            Job::Run(w) if rep.is_some() => {
-                let one = WorkloadSpec {
-                    reps: 1,
-                    ..(**w).clone()
-                };
-                bench::run::run_with_options(&one, command, stop, self.coord, opts)
-            }
-            Job::Run(w) => bench::run::run_with_options(w, command, stop, self.coord, opts),
-            Job::Meta(m) if rep.is_some() => {
-                let one = MetaSpec {
-                    reps: 1,
-                    ..(**m).clone()
-                };
-                bench::meta::run_with_options(&one, command, stop, self.coord, opts)
-            }
-            Job::Meta(m) => bench::meta::run_with_options(m, command, stop, self.coord, opts),
+            Job::Run(w) if rep.is_some() => run(&WorkloadSpec {
+                reps: 1,
+                ..(**w).clone()
+            }),
+            Job::Run(w) => run(&**w),
+            Job::Meta(m) if rep.is_some() => run(&MetaSpec {
+                reps: 1,
+                ..(**m).clone()
+            }),
+            Job::Meta(m) => run(&**m),
         }
     }
 
@@ -1376,7 +1362,7 @@ impl Runner<'_> {
             probes: outcome.probes,
         });
         rec.points.sort_by_key(|q| q.index);
-        rec.analysis = analysis::analyse_with(rec, self.args.units.units());
+        rec.analysis = analysis::analyse_with(rec, self.args.view.units.units());
         if let Some(j) = &self.args.json {
             if let Err(e) = write_atomic(j, &render_json(rec)?) {
                 say(self.live, format!("error: {e:#}"));
@@ -1504,7 +1490,7 @@ pub fn emit_sweep(rec: &SweepRecord, args: &SweepArgs) -> bool {
         csv: args.csv.as_deref(),
         html: args.html.as_deref(),
         png: args.png.as_deref(),
-        format: args.format,
+        format: args.view.format,
         quiet: args.quiet,
     };
     outs.emit(rec)

@@ -372,13 +372,19 @@ fn close(rs: &ResultSet, mut sections: Vec<Vec<String>>) -> Vec<u8> {
     if rs.interrupted {
         sections.push(vec!["interrupted: results so far are shown".to_string()]);
     }
+    join_sections(sections).into_bytes()
+}
+
+/// Sections of lines as one text: lines joined by newlines, sections by a
+/// blank line, and a final newline (the text reports' layout).
+pub fn join_sections(sections: Vec<Vec<String>>) -> String {
     let mut out = sections
         .into_iter()
         .map(|lines| lines.join("\n"))
         .collect::<Vec<_>>()
         .join("\n\n");
     out.push('\n');
-    out.into_bytes()
+    out
 }
 
 fn header_lines(rs: &ResultSet) -> Vec<String> {

@@ -461,19 +461,7 @@ impl DirHandle {
     /// unlink can do is remove a name planted in this (ioscale's own)
     /// directory — never a file elsewhere.
     pub fn unlink_at(&self, name: impl AsRef<OsStr>, expected: Option<FileId>) -> Result<Removed> {
-        let name = name.as_ref();
-        check_name("unlink", &self.path, name)?;
-        if self
-            .check_entry("unlink", name, Kind::File, expected)?
-            .is_none()
-        {
-            return Ok(Removed::Absent);
-        }
-        match rustix::fs::unlinkat(&self.fd, name, AtFlags::empty()) {
-            Ok(()) => Ok(Removed::Removed),
-            Err(Errno::NOENT) => Ok(Removed::Absent),
-            Err(e) => Err(Error::io("unlink", self.child_path(name), e)),
-        }
+        self.remove_at("unlink", name.as_ref(), Kind::File, expected)
     }
 
     /// Removes the empty directory `name` if it is a directory (and, with
@@ -481,18 +469,32 @@ impl DirHandle {
     /// a link or a swapped directory is refused; a missing name is
     /// [`Removed::Absent`].
     pub fn rmdir_at(&self, name: impl AsRef<OsStr>, expected: Option<FileId>) -> Result<Removed> {
-        let name = name.as_ref();
-        check_name("rmdir", &self.path, name)?;
-        if self
-            .check_entry("rmdir", name, Kind::Dir, expected)?
-            .is_none()
-        {
+        self.remove_at("rmdir", name.as_ref(), Kind::Dir, expected)
+    }
+
+    /// [`Self::unlink_at`] (`kind` a file) and [`Self::rmdir_at`] (a
+    /// directory, removed with `AT_REMOVEDIR`): `op` names the call in
+    /// refusals and errors.
+    fn remove_at(
+        &self,
+        op: &'static str,
+        name: &OsStr,
+        kind: Kind,
+        expected: Option<FileId>,
+    ) -> Result<Removed> {
+        check_name(op, &self.path, name)?;
+        if self.check_entry(op, name, kind, expected)?.is_none() {
             return Ok(Removed::Absent);
         }
-        match rustix::fs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR) {
+        let flags = if kind == Kind::Dir {
+            AtFlags::REMOVEDIR
+        } else {
+            AtFlags::empty()
+        };
+        match rustix::fs::unlinkat(&self.fd, name, flags) {
             Ok(()) => Ok(Removed::Removed),
             Err(Errno::NOENT) => Ok(Removed::Absent),
-            Err(e) => Err(Error::io("rmdir", self.child_path(name), e)),
+            Err(e) => Err(Error::io(op, self.child_path(name), e)),
         }
     }
 

@@ -185,6 +185,20 @@ pub fn write_output(flag: &str, path: &Path, bytes: &[u8]) -> Result<OutputWritt
     write_output_until(flag, path, bytes, &AtomicBool::new(false))
 }
 
+/// Writes `bytes` to `out` (standard output or standard error, locked)
+/// and flushes it: [`OutputWritten::Stdout`] either way.
+fn write_std(
+    flag: &str,
+    path: &Path,
+    mut out: impl Write,
+    bytes: &[u8],
+) -> Result<OutputWritten, FlagError> {
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .map_err(|e| FlagError::io(flag, path, e))?;
+    Ok(OutputWritten::Stdout)
+}
+
 /// As [`write_output`]; a FIFO that no reader has opened is waited for
 /// in slices of [`crate::sleep::SLICE`] until one does or `stop` goes from
 /// clear to set (a signal arrived while waiting): then nothing is written
@@ -197,20 +211,8 @@ pub fn write_output_until(
     stop: &AtomicBool,
 ) -> Result<OutputWritten, FlagError> {
     match check_output(flag, path)? {
-        OutputTarget::Stdout => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(bytes)
-                .and_then(|()| out.flush())
-                .map_err(|e| FlagError::io(flag, path, e))?;
-            Ok(OutputWritten::Stdout)
-        }
-        OutputTarget::Stderr => {
-            let mut out = std::io::stderr().lock();
-            out.write_all(bytes)
-                .and_then(|()| out.flush())
-                .map_err(|e| FlagError::io(flag, path, e))?;
-            Ok(OutputWritten::Stdout)
-        }
+        OutputTarget::Stdout => write_std(flag, path, std::io::stdout().lock(), bytes),
+        OutputTarget::Stderr => write_std(flag, path, std::io::stderr().lock(), bytes),
         OutputTarget::Stream { path: p, .. } => {
             let fd = open_stream(flag, path, &p, stop)?;
             let st = rustix::fs::fstat(&fd).map_err(|e| FlagError::io(flag, path, e))?;

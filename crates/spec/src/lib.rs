@@ -17,3 +17,9 @@ pub use units::{format_size, parse_count, parse_duration, parse_list, parse_size
 pub use workload::{
     FileNaming, Layout, Op, RawWorkload, SpecError, SyncMode, UringOpts, WorkloadSpec,
 };
+
+/// The names of `items` (phases of either kind), comma-separated, as
+/// `describe` lines and `--ops` lists write them.
+pub(crate) fn names<T: Copy>(items: &[T], name: fn(T) -> &'static str) -> String {
+    items.iter().map(|&o| name(o)).collect::<Vec<_>>().join(",")
+}

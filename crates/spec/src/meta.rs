@@ -621,11 +621,7 @@ impl MetaSpec {
     pub fn describe(&self) -> String {
         let mut s = format!(
             "meta {} x {} thread(s), {} files each of {}, record {}, {}",
-            self.ops
-                .iter()
-                .map(|o| o.name())
-                .collect::<Vec<_>>()
-                .join(","),
+            crate::names(&self.ops, MetaOp::name),
             self.threads,
             self.files,
             self.file_size.label(),

@@ -188,8 +188,8 @@ where
             if end < start {
                 return Err(UnitError::BadRange(part.to_string()));
             }
-            let mut v = start;
-            match step {
+            // The step from one value to the next: a factor or an addend.
+            let (by, mul) = match step {
                 Step::Mul(f) => {
                     let f: u64 = f
                         .parse()
@@ -197,27 +197,28 @@ where
                     if f < 2 || start == 0 {
                         return Err(UnitError::BadRange(part.to_string()));
                     }
-                    while v <= end {
-                        out.push(v);
-                        v = match v.checked_mul(f) {
-                            Some(n) => n,
-                            None => break,
-                        };
-                    }
+                    (f, true)
                 }
                 Step::Add(s) => {
                     let s = item(s).map_err(|_| UnitError::BadRange(part.to_string()))?;
                     if s == 0 {
                         return Err(UnitError::BadRange(part.to_string()));
                     }
-                    while v <= end {
-                        out.push(v);
-                        v = match v.checked_add(s) {
-                            Some(n) => n,
-                            None => break,
-                        };
-                    }
+                    (s, false)
                 }
+            };
+            let mut v = start;
+            while v <= end {
+                out.push(v);
+                let next = if mul {
+                    v.checked_mul(by)
+                } else {
+                    v.checked_add(by)
+                };
+                v = match next {
+                    Some(n) => n,
+                    None => break,
+                };
             }
             if out.len() > 1_000_000 {
                 return Err(UnitError::BadRange(part.to_string()));

@@ -483,11 +483,7 @@ impl WorkloadSpec {
     pub fn describe(&self) -> String {
         format!(
             "{} x {} worker(s), {} layout, xfer {}, {} per worker ({} block x {} segment(s)), {}{}, sync {}",
-            self.ops
-                .iter()
-                .map(|o| o.name())
-                .collect::<Vec<_>>()
-                .join(","),
+            crate::names(&self.ops, Op::name),
             self.threads,
             self.layout,
             format_size(self.xfer),

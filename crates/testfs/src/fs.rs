@@ -386,6 +386,14 @@ impl PassFs {
         }
     }
 
+    /// The injected service time of an fsync, of a file or a directory.
+    fn fsync_delay(&self) {
+        let d = self.inj.timing.fsync_delay;
+        if !d.is_zero() {
+            std::thread::sleep(d);
+        }
+    }
+
     /// [`Self::meta_on`] for the name `name` in directory `parent`.
     fn meta_child(&self, parent: INodeNo, name: &OsStr) {
         let p = self.child(parent, name).ok();
@@ -797,10 +805,7 @@ impl Filesystem for PassFs {
             Ok(h) => h,
             Err(e) => return reply.error(e),
         };
-        let d = self.inj.timing.fsync_delay;
-        if !d.is_zero() {
-            std::thread::sleep(d);
-        }
+        self.fsync_delay();
         if self.inj.fsync_fails(h.faulty) {
             return reply.error(Errno::EIO);
         }
@@ -892,10 +897,7 @@ impl Filesystem for PassFs {
     ) {
         self.inj.counters.request("FUSE_FSYNCDIR");
         self.inj.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
-        let d = self.inj.timing.fsync_delay;
-        if !d.is_zero() {
-            std::thread::sleep(d);
-        }
+        self.fsync_delay();
         match self.path_of(ino).map(File::open) {
             Ok(Ok(f)) => match f.sync_all() {
                 Ok(()) => reply.ok(),

@@ -22,6 +22,8 @@ pub mod smallfile;
 mod layouts;
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use coord::Coordinator;
 use report::ResultSet;
@@ -181,8 +183,9 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
-/// A tool's single-letter options, as its getopt string would list them.
-pub struct ShortOpts {
+/// A tool's single-letter options, as its getopt string would list them,
+/// and how they set the tool's parsed command line `A`.
+pub struct ShortOpts<A> {
     /// The tool's name in messages ("IOR", "mdtest").
     pub tool: &'static str,
     /// The subcommand named in `--help` hints ("ior", "mdtest").
@@ -195,6 +198,12 @@ pub struct ShortOpts {
     pub unsupported: fn(&str) -> Option<&'static str>,
     /// Said of a word that is not an option (where the tool names its path).
     pub operand_hint: &'static str,
+    /// Records `-h`.
+    pub help: fn(&mut A),
+    /// Applies a letter of `value` with its value.
+    pub apply_value: fn(&mut A, char, &str) -> Result<(), Usage>,
+    /// Applies a letter of `flags`.
+    pub apply_flag: fn(&mut A, char),
 }
 
 /// What one short-option word held.
@@ -207,12 +216,29 @@ pub enum Short {
     Flags(String),
 }
 
+/// Reads one getopt-style word into `a` (see [`short_option`]) with the
+/// tool's own appliers: help, a letter's value, or each bundled flag.
+pub fn read_short<A>(
+    o: &ShortOpts<A>,
+    a: &mut A,
+    arg: &str,
+    args: &[String],
+    i: &mut usize,
+) -> Result<(), Usage> {
+    match short_option(o, arg, args, i)? {
+        Short::Help => (o.help)(a),
+        Short::Value(c, v) => (o.apply_value)(a, c, &v)?,
+        Short::Flags(fs) => fs.chars().for_each(|f| (o.apply_flag)(a, f)),
+    }
+    Ok(())
+}
+
 /// Reads one getopt-style word (`args[*i - 1]` is `arg`), taking the next
 /// word as the value where the letter needs one. IOR and mdtest share this
 /// syntax; only their letters differ. Every refusal names the option, and
 /// the whole word when it was part of a bundle.
-pub fn short_option(
-    o: &ShortOpts,
+pub fn short_option<A>(
+    o: &ShortOpts<A>,
     arg: &str,
     args: &[String],
     i: &mut usize,
@@ -331,6 +357,16 @@ pub fn print_mismatches(prefix: &str, rs: &report::ResultSet) {
     }
 }
 
+/// A run's problems on standard error as the record words them: the
+/// errors, the data-check failures, then the warnings.
+pub fn print_problems(prefix: &str, rs: &report::ResultSet) {
+    print_errors(prefix, rs);
+    print_mismatches(prefix, rs);
+    for w in &rs.warnings {
+        eprintln!("{prefix}: warning: {w}");
+    }
+}
+
 /// A workload check's message in the front-end's own terms: the spec
 /// names ioscale's native flags (`--xfer`), which a user of the tool never
 /// typed, so the flags the refusal carries ([`spec::SpecError::flags`])
@@ -357,6 +393,19 @@ pub fn progress_value(v: &str) -> Result<crate::progress::ProgressMode, Usage> {
         .ok_or_else(|| Usage(format!("--progress {v}: use auto, bar, plain or none")))
 }
 
+/// `-a API` of IOR and mdtest: ioscale issues POSIX calls only; any other
+/// API is refused with `instead`, what ioscale issues and the way to ask
+/// for it.
+pub fn posix_api(v: &str, instead: &str) -> Result<(), Usage> {
+    if v.eq_ignore_ascii_case("POSIX") {
+        Ok(())
+    } else {
+        Err(Usage(format!(
+            "-a {v}: not supported: ioscale issues POSIX {instead}"
+        )))
+    }
+}
+
 /// A front-end's progress mode (see [`crate::progress::front_mode`]),
 /// settled right after its command line is parsed, before anything is
 /// made; a usage failure when `IOSCALE_PROGRESS` is bad.
@@ -364,6 +413,33 @@ pub fn progress_mode(
     flag: Option<crate::progress::ProgressMode>,
 ) -> Result<crate::progress::ProgressMode, Failure> {
     crate::progress::front_mode(flag).map_err(Failure::usage)
+}
+
+/// `--print-spec`: rank 0 prints the checked spec as JSON; nothing runs.
+pub(crate) fn print_spec(root: bool, spec: &impl Serialize) -> Exit {
+    if root {
+        println!("{}", serde_json::to_string_pretty(spec)?);
+    }
+    Ok(0)
+}
+
+/// Runs `spec` on the driver as one rank of `coord` while `live` (rank
+/// 0's progress display) shows it; the record's command line is `program`
+/// and the front-end's arguments as typed.
+pub(crate) fn run_spec(
+    call: &Call<'_>,
+    program: &str,
+    spec: &dyn bench::run::Workload,
+    live: Option<crate::progress::Display>,
+    coord: &dyn Coordinator,
+    stop: Arc<AtomicBool>,
+    opts: bench::run::Options,
+) -> Result<bench::run::Outcome, bench::Error> {
+    let mut argv = vec![program.to_string()];
+    argv.extend(call.args.iter().cloned());
+    let outcome = bench::run::run_with_options(spec, argv, stop, coord, opts);
+    drop(live);
+    outcome
 }
 
 /// Starts the live progress of a front-end's job on rank 0.

@@ -469,7 +469,7 @@ fn merge(
     for (i, p) in rec.points.iter_mut().enumerate() {
         p.index = i;
     }
-    rec.analysis = analysis::analyse_with(&rec, args.units.units());
+    rec.analysis = analysis::analyse_with(&rec, args.view.units.units());
     Some(rec)
 }
 

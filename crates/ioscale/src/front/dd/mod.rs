@@ -92,10 +92,7 @@ impl Front for Dd {
         let progress = super::progress_mode(flag)?;
         let (mut spec, notes) = build(&a, ranks).map_err(Failure::Usage)?;
         if a.print_spec {
-            if root {
-                println!("{}", serde_json::to_string_pretty(&spec)?);
-            }
-            return Ok(0);
+            return super::print_spec(root, &spec);
         }
         let all_jobs = spec.threads;
         spec.threads = a.jobs.unwrap_or(1) as u32;
@@ -107,8 +104,6 @@ impl Front for Dd {
         }
         crate::check_outputs(coord, &[("--record", a.record.as_deref())])?;
         let stop = crate::install_signals()?;
-        let mut argv = vec!["dd".to_string()];
-        argv.extend(call.args.iter().cloned());
         let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
         // dd prints each job's records, bytes and time: with one job per
         // rank the per-rank rows of the node summaries are exactly those;
@@ -119,9 +114,7 @@ impl Front for Dd {
             brief_rows: spec.threads > 1,
             ..Default::default()
         };
-        let outcome = bench::run::run_with_options(&spec, argv, stop, coord, opts);
-        drop(live);
-        let outcome = outcome?;
+        let outcome = super::run_spec(call, "dd", &spec, live, coord, stop, opts)?;
         if !root {
             return Ok(outcome.exit_code());
         }

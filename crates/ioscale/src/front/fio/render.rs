@@ -770,6 +770,15 @@ fn idle_dir() -> Value {
     })
 }
 
+/// Options (`name`, `value`) as fio's JSON object of them.
+fn options_json(opts: &[(String, String)]) -> Value {
+    Value::Object(
+        opts.iter()
+            .map(|(k, v)| (k.clone(), json!(v)))
+            .collect::<Map<String, Value>>(),
+    )
+}
+
 fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64) -> Value {
     if d.ios == 0 && d.bytes == 0 {
         return idle_dir();
@@ -990,12 +999,7 @@ pub fn json(r: &Report) -> Value {
     top.insert("timestamp_ms".into(), json!(t.as_millis() as u64));
     top.insert("time".into(), json!(r.started_text));
     if !r.global.is_empty() {
-        let g: Map<String, Value> = r
-            .global
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(v)))
-            .collect();
-        top.insert("global options".into(), Value::Object(g));
+        top.insert("global options".into(), options_json(&r.global));
     }
     let jobs: Vec<Value> = r
         .entries
@@ -1007,12 +1011,7 @@ pub fn json(r: &Report) -> Value {
             j.insert("error".into(), json!(e.error));
             j.insert("eta".into(), json!(0));
             j.insert("elapsed".into(), json!(e.runtime_s.ceil() as u64));
-            let opts: Map<String, Value> = e
-                .options
-                .iter()
-                .map(|(k, v)| (k.clone(), json!(v)))
-                .collect();
-            j.insert("job options".into(), Value::Object(opts));
+            j.insert("job options".into(), options_json(&e.options));
             j.insert(
                 "read".into(),
                 json_dir(&e.read, e, group_agg(r, e.group, true) / 1024.0),

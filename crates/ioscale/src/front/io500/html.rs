@@ -400,7 +400,7 @@ pub fn report(args: &crate::report_cmd::ReportArgs) -> Option<crate::exit::Exit>
             ))));
         }
     }
-    if args.format != crate::cli::Format::Text {
+    if args.view.format != crate::cli::Format::Text {
         return Some(Err(Failure::usage(
             "--format: an io500 record is reported as text (and --html)",
         )));

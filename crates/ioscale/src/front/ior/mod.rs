@@ -170,10 +170,7 @@ impl Front for Ior {
         fit_to_ranks(&mut a, coord)?;
         let mut spec = build(&a)?;
         if a.print_spec {
-            if root {
-                println!("{}", serde_json::to_string_pretty(&spec)?);
-            }
-            return Ok(0);
+            return super::print_spec(root, &spec);
         }
         let outputs = [("-O summaryFile", a.summary_file.as_deref())];
         crate::check_outputs(coord, &outputs)?;
@@ -192,8 +189,6 @@ impl Front for Ior {
         let stop = crate::install_signals()?;
         let timed_out = start_timer(a.max_minutes, &stop);
         info.began = super::ctime_now();
-        let mut argv = vec!["ior".to_string()];
-        argv.extend(call.args.iter().cloned());
         let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
         // IOR's reports need no per-worker rows: rank 0 receives one
         // merged summary per node.
@@ -201,9 +196,7 @@ impl Front for Ior {
             node_summary: true,
             ..Default::default()
         };
-        let outcome = bench::run::run_with_options(&spec, argv, stop, coord, opts);
-        drop(live);
-        let outcome = outcome?;
+        let outcome = super::run_spec(call, "ior", &spec, live, coord, stop, opts)?;
         if !root {
             return Ok(outcome.exit_code());
         }

@@ -67,13 +67,16 @@ pub(super) const VALUE_OPTS: &str = "abtsoNiGQDdTOA";
 pub(super) const FLAG_OPTS: &str = "FuEkwrWRCzeYgxv";
 
 /// The getopt-style syntax of the options above.
-pub(super) const SHORT: crate::front::ShortOpts = crate::front::ShortOpts {
+pub(super) const SHORT: crate::front::ShortOpts<IorArgs> = crate::front::ShortOpts {
     tool: "IOR",
     cmd: "ior",
     value: VALUE_OPTS,
     flags: FLAG_OPTS,
     unsupported,
     operand_hint: "name the file with -o",
+    help: |a| a.help = true,
+    apply_value,
+    apply_flag,
 };
 
 /// The IOR options ioscale refuses, with the nearest native equivalent.
@@ -275,12 +278,11 @@ pub(super) fn apply_value(a: &mut IorArgs, c: char, v: &str) -> Result<(), Usage
     let opt = opt.as_str();
     match c {
         'a' => {
-            if !v.eq_ignore_ascii_case("POSIX") {
-                return Err(usage(format!(
-                    "-a {v}: not supported: ioscale issues POSIX pread/pwrite (use -a POSIX; for \
-                     asynchronous I/O the nearest native option is `ioscale run --engine io_uring`)"
-                )));
-            }
+            crate::front::posix_api(
+                v,
+                "pread/pwrite (use -a POSIX; for asynchronous I/O the nearest native option is \
+                 `ioscale run --engine io_uring`)",
+            )?;
             a.api = Some("POSIX".into());
         }
         'b' => a.block = Some(size_of(opt, v)?),
@@ -374,11 +376,7 @@ pub(super) fn parse(args: &[String]) -> Result<IorArgs, Usage> {
             }
             continue;
         }
-        match crate::front::short_option(&SHORT, arg, args, &mut i)? {
-            crate::front::Short::Help => a.help = true,
-            crate::front::Short::Value(c, v) => apply_value(&mut a, c, &v)?,
-            crate::front::Short::Flags(fs) => fs.chars().for_each(|f| apply_flag(&mut a, f)),
-        }
+        crate::front::read_short(&SHORT, &mut a, arg, args, &mut i)?;
     }
     Ok(a)
 }

@@ -106,10 +106,7 @@ impl Front for Mdtest {
         let progress = super::progress_mode(a.progress)?;
         let (spec, notes) = build(&a)?;
         if a.print_spec {
-            if root {
-                println!("{}", serde_json::to_string_pretty(&spec)?);
-            }
-            return Ok(0);
+            return super::print_spec(root, &spec);
         }
         if root {
             for n in &notes {
@@ -119,8 +116,6 @@ impl Front for Mdtest {
         let began = timestamp();
         let made_dir = make_test_dir(&spec, coord)?;
         let stop = crate::install_signals()?;
-        let mut argv = vec!["mdtest".to_string()];
-        argv.extend(call.args.iter().cloned());
         let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
         // mdtest's reports need no per-task rows: rank 0 receives one
         // merged summary per node.
@@ -128,13 +123,12 @@ impl Front for Mdtest {
             node_summary: true,
             ..Default::default()
         };
-        let outcome = bench::meta::run_with_options(&spec, argv, stop, coord, opts);
-        drop(live);
-        let outcome = outcome.inspect_err(|_| {
-            if made_dir {
-                let _ = std::fs::remove_dir(&spec.target);
-            }
-        })?;
+        let outcome =
+            super::run_spec(call, "mdtest", &spec, live, coord, stop, opts).inspect_err(|_| {
+                if made_dir {
+                    let _ = std::fs::remove_dir(&spec.target);
+                }
+            })?;
         if !root {
             return Ok(outcome.exit_code());
         }
@@ -240,11 +234,7 @@ fn info_for(call: &Call<'_>, a: &MdArgs, spec: &MetaSpec, began: String, ranks: 
 /// layout on standard output, notes last. Returns the exit code.
 fn print_results(shown: &Shown, outcome: &bench::run::Outcome) -> Exit {
     let rs = &outcome.results;
-    super::print_errors("mdtest", rs);
-    super::print_mismatches("mdtest", rs);
-    for w in &rs.warnings {
-        eprintln!("mdtest: warning: {w}");
-    }
+    super::print_problems("mdtest", rs);
     let text = Mdtest::render(shown, rs)?;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(&text);

@@ -45,13 +45,16 @@ pub(super) const VALUE_OPTS: &str = "abdeIinNVwWz";
 pub(super) const FLAG_OPTS: &str = "CDEFLPrTuvXyYZ";
 
 /// The getopt-style syntax of the options above.
-pub(super) const SHORT: crate::front::ShortOpts = crate::front::ShortOpts {
+pub(super) const SHORT: crate::front::ShortOpts<MdArgs> = crate::front::ShortOpts {
     tool: "mdtest",
     cmd: "mdtest",
     value: VALUE_OPTS,
     flags: FLAG_OPTS,
     unsupported,
     operand_hint: "name the directory with -d",
+    help: |a| a.help = true,
+    apply_value,
+    apply_flag,
 };
 
 pub(super) fn usage(msg: impl Into<String>) -> Usage {
@@ -125,13 +128,7 @@ pub(super) fn apply_value(a: &mut MdArgs, c: char, v: &str) -> Result<(), Usage>
     let opt = format!("-{c}");
     let opt = opt.as_str();
     match c {
-        'a' => {
-            if !v.eq_ignore_ascii_case("POSIX") {
-                return Err(usage(format!(
-                    "-a {v}: not supported: ioscale issues POSIX calls (use -a POSIX)"
-                )));
-            }
-        }
+        'a' => crate::front::posix_api(v, "calls (use -a POSIX)")?,
         'b' => a.branch = Some(count(opt, v)?),
         'd' => {
             if v.contains('@') {
@@ -238,11 +235,7 @@ pub(super) fn parse(args: &[String]) -> Result<MdArgs, Usage> {
             }
             continue;
         }
-        match crate::front::short_option(&SHORT, arg, args, &mut i)? {
-            crate::front::Short::Help => a.help = true,
-            crate::front::Short::Value(c, v) => apply_value(&mut a, c, &v)?,
-            crate::front::Short::Flags(fs) => fs.chars().for_each(|f| apply_flag(&mut a, f)),
-        }
+        crate::front::read_short(&SHORT, &mut a, arg, args, &mut i)?;
     }
     Ok(a)
 }

@@ -13,6 +13,7 @@
 //! ioscale made are ever removed.
 
 use std::io::Write;
+use std::sync::Arc;
 
 use coord::Coordinator;
 use report::{Exporter, ResultSet};
@@ -239,10 +240,7 @@ impl Front for Smallfile {
         let root = coord.rank() == 0;
         let spec = to_raw(&a).and_then(|raw| raw.build().map_err(|e| usage(e.to_string())))?;
         if a.print_spec {
-            if root {
-                println!("{}", serde_json::to_string_pretty(&spec)?);
-            }
-            return Ok(0);
+            return super::print_spec(root, &spec);
         }
         let progress = super::progress_mode(a.progress)?;
         let outputs = [
@@ -254,8 +252,6 @@ impl Front for Smallfile {
             print_preamble(&a, &spec);
         }
         let stop = crate::install_signals()?;
-        let mut argv = vec!["smallfile_cli.py".to_string()];
-        argv.extend(call.args.iter().cloned());
         let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
         // smallfile prints one line per thread (its files, records,
         // elapsed time and status): under MPI rank 0 receives those few
@@ -266,10 +262,16 @@ impl Front for Smallfile {
             brief_rows: true,
             ..Default::default()
         };
-        let outcome =
-            bench::meta::run_with_options(&spec, argv, std::sync::Arc::clone(&stop), coord, opts);
-        drop(live);
-        let outcome = outcome.map_err(failure)?;
+        let outcome = super::run_spec(
+            call,
+            "smallfile_cli.py",
+            &spec,
+            live,
+            coord,
+            Arc::clone(&stop),
+            opts,
+        )
+        .map_err(failure)?;
         if !root {
             return Ok(outcome.exit_code());
         }
@@ -322,11 +324,7 @@ fn failure(e: bench::Error) -> Failure {
 /// last. Returns the exit code.
 fn print_results(a: &SfArgs, outcome: &bench::run::Outcome) -> Exit {
     let rs = &outcome.results;
-    super::print_errors("smallfile", rs);
-    super::print_mismatches("smallfile", rs);
-    for w in &rs.warnings {
-        eprintln!("smallfile: warning: {w}");
-    }
+    super::print_problems("smallfile", rs);
     let host = rs
         .host
         .hostname

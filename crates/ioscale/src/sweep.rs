@@ -927,19 +927,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     };
 
     let stop = crate::install_signals()?;
-    // Which signal stopped the sweep, for the record and the report.
-    let by_signal: Vec<(&str, Arc<AtomicBool>)> = [
-        ("SIGINT", signal_hook::consts::SIGINT),
-        ("SIGTERM", signal_hook::consts::SIGTERM),
-    ]
-    .into_iter()
-    .map(|(name, sig)| {
-        let f = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(sig, Arc::clone(&f))
-            .map(|_| (name, f))
-            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
-    })
-    .collect::<anyhow::Result<_>>()?;
+    let by_signal = signal_flags()?;
     let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
         Some(Job::Run(w)) => (w.reps, w.ops.len()),
         Some(Job::Meta(m)) => (m.reps, m.ops.len()),
@@ -1023,6 +1011,23 @@ fn new_record(plan: &Plan, command: &[String]) -> SweepRecord {
         points: Vec::new(),
         analysis: Default::default(),
     }
+}
+
+/// One flag per signal that stops a sweep (SIGINT, SIGTERM), by name:
+/// which one stopped it, for the record and the report.
+pub(crate) fn signal_flags() -> anyhow::Result<Vec<(&'static str, Arc<AtomicBool>)>> {
+    [
+        ("SIGINT", signal_hook::consts::SIGINT),
+        ("SIGTERM", signal_hook::consts::SIGTERM),
+    ]
+    .into_iter()
+    .map(|(name, sig)| {
+        let f = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(sig, Arc::clone(&f))
+            .map(|_| (name, f))
+            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
+    })
+    .collect()
 }
 
 /// The end of a sweep on rank 0: the analysis of what was measured, why

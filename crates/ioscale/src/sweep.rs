@@ -973,15 +973,14 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
 fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
     let mut bad = Ok(());
     if root {
-        for (flag, p) in [
-            ("--json", &args.json),
-            ("--csv", &args.csv),
-            ("--html", &args.html),
-        ] {
-            if let Some(p) = p {
-                bad = bad.and_then(|()| crate::check_output_path(flag, p));
-            }
-        }
+        bad = crate::check_output_set(
+            &[
+                ("--json", args.json.as_deref()),
+                ("--csv", args.csv.as_deref()),
+                ("--html", args.html.as_deref()),
+            ],
+            &[],
+        );
         if let Some(d) = &args.png {
             bad = bad.and_then(|()| check_png_dir(d));
         }

@@ -161,15 +161,15 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         None => Placement::Simulated(sim_script(args)?),
     };
     let plan = plan(args)?;
-    for (flag, p) in [
-        ("--json", &args.json),
-        ("--csv", &args.csv),
-        ("--html", &args.html),
-    ] {
-        if let Some(p) = p {
-            crate::check_output_path(flag, p).map_err(|e| Usage(format!("{e:#}")))?;
-        }
-    }
+    crate::check_output_set(
+        &[
+            ("--json", args.json.as_deref()),
+            ("--csv", args.csv.as_deref()),
+            ("--html", args.html.as_deref()),
+        ],
+        &[],
+    )
+    .map_err(|e| Usage(format!("{e:#}")))?;
     let saved = if args.resume {
         Some(load_saved(args, &plan, &nodes)?)
     } else {

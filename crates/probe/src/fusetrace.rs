@@ -93,12 +93,14 @@ impl OpRequests {
         self.max_bytes = self.max_bytes.max(payload);
     }
 
+    // Sums saturate: the requests of repetitions read back from a record
+    // are added here too.
     fn merge(&mut self, o: &OpRequests) {
-        self.count += o.count;
-        self.bytes += o.bytes;
+        self.count = self.count.saturating_add(o.count);
+        self.bytes = self.bytes.saturating_add(o.bytes);
         self.max_bytes = self.max_bytes.max(o.max_bytes);
-        self.errors += o.errors;
-        self.answered += o.answered;
+        self.errors = self.errors.saturating_add(o.errors);
+        self.answered = self.answered.saturating_add(o.answered);
         self.time_s += o.time_s;
         self.settle();
     }
@@ -150,8 +152,8 @@ pub struct Replies {
 
 impl Replies {
     fn merge(&mut self, o: &Replies) {
-        self.answered += o.answered;
-        self.errors += o.errors;
+        self.answered = self.answered.saturating_add(o.answered);
+        self.errors = self.errors.saturating_add(o.errors);
         self.time_s += o.time_s;
     }
 }
@@ -159,7 +161,11 @@ impl Replies {
 impl FuseRequests {
     /// All requests sent (write + read + other).
     pub fn total(&self) -> u64 {
-        self.write.count + self.read.count + self.other.values().sum::<u64>()
+        self.other
+            .values()
+            .fold(self.write.count.saturating_add(self.read.count), |a, n| {
+                a.saturating_add(*n)
+            })
     }
 
     /// The sum of several phases' requests (the repetitions of a point).
@@ -169,12 +175,13 @@ impl FuseRequests {
             out.write.merge(&r.write);
             out.read.merge(&r.read);
             for (k, v) in &r.other {
-                *out.other.entry(k.clone()).or_default() += v;
+                let n = out.other.entry(k.clone()).or_default();
+                *n = n.saturating_add(*v);
             }
             for (k, v) in &r.other_replies {
                 out.other_replies.entry(k.clone()).or_default().merge(v);
             }
-            out.lost_events += r.lost_events;
+            out.lost_events = out.lost_events.saturating_add(r.lost_events);
         }
         out
     }

@@ -283,6 +283,58 @@ fn without_tracefs_the_record_says_why() {
     assert!(said.contains("not measured"), "{said}");
 }
 
+/// Every file below `dir` with its contents (directories as `None`).
+fn contents(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.push((p.clone(), None));
+            out.extend(contents(&p));
+        } else {
+            out.push((p.clone(), Some(std::fs::read(&p).unwrap())));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `IOSCALE_TRACEFS` naming a directory that looks like tracefs (an
+/// `instances` directory, the real event formats and page header copied
+/// in) but is not one, a FIFO, or a symbolic link to such a directory:
+/// the tracer writes nothing there and the record says why. Before, it
+/// made `instances/ioscale-PID-0/` with `tracing_on` and `buffer_size_kb`
+/// files in the user's directory and left them.
+#[test]
+fn a_directory_that_is_not_tracefs_is_never_written() {
+    let _t = turn();
+    let Some(root) = tracefs() else { return };
+    let Some(fs) = TestFs::mount(&[]) else { return };
+    let fake = scratch();
+    let f = fake.path();
+    std::fs::create_dir(f.join("instances")).unwrap();
+    for rel in [
+        "events/header_page",
+        "events/fuse/fuse_request_send/format",
+        "events/fuse/fuse_request_end/format",
+    ] {
+        std::fs::create_dir_all(f.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(f.join(rel), std::fs::read(root.join(rel)).unwrap()).unwrap();
+    }
+    let link = scratch();
+    let l = link.path().join("tracing");
+    std::os::unix::fs::symlink(f, &l).unwrap();
+    let before = contents(f);
+    for env in [s(f), s(&l)] {
+        let (v, _) = write_sweep(fs.path(), "2m", &[("IOSCALE_TRACEFS", env)]);
+        let (_, fuse) = write_phase(&v);
+        assert!(fuse["requests"].is_null(), "{fuse:#}");
+        let note = fuse["requests_note"].as_str().unwrap_or_default();
+        assert!(note.contains("is not a tracefs mount"), "{env}: {fuse:#}");
+        assert_eq!(contents(f), before, "{env}: the directory was written");
+    }
+}
+
 #[test]
 fn sigint_mid_phase_removes_the_instance() {
     let _t = turn();

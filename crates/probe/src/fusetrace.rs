@@ -301,22 +301,43 @@ fn op_name(opcode: u32, names: &HashMap<u32, String>) -> String {
         .unwrap_or_else(|| format!("opcode {opcode}"))
 }
 
+/// `f_type` of tracefs in statfs(2) (`TRACEFS_MAGIC`).
+const TRACEFS_MAGIC: i64 = 0x7472_6163;
+
+/// Whether `p` is on tracefs: the tracer writes only there (its writes
+/// would create files anywhere else).
+fn is_tracefs(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs on a NUL-terminated path into a zeroed struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0) && st.f_type as i64 == TRACEFS_MAGIC
+}
+
 /// Where tracefs is, or why it cannot be used: `IOSCALE_TRACEFS` (the
 /// value of that variable) names it (`off` turns the tracing off), else
-/// the usual mount points are tried.
+/// the usual mount points are tried. A directory that is not tracefs is
+/// never used, however much it looks like one.
 fn tracefs_root(env: Option<std::ffi::OsString>) -> Result<PathBuf, String> {
     if let Some(p) = env {
         if p == "off" {
             return Err("turned off (IOSCALE_TRACEFS=off)".into());
         }
         let p = PathBuf::from(p);
-        return if p.join("instances").is_dir() {
-            Ok(p)
-        } else {
+        return if !p.join("instances").is_dir() {
             Err(format!(
                 "tracefs not mounted at {} (IOSCALE_TRACEFS): mount -t tracefs nodev /sys/kernel/tracing",
                 p.display()
             ))
+        } else if !is_tracefs(&p) {
+            Err(format!(
+                "{} (IOSCALE_TRACEFS) is not a tracefs mount; ioscale writes trace settings only into tracefs",
+                p.display()
+            ))
+        } else {
+            Ok(p)
         };
     }
     // SAFETY: geteuid has no failure mode.
@@ -326,7 +347,7 @@ fn tracefs_root(env: Option<std::ffi::OsString>) -> Result<PathBuf, String> {
     ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
         .iter()
         .map(PathBuf::from)
-        .find(|p| p.join("instances").is_dir())
+        .find(|p| p.join("instances").is_dir() && is_tracefs(p))
         .ok_or_else(|| "tracefs not mounted: mount -t tracefs nodev /sys/kernel/tracing".into())
 }
 
@@ -435,8 +456,15 @@ impl Tracer {
         Ok(out)
     }
 
+    /// Writes a setting of the instance into the file tracefs made for it,
+    /// never creating one.
     fn write(&self, rel: &str, v: &str) -> Result<(), String> {
-        fs::write(self.dir.join(rel), v).map_err(|e| format!("tracefs {rel}: {e}"))
+        use std::io::Write;
+        fs::OpenOptions::new()
+            .write(true)
+            .open(self.dir.join(rel))
+            .and_then(|mut f| f.write_all(v.as_bytes()))
+            .map_err(|e| format!("tracefs {rel}: {e}"))
     }
 
     fn configure(&self, conn: u32) -> Result<(), String> {
@@ -668,5 +696,11 @@ mod tests {
         assert!(e.contains("mount -t tracefs"), "{e}");
         let e = tracefs_root(Some("off".into())).unwrap_err();
         assert_eq!(e, "turned off (IOSCALE_TRACEFS=off)");
+        // Looking like tracefs is not enough.
+        let d = std::env::temp_dir().join(format!("ioscale-fake-tracefs-{}", std::process::id()));
+        fs::create_dir_all(d.join("instances")).unwrap();
+        let e = tracefs_root(Some(d.clone().into())).unwrap_err();
+        fs::remove_dir_all(&d).unwrap();
+        assert!(e.contains("is not a tracefs mount"), "{e}");
     }
 }

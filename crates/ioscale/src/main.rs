@@ -139,6 +139,19 @@ fn front_main(command: &str, args: &[String]) -> Exit {
 pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Before the second signal's exit: a FUSE trace instance in use is
+        // turned off and removed, not left recording.
+        let second = Arc::clone(&stop);
+        // SAFETY: the action reads an atomic and makes only
+        // async-signal-safe calls (probe::remove_live_instances).
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if second.load(std::sync::atomic::Ordering::Relaxed) {
+                    probe::remove_live_instances();
+                }
+            })
+        }
+        .context("installing the signal handler")?;
         signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
             .context("installing the signal handler")?;
         signal_hook::flag::register(sig, Arc::clone(&stop))

@@ -378,6 +378,78 @@ fn sigint_mid_phase_removes_the_instance() {
     );
 }
 
+/// A second SIGINT (or SIGTERM) ends ioscale at once (exit 130); the
+/// phase's trace instance, live at that moment, is turned off and removed
+/// first. Before, it was left with tracing on, recording the connection's
+/// requests into its buffers, until another traced run came by. Each
+/// write takes 2 s in the daemon, so the phase is still running when both
+/// signals arrive; the test waits until the instance's events are
+/// enabled, the tracer's last step before the phase starts.
+#[test]
+fn a_second_signal_removes_the_live_instance() {
+    let _t = turn();
+    let Some(root) = tracefs() else { return };
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // A mount of its own each time: the set a second signal cut short
+        // is left in it, as `ioscale clean` would find it.
+        let Some(fs) = TestFs::mount(&["--delay", "2s"]) else {
+            return;
+        };
+        let o = scratch();
+        let j = o.path().join("s.json");
+        let child = Command::new(ioscale_path())
+            .args(["sweep", "--threads", "1", "--quiet", "--json", s(&j)])
+            .args([
+                "--", "run", "--op", "write", "--size", "64m", "--xfer", "1m",
+            ])
+            .arg(fs.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let t0 = Instant::now();
+        let enabled = || {
+            instances_of(&root, pid).iter().any(|n| {
+                let f = root.join("instances").join(n).join("events/fuse/enable");
+                std::fs::read_to_string(f).is_ok_and(|v| v.trim() == "1")
+            })
+        };
+        while !enabled() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "no live trace instance"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Two signals, the second once the first is delivered (a signal
+        // sent while the same one is pending is merged into it; while its
+        // handler runs, the second waits for it to return).
+        let pending = || {
+            let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            st.lines()
+                .filter(|l| l.starts_with("ShdPnd:") || l.starts_with("SigPnd:"))
+                .filter_map(|l| u64::from_str_radix(l.split(':').nth(1)?.trim(), 16).ok())
+                .any(|m| m & (1 << (sig - 1)) != 0)
+        };
+        // SAFETY: kill(2) on our own child's pid, not yet reaped.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, sig) }, 0);
+        while pending() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, sig) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert_no_panic(&out);
+        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        let left = instances_of(&root, pid);
+        for n in &left {
+            let _ = std::fs::remove_dir(root.join("instances").join(n));
+        }
+        assert!(left.is_empty(), "signal {sig}: instance left: {left:?}");
+    }
+}
+
 #[test]
 fn an_instance_of_a_killed_run_is_removed() {
     let _t = turn();

@@ -31,11 +31,12 @@
 //! process that was killed is removed by the next tracer that starts.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -380,12 +381,78 @@ fn cpu_offline(name: &str) -> bool {
         .is_ok_and(|s| s.trim() == "0")
 }
 
+/// What a process that exits at once (a second Ctrl-C) needs to remove a
+/// live instance from its signal handler, prepared beforehand: no
+/// allocation or lock is needed to use it.
+struct Live {
+    tracing_on: CString,
+    enable: CString,
+    dir: CString,
+    pipes: Vec<libc::c_int>,
+}
+
+/// The live instances of this process (a phase has one; a few at most).
+static LIVE: [AtomicPtr<Live>; 8] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 8];
+
+/// Turns off and removes every trace instance of this process that is
+/// still live, from a signal handler before the process exits at once
+/// (the second SIGINT or SIGTERM): without it the instance went on
+/// recording the connection's requests into its buffers until another
+/// traced run removed it. Only async-signal-safe calls (open, write,
+/// close, rmdir); an instance taken here is left to the exit, never
+/// freed. Best effort: an instance still busy after 100 ms is removed by
+/// the next tracer.
+pub fn remove_live_instances() {
+    for slot in &LIVE {
+        let p = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: `p` came from Box::into_raw in `Tracer::start`, and the
+        // swap gave this call alone the pointer; it is never freed here.
+        let live = unsafe { &*p };
+        for file in [&live.tracing_on, &live.enable] {
+            // SAFETY: open/write/close on a prepared NUL-terminated path.
+            unsafe {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::write(fd, b"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+            }
+        }
+        for &fd in &live.pipes {
+            // SAFETY: the instance's own pipes, still open: the tracer
+            // takes its slot back before it closes them.
+            unsafe { libc::close(fd) };
+        }
+        // A read in progress on another thread holds the instance for a
+        // moment after its pipe is closed: try again for up to 100 ms.
+        for _ in 0..100 {
+            // SAFETY: rmdir of a prepared NUL-terminated path; nanosleep
+            // with a valid timespec.
+            unsafe {
+                if libc::rmdir(live.dir.as_ptr()) == 0 || *libc::__errno_location() != libc::EBUSY {
+                    break;
+                }
+                let ms = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 1_000_000,
+                };
+                libc::nanosleep(&ms, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
 /// Tracing of one FUSE connection in progress.
 #[derive(Debug)]
 pub(crate) struct Tracer {
     dir: PathBuf,
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<Tally>>,
+    /// Its slot in [`LIVE`], while it has one.
+    slot: Option<usize>,
 }
 
 impl Tracer {
@@ -414,9 +481,11 @@ impl Tracer {
             dir,
             stop: Arc::new(AtomicBool::new(false)),
             reader: None,
+            slot: None,
         };
         t.configure(conn)?;
         let pipes = t.open_pipes()?;
+        t.slot = t.register(&pipes);
         let page = fs::read_to_string(t.dir.join("buffer_subbuf_size_kb"))
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
@@ -429,6 +498,46 @@ impl Tracer {
         t.reader = Some(h);
         t.write("events/fuse/enable", "1")?;
         Ok(t)
+    }
+
+    /// Takes a slot in [`LIVE`] for this instance and its `pipes`; `None`
+    /// when all are taken (the next tracer then removes it if the process
+    /// exits at once).
+    fn register(&self, pipes: &[fs::File]) -> Option<usize> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::io::AsRawFd;
+        let c = |p: PathBuf| CString::new(p.as_os_str().as_bytes()).ok();
+        let live = Box::new(Live {
+            tracing_on: c(self.dir.join("tracing_on"))?,
+            enable: c(self.dir.join("events/fuse/enable"))?,
+            dir: c(self.dir.clone())?,
+            pipes: pipes.iter().map(|f| f.as_raw_fd()).collect(),
+        });
+        let p = Box::into_raw(live);
+        for (i, slot) in LIVE.iter().enumerate() {
+            if slot
+                .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Some(i);
+            }
+        }
+        // SAFETY: `p` was not published; it is ours to free.
+        drop(unsafe { Box::from_raw(p) });
+        None
+    }
+
+    /// Gives the slot back (before the pipes are closed), freeing it unless
+    /// a signal handler took it.
+    fn unregister(&mut self) {
+        if let Some(i) = self.slot.take() {
+            let p = LIVE[i].swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: from Box::into_raw in `register`; the swap gave
+                // it back to this tracer alone.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
     }
 
     /// The instance's per-CPU raw pipes, opened non-blocking.
@@ -507,6 +616,7 @@ impl Tracer {
     }
 
     fn stop_and_collect(&mut self) -> Result<FuseRequests, String> {
+        self.unregister();
         let _ = self.write("tracing_on", "0");
         self.stop.store(true, Ordering::Relaxed);
         let tally = self.reader.take().map(|h| {

@@ -33,7 +33,7 @@
 mod fusetrace;
 mod rawtrace;
 
-pub use fusetrace::{FuseRequests, OpRequests, Replies};
+pub use fusetrace::{remove_live_instances, FuseRequests, OpRequests, Replies};
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;

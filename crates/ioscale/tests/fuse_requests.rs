@@ -460,14 +460,30 @@ fn an_instance_of_a_killed_run_is_removed() {
     gone.wait().unwrap();
     let stale = root.join("instances").join(format!("ioscale-{dead}-0"));
     std::fs::create_dir(&stale).unwrap();
+    // Someone else's instances, named like ioscale's but not of its form
+    // `ioscale-PID-N`: never removed (before, the first was).
+    let foreign: Vec<PathBuf> = [format!("ioscale-{dead}-mine"), format!("ioscale-{dead}-")]
+        .iter()
+        .map(|n| root.join("instances").join(n))
+        .collect();
+    for f in &foreign {
+        std::fs::create_dir(f).unwrap();
+    }
+    let tidy = || {
+        for d in foreign.iter().chain([&stale]) {
+            let _ = std::fs::remove_dir(d);
+        }
+    };
     let Some(fs) = TestFs::mount(&[]) else {
-        let _ = std::fs::remove_dir(&stale);
+        tidy();
         return;
     };
     let (_, pid) = write_sweep(fs.path(), "1m", &[]);
     let left = stale.exists();
-    let _ = std::fs::remove_dir(&stale);
+    let kept: Vec<bool> = foreign.iter().map(|f| f.exists()).collect();
+    tidy();
     assert!(!left, "the stale instance of pid {dead} is still there");
+    assert_eq!(kept, [true, true], "a foreign instance was removed");
     assert!(instances_of(&root, pid).is_empty());
 }
 

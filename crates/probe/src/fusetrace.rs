@@ -360,19 +360,22 @@ fn remove_stale(instances: &Path) {
         return;
     };
     for e in rd.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("ioscale-"))
-            .and_then(|n| n.split_once('-'))
-            .and_then(|(p, _)| p.parse::<u32>().ok())
-        else {
+        let Some(pid) = e.file_name().to_str().and_then(instance_pid) else {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = fs::remove_dir(e.path());
         }
     }
+}
+
+/// The process of an instance named as ioscale names its own,
+/// `ioscale-<pid>-<n>` (both decimal); `None` for any other name, which
+/// is someone else's.
+fn instance_pid(name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix("ioscale-")?.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(pid) && digits(n)).then(|| pid.parse().ok())?
 }
 
 /// Whether CPU `name` (`cpu3`) is offline.
@@ -797,6 +800,23 @@ mod tests {
         assert_eq!(s.write.mean_bytes, 200.0);
         assert_eq!(s.lost_events, 1);
         assert_eq!(s.total(), 5);
+    }
+
+    #[test]
+    fn only_instances_named_as_ioscales_own_have_a_pid() {
+        assert_eq!(instance_pid("ioscale-123-0"), Some(123));
+        assert_eq!(instance_pid("ioscale-123-45"), Some(123));
+        for other in [
+            "ioscale-123-mine",
+            "ioscale-123-",
+            "ioscale--0",
+            "ioscale-+1-0",
+            "ioscale-1-2-3",
+            "ioscale-99999999999-0",
+            "trace-1-0",
+        ] {
+            assert_eq!(instance_pid(other), None, "{other}");
+        }
     }
 
     #[test]

@@ -680,7 +680,7 @@ fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
 /// summed time in flight ÷ elapsed).
 fn fuse_in_flight(r: &Resources) -> Option<String> {
     let q = r.fuse.as_ref()?.requests.as_ref()?;
-    let n = q.write.answered + q.read.answered;
+    let n = q.write.answered.saturating_add(q.read.answered);
     let t = q.write.time_s + q.read.time_s;
     (n > 0 && r.elapsed_s > 0.0).then(|| {
         format!(
@@ -1370,10 +1370,11 @@ fn fuse_data_requests(op: &str, p: &CurvePoint) -> Result<DataRequests, String> 
     };
     match op {
         "rw" | "randrw" => {
-            d.count += rd.count;
-            d.bytes += rd.bytes;
+            // Saturating: the counts come from a record read back.
+            d.count = d.count.saturating_add(rd.count);
+            d.bytes = d.bytes.saturating_add(rd.bytes);
             d.max = d.max.max(rd.max_bytes);
-            d.answered += rd.answered;
+            d.answered = d.answered.saturating_add(rd.answered);
             d.time_s += rd.time_s;
             d.names = "FUSE_WRITE and FUSE_READ";
         }

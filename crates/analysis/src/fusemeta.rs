@@ -24,7 +24,7 @@ pub(crate) fn sentence(op: &str, p: &CurvePoint) -> Option<String> {
         return None;
     }
     let by = by_opcode(r);
-    let total: u64 = by.iter().map(|(_, n)| n).sum();
+    let total = by.iter().fold(0u64, |a, (_, n)| a.saturating_add(*n));
     if total == 0 {
         return Some(format!(
             " No FUSE request was traced while the {op} phases ran ({} {op}s): the kernel answered them from its caches.",
@@ -133,7 +133,10 @@ fn listing(by: &[(String, u64)], files: u64) -> String {
         .take(LISTED)
         .map(|(o, n)| format!("{} {}", o.trim_start_matches("FUSE_"), per(*n)))
         .collect();
-    let rest: u64 = by.iter().skip(LISTED).map(|(_, n)| n).sum();
+    let rest = by
+        .iter()
+        .skip(LISTED)
+        .fold(0u64, |a, (_, n)| a.saturating_add(*n));
     if rest > 0 {
         parts.push(format!("others {}", per(rest)));
     }
@@ -143,8 +146,11 @@ fn listing(by: &[(String, u64)], files: u64) -> String {
 /// Replies traced (of every opcode) and their summed send-to-reply time.
 fn replies(r: &FuseRequests) -> (u64, f64) {
     let other = r.other_replies.values();
-    let answered =
-        r.write.answered + r.read.answered + other.clone().map(|x| x.answered).sum::<u64>();
+    let answered = other
+        .clone()
+        .fold(r.write.answered.saturating_add(r.read.answered), |a, x| {
+            a.saturating_add(x.answered)
+        });
     let time = r.write.time_s + r.read.time_s + other.map(|x| x.time_s).sum::<f64>();
     (answered, time)
 }

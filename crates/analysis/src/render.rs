@@ -99,11 +99,22 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
 /// and each point's statistics compared with what its phases give (to a
 /// relative 1e-6: the stored bits are kept, so a resumed sweep keeps its
 /// points as they were): a reader never takes the record's word for them.
+/// Each phase's measured resources are checked
+/// ([`probe::Resources::check`]) and each operation's taken from them.
 fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
     let trim = rec.config.trim;
     for (i, p) in rec.points.iter_mut().enumerate() {
         report::check_figures(&p.result, &format!("points[{i}].result."))?;
         check_summary(&p.result, i)?;
+        for (j, probe) in p.probes.iter().enumerate() {
+            probe.resources.check().map_err(|b| {
+                LoadError::Run(ExportError::Figure {
+                    field: format!("points[{i}].probes[{j}].resources.{}", b.field),
+                    value: b.value,
+                    why: b.why,
+                })
+            })?;
+        }
         let (ops, bw, iops) =
             crate::model::point_stats_probed(&p.result, p.threads, trim, &p.probes);
         let field = |name: &str| format!("points[{i}].{name}");
@@ -121,6 +132,11 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
         if !opt(p.geomean_iops, iops) {
             let v = p.geomean_iops.unwrap_or(f64::NAN);
             return Err(figure(field("geomean_iops"), v));
+        }
+        // What each operation used is the probes' (checked above), never
+        // the record's word.
+        for (have, want) in p.ops.iter_mut().zip(&ops) {
+            have.resources.clone_from(&want.resources);
         }
         for (k, (have, want)) in p.ops.iter().zip(&ops).enumerate() {
             for (name, a, b) in [

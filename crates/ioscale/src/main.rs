@@ -139,6 +139,19 @@ fn front_main(command: &str, args: &[String]) -> Exit {
 pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Before the second signal's exit: a FUSE trace instance in use is
+        // turned off and removed, not left recording.
+        let second = Arc::clone(&stop);
+        // SAFETY: the action reads an atomic and makes only
+        // async-signal-safe calls (probe::remove_live_instances).
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if second.load(std::sync::atomic::Ordering::Relaxed) {
+                    probe::remove_live_instances();
+                }
+            })
+        }
+        .context("installing the signal handler")?;
         signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
             .context("installing the signal handler")?;
         signal_hook::flag::register(sig, Arc::clone(&stop))
@@ -298,17 +311,22 @@ pub(crate) fn check_outputs(
     coord: &dyn coord::Coordinator,
     outputs: &[(&str, Option<&Path>)],
 ) -> Result<(), Failure> {
-    let mut bad = Ok(());
-    if coord.rank() == 0 {
-        for (flag, p) in outputs {
-            if let Some(p) = p {
-                if let Err(e) = check_output_path(flag, p) {
-                    bad = Err(e);
-                    break;
-                }
-            }
-        }
-    }
+    check_outputs_beside(coord, outputs, &[])
+}
+
+/// [`check_outputs`] for a run that reads or writes the user's own files
+/// `data` (each with the operand that names it, `if=`): an output naming
+/// one of them is refused too.
+pub(crate) fn check_outputs_beside(
+    coord: &dyn coord::Coordinator,
+    outputs: &[(&str, Option<&Path>)],
+    data: &[(&str, &Path)],
+) -> Result<(), Failure> {
+    let bad = if coord.rank() == 0 {
+        check_output_set(outputs, data)
+    } else {
+        Ok(())
+    };
     bench::cluster::root_check(coord, bad).map_err(|e| match e {
         Some(e) => Failure::refused(format!("{e:#}")),
         None => Failure::Said(2),
@@ -419,6 +437,42 @@ pub(crate) fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
 /// (see `safefs::check_output`), rather than losing the results after it.
 pub(crate) fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
     safefs::check_output(flag, p)?;
+    Ok(())
+}
+
+/// Checks every output of one command ([`check_output_path`]) and that
+/// no two replace the same file, nor one a file the run itself reads or
+/// writes (`data`, each with the operand that names it): the later would
+/// replace the earlier when the results are written, after the run.
+/// Streams (a FIFO, a character device, `-`) take several outputs.
+pub(crate) fn check_output_set(
+    outputs: &[(&str, Option<&Path>)],
+    data: &[(&str, &Path)],
+) -> anyhow::Result<()> {
+    let mut taken: Vec<(&str, safefs::Place)> = Vec::new();
+    for &(flag, p) in outputs {
+        let Some(p) = p else { continue };
+        let Some(place) = safefs::check_output(flag, p)?.place() else {
+            continue;
+        };
+        if let Some((first, _)) = taken.iter().find(|(_, q)| *q == place) {
+            anyhow::bail!(
+                "{flag} {}: the same file as {first}; each output needs a file of its own",
+                p.display()
+            );
+        }
+        if let Some((what, d)) = data
+            .iter()
+            .find(|(_, d)| safefs::place_of(d).as_ref() == Some(&place))
+        {
+            anyhow::bail!(
+                "{flag} {}: the same file as {what}{}, which the run reads or writes; the record would replace it",
+                p.display(),
+                d.display()
+            );
+        }
+        taken.push((flag, place));
+    }
     Ok(())
 }
 

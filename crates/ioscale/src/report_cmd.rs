@@ -105,11 +105,13 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
         return result;
     }
     let loaded = read(&args.file).map_err(Failure::Refused)?;
-    for (flag, p) in [("--csv", &args.csv), ("--html", &args.html)] {
-        if let Some(p) = p {
-            crate::check_output_path(flag, p)?;
-        }
-    }
+    crate::check_output_set(
+        &[
+            ("--csv", args.csv.as_deref()),
+            ("--html", args.html.as_deref()),
+        ],
+        &[],
+    )?;
     let units = args.view.units.units();
     let ok = match loaded {
         Loaded::Sweep(mut rec) => {

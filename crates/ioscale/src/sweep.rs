@@ -916,19 +916,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     };
 
     let stop = crate::install_signals()?;
-    // Which signal stopped the sweep, for the record and the report.
-    let by_signal: Vec<(&str, Arc<AtomicBool>)> = [
-        ("SIGINT", signal_hook::consts::SIGINT),
-        ("SIGTERM", signal_hook::consts::SIGTERM),
-    ]
-    .into_iter()
-    .map(|(name, sig)| {
-        let f = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(sig, Arc::clone(&f))
-            .map(|_| (name, f))
-            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
-    })
-    .collect::<anyhow::Result<_>>()?;
+    let by_signal = signal_flags()?;
     let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
         Some(Job::Run(w)) => (w.reps, w.ops.len()),
         Some(Job::Meta(m)) => (m.reps, m.ops.len()),
@@ -974,15 +962,14 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
 fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
     let mut bad = Ok(());
     if root {
-        for (flag, p) in [
-            ("--json", &args.json),
-            ("--csv", &args.csv),
-            ("--html", &args.html),
-        ] {
-            if let Some(p) = p {
-                bad = bad.and_then(|()| crate::check_output_path(flag, p));
-            }
-        }
+        bad = crate::check_output_set(
+            &[
+                ("--json", args.json.as_deref()),
+                ("--csv", args.csv.as_deref()),
+                ("--html", args.html.as_deref()),
+            ],
+            &[],
+        );
         if let Some(d) = &args.png {
             bad = bad.and_then(|()| check_png_dir(d));
         }
@@ -1012,6 +999,23 @@ fn new_record(plan: &Plan, command: &[String]) -> SweepRecord {
         points: Vec::new(),
         analysis: Default::default(),
     }
+}
+
+/// One flag per signal that stops a sweep (SIGINT, SIGTERM), by name:
+/// which one stopped it, for the record and the report.
+pub(crate) fn signal_flags() -> anyhow::Result<Vec<(&'static str, Arc<AtomicBool>)>> {
+    [
+        ("SIGINT", signal_hook::consts::SIGINT),
+        ("SIGTERM", signal_hook::consts::SIGTERM),
+    ]
+    .into_iter()
+    .map(|(name, sig)| {
+        let f = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(sig, Arc::clone(&f))
+            .map(|_| (name, f))
+            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
+    })
+    .collect()
 }
 
 /// The end of a sweep on rank 0: the analysis of what was measured, why

@@ -207,3 +207,62 @@ fn transfer_buffers_larger_than_memory_are_refused() {
     refused_in_4g(&uring, tp, "--iodepth");
     assert_empty(tp);
 }
+
+/// `ioscale ARGS` under an address-space limit of 1 GiB (where `prlimit`
+/// is there): exit 2, one line naming `names`.
+fn refused_any_in_1g(args: &[&str], names: &str) {
+    let bin = ioscale_path();
+    let mut all = vec!["--as=1073741824", s(&bin)];
+    all.extend(args);
+    let out = match std::process::Command::new("prlimit").args(&all).output() {
+        Ok(o) => o,
+        Err(_) => run(args),
+    };
+    assert_no_panic(&out);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+    assert!(err.contains(names), "{args:?}: should name {names}: {err}");
+}
+
+#[test]
+fn a_range_of_more_values_than_a_list_takes_is_refused_not_an_abort() {
+    // A range is checked against the most values a list takes (1,000,000)
+    // while it is expanded: before, `1..2^64-1` was expanded in full first
+    // (an abort under this limit; without one, memory until the OOM
+    // killer), and `1..100000000` was called "not a valid range".
+    let t = scratch();
+    let tp = t.path();
+    let max = u64::MAX.to_string();
+    let whole = format!("1..{max}");
+    for (flag, list) in [
+        ("--threads", whole.as_str()),
+        ("--threads", "1..100000000"),
+        ("--xfer", "1..16t+1"),
+        ("--nodes", whole.as_str()),
+    ] {
+        let mut args = vec!["sweep", flag, list];
+        if flag != "--threads" {
+            args.extend(["--threads", "1"]);
+        }
+        args.extend(["--", "run", "--op", "write", s(tp)]);
+        refused_any_in_1g(
+            &args,
+            &format!("{flag}: '{list}' gives more than 1000000 values"),
+        );
+    }
+    assert_empty(tp);
+    refused_any_in_1g(
+        &[
+            "slurm",
+            "--nodes",
+            "4",
+            "--node-counts",
+            &whole,
+            "--",
+            "run",
+            "/x",
+        ],
+        "--node-counts",
+    );
+}

@@ -299,3 +299,64 @@ fn record_writes_the_run_record_and_a_bad_path_is_refused_first() {
     assert!(stderr(&out).contains("--record"), "{}", stderr(&out));
     assert!(!dir.path().join("g").exists(), "nothing ran");
 }
+
+/// `--record` naming one of dd's own files — the input a read phase reads
+/// (directly, through a link, or as `sub/../in`), the output, a job's
+/// numbered file — is refused before anything runs, naming the flag and
+/// the operand: before, the record replaced the user's input file once
+/// the run ended (exit 0, the data gone). A write the record cannot take
+/// (`/dev/full`) names `--record`, not "output".
+#[test]
+fn a_record_that_would_replace_dds_own_files_is_refused_first() {
+    let dir = scratch();
+    let d = dir.path();
+    let input = d.join("in.bin");
+    let data: Vec<u8> = (0..256u32 << 10).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(&input, &data).unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&input, d.join("link")).unwrap();
+    let ifp = format!("if={}", s(&input));
+    let of = format!("of={}", s(&d.join("out.bin")));
+    let of_link = format!("if={}", s(&d.join("link")));
+    let sub = d.join("sub/../in.bin");
+    let out_bin = d.join("out.bin");
+    let job2 = d.join("out.bin-2");
+    let cases: Vec<(Vec<&str>, &std::path::Path, &str)> = vec![
+        (vec![&ifp, "of=/dev/null", "bs=64k"], &input, "if="),
+        (vec![&of_link, "of=/dev/null", "bs=64k"], &input, "if="),
+        (vec![&ifp, "of=/dev/null", "bs=64k"], &sub, "if="),
+        (
+            vec!["if=/dev/zero", &of, "bs=64k", "count=2"],
+            &out_bin,
+            "of=",
+        ),
+        (
+            vec!["if=/dev/zero", &of, "bs=64k", "count=2", "--jobs", "2"],
+            &job2,
+            "of=",
+        ),
+    ];
+    for (ops, rec, operand) in cases {
+        let mut args = ops.clone();
+        args.extend(["--record", s(rec)]);
+        let out = dd(&args);
+        assert_no_panic(&out);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("--record") && err.contains(operand),
+            "{args:?}: should name --record and {operand}: {err}"
+        );
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            data,
+            "{args:?}: input changed"
+        );
+        assert!(!out_bin.exists() && !job2.exists(), "{args:?}: it ran");
+    }
+    let out = dd(&[&ifp, "of=/dev/null", "bs=64k", "--record", "/dev/full"]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("--record /dev/full"), "{err}");
+    assert_eq!(std::fs::read(&input).unwrap(), data);
+}

@@ -283,6 +283,58 @@ fn without_tracefs_the_record_says_why() {
     assert!(said.contains("not measured"), "{said}");
 }
 
+/// Every file below `dir` with its contents (directories as `None`).
+fn contents(dir: &Path) -> Vec<(PathBuf, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.push((p.clone(), None));
+            out.extend(contents(&p));
+        } else {
+            out.push((p.clone(), Some(std::fs::read(&p).unwrap())));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `IOSCALE_TRACEFS` naming a directory that looks like tracefs (an
+/// `instances` directory, the real event formats and page header copied
+/// in) but is not one, a FIFO, or a symbolic link to such a directory:
+/// the tracer writes nothing there and the record says why. Before, it
+/// made `instances/ioscale-PID-0/` with `tracing_on` and `buffer_size_kb`
+/// files in the user's directory and left them.
+#[test]
+fn a_directory_that_is_not_tracefs_is_never_written() {
+    let _t = turn();
+    let Some(root) = tracefs() else { return };
+    let Some(fs) = TestFs::mount(&[]) else { return };
+    let fake = scratch();
+    let f = fake.path();
+    std::fs::create_dir(f.join("instances")).unwrap();
+    for rel in [
+        "events/header_page",
+        "events/fuse/fuse_request_send/format",
+        "events/fuse/fuse_request_end/format",
+    ] {
+        std::fs::create_dir_all(f.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(f.join(rel), std::fs::read(root.join(rel)).unwrap()).unwrap();
+    }
+    let link = scratch();
+    let l = link.path().join("tracing");
+    std::os::unix::fs::symlink(f, &l).unwrap();
+    let before = contents(f);
+    for env in [s(f), s(&l)] {
+        let (v, _) = write_sweep(fs.path(), "2m", &[("IOSCALE_TRACEFS", env)]);
+        let (_, fuse) = write_phase(&v);
+        assert!(fuse["requests"].is_null(), "{fuse:#}");
+        let note = fuse["requests_note"].as_str().unwrap_or_default();
+        assert!(note.contains("is not a tracefs mount"), "{env}: {fuse:#}");
+        assert_eq!(contents(f), before, "{env}: the directory was written");
+    }
+}
+
 #[test]
 fn sigint_mid_phase_removes_the_instance() {
     let _t = turn();
@@ -326,6 +378,78 @@ fn sigint_mid_phase_removes_the_instance() {
     );
 }
 
+/// A second SIGINT (or SIGTERM) ends ioscale at once (exit 130); the
+/// phase's trace instance, live at that moment, is turned off and removed
+/// first. Before, it was left with tracing on, recording the connection's
+/// requests into its buffers, until another traced run came by. Each
+/// write takes 2 s in the daemon, so the phase is still running when both
+/// signals arrive; the test waits until the instance's events are
+/// enabled, the tracer's last step before the phase starts.
+#[test]
+fn a_second_signal_removes_the_live_instance() {
+    let _t = turn();
+    let Some(root) = tracefs() else { return };
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // A mount of its own each time: the set a second signal cut short
+        // is left in it, as `ioscale clean` would find it.
+        let Some(fs) = TestFs::mount(&["--delay", "2s"]) else {
+            return;
+        };
+        let o = scratch();
+        let j = o.path().join("s.json");
+        let child = Command::new(ioscale_path())
+            .args(["sweep", "--threads", "1", "--quiet", "--json", s(&j)])
+            .args([
+                "--", "run", "--op", "write", "--size", "64m", "--xfer", "1m",
+            ])
+            .arg(fs.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let t0 = Instant::now();
+        let enabled = || {
+            instances_of(&root, pid).iter().any(|n| {
+                let f = root.join("instances").join(n).join("events/fuse/enable");
+                std::fs::read_to_string(f).is_ok_and(|v| v.trim() == "1")
+            })
+        };
+        while !enabled() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "no live trace instance"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Two signals, the second once the first is delivered (a signal
+        // sent while the same one is pending is merged into it; while its
+        // handler runs, the second waits for it to return).
+        let pending = || {
+            let st = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            st.lines()
+                .filter(|l| l.starts_with("ShdPnd:") || l.starts_with("SigPnd:"))
+                .filter_map(|l| u64::from_str_radix(l.split(':').nth(1)?.trim(), 16).ok())
+                .any(|m| m & (1 << (sig - 1)) != 0)
+        };
+        // SAFETY: kill(2) on our own child's pid, not yet reaped.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, sig) }, 0);
+        while pending() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::kill(pid as libc::pid_t, sig) }, 0);
+        let out = child.wait_with_output().unwrap();
+        assert_no_panic(&out);
+        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        let left = instances_of(&root, pid);
+        for n in &left {
+            let _ = std::fs::remove_dir(root.join("instances").join(n));
+        }
+        assert!(left.is_empty(), "signal {sig}: instance left: {left:?}");
+    }
+}
+
 #[test]
 fn an_instance_of_a_killed_run_is_removed() {
     let _t = turn();
@@ -336,14 +460,30 @@ fn an_instance_of_a_killed_run_is_removed() {
     gone.wait().unwrap();
     let stale = root.join("instances").join(format!("ioscale-{dead}-0"));
     std::fs::create_dir(&stale).unwrap();
+    // Someone else's instances, named like ioscale's but not of its form
+    // `ioscale-PID-N`: never removed (before, the first was).
+    let foreign: Vec<PathBuf> = [format!("ioscale-{dead}-mine"), format!("ioscale-{dead}-")]
+        .iter()
+        .map(|n| root.join("instances").join(n))
+        .collect();
+    for f in &foreign {
+        std::fs::create_dir(f).unwrap();
+    }
+    let tidy = || {
+        for d in foreign.iter().chain([&stale]) {
+            let _ = std::fs::remove_dir(d);
+        }
+    };
     let Some(fs) = TestFs::mount(&[]) else {
-        let _ = std::fs::remove_dir(&stale);
+        tidy();
         return;
     };
     let (_, pid) = write_sweep(fs.path(), "1m", &[]);
     let left = stale.exists();
-    let _ = std::fs::remove_dir(&stale);
+    let kept: Vec<bool> = foreign.iter().map(|f| f.exists()).collect();
+    tidy();
     assert!(!left, "the stale instance of pid {dead} is still there");
+    assert_eq!(kept, [true, true], "a foreign instance was removed");
     assert!(instances_of(&root, pid).is_empty());
 }
 

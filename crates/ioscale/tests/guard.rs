@@ -647,3 +647,102 @@ fn a_second_ctrl_c_during_run_cleanup_keeps_the_record() {
     assert!(std::fs::metadata(&c).unwrap().len() > 0);
     drop(fs);
 }
+
+/// Two outputs of one command naming the same file (directly, as
+/// `./NAME`, or one through a link to the other) are refused before
+/// anything runs, naming both flags: before, the second replaced the
+/// first (`run --json o --csv o` left only the CSV, exit 0; a sweep's
+/// `--json` could then not be resumed). A FIFO, a character device and
+/// `-` take both, one after the other, as before.
+#[test]
+fn two_outputs_naming_one_file_are_refused_first() {
+    let t = scratch();
+    let o = scratch();
+    let out = |n: &str| o.path().join(n);
+    std::os::unix::fs::symlink(out("a"), out("link-a")).unwrap();
+    std::fs::write(out("a"), b"the user's").unwrap();
+    let (same, a, link) = (out("same"), out("a"), out("link-a"));
+    let (same, a, link) = (s(&same), s(&a), s(&link));
+    let dot = format!("{}/./same", s(o.path()));
+    let tp = s(t.path());
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "--size", "1m", "--json", same, "--csv", same, tp],
+            "--csv",
+        ),
+        (
+            vec!["run", "--size", "1m", "--json", same, "--csv", &dot, tp],
+            "--csv",
+        ),
+        (
+            vec!["run", "--size", "1m", "--json", a, "--csv", link, tp],
+            "--csv",
+        ),
+        (
+            vec!["meta", "--files", "4", "--json", same, "--csv", same, tp],
+            "--csv",
+        ),
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1",
+                "--json",
+                same,
+                "--html",
+                same,
+                "--",
+                "run",
+                "--size",
+                "1m",
+                tp,
+            ],
+            "--html",
+        ),
+        (
+            vec![
+                "smallfile",
+                "--top",
+                tp,
+                "--files",
+                "4",
+                "--threads",
+                "1",
+                "--output-json",
+                same,
+                "--record",
+                same,
+            ],
+            "--record",
+        ),
+    ];
+    for (args, second) in cases {
+        let r = run(&args);
+        assert_no_panic(&r);
+        let err = stderr(&r);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(second) && err.contains("the same file as"),
+            "{args:?}: should name {second}: {err}"
+        );
+        assert!(!out("same").exists(), "{args:?}: wrote");
+        assert_eq!(std::fs::read(out("a")).unwrap(), b"the user's");
+        assert!(names(t.path()).is_empty(), "{args:?}: ran");
+    }
+    // Streams take both.
+    let r = run(&[
+        "run",
+        "--size",
+        "1m",
+        "--json",
+        "/dev/null",
+        "--csv",
+        "/dev/null",
+        tp,
+    ]);
+    assert_code(&r, 0);
+    let r = run(&[
+        "run", "--size", "1m", "--json", "-", "--csv", "-", "--quiet", tp,
+    ]);
+    assert_code(&r, 0);
+}

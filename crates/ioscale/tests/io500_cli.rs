@@ -632,3 +632,51 @@ fn swap_ior_easy(link: bool, says: &str) {
     assert_code(&out, 1);
     assert!(err.contains(says), "{err}");
 }
+
+/// `report` of an io500 record edited or damaged after the run: a task's
+/// item count of 2^64-1 no longer panics (the per-rank sum saturates), and
+/// a negative or non-finite figure — a score, a phase's duration, a
+/// measured resource — is refused naming the field (exit 2); before, the
+/// sum panicked (exit 101) and a score of -5 was printed as measured.
+#[test]
+fn report_refuses_impossible_figures_in_an_io500_record() {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "");
+    let j = work.path().join("r.json");
+    let out = run(&["io500", "--stonewall", "1s", "--json", s(&j), s(&cfg)]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let mut big = v.clone();
+    big["phases"][0]["tasks"][0]["items"] = serde_json::json!(u64::MAX);
+    let p = work.path().join("big.json");
+    std::fs::write(&p, serde_json::to_vec(&big).unwrap()).unwrap();
+    let out = run(&["report", s(&p)]);
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    for (pointer, value, names) in [
+        ("/score/total", serde_json::json!(-5.0), "score.total"),
+        (
+            "/phases/1/elapsed_s",
+            serde_json::json!(-1.0),
+            "phases[1].elapsed_s",
+        ),
+        (
+            "/phases/0/resources/self_cores",
+            serde_json::json!(-2.0),
+            "phases[0].resources.self_cores",
+        ),
+    ] {
+        let mut bad = v.clone();
+        *bad.pointer_mut(pointer).unwrap() = value;
+        let p = work.path().join("bad.json");
+        std::fs::write(&p, serde_json::to_vec(&bad).unwrap()).unwrap();
+        let h = work.path().join("bad.html");
+        let out = run(&["report", s(&p), "--html", s(&h)]);
+        assert_no_panic(&out);
+        assert_code(&out, 2);
+        assert!(stderr(&out).contains(names), "{pointer}: {}", stderr(&out));
+        assert!(!h.exists(), "{pointer}: a page was written");
+    }
+}

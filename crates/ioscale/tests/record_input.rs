@@ -285,3 +285,115 @@ fn impossible_figures_in_a_record_are_refused_naming_the_field() {
     let out = run(&["report", s(&sw)]);
     assert_code(&out, 0);
 }
+
+/// Traced FUSE requests for a metadata phase of `files` files: 2 requests
+/// a file, each answered in 1 ms.
+fn traced(files: u64) -> serde_json::Value {
+    serde_json::json!({
+        "connection": 40,
+        "waiting_avg": null,
+        "waiting_max": null,
+        "max_background": null,
+        "max_read": null,
+        "requests": {
+            "write": {"count": 0, "bytes": 0, "mean_bytes": 0.0, "max_bytes": 0},
+            "read": {"count": 0, "bytes": 0, "mean_bytes": 0.0, "max_bytes": 0},
+            "other": {"FUSE_CREATE": files, "FUSE_LOOKUP": files},
+            "other_replies": {
+                "FUSE_CREATE": {"answered": files, "errors": 0, "time_s": files as f64 * 1e-3},
+                "FUSE_LOOKUP": {"answered": files, "errors": 0, "time_s": files as f64 * 1e-3}
+            },
+            "lost_events": 0
+        }
+    })
+}
+
+#[test]
+fn impossible_measured_resources_in_a_record_are_refused_naming_the_field() {
+    // What a phase used (`probes[].resources`, io500's
+    // `phases[].resources`) is checked as the phases' figures are: before,
+    // a request count of 2^64-1 panicked `report` (exit 101) and a
+    // negative or 1e30 s send-to-reply time was printed as measured; an
+    // operation's own `ops[].resources` was taken at its word.
+    let t = scratch();
+    let d = t.path();
+    let data = d.join("data");
+    std::fs::create_dir(&data).unwrap();
+    let sw = d.join("m.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1",
+        "-q",
+        "--json",
+        s(&sw),
+        "--",
+        "meta",
+        "--ops",
+        "create",
+        "--files",
+        "20",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let mut rec = json(&sw);
+    // As if the phase had run on a traced FUSE mount.
+    rec["host"]["fs_type"] = "fuse.ioscale-testfs".into();
+    rec["points"][0]["result"]["host"]["fs_type"] = "fuse.ioscale-testfs".into();
+    rec["points"][0]["probes"][0]["resources"]["fuse"] = traced(20);
+    rec["points"][0]["ops"][0]["resources"]["fuse"] = traced(20);
+    let good = d.join("good.json");
+    std::fs::write(&good, serde_json::to_vec(&rec).unwrap()).unwrap();
+    let out = run(&["report", s(&good)]);
+    assert_code(&out, 0);
+    assert!(stdout(&out).contains("as 2.0 requests"), "{}", stdout(&out));
+    let at = "points[0].probes[0].resources.fuse.requests";
+    let cases: &[(&str, serde_json::Value, String)] = &[
+        (
+            "/other/FUSE_CREATE",
+            serde_json::json!(u64::MAX),
+            format!("{at}.other.FUSE_CREATE"),
+        ),
+        (
+            "/other_replies/FUSE_CREATE/time_s",
+            serde_json::json!(-5.0),
+            format!("{at}.other_replies.FUSE_CREATE.time_s"),
+        ),
+        (
+            "/other_replies/FUSE_CREATE/time_s",
+            serde_json::json!(1e30),
+            format!("{at}.other_replies.FUSE_CREATE.time_s"),
+        ),
+        (
+            "/other_replies/FUSE_LOOKUP/answered",
+            serde_json::json!(21),
+            format!("{at}.other_replies.FUSE_LOOKUP.answered"),
+        ),
+    ];
+    for (path, value, names) in cases {
+        let mut bad = rec.clone();
+        *bad["points"][0]["probes"][0]["resources"]["fuse"]["requests"]
+            .pointer_mut(path)
+            .unwrap() = value.clone();
+        let p = d.join("bad.json");
+        std::fs::write(&p, serde_json::to_vec(&bad).unwrap()).unwrap();
+        let out = run(&["report", s(&p)]);
+        assert_no_panic(&out);
+        assert_code(&out, 2);
+        assert!(
+            stderr(&out).contains(names.as_str()),
+            "{path}: {}",
+            stderr(&out)
+        );
+    }
+    // An operation's resources are its probes': a tampered copy is not read.
+    let mut bad = rec.clone();
+    bad["points"][0]["ops"][0]["resources"]["fuse"]["requests"]["other"]["FUSE_CREATE"] =
+        serde_json::json!(u64::MAX);
+    let p = d.join("ops.json");
+    std::fs::write(&p, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let out = run(&["report", s(&p)]);
+    assert_no_panic(&out);
+    assert_code(&out, 0);
+    assert!(stdout(&out).contains("as 2.0 requests"), "{}", stdout(&out));
+}

@@ -6,6 +6,7 @@
 
 mod common;
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -803,4 +804,188 @@ fn interrupted_interleaved_sweep_resumes_whole_points() {
         let i = k["index"].as_u64().unwrap() as usize;
         assert_eq!(&all[i], k, "point {i} was run again");
     }
+}
+
+/// A stand-in for `scripts/mpi-nodes` (`--sim-nodes`): for `run N PER …
+/// -- EXE ARGS…` it makes `DIR/launched-N`, runs `EXE ARGS…` as one
+/// process (the sweep of that node count, without MPI), then makes
+/// `DIR/done-N` and exits with its code.
+fn fake_launcher(dir: &Path) -> PathBuf {
+    let script = dir.join("fake-nodes");
+    let text = format!(
+        "#!/bin/sh\nn=$2\ntouch '{d}'/launched-$n\nwhile [ \"$1\" != -- ]; do shift; done\nshift\n\"$@\"\ncode=$?\ntouch '{d}'/done-$n\nexit $code\n",
+        d = dir.display()
+    );
+    std::fs::write(&script, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+/// `--nodes` lists that cannot run are refused before anything is
+/// launched (exit 2 naming the flag): a repeated node count (before, it
+/// ran twice and its points were in the record twice), a rank count past
+/// what the nodes can hold (before, `65536 × 65536` panicked on the
+/// overflow, exit 101) and more simulated nodes than one machine runs
+/// (before, `--nodes 4294967295` was handed to the launcher).
+#[test]
+fn node_counts_at_the_edges_are_refused_before_any_launch() {
+    let dir = scratch();
+    let fake = fake_launcher(dir.path());
+    let data = scratch();
+    let cases: &[(&[&str], &str)] = &[
+        (&["--nodes", "1,2,1"], "--nodes: 1 is given twice"),
+        (&["--nodes", "4294967295"], "--nodes"),
+        (
+            &["--nodes", "65536", "--ranks-per-node", "65536"],
+            "--ranks-per-node",
+        ),
+        (
+            &["--nodes", "2", "--ranks-per-node", "2147483648"],
+            "--ranks-per-node",
+        ),
+        (
+            &[
+                "--nodes",
+                "2",
+                "--ranks-per-node",
+                "2147483647",
+                "--hosts",
+                "a,b",
+            ],
+            "--ranks-per-node",
+        ),
+    ];
+    for (flags, names) in cases {
+        let mut args = vec!["sweep", "--threads", "1", "--sim-nodes", s(&fake)];
+        args.extend(flags.iter());
+        args.extend([
+            "--",
+            "run",
+            "--size",
+            "64k",
+            "--xfer",
+            "64k",
+            s(data.path()),
+        ]);
+        let r = run(&args);
+        assert_no_panic(&r);
+        let err = stderr(&r);
+        assert_eq!(r.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(names), "{flags:?}: should name {names}: {err}");
+        let launched: Vec<String> = names_of(dir.path())
+            .into_iter()
+            .filter(|n| n.starts_with("launched-"))
+            .collect();
+        assert!(launched.is_empty(), "{flags:?}: launched {launched:?}");
+    }
+    assert_empty(data.path());
+}
+
+fn names_of(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Ctrl-C between two node counts (after the first launch ended, while
+/// its points are merged and written) stops the sweep there: the next
+/// node count is not launched, exit 130, and the record holds the first.
+/// `--json` is a FIFO so that the sweep is held in that window, with no
+/// timing: it waits for a reader until the test has sent the signal.
+/// Before, only a signal during a launch stopped it, and the second node
+/// count ran in full.
+#[test]
+fn an_interrupt_between_node_counts_launches_no_more() {
+    let dir = scratch();
+    let fake = fake_launcher(dir.path());
+    let data = scratch();
+    let fifo = dir.path().join("record.fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: mkfifo on a NUL-terminated path of our scratch directory.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = Command::new(ioscale_path())
+        .args(["sweep", "--nodes", "1,2", "--threads", "1"])
+        .args(["--sim-nodes", s(&fake), "--json", s(&fifo), "--"])
+        .args(["run", "--size", "64k", "--xfer", "64k", s(data.path())])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !dir.path().join("done-1").exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "node count 1 never ended"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The sweep is now between the two launches: merging node count 1, or
+    // waiting for a reader of the FIFO to write it.
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    // Read every record written to the FIFO until the sweep ends.
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let mut got = Vec::new();
+    let status = loop {
+        use std::io::Read;
+        let mut buf = [0u8; 65536];
+        match (&reader).read(&mut buf) {
+            Ok(0) => {}
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => panic!("reading the FIFO: {e}"),
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "the sweep did not end"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut err = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    // Drain what the last writer left.
+    loop {
+        let mut buf = [0u8; 65536];
+        match (&reader).read(&mut buf) {
+            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    assert!(
+        !dir.path().join("launched-2").exists(),
+        "node count 2 was launched after the interrupt:\n{err}"
+    );
+    assert_eq!(status.code(), Some(130), "{err}");
+    // Each write of the record, one after another: the last is the whole.
+    let v: Value = serde_json::Deserializer::from_slice(&got)
+        .into_iter::<Value>()
+        .map(|v| v.expect("records come whole through the FIFO"))
+        .last()
+        .expect("a record came through the FIFO");
+    assert_eq!(v["interrupted"], true, "{err}");
+    assert_eq!(v["stop_reason"], "interrupted by SIGINT", "{err}");
+    let series: Vec<&str> = v["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["series"].as_str().unwrap())
+        .collect();
+    assert_eq!(series, ["1 node"], "{err}");
+    assert_empty(data.path());
 }

@@ -31,11 +31,12 @@
 //! process that was killed is removed by the next tracer that starts.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::CString;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -93,12 +94,14 @@ impl OpRequests {
         self.max_bytes = self.max_bytes.max(payload);
     }
 
+    // Sums saturate: the requests of repetitions read back from a record
+    // are added here too.
     fn merge(&mut self, o: &OpRequests) {
-        self.count += o.count;
-        self.bytes += o.bytes;
+        self.count = self.count.saturating_add(o.count);
+        self.bytes = self.bytes.saturating_add(o.bytes);
         self.max_bytes = self.max_bytes.max(o.max_bytes);
-        self.errors += o.errors;
-        self.answered += o.answered;
+        self.errors = self.errors.saturating_add(o.errors);
+        self.answered = self.answered.saturating_add(o.answered);
         self.time_s += o.time_s;
         self.settle();
     }
@@ -150,8 +153,8 @@ pub struct Replies {
 
 impl Replies {
     fn merge(&mut self, o: &Replies) {
-        self.answered += o.answered;
-        self.errors += o.errors;
+        self.answered = self.answered.saturating_add(o.answered);
+        self.errors = self.errors.saturating_add(o.errors);
         self.time_s += o.time_s;
     }
 }
@@ -159,7 +162,11 @@ impl Replies {
 impl FuseRequests {
     /// All requests sent (write + read + other).
     pub fn total(&self) -> u64 {
-        self.write.count + self.read.count + self.other.values().sum::<u64>()
+        self.other
+            .values()
+            .fold(self.write.count.saturating_add(self.read.count), |a, n| {
+                a.saturating_add(*n)
+            })
     }
 
     /// The sum of several phases' requests (the repetitions of a point).
@@ -169,12 +176,13 @@ impl FuseRequests {
             out.write.merge(&r.write);
             out.read.merge(&r.read);
             for (k, v) in &r.other {
-                *out.other.entry(k.clone()).or_default() += v;
+                let n = out.other.entry(k.clone()).or_default();
+                *n = n.saturating_add(*v);
             }
             for (k, v) in &r.other_replies {
                 out.other_replies.entry(k.clone()).or_default().merge(v);
             }
-            out.lost_events += r.lost_events;
+            out.lost_events = out.lost_events.saturating_add(r.lost_events);
         }
         out
     }
@@ -294,22 +302,43 @@ fn op_name(opcode: u32, names: &HashMap<u32, String>) -> String {
         .unwrap_or_else(|| format!("opcode {opcode}"))
 }
 
+/// `f_type` of tracefs in statfs(2) (`TRACEFS_MAGIC`).
+const TRACEFS_MAGIC: i64 = 0x7472_6163;
+
+/// Whether `p` is on tracefs: the tracer writes only there (its writes
+/// would create files anywhere else).
+fn is_tracefs(p: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs on a NUL-terminated path into a zeroed struct.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    (unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0) && st.f_type as i64 == TRACEFS_MAGIC
+}
+
 /// Where tracefs is, or why it cannot be used: `IOSCALE_TRACEFS` (the
 /// value of that variable) names it (`off` turns the tracing off), else
-/// the usual mount points are tried.
+/// the usual mount points are tried. A directory that is not tracefs is
+/// never used, however much it looks like one.
 fn tracefs_root(env: Option<std::ffi::OsString>) -> Result<PathBuf, String> {
     if let Some(p) = env {
         if p == "off" {
             return Err("turned off (IOSCALE_TRACEFS=off)".into());
         }
         let p = PathBuf::from(p);
-        return if p.join("instances").is_dir() {
-            Ok(p)
-        } else {
+        return if !p.join("instances").is_dir() {
             Err(format!(
                 "tracefs not mounted at {} (IOSCALE_TRACEFS): mount -t tracefs nodev /sys/kernel/tracing",
                 p.display()
             ))
+        } else if !is_tracefs(&p) {
+            Err(format!(
+                "{} (IOSCALE_TRACEFS) is not a tracefs mount; ioscale writes trace settings only into tracefs",
+                p.display()
+            ))
+        } else {
+            Ok(p)
         };
     }
     // SAFETY: geteuid has no failure mode.
@@ -319,7 +348,7 @@ fn tracefs_root(env: Option<std::ffi::OsString>) -> Result<PathBuf, String> {
     ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
         .iter()
         .map(PathBuf::from)
-        .find(|p| p.join("instances").is_dir())
+        .find(|p| p.join("instances").is_dir() && is_tracefs(p))
         .ok_or_else(|| "tracefs not mounted: mount -t tracefs nodev /sys/kernel/tracing".into())
 }
 
@@ -331,13 +360,7 @@ fn remove_stale(instances: &Path) {
         return;
     };
     for e in rd.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("ioscale-"))
-            .and_then(|n| n.split_once('-'))
-            .and_then(|(p, _)| p.parse::<u32>().ok())
-        else {
+        let Some(pid) = e.file_name().to_str().and_then(instance_pid) else {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {
@@ -346,10 +369,83 @@ fn remove_stale(instances: &Path) {
     }
 }
 
+/// The process of an instance named as ioscale names its own,
+/// `ioscale-<pid>-<n>` (both decimal); `None` for any other name, which
+/// is someone else's.
+fn instance_pid(name: &str) -> Option<u32> {
+    let (pid, n) = name.strip_prefix("ioscale-")?.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(pid) && digits(n)).then(|| pid.parse().ok())?
+}
+
 /// Whether CPU `name` (`cpu3`) is offline.
 fn cpu_offline(name: &str) -> bool {
     fs::read_to_string(format!("/sys/devices/system/cpu/{name}/online"))
         .is_ok_and(|s| s.trim() == "0")
+}
+
+/// What a process that exits at once (a second Ctrl-C) needs to remove a
+/// live instance from its signal handler, prepared beforehand: no
+/// allocation or lock is needed to use it.
+struct Live {
+    tracing_on: CString,
+    enable: CString,
+    dir: CString,
+    pipes: Vec<libc::c_int>,
+}
+
+/// The live instances of this process (a phase has one; a few at most).
+static LIVE: [AtomicPtr<Live>; 8] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 8];
+
+/// Turns off and removes every trace instance of this process that is
+/// still live, from a signal handler before the process exits at once
+/// (the second SIGINT or SIGTERM): without it the instance went on
+/// recording the connection's requests into its buffers until another
+/// traced run removed it. Only async-signal-safe calls (open, write,
+/// close, rmdir); an instance taken here is left to the exit, never
+/// freed. Best effort: an instance still busy after 100 ms is removed by
+/// the next tracer.
+pub fn remove_live_instances() {
+    for slot in &LIVE {
+        let p = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if p.is_null() {
+            continue;
+        }
+        // SAFETY: `p` came from Box::into_raw in `Tracer::start`, and the
+        // swap gave this call alone the pointer; it is never freed here.
+        let live = unsafe { &*p };
+        for file in [&live.tracing_on, &live.enable] {
+            // SAFETY: open/write/close on a prepared NUL-terminated path.
+            unsafe {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+                if fd >= 0 {
+                    libc::write(fd, b"0".as_ptr().cast(), 1);
+                    libc::close(fd);
+                }
+            }
+        }
+        for &fd in &live.pipes {
+            // SAFETY: the instance's own pipes, still open: the tracer
+            // takes its slot back before it closes them.
+            unsafe { libc::close(fd) };
+        }
+        // A read in progress on another thread holds the instance for a
+        // moment after its pipe is closed: try again for up to 100 ms.
+        for _ in 0..100 {
+            // SAFETY: rmdir of a prepared NUL-terminated path; nanosleep
+            // with a valid timespec.
+            unsafe {
+                if libc::rmdir(live.dir.as_ptr()) == 0 || *libc::__errno_location() != libc::EBUSY {
+                    break;
+                }
+                let ms = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 1_000_000,
+                };
+                libc::nanosleep(&ms, std::ptr::null_mut());
+            }
+        }
+    }
 }
 
 /// Tracing of one FUSE connection in progress.
@@ -358,6 +454,8 @@ pub(crate) struct Tracer {
     dir: PathBuf,
     stop: Arc<AtomicBool>,
     reader: Option<JoinHandle<Tally>>,
+    /// Its slot in [`LIVE`], while it has one.
+    slot: Option<usize>,
 }
 
 impl Tracer {
@@ -386,9 +484,11 @@ impl Tracer {
             dir,
             stop: Arc::new(AtomicBool::new(false)),
             reader: None,
+            slot: None,
         };
         t.configure(conn)?;
         let pipes = t.open_pipes()?;
+        t.slot = t.register(&pipes);
         let page = fs::read_to_string(t.dir.join("buffer_subbuf_size_kb"))
             .ok()
             .and_then(|v| v.trim().parse::<usize>().ok())
@@ -401,6 +501,46 @@ impl Tracer {
         t.reader = Some(h);
         t.write("events/fuse/enable", "1")?;
         Ok(t)
+    }
+
+    /// Takes a slot in [`LIVE`] for this instance and its `pipes`; `None`
+    /// when all are taken (the next tracer then removes it if the process
+    /// exits at once).
+    fn register(&self, pipes: &[fs::File]) -> Option<usize> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::io::AsRawFd;
+        let c = |p: PathBuf| CString::new(p.as_os_str().as_bytes()).ok();
+        let live = Box::new(Live {
+            tracing_on: c(self.dir.join("tracing_on"))?,
+            enable: c(self.dir.join("events/fuse/enable"))?,
+            dir: c(self.dir.clone())?,
+            pipes: pipes.iter().map(|f| f.as_raw_fd()).collect(),
+        });
+        let p = Box::into_raw(live);
+        for (i, slot) in LIVE.iter().enumerate() {
+            if slot
+                .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Some(i);
+            }
+        }
+        // SAFETY: `p` was not published; it is ours to free.
+        drop(unsafe { Box::from_raw(p) });
+        None
+    }
+
+    /// Gives the slot back (before the pipes are closed), freeing it unless
+    /// a signal handler took it.
+    fn unregister(&mut self) {
+        if let Some(i) = self.slot.take() {
+            let p = LIVE[i].swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: from Box::into_raw in `register`; the swap gave
+                // it back to this tracer alone.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
     }
 
     /// The instance's per-CPU raw pipes, opened non-blocking.
@@ -428,8 +568,15 @@ impl Tracer {
         Ok(out)
     }
 
+    /// Writes a setting of the instance into the file tracefs made for it,
+    /// never creating one.
     fn write(&self, rel: &str, v: &str) -> Result<(), String> {
-        fs::write(self.dir.join(rel), v).map_err(|e| format!("tracefs {rel}: {e}"))
+        use std::io::Write;
+        fs::OpenOptions::new()
+            .write(true)
+            .open(self.dir.join(rel))
+            .and_then(|mut f| f.write_all(v.as_bytes()))
+            .map_err(|e| format!("tracefs {rel}: {e}"))
     }
 
     fn configure(&self, conn: u32) -> Result<(), String> {
@@ -472,6 +619,7 @@ impl Tracer {
     }
 
     fn stop_and_collect(&mut self) -> Result<FuseRequests, String> {
+        self.unregister();
         let _ = self.write("tracing_on", "0");
         self.stop.store(true, Ordering::Relaxed);
         let tally = self.reader.take().map(|h| {
@@ -655,11 +803,34 @@ mod tests {
     }
 
     #[test]
+    fn only_instances_named_as_ioscales_own_have_a_pid() {
+        assert_eq!(instance_pid("ioscale-123-0"), Some(123));
+        assert_eq!(instance_pid("ioscale-123-45"), Some(123));
+        for other in [
+            "ioscale-123-mine",
+            "ioscale-123-",
+            "ioscale--0",
+            "ioscale-+1-0",
+            "ioscale-1-2-3",
+            "ioscale-99999999999-0",
+            "trace-1-0",
+        ] {
+            assert_eq!(instance_pid(other), None, "{other}");
+        }
+    }
+
+    #[test]
     fn a_missing_tracefs_is_a_reason() {
         let e = tracefs_root(Some("/nonexistent".into())).unwrap_err();
         assert!(e.contains("tracefs not mounted at /nonexistent"), "{e}");
         assert!(e.contains("mount -t tracefs"), "{e}");
         let e = tracefs_root(Some("off".into())).unwrap_err();
         assert_eq!(e, "turned off (IOSCALE_TRACEFS=off)");
+        // Looking like tracefs is not enough.
+        let d = std::env::temp_dir().join(format!("ioscale-fake-tracefs-{}", std::process::id()));
+        fs::create_dir_all(d.join("instances")).unwrap();
+        let e = tracefs_root(Some(d.clone().into())).unwrap_err();
+        fs::remove_dir_all(&d).unwrap();
+        assert!(e.contains("is not a tracefs mount"), "{e}");
     }
 }

@@ -33,7 +33,7 @@
 mod fusetrace;
 mod rawtrace;
 
-pub use fusetrace::{FuseRequests, OpRequests, Replies};
+pub use fusetrace::{remove_live_instances, FuseRequests, OpRequests, Replies};
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -77,7 +77,119 @@ pub struct Resources {
     pub fs_type: String,
 }
 
+/// A figure in a [`Resources`] read back from a record that no
+/// measurement gives (see [`Resources::check`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Implausible {
+    /// Where it is, from `resources` down (`fuse.requests.write.time_s`).
+    pub field: String,
+    /// The value found.
+    pub value: String,
+    /// Why no measurement gives it.
+    pub why: &'static str,
+}
+
 impl Resources {
+    /// Refuses figures no measurement gives, as a record read back may
+    /// hold: every rate, time and share finite and not negative; of the
+    /// traced FUSE requests, no more answered than sent, no more errors
+    /// than answered, no more send-to-reply time than the answered
+    /// requests can have taken within the traced phase, and a total that
+    /// fits in 64 bits.
+    pub fn check(&self) -> Result<(), Implausible> {
+        let bad = |field: String, value: String, why| Err(Implausible { field, value, why });
+        let mut reals: Vec<(String, f64)> = vec![
+            ("elapsed_s".into(), self.elapsed_s),
+            ("self_cores".into(), self.self_cores),
+            ("machine_busy_cores".into(), self.machine_busy_cores),
+        ];
+        if let Some(w) = self.self_cpu_wait {
+            reals.push(("self_cpu_wait".into(), w));
+        }
+        if let Some(t) = &self.top_other {
+            reals.push(("top_other.cores".into(), t.cores));
+        }
+        if let Some(d) = &self.device {
+            for (name, v) in [
+                ("util", d.util),
+                ("avg_queue", d.avg_queue),
+                ("avg_request_bytes", d.avg_request_bytes),
+                ("iops", d.iops),
+                ("read_mib_s", d.read_mib_s),
+                ("write_mib_s", d.write_mib_s),
+                ("await_ms", d.await_ms),
+            ] {
+                reals.push((format!("device.{name}"), v));
+            }
+        }
+        if let Some(f) = &self.fuse {
+            if let Some(w) = f.waiting_avg {
+                reals.push(("fuse.waiting_avg".into(), w));
+            }
+            if let Some(d) = &f.daemon {
+                reals.push(("fuse.daemon.cores".into(), d.cores));
+            }
+            if let Some(r) = &f.requests {
+                let mut counts: Vec<(String, u64)> = Vec::new();
+                for (name, o) in [("write", &r.write), ("read", &r.read)] {
+                    let at = |x: &str| format!("fuse.requests.{name}.{x}");
+                    reals.push((at("mean_bytes"), o.mean_bytes));
+                    reals.push((at("time_s"), o.time_s));
+                    if let Some(m) = o.mean_us {
+                        reals.push((at("mean_us"), m));
+                    }
+                    if o.answered > o.count {
+                        return bad(at("answered"), o.answered.to_string(), MORE_THAN_SENT);
+                    }
+                    if o.errors > o.answered {
+                        return bad(at("errors"), o.errors.to_string(), MORE_THAN_ANSWERED);
+                    }
+                    if o.time_s > o.answered as f64 * (self.elapsed_s + TRACE_SLACK_S) {
+                        return bad(at("time_s"), o.time_s.to_string(), LONGER_THAN_TRACED);
+                    }
+                    counts.push((at("count"), o.count));
+                }
+                for (op, n) in &r.other {
+                    counts.push((format!("fuse.requests.other.{op}"), *n));
+                }
+                for (op, x) in &r.other_replies {
+                    let at = |f: &str| format!("fuse.requests.other_replies.{op}.{f}");
+                    reals.push((at("time_s"), x.time_s));
+                    if x.answered > r.other.get(op).copied().unwrap_or(0) {
+                        return bad(at("answered"), x.answered.to_string(), MORE_THAN_SENT);
+                    }
+                    if x.errors > x.answered {
+                        return bad(at("errors"), x.errors.to_string(), MORE_THAN_ANSWERED);
+                    }
+                    if x.time_s > x.answered as f64 * (self.elapsed_s + TRACE_SLACK_S) {
+                        return bad(at("time_s"), x.time_s.to_string(), LONGER_THAN_TRACED);
+                    }
+                }
+                let fits = counts
+                    .iter()
+                    .try_fold(0u64, |a, (_, n)| a.checked_add(*n))
+                    .is_some();
+                if let (false, Some((field, n))) = (fits, counts.iter().max_by_key(|c| c.1)) {
+                    return bad(
+                        field.clone(),
+                        n.to_string(),
+                        "makes more requests in all than 64 bits count",
+                    );
+                }
+            }
+        }
+        for (field, v) in reals {
+            if !v.is_finite() || v < 0.0 {
+                return bad(
+                    field,
+                    v.to_string(),
+                    "must be a finite number, not negative",
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Fraction of all CPUs the machine kept busy (0..1).
     pub fn machine_busy_fraction(&self) -> f64 {
         if self.cpus == 0 {
@@ -165,6 +277,14 @@ impl Resources {
         Some(out)
     }
 }
+
+const MORE_THAN_SENT: &str = "is more replies than requests sent";
+const LONGER_THAN_TRACED: &str =
+    "is longer than its replies can take: each request is sent and answered while the phase is traced";
+/// How much longer than the phase (`elapsed_s`) its trace may run: it is
+/// switched on before the phase's first snapshot and off after its last.
+const TRACE_SLACK_S: f64 = 1.0;
+const MORE_THAN_ANSWERED: &str = "is more errors than replies";
 
 /// The resources one phase of one repetition used, as a driver measured
 /// them with [`Probe`] around it.

@@ -68,7 +68,9 @@ pub use input::{open_bounded, read_bounded, MAX_RECORD_BYTES};
 pub use lock::{
     lock_name, start_ticks, Holder, Liveness, LockOptions, SetLock, TryLock, LOCK_SUFFIX,
 };
-pub use output::{check_output, write_output, write_output_until, OutputTarget, OutputWritten};
+pub use output::{
+    check_output, place_of, write_output, write_output_until, OutputTarget, OutputWritten, Place,
+};
 pub use replace::{
     is_own_temp_name, rename_unsupported, replace_at, replace_at_unsynced, temp_base, temp_name,
     write_in_place, Written, TEMP_TAG,

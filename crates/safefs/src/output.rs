@@ -8,6 +8,11 @@
 //! | a regular file, a link to one, or a missing name in an existing directory | replaces it atomically: a temporary file beside it (beside the link's target for a link), `fsync`, rename; in place when the file system cannot rename; the temporary file removed on any failure |
 //! | anything else: a directory, a block device, a socket, a dangling link, a missing directory | refuses before writing ([`FlagError::exit_code`] 2, naming the flag) |
 //!
+//! Two outputs of one command must not take one [`Place`] (the later would
+//! replace the earlier), nor an output the place of a file the run reads
+//! or writes: the binary checks both with [`OutputTarget::place`] and
+//! [`place_of`].
+//!
 //! Call [`check_output`] for every output flag before the run starts (so a
 //! bad path costs no benchmark time), and [`write_output`] when the bytes
 //! are ready. A write error (ENOSPC from `/dev/full`, EPIPE) is an I/O
@@ -46,6 +51,52 @@ pub enum OutputTarget {
         /// The file's name in it.
         name: std::ffi::OsString,
     },
+}
+
+/// Where a file is named: its directory's (device, inode) and its name
+/// in it. Two paths with one place name one file however they are
+/// spelled (`d/x`, `d/./x`, `e/../d/x`, a link to `d/x`); replacing one
+/// replaces the other. (Hard links are two places: replacing one name
+/// leaves the other's data.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    dev: u64,
+    ino: u64,
+    name: std::ffi::OsString,
+}
+
+impl OutputTarget {
+    /// The place a replaced file takes ([`OutputTarget::Replace`]); `None`
+    /// for a stream, which is written into and takes any number of
+    /// outputs one after another.
+    pub fn place(&self) -> Option<Place> {
+        match self {
+            OutputTarget::Replace { dir, name } => place_in(dir, name),
+            _ => None,
+        }
+    }
+}
+
+/// The place of `path` (a file read or written, or about to be made),
+/// a symbolic link followed to its target as an output's would be;
+/// `None` when its directory cannot be found or it names no file.
+pub fn place_of(path: &Path) -> Option<Place> {
+    let resolved = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).ok()?,
+        _ => path.to_path_buf(),
+    };
+    let (dir, name) = split(&resolved);
+    place_in(&dir, name?)
+}
+
+fn place_in(dir: &Path, name: &OsStr) -> Option<Place> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(dir).ok()?;
+    Some(Place {
+        dev: m.dev(),
+        ino: m.ino(),
+        name: name.to_os_string(),
+    })
 }
 
 fn kind_of(m: &std::fs::Metadata) -> Kind {

@@ -48,7 +48,14 @@ pub enum UnitError {
         "'{0}' is not a valid range (write it as START..END or START..ENDxFACTOR, e.g. 1..64x2)"
     )]
     BadRange(String),
+    /// A list or range gives more values than a list takes.
+    #[error("'{0}' gives more than {MAX_LIST} values")]
+    TooMany(String),
 }
+
+/// The most values [`parse_list`] gives: a range that would give more is
+/// refused as it is expanded, before it takes memory.
+pub const MAX_LIST: usize = 1_000_000;
 
 /// `text` trimmed, split into its number (digits and dots) and the unit
 /// after it; empty and negative values are refused.
@@ -209,7 +216,7 @@ where
             };
             let mut v = start;
             while v <= end {
-                out.push(v);
+                push(&mut out, v, t)?;
                 let next = if mul {
                     v.checked_mul(by)
                 } else {
@@ -220,14 +227,20 @@ where
                     None => break,
                 };
             }
-            if out.len() > 1_000_000 {
-                return Err(UnitError::BadRange(part.to_string()));
-            }
         } else {
-            out.push(item(part)?);
+            push(&mut out, item(part)?, t)?;
         }
     }
     Ok(out)
+}
+
+/// Adds `v` to the list `text` gives, refusing the value past [`MAX_LIST`].
+fn push(out: &mut Vec<u64>, v: u64, text: &str) -> Result<(), UnitError> {
+    if out.len() >= MAX_LIST {
+        return Err(UnitError::TooMany(text.to_string()));
+    }
+    out.push(v);
+    Ok(())
 }
 
 enum Step<'a> {
@@ -357,6 +370,18 @@ mod tests {
         assert!(parse_list("8..1", parse_count).is_err());
         assert!(parse_list("1..8x1", parse_count).is_err());
         assert!(parse_list("0..8x2", parse_count).is_err());
+        // A range past the limit is refused as it grows, not once built.
+        let e = parse_list(&format!("1..{}", u64::MAX), parse_count).unwrap_err();
+        assert!(matches!(e, UnitError::TooMany(_)), "{e}");
+        assert_eq!(
+            parse_list("1..1000000", parse_count).unwrap().len(),
+            MAX_LIST
+        );
+        let e = parse_list("1..1000000,7", parse_count).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "'1..1000000,7' gives more than 1000000 values"
+        );
     }
 
     #[test]

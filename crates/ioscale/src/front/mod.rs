@@ -85,7 +85,7 @@ pub(crate) fn write_record(command: &str, p: Option<&Path>, rs: &ResultSet) -> i
         .exporter()
         .render(rs)
         .map_err(anyhow::Error::from)
-        .and_then(|b| crate::output::write_atomic(p, &b));
+        .and_then(|b| crate::output::write_named("--record", p, &b));
     match written {
         Ok(()) => 0,
         Err(e) => {

@@ -34,6 +34,10 @@ enum Placement {
     Simulated(PathBuf),
 }
 
+/// The most ranks simulated nodes run (all on this machine), as
+/// `--threads` is at most 4096 workers.
+const MAX_SIMULATED_RANKS: u64 = 4096;
+
 /// What `--nodes` asks for, checked.
 struct NodesPlan {
     nodes: Vec<u32>,
@@ -53,6 +57,7 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
     // this process then merges them instead of dying first (a second
     // signal still ends it).
     let stop = crate::install_signals()?;
+    let by_signal = super::signal_flags()?;
     let scratch = std::env::temp_dir().join(format!("ioscale-sweep-nodes.{}", std::process::id()));
     std::fs::create_dir(&scratch)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;
@@ -63,10 +68,16 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
     }
     let _ = std::fs::remove_dir(&scratch);
     let (records, exit) = result?;
-    let Some(rec) = merge(args, &np, records) else {
+    let Some(mut rec) = merge(args, &np, records) else {
         eprintln!("ioscale: error: no node count finished a point");
         return Ok(exit.max(1));
     };
+    // Stopped here, between two launches: no launch's record says so.
+    if let Some((sig, _)) = by_signal.iter().find(|(_, f)| f.load(Ordering::Relaxed)) {
+        rec.interrupted = true;
+        rec.stop_reason
+            .get_or_insert_with(|| format!("interrupted by {sig}"));
+    }
     let wrote = emit_sweep(&rec, args);
     if rec.points.len() < rec.points_total {
         let how = match &args.json {
@@ -113,7 +124,29 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
             "--nodes launches the ranks itself: run `ioscale sweep --nodes …` without mpirun or srun".into(),
         ));
     }
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(n) = nodes.iter().find(|&&n| !seen.insert(n)) {
+        return Err(Usage(format!(
+            "--nodes: {n} is given twice (each node count runs once)"
+        )));
+    }
     let most = nodes.iter().copied().max().unwrap_or(1);
+    // Every count's ranks must be ranks MPI can number (a C int), and
+    // simulated nodes run all of theirs on this machine.
+    let ranks = u64::from(most) * u64::from(per_node);
+    let (limit, why) = if args.hosts.is_some() {
+        (i32::MAX as u64, "MPI numbers ranks with a C int")
+    } else {
+        (
+            MAX_SIMULATED_RANKS,
+            "simulated nodes run every rank on this machine",
+        )
+    };
+    if ranks > limit {
+        return Err(Usage(format!(
+            "--nodes {most} × --ranks-per-node {per_node} is {ranks} ranks: at most {limit} ({why})"
+        )));
+    }
     let placement = match &args.hosts {
         Some(h) => {
             let hosts: Vec<String> = super::words(&Some(h.clone()));
@@ -128,15 +161,15 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         None => Placement::Simulated(sim_script(args)?),
     };
     let plan = plan(args)?;
-    for (flag, p) in [
-        ("--json", &args.json),
-        ("--csv", &args.csv),
-        ("--html", &args.html),
-    ] {
-        if let Some(p) = p {
-            crate::check_output_path(flag, p).map_err(|e| Usage(format!("{e:#}")))?;
-        }
-    }
+    crate::check_output_set(
+        &[
+            ("--json", args.json.as_deref()),
+            ("--csv", args.csv.as_deref()),
+            ("--html", args.html.as_deref()),
+        ],
+        &[],
+    )
+    .map_err(|e| Usage(format!("{e:#}")))?;
     let saved = if args.resume {
         Some(load_saved(args, &plan, &nodes)?)
     } else {
@@ -287,6 +320,13 @@ fn launch_all(
     let mut exit = 0;
     let mut stopped = false;
     for &n in &np.nodes {
+        // A signal between two launches (while the last one's points were
+        // merged and written) stops the sweep here, as one during a launch
+        // does.
+        if !stopped && stop.load(Ordering::Relaxed) {
+            exit = exit.max(130);
+            stopped = true;
+        }
         let json = record_path(scratch, n);
         let done = np
             .saved

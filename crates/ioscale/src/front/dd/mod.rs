@@ -102,7 +102,19 @@ impl Front for Dd {
                 eprintln!("dd: note: {n}");
             }
         }
-        crate::check_outputs(coord, &[("--record", a.record.as_deref())])?;
+        // The record must not replace a file dd reads or writes.
+        let operand = if matches!(spec.ops.first(), Some(spec::Op::Read)) {
+            "if="
+        } else {
+            "of="
+        };
+        let data: Vec<(&str, &std::path::Path)> = match &spec.naming {
+            spec::FileNaming::Dd { paths, .. } => {
+                paths.iter().map(|p| (operand, p.as_path())).collect()
+            }
+            _ => Vec::new(),
+        };
+        crate::check_outputs_beside(coord, &[("--record", a.record.as_deref())], &data)?;
         let stop = crate::install_signals()?;
         let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
         // dd prints each job's records, bytes and time: with one job per

@@ -547,14 +547,14 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
     }
-    for (flag, p) in [
-        ("--output", &cli.output),
-        ("--ioscale-json", &cli.ioscale_json),
-    ] {
-        if let Some(p) = p {
-            crate::check_output_path(flag, p).map_err(Failure::refused)?;
-        }
-    }
+    crate::check_output_set(
+        &[
+            ("--output", cli.output.as_deref()),
+            ("--ioscale-json", cli.ioscale_json.as_deref()),
+        ],
+        &[],
+    )
+    .map_err(Failure::refused)?;
     let stop = crate::install_signals()?;
     let mut argv = vec!["fio".to_string()];
     argv.extend(args.iter().cloned());

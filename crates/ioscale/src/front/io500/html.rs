@@ -21,6 +21,49 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or(0.0)
 }
 
+/// Refuses a figure no io500 run gives, as a record edited or damaged
+/// after the run may hold (the record is read as JSON values, so each
+/// figure is looked at here): the scores, and each phase's durations,
+/// rates, CPU times and latencies, finite and not negative; each phase's
+/// measured resources as [`probe::Resources::check`] has them. Returns
+/// the field, its value and why.
+pub fn check_figures(rec: &Value) -> Result<(), String> {
+    let bad = |field: String, v: &Value, why: &str| Err(format!("{field} = {v}: {why}"));
+    let real = |field: String, v: &Value| match v {
+        Value::Null => Ok(()),
+        Value::Number(n) if n.as_f64().is_some_and(|x| x.is_finite() && x >= 0.0) => Ok(()),
+        _ => bad(field, v, "must be a finite number, not negative"),
+    };
+    for part in ["total", "bw_gib_s", "md_kiops"] {
+        for score in ["score", "scorex"] {
+            real(format!("{score}.{part}"), &rec[score][part])?;
+        }
+    }
+    for (i, ph) in rec["phases"].as_array().into_iter().flatten().enumerate() {
+        for name in [
+            "elapsed_s",
+            "score",
+            "bw_mib_s",
+            "iops",
+            "cpu_user_s",
+            "cpu_sys_s",
+        ] {
+            real(format!("phases[{i}].{name}"), &ph[name])?;
+        }
+        for (k, v) in ph["lat_us"].as_object().into_iter().flatten() {
+            real(format!("phases[{i}].lat_us.{k}"), v)?;
+        }
+        if ph["resources"].is_null() {
+            continue;
+        }
+        let r: probe::Resources = serde_json::from_value(ph["resources"].clone())
+            .map_err(|e| format!("phases[{i}].resources: not a measurement ioscale writes: {e}"))?;
+        r.check()
+            .map_err(|b| format!("phases[{i}].resources.{} = {}: {}", b.field, b.value, b.why))?;
+    }
+    Ok(())
+}
+
 /// Whether `rec` is an io500 record (as `ioscale io500 --json` writes).
 pub fn is_io500(rec: &Value) -> bool {
     rec["command"] == "io500" && rec["tool"] == "ioscale" && rec["phases"].is_array()
@@ -37,7 +80,10 @@ fn spread(ph: &Value, tasks_per_rank: u64) -> Option<((u64, u64), (u64, u64))> {
         .map(|t| t["items"].as_u64().unwrap_or(0))
         .collect();
     let per = tasks_per_rank.max(1) as usize;
-    let ranks: Vec<u64> = items.chunks(per).map(|c| c.iter().sum()).collect();
+    let ranks: Vec<u64> = items
+        .chunks(per)
+        .map(|c| c.iter().fold(0u64, |a, n| a.saturating_add(*n)))
+        .collect();
     let mm = |v: &[u64]| (*v.iter().min().unwrap_or(&0), *v.iter().max().unwrap_or(&0));
     Some((mm(&items), mm(&ranks)))
 }
@@ -391,6 +437,12 @@ pub fn report(args: &crate::report_cmd::ReportArgs) -> Option<crate::exit::Exit>
     let rec: Value = serde_json::from_slice(&bytes).ok()?;
     if !is_io500(&rec) {
         return None;
+    }
+    if let Err(e) = check_figures(&rec) {
+        return Some(Err(Failure::Refused(format!(
+            "{}: {e}; the record was changed or damaged after the run",
+            args.file.display()
+        ))));
     }
     for (flag, given) in [("--csv", args.csv.is_some()), ("--png", args.png.is_some())] {
         if given {

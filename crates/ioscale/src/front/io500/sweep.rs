@@ -214,11 +214,10 @@ fn checked(a: &SweepArgs, coord: &dyn Coordinator) -> Result<(Vec<String>, Vec<u
         .map_err(Failure::usage)?;
     let mut bad = Ok(());
     if root {
-        for (flag, p) in [("--json", &a.json), ("--csv", &a.csv)] {
-            if let Some(p) = p {
-                bad = bad.and_then(|()| crate::check_output_path(flag, p));
-            }
-        }
+        bad = crate::check_output_set(
+            &[("--json", a.json.as_deref()), ("--csv", a.csv.as_deref())],
+            &[],
+        );
     }
     bench::cluster::root_check(coord, bad).map_err(|e| match e {
         Some(e) => Failure::refused(format!("{e:#}")),

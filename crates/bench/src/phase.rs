@@ -36,12 +36,109 @@ use std::sync::Arc;
 use coord::Coordinator;
 use probe::{PhaseProbe, Probe};
 use report::{PhaseRecord, ResultSet};
+use stats::LatencyHistogram;
 
 use crate::cluster::{Layout, PhaseOut, Sample};
 use crate::error::Error;
 use crate::record::{failure_record, other_rank_failed, record_phase};
-use crate::run::{Options, Outcome, PhaseLatency};
 use crate::topology::Topology;
+
+/// What a finished (or stopped) run hands back to the caller.
+pub struct Outcome {
+    /// The record.
+    pub results: ResultSet,
+    /// Lines for standard error: cleanup notes and the like.
+    pub notes: Vec<String>,
+    /// What each timed phase used (CPU, device, FUSE connection), when
+    /// [`Options::probe`] asked for it; rank 0's measurement under MPI.
+    pub probes: Vec<PhaseProbe>,
+    /// Each recorded phase's latency histogram per worker of this process
+    /// (`phase` indexes `results.phases`), for front-ends that print more
+    /// of the distribution than the record keeps (fio's stdev, buckets and
+    /// per-clone lines).
+    pub latency: Vec<PhaseLatency>,
+}
+
+/// The latency histograms of one recorded phase, one per worker.
+#[derive(Clone)]
+pub struct PhaseLatency {
+    /// Index into the record's `phases`.
+    pub phase: usize,
+    /// (worker, its histogram), for the workers this process ran.
+    pub workers: Vec<(u32, LatencyHistogram)>,
+    /// (worker, what its thread used over the phase).
+    pub usage: Vec<(u32, engine::ThreadUsage)>,
+    /// (worker, its latencies by direction), where the engine kept them
+    /// ([`engine::worker::set_detail`]).
+    pub detail: Vec<(u32, engine::DirLatency)>,
+}
+
+/// How a driver runs beyond what the spec says: what a sweep asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Measure the resources of every timed phase with [`probe::Probe`]
+    /// (rank 0 only). The probe reads /proc and sysfs before and after
+    /// the phase and samples from a thread of its own, never in the
+    /// workers' I/O loop.
+    pub probe: bool,
+    /// A repetition whose phase failed ends there, its record and errors
+    /// kept, and the next repetition runs; without it the first failure
+    /// ends the run.
+    pub keep_going: bool,
+    /// Across MPI ranks, rank 0 receives one pre-merged summary per node
+    /// (and one per rank of its own node) instead of every worker's
+    /// sample: the record is the same but for the per-worker rows
+    /// (`workers`, `files.threads`), which then hold none (`--per-worker`
+    /// off). Without it every worker's sample is gathered as well, and
+    /// the rows are kept. One process always keeps them.
+    pub node_summary: bool,
+    /// With `node_summary`, rank 0 still receives a few numbers per
+    /// worker (its [`Sample::Brief`](crate::cluster::Sample::Brief):
+    /// records or files, bytes, times, a status), for front-ends that print
+    /// a line per worker (smallfile's threads, dd's jobs). The record's
+    /// per-worker rows (`workers`, `files.threads`) are made of those
+    /// numbers, the same rows as from whole samples; a few dozen bytes a
+    /// worker at rank 0 instead of 280–330 for its sample.
+    pub brief_rows: bool,
+    /// The number of the first repetition (0 unless told). A sweep that
+    /// interleaves the repetitions of several points runs each of them
+    /// alone (`reps` 1) under its own number, so its random offsets, its
+    /// progress line and its record are those of that repetition, and a
+    /// repetition after the first is treated as one (a pause before it,
+    /// caches dropped before its first phase).
+    pub first_rep: u32,
+}
+
+impl Options {
+    /// What rank 0 gathers per worker under MPI.
+    pub fn rows(&self) -> crate::cluster::Rows {
+        use crate::cluster::Rows;
+        match (self.node_summary, self.brief_rows) {
+            (false, _) => Rows::Full,
+            (true, true) => Rows::Brief,
+            (true, false) => Rows::None,
+        }
+    }
+}
+
+impl Outcome {
+    /// 0 clean, 1 I/O errors or verification failures, 130 interrupted.
+    pub fn exit_code(&self) -> i32 {
+        if self.results.interrupted {
+            130
+        } else if !self.results.errors.is_empty()
+            || self
+                .results
+                .phases
+                .iter()
+                .any(|p| p.verify.as_ref().is_some_and(|v| v.bad_bytes > 0) || p.errors > 0)
+        {
+            1
+        } else {
+            0
+        }
+    }
+}
 
 /// What the driver does after a phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,12 +19,15 @@ use coord::{Coordinator, PhaseSignals, Signal};
 use engine::meta::MetaSample;
 use engine::{IoFailure, PhaseControl, VerifyTally, WorkerSample};
 use report::{ClusterInfo, HostInfo, NodePhase, PhaseRecord, RankPhase};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stats::{IoCounters, LatencyHistogram};
 
-use crate::digest::{Digest, MetaSums, RunSums, Share, Sums};
+use crate::digest::{Digest, MetaSums, RunSums, Share};
 use crate::error::Error;
+
+// The samples' trait lives with the digest that folds them; it is named
+// here too, beside its two implementations.
+pub use crate::digest::Sample;
 
 /// A [`WorkerSample`] in a form serde can carry: its counters and times,
 /// not its latency histogram. Samples cross ranks only for the per-worker
@@ -263,53 +266,6 @@ fn failure_of(
         None => Err(format!(
             "worker {worker} failed but its summary names no failure"
         )),
-    }
-}
-
-/// A per-worker sample that crosses between ranks: the data driver's
-/// [`WorkerSample`] or the metadata driver's [`MetaSample`].
-pub trait Sample: Sized + Send {
-    /// Its serde form.
-    type Wire: Serialize + DeserializeOwned;
-    /// To the wire.
-    fn to_wire(&self) -> Self::Wire;
-    /// From the wire; an error means mismatched binaries.
-    fn from_wire(w: Self::Wire) -> Result<Self, String>;
-    /// The few numbers of its per-worker line ([`Rows::Brief`]), in the
-    /// binary wire form.
-    type Brief: Serialize + DeserializeOwned;
-    /// Its brief.
-    fn brief(&self) -> Self::Brief;
-    /// A sample holding a brief's numbers (zero elsewhere, no latency
-    /// histogram) and, when it failed, its failure from the phase's
-    /// merged `failures`; an error means mismatched binaries.
-    fn from_brief(b: Self::Brief, failures: &[(u32, IoFailure)]) -> Result<Self, String>;
-    /// Global worker index.
-    fn worker(&self) -> u32;
-    /// The worker failed.
-    fn failed(&self) -> bool;
-    /// The worker stopped at the time limit.
-    fn hit_deadline(&self) -> bool;
-    /// When it started, ns after its rank's phase epoch.
-    fn start_ns(&self) -> u64;
-    /// When it finished, ns after its rank's phase epoch.
-    fn end_ns(&self) -> u64;
-    /// Its latency histogram.
-    fn hist(&self) -> &LatencyHistogram;
-    /// The error that stopped it.
-    fn failure(&self) -> Option<&IoFailure>;
-    /// Bytes it moved.
-    fn bytes(&self) -> u64;
-    /// Requests (data) or files (metadata) it completed.
-    fn ops(&self) -> u64;
-    /// What the phase record sums over workers.
-    type Sums: Sums;
-    /// Adds this worker to the sums.
-    fn add_to(&self, sums: &mut Self::Sums);
-    /// Adjusts this rank's samples once every rank agreed on the
-    /// stonewall (`first_done_ns`), before they are reduced.
-    fn settle(samples: &mut [Self], first_done_ns: u64) {
-        let _ = (samples, first_done_ns);
     }
 }
 

@@ -17,13 +17,59 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use stats::{IoCounters, LatencyHistogram, SparseHistogram};
 
-use crate::cluster::Sample;
-
 /// The kind-specific part of a [`Digest`]: what the data or metadata
 /// record sums over workers. Merging must be exact and order-free.
 pub trait Sums: Serialize + DeserializeOwned + Default + Clone + std::fmt::Debug {
     /// Adds another group's sums to these.
     fn merge(&mut self, other: Self);
+}
+
+/// A per-worker sample that crosses between ranks: the data driver's
+/// [`WorkerSample`](engine::WorkerSample) or the metadata driver's
+/// [`MetaSample`](engine::meta::MetaSample).
+pub trait Sample: Sized + Send {
+    /// Its serde form.
+    type Wire: Serialize + DeserializeOwned;
+    /// To the wire.
+    fn to_wire(&self) -> Self::Wire;
+    /// From the wire; an error means mismatched binaries.
+    fn from_wire(w: Self::Wire) -> Result<Self, String>;
+    /// The few numbers of its per-worker line ([`Rows::Brief`](crate::cluster::Rows::Brief)), in the
+    /// binary wire form.
+    type Brief: Serialize + DeserializeOwned;
+    /// Its brief.
+    fn brief(&self) -> Self::Brief;
+    /// A sample holding a brief's numbers (zero elsewhere, no latency
+    /// histogram) and, when it failed, its failure from the phase's
+    /// merged `failures`; an error means mismatched binaries.
+    fn from_brief(b: Self::Brief, failures: &[(u32, IoFailure)]) -> Result<Self, String>;
+    /// Global worker index.
+    fn worker(&self) -> u32;
+    /// The worker failed.
+    fn failed(&self) -> bool;
+    /// The worker stopped at the time limit.
+    fn hit_deadline(&self) -> bool;
+    /// When it started, ns after its rank's phase epoch.
+    fn start_ns(&self) -> u64;
+    /// When it finished, ns after its rank's phase epoch.
+    fn end_ns(&self) -> u64;
+    /// Its latency histogram.
+    fn hist(&self) -> &LatencyHistogram;
+    /// The error that stopped it.
+    fn failure(&self) -> Option<&IoFailure>;
+    /// Bytes it moved.
+    fn bytes(&self) -> u64;
+    /// Requests (data) or files (metadata) it completed.
+    fn ops(&self) -> u64;
+    /// What the phase record sums over workers.
+    type Sums: Sums;
+    /// Adds this worker to the sums.
+    fn add_to(&self, sums: &mut Self::Sums);
+    /// Adjusts this rank's samples once every rank agreed on the
+    /// stonewall (`first_done_ns`), before they are reduced.
+    fn settle(samples: &mut [Self], first_done_ns: u64) {
+        let _ = (samples, first_done_ns);
+    }
 }
 
 /// One node's or one rank's share of a phase: its workers, what they

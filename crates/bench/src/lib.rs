@@ -12,13 +12,14 @@
 //!   and removing exactly those again — every file-system mutation of a
 //!   dataset goes through it.
 //! - `phase`: how a phase runs — the one driver loop both workload kinds
-//!   share (repetitions, layout, probe, record, stop and failure rules).
+//!   share (repetitions, layout, probe, record, stop and failure rules),
+//!   with its options and outcome (named by [`run`] for its callers).
 //! - [`run`] / [`meta`]: the data and metadata workloads, each a kind of
 //!   that driver: their checks, setup, plans, reduction and cleanup.
 //! - [`cluster`]: threads × ranks: running a phase on every worker of every
 //!   rank, the wire types, and the reduction's rank-level half.
 //! - [`digest`]: a phase's samples folded per rank and node, so rank 0
-//!   need not hold every worker's.
+//!   need not hold every worker's; the [`digest::Sample`] trait they share.
 //! - [`error`]: the one error type, with its exit code.
 //! - [`topology`]: ranks, nodes, threads per rank and worker ids, once.
 //! - [`host`]: what is recorded about the machine and the target.

@@ -13,8 +13,6 @@
 //!   it once (`TOOL: error: MESSAGE`, on rank 0 only) and exits with
 //!   [`Failure::code`]. Nothing matches message text to find a code.
 
-use crate::front::Usage;
-
 /// What a command returns (see the module docs): the outcome code of a run
 /// that happened, or why it could not run.
 pub type Exit = Result<i32, Failure>;
@@ -47,6 +45,18 @@ pub enum Failure {
     /// nothing more.
     Said(i32),
 }
+
+/// A command line the front-end refuses: printed with exit code 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
 
 impl Failure {
     /// A command line that cannot run as given.

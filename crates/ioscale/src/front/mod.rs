@@ -31,6 +31,10 @@ use report::ResultSet;
 use crate::exit::{Exit, Failure};
 use serde::{Deserialize, Serialize};
 
+// A front-end's usage error is the binary's (`exit`); named here for the
+// front-ends' parsers.
+pub use crate::exit::Usage;
+
 /// A compatibility front-end: a tool's command line in, the tool's own
 /// layout out. Each one is a folder here — `mod.rs` (the driver, and this
 /// trait's impl), `parse.rs` (the tool's syntax into [`Front::Request`]) and
@@ -170,18 +174,6 @@ pub fn by_command(name: &str) -> Option<&'static FrontEnd> {
 pub fn by_program(program: &str) -> Option<&'static FrontEnd> {
     REGISTRY.iter().find(|f| f.program == program)
 }
-
-/// A command line the front-end refuses: printed with exit code 2.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
 
 /// A tool's single-letter options, as its getopt string would list them,
 /// and how they set the tool's parsed command line `A`.

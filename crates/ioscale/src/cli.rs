@@ -7,8 +7,10 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use spec::{parse_count, parse_duration, parse_size, Layout, Op, RawWorkload, SyncMode};
+
+use crate::args::{RecordFiles, Shown};
 
 /// Parallel storage benchmark: how throughput, IOPS and latency change as
 /// work is spread across threads, transfer sizes, sync modes and layouts.
@@ -55,7 +57,7 @@ pub enum Command {
     Sweep(Box<crate::sweep::SweepArgs>),
     /// Render a saved JSON record (sweep or run) again: table, CSV, HTML report, charts.
     #[command(after_help = crate::report_cmd::REPORT_EXAMPLES)]
-    Report(Box<crate::report_cmd::ReportArgs>),
+    Report(Box<crate::args::ReportArgs>),
     /// Put two or more saved records side by side with their ratios.
     #[command(after_help = crate::report_cmd::COMPARE_EXAMPLES)]
     Compare(crate::report_cmd::CompareArgs),
@@ -148,17 +150,6 @@ const RUN_EXAMPLES: &str = "Examples:
   ioscale run --progress plain --op write,read --reps 3 /mnt/fs
 
 Sizes: 4k 1m 2g (powers of 1024, as IOR and dd), 1MiB, 1MB (10^6), 512 (bytes).";
-
-/// Output formats for stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
-    /// The human table.
-    Text,
-    /// The canonical JSON record.
-    Json,
-    /// One CSV row per phase.
-    Csv,
-}
 
 /// The registry name of an `--engine` value: the older spellings
 /// `io-uring` and `uring` still mean `io_uring`. Whether the name exists is
@@ -316,37 +307,6 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub shown: Shown,
-}
-
-/// Where `run` and `meta` write the record, besides standard output.
-#[derive(Debug, Args)]
-pub struct RecordFiles {
-    /// Write the canonical JSON record to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write one CSV row per phase to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-}
-
-/// How `run` and `meta` show the run: standard output's format, or
-/// nothing, and the progress on standard error.
-#[derive(Debug, Args)]
-pub struct Shown {
-    /// Format for standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-
-    /// Print nothing on standard output (files named by --json/--csv are still written).
-    #[arg(short, long)]
-    pub quiet: bool,
-
-    /// Live progress on standard error: bar (a live line on a terminal),
-    /// plain (one line per finished phase, for logs), none; auto is bar on
-    /// a terminal, plain otherwise.
-    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
-    pub progress: crate::progress::ProgressMode,
 }
 
 const META_EXAMPLES: &str = "Examples:

@@ -7,6 +7,7 @@
 //! 130 interrupted (results so far kept); see [`exit`] for how a command
 //! returns one and where a failure is printed.
 
+mod args;
 mod cli;
 mod exit;
 mod front;
@@ -26,7 +27,8 @@ use anyhow::Context;
 use clap::Parser;
 use report::{ExportType, ResultSet};
 
-use crate::cli::{Cli, Command, Format, RunArgs};
+use crate::args::Format;
+use crate::cli::{Cli, Command, RunArgs};
 use crate::exit::{Exit, Failure};
 
 fn main() {

@@ -14,35 +14,9 @@ use analysis::{Loaded, SweepRecord};
 use clap::{Args, ValueEnum};
 use report::ExportType;
 
-use crate::cli::Format;
+use crate::args::{Format, ReportArgs, UnitsArg};
 use crate::exit::{Exit, Failure};
-use crate::sweep::{Outputs, UnitsArg, View};
-
-/// Flags of `ioscale report`.
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    /// A JSON record written by `ioscale sweep --json` or `ioscale run --json`.
-    pub file: PathBuf,
-
-    /// Write the self-contained HTML report to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-
-    /// Write the charts as PNG and SVG into directory DIR (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub png: Option<PathBuf>,
-
-    /// Write the CSV to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub view: View,
-
-    /// Print nothing on standard output.
-    #[arg(short, long)]
-    pub quiet: bool,
-}
+use crate::sweep::Outputs;
 
 /// Output formats of `ioscale compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

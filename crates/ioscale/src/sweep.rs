@@ -21,7 +21,8 @@ use clap::{Args, Parser, ValueEnum};
 use coord::Coordinator;
 use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
 
-use crate::cli::{Cli, Command, Format};
+use crate::args::{Format, View};
+use crate::cli::{Cli, Command};
 use crate::exit::{Exit, Failure};
 use crate::progress::{Display, ProgressMode};
 
@@ -41,39 +42,6 @@ impl Scale {
         match self {
             Scale::Total => "total",
             Scale::PerThread => "per-thread",
-        }
-    }
-}
-
-/// The unit system of a report (`--units`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum UnitsArg {
-    /// MiB/s (2^20 bytes per second).
-    #[default]
-    Iec,
-    /// MB/s (10^6 bytes per second), as the seed tables print it.
-    Si,
-}
-
-/// How `sweep` and `report` show a record: standard output's format and
-/// the unit of data rates.
-#[derive(Debug, Clone, Copy, Args)]
-pub struct View {
-    /// Format for standard output.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: Format,
-
-    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
-    #[arg(long, value_enum, default_value = "iec")]
-    pub units: UnitsArg,
-}
-
-impl UnitsArg {
-    /// The analysis's unit system.
-    pub fn units(self) -> analysis::Units {
-        match self {
-            UnitsArg::Iec => analysis::Units::Iec,
-            UnitsArg::Si => analysis::Units::Si,
         }
     }
 }
@@ -341,8 +309,8 @@ impl Lists {
 /// Refuses output flags given to the inner `run` or `meta` (`inner`):
 /// the sweep owns them.
 fn sweeps_own(
-    record: &crate::cli::RecordFiles,
-    shown: &crate::cli::Shown,
+    record: &crate::args::RecordFiles,
+    shown: &crate::args::Shown,
     inner: &str,
 ) -> Result<(), Usage> {
     if record.json.is_some() || record.csv.is_some() || shown.quiet || shown.format != Format::Text

@@ -414,7 +414,7 @@ fn phase_table(s: &mut String, rec: &Value, phases: &[&Value]) {
 /// `ioscale report` of an io500 record: the summary on standard output and
 /// `--html`; `None` when the file is not an io500 record (the usual
 /// report reads it).
-pub fn report(args: &crate::report_cmd::ReportArgs) -> Option<crate::exit::Exit> {
+pub fn report(args: &crate::args::ReportArgs) -> Option<crate::exit::Exit> {
     use crate::exit::Failure;
     // Whether it is an io500 record, from its top-level `command` and
     // `tool` alone, parsed as a stream: any other record is left to the
@@ -452,7 +452,7 @@ pub fn report(args: &crate::report_cmd::ReportArgs) -> Option<crate::exit::Exit>
             ))));
         }
     }
-    if args.view.format != crate::cli::Format::Text {
+    if args.view.format != crate::args::Format::Text {
         return Some(Err(Failure::usage(
             "--format: an io500 record is reported as text (and --html)",
         )));

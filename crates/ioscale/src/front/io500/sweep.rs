@@ -41,7 +41,7 @@ fn refuse_other_flags(a: &SweepArgs) -> Result<(), String> {
             ));
         }
     }
-    if a.view.format != crate::cli::Format::Text {
+    if a.view.format != crate::args::Format::Text {
         return Err("--format: an `io500` sweep prints text; use --json FILE or --csv FILE".into());
     }
     Ok(())

@@ -1,0 +1,112 @@
+//! Flags that several modules read: standard output's `--format`, how a
+//! record is shown (`--format`, `--units`), where `run` and `meta` write
+//! their record and what they show, and the flags of `ioscale report`,
+//! which the io500 front-end answers for its own records.
+//!
+//! They sit below every command and front-end, so that those take a flag
+//! type from here instead of from each other or from `cli.rs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+/// Output formats for stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The human table.
+    Text,
+    /// The canonical JSON record.
+    Json,
+    /// One CSV row per phase.
+    Csv,
+}
+
+/// The unit system of a report (`--units`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum UnitsArg {
+    /// MiB/s (2^20 bytes per second).
+    #[default]
+    Iec,
+    /// MB/s (10^6 bytes per second), as the seed tables print it.
+    Si,
+}
+
+/// How `sweep` and `report` show a record: standard output's format and
+/// the unit of data rates.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct View {
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Data rates in MiB/s (`iec`) or MB/s (`si`) in every table, chart and sentence.
+    #[arg(long, value_enum, default_value = "iec")]
+    pub units: UnitsArg,
+}
+
+impl UnitsArg {
+    /// The analysis's unit system.
+    pub fn units(self) -> analysis::Units {
+        match self {
+            UnitsArg::Iec => analysis::Units::Iec,
+            UnitsArg::Si => analysis::Units::Si,
+        }
+    }
+}
+
+/// Where `run` and `meta` write the record, besides standard output.
+#[derive(Debug, Args)]
+pub struct RecordFiles {
+    /// Write the canonical JSON record to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+
+    /// Write one CSV row per phase to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+}
+
+/// How `run` and `meta` show the run: standard output's format, or
+/// nothing, and the progress on standard error.
+#[derive(Debug, Args)]
+pub struct Shown {
+    /// Format for standard output.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Print nothing on standard output (files named by --json/--csv are still written).
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Live progress on standard error: bar (a live line on a terminal),
+    /// plain (one line per finished phase, for logs), none; auto is bar on
+    /// a terminal, plain otherwise.
+    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
+    pub progress: crate::progress::ProgressMode,
+}
+
+/// Flags of `ioscale report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A JSON record written by `ioscale sweep --json` or `ioscale run --json`.
+    pub file: PathBuf,
+
+    /// Write the self-contained HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+
+    /// Write the charts as PNG and SVG into directory DIR (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub png: Option<PathBuf>,
+
+    /// Write the CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub view: View,
+
+    /// Print nothing on standard output.
+    #[arg(short, long)]
+    pub quiet: bool,
+}

@@ -1,16 +1,19 @@
 //! ioscale: a parallel storage benchmark.
 //!
-//! This file is the edge of the program: it parses arguments, installs the
-//! interrupt handler, calls the driver, and is the one place that writes
-//! results to stdout and files. Exit codes are a contract: 0 ran clean,
-//! 1 I/O errors or failed verification, 2 usage or setup error,
-//! 130 interrupted (results so far kept); see [`exit`] for how a command
-//! returns one and where a failure is printed.
+//! This file is the top of the program: it parses arguments and runs the
+//! command they name, each through [`launch`] (the ranks of the launch,
+//! the interrupt handler) and [`emit`] and [`output`] (the one way results
+//! reach stdout and files). Exit codes are a contract: 0 ran clean, 1 I/O
+//! errors or failed verification, 2 usage or setup error, 130 interrupted
+//! (results so far kept); see [`exit`] for how a command returns one and
+//! where a failure is printed.
 
 mod args;
 mod cli;
+mod emit;
 mod exit;
 mod front;
+mod launch;
 mod meta_cmd;
 mod output;
 mod progress;
@@ -20,16 +23,13 @@ mod sweep;
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
-use anyhow::Context;
 use clap::Parser;
-use report::{ExportType, ResultSet};
 
-use crate::args::Format;
 use crate::cli::{Cli, Command, RunArgs};
+use crate::emit::emit;
 use crate::exit::{Exit, Failure};
+use crate::launch::{as_ranks, check_outputs, install_signals, said_by_rank_0};
 
 fn main() {
     let (tool, result) = real_main();
@@ -136,48 +136,11 @@ fn front_main(command: &str, args: &[String]) -> Exit {
     (f.main)(f.shown_as, args).map_err(|e| Failure::Said(e.report(f.command)))
 }
 
-/// Installs Ctrl-C / SIGTERM handling: the first signal asks the run to
-/// stop and keep its results; a second one exits at once with 130.
-pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Before the second signal's exit: a FUSE trace instance in use is
-        // turned off and removed, not left recording.
-        let second = Arc::clone(&stop);
-        // SAFETY: the action reads an atomic and makes only
-        // async-signal-safe calls (probe::remove_live_instances).
-        unsafe {
-            signal_hook::low_level::register(sig, move || {
-                if second.load(std::sync::atomic::Ordering::Relaxed) {
-                    probe::remove_live_instances();
-                }
-            })
-        }
-        .context("installing the signal handler")?;
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing the signal handler")?;
-    }
-    output::watch_signals(&stop);
-    Ok(stop)
-}
-
 fn cmd_run(args: &RunArgs) -> Exit {
     let raw = args
         .to_raw()
         .map_err(|e| said_by_rank_0(Failure::usage(e)))?;
     as_ranks(|coord| run_ranks(args, raw, coord))
-}
-
-/// A failure found before MPI is up, the same on every task of the
-/// launch: task 0 alone says it (see [`launched_as_rank_0`]).
-fn said_by_rank_0(f: Failure) -> Failure {
-    if launched_as_rank_0() {
-        f
-    } else {
-        Failure::Said(f.code())
-    }
 }
 
 /// `ioscale run` as one rank of `coord` (the only rank when alone): the
@@ -244,244 +207,6 @@ pub(crate) fn run_options(per_worker: bool) -> bench::run::Options {
         node_summary: !per_worker,
         ..Default::default()
     }
-}
-
-/// Whether this process is rank 0 of its launch (or was not launched as
-/// one of several tasks), read from the launcher's environment: before MPI
-/// is up, or when it cannot come up, only the launcher says which task
-/// this is. A launch error is the same on every task, so task 0 alone
-/// prints it instead of N copies.
-pub(crate) fn launched_as_rank_0() -> bool {
-    [
-        "OMPI_COMM_WORLD_RANK",
-        "PMIX_RANK",
-        "PMI_RANK",
-        "SLURM_PROCID",
-    ]
-    .iter()
-    .find_map(|k| std::env::var(k).ok())
-    .is_none_or(|r| r.trim() == "0")
-}
-
-/// Runs a command as one rank of its launch (the only one when started
-/// alone; see [`coord::init`]): every rank exits with rank 0's exit code,
-/// and MPI is finalised before the process exits. `body` makes the same
-/// collective calls on every rank whatever happens, and prints only on
-/// rank 0; a [`Failure`] it returns is said by rank 0 alone (by `main`).
-pub(crate) fn as_ranks(body: impl FnOnce(&dyn coord::Coordinator) -> Exit) -> Exit {
-    let coord = coord::init().map_err(|e| said_by_rank_0(Failure::refused(e)))?;
-    let result = body(&*coord);
-    let result = if coord.size() > 1 {
-        let result = rank_0s(&*coord, result);
-        // MPI_Finalize waits for every rank without a limit: a rank that
-        // stopped answering after its last phase would hang the job there.
-        // Meeting once more within the coordinator's limit names it.
-        bench::cluster::test_freeze(&*coord, "exit");
-        if let Err(e) = coord.barrier_within(None) {
-            bench::cluster::give_up(&*coord, &e)
-        }
-        result
-    } else {
-        result
-    };
-    // Dropping the coordinator finalises MPI.
-    drop(coord);
-    result
-}
-
-/// Rank 0's result on every rank (a collective call): rank 0 keeps its
-/// own; another rank takes its code, and is silent when it is a failure
-/// (rank 0 says why).
-fn rank_0s(coord: &dyn coord::Coordinator, result: Exit) -> Exit {
-    let mine = match &result {
-        Ok(code) => (false, *code),
-        Err(f) => (true, f.code()),
-    };
-    let (failed, code) = coord.broadcast_as(&mine).unwrap_or(mine);
-    if coord.rank() == 0 {
-        result
-    } else if failed {
-        Err(Failure::Said(code))
-    } else {
-        Ok(code)
-    }
-}
-
-/// Checks the `--json`/`--csv` paths on rank 0 and agrees on the outcome:
-/// a failure on every rank when one is bad (rank 0's says which).
-pub(crate) fn check_outputs(
-    coord: &dyn coord::Coordinator,
-    outputs: &[(&str, Option<&Path>)],
-) -> Result<(), Failure> {
-    check_outputs_beside(coord, outputs, &[])
-}
-
-/// [`check_outputs`] for a run that reads or writes the user's own files
-/// `data` (each with the operand that names it, `if=`): an output naming
-/// one of them is refused too.
-pub(crate) fn check_outputs_beside(
-    coord: &dyn coord::Coordinator,
-    outputs: &[(&str, Option<&Path>)],
-    data: &[(&str, &Path)],
-) -> Result<(), Failure> {
-    let bad = if coord.rank() == 0 {
-        check_output_set(outputs, data)
-    } else {
-        Ok(())
-    };
-    bench::cluster::root_check(coord, bad).map_err(|e| match e {
-        Some(e) => Failure::refused(format!("{e:#}")),
-        None => Failure::Said(2),
-    })
-}
-
-/// The edge of a finished run, shared by `run` and `meta`: errors and
-/// warnings to stderr, the record to `--json`/`--csv`, the chosen format to
-/// stdout, notes last. Returns the run's exit code (at least 1 when a
-/// record could not be written).
-pub(crate) fn emit(
-    outcome: &bench::run::Outcome,
-    json: Option<&Path>,
-    csv: Option<&Path>,
-    format: Format,
-    quiet: bool,
-) -> Exit {
-    let rs = &outcome.results;
-    for line in error_lines(&rs.errors) {
-        eprintln!("ioscale: error: {line}");
-    }
-    // A failed data check is an error too: said on stderr even with -q.
-    for p in &rs.phases {
-        for m in p.verify.iter().flat_map(|v| &v.mismatches) {
-            eprintln!(
-                "ioscale: error: verify {} rep {}: {} at offset {}: data differs from what was written ({} bad byte(s))",
-                p.op, p.rep, m.file, m.offset, m.bad_bytes
-            );
-        }
-    }
-    if format != Format::Text {
-        for w in &rs.warnings {
-            eprintln!("ioscale: warning: {w}");
-        }
-    }
-    let mut write_err = None;
-    if let Some(p) = json {
-        if let Err(e) = write_output("--json", p, ExportType::Json, rs) {
-            write_err = Some(e);
-        }
-    }
-    if let Some(p) = csv {
-        if let Err(e) = write_output("--csv", p, ExportType::Csv, rs) {
-            write_err = Some(e);
-        }
-    }
-    if !quiet {
-        let kind = match format {
-            Format::Text => ExportType::Text,
-            Format::Json => ExportType::Json,
-            Format::Csv => ExportType::Csv,
-        };
-        let bytes = kind.exporter().render(rs)?;
-        let mut out = std::io::stdout().lock();
-        // A closed pipe (ioscale … | head) is not worth a panic.
-        let _ = out.write_all(&bytes);
-        let _ = out.flush();
-    }
-    for n in &outcome.notes {
-        eprintln!("ioscale: {n}");
-    }
-    if let Some(e) = write_err {
-        eprintln!("ioscale: error: {e:#}");
-        // A signal that ended the wait for a FIFO's reader is still an
-        // interruption.
-        let code = if output::interrupted() { 130 } else { 1 };
-        return Ok(outcome.exit_code().max(code));
-    }
-    Ok(outcome.exit_code())
-}
-
-/// The error lines of a run: the first failure of each kind (errno) in
-/// full — operation, file, offset — and, when many workers failed the same
-/// way (64 workers out of descriptors), one line counting the others
-/// instead of one line each. Every failure stays in the report and in the
-/// JSON record's `errors[]`.
-pub(crate) fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
-    let mut shown: Vec<Option<i32>> = Vec::new();
-    let mut lines = Vec::new();
-    let mut more = 0usize;
-    for e in errors {
-        let kind = e.errno;
-        if kind.is_some() && shown.contains(&kind) {
-            more += 1;
-            continue;
-        }
-        shown.push(kind);
-        let at = e
-            .offset
-            .map(|o| format!(" at offset {o}"))
-            .unwrap_or_default();
-        lines.push(format!(
-            "worker {}: {} {}{at}: {}",
-            e.worker, e.op, e.file, e.message
-        ));
-    }
-    if more > 0 {
-        lines.push(format!(
-            "{more} more failure(s) with the same error in other workers; all {} are listed in the report and in the JSON record's errors[]",
-            errors.len()
-        ));
-    }
-    lines
-}
-
-/// Refuses, before the run, an output path the results could not be
-/// written to: a missing directory, a directory, a socket or block device
-/// (see `safefs::check_output`), rather than losing the results after it.
-pub(crate) fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
-    safefs::check_output(flag, p)?;
-    Ok(())
-}
-
-/// Checks every output of one command ([`check_output_path`]) and that
-/// no two replace the same file, nor one a file the run itself reads or
-/// writes (`data`, each with the operand that names it): the later would
-/// replace the earlier when the results are written, after the run.
-/// Streams (a FIFO, a character device, `-`) take several outputs.
-pub(crate) fn check_output_set(
-    outputs: &[(&str, Option<&Path>)],
-    data: &[(&str, &Path)],
-) -> anyhow::Result<()> {
-    let mut taken: Vec<(&str, safefs::Place)> = Vec::new();
-    for &(flag, p) in outputs {
-        let Some(p) = p else { continue };
-        let Some(place) = safefs::check_output(flag, p)?.place() else {
-            continue;
-        };
-        if let Some((first, _)) = taken.iter().find(|(_, q)| *q == place) {
-            anyhow::bail!(
-                "{flag} {}: the same file as {first}; each output needs a file of its own",
-                p.display()
-            );
-        }
-        if let Some((what, d)) = data
-            .iter()
-            .find(|(_, d)| safefs::place_of(d).as_ref() == Some(&place))
-        {
-            anyhow::bail!(
-                "{flag} {}: the same file as {what}{}, which the run reads or writes; the record would replace it",
-                p.display(),
-                d.display()
-            );
-        }
-        taken.push((flag, place));
-    }
-    Ok(())
-}
-
-/// Renders a record and writes it atomically.
-fn write_output(flag: &str, p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()> {
-    let bytes = kind.exporter().render(rs)?;
-    output::write_named(flag, p, &bytes)
 }
 
 fn cmd_clean(target: &Path, force: bool) -> Exit {

@@ -9,7 +9,7 @@ use crate::exit::{Exit, Failure};
 /// `ioscale meta`: parse, run, emit; as one rank of an MPI launch when
 /// started by mpirun or srun (rank 0 alone prints and writes).
 pub fn cmd_meta(args: &MetaArgs) -> Exit {
-    crate::as_ranks(|coord| meta_ranks(args, coord))
+    crate::launch::as_ranks(|coord| meta_ranks(args, coord))
 }
 
 fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
@@ -23,8 +23,8 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         ("--json", args.record.json.as_deref()),
         ("--csv", args.record.csv.as_deref()),
     ];
-    crate::check_outputs(coord, &outputs)?;
-    let stop = crate::install_signals()?;
+    crate::launch::check_outputs(coord, &outputs)?;
+    let stop = crate::launch::install_signals()?;
     let command: Vec<String> = std::env::args().collect();
     // An interrupted run's record is saved before its tree is removed: a
     // second Ctrl-C then cuts the cleanup short, never the record.
@@ -62,5 +62,5 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
     } else {
         (args.record.json.as_deref(), args.record.csv.as_deref())
     };
-    crate::emit(&outcome, json, csv, args.shown.format, args.shown.quiet)
+    crate::emit::emit(&outcome, json, csv, args.shown.format, args.shown.quiet)
 }

@@ -5,7 +5,8 @@
 //! record and an interrupted write leaves the previous file intact; a FIFO,
 //! a character device (`/dev/null`) or `-` (standard output) is written
 //! into, never replaced; anything else is refused (exit 2). See
-//! `safefs::write_output`.
+//! `safefs::write_output`. A path the results could not be written to is
+//! refused before the run ([`check_output_set`]), not after it.
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -89,4 +90,48 @@ impl<'a> EarlySave<'a> {
             w = self.what
         );
     }
+}
+
+/// Refuses, before the run, an output path the results could not be
+/// written to: a missing directory, a directory, a socket or block device
+/// (see `safefs::check_output`), rather than losing the results after it.
+pub(crate) fn check_output_path(flag: &str, p: &Path) -> anyhow::Result<()> {
+    safefs::check_output(flag, p)?;
+    Ok(())
+}
+
+/// Checks every output of one command ([`check_output_path`]) and that
+/// no two replace the same file, nor one a file the run itself reads or
+/// writes (`data`, each with the operand that names it): the later would
+/// replace the earlier when the results are written, after the run.
+/// Streams (a FIFO, a character device, `-`) take several outputs.
+pub(crate) fn check_output_set(
+    outputs: &[(&str, Option<&Path>)],
+    data: &[(&str, &Path)],
+) -> anyhow::Result<()> {
+    let mut taken: Vec<(&str, safefs::Place)> = Vec::new();
+    for &(flag, p) in outputs {
+        let Some(p) = p else { continue };
+        let Some(place) = safefs::check_output(flag, p)?.place() else {
+            continue;
+        };
+        if let Some((first, _)) = taken.iter().find(|(_, q)| *q == place) {
+            anyhow::bail!(
+                "{flag} {}: the same file as {first}; each output needs a file of its own",
+                p.display()
+            );
+        }
+        if let Some((what, d)) = data
+            .iter()
+            .find(|(_, d)| safefs::place_of(d).as_ref() == Some(&place))
+        {
+            anyhow::bail!(
+                "{flag} {}: the same file as {what}{}, which the run reads or writes; the record would replace it",
+                p.display(),
+                d.display()
+            );
+        }
+        taken.push((flag, place));
+    }
+    Ok(())
 }

@@ -79,7 +79,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
         return result;
     }
     let loaded = read(&args.file).map_err(Failure::Refused)?;
-    crate::check_output_set(
+    crate::output::check_output_set(
         &[
             ("--csv", args.csv.as_deref()),
             ("--html", args.html.as_deref()),

@@ -478,7 +478,7 @@ pub fn cmd_slurm(args: &SlurmArgs) -> crate::exit::Exit {
         .map_err(crate::exit::Failure::usage)?;
     match &args.out {
         Some(p) => {
-            crate::check_output_path("--out", p).map_err(crate::exit::Failure::refused)?;
+            crate::output::check_output_path("--out", p).map_err(crate::exit::Failure::refused)?;
             let w = safefs::write_output("--out", p, text.as_bytes())
                 .map_err(crate::exit::Failure::refused)?;
             // `-` and /dev/stdout went to standard output: a file of that

@@ -824,7 +824,7 @@ pub fn cmd_sweep(args: &SweepArgs) -> Exit {
     if args.nodes.is_some() {
         return nodes::sweep_nodes(&args);
     }
-    crate::as_ranks(|coord| sweep_ranks(&args, coord))
+    crate::launch::as_ranks(|coord| sweep_ranks(&args, coord))
 }
 
 /// Checks a sweep's command line as `sweep` would before its first point
@@ -883,7 +883,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         return Err(refused.unwrap_or(Failure::Said(2)));
     };
 
-    let stop = crate::install_signals()?;
+    let stop = crate::launch::install_signals()?;
     let by_signal = signal_flags()?;
     let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
         Some(Job::Run(w)) => (w.reps, w.ops.len()),
@@ -930,7 +930,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
 fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
     let mut bad = Ok(());
     if root {
-        bad = crate::check_output_set(
+        bad = crate::output::check_output_set(
             &[
                 ("--json", args.json.as_deref()),
                 ("--csv", args.csv.as_deref()),
@@ -1274,7 +1274,7 @@ impl Runner<'_> {
             }
         }
         self.exit = self.exit.max(outcome.exit_code());
-        for line in crate::error_lines(&outcome.results.errors) {
+        for line in crate::emit::error_lines(&outcome.results.errors) {
             say(self.live, format!("error: point {what}: {line}"));
         }
     }

@@ -102,7 +102,7 @@ pub(crate) fn write_record(command: &str, p: Option<&Path>, rs: &ResultSet) -> i
 /// Runs front-end `F` on every rank of its launch: a usage error is said
 /// once (exit 2), `--help` printed once (exit 0), anything else run.
 fn drive<F: Front>(prog: &str, args: &[String]) -> Exit {
-    crate::as_ranks(|coord| {
+    crate::launch::as_ranks(|coord| {
         let root = coord.rank() == 0;
         match F::parse(args) {
             Err(e) => Err(e.into()),
@@ -323,7 +323,7 @@ pub fn fs_stats(dir: &Path) -> Option<FsStats> {
 
 /// Prints the errors that stopped workers, as `ioscale run` does.
 pub fn print_errors(prefix: &str, rs: &report::ResultSet) {
-    for line in crate::error_lines(&rs.errors) {
+    for line in crate::emit::error_lines(&rs.errors) {
         eprintln!("{prefix}: error: {line}");
     }
 }

@@ -56,7 +56,7 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
     // Ctrl-C reaches the launched ranks too, which save their points;
     // this process then merges them instead of dying first (a second
     // signal still ends it).
-    let stop = crate::install_signals()?;
+    let stop = crate::launch::install_signals()?;
     let by_signal = super::signal_flags()?;
     let scratch = std::env::temp_dir().join(format!("ioscale-sweep-nodes.{}", std::process::id()));
     std::fs::create_dir(&scratch)
@@ -161,7 +161,7 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         None => Placement::Simulated(sim_script(args)?),
     };
     let plan = plan(args)?;
-    crate::check_output_set(
+    crate::output::check_output_set(
         &[
             ("--json", args.json.as_deref()),
             ("--csv", args.csv.as_deref()),

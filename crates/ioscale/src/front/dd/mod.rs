@@ -114,8 +114,8 @@ impl Front for Dd {
             }
             _ => Vec::new(),
         };
-        crate::check_outputs_beside(coord, &[("--record", a.record.as_deref())], &data)?;
-        let stop = crate::install_signals()?;
+        crate::launch::check_outputs_beside(coord, &[("--record", a.record.as_deref())], &data)?;
+        let stop = crate::launch::install_signals()?;
         let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
         // dd prints each job's records, bytes and time: with one job per
         // rank the per-rank rows of the node summaries are exactly those;

@@ -509,7 +509,7 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
 
 /// Runs the fio front-end.
 pub fn main(args: &[String]) -> Exit {
-    crate::as_ranks(|coord| ranks_main(args, coord))
+    crate::launch::as_ranks(|coord| ranks_main(args, coord))
 }
 
 fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
@@ -547,7 +547,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
     }
-    crate::check_output_set(
+    crate::output::check_output_set(
         &[
             ("--output", cli.output.as_deref()),
             ("--ioscale-json", cli.ioscale_json.as_deref()),
@@ -555,7 +555,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         &[],
     )
     .map_err(Failure::refused)?;
-    let stop = crate::install_signals()?;
+    let stop = crate::launch::install_signals()?;
     let mut argv = vec!["fio".to_string()];
     argv.extend(args.iter().cloned());
     let mut st = Session::new(global);

@@ -458,7 +458,7 @@ pub fn report(args: &crate::args::ReportArgs) -> Option<crate::exit::Exit> {
         )));
     }
     if let Some(p) = &args.html {
-        if let Err(e) = crate::check_output_path("--html", p)
+        if let Err(e) = crate::output::check_output_path("--html", p)
             .and_then(|()| crate::output::write_atomic(p, render(&rec).as_bytes()))
         {
             return Some(Err(Failure::Output(e)));

@@ -221,7 +221,7 @@ const MAX_EASY_XFER: u64 = 2 << 30;
 /// Runs `ioscale io500`; each task is a thread, and under mpirun or srun
 /// each rank runs `--tasks` of them.
 pub fn main(args: &[String]) -> Exit {
-    crate::as_ranks(|coord| ranks_main(args, coord))
+    crate::launch::as_ranks(|coord| ranks_main(args, coord))
 }
 
 /// What the phases left for the later ones and for cleanup.
@@ -259,7 +259,7 @@ pub(crate) fn ranks_main_quiet(args: &[String], coord: &dyn Coordinator, quiet: 
     let Some(start) = start(args, coord)? else {
         return Ok(0);
     };
-    let stop = crate::install_signals()?;
+    let stop = crate::launch::install_signals()?;
     let ctx = Ctx {
         coord,
         tasks: start.a.tasks,
@@ -333,7 +333,7 @@ fn start(args: &[String], coord: &dyn Coordinator) -> Result<Option<Start>, Fail
         }
     };
     let s = setup(&a).map_err(Failure::Usage)?;
-    crate::check_outputs(
+    crate::launch::check_outputs(
         coord,
         &[("--json", a.json.as_deref()), ("--html", a.html.as_deref())],
     )?;

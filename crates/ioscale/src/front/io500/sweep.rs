@@ -133,7 +133,7 @@ pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> Exit {
                 .unwrap_or_default(),
         )
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let stop = crate::install_signals()?;
+    let stop = crate::launch::install_signals()?;
     let mut points: Vec<Point> = Vec::new();
     let mut code = 0;
     for (k, &tasks) in counts.iter().enumerate() {
@@ -214,7 +214,7 @@ fn checked(a: &SweepArgs, coord: &dyn Coordinator) -> Result<(Vec<String>, Vec<u
         .map_err(Failure::usage)?;
     let mut bad = Ok(());
     if root {
-        bad = crate::check_output_set(
+        bad = crate::output::check_output_set(
             &[("--json", a.json.as_deref()), ("--csv", a.csv.as_deref())],
             &[],
         );

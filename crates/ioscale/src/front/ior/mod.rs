@@ -173,7 +173,7 @@ impl Front for Ior {
             return super::print_spec(root, &spec);
         }
         let outputs = [("-O summaryFile", a.summary_file.as_deref())];
-        crate::check_outputs(coord, &outputs)?;
+        crate::launch::check_outputs(coord, &outputs)?;
         if root {
             print_notes(&a);
         }
@@ -186,7 +186,7 @@ impl Front for Ior {
             spec.threads = 1;
         }
 
-        let stop = crate::install_signals()?;
+        let stop = crate::launch::install_signals()?;
         let timed_out = start_timer(a.max_minutes, &stop);
         info.began = super::ctime_now();
         let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);

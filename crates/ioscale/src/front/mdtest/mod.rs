@@ -115,7 +115,7 @@ impl Front for Mdtest {
         }
         let began = timestamp();
         let made_dir = make_test_dir(&spec, coord)?;
-        let stop = crate::install_signals()?;
+        let stop = crate::launch::install_signals()?;
         let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
         // mdtest's reports need no per-task rows: rank 0 receives one
         // merged summary per node.

@@ -247,11 +247,11 @@ impl Front for Smallfile {
             ("--output-json", a.output_json.as_deref()),
             ("--record", a.record.as_deref()),
         ];
-        crate::check_outputs(coord, &outputs)?;
+        crate::launch::check_outputs(coord, &outputs)?;
         if root {
             print_preamble(&a, &spec);
         }
-        let stop = crate::install_signals()?;
+        let stop = crate::launch::install_signals()?;
         let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
         // smallfile prints one line per thread (its files, records,
         // elapsed time and status): under MPI rank 0 receives those few

@@ -1,0 +1,119 @@
+//! The edge of a finished `run` or `meta`: its errors, data-check
+//! failures and warnings on standard error, its record in `--json` and
+//! `--csv`, the chosen format on standard output, its notes last. The
+//! front-ends and `sweep` word a run's errors with the same
+//! [`error_lines`].
+
+use std::io::Write;
+use std::path::Path;
+
+use report::{ExportType, ResultSet};
+
+use crate::args::Format;
+use crate::exit::Exit;
+use crate::output;
+
+/// The edge of a finished run, shared by `run` and `meta`: errors and
+/// warnings to stderr, the record to `--json`/`--csv`, the chosen format to
+/// stdout, notes last. Returns the run's exit code (at least 1 when a
+/// record could not be written).
+pub(crate) fn emit(
+    outcome: &bench::run::Outcome,
+    json: Option<&Path>,
+    csv: Option<&Path>,
+    format: Format,
+    quiet: bool,
+) -> Exit {
+    let rs = &outcome.results;
+    for line in error_lines(&rs.errors) {
+        eprintln!("ioscale: error: {line}");
+    }
+    // A failed data check is an error too: said on stderr even with -q.
+    for p in &rs.phases {
+        for m in p.verify.iter().flat_map(|v| &v.mismatches) {
+            eprintln!(
+                "ioscale: error: verify {} rep {}: {} at offset {}: data differs from what was written ({} bad byte(s))",
+                p.op, p.rep, m.file, m.offset, m.bad_bytes
+            );
+        }
+    }
+    if format != Format::Text {
+        for w in &rs.warnings {
+            eprintln!("ioscale: warning: {w}");
+        }
+    }
+    let mut write_err = None;
+    if let Some(p) = json {
+        if let Err(e) = write_output("--json", p, ExportType::Json, rs) {
+            write_err = Some(e);
+        }
+    }
+    if let Some(p) = csv {
+        if let Err(e) = write_output("--csv", p, ExportType::Csv, rs) {
+            write_err = Some(e);
+        }
+    }
+    if !quiet {
+        let kind = match format {
+            Format::Text => ExportType::Text,
+            Format::Json => ExportType::Json,
+            Format::Csv => ExportType::Csv,
+        };
+        let bytes = kind.exporter().render(rs)?;
+        let mut out = std::io::stdout().lock();
+        // A closed pipe (ioscale … | head) is not worth a panic.
+        let _ = out.write_all(&bytes);
+        let _ = out.flush();
+    }
+    for n in &outcome.notes {
+        eprintln!("ioscale: {n}");
+    }
+    if let Some(e) = write_err {
+        eprintln!("ioscale: error: {e:#}");
+        // A signal that ended the wait for a FIFO's reader is still an
+        // interruption.
+        let code = if output::interrupted() { 130 } else { 1 };
+        return Ok(outcome.exit_code().max(code));
+    }
+    Ok(outcome.exit_code())
+}
+
+/// The error lines of a run: the first failure of each kind (errno) in
+/// full — operation, file, offset — and, when many workers failed the same
+/// way (64 workers out of descriptors), one line counting the others
+/// instead of one line each. Every failure stays in the report and in the
+/// JSON record's `errors[]`.
+pub(crate) fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
+    let mut shown: Vec<Option<i32>> = Vec::new();
+    let mut lines = Vec::new();
+    let mut more = 0usize;
+    for e in errors {
+        let kind = e.errno;
+        if kind.is_some() && shown.contains(&kind) {
+            more += 1;
+            continue;
+        }
+        shown.push(kind);
+        let at = e
+            .offset
+            .map(|o| format!(" at offset {o}"))
+            .unwrap_or_default();
+        lines.push(format!(
+            "worker {}: {} {}{at}: {}",
+            e.worker, e.op, e.file, e.message
+        ));
+    }
+    if more > 0 {
+        lines.push(format!(
+            "{more} more failure(s) with the same error in other workers; all {} are listed in the report and in the JSON record's errors[]",
+            errors.len()
+        ));
+    }
+    lines
+}
+
+/// Renders a record and writes it atomically.
+fn write_output(flag: &str, p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()> {
+    let bytes = kind.exporter().render(rs)?;
+    output::write_named(flag, p, &bytes)
+}

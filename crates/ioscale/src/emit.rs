@@ -2,16 +2,19 @@
 //! failures and warnings on standard error, its record in `--json` and
 //! `--csv`, the chosen format on standard output, its notes last. The
 //! front-ends and `sweep` word a run's errors with the same
-//! [`error_lines`].
+//! [`error_lines`]. A sweep record, new (`sweep`) or saved (`report`),
+//! goes to its files and standard output through [`Outputs`].
 
 use std::io::Write;
 use std::path::Path;
 
+use analysis::render::{render_csv, render_json, render_text};
+use analysis::SweepRecord;
 use report::{ExportType, ResultSet};
 
 use crate::args::Format;
 use crate::exit::Exit;
-use crate::output;
+use crate::output::{self, write_atomic};
 
 /// The edge of a finished run, shared by `run` and `meta`: errors and
 /// warnings to stderr, the record to `--json`/`--csv`, the chosen format to
@@ -116,4 +119,90 @@ pub(crate) fn error_lines(errors: &[report::ErrorRecord]) -> Vec<String> {
 fn write_output(flag: &str, p: &Path, kind: ExportType, rs: &ResultSet) -> anyhow::Result<()> {
     let bytes = kind.exporter().render(rs)?;
     output::write_named(flag, p, &bytes)
+}
+
+/// Where a rendered sweep goes; shared by `sweep` and `report`.
+pub struct Outputs<'a> {
+    /// JSON record file.
+    pub json: Option<&'a Path>,
+    /// CSV file.
+    pub csv: Option<&'a Path>,
+    /// HTML report file.
+    pub html: Option<&'a Path>,
+    /// Chart directory.
+    pub png: Option<&'a Path>,
+    /// Standard output format.
+    pub format: Format,
+    /// No standard output.
+    pub quiet: bool,
+}
+
+impl Outputs<'_> {
+    /// Writes the files and standard output; false when a file failed.
+    pub fn emit(&self, rec: &SweepRecord) -> bool {
+        let mut ok = true;
+        let put = |p: &Path, bytes: &[u8]| -> bool {
+            match write_atomic(p, bytes) {
+                Ok(()) => true,
+                Err(e) => {
+                    eprintln!("ioscale: error: {e:#}");
+                    false
+                }
+            }
+        };
+        if let Some(p) = self.json {
+            match render_json(rec) {
+                Ok(b) => ok &= put(p, &b),
+                Err(e) => {
+                    eprintln!("ioscale: error: JSON: {e}");
+                }
+            }
+        }
+        if let Some(p) = self.csv {
+            ok &= put(p, render_csv(rec).as_bytes());
+        }
+        if let Some(p) = self.html {
+            ok &= put(p, charts::render_html(rec).as_bytes());
+        }
+        if let Some(d) = self.png {
+            if let Err(e) = std::fs::create_dir_all(d) {
+                eprintln!("ioscale: error: --png {}: {e}", d.display());
+                ok = false;
+            } else {
+                let r = charts::Rasteriser::new();
+                if r.fonts() == 0 {
+                    eprintln!(
+                        "ioscale: warning: no system fonts found; PNG charts will have no labels (install fonts-dejavu-core)"
+                    );
+                }
+                let lines = charts::charts_for(rec)
+                    .into_iter()
+                    .map(|c| (c.name, charts::svg::render(&c.chart)));
+                let bars = charts::bars_for(rec)
+                    .into_iter()
+                    .map(|b| (b.name, charts::svg::render_bars(&b.bars)));
+                for (name, svg) in lines.chain(bars) {
+                    ok &= put(&d.join(format!("{name}.svg")), svg.as_bytes());
+                    match r.png(&svg, 1.0) {
+                        Ok(b) => ok &= put(&d.join(format!("{name}.png")), &b),
+                        Err(e) => {
+                            eprintln!("ioscale: error: {name}.png: {e}");
+                            ok = false;
+                        }
+                    }
+                }
+            }
+        }
+        if !self.quiet {
+            let bytes = match self.format {
+                Format::Text => render_text(rec).into_bytes(),
+                Format::Json => render_json(rec).unwrap_or_default(),
+                Format::Csv => render_csv(rec).into_bytes(),
+            };
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(&bytes);
+            let _ = out.flush();
+        }
+        ok
+    }
 }

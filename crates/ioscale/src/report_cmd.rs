@@ -15,8 +15,8 @@ use clap::{Args, ValueEnum};
 use report::ExportType;
 
 use crate::args::{Format, ReportArgs, UnitsArg};
+use crate::emit::Outputs;
 use crate::exit::{Exit, Failure};
-use crate::sweep::Outputs;
 
 /// Output formats of `ioscale compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -9,13 +9,12 @@
 //! interrupted sweep resumable: `--resume` reads it back, checks that the
 //! arguments are the same, and runs only the points that are missing.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use analysis::model::{default_trim, point_stats_probed};
-use analysis::render::{render_csv, render_json, render_text};
+use analysis::render::render_json;
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
 use clap::{Args, Parser, ValueEnum};
 use coord::Coordinator;
@@ -23,6 +22,7 @@ use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, W
 
 use crate::args::{Format, View};
 use crate::cli::{Cli, Command};
+use crate::emit::Outputs;
 use crate::exit::{Exit, Failure};
 use crate::progress::{Display, ProgressMode};
 
@@ -1466,92 +1466,6 @@ pub fn emit_sweep(rec: &SweepRecord, args: &SweepArgs) -> bool {
         quiet: args.quiet,
     };
     outs.emit(rec)
-}
-
-/// Where a rendered sweep goes; shared by `sweep` and `report`.
-pub struct Outputs<'a> {
-    /// JSON record file.
-    pub json: Option<&'a Path>,
-    /// CSV file.
-    pub csv: Option<&'a Path>,
-    /// HTML report file.
-    pub html: Option<&'a Path>,
-    /// Chart directory.
-    pub png: Option<&'a Path>,
-    /// Standard output format.
-    pub format: Format,
-    /// No standard output.
-    pub quiet: bool,
-}
-
-impl Outputs<'_> {
-    /// Writes the files and standard output; false when a file failed.
-    pub fn emit(&self, rec: &SweepRecord) -> bool {
-        let mut ok = true;
-        let put = |p: &Path, bytes: &[u8]| -> bool {
-            match write_atomic(p, bytes) {
-                Ok(()) => true,
-                Err(e) => {
-                    eprintln!("ioscale: error: {e:#}");
-                    false
-                }
-            }
-        };
-        if let Some(p) = self.json {
-            match render_json(rec) {
-                Ok(b) => ok &= put(p, &b),
-                Err(e) => {
-                    eprintln!("ioscale: error: JSON: {e}");
-                }
-            }
-        }
-        if let Some(p) = self.csv {
-            ok &= put(p, render_csv(rec).as_bytes());
-        }
-        if let Some(p) = self.html {
-            ok &= put(p, charts::render_html(rec).as_bytes());
-        }
-        if let Some(d) = self.png {
-            if let Err(e) = std::fs::create_dir_all(d) {
-                eprintln!("ioscale: error: --png {}: {e}", d.display());
-                ok = false;
-            } else {
-                let r = charts::Rasteriser::new();
-                if r.fonts() == 0 {
-                    eprintln!(
-                        "ioscale: warning: no system fonts found; PNG charts will have no labels (install fonts-dejavu-core)"
-                    );
-                }
-                let lines = charts::charts_for(rec)
-                    .into_iter()
-                    .map(|c| (c.name, charts::svg::render(&c.chart)));
-                let bars = charts::bars_for(rec)
-                    .into_iter()
-                    .map(|b| (b.name, charts::svg::render_bars(&b.bars)));
-                for (name, svg) in lines.chain(bars) {
-                    ok &= put(&d.join(format!("{name}.svg")), svg.as_bytes());
-                    match r.png(&svg, 1.0) {
-                        Ok(b) => ok &= put(&d.join(format!("{name}.png")), &b),
-                        Err(e) => {
-                            eprintln!("ioscale: error: {name}.png: {e}");
-                            ok = false;
-                        }
-                    }
-                }
-            }
-        }
-        if !self.quiet {
-            let bytes = match self.format {
-                Format::Text => render_text(rec).into_bytes(),
-                Format::Json => render_json(rec).unwrap_or_default(),
-                Format::Csv => render_csv(rec).into_bytes(),
-            };
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(&bytes);
-            let _ = out.flush();
-        }
-        ok
-    }
 }
 
 #[cfg(test)]

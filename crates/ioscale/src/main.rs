@@ -13,6 +13,7 @@ mod cli;
 mod emit;
 mod exit;
 mod front;
+mod job;
 mod launch;
 mod meta_cmd;
 mod output;
@@ -26,9 +27,10 @@ use std::path::Path;
 
 use clap::Parser;
 
-use crate::cli::{Cli, Command, RunArgs};
+use crate::cli::{Cli, Command};
 use crate::emit::emit;
 use crate::exit::{Exit, Failure};
+use crate::job::{run_options, RunArgs};
 use crate::launch::{as_ranks, check_outputs, install_signals, said_by_rank_0};
 
 fn main() {
@@ -197,15 +199,6 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
         emit(&outcome, json, csv, args.shown.format, args.shown.quiet)
     } else {
         Ok(0)
-    }
-}
-
-/// The driver options of `run` and `meta`: `--per-worker` keeps every
-/// worker's row, otherwise rank 0 receives one summary per node.
-pub(crate) fn run_options(per_worker: bool) -> bench::run::Options {
-    bench::run::Options {
-        node_summary: !per_worker,
-        ..Default::default()
     }
 }
 

@@ -3,8 +3,8 @@
 
 use coord::Coordinator;
 
-use crate::cli::MetaArgs;
 use crate::exit::{Exit, Failure};
+use crate::job::MetaArgs;
 
 /// `ioscale meta`: parse, run, emit; as one rank of an MPI launch when
 /// started by mpirun or srun (rank 0 alone prints and writes).
@@ -49,7 +49,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         command,
         stop,
         coord,
-        crate::run_options(args.per_worker),
+        crate::job::run_options(args.per_worker),
         &mut save_early,
     );
     drop(live);

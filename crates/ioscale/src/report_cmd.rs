@@ -109,7 +109,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
             let mut ok = true;
             if let Some(p) = &args.csv {
                 let bytes = ExportType::Csv.exporter().render(&rs)?;
-                if let Err(e) = crate::sweep::write_atomic(p, &bytes) {
+                if let Err(e) = crate::output::write_atomic(p, &bytes) {
                     eprintln!("ioscale: error: {e:#}");
                     ok = false;
                 }

@@ -12,6 +12,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Parser, ValueEnum};
 
+use crate::job::{JobCli, JobCommand};
+
 /// Examples shown by `ioscale slurm --help`.
 pub const EXAMPLES: &str = "Examples:
   # seed 002 as one job: 4 nodes × 4 tasks, one file per task, read another
@@ -215,21 +217,21 @@ fn check_command(command: &[String]) -> Result<(), String> {
     match sub {
         "run" | "meta" | "sweep" => {
             let argv = std::iter::once("ioscale".to_string()).chain(command.iter().cloned());
-            let cli = crate::cli::Cli::try_parse_from(argv).map_err(|e| {
+            let cli = JobCli::try_parse_from(argv).map_err(|e| {
                 let text = e.to_string();
                 let text = text.split("\n\n").next().unwrap_or("").trim().to_string();
                 said(&text.trim_start_matches("error: "))
             })?;
             match cli.command {
-                crate::cli::Command::Run(a) => {
+                JobCommand::Run(a) => {
                     let raw = a.to_raw().map_err(|e| said(&e))?;
                     raw.build().map(|_| ()).map_err(|e| said(&e))
                 }
-                crate::cli::Command::Meta(a) => {
+                JobCommand::Meta(a) => {
                     let raw = a.to_raw().map_err(|e| said(&e))?;
                     raw.build().map(|_| ()).map_err(|e| said(&e))
                 }
-                crate::cli::Command::Sweep(a) => crate::sweep::check_args(&a).map_err(|e| said(&e)),
+                JobCommand::Sweep(a) => crate::sweep::check_args(&a).map_err(|e| said(&e)),
                 _ => Ok(()),
             }
         }

@@ -16,139 +16,17 @@ use std::sync::Arc;
 use analysis::model::{default_trim, point_stats_probed};
 use analysis::render::render_json;
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
-use clap::{Args, Parser, ValueEnum};
+use clap::Parser;
 use coord::Coordinator;
 use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
 
-use crate::args::{Format, View};
-use crate::cli::{Cli, Command};
+use crate::args::Format;
 use crate::emit::Outputs;
 use crate::exit::{Exit, Failure};
+use crate::job::{JobCli, JobCommand, Scale, SweepArgs};
 use crate::progress::{Display, ProgressMode};
 
 mod nodes;
-
-/// How the amount of data changes with the thread count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Scale {
-    /// The data in all stays that of the first point; each thread does its share (IOR -s 2048/N).
-    Total,
-    /// Each thread keeps the first point's share; the total grows with threads.
-    PerThread,
-}
-
-impl Scale {
-    fn name(self) -> &'static str {
-        match self {
-            Scale::Total => "total",
-            Scale::PerThread => "per-thread",
-        }
-    }
-}
-
-/// Flags of `ioscale sweep`.
-#[derive(Debug, Clone, Args)]
-pub struct SweepArgs {
-    /// Thread counts: a list `1,2,4` or a doubling range `1..64x2` (also `1..13`, `4..16+4`).
-    /// `--tasks` is the same flag, in IOR's and io500's word.
-    #[arg(long, visible_alias = "tasks", value_name = "LIST")]
-    pub threads: String,
-
-    /// Transfer sizes to sweep (`run` only), e.g. `1m,16m`; default: the inner command's --xfer.
-    #[arg(long, value_name = "LIST")]
-    pub xfer: Option<String>,
-
-    /// Layouts to sweep: shared, per-thread, per-thread-dir for `run`;
-    /// same-dir, per-thread-dir for `meta`. Default: the inner command's.
-    #[arg(long, value_name = "LIST")]
-    pub layout: Option<String>,
-
-    /// Target directories to compare (comma list); default: the inner command's TARGET.
-    #[arg(long, value_name = "LIST")]
-    pub target: Option<String>,
-
-    /// Queue depths to sweep, e.g. `1,8,32,128` or `1..128x4`: requests
-    /// (`run`) or operations (`meta`) in flight per thread; the inner
-    /// command names a queueing engine (`--engine io_uring`). Default: the
-    /// inner command's --iodepth.
-    #[arg(long, value_name = "LIST")]
-    pub iodepth: Option<String>,
-
-    /// Node counts to sweep, e.g. `1,2,4`: the whole sweep runs once per
-    /// value as MPI ranks (`--ranks-per-node` on each node) that sweep
-    /// launches itself, with mpirun on the first N of `--hosts`, or on N
-    /// simulated nodes of this machine (`scripts/mpi-nodes`, root) without
-    /// it; each point's series names its node count.
-    #[arg(long, value_name = "LIST")]
-    pub nodes: Option<String>,
-
-    /// MPI ranks on each node for `--nodes` [default: 1].
-    #[arg(long, value_name = "N", requires = "nodes")]
-    pub ranks_per_node: Option<String>,
-
-    /// Hosts for `--nodes` (comma list, at least the largest count): each
-    /// point runs `mpirun --host H1:R,…`.
-    #[arg(long, value_name = "LIST", requires = "nodes")]
-    pub hosts: Option<String>,
-
-    /// The simulated nodes' launcher for `--nodes` without `--hosts`
-    /// [default: scripts/mpi-nodes of the source tree ioscale was built in].
-    #[arg(long, value_name = "PATH", requires = "nodes")]
-    pub sim_nodes: Option<PathBuf>,
-
-    /// Repetitions per point [default: the inner command's --reps].
-    #[arg(long, value_name = "N")]
-    pub reps: Option<String>,
-
-    /// Keep the total data constant across thread counts (`total`) or each
-    /// thread's share (`per-thread`) [default: total when the inner command
-    /// gives --total, per-thread otherwise].
-    #[arg(long, value_enum)]
-    pub scale: Option<Scale>,
-
-    /// Repetitions dropped at each end for the trimmed mean [default: reps ÷ 5, so 10 drop 2 and 2].
-    #[arg(long, value_name = "K")]
-    pub trim: Option<String>,
-
-    /// Continue an interrupted sweep saved in --json FILE (same arguments required).
-    #[arg(long, requires = "json")]
-    pub resume: bool,
-
-    /// Write the sweep record (all points, statistics, analysis) to FILE after every point.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-
-    /// Write one CSV row per point and operation to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-
-    /// Write the self-contained HTML report to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-
-    /// Write the charts as PNG and SVG into directory DIR (created if missing).
-    #[arg(long, value_name = "DIR")]
-    pub png: Option<PathBuf>,
-
-    #[command(flatten)]
-    pub view: View,
-
-    /// Print nothing on standard output (files are still written).
-    #[arg(short, long)]
-    pub quiet: bool,
-
-    /// Live progress on standard error: bar (point, repetition, phase, live
-    /// rate and ETA on one line), plain (one line per finished phase and
-    /// point, for batch logs), none; auto is bar on a terminal, plain
-    /// otherwise.
-    #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
-    pub progress: crate::progress::ProgressMode,
-
-    /// The job to sweep, after `--`: `run OPTIONS…`, `meta OPTIONS…`, a
-    /// `fio` job, or `io500 …` (the suite once per --threads value).
-    #[arg(last = true, required = true, value_name = "COMMAND")]
-    pub inner: Vec<String>,
-}
 
 /// Examples for `ioscale sweep --help`.
 pub const SWEEP_EXAMPLES: &str = "Examples:
@@ -223,9 +101,9 @@ fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
 
 /// Parses the inner command with the `ioscale` definitions. A missing
 /// TARGET is filled with `target` when the sweep names targets itself.
-fn parse_inner(inner: &[String], target: Option<&str>) -> Result<Command, Usage> {
+fn parse_inner(inner: &[String], target: Option<&str>) -> Result<JobCommand, Usage> {
     let argv = std::iter::once("ioscale".to_string()).chain(inner.iter().cloned());
-    match Cli::try_parse_from(argv) {
+    match JobCli::try_parse_from(argv) {
         Ok(c) => Ok(c.command),
         Err(e) => {
             if let (Some(t), clap::error::ErrorKind::MissingRequiredArgument) = (target, e.kind()) {
@@ -331,23 +209,23 @@ fn sweeps_own(
 /// repetitions and whether it gives a `--total`; refuses inner flags the
 /// sweep owns and swept lists the job cannot take.
 fn inner_kind(
-    inner: &Command,
+    inner: &JobCommand,
     lists: &Lists,
     args: &SweepArgs,
 ) -> Result<(&'static str, String, bool), Usage> {
     match inner {
-        Command::Run(r) => {
+        JobCommand::Run(r) => {
             sweeps_own(&r.record, &r.shown, "run")?;
             Ok(("run", r.reps.clone(), r.total.is_some()))
         }
-        Command::Meta(m) => {
+        JobCommand::Meta(m) => {
             sweeps_own(&m.record, &m.shown, "meta")?;
             if !lists.xfers.is_empty() {
                 return usage("--xfer applies to `run` sweeps; a `meta` job has no transfer size (sweep --layout or --threads)");
             }
             Ok(("meta", m.reps.clone(), false))
         }
-        Command::Fio { .. } => {
+        JobCommand::Fio { .. } => {
             // A fio job sweeps numjobs: its size= is per clone, and its
             // file names come from the job.
             if !lists.xfers.is_empty() || !lists.layouts.is_empty() || !lists.targets.is_empty() {
@@ -427,8 +305,8 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
     let mut inner = parse_inner(&args.inner, first_target)?;
     let (kind, inner_reps, has_total) = inner_kind(&inner, &lists, args)?;
     let per_worker = match &inner {
-        Command::Run(r) => r.per_worker,
-        Command::Meta(m) => m.per_worker,
+        JobCommand::Run(r) => r.per_worker,
+        JobCommand::Meta(m) => m.per_worker,
         _ => false,
     };
     check_layouts(kind, &lists.layouts)?;
@@ -666,10 +544,14 @@ enum Inner {
 /// sweep varies them — are not read from the inner command: each point
 /// replaces them, so they are blanked to a neutral value first (an inner
 /// `-t 4` under `sweep --threads 1,2` never counted).
-fn typed_inner(inner: &mut Command, swept_xfer: bool, swept_layout: bool) -> Result<Inner, Usage> {
+fn typed_inner(
+    inner: &mut JobCommand,
+    swept_xfer: bool,
+    swept_layout: bool,
+) -> Result<Inner, Usage> {
     let set_by_points = |v: &mut String| *v = "1".into();
     match inner {
-        Command::Run(r) => {
+        JobCommand::Run(r) => {
             set_by_points(&mut r.threads);
             set_by_points(&mut r.reps);
             if swept_xfer {
@@ -680,14 +562,14 @@ fn typed_inner(inner: &mut Command, swept_xfer: bool, swept_layout: bool) -> Res
             }
             r.to_raw().map(Inner::Run).map_err(|e| Usage(e.to_string()))
         }
-        Command::Meta(m) => {
+        JobCommand::Meta(m) => {
             set_by_points(&mut m.threads);
             set_by_points(&mut m.reps);
             m.to_raw()
                 .map(Inner::Meta)
                 .map_err(|e| Usage(e.to_string()))
         }
-        Command::Fio { args } => Ok(Inner::Fio(args.clone())),
+        JobCommand::Fio { args } => Ok(Inner::Fio(args.clone())),
         _ => usage("sweep runs `run` or `meta` (or a `fio` job)"),
     }
 }
@@ -1477,8 +1359,8 @@ mod tests {
         argv.extend_from_slice(rest);
         argv.push("--");
         argv.extend_from_slice(inner);
-        match Cli::try_parse_from(argv).unwrap().command {
-            Command::Sweep(a) => *a,
+        match JobCli::try_parse_from(argv).unwrap().command {
+            JobCommand::Sweep(a) => *a,
             _ => unreachable!(),
         }
     }

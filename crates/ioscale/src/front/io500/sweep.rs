@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use spec::{parse_count, parse_list};
 
 use crate::exit::{Exit, Failure};
-use crate::sweep::SweepArgs;
+use crate::job::SweepArgs;
 
 /// The sweep flags an io500 sweep takes; any other is refused by name.
 fn refuse_other_flags(a: &SweepArgs) -> Result<(), String> {

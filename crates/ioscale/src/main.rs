@@ -57,10 +57,10 @@ fn real_main() -> (&'static str, Exit) {
                 .into_owned()
         })
         .unwrap_or_default();
-    if let Some(f) = front::by_program(&called) {
+    if let Some(f) = front::registry::by_program(&called) {
         return (f.command, (f.main)(&argv[0], &argv[1..]));
     }
-    if let Some(f) = argv.get(1).and_then(|a| front::by_command(a)) {
+    if let Some(f) = argv.get(1).and_then(|a| front::registry::by_command(a)) {
         return (f.command, (f.main)(f.shown_as, &argv[2..]));
     }
     let cli = match Cli::try_parse() {
@@ -134,7 +134,7 @@ fn run_command(command: Command) -> Exit {
 /// fast path in `real_main` normally does first); its failure is said in
 /// its own name, as on the fast path.
 fn front_main(command: &str, args: &[String]) -> Exit {
-    let f = front::by_command(command).expect("every front-end subcommand is registered");
+    let f = front::registry::by_command(command).expect("every front-end subcommand is registered");
     (f.main)(f.shown_as, args).map_err(|e| Failure::Said(e.report(f.command)))
 }
 

@@ -479,6 +479,7 @@ pub enum Scale {
 }
 
 impl Scale {
+    /// Its `--scale` word, as the sweep's record keeps it.
     pub(crate) fn name(self) -> &'static str {
         match self {
             Scale::Total => "total",

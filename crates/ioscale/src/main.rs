@@ -2,7 +2,7 @@
 //!
 //! This file is the top of the program: it parses arguments and runs the
 //! command they name, each through [`launch`] (the ranks of the launch,
-//! the interrupt handler) and [`emit`] and [`output`] (the one way results
+//! the interrupt handler) and [`mod@emit`] and [`output`] (the one way results
 //! reach stdout and files). Exit codes are a contract: 0 ran clean, 1 I/O
 //! errors or failed verification, 2 usage or setup error, 130 interrupted
 //! (results so far kept); see [`exit`] for how a command returns one and

@@ -1256,6 +1256,17 @@ pub mod at {
     const DIR_FLAGS: libc::c_int =
         libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NOFOLLOW;
 
+    /// The `open_how` flags and resolve bits [`open_dir`] gives `openat2`
+    /// relative to a descriptor, for a caller that submits the same open
+    /// another way (an io_uring `OPENAT2`); `None` where [`open_dir`]
+    /// walks the path instead (no `openat2`, or `IOSCALE_NO_OPENAT2`).
+    pub fn dir_open_how() -> Option<(u64, u64)> {
+        (!openat2_disabled()).then_some((
+            DIR_FLAGS as u64,
+            libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_BENEATH,
+        ))
+    }
+
     /// `openat(dir, name)` of one directory component, never following a
     /// link (`ELOOP`) and refusing anything but a directory (`ENOTDIR`).
     fn open_component(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {

@@ -274,3 +274,30 @@ fn saboteur_never_damages_foreign_files_meta_without_openat2() {
         ]]
     });
 }
+
+/// `meta --engine io_uring` on a hashed tree: one thread's requests go
+/// round robin over its directories, which it makes and opens together
+/// through a ring of their own (`mkdirat` and `openat2` relative to their
+/// parents' descriptors) instead of one after another: the same harness,
+/// 100 iterations within 30 s.
+#[test]
+fn saboteur_never_damages_foreign_files_meta_io_uring() {
+    harness(seed(13), 100, Duration::from_secs(30), |_| {
+        vec![vec![
+            "meta",
+            "--engine",
+            "io_uring",
+            "--iodepth",
+            "8",
+            "--files",
+            "40",
+            "--threads",
+            "2",
+            "--files-per-dir",
+            "2",
+            "--dirs-per-dir",
+            "2",
+            "-q",
+        ]]
+    });
+}

@@ -150,6 +150,7 @@ fn harness_env(
         iterations,
         wall_limit: wall,
         max_pause: Duration::from_millis(2),
+        ..RaceConfig::default()
     };
     let (mut commands, mut refused) = (0u32, 0u32);
     let report = race(&cfg, &o.path().join("race"), |target, i| {

@@ -397,6 +397,11 @@ pub struct RaceConfig {
     pub wall_limit: Duration,
     /// The longest pause between two strikes.
     pub max_pause: Duration,
+    /// The longest one iteration's command may take. A command that has
+    /// not returned by then (an open blocked on a planted FIFO, say) would
+    /// hang the whole test run, so the saboteur prints the seed, the
+    /// iteration and its strikes and aborts the process instead.
+    pub hang_limit: Duration,
 }
 
 impl Default for RaceConfig {
@@ -406,6 +411,7 @@ impl Default for RaceConfig {
             iterations: 200,
             wall_limit: Duration::from_secs(60),
             max_pause: Duration::from_millis(2),
+            hang_limit: Duration::from_secs(300),
         }
     }
 }
@@ -450,13 +456,18 @@ where
         let pause_seed = seeds.next_u64();
         let th = {
             let (done, strikes, log) = (done.clone(), strikes.clone(), log.clone());
+            let (seed, hang_limit) = (cfg.seed, cfg.hang_limit);
             std::thread::spawn(move || {
                 let mut rng = Rng::new(pause_seed);
+                let began = Instant::now();
                 while !done.load(Ordering::Relaxed) {
                     std::thread::sleep(Duration::from_micros(rng.below(max_pause)));
                     if let Some(s) = sab.strike() {
                         strikes.fetch_add(1, Ordering::Relaxed);
                         log.lock().unwrap().push(s);
+                    }
+                    if began.elapsed() > hang_limit {
+                        hung(seed, i, hang_limit, &log.lock().unwrap());
                     }
                 }
             })
@@ -484,6 +495,21 @@ where
         })?;
     }
     Ok(report)
+}
+
+/// Ends the process when one iteration's command hangs: a test that never
+/// returns would stall the whole suite until an outside timeout, with no
+/// word of why.
+fn hung(seed: u64, i: u32, limit: Duration, strikes: &[String]) -> ! {
+    let shown = &strikes[strikes.len().saturating_sub(20)..];
+    eprintln!(
+        "seed {seed} iteration {i}: the command has not returned after {limit:?}; \
+         aborting. The last {} of {} strikes:\n  {}",
+        shown.len(),
+        strikes.len(),
+        shown.join("\n  ")
+    );
+    std::process::abort()
 }
 
 /// Runs `cmd` (stdout and stderr discarded unless the caller set them) and

@@ -79,6 +79,7 @@ fn two_hundred_sabotaged_iterations_leave_the_victim_intact() {
         iterations: 200,
         wall_limit: Duration::from_secs(60),
         max_pause: Duration::from_micros(300),
+        ..RaceConfig::default()
     };
     let rep = race(&cfg, &fs_.join("race"), |target, _| {
         for _ in 0..5 {
@@ -118,6 +119,21 @@ fn the_harness_catches_a_remover_that_follows_links() {
     assert!(e.contains("file.00000000 missing"), "{e}");
 }
 
+/// `std::fs::write` as path-based code does it (following links,
+/// truncating what is there), except that it does not wait for a reader
+/// when the saboteur planted a FIFO under the name: blocking there would
+/// hang the test itself, not show damage.
+fn write_by_path(p: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(p)?
+        .write_all(bytes)
+}
+
 /// The same life done by path (`std::fs` on joined paths, as ioscale did
 /// before this crate): random sabotage alone finds the damage. Seeds 1 to
 /// 10 each found it within 20 of the 200 iterations on a 2-core machine.
@@ -126,12 +142,17 @@ fn path_based_set_lifecycle(target: &Path) {
     if fs::create_dir(&root).is_err() {
         return;
     }
-    let _ = fs::write(root.join(MARKER), b"{}");
+    path_based_fill_and_clean(&root);
+}
+
+/// The part of [`path_based_set_lifecycle`] under the set's directory.
+fn path_based_fill_and_clean(root: &Path) {
+    let _ = write_by_path(&root.join(MARKER), b"{}");
     for i in 0..3 {
         let d = root.join(format!("dir.{i:08}"));
         let _ = fs::create_dir(&d);
         for j in 0..2 {
-            let _ = fs::write(d.join(format!("file.{j:08}")), [b'o'; 4096]);
+            let _ = write_by_path(&d.join(format!("file.{j:08}")), &[b'o'; 4096]);
         }
     }
     for i in 0..3 {
@@ -142,7 +163,7 @@ fn path_based_set_lifecycle(target: &Path) {
         let _ = fs::remove_dir(&d);
     }
     let _ = fs::remove_file(root.join(MARKER));
-    let _ = fs::remove_dir(&root);
+    let _ = fs::remove_dir(root);
 }
 
 /// Runs `command` under sabotage with one seed after another from 13
@@ -174,6 +195,7 @@ fn random_sabotage_finds_the_damage_a_path_based_cleanup_does() {
         iterations: 200,
         wall_limit: Duration::from_secs(30),
         max_pause: Duration::from_micros(300),
+        ..RaceConfig::default()
     };
     let e = damage_within(8, base, |target| {
         for _ in 0..5 {
@@ -203,4 +225,77 @@ fn a_child_process_that_cleans_by_path_is_caught() {
         assert!(st.is_some(), "the command hung");
     });
     assert!(e.contains("damaged"), "{e}");
+}
+
+#[test]
+fn fifos_planted_under_ioscale_names_do_not_hang_the_path_based_life() {
+    // The saboteur plants FIFOs under ioscale's names. The path-based life
+    // once wrote with `std::fs::write`, whose open waits for a reader
+    // forever, and CI stalled until its own 90-minute limit.
+    let fs_ = Tmpfs::new("4m");
+    let root = fs_.join("ioscale.d");
+    fs::create_dir_all(root.join("dir.00000000")).unwrap();
+    for p in [root.join(MARKER), root.join("dir.00000000/file.00000000")] {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap();
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        path_based_fill_and_clean(&root);
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("a write by path blocked on a planted FIFO");
+}
+
+/// The child half of `a_command_that_hangs_aborts_the_run_with_its_strikes`.
+#[test]
+#[ignore = "the child half of the hang test"]
+fn child_hangs_under_the_harness() {
+    let fs_ = Tmpfs::new("4m");
+    let cfg = RaceConfig {
+        iterations: 1,
+        hang_limit: Duration::from_secs(2),
+        ..RaceConfig::default()
+    };
+    let _ = race(&cfg, &fs_.join("race"), |_, _| {
+        std::thread::sleep(Duration::from_secs(3600));
+    });
+}
+
+#[test]
+fn a_command_that_hangs_aborts_the_run_with_its_strikes() {
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let st = safefs::testing::run_bounded(
+        std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_hangs_under_the_harness",
+                "--ignored",
+                "--nocapture",
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(err.reopen().unwrap()),
+        Duration::from_secs(120),
+    )
+    .unwrap()
+    .expect("the hanging command was not stopped by the harness");
+    let text = fs::read_to_string(err.path()).unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(
+        st.signal(),
+        Some(rustix::process::Signal::ABORT.as_raw()),
+        "{st:?} {text}"
+    );
+    assert!(
+        text.contains("seed 13 iteration 0: the command has not returned after 2s"),
+        "{text}"
+    );
+    assert!(text.contains("strikes:"), "{text}");
 }

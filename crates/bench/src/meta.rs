@@ -14,8 +14,9 @@
 //! `ops` the files processed.
 
 use coord::Coordinator;
-use engine::meta::{run_meta_worker_with, MetaPlan, MetaSample};
+use engine::meta::{MetaPlan, MetaSample};
 use engine::registry::{check_meta_spec, MetaEngineConfig};
+use engine::runner::run_meta_worker_with;
 use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, ThreadFiles, WorkerRecord};
 use spec::{MetaOp, MetaSpec, TreeState};
 

@@ -6,6 +6,7 @@
 //! worker; reduction and reporting happen elsewhere.
 #![deny(missing_docs)]
 
+pub mod at;
 pub mod buf;
 pub mod live;
 pub mod meta;
@@ -14,12 +15,14 @@ pub mod offsets;
 pub mod pattern;
 pub mod queue;
 pub mod registry;
+pub mod runner;
 pub mod sys;
 pub mod uring;
 pub mod worker;
 
-pub use meta::{run_meta_worker, MetaPlan, MetaSample};
+pub use meta::{MetaPlan, MetaSample};
+pub use runner::{run_meta_worker, run_meta_worker_with, run_worker, Prepared};
 pub use worker::{
-    run_worker, DirLatency, FileAnchor, IoFailure, IoLogEntry, PhaseControl, PhasePlan, Prepared,
-    ThreadUsage, VerifyTally, WorkerSample,
+    DirLatency, FileAnchor, IoFailure, IoLogEntry, PhaseControl, PhasePlan, ThreadUsage,
+    VerifyTally, WorkerSample,
 };

@@ -860,7 +860,7 @@ const DIR_BATCH: usize = 32;
 /// their parents') kept the worker out of the ring for 0.26 s of a 0.9 s
 /// create phase of 2,048 files (strace). Each directory is `mkdirat`
 /// (where the phase creates entries) hard-linked to an `openat2` with the
-/// flags and resolve bits of [`crate::meta::at::open_dir`], relative to
+/// flags and resolve bits of [`crate::at::open_dir`], relative to
 /// its parent's descriptor, opened the same way one level up: a link
 /// swapped in anywhere is refused as on the synchronous path. It is a head
 /// start only: a directory it could not open is entered by the
@@ -875,7 +875,7 @@ impl DirMaker {
     /// `None` where `open_dir` would not use `openat2` (then the
     /// synchronous path walks every directory), or without a ring.
     fn new() -> Option<DirMaker> {
-        let (flags, resolve) = crate::meta::at::dir_open_how()?;
+        let (flags, resolve) = crate::at::dir_open_how()?;
         let ring = IoUring::new(2 * DIR_BATCH as u32).ok()?;
         Some(DirMaker {
             ring,

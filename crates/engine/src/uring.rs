@@ -108,7 +108,7 @@ pub struct UringOptions {
     /// `IORING_SETUP_SINGLE_ISSUER` plus `DEFER_TASKRUN`.
     pub single_issuer: bool,
     /// Without SQPOLL: wait for completions by spinning instead of
-    /// sleeping in `io_uring_enter` (see [`UringQueue::spin_wait`]).
+    /// sleeping in `io_uring_enter` (see `UringQueue::spin_wait`).
     pub spin: bool,
 }
 
@@ -362,7 +362,7 @@ impl UringState {
     /// barrier (never timed): makes it the ring's issuer (SINGLE_ISSUER) —
     /// enabling a fresh ring, or building a new one if another thread
     /// enabled this one — and registers the ring's descriptor in this
-    /// thread's table ([`UringState::register_ring_fd`]).
+    /// thread's table (`UringState::register_ring_fd`).
     pub fn bind_to_thread(&mut self) -> io::Result<()> {
         if self.opts.single_issuer {
             let me = std::thread::current().id();

@@ -7,23 +7,20 @@
 //! allocates, locks or formats per operation; other threads learn about it
 //! only through a few relaxed atomics.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::fs::File;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use spec::{Layout, Op, SyncMode};
 use stats::{IoCounters, LatencyHistogram};
 
-use crate::buf::AlignedBuf;
 use crate::offsets::{splitmix64, OffsetGen};
 use crate::pattern;
 use crate::queue::{Completion, IoQueue, Request};
-use crate::registry::{self, EngineOptions, EngineState};
-use crate::sys;
 
 /// Everything the workers of one phase share.
 #[derive(Debug, Clone)]
@@ -94,7 +91,7 @@ impl FileAnchor {
     /// (`O_CREAT`, `O_DIRECT`, `O_SYNC`…).
     pub fn open(&self, flags: i32, mode: u32) -> std::io::Result<File> {
         use std::os::fd::{AsRawFd, FromRawFd};
-        let fd = crate::meta::at::open(
+        let fd = crate::at::open(
             self.dir.as_raw_fd(),
             self.name.as_bytes_with_nul(),
             flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
@@ -406,7 +403,7 @@ pub fn set_io_log(on: bool) {
 }
 
 /// The details a worker of `plan` keeps, made before its barrier.
-fn new_detail(plan: &PhasePlan) -> Option<Box<DirLatency>> {
+pub(crate) fn new_detail(plan: &PhasePlan) -> Option<Box<DirLatency>> {
     if !detail() {
         return None;
     }
@@ -463,51 +460,6 @@ impl ThreadUsage {
     }
 }
 
-/// Buffers and engine state (an io_uring ring) of one worker, made before
-/// the barrier and reused across phases so first-touch page faults and ring
-/// set-up are never timed. Which engine makes it comes from the registry.
-pub struct Prepared {
-    state: Box<dyn EngineState>,
-}
-
-impl Prepared {
-    /// Allocates and touches the buffers (and creates the ring) for `plan`
-    /// with the engines' default options.
-    pub fn new(plan: &PhasePlan, worker: u32) -> std::io::Result<Self> {
-        Self::with_options(plan, worker, &EngineOptions::default())
-    }
-
-    /// As [`Prepared::new`], with engine options (io_uring ring set-up).
-    pub fn with_options(
-        plan: &PhasePlan,
-        worker: u32,
-        opts: &EngineOptions,
-    ) -> std::io::Result<Self> {
-        let engine = registry::data_engine(&plan.engine)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
-        let depth = if engine.info().queueing {
-            plan.iodepth.max(1) as u64
-        } else {
-            1
-        };
-        let bufs = (0..depth)
-            .map(|k| {
-                let mut b = AlignedBuf::try_new(plan.xfer as usize, plan.align)?;
-                pattern::fill_random(b.as_mut_slice(), plan.seed ^ (worker as u64) << 20 ^ k);
-                Ok(b)
-            })
-            .collect::<std::io::Result<_>>()?;
-        Ok(Prepared {
-            state: engine.prepare(bufs, opts)?,
-        })
-    }
-
-    /// Notes on engine features asked for but not available (each once).
-    pub fn notes(&self) -> &[String] {
-        self.state.notes()
-    }
-}
-
 /// What the transfer loop of one worker works with.
 pub struct LoopCtx<'a> {
     /// Worker index.
@@ -527,185 +479,8 @@ pub struct LoopCtx<'a> {
 /// How often a writer checks that its file was not deleted under it.
 const LINK_CHECK: Duration = Duration::from_secs(1);
 
-fn ns_since(epoch: Instant, t: Instant) -> u64 {
+pub(crate) fn ns_since(epoch: Instant, t: Instant) -> u64 {
     t.saturating_duration_since(epoch).as_nanos() as u64
-}
-
-/// Runs worker `w`'s share of the phase: waits at `barrier`, then opens,
-/// transfers, syncs and closes, and returns what it measured.
-pub fn run_worker(
-    w: u32,
-    plan: &PhasePlan,
-    ctl: &PhaseControl,
-    barrier: &Barrier,
-    prepared: Prepared,
-) -> (WorkerSample, Option<Prepared>) {
-    let file_idx = plan.file_of(w);
-    let path = plan.files[file_idx].clone();
-    let s = WorkerSample {
-        detail: new_detail(plan),
-        ..WorkerSample::empty(w, file_idx as u32)
-    };
-    let mut opts = OpenOptions::new();
-    let writes = plan.op.writes();
-    opts.read(plan.op.reads()).write(writes).create(writes);
-    let mut flags = 0;
-    if plan.direct {
-        flags |= libc::O_DIRECT;
-    }
-    if writes {
-        match plan.sync {
-            SyncMode::Each => flags |= libc::O_SYNC,
-            SyncMode::Dsync => flags |= libc::O_DSYNC,
-            _ => {}
-        }
-    }
-    opts.custom_flags(flags).mode(0o644);
-    let mut prepared = prepared;
-    let bound = prepared.state.bind();
-
-    barrier.wait();
-    let used0 = ThreadUsage::now();
-    let target = Target {
-        w,
-        plan,
-        ctl,
-        path,
-        opts: &opts,
-        flags,
-    };
-    let (mut s, back) = transfer(&target, s, prepared, bound);
-    s.usage = used0.until(ThreadUsage::now());
-    (s, back)
-}
-
-/// The file one worker transfers to or from, and the phase it belongs to.
-struct Target<'a> {
-    w: u32,
-    plan: &'a PhasePlan,
-    ctl: &'a PhaseControl,
-    path: PathBuf,
-    opts: &'a OpenOptions,
-    /// The extra open flags in `opts` (O_DIRECT, O_SYNC…), for an anchored
-    /// open.
-    flags: i32,
-}
-
-impl Target<'_> {
-    /// Records a failure of `op` that is not at a file offset, and stops
-    /// the phase.
-    fn fail(&self, s: &mut WorkerSample, op: &str, e: &std::io::Error) {
-        s.failure = Some(IoFailure {
-            op: op.into(),
-            path: self.path.clone(),
-            offset: None,
-            errno: e.raw_os_error(),
-            message: e.to_string(),
-        });
-        self.ctl.abort.store(true, Ordering::Relaxed);
-    }
-
-    /// Opens the data file: through its held directory if it has one, else
-    /// by its path.
-    fn open(&self) -> std::io::Result<File> {
-        let plan = self.plan;
-        let writes = plan.op.writes();
-        match plan
-            .anchors
-            .get(plan.file_of(self.w))
-            .and_then(Option::as_ref)
-        {
-            Some(a) => {
-                let acc = match (plan.op.reads(), writes) {
-                    (true, true) => libc::O_RDWR,
-                    (false, true) => libc::O_WRONLY,
-                    _ => libc::O_RDONLY,
-                };
-                a.open(
-                    acc | self.flags | if writes { libc::O_CREAT } else { 0 },
-                    0o644,
-                )
-            }
-            None => self.opts.open(&self.path),
-        }
-    }
-
-    /// The end of the timed section: fsync (where the sync mode asks for
-    /// it) and close.
-    fn sync_and_close(&self, file: File, s: &mut WorkerSample) {
-        let plan = self.plan;
-        if plan.op.writes()
-            && s.failure.is_none()
-            && matches!(plan.sync, SyncMode::End | SyncMode::Every(_))
-        {
-            let t = Instant::now();
-            if let Err(e) = file.sync_all() {
-                s.counters.record_error();
-                self.fail(s, "fsync", &e);
-            }
-            s.fsync_ns += Instant::now().duration_since(t).as_nanos() as u64;
-        }
-        s.io_done_ns = ns_since(self.ctl.epoch, Instant::now());
-        if let Err(e) = sys::close_checked(file) {
-            if s.failure.is_none() {
-                self.fail(s, "close", &e);
-            }
-        }
-        s.end_ns = ns_since(self.ctl.epoch, Instant::now());
-    }
-}
-
-/// [`run_worker`] after the barrier: open, transfer, sync, close.
-fn transfer(
-    t: &Target<'_>,
-    mut s: WorkerSample,
-    mut prepared: Prepared,
-    bound: std::io::Result<()>,
-) -> (WorkerSample, Option<Prepared>) {
-    let ctl = t.ctl;
-    s.start_ns = ns_since(ctl.epoch, Instant::now());
-    if let Err(e) = bound {
-        t.fail(&mut s, "io_uring_setup", &e);
-        s.open_done_ns = s.start_ns;
-        s.io_done_ns = s.start_ns;
-        s.end_ns = s.start_ns;
-        return (s, None);
-    }
-    let file = match t.open() {
-        Ok(f) => f,
-        Err(e) => {
-            t.fail(&mut s, "open", &e);
-            let now = ns_since(ctl.epoch, Instant::now());
-            s.open_done_ns = now;
-            s.io_done_ns = now;
-            s.end_ns = now;
-            return (s, Some(prepared));
-        }
-    };
-    s.open_done_ns = ns_since(ctl.epoch, Instant::now());
-
-    let usable = {
-        let mut lp = LoopCtx {
-            w: t.w,
-            plan: t.plan,
-            ctl,
-            deadline: ctl.deadline(t.plan.time_limit),
-            path: &t.path,
-            s: &mut s,
-        };
-        prepared.state.run(&file, &mut lp)
-    };
-    if !usable {
-        // Requests the kernel may still complete into these buffers: leak
-        // the state rather than free memory it could write to.
-        std::mem::forget(prepared);
-        let _ = sys::close_checked(file);
-        s.end_ns = ns_since(ctl.epoch, Instant::now());
-        s.io_done_ns = s.end_ns;
-        return (s, None);
-    }
-    t.sync_and_close(file, &mut s);
-    (s, Some(prepared))
 }
 
 /// Files one request's latencies by direction: `lat` from `prepared` to

@@ -10,8 +10,9 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use common::{make_root, meta_spec};
-use engine::meta::{run_meta_worker_with, MetaPlan, MetaSample};
+use engine::meta::{MetaPlan, MetaSample};
 use engine::registry::MetaEngineConfig;
+use engine::runner::run_meta_worker_with;
 use engine::PhaseControl;
 use spec::{MetaOp, TreeState};
 

@@ -18,24 +18,7 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::error::{Error, ErrorKind, Refusal, Result};
-
-/// A file's identity: the device and inode `stat` reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct FileId {
-    /// `st_dev`.
-    pub dev: u64,
-    /// `st_ino`.
-    pub ino: u64,
-}
-
-impl FileId {
-    pub(crate) fn of(st: &rustix::fs::Stat) -> FileId {
-        FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        }
-    }
-}
+pub use crate::id::FileId;
 
 /// What `lstat` (never following a link) found at a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::dir::FileId;
+use crate::id::FileId;
 
 /// Why a path was refused rather than used.
 #[derive(Debug, Clone, PartialEq, Eq)]

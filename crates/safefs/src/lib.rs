@@ -52,6 +52,7 @@
 
 mod dir;
 mod error;
+mod id;
 mod input;
 mod lock;
 mod output;

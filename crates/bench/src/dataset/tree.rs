@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier};
 
-use engine::meta::{remove_tree, run_meta_worker, MetaPlan};
+use engine::meta::{remove_tree, MetaPlan};
+use engine::runner::run_meta_worker;
 use engine::PhaseControl;
 use safefs::{lock_name, DirHandle, Kind, SetLock, TryLock};
 use serde::{Deserialize, Serialize};

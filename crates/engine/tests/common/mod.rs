@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier};
 
-use engine::meta::{run_meta_worker_with, MetaPlan, MetaSample};
+use engine::meta::{MetaPlan, MetaSample};
 use engine::registry::MetaEngineConfig;
+use engine::runner::run_meta_worker_with;
 use engine::PhaseControl;
 use spec::{MetaOp, MetaSpec, RawMeta, TreeState};
 

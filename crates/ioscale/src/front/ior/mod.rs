@@ -1,7 +1,7 @@
 //! `ioscale ior …` (and the binary started as `ior`): IOR's command line.
 //!
 //! Options are read the way IOR reads them — `-b 1m`, `-b=256m`, `-b1m`
-//! and bundled flags such as `-wrk` — into a [`RawWorkload`] with IOR's
+//! and bundled flags such as `-wrk` — into a [`RawWorkload`](spec::RawWorkload) with IOR's
 //! defaults (`-t 256k -b 1m -s 1`, write and read when neither -w nor -r
 //! is given). Tasks (-N) run as threads of one process, or, started by
 //! mpirun or srun, as one MPI rank each. Files are named as

@@ -2,7 +2,7 @@
 //! command line.
 //!
 //! Options are read the way mdtest reads them (`-n 100`, `-n=100`,
-//! `-n100`, bundled flags such as `-FC`) into a [`RawMeta`] for `ioscale
+//! `-n100`, bundled flags such as `-FC`) into a [`RawMeta`](spec::RawMeta) for `ioscale
 //! meta`'s driver and engine. mdtest's iteration — directory creation,
 //! stat and removal, then file creation, stat, read and removal — becomes
 //! the phase sequence `mkdir,stat-dir,rmdir,create,stat,read,delete`,

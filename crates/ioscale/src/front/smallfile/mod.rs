@@ -5,7 +5,7 @@
 //! `--operation read`, …, then `--operation cleanup`) on N threads with
 //! `--files` files each; `--file-size` and `--record-size` are in KiB.
 //! Options are read as smallfile reads them (`--name value` or
-//! `--name=value`, booleans `Y`/`N`) into a [`RawMeta`] with smallfile's
+//! `--name=value`, booleans `Y`/`N`) into a [`RawMeta`](spec::RawMeta) with smallfile's
 //! defaults, and run by `ioscale meta`'s driver. As with smallfile, what an
 //! operation makes stays for the next one: the tree is kept, except after
 //! `delete`, `cleanup` and `rmdir`, which remove what remains of it. The

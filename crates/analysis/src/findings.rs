@@ -730,7 +730,17 @@ pub fn analyse_curve(
         }
         return out;
     }
-    let sh = Shape::of(&pts);
+    let mut sh = Shape::of(&pts);
+    sh.failed_below = all
+        .iter()
+        .filter(|p| p.reps == 0 && p.threads < sh.first.threads)
+        .map(|p| p.threads)
+        .max();
+    sh.failed_beyond = all
+        .iter()
+        .filter(|p| p.reps == 0 && p.threads > sh.last.threads)
+        .map(|p| p.threads)
+        .min();
     out.peak = sh.peak.value;
     out.peak_threads = sh.peak.threads;
     out.noise = sh.noise_rel;
@@ -834,6 +844,11 @@ struct Shape {
     noise: String,
     /// Every point has at least two good repetitions.
     supported: bool,
+    /// Worker counts of the line outside F..L whose every repetition
+    /// failed: fewer than F, more than L (F and L are then not the fewest
+    /// or most tested).
+    failed_below: Option<u32>,
+    failed_beyond: Option<u32>,
     /// Little's-law time per operation at F and at L.
     w_first: Option<f64>,
     w_last: Option<f64>,
@@ -887,6 +902,8 @@ impl Shape {
             noise_rel,
             noise: format!("±{:.0}%", noise_rel * 100.0),
             supported: pts.iter().all(|p| p.reps >= 2),
+            failed_below: None,
+            failed_beyond: None,
             w_first: first.little_s(),
             w_last: last.little_s(),
             falls_from_first,
@@ -1153,25 +1170,39 @@ fn rising(v: &mut Verdict, prev: &CurvePoint, sh: &Shape, u: &str) {
     if steady {
         v.kind = VerdictKind::LatencyBound;
         v.text = format!(
-            "Latency-bound: each request takes about the same time at every worker count{}, so throughput grows with the workers: {} {u} at {}, {}× {}. More workers help up to at least {} (the most tested); try more.",
+            "Latency-bound: each request takes about the same time at every worker count{}, so throughput grows with the workers: {} {u} at {}, {}× {}. More workers help up to at least {} ({}",
             little_span(sh.w_first, sh.w_last),
             num(last.value),
             workers_word(last.threads),
             num(sh.gain),
             workers_word(first.threads),
-            last.threads
+            last.threads,
+            match sh.failed_beyond {
+                Some(n) => format!(
+                    "the most measured: every repetition failed at {}).",
+                    workers_word(n)
+                ),
+                None => "the most tested); try more.".into(),
+            }
         );
     } else {
         v.kind = VerdictKind::Rising;
         v.text = format!(
-            "Still rising at {} ({} {u}, {}× {}, clearly above {} at {}), though each request takes longer{}: requests start to queue. Try more workers to find the peak.",
+            "Still rising at {} ({} {u}, {}× {}, clearly above {} at {}), though each request takes longer{}: requests start to queue. {}",
             workers_word(last.threads),
             num(last.value),
             num(sh.gain),
             workers_word(first.threads),
             num(prev.value),
             workers_word(prev.threads),
-            little_span(sh.w_first, sh.w_last)
+            little_span(sh.w_first, sh.w_last),
+            match sh.failed_beyond {
+                Some(n) => format!(
+                    "Where it peaks is not known: every repetition failed at {}.",
+                    workers_word(n)
+                ),
+                None => "Try more workers to find the peak.".into(),
+            }
         );
     }
 }
@@ -1188,7 +1219,11 @@ fn falls_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context,
     v.evidence.push(ev("most workers", last));
     let peaks = if sh.falls_from_first {
         format!(
-            "Highest at the fewest workers tested, {} ({} {u})",
+            "Highest at the fewest workers {}, {} ({} {u})",
+            match sh.failed_below {
+                Some(n) => format!("measured (every repetition failed at {})", workers_word(n)),
+                None => "tested".into(),
+            },
             workers_word(peak.threads),
             num(peak.value)
         )
@@ -1822,22 +1857,41 @@ type Line = (Dims, String, String, String, Vec<CurvePoint>, String);
 fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
     let mut lines: Vec<Line> = Vec::new();
     let by_nodes = split_by_nodes(rec);
-    let (mut spans_nodes, mut first_nodes): (Vec<bool>, Vec<u32>) = (Vec::new(), Vec::new());
-    for p in &rec.points {
-        let n = p.nodes();
-        let dims: Dims = (
+    let dims_of = |p: &crate::model::SweepPoint| -> Dims {
+        (
             p.target.clone(),
             p.layout.clone(),
             p.xfer,
-            by_nodes.then_some(n),
-        );
+            by_nodes.then_some(p.nodes()),
+        )
+    };
+    // A point whose every repetition failed moved nothing, so its own
+    // statistics cannot tell a data operation from a metadata one: it takes
+    // the unit of the operation's good points on the same line, and stays
+    // on that line (a write line of 1 and 2 workers whose 4 failed was
+    // split in two, and the first said "the most tested" of 2).
+    let good_unit = |dims: &Dims, op: &str| {
+        rec.points
+            .iter()
+            .filter(|p| dims_of(p) == *dims)
+            .flat_map(|p| &p.ops)
+            .find(|o| o.op == op && o.reps > 0)
+            .map(|o| unit_of(o, units))
+    };
+    let (mut spans_nodes, mut first_nodes): (Vec<bool>, Vec<u32>) = (Vec::new(), Vec::new());
+    for p in &rec.points {
+        let n = p.nodes();
+        let dims = dims_of(p);
         let fs = if p.result.host.fs_type.is_empty() {
             default_fs.to_string()
         } else {
             p.result.host.fs_type.clone()
         };
         for o in &p.ops {
-            let unit = unit_of(o, units);
+            let unit = match o.reps {
+                0 => good_unit(&dims, &o.op).unwrap_or_else(|| unit_of(o, units)),
+                _ => unit_of(o, units),
+            };
             let cp = curve_point(p, o, units);
             match lines
                 .iter_mut()

@@ -431,3 +431,45 @@ fn case7_noisy_server_carries_its_uncertainty() {
         assert_eq!(p["ci"]["n"].as_u64(), Some(3), "{p:#}");
     }
 }
+
+#[test]
+fn a_worker_count_whose_every_repetition_failed_stays_on_its_line() {
+    let _t = turn();
+    // Only the fourth worker's file fails: 1 and 2 workers are good, every
+    // repetition at 4 workers fails. Before, the failed point (no bytes,
+    // so "ops/s") became a second `write` line of its own, and the first
+    // line, of 1 and 2 workers, could say "help up to at least 2 (the
+    // most tested); try more" of a sweep that tested 4.
+    let Some(fs) = TestFs::mount(&[
+        "--delay",
+        "1ms",
+        "--eio-after-ops",
+        "0",
+        "--faults-path-substr",
+        "file.00000003",
+    ]) else {
+        return;
+    };
+    let v = sweep(
+        &["--threads", "1,2,4", "--reps", "2"],
+        &["--op", "write", "--size", "1m", "--xfer", "64k"],
+        fs.path(),
+        1,
+    );
+    show("failed point", &v);
+    let c = curve(&v);
+    assert_eq!(c["unit"], "MiB/s", "{:#}", c);
+    let pts = c["points"].as_array().unwrap();
+    let at = |k: &str| -> Vec<u64> { pts.iter().map(|p| p[k].as_u64().unwrap()).collect() };
+    assert_eq!(at("threads"), [1, 2, 4]);
+    assert_eq!(at("reps"), [2, 2, 0]);
+    assert_eq!(at("failed"), [0, 0, 2]);
+    let text = c["verdict"]["text"].as_str().unwrap();
+    assert!(!text.contains("the most tested"), "{text}");
+    assert!(!text.contains("Try more workers"), "{text}");
+    let first = c["sentences"][0].as_str().unwrap();
+    assert!(
+        first.starts_with("2 of 2 repetitions failed at 4 workers"),
+        "{first}"
+    );
+}

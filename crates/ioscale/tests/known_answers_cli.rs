@@ -473,3 +473,39 @@ fn a_worker_count_whose_every_repetition_failed_stays_on_its_line() {
         "{first}"
     );
 }
+
+#[test]
+fn a_swept_value_given_twice_is_refused_before_any_point_runs() {
+    // `--threads 2,2` measured one point twice as two, and the analysis
+    // said "no clear difference between 2 workers (2619 MiB/s) and 2
+    // workers (2497)" while its USL sentence counted one worker count.
+    let d = scratch();
+    for (flag, list, inner) in [
+        ("--threads", "2,2", &["run", "--size", "1m"][..]),
+        ("--threads", "1,2,4,2", &["run", "--size", "1m"][..]),
+        ("--xfer", "1m,1024k", &["run", "--size", "1m"][..]),
+        ("--layout", "shared,shared", &["run", "--size", "1m"][..]),
+        (
+            "--layout",
+            "same-dir,same-dir",
+            &["meta", "--files", "2"][..],
+        ),
+    ] {
+        let threads = if flag == "--threads" { list } else { "1" };
+        let mut args = vec!["sweep", "--threads", threads];
+        if flag != "--threads" {
+            args.extend_from_slice(&[flag, list]);
+        }
+        args.push("--");
+        args.extend_from_slice(inner);
+        args.push(s(d.path()));
+        let out = run(&args);
+        assert_code(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(flag) && err.contains("is given twice"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "{args:?}");
+    }
+}

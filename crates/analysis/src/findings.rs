@@ -467,8 +467,12 @@ fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)
 }
 
-/// "±12%" of an interval around a value.
+/// "±12%" of an interval around a value; with one repetition, that
+/// there is no noise estimate.
 fn pm(p: &CurvePoint) -> String {
+    if p.reps < 2 {
+        return NO_NOISE_ESTIMATE.into();
+    }
     format!("±{:.0}%", p.interval().half_width_rel(p.value) * 100.0)
 }
 
@@ -844,6 +848,10 @@ struct Shape {
     /// The largest relative half-width of the intervals, and as "±x%".
     noise_rel: f64,
     noise: String,
+    /// "within noise: ±x%", or with one repetition at some point, where
+    /// an interval has no width to show, "no noise estimate: one
+    /// repetition" (a "±0%" there claimed a noise that was not measured).
+    within: String,
     /// Every point has at least two good repetitions.
     supported: bool,
     /// Worker counts of the line outside F..L whose every repetition
@@ -896,14 +904,21 @@ impl Shape {
             && last.value < ENOUGH_SHARE * peak.value;
         // Beyond noise, the most workers are well below the peak.
         let falls = clearly_above(&peak, &last) && last.value < ENOUGH_SHARE * peak.value;
+        let supported = pts.iter().all(|p| p.reps >= 2);
+        let noise = format!("±{:.0}%", noise_rel * 100.0);
         Shape {
             serialised: serialised(pts, &first, &last, &peak, falls),
             knee: pts[knee_i].clone(),
             knee_i,
             gain,
             noise_rel,
-            noise: format!("±{:.0}%", noise_rel * 100.0),
-            supported: pts.iter().all(|p| p.reps >= 2),
+            within: if supported {
+                format!("within noise: {noise}")
+            } else {
+                NO_NOISE_ESTIMATE.into()
+            },
+            noise,
+            supported,
             failed_below: None,
             failed_beyond: None,
             w_first: first.little_s(),
@@ -921,6 +936,9 @@ impl Shape {
         self.last.threads as f64 / self.first.threads.max(1) as f64
     }
 }
+
+/// What stands for the noise where a point has one repetition.
+const NO_NOISE_ESTIMATE: &str = "no noise estimate: one repetition";
 
 /// Fewest operations at a point for its p99 to count as evidence of a
 /// queue: the top 1% is then at least 10 operations, not one slow one.
@@ -1032,14 +1050,14 @@ fn verdict(pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) -> Verdict {
         serialised_verdict(&mut v, pts, sh, ctx, u);
     } else if !clearly_above(peak, first) && !sh.falls_from_first {
         v.text = format!(
-            "No clear difference between {} and {} workers (within noise: {}); run more --reps to tell whether workers help.",
+            "No clear difference between {} and {} workers ({}); run more --reps to tell whether workers help.",
             first.threads,
             if peak.threads == first.threads {
                 last.threads
             } else {
                 peak.threads
             },
-            sh.noise
+            sh.within
         );
     } else if peak.threads == last.threads && clearly_above(last, &pts[pts.len() - 2]) {
         rising(&mut v, &pts[pts.len() - 2], sh, u);
@@ -1074,12 +1092,12 @@ fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) 
         )
     } else {
         format!(
-            "no clear difference between {} ({} {u}) and {} ({}; within noise: {})",
+            "no clear difference between {} ({} {u}) and {} ({}; {})",
             workers_word(first.threads),
             num(first.value),
             workers_word(last.threads),
             num(last.value),
-            sh.noise
+            sh.within
         )
     };
     let wanted = last
@@ -1146,7 +1164,7 @@ fn serialised_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Con
     };
     let more = sh.more();
     v.text = format!(
-        "No scaling: {} {u} at {} and {} at {}, never more than {}× the first with {}× the workers (within noise: {}), while each request's time grows in step with the workers{growth}: requests are served one at a time — serialised{at}.",
+        "No scaling: {} {u} at {} and {} at {}, never more than {}× the first with {}× the workers ({}), while each request's time grows in step with the workers{growth}: requests are served one at a time — serialised{at}.",
         num(first.value),
         workers_word(first.threads),
         num(last.value),
@@ -1157,7 +1175,7 @@ fn serialised_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Con
         } else {
             num(more)
         },
-        sh.noise
+        sh.within
     );
     v.evidence.push(ev("most workers", last));
     v.limiter = Some(l);
@@ -1252,11 +1270,11 @@ fn falls_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context,
 /// from the knee when that can be shown, else why it cannot.
 fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) {
     let (first, last, peak, knee, knee_i) = (&sh.first, &sh.last, &sh.peak, &sh.knee, sh.knee_i);
-    let noise = &sh.noise;
+    let (noise, within) = (&sh.noise, &sh.within);
     if knee_i == pts.len() - 1 && peak.threads != last.threads {
         v.evidence.push(ev("most workers", last));
         v.text = format!(
-            "Uneven: the peak is {} {u} at {}, then lower and back to {} at {} (within noise: {noise}): cannot tell where it flattens; run more --reps.",
+            "Uneven: the peak is {} {u} at {}, then lower and back to {} at {} ({within}): cannot tell where it flattens; run more --reps.",
             num(peak.value),
             workers_word(peak.threads),
             num(last.value),
@@ -1267,7 +1285,7 @@ fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, 
         let prev = &pts[pts.len() - 2];
         v.evidence.push(ev("next to most workers", prev));
         v.text = format!(
-            "Highest at {} ({} {u}), but not clearly above {} at {} (within noise: {noise}): cannot tell whether more workers help; run more --reps.",
+            "Highest at {} ({} {u}), but not clearly above {} at {} ({within}): cannot tell whether more workers help; run more --reps.",
             workers_word(last.threads),
             num(last.value),
             num(prev.value),
@@ -1295,13 +1313,18 @@ fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, 
         let before = &pts[knee_i - 1];
         v.evidence.push(ev("before the flat part", before));
         v.text = format!(
-            "Rises {}× from {} to the peak at {} ({} {u}), but {} at {} is within noise of it ({noise}): cannot tell where it flattens; run more --reps.",
+            "Rises {}× from {} to the peak at {} ({} {u}), but {} at {} is {}: cannot tell where it flattens; run more --reps.",
             num(sh.gain),
             workers_word(first.threads),
             workers_word(peak.threads),
             num(peak.value),
             num(before.value),
-            workers_word(before.threads)
+            workers_word(before.threads),
+            if sh.supported {
+                format!("within noise of it ({noise})")
+            } else {
+                format!("within 5% of it ({NO_NOISE_ESTIMATE})")
+            }
         );
     } else {
         let l = limiter(&pts[knee_i..], ctx);
@@ -1639,15 +1662,20 @@ fn compare_sentence(
     };
     let (n0, s0) = (common[0].0.threads, st[0]);
     let mut catch_up = None;
+    // With one repetition at a point there is no noise to quote.
+    let within = if caveat.is_empty() {
+        format!("within noise: ±{:.0}%", noise * 100.0)
+    } else {
+        NO_NOISE_ESTIMATE.to_string()
+    };
     let sentence = if st.iter().all(|&s| s == 0) {
         format!(
-            "No clear difference between {} and {} at any worker count tested ({}–{}; within noise: ±{:.0}%){}{}.",
+            "No clear difference between {} and {} at any worker count tested ({}–{}; {within}){}{}.",
             a.series,
             b.series,
             n0,
             common.last().expect("non-empty").0.threads,
-            noise * 100.0,
-            if noise > 0.1 { "; more --reps would narrow the noise" } else { "" },
+            if noise > 0.1 && caveat.is_empty() { "; more --reps would narrow the noise" } else { "" },
             caveat
         )
     } else if st.iter().all(|&s| s == s0) {
@@ -1696,9 +1724,8 @@ fn compare_sentence(
         let x = &common[i].0;
         let (hv, lv) = faster_first(s, &common[i]);
         format!(
-            "No clear difference at {} (within noise: ±{:.0}%); from {} on, {} is faster ({} vs {} {u}){}.",
+            "No clear difference at {} ({within}); from {} on, {} is faster ({} vs {} {u}){}.",
             workers_word(n0),
-            noise * 100.0,
             workers_word(x.threads),
             name(s),
             num(hv),
@@ -2948,6 +2975,43 @@ mod tests {
             "{}",
             a.verdict.text
         );
+    }
+
+    #[test]
+    fn one_repetition_quotes_no_noise() {
+        // tmpfs, --reps 1: "never more than 1.06× the first with 2× the
+        // workers (within noise: ±0%)" quoted a noise that one repetition
+        // cannot measure. Every sentence of such a line, and a comparison
+        // of two such lines, says there is no noise estimate instead.
+        let line = |s: &str, vals: &[(u32, f64)]| {
+            let pts: Vec<CurvePoint> = vals
+                .iter()
+                .map(|&(n, v)| pt(n, &[v], 1_048_576.0))
+                .collect();
+            analyse_curve(s, "read", "MiB/s", &pts, &ctx("tmpfs"))
+        };
+        let flat = [(1, 2772.75), (2, 2850.0)];
+        for a in [
+            line("", &flat),
+            line("", &[(1, 2772.75)]),
+            line("", &[(1, 2772.75), (2, 2850.0), (4, 2790.0)]),
+        ] {
+            for t in &a.sentences {
+                assert!(!t.contains("±0%"), "{t}");
+            }
+        }
+        let a = line("", &flat);
+        assert!(
+            a.verdict
+                .text
+                .contains("(no noise estimate: one repetition)"),
+            "{}",
+            a.verdict.text
+        );
+        let c = compare_curves(&line("/a", &flat), &line("/b", &flat)).unwrap();
+        assert!(!c.differ);
+        assert!(!c.sentence.contains("±0%"), "{}", c.sentence);
+        assert!(c.sentence.contains("no noise estimate"), "{}", c.sentence);
     }
 
     #[test]

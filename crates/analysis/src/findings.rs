@@ -1894,19 +1894,6 @@ fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
             by_nodes.then_some(p.nodes()),
         )
     };
-    // A point whose every repetition failed moved nothing, so its own
-    // statistics cannot tell a data operation from a metadata one: it takes
-    // the unit of the operation's good points on the same line, and stays
-    // on that line (a write line of 1 and 2 workers whose 4 failed was
-    // split in two, and the first said "the most tested" of 2).
-    let good_unit = |dims: &Dims, op: &str| {
-        rec.points
-            .iter()
-            .filter(|p| dims_of(p) == *dims)
-            .flat_map(|p| &p.ops)
-            .find(|o| o.op == op && o.reps > 0)
-            .map(|o| unit_of(o, units))
-    };
     let (mut spans_nodes, mut first_nodes): (Vec<bool>, Vec<u32>) = (Vec::new(), Vec::new());
     for p in &rec.points {
         let n = p.nodes();
@@ -1917,9 +1904,14 @@ fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
             p.result.host.fs_type.clone()
         };
         for o in &p.ops {
-            let unit = match o.reps {
-                0 => good_unit(&dims, &o.op).unwrap_or_else(|| unit_of(o, units)),
-                _ => unit_of(o, units),
+            // One unit per operation: a point whose every repetition
+            // failed moved nothing, and stays on its operation's line (a
+            // write line of 1 and 2 workers whose 4 failed was split in
+            // two, and the first said "the most tested" of 2).
+            let unit = if rec.op_moves_data(&o.op) {
+                units.data()
+            } else {
+                unit_of(o, units)
             };
             let cp = curve_point(p, o, units);
             match lines

@@ -56,6 +56,25 @@ pub struct SweepRecord {
 }
 
 impl SweepRecord {
+    /// Whether operation `op` moves data: any point where it has a good
+    /// repetition moved bytes; where every repetition of it failed (it
+    /// moved nothing, so its own figures cannot tell), whether it ran in
+    /// a data job (`run`, fio) rather than one that counts files. One
+    /// answer per operation, so a point that failed stays on its line
+    /// and in its unit (a failed write point was counted in ops/s).
+    pub fn op_moves_data(&self, op: &str) -> bool {
+        let ops = || {
+            self.points
+                .iter()
+                .flat_map(|p| p.ops.iter().map(move |o| (p, o)))
+                .filter(|(_, o)| o.op == op)
+        };
+        match ops().find(|(_, o)| o.reps > 0) {
+            Some(_) => ops().any(|(_, o)| o.reps > 0 && o.moves_data()),
+            None => ops().any(|(p, o)| !o.counts_files && p.result.spec.as_run().is_some()),
+        }
+    }
+
     /// `(failed, total, first error)` over every point's repetitions
     /// (total counts the failed and the good ones), when any failed.
     pub fn failed_reps(&self) -> Option<(usize, usize, String)> {

@@ -378,7 +378,7 @@ fn any_data(rec: &SweepRecord) -> bool {
     rec.points
         .iter()
         .flat_map(|p| &p.ops)
-        .any(|o| o.moves_data())
+        .any(|o| rec.op_moves_data(&o.op))
 }
 
 /// The column names of the seed-style table, in the record's units.

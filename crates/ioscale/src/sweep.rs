@@ -1205,7 +1205,11 @@ impl Runner<'_> {
         let rate = ops
             .iter()
             .map(|o| {
-                if o.moves_data() {
+                if o.reps == 0 {
+                    // Nothing was measured: no rate, and no unit to guess
+                    // from bytes it never moved ("write 0 files/s").
+                    format!("{} every repetition failed", o.op)
+                } else if o.moves_data() {
                     format!("{} {:.1} MiB/s", o.op, o.center_bw_mib_s())
                 } else {
                     format!("{} {:.0} files/s", o.op, o.center_iops())

@@ -509,3 +509,48 @@ fn a_swept_value_given_twice_is_refused_before_any_point_runs() {
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "{args:?}");
     }
 }
+
+#[test]
+fn a_point_that_failed_everywhere_shows_no_rate() {
+    let _t = turn();
+    // Every data request fails: the progress line of each point said
+    // "write 0 files/s", a rate of 0 in a metadata unit for writes that
+    // moved nothing; the analysis line was in ops/s.
+    let Some(fs) = TestFs::mount(&["--eio-after-ops", "0", "--faults-path-substr", "file."]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--progress",
+        "plain",
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "256k",
+        "--xfer",
+        "64k",
+        s(fs.path()),
+    ]);
+    assert_code(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let done: Vec<&str> = err.lines().filter(|l| l.contains(" done in ")).collect();
+    assert_eq!(done.len(), 2, "{err}");
+    for l in done {
+        assert!(l.contains("write every repetition failed"), "{l}");
+        assert!(!l.contains("/s"), "{l}");
+    }
+    let v = json(&j);
+    let c = curve(&v);
+    assert_eq!(kind(c), "all-failed");
+    assert_eq!(c["unit"], "MiB/s", "a write line is a data line: {c:#}");
+}

@@ -145,7 +145,7 @@ pub fn compare_with(records: &[(String, SweepRecord)], units: Units) -> Comparis
                 if o.reps == 0 {
                     continue;
                 }
-                let data = o.moves_data();
+                let data = o.rate_is_data();
                 let unit = unit_of(o, units);
                 let scale = |x: f64| if data { units.from_mib_s(x) } else { x };
                 let v = scale(if data {
@@ -153,7 +153,7 @@ pub fn compare_with(records: &[(String, SweepRecord)], units: Units) -> Comparis
                 } else {
                     o.center_iops()
                 });
-                let iv = o.ci.filter(|c| c.n > 1).map(|c| Interval {
+                let iv = o.rate_ci().filter(|c| c.n > 1).map(|c| Interval {
                     lo: scale(c.lo),
                     hi: scale(c.hi),
                     ..c

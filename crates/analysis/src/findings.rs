@@ -1355,7 +1355,9 @@ fn little_sentence(
 ) -> Option<String> {
     let l0 = out.little.first().copied()?;
     let per_worker = 1.0 / l0.latency_s;
-    let data = if first.bytes_per_op > 0.0 {
+    // The data rate per worker, for a line counted in data units only (a
+    // create of 4 KiB files is counted in files/s).
+    let data = if first.bytes_per_op > 0.0 && !first.counts_files {
         format!(
             " ({} {u} at {} per operation)",
             num(per_worker * first.bytes_per_op / 1_048_576.0
@@ -1770,7 +1772,7 @@ fn without_nodes(label: &str) -> String {
 
 /// The unit of an operation's line.
 pub fn unit_of(o: &crate::model::OpStats, units: Units) -> &'static str {
-    if o.moves_data() {
+    if o.rate_is_data() {
         units.data()
     } else if o.counts_files {
         "files/s"
@@ -1832,7 +1834,7 @@ pub fn curve_point_of(
     units: Units,
 ) -> CurvePoint {
     let (ranks, tpr, workers) = (ranks, threads_per_rank, ranks * threads_per_rank);
-    let data = o.moves_data();
+    let data = o.rate_is_data();
     let scale = |v: f64| if data { units.from_mib_s(v) } else { v };
     let (value, min, max) = if data {
         (o.center_bw_mib_s(), o.bw_mib_s.min, o.bw_mib_s.max)
@@ -1846,7 +1848,7 @@ pub fn curve_point_of(
         value: scale(value),
         min: scale(min),
         max: scale(max),
-        ci: o.ci.map(|c| Interval {
+        ci: o.rate_ci().map(|c| Interval {
             lo: scale(c.lo),
             hi: scale(c.hi),
             ..c

@@ -1209,7 +1209,7 @@ impl Runner<'_> {
                     // Nothing was measured: no rate, and no unit to guess
                     // from bytes it never moved ("write 0 files/s").
                     format!("{} every repetition failed", o.op)
-                } else if o.moves_data() {
+                } else if o.rate_is_data() {
                     format!("{} {:.1} MiB/s", o.op, o.center_bw_mib_s())
                 } else {
                     format!("{} {:.0} files/s", o.op, o.center_iops())

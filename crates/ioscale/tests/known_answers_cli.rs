@@ -554,3 +554,55 @@ fn a_point_that_failed_everywhere_shows_no_rate() {
     assert_eq!(kind(c), "all-failed");
     assert_eq!(c["unit"], "MiB/s", "a write line is a data line: {c:#}");
 }
+
+#[test]
+fn a_metadata_line_that_writes_its_files_is_counted_in_files() {
+    // `meta` create writes each file's bytes (4 KiB here): its line read
+    // "593 MiB/s" on tmpfs, and its progress "create 593.5 MiB/s", where
+    // docs/analysis.md promises files/s for metadata. The interval, taken
+    // over the bandwidth, must then be the rate's too.
+    let d = scratch();
+    let o = scratch();
+    let j = o.path().join("m.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "3",
+        "--progress",
+        "plain",
+        "--json",
+        s(&j),
+        "--",
+        "meta",
+        "-n",
+        "200",
+        "--file-size",
+        "4k",
+        "--ops",
+        "create,read,delete",
+        s(d.path()),
+    ]);
+    assert_code(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("MiB/s"), "{err}");
+    let v = json(&j);
+    for c in v["analysis"]["curves"].as_array().unwrap() {
+        assert_eq!(c["unit"], "files/s", "{}: {:#}", c["op"], c["verdict"]);
+        for t in c["sentences"].as_array().unwrap() {
+            let t = t.as_str().unwrap();
+            assert!(!t.contains("MiB/s"), "{t}");
+        }
+        for p in c["points"].as_array().unwrap() {
+            let f = |k: &str| p["ci"][k].as_f64().unwrap();
+            let value = p["value"].as_f64().unwrap();
+            assert!(
+                f("lo") <= value * 1.000001 && value <= f("hi") * 1.000001,
+                "{}: {value} outside its interval {:#}",
+                c["op"],
+                p["ci"]
+            );
+        }
+    }
+}

@@ -1708,8 +1708,20 @@ fn compare_sentence(
         let (lead, trail) = (name(s0), other(s0));
         let (lv, tv) = faster_first(s0, &common[i]);
         let (l0, t0) = faster_first(s0, &common[0]);
+        // The lead may come back past the catch-up: say so, or "catches
+        // up" reads as level from there on (seen in a test of 1, 2, 4, 8
+        // workers clearly apart at all but 2).
+        let again = (i + 1..st.len()).find(|&j| st[j] == s0).map(|j| {
+            let (lj, tj) = faster_first(s0, &common[j]);
+            format!(
+                "; but {lead} is clearly faster again at {} ({} vs {} {u})",
+                workers_word(common[j].0.threads),
+                num(lj),
+                num(tj)
+            )
+        });
         format!(
-            "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}, beyond noise){}.",
+            "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}, beyond noise){}{}.",
             if st[i] == 0 { "catches up with" } else { "overtakes" },
             workers_word(x.threads),
             num(tv),
@@ -1718,6 +1730,7 @@ fn compare_sentence(
             num(l0),
             num(t0),
             workers_word(n0),
+            again.unwrap_or_default(),
             caveat
         )
     } else {
@@ -1725,10 +1738,16 @@ fn compare_sentence(
         let s = st[i];
         let x = &common[i].0;
         let (hv, lv) = faster_first(s, &common[i]);
+        // "From x on" only when every count from x is that side's.
+        let from = if st[i..].iter().all(|&t| t == s) {
+            "from {} on"
+        } else {
+            "at {}, though not at every count above it"
+        };
         format!(
-            "No clear difference at {} ({within}); from {} on, {} is faster ({} vs {} {u}){}.",
+            "No clear difference at {} ({within}); {}, {} is faster ({} vs {} {u}){}.",
             workers_word(n0),
-            workers_word(x.threads),
+            from.replace("{}", &workers_word(x.threads)),
             name(s),
             num(hv),
             num(lv),
@@ -3153,6 +3172,41 @@ mod tests {
         assert_eq!(c.catch_up_threads, Some(16));
         assert!(
             c.sentence.starts_with("/efs overtakes /ebs at 16 workers"),
+            "{}",
+            c.sentence
+        );
+    }
+
+    #[test]
+    fn a_lead_that_comes_back_is_not_a_catch_up() {
+        // Clearly apart at 1, 4 and 8 workers, level at 2 only: "/b
+        // catches up with /a at 2 workers" alone read as level from there.
+        let mk = |s: &str, vals: &[(u32, f64)]| {
+            let pts: Vec<CurvePoint> = vals.iter().map(|&(n, v)| pt(n, &tight(v), KIB64)).collect();
+            analyse_curve(s, "write", "MiB/s", &pts, &ctx("ext4"))
+        };
+        let a = mk("/a", &[(1, 100.0), (2, 150.0), (4, 300.0), (8, 400.0)]);
+        let b = mk("/b", &[(1, 50.0), (2, 150.0), (4, 150.0), (8, 200.0)]);
+        let c = compare_curves(&a, &b).unwrap();
+        assert!(
+            c.sentence.starts_with("/b catches up with /a at 2 workers"),
+            "{}",
+            c.sentence
+        );
+        assert!(
+            c.sentence
+                .contains("but /a is clearly faster again at 4 workers (300 vs 150 MiB/s)"),
+            "{}",
+            c.sentence
+        );
+        // Level first, apart at 2, level again at 4: not "from 2 on".
+        let a = mk("/a", &[(1, 100.0), (2, 300.0), (4, 150.0)]);
+        let b = mk("/b", &[(1, 100.0), (2, 150.0), (4, 150.0)]);
+        let c = compare_curves(&a, &b).unwrap();
+        assert!(!c.sentence.contains("from 2 workers on"), "{}", c.sentence);
+        assert!(
+            c.sentence
+                .contains("at 2 workers, though not at every count above it, /a is faster"),
             "{}",
             c.sentence
         );

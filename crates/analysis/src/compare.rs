@@ -145,7 +145,7 @@ pub fn compare_with(records: &[(String, SweepRecord)], units: Units) -> Comparis
                 if o.reps == 0 {
                     continue;
                 }
-                let data = o.moves_data();
+                let data = o.rate_is_data();
                 let unit = unit_of(o, units);
                 let scale = |x: f64| if data { units.from_mib_s(x) } else { x };
                 let v = scale(if data {
@@ -153,7 +153,7 @@ pub fn compare_with(records: &[(String, SweepRecord)], units: Units) -> Comparis
                 } else {
                     o.center_iops()
                 });
-                let iv = o.ci.filter(|c| c.n > 1).map(|c| Interval {
+                let iv = o.rate_ci().filter(|c| c.n > 1).map(|c| Interval {
                     lo: scale(c.lo),
                     hi: scale(c.hi),
                     ..c
@@ -281,7 +281,28 @@ pub fn render_text(c: &Comparison) -> String {
             count("slower"),
             count("no clear difference"),
         );
-        let word = if same == vs.len() {
+        // Rows where either figure rests on one repetition: no interval,
+        // so their verdict is the 5% gap alone, not a judgement of noise.
+        let bare = c
+            .rows
+            .iter()
+            .filter(|r| r.verdicts[i].is_some())
+            .filter(|r| r.intervals[0].is_none() || r.intervals[i].is_none())
+            .count();
+        let word = if bare > 0 {
+            let all = if same == vs.len() {
+                " — no clear difference".to_string()
+            } else if f == vs.len() {
+                " — faster at every row".to_string()
+            } else if sl == vs.len() {
+                " — slower at every row".to_string()
+            } else {
+                format!(" — faster in {f}, slower in {sl}, no clear difference in {same} row(s)")
+            };
+            format!(
+                "{all} (one repetition in {bare} of them: no noise estimate there, only the 5% gap; run with --reps 3 or more)"
+            )
+        } else if same == vs.len() {
             " — no clear difference (every row within noise)".to_string()
         } else if f == vs.len() {
             " — faster at every row, beyond noise".to_string()

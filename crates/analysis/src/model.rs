@@ -56,6 +56,25 @@ pub struct SweepRecord {
 }
 
 impl SweepRecord {
+    /// Whether operation `op` moves data: any point where it has a good
+    /// repetition moved bytes; where every repetition of it failed (it
+    /// moved nothing, so its own figures cannot tell), whether it ran in
+    /// a data job (`run`, fio) rather than one that counts files. One
+    /// answer per operation, so a point that failed stays on its line
+    /// and in its unit (a failed write point was counted in ops/s).
+    pub fn op_moves_data(&self, op: &str) -> bool {
+        let ops = || {
+            self.points
+                .iter()
+                .flat_map(|p| p.ops.iter().map(move |o| (p, o)))
+                .filter(|(_, o)| o.op == op)
+        };
+        match ops().find(|(_, o)| o.reps > 0) {
+            Some(_) => ops().any(|(_, o)| o.reps > 0 && o.rate_is_data()),
+            None => ops().any(|(p, o)| !o.counts_files && p.result.spec.as_run().is_some()),
+        }
+    }
+
     /// `(failed, total, first error)` over every point's repetitions
     /// (total counts the failed and the good ones), when any failed.
     pub fn failed_reps(&self) -> Option<(usize, usize, String)> {
@@ -348,6 +367,35 @@ impl OpStats {
     /// does not; its figure is then the rate, not the bandwidth).
     pub fn moves_data(&self) -> bool {
         self.bw_mib_s.max > 0.0
+    }
+
+    /// Whether the operation's rate is a data rate (MiB/s, MB/s): it
+    /// moves data and does not count files. A metadata phase that writes
+    /// or reads its files' bytes (`meta` create or read of 4 KiB files)
+    /// is counted in files/s all the same (a tmpfs create line read
+    /// "593 MiB/s").
+    pub fn rate_is_data(&self) -> bool {
+        self.moves_data() && !self.counts_files
+    }
+
+    /// The 95 % interval of the figure the operation is judged by: of the
+    /// bandwidth (MiB/s) when [`rate_is_data`](Self::rate_is_data), else
+    /// of the rate. A phase that counts files and moves their bytes has
+    /// its stored interval over the bandwidth; each repetition moves the
+    /// same bytes per file, so the rate is the bandwidth times one
+    /// constant, and so is its interval.
+    pub fn rate_ci(&self) -> Option<Interval> {
+        let bw = self.center_bw_mib_s();
+        let k = if !self.rate_is_data() && self.moves_data() && bw > 0.0 {
+            self.center_iops() / bw
+        } else {
+            1.0
+        };
+        self.ci.map(|c| Interval {
+            lo: c.lo * k,
+            hi: c.hi * k,
+            ..c
+        })
     }
 
     /// The central bandwidth: the trimmed mean when trimming is on and

@@ -378,7 +378,7 @@ fn any_data(rec: &SweepRecord) -> bool {
     rec.points
         .iter()
         .flat_map(|p| &p.ops)
-        .any(|o| o.moves_data())
+        .any(|o| o.moves_data() || rec.op_moves_data(&o.op))
 }
 
 /// The column names of the seed-style table, in the record's units.
@@ -524,7 +524,7 @@ fn row_cells(p: &SweepPoint, o: &crate::model::OpStats, look: &Look) -> Vec<Stri
     let ok = o.reps > 0;
     let dash = || "-".to_string();
     let f2 = |x: f64| if ok { format!("{x:.2}") } else { dash() };
-    let ci = |scale: &dyn Fn(f64) -> f64| match o.ci {
+    let ci = |iv: Option<stats::Interval>, scale: &dyn Fn(f64) -> f64| match iv {
         Some(c) if ok && c.n > 1 => {
             format!("{}–{}", num(scale(c.lo)), num(scale(c.hi)))
         }
@@ -557,14 +557,15 @@ fn row_cells(p: &SweepPoint, o: &crate::model::OpStats, look: &Look) -> Vec<Stri
     if data_col {
         if o.moves_data() {
             cells.push(f2(units.from_mib_s(o.center_bw_mib_s())));
-            cells.push(ci(&|x| units.from_mib_s(x)));
+            // The bandwidth's interval (stored over the bandwidth).
+            cells.push(ci(o.ci, &|x| units.from_mib_s(x)));
         } else {
             cells.extend([dash(), dash()]);
         }
     }
     cells.push(if ok { num(o.center_iops()) } else { dash() });
     if !data_col {
-        cells.push(ci(&|x| x));
+        cells.push(ci(o.rate_ci(), &|x| x));
     }
     cells.extend([
         if ok && o.lat_p50_us > 0.0 {

@@ -43,11 +43,49 @@ fn a_tiny_ratio_is_no_clear_difference() {
     }
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     let text = render_text(&c);
+    // The golden run's read and randread rows have no interval (one
+    // repetition of randread): no noise estimate there, which the summary
+    // says instead of "every row within noise".
     assert!(
-        text.contains("no clear difference (every row within noise)"),
+        text.contains(
+            " — no clear difference (one repetition in 2 of them: no noise estimate there"
+        ),
         "{text}"
     );
     assert!(!text.contains("slower"), "{text}");
+}
+
+#[test]
+fn one_repetition_is_never_beyond_noise() {
+    // Two records of one repetition each (tmpfs at 1415 and 2388 MiB/s,
+    // testfs at 29 MiB/s): "slower at every row, beyond noise" judged a
+    // noise neither record measured.
+    let mut a = run_record();
+    a.phases.retain(|p| p.rep == 0);
+    let b = {
+        let mut b = a.clone();
+        for p in &mut b.phases {
+            p.bw_mib_s *= 0.02;
+            p.bw_mb_s *= 0.02;
+            p.iops *= 0.02;
+        }
+        b
+    };
+    let c = compare_with(
+        &[("a".into(), sweep_of_run(a)), ("b".into(), sweep_of_run(b))],
+        Units::Iec,
+    );
+    for r in &c.rows {
+        assert_eq!(r.verdicts[1].as_deref(), Some("slower"), "{r:?}");
+    }
+    let text = render_text(&c);
+    assert!(!text.contains("beyond noise"), "{text}");
+    assert!(
+        text.contains(
+            " — slower at every row (one repetition in 3 of them: no noise estimate there"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

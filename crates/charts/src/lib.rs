@@ -37,7 +37,11 @@ fn op_series(rec: &SweepRecord, op: &str, data: bool) -> [Vec<Series>; 3] {
     let mut dur: Vec<Series> = Vec::new();
     let mut lat: Vec<Series> = Vec::new();
     for p in &rec.points {
-        let Some(o) = p.ops.iter().find(|o| o.op == op && o.moves_data() == data) else {
+        let Some(o) = p
+            .ops
+            .iter()
+            .find(|o| o.op == op && rec.op_moves_data(&o.op) == data)
+        else {
             continue;
         };
         let label = if p.series.is_empty() {
@@ -197,7 +201,9 @@ pub fn charts_for(rec: &SweepRecord) -> Vec<NamedChart> {
     let mut ops: Vec<(String, bool)> = Vec::new();
     for p in &rec.points {
         for o in &p.ops {
-            let key = (o.op.clone(), o.moves_data());
+            // A point whose every repetition failed moved nothing: it
+            // is drawn on its operation's chart, not on one of its own.
+            let key = (o.op.clone(), rec.op_moves_data(&o.op));
             if !ops.contains(&key) {
                 ops.push(key);
             }

@@ -174,13 +174,33 @@ impl Lists {
             Some(d) => counts("--iodepth", "queue depth", d)?,
             None => Vec::new(),
         };
-        Ok(Lists {
+        let lists = Lists {
             threads: counts("--threads", "thread count", &args.threads)?,
             xfers,
             layouts: words(&args.layout),
             targets: words(&args.target),
             depths,
-        })
+        };
+        once("--threads", &lists.threads)?;
+        once("--xfer", &lists.xfers)?;
+        once("--iodepth", &lists.depths)?;
+        once("--layout", &lists.layouts)?;
+        once("--target", &lists.targets)?;
+        Ok(lists)
+    }
+}
+
+/// Refuses a value given twice in a swept list: it would measure one
+/// point twice as two, and the analysis would set the point against
+/// itself ("no clear difference between 2 workers and 2 workers" of
+/// `--threads 2,2`).
+fn once<T: PartialEq + std::fmt::Debug>(flag: &str, list: &[T]) -> Result<(), Usage> {
+    match (1..list.len()).find(|&i| list[..i].contains(&list[i])) {
+        Some(i) => usage(format!(
+            "{flag}: {:?} is given twice (each value is one point of the sweep)",
+            list[i]
+        )),
+        None => Ok(()),
     }
 }
 
@@ -1185,7 +1205,11 @@ impl Runner<'_> {
         let rate = ops
             .iter()
             .map(|o| {
-                if o.moves_data() {
+                if o.reps == 0 {
+                    // Nothing was measured: no rate, and no unit to guess
+                    // from bytes it never moved ("write 0 files/s").
+                    format!("{} every repetition failed", o.op)
+                } else if o.rate_is_data() {
                     format!("{} {:.1} MiB/s", o.op, o.center_bw_mib_s())
                 } else {
                     format!("{} {:.0} files/s", o.op, o.center_iops())

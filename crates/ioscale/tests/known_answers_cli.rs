@@ -431,3 +431,178 @@ fn case7_noisy_server_carries_its_uncertainty() {
         assert_eq!(p["ci"]["n"].as_u64(), Some(3), "{p:#}");
     }
 }
+
+#[test]
+fn a_worker_count_whose_every_repetition_failed_stays_on_its_line() {
+    let _t = turn();
+    // Only the fourth worker's file fails: 1 and 2 workers are good, every
+    // repetition at 4 workers fails. Before, the failed point (no bytes,
+    // so "ops/s") became a second `write` line of its own, and the first
+    // line, of 1 and 2 workers, could say "help up to at least 2 (the
+    // most tested); try more" of a sweep that tested 4.
+    let Some(fs) = TestFs::mount(&[
+        "--delay",
+        "1ms",
+        "--eio-after-ops",
+        "0",
+        "--faults-path-substr",
+        "file.00000003",
+    ]) else {
+        return;
+    };
+    let v = sweep(
+        &["--threads", "1,2,4", "--reps", "2"],
+        &["--op", "write", "--size", "1m", "--xfer", "64k"],
+        fs.path(),
+        1,
+    );
+    show("failed point", &v);
+    let c = curve(&v);
+    assert_eq!(c["unit"], "MiB/s", "{:#}", c);
+    let pts = c["points"].as_array().unwrap();
+    let at = |k: &str| -> Vec<u64> { pts.iter().map(|p| p[k].as_u64().unwrap()).collect() };
+    assert_eq!(at("threads"), [1, 2, 4]);
+    assert_eq!(at("reps"), [2, 2, 0]);
+    assert_eq!(at("failed"), [0, 0, 2]);
+    let text = c["verdict"]["text"].as_str().unwrap();
+    assert!(!text.contains("the most tested"), "{text}");
+    assert!(!text.contains("Try more workers"), "{text}");
+    let first = c["sentences"][0].as_str().unwrap();
+    assert!(
+        first.starts_with("2 of 2 repetitions failed at 4 workers"),
+        "{first}"
+    );
+}
+
+#[test]
+fn a_swept_value_given_twice_is_refused_before_any_point_runs() {
+    // `--threads 2,2` measured one point twice as two, and the analysis
+    // said "no clear difference between 2 workers (2619 MiB/s) and 2
+    // workers (2497)" while its USL sentence counted one worker count.
+    let d = scratch();
+    for (flag, list, inner) in [
+        ("--threads", "2,2", &["run", "--size", "1m"][..]),
+        ("--threads", "1,2,4,2", &["run", "--size", "1m"][..]),
+        ("--xfer", "1m,1024k", &["run", "--size", "1m"][..]),
+        ("--layout", "shared,shared", &["run", "--size", "1m"][..]),
+        (
+            "--layout",
+            "same-dir,same-dir",
+            &["meta", "--files", "2"][..],
+        ),
+    ] {
+        let threads = if flag == "--threads" { list } else { "1" };
+        let mut args = vec!["sweep", "--threads", threads];
+        if flag != "--threads" {
+            args.extend_from_slice(&[flag, list]);
+        }
+        args.push("--");
+        args.extend_from_slice(inner);
+        args.push(s(d.path()));
+        let out = run(&args);
+        assert_code(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(flag) && err.contains("is given twice"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0, "{args:?}");
+    }
+}
+
+#[test]
+fn a_point_that_failed_everywhere_shows_no_rate() {
+    let _t = turn();
+    // Every data request fails: the progress line of each point said
+    // "write 0 files/s", a rate of 0 in a metadata unit for writes that
+    // moved nothing; the analysis line was in ops/s.
+    let Some(fs) = TestFs::mount(&["--eio-after-ops", "0", "--faults-path-substr", "file."]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--progress",
+        "plain",
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "256k",
+        "--xfer",
+        "64k",
+        s(fs.path()),
+    ]);
+    assert_code(&out, 1);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let done: Vec<&str> = err.lines().filter(|l| l.contains(" done in ")).collect();
+    assert_eq!(done.len(), 2, "{err}");
+    for l in done {
+        assert!(l.contains("write every repetition failed"), "{l}");
+        assert!(!l.contains("/s"), "{l}");
+    }
+    let v = json(&j);
+    let c = curve(&v);
+    assert_eq!(kind(c), "all-failed");
+    assert_eq!(c["unit"], "MiB/s", "a write line is a data line: {c:#}");
+}
+
+#[test]
+fn a_metadata_line_that_writes_its_files_is_counted_in_files() {
+    // `meta` create writes each file's bytes (4 KiB here): its line read
+    // "593 MiB/s" on tmpfs, and its progress "create 593.5 MiB/s", where
+    // docs/analysis.md promises files/s for metadata. The interval, taken
+    // over the bandwidth, must then be the rate's too.
+    let d = scratch();
+    let o = scratch();
+    let j = o.path().join("m.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "3",
+        "--progress",
+        "plain",
+        "--json",
+        s(&j),
+        "--",
+        "meta",
+        "-n",
+        "200",
+        "--file-size",
+        "4k",
+        "--ops",
+        "create,read,delete",
+        s(d.path()),
+    ]);
+    assert_code(&out, 0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("MiB/s"), "{err}");
+    let v = json(&j);
+    for c in v["analysis"]["curves"].as_array().unwrap() {
+        assert_eq!(c["unit"], "files/s", "{}: {:#}", c["op"], c["verdict"]);
+        for t in c["sentences"].as_array().unwrap() {
+            let t = t.as_str().unwrap();
+            assert!(!t.contains("MiB/s"), "{t}");
+        }
+        for p in c["points"].as_array().unwrap() {
+            let f = |k: &str| p["ci"][k].as_f64().unwrap();
+            let value = p["value"].as_f64().unwrap();
+            assert!(
+                f("lo") <= value * 1.000001 && value <= f("hi") * 1.000001,
+                "{}: {value} outside its interval {:#}",
+                c["op"],
+                p["ci"]
+            );
+        }
+    }
+}

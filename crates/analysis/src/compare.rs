@@ -10,9 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use stats::Interval;
 
-use crate::findings::{num, unit_of, Units, MIN_EFFECT};
+use crate::findings::unit_of;
 use crate::model::SweepRecord;
 use crate::render::layout_table;
+use crate::verdict::{num, Units, MIN_EFFECT};
 
 /// One matched row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

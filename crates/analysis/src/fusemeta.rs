@@ -10,7 +10,7 @@
 
 use probe::FuseRequests;
 
-use crate::findings::{dur, num, CurvePoint, MIN_EFFECT};
+use crate::verdict::{dur, num, CurvePoint, MIN_EFFECT};
 
 /// Opcodes listed by name in the sentence; the rest are added up.
 const LISTED: usize = 6;

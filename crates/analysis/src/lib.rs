@@ -15,6 +15,7 @@ mod fusemeta;
 pub mod model;
 pub mod render;
 pub mod usl;
+pub mod verdict;
 
 pub use findings::{
     analyse, analyse_with, Analysis, CurveAnalysis, Limit, Units, Verdict, VerdictKind,

@@ -15,7 +15,7 @@ use stats::{Interval, RepStats};
 
 use report::{HostInfo, PhaseRecord, ResultSet};
 
-use crate::findings::Analysis;
+use crate::verdict::Analysis;
 
 /// Version of the sweep JSON layout.
 pub const SWEEP_SCHEMA: u32 = 1;

@@ -8,8 +8,9 @@
 
 use report::{ExportError, ResultSet};
 
-use crate::findings::{analyse, num};
+use crate::findings::analyse;
 use crate::model::{point_stats, SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
+use crate::verdict::num;
 
 /// A saved record: a sweep, or a plain run.
 #[derive(Debug, Clone)]

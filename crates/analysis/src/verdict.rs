@@ -1,0 +1,469 @@
+//! What an analysis says, as data: the thresholds its rules use, the
+//! unit system, a line's points as the rules see them, the verdicts,
+//! limiters and comparisons it stores in a sweep record, and how its
+//! figures are written. The rules themselves are in [`crate::findings`];
+//! the record ([`crate::model`]) and the other readers use these types
+//! without depending on the rules.
+
+use probe::Resources;
+use serde::{Deserialize, Serialize};
+use stats::Interval;
+
+use crate::usl::UslFit;
+
+/// Share of the peak from which a line counts as flat ("enough workers").
+pub const ENOUGH_SHARE: f64 = 0.9;
+
+/// Smallest relative difference ever called a difference, even when the
+/// intervals do not overlap (a 2 % gap between tight intervals is not worth
+/// a sentence).
+pub const MIN_EFFECT: f64 = 0.05;
+
+/// Largest relative half-width of a point's interval for it to count as
+/// part of a flat stretch: noisier points cannot show "within 10 % of the
+/// peak".
+pub const PLATEAU_NOISE: f64 = 0.15;
+
+/// Latency growth (against the fewest workers) still read as "unchanged".
+pub const LATENCY_STEADY: f64 = 1.25;
+
+/// Distinct worker counts a USL fit needs before it is quoted.
+pub const USL_MIN_COUNTS: usize = 5;
+
+/// Coefficient of determination a USL fit needs before it is quoted.
+pub const USL_MIN_R2: f64 = 0.9;
+
+/// Machine CPU busy share from which the CPUs are the limit; also the
+/// share of the CPUs ioscale may use that its threads must want (running
+/// or waiting for a CPU, on average) to be limited by them.
+pub const CPU_SATURATED: f64 = 0.9;
+
+/// Share of the time each of ioscale's threads must wait for a CPU for it
+/// to count as starved (kept off the CPUs by other work).
+pub const STARVED_SHARE: f64 = 0.25;
+
+/// Largest gain from the fewest workers to the peak still read as no
+/// scaling: two requests served at once double the rate, while one server
+/// taking requests one at a time gains only what the clients' own part of
+/// each request overlaps with the server's (a few percent on a quiet
+/// machine, about a third on a busy one).
+pub const SERIAL_GAIN: f64 = 1.5;
+
+/// Rule 2: the least share of the fewest workers' throughput a
+/// one-at-a-time server keeps at the most workers when the latency proves
+/// the queue (what is lost goes to the extra clients' overhead).
+pub const SERIAL_FALL: f64 = 0.8;
+
+/// How far the measured median latency must grow from no queue (1×) to
+/// what one server taking requests one at a time gives (the workers'
+/// growth, ×L/F: each waits for the others), for requests to count as
+/// queueing behind one another: midway, `1 + 0.5 × (L/F − 1)`. Half of
+/// L/F alone asked for no growth at all with twice the workers (tmpfs
+/// reads, median 281 → 309 µs, were "served one at a time").
+pub const SERIAL_LATENCY: f64 = 0.5;
+
+/// How fast the measured latency must grow from the fewest workers to the
+/// first count of at least twice as many, as a share of the workers'
+/// growth, to prove a queue behind one server when the throughput is too
+/// noisy to (a server taking two requests at once keeps the latency at 2
+/// workers where it was, share 0.5; one at a time doubles it, share 1).
+pub const SERIAL_QUEUE: f64 = 0.75;
+
+/// Cores one other process must use to be the limit (a single-threaded
+/// daemon cannot use more than one).
+pub const PROCESS_SATURATED: f64 = 0.85;
+
+/// Device utilisation from which the device is the limit.
+pub const DEVICE_SATURATED: f64 = 0.85;
+
+/// The unit system of a report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Units {
+    /// MiB/s (2^20 bytes per second): the default.
+    #[default]
+    Iec,
+    /// MB/s (10^6 bytes per second), as the seed tables print it.
+    Si,
+}
+
+impl Units {
+    /// The data-rate unit.
+    pub fn data(self) -> &'static str {
+        match self {
+            Units::Iec => "MiB/s",
+            Units::Si => "MB/s",
+        }
+    }
+
+    /// Converts MiB/s into this unit.
+    pub fn from_mib_s(self, v: f64) -> f64 {
+        match self {
+            Units::Iec => v,
+            Units::Si => v * 1_048_576.0 / 1e6,
+        }
+    }
+
+    /// `iec` or `si` (the value of a `--units` flag).
+    pub fn parse(s: &str) -> Option<Units> {
+        match s {
+            "iec" | "mib" | "MiB" => Some(Units::Iec),
+            "si" | "mb" | "MB" => Some(Units::Si),
+            _ => None,
+        }
+    }
+}
+
+/// Everything the analysis found in a sweep.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// The unit system every figure and sentence uses.
+    #[serde(default)]
+    pub units: Units,
+    /// One entry per line (series and operation).
+    pub curves: Vec<CurveAnalysis>,
+    /// Where lines that differ in one swept value differ.
+    pub comparisons: Vec<Comparison>,
+    /// Sentences about the whole sweep (failed repetitions, one repetition
+    /// per point).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Analysis {
+    /// Every sentence, each line's prefixed with its name, in order.
+    pub fn sentences(&self) -> Vec<String> {
+        let mut out = self.notes.clone();
+        for c in &self.curves {
+            for s in &c.sentences {
+                out.push(format!("{}: {s}", c.name()));
+            }
+        }
+        for c in &self.comparisons {
+            out.push(format!("{}: {}", c.op, c.sentence));
+        }
+        out
+    }
+
+    /// The verdict of each line, `name: text`.
+    pub fn verdicts(&self) -> Vec<String> {
+        self.curves
+            .iter()
+            .map(|c| format!("{}: {}", c.name(), c.verdict.text))
+            .collect()
+    }
+}
+
+/// One measured point of a line, as the analysis sees it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CurvePoint {
+    /// Workers in flight: ranks × threads per rank.
+    pub threads: u32,
+    /// MPI ranks (1 without MPI).
+    #[serde(default)]
+    pub ranks: u32,
+    /// Threads in each rank.
+    #[serde(default)]
+    pub threads_per_rank: u32,
+    /// Central throughput in the line's unit (trimmed mean or mean of the
+    /// good repetitions).
+    pub value: f64,
+    /// Lowest good repetition.
+    pub min: f64,
+    /// Highest good repetition.
+    pub max: f64,
+    /// 95 % bootstrap interval of `value`; `None` with no good repetition.
+    #[serde(default)]
+    pub ci: Option<Interval>,
+    /// Good repetitions.
+    #[serde(default)]
+    pub reps: usize,
+    /// Failed repetitions (left out of every figure).
+    #[serde(default)]
+    pub failed: usize,
+    /// The first error of a failed repetition.
+    #[serde(default)]
+    pub first_error: Option<String>,
+    /// Central duration, seconds.
+    pub elapsed_s: f64,
+    /// Operations per second.
+    pub iops: f64,
+    /// Bytes per operation (0 for metadata operations).
+    pub bytes_per_op: f64,
+    /// CPUs ioscale kept busy (CPU seconds per second).
+    pub cpu_busy: f64,
+    /// CPU seconds per operation.
+    pub cpu_s_per_op: f64,
+    /// Measured median request latency, µs.
+    #[serde(default)]
+    pub lat_p50_us: f64,
+    /// Measured 99th-percentile request latency, µs.
+    #[serde(default)]
+    pub lat_p99_us: f64,
+    /// What the phase used, when measured.
+    #[serde(default)]
+    pub resources: Option<Resources>,
+    /// Whether the line counts files (a metadata phase of `meta`, mdtest,
+    /// smallfile): its operations are files, not data transfers.
+    #[serde(default)]
+    pub counts_files: bool,
+    /// Operations (files) done by the good repetitions together: what the
+    /// requests in `resources` were summed over; 0 when the point spans
+    /// nodes (the probe measures rank 0's node only).
+    #[serde(default)]
+    pub ops_total: u64,
+}
+
+impl CurvePoint {
+    /// The interval, or the value itself when there is none.
+    pub fn interval(&self) -> Interval {
+        self.ci.unwrap_or(Interval {
+            lo: self.value,
+            hi: self.value,
+            level: 0.95,
+            n: self.reps,
+        })
+    }
+
+    /// Little's law: workers ÷ operations per second.
+    pub fn little_s(&self) -> Option<f64> {
+        (self.iops > 0.0).then(|| self.threads as f64 / self.iops)
+    }
+}
+
+/// Whether `a` is clearly above `b`: by more than [`MIN_EFFECT`] and with
+/// intervals that do not overlap.
+pub fn clearly_above(a: &CurvePoint, b: &CurvePoint) -> bool {
+    a.value > b.value * (1.0 + MIN_EFFECT) && a.interval().lo > b.interval().hi
+}
+
+/// Facts about the machine that explain a limit.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Context {
+    /// Online CPUs.
+    pub cpus: u32,
+    /// File-system type of the target (`ext4`, `tmpfs`, `nfs4`, `fuse.*`…).
+    pub fs_type: String,
+}
+
+/// The kind of resource that limits a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    /// The machine's CPUs are (nearly) all busy.
+    Cpu,
+    /// The FUSE daemon serving the target uses a whole core.
+    Process,
+    /// The block device under the target is (nearly) always busy.
+    Device,
+    /// Nothing on this machine is busy and the target is served by a
+    /// daemon or over the network: the file-system server.
+    Server,
+    /// Resources were measured and none saturated.
+    Unidentified,
+    /// The record holds no resource measurements.
+    NotMeasured,
+}
+
+/// The limit of a line and the figure that shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limiter {
+    /// Which resource.
+    pub limit: Limit,
+    /// The figure, e.g. "device vda 98% busy, queue 31.7".
+    pub figure: String,
+    /// Worker count whose measurement it is.
+    pub workers: u32,
+}
+
+/// The kind of a line's verdict (see docs/analysis.md for each rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerdictKind {
+    /// No point of the line has a good repetition.
+    AllFailed,
+    /// One worker count only.
+    SinglePoint,
+    /// At the most workers ioscale's threads wanted every CPU it may use
+    /// (or waited for one most of the time): the CPUs are the limit,
+    /// whatever the shape of the line.
+    CpuBound,
+    /// Throughput does not rise with workers; requests served one at a
+    /// time.
+    Serialised,
+    /// Throughput rises to the largest count while each request's time
+    /// stays the same: more workers hide the latency.
+    LatencyBound,
+    /// Throughput rises to the largest count, but requests take longer.
+    Rising,
+    /// Throughput rises, then stays within [`ENOUGH_SHARE`] of the peak.
+    Saturated,
+    /// Throughput peaks, then falls beyond noise.
+    Falls,
+    /// The differences are within noise: no verdict on the shape.
+    Uncertain,
+}
+
+/// A number a verdict used, to show and link beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// What it is ("peak", "1 worker", "knee").
+    pub what: String,
+    /// Worker count of the point.
+    pub workers: u32,
+    /// The central value, in the line's unit.
+    pub value: f64,
+    /// Its interval, when there is one.
+    pub interval: Option<Interval>,
+}
+
+/// The one verdict of a line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    /// Which rule produced it.
+    pub kind: VerdictKind,
+    /// The sentence.
+    pub text: String,
+    /// The limit, where the rule names one.
+    pub limiter: Option<Limiter>,
+    /// The points it rests on.
+    pub evidence: Vec<Evidence>,
+    /// Whether the line has two or more good repetitions at every point
+    /// (else the verdict is not supported by repetitions).
+    pub supported: bool,
+}
+
+/// Little's law at one worker count.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LittlePoint {
+    /// Workers (operations in flight).
+    pub threads: u32,
+    /// Operations per second.
+    pub iops: f64,
+    /// `workers ÷ iops`, seconds.
+    pub latency_s: f64,
+}
+
+/// The reading of one line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CurveAnalysis {
+    /// Series label (the swept values other than threads; may be empty).
+    pub series: String,
+    /// Operation.
+    pub op: String,
+    /// Unit of `points[].value`: `MiB/s`, `MB/s`, `files/s` or `ops/s`.
+    pub unit: String,
+    /// The line, by worker count (points whose repetitions all failed
+    /// included, with `reps == 0`).
+    pub points: Vec<CurvePoint>,
+    /// Highest central throughput measured.
+    pub peak: f64,
+    /// Worker count that measured it.
+    pub peak_threads: u32,
+    /// Smallest worker count from which every point stays within
+    /// [`ENOUGH_SHARE`] of the peak; 0 when the line has no such knee.
+    pub enough_threads: u32,
+    /// Throughput there.
+    pub enough_value: f64,
+    /// USL fit, whether shown or not.
+    pub usl: Option<UslFit>,
+    /// Whether the fit passes the bar to be quoted.
+    #[serde(default)]
+    pub usl_shown: bool,
+    /// Per-op latency by Little's law at each worker count.
+    pub little: Vec<LittlePoint>,
+    /// Largest worker count whose latency stays within 25 % of the
+    /// fewest-workers latency (the workers that hide it).
+    pub hidden_up_to: Option<u32>,
+    /// What limits the line, when the verdict names it.
+    pub limit: Option<Limit>,
+    /// Largest relative half-width of the points' intervals (0.12 = ±12 %).
+    #[serde(default)]
+    pub noise: f64,
+    /// The one verdict.
+    pub verdict: Verdict,
+    /// The findings in words (failures, the verdict, Little's law, USL).
+    pub sentences: Vec<String>,
+}
+
+impl CurveAnalysis {
+    /// `op` or `op (series)`.
+    pub fn name(&self) -> String {
+        if self.series.is_empty() {
+            self.op.clone()
+        } else {
+            format!("{} ({})", self.op, self.series)
+        }
+    }
+}
+
+/// How two lines differ.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Operation.
+    pub op: String,
+    /// First line's series label.
+    pub a: String,
+    /// Second line's series label.
+    pub b: String,
+    /// Worker count at which the line that was clearly behind is no longer
+    /// clearly behind; `None` when that never happens.
+    pub catch_up_threads: Option<u32>,
+    /// Whether the lines differ beyond noise at any common worker count.
+    #[serde(default)]
+    pub differ: bool,
+    /// The finding in words.
+    pub sentence: String,
+    /// The numbers it rests on: both lines at each common worker count.
+    #[serde(default)]
+    pub at: Vec<ComparedAt>,
+}
+
+/// One worker count of a comparison: both lines' figures with their
+/// intervals, and which was clearly faster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedAt {
+    /// Worker count.
+    pub workers: u32,
+    /// The first line's central value, in its unit.
+    pub a: f64,
+    /// Its 95 % interval.
+    pub a_interval: Option<Interval>,
+    /// The second line's central value.
+    pub b: f64,
+    /// Its 95 % interval.
+    pub b_interval: Option<Interval>,
+    /// The series clearly faster here; `None` when within noise.
+    pub faster: Option<String>,
+}
+
+/// A number with about three significant digits, no exponent.
+pub fn num(v: f64) -> String {
+    let a = v.abs();
+    if !v.is_finite() {
+        format!("{v}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// A duration in the unit that reads best: `4.0 ms`, `250 µs`, `1.50 s`.
+pub fn dur(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{} s", num(s))
+    } else if s >= 1e-3 {
+        format!("{} ms", num(s * 1e3))
+    } else if s >= 1e-6 {
+        format!("{} µs", num(s * 1e6))
+    } else {
+        format!("{} ns", num(s * 1e9))
+    }
+}

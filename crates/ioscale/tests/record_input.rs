@@ -397,3 +397,193 @@ fn impossible_measured_resources_in_a_record_are_refused_naming_the_field() {
     assert_code(&out, 0);
     assert!(stdout(&out).contains("as 2.0 requests"), "{}", stdout(&out));
 }
+
+/// A run record (`run`, 2 repetitions) and a sweep record (threads 1,2,4)
+/// of a small write-and-read workload in `d`.
+fn small_records(d: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let data = d.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let rec = d.join("run.json");
+    let out = run(&[
+        "run",
+        "--xfer",
+        "4k",
+        "--size",
+        "64k",
+        "--reps",
+        "2",
+        "--json",
+        s(&rec),
+        "-q",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let sw = d.join("sweep.json");
+    let out = run(&sweep_args(&sw, &data, false));
+    assert_code(&out, 0);
+    (rec, sw)
+}
+
+/// `sweep --threads 1,2,4` of a small write into `data`, saved in `sw`.
+fn sweep_args<'a>(sw: &'a Path, data: &'a Path, resume: bool) -> Vec<&'a str> {
+    let mut a = vec!["sweep", "--threads", "1,2,4", "--json", s(sw), "-q"];
+    if resume {
+        a.push("--resume");
+    }
+    a.extend(["--", "run", "--xfer", "4k", "--size", "64k", s(data)]);
+    a
+}
+
+/// Writes `v` to `d/name` and requires `report` and `compare` (against
+/// `good`) to refuse it: exit 2, naming the file and `field`.
+fn refused_edit(d: &Path, good: &Path, name: &str, v: &serde_json::Value, field: &str) {
+    let p = d.join(name);
+    std::fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+    let html = d.join(format!("{name}.html"));
+    for args in [
+        vec!["report", s(&p)],
+        vec!["report", "-q", s(&p), "--html", s(&html)],
+        vec!["compare", s(good), s(&p)],
+    ] {
+        let out = run(&args);
+        assert_no_panic(&out);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains(field) && err.contains(s(&p)),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!html.exists(), "{name}: an HTML page was written");
+}
+
+#[test]
+fn a_repetition_number_no_run_has_is_refused_not_a_panic() {
+    // `rep` 4294967295 would be the 2^32-th repetition: repetitions count
+    // in 32 bits, so no run writes it. Before: every reader panicked
+    // (`attempt to add with overflow`, exit 101) counting repetitions.
+    let t = scratch();
+    let d = t.path();
+    let (rec, sw) = small_records(d);
+    let mut bad = json(&rec);
+    bad["phases"][3]["rep"] = serde_json::json!(u32::MAX);
+    refused_edit(d, &rec, "rep.json", &bad, "phases[3].rep");
+    let mut bad = json(&sw);
+    bad["points"][1]["result"]["phases"][0]["rep"] = serde_json::json!(u32::MAX);
+    refused_edit(
+        d,
+        &sw,
+        "sweep-rep.json",
+        &bad,
+        "points[1].result.phases[0].rep",
+    );
+}
+
+#[test]
+fn latency_percentiles_out_of_order_are_refused() {
+    // Every percentile of a phase comes from one histogram, clamped into
+    // the exact [min, max]: min <= p50 <= p99 <= p99.9 <= max. Before, a
+    // p50 of 1 s above a p99 of 0.1 ms was printed, and the analysis said
+    // "the measured median is 500 ms".
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    for (field, v) in [("p50", 1e6), ("min", 1e7), ("p999", 0.0), ("max", 0.0)] {
+        let mut bad = json(&rec);
+        bad["phases"][0]["lat_us"][field] = serde_json::json!(v);
+        refused_edit(
+            d,
+            &rec,
+            &format!("lat-{field}.json"),
+            &bad,
+            "phases[0].lat_us",
+        );
+    }
+}
+
+#[test]
+fn a_record_with_no_workers_in_its_spec_is_refused() {
+    // `spec.threads` 0: the HTML and the analysis said "3399 MiB/s at 0
+    // workers", "Per-operation latency ≈ 0 ns", "one worker cannot exceed
+    // inf operations/s".
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let mut bad = json(&rec);
+    bad["spec"]["threads"] = serde_json::json!(0);
+    refused_edit(d, &rec, "spec-threads.json", &bad, "spec.threads");
+}
+
+#[test]
+fn impossible_failed_phases_and_file_counts_are_refused() {
+    // A failed phase's partial figures were printed as they stood
+    // ("after 1 bytes … in -3.000 s"), and a metadata phase's share of
+    // requested files was printed whatever its counts said ("100.00% …
+    // (100 of 18446744073709551615)", or a percentage of 1e308).
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let failed = |elapsed: f64, threads: u32| {
+        serde_json::json!([{"op": "write", "rep": 0, "threads": threads, "partial_bytes": 1,
+            "partial_ops": 1, "partial_elapsed_s": elapsed, "errors": 1}])
+    };
+    let mut bad = json(&rec);
+    bad["failed_phases"] = failed(-3.0, 1);
+    refused_edit(
+        d,
+        &rec,
+        "failed-neg.json",
+        &bad,
+        "failed_phases[0].partial_elapsed_s",
+    );
+    let mut bad = json(&rec);
+    bad["failed_phases"] = failed(0.5, 0);
+    refused_edit(
+        d,
+        &rec,
+        "failed-threads.json",
+        &bad,
+        "failed_phases[0].threads",
+    );
+
+    let tree = d.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let meta = d.join("meta.json");
+    let out = run(&[
+        "meta",
+        "--files",
+        "20",
+        "--threads",
+        "2",
+        "--json",
+        s(&meta),
+        "-q",
+        s(&tree),
+    ]);
+    assert_code(&out, 0);
+    let cases = [
+        ("requested", serde_json::json!(u64::MAX)),
+        ("processed_pct", serde_json::json!(1e308)),
+        ("stonewall_files_s", serde_json::json!(-1.0)),
+    ];
+    for (field, v) in cases {
+        let mut bad = json(&meta);
+        bad["phases"][0]["files"][field] = v;
+        refused_edit(
+            d,
+            &meta,
+            &format!("files-{field}.json"),
+            &bad,
+            "phases[0].files.",
+        );
+    }
+    let mut bad = json(&meta);
+    bad["phases"][0]["files"]["threads"][1]["elapsed_s"] = serde_json::json!(-2.0);
+    refused_edit(
+        d,
+        &meta,
+        "files-thread.json",
+        &bad,
+        "phases[0].files.threads[1].elapsed_s",
+    );
+}

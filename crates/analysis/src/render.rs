@@ -103,6 +103,25 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
 /// ([`probe::Resources::check`]) and each operation's taken from them.
 fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
     let trim = rec.config.trim;
+    // A sweep saves each point once, in sweep order, and has no more
+    // points than points_total: a repeated or extra point would be drawn
+    // (and resumed) as a measurement of its own.
+    let mut last: Option<usize> = None;
+    for (i, p) in rec.points.iter().enumerate() {
+        let why = if last.is_some_and(|l| p.index <= l) {
+            "repeats or goes back from the index of the point before; a sweep saves each point once, in order"
+        } else if p.index >= rec.points_total {
+            "is not below points_total; a sweep has no more points than that"
+        } else {
+            last = Some(p.index);
+            continue;
+        };
+        return Err(LoadError::Run(ExportError::Figure {
+            field: format!("points[{i}].index"),
+            value: p.index.to_string(),
+            why,
+        }));
+    }
     for (i, p) in rec.points.iter_mut().enumerate() {
         report::check_figures(&p.result, &format!("points[{i}].result."))?;
         check_summary(&p.result, i)?;
@@ -244,7 +263,12 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
             (t, 0, String::new(), files, false, 0)
         }
     };
-    let reps = rs.phases.iter().map(|p| p.rep + 1).max().unwrap_or(1);
+    let reps = rs
+        .phases
+        .iter()
+        .map(|p| p.rep.saturating_add(1))
+        .max()
+        .unwrap_or(1);
     let trim = crate::model::default_trim(reps);
     let (ops, geomean_bw_mib_s, geomean_iops) = point_stats(&rs, threads, trim);
     let point = SweepPoint {

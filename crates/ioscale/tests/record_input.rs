@@ -587,3 +587,34 @@ fn impossible_failed_phases_and_file_counts_are_refused() {
         "phases[0].files.threads[1].elapsed_s",
     );
 }
+
+#[test]
+fn a_sweep_record_with_repeated_or_extra_points_is_refused() {
+    // A point copied twice, or more points than the sweep has. Before:
+    // `report` printed "3 of 2 points" with the repeated rows, and `sweep
+    // --resume` kept both copies ("3 of 3 points already done"), ran the
+    // point missing and saved a record of 4 points for a 3-point sweep.
+    let t = scratch();
+    let d = t.path();
+    let (_, sw) = small_records(d);
+    let good = json(&sw);
+    let mut dup = good.clone();
+    let first = dup["points"][0].clone();
+    dup["points"][1] = first;
+    refused_edit(d, &sw, "dup.json", &dup, "points[1].index");
+    let mut over = good.clone();
+    over["points_total"] = serde_json::json!(2);
+    refused_edit(d, &sw, "over.json", &over, "points[2].index");
+    // --resume refuses it too, and leaves the record as it was.
+    let data = d.join("data");
+    let p = d.join("dup.json");
+    let before = std::fs::read(&p).unwrap();
+    let out = run(&sweep_args(&p, &data, true));
+    assert_code(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("points[1].index") && err.contains("--resume"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+}

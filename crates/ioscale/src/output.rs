@@ -126,7 +126,7 @@ pub(crate) fn check_output_set(
             .find(|(_, d)| safefs::place_of(d).as_ref() == Some(&place))
         {
             anyhow::bail!(
-                "{flag} {}: the same file as {what}{}, which the run reads or writes; the record would replace it",
+                "{flag} {}: the same file as {what}{}, which this command reads or writes; {flag} would replace it",
                 p.display(),
                 d.display()
             );

@@ -1318,7 +1318,7 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<Failur
 }
 
 /// Refuses a `--png` directory whose parent does not exist.
-fn check_png_dir(d: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_png_dir(d: &Path) -> anyhow::Result<()> {
     if d.exists() && !d.is_dir() {
         anyhow::bail!("--png {}: is not a directory", d.display());
     }

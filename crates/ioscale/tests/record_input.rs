@@ -618,3 +618,44 @@ fn a_sweep_record_with_repeated_or_extra_points_is_refused() {
     );
     assert_eq!(std::fs::read(&p).unwrap(), before);
 }
+
+#[test]
+fn report_never_writes_over_the_record_it_reads() {
+    // `report REC --html REC`: the HTML page replaced the record, exit 0,
+    // and the record was gone (`report` of it then: "not an ioscale
+    // results record"). Likewise `--csv`, and through another spelling or
+    // a symbolic link.
+    let t = scratch();
+    let d = t.path();
+    let (rec, sw) = small_records(d);
+    let link = d.join("link.json");
+    std::os::unix::fs::symlink(&sw, &link).unwrap();
+    let dotted = format!("{}/./run.json", s(d));
+    for (input, flag, out) in [
+        (s(&rec), "--html", s(&rec).to_string()),
+        (s(&rec), "--csv", dotted.clone()),
+        (s(&sw), "--csv", s(&sw).to_string()),
+        (s(&sw), "--html", s(&link).to_string()),
+        (s(&link), "--html", s(&sw).to_string()),
+    ] {
+        let before = std::fs::read(&rec).unwrap();
+        let before_sw = std::fs::read(&sw).unwrap();
+        let o = run(&["report", "-q", input, flag, &out]);
+        assert_code(&o, 2);
+        let err = stderr(&o);
+        assert!(err.contains(flag) && err.contains("record"), "{err}");
+        assert_eq!(std::fs::read(&rec).unwrap(), before, "{input} {flag} {out}");
+        assert_eq!(
+            std::fs::read(&sw).unwrap(),
+            before_sw,
+            "{input} {flag} {out}"
+        );
+    }
+    // A --png directory that is a file is refused before any output is
+    // written (before: the HTML was written, then "File exists", exit 1).
+    let html = d.join("page.html");
+    let o = run(&["report", "-q", s(&sw), "--html", s(&html), "--png", s(&rec)]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("--png"), "{}", stderr(&o));
+    assert!(!html.exists());
+}

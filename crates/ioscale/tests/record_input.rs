@@ -659,3 +659,93 @@ fn report_never_writes_over_the_record_it_reads() {
     assert!(stderr(&o).contains("--png"), "{}", stderr(&o));
     assert!(!html.exists());
 }
+
+/// Starts the sweep of [`sweep_args`] held after its first point (the
+/// `IOSCALE_TEST_SWEEP_HOLD` hook) and waits until it is held there.
+fn held_sweep(d: &Path, sw: &Path) -> (std::process::Child, std::path::PathBuf) {
+    let data = d.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let hold = d.join("hold");
+    std::fs::write(&hold, b"").unwrap();
+    let mut held = hold.clone().into_os_string();
+    held.push(".held");
+    let held = std::path::PathBuf::from(held);
+    let mut child = spawn_env(
+        &sweep_args(sw, &data, false),
+        &[("IOSCALE_TEST_SWEEP_HOLD", s(&hold))],
+    );
+    wait_until(&mut child, "the first point", || held.exists());
+    (child, hold)
+}
+
+#[test]
+fn a_sweep_record_swapped_for_a_link_mid_sweep_is_not_followed() {
+    // Between two points the record is moved away and a link to another
+    // file put in its place. Before: the next rewrite of the record
+    // followed the link and replaced the other file with the sweep's
+    // record, exit 0. Now the record's place is the one found at the
+    // start; the link is refused (exit 1, naming --json), never followed.
+    let t = scratch();
+    let d = t.path();
+    let sw = d.join("sweep.json");
+    let victim = d.join("victim.txt");
+    std::fs::write(&victim, b"precious\n").unwrap();
+    let (child, hold) = held_sweep(d, &sw);
+    std::fs::rename(&sw, d.join("moved.json")).unwrap();
+    std::os::unix::fs::symlink(&victim, &sw).unwrap();
+    std::fs::remove_file(&hold).unwrap();
+    let out = finish(child, Duration::from_secs(120));
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("--json") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+    assert!(std::fs::symlink_metadata(&sw)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // The lock beside the record is gone with the sweep.
+    assert!(!d.join("sweep.json.lock").exists());
+}
+
+#[test]
+fn a_second_sweep_on_a_record_being_written_is_refused() {
+    // Two sweeps with one --json at once (the same line run twice, or a
+    // --resume while the first still runs). Before: both ran and each
+    // rewrote the record with its own points, so whichever wrote last
+    // dropped the other's. Now the second is refused at its start (exit 2,
+    // naming the holder), and the first finishes with every point.
+    let t = scratch();
+    let d = t.path();
+    let sw = d.join("sweep.json");
+    let (child, hold) = held_sweep(d, &sw);
+    let data = d.join("data");
+    for resume in [false, true] {
+        let before = std::fs::read(&sw).unwrap();
+        let out = run(&sweep_args(&sw, &data, resume));
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("--json") && err.contains("another command is writing"),
+            "{err}"
+        );
+        assert!(err.contains(&format!("pid {}", child.id())), "{err}");
+        assert_eq!(std::fs::read(&sw).unwrap(), before);
+    }
+    std::fs::remove_file(&hold).unwrap();
+    let out = finish(child, Duration::from_secs(120));
+    assert_code(&out, 0);
+    let rec = json(&sw);
+    assert_eq!(rec["points"].as_array().unwrap().len(), 3);
+    assert!(!d.join("sweep.json.lock").exists());
+    // A lock left by a sweep killed outright is stale: the next one runs.
+    let (mut child, hold) = held_sweep(d, &sw);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::remove_file(&hold).unwrap();
+    let out = run(&sweep_args(&sw, &data, true));
+    assert_code(&out, 0);
+    assert_eq!(json(&sw)["points"].as_array().unwrap().len(), 3);
+}

@@ -260,7 +260,15 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
                 .and_then(|p| p.files.as_ref())
                 .map(|f| f.requested)
                 .unwrap_or(0);
-            (t, 0, String::new(), files, false, 0)
+            // As a sweep plans a metadata point: files per thread × the
+            // largest file (saturating: the record's numbers are the
+            // user's).
+            let per_thread = rs
+                .spec
+                .as_meta()
+                .map(|m| m.files.saturating_mul(m.file_size.max()))
+                .unwrap_or(0);
+            (t, 0, String::new(), files, false, per_thread)
         }
     };
     let reps = rs

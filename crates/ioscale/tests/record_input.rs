@@ -749,3 +749,39 @@ fn a_second_sweep_on_a_record_being_written_is_refused() {
     assert_code(&out, 0);
     assert_eq!(json(&sw)["points"].as_array().unwrap().len(), 3);
 }
+
+#[test]
+fn compare_of_a_data_and_a_metadata_record_names_the_difference() {
+    // `compare run.json meta.json` warned "meta and run ran different
+    // workloads: 0 B per worker × 1 rep vs buffered, sync none": unlike
+    // facts side by side, and "0 B per worker" for a metadata run whose
+    // files held data. It now names the two kinds of workload.
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let tree = d.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let meta = d.join("meta.json");
+    let out = run(&[
+        "meta",
+        "--files",
+        "20",
+        "--threads",
+        "2",
+        "--json",
+        s(&meta),
+        "-q",
+        s(&tree),
+    ]);
+    assert_code(&out, 0);
+    for (a, b) in [(&rec, &meta), (&meta, &rec)] {
+        let out = run(&["compare", s(a), s(b)]);
+        assert_code(&out, 0);
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            text.contains("a metadata workload (meta)") && text.contains("a data workload (run)"),
+            "{text}"
+        );
+        assert!(!text.contains("0 B per worker"), "{text}");
+    }
+}

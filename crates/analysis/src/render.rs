@@ -122,6 +122,31 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
             why,
         }));
     }
+    // Every point ran the sweep's repetitions: none is numbered past them
+    // (the header says "N rep(s) per point" from config.reps).
+    if rec.config.reps == 0 && !rec.points.is_empty() {
+        return Err(LoadError::Run(ExportError::Figure {
+            field: "config.reps".into(),
+            value: "0".into(),
+            why: "a sweep whose points ran has at least one repetition per point",
+        }));
+    }
+    for (i, p) in rec.points.iter().enumerate() {
+        let reps = p.result.phases.iter().map(|ph| ph.rep).enumerate();
+        let failed = p.result.failed_phases.iter().map(|f| f.rep).enumerate();
+        for (name, (j, rep)) in reps
+            .map(|x| ("phases", x))
+            .chain(failed.map(|x| ("failed_phases", x)))
+        {
+            if rep >= rec.config.reps {
+                return Err(LoadError::Run(ExportError::Figure {
+                    field: format!("points[{i}].result.{name}[{j}].rep"),
+                    value: rep.to_string(),
+                    why: "is not below config.reps, the repetitions each point ran",
+                }));
+            }
+        }
+    }
     for (i, p) in rec.points.iter_mut().enumerate() {
         report::check_figures(&p.result, &format!("points[{i}].result."))?;
         check_summary(&p.result, i)?;

@@ -785,3 +785,18 @@ fn compare_of_a_data_and_a_metadata_record_names_the_difference() {
         assert!(!text.contains("0 B per worker"), "{text}");
     }
 }
+
+#[test]
+fn a_sweep_record_whose_repetitions_are_not_its_configs_is_refused() {
+    // `config.reps` 0 (or below a point's repetitions): the header said
+    // "0 rep(s) per point" above points of 1 and more, exit 0.
+    let t = scratch();
+    let d = t.path();
+    let (_, sw) = small_records(d);
+    let mut bad = json(&sw);
+    bad["config"]["reps"] = serde_json::json!(0);
+    refused_edit(d, &sw, "reps0.json", &bad, "config.reps");
+    let mut bad = json(&sw);
+    bad["points"][2]["result"]["phases"][0]["rep"] = serde_json::json!(1);
+    refused_edit(d, &sw, "rep1.json", &bad, "points[2].result.phases[0].rep");
+}

@@ -800,3 +800,25 @@ fn a_sweep_record_whose_repetitions_are_not_its_configs_is_refused() {
     bad["points"][2]["result"]["phases"][0]["rep"] = serde_json::json!(1);
     refused_edit(d, &sw, "rep1.json", &bad, "points[2].result.phases[0].rep");
 }
+
+#[test]
+fn a_stonewall_rate_its_bytes_and_seconds_do_not_give_is_refused() {
+    // "stonewall: 4.06 MiB in 0.001499 s = 1000000000.0 MiB/s" was
+    // printed as it stood; and a phase of 2^64-1 bytes in 1e-300 s (an
+    // infinite rate) passed with any finite bw_mib_s, since the check
+    // compared against infinity.
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let mut bad = json(&rec);
+    bad["phases"][0]["stonewall"]["bw_mib_s"] = serde_json::json!(1e9);
+    refused_edit(d, &rec, "sw-bw.json", &bad, "phases[0].stonewall.bw_mib_s");
+    let mut bad = json(&rec);
+    let p = &mut bad["phases"][0];
+    p["bytes"] = serde_json::json!(u64::MAX);
+    p["elapsed_s"] = serde_json::json!(1e-300);
+    for f in ["bw_mib_s", "bw_mb_s", "iops"] {
+        p[f] = serde_json::json!(1e308);
+    }
+    refused_edit(d, &rec, "inf-rate.json", &bad, "phases[0].bw_mib_s");
+}

@@ -305,12 +305,21 @@ pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
             ("bw_mib_s", p.bw_mib_s, rate(p.bytes) / (1024.0 * 1024.0)),
             ("bw_mb_s", p.bw_mb_s, rate(p.bytes) / 1e6),
             ("iops", p.iops, rate(p.ops)),
+            (
+                "stonewall.bw_mib_s",
+                p.stonewall.bw_mib_s,
+                if p.stonewall.s > 0.0 {
+                    p.stonewall.bytes as f64 / p.stonewall.s / (1024.0 * 1024.0)
+                } else {
+                    0.0
+                },
+            ),
         ] {
-            if (v - want).abs() > 1e-6 * want.abs() + 1e-9 {
+            if !want.is_finite() || (v - want).abs() > 1e-6 * want.abs() + 1e-9 {
                 return Err(bad(
                     name,
                     v.to_string(),
-                    "is not what the phase's bytes (ops) over elapsed_s give",
+                    "is not what the phase's bytes (ops) over its seconds give",
                 ));
             }
         }

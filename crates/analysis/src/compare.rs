@@ -105,6 +105,14 @@ fn workload(rec: &SweepRecord) -> Vec<String> {
     out
 }
 
+/// What kind of workload a record ran: data (`run`) or metadata (`meta`).
+fn kind_of(rec: &SweepRecord) -> &'static str {
+    match rec.points.first().map(|p| p.result.spec.as_run().is_some()) {
+        Some(false) => "a metadata workload (meta)",
+        _ => "a data workload (run)",
+    }
+}
+
 /// A warning per record whose workload differs from the first's.
 fn workload_warnings(records: &[(String, SweepRecord)]) -> Vec<String> {
     let Some((name0, first)) = records.first() else {
@@ -114,6 +122,15 @@ fn workload_warnings(records: &[(String, SweepRecord)]) -> Vec<String> {
     records[1..]
         .iter()
         .filter_map(|(name, rec)| {
+            // A data workload against a metadata one: their facts are not
+            // the same list, so say that instead of pairing unlike facts
+            // ("0 B per worker × 1 rep vs buffered, sync none").
+            let (kind, kind0) = (kind_of(rec), kind_of(first));
+            if kind != kind0 {
+                return Some(format!(
+                    "{name} and {name0} ran different kinds of workload: {kind} vs {kind0}; their ratios compare different experiments"
+                ));
+            }
             let w = workload(rec);
             let diff: Vec<String> = w
                 .iter()

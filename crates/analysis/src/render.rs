@@ -104,6 +104,50 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
 /// ([`probe::Resources::check`]) and each operation's taken from them.
 fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
     let trim = rec.config.trim;
+    // A sweep saves each point once, in sweep order, and has no more
+    // points than points_total: a repeated or extra point would be drawn
+    // (and resumed) as a measurement of its own.
+    let mut last: Option<usize> = None;
+    for (i, p) in rec.points.iter().enumerate() {
+        let why = if last.is_some_and(|l| p.index <= l) {
+            "repeats or goes back from the index of the point before; a sweep saves each point once, in order"
+        } else if p.index >= rec.points_total {
+            "is not below points_total; a sweep has no more points than that"
+        } else {
+            last = Some(p.index);
+            continue;
+        };
+        return Err(LoadError::Run(ExportError::Figure {
+            field: format!("points[{i}].index"),
+            value: p.index.to_string(),
+            why,
+        }));
+    }
+    // Every point ran the sweep's repetitions: none is numbered past them
+    // (the header says "N rep(s) per point" from config.reps).
+    if rec.config.reps == 0 && !rec.points.is_empty() {
+        return Err(LoadError::Run(ExportError::Figure {
+            field: "config.reps".into(),
+            value: "0".into(),
+            why: "a sweep whose points ran has at least one repetition per point",
+        }));
+    }
+    for (i, p) in rec.points.iter().enumerate() {
+        let reps = p.result.phases.iter().map(|ph| ph.rep).enumerate();
+        let failed = p.result.failed_phases.iter().map(|f| f.rep).enumerate();
+        for (name, (j, rep)) in reps
+            .map(|x| ("phases", x))
+            .chain(failed.map(|x| ("failed_phases", x)))
+        {
+            if rep >= rec.config.reps {
+                return Err(LoadError::Run(ExportError::Figure {
+                    field: format!("points[{i}].result.{name}[{j}].rep"),
+                    value: rep.to_string(),
+                    why: "is not below config.reps, the repetitions each point ran",
+                }));
+            }
+        }
+    }
     for (i, p) in rec.points.iter_mut().enumerate() {
         report::check_figures(&p.result, &format!("points[{i}].result."))?;
         check_summary(&p.result, i)?;
@@ -242,10 +286,23 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
                 .and_then(|p| p.files.as_ref())
                 .map(|f| f.requested)
                 .unwrap_or(0);
-            (t, 0, String::new(), files, false, 0)
+            // As a sweep plans a metadata point: files per thread × the
+            // largest file (saturating: the record's numbers are the
+            // user's).
+            let per_thread = rs
+                .spec
+                .as_meta()
+                .map(|m| m.files.saturating_mul(m.file_size.max()))
+                .unwrap_or(0);
+            (t, 0, String::new(), files, false, per_thread)
         }
     };
-    let reps = rs.phases.iter().map(|p| p.rep + 1).max().unwrap_or(1);
+    let reps = rs
+        .phases
+        .iter()
+        .map(|p| p.rep.saturating_add(1))
+        .max()
+        .unwrap_or(1);
     let trim = crate::model::default_trim(reps);
     let (ops, geomean_bw_mib_s, geomean_iops) = point_stats(&rs, threads, trim);
     let point = SweepPoint {

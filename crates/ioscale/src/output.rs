@@ -126,7 +126,7 @@ pub(crate) fn check_output_set(
             .find(|(_, d)| safefs::place_of(d).as_ref() == Some(&place))
         {
             anyhow::bail!(
-                "{flag} {}: the same file as {what}{}, which the run reads or writes; the record would replace it",
+                "{flag} {}: the same file as {what}{}, which this command reads or writes; {flag} would replace it",
                 p.display(),
                 d.display()
             );
@@ -134,4 +134,98 @@ pub(crate) fn check_output_set(
         taken.push((flag, place));
     }
     Ok(())
+}
+
+/// A record written again and again while a command runs (a sweep's
+/// `--json`, after every point). Where it goes is settled once, when the
+/// command starts, and kept:
+///
+/// - a regular file (or a new name; a link at the start is followed, as
+///   for every output) is replaced by rename through the directory opened
+///   then, under the name found then: a symbolic link put at that name
+///   later is refused, never followed (before, the next rewrite replaced
+///   whatever file the link named);
+/// - while the command runs it holds a lock beside the record
+///   (`NAME.lock`, removed at the end), so a second command writing the
+///   same record at the same time is refused at its start instead of the
+///   two replacing each other's points;
+/// - a FIFO, a character device or standard output is written into, as
+///   [`write_named`] does.
+pub(crate) struct Journal {
+    flag: &'static str,
+    path: std::path::PathBuf,
+    file: Option<JournalFile>,
+}
+
+struct JournalFile {
+    dir: safefs::DirHandle,
+    name: std::ffi::OsString,
+    lock: Option<safefs::SetLock>,
+}
+
+impl Journal {
+    /// Settles where `path` (given with `flag`) goes and takes its lock
+    /// for `command`. Refused (exit 2) when it cannot take a record or
+    /// another live process holds the lock.
+    pub(crate) fn open(flag: &'static str, path: &Path, command: &str) -> anyhow::Result<Journal> {
+        let file = match safefs::check_output(flag, path)? {
+            safefs::OutputTarget::Replace { dir, name } => {
+                let shown = |e: safefs::Error| safefs::FlagError {
+                    flag: flag.into(),
+                    path: path.to_path_buf(),
+                    kind: safefs::FlagErrorKind::from(e),
+                };
+                let d = safefs::DirHandle::open_target(&dir).map_err(shown)?;
+                let lock_name = safefs::lock_name(&name);
+                let lock = match safefs::SetLock::try_lock(&d, &lock_name, command) {
+                    Ok(safefs::TryLock::Acquired(l)) => Some(l),
+                    Ok(safefs::TryLock::Held { holder, .. }) => {
+                        let who = holder
+                            .map(|h| h.describe())
+                            .unwrap_or_else(|| "a process whose record cannot be read".into());
+                        anyhow::bail!(
+                            "{flag} {}: another command is writing this record ({who}; lock {}); \
+                             wait for it to end, or give another {flag}",
+                            path.display(),
+                            d.child_path(&lock_name).display()
+                        );
+                    }
+                    Err(e) => return Err(shown(e).into()),
+                };
+                Some(JournalFile { dir: d, name, lock })
+            }
+            _ => None,
+        };
+        Ok(Journal {
+            flag,
+            path: path.to_path_buf(),
+            file,
+        })
+    }
+
+    /// Writes `bytes` where [`Journal::open`] settled.
+    pub(crate) fn write(&self, bytes: &[u8]) -> anyhow::Result<()> {
+        let Some(f) = &self.file else {
+            return write_named(self.flag, &self.path, bytes);
+        };
+        safefs::replace_at(&f.dir, &f.name, bytes).map_err(|e| safefs::FlagError {
+            flag: self.flag.into(),
+            path: self.path.clone(),
+            kind: safefs::FlagErrorKind::from(e),
+        })?;
+        Ok(())
+    }
+}
+
+impl Drop for Journal {
+    /// Removes the lock: the command is done with the record (however it
+    /// ends, short of a second signal's immediate exit, which leaves a
+    /// stale lock the next command takes over).
+    fn drop(&mut self) {
+        if let Some(f) = self.file.as_mut() {
+            if let Some(l) = f.lock.take() {
+                let _ = l.remove(&f.dir, safefs::lock_name(&f.name));
+            }
+        }
+    }
 }

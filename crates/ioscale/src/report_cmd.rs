@@ -79,13 +79,18 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
         return result;
     }
     let loaded = read(&args.file).map_err(Failure::Refused)?;
+    // The record read is one of the files an output must not replace: a
+    // page written over it would be all that is left of the record.
     crate::output::check_output_set(
         &[
             ("--csv", args.csv.as_deref()),
             ("--html", args.html.as_deref()),
         ],
-        &[],
+        &[("the record ", args.file.as_path())],
     )?;
+    if let Some(d) = &args.png {
+        crate::sweep::check_png_dir(d)?;
+    }
     let units = args.view.units.units();
     let ok = match loaded {
         Loaded::Sweep(mut rec) => {
@@ -109,7 +114,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
             let mut ok = true;
             if let Some(p) = &args.csv {
                 let bytes = ExportType::Csv.exporter().render(&rs)?;
-                if let Err(e) = crate::output::write_atomic(p, &bytes) {
+                if let Err(e) = crate::output::write_named("--csv", p, &bytes) {
                     eprintln!("ioscale: error: {e:#}");
                     ok = false;
                 }

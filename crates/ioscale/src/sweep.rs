@@ -681,8 +681,6 @@ fn point(
     }
 }
 
-pub use crate::output::write_atomic;
-
 /// A line for standard error while the sweep runs: through the display
 /// when there is one, so it does not land in the middle of the live line.
 fn say(live: &Option<Display>, line: String) {
@@ -771,11 +769,20 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     })?;
     let command: Vec<String> = std::env::args().collect();
     let mut rec = new_record(&plan, &command);
+    // Rank 0 settles where the journal goes and locks it before reading
+    // it back: another sweep writing the same record is refused here.
+    let (journal, refused) = match (root, &args.json) {
+        (true, Some(j)) => match crate::output::Journal::open("--json", j, &command.join(" ")) {
+            Ok(j) => (Some(j), None),
+            Err(e) => (None, Some(Failure::refused(format!("{e:#}")))),
+        },
+        _ => (None, None),
+    };
     // Rank 0 reads the journal; every rank learns which points are done.
-    let refused = if root && args.resume {
-        resume(args, &plan, &mut rec)
-    } else {
-        None
+    let refused = match refused {
+        Some(r) => Some(r),
+        None if root && args.resume => resume(args, &plan, &mut rec),
+        None => None,
     };
     let ok = refused.is_none();
     let done: Option<Vec<usize>> = coord
@@ -811,6 +818,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         stop: &stop,
         command: &command,
         live: &live,
+        journal: journal.as_ref(),
         exit: 0,
         failure: None,
     };
@@ -824,7 +832,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         .iter()
         .find(|(_, f)| f.load(Ordering::Relaxed))
         .map(|(n, _)| *n);
-    Ok(finish(&mut rec, args, exit, failure, sig))
+    Ok(finish(&mut rec, args, journal.as_ref(), exit, failure, sig))
 }
 
 /// Rank 0 checks that every output file can be written before anything
@@ -894,6 +902,7 @@ pub(crate) fn signal_flags() -> anyhow::Result<Vec<(&'static str, Arc<AtomicBool
 fn finish(
     rec: &mut SweepRecord,
     args: &SweepArgs,
+    journal: Option<&crate::output::Journal>,
     exit: i32,
     failure: Option<String>,
     sig: Option<&str>,
@@ -908,7 +917,7 @@ fn finish(
         let sig = sig.unwrap_or("a signal on another rank");
         rec.stop_reason = Some(format!("interrupted by {sig}"));
     }
-    let wrote = emit_sweep(rec, args);
+    let wrote = emit_sweep(rec, args, journal);
     if let Some(f) = failure {
         eprintln!("ioscale: error: {f}");
         if let Some(j) = &args.json {
@@ -1013,6 +1022,8 @@ struct Runner<'a> {
     stop: &'a Arc<AtomicBool>,
     command: &'a [String],
     live: &'a Option<Display>,
+    /// Rank 0's `--json`, rewritten after every point.
+    journal: Option<&'a crate::output::Journal>,
     /// The worst exit code so far.
     exit: i32,
     /// The point refused, and why: the sweep stops there.
@@ -1241,8 +1252,8 @@ impl Runner<'_> {
         });
         rec.points.sort_by_key(|q| q.index);
         rec.analysis = analysis::analyse_with(rec, self.args.view.units.units());
-        if let Some(j) = &self.args.json {
-            if let Err(e) = write_atomic(j, &render_json(rec)?) {
+        if let Some(j) = self.journal {
+            if let Err(e) = j.write(&render_json(rec)?) {
                 say(self.live, format!("error: {e:#}"));
                 self.exit = self.exit.max(1);
             }
@@ -1342,7 +1353,7 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<Failur
 }
 
 /// Refuses a `--png` directory whose parent does not exist.
-fn check_png_dir(d: &Path) -> anyhow::Result<()> {
+pub(crate) fn check_png_dir(d: &Path) -> anyhow::Result<()> {
     if d.exists() && !d.is_dir() {
         anyhow::bail!("--png {}: is not a directory", d.display());
     }
@@ -1361,17 +1372,36 @@ fn check_png_dir(d: &Path) -> anyhow::Result<()> {
 }
 
 /// Writes every requested output of a sweep record and prints the chosen
-/// format. Returns false when a file could not be written.
-pub fn emit_sweep(rec: &SweepRecord, args: &SweepArgs) -> bool {
+/// format; `--json` through `journal` (the place settled at the start)
+/// when there is one. Returns false when a file could not be written.
+pub fn emit_sweep(
+    rec: &SweepRecord,
+    args: &SweepArgs,
+    journal: Option<&crate::output::Journal>,
+) -> bool {
+    let mut wrote = true;
+    if let Some(j) = journal {
+        if let Err(e) = render_json(rec)
+            .map_err(anyhow::Error::from)
+            .and_then(|b| j.write(&b))
+        {
+            eprintln!("ioscale: error: {e:#}");
+            wrote = false;
+        }
+    }
     let outs = Outputs {
-        json: args.json.as_deref(),
+        json: if journal.is_some() {
+            None
+        } else {
+            args.json.as_deref()
+        },
         csv: args.csv.as_deref(),
         html: args.html.as_deref(),
         png: args.png.as_deref(),
         format: args.view.format,
         quiet: args.quiet,
     };
-    outs.emit(rec)
+    wrote & outs.emit(rec)
 }
 
 #[cfg(test)]

@@ -397,3 +397,428 @@ fn impossible_measured_resources_in_a_record_are_refused_naming_the_field() {
     assert_code(&out, 0);
     assert!(stdout(&out).contains("as 2.0 requests"), "{}", stdout(&out));
 }
+
+/// A run record (`run`, 2 repetitions) and a sweep record (threads 1,2,4)
+/// of a small write-and-read workload in `d`.
+fn small_records(d: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let data = d.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let rec = d.join("run.json");
+    let out = run(&[
+        "run",
+        "--xfer",
+        "4k",
+        "--size",
+        "64k",
+        "--reps",
+        "2",
+        "--json",
+        s(&rec),
+        "-q",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let sw = d.join("sweep.json");
+    let out = run(&sweep_args(&sw, &data, false));
+    assert_code(&out, 0);
+    (rec, sw)
+}
+
+/// `sweep --threads 1,2,4` of a small write into `data`, saved in `sw`.
+fn sweep_args<'a>(sw: &'a Path, data: &'a Path, resume: bool) -> Vec<&'a str> {
+    let mut a = vec!["sweep", "--threads", "1,2,4", "--json", s(sw), "-q"];
+    if resume {
+        a.push("--resume");
+    }
+    a.extend(["--", "run", "--xfer", "4k", "--size", "64k", s(data)]);
+    a
+}
+
+/// Writes `v` to `d/name` and requires `report` and `compare` (against
+/// `good`) to refuse it: exit 2, naming the file and `field`.
+fn refused_edit(d: &Path, good: &Path, name: &str, v: &serde_json::Value, field: &str) {
+    let p = d.join(name);
+    std::fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+    let html = d.join(format!("{name}.html"));
+    for args in [
+        vec!["report", s(&p)],
+        vec!["report", "-q", s(&p), "--html", s(&html)],
+        vec!["compare", s(good), s(&p)],
+    ] {
+        let out = run(&args);
+        assert_no_panic(&out);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains(field) && err.contains(s(&p)),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!html.exists(), "{name}: an HTML page was written");
+}
+
+#[test]
+fn a_repetition_number_no_run_has_is_refused_not_a_panic() {
+    // `rep` 4294967295 would be the 2^32-th repetition: repetitions count
+    // in 32 bits, so no run writes it. Before: every reader panicked
+    // (`attempt to add with overflow`, exit 101) counting repetitions.
+    let t = scratch();
+    let d = t.path();
+    let (rec, sw) = small_records(d);
+    let mut bad = json(&rec);
+    bad["phases"][3]["rep"] = serde_json::json!(u32::MAX);
+    refused_edit(d, &rec, "rep.json", &bad, "phases[3].rep");
+    let mut bad = json(&sw);
+    bad["points"][1]["result"]["phases"][0]["rep"] = serde_json::json!(u32::MAX);
+    refused_edit(
+        d,
+        &sw,
+        "sweep-rep.json",
+        &bad,
+        "points[1].result.phases[0].rep",
+    );
+}
+
+#[test]
+fn latency_percentiles_out_of_order_are_refused() {
+    // Every percentile of a phase comes from one histogram, clamped into
+    // the exact [min, max]: min <= p50 <= p99 <= p99.9 <= max. Before, a
+    // p50 of 1 s above a p99 of 0.1 ms was printed, and the analysis said
+    // "the measured median is 500 ms".
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    for (field, v) in [("p50", 1e6), ("min", 1e7), ("p999", 0.0), ("max", 0.0)] {
+        let mut bad = json(&rec);
+        bad["phases"][0]["lat_us"][field] = serde_json::json!(v);
+        refused_edit(
+            d,
+            &rec,
+            &format!("lat-{field}.json"),
+            &bad,
+            "phases[0].lat_us",
+        );
+    }
+}
+
+#[test]
+fn a_record_with_no_workers_in_its_spec_is_refused() {
+    // `spec.threads` 0: the HTML and the analysis said "3399 MiB/s at 0
+    // workers", "Per-operation latency ≈ 0 ns", "one worker cannot exceed
+    // inf operations/s".
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let mut bad = json(&rec);
+    bad["spec"]["threads"] = serde_json::json!(0);
+    refused_edit(d, &rec, "spec-threads.json", &bad, "spec.threads");
+}
+
+#[test]
+fn impossible_failed_phases_and_file_counts_are_refused() {
+    // A failed phase's partial figures were printed as they stood
+    // ("after 1 bytes … in -3.000 s"), and a metadata phase's share of
+    // requested files was printed whatever its counts said ("100.00% …
+    // (100 of 18446744073709551615)", or a percentage of 1e308).
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let failed = |elapsed: f64, threads: u32| {
+        serde_json::json!([{"op": "write", "rep": 0, "threads": threads, "partial_bytes": 1,
+            "partial_ops": 1, "partial_elapsed_s": elapsed, "errors": 1}])
+    };
+    let mut bad = json(&rec);
+    bad["failed_phases"] = failed(-3.0, 1);
+    refused_edit(
+        d,
+        &rec,
+        "failed-neg.json",
+        &bad,
+        "failed_phases[0].partial_elapsed_s",
+    );
+    let mut bad = json(&rec);
+    bad["failed_phases"] = failed(0.5, 0);
+    refused_edit(
+        d,
+        &rec,
+        "failed-threads.json",
+        &bad,
+        "failed_phases[0].threads",
+    );
+
+    let tree = d.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let meta = d.join("meta.json");
+    let out = run(&[
+        "meta",
+        "--files",
+        "20",
+        "--threads",
+        "2",
+        "--json",
+        s(&meta),
+        "-q",
+        s(&tree),
+    ]);
+    assert_code(&out, 0);
+    let cases = [
+        ("requested", serde_json::json!(u64::MAX)),
+        ("processed_pct", serde_json::json!(1e308)),
+        ("stonewall_files_s", serde_json::json!(-1.0)),
+    ];
+    for (field, v) in cases {
+        let mut bad = json(&meta);
+        bad["phases"][0]["files"][field] = v;
+        refused_edit(
+            d,
+            &meta,
+            &format!("files-{field}.json"),
+            &bad,
+            "phases[0].files.",
+        );
+    }
+    let mut bad = json(&meta);
+    bad["phases"][0]["files"]["threads"][1]["elapsed_s"] = serde_json::json!(-2.0);
+    refused_edit(
+        d,
+        &meta,
+        "files-thread.json",
+        &bad,
+        "phases[0].files.threads[1].elapsed_s",
+    );
+}
+
+#[test]
+fn a_sweep_record_with_repeated_or_extra_points_is_refused() {
+    // A point copied twice, or more points than the sweep has. Before:
+    // `report` printed "3 of 2 points" with the repeated rows, and `sweep
+    // --resume` kept both copies ("3 of 3 points already done"), ran the
+    // point missing and saved a record of 4 points for a 3-point sweep.
+    let t = scratch();
+    let d = t.path();
+    let (_, sw) = small_records(d);
+    let good = json(&sw);
+    let mut dup = good.clone();
+    let first = dup["points"][0].clone();
+    dup["points"][1] = first;
+    refused_edit(d, &sw, "dup.json", &dup, "points[1].index");
+    let mut over = good.clone();
+    over["points_total"] = serde_json::json!(2);
+    refused_edit(d, &sw, "over.json", &over, "points[2].index");
+    // --resume refuses it too, and leaves the record as it was.
+    let data = d.join("data");
+    let p = d.join("dup.json");
+    let before = std::fs::read(&p).unwrap();
+    let out = run(&sweep_args(&p, &data, true));
+    assert_code(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("points[1].index") && err.contains("--resume"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+}
+
+#[test]
+fn report_never_writes_over_the_record_it_reads() {
+    // `report REC --html REC`: the HTML page replaced the record, exit 0,
+    // and the record was gone (`report` of it then: "not an ioscale
+    // results record"). Likewise `--csv`, and through another spelling or
+    // a symbolic link.
+    let t = scratch();
+    let d = t.path();
+    let (rec, sw) = small_records(d);
+    let link = d.join("link.json");
+    std::os::unix::fs::symlink(&sw, &link).unwrap();
+    let dotted = format!("{}/./run.json", s(d));
+    for (input, flag, out) in [
+        (s(&rec), "--html", s(&rec).to_string()),
+        (s(&rec), "--csv", dotted.clone()),
+        (s(&sw), "--csv", s(&sw).to_string()),
+        (s(&sw), "--html", s(&link).to_string()),
+        (s(&link), "--html", s(&sw).to_string()),
+    ] {
+        let before = std::fs::read(&rec).unwrap();
+        let before_sw = std::fs::read(&sw).unwrap();
+        let o = run(&["report", "-q", input, flag, &out]);
+        assert_code(&o, 2);
+        let err = stderr(&o);
+        assert!(err.contains(flag) && err.contains("record"), "{err}");
+        assert_eq!(std::fs::read(&rec).unwrap(), before, "{input} {flag} {out}");
+        assert_eq!(
+            std::fs::read(&sw).unwrap(),
+            before_sw,
+            "{input} {flag} {out}"
+        );
+    }
+    // A --png directory that is a file is refused before any output is
+    // written (before: the HTML was written, then "File exists", exit 1).
+    let html = d.join("page.html");
+    let o = run(&["report", "-q", s(&sw), "--html", s(&html), "--png", s(&rec)]);
+    assert_code(&o, 2);
+    assert!(stderr(&o).contains("--png"), "{}", stderr(&o));
+    assert!(!html.exists());
+}
+
+/// Starts the sweep of [`sweep_args`] held after its first point (the
+/// `IOSCALE_TEST_SWEEP_HOLD` hook) and waits until it is held there.
+fn held_sweep(d: &Path, sw: &Path) -> (std::process::Child, std::path::PathBuf) {
+    let data = d.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let hold = d.join("hold");
+    std::fs::write(&hold, b"").unwrap();
+    let mut held = hold.clone().into_os_string();
+    held.push(".held");
+    let held = std::path::PathBuf::from(held);
+    let mut child = spawn_env(
+        &sweep_args(sw, &data, false),
+        &[("IOSCALE_TEST_SWEEP_HOLD", s(&hold))],
+    );
+    wait_until(&mut child, "the first point", || held.exists());
+    (child, hold)
+}
+
+#[test]
+fn a_sweep_record_swapped_for_a_link_mid_sweep_is_not_followed() {
+    // Between two points the record is moved away and a link to another
+    // file put in its place. Before: the next rewrite of the record
+    // followed the link and replaced the other file with the sweep's
+    // record, exit 0. Now the record's place is the one found at the
+    // start; the link is refused (exit 1, naming --json), never followed.
+    let t = scratch();
+    let d = t.path();
+    let sw = d.join("sweep.json");
+    let victim = d.join("victim.txt");
+    std::fs::write(&victim, b"precious\n").unwrap();
+    let (child, hold) = held_sweep(d, &sw);
+    std::fs::rename(&sw, d.join("moved.json")).unwrap();
+    std::os::unix::fs::symlink(&victim, &sw).unwrap();
+    std::fs::remove_file(&hold).unwrap();
+    let out = finish(child, Duration::from_secs(120));
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("--json") && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious\n");
+    assert!(std::fs::symlink_metadata(&sw)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    // The lock beside the record is gone with the sweep.
+    assert!(!d.join("sweep.json.lock").exists());
+}
+
+#[test]
+fn a_second_sweep_on_a_record_being_written_is_refused() {
+    // Two sweeps with one --json at once (the same line run twice, or a
+    // --resume while the first still runs). Before: both ran and each
+    // rewrote the record with its own points, so whichever wrote last
+    // dropped the other's. Now the second is refused at its start (exit 2,
+    // naming the holder), and the first finishes with every point.
+    let t = scratch();
+    let d = t.path();
+    let sw = d.join("sweep.json");
+    let (child, hold) = held_sweep(d, &sw);
+    let data = d.join("data");
+    for resume in [false, true] {
+        let before = std::fs::read(&sw).unwrap();
+        let out = run(&sweep_args(&sw, &data, resume));
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("--json") && err.contains("another command is writing"),
+            "{err}"
+        );
+        assert!(err.contains(&format!("pid {}", child.id())), "{err}");
+        assert_eq!(std::fs::read(&sw).unwrap(), before);
+    }
+    std::fs::remove_file(&hold).unwrap();
+    let out = finish(child, Duration::from_secs(120));
+    assert_code(&out, 0);
+    let rec = json(&sw);
+    assert_eq!(rec["points"].as_array().unwrap().len(), 3);
+    assert!(!d.join("sweep.json.lock").exists());
+    // A lock left by a sweep killed outright is stale: the next one runs.
+    let (mut child, hold) = held_sweep(d, &sw);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::remove_file(&hold).unwrap();
+    let out = run(&sweep_args(&sw, &data, true));
+    assert_code(&out, 0);
+    assert_eq!(json(&sw)["points"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn compare_of_a_data_and_a_metadata_record_names_the_difference() {
+    // `compare run.json meta.json` warned "meta and run ran different
+    // workloads: 0 B per worker × 1 rep vs buffered, sync none": unlike
+    // facts side by side, and "0 B per worker" for a metadata run whose
+    // files held data. It now names the two kinds of workload.
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let tree = d.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let meta = d.join("meta.json");
+    let out = run(&[
+        "meta",
+        "--files",
+        "20",
+        "--threads",
+        "2",
+        "--json",
+        s(&meta),
+        "-q",
+        s(&tree),
+    ]);
+    assert_code(&out, 0);
+    for (a, b) in [(&rec, &meta), (&meta, &rec)] {
+        let out = run(&["compare", s(a), s(b)]);
+        assert_code(&out, 0);
+        let text = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(
+            text.contains("a metadata workload (meta)") && text.contains("a data workload (run)"),
+            "{text}"
+        );
+        assert!(!text.contains("0 B per worker"), "{text}");
+    }
+}
+
+#[test]
+fn a_sweep_record_whose_repetitions_are_not_its_configs_is_refused() {
+    // `config.reps` 0 (or below a point's repetitions): the header said
+    // "0 rep(s) per point" above points of 1 and more, exit 0.
+    let t = scratch();
+    let d = t.path();
+    let (_, sw) = small_records(d);
+    let mut bad = json(&sw);
+    bad["config"]["reps"] = serde_json::json!(0);
+    refused_edit(d, &sw, "reps0.json", &bad, "config.reps");
+    let mut bad = json(&sw);
+    bad["points"][2]["result"]["phases"][0]["rep"] = serde_json::json!(1);
+    refused_edit(d, &sw, "rep1.json", &bad, "points[2].result.phases[0].rep");
+}
+
+#[test]
+fn a_stonewall_rate_its_bytes_and_seconds_do_not_give_is_refused() {
+    // "stonewall: 4.06 MiB in 0.001499 s = 1000000000.0 MiB/s" was
+    // printed as it stood; and a phase of 2^64-1 bytes in 1e-300 s (an
+    // infinite rate) passed with any finite bw_mib_s, since the check
+    // compared against infinity.
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let mut bad = json(&rec);
+    bad["phases"][0]["stonewall"]["bw_mib_s"] = serde_json::json!(1e9);
+    refused_edit(d, &rec, "sw-bw.json", &bad, "phases[0].stonewall.bw_mib_s");
+    let mut bad = json(&rec);
+    let p = &mut bad["phases"][0];
+    p["bytes"] = serde_json::json!(u64::MAX);
+    p["elapsed_s"] = serde_json::json!(1e-300);
+    for f in ["bw_mib_s", "bw_mb_s", "iops"] {
+        p[f] = serde_json::json!(1e308);
+    }
+    refused_edit(d, &rec, "inf-rate.json", &bad, "phases[0].bw_mib_s");
+}

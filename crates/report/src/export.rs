@@ -154,6 +154,39 @@ fn checked(mut rs: ResultSet) -> Result<ResultSet, ExportError> {
 /// phase of no measurable time). `prefix` goes before each field's path
 /// (`points[3].result.` in a sweep record).
 pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
+    let spec_threads = match &rs.spec {
+        crate::model::JobSpec::Run(w) => w.threads,
+        crate::model::JobSpec::Meta(m) => m.threads,
+    };
+    if spec_threads == 0 {
+        return Err(ExportError::Figure {
+            field: format!("{prefix}spec.threads"),
+            value: "0".into(),
+            why: "a run has at least one worker",
+        });
+    }
+    for (i, f) in rs.failed_phases.iter().enumerate() {
+        let bad = |name: &str, value: String, why| ExportError::Figure {
+            field: format!("{prefix}failed_phases[{i}].{name}"),
+            value,
+            why,
+        };
+        if f.threads == 0 {
+            return Err(bad(
+                "threads",
+                "0".into(),
+                "a phase has at least one worker",
+            ));
+        }
+        let v = f.partial_elapsed_s;
+        if !v.is_finite() || v < 0.0 {
+            return Err(bad(
+                "partial_elapsed_s",
+                v.to_string(),
+                "must be a finite number, not negative",
+            ));
+        }
+    }
     for (i, p) in rs.phases.iter().enumerate() {
         let bad = |name: &str, value: String, why| ExportError::Figure {
             field: format!("{prefix}phases[{i}].{name}"),
@@ -165,6 +198,15 @@ pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
                 "threads",
                 "0".into(),
                 "a phase has at least one worker",
+            ));
+        }
+        // Repetitions count in 32 bits: the last one a run can have is
+        // numbered u32::MAX - 1.
+        if p.rep == u32::MAX {
+            return Err(bad(
+                "rep",
+                p.rep.to_string(),
+                "no run has that many repetitions (they count in 32 bits)",
             ));
         }
         let l = &p.lat_us;
@@ -197,6 +239,61 @@ pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
                 ));
             }
         }
+        // One histogram gives every percentile, each clamped into the
+        // exact [min, max], so they cannot be out of order.
+        for ((lo_name, lo), (hi_name, hi)) in [
+            (("min", l.min), ("p50", l.p50)),
+            (("p50", l.p50), ("p99", l.p99)),
+            (("p99", l.p99), ("p999", l.p999)),
+            (("p999", l.p999), ("max", l.max)),
+        ] {
+            if lo > hi {
+                return Err(bad(
+                    &format!("lat_us.{lo_name}"),
+                    lo.to_string(),
+                    if lo_name == "min" {
+                        "is above lat_us.p50; the percentiles of one phase rise from min to max"
+                    } else if hi_name == "max" {
+                        "is above lat_us.max; the percentiles of one phase rise from min to max"
+                    } else {
+                        "is above the next percentile; the percentiles of one phase rise from min to max"
+                    },
+                ));
+            }
+        }
+        if let Some(f) = &p.files {
+            let want = if f.requested > 0 {
+                f.processed as f64 * 100.0 / f.requested as f64
+            } else {
+                100.0
+            };
+            if !f.processed_pct.is_finite()
+                || (f.processed_pct - want).abs() > 1e-6 * want.abs() + 1e-9
+            {
+                return Err(bad(
+                    "files.processed_pct",
+                    f.processed_pct.to_string(),
+                    "is not files.processed over files.requested, in per cent",
+                ));
+            }
+            let v = f.stonewall_files_s;
+            if !v.is_finite() || v < 0.0 {
+                return Err(bad(
+                    "files.stonewall_files_s",
+                    v.to_string(),
+                    "must be a finite number, not negative",
+                ));
+            }
+            for (k, t) in f.threads.iter().enumerate() {
+                if !t.elapsed_s.is_finite() || t.elapsed_s < 0.0 {
+                    return Err(bad(
+                        &format!("files.threads[{k}].elapsed_s"),
+                        t.elapsed_s.to_string(),
+                        "must be a finite number, not negative",
+                    ));
+                }
+            }
+        }
         let rate = |x: u64| {
             if p.elapsed_s > 0.0 {
                 x as f64 / p.elapsed_s
@@ -208,12 +305,21 @@ pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
             ("bw_mib_s", p.bw_mib_s, rate(p.bytes) / (1024.0 * 1024.0)),
             ("bw_mb_s", p.bw_mb_s, rate(p.bytes) / 1e6),
             ("iops", p.iops, rate(p.ops)),
+            (
+                "stonewall.bw_mib_s",
+                p.stonewall.bw_mib_s,
+                if p.stonewall.s > 0.0 {
+                    p.stonewall.bytes as f64 / p.stonewall.s / (1024.0 * 1024.0)
+                } else {
+                    0.0
+                },
+            ),
         ] {
-            if (v - want).abs() > 1e-6 * want.abs() + 1e-9 {
+            if !want.is_finite() || (v - want).abs() > 1e-6 * want.abs() + 1e-9 {
                 return Err(bad(
                     name,
                     v.to_string(),
-                    "is not what the phase's bytes (ops) over elapsed_s give",
+                    "is not what the phase's bytes (ops) over its seconds give",
                 ));
             }
         }

@@ -53,6 +53,16 @@ struct NodesPlan {
 /// code: the highest of the launches'.
 pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
     let np = check(args).map_err(|Usage(m)| crate::exit::Failure::Usage(m))?;
+    // The record's place is settled now and locked while the launches run
+    // (see `Journal`): another sweep on the same --json is refused here.
+    let command: Vec<String> = std::env::args().collect();
+    let journal = match &args.json {
+        Some(j) => Some(
+            crate::output::Journal::open("--json", j, &command.join(" "))
+                .map_err(|e| crate::exit::Failure::refused(format!("{e:#}")))?,
+        ),
+        None => None,
+    };
     // Ctrl-C reaches the launched ranks too, which save their points;
     // this process then merges them instead of dying first (a second
     // signal still ends it).
@@ -61,7 +71,7 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
     let scratch = std::env::temp_dir().join(format!("ioscale-sweep-nodes.{}", std::process::id()));
     std::fs::create_dir(&scratch)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;
-    let result = launch_all(args, &np, &scratch, &stop);
+    let result = launch_all(args, &np, &scratch, &stop, journal.as_ref());
     // Only the records this sweep wrote, then its own directory.
     for &n in &np.nodes {
         let _ = std::fs::remove_file(record_path(&scratch, n));
@@ -78,7 +88,7 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
         rec.stop_reason
             .get_or_insert_with(|| format!("interrupted by {sig}"));
     }
-    let wrote = emit_sweep(&rec, args);
+    let wrote = emit_sweep(&rec, args, journal.as_ref());
     if rec.points.len() < rec.points_total {
         let how = match &args.json {
             Some(j) => format!(
@@ -314,6 +324,7 @@ fn launch_all(
     np: &NodesPlan,
     scratch: &Path,
     stop: &AtomicBool,
+    journal: Option<&crate::output::Journal>,
 ) -> anyhow::Result<(Vec<(u32, SweepRecord)>, i32)> {
     let exe = std::env::current_exe()?;
     let mut records = Vec::new();
@@ -381,17 +392,22 @@ fn launch_all(
             exit = exit.max(if code == 2 { 2 } else { 130 });
             stopped = true;
         }
-        journal(args, np, &records);
+        write_journal(args, np, &records, journal);
     }
     if stopped {
-        journal(args, np, &records);
+        write_journal(args, np, &records, journal);
     }
     Ok((records, exit))
 }
 
 /// Writes the node counts done so far to `--json` (when given).
-fn journal(args: &SweepArgs, np: &NodesPlan, records: &[(u32, SweepRecord)]) {
-    let Some(path) = &args.json else {
+fn write_journal(
+    args: &SweepArgs,
+    np: &NodesPlan,
+    records: &[(u32, SweepRecord)],
+    journal: Option<&crate::output::Journal>,
+) {
+    let Some(journal) = journal else {
         return;
     };
     let Some(rec) = merge(args, np, records.to_vec()) else {
@@ -399,7 +415,7 @@ fn journal(args: &SweepArgs, np: &NodesPlan, records: &[(u32, SweepRecord)]) {
     };
     let written = analysis::render::render_json(&rec)
         .map_err(anyhow::Error::from)
-        .and_then(|b| super::write_atomic(path, &b));
+        .and_then(|b| journal.write(&b));
     if let Err(e) = written {
         eprintln!("ioscale: error: {e:#}");
     }

@@ -520,6 +520,26 @@ impl Shape {
 /// What stands for the noise where a point has one repetition.
 const NO_NOISE_ESTIMATE: &str = "no noise estimate: one repetition";
 
+/// Whether every point given has an interval over two or more good
+/// repetitions: only then may a sentence judge their gap against the
+/// noise ("clearly", "beyond noise", "within noise").
+fn noise_known(ps: &[&CurvePoint]) -> bool {
+    ps.iter().all(|p| p.reps >= 2)
+}
+
+/// The measured gap of `a` to `b` alone: "12% above", "3% below".
+fn gap(a: f64, b: f64) -> String {
+    if b <= 0.0 {
+        return "not comparable".into();
+    }
+    let r = a / b - 1.0;
+    format!(
+        "{:.0}% {}",
+        r.abs() * 100.0,
+        if r >= 0.0 { "above" } else { "below" }
+    )
+}
+
 /// Fewest operations at a point for its p99 to count as evidence of a
 /// queue: the top 1% is then at least 10 operations, not one slow one.
 pub const P99_MIN_OPS: u64 = 1_000;
@@ -629,16 +649,27 @@ fn verdict(pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) -> Verdict {
     } else if sh.serialised {
         serialised_verdict(&mut v, pts, sh, ctx, u);
     } else if !clearly_above(peak, first) && !sh.falls_from_first {
-        v.text = format!(
+        let other = if peak.threads == first.threads {
+            last
+        } else {
+            peak
+        };
+        v.text = if noise_known(&[first, other]) {
+            format!(
             "No clear difference between {} and {} workers ({}); run more --reps to tell whether workers help.",
-            first.threads,
-            if peak.threads == first.threads {
-                last.threads
-            } else {
-                peak.threads
-            },
-            sh.within
-        );
+            first.threads, other.threads, sh.within
+            )
+        } else {
+            // One repetition: the gap is a measurement, its meaning is not.
+            format!(
+                "No verdict on whether workers help: {} {u} at {} and {} at {} ({}; {NO_NOISE_ESTIMATE} at some points, so the gap cannot be told from noise); run with --reps 3 or more.",
+                num(first.value),
+                workers_word(first.threads),
+                num(other.value),
+                workers_word(other.threads),
+                gap(other.value, first.value)
+            )
+        };
     } else if peak.threads == last.threads && clearly_above(last, &pts[pts.len() - 2]) {
         rising(&mut v, &pts[pts.len() - 2], sh, u);
     } else if sh.falls {
@@ -653,13 +684,22 @@ fn verdict(pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) -> Verdict {
 fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) {
     let (first, last, peak) = (&sh.first, &sh.last, &sh.peak);
     v.kind = VerdictKind::CpuBound;
-    let shape = if sh.falls {
+    let shape = if sh.falls && noise_known(&[peak, last]) {
         format!(
             "throughput peaks at {} ({} {u}) and falls beyond noise to {} at {}",
             workers_word(peak.threads),
             num(peak.value),
             num(last.value),
             workers_word(last.threads)
+        )
+    } else if sh.falls {
+        format!(
+            "throughput peaks at {} ({} {u}) and falls to {} at {} ({}; {NO_NOISE_ESTIMATE})",
+            workers_word(peak.threads),
+            num(peak.value),
+            num(last.value),
+            workers_word(last.threads),
+            gap(last.value, peak.value)
         )
     } else if clearly_above(peak, first) {
         format!(
@@ -670,7 +710,7 @@ fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) 
             num(peak.value),
             workers_word(peak.threads)
         )
-    } else {
+    } else if noise_known(&[first, last]) {
         format!(
             "no clear difference between {} ({} {u}) and {} ({}; {})",
             workers_word(first.threads),
@@ -678,6 +718,15 @@ fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) 
             workers_word(last.threads),
             num(last.value),
             sh.within
+        )
+    } else {
+        format!(
+            "{} {u} at {} and {} at {} ({}; {NO_NOISE_ESTIMATE})",
+            num(first.value),
+            workers_word(first.threads),
+            num(last.value),
+            workers_word(last.threads),
+            gap(last.value, first.value)
         )
     };
     let wanted = last
@@ -788,13 +837,23 @@ fn rising(v: &mut Verdict, prev: &CurvePoint, sh: &Shape, u: &str) {
     } else {
         v.kind = VerdictKind::Rising;
         v.text = format!(
-            "Still rising at {} ({} {u}, {}× {}, clearly above {} at {}), though each request takes longer{}: requests start to queue. {}",
+            "Still rising at {} ({} {u}, {}× {}, {} {} at {}{}), though each request takes longer{}: requests start to queue. {}",
             workers_word(last.threads),
             num(last.value),
             num(sh.gain),
             workers_word(first.threads),
+            if noise_known(&[last, prev]) {
+                "clearly above".to_string()
+            } else {
+                gap(last.value, prev.value)
+            },
             num(prev.value),
             workers_word(prev.threads),
+            if noise_known(&[last, prev]) {
+                String::new()
+            } else {
+                format!(", {NO_NOISE_ESTIMATE}")
+            },
             little_span(sh.w_first, sh.w_last),
             match sh.failed_beyond {
                 Some(n) => format!(
@@ -836,11 +895,18 @@ fn falls_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context,
             workers_word(first.threads)
         )
     };
+    let known = noise_known(&[peak, last]);
     v.text = format!(
-        "{peaks}, then falls beyond noise to {} at {} ({:.0}% below the peak): more workers cost more than they bring. At the peak: {}.",
+        "{peaks}, then falls{} to {} at {} ({:.0}% below the peak{}): more workers cost more than they bring. At the peak: {}.",
+        if known { " beyond noise" } else { "" },
         num(last.value),
         workers_word(last.threads),
         (1.0 - last.value / peak.value) * 100.0,
+        if known {
+            String::new()
+        } else {
+            format!("; {NO_NOISE_ESTIMATE}")
+        },
         l.figure
     );
     v.limiter = Some(l);
@@ -864,13 +930,24 @@ fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, 
         // The peak is the last point, not clearly above the one before.
         let prev = &pts[pts.len() - 2];
         v.evidence.push(ev("next to most workers", prev));
-        v.text = format!(
-            "Highest at {} ({} {u}), but not clearly above {} at {} ({within}): cannot tell whether more workers help; run more --reps.",
-            workers_word(last.threads),
-            num(last.value),
-            num(prev.value),
-            workers_word(prev.threads)
-        );
+        v.text = if noise_known(&[last, prev]) {
+            format!(
+                "Highest at {} ({} {u}), but not clearly above {} at {} ({within}): cannot tell whether more workers help; run more --reps.",
+                workers_word(last.threads),
+                num(last.value),
+                num(prev.value),
+                workers_word(prev.threads)
+            )
+        } else {
+            format!(
+                "Highest at {} ({} {u}), {} {} at {} ({NO_NOISE_ESTIMATE} at some points, so the gap cannot be told from noise): cannot tell whether more workers help; run with --reps 3 or more.",
+                workers_word(last.threads),
+                num(last.value),
+                gap(last.value, prev.value),
+                num(prev.value),
+                workers_word(prev.threads)
+            )
+        };
     } else if pts[knee_i..]
         .iter()
         .any(|p| p.interval().half_width_rel(p.value) > PLATEAU_NOISE)
@@ -900,10 +977,20 @@ fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, 
             num(peak.value),
             num(before.value),
             workers_word(before.threads),
-            if sh.supported {
+            if noise_known(&[peak, before]) {
                 format!("within noise of it ({noise})")
             } else {
-                format!("within 5% of it ({NO_NOISE_ESTIMATE})")
+                // Below the knee, so more than 10% under the peak: what
+                // keeps it from being clearly below is the interval of the
+                // one of the two measured more than once ("within 5% of
+                // it" was said here, and was never true).
+                format!(
+                    "{} it, inside the interval of the one of them with repetitions (peak {}, {} workers {})",
+                    gap(before.value, peak.value),
+                    pm(peak),
+                    before.threads,
+                    pm(before)
+                )
             }
         );
     } else {
@@ -1250,7 +1337,28 @@ fn compare_sentence(
     } else {
         NO_NOISE_ESTIMATE.to_string()
     };
-    let sentence = if st.iter().all(|&s| s == 0) {
+    // Without a noise estimate the sentences give the measured gaps and
+    // judge none of them against a noise they do not know.
+    let known = caveat.is_empty();
+    let apart = |(x, y): &(CurvePoint, CurvePoint)| {
+        let (hi, lo) = (x.value.max(y.value), x.value.min(y.value));
+        if lo > 0.0 {
+            hi / lo - 1.0
+        } else {
+            0.0
+        }
+    };
+    let sentence = if st.iter().all(|&s| s == 0) && !known {
+        format!(
+            "{} and {} differ by at most {} at the worker counts tested ({}–{}), a gap not judged a difference ({NO_NOISE_ESTIMATE} at some points){}.",
+            a.series,
+            b.series,
+            pct(common.iter().map(apart).fold(0.0, f64::max)),
+            n0,
+            common.last().expect("non-empty").0.threads,
+            caveat
+        )
+    } else if st.iter().all(|&s| s == 0) {
         format!(
             "No clear difference between {} and {} at any worker count tested ({}–{}; {within}){}{}.",
             a.series,
@@ -1272,13 +1380,14 @@ fn compare_sentence(
             })
             .collect();
         format!(
-            "{} is faster than {} at every worker count tested ({}–{}), by {}× to {}×, beyond noise{}.",
+            "{} is faster than {} at every worker count tested ({}–{}), by {}× to {}×{}{}.",
             name(s0),
             other(s0),
             n0,
             common.last().expect("non-empty").0.threads,
             num(ratios.iter().copied().fold(f64::INFINITY, f64::min)),
             num(ratios.iter().copied().fold(0.0, f64::max)),
+            if known { ", beyond noise" } else { "" },
             caveat
         )
     } else if s0 != 0 {
@@ -1294,22 +1403,28 @@ fn compare_sentence(
         let again = (i + 1..st.len()).find(|&j| st[j] == s0).map(|j| {
             let (lj, tj) = faster_first(s0, &common[j]);
             format!(
-                "; but {lead} is clearly faster again at {} ({} vs {} {u})",
+                "; but {lead} is {}faster again at {} ({} vs {} {u})",
+                if known { "clearly " } else { "" },
                 workers_word(common[j].0.threads),
                 num(lj),
                 num(tj)
             )
         });
         format!(
-            "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}, beyond noise){}{}.",
+            "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}{}){}{}.",
             if st[i] == 0 { "catches up with" } else { "overtakes" },
             workers_word(x.threads),
             num(tv),
             num(lv),
-            if st[i] == 0 { ", no clear difference" } else { "" },
+            match (st[i] == 0, known) {
+                (true, true) => ", no clear difference".to_string(),
+                (true, false) => format!(", {} apart, not judged a difference", pct(apart(&common[i]))),
+                _ => String::new(),
+            },
             num(l0),
             num(t0),
             workers_word(n0),
+            if known { ", beyond noise" } else { "" },
             again.unwrap_or_default(),
             caveat
         )
@@ -1324,9 +1439,17 @@ fn compare_sentence(
         } else {
             "at {}, though not at every count above it"
         };
+        let level = if known {
+            format!("No clear difference at {} ({within})", workers_word(n0))
+        } else {
+            format!(
+                "At {} {} apart, a gap not judged a difference ({within})",
+                workers_word(n0),
+                pct(apart(&common[0]))
+            )
+        };
         format!(
-            "No clear difference at {} ({within}); {}, {} is faster ({} vs {} {u}){}.",
-            workers_word(n0),
+            "{level}; {}, {} is faster ({} vs {} {u}){}.",
             from.replace("{}", &workers_word(x.threads)),
             name(s),
             num(hv),
@@ -2574,6 +2697,57 @@ mod tests {
         assert!(!c.differ);
         assert!(!c.sentence.contains("±0%"), "{}", c.sentence);
         assert!(c.sentence.contains("no noise estimate"), "{}", c.sentence);
+    }
+
+    #[test]
+    fn one_repetition_judges_no_gap_against_noise() {
+        // Measured with `sweep --reps 1` on tmpfs (MiB/s at 1, 2, 4
+        // writers): the first line read "then falls beyond noise to 4445",
+        // a judgement against a noise one repetition does not measure.
+        let line = |s: &str, vals: &[f64]| {
+            let pts: Vec<CurvePoint> = [1, 2, 4]
+                .iter()
+                .zip(vals)
+                .map(|(&n, &v)| pt(n, &[v], KIB64))
+                .collect();
+            analyse_curve(s, "write", "MiB/s", &pts, &ctx("tmpfs"))
+        };
+        let lines = [
+            line("/r1", &[2675.4, 6241.1, 4444.7]),
+            line("/r2", &[831.94, 1428.45, 2166.95]),
+            line("/a", &[3650.83, 7208.62, 4641.11]),
+            line("/b", &[2979.13, 6358.38, 2827.64]),
+            line("/c", &[3650.0, 3700.0, 3690.0]),
+            line("/d", &[3000.0, 7000.0, 7100.0]),
+        ];
+        let words = [
+            "beyond noise",
+            "clearly",
+            "within noise",
+            "no clear difference",
+        ];
+        let check = |t: &str| {
+            for w in words {
+                assert!(!t.to_lowercase().contains(w), "{w:?}: {t}");
+            }
+        };
+        for l in &lines {
+            l.sentences.iter().for_each(|t| check(t));
+            for m in &lines {
+                if let Some(c) = compare_curves(l, m) {
+                    check(&c.sentence);
+                }
+            }
+        }
+        assert!(lines[0].verdict.text.contains(
+            "then falls to 4445 at 4 workers (29% below the peak; no noise estimate: one repetition)"
+        ));
+        let c = compare_curves(&lines[2], &lines[3]).unwrap();
+        assert!(
+            c.sentence.contains("by 1.13× to 1.64× (one repetition"),
+            "{}",
+            c.sentence
+        );
     }
 
     #[test]

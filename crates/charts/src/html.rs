@@ -463,9 +463,28 @@ fn compared_evidence(o: &mut String, rec: &SweepRecord, c: &analysis::findings::
                     if x.workers == 1 { "" } else { "s" },
                     side(&c.a, x.workers, x.a, a_iv),
                     side(&c.b, x.workers, x.b, b_iv),
-                    match &x.faster {
-                        Some(f) => format!("{} clearly faster", esc(f)),
-                        None => "within noise".to_string(),
+                    match (&x.faster, a_iv.is_some() && b_iv.is_some()) {
+                        (Some(f), true) => format!("{} clearly faster", esc(f)),
+                        (None, true) => "within noise".to_string(),
+                        // One repetition on a side: the gap alone, no
+                        // noise it could be judged against.
+                        (f, false) => {
+                            let (hi, lo) = (x.a.max(x.b), x.a.min(x.b));
+                            let apart = if lo > 0.0 {
+                                format!("{:.0}% apart", (hi / lo - 1.0) * 100.0)
+                            } else {
+                                "apart".to_string()
+                            };
+                            match f {
+                                Some(f) => format!(
+                                    "{} faster, {apart}; no noise estimate: one repetition",
+                                    esc(f)
+                                ),
+                                None => format!(
+                                    "{apart}, not judged a difference; no noise estimate: one repetition"
+                                ),
+                            }
+                        }
                     }
                 )
             })

@@ -606,3 +606,76 @@ fn a_metadata_line_that_writes_its_files_is_counted_in_files() {
         }
     }
 }
+
+/// Words that judge a gap against the noise of repetitions.
+const NOISE_WORDS: [&str; 5] = [
+    "beyond noise",
+    "clearly",
+    "within noise",
+    "no clear difference",
+    "±0%",
+];
+
+fn assert_no_noise_words(what: &str, text: &str) {
+    let low = text.to_lowercase();
+    for w in NOISE_WORDS {
+        assert!(
+            !low.contains(w),
+            "{what} says {w:?} with one repetition:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn one_repetition_never_judges_a_gap_against_noise() {
+    let _t = turn();
+    // `--reps 1` on tmpfs, 2675, 6241 and 4445 MiB/s at 1, 2 and 4
+    // writers: "then falls beyond noise to 4445 at 4 workers"; and a
+    // comparison of two targets, `compare` of the record with itself ("no
+    // clear difference" at each row) and the HTML's "within noise" under
+    // each comparison, where one repetition measured no noise at all.
+    // Whatever the figures, no sentence may judge them against a noise.
+    let Some(m) = tmpfs("size=256m") else {
+        return;
+    };
+    let (a, b) = (m.path().join("a"), m.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let targets = format!("{},{}", s(&a), s(&b));
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2,4",
+        "--reps",
+        "1",
+        "--target",
+        &targets,
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "4m",
+        "--xfer",
+        "64k",
+    ]);
+    assert_code(&out, 0);
+    assert_no_noise_words("the sweep's text", &stdout(&out));
+    assert_no_noise_words("the sweep's progress", &stderr(&out));
+    let v = json(&j);
+    assert_no_noise_words("the record's analysis", &v["analysis"].to_string());
+    let html = o.path().join("s.html");
+    let out = run(&["report", s(&j), "--html", s(&html)]);
+    assert_code(&out, 0);
+    assert_no_noise_words("report", &stdout(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Based on: "), "the page shows no comparison");
+    assert_no_noise_words("the HTML report", &page);
+    let out = run(&["compare", s(&j), s(&j)]);
+    assert_code(&out, 0);
+    assert_no_noise_words("compare", &stdout(&out));
+}

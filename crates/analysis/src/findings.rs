@@ -1585,10 +1585,12 @@ pub fn curve_point_of(
         } else {
             0.0
         },
-        cpu_busy: o.cpu_busy,
-        cpu_s_per_op: o.cpu_s_per_op,
-        lat_p50_us: o.lat_p50_us,
-        lat_p99_us: o.lat_p99_us,
+        // 0 where nothing was measured (no good repetition): a curve
+        // point reads 0 as unknown.
+        cpu_busy: o.cpu_busy.unwrap_or(0.0),
+        cpu_s_per_op: o.cpu_s_per_op.unwrap_or(0.0),
+        lat_p50_us: o.lat_p50_us.unwrap_or(0.0),
+        lat_p99_us: o.lat_p99_us.unwrap_or(0.0),
         resources: o.resources.as_ref().map(resolvable),
         counts_files: o.counts_files,
         ops_total: o.ops_total,

@@ -273,9 +273,13 @@ fn stats_section(o: &mut String, rec: &SweepRecord) {
                     .map(|t| format!("{:.2}", units.from_mib_s(t)))
                     .unwrap_or_else(|| "-".into()),
                 format!("{:.1}", s.iops.mean),
-                dur(s.little_latency_s),
-                format!("{:.1}", s.lat_p50_us),
-                format!("{:.2}", s.cpu_busy),
+                s.little_latency_s.map(dur).unwrap_or_else(|| "-".into()),
+                s.lat_p50_us
+                    .map(|l| format!("{l:.1}"))
+                    .unwrap_or_else(|| "-".into()),
+                s.cpu_busy
+                    .map(|c| format!("{c:.2}"))
+                    .unwrap_or_else(|| "-".into()),
                 if s.outlier_reps.is_empty() {
                     "-".into()
                 } else {

@@ -679,3 +679,71 @@ fn one_repetition_never_judges_a_gap_against_noise() {
     assert_code(&out, 0);
     assert_no_noise_words("compare", &stdout(&out));
 }
+
+/// The figures of an operation that only a good repetition measures.
+const MEASURED_ONLY: [&str; 5] = [
+    "lat_p50_us",
+    "lat_p99_us",
+    "cpu_busy",
+    "cpu_s_per_op",
+    "little_latency_s",
+];
+
+#[test]
+fn a_point_whose_every_repetition_failed_records_no_latency() {
+    let _t = turn();
+    // Every write fails (testfs EIO): the record held `"lat_p50_us": -0.0`
+    // (and p99, CPU) for each point, the sum over no good repetition, a
+    // figure nobody measured, and the CSV "-0.000". They are now null (the
+    // field kept), and an older record's -0.0 is read as null too.
+    let Some(fs) = TestFs::mount(&["--eio-after-ops", "0", "--faults-path-substr", "file."]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--quiet",
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "256k",
+        "--xfer",
+        "64k",
+        s(fs.path()),
+    ]);
+    assert_code(&out, 1);
+    let text = std::fs::read_to_string(&j).unwrap();
+    assert!(!text.contains("-0.0"), "a negative zero in the record");
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    for p in v["points"].as_array_mut().unwrap() {
+        for op in p["ops"].as_array_mut().unwrap() {
+            assert_eq!(op["reps"], 0, "{op:#}");
+            for k in MEASURED_ONLY {
+                let f = op.as_object_mut().unwrap();
+                assert!(f.contains_key(k) && f[k].is_null(), "{k}: {op:#}");
+                // As a record written before null held it.
+                f.insert(k.to_string(), serde_json::json!(-0.0));
+            }
+        }
+    }
+    let old = o.path().join("old.json");
+    std::fs::write(&old, serde_json::to_string(&v).unwrap()).unwrap();
+    assert!(std::fs::read_to_string(&old).unwrap().contains("-0.0"));
+    for rec in [&j, &old] {
+        let csv = o.path().join("s.csv");
+        let out = run(&["report", s(rec), "--csv", s(&csv)]);
+        assert_code(&out, 0);
+        let csv = std::fs::read_to_string(&csv).unwrap();
+        assert!(!csv.contains("-0.0"), "{csv}");
+        assert!(!stdout(&out).contains("-0.0"), "{}", stdout(&out));
+    }
+}

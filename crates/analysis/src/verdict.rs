@@ -212,6 +212,15 @@ pub struct CurvePoint {
     /// nodes (the probe measures rank 0's node only).
     #[serde(default)]
     pub ops_total: u64,
+    /// The lowest and highest median latency of the good repetitions, µs:
+    /// whether a growth holds in every repetition, not in their mean only.
+    /// `None` where the repetitions are not known (a caller with its own
+    /// statistics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_p50_range_us: Option<(f64, f64)>,
+    /// The same for the 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_p99_range_us: Option<(f64, f64)>,
 }
 
 impl CurvePoint {

@@ -1042,7 +1042,9 @@ fn little_sentence(
     u: &str,
 ) -> Option<String> {
     let l0 = out.little.first().copied()?;
-    let per_worker = 1.0 / l0.latency_s;
+    // One worker keeps `depth` requests in flight, each taking W.
+    let depth = first.depth.max(1);
+    let per_worker = depth as f64 / l0.latency_s;
     // The data rate per worker, for a line counted in data units only (a
     // create of 4 KiB files is counted in files/s).
     let data = if first.bytes_per_op > 0.0 && !first.counts_files {
@@ -1074,9 +1076,23 @@ fn little_sentence(
         fuse_requests_sentence(&out.op, first, l0.latency_s)
     };
     Some(format!(
-        "Per-operation latency ≈ {} at {} (Little's law: workers ÷ operations per second{measured}), so one worker cannot exceed {} operations/s{data}.{fuse}",
+        "Per-operation latency ≈ {} at {} (Little's law: {} ÷ operations per second{measured}), so one worker{} cannot exceed {} operations/s{data}.{fuse}",
         dur(l0.latency_s),
         workers_word(l0.threads),
+        if depth > 1 {
+            format!(
+                "requests in flight, {} × {depth} deep = {},",
+                workers_word(l0.threads),
+                first.in_flight()
+            )
+        } else {
+            "workers".into()
+        },
+        if depth > 1 {
+            format!(" keeping {depth} in flight")
+        } else {
+            String::new()
+        },
         num(per_worker),
     ))
 }
@@ -1574,6 +1590,7 @@ pub fn curve_point(
                 })
         })
     };
+    cp.depth = crate::model::depth_of(&p.result);
     cp.lat_p50_range_us = range(|l| l.p50);
     cp.lat_p99_range_us = range(|l| l.p99);
     if p.nodes() > 1 {
@@ -1637,6 +1654,7 @@ pub fn curve_point_of(
         ops_total: o.ops_total,
         lat_p50_range_us: None,
         lat_p99_range_us: None,
+        depth: 1,
     }
 }
 

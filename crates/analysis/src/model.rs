@@ -500,7 +500,9 @@ pub fn point_stats_probed(
     trim: u32,
     probes: &[PhaseProbe],
 ) -> (Vec<OpStats>, Option<f64>, Option<f64>) {
-    let workers = topology(rs, threads).2;
+    // Little's law counts requests in flight: each worker keeps its
+    // queue depth of them (io_uring --iodepth 8: eight per worker).
+    let workers = topology(rs, threads).2 * depth_of(rs);
     let phases = all_repetitions(rs);
     let ops: Vec<OpStats> = ops_in_order(rs)
         .iter()
@@ -514,6 +516,17 @@ pub fn point_stats_probed(
         stats::summary::geometric_mean(&bw),
         stats::summary::geometric_mean(&iops),
     )
+}
+
+/// Requests each worker keeps in flight: the job's `iodepth` (1 for the
+/// sync engine, and in records from before engines).
+pub fn depth_of(rs: &ResultSet) -> u32 {
+    rs.spec
+        .as_run()
+        .map(|w| w.iodepth)
+        .or_else(|| rs.spec.as_meta().map(|m| m.iodepth))
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// `(ranks, threads per rank, total workers)` of a run: the record's

@@ -182,6 +182,9 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
         // the record's word.
         for (have, want) in p.ops.iter_mut().zip(&ops) {
             have.resources.clone_from(&want.resources);
+            // Little's law over the requests in flight, in an older record
+            // over the workers alone.
+            have.little_latency_s = want.little_latency_s;
         }
         // No good repetition, nothing measured: an older record's 0 (or
         // -0.0) there is not a figure.
@@ -192,6 +195,7 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
             have.cpu_busy = None;
             have.cpu_s_per_op = None;
         }
+        let depth = crate::model::depth_of(&p.result);
         for (k, (have, want)) in p.ops.iter().zip(&ops).enumerate() {
             for (name, a, b) in [
                 ("bw_mib_s.mean", have.bw_mib_s.mean, want.bw_mib_s.mean),
@@ -204,11 +208,16 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
                 ),
                 ("iops.mean", have.iops.mean, want.iops.mean),
                 ("elapsed_s.mean", have.elapsed_s.mean, want.elapsed_s.mean),
-                // Older records hold 0 where no repetition was good.
+                // Older records hold 0 where no repetition was good, and
+                // workers ÷ rate where a worker kept several requests in
+                // flight.
                 (
                     "little_latency_s",
                     have.little_latency_s.unwrap_or(0.0),
-                    want.little_latency_s.unwrap_or(0.0),
+                    match (have.little_latency_s, want.little_latency_s) {
+                        (Some(h), Some(w)) if depth > 1 && near(h, w / depth as f64) => h,
+                        (_, w) => w.unwrap_or(0.0),
+                    },
                 ),
             ] {
                 if !near(a, b) {

@@ -747,3 +747,66 @@ fn a_point_whose_every_repetition_failed_records_no_latency() {
         assert!(!stdout(&out).contains("-0.0"), "{}", stdout(&out));
     }
 }
+
+#[test]
+fn littles_law_counts_every_request_in_flight_at_depth() {
+    let _t = turn();
+    // io_uring --iodepth 8 on tmpfs: "Per-operation latency ≈ 10.5 µs at 1
+    // worker (Little's law: workers ÷ operations per second; the measured
+    // median is 69.1 µs)": each worker keeps 8 requests in flight, so N is
+    // 8 per worker and each took 8 × 10.5 = 84 µs, as measured.
+    let d = scratch();
+    let o = scratch();
+    let j = o.path().join("u.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--quiet",
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "2m",
+        "--xfer",
+        "4k",
+        "--engine",
+        "io_uring",
+        "--iodepth",
+        "8",
+        s(d.path()),
+    ]);
+    if !out.status.success() && stderr(&out).contains("io_uring") {
+        eprintln!("note: io_uring unavailable here: {}", stderr(&out));
+        return;
+    }
+    assert_code(&out, 0);
+    let v = json(&j);
+    for p in v["points"].as_array().unwrap() {
+        let workers = p["threads"].as_f64().unwrap();
+        let o = &p["ops"][0];
+        let little = o["little_latency_s"].as_f64().unwrap();
+        let iops = o["iops"]["mean"].as_f64().unwrap();
+        let n = little * iops;
+        assert!(
+            (n - 8.0 * workers).abs() < 1e-6 * n,
+            "{n} in flight at {workers} workers"
+        );
+    }
+    let c = curve(&v);
+    for l in c["little"].as_array().unwrap() {
+        let n = l["latency_s"].as_f64().unwrap() * l["iops"].as_f64().unwrap();
+        let w = l["threads"].as_f64().unwrap();
+        assert!((n - 8.0 * w).abs() < 1e-6 * n, "{l}");
+    }
+    let text = c["sentences"].to_string();
+    assert!(
+        text.contains("requests in flight, 1 worker × 8 deep = 8"),
+        "{text}"
+    );
+}

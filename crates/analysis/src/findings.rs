@@ -83,7 +83,11 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     };
     let r = p.resources.as_ref().expect("found with resources");
     let rc = if r.cpus > 0 { r.cpus } else { cpus };
-    let busy = r.machine_busy_cores / rc as f64;
+    // The machine's busy time is over all its CPUs, not the ones ioscale
+    // may use: Open MPI binds each of 2 ranks to 1 of 2 CPUs, and 2.03
+    // busy cores over that 1 read "all 1 CPU 100% busy".
+    let machine = cpus.max(rc);
+    let busy = r.machine_busy_cores / machine as f64;
     let fs = if r.fs_type.is_empty() {
         fs
     } else {
@@ -96,7 +100,7 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     // /proc/stat counts in ticks of 10 ms per CPU, so a phase of tens of
     // milliseconds reads a full machine as 85-95 % busy; the workload's
     // own CPU time (to the microsecond) is a floor under it.
-    let busy = busy.max(own / rc as f64);
+    let busy = busy.max(own / machine as f64);
     let others = r
         .top_other
         .as_ref()
@@ -119,7 +123,7 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     if wanted || (busy >= CPU_SATURATED && (own >= 0.5 * rc as f64 || starved)) {
         return Limiter {
             limit: Limit::Cpu,
-            figure: cpu_figure(r, rc, busy, others),
+            figure: cpu_figure(r, (rc, machine), busy, others, p.ranks),
             workers: w,
         };
     }
@@ -127,11 +131,9 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     // workload's limit: say so beside whatever is.
     let disturbed = match others {
         Some(o) if busy >= CPU_SATURATED && !starved => format!(
-            " (the CPUs were {} busy, mostly with other work: {} (pid {}) {:.2} cores; expect noise)",
+            " (the CPUs were {} busy, mostly with other work: {}; expect noise)",
             pct(busy.min(1.0)),
-            o.name,
-            o.pid,
-            o.cores
+            other_work(o, p.ranks)
         ),
         _ => String::new(),
     };
@@ -166,20 +168,57 @@ fn unmeasured_limiter(at: &[CurvePoint], cpus: u32) -> Limiter {
 
 /// "the CPUs: both CPUs 100% busy, ioscale 1.9 cores" and what else the
 /// measurement shows: the FUSE daemon, the wait for a CPU, other work.
-fn cpu_figure(r: &Resources, rc: u32, busy: f64, others: Option<&ProcessUse>) -> String {
+/// "rustc (pid 42) 0.53 cores"; under MPI an ioscale process is likely
+/// another rank of the run itself, which the probe does not count as
+/// ioscale (it measures rank 0's process).
+fn other_work(o: &ProcessUse, ranks: u32) -> String {
+    format!(
+        "{} (pid {}{}) {:.2} cores",
+        o.name,
+        o.pid,
+        if ranks > 1 && o.name.starts_with("ioscale") {
+            ", an ioscale process: likely another rank of this run"
+        } else {
+            ""
+        },
+        o.cores
+    )
+}
+
+/// The CPUs' figure: the machine's busy share over its `machine` CPUs,
+/// ioscale's cores (rank 0's process under MPI, `ranks` > 1) and the `rc`
+/// CPUs it may use when fewer.
+fn cpu_figure(
+    r: &Resources,
+    (rc, machine): (u32, u32),
+    busy: f64,
+    others: Option<&ProcessUse>,
+    ranks: u32,
+) -> String {
     let daemon = r.fuse.as_ref().and_then(|f| f.daemon.as_ref());
     let wait = r.self_cpu_wait.unwrap_or(0.0);
     let mut figure = format!(
-        "the CPUs: {} {} {} busy, ioscale {:.2} cores",
-        if rc == 2 {
+        "the CPUs: {} {} {} busy, {} {:.2} cores",
+        if machine == 2 {
             "both".to_string()
         } else {
-            format!("all {rc}")
+            format!("all {machine}")
         },
-        if rc == 1 { "CPU" } else { "CPUs" },
+        if machine == 1 { "CPU" } else { "CPUs" },
         pct(busy.min(1.0)),
+        if ranks > 1 {
+            "ioscale's rank 0 (the only rank measured)"
+        } else {
+            "ioscale"
+        },
         r.self_cores
     );
+    if rc < machine {
+        figure.push_str(&format!(
+            " on the {rc} {} it may use",
+            if rc == 1 { "CPU" } else { "CPUs" }
+        ));
+    }
     if let Some(d) = daemon.filter(|d| d.cores >= 0.05) {
         figure.push_str(&format!(", FUSE daemon {:.2}", d.cores));
     }
@@ -189,10 +228,7 @@ fn cpu_figure(r: &Resources, rc: u32, busy: f64, others: Option<&ProcessUse>) ->
         ));
     }
     if let Some(o) = others {
-        figure.push_str(&format!(
-            ", other work: {} (pid {}) {:.2} cores",
-            o.name, o.pid, o.cores
-        ));
+        figure.push_str(&format!(", other work: {}", other_work(o, ranks)));
     }
     figure
 }
@@ -762,7 +798,8 @@ fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) 
             let cpus = if r.cpus > 0 { r.cpus } else { ctx.cpus.max(1) };
             r.self_cpu_wait.map(|w| {
                 format!(
-                    " ioscale's threads were running or waiting for a CPU {:.2} at a time on average, for {cpus} {}",
+                    " {} threads were running or waiting for a CPU {:.2} at a time on average, for {cpus} {}",
+                    if last.ranks > 1 { "rank 0's" } else { "ioscale's" },
                     r.self_cores + daemon + w,
                     if cpus == 1 { "CPU" } else { "CPUs" }
                 )
@@ -1855,6 +1892,53 @@ mod tests {
     }
 
     const KIB64: f64 = 65536.0;
+
+    #[test]
+    fn under_mpi_the_cpu_figure_is_rank_0s_and_the_other_rank_is_not_other_work() {
+        // Measured: `mpirun -np 2 ioscale sweep --threads 1,2 --reps 3 --
+        // run --op write --size 128m --xfer 64k` on tmpfs, 2 CPUs. Open MPI
+        // bound rank 0 to 1 CPU; the probe measures rank 0's process. It
+        // said "the CPUs: all 1 CPU 100% busy, ioscale 0.96 cores, …
+        // other work: ioscale-mpi (pid 21573) 1.00 cores": the machine has
+        // 2 CPUs (2.03 busy cores), 0.96 cores were rank 0's alone, and the
+        // "other work" was the run's own rank 1.
+        let r = Resources {
+            elapsed_s: 0.241625074,
+            cpus: 1,
+            self_cores: 0.9615020335182602,
+            self_cpu_wait: Some(1.6317401893480643),
+            machine_busy_cores: 2.0279352299339597,
+            top_other: Some(ProcessUse {
+                pid: 21573,
+                name: "ioscale-mpi".into(),
+                cores: 0.9965877086004448,
+            }),
+            fs_type: "tmpfs".into(),
+            ..Default::default()
+        };
+        let at = |w: u32, v: f64| CurvePoint {
+            ranks: 2,
+            threads_per_rank: w / 2,
+            resources: Some(r.clone()),
+            ..pt(w, &tight(v), KIB64)
+        };
+        let a = analyse_curve(
+            "",
+            "write",
+            "MiB/s",
+            &[at(2, 5813.0), at(4, 6686.0)],
+            &ctx("tmpfs"),
+        );
+        let t = &a.verdict.text;
+        assert_eq!(a.verdict.kind, VerdictKind::CpuBound, "{t}");
+        assert!(!t.contains("all 1 CPU"), "{t}");
+        assert!(t.contains("both CPUs 100% busy, ioscale's rank 0 (the only rank measured) 0.96 cores on the 1 CPU it may use"), "{t}");
+        assert!(
+            t.contains("rank 0's threads were running or waiting"),
+            "{t}"
+        );
+        assert!(t.contains("ioscale-mpi (pid 21573, an ioscale process: likely another rank of this run) 1.00 cores"), "{t}");
+    }
 
     #[test]
     fn cpu_ticks_of_a_phase_of_milliseconds_are_not_a_limit() {

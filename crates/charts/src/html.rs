@@ -183,10 +183,11 @@ fn analysis_section(o: &mut String, rec: &SweepRecord) {
                         .map(|i| format!(" [95% CI {}–{}]", num(i.lo), num(i.hi)))
                         .unwrap_or_default();
                     format!(
-                        "<a href=\"#{}\">{} ({} workers): {} {}{}</a>",
+                        "<a href=\"#{}\">{} ({} worker{}): {} {}{}</a>",
                         esc(&anchor(&c.series, &c.op, e.workers)),
                         esc(&e.what),
                         e.workers,
+                        if e.workers == 1 { "" } else { "s" },
                         num(e.value),
                         esc(&c.unit),
                         esc(&iv)
@@ -197,9 +198,10 @@ fn analysis_section(o: &mut String, rec: &SweepRecord) {
             if let Some(l) = &c.verdict.limiter {
                 let _ = write!(
                     o,
-                    "; limit measured at <a href=\"#{}\">{} workers</a>",
+                    "; limit measured at <a href=\"#{}\">{} worker{}</a>",
                     esc(&anchor(&c.series, &c.op, l.workers)),
-                    l.workers
+                    l.workers,
+                    if l.workers == 1 { "" } else { "s" }
                 );
             }
             o.push_str("</p>");

@@ -674,6 +674,9 @@ fn one_repetition_never_judges_a_gap_against_noise() {
     assert_no_noise_words("report", &stdout(&out));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("Based on: "), "the page shows no comparison");
+    // Each verdict's evidence links name their worker count in words.
+    assert!(page.contains("(1 worker): "), "no 1-worker evidence");
+    assert!(!page.contains("(1 workers)"), "\"(1 workers)\" on the page");
     assert_no_noise_words("the HTML report", &page);
     let out = run(&["compare", s(&j), s(&j)]);
     assert_code(&out, 0);

@@ -272,7 +272,17 @@ pub fn render_text(c: &Comparison) -> String {
                             .map(|v| format!("{v:.2}"))
                             .unwrap_or_else(|| "-".into()),
                     );
-                    cells.push(r.verdicts[i].clone().unwrap_or_else(|| "-".into()));
+                    // A row whose figure rests on one repetition was judged
+                    // by its 5% gap alone: say so in the cell, and never
+                    // "no clear difference" for a gap no noise was measured
+                    // against (the record keeps the verdict as judged).
+                    let bare = r.intervals[0].is_none() || r.intervals[i].is_none();
+                    cells.push(match r.verdicts[i].as_deref() {
+                        None => "-".into(),
+                        Some("no clear difference") if bare => "not judged (1 rep)".into(),
+                        Some(v) if bare => format!("{v} (1 rep, gap only)"),
+                        Some(v) => v.to_string(),
+                    });
                 }
             }
             cells
@@ -309,13 +319,13 @@ pub fn render_text(c: &Comparison) -> String {
             .count();
         let word = if bare > 0 {
             let all = if same == vs.len() {
-                " — no clear difference".to_string()
+                " — not judged different at any row".to_string()
             } else if f == vs.len() {
                 " — faster at every row".to_string()
             } else if sl == vs.len() {
                 " — slower at every row".to_string()
             } else {
-                format!(" — faster in {f}, slower in {sl}, no clear difference in {same} row(s)")
+                format!(" — faster in {f}, slower in {sl}, not judged different in {same} row(s)")
             };
             format!(
                 "{all} (one repetition in {bare} of them: no noise estimate there, only the 5% gap; run with --reps 3 or more)"

@@ -83,7 +83,11 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     };
     let r = p.resources.as_ref().expect("found with resources");
     let rc = if r.cpus > 0 { r.cpus } else { cpus };
-    let busy = r.machine_busy_cores / rc as f64;
+    // The machine's busy time is over all its CPUs, not the ones ioscale
+    // may use: Open MPI binds each of 2 ranks to 1 of 2 CPUs, and 2.03
+    // busy cores over that 1 read "all 1 CPU 100% busy".
+    let machine = cpus.max(rc);
+    let busy = r.machine_busy_cores / machine as f64;
     let fs = if r.fs_type.is_empty() {
         fs
     } else {
@@ -96,7 +100,7 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     // /proc/stat counts in ticks of 10 ms per CPU, so a phase of tens of
     // milliseconds reads a full machine as 85-95 % busy; the workload's
     // own CPU time (to the microsecond) is a floor under it.
-    let busy = busy.max(own / rc as f64);
+    let busy = busy.max(own / machine as f64);
     let others = r
         .top_other
         .as_ref()
@@ -119,7 +123,7 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     if wanted || (busy >= CPU_SATURATED && (own >= 0.5 * rc as f64 || starved)) {
         return Limiter {
             limit: Limit::Cpu,
-            figure: cpu_figure(r, rc, busy, others),
+            figure: cpu_figure(r, (rc, machine), busy, others, p.ranks),
             workers: w,
         };
     }
@@ -127,11 +131,9 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     // workload's limit: say so beside whatever is.
     let disturbed = match others {
         Some(o) if busy >= CPU_SATURATED && !starved => format!(
-            " (the CPUs were {} busy, mostly with other work: {} (pid {}) {:.2} cores; expect noise)",
+            " (the CPUs were {} busy, mostly with other work: {}; expect noise)",
             pct(busy.min(1.0)),
-            o.name,
-            o.pid,
-            o.cores
+            other_work(o, p.ranks)
         ),
         _ => String::new(),
     };
@@ -166,20 +168,57 @@ fn unmeasured_limiter(at: &[CurvePoint], cpus: u32) -> Limiter {
 
 /// "the CPUs: both CPUs 100% busy, ioscale 1.9 cores" and what else the
 /// measurement shows: the FUSE daemon, the wait for a CPU, other work.
-fn cpu_figure(r: &Resources, rc: u32, busy: f64, others: Option<&ProcessUse>) -> String {
+/// "rustc (pid 42) 0.53 cores"; under MPI an ioscale process is likely
+/// another rank of the run itself, which the probe does not count as
+/// ioscale (it measures rank 0's process).
+fn other_work(o: &ProcessUse, ranks: u32) -> String {
+    format!(
+        "{} (pid {}{}) {:.2} cores",
+        o.name,
+        o.pid,
+        if ranks > 1 && o.name.starts_with("ioscale") {
+            ", an ioscale process: likely another rank of this run"
+        } else {
+            ""
+        },
+        o.cores
+    )
+}
+
+/// The CPUs' figure: the machine's busy share over its `machine` CPUs,
+/// ioscale's cores (rank 0's process under MPI, `ranks` > 1) and the `rc`
+/// CPUs it may use when fewer.
+fn cpu_figure(
+    r: &Resources,
+    (rc, machine): (u32, u32),
+    busy: f64,
+    others: Option<&ProcessUse>,
+    ranks: u32,
+) -> String {
     let daemon = r.fuse.as_ref().and_then(|f| f.daemon.as_ref());
     let wait = r.self_cpu_wait.unwrap_or(0.0);
     let mut figure = format!(
-        "the CPUs: {} {} {} busy, ioscale {:.2} cores",
-        if rc == 2 {
+        "the CPUs: {} {} {} busy, {} {:.2} cores",
+        if machine == 2 {
             "both".to_string()
         } else {
-            format!("all {rc}")
+            format!("all {machine}")
         },
-        if rc == 1 { "CPU" } else { "CPUs" },
+        if machine == 1 { "CPU" } else { "CPUs" },
         pct(busy.min(1.0)),
+        if ranks > 1 {
+            "ioscale's rank 0 (the only rank measured)"
+        } else {
+            "ioscale"
+        },
         r.self_cores
     );
+    if rc < machine {
+        figure.push_str(&format!(
+            " on the {rc} {} it may use",
+            if rc == 1 { "CPU" } else { "CPUs" }
+        ));
+    }
     if let Some(d) = daemon.filter(|d| d.cores >= 0.05) {
         figure.push_str(&format!(", FUSE daemon {:.2}", d.cores));
     }
@@ -189,10 +228,7 @@ fn cpu_figure(r: &Resources, rc: u32, busy: f64, others: Option<&ProcessUse>) ->
         ));
     }
     if let Some(o) = others {
-        figure.push_str(&format!(
-            ", other work: {} (pid {}) {:.2} cores",
-            o.name, o.pid, o.cores
-        ));
+        figure.push_str(&format!(", other work: {}", other_work(o, ranks)));
     }
     figure
 }
@@ -520,6 +556,26 @@ impl Shape {
 /// What stands for the noise where a point has one repetition.
 const NO_NOISE_ESTIMATE: &str = "no noise estimate: one repetition";
 
+/// Whether every point given has an interval over two or more good
+/// repetitions: only then may a sentence judge their gap against the
+/// noise ("clearly", "beyond noise", "within noise").
+fn noise_known(ps: &[&CurvePoint]) -> bool {
+    ps.iter().all(|p| p.reps >= 2)
+}
+
+/// The measured gap of `a` to `b` alone: "12% above", "3% below".
+fn gap(a: f64, b: f64) -> String {
+    if b <= 0.0 {
+        return "not comparable".into();
+    }
+    let r = a / b - 1.0;
+    format!(
+        "{:.0}% {}",
+        r.abs() * 100.0,
+        if r >= 0.0 { "above" } else { "below" }
+    )
+}
+
 /// Fewest operations at a point for its p99 to count as evidence of a
 /// queue: the top 1% is then at least 10 operations, not one slow one.
 pub const P99_MIN_OPS: u64 = 1_000;
@@ -549,16 +605,37 @@ fn serialised(
         .all(|p| p.interval().hi < 2.0 * first.interval().lo);
     let more = last.threads as f64 / first.threads.max(1) as f64;
     let growth = |a: f64, b: f64| (a > 0.0 && b > 0.0).then(|| b / a);
+    // A growth that every repetition shows: the lowest at b over the
+    // highest at a (the means where the repetitions are not known). A mean
+    // p99 grown by a few disturbed repetitions is not a queue: tmpfs
+    // deletes, p99 7.37 µs → 77.9 µs from 1 to 4 workers, came from two
+    // repetitions of 105 and 121 µs while the third measured 7.33 µs at
+    // 1.66× the rate of one worker.
+    let every = |a: f64, ra: Option<(f64, f64)>, b: f64, rb: Option<(f64, f64)>| {
+        growth(ra.map_or(a, |r| r.1), rb.map_or(b, |r| r.0))
+    };
+    let p50_growth = |a: &CurvePoint, b: &CurvePoint| {
+        every(
+            a.lat_p50_us,
+            a.lat_p50_range_us,
+            b.lat_p50_us,
+            b.lat_p50_range_us,
+        )
+    };
     // A p99 is evidence only where its top 1% holds several operations.
     let p99_growth = |a: &CurvePoint, b: &CurvePoint| {
         (p99_counts(a) && p99_counts(b))
-            .then(|| growth(a.lat_p99_us, b.lat_p99_us))
+            .then(|| {
+                every(
+                    a.lat_p99_us,
+                    a.lat_p99_range_us,
+                    b.lat_p99_us,
+                    b.lat_p99_range_us,
+                )
+            })
             .flatten()
     };
-    let queues = match (
-        growth(first.lat_p50_us, last.lat_p50_us),
-        p99_growth(first, last),
-    ) {
+    let queues = match (p50_growth(first, last), p99_growth(first, last)) {
         (None, None) => true,
         (m, t) => m.unwrap_or(0.0).max(t.unwrap_or(0.0)) >= 1.0 + SERIAL_LATENCY * (more - 1.0),
     };
@@ -572,7 +649,7 @@ fn serialised(
             .iter()
             .find(|p| p.threads >= 2 * first.threads)
             .is_some_and(|p| {
-                let m = growth(first.lat_p50_us, p.lat_p50_us).unwrap_or(0.0);
+                let m = p50_growth(first, p).unwrap_or(0.0);
                 let t = p99_growth(first, p).unwrap_or(0.0);
                 m.max(t) >= SERIAL_QUEUE * p.threads as f64 / first.threads.max(1) as f64
             });
@@ -629,16 +706,27 @@ fn verdict(pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) -> Verdict {
     } else if sh.serialised {
         serialised_verdict(&mut v, pts, sh, ctx, u);
     } else if !clearly_above(peak, first) && !sh.falls_from_first {
-        v.text = format!(
+        let other = if peak.threads == first.threads {
+            last
+        } else {
+            peak
+        };
+        v.text = if noise_known(&[first, other]) {
+            format!(
             "No clear difference between {} and {} workers ({}); run more --reps to tell whether workers help.",
-            first.threads,
-            if peak.threads == first.threads {
-                last.threads
-            } else {
-                peak.threads
-            },
-            sh.within
-        );
+            first.threads, other.threads, sh.within
+            )
+        } else {
+            // One repetition: the gap is a measurement, its meaning is not.
+            format!(
+                "No verdict on whether workers help: {} {u} at {} and {} at {} ({}; {NO_NOISE_ESTIMATE} at some points, so the gap cannot be told from noise); run with --reps 3 or more.",
+                num(first.value),
+                workers_word(first.threads),
+                num(other.value),
+                workers_word(other.threads),
+                gap(other.value, first.value)
+            )
+        };
     } else if peak.threads == last.threads && clearly_above(last, &pts[pts.len() - 2]) {
         rising(&mut v, &pts[pts.len() - 2], sh, u);
     } else if sh.falls {
@@ -653,13 +741,22 @@ fn verdict(pts: &[CurvePoint], sh: &Shape, ctx: &Context, u: &str) -> Verdict {
 fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) {
     let (first, last, peak) = (&sh.first, &sh.last, &sh.peak);
     v.kind = VerdictKind::CpuBound;
-    let shape = if sh.falls {
+    let shape = if sh.falls && noise_known(&[peak, last]) {
         format!(
             "throughput peaks at {} ({} {u}) and falls beyond noise to {} at {}",
             workers_word(peak.threads),
             num(peak.value),
             num(last.value),
             workers_word(last.threads)
+        )
+    } else if sh.falls {
+        format!(
+            "throughput peaks at {} ({} {u}) and falls to {} at {} ({}; {NO_NOISE_ESTIMATE})",
+            workers_word(peak.threads),
+            num(peak.value),
+            num(last.value),
+            workers_word(last.threads),
+            gap(last.value, peak.value)
         )
     } else if clearly_above(peak, first) {
         format!(
@@ -670,7 +767,7 @@ fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) 
             num(peak.value),
             workers_word(peak.threads)
         )
-    } else {
+    } else if noise_known(&[first, last]) {
         format!(
             "no clear difference between {} ({} {u}) and {} ({}; {})",
             workers_word(first.threads),
@@ -678,6 +775,15 @@ fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) 
             workers_word(last.threads),
             num(last.value),
             sh.within
+        )
+    } else {
+        format!(
+            "{} {u} at {} and {} at {} ({}; {NO_NOISE_ESTIMATE})",
+            num(first.value),
+            workers_word(first.threads),
+            num(last.value),
+            workers_word(last.threads),
+            gap(last.value, first.value)
         )
     };
     let wanted = last
@@ -692,7 +798,8 @@ fn cpu_bound(v: &mut Verdict, sh: &Shape, cpu: Limiter, ctx: &Context, u: &str) 
             let cpus = if r.cpus > 0 { r.cpus } else { ctx.cpus.max(1) };
             r.self_cpu_wait.map(|w| {
                 format!(
-                    " ioscale's threads were running or waiting for a CPU {:.2} at a time on average, for {cpus} {}",
+                    " {} threads were running or waiting for a CPU {:.2} at a time on average, for {cpus} {}",
+                    if last.ranks > 1 { "rank 0's" } else { "ioscale's" },
                     r.self_cores + daemon + w,
                     if cpus == 1 { "CPU" } else { "CPUs" }
                 )
@@ -788,13 +895,23 @@ fn rising(v: &mut Verdict, prev: &CurvePoint, sh: &Shape, u: &str) {
     } else {
         v.kind = VerdictKind::Rising;
         v.text = format!(
-            "Still rising at {} ({} {u}, {}× {}, clearly above {} at {}), though each request takes longer{}: requests start to queue. {}",
+            "Still rising at {} ({} {u}, {}× {}, {} {} at {}{}), though each request takes longer{}: requests start to queue. {}",
             workers_word(last.threads),
             num(last.value),
             num(sh.gain),
             workers_word(first.threads),
+            if noise_known(&[last, prev]) {
+                "clearly above".to_string()
+            } else {
+                gap(last.value, prev.value)
+            },
             num(prev.value),
             workers_word(prev.threads),
+            if noise_known(&[last, prev]) {
+                String::new()
+            } else {
+                format!(", {NO_NOISE_ESTIMATE}")
+            },
             little_span(sh.w_first, sh.w_last),
             match sh.failed_beyond {
                 Some(n) => format!(
@@ -836,11 +953,18 @@ fn falls_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context,
             workers_word(first.threads)
         )
     };
+    let known = noise_known(&[peak, last]);
     v.text = format!(
-        "{peaks}, then falls beyond noise to {} at {} ({:.0}% below the peak): more workers cost more than they bring. At the peak: {}.",
+        "{peaks}, then falls{} to {} at {} ({:.0}% below the peak{}): more workers cost more than they bring. At the peak: {}.",
+        if known { " beyond noise" } else { "" },
         num(last.value),
         workers_word(last.threads),
         (1.0 - last.value / peak.value) * 100.0,
+        if known {
+            String::new()
+        } else {
+            format!("; {NO_NOISE_ESTIMATE}")
+        },
         l.figure
     );
     v.limiter = Some(l);
@@ -864,13 +988,24 @@ fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, 
         // The peak is the last point, not clearly above the one before.
         let prev = &pts[pts.len() - 2];
         v.evidence.push(ev("next to most workers", prev));
-        v.text = format!(
-            "Highest at {} ({} {u}), but not clearly above {} at {} ({within}): cannot tell whether more workers help; run more --reps.",
-            workers_word(last.threads),
-            num(last.value),
-            num(prev.value),
-            workers_word(prev.threads)
-        );
+        v.text = if noise_known(&[last, prev]) {
+            format!(
+                "Highest at {} ({} {u}), but not clearly above {} at {} ({within}): cannot tell whether more workers help; run more --reps.",
+                workers_word(last.threads),
+                num(last.value),
+                num(prev.value),
+                workers_word(prev.threads)
+            )
+        } else {
+            format!(
+                "Highest at {} ({} {u}), {} {} at {} ({NO_NOISE_ESTIMATE} at some points, so the gap cannot be told from noise): cannot tell whether more workers help; run with --reps 3 or more.",
+                workers_word(last.threads),
+                num(last.value),
+                gap(last.value, prev.value),
+                num(prev.value),
+                workers_word(prev.threads)
+            )
+        };
     } else if pts[knee_i..]
         .iter()
         .any(|p| p.interval().half_width_rel(p.value) > PLATEAU_NOISE)
@@ -900,10 +1035,20 @@ fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, 
             num(peak.value),
             num(before.value),
             workers_word(before.threads),
-            if sh.supported {
+            if noise_known(&[peak, before]) {
                 format!("within noise of it ({noise})")
             } else {
-                format!("within 5% of it ({NO_NOISE_ESTIMATE})")
+                // Below the knee, so more than 10% under the peak: what
+                // keeps it from being clearly below is the interval of the
+                // one of the two measured more than once ("within 5% of
+                // it" was said here, and was never true).
+                format!(
+                    "{} it, inside the interval of the one of them with repetitions (peak {}, {} workers {})",
+                    gap(before.value, peak.value),
+                    pm(peak),
+                    before.threads,
+                    pm(before)
+                )
             }
         );
     } else {
@@ -934,7 +1079,9 @@ fn little_sentence(
     u: &str,
 ) -> Option<String> {
     let l0 = out.little.first().copied()?;
-    let per_worker = 1.0 / l0.latency_s;
+    // One worker keeps `depth` requests in flight, each taking W.
+    let depth = first.depth.max(1);
+    let per_worker = depth as f64 / l0.latency_s;
     // The data rate per worker, for a line counted in data units only (a
     // create of 4 KiB files is counted in files/s).
     let data = if first.bytes_per_op > 0.0 && !first.counts_files {
@@ -966,9 +1113,23 @@ fn little_sentence(
         fuse_requests_sentence(&out.op, first, l0.latency_s)
     };
     Some(format!(
-        "Per-operation latency ≈ {} at {} (Little's law: workers ÷ operations per second{measured}), so one worker cannot exceed {} operations/s{data}.{fuse}",
+        "Per-operation latency ≈ {} at {} (Little's law: {} ÷ operations per second{measured}), so one worker{} cannot exceed {} operations/s{data}.{fuse}",
         dur(l0.latency_s),
         workers_word(l0.threads),
+        if depth > 1 {
+            format!(
+                "requests in flight, {} × {depth} deep = {},",
+                workers_word(l0.threads),
+                first.in_flight()
+            )
+        } else {
+            "workers".into()
+        },
+        if depth > 1 {
+            format!(" keeping {depth} in flight")
+        } else {
+            String::new()
+        },
         num(per_worker),
     ))
 }
@@ -1250,7 +1411,28 @@ fn compare_sentence(
     } else {
         NO_NOISE_ESTIMATE.to_string()
     };
-    let sentence = if st.iter().all(|&s| s == 0) {
+    // Without a noise estimate the sentences give the measured gaps and
+    // judge none of them against a noise they do not know.
+    let known = caveat.is_empty();
+    let apart = |(x, y): &(CurvePoint, CurvePoint)| {
+        let (hi, lo) = (x.value.max(y.value), x.value.min(y.value));
+        if lo > 0.0 {
+            hi / lo - 1.0
+        } else {
+            0.0
+        }
+    };
+    let sentence = if st.iter().all(|&s| s == 0) && !known {
+        format!(
+            "{} and {} differ by at most {} at the worker counts tested ({}–{}), a gap not judged a difference ({NO_NOISE_ESTIMATE} at some points){}.",
+            a.series,
+            b.series,
+            pct(common.iter().map(apart).fold(0.0, f64::max)),
+            n0,
+            common.last().expect("non-empty").0.threads,
+            caveat
+        )
+    } else if st.iter().all(|&s| s == 0) {
         format!(
             "No clear difference between {} and {} at any worker count tested ({}–{}; {within}){}{}.",
             a.series,
@@ -1272,13 +1454,14 @@ fn compare_sentence(
             })
             .collect();
         format!(
-            "{} is faster than {} at every worker count tested ({}–{}), by {}× to {}×, beyond noise{}.",
+            "{} is faster than {} at every worker count tested ({}–{}), by {}× to {}×{}{}.",
             name(s0),
             other(s0),
             n0,
             common.last().expect("non-empty").0.threads,
             num(ratios.iter().copied().fold(f64::INFINITY, f64::min)),
             num(ratios.iter().copied().fold(0.0, f64::max)),
+            if known { ", beyond noise" } else { "" },
             caveat
         )
     } else if s0 != 0 {
@@ -1294,22 +1477,28 @@ fn compare_sentence(
         let again = (i + 1..st.len()).find(|&j| st[j] == s0).map(|j| {
             let (lj, tj) = faster_first(s0, &common[j]);
             format!(
-                "; but {lead} is clearly faster again at {} ({} vs {} {u})",
+                "; but {lead} is {}faster again at {} ({} vs {} {u})",
+                if known { "clearly " } else { "" },
                 workers_word(common[j].0.threads),
                 num(lj),
                 num(tj)
             )
         });
         format!(
-            "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}, beyond noise){}{}.",
+            "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}{}){}{}.",
             if st[i] == 0 { "catches up with" } else { "overtakes" },
             workers_word(x.threads),
             num(tv),
             num(lv),
-            if st[i] == 0 { ", no clear difference" } else { "" },
+            match (st[i] == 0, known) {
+                (true, true) => ", no clear difference".to_string(),
+                (true, false) => format!(", {} apart, not judged a difference", pct(apart(&common[i]))),
+                _ => String::new(),
+            },
             num(l0),
             num(t0),
             workers_word(n0),
+            if known { ", beyond noise" } else { "" },
             again.unwrap_or_default(),
             caveat
         )
@@ -1324,9 +1513,17 @@ fn compare_sentence(
         } else {
             "at {}, though not at every count above it"
         };
+        let level = if known {
+            format!("No clear difference at {} ({within})", workers_word(n0))
+        } else {
+            format!(
+                "At {} {} apart, a gap not judged a difference ({within})",
+                workers_word(n0),
+                pct(apart(&common[0]))
+            )
+        };
         format!(
-            "No clear difference at {} ({within}); {}, {} is faster ({} vs {} {u}){}.",
-            workers_word(n0),
+            "{level}; {}, {} is faster ({} vs {} {u}){}.",
             from.replace("{}", &workers_word(x.threads)),
             name(s),
             num(hv),
@@ -1412,6 +1609,27 @@ pub fn curve_point(
 ) -> CurvePoint {
     let (ranks, tpr, _) = p.topology();
     let mut cp = curve_point_of(o, ranks, tpr, units);
+    // Each good repetition's own latencies: a growth the analysis takes
+    // as a queue must be in every one of them.
+    let good: Vec<&stats::hist::LatencySummary> = p
+        .result
+        .phases
+        .iter()
+        .filter(|ph| ph.op == o.op && !ph.interrupted && !crate::model::phase_failed(ph))
+        .map(|ph| &ph.lat_us)
+        .collect();
+    let range = |f: fn(&stats::hist::LatencySummary) -> f64| {
+        (!good.is_empty()).then(|| {
+            good.iter()
+                .map(|l| f(l))
+                .fold((f64::INFINITY, 0.0), |(lo, hi), v| {
+                    (lo.min(v), f64::max(hi, v))
+                })
+        })
+    };
+    cp.depth = crate::model::depth_of(&p.result);
+    cp.lat_p50_range_us = range(|l| l.p50);
+    cp.lat_p99_range_us = range(|l| l.p99);
     if p.nodes() > 1 {
         // The probe traces rank 0's node only: its requests are not
         // those of every file.
@@ -1462,13 +1680,18 @@ pub fn curve_point_of(
         } else {
             0.0
         },
-        cpu_busy: o.cpu_busy,
-        cpu_s_per_op: o.cpu_s_per_op,
-        lat_p50_us: o.lat_p50_us,
-        lat_p99_us: o.lat_p99_us,
+        // 0 where nothing was measured (no good repetition): a curve
+        // point reads 0 as unknown.
+        cpu_busy: o.cpu_busy.unwrap_or(0.0),
+        cpu_s_per_op: o.cpu_s_per_op.unwrap_or(0.0),
+        lat_p50_us: o.lat_p50_us.unwrap_or(0.0),
+        lat_p99_us: o.lat_p99_us.unwrap_or(0.0),
         resources: o.resources.as_ref().map(resolvable),
         counts_files: o.counts_files,
         ops_total: o.ops_total,
+        lat_p50_range_us: None,
+        lat_p99_range_us: None,
+        depth: 1,
     }
 }
 
@@ -1669,6 +1892,53 @@ mod tests {
     }
 
     const KIB64: f64 = 65536.0;
+
+    #[test]
+    fn under_mpi_the_cpu_figure_is_rank_0s_and_the_other_rank_is_not_other_work() {
+        // Measured: `mpirun -np 2 ioscale sweep --threads 1,2 --reps 3 --
+        // run --op write --size 128m --xfer 64k` on tmpfs, 2 CPUs. Open MPI
+        // bound rank 0 to 1 CPU; the probe measures rank 0's process. It
+        // said "the CPUs: all 1 CPU 100% busy, ioscale 0.96 cores, …
+        // other work: ioscale-mpi (pid 21573) 1.00 cores": the machine has
+        // 2 CPUs (2.03 busy cores), 0.96 cores were rank 0's alone, and the
+        // "other work" was the run's own rank 1.
+        let r = Resources {
+            elapsed_s: 0.241625074,
+            cpus: 1,
+            self_cores: 0.9615020335182602,
+            self_cpu_wait: Some(1.6317401893480643),
+            machine_busy_cores: 2.0279352299339597,
+            top_other: Some(ProcessUse {
+                pid: 21573,
+                name: "ioscale-mpi".into(),
+                cores: 0.9965877086004448,
+            }),
+            fs_type: "tmpfs".into(),
+            ..Default::default()
+        };
+        let at = |w: u32, v: f64| CurvePoint {
+            ranks: 2,
+            threads_per_rank: w / 2,
+            resources: Some(r.clone()),
+            ..pt(w, &tight(v), KIB64)
+        };
+        let a = analyse_curve(
+            "",
+            "write",
+            "MiB/s",
+            &[at(2, 5813.0), at(4, 6686.0)],
+            &ctx("tmpfs"),
+        );
+        let t = &a.verdict.text;
+        assert_eq!(a.verdict.kind, VerdictKind::CpuBound, "{t}");
+        assert!(!t.contains("all 1 CPU"), "{t}");
+        assert!(t.contains("both CPUs 100% busy, ioscale's rank 0 (the only rank measured) 0.96 cores on the 1 CPU it may use"), "{t}");
+        assert!(
+            t.contains("rank 0's threads were running or waiting"),
+            "{t}"
+        );
+        assert!(t.contains("ioscale-mpi (pid 21573, an ioscale process: likely another rank of this run) 1.00 cores"), "{t}");
+    }
 
     #[test]
     fn cpu_ticks_of_a_phase_of_milliseconds_are_not_a_limit() {
@@ -2031,6 +2301,77 @@ mod tests {
             with(8, &[23.2, 23.5, 23.7, 23.9, 24.2], 13_985.0),
         ];
         let a = analyse_curve("", "write", "MiB/s", &pts, &ctx("fuse.ioscale-testfs"));
+        assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+    }
+
+    #[test]
+    fn a_p99_grown_in_some_repetitions_only_does_not_prove_a_queue() {
+        // Measured: `sweep --threads 1,2,4 --reps 3 -- meta -n 2000
+        // --file-size 0` on tmpfs, a busy 2-CPU machine. Deletes (files/s
+        // per repetition, and each repetition's median and p99 in µs):
+        // "No scaling: 358063 files/s at 1 worker and 368904 at 4 workers
+        // ... (within noise: ±83%) ... p99 7.37 µs → 77.9 µs: ...
+        // serialised". The mean p99 grew, but the third repetition at 4
+        // workers had a p99 of 7.33 µs (the 1-worker ones: 7.0-7.8) at
+        // 1.66x the rate of one worker: no queue in that one.
+        let with = |n: u32, reps: &[f64], p50: &[f64], p99: &[f64], ops: u64| {
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let range = |v: &[f64]| {
+                Some((
+                    v.iter().copied().fold(f64::INFINITY, f64::min),
+                    v.iter().copied().fold(0.0, f64::max),
+                ))
+            };
+            CurvePoint {
+                lat_p50_us: mean(p50),
+                lat_p99_us: mean(p99),
+                lat_p50_range_us: range(p50),
+                lat_p99_range_us: range(p99),
+                ops_total: ops,
+                iops: mean(reps),
+                counts_files: true,
+                resources: Some(res("tmpfs", 1.67, 0.97)),
+                ..pt(n, reps, 0.0)
+            }
+        };
+        let pts = [
+            with(
+                1,
+                &[362027.0, 356043.0, 356118.0],
+                &[2.351, 2.319, 2.383],
+                &[7.263, 7.007, 7.839],
+                6000,
+            ),
+            with(
+                2,
+                &[126989.0, 126827.0, 599158.0],
+                &[2.735, 2.639, 2.511],
+                &[232.447, 232.447, 7.839],
+                12000,
+            ),
+            with(
+                4,
+                &[292758.0, 219947.0, 594008.0],
+                &[2.479, 2.575, 2.735],
+                &[104.959, 121.343, 7.327],
+                24000,
+            ),
+        ];
+        let a = analyse_curve("", "delete", "files/s", &pts, &ctx("tmpfs"));
+        assert_ne!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
+        assert!(
+            a.verdict
+                .text
+                .starts_with("No clear difference between 1 and 4 workers (within noise: ±"),
+            "{}",
+            a.verdict.text
+        );
+        // The same means with every repetition grown are still a queue.
+        let mut grown = pts.clone();
+        for p in &mut grown[1..] {
+            p.lat_p99_range_us = Some((p.lat_p99_us * 0.9, p.lat_p99_us * 1.1));
+        }
+        let a = analyse_curve("", "delete", "files/s", &grown, &ctx("tmpfs"));
         assert_eq!(a.verdict.kind, VerdictKind::Serialised, "{:?}", a.sentences);
     }
 
@@ -2574,6 +2915,57 @@ mod tests {
         assert!(!c.differ);
         assert!(!c.sentence.contains("±0%"), "{}", c.sentence);
         assert!(c.sentence.contains("no noise estimate"), "{}", c.sentence);
+    }
+
+    #[test]
+    fn one_repetition_judges_no_gap_against_noise() {
+        // Measured with `sweep --reps 1` on tmpfs (MiB/s at 1, 2, 4
+        // writers): the first line read "then falls beyond noise to 4445",
+        // a judgement against a noise one repetition does not measure.
+        let line = |s: &str, vals: &[f64]| {
+            let pts: Vec<CurvePoint> = [1, 2, 4]
+                .iter()
+                .zip(vals)
+                .map(|(&n, &v)| pt(n, &[v], KIB64))
+                .collect();
+            analyse_curve(s, "write", "MiB/s", &pts, &ctx("tmpfs"))
+        };
+        let lines = [
+            line("/r1", &[2675.4, 6241.1, 4444.7]),
+            line("/r2", &[831.94, 1428.45, 2166.95]),
+            line("/a", &[3650.83, 7208.62, 4641.11]),
+            line("/b", &[2979.13, 6358.38, 2827.64]),
+            line("/c", &[3650.0, 3700.0, 3690.0]),
+            line("/d", &[3000.0, 7000.0, 7100.0]),
+        ];
+        let words = [
+            "beyond noise",
+            "clearly",
+            "within noise",
+            "no clear difference",
+        ];
+        let check = |t: &str| {
+            for w in words {
+                assert!(!t.to_lowercase().contains(w), "{w:?}: {t}");
+            }
+        };
+        for l in &lines {
+            l.sentences.iter().for_each(|t| check(t));
+            for m in &lines {
+                if let Some(c) = compare_curves(l, m) {
+                    check(&c.sentence);
+                }
+            }
+        }
+        assert!(lines[0].verdict.text.contains(
+            "then falls to 4445 at 4 workers (29% below the peak; no noise estimate: one repetition)"
+        ));
+        let c = compare_curves(&lines[2], &lines[3]).unwrap();
+        assert!(
+            c.sentence.contains("by 1.13× to 1.64× (one repetition"),
+            "{}",
+            c.sentence
+        );
     }
 
     #[test]

@@ -186,14 +186,22 @@ pub struct OpStats {
     /// outlier by modified z-score (|M| > 3.5, Iglewicz & Hoaglin).
     pub outlier_reps: Vec<u32>,
     /// Little's law: mean time one operation spends in the system,
-    /// `threads ÷ ops per second`, seconds.
-    pub little_latency_s: f64,
-    /// Measured median request latency (mean over repetitions), µs.
-    pub lat_p50_us: f64,
-    /// CPU time (user + system) per operation, seconds (mean over reps).
-    pub cpu_s_per_op: f64,
-    /// CPUs kept busy: CPU time ÷ elapsed time (mean over reps).
-    pub cpu_busy: f64,
+    /// `threads ÷ ops per second`, seconds; `None` (`null`) when no
+    /// repetition was good: nothing was measured.
+    #[serde(default, deserialize_with = "measured")]
+    pub little_latency_s: Option<f64>,
+    /// Measured median request latency (mean over the good repetitions),
+    /// µs; `None` without a good repetition.
+    #[serde(default, deserialize_with = "measured")]
+    pub lat_p50_us: Option<f64>,
+    /// CPU time (user + system) per operation, seconds (mean over the good
+    /// repetitions); `None` without one.
+    #[serde(default, deserialize_with = "measured")]
+    pub cpu_s_per_op: Option<f64>,
+    /// CPUs kept busy: CPU time ÷ elapsed time (mean over the good
+    /// repetitions); `None` without one.
+    #[serde(default, deserialize_with = "measured")]
+    pub cpu_busy: Option<f64>,
     /// Repetitions that failed (request errors, or a stopped phase): they
     /// are left out of every figure above and counted here.
     #[serde(default)]
@@ -205,9 +213,10 @@ pub struct OpStats {
     /// central rate for an operation that moves no data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci: Option<Interval>,
-    /// Measured 99th-percentile request latency (mean over reps), µs.
-    #[serde(default)]
-    pub lat_p99_us: f64,
+    /// Measured 99th-percentile request latency (mean over the good
+    /// repetitions), µs; `None` without one.
+    #[serde(default, deserialize_with = "measured")]
+    pub lat_p99_us: Option<f64>,
     /// Whether the operation counts files (a metadata phase of `meta`):
     /// its rate is files/s, not ops/s.
     #[serde(default)]
@@ -261,9 +270,21 @@ fn first_error(op: &str, errors: &[report::ErrorRecord], b: &PhaseRecord) -> Str
 
 /// The mean over `rows` of `f`, counting a row without a figure (`None`)
 /// as 0.
-fn mean_of(rows: &[&PhaseRecord], f: impl Fn(&PhaseRecord) -> Option<f64>) -> f64 {
-    let n = rows.len().max(1) as f64;
-    rows.iter().map(|p| f(p).unwrap_or(0.0)).sum::<f64>() / n
+/// The mean of `f` over the good repetitions `rows`; `None` when there is
+/// none (an empty sum of `f64` is -0.0, which records once held as if it
+/// were a measured latency or CPU time).
+fn mean_of(rows: &[&PhaseRecord], f: impl Fn(&PhaseRecord) -> Option<f64>) -> Option<f64> {
+    (!rows.is_empty())
+        .then(|| rows.iter().map(|p| f(p).unwrap_or(0.0)).sum::<f64>() / rows.len() as f64)
+}
+
+/// Reads a figure of the good repetitions: a number, or `null` (or no
+/// field) when nothing was measured. Records written before `null` hold
+/// -0.0 there, the empty sum over no good repetition: no measurement
+/// either (a mean of measured figures, all ≥ 0, is never -0.0).
+fn measured<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = Option::<f64>::deserialize(d)?;
+    Ok(v.filter(|x| !(*x == 0.0 && x.is_sign_negative())))
 }
 
 impl OpStats {
@@ -306,7 +327,6 @@ impl OpStats {
         let moves_data = bw.iter().any(|&b| b > 0.0);
         let judged = if moves_data { &bw } else { &iops };
         let flags = outliers(judged, OUTLIER_Z);
-        let n = rows.len().max(1) as f64;
         let zero = RepStats {
             n: 0,
             min: 0.0,
@@ -340,13 +360,15 @@ impl OpStats {
                 .filter(|(_, &f)| f)
                 .map(|(p, _)| p.rep)
                 .collect(),
-            little_latency_s: if iops_stats.mean > 0.0 {
-                workers as f64 / iops_stats.mean
-            } else {
-                0.0
-            },
-            lat_p50_us: rows.iter().map(|p| p.lat_us.p50).sum::<f64>() / n,
-            lat_p99_us: rows.iter().map(|p| p.lat_us.p99).sum::<f64>() / n,
+            little_latency_s: (!rows.is_empty()).then(|| {
+                if iops_stats.mean > 0.0 {
+                    workers as f64 / iops_stats.mean
+                } else {
+                    0.0
+                }
+            }),
+            lat_p50_us: mean_of(&rows, |p| Some(p.lat_us.p50)),
+            lat_p99_us: mean_of(&rows, |p| Some(p.lat_us.p99)),
             cpu_s_per_op: mean_of(&rows, |p| {
                 (p.ops > 0).then(|| (p.cpu_user_s + p.cpu_sys_s) / p.ops as f64)
             }),
@@ -478,7 +500,9 @@ pub fn point_stats_probed(
     trim: u32,
     probes: &[PhaseProbe],
 ) -> (Vec<OpStats>, Option<f64>, Option<f64>) {
-    let workers = topology(rs, threads).2;
+    // Little's law counts requests in flight: each worker keeps its
+    // queue depth of them (io_uring --iodepth 8: eight per worker).
+    let workers = topology(rs, threads).2 * depth_of(rs);
     let phases = all_repetitions(rs);
     let ops: Vec<OpStats> = ops_in_order(rs)
         .iter()
@@ -492,6 +516,17 @@ pub fn point_stats_probed(
         stats::summary::geometric_mean(&bw),
         stats::summary::geometric_mean(&iops),
     )
+}
+
+/// Requests each worker keeps in flight: the job's `iodepth` (1 for the
+/// sync engine, and in records from before engines).
+pub fn depth_of(rs: &ResultSet) -> u32 {
+    rs.spec
+        .as_run()
+        .map(|w| w.iodepth)
+        .or_else(|| rs.spec.as_meta().map(|m| m.iodepth))
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// `(ranks, threads per rank, total workers)` of a run: the record's
@@ -590,7 +625,7 @@ mod tests {
         let ci = o.ci.unwrap();
         assert!(ci.lo >= 20.0 && ci.hi <= 22.0, "{ci:?}");
         // Little's law with the 4 workers: 4 ÷ (21 × 16) ops/s.
-        assert!((o.little_latency_s - 4.0 / 336.0).abs() < 1e-12);
+        assert!((o.little_latency_s.unwrap() - 4.0 / 336.0).abs() < 1e-12);
         // All failed: zeros, counted, still listed.
         let o = OpStats::from_run("write", &phases[1..2], &[], 4, 0, &[]).unwrap();
         assert_eq!((o.reps, o.failed), (0, 1));

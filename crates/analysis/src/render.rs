@@ -182,7 +182,20 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
         // the record's word.
         for (have, want) in p.ops.iter_mut().zip(&ops) {
             have.resources.clone_from(&want.resources);
+            // Little's law over the requests in flight, in an older record
+            // over the workers alone.
+            have.little_latency_s = want.little_latency_s;
         }
+        // No good repetition, nothing measured: an older record's 0 (or
+        // -0.0) there is not a figure.
+        for have in p.ops.iter_mut().filter(|o| o.reps == 0) {
+            have.little_latency_s = None;
+            have.lat_p50_us = None;
+            have.lat_p99_us = None;
+            have.cpu_busy = None;
+            have.cpu_s_per_op = None;
+        }
+        let depth = crate::model::depth_of(&p.result);
         for (k, (have, want)) in p.ops.iter().zip(&ops).enumerate() {
             for (name, a, b) in [
                 ("bw_mib_s.mean", have.bw_mib_s.mean, want.bw_mib_s.mean),
@@ -195,10 +208,16 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
                 ),
                 ("iops.mean", have.iops.mean, want.iops.mean),
                 ("elapsed_s.mean", have.elapsed_s.mean, want.elapsed_s.mean),
+                // Older records hold 0 where no repetition was good, and
+                // workers ÷ rate where a worker kept several requests in
+                // flight.
                 (
                     "little_latency_s",
-                    have.little_latency_s,
-                    want.little_latency_s,
+                    have.little_latency_s.unwrap_or(0.0),
+                    match (have.little_latency_s, want.little_latency_s) {
+                        (Some(h), Some(w)) if depth > 1 && near(h, w / depth as f64) => h,
+                        (_, w) => w.unwrap_or(0.0),
+                    },
                 ),
             ] {
                 if !near(a, b) {
@@ -221,6 +240,11 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
         }
     }
     Ok(rec)
+}
+
+/// A CSV cell of `digits` decimals; empty where nothing was measured.
+fn fixed(v: Option<f64>, digits: usize) -> String {
+    v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
 }
 
 /// Two figures equal but for the order they were summed in.
@@ -408,7 +432,7 @@ pub fn latency_unit(rec: &SweepRecord) -> (&'static str, f64) {
         .points
         .iter()
         .flat_map(|p| &p.ops)
-        .any(|o| o.lat_p50_us >= 1000.0);
+        .any(|o| o.lat_p50_us.is_some_and(|l| l >= 1000.0));
     if any_ms {
         ("ms", 1e-3)
     } else {
@@ -626,15 +650,13 @@ fn row_cells(p: &SweepPoint, o: &crate::model::OpStats, look: &Look) -> Vec<Stri
         cells.push(ci(o.rate_ci(), &|x| x));
     }
     cells.extend([
-        if ok && o.lat_p50_us > 0.0 {
-            num(o.lat_p50_us * lscale)
-        } else {
-            dash()
+        match o.lat_p50_us.filter(|&l| ok && l > 0.0) {
+            Some(l) => num(l * lscale),
+            None => dash(),
         },
-        if ok && o.lat_p99_us > 0.0 {
-            num(o.lat_p99_us * lscale)
-        } else {
-            dash()
+        match o.lat_p99_us.filter(|&l| ok && l > 0.0) {
+            Some(l) => num(l * lscale),
+            None => dash(),
         },
         if o.failed > 0 {
             format!("{} ({} failed)", o.reps, o.failed)
@@ -914,10 +936,10 @@ pub fn render_csv(rec: &SweepRecord) -> String {
                 opt(o.bw_mib_s_trimmed),
                 format!("{:.3}", o.center_iops()),
                 format!("{:.3}", o.iops.stddev),
-                format!("{:.9}", o.little_latency_s),
-                format!("{:.3}", o.lat_p50_us),
-                format!("{:.3}", o.cpu_busy),
-                format!("{:.9}", o.cpu_s_per_op),
+                fixed(o.little_latency_s, 9),
+                fixed(o.lat_p50_us, 3),
+                fixed(o.cpu_busy, 3),
+                fixed(o.cpu_s_per_op, 9),
                 csv(&o
                     .outlier_reps
                     .iter()
@@ -933,7 +955,7 @@ pub fn render_csv(rec: &SweepRecord) -> String {
                 csv(o.first_error.as_deref().unwrap_or("")),
                 opt(o.ci.map(|c| c.lo)),
                 opt(o.ci.map(|c| c.hi)),
-                format!("{:.3}", o.lat_p99_us),
+                fixed(o.lat_p99_us, 3),
             ];
             out.push_str(&fields.join(","));
             out.push('\n');

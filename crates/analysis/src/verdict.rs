@@ -212,6 +212,19 @@ pub struct CurvePoint {
     /// nodes (the probe measures rank 0's node only).
     #[serde(default)]
     pub ops_total: u64,
+    /// The lowest and highest median latency of the good repetitions, µs:
+    /// whether a growth holds in every repetition, not in their mean only.
+    /// `None` where the repetitions are not known (a caller with its own
+    /// statistics).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_p50_range_us: Option<(f64, f64)>,
+    /// The same for the 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_p99_range_us: Option<(f64, f64)>,
+    /// Requests each worker keeps in flight (`--iodepth` of an io_uring
+    /// job); 0 or 1: one.
+    #[serde(default)]
+    pub depth: u32,
 }
 
 impl CurvePoint {
@@ -225,9 +238,15 @@ impl CurvePoint {
         })
     }
 
-    /// Little's law: workers ÷ operations per second.
+    /// Little's law: requests in flight (workers × depth) ÷ operations
+    /// per second.
     pub fn little_s(&self) -> Option<f64> {
-        (self.iops > 0.0).then(|| self.threads as f64 / self.iops)
+        (self.iops > 0.0).then(|| self.in_flight() as f64 / self.iops)
+    }
+
+    /// Requests in flight: workers × the depth each keeps.
+    pub fn in_flight(&self) -> u32 {
+        self.threads * self.depth.max(1)
     }
 }
 

@@ -45,10 +45,11 @@ fn a_tiny_ratio_is_no_clear_difference() {
     let text = render_text(&c);
     // The golden run's read and randread rows have no interval (one
     // repetition of randread): no noise estimate there, which the summary
-    // says instead of "every row within noise".
+    // says instead of "every row within noise"; nor is a bare gap "no
+    // clear difference", a judgement against noise it has none of.
     assert!(
         text.contains(
-            " — no clear difference (one repetition in 2 of them: no noise estimate there"
+            " — not judged different at any row (one repetition in 2 of them: no noise estimate there"
         ),
         "{text}"
     );

@@ -183,10 +183,11 @@ fn analysis_section(o: &mut String, rec: &SweepRecord) {
                         .map(|i| format!(" [95% CI {}–{}]", num(i.lo), num(i.hi)))
                         .unwrap_or_default();
                     format!(
-                        "<a href=\"#{}\">{} ({} workers): {} {}{}</a>",
+                        "<a href=\"#{}\">{} ({} worker{}): {} {}{}</a>",
                         esc(&anchor(&c.series, &c.op, e.workers)),
                         esc(&e.what),
                         e.workers,
+                        if e.workers == 1 { "" } else { "s" },
                         num(e.value),
                         esc(&c.unit),
                         esc(&iv)
@@ -197,9 +198,10 @@ fn analysis_section(o: &mut String, rec: &SweepRecord) {
             if let Some(l) = &c.verdict.limiter {
                 let _ = write!(
                     o,
-                    "; limit measured at <a href=\"#{}\">{} workers</a>",
+                    "; limit measured at <a href=\"#{}\">{} worker{}</a>",
                     esc(&anchor(&c.series, &c.op, l.workers)),
-                    l.workers
+                    l.workers,
+                    if l.workers == 1 { "" } else { "s" }
                 );
             }
             o.push_str("</p>");
@@ -273,9 +275,13 @@ fn stats_section(o: &mut String, rec: &SweepRecord) {
                     .map(|t| format!("{:.2}", units.from_mib_s(t)))
                     .unwrap_or_else(|| "-".into()),
                 format!("{:.1}", s.iops.mean),
-                dur(s.little_latency_s),
-                format!("{:.1}", s.lat_p50_us),
-                format!("{:.2}", s.cpu_busy),
+                s.little_latency_s.map(dur).unwrap_or_else(|| "-".into()),
+                s.lat_p50_us
+                    .map(|l| format!("{l:.1}"))
+                    .unwrap_or_else(|| "-".into()),
+                s.cpu_busy
+                    .map(|c| format!("{c:.2}"))
+                    .unwrap_or_else(|| "-".into()),
                 if s.outlier_reps.is_empty() {
                     "-".into()
                 } else {
@@ -463,9 +469,28 @@ fn compared_evidence(o: &mut String, rec: &SweepRecord, c: &analysis::findings::
                     if x.workers == 1 { "" } else { "s" },
                     side(&c.a, x.workers, x.a, a_iv),
                     side(&c.b, x.workers, x.b, b_iv),
-                    match &x.faster {
-                        Some(f) => format!("{} clearly faster", esc(f)),
-                        None => "within noise".to_string(),
+                    match (&x.faster, a_iv.is_some() && b_iv.is_some()) {
+                        (Some(f), true) => format!("{} clearly faster", esc(f)),
+                        (None, true) => "within noise".to_string(),
+                        // One repetition on a side: the gap alone, no
+                        // noise it could be judged against.
+                        (f, false) => {
+                            let (hi, lo) = (x.a.max(x.b), x.a.min(x.b));
+                            let apart = if lo > 0.0 {
+                                format!("{:.0}% apart", (hi / lo - 1.0) * 100.0)
+                            } else {
+                                "apart".to_string()
+                            };
+                            match f {
+                                Some(f) => format!(
+                                    "{} faster, {apart}; no noise estimate: one repetition",
+                                    esc(f)
+                                ),
+                                None => format!(
+                                    "{apart}, not judged a difference; no noise estimate: one repetition"
+                                ),
+                            }
+                        }
                     }
                 )
             })

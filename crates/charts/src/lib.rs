@@ -120,6 +120,10 @@ fn push_latency(
             ph.lat_us.p99
         }),
     ] {
+        // No good repetition: no latency was measured, so none is drawn.
+        let Some(y) = y else {
+            continue;
+        };
         let v: Vec<f64> = good.iter().map(|ph| f(ph)).collect();
         let lo = v.iter().copied().fold(y, f64::min);
         let hi = v.iter().copied().fold(y, f64::max);

@@ -227,7 +227,9 @@ fn latency_chart_has_p50_and_p99_by_workers_in_one_unit() {
                 o.lat_p50_us
             } else {
                 o.lat_p99_us
-            } * scale;
+            }
+            .unwrap()
+                * scale;
             assert!((p.y - want).abs() < 1e-9, "{} vs {want}", p.y);
             assert!(p.lo <= p.y && p.y <= p.hi);
         }

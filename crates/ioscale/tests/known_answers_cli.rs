@@ -606,3 +606,210 @@ fn a_metadata_line_that_writes_its_files_is_counted_in_files() {
         }
     }
 }
+
+/// Words that judge a gap against the noise of repetitions.
+const NOISE_WORDS: [&str; 5] = [
+    "beyond noise",
+    "clearly",
+    "within noise",
+    "no clear difference",
+    "±0%",
+];
+
+fn assert_no_noise_words(what: &str, text: &str) {
+    let low = text.to_lowercase();
+    for w in NOISE_WORDS {
+        assert!(
+            !low.contains(w),
+            "{what} says {w:?} with one repetition:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn one_repetition_never_judges_a_gap_against_noise() {
+    let _t = turn();
+    // `--reps 1` on tmpfs, 2675, 6241 and 4445 MiB/s at 1, 2 and 4
+    // writers: "then falls beyond noise to 4445 at 4 workers"; and a
+    // comparison of two targets, `compare` of the record with itself ("no
+    // clear difference" at each row) and the HTML's "within noise" under
+    // each comparison, where one repetition measured no noise at all.
+    // Whatever the figures, no sentence may judge them against a noise.
+    let Some(m) = tmpfs("size=256m") else {
+        return;
+    };
+    let (a, b) = (m.path().join("a"), m.path().join("b"));
+    std::fs::create_dir(&a).unwrap();
+    std::fs::create_dir(&b).unwrap();
+    let targets = format!("{},{}", s(&a), s(&b));
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2,4",
+        "--reps",
+        "1",
+        "--target",
+        &targets,
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "4m",
+        "--xfer",
+        "64k",
+    ]);
+    assert_code(&out, 0);
+    assert_no_noise_words("the sweep's text", &stdout(&out));
+    assert_no_noise_words("the sweep's progress", &stderr(&out));
+    let v = json(&j);
+    assert_no_noise_words("the record's analysis", &v["analysis"].to_string());
+    let html = o.path().join("s.html");
+    let out = run(&["report", s(&j), "--html", s(&html)]);
+    assert_code(&out, 0);
+    assert_no_noise_words("report", &stdout(&out));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Based on: "), "the page shows no comparison");
+    // Each verdict's evidence links name their worker count in words.
+    assert!(page.contains("(1 worker): "), "no 1-worker evidence");
+    assert!(!page.contains("(1 workers)"), "\"(1 workers)\" on the page");
+    assert_no_noise_words("the HTML report", &page);
+    let out = run(&["compare", s(&j), s(&j)]);
+    assert_code(&out, 0);
+    assert_no_noise_words("compare", &stdout(&out));
+}
+
+/// The figures of an operation that only a good repetition measures.
+const MEASURED_ONLY: [&str; 5] = [
+    "lat_p50_us",
+    "lat_p99_us",
+    "cpu_busy",
+    "cpu_s_per_op",
+    "little_latency_s",
+];
+
+#[test]
+fn a_point_whose_every_repetition_failed_records_no_latency() {
+    let _t = turn();
+    // Every write fails (testfs EIO): the record held `"lat_p50_us": -0.0`
+    // (and p99, CPU) for each point, the sum over no good repetition, a
+    // figure nobody measured, and the CSV "-0.000". They are now null (the
+    // field kept), and an older record's -0.0 is read as null too.
+    let Some(fs) = TestFs::mount(&["--eio-after-ops", "0", "--faults-path-substr", "file."]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--quiet",
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "256k",
+        "--xfer",
+        "64k",
+        s(fs.path()),
+    ]);
+    assert_code(&out, 1);
+    let text = std::fs::read_to_string(&j).unwrap();
+    assert!(!text.contains("-0.0"), "a negative zero in the record");
+    let mut v: Value = serde_json::from_str(&text).unwrap();
+    for p in v["points"].as_array_mut().unwrap() {
+        for op in p["ops"].as_array_mut().unwrap() {
+            assert_eq!(op["reps"], 0, "{op:#}");
+            for k in MEASURED_ONLY {
+                let f = op.as_object_mut().unwrap();
+                assert!(f.contains_key(k) && f[k].is_null(), "{k}: {op:#}");
+                // As a record written before null held it.
+                f.insert(k.to_string(), serde_json::json!(-0.0));
+            }
+        }
+    }
+    let old = o.path().join("old.json");
+    std::fs::write(&old, serde_json::to_string(&v).unwrap()).unwrap();
+    assert!(std::fs::read_to_string(&old).unwrap().contains("-0.0"));
+    for rec in [&j, &old] {
+        let csv = o.path().join("s.csv");
+        let out = run(&["report", s(rec), "--csv", s(&csv)]);
+        assert_code(&out, 0);
+        let csv = std::fs::read_to_string(&csv).unwrap();
+        assert!(!csv.contains("-0.0"), "{csv}");
+        assert!(!stdout(&out).contains("-0.0"), "{}", stdout(&out));
+    }
+}
+
+#[test]
+fn littles_law_counts_every_request_in_flight_at_depth() {
+    let _t = turn();
+    // io_uring --iodepth 8 on tmpfs: "Per-operation latency ≈ 10.5 µs at 1
+    // worker (Little's law: workers ÷ operations per second; the measured
+    // median is 69.1 µs)": each worker keeps 8 requests in flight, so N is
+    // 8 per worker and each took 8 × 10.5 = 84 µs, as measured.
+    let d = scratch();
+    let o = scratch();
+    let j = o.path().join("u.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--quiet",
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "2m",
+        "--xfer",
+        "4k",
+        "--engine",
+        "io_uring",
+        "--iodepth",
+        "8",
+        s(d.path()),
+    ]);
+    if !out.status.success() && stderr(&out).contains("io_uring") {
+        eprintln!("note: io_uring unavailable here: {}", stderr(&out));
+        return;
+    }
+    assert_code(&out, 0);
+    let v = json(&j);
+    for p in v["points"].as_array().unwrap() {
+        let workers = p["threads"].as_f64().unwrap();
+        let o = &p["ops"][0];
+        let little = o["little_latency_s"].as_f64().unwrap();
+        let iops = o["iops"]["mean"].as_f64().unwrap();
+        let n = little * iops;
+        assert!(
+            (n - 8.0 * workers).abs() < 1e-6 * n,
+            "{n} in flight at {workers} workers"
+        );
+    }
+    let c = curve(&v);
+    for l in c["little"].as_array().unwrap() {
+        let n = l["latency_s"].as_f64().unwrap() * l["iops"].as_f64().unwrap();
+        let w = l["threads"].as_f64().unwrap();
+        assert!((n - 8.0 * w).abs() < 1e-6 * n, "{l}");
+    }
+    let text = c["sentences"].to_string();
+    assert!(
+        text.contains("requests in flight, 1 worker × 8 deep = 8"),
+        "{text}"
+    );
+}

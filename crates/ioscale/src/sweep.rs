@@ -769,6 +769,12 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     })?;
     let command: Vec<String> = std::env::args().collect();
     let mut rec = new_record(&plan, &command);
+    // The handlers go in before the lock is taken: a Ctrl-C or SIGTERM
+    // from here on (while --resume reads a large record, say) stops the
+    // sweep before its first point with the lock removed and exit 130,
+    // instead of killing it with the lock left behind.
+    let stop = crate::launch::install_signals()?;
+    let by_signal = signal_flags()?;
     // Rank 0 settles where the journal goes and locks it before reading
     // it back: another sweep writing the same record is refused here.
     let (journal, refused) = match (root, &args.json) {
@@ -792,8 +798,6 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         return Err(refused.unwrap_or(Failure::Said(2)));
     };
 
-    let stop = crate::launch::install_signals()?;
-    let by_signal = signal_flags()?;
     let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
         Some(Job::Run(w)) => (w.reps, w.ops.len()),
         Some(Job::Meta(m)) => (m.reps, m.ops.len()),

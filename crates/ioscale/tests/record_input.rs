@@ -751,6 +751,41 @@ fn a_second_sweep_on_a_record_being_written_is_refused() {
 }
 
 #[test]
+fn a_signal_while_resume_reads_the_record_removes_the_lock() {
+    // SIGTERM (or a Ctrl-C) after the sweep took its lock, while --resume
+    // still read a large record. Before: the signal handlers went in only
+    // after that read, so the signal killed the sweep outright: no exit
+    // 130, no message, and sweep.json.lock left beside the record. Now the
+    // handlers are in before the lock: the sweep stops before its next
+    // point, keeps the saved one, removes the lock and exits 130.
+    let t = scratch();
+    let d = t.path();
+    let sw = d.join("sweep.json");
+    let data = d.join("data");
+    std::fs::create_dir(&data).unwrap();
+    assert_code(&run(&sweep_args(&sw, &data, false)), 0);
+    // One point kept, and a command line long enough (100 MB) that reading
+    // the record back takes a while.
+    let mut rec = json(&sw);
+    rec["points"].as_array_mut().unwrap().truncate(1);
+    rec["command"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::Value::String("x".repeat(100 << 20)));
+    std::fs::write(&sw, serde_json::to_vec(&rec).unwrap()).unwrap();
+    let lock = d.join("sweep.json.lock");
+    let mut child = spawn(&sweep_args(&sw, &data, true));
+    wait_until(&mut child, "the lock", || lock.exists());
+    signal(&child, libc::SIGTERM);
+    let out = finish(child, Duration::from_secs(600));
+    assert_code(&out, 130);
+    assert!(!lock.exists(), "the lock was left behind");
+    let rec = json(&sw);
+    assert!(!rec["points"].as_array().unwrap().is_empty());
+    assert_eq!(rec["stop_reason"], "interrupted by SIGTERM");
+}
+
+#[test]
 fn compare_of_a_data_and_a_metadata_record_names_the_difference() {
     // `compare run.json meta.json` warned "meta and run ran different
     // workloads: 0 B per worker × 1 rep vs buffered, sync none": unlike

@@ -55,6 +55,12 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
     let np = check(args).map_err(|Usage(m)| crate::exit::Failure::Usage(m))?;
     // The record's place is settled now and locked while the launches run
     // (see `Journal`): another sweep on the same --json is refused here.
+    // Ctrl-C reaches the launched ranks too, which save their points;
+    // this process then merges them instead of dying first (a second
+    // signal still ends it). The handlers go in before the lock is taken,
+    // so no signal between the two leaves the lock behind.
+    let stop = crate::launch::install_signals()?;
+    let by_signal = super::signal_flags()?;
     let command: Vec<String> = std::env::args().collect();
     let journal = match &args.json {
         Some(j) => Some(
@@ -63,11 +69,6 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
         ),
         None => None,
     };
-    // Ctrl-C reaches the launched ranks too, which save their points;
-    // this process then merges them instead of dying first (a second
-    // signal still ends it).
-    let stop = crate::launch::install_signals()?;
-    let by_signal = super::signal_flags()?;
     let scratch = std::env::temp_dir().join(format!("ioscale-sweep-nodes.{}", std::process::id()));
     std::fs::create_dir(&scratch)
         .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;

@@ -195,6 +195,10 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
             have.cpu_busy = None;
             have.cpu_s_per_op = None;
         }
+        for (have, want) in p.ops.iter_mut().zip(&ops) {
+            have.lat_p50_us = have.lat_p50_us.or(want.lat_p50_us);
+            have.lat_p99_us = have.lat_p99_us.or(want.lat_p99_us);
+        }
         let depth = crate::model::depth_of(&p.result);
         for (k, (have, want)) in p.ops.iter().zip(&ops).enumerate() {
             for (name, a, b) in [
@@ -231,6 +235,12 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
                     want.bw_mib_s_trimmed,
                 ),
                 ("iops_trimmed", have.iops_trimmed, want.iops_trimmed),
+                // The latencies the p99 rule, Little's law and the table
+                // quote: what the phases' histograms give, never the
+                // record's word (a median of 1e308 us was quoted as such;
+                // one an older record lacks was taken from the phases).
+                ("lat_p50_us", have.lat_p50_us, want.lat_p50_us),
+                ("lat_p99_us", have.lat_p99_us, want.lat_p99_us),
             ] {
                 if !opt(a, b) {
                     let v = a.unwrap_or(f64::NAN);

@@ -764,14 +764,14 @@ fn a_signal_while_resume_reads_the_record_removes_the_lock() {
     let data = d.join("data");
     std::fs::create_dir(&data).unwrap();
     assert_code(&run(&sweep_args(&sw, &data, false)), 0);
-    // One point kept, and a command line long enough (100 MB) that reading
+    // One point kept, and a command line long enough (30 MB) that reading
     // the record back takes a while.
     let mut rec = json(&sw);
     rec["points"].as_array_mut().unwrap().truncate(1);
     rec["command"]
         .as_array_mut()
         .unwrap()
-        .push(serde_json::Value::String("x".repeat(100 << 20)));
+        .push(serde_json::Value::String("x".repeat(30 << 20)));
     std::fs::write(&sw, serde_json::to_vec(&rec).unwrap()).unwrap();
     let lock = d.join("sweep.json.lock");
     let mut child = spawn(&sweep_args(&sw, &data, true));
@@ -783,6 +783,48 @@ fn a_signal_while_resume_reads_the_record_removes_the_lock() {
     let rec = json(&sw);
     assert!(!rec["points"].as_array().unwrap().is_empty());
     assert_eq!(rec["stop_reason"], "interrupted by SIGTERM");
+}
+
+#[test]
+fn a_sweep_point_latency_its_phases_do_not_give_is_refused() {
+    // A point's lat_p50_us / lat_p99_us (what the p99 rule, Little's law
+    // and the table quote) were taken on the record's word: a median
+    // edited to 1e308 us was quoted by report as "the measured median is
+    // 99999...s", and a negative one read without a word (exit 0). They
+    // must be what the point's phases give (exit 2, naming the field); a
+    // record without them (older, or null) still reads.
+    let t = scratch();
+    let d = t.path();
+    let sw = d.join("sweep.json");
+    let data = d.join("data");
+    std::fs::create_dir(&data).unwrap();
+    assert_code(&run(&sweep_args(&sw, &data, false)), 0);
+    let good = json(&sw);
+    for (field, v) in [
+        ("lat_p50_us", serde_json::json!(1e308)),
+        ("lat_p50_us", serde_json::json!(-1.0)),
+        ("lat_p99_us", serde_json::json!(1.7976931348623157e308)),
+    ] {
+        let mut bad = good.clone();
+        bad["points"][0]["ops"][0][field] = v;
+        refused_edit(
+            d,
+            &sw,
+            "edited.json",
+            &bad,
+            &format!("points[0].ops[0].{field}"),
+        );
+    }
+    let mut old = good.clone();
+    for p in old["points"].as_array_mut().unwrap() {
+        for o in p["ops"].as_array_mut().unwrap() {
+            o.as_object_mut().unwrap().remove("lat_p99_us");
+            o["lat_p50_us"] = serde_json::Value::Null;
+        }
+    }
+    let p = d.join("old.json");
+    std::fs::write(&p, serde_json::to_vec(&old).unwrap()).unwrap();
+    assert_code(&run(&["report", s(&p)]), 0);
 }
 
 #[test]

@@ -190,7 +190,18 @@ impl Journal {
                             d.child_path(&lock_name).display()
                         );
                     }
-                    Err(e) => return Err(shown(e).into()),
+                    // About the lock, not the record: "--json j.json: it
+                    // is a symbolic link" sent the user to a j.json that
+                    // was a regular file.
+                    Err(e) => anyhow::bail!(
+                        "{flag} {}: the lock beside it, {}: {}",
+                        path.display(),
+                        d.child_path(&lock_name).display(),
+                        match safefs::FlagErrorKind::from(e) {
+                            safefs::FlagErrorKind::Refused(why) => why,
+                            safefs::FlagErrorKind::Io(e) => e.to_string(),
+                        }
+                    ),
                 };
                 Some(JournalFile { dir: d, name, lock })
             }

@@ -828,6 +828,51 @@ fn a_sweep_point_latency_its_phases_do_not_give_is_refused() {
 }
 
 #[test]
+fn a_planted_sweep_lock_is_named_in_the_refusal() {
+    // Something other than ioscale's lock file at sweep.json.lock (a link,
+    // a FIFO, a directory, a hard link to another file). The sweep was
+    // refused (exit 2), but the error read "--json sweep.json: it is a
+    // symbolic link", sending the user to a record that was a regular
+    // file. It now names the lock; nothing planted is touched.
+    let t = scratch();
+    let d = t.path();
+    let sw = d.join("sweep.json");
+    let data = d.join("data");
+    std::fs::create_dir(&data).unwrap();
+    assert_code(&run(&sweep_args(&sw, &data, false)), 0);
+    let record = std::fs::read(&sw).unwrap();
+    let victim = d.join("victim.txt");
+    std::fs::write(&victim, b"victim").unwrap();
+    let lock = d.join("sweep.json.lock");
+    for kind in ["symlink", "fifo", "dir", "hardlink"] {
+        match kind {
+            "symlink" => std::os::unix::fs::symlink(&victim, &lock).unwrap(),
+            "fifo" => {
+                let c = std::ffi::CString::new(s(&lock)).unwrap();
+                // SAFETY: mkfifo(3) on a NUL-terminated path we own.
+                assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+            }
+            "dir" => std::fs::create_dir(&lock).unwrap(),
+            _ => std::fs::hard_link(&victim, &lock).unwrap(),
+        }
+        let out = run(&sweep_args(&sw, &data, true));
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("--json") && err.contains("sweep.json.lock"),
+            "{kind}: {err}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"victim", "{kind}");
+        assert_eq!(std::fs::read(&sw).unwrap(), record, "{kind}");
+        if kind == "dir" {
+            std::fs::remove_dir(&lock).unwrap();
+        } else {
+            std::fs::remove_file(&lock).unwrap();
+        }
+    }
+}
+
+#[test]
 fn compare_of_a_data_and_a_metadata_record_names_the_difference() {
     // `compare run.json meta.json` warned "meta and run ran different
     // workloads: 0 B per worker × 1 rep vs buffered, sync none": unlike

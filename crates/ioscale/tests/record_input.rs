@@ -424,6 +424,27 @@ fn small_records(d: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
     (rec, sw)
 }
 
+/// The record of `meta --files 20 --threads 2` on `d/tree`, saved in
+/// `d/meta.json`.
+fn meta_record(d: &Path) -> std::path::PathBuf {
+    let tree = d.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    let meta = d.join("meta.json");
+    let out = run(&[
+        "meta",
+        "--files",
+        "20",
+        "--threads",
+        "2",
+        "--json",
+        s(&meta),
+        "-q",
+        s(&tree),
+    ]);
+    assert_code(&out, 0);
+    meta
+}
+
 /// `sweep --threads 1,2,4` of a small write into `data`, saved in `sw`.
 fn sweep_args<'a>(sw: &'a Path, data: &'a Path, resume: bool) -> Vec<&'a str> {
     let mut a = vec!["sweep", "--threads", "1,2,4", "--json", s(sw), "-q"];
@@ -546,21 +567,7 @@ fn impossible_failed_phases_and_file_counts_are_refused() {
         "failed_phases[0].threads",
     );
 
-    let tree = d.join("tree");
-    std::fs::create_dir(&tree).unwrap();
-    let meta = d.join("meta.json");
-    let out = run(&[
-        "meta",
-        "--files",
-        "20",
-        "--threads",
-        "2",
-        "--json",
-        s(&meta),
-        "-q",
-        s(&tree),
-    ]);
-    assert_code(&out, 0);
+    let meta = meta_record(d);
     let cases = [
         ("requested", serde_json::json!(u64::MAX)),
         ("processed_pct", serde_json::json!(1e308)),
@@ -902,21 +909,7 @@ fn compare_of_a_data_and_a_metadata_record_names_the_difference() {
     let t = scratch();
     let d = t.path();
     let (rec, _) = small_records(d);
-    let tree = d.join("tree");
-    std::fs::create_dir(&tree).unwrap();
-    let meta = d.join("meta.json");
-    let out = run(&[
-        "meta",
-        "--files",
-        "20",
-        "--threads",
-        "2",
-        "--json",
-        s(&meta),
-        "-q",
-        s(&tree),
-    ]);
-    assert_code(&out, 0);
+    let meta = meta_record(d);
     for (a, b) in [(&rec, &meta), (&meta, &rec)] {
         let out = run(&["compare", s(a), s(b)]);
         assert_code(&out, 0);

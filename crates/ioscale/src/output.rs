@@ -170,12 +170,8 @@ impl Journal {
     pub(crate) fn open(flag: &'static str, path: &Path, command: &str) -> anyhow::Result<Journal> {
         let file = match safefs::check_output(flag, path)? {
             safefs::OutputTarget::Replace { dir, name } => {
-                let shown = |e: safefs::Error| safefs::FlagError {
-                    flag: flag.into(),
-                    path: path.to_path_buf(),
-                    kind: safefs::FlagErrorKind::from(e),
-                };
-                let d = safefs::DirHandle::open_target(&dir).map_err(shown)?;
+                let d = safefs::DirHandle::open_target(&dir)
+                    .map_err(|e| safefs::FlagError::of(flag, path, e))?;
                 let lock_name = safefs::lock_name(&name);
                 let lock = match safefs::SetLock::try_lock(&d, &lock_name, command) {
                     Ok(safefs::TryLock::Acquired(l)) => Some(l),
@@ -219,11 +215,8 @@ impl Journal {
         let Some(f) = &self.file else {
             return write_named(self.flag, &self.path, bytes);
         };
-        safefs::replace_at(&f.dir, &f.name, bytes).map_err(|e| safefs::FlagError {
-            flag: self.flag.into(),
-            path: self.path.clone(),
-            kind: safefs::FlagErrorKind::from(e),
-        })?;
+        safefs::replace_at(&f.dir, &f.name, bytes)
+            .map_err(|e| safefs::FlagError::of(self.flag, &self.path, e))?;
         Ok(())
     }
 }

@@ -186,6 +186,16 @@ impl FlagError {
         }
     }
 
+    /// The error `e` of an operation on `path`, given with `flag`: a
+    /// refusal stays a refusal, anything else is an I/O error.
+    pub fn of(flag: &str, path: &Path, e: Error) -> Self {
+        FlagError {
+            flag: flag.into(),
+            path: path.to_path_buf(),
+            kind: FlagErrorKind::from(e),
+        }
+    }
+
     /// The exit code ioscale's contract gives it: 2 for a refusal (bad
     /// input, nothing done), 1 for an I/O error.
     pub fn exit_code(&self) -> i32 {

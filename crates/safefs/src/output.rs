@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustix::fs::{Mode, OFlags};
 
 use crate::dir::{DirHandle, Kind};
-use crate::error::{FlagError, FlagErrorKind};
+use crate::error::FlagError;
 use crate::replace::{replace_at, Written};
 
 /// Where a result goes, as [`check_output`] found it.
@@ -282,18 +282,10 @@ pub fn write_output_until(
             Ok(OutputWritten::Stream)
         }
         OutputTarget::Replace { dir, name } => {
-            let d = DirHandle::open_target(&dir).map_err(|e| FlagError {
-                flag: flag.into(),
-                path: path.to_path_buf(),
-                kind: FlagErrorKind::from(e),
-            })?;
+            let d = DirHandle::open_target(&dir).map_err(|e| FlagError::of(flag, path, e))?;
             replace_at(&d, &name, bytes)
                 .map(OutputWritten::File)
-                .map_err(|e| FlagError {
-                    flag: flag.into(),
-                    path: path.to_path_buf(),
-                    kind: FlagErrorKind::from(e),
-                })
+                .map_err(|e| FlagError::of(flag, path, e))
         }
     }
 }

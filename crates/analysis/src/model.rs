@@ -268,11 +268,10 @@ fn first_error(op: &str, errors: &[report::ErrorRecord], b: &PhaseRecord) -> Str
         })
 }
 
-/// The mean over `rows` of `f`, counting a row without a figure (`None`)
-/// as 0.
-/// The mean of `f` over the good repetitions `rows`; `None` when there is
-/// none (an empty sum of `f64` is -0.0, which records once held as if it
-/// were a measured latency or CPU time).
+/// The mean of `f` over the good repetitions `rows`, counting a row
+/// without a figure (`None`) as 0; `None` when there is no row (an empty
+/// sum of `f64` is -0.0, which records once held as if it were a measured
+/// latency or CPU time).
 fn mean_of(rows: &[&PhaseRecord], f: impl Fn(&PhaseRecord) -> Option<f64>) -> Option<f64> {
     (!rows.is_empty())
         .then(|| rows.iter().map(|p| f(p).unwrap_or(0.0)).sum::<f64>() / rows.len() as f64)

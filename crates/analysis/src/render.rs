@@ -178,28 +178,26 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
             let v = p.geomean_iops.unwrap_or(f64::NAN);
             return Err(figure(field("geomean_iops"), v));
         }
-        // What each operation used is the probes' (checked above), never
-        // the record's word.
+        // What each operation used is the probes' (checked above), and its
+        // Little's law the phases' (over the requests in flight; in an
+        // older record over the workers alone): never the record's word.
         for (have, want) in p.ops.iter_mut().zip(&ops) {
             have.resources.clone_from(&want.resources);
-            // Little's law over the requests in flight, in an older record
-            // over the workers alone.
             have.little_latency_s = want.little_latency_s;
-        }
-        // No good repetition, nothing measured: an older record's 0 (or
-        // -0.0) there is not a figure.
-        for have in p.ops.iter_mut().filter(|o| o.reps == 0) {
-            have.little_latency_s = None;
-            have.lat_p50_us = None;
-            have.lat_p99_us = None;
-            have.cpu_busy = None;
-            have.cpu_s_per_op = None;
-        }
-        for (have, want) in p.ops.iter_mut().zip(&ops) {
+            if have.reps == 0 {
+                // No good repetition, nothing measured: an older record's 0
+                // (or -0.0) there is not a figure.
+                have.little_latency_s = None;
+                have.lat_p50_us = None;
+                have.lat_p99_us = None;
+                have.cpu_busy = None;
+                have.cpu_s_per_op = None;
+            }
+            // Latencies an older record lacks come from the phases; those
+            // it holds are checked against them below.
             have.lat_p50_us = have.lat_p50_us.or(want.lat_p50_us);
             have.lat_p99_us = have.lat_p99_us.or(want.lat_p99_us);
         }
-        let depth = crate::model::depth_of(&p.result);
         for (k, (have, want)) in p.ops.iter().zip(&ops).enumerate() {
             for (name, a, b) in [
                 ("bw_mib_s.mean", have.bw_mib_s.mean, want.bw_mib_s.mean),
@@ -212,17 +210,6 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
                 ),
                 ("iops.mean", have.iops.mean, want.iops.mean),
                 ("elapsed_s.mean", have.elapsed_s.mean, want.elapsed_s.mean),
-                // Older records hold 0 where no repetition was good, and
-                // workers ÷ rate where a worker kept several requests in
-                // flight.
-                (
-                    "little_latency_s",
-                    have.little_latency_s.unwrap_or(0.0),
-                    match (have.little_latency_s, want.little_latency_s) {
-                        (Some(h), Some(w)) if depth > 1 && near(h, w / depth as f64) => h,
-                        (_, w) => w.unwrap_or(0.0),
-                    },
-                ),
             ] {
                 if !near(a, b) {
                     return Err(figure(field(&format!("ops[{k}].{name}")), a));

@@ -194,6 +194,11 @@ const MACHINE: &[&str] = &[
     "stonewall",
     "Machine",
     "platform",
+    // IOR's file-system figures.
+    "Capacity",
+    "Inodes",
+    "Used Capacity",
+    "Used Inodes",
     "rank_hosts",
     "hosts",
 ];
@@ -202,10 +207,17 @@ const MACHINE: &[&str] = &[
 /// processes did, devices), whose very keys depend on the machine.
 const COLLAPSE: &[&str] = &["resources", "probes", "top_other"];
 
+/// JSON fields left out: present or not depending on the machine (fio's
+/// `disk_util`, only on a block device).
+const LEFT_OUT_KEYS: &[&str] = &["disk_util"];
+
 /// Sentences that depend on the machine or its load, not on the code:
 /// lines holding them are left out of measured outputs.
 const DROP: &[&str] = &[
     "the target is on tmpfs",
+    // fio's device statistics: the device under the target.
+    "Disk stats (read/write):",
+    ": ios=",
     "(work done by the time the first",
     "CPU-bound",
     "cpu-bound",
@@ -350,7 +362,11 @@ struct Place {
 
 impl Place {
     fn new(group: &str) -> Place {
-        let (root, mount, scratch) = match common::tmpfs("size=512m") {
+        let mount = match std::env::var_os("IOSCALE_CORPUS_NO_TMPFS") {
+            Some(_) => None,
+            None => common::tmpfs("size=512m"),
+        };
+        let (root, mount, scratch) = match mount {
             Some(m) => (m.path().to_path_buf(), Some(m), None),
             None => {
                 let s = common::scratch();
@@ -561,14 +577,17 @@ fn run_case(case: &Case, dir: &Path, place: &Place, m: &Masker) -> String {
             if bytes.is_empty() {
                 continue;
             }
-            text.push_str(&format!("[{name}]\n"));
             let s = String::from_utf8_lossy(bytes);
             let body = if name == "stdout" && csv_out {
                 m.csv(&s, mode)
             } else {
                 m.any_text(&s, mode)
             };
-            text.push_str(&body);
+            // A stream whose every line was left out is shown as none.
+            if !body.is_empty() {
+                text.push_str(&format!("[{name}]\n"));
+                text.push_str(&body);
+            }
         }
         text.push_str(&render_changes(&before, &after, &m, mode));
     }
@@ -744,12 +763,19 @@ impl Masker {
         s
     }
 
-    /// Text or JSON, whichever it is.
+    /// Text or JSON, whichever it is, or text followed by JSON (fio's
+    /// `--output-format=normal,json`).
     fn any_text(&self, text: &str, mode: Mode) -> String {
         let t = text.trim_start();
         if t.starts_with('{') || t.starts_with('[') {
             if let Some(v) = J::parse(text) {
                 return self.json(&v, "", mode).pretty() + "\n";
+            }
+        }
+        if let Some(at) = text.find("\n{\n") {
+            if let Some(v) = J::parse(&text[at + 1..]) {
+                let head = self.text(&text[..at + 1], mode);
+                return head + &self.json(&v, "", mode).pretty() + "\n";
             }
         }
         self.text(text, mode)
@@ -807,7 +833,7 @@ impl Masker {
                 st.table = None;
             } else if st.table.is_none() && is_table_header(&line) {
                 st.table = Some(line.clone());
-                out.push(squeeze(&line));
+                out.push(squeeze(&time_units(&line)));
                 continue;
             }
             let shown = match &st.table {
@@ -815,7 +841,13 @@ impl Masker {
                 _ if st.echo && mode == Mode::Measured => Some(squeeze(&mask_dates(&line))),
                 _ => self.measured_line(&line, mode),
             };
-            out.extend(shown);
+            // Runs of blank lines become one: a left-out warning may have
+            // stood between two.
+            if let Some(l) = shown {
+                if !(l.is_empty() && out.last().is_some_and(|p| p.is_empty())) {
+                    out.push(l);
+                }
+            }
         }
         out.iter().map(|l| format!("{l}\n")).collect()
     }
@@ -868,16 +900,21 @@ impl Masker {
             return Some("Machine : <host>".into());
         }
         let mut l = l.to_string();
+        if l.starts_with("3;ioscale-") {
+            l = terse_without_disk(&l);
+        }
         replace_between(&mut l, "; target ", " (", ")", " (<fs>");
         replace_between(&mut l, "", "this machine's ", " of RAM", "this machine's <RAM>");
         replace_between(&mut l, "", "host = ", ",", "host = <host>");
+        if let Some(at) = l.find(" left, ETA ") {
+            // A sweep's estimate of the time left (`ETA <1s`, `ETA 2s`).
+            l.replace_range(at + " left, ETA ".len().., "<eta>");
+        }
         if mode == Mode::Strict {
             // Whether a worker finished or was stopped follows the clock.
             replace_between(&mut l, "", "status = ", ",", "status = <status>");
         }
-        for unit in ["(nsec)", "(usec)", "(msec)", "(ns)", "(µs)", "(ms)"] {
-            l = l.replace(unit, "(<t>)");
-        }
+        l = time_units(&l);
         if l.trim_start().starts_with("bw (") {
             replace_between(&mut l, "", "bw (", ")", "bw (<B/s>");
         }
@@ -924,6 +961,7 @@ impl Masker {
             ),
             J::Obj(o) => J::Obj(
                 o.iter()
+                    .filter(|(k, _)| !LEFT_OUT_KEYS.contains(&k.as_str()))
                     .map(|(k, x)| (k.clone(), self.json(x, k, mode)))
                     .collect(),
             ),
@@ -1123,6 +1161,30 @@ fn table_cells(header: &str, row: &str) -> Option<(Vec<String>, Vec<String>)> {
     }
     let (h, r) = (narrow(header), narrow(row));
     (h.len() == r.len()).then_some((h, r))
+}
+
+/// Units in parentheses that follow the magnitude of the latencies
+/// (fio's `clat (nsec)`, the sweep's `p50 (µs)` or `p50 (ms)`).
+fn time_units(l: &str) -> String {
+    let mut l = l.to_string();
+    for unit in ["(nsec)", "(usec)", "(msec)", "(ns)", "(µs)", "(ms)"] {
+        l = l.replace(unit, "(<t>)");
+    }
+    l
+}
+
+/// fio's terse line without its disk statistics (the device under the
+/// target, present on a block device only): from the first field after
+/// the job's name that is a name.
+fn terse_without_disk(l: &str) -> String {
+    let fields: Vec<&str> = l.split(';').collect();
+    let cut = fields
+        .iter()
+        .enumerate()
+        .skip(3)
+        .find(|(_, f)| f.starts_with(|c: char| c.is_ascii_alphabetic()))
+        .map_or(fields.len(), |(i, _)| i);
+    fields[..cut].join(";")
 }
 
 /// Runs of blanks become one (column widths follow the figures).

@@ -81,7 +81,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 /// Program names that are symlinks to the binary (the front-ends that
 /// answer to their tool's name).
 const FRONT_NAMES: &[&str] = &["ior", "mdtest", "dd", "smallfile_cli.py", "fio"];
@@ -250,8 +249,7 @@ fn bless() -> bool {
 /// Reads `GROUP.cmds` (see the module comment for its format).
 fn parse_cases(group: &str) -> Vec<Case> {
     let path = corpus_dir().join(format!("{group}.cmds"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut cases: Vec<Case> = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -440,8 +438,9 @@ fn execute(line: &str, w: &Path, place: &Place) -> Outcome {
         .collect();
     let mut env = Vec::new();
     while words.first().is_some_and(|x| {
-        x.split_once('=')
-            .is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c == '_' || c.is_ascii_alphanumeric()))
+        x.split_once('=').is_some_and(|(k, _)| {
+            !k.is_empty() && k.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+        })
     }) {
         let x = words.remove(0);
         let (k, v) = x.split_once('=').unwrap();
@@ -561,9 +560,7 @@ fn run_case(case: &Case, dir: &Path, place: &Place, m: &Masker) -> String {
         let before = tree(&w);
         let out = execute(line, &w, place);
         let after = tree(&w);
-        let mode = case
-            .mode
-            .unwrap_or_else(|| default_mode(line, out.code));
+        let mode = case.mode.unwrap_or_else(|| default_mode(line, out.code));
         if !text.is_empty() {
             text.push('\n');
         }
@@ -729,7 +726,9 @@ impl Masker {
     fn file(&self, name: &str, bytes: &[u8], mode: Mode) -> String {
         let base = name.rsplit('/').next().unwrap_or(name);
         let ext = base.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-        let text = std::str::from_utf8(bytes).ok().filter(|t| !t.contains('\0'));
+        let text = std::str::from_utf8(bytes)
+            .ok()
+            .filter(|t| !t.contains('\0'));
         let size = |n: usize| match mode {
             Mode::Strict => " (# bytes of data)".to_string(),
             _ => format!(" ({n} bytes of data)"),
@@ -805,7 +804,8 @@ impl Masker {
             // smallfile prints its rates, or instead a warning when the
             // test took under a millisecond: which one follows the clock.
             if SMALLFILE_RATES.iter().any(|k| line.contains(k)) {
-                let shown = "<smallfile's rates, or its warning that the test ran under a millisecond>";
+                let shown =
+                    "<smallfile's rates, or its warning that the test ran under a millisecond>";
                 if out.last().map(String::as_str) != Some(shown) {
                     out.push(shown.into());
                 }
@@ -814,7 +814,10 @@ impl Masker {
             // fio's percentile rows: how many fit a row follows the widths
             // of the figures, so the rows are joined into one.
             if line.trim_start().starts_with("| ") {
-                let cells = mask_numbers(line.trim_start().trim_start_matches('|'), mode == Mode::Strict);
+                let cells = mask_numbers(
+                    line.trim_start().trim_start_matches('|'),
+                    mode == Mode::Strict,
+                );
                 match out.last_mut() {
                     Some(last) if last.starts_with("| ") => {
                         last.push(' ');
@@ -904,7 +907,13 @@ impl Masker {
             l = terse_without_disk(&l);
         }
         replace_between(&mut l, "; target ", " (", ")", " (<fs>");
-        replace_between(&mut l, "", "this machine's ", " of RAM", "this machine's <RAM>");
+        replace_between(
+            &mut l,
+            "",
+            "this machine's ",
+            " of RAM",
+            "this machine's <RAM>",
+        );
         replace_between(&mut l, "", "host = ", ",", "host = <host>");
         if let Some(at) = l.find(" left, ETA ") {
             // A sweep's estimate of the time left (`ETA <1s`, `ETA 2s`).
@@ -981,7 +990,8 @@ impl Masker {
         if !s.contains(' ') {
             return s;
         }
-        self.measured_line(&s, mode).unwrap_or_else(|| "<left out>".into())
+        self.measured_line(&s, mode)
+            .unwrap_or_else(|| "<left out>".into())
     }
 
     /// CSV: the header kept, each cell masked by its column.
@@ -999,8 +1009,8 @@ impl Masker {
                 .map(|(i, c)| {
                     let col = cols.get(i).map(String::as_str).unwrap_or("");
                     if c.parse::<f64>().is_ok() {
-                        let keep = mode == Mode::Exact
-                            || (mode == Mode::Measured && EXACT.contains(&col));
+                        let keep =
+                            mode == Mode::Exact || (mode == Mode::Measured && EXACT.contains(&col));
                         if keep {
                             c.clone()
                         } else {
@@ -1039,7 +1049,7 @@ impl Masker {
                 let body = &rest[tag_end.min(rest.len())..];
                 let body = body.strip_prefix('>').unwrap_or(body);
                 let end = body.find(&format!("</{name}>")).unwrap_or(body.len());
-                let inner = strip_tags(&body[..end]);
+                let inner = self.subst(&strip_tags(&body[..end]));
                 let shown = if mode == Mode::Exact {
                     inner
                 } else {
@@ -1391,7 +1401,10 @@ impl JsonParser<'_> {
             _ => {
                 let start = self.i;
                 while self.i < self.s.len()
-                    && matches!(self.s[self.i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+                    && matches!(
+                        self.s[self.i],
+                        b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'
+                    )
                 {
                     self.i += 1;
                 }
@@ -1547,7 +1560,10 @@ fn unit_after(s: &[char], end: usize) -> Option<(String, usize)> {
 
 /// How a masked number's unit is shown: `None` keeps it as it is.
 fn unit_kind(unit: &str) -> Option<&'static str> {
-    if let Some(base) = unit.strip_suffix("/s").or_else(|| unit.strip_suffix("/sec")) {
+    if let Some(base) = unit
+        .strip_suffix("/s")
+        .or_else(|| unit.strip_suffix("/sec"))
+    {
         if SIZE_UNITS.contains(&base) {
             return Some("<B/s>");
         }
@@ -1603,9 +1619,31 @@ const KEEP_AFTER: &[&str] = &[
 /// Words right after a number that make it a count the command line
 /// fixes (`2 worker(s)`, `20 files in`, not `20 files/s`).
 const KEEP_WORDS: &[&str] = &[
-    "worker", "workers", "thread", "threads", "task", "tasks", "total", "segment", "segments",
-    "node", "nodes", "iteration", "iterations", "rep", "reps", "point", "points", "file", "files",
-    "item", "items", "job", "jobs", "process", "processes",
+    "worker",
+    "workers",
+    "thread",
+    "threads",
+    "task",
+    "tasks",
+    "total",
+    "segment",
+    "segments",
+    "node",
+    "nodes",
+    "iteration",
+    "iterations",
+    "rep",
+    "reps",
+    "point",
+    "points",
+    "file",
+    "files",
+    "item",
+    "items",
+    "job",
+    "jobs",
+    "process",
+    "processes",
 ];
 
 fn keep_after(out: &str) -> bool {
@@ -1617,7 +1655,11 @@ fn keep_after(out: &str) -> bool {
         return true;
     }
     // A flag's value echoed in a hint (`--threads 2`, `--size=1m`).
-    let last = out.trim_end_matches([' ', '=']).rsplit(' ').next().unwrap_or("");
+    let last = out
+        .trim_end_matches([' ', '='])
+        .rsplit(' ')
+        .next()
+        .unwrap_or("");
     if last.starts_with("--") && (out.ends_with(' ') || out.ends_with('=')) {
         return true;
     }
@@ -1679,7 +1721,8 @@ fn mask_numbers(line: &str, strict: bool) -> String {
             }
         }
         if matches!(s.get(j), Some('e') | Some('E'))
-            && s.get(j + 1).is_some_and(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
+            && s.get(j + 1)
+                .is_some_and(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
             && s.get(j + 2).is_some_and(|c| c.is_ascii_digit())
         {
             j += 2;
@@ -1879,7 +1922,16 @@ fn run_group(group: &str) {
 /// The groups, one test each (they run in parallel, each on its own
 /// mount).
 const GROUPS: &[&str] = &[
-    "help", "run", "meta", "sweep", "records", "ior", "mdtest", "dd", "smallfile", "fio",
+    "help",
+    "run",
+    "meta",
+    "sweep",
+    "records",
+    "ior",
+    "mdtest",
+    "dd",
+    "smallfile",
+    "fio",
     "io500",
 ];
 
@@ -1897,7 +1949,7 @@ macro_rules! group_tests {
 group_tests!(help, run, meta, sweep, records, ior, mdtest, dd, smallfile, fio, io500);
 
 /// Every `.cmds` file is a group that runs, and the corpus keeps at least
-/// 200 command lines.
+/// 200 command lines of ioscale (the binary or a front-end's name).
 #[test]
 fn corpus_is_complete() {
     let mut total = 0;
@@ -1905,24 +1957,44 @@ fn corpus_is_complete() {
         let name = e.file_name().to_string_lossy().into_owned();
         if let Some(group) = name.strip_suffix(".cmds") {
             assert!(GROUPS.contains(&group), "{name} has no test in GROUPS");
-            total += parse_cases(group).iter().map(|c| c.lines.len()).sum::<usize>();
+            for case in parse_cases(group) {
+                for (_, line) in &case.lines {
+                    let words = split_words(line);
+                    let prog = words.iter().find(|w| !w.contains('=')).unwrap();
+                    if prog == "ioscale" || FRONT_NAMES.contains(&prog.as_str()) {
+                        total += 1;
+                    }
+                }
+            }
         }
     }
     for g in GROUPS {
-        assert!(corpus_dir().join(format!("{g}.cmds")).is_file(), "no {g}.cmds");
+        assert!(
+            corpus_dir().join(format!("{g}.cmds")).is_file(),
+            "no {g}.cmds"
+        );
     }
-    assert!(total >= 200, "the corpus has {total} command lines, fewer than 200");
+    assert!(
+        total >= 200,
+        "the corpus runs ioscale {total} times, fewer than 200"
+    );
 }
 
 /// The masking itself: what stays and what goes.
 #[test]
 fn masking_keeps_sizes_and_masks_measurements() {
     assert_eq!(
-        mask_numbers("write rep 1/2: 1 MiB in 0.00589 s, 169.9 MiB/s, 170 IOPS", false),
+        mask_numbers(
+            "write rep 1/2: 1 MiB in 0.00589 s, 169.9 MiB/s, 170 IOPS",
+            false
+        ),
         "write rep 1/2: 1 MiB in # <t>, # <B/s>, # IOPS"
     );
     assert_eq!(
-        mask_numbers("  read: IOPS=388k, BW=1514MiB/s (1588MB/s)(2048KiB/1msec)", false),
+        mask_numbers(
+            "  read: IOPS=388k, BW=1514MiB/s (1588MB/s)(2048KiB/1msec)",
+            false
+        ),
         " read: IOPS=#, BW=#<B/s> (#<B/s>)(2048KiB/#<t>)"
     );
     assert_eq!(mask_numbers("1 MiB in 2 s", true), "# <B> in # <t>");
@@ -1934,8 +2006,12 @@ fn masking_keeps_sizes_and_masks_measurements() {
         mask_dates("Began : Fri Nov 27 21:48:45 2026, at 2026-11-27T21:48:37Z"),
         "Began : <date>, at <date>"
     );
-    assert_eq!(split_words(r#"a 'b c' "d\"e" f\ g"#), ["a", "b c", "d\"e", "f g"]);
-    let j = J::parse(r#"{"b": 1, "a": [1.50, "x\u00e9\n", null, true], "c": {}, "d": []}"#).unwrap();
+    assert_eq!(
+        split_words(r#"a 'b c' "d\"e" f\ g"#),
+        ["a", "b c", "d\"e", "f g"]
+    );
+    let j =
+        J::parse(r#"{"b": 1, "a": [1.50, "x\u00e9\n", null, true], "c": {}, "d": []}"#).unwrap();
     assert_eq!(
         j.pretty(),
         "{\n  \"b\": 1,\n  \"a\": [\n    1.50,\n    \"xé\\n\",\n    null,\n    true\n  ],\n  \"c\": {},\n  \"d\": []\n}"

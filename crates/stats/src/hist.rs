@@ -20,8 +20,6 @@ use serde::{Deserialize, Serialize};
 
 /// log2 of the number of sub-buckets per power of two; sets the precision.
 const SUB_BITS: u32 = 6;
-/// Sub-buckets per power of two.
-const SUB_BUCKETS: usize = 1 << SUB_BITS;
 /// Highest exponent given its own buckets; everything above clamps.
 const TOP_EXP: u32 = 47;
 
@@ -37,32 +35,84 @@ const NUM_BUCKETS: usize = bucket_index(MAX_TRACKABLE_NS) + 1;
 // below that every value must keep the full precision.
 const _: () = assert!(MAX_TRACKABLE_NS >= 1 << 44);
 
-/// Maps a value to its bucket.
+/// Maps a value to its bucket in the log-linear layout with `sub_bits`
+/// bits of sub-bucket (2^`sub_bits` sub-buckets per power of two) whose
+/// largest bucketed value is `max` (larger values clamp to the top
+/// bucket). This histogram and the per-interval one of
+/// [`crate::series`] share it, each with its own constants.
 ///
 /// `shift` is how many low bits are discarded: zero for values below
-/// 2^(SUB_BITS+1), after which `v >> shift` always lands in
-/// [SUB_BUCKETS, 2*SUB_BUCKETS). Multiplying `shift` by SUB_BUCKETS then
-/// stacks the magnitudes without gaps, and the exact range falls out as the
-/// `shift == 0` case, so no branch is needed. The clamp and
-/// `saturating_sub` compile to conditional moves (`Ord::min` is not `const`,
-/// hence the `if`).
+/// 2^(sub_bits+1), after which `v >> shift` always lands in
+/// [2^sub_bits, 2^(sub_bits+1)). Multiplying `shift` by the sub-bucket
+/// count then stacks the magnitudes without gaps, and the exact range
+/// falls out as the `shift == 0` case, so no branch is needed. The clamp
+/// and `saturating_sub` compile to conditional moves (`Ord::min` is not
+/// `const`, hence the `if`).
 #[inline(always)]
-const fn bucket_index(ns: u64) -> usize {
-    let v = if ns < MAX_TRACKABLE_NS {
-        ns
-    } else {
-        MAX_TRACKABLE_NS
-    };
-    let shift = (63 - SUB_BITS).saturating_sub(v.leading_zeros());
-    (shift as usize) * SUB_BUCKETS + (v >> shift) as usize
+pub(crate) const fn layout_index(ns: u64, sub_bits: u32, max: u64) -> usize {
+    let v = if ns < max { ns } else { max };
+    let shift = (63 - sub_bits).saturating_sub(v.leading_zeros());
+    ((shift as usize) << sub_bits) + (v >> shift) as usize
 }
 
-/// Inclusive value range `(low, high)` covered by bucket `index`; the exact
-/// inverse of [`bucket_index`].
-const fn bucket_range(index: usize) -> (u64, u64) {
-    let shift = (index / SUB_BUCKETS).saturating_sub(1);
-    let low = ((index - shift * SUB_BUCKETS) as u64) << shift;
+/// Inclusive value range `(low, high)` covered by bucket `index` of the
+/// layout with `sub_bits`; the exact inverse of [`layout_index`].
+pub(crate) const fn layout_range(index: usize, sub_bits: u32) -> (u64, u64) {
+    let shift = (index >> sub_bits).saturating_sub(1);
+    let low = ((index - (shift << sub_bits)) as u64) << shift;
     (low, low + ((1u64 << shift) - 1))
+}
+
+/// Maps a value to its bucket in this histogram's layout.
+#[inline(always)]
+const fn bucket_index(ns: u64) -> usize {
+    layout_index(ns, SUB_BITS, MAX_TRACKABLE_NS)
+}
+
+/// Inclusive value range of bucket `index` in this histogram's layout.
+const fn bucket_range(index: usize) -> (u64, u64) {
+    layout_range(index, SUB_BITS)
+}
+
+/// The value at quantile `q` of a histogram in the layout with
+/// `sub_bits`, given its buckets as `(index, count)` in ascending index,
+/// its sample count and its exact extremes: the midpoint of the bucket
+/// holding the sample of rank `ceil(q * count)`, clamped into
+/// `[min, max]`; the first and last ranks give the exact extremes, an
+/// empty histogram 0 and a NaN `q` counts as 0.
+pub(crate) fn quantile_of(
+    buckets: impl Iterator<Item = (usize, u64)>,
+    count: u64,
+    min: u64,
+    max: u64,
+    q: f64,
+    sub_bits: u32,
+) -> u64 {
+    if count == 0 {
+        return 0;
+    }
+    let q = if q.is_nan() { 0.0 } else { q.clamp(0.0, 1.0) };
+    // `as` saturates, and the clamp keeps rank within 1..=count even
+    // when f64 rounding nudges q*count past count.
+    let rank = ((q * count as f64).ceil() as u64).clamp(1, count);
+    if rank == 1 {
+        return min;
+    }
+    if rank == count {
+        return max;
+    }
+    let mut seen = 0u64;
+    for (index, n) in buckets {
+        seen += n;
+        if seen >= rank {
+            let (low, high) = layout_range(index, sub_bits);
+            let mid = low + (high - low) / 2;
+            return mid.clamp(min, max);
+        }
+    }
+    // Unreachable while bucket counts sum to `count`; max is the only
+    // answer that respects the contract if they somehow do not.
+    max
 }
 
 /// Log-linear histogram of latencies in nanoseconds.
@@ -178,31 +228,14 @@ impl LatencyHistogram {
     /// first and last ranks return the exact min and max. Returns 0 when
     /// empty.
     pub fn value_at_quantile(&self, q: f64) -> u64 {
-        if self.is_empty() {
-            return 0;
-        }
-        let q = if q.is_nan() { 0.0 } else { q.clamp(0.0, 1.0) };
-        // `as` saturates, and the clamp keeps rank within 1..=count even
-        // when f64 rounding nudges q*count past count.
-        let rank = ((q * self.count as f64).ceil() as u64).clamp(1, self.count);
-        if rank == 1 {
-            return self.min;
-        }
-        if rank == self.count {
-            return self.max;
-        }
-        let mut seen = 0u64;
-        for (index, &n) in self.buckets.iter().enumerate() {
-            seen += n;
-            if seen >= rank {
-                let (low, high) = bucket_range(index);
-                let mid = low + (high - low) / 2;
-                return mid.clamp(self.min, self.max);
-            }
-        }
-        // Unreachable while bucket counts sum to `count`; max is the only
-        // answer that respects the contract if they somehow do not.
-        self.max
+        quantile_of(
+            self.buckets.iter().copied().enumerate(),
+            self.count,
+            self.min,
+            self.max,
+            q,
+            SUB_BITS,
+        )
     }
 
     /// The non-empty buckets as `(low, high, count)`: inclusive ns bounds

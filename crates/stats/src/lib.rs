@@ -11,9 +11,11 @@
 pub mod bootstrap;
 pub mod counters;
 pub mod hist;
+pub mod series;
 pub mod summary;
 
 pub use bootstrap::Interval;
 pub use counters::IoCounters;
 pub use hist::{LatencyHistogram, LatencySummary, SparseError, SparseHistogram};
+pub use series::{Bin, BinFigures, Series, SeriesError, SeriesRecorder};
 pub use summary::RepStats;

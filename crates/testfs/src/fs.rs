@@ -28,7 +28,7 @@ use fuser::{
     Request, TimeOrNow, WriteFlags,
 };
 
-use crate::inject::{sleep_until, Dir, Injector};
+use crate::inject::{Dir, Injector};
 
 /// Options of the file system itself (the injector holds the rest).
 #[derive(Debug, Clone)]
@@ -235,7 +235,7 @@ impl PassFs {
         let take = match self.inj.admit(dir, asked, h.faulty) {
             Ok(n) => n,
             Err(r) => {
-                sleep_until(self.inj.data_deadline(arrived, 0));
+                self.inj.serve_data(arrived, 0);
                 return Err(Errno::from_i32(r.errno()));
             }
         };
@@ -248,11 +248,11 @@ impl PassFs {
                     );
                 }
                 bytes.fetch_add(n as u64, Ordering::Relaxed);
-                sleep_until(self.inj.data_deadline(arrived, n as u64));
+                self.inj.serve_data(arrived, n as u64);
                 Ok(n)
             }
             Err(e) => {
-                sleep_until(self.inj.data_deadline(arrived, 0));
+                self.inj.serve_data(arrived, 0);
                 Err(errno(e))
             }
         }

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::shape::{Credit, Origin, Served, Slots, Step};
+
 /// Which faults to inject, as configured on the command line.
 #[derive(Debug, Clone, Default)]
 pub struct Faults {
@@ -71,6 +73,12 @@ pub struct Timing {
     /// Seed of the delay draws: the n-th data request of a mount always
     /// gets the same delay.
     pub seed: u64,
+    /// Burst credits: `(credit bytes, baseline bytes/s)`.
+    pub credit: Option<(u64, u64)>,
+    /// A latency step: the data delay changes at a time.
+    pub step: Option<Step>,
+    /// A server of K slots with a fixed service time per data request.
+    pub slots: Option<(u32, Duration)>,
 }
 
 /// SplitMix64 of `seed` and `n` (Steele, Lea & Flood, OOPSLA 2014): a
@@ -247,6 +255,14 @@ pub struct Injector {
     draws: AtomicU64,
     /// What happened, for the summary.
     pub counters: Counters,
+    /// The burst-credit balance, when one is set.
+    pub credit: Option<Credit>,
+    /// The K-slot server, when one is set.
+    pub slots: Option<Slots>,
+    /// The first data request: the clock of the time-dependent shapes.
+    pub origin: Origin,
+    /// Data served (at reply time), for the interval log.
+    pub served: Served,
 }
 
 impl Injector {
@@ -254,6 +270,10 @@ impl Injector {
     pub fn new(faults: Faults, timing: Timing) -> Injector {
         Injector {
             bucket: timing.bw.map(Bucket::new),
+            credit: timing.credit.map(|(c, b)| Credit::new(c, b)),
+            slots: timing.slots.map(|(k, t)| Slots::new(k, t)),
+            origin: Origin::default(),
+            served: Served::default(),
             faults,
             timing,
             fault_bytes: AtomicU64::new(0),
@@ -332,29 +352,79 @@ impl Injector {
     }
 
     /// When a data request that arrived at `arrived` and moved `bytes` may
-    /// complete: not before the delay has passed, nor before the bandwidth
-    /// cap has let its bytes through.
+    /// complete: not before its delay has passed, nor before the bandwidth
+    /// cap has let its bytes through, the burst credits have paid for
+    /// them, or a slot of the K-slot server has served it — the latest of
+    /// these.
     pub fn data_deadline(&self, arrived: Instant, bytes: u64) -> Instant {
-        let mut done = arrived + self.data_delay();
-        if let Some(b) = &self.bucket {
-            if bytes > 0 {
-                done = done.max(b.reserve(bytes, Instant::now()));
-            }
+        let origin = self.origin.at(arrived);
+        let mut done = arrived + self.data_delay(arrived);
+        let now = Instant::now();
+        if let (Some(b), true) = (&self.bucket, bytes > 0) {
+            done = done.max(b.reserve(bytes, now));
+        }
+        if let (Some(c), true) = (&self.credit, bytes > 0) {
+            done = done.max(c.reserve(bytes, now, origin));
+        }
+        if let Some(s) = &self.slots {
+            done = done.max(s.reserve(arrived));
         }
         done
     }
 
-    /// The delay of the next data request: `--delay`, or a draw from
-    /// `delay ± delay_jitter` when a jitter is set.
-    pub fn data_delay(&self) -> Duration {
+    /// Holds a data request that arrived at `arrived` and moved `bytes`
+    /// until [`Injector::data_deadline`], then counts it as served.
+    pub fn serve_data(&self, arrived: Instant, bytes: u64) {
+        if let Some(s) = &self.slots {
+            s.enter();
+        }
+        sleep_until(self.data_deadline(arrived, bytes));
+        if let Some(s) = &self.slots {
+            s.leave();
+        }
+        self.served.done(bytes, arrived.elapsed());
+    }
+
+    /// The delay of a data request arriving at `now`: `--delay`, or the
+    /// step's delay once its time has come; a draw around it when a
+    /// jitter is set.
+    pub fn data_delay(&self, now: Instant) -> Duration {
         let t = &self.timing;
+        let base = match (t.step, self.origin.get()) {
+            (Some(step), Some(o)) if now.saturating_duration_since(o) >= step.after => step.to,
+            _ => t.delay,
+        };
         if t.delay_jitter.is_zero() {
-            return t.delay;
+            return base;
         }
         let n = self.draws.fetch_add(1, Ordering::Relaxed);
         let u = draw(t.seed, n) * 2.0 - 1.0;
-        let d = t.delay.as_secs_f64() + u * t.delay_jitter.as_secs_f64();
+        let d = base.as_secs_f64() + u * t.delay_jitter.as_secs_f64();
         Duration::from_secs_f64(d.max(0.0))
+    }
+
+    /// One line of the interval log: the time since the first data
+    /// request, and what was served since the previous line (`prev`,
+    /// updated): bytes, requests, their mean time in the file system,
+    /// and the credit balance and requests in the K-slot server when
+    /// those are set. `None` before the first data request.
+    pub fn interval_line(&self, now: Instant, prev: &mut (u64, u64, u64)) -> Option<String> {
+        let t = now.saturating_duration_since(self.origin.get()?);
+        let cur = self.served.snapshot();
+        let (bytes, reqs, ns) = (cur.0 - prev.0, cur.1 - prev.1, cur.2 - prev.2);
+        *prev = cur;
+        let mean_us = ns.checked_div(reqs).unwrap_or(0) / 1000;
+        let mut line = format!(
+            "interval t={:.3}s bytes={bytes} requests={reqs} mean_us={mean_us}",
+            t.as_secs_f64()
+        );
+        if let Some(c) = &self.credit {
+            line += &format!(" credit_bytes={:.0}", c.balance(now));
+        }
+        if let Some(s) = &self.slots {
+            line += &format!(" in_server={}", s.in_server());
+        }
+        Some(line)
     }
 
     /// Whether fsync on a file fails on purpose.
@@ -368,13 +438,22 @@ impl Injector {
         fail
     }
 
-    /// One line summing up what was served and injected.
+    /// One line summing up what was served and injected (and when the
+    /// burst credits ran out, when they did).
     pub fn summary(&self) -> String {
         let c = &self.counters;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let spent = match self.credit.as_ref().and_then(Credit::spent) {
+            Some((t, b)) => format!(
+                "; burst credit spent {:.3} s after the first data request, after {b} bytes",
+                t.as_secs_f64()
+            ),
+            None if self.credit.is_some() => "; burst credit never spent".into(),
+            None => String::new(),
+        };
         format!(
             "{} reads ({} bytes), {} writes ({} bytes), {} fsyncs, {} metadata requests, \
-             {} injected errors, {} short transfers",
+             {} injected errors, {} short transfers{spent}",
             l(&c.reads),
             l(&c.read_bytes),
             l(&c.writes),
@@ -472,8 +551,8 @@ mod tests {
         };
         let a = Injector::new(Faults::default(), t.clone());
         let b = Injector::new(Faults::default(), t.clone());
-        let da: Vec<Duration> = (0..2000).map(|_| a.data_delay()).collect();
-        let db: Vec<Duration> = (0..2000).map(|_| b.data_delay()).collect();
+        let da: Vec<Duration> = (0..2000).map(|_| a.data_delay(Instant::now())).collect();
+        let db: Vec<Duration> = (0..2000).map(|_| b.data_delay(Instant::now())).collect();
         assert_eq!(da, db, "same seed, same delays");
         let ms: Vec<f64> = da.iter().map(|d| d.as_secs_f64() * 1e3).collect();
         let lo = ms.iter().copied().fold(f64::INFINITY, f64::min);
@@ -485,10 +564,14 @@ mod tests {
         );
         assert!((mean - 4.0).abs() < 0.1, "{mean}");
         let c = Injector::new(Faults::default(), Timing { seed: 8, ..t });
-        assert_ne!(c.data_delay(), da[0], "another seed, other delays");
+        assert_ne!(
+            c.data_delay(Instant::now()),
+            da[0],
+            "another seed, other delays"
+        );
         // Without jitter the delay is exact.
         let d = inj(Faults::default());
-        assert_eq!(d.data_delay(), Duration::ZERO);
+        assert_eq!(d.data_delay(Instant::now()), Duration::ZERO);
     }
 
     #[test]

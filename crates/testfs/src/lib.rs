@@ -13,3 +13,4 @@
 pub mod fs;
 pub mod inject;
 pub mod parse;
+pub mod shape;

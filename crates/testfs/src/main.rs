@@ -12,6 +12,7 @@ use fuser::{Config, MountOption, Session, SessionACL};
 use testfs::fs::{FsOptions, PassFs};
 use testfs::inject::{Faults, Injector, Timing};
 use testfs::parse::{parse_duration, parse_rate, parse_size};
+use testfs::shape::Step;
 
 const EXAMPLES: &str = "Examples:
   # serve /srv/data at /mnt/t, 2 ms per read/write request (the EFS shape)
@@ -22,6 +23,17 @@ const EXAMPLES: &str = "Examples:
 
   # a 100 MiB/s link shared by all clients, 1 ms per metadata request
   ioscale-testfs --bw 100m --meta-delay 1ms /srv/data /mnt/t
+
+  # a burst-credit volume: 100 MiB/s until 512 MiB of credit are spent,
+  # then 10 MiB/s (the refill); one log line per second
+  ioscale-testfs --bw 100m --burst-credit 512m --baseline 10m \\
+      --interval-log 1s /srv/data /mnt/t
+
+  # 2 ms per data request, 20 ms from 30 s after the first one
+  ioscale-testfs --delay 2ms --step-at 30s --step-delay 20ms /srv/data /mnt/t
+
+  # a server taking 4 data requests at once, 10 ms each; more wait
+  ioscale-testfs --slots 4 --service 10ms /srv/data /mnt/t
 
   # EIO after 1 MiB of data; writes find the disk full after 2 MiB
   ioscale-testfs --eio-after-bytes 1m /srv/data /mnt/t
@@ -94,6 +106,40 @@ struct Args {
     /// Aggregate cap on data bytes per second across all requests (token bucket, e.g. 100m).
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     bw: Option<u64>,
+
+    /// Burst credits: a balance of SIZE bytes, full at mount, that data
+    /// requests spend; once spent, data is served at --baseline (needs it).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "baseline")]
+    burst_credit: Option<u64>,
+
+    /// The rate burst credits refill at, and the rate once they are spent.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, requires = "burst_credit")]
+    baseline: Option<u64>,
+
+    /// From this long after the first data request, each data request's
+    /// delay is --step-delay instead of --delay (needs it).
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "step_delay")]
+    step_at: Option<Duration>,
+
+    /// The delay of each data request after --step-at.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "step_at")]
+    step_delay: Option<Duration>,
+
+    /// A server with K slots: at most K data requests are served at once,
+    /// each for --service; the others wait for a slot (needs --service).
+    #[arg(long, value_name = "K", requires = "service",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    slots: Option<u32>,
+
+    /// The service time of a data request in one of the --slots.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, requires = "slots")]
+    service: Option<Duration>,
+
+    /// Every DUR from the first data request, print one line to stderr:
+    /// the data served since the line before (bytes, requests, mean time
+    /// in the file system), the credit balance, requests in the server.
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    interval_log: Option<Duration>,
 
     /// Data requests fail with EIO once this many bytes were served (whole requests).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
@@ -270,6 +316,11 @@ fn main() -> ExitCode {
             if auto { "auto_unmount" } else { "direct mount" }
         );
     }
+    if let Some(every) = a.interval_log {
+        if let Err(e) = interval_log(inj.clone(), every) {
+            return fail(format!("cannot start the interval log: {e}"));
+        }
+    }
     let r = session.run();
     if !quiet {
         // Before the summary, which stays the last line.
@@ -297,6 +348,19 @@ fn checked_paths(a: &Args) -> Result<(PathBuf, PathBuf, u32), String> {
              read for the end of the file"
                 .into(),
         );
+    }
+    if let Some(k) = a.slots.filter(|&k| k > a.threads) {
+        return Err(format!(
+            "--slots {k} needs at least {k} service threads (--threads {}): a request waiting \
+             for a slot holds its thread",
+            a.threads
+        ));
+    }
+    if a.service.is_some_and(|d| d.is_zero()) {
+        return Err("--service: a slot's service time must be above 0".into());
+    }
+    if a.interval_log.is_some_and(|d| d < Duration::from_millis(1)) {
+        return Err("--interval-log: use 1ms or more".into());
     }
     let source = match a.source.canonicalize() {
         Ok(p) if p.is_dir() => p,
@@ -342,8 +406,40 @@ fn injector(a: &Args) -> Injector {
             bw: a.bw,
             delay_jitter: a.delay_jitter,
             seed: a.seed,
+            credit: a.burst_credit.zip(a.baseline),
+            step: a
+                .step_at
+                .zip(a.step_delay)
+                .map(|(after, to)| Step { after, to }),
+            slots: a.slots.zip(a.service),
         },
     )
+}
+
+/// Prints one line of what was served every `every`, from the first data
+/// request on, from a thread of its own (it ends with the process).
+fn interval_log(inj: Arc<Injector>, every: Duration) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("interval-log".into())
+        .spawn(move || {
+            let origin = loop {
+                if let Some(o) = inj.origin.get() {
+                    break o;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            };
+            let mut prev = (0, 0, 0);
+            let mut k = 0u32;
+            loop {
+                k = k.saturating_add(1);
+                // Absolute ticks, so the lines do not drift.
+                testfs::inject::sleep_until(origin + every.saturating_mul(k));
+                if let Some(line) = inj.interval_line(std::time::Instant::now(), &mut prev) {
+                    eprintln!("ioscale-testfs: {line}");
+                }
+            }
+        })?;
+    Ok(())
 }
 
 /// Unmounts `mp` on SIGTERM, SIGINT or SIGHUP, from a thread of its own.

@@ -88,6 +88,13 @@ fn help_lists_every_flag_with_examples() {
         "--faults-path-substr",
         "--threads",
         "--direct-io",
+        "--burst-credit",
+        "--baseline",
+        "--step-at",
+        "--step-delay",
+        "--slots",
+        "--service",
+        "--interval-log",
         "Examples:",
     ] {
         assert!(h.contains(f), "--help lacks {f}");
@@ -101,6 +108,23 @@ fn bad_flags_name_the_flag() {
         (&["--delay-jitter", "x", "a", "b"][..], "--delay-jitter"),
         (&["--bw", "0", "a", "b"][..], "--bw"),
         (&["--threads", "0", "a", "b"][..], "--threads"),
+        (&["--burst-credit", "1m", "a", "b"][..], "--baseline"),
+        (&["--baseline", "1m", "a", "b"][..], "--burst-credit"),
+        (&["--step-at", "1s", "a", "b"][..], "--step-delay"),
+        (&["--slots", "4", "a", "b"][..], "--service"),
+        (
+            &["--slots", "0", "--service", "1ms", "a", "b"][..],
+            "--slots",
+        ),
+        (
+            &["--slots", "32", "--service", "1ms", "a", "b"][..],
+            "--threads",
+        ),
+        (
+            &["--slots", "2", "--service", "0", "a", "b"][..],
+            "--service",
+        ),
+        (&["--interval-log", "0", "a", "b"][..], "--interval-log"),
     ] {
         let out = Command::new(BIN).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");

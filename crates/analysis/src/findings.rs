@@ -27,21 +27,15 @@ use stats::Interval;
 
 use crate::model::SweepRecord;
 use crate::usl::{self, UslFit};
+use crate::verdict::workers_word;
 pub use crate::verdict::{
     clearly_above, dur, num, Analysis, ComparedAt, Comparison, Context, CurveAnalysis, CurvePoint,
     Evidence, Limit, Limiter, LittlePoint, Units, Verdict, VerdictKind, CPU_SATURATED,
-    DEVICE_SATURATED, ENOUGH_SHARE, LATENCY_STEADY, MIN_EFFECT, PLATEAU_NOISE, PROCESS_SATURATED,
-    SERIAL_FALL, SERIAL_GAIN, SERIAL_LATENCY, SERIAL_QUEUE, STARVED_SHARE, USL_MIN_COUNTS,
-    USL_MIN_R2,
+    DEVICE_SATURATED, DROP_ALIGN, DROP_HOLD, DROP_MIN_INTERVALS, DROP_MIN_PHASE, DROP_NOISE,
+    DROP_NOISE_FLOOR, DROP_SHARE, ENOUGH_SHARE, LATENCY_STEADY, MIN_EFFECT, PLATEAU_NOISE,
+    PROCESS_SATURATED, SERIAL_FALL, SERIAL_GAIN, SERIAL_LATENCY, SERIAL_QUEUE, SERIES_WORKERS,
+    STARVED_SHARE, STEADY_INTERVALS, STEADY_SHARE, USL_MIN_COUNTS, USL_MIN_R2,
 };
-
-fn workers_word(n: u32) -> String {
-    if n == 1 {
-        "1 worker".into()
-    } else {
-        format!("{n} workers")
-    }
-}
 
 fn pct(f: f64) -> String {
     format!("{:.0}%", f * 100.0)

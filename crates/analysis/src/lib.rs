@@ -14,6 +14,7 @@ pub mod findings;
 mod fusemeta;
 pub mod model;
 pub mod render;
+pub mod timeline;
 pub mod usl;
 pub mod verdict;
 

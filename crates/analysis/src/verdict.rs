@@ -76,6 +76,55 @@ pub const PROCESS_SATURATED: f64 = 0.85;
 /// Device utilisation from which the device is the limit.
 pub const DEVICE_SATURATED: f64 = 0.85;
 
+/// A drop inside a phase: the least share by which the rate of the
+/// later intervals must lie below that of the earlier ones. (A rise of
+/// the median latency inside a phase counts from [`LATENCY_STEADY`].)
+pub const DROP_SHARE: f64 = 0.2;
+
+/// How many times the noise of the intervals a change inside a phase
+/// must exceed: the robust standard deviation (1.4826 × MAD) of the
+/// intervals before it or of those after, whichever is larger.
+pub const DROP_NOISE: f64 = 4.0;
+
+/// The least noise assumed, as a share of the level: the intervals of a
+/// capped rate can be identical, and no change is that exact.
+pub const DROP_NOISE_FLOOR: f64 = 0.01;
+
+/// Least intervals on each side of a change inside a phase: the new
+/// level must hold for several intervals, the old one must have. A
+/// change that comes back must hold twice as long: three or four stray
+/// intervals in a row are a stall, not a new level.
+pub const DROP_MIN_INTERVALS: usize = 4;
+
+/// Least intervals a phase must have for a change inside it to be told
+/// from noise: among 5000 series of pure noise (±15% and ±30%), 2–3 of
+/// 10 or 12 intervals fitted a change that passed every other rule, none
+/// of 16 or more.
+pub const DROP_MIN_PHASE: usize = 16;
+
+/// Share of each side's intervals that must lie on their side of the
+/// midpoint between the two levels (one stray interval among five may
+/// not).
+pub const DROP_HOLD: f64 = 0.8;
+
+/// Changes at several worker counts happened "after the same number of
+/// bytes" (or "the same time") when each lies within this share of their
+/// median, or within one interval of it.
+pub const DROP_ALIGN: f64 = 0.15;
+
+/// Intervals in a row that make a steady window.
+pub const STEADY_INTERVALS: usize = 5;
+
+/// How far each interval of a steady window may lie from the window's
+/// mean, as a share of it (fio's `steadystate=iops:20%`).
+pub const STEADY_SHARE: f64 = 0.2;
+
+/// Share of a phase's workers an interval must have running for the
+/// rules over time to read it: the intervals in which the workers start
+/// or finish, and a last interval cut short, say nothing about the
+/// storage.
+pub const SERIES_WORKERS: f64 = 0.9;
+
 /// The unit system of a report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -471,6 +520,15 @@ pub fn num(v: f64) -> String {
         "0".into()
     } else {
         format!("{v:.3}")
+    }
+}
+
+/// "1 worker", "8 workers".
+pub(crate) fn workers_word(n: u32) -> String {
+    if n == 1 {
+        "1 worker".into()
+    } else {
+        format!("{n} workers")
     }
 }
 

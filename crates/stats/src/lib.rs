@@ -17,5 +17,5 @@ pub mod summary;
 pub use bootstrap::Interval;
 pub use counters::IoCounters;
 pub use hist::{LatencyHistogram, LatencySummary, SparseError, SparseHistogram};
-pub use series::{Bin, BinFigures, Series, SeriesError, SeriesRecorder};
+pub use series::{steady, Bin, BinFigures, Series, SeriesError, SeriesRecorder, SteadyCriterion};
 pub use summary::RepStats;

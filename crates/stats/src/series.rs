@@ -616,6 +616,46 @@ impl Series {
     }
 }
 
+/// How a window of per-interval values is judged steady, as fio's
+/// `steadystate=` does: every value within a limit of the window's mean
+/// (`iops`, `bw`), or the least-squares slope within a limit
+/// (`iops_slope`, `bw_slope`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SteadyCriterion {
+    /// Largest distance of a value from the window's mean.
+    Deviation,
+    /// Absolute slope of the least-squares line, per second.
+    Slope,
+}
+
+/// Whether `values` (one per interval of `interval_s` seconds) are steady
+/// by `criterion` within `limit` (in the values' unit; per second for a
+/// slope). An empty window is not steady.
+pub fn steady(values: &[f64], interval_s: f64, criterion: SteadyCriterion, limit: f64) -> bool {
+    if values.is_empty() || values.iter().any(|v| !v.is_finite()) {
+        return false;
+    }
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    match criterion {
+        SteadyCriterion::Deviation => values.iter().all(|v| (v - mean).abs() <= limit),
+        SteadyCriterion::Slope => {
+            // x in seconds at the intervals' midpoints; the mean of x
+            // cancels, so only the centred sums are needed.
+            let xm = (n - 1.0) / 2.0;
+            let (mut sxy, mut sxx) = (0.0, 0.0);
+            for (i, v) in values.iter().enumerate() {
+                let dx = (i as f64 - xm) * interval_s;
+                sxy += dx * (v - mean);
+                sxx += dx * dx;
+            }
+            let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+            slope.abs() <= limit
+        }
+    }
+}
+
 /// One worker's recording of a series: the current interval's counters
 /// and dense histogram, folded into the series when the interval ends.
 ///

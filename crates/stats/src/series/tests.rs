@@ -277,3 +277,23 @@ fn record_round_trips_and_is_checked() {
     bad["bins"][0]["lat"]["buckets"] = serde_json::json!([[700, 1]]);
     assert!(serde_json::from_value::<Series>(bad).is_err());
 }
+
+#[test]
+fn steady_windows_as_fio_judges_them() {
+    let flat = [100.0, 104.0, 97.0, 101.0, 98.0];
+    assert!(steady(&flat, 1.0, SteadyCriterion::Deviation, 5.0));
+    assert!(!steady(&flat, 1.0, SteadyCriterion::Deviation, 3.0));
+    // A ramp of 10 per interval: slope 10/s at 1 s, 20/s at 0.5 s.
+    let ramp = [10.0, 20.0, 30.0, 40.0];
+    assert!(steady(&ramp, 1.0, SteadyCriterion::Slope, 10.0 + 1e-9));
+    assert!(!steady(&ramp, 1.0, SteadyCriterion::Slope, 9.9));
+    assert!(!steady(&ramp, 0.5, SteadyCriterion::Slope, 19.9));
+    assert!(steady(&[5.0], 1.0, SteadyCriterion::Slope, 0.0));
+    assert!(!steady(&[], 1.0, SteadyCriterion::Deviation, 1e9));
+    assert!(!steady(
+        &[1.0, f64::NAN],
+        1.0,
+        SteadyCriterion::Deviation,
+        1e9
+    ));
+}

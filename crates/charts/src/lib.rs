@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod html;
+pub mod overtime;
 pub mod png;
 pub mod svg;
 

@@ -69,13 +69,13 @@ pub const WIDTH: f64 = 760.0;
 /// Height of a rendered chart, pixels.
 pub const HEIGHT: f64 = 440.0;
 
-const LEFT: f64 = 78.0;
-const RIGHT: f64 = 190.0;
-const TOP: f64 = 48.0;
-const BOTTOM: f64 = 58.0;
+pub(crate) const LEFT: f64 = 78.0;
+pub(crate) const RIGHT: f64 = 190.0;
+pub(crate) const TOP: f64 = 48.0;
+pub(crate) const BOTTOM: f64 = 58.0;
 
 /// Line colours (Okabe–Ito, readable by colour-blind readers).
-const PALETTE: [&str; 8] = [
+pub(crate) const PALETTE: [&str; 8] = [
     "#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442",
 ];
 
@@ -88,7 +88,7 @@ pub fn esc(s: &str) -> String {
 }
 
 /// A "nice" upper bound and step for a 0-based axis (1, 2, 2.5, 5 × 10^k).
-fn nice_axis(max: f64) -> (f64, f64) {
+pub(crate) fn nice_axis(max: f64) -> (f64, f64) {
     if !(max.is_finite() && max > 0.0) {
         return (1.0, 0.25);
     }
@@ -102,7 +102,7 @@ fn nice_axis(max: f64) -> (f64, f64) {
     ((max / step).ceil() * step, step)
 }
 
-fn tick_label(v: f64) -> String {
+pub(crate) fn tick_label(v: f64) -> String {
     if v == 0.0 {
         "0".into()
     } else if v.abs() >= 100.0 || (v.fract() == 0.0 && v.abs() >= 1.0) {
@@ -172,12 +172,17 @@ impl Frame {
 
 /// The opening tag, background, title and subtitle.
 fn draw_title(s: &mut String, c: &Chart, f: &Frame) {
-    let pw = f.pw;
+    head(s, &c.title, &c.subtitle, f.pw);
+}
+
+/// The opening tag, background, `title` and `subtitle` over a plot area
+/// `pw` pixels wide: the head of every chart of the report.
+pub(crate) fn head(s: &mut String, title: &str, subtitle: &str, pw: f64) {
     let _ = write!(
         s,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Verdana, Arial, sans-serif" font-size="13" role="img">"##
     );
-    let _ = write!(s, "<title>{}</title>", esc(&c.title));
+    let _ = write!(s, "<title>{}</title>", esc(title));
     let _ = write!(
         s,
         r##"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>"##
@@ -186,14 +191,14 @@ fn draw_title(s: &mut String, c: &Chart, f: &Frame) {
         s,
         r##"<text x="{}" y="26" text-anchor="middle" font-size="16" font-weight="bold" fill="#222">{}</text>"##,
         LEFT + pw / 2.0,
-        esc(&c.title)
+        esc(title)
     );
-    if !c.subtitle.is_empty() {
+    if !subtitle.is_empty() {
         let _ = write!(
             s,
             r##"<text x="{}" y="42" text-anchor="middle" font-size="11" fill="#555">{}</text>"##,
             LEFT + pw / 2.0,
-            esc(&ellipsis(&c.subtitle, 110))
+            esc(&ellipsis(subtitle, 110))
         );
     }
 }
@@ -250,7 +255,11 @@ fn draw_grid(s: &mut String, f: &Frame, all: &[&Point]) {
 
 /// The frame and the axis labels.
 fn draw_axes(s: &mut String, c: &Chart, f: &Frame) {
-    let (pw, ph) = (f.pw, f.ph);
+    axes(s, &c.x_label, &c.y_label, f.pw, f.ph);
+}
+
+/// The frame of a `pw` × `ph` plot area and its axis labels.
+pub(crate) fn axes(s: &mut String, x_label: &str, y_label: &str, pw: f64, ph: f64) {
     let _ = write!(
         s,
         r##"<rect x="{LEFT}" y="{TOP}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#666" stroke-width="1"/>"##
@@ -260,14 +269,14 @@ fn draw_axes(s: &mut String, c: &Chart, f: &Frame) {
         r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" fill="#222">{}</text>"##,
         LEFT + pw / 2.0,
         HEIGHT - 14.0,
-        esc(&c.x_label)
+        esc(x_label)
     );
     let _ = write!(
         s,
         r##"<text x="20" y="{:.1}" text-anchor="middle" fill="#222" transform="rotate(-90 20 {:.1})">{}</text>"##,
         TOP + ph / 2.0,
         TOP + ph / 2.0,
-        esc(&c.y_label)
+        esc(y_label)
     );
 }
 
@@ -431,7 +440,7 @@ pub fn render(c: &Chart) -> String {
     s
 }
 
-fn ellipsis(s: &str, n: usize) -> String {
+pub(crate) fn ellipsis(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_string()
     } else {

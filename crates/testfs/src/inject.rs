@@ -411,7 +411,11 @@ impl Injector {
     pub fn interval_line(&self, now: Instant, prev: &mut (u64, u64, u64)) -> Option<String> {
         let t = now.saturating_duration_since(self.origin.get()?);
         let cur = self.served.snapshot();
-        let (bytes, reqs, ns) = (cur.0 - prev.0, cur.1 - prev.1, cur.2 - prev.2);
+        let (bytes, reqs, ns) = (
+            cur.0.wrapping_sub(prev.0),
+            cur.1.wrapping_sub(prev.1),
+            cur.2.wrapping_sub(prev.2),
+        );
         *prev = cur;
         let mean_us = ns.checked_div(reqs).unwrap_or(0) / 1000;
         let mut line = format!(

@@ -70,7 +70,7 @@ impl Credit {
         s.at = Some(s.at.map_or(now, |at| at.max(now)));
         s.balance -= bytes as f64;
         let before = s.reserved;
-        s.reserved += bytes;
+        s.reserved = s.reserved.saturating_add(bytes);
         if s.balance >= 0.0 {
             return now;
         }
@@ -79,7 +79,7 @@ impl Credit {
             self.spent_after_bytes.store(before, Ordering::Relaxed);
             self.spent_at_ns.store(t.max(1), Ordering::Relaxed);
         }
-        now + Duration::from_secs_f64(-s.balance / self.baseline)
+        later(now, -s.balance / self.baseline)
     }
 
     /// The balance now, bytes (negative: requests wait for the refill).
@@ -101,6 +101,15 @@ impl Credit {
             )
         })
     }
+}
+
+/// `secs` after `now`, or a year after it when that is further (or not a
+/// number): a debt of terabytes at a baseline of a few bytes per second
+/// must not overflow the clock.
+fn later(now: Instant, secs: f64) -> Instant {
+    const YEAR: Duration = Duration::from_secs(365 * 86_400);
+    let d = Duration::try_from_secs_f64(secs).unwrap_or(YEAR).min(YEAR);
+    now.checked_add(d).unwrap_or(now)
 }
 
 /// A server that takes at most `K` requests at once, each for a fixed
@@ -272,6 +281,15 @@ mod tests {
         let late = c.reserve(MIB, t2, t0);
         assert!((late - t2).as_secs_f64() > 0.99);
         assert_eq!(c.spent().unwrap().1, 6 * MIB);
+    }
+
+    #[test]
+    fn a_huge_debt_does_not_overflow_the_clock() {
+        let c = Credit::new(0, 1);
+        let t0 = Instant::now();
+        let done = c.reserve(u64::MAX, t0, t0);
+        assert_eq!(done - t0, Duration::from_secs(365 * 86_400));
+        assert!(c.reserve(u64::MAX, t0, t0) >= done);
     }
 
     #[test]

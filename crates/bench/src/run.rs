@@ -51,7 +51,7 @@ pub fn preflight(spec: &WorkloadSpec) -> Result<usize, Error> {
     check_target(t)?;
     let mut align = 4096usize;
     if spec.direct {
-        align = crate::dataset::probe_direct(t, spec.xfer)?;
+        align = crate::dataset::probe_direct_for(spec)?;
     }
     if spec.engine == "io_uring" {
         if let Err(e) = engine::uring::UringQueue::ring(2) {

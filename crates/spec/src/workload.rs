@@ -308,6 +308,13 @@ pub enum FileNaming {
         /// write run truncates it first, as dd does.
         #[serde(default)]
         notrunc: bool,
+        /// The files are the ones a front-end laid out before the run
+        /// (fio's): each must be there, a regular file with no other
+        /// hard link, and is opened in its directory without following a
+        /// symbolic link. Without it a link at a name is followed, as dd
+        /// follows `of=`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        nofollow: bool,
     },
 }
 

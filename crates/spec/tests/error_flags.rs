@@ -144,6 +144,7 @@ const DATA: &[(&str, Edit<RawWorkload>)] = &[
         r.naming = Some(FileNaming::Dd {
             paths: vec!["/tmp/a".into()],
             notrunc: false,
+            nofollow: false,
         })
     }),
     ("offsets per worker", |r| {
@@ -156,6 +157,7 @@ const DATA: &[(&str, Edit<RawWorkload>)] = &[
         r.naming = Some(FileNaming::Dd {
             paths: vec!["/tmp/a".into()],
             notrunc: false,
+            nofollow: false,
         });
         r.start_offsets = vec![100];
     }),

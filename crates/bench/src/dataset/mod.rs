@@ -35,6 +35,7 @@ use crate::error::Error;
 
 pub mod peer;
 pub mod tree;
+pub mod user;
 
 /// Name of the working directory inside the target.
 pub const ROOT_NAME: &str = "ioscale.d";
@@ -170,10 +171,22 @@ pub enum SetKind {
     Native,
     /// IOR names with a sidecar marker at this path.
     Sidecar(PathBuf),
-    /// dd names: these files did not exist before this run; this run made
-    /// them (empty, exclusively, never through a link) with these
-    /// identities, and `--rm` removes exactly those files.
-    Dd(Vec<(PathBuf, safefs::FileId)>),
+    /// dd names, or fio's ([`DdSet::nofollow`]).
+    Dd(DdSet),
+}
+
+/// The user-named files of a dd (or fio) set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DdSet {
+    /// The files that did not exist before this run: this run made them
+    /// (empty, exclusively, never through a link) with these identities,
+    /// and `--rm` removes exactly those files.
+    pub created: Vec<(PathBuf, safefs::FileId)>,
+    /// `FileNaming::Dd`'s `nofollow`: the files were laid out before the
+    /// run ([`user`]) and none is ever opened through a link: every one
+    /// is opened in its directory with `O_NOFOLLOW`, so a link swapped in
+    /// under a name is refused, never followed.
+    pub nofollow: bool,
 }
 
 /// The data files of one run and what this run created.
@@ -514,7 +527,17 @@ impl DataSet {
         match &spec.naming {
             FileNaming::Native => {}
             FileNaming::Ior { path } => return prepare_ior(spec, path, run_id),
-            FileNaming::Dd { paths, notrunc } => return prepare_dd(spec, paths, *notrunc, run_id),
+            FileNaming::Dd {
+                paths,
+                notrunc,
+                nofollow,
+            } => {
+                return if *nofollow {
+                    user::prepare_laid(spec, paths, run_id)
+                } else {
+                    prepare_dd(spec, paths, *notrunc, run_id)
+                }
+            }
         }
         let root = spec.target.join(ROOT_NAME);
         let writes = spec.ops.iter().any(|o| o.writes());
@@ -765,7 +788,7 @@ impl DataSet {
                 Some(g) => remove_ior_set(g, &self.root, &self.marker, &self.files),
                 None => Vec::new(),
             },
-            SetKind::Dd(created) => remove_created(created),
+            SetKind::Dd(set) => remove_created(&set.created),
         }
     }
 }
@@ -1473,7 +1496,7 @@ fn prepare_dd(
             dirs: Vec::new(),
             marker,
             had_data: true,
-            kind: SetKind::Dd(Vec::new()),
+            kind: SetKind::Dd(DdSet::default()),
             guard: None,
             peer: None,
         });
@@ -1529,7 +1552,10 @@ fn prepare_dd(
         dirs: Vec::new(),
         marker,
         had_data,
-        kind: SetKind::Dd(created),
+        kind: SetKind::Dd(DdSet {
+            created,
+            nofollow: false,
+        }),
         guard: None,
         peer: None,
     })
@@ -1745,9 +1771,73 @@ fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Clean
     }))
 }
 
-/// Opens a scratch file with O_DIRECT and writes one transfer, so a file
-/// system that refuses O_DIRECT or this alignment is named before the run.
+/// Checks, before the run, that the file system at `dir` takes O_DIRECT
+/// transfers of `xfer` bytes, so a refusal is named before the run: one
+/// transfer is written to an unnamed file made with `O_TMPFILE`, which
+/// never appears in the directory and is freed when closed. A file system
+/// without `O_TMPFILE` (FUSE, NFS) gets a named scratch file instead
+/// (`.ioscale-probe-PID`, made with `O_EXCL|O_NOFOLLOW`, removed by
+/// identity).
 pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
+    match probe_unnamed(dir, xfer) {
+        Some(r) => r,
+        None => probe_named(dir, xfer),
+    }
+}
+
+/// [`probe_direct`] for a data run. A run on files a front-end laid out in
+/// the user's directory (fio's: `FileNaming::Dd` with `nofollow`) never
+/// makes a name there: without `O_TMPFILE` it reads one transfer of its
+/// own first file instead ([`user::probe_file`]).
+pub(crate) fn probe_direct_for(spec: &WorkloadSpec) -> Result<usize, Error> {
+    let FileNaming::Dd {
+        paths,
+        nofollow: true,
+        ..
+    } = &spec.naming
+    else {
+        return probe_direct(&spec.target, spec.xfer);
+    };
+    if let Some(r) = probe_unnamed(&spec.target, spec.xfer) {
+        return r;
+    }
+    if let Some(first) = paths.first() {
+        let at = spec.start_offsets.first().copied().unwrap_or(0);
+        user::probe_file(first, at, spec.xfer)?;
+    }
+    Ok(4096)
+}
+
+/// The `O_TMPFILE` probe; `None` when the file system cannot make one.
+fn probe_unnamed(dir: &Path, xfer: u64) -> Option<Result<usize, Error>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir);
+    let file = match file {
+        Ok(f) => f,
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::ENOSYS)
+            ) =>
+        {
+            return None
+        }
+        Err(e) => return Some(Err(direct_refused(dir, e))),
+    };
+    Some(
+        set_direct(&file)
+            .map_err(|e| direct_refused(dir, e))
+            .and_then(|()| probe_write(&file, dir, xfer)),
+    )
+}
+
+/// The named probe of a file system without `O_TMPFILE`.
+fn probe_named(dir: &Path, xfer: u64) -> Result<usize, Error> {
     let name = format!(".ioscale-probe-{}", std::process::id());
     let probe = dir.join(&name);
     // O_EXCL|O_NOFOLLOW: a name planted there (a link included) is never
@@ -1757,39 +1847,9 @@ pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
         .write(true)
         .create_new(true)
         .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW)
-        .open(&probe);
-    let file = match file {
-        Ok(f) => f,
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-            return Err(Error::Refused(format!(
-                "--direct: the file system at {} refuses O_DIRECT; run without --direct \
-                 (and mind the page cache) or test another file system",
-                dir.display()
-            )))
-        }
-        Err(e) => {
-            return Err(Error::Refused(format!(
-                "--direct: cannot create a probe file in {}: {e}",
-                dir.display()
-            )))
-        }
-    };
-    let mut result = Ok(4096);
-    let len = xfer.min(1 << 20) as usize;
-    let mut buf = engine::buf::AlignedBuf::new(len, 4096);
-    buf.as_mut_slice().fill(0x5a);
-    if let Err(e) = file.write_at(buf.as_slice(), 0) {
-        result = Err(Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
-            format!(
-                "--direct: {} refuses O_DIRECT transfers of {}; use an --xfer that is a multiple of the \
-                 device block size (4k is safe)",
-                dir.display(),
-                format_size(xfer)
-            )
-        } else {
-            format!("--direct: probe write in {} failed: {e}", dir.display())
-        }));
-    }
+        .open(&probe)
+        .map_err(|e| direct_refused(dir, e))?;
+    let result = probe_write(&file, dir, xfer);
     let id = {
         use std::os::unix::fs::MetadataExt;
         file.metadata().ok().map(|m| safefs::FileId {
@@ -1802,4 +1862,57 @@ pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
         let _ = d.unlink_at(&name, Some(id));
     }
     result
+}
+
+/// Writes one transfer of the probe.
+fn probe_write(file: &fs::File, dir: &Path, xfer: u64) -> Result<usize, Error> {
+    let len = xfer.min(1 << 20) as usize;
+    let mut buf = engine::buf::AlignedBuf::new(len, 4096);
+    buf.as_mut_slice().fill(0x5a);
+    match file.write_at(buf.as_slice(), 0) {
+        Ok(_) => Ok(4096),
+        Err(e) => Err(transfer_refused(dir, xfer, e)),
+    }
+}
+
+/// Switches an open file to O_DIRECT (EINVAL: the file system refuses it).
+fn set_direct(f: &fs::File) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor `f` owns; no memory is passed.
+    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    // SAFETY: as above.
+    if fl < 0 || unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl | libc::O_DIRECT) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A probe file that could not be opened (or set) for O_DIRECT.
+fn direct_refused(dir: &Path, e: io::Error) -> Error {
+    Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
+        format!(
+            "--direct: the file system at {} refuses O_DIRECT; run without --direct \
+             (and mind the page cache) or test another file system",
+            dir.display()
+        )
+    } else {
+        format!(
+            "--direct: cannot make a probe file in {}: {e}",
+            dir.display()
+        )
+    })
+}
+
+/// A probe transfer the file system refused.
+fn transfer_refused(dir: &Path, xfer: u64, e: io::Error) -> Error {
+    Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
+        format!(
+            "--direct: {} refuses O_DIRECT transfers of {}; use an --xfer that is a multiple of the \
+             device block size (4k is safe)",
+            dir.display(),
+            format_size(xfer)
+        )
+    } else {
+        format!("--direct: probe transfer in {} failed: {e}", dir.display())
+    })
 }

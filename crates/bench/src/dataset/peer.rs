@@ -213,7 +213,7 @@ impl DataSet {
         let ours = match self.kind {
             SetKind::Native => true,
             SetKind::Sidecar(_) => self.guard.is_some(),
-            SetKind::Dd(_) => false,
+            SetKind::Dd(ref set) => set.nofollow,
         };
         if ours {
             return Vec::new();
@@ -382,7 +382,7 @@ pub fn share(coord: &dyn coord::Coordinator, made: Option<DataSet>) -> Result<Da
         kind: match s.kind {
             0 => SetKind::Native,
             1 => SetKind::Sidecar(PathBuf::new()),
-            _ => SetKind::Dd(Vec::new()),
+            _ => SetKind::Dd(super::DdSet::default()),
         },
         guard: None,
         peer: Some(s.peer),

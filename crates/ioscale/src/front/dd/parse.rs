@@ -378,6 +378,7 @@ pub(super) fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
             naming: Some(FileNaming::Dd {
                 paths,
                 notrunc: a.notrunc,
+                nofollow: false,
             }),
             ..Default::default()
         },

@@ -342,6 +342,7 @@ fn to_raw(run: &Run, f: u64) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>),
         naming: Some(FileNaming::Dd {
             paths: paths.clone(),
             notrunc: true,
+            nofollow: false,
         }),
         start_offsets: starts,
         ..Default::default()
@@ -1323,7 +1324,7 @@ mod tests {
         assert_eq!(s.threads, 3);
         assert_eq!(s.bytes_per_worker(), 1 << 20);
         match &s.naming {
-            FileNaming::Dd { paths, notrunc } => {
+            FileNaming::Dd { paths, notrunc, .. } => {
                 assert!(*notrunc);
                 assert_eq!(paths[2], dir.join("seq.2.0"));
             }

@@ -1,0 +1,424 @@
+//! Files a compatibility front-end names in the user's own directory and
+//! lays out before its runs: fio's `DIRECTORY/JOB.CLONE.FILE` and
+//! `filename=`.
+//!
+//! fio creates, extends, opens and unlinks these files by name, so a name
+//! planted in a shared directory steers its writes: a symbolic link at a
+//! job's file name sends them to the link's target (a block device, a file
+//! outside the directory), a FIFO blocks the open for ever, a device node
+//! is written into. ioscale takes the same names, but every step goes
+//! through a directory opened once ([`UserFiles`]) and held: a file is
+//! looked at with `lstat`, made with `O_CREAT|O_EXCL|O_NOFOLLOW`, reopened
+//! with `O_NOFOLLOW|O_NONBLOCK`, and anything but a regular file with one
+//! link is refused before a byte is written. What this run made is
+//! recorded by identity, and only that very file is removed (fio's
+//! `unlink=1`). The timed I/O then runs on the same names as a
+//! [`FileNaming::Dd`] set with `nofollow` ([`prepare_laid`]), whose files
+//! are all opened in their directory without following a link.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use safefs::{Access, DirHandle, FileId, Kind};
+use spec::WorkloadSpec;
+
+use super::{fs_err, new_marker, parent_of, DataSet, DdSet, SetKind};
+use crate::error::Error;
+
+/// The bytes a layout writes per system call.
+const CHUNK: usize = 1 << 20;
+
+/// The directories of a command's job files, each opened once and held
+/// for the whole command, and the files laid out in them.
+#[derive(Debug, Default)]
+pub struct UserFiles {
+    dirs: Vec<DirHandle>,
+}
+
+/// A file this command made (see [`UserFiles::remove`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Made {
+    /// The path, as the job names it (for messages).
+    pub path: PathBuf,
+    dir: usize,
+    name: OsString,
+    id: FileId,
+}
+
+/// What [`UserFiles::lay_out`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Laid {
+    /// Whether the file was short and was laid out (fio's `Laying out IO
+    /// file` line).
+    pub extended: bool,
+    /// The file, when this call made it.
+    pub made: Option<Made>,
+}
+
+/// `lstat` of `name` in `dir`, with the link count `EntryInfo` lacks.
+fn lstat_at(
+    dir: &DirHandle,
+    name: &std::ffi::OsStr,
+    path: &Path,
+) -> Result<Option<libc::stat>, Error> {
+    let c = std::ffi::CString::new(name.as_bytes())
+        .map_err(|_| Error::Refused(format!("{}: a name with a NUL byte", path.display())))?;
+    // SAFETY: `stat` is plain data; zeroed is a valid value to be written.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: the descriptor is open for the call, `c` is NUL-terminated
+    // and `st` a valid stat buffer; the kernel keeps neither.
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_fd().as_raw_fd(),
+            c.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        return Ok(Some(st));
+    }
+    let e = io::Error::last_os_error();
+    if e.kind() == io::ErrorKind::NotFound {
+        return Ok(None);
+    }
+    Err(Error::io(format!("cannot inspect {}", path.display()), e))
+}
+
+/// The kind of an entry from its `st_mode`.
+fn kind_of(mode: libc::mode_t) -> Kind {
+    match mode & libc::S_IFMT {
+        libc::S_IFREG => Kind::File,
+        libc::S_IFDIR => Kind::Dir,
+        libc::S_IFLNK => Kind::Symlink,
+        libc::S_IFIFO => Kind::Fifo,
+        libc::S_IFCHR => Kind::CharDevice,
+        libc::S_IFBLK => Kind::BlockDevice,
+        libc::S_IFSOCK => Kind::Socket,
+        _ => Kind::Other,
+    }
+}
+
+/// Why the entry `st` at `path` cannot be a job's file, if it cannot.
+fn refusal(st: &libc::stat, path: &Path) -> Option<Error> {
+    let kind = kind_of(st.st_mode);
+    if kind != Kind::File {
+        let why = match kind {
+            Kind::Symlink => "ioscale never follows a link at a job's file name",
+            Kind::Dir => "a job's file must be a regular file",
+            _ => "ioscale works on regular files only, never devices, FIFOs or sockets",
+        };
+        return Some(Error::Refused(format!(
+            "{} is a {}: {why}; remove it or choose another directory",
+            path.display(),
+            kind.name()
+        )));
+    }
+    (st.st_nlink > 1).then(|| {
+        Error::Refused(format!(
+            "{} has {} hard links: writing it would change another name's file too; \
+             remove it or choose another directory",
+            path.display(),
+            st.st_nlink
+        ))
+    })
+}
+
+/// `p`'s directory and its name in it.
+fn split(p: &Path) -> Result<(PathBuf, OsString), Error> {
+    let name = p.file_name().map(|n| n.to_os_string());
+    match name {
+        Some(n) if n != "." && n != ".." => Ok((parent_of(p), n)),
+        _ => Err(Error::Refused(format!(
+            "{}: not a file name (it ends in `..`, `.` or `/`)",
+            p.display()
+        ))),
+    }
+}
+
+impl UserFiles {
+    /// No directory held yet.
+    pub fn new() -> Self {
+        UserFiles::default()
+    }
+
+    /// The held handle of directory `d`, opened now if this is its first
+    /// file (a link in the path the user gave is followed: the directory
+    /// is the user's choice, as TARGET is).
+    fn held(&mut self, d: &Path) -> Result<usize, Error> {
+        if let Some(i) = self.dirs.iter().position(|h| h.path() == d) {
+            return Ok(i);
+        }
+        let h = DirHandle::open_target(d).map_err(|e| match e.kind {
+            safefs::ErrorKind::Io(source) => Error::Setup {
+                what: format!("directory {}", d.display()),
+                source,
+            },
+            safefs::ErrorKind::Refused(_) => fs_err(e),
+        })?;
+        self.dirs.push(h);
+        Ok(self.dirs.len() - 1)
+    }
+
+    /// Looks at a job's file before anything is written: `Ok(Some(size))`
+    /// for a regular file with one link, `Ok(None)` when the name is free;
+    /// a link (dangling or not), a directory, a device, a FIFO, a socket
+    /// or a hard-linked file is refused ([`Error::Refused`]) without being
+    /// opened.
+    pub fn check(&mut self, p: &Path) -> Result<Option<u64>, Error> {
+        let (d, name) = split(p)?;
+        let i = self.held(&d)?;
+        match lstat_at(&self.dirs[i], &name, p)? {
+            None => Ok(None),
+            Some(st) => match refusal(&st, p) {
+                Some(e) => Err(e),
+                None => Ok(Some(st.st_size as u64)),
+            },
+        }
+    }
+
+    /// Makes `p` hold at least `size` bytes, as fio lays out a job's file:
+    /// a file that is long enough is left alone; otherwise its blocks are
+    /// allocated (`fallocate`, where the file system has it) and, with
+    /// `fill` (a job that reads), the missing bytes are written and synced.
+    /// A missing file is made exclusively and recorded; an existing one
+    /// must be a regular file with one link (checked again on the open
+    /// descriptor, so a swap after [`UserFiles::check`] is refused, never
+    /// followed). `stop` (a signal) ends a long fill with
+    /// [`Error::Interrupted`]. A failed write is an [`Error::Setup`]
+    /// naming the file; what this call made is in [`Error`]'s caller's
+    /// hands only when it succeeded, so it removes a file it made before
+    /// returning an error.
+    pub fn lay_out(
+        &mut self,
+        p: &Path,
+        size: u64,
+        fill: bool,
+        stop: &AtomicBool,
+    ) -> Result<Laid, Error> {
+        let end = i64::try_from(size).map_err(|_| {
+            Error::Refused(format!(
+                "{}: {size} bytes is past the largest file offset (2^63-1)",
+                p.display()
+            ))
+        })?;
+        let (d, name) = split(p)?;
+        let i = self.held(&d)?;
+        let dir = &self.dirs[i];
+        if let Some(st) = lstat_at(dir, &name, p)? {
+            if let Some(e) = refusal(&st, p) {
+                return Err(e);
+            }
+            if st.st_size as u64 >= size {
+                return Ok(Laid {
+                    extended: false,
+                    made: None,
+                });
+            }
+        }
+        let (file, made) = match dir.create_at(&name, 0o644) {
+            Ok((f, id)) => (
+                f,
+                Some(Made {
+                    path: p.to_path_buf(),
+                    dir: i,
+                    name: name.clone(),
+                    id,
+                }),
+            ),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                let (f, _) = dir
+                    .open_file_at(&name, Access::Write, None)
+                    .map_err(fs_err)?;
+                let st = f
+                    .metadata()
+                    .map_err(|e| Error::io(format!("cannot inspect {}", p.display()), e))?;
+                if std::os::unix::fs::MetadataExt::nlink(&st) > 1 {
+                    return Err(Error::Refused(format!(
+                        "{} has other hard links: writing it would change another name's file \
+                         too; remove it or choose another directory",
+                        p.display()
+                    )));
+                }
+                (f, None)
+            }
+            Err(e) => return Err(fs_err(e)),
+        };
+        let r = extend(&file, end, fill, stop)
+            .map_err(|e| e.named(p))
+            .map(|()| Laid {
+                extended: true,
+                made: made.clone(),
+            });
+        if r.is_err() {
+            drop(file);
+            if let Some(m) = &made {
+                self.remove(std::slice::from_ref(m));
+            }
+        }
+        r
+    }
+
+    /// Checks that each held directory is still the one at its path: a
+    /// directory renamed away and replaced (or removed) since the command
+    /// opened it is refused, naming it, before the next step opens
+    /// anything by path.
+    pub fn check_dirs(&self) -> Result<(), Error> {
+        for h in &self.dirs {
+            let now = DirHandle::open_target(h.path()).map(|d| d.id());
+            if now.as_ref().ok() != Some(&h.id()) {
+                return Err(Error::Refused(format!(
+                    "directory {} was replaced or removed while the command ran (it is no longer \
+                     the directory opened at the start); nothing more is written there",
+                    h.path().display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes the files this command made (fio's `unlink=1`), each only
+    /// while it is still that very file, through the directory held since
+    /// the start (never a directory swapped in under its path). Returns
+    /// what could not be removed.
+    pub fn remove(&self, made: &[Made]) -> Vec<String> {
+        let mut left = Vec::new();
+        for m in made {
+            match self.dirs[m.dir].unlink_at(&m.name, Some(m.id)) {
+                Ok(_) => {}
+                Err(e) if e.is_not_found() => {}
+                Err(e) => left.push(e.to_string()),
+            }
+        }
+        left
+    }
+}
+
+/// Why extending a file stopped.
+enum Stopped {
+    Io(&'static str, io::Error),
+    Signal,
+}
+
+impl Stopped {
+    fn named(self, p: &Path) -> Error {
+        match self {
+            Stopped::Io(what, source) => Error::Setup {
+                what: format!("laying out {} ({what})", p.display()),
+                source,
+            },
+            Stopped::Signal => Error::Interrupted,
+        }
+    }
+}
+
+/// Allocates `file` up to `end` and, with `fill`, writes its missing
+/// bytes and syncs it.
+fn extend(file: &std::fs::File, end: i64, fill: bool, stop: &AtomicBool) -> Result<(), Stopped> {
+    let have = file.metadata().map_err(|e| Stopped::Io("fstat", e))?.len();
+    // fio's default fallocate=native: fallocate(2) itself, mode 0. A file
+    // system without it gets its blocks from the writes (fio goes on too).
+    // SAFETY: a valid descriptor and a range; no memory involved.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, end) };
+    if rc != 0 {
+        let e = io::Error::last_os_error();
+        if !matches!(
+            e.raw_os_error(),
+            Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
+        ) {
+            return Err(Stopped::Io("fallocate", e));
+        }
+    }
+    if !fill {
+        return Ok(());
+    }
+    let chunk = vec![0xa5u8; CHUNK];
+    let end = end as u64;
+    let mut at = have;
+    while at < end {
+        if stop.load(Ordering::Relaxed) {
+            return Err(Stopped::Signal);
+        }
+        let n = (end - at).min(CHUNK as u64) as usize;
+        file.write_all_at(&chunk[..n], at)
+            .map_err(|e| Stopped::Io("write", e))?;
+        at += n as u64;
+    }
+    file.sync_all().map_err(|e| Stopped::Io("fsync", e))
+}
+
+/// The data set of a run on files [`UserFiles`] laid out (`FileNaming::Dd`
+/// with `nofollow`): each must still be a regular file (a read run's at
+/// least as long as it reads), looked at without following a link; none
+/// is made or removed here, and the workers open every one in its
+/// directory with `O_NOFOLLOW` ([`DdSet::nofollow`]).
+pub(super) fn prepare_laid(
+    spec: &WorkloadSpec,
+    paths: &[PathBuf],
+    run_id: &str,
+) -> Result<DataSet, Error> {
+    let writes = spec.ops.iter().any(|o| o.writes());
+    let mut files = UserFiles::new();
+    let mut had_data = true;
+    for p in paths {
+        match files.check(p)? {
+            Some(len) if len >= spec.file_size() => {}
+            Some(len) if writes => had_data = had_data && len >= spec.file_size(),
+            Some(len) => {
+                return Err(Error::Refused(format!(
+                    "{} holds {len} bytes but this run reads {}; it was laid out before the run, \
+                     so it was changed since",
+                    p.display(),
+                    spec.file_size()
+                )))
+            }
+            None => {
+                return Err(Error::Refused(format!(
+                    "{} is gone: it was laid out before the run, so it was removed or its \
+                     directory replaced since",
+                    p.display()
+                )))
+            }
+        }
+    }
+    Ok(DataSet {
+        root: paths.first().map(|p| parent_of(p)).unwrap_or_default(),
+        created_root: false,
+        files: paths.to_vec(),
+        dirs: Vec::new(),
+        marker: new_marker(spec, run_id),
+        had_data,
+        kind: SetKind::Dd(DdSet {
+            created: Vec::new(),
+            nofollow: true,
+        }),
+        guard: None,
+        peer: None,
+    })
+}
+
+/// O_DIRECT checked on a job's own file, for a file system without
+/// `O_TMPFILE` ([`super::probe_direct`]): the file is opened without
+/// following a link, switched to O_DIRECT, and one transfer is read at
+/// `offset` (rounded down to 4 KiB). Nothing is written and nothing is
+/// made. A region that was never written (a hole) may be served without
+/// the alignment check; the job then names the misalignment itself.
+pub(super) fn probe_file(p: &Path, offset: u64, xfer: u64) -> Result<(), Error> {
+    let (d, name) = split(p)?;
+    let dir = DirHandle::open_target(&d).map_err(fs_err)?;
+    let (file, _) = dir
+        .open_file_at(&name, Access::Read, None)
+        .map_err(fs_err)?;
+    super::set_direct(&file).map_err(|e| super::direct_refused(&d, e))?;
+    let len = xfer.min(1 << 20) as usize;
+    let mut buf = engine::buf::AlignedBuf::new(len, 4096);
+    match file.read_at(buf.as_mut_slice(), offset / 4096 * 4096) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(super::transfer_refused(&d, xfer, e)),
+    }
+}

@@ -6,8 +6,14 @@
 //! maps each run to one [`spec::WorkloadSpec`] with fio's file names
 //! (`directory/jobname.CLONE.0`, or `filename=`), runs it on the same driver
 //! as `ioscale run`, and [`render`] prints fio's normal or JSON output from
-//! the measured figures only.
+//! the measured figures only. The front-end touches no path itself: the job
+//! files are checked, laid out and removed through the driver library
+//! (`files`), and the logs and `--output` are written through the binary's
+//! one output routine (`logs`, [`crate::output`]), all checked before the
+//! first run.
 
+mod files;
+mod logs;
 pub mod parse;
 pub mod render;
 pub mod sample;
@@ -16,6 +22,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use bench::dataset::user::{Made, UserFiles};
 use spec::{FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
 use self::parse::{EngineKind, Format, Job};
@@ -126,41 +133,6 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
     checks.iter().find(|(_, same)| !same).map(|(n, _)| *n)
 }
 
-/// The files of a job's clones, as fio names them: file `f` of each clone
-/// (`name.CLONE.f`).
-fn job_paths(j: &Job, f: u64) -> Result<Vec<PathBuf>, Usage> {
-    if let Some(d) = &j.directory {
-        if d.contains(':') {
-            return Err(Usage(format!(
-                "directory={d}: several directories are not supported; give one"
-            )));
-        }
-    }
-    let dir = PathBuf::from(j.directory.as_deref().unwrap_or("."));
-    if let Some(f) = &j.filename {
-        if f.contains(':') {
-            return Err(Usage(format!(
-                "filename={f}: several files per job are not supported; give one"
-            )));
-        }
-        if f.starts_with("/dev/") {
-            return Err(Usage(format!(
-                "filename={f}: ioscale works on regular files only, never devices"
-            )));
-        }
-        let p = if Path::new(f).is_absolute() {
-            PathBuf::from(f)
-        } else {
-            dir.join(f)
-        };
-        // Every clone uses the one file, as in fio.
-        return Ok(vec![p; j.numjobs as usize]);
-    }
-    Ok((0..j.numjobs)
-        .map(|c| dir.join(format!("{}.{c}.{f}", j.name)))
-        .collect())
-}
-
 /// What fio options ask for that ioscale cannot do, refused up front.
 fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
     let n = &j.name;
@@ -208,8 +180,10 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
     Ok(())
 }
 
-/// The size of each clone's file and the bytes of I/O it does.
-fn job_size(j: &Job, paths: &[PathBuf]) -> Result<u64, Usage> {
+/// The size of each clone's file and the bytes of I/O it does; `existing`
+/// is the size of the job's first file when it is there already (fio uses
+/// it when no size is given).
+fn job_size(j: &Job, existing: Option<u64>) -> Result<u64, Usage> {
     let size = match (j.size, j.filesize) {
         (Some(s), Some(f)) if s != f => {
             return Err(Usage(format!(
@@ -218,22 +192,27 @@ fn job_size(j: &Job, paths: &[PathBuf]) -> Result<u64, Usage> {
             )))
         }
         (Some(s), _) | (None, Some(s)) => s,
-        (None, None) => {
-            // fio uses an existing file's size when none is given.
-            match std::fs::metadata(&paths[0]) {
-                Ok(m) if m.is_file() && m.len() >= j.bs => m.len() / j.bs * j.bs,
-                _ => {
-                    return Err(Usage(format!(
-                        "job '{}': size= is required (the bytes each clone moves, e.g. size=1g)",
-                        j.name
-                    )))
-                }
+        (None, None) => match existing {
+            Some(len) if len >= j.bs && j.bs > 0 => len / j.bs * j.bs,
+            _ => {
+                return Err(Usage(format!(
+                    "job '{}': size= is required (the bytes each clone moves, e.g. size=1g)",
+                    j.name
+                )))
             }
-        }
+        },
     };
     if j.bs == 0 {
         return Err(Usage(format!(
             "bs=0 (job '{}'): must be at least 1",
+            j.name
+        )));
+    }
+    // No file is larger than the largest file offset.
+    if size > i64::MAX as u64 {
+        let opt = if j.size.is_some() { "size" } else { "filesize" };
+        return Err(Usage(format!(
+            "{opt}={size} (job '{}'): past the largest file offset (2^63-1 bytes)",
             j.name
         )));
     }
@@ -262,22 +241,29 @@ fn job_size(j: &Job, paths: &[PathBuf]) -> Result<u64, Usage> {
 }
 
 /// One run as an ioscale workload over file `f` of each clone
-/// (`nrfiles`), and the notes it needs.
-fn to_raw(run: &Run, f: u64) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> {
+/// (`nrfiles`), and the notes it needs. Each file is looked at through
+/// `files` (which refuses what no job may write) before anything is
+/// written.
+fn to_raw(
+    run: &Run,
+    f: u64,
+    files: &mut UserFiles,
+) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> {
     let j = &run.jobs[0];
     let mut notes = Vec::new();
     let mut paths = Vec::new();
-    // fio's clone k of a job starts at offset + k × offset_increment.
-    let mut starts = Vec::new();
-    for job in &run.jobs {
+    let mut existing = None;
+    for (k, job) in run.jobs.iter().enumerate() {
         refuse_unsupported(job)?;
-        paths.extend(job_paths(job, f)?);
-        starts.extend((0..job.numjobs).map(|k| job.offset + k * job.offset_increment));
+        let mine = files::job_paths(job, f)?;
+        let size = files::check(files, job, &mine)?;
+        if k == 0 {
+            existing = size;
+        }
+        paths.extend(mine);
     }
-    if starts.iter().all(|&o| o == 0) {
-        starts.clear();
-    }
-    let size = job_size(j, &paths)?;
+    let size = job_size(j, existing)?;
+    let starts = files::starts(run, size)?;
     let mut ops = vec![j.op];
     if j.verify.is_some() {
         ops.push(if j.op == Op::Randwrite {
@@ -342,104 +328,12 @@ fn to_raw(run: &Run, f: u64) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>),
         naming: Some(FileNaming::Dd {
             paths: paths.clone(),
             notrunc: true,
-            nofollow: false,
+            nofollow: true,
         }),
         start_offsets: starts,
         ..Default::default()
     };
     Ok((raw, paths, notes))
-}
-
-/// fio lays out a file before a job uses it, untimed: each file up to the
-/// end of the furthest region a clone moves in it (its start offset plus
-/// `size`). For a read job (`fill`) it writes the data; for a write job it
-/// allocates the blocks (fio's default `fallocate=native`), so the timed
-/// writes do not allocate, as fio's do not. Records in `out` (worker,
-/// bytes) for each file laid out; returns the files this created.
-fn lay_out(
-    paths: &[PathBuf],
-    starts: &[u64],
-    size: u64,
-    fill: bool,
-    out: &mut Vec<(usize, u64)>,
-) -> std::io::Result<Vec<PathBuf>> {
-    let mut created = Vec::new();
-    let mut need: Vec<(PathBuf, u64, usize)> = Vec::new();
-    for (i, p) in paths.iter().enumerate() {
-        let end = starts.get(i).copied().unwrap_or(0) + size;
-        match need.iter_mut().find(|(q, _, _)| q == p) {
-            Some((_, n, _)) => *n = (*n).max(end),
-            None => need.push((p.clone(), end, i)),
-        }
-    }
-    let chunk = vec![0xa5u8; 1 << 20];
-    for (p, size, worker) in &need {
-        let (p, size) = (p, *size);
-        let have = std::fs::metadata(p).map(|m| m.len()).ok();
-        if have.is_some_and(|l| l >= size) {
-            continue;
-        }
-        if have.is_none() {
-            created.push(p.clone());
-        }
-        out.push((*worker, size));
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(false)
-            .open(p)?;
-        if !fill {
-            use std::os::fd::AsRawFd;
-            // SAFETY: a valid descriptor and a range; no memory involved.
-            let rc = unsafe { libc::posix_fallocate(f.as_raw_fd(), 0, size as libc::off_t) };
-            // A file system without fallocate gets its blocks from the
-            // writes, as fio's fallback does.
-            if rc != 0 && rc != libc::EOPNOTSUPP && rc != libc::EINVAL {
-                return Err(std::io::Error::from_raw_os_error(rc));
-            }
-            continue;
-        }
-        use std::io::{Seek, SeekFrom};
-        let mut at = have.unwrap_or(0);
-        f.seek(SeekFrom::Start(at))?;
-        while at < size {
-            let n = (size - at).min(chunk.len() as u64) as usize;
-            f.write_all(&chunk[..n])?;
-            at += n as u64;
-        }
-        f.sync_all()?;
-    }
-    Ok(created)
-}
-
-/// fio's `Laying out IO file` lines: one per clone that had files laid
-/// out, with their number and total size in whole MiB.
-fn layout_lines(run: &Run, laid: &[(usize, u64)]) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut first = 0usize;
-    for j in &run.jobs {
-        for w in first..first + j.numjobs as usize {
-            let mine: Vec<u64> = laid
-                .iter()
-                .filter(|(x, _)| *x == w)
-                .map(|(_, b)| *b)
-                .collect();
-            let mib = mine.iter().sum::<u64>() >> 20;
-            match mine.len() {
-                0 => {}
-                1 => lines.push(format!(
-                    "{}: Laying out IO file (1 file / {mib}MiB)",
-                    j.name
-                )),
-                n => lines.push(format!(
-                    "{}: Laying out IO files ({n} files / total {mib}MiB)",
-                    j.name
-                )),
-            }
-        }
-        first += j.numjobs as usize;
-    }
-    lines
 }
 
 /// The workload of a fio job with `numjobs` set to `clones`, for
@@ -485,7 +379,8 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
             "a sweep runs a job with one file per clone; this one has nrfiles > 1".into(),
         ));
     }
-    let (raw, paths, _) = to_raw(&run, 0)?;
+    let mut files = UserFiles::new();
+    let (raw, paths, _) = to_raw(&run, 0, &mut files)?;
     let spec = raw.build().map_err(|e| {
         Usage(super::in_tool_terms(
             "fio",
@@ -496,14 +391,11 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
     })?;
     let reads = spec.ops.iter().all(|o| !o.writes());
     if reads || spec.ops.iter().all(|o| !o.reads()) {
-        lay_out(
-            &paths,
-            &spec.start_offsets,
-            spec.file_size(),
-            reads,
-            &mut Vec::new(),
-        )
-        .map_err(|e| Usage(format!("laying out {}: {e}", paths[0].display())))?;
+        // The sweep's own signal handling stops between points.
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let mut laid = files::LaidOut::default();
+        files::lay_out(&mut files, &spec, &paths, reads, &never, &mut laid)
+            .map_err(|e| Usage(format!("job '{}': {e}", run.jobs[0].name)))?;
     }
     Ok(spec)
 }
@@ -536,10 +428,11 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
     // job's ramp is cut out of its requests afterwards.
     engine::worker::set_io_log(
         jobs.iter()
-            .any(|j| (has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j)),
+            .any(|j| (logs::has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j)),
     );
-    // Check every run before the first one starts.
-    let planned = plan_runs(jobs).and_then(plan_specs)?;
+    // Check every run, and every file of it, before the first one starts.
+    let mut files = UserFiles::new();
+    let planned = plan_runs(jobs).and_then(|r| plan_specs(r, &mut files))?;
     if cli.print_spec {
         let specs: Vec<&WorkloadSpec> = planned
             .iter()
@@ -548,18 +441,11 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
     }
-    crate::output::check_output_set(
-        &[
-            ("--output", cli.output.as_deref()),
-            ("--ioscale-json", cli.ioscale_json.as_deref()),
-        ],
-        &[],
-    )
-    .map_err(Failure::refused)?;
+    check_outputs(&cli, &planned)?;
     let stop = crate::launch::install_signals()?;
     let mut argv = vec!["fio".to_string()];
     argv.extend(args.iter().cloned());
-    let mut st = Session::new(global);
+    let mut st = Session::new(global, files);
     let ctx = RunCtx {
         argv: &argv,
         stop: &stop,
@@ -567,15 +453,32 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         progress,
     };
     for p in &planned {
-        match st.run(p, &ctx) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(Failure::Refused(e)),
+        if !st.run(p, &ctx)? {
+            break;
         }
     }
     st.finish_disks();
-    emit(&cli, &st.report, &st.records)?;
-    Ok(st.code)
+    Ok(emit(&cli, &st.report, &st.records).max(st.code))
+}
+
+/// Checks every output of the command before the first run, as every
+/// command does: `--output`, `--ioscale-json` and each job's logs
+/// (`write_*_log`), none of them the same file as another or as a job's
+/// data file.
+fn check_outputs(cli: &parse::Cli, planned: &[Planned]) -> Result<(), Failure> {
+    let logs = logs::outputs(planned);
+    let mut outputs: Vec<(&str, Option<&Path>)> = vec![
+        ("--output", cli.output.as_deref()),
+        ("--ioscale-json", cli.ioscale_json.as_deref()),
+    ];
+    outputs.extend(logs.iter().map(|(o, p)| (*o, Some(p.as_path()))));
+    let data: Vec<(&str, &Path)> = planned
+        .iter()
+        .flat_map(|p| &p.files)
+        .flat_map(|(_, paths)| paths)
+        .map(|p| ("the data file ", p.as_path()))
+        .collect();
+    crate::output::check_output_set(&outputs, &data).map_err(Failure::refused)
 }
 
 /// One run with its workloads (one per file of each clone, `nrfiles`)
@@ -586,8 +489,9 @@ struct Planned {
     notes: Vec<String>,
 }
 
-/// Maps every run to its workloads, refusing what ioscale cannot run.
-fn plan_specs(runs: Vec<Run>) -> Result<Vec<Planned>, Usage> {
+/// Maps every run to its workloads, refusing what ioscale cannot run,
+/// and looks at every job file through `files` (see [`to_raw`]).
+fn plan_specs(runs: Vec<Run>, files: &mut UserFiles) -> Result<Vec<Planned>, Usage> {
     const NATIVE_FLAGS: &[(&str, &str)] = &[
         ("--xfer", "bs="),
         ("--size", "size="),
@@ -601,18 +505,22 @@ fn plan_specs(runs: Vec<Run>) -> Result<Vec<Planned>, Usage> {
     ];
     let mut planned = Vec::new();
     for run in runs {
-        let mut files = Vec::new();
+        let mut specs = Vec::new();
         let mut notes = Vec::new();
         for f in 0..run.jobs[0].nrfiles.max(1) {
-            let (raw, paths, n) = to_raw(&run, f)?;
+            let (raw, paths, n) = to_raw(&run, f, files)?;
             notes = n;
             let spec = raw.build().map_err(|e| {
                 let msg = e.to_string();
                 Usage(super::in_tool_terms("fio", &msg, &e.flags(), NATIVE_FLAGS))
             })?;
-            files.push((spec, paths));
+            specs.push((spec, paths));
         }
-        planned.push(Planned { run, files, notes });
+        planned.push(Planned {
+            run,
+            files: specs,
+            notes,
+        });
     }
     Ok(planned)
 }
@@ -634,10 +542,21 @@ struct Session {
     disk_before: Option<[u64; 11]>,
     /// fio numbers every clone of every job from 1 (its log file names).
     thread_base: u64,
+    /// The job files' directories, held since they were checked.
+    files: UserFiles,
+}
+
+/// How a run ended before its results were in.
+enum Stopped {
+    /// Refused before it measured anything (exit 2 when no run had
+    /// results yet).
+    Refused(bench::Error),
+    /// An I/O error laying out its files (exit 1, fio's job error).
+    Failed(bench::Error),
 }
 
 impl Session {
-    fn new(global: Vec<(String, String)>) -> Session {
+    fn new(global: Vec<(String, String)>, files: UserFiles) -> Session {
         Session {
             report: Report {
                 version: format!("ioscale-{}", env!("CARGO_PKG_VERSION")),
@@ -655,13 +574,16 @@ impl Session {
             disk_dev: None,
             disk_before: None,
             thread_base: 0,
+            files,
         }
     }
 
-    /// Runs one run and adds its entries; `Ok(false)`: interrupted, stop.
-    fn run(&mut self, p: &Planned, ctx: &RunCtx<'_>) -> Result<bool, String> {
+    /// Runs one run and adds its entries; `Ok(false)`: stopped (a signal
+    /// or an error, said and in `code`), run no more. A run refused before
+    /// any run had results is the command's failure (exit 2, and the files
+    /// it made are removed again).
+    fn run(&mut self, p: &Planned, ctx: &RunCtx<'_>) -> Result<bool, Failure> {
         let (run, files) = (&p.run, &p.files);
-        let (spec, paths) = (&files[0].0, &files[0].1);
         for n in &p.notes {
             eprintln!("fio: note: {n}");
         }
@@ -674,7 +596,38 @@ impl Session {
             self.code = 130;
             return Ok(false);
         }
-        let created = self.lay_out_files(run, files)?;
+        let mut laid = files::LaidOut::default();
+        let r = self
+            .lay_out_files(run, files, ctx.stop, &mut laid)
+            .and_then(|()| self.measure(p, ctx).map_err(Stopped::Refused));
+        let laid_all = r.is_ok();
+        let go_on = match r {
+            Ok(go_on) => go_on,
+            Err(e) => self.stopped(e, &laid.made)?,
+        };
+        if run.jobs[0].unlink {
+            self.unlink(&laid.made);
+            let found = if laid_all {
+                files::found(files, &laid.made)
+            } else {
+                Vec::new()
+            };
+            for p in found {
+                eprintln!(
+                    "fio: note: unlink=1: left {} in place: it was there before this run, and \
+                     ioscale removes only the files it made",
+                    p.display()
+                );
+            }
+        }
+        Ok(go_on)
+    }
+
+    /// The passes of a run on its laid-out files, its entries, records and
+    /// logs; `Ok(false)`: interrupted.
+    fn measure(&mut self, p: &Planned, ctx: &RunCtx<'_>) -> Result<bool, bench::Error> {
+        let (run, files) = (&p.run, &p.files);
+        let (spec, paths) = (&files[0].0, &files[0].1);
         if self.disk_dev.is_none() {
             let host = bench::host::collect(&spec.target);
             self.disk_dev = render::disk_name(&host.fs_source);
@@ -684,7 +637,7 @@ impl Session {
         let every = run
             .jobs
             .iter()
-            .filter(|j| has_logs(j) && j.log_avg_msec > 0)
+            .filter(|j| logs::has_logs(j) && j.log_avg_msec > 0)
             .map(|j| j.log_avg_msec)
             .min()
             .unwrap_or(BW_AVG_MSEC);
@@ -694,6 +647,7 @@ impl Session {
             &specs,
             run,
             ctx,
+            &self.files,
             workers,
             std::time::Duration::from_millis(every),
         );
@@ -711,45 +665,78 @@ impl Session {
         self.report
             .entries
             .extend(entries_of(run, spec, &passes, &sampled.ticks, cut));
-        if let Err(e) = write_logs(run, &passes, &sampled, self.thread_base, cut) {
+        for e in logs::write(run, &passes, &sampled, self.thread_base, cut) {
             eprintln!("fio: error: {e}");
-            self.code = self.code.max(1);
+            self.code = self.code.max(output_failure_code());
         }
         self.thread_base += u64::from(workers);
         self.records.extend(passes.into_iter().map(|p| p.rs));
-        if run.jobs[0].unlink {
-            for p in &created {
-                let _ = std::fs::remove_file(p);
-            }
-        }
         Ok(self.code != 130)
     }
 
-    /// Lays out a run's files (fio's `Laying out IO file` lines); returns
-    /// the files it created.
+    /// A run that stopped on `e`: an interruption ends the command with
+    /// 130 and a failure with 1, both with the results so far; a refusal
+    /// before any run had results is the command's failure (exit 2), with
+    /// the files this run made removed again (nothing was measured on
+    /// them). `Ok(false)`: run no more.
+    fn stopped(&mut self, e: Stopped, made: &[Made]) -> Result<bool, Failure> {
+        let (e, refused) = match e {
+            Stopped::Refused(e) => (e, true),
+            Stopped::Failed(e) => (e, false),
+        };
+        if matches!(e, bench::Error::Interrupted) {
+            self.code = 130;
+            return Ok(false);
+        }
+        if refused && self.records.is_empty() && e.exit_code() == 2 {
+            self.unlink(made);
+            return Err(Failure::Bench(e));
+        }
+        eprintln!("fio: error: {e}");
+        self.code = self.code.max(1);
+        Ok(false)
+    }
+
+    /// Removes the files a run made (`unlink=1`), only while each is still
+    /// the very file made, and says what stayed.
+    fn unlink(&self, made: &[Made]) {
+        for l in self.files.remove(made) {
+            eprintln!("fio: warning: unlink: left {l}");
+        }
+    }
+
+    /// Lays out a run's files (fio's `Laying out IO file` lines) through
+    /// the held directories, after checking that each is still the one
+    /// opened at the start; what it made is in `laid`, also on failure.
     fn lay_out_files(
         &mut self,
         run: &Run,
         files: &[(WorkloadSpec, Vec<PathBuf>)],
-    ) -> Result<Vec<PathBuf>, String> {
-        let mut created = Vec::new();
-        let mut laid = Vec::new();
+        stop: &std::sync::atomic::AtomicBool,
+        laid: &mut files::LaidOut,
+    ) -> Result<(), Stopped> {
+        self.files.check_dirs().map_err(Stopped::Refused)?;
         for (spec, paths) in files {
             // Files a job reads (a mix too) are written out first, as fio
             // lays them out; files it only writes are allocated.
             let reads = spec.ops.iter().any(|o| o.reads());
-            let c = lay_out(
-                paths,
-                &spec.start_offsets,
-                spec.file_size(),
-                reads,
-                &mut laid,
-            )
-            .map_err(|e| format!("laying out {}: {e}", paths[0].display()))?;
-            created.extend(c);
+            let r = files::lay_out(&mut self.files, spec, paths, reads, stop, laid);
+            if let Err(e) = r {
+                let name = &run.jobs[0].name;
+                return Err(match e {
+                    bench::Error::Interrupted => Stopped::Failed(e),
+                    bench::Error::Setup { what, source } => Stopped::Failed(bench::Error::Setup {
+                        what: format!("job '{name}': {what}"),
+                        source,
+                    }),
+                    e => Stopped::Refused(bench::Error::Refused(format!("job '{name}': {e}"))),
+                });
+            }
         }
-        self.report.layout_lines.extend(layout_lines(run, &laid));
-        Ok(created)
+        self.report
+            .layout_lines
+            .extend(files::layout_lines(run, &laid.lines));
+        Ok(())
     }
 
     /// The disk's counters over the whole command.
@@ -770,9 +757,18 @@ impl Session {
     }
 }
 
-/// Prints (or writes to `--output`) the report in each asked format, and
-/// writes `--ioscale-json`.
-fn emit(cli: &parse::Cli, report: &Report, records: &[report::ResultSet]) -> anyhow::Result<()> {
+/// The exit code of a result that could not be written: 1, as an I/O
+/// error, or 130 when a signal ended the wait for a FIFO's reader.
+fn output_failure_code() -> i32 {
+    if crate::output::interrupted() {
+        130
+    } else {
+        1
+    }
+}
+
+/// The report in each asked format.
+fn render_report(cli: &parse::Cli, report: &Report) -> String {
     let mut text = String::new();
     let formats = if cli.formats.is_empty() {
         vec![Format::Normal]
@@ -788,25 +784,58 @@ fn emit(cli: &parse::Cli, report: &Report, records: &[report::ResultSet]) -> any
                         "fio: note: json+: ioscale keeps no per-bucket latency bins; the output is fio's json"
                     );
                 }
-                text.push_str(&serde_json::to_string_pretty(&render::json(report))?);
+                let v = render::json(report);
+                text.push_str(&serde_json::to_string_pretty(&v).unwrap_or_default());
                 text.push('\n');
             }
             Format::Terse => text.push_str(&render::terse(report)),
         }
     }
-    match &cli.output {
-        Some(p) => crate::output::write_atomic(p, text.as_bytes())
-            .map_err(|e| anyhow::anyhow!("--output {}: {e:#}", p.display()))?,
-        None => std::io::stdout().write_all(text.as_bytes())?,
+    text
+}
+
+/// Prints (or writes to `--output`) the report in each asked format, and
+/// writes `--ioscale-json`, as every command writes its results: an
+/// output that cannot be written is named on standard error and ends the
+/// command with 1 (130 when a signal ended the wait for a FIFO's reader),
+/// the results kept — a report `--output` could not take is printed on
+/// standard output instead. Returns that code (0 when all was written).
+fn emit(cli: &parse::Cli, report: &Report, records: &[report::ResultSet]) -> i32 {
+    let text = render_report(cli, report);
+    let mut code = 0;
+    let mut fail = |what: String| {
+        eprintln!("fio: error: {what}");
+        code = output_failure_code();
+    };
+    let to_stdout = match &cli.output {
+        Some(p) => match crate::output::write_named("--output", p, text.as_bytes()) {
+            Ok(()) => false,
+            Err(e) => {
+                fail(format!("{e:#}; the report follows on standard output"));
+                true
+            }
+        },
+        None => true,
+    };
+    if to_stdout {
+        let mut out = std::io::stdout().lock();
+        // A closed pipe (ioscale fio … | head) is not worth a panic.
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
     }
     if let Some(p) = &cli.ioscale_json {
         let v = if records.len() == 1 {
-            serde_json::to_value(&records[0])?
+            serde_json::to_value(&records[0])
         } else {
-            serde_json::to_value(records)?
+            serde_json::to_value(records)
         };
-        crate::output::write_atomic(p, serde_json::to_string_pretty(&v)?.as_bytes())
-            .map_err(|e| anyhow::anyhow!("--ioscale-json {}: {e:#}", p.display()))?;
+        let bytes = v.and_then(|v| serde_json::to_vec_pretty(&v));
+        let r = bytes
+            .map_err(anyhow::Error::from)
+            .and_then(|b| crate::output::write_named("--ioscale-json", p, &b));
+        if let Err(e) = r {
+            fail(format!("{e:#}"));
+        }
     }
     let mut said = std::collections::BTreeSet::new();
     for w in records.iter().flat_map(|rs| &rs.warnings) {
@@ -814,7 +843,7 @@ fn emit(cli: &parse::Cli, report: &Report, records: &[report::ResultSet]) -> any
             eprintln!("fio: warning: {w}");
         }
     }
-    Ok(())
+    code
 }
 
 /// One pass of a run's spec: its record and each phase's per-worker
@@ -828,32 +857,33 @@ struct Pass {
 /// 500 ms.
 const BW_AVG_MSEC: u64 = 500;
 
-fn has_logs(j: &Job) -> bool {
-    j.bw_log.is_some() || j.lat_log.is_some() || j.iops_log.is_some()
-}
-
 /// Runs one run's specs (one per file of each clone, `nrfiles`) in turn:
 /// once, or (with `time_based`) again and again until `runtime` has
 /// passed, as fio loops over its files until time is up.
 /// A `ramp_time` runs first as passes that are not kept, as fio leaves
-/// the ramp out of its figures. Returns the measured passes, the exit code
-/// and each worker's per-interval figures.
+/// the ramp out of its figures. Before each pass the job files'
+/// directories are checked to be the ones opened at the start (`files`).
+/// Returns the measured passes, the exit code and each worker's
+/// per-interval figures; a pass that fails after others were measured
+/// ends the run with those (said, exit code 1), the first one's failure
+/// is the caller's.
 #[allow(clippy::type_complexity)]
 fn run_passes(
     specs: &[WorkloadSpec],
     run: &Run,
     ctx: &RunCtx<'_>,
+    files: &UserFiles,
     workers: u32,
     every: std::time::Duration,
-) -> Result<(Vec<Pass>, i32, Sampled), String> {
+) -> Result<(Vec<Pass>, i32, Sampled), bench::Error> {
     let j = &run.jobs[0];
     let pass = |i: usize, limit: Option<std::time::Duration>| {
         let mut s = specs[i % specs.len()].clone();
         if limit.is_some() {
             s.time_limit = limit;
         }
+        files.check_dirs()?;
         bench::run::run_with(&s, ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord)
-            .map_err(|e| e.to_string())
     };
     if !j.ramp_time.is_zero() && j.time_based {
         let t0 = Instant::now();
@@ -896,6 +926,15 @@ fn run_passes(
         };
         let o = match pass(out.len(), limit) {
             Ok(o) => o,
+            Err(bench::Error::Interrupted) if !out.is_empty() => {
+                code = 130;
+                break;
+            }
+            Err(e) if !out.is_empty() => {
+                eprintln!("fio: error: {e}");
+                code = 1;
+                break;
+            }
             Err(e) => {
                 sampler.finish();
                 return Err(e);
@@ -918,119 +957,6 @@ fn run_passes(
         }
     }
     Ok((out, code, sampler.finish()))
-}
-
-/// Writes fio's logs of the jobs that ask for them: `NAME_bw.N.log`,
-/// `NAME_iops.N.log`, `NAME_lat.N.log`, `_clat` and `_slat` (empty for a
-/// sync engine, which times no submission), N numbering every clone from 1
-/// as fio does. With `log_avg_msec=M` a line per M ms interval and
-/// direction, `msec, value, ddir, 0, 0` (the interval's KiB/s, IOPS or
-/// mean ns); without, a line per request, `msec, value, ddir, bs, 0`, as
-/// fio logs every I/O.
-fn write_logs(
-    run: &Run,
-    passes: &[Pass],
-    sampled: &Sampled,
-    thread_base: u64,
-    cut: Option<Instant>,
-) -> Result<(), String> {
-    let mut w = 0usize;
-    for j in &run.jobs {
-        for _ in 0..j.numjobs {
-            let n = thread_base + w as u64 + 1;
-            let files = if j.log_avg_msec > 0 {
-                let mine: &[Tick] = sampled.ticks.get(w).map(Vec::as_slice).unwrap_or(&[]);
-                interval_logs(j, mine, n)
-            } else {
-                let mine: Vec<&engine::IoLogEntry> = passes
-                    .iter()
-                    .flat_map(|p| &p.lat)
-                    .flat_map(|pl| &pl.detail)
-                    .filter(|(x, _)| *x as usize == w)
-                    .flat_map(|(_, d)| &d.log)
-                    .filter(|e| cut.is_none_or(|c| e.done >= c))
-                    .collect();
-                io_logs(j, &mine, sampled.t0, n)
-            };
-            for (path, body) in files {
-                std::fs::write(&path, body).map_err(|e| format!("writing the log {path}: {e}"))?;
-            }
-            w += 1;
-        }
-    }
-    Ok(())
-}
-
-/// The log files of a job with `log_avg_msec`: (path, text).
-fn interval_logs(j: &Job, mine: &[Tick], n: u64) -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> = Vec::new();
-    let line = |t: &Tick, v: u64| format!("{}, {v}, {}, 0, 0\n", t.t_ms, t.ddir());
-    let whole = || mine.iter().filter(|t| t.full);
-    if let Some(p) = &j.bw_log {
-        let body: String = whole().map(|t| line(t, t.kib_s() as u64)).collect();
-        files.push((format!("{p}_bw.{n}.log"), body));
-    }
-    if let Some(p) = &j.iops_log {
-        let body: String = whole().map(|t| line(t, t.iops() as u64)).collect();
-        files.push((format!("{p}_iops.{n}.log"), body));
-    }
-    if let Some(p) = &j.lat_log {
-        let avg = |f: fn(&Tick) -> u64| -> String {
-            mine.iter().map(|t| line(t, f(t) / t.ios.max(1))).collect()
-        };
-        files.push((format!("{p}_lat.{n}.log"), avg(|t| t.lat_ns)));
-        files.push((
-            format!("{p}_clat.{n}.log"),
-            avg(|t| t.lat_ns.saturating_sub(t.slat_ns)),
-        ));
-        // A sync engine times no submission: fio's empty file.
-        let slat = if j.engine == EngineKind::Sync {
-            String::new()
-        } else {
-            avg(|t| t.slat_ns)
-        };
-        files.push((format!("{p}_slat.{n}.log"), slat));
-    }
-    files
-}
-
-/// The log files of a job without `log_avg_msec`: a line per request,
-/// at its completion (its submission for slat), ms since the job started.
-/// bw is the request's bytes over its clat, in fio's unit
-/// (bytes × 10⁶ ÷ ns); iops is 1 per request.
-fn io_logs(j: &Job, mine: &[&engine::IoLogEntry], t0: Instant, n: u64) -> Vec<(String, String)> {
-    let ms = |t: Instant| t.saturating_duration_since(t0).as_millis() as u64;
-    let line = |t: u64, v: u64, e: &engine::IoLogEntry| {
-        format!("{t}, {v}, {}, {}, 0\n", u8::from(e.write), e.len)
-    };
-    let clat = |e: &engine::IoLogEntry| e.lat_ns - e.slat_ns.unwrap_or(0).min(e.lat_ns);
-    let each = |f: &dyn Fn(&engine::IoLogEntry) -> u64| -> String {
-        mine.iter().map(|e| line(ms(e.done), f(e), e)).collect()
-    };
-    let mut files: Vec<(String, String)> = Vec::new();
-    if let Some(p) = &j.bw_log {
-        let bw =
-            |e: &engine::IoLogEntry| (e.len as u64 * 1_000_000).checked_div(clat(e)).unwrap_or(0);
-        files.push((format!("{p}_bw.{n}.log"), each(&bw)));
-    }
-    if let Some(p) = &j.iops_log {
-        files.push((format!("{p}_iops.{n}.log"), each(&|_| 1)));
-    }
-    if let Some(p) = &j.lat_log {
-        files.push((format!("{p}_lat.{n}.log"), each(&|e| e.lat_ns)));
-        files.push((format!("{p}_clat.{n}.log"), each(&clat)));
-        // Logged when the request was handed over, as fio does.
-        let slat: String = mine
-            .iter()
-            .filter_map(|e| {
-                let sl = e.slat_ns?;
-                let issued = e.done - std::time::Duration::from_nanos(clat(e));
-                Some(line(ms(issued), sl, e))
-            })
-            .collect();
-        files.push((format!("{p}_slat.{n}.log"), slat));
-    }
-    files
 }
 
 /// The report entries of one run: per job clone, or per job with
@@ -1324,8 +1250,12 @@ mod tests {
         assert_eq!(s.threads, 3);
         assert_eq!(s.bytes_per_worker(), 1 << 20);
         match &s.naming {
-            FileNaming::Dd { paths, notrunc, .. } => {
-                assert!(*notrunc);
+            FileNaming::Dd {
+                paths,
+                notrunc,
+                nofollow,
+            } => {
+                assert!(*notrunc && *nofollow);
                 assert_eq!(paths[2], dir.join("seq.2.0"));
             }
             n => panic!("{n:?}"),

@@ -17,7 +17,7 @@
 //! are all opened in their directory without following a link.
 
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, Seek, SeekFrom, Write};
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
@@ -340,12 +340,18 @@ fn extend(file: &std::fs::File, end: i64, fill: bool, stop: &AtomicBool) -> Resu
     let chunk = vec![0xa5u8; CHUNK];
     let end = end as u64;
     let mut at = have;
+    // Sequential writes from the end of what is there, as fio's layout.
+    let mut f = file;
+    if at > 0 {
+        f.seek(SeekFrom::Start(at))
+            .map_err(|e| Stopped::Io("lseek", e))?;
+    }
     while at < end {
         if stop.load(Ordering::Relaxed) {
             return Err(Stopped::Signal);
         }
         let n = (end - at).min(CHUNK as u64) as usize;
-        file.write_all_at(&chunk[..n], at)
+        f.write_all(&chunk[..n])
             .map_err(|e| Stopped::Io("write", e))?;
         at += n as u64;
     }

@@ -40,18 +40,24 @@ pub struct UserFiles {
     dirs: Vec<DirHandle>,
 }
 
-/// A file this command made (see [`UserFiles::remove`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file this command made (see [`UserFiles::remove`]). It is held open
+/// until it is removed or dropped: a file system hands a deleted file's
+/// inode number to the next file made (ext4, tmpfs), so (device, inode)
+/// alone cannot tell this file from one made under its name after it was
+/// deleted; while this descriptor holds the inode, no other file can have
+/// its number.
+#[derive(Debug)]
 pub struct Made {
     /// The path, as the job names it (for messages).
     pub path: PathBuf,
     dir: usize,
     name: OsString,
     id: FileId,
+    _held: std::fs::File,
 }
 
 /// What [`UserFiles::lay_out`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub struct Laid {
     /// Whether the file was short and was laid out (fio's `Laying out IO
     /// file` line).
@@ -191,9 +197,9 @@ impl UserFiles {
     /// descriptor, so a swap after [`UserFiles::check`] is refused, never
     /// followed). `stop` (a signal) ends a long fill with
     /// [`Error::Interrupted`]. A failed write is an [`Error::Setup`]
-    /// naming the file; what this call made is in [`Error`]'s caller's
-    /// hands only when it succeeded, so it removes a file it made before
-    /// returning an error.
+    /// naming the file. A file this call made is handed back only when it
+    /// succeeds ([`Laid::made`]); on any error it is removed here (by
+    /// identity), so a failed layout leaves none of its own bytes behind.
     pub fn lay_out(
         &mut self,
         p: &Path,
@@ -221,16 +227,8 @@ impl UserFiles {
                 });
             }
         }
-        let (file, made) = match dir.create_at(&name, 0o644) {
-            Ok((f, id)) => (
-                f,
-                Some(Made {
-                    path: p.to_path_buf(),
-                    dir: i,
-                    name: name.clone(),
-                    id,
-                }),
-            ),
+        let (file, id) = match dir.create_at(&name, 0o644) {
+            Ok((f, id)) => (f, Some(id)),
             Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
                 let (f, _) = dir
                     .open_file_at(&name, Access::Write, None)
@@ -249,19 +247,22 @@ impl UserFiles {
             }
             Err(e) => return Err(fs_err(e)),
         };
-        let r = extend(&file, end, fill, stop)
-            .map_err(|e| e.named(p))
-            .map(|()| Laid {
-                extended: true,
-                made: made.clone(),
-            });
-        if r.is_err() {
-            drop(file);
-            if let Some(m) = &made {
-                self.remove(std::slice::from_ref(m));
+        if let Err(e) = extend(&file, end, fill, stop) {
+            if let Some(id) = id {
+                let _ = dir.unlink_at(&name, Some(id));
             }
+            return Err(e.named(p));
         }
-        r
+        Ok(Laid {
+            extended: true,
+            made: id.map(|id| Made {
+                path: p.to_path_buf(),
+                dir: i,
+                name,
+                id,
+                _held: file,
+            }),
+        })
     }
 
     /// Checks that each held directory is still the one at its path: a
@@ -374,7 +375,7 @@ pub(super) fn prepare_laid(
     for p in paths {
         match files.check(p)? {
             Some(len) if len >= spec.file_size() => {}
-            Some(len) if writes => had_data = had_data && len >= spec.file_size(),
+            Some(_) if writes => had_data = false,
             Some(len) => {
                 return Err(Error::Refused(format!(
                     "{} holds {len} bytes but this run reads {}; it was laid out before the run, \
@@ -426,5 +427,128 @@ pub(super) fn probe_file(p: &Path, offset: u64, xfer: u64) -> Result<(), Error> 
     match file.read_at(buf.as_mut_slice(), offset / 4096 * 4096) {
         Ok(_) => Ok(()),
         Err(e) => Err(super::transfer_refused(&d, xfer, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn never() -> AtomicBool {
+        AtomicBool::new(false)
+    }
+
+    #[test]
+    fn check_refuses_what_is_not_one_regular_file_without_opening_it() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let mut u = UserFiles::new();
+        assert_eq!(u.check(&d.join("free")).unwrap(), None);
+        std::fs::write(d.join("f"), b"12345").unwrap();
+        assert_eq!(u.check(&d.join("f")).unwrap(), Some(5));
+        std::os::unix::fs::symlink(d.join("nowhere"), d.join("dangling")).unwrap();
+        std::os::unix::fs::symlink(d.join("f"), d.join("link")).unwrap();
+        std::fs::create_dir(d.join("dir")).unwrap();
+        std::fs::hard_link(d.join("f"), d.join("hard")).unwrap();
+        let fifo = std::ffi::CString::new(d.join("fifo").as_os_str().as_bytes()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path of the test's own.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        for (name, says) in [
+            ("dangling", "symbolic link"),
+            ("link", "symbolic link"),
+            ("dir", "directory"),
+            ("hard", "hard links"),
+            ("fifo", "FIFO"),
+        ] {
+            let e = u.check(&d.join(name)).unwrap_err();
+            assert!(matches!(e, Error::Refused(_)), "{name}: {e}");
+            assert!(e.to_string().contains(says), "{name}: {e}");
+        }
+        assert_eq!(u.dirs.len(), 1, "one held handle per directory");
+        assert!(u.check(&d.join("..")).is_err());
+    }
+
+    #[test]
+    fn lay_out_makes_fills_extends_and_removes_only_what_it_made() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let mut u = UserFiles::new();
+        let a = d.join("a");
+        let laid = u.lay_out(&a, 3 << 20, true, &never()).unwrap();
+        assert!(laid.extended);
+        let made = laid.made.expect("made");
+        let bytes = std::fs::read(&a).unwrap();
+        assert_eq!(bytes.len(), 3 << 20);
+        assert!(bytes.iter().all(|&b| b == 0xa5));
+        // Long enough: left alone, not made again.
+        let again = u.lay_out(&a, 1 << 20, true, &never()).unwrap();
+        assert!(!again.extended && again.made.is_none());
+        // A user's short file is extended from its end, never truncated.
+        let b = d.join("b");
+        std::fs::write(&b, b"user").unwrap();
+        let laid = u.lay_out(&b, 8192, true, &never()).unwrap();
+        assert!(laid.extended && laid.made.is_none());
+        let bb = std::fs::read(&b).unwrap();
+        assert_eq!((&bb[..4], bb.len()), (&b"user"[..], 8192));
+        // A write job's file is allocated, not written.
+        let w = d.join("w");
+        u.lay_out(&w, 1 << 20, false, &never()).unwrap();
+        assert_eq!(std::fs::metadata(&w).unwrap().len(), 1 << 20);
+        // `a` replaced by another file under its name: not removed.
+        std::fs::remove_file(&a).unwrap();
+        std::fs::write(&a, b"someone else's").unwrap();
+        let left = u.remove(std::slice::from_ref(&made));
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_eq!(std::fs::read(&a).unwrap(), b"someone else's");
+    }
+
+    #[test]
+    fn a_stop_ends_a_fill_and_removes_the_file_it_made() {
+        let t = tempfile::tempdir().unwrap();
+        let stop = AtomicBool::new(true);
+        let mut u = UserFiles::new();
+        let e = u
+            .lay_out(&t.path().join("s"), 4 << 20, true, &stop)
+            .unwrap_err();
+        assert!(matches!(e, Error::Interrupted));
+        assert!(!t.path().join("s").exists());
+    }
+
+    #[test]
+    fn a_link_planted_after_the_check_is_refused_at_layout() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let mut u = UserFiles::new();
+        let p = d.join("j.0.0");
+        assert_eq!(u.check(&p).unwrap(), None);
+        let victim = d.join("victim");
+        std::fs::write(&victim, b"v").unwrap();
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        let e = u.lay_out(&p, 4096, true, &never()).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"v");
+    }
+
+    #[test]
+    fn a_replaced_directory_is_named_and_removal_goes_through_the_held_one() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("jobs");
+        std::fs::create_dir(&d).unwrap();
+        let mut u = UserFiles::new();
+        let made = u
+            .lay_out(&d.join("f"), 4096, false, &never())
+            .unwrap()
+            .made
+            .unwrap();
+        u.check_dirs().unwrap();
+        let old = t.path().join("jobs.old");
+        std::fs::rename(&d, &old).unwrap();
+        std::fs::create_dir(&d).unwrap();
+        std::fs::write(d.join("f"), b"foreign").unwrap();
+        let e = u.check_dirs().unwrap_err();
+        assert!(e.to_string().contains("replaced"), "{e}");
+        assert!(u.remove(&[made]).is_empty());
+        assert!(!old.join("f").exists());
+        assert_eq!(std::fs::read(d.join("f")).unwrap(), b"foreign");
     }
 }

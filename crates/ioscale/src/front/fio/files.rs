@@ -70,26 +70,33 @@ pub(super) fn job_paths(j: &Job, f: u64) -> Result<Vec<PathBuf>, Usage> {
         .collect())
 }
 
-/// Looks at each of a job's files before anything is written (through
-/// `files`, which holds their directories from now on): a link, a device,
-/// a FIFO, a socket, a directory or a hard-linked file under a job's file
-/// name is refused naming the job and the file. Returns the size of the
-/// first, when it exists (fio uses it when no `size=` is given).
-pub(super) fn check(
-    files: &mut UserFiles,
-    j: &Job,
-    paths: &[PathBuf],
-) -> Result<Option<u64>, Usage> {
-    let mut first = None;
-    for (i, p) in paths.iter().enumerate() {
-        let size = files
-            .check(p)
-            .map_err(|e| Usage(format!("job '{}': {e}", j.name)))?;
-        if i == 0 {
-            first = size;
+/// Looks at every file of a run's jobs (each of its `nrfiles`) before
+/// anything is written, through `files`, which holds their directories
+/// from now on: a link, a device, a FIFO, a socket, a directory or a
+/// hard-linked file under a job's file name is refused naming the job and
+/// the file, as is a directory that cannot be opened.
+pub(super) fn check_run(files: &mut UserFiles, run: &Run) -> Result<(), Usage> {
+    for j in &run.jobs {
+        for f in 0..j.nrfiles.max(1) {
+            for p in job_paths(j, f)? {
+                files
+                    .check(&p)
+                    .map_err(|e| Usage(format!("job '{}': {e}", j.name)))?;
+            }
         }
     }
-    Ok(first)
+    Ok(())
+}
+
+/// The size of job `j`'s file `p` when it is there (fio's size when none
+/// is given): `None` when it is missing or its directory cannot be opened
+/// (the job then needs `size=`); a name no job may use is refused.
+pub(super) fn size_of(files: &mut UserFiles, j: &Job, p: &Path) -> Result<Option<u64>, Usage> {
+    match files.check(p) {
+        Ok(size) => Ok(size),
+        Err(bench::Error::Setup { .. }) => Ok(None),
+        Err(e) => Err(Usage(format!("job '{}': {e}", j.name))),
+    }
 }
 
 /// Where each clone of a run's jobs starts in its file: fio's clone k of a

@@ -241,9 +241,9 @@ fn job_size(j: &Job, existing: Option<u64>) -> Result<u64, Usage> {
 }
 
 /// One run as an ioscale workload over file `f` of each clone
-/// (`nrfiles`), and the notes it needs. Each file is looked at through
-/// `files` (which refuses what no job may write) before anything is
-/// written.
+/// (`nrfiles`), and the notes it needs. Only a job without `size=` looks
+/// at its first file here (through `files`), for its size; every file is
+/// checked after the whole command line is ([`files::check_run`]).
 fn to_raw(
     run: &Run,
     f: u64,
@@ -252,16 +252,16 @@ fn to_raw(
     let j = &run.jobs[0];
     let mut notes = Vec::new();
     let mut paths = Vec::new();
-    let mut existing = None;
-    for (k, job) in run.jobs.iter().enumerate() {
+    for job in &run.jobs {
         refuse_unsupported(job)?;
-        let mine = files::job_paths(job, f)?;
-        let size = files::check(files, job, &mine)?;
-        if k == 0 {
-            existing = size;
-        }
-        paths.extend(mine);
+        paths.extend(files::job_paths(job, f)?);
     }
+    // fio uses an existing file's size when none is given.
+    let existing = if j.size.is_none() && j.filesize.is_none() {
+        files::size_of(files, j, &paths[0])?
+    } else {
+        None
+    };
     let size = job_size(j, existing)?;
     let starts = files::starts(run, size)?;
     let mut ops = vec![j.op];
@@ -389,6 +389,7 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
             &[("--xfer", "bs=")],
         ))
     })?;
+    files::check_run(&mut files, &run)?;
     let reads = spec.ops.iter().all(|o| !o.writes());
     if reads || spec.ops.iter().all(|o| !o.reads()) {
         // The sweep's own signal handling stops between points.
@@ -430,7 +431,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         jobs.iter()
             .any(|j| (logs::has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j)),
     );
-    // Check every run, and every file of it, before the first one starts.
+    // Check every run before the first one starts.
     let mut files = UserFiles::new();
     let planned = plan_runs(jobs).and_then(|r| plan_specs(r, &mut files))?;
     if cli.print_spec {
@@ -440,6 +441,11 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
             .collect();
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
+    }
+    // Then every file of every run, and every output, before any byte is
+    // written.
+    for p in &planned {
+        files::check_run(&mut files, &p.run)?;
     }
     check_outputs(&cli, &planned)?;
     let stop = crate::launch::install_signals()?;
@@ -489,8 +495,8 @@ struct Planned {
     notes: Vec<String>,
 }
 
-/// Maps every run to its workloads, refusing what ioscale cannot run,
-/// and looks at every job file through `files` (see [`to_raw`]).
+/// Maps every run to its workloads, refusing what ioscale cannot run
+/// (`files`: see [`to_raw`]).
 fn plan_specs(runs: Vec<Run>, files: &mut UserFiles) -> Result<Vec<Planned>, Usage> {
     const NATIVE_FLAGS: &[(&str, &str)] = &[
         ("--xfer", "bs="),

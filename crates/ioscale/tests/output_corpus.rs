@@ -823,7 +823,18 @@ impl Masker {
     /// Text output, line by line.
     fn text(&self, text: &str, mode: Mode) -> String {
         if mode == Mode::Exact {
-            return text.lines().map(|l| self.subst(l) + "\n").collect();
+            let lines: Vec<String> = text.lines().map(|l| self.subst(l)).collect();
+            // A substituted path changes the width of the columns it
+            // stands in (and of the rows aligned under it): the length of
+            // the checkout's or the scratch directory's path is not the
+            // tool's output, so such an output is compared with its runs
+            // of blanks squeezed.
+            let paths = ["$IN", "$W", "$ROOT", "$BIN"];
+            let moved = lines.iter().any(|l| paths.iter().any(|p| l.contains(p)));
+            return lines
+                .iter()
+                .map(|l| if moved { squeeze(l) } else { l.clone() } + "\n")
+                .collect();
         }
         let mut out: Vec<String> = Vec::new();
         let mut st = TextState::default();

@@ -26,8 +26,8 @@
 //! blocking HTTP/1.1 client whose agent keeps a connection pool. Together
 //! they fit ioscale's workers, threads running blocking loops: no async
 //! runtime, one agent (one connection) per worker, the answer's headers
-//! returned before its body is read (time to first byte), and about 90
-//! crates to build instead of the AWS SDK's 200.
+//! returned before its body is read (time to first byte), and 55 crates
+//! added to the build where the AWS SDK would bring some 260.
 //!
 //! With the `testing` feature, [`testing`] starts a real S3 server
 //! (s3s-fs) on loopback for tests and puts a fault-injecting proxy in

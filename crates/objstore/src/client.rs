@@ -156,9 +156,9 @@ fn agent_config(settings: &Settings) -> Result<ureq::config::Config, ConfigError
         .max_idle_connections(1)
         .max_idle_connections_per_host(1)
         .no_delay(true)
-        .timeout_connect(Some(Duration::from_secs(10)))
-        .timeout_per_read(Some(Duration::from_secs(60)))
-        .timeout_per_write(Some(Duration::from_secs(60)));
+        .timeout_connect(Some(settings.timeout.min(Duration::from_secs(10))))
+        .timeout_per_read(Some(settings.timeout))
+        .timeout_per_write(Some(settings.timeout));
     if let Some(p) = &settings.proxy {
         let proxy = ureq::Proxy::new(p).map_err(|e| ConfigError(format!("proxy {p}: {e}")))?;
         b = b.proxy(Some(proxy));

@@ -5,6 +5,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::profile::{config_section, SharedFile};
 
@@ -91,7 +92,13 @@ pub struct Settings {
     /// environment's `HTTPS_PROXY`/`HTTP_PROXY`/`NO_PROXY`, as the AWS
     /// tools honour them).
     pub proxy: Option<String>,
+    /// How long one read or write of a connection may wait (and a
+    /// connect, up to 10 s) before the attempt counts as dropped.
+    pub timeout: Duration,
 }
+
+/// The default of [`Settings::timeout`] (the AWS tools' socket timeout).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A setting that cannot be used: what, and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -392,6 +399,7 @@ impl Settings {
             addressing,
             ca_bundle,
             proxy: None,
+            timeout: DEFAULT_TIMEOUT,
         })
     }
 

@@ -48,6 +48,7 @@ pub mod testing;
 pub use client::{Client, Conn, Done, Timing};
 pub use config::{
     check_endpoint, Addressing, ConfigError, Credentials, Flags, Settings, DEFAULT_REGION,
+    DEFAULT_TIMEOUT,
 };
 pub use error::{Error, ErrorKind, Failure, Op};
 pub use ops::{ListPage, Listed, ObjectInfo, Upload, MAX_PARTS};

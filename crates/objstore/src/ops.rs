@@ -247,6 +247,11 @@ impl Conn {
         max_keys: Option<usize>,
     ) -> Result<Done<ListPage>, crate::Error> {
         let mut action = self.shared.bucket.list_objects_v2(Some(&self.shared.creds));
+        // Keys come back XML-escaped, not URL-encoded: s3s-fs echoes
+        // `encoding-type=url` without encoding, and a `+` in a key then
+        // came back as a space. ioscale's keys hold no character XML 1.0
+        // cannot carry (a prefix with a control character is refused).
+        action.query_mut().remove("encoding-type");
         if !prefix.is_empty() {
             action.with_prefix(prefix);
         }

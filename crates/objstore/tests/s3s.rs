@@ -418,3 +418,73 @@ fn https_with_the_ca_bundle_and_a_clear_error_without_it() {
     let e = Client::new(&settings, BUCKET, RetryPolicy::default()).unwrap_err();
     assert!(e.0.contains("no PEM certificate"), "{e}");
 }
+
+#[test]
+fn a_stalled_answer_times_out_and_counts_as_dropped() {
+    let Some(srv) = server() else { return };
+    let proxy = FaultProxy::start(
+        srv.addr(),
+        vec![Rule::new(Action::Delay(Duration::from_secs(3))).method("GET")],
+    )
+    .unwrap();
+    let mut settings = srv.settings();
+    settings.endpoint = proxy.endpoint();
+    settings.timeout = Duration::from_millis(300);
+    let mut c = conn(&settings, BUCKET, quick(1));
+    c.put("st/obj", b"stalled").unwrap();
+    let mut buf = [0u8; 16];
+    let e = c.get("st/obj", None, &mut buf).unwrap_err();
+    assert!(e.is_transport(), "{e}");
+    assert_eq!((e.attempts, e.retries.dropped), (2, 2), "{e}");
+    assert!(e.retries.failed_time >= Duration::from_millis(600), "{e:?}");
+}
+
+#[test]
+fn a_stop_flag_ends_the_backoff_of_a_throttled_request() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let Some(srv) = server() else { return };
+    let proxy = FaultProxy::start(srv.addr(), vec![Rule::new(Action::Status(503))]).unwrap();
+    let mut settings = srv.settings();
+    settings.endpoint = proxy.endpoint();
+    // Left alone, five retries would wait up to 10 s each.
+    let slow = RetryPolicy {
+        retries: 5,
+        base: Duration::from_secs(10),
+        cap: Duration::from_secs(10),
+    };
+    let mut c = conn(&settings, BUCKET, slow);
+    let stop = Arc::new(AtomicBool::new(false));
+    c.set_stop(stop.clone());
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let start = std::time::Instant::now();
+    let e = c.put("stop/obj", b"x").unwrap_err();
+    setter.join().unwrap();
+    assert_eq!(e.code(), Some("SlowDown"), "{e}");
+    assert!(e.attempts < 6, "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+    assert_eq!(e.retries.throttled, e.attempts);
+}
+
+#[test]
+fn keys_with_spaces_plus_and_unicode_round_trip_through_list() {
+    let Some(srv) = server() else { return };
+    let mut c = conn(&srv.settings(), BUCKET, RetryPolicy::default());
+    let key = "u/a b+c%d é&<x>";
+    c.put(key, b"odd").unwrap();
+    assert_eq!(std::fs::read(srv.object_path(BUCKET, key)).unwrap(), b"odd");
+    let page = c.list("u/", None, None, None).unwrap().value;
+    let keys: Vec<&str> = page.objects.iter().map(|o| o.key.as_str()).collect();
+    assert_eq!(keys, [key]);
+    assert_eq!(c.head(key).unwrap().value.unwrap().size, 3);
+    c.copy(key, "u/copy é").unwrap();
+    c.delete(key).unwrap();
+    assert!(!srv.object_path(BUCKET, key).exists());
+}

@@ -4,6 +4,20 @@
 //! directory, with signature checks on; its buckets are that directory's
 //! top-level directories, so a test can check what was stored byte for
 //! byte.
+//!
+//! What s3s-fs 0.14.1 does as S3 does (each checked in tests/s3s.rs):
+//! ranged GETs (416 past the end), multipart uploads (`EntityTooSmall`
+//! for a part under 5 MiB but the last), LIST v2 with continuation
+//! tokens and delimiters, CopyObject, `If-None-Match: *`, a wrong secret
+//! or key refused with 403 `SignatureDoesNotMatch` / `InvalidAccessKeyId`
+//! (presigned URLs included), a LIST of a missing bucket answered 404
+//! `NoSuchBucket`, virtual-host requests for `--domain HOST:PORT`.
+//! Where it differs: a PUT into a missing bucket makes its directory (S3:
+//! `NoSuchBucket`), so the bucket check is a LIST; an upload whose
+//! completion failed is dropped with its parts' files left behind, and
+//! its abort is refused `AccessDenied` (S3: `NoSuchUpload`); it echoes
+//! `encoding-type=url` on a LIST without encoding the keys (so the client
+//! does not ask for it).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -161,6 +175,7 @@ impl Server {
             addressing: Addressing::Path,
             ca_bundle: None,
             proxy: None,
+            timeout: crate::DEFAULT_TIMEOUT,
         }
     }
 }

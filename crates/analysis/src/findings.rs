@@ -113,7 +113,7 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
     // Wanted: ioscale's threads were running or waiting for a CPU, on
     // average, as many at a time as there are CPUs for them: they alone
     // keep every CPU busy, whatever else runs.
-    let wanted = own + wait >= CPU_SATURATED * rc as f64;
+    let wanted = r.cpus_wanted() >= CPU_SATURATED * rc as f64;
     if wanted || (busy >= CPU_SATURATED && (own >= 0.5 * rc as f64 || starved)) {
         return Limiter {
             limit: Limit::Cpu,
@@ -131,7 +131,7 @@ pub fn limiter(at: &[CurvePoint], ctx: &Context) -> Limiter {
         ),
         _ => String::new(),
     };
-    let mut l = limiter_below_cpu(r, fs, busy, w);
+    let mut l = limiter_below_cpu(r, p, fs, busy);
     l.figure.push_str(&disturbed);
     l
 }
@@ -227,7 +227,19 @@ fn cpu_figure(
     figure
 }
 
-fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
+/// Whether the device's busy time at point `p` is its phase's own: its
+/// I/O explains the device's traffic ([`Resources::device_explained`]).
+fn device_is_the_phases(r: &Resources, p: &CurvePoint) -> bool {
+    let way = if p.reads_only {
+        probe::evidence::Way::Reads
+    } else {
+        probe::evidence::Way::Writes
+    };
+    r.device_explained((p.read_bytes, p.write_bytes), way)
+}
+
+fn limiter_below_cpu(r: &Resources, p: &CurvePoint, fs: &str, busy: f64) -> Limiter {
+    let w = p.threads;
     // Only the daemon serving the target can limit it from one core; an
     // unrelated busy process matters only through the CPUs (above).
     if let Some(o) = r
@@ -245,7 +257,12 @@ fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
             workers: w,
         };
     }
-    if let Some(d) = r.device.as_ref().filter(|d| d.util >= DEVICE_SATURATED) {
+    let own = device_is_the_phases(r, p);
+    if let Some(d) = r
+        .device
+        .as_ref()
+        .filter(|d| d.util >= DEVICE_SATURATED && own)
+    {
         return Limiter {
             limit: Limit::Device,
             figure: format!(
@@ -258,10 +275,23 @@ fn limiter_below_cpu(r: &Resources, fs: &str, busy: f64, w: u32) -> Limiter {
             workers: w,
         };
     }
+    // A device kept busy by other work (or by writeback of earlier
+    // phases) is not this phase's: said as such, never the limit.
     let dev = r
         .device
         .as_ref()
-        .map(|d| format!(", device {} {} busy", d.name, pct(d.util)))
+        .map(|d| {
+            format!(
+                ", device {} {} busy{}",
+                d.name,
+                pct(d.util),
+                if own || d.util < 0.05 {
+                    ""
+                } else {
+                    ", not with this phase's I/O"
+                }
+            )
+        })
         .unwrap_or_default();
     if is_remote(fs) {
         let waiting = r
@@ -307,6 +337,21 @@ fn fuse_in_flight(r: &Resources) -> Option<String> {
     })
 }
 
+/// Whether operation `op` (a data operation of `run` or a metadata one
+/// of `meta`, by name) only reads.
+fn reads_only(op: &str) -> bool {
+    use spec::MetaOp;
+    match spec::Op::parse(op) {
+        Some(o) => o.reads() && !o.writes(),
+        None => matches!(
+            MetaOp::parse(op),
+            Some(
+                MetaOp::Read | MetaOp::Stat | MetaOp::StatDir | MetaOp::Readdir | MetaOp::Getxattr
+            )
+        ),
+    }
+}
+
 fn ev(what: &str, p: &CurvePoint) -> Evidence {
     Evidence {
         what: what.into(),
@@ -327,6 +372,10 @@ pub fn analyse_curve(
 ) -> CurveAnalysis {
     let mut all = points.to_vec();
     all.sort_by_key(|p| p.threads);
+    let reads = reads_only(op);
+    for p in &mut all {
+        p.reads_only = reads;
+    }
     let pts: Vec<CurvePoint> = all.iter().filter(|p| p.reps > 0).cloned().collect();
     let mut out = empty_curve(series, op, unit, &all);
     // Failed repetitions first: they change how to read everything else.
@@ -1220,7 +1269,7 @@ fn fuse_requests_sentence(op: &str, first: &CurvePoint, latency_s: f64) -> Strin
             )
         }
         Ok(d) => format!(
-            " No {} request was traced while the phase ran (data served from the page cache?), so the per-request time is not known.",
+            " No {} request was traced while the phase ran: the page cache served its data, so the time per request is not known.",
             d.names
         ),
         Err(why) if bpo > 131_072.0 => format!(
@@ -1251,7 +1300,7 @@ fn usl_part(out: &mut CurveAnalysis, pts: &[CurvePoint], sh: &Shape, u: &str) {
             ),
             Some(f) => {
                 out.usl_shown = true;
-                usl_sentence(f, u, sh.peak.value, sh.last.threads)
+                usl_sentence(f, u, sh)
             }
         };
         out.sentences.push(s);
@@ -1269,36 +1318,69 @@ fn coef(x: f64) -> String {
     }
 }
 
-fn usl_sentence(f: &UslFit, u: &str, measured_peak: f64, most: u32) -> String {
+/// The fit's sentence. A model is quoted only inside the range it was
+/// fitted on (from the fewest to the most workers measured, up to the
+/// highest rate measured); a figure beyond it is marked as an
+/// extrapolation with its distance ("80× the highest rate measured"), and
+/// none is the line's headline: the verdict is read from the points.
+fn usl_sentence(f: &UslFit, u: &str, sh: &Shape) -> String {
+    let (first, last, peak) = (&sh.first, &sh.last, &sh.peak);
     let head = format!(
-        "USL fit (Gunther) over {} points: σ = {} (contention), κ = {} (coherency), R² = {:.3}",
+        "USL fit (Gunther) over {} points from {} to {} workers: σ = {}, κ = {}, R² = {:.3}",
         f.points,
+        first.threads,
+        last.threads,
         coef(f.sigma),
         coef(f.kappa),
         f.r2
     );
+    let most = last.threads as f64;
+    // How far a rate lies beyond the highest measured one.
+    let beyond_rate = |c: f64| {
+        format!(
+            "an extrapolation, {}× the highest rate measured ({} {u} at {}), not a measurement",
+            num(c / peak.value),
+            num(peak.value),
+            workers_word(peak.threads)
+        )
+    };
+    // A rate the measured points reach: within 10 % of the highest.
+    let reached = |c: f64| c <= peak.value / ENOUGH_SHARE;
     match (f.peak_threads, f.ceiling) {
-        (_, Some(c)) if c < measured_peak * 0.98 => format!(
-            "{head}; its ceiling ({} {u}) is below the measured peak ({} {u}), so no peak or ceiling is predicted from it.",
+        (_, Some(c)) if c < peak.value * 0.98 => format!(
+            "{head}. Its ceiling, {} {u}, is below the measured peak of {} {u}, so no peak or ceiling is read from it.",
             num(c),
-            num(measured_peak)
+            num(peak.value)
         ),
-        (Some(n), Some(c)) if n > 2.0 * most as f64 => format!(
-            "{head}; κ > 0 puts a peak at N* = √((1−σ)/κ) ≈ {} workers with ≈ {} {u}, far beyond the {most} tested: an extrapolation, not a measurement.",
+        (Some(n), Some(c)) if n <= most && reached(c) => format!(
+            "{head}. It puts the peak inside the range measured, at N* = √((1−σ)/κ) ≈ {} workers with ≈ {} {u}.",
             num(n),
             num(c)
         ),
         (Some(n), Some(c)) => format!(
-            "{head}; it puts the peak at N* = √((1−σ)/κ) ≈ {} workers with ≈ {} {u}.",
+            "{head}. Beyond the range it was fitted on, it would put a peak at N* = √((1−σ)/κ) ≈ {} workers with ≈ {} {u}: {}× the most workers measured and {}.",
             num(n),
+            num(c),
+            num(n / most),
+            beyond_rate(c)
+        ),
+        (None, Some(c)) if f.kappa == 0.0 && reached(c) => format!(
+            "{head}. With κ = 0 it has no retrograde region, and it levels off towards λ/σ ≈ {} {u}, a rate the measured points reach.",
             num(c)
         ),
         (None, Some(c)) if f.kappa == 0.0 => format!(
-            "{head}; with κ = 0 there is no retrograde region: throughput levels off towards λ/σ ≈ {} {u}.",
+            "{head}. With κ = 0 it has no retrograde region; the level it tends to, λ/σ ≈ {} {u}, is {}.",
+            num(c),
+            beyond_rate(c)
+        ),
+        (None, Some(c)) => format!(
+            "{head}. With σ ≥ 1 it does not rise: its ceiling is ≈ {} {u}.",
             num(c)
         ),
-        (None, Some(c)) => format!("{head}; σ ≥ 1 leaves no rise: the ceiling is ≈ {} {u}.", num(c)),
-        _ => format!("{head}: linear over the range tested, no ceiling in sight."),
+        _ => format!(
+            "{head}. Linear from {} to {} workers; it says nothing beyond them.",
+            first.threads, last.threads
+        ),
     }
 }
 
@@ -1571,29 +1653,9 @@ pub fn unit_of(o: &crate::model::OpStats, units: Units) -> &'static str {
     }
 }
 
-/// Shortest probe window (summed over the repetitions) whose tick-counted
-/// CPU figures the analysis uses: other processes' CPU time and the
-/// machine's busy time are counted in ticks of 10 ms, so over 100 ms one
-/// tick is 0.1 of a core; over a 6 ms stat phase it read as 1.6 cores of
-/// a FUSE daemon that served 5 requests.
-pub const MIN_TICK_WINDOW_S: f64 = 0.1;
-
-/// The resources without the figures their window is too short to
-/// resolve: other processes' cores (the FUSE daemon, the busiest other
-/// process), the machine's busy cores (ioscale's own CPU time, counted to
-/// the microsecond, stays as its floor) and the sampled CPU wait.
-fn resolvable(r: &Resources) -> Resources {
-    let mut r = r.clone();
-    if r.elapsed_s < MIN_TICK_WINDOW_S {
-        r.top_other = None;
-        r.machine_busy_cores = r.self_cores;
-        r.self_cpu_wait = None;
-        if let Some(f) = r.fuse.as_mut() {
-            f.daemon = None;
-        }
-    }
-    r
-}
+/// Shortest probe window whose tick-counted CPU figures the analysis
+/// uses ([`probe::evidence::MIN_TICK_WINDOW_S`]).
+pub const MIN_TICK_WINDOW_S: f64 = probe::evidence::MIN_TICK_WINDOW_S;
 
 /// A point of a line, from one operation's statistics at one point.
 pub fn curve_point(
@@ -1680,9 +1742,12 @@ pub fn curve_point_of(
         cpu_s_per_op: o.cpu_s_per_op.unwrap_or(0.0),
         lat_p50_us: o.lat_p50_us.unwrap_or(0.0),
         lat_p99_us: o.lat_p99_us.unwrap_or(0.0),
-        resources: o.resources.as_ref().map(resolvable),
+        resources: o.resources.as_ref().map(Resources::resolvable),
         counts_files: o.counts_files,
         ops_total: o.ops_total,
+        read_bytes: o.read_bytes,
+        write_bytes: o.write_bytes,
+        reads_only: false,
         lat_p50_range_us: None,
         lat_p99_range_us: None,
         depth: 1,
@@ -1952,7 +2017,7 @@ mod tests {
                 ..Default::default()
             });
             CurvePoint {
-                resources: Some(resolvable(&r)),
+                resources: Some(r.resolvable()),
                 ..pt(2, &tight(400_000.0 / 256.0), 4096.0)
             }
         };
@@ -2777,10 +2842,14 @@ mod tests {
             util: 0.98,
             avg_queue: 31.7,
             avg_request_bytes: 1_048_576.0,
+            write_mib_s: 100.0,
             ..Default::default()
         });
+        // The phase wrote what the device wrote: its busy time is the
+        // phase's.
         let p = CurvePoint {
-            resources: Some(r),
+            resources: Some(r.clone()),
+            write_bytes: 100 << 20,
             ..pt(8, &tight(100.0), KIB64)
         };
         let l = limiter(std::slice::from_ref(&p), &ctx("ext4"));
@@ -2789,6 +2858,50 @@ mod tests {
             l.figure.contains("device vda 98% busy, queue 31.7"),
             "{}",
             l.figure
+        );
+        // A stat served from the caches (no data, the device only writing
+        // for other work): the device is busy, but not the limit.
+        let stat = CurvePoint {
+            resources: Some(r.clone()),
+            write_bytes: 0,
+            reads_only: true,
+            counts_files: true,
+            ..pt(8, &tight(100.0), 0.0)
+        };
+        let l = limiter(std::slice::from_ref(&stat), &ctx("ext4"));
+        assert_eq!(l.limit, Limit::Unidentified, "{}", l.figure);
+        assert!(
+            l.figure
+                .contains("device vda 98% busy, not with this phase's I/O"),
+            "{}",
+            l.figure
+        );
+        // Reads the page cache served while others wrote: the same.
+        let cached = CurvePoint {
+            read_bytes: 100 << 20,
+            reads_only: true,
+            ..stat.clone()
+        };
+        let l = limiter(std::slice::from_ref(&cached), &ctx("ext4"));
+        assert_eq!(l.limit, Limit::Unidentified, "{}", l.figure);
+        // Through analyse_curve, a stat line names no device either.
+        let c = analyse_curve(
+            "",
+            "stat",
+            "files/s",
+            &[
+                CurvePoint {
+                    threads: 1,
+                    ..stat.clone()
+                },
+                stat.clone(),
+            ],
+            &ctx("ext4"),
+        );
+        assert!(
+            !c.verdict.text.contains("limited by device"),
+            "{}",
+            c.verdict.text
         );
         let mut r = res("fuse.sshfs", 1.1, 0.1);
         let sshfs = ProcessUse {
@@ -3032,10 +3145,7 @@ mod tests {
             &ctx("ext4"),
         );
         let s = a.sentences.iter().find(|s| s.contains("USL")).unwrap();
-        assert!(
-            s.contains("κ = 0 (coherency)") && s.contains("with κ = 0"),
-            "{s}"
-        );
+        assert!(s.contains("κ = 0,") && s.contains("With κ = 0"), "{s}");
         // Noise the model cannot explain is not quoted.
         let zig = vec![
             pt(1, &tight(50.0), KIB64),
@@ -3064,9 +3174,79 @@ mod tests {
             r2: 0.95,
             points: 6,
         };
-        let s = usl_sentence(&f, "MiB/s", 526.0, 16);
-        assert!(s.contains("below the measured peak (526 MiB/s)"), "{s}");
+        let pts: Vec<CurvePoint> = [1, 2, 4, 8, 16]
+            .iter()
+            .map(|&n| {
+                pt(
+                    n,
+                    &tight(if n == 16 { 526.0 } else { 30.0 * n as f64 }),
+                    KIB64,
+                )
+            })
+            .collect();
+        let s = usl_sentence(&f, "MiB/s", &Shape::of(&pts));
+        assert!(s.contains("below the measured peak of 526 MiB/s"), "{s}");
         assert!(!s.contains("levels off"), "{s}");
+    }
+
+    /// A fitted figure beyond the range the fit was made on is marked as
+    /// an extrapolation with its distance, and never leads: seen, "levels
+    /// off towards ≈ 60,868 MiB/s" 80× above the highest point measured,
+    /// and "peak at ≈ 24 workers" of a line that never fell.
+    #[test]
+    fn usl_figures_beyond_the_fitted_range_are_marked_as_extrapolations() {
+        let line = |ns: &[u32], s: f64, k: f64| -> Vec<CurvePoint> {
+            ns.iter()
+                .map(|&n| {
+                    let x = n as f64;
+                    pt(
+                        n,
+                        &tight(25.0 * x / (1.0 + s * (x - 1.0) + k * x * (x - 1.0))),
+                        KIB64,
+                    )
+                })
+                .collect()
+        };
+        let a = analyse_curve(
+            "",
+            "write",
+            "MiB/s",
+            &line(&[1, 2, 4, 8, 16], 0.001, 0.0),
+            &ctx("ext4"),
+        );
+        assert!(a.usl_shown, "{:?}", a.sentences);
+        let s = a.sentences.iter().find(|s| s.contains("USL")).unwrap();
+        assert!(
+            s.contains("an extrapolation,") && s.contains("× the highest rate measured ("),
+            "{s}"
+        );
+        assert!(!s.contains("levels off towards"), "{s}");
+        assert!(!a.verdict.text.contains("USL"), "{}", a.verdict.text);
+        let a = analyse_curve(
+            "",
+            "write",
+            "MiB/s",
+            &line(&[1, 2, 4, 8, 16], 0.01, 0.0015),
+            &ctx("ext4"),
+        );
+        assert!(a.usl_shown, "{:?}", a.sentences);
+        let s = a.sentences.iter().find(|s| s.contains("USL")).unwrap();
+        assert!(
+            s.contains("Beyond the range it was fitted on, it would put a peak at N*")
+                && s.contains("× the most workers measured and an extrapolation"),
+            "{s}"
+        );
+        assert!(!a.verdict.text.contains("USL"), "{}", a.verdict.text);
+        // Inside the range: quoted as the model's reading of the points.
+        let a = analyse_curve(
+            "",
+            "write",
+            "MiB/s",
+            &line(&[1, 2, 4, 8, 16, 32, 64], 0.02, 0.0004),
+            &ctx("ext4"),
+        );
+        let s = a.sentences.iter().find(|s| s.contains("USL")).unwrap();
+        assert!(s.contains("inside the range measured"), "{s}");
     }
 
     #[test]

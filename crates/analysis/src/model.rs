@@ -225,6 +225,13 @@ pub struct OpStats {
     /// repetitions together.
     #[serde(default)]
     pub ops_total: u64,
+    /// Bytes read by the good repetitions together (0 in records written
+    /// before it was kept).
+    #[serde(default)]
+    pub read_bytes: u64,
+    /// Bytes written by the good repetitions together.
+    #[serde(default)]
+    pub write_bytes: u64,
     /// What the phase used (CPU, device, FUSE), over its good repetitions,
     /// when the driver measured it (see the `probe` crate).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -380,6 +387,12 @@ impl OpStats {
             ci,
             counts_files: all.iter().any(|p| p.files.is_some()),
             ops_total: rows.iter().map(|p| p.ops).sum(),
+            read_bytes: rows
+                .iter()
+                .fold(0u64, |a, p| a.saturating_add(p.read_bytes)),
+            write_bytes: rows
+                .iter()
+                .fold(0u64, |a, p| a.saturating_add(p.write_bytes)),
             resources: Resources::combine(&res),
         })
     }

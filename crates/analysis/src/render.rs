@@ -858,12 +858,18 @@ pub fn render_text(rec: &SweepRecord) -> String {
     report::export::join_sections(sections)
 }
 
-/// A warning with its figures taken out, so the same warning about
-/// different sizes counts once.
+/// A warning's statement without its figures: the part before its first
+/// ": " (the figures and advice follow it), digits taken out, so the same
+/// warning about different sizes or thread counts counts once, while the
+/// same statement about two targets ("the target /a is on tmpfs") does
+/// not (a number is a word of digits, so `/mnt/t1` and `/mnt/t2` stay
+/// apart).
 pub fn warning_kind(w: &str) -> String {
-    w.chars()
-        .filter(|c| !c.is_ascii_digit() && *c != '.')
-        .collect()
+    let head = w.split(": ").next().unwrap_or(w);
+    head.split_whitespace()
+        .filter(|t| !t.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ','))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The CSV columns of a sweep, one row per point and operation.

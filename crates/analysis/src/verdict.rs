@@ -36,7 +36,7 @@ pub const USL_MIN_R2: f64 = 0.9;
 /// Machine CPU busy share from which the CPUs are the limit; also the
 /// share of the CPUs ioscale may use that its threads must want (running
 /// or waiting for a CPU, on average) to be limited by them.
-pub const CPU_SATURATED: f64 = 0.9;
+pub const CPU_SATURATED: f64 = probe::evidence::CPUS_FULL;
 
 /// Share of the time each of ioscale's threads must wait for a CPU for it
 /// to count as starved (kept off the CPUs by other work).
@@ -274,6 +274,17 @@ pub struct CurvePoint {
     /// job); 0 or 1: one.
     #[serde(default)]
     pub depth: u32,
+    /// Bytes read by the good repetitions together: with `write_bytes`,
+    /// what the phase's own I/O can explain of the device's traffic.
+    #[serde(default)]
+    pub read_bytes: u64,
+    /// Bytes written by the good repetitions together.
+    #[serde(default)]
+    pub write_bytes: u64,
+    /// The operation only reads (a read, a stat, a listing): the device
+    /// traffic a phase of it that moved no data can explain is reads.
+    #[serde(default)]
+    pub reads_only: bool,
 }
 
 impl CurvePoint {

@@ -30,6 +30,7 @@ pub mod cluster;
 pub mod dataset;
 pub mod digest;
 pub mod error;
+mod evidence;
 pub mod host;
 pub mod meta;
 mod phase;

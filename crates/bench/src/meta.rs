@@ -23,8 +23,9 @@ use spec::{MetaOp, MetaSpec, TreeState};
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::tree::{close, prepare, union, Tree};
 use crate::error::Error;
+use crate::evidence::{meta_cache_warning, turns_warning, Machine};
 use crate::host;
-use crate::phase::{drive, Ctx, Flow, Kind, Sequence};
+use crate::phase::{drive, Ctx, Flow, Kind, Measured, Sequence};
 use crate::record::new_record;
 use crate::run::{
     make_run_id, space_warning, stonewall, verify_record, Outcome, RunArgs, Workload,
@@ -45,34 +46,35 @@ fn preflight(spec: &MetaSpec) -> Result<(), Error> {
     Ok(())
 }
 
-fn warnings(spec: &MetaSpec, host: &HostInfo) -> Vec<String> {
+/// Warnings that hold whatever the phases measure; the caches and the
+/// CPUs are decided after them (`crate::evidence`).
+fn warnings(host: &HostInfo) -> Vec<String> {
     let mut w = Vec::new();
     if matches!(host.fs_type.as_str(), "tmpfs" | "ramfs") {
         w.push(format!(
-            "the target is on {}: memory, not storage",
-            host.fs_type
+            "the target {} is on {}: memory, not storage",
+            host.target, host.fs_type
         ));
-    }
-    if spec.threads > host.cpus.max(1) * 4 {
-        w.push(format!(
-            "{} threads on {} CPUs: threads take turns; the aggregate rate (first start to last \
-             finish) is the honest figure, the stonewall figure shows the files done by the time \
-             the first thread finished",
-            spec.threads, host.cpus
-        ));
-    }
-    let reads_after_write = spec.ops.iter().enumerate().any(|(i, o)| {
-        matches!(o, MetaOp::Read | MetaOp::Stat | MetaOp::Readdir)
-            && spec.ops[..i].iter().any(|p| p.writes_data())
-    });
-    if reads_after_write && !spec.direct {
-        w.push(
-            "a read, stat or readdir phase follows the create in the same run: it is served from \
-             the page and inode caches, not the storage"
-                .into(),
-        );
     }
     w
+}
+
+/// The reading phases of `spec` that follow a create of the same run
+/// (buffered): the kernel's caches hold what they read.
+fn read_after_create(spec: &MetaSpec) -> Vec<&'static str> {
+    if spec.direct {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, o) in spec.ops.iter().enumerate() {
+        if matches!(o, MetaOp::Read | MetaOp::Stat | MetaOp::Readdir)
+            && spec.ops[..i].iter().any(|p| p.writes_data())
+            && !out.contains(&o.name())
+        {
+            out.push(o.name());
+        }
+    }
+    out
 }
 
 /// The metadata workload: [`run_with_hook`] of a [`MetaSpec`]. Rank 0
@@ -90,6 +92,7 @@ impl Workload for MetaSpec {
             gspec,
             warns,
             tree,
+            machine,
         } = setup(spec, args.coord, &mut notes)?;
         let results = new_record(args.command, host, JobSpec::Meta(spec.clone()));
         let mut ctx = Ctx::new(args.coord, &topo, &args.stop, args.opts);
@@ -105,6 +108,7 @@ impl Workload for MetaSpec {
             spec: &gspec,
             tree,
             warns,
+            machine,
             notes,
             ran_cleanup: false,
             keep_going: args.opts.keep_going,
@@ -123,6 +127,8 @@ struct MetaRun<'s> {
     spec: &'s MetaSpec,
     tree: Tree,
     warns: Vec<String>,
+    /// What the warnings decided after the phases weigh.
+    machine: Machine,
     notes: Vec<String>,
     /// Indices per thread that the next phase may use.
     limit: Vec<u64>,
@@ -297,7 +303,15 @@ impl<'s> Kind for MetaRun<'s> {
         flow
     }
 
-    fn take_warnings(&mut self) -> Vec<String> {
+    fn take_warnings(&mut self, m: &Measured<'_>) -> Vec<String> {
+        let mut w: Vec<String> = Vec::new();
+        w.extend(turns_warning("threads", &self.machine, m));
+        w.extend(meta_cache_warning(
+            &read_after_create(self.spec),
+            &self.machine,
+            m,
+        ));
+        self.warns.extend(w);
         std::mem::take(&mut self.warns)
     }
 
@@ -336,6 +350,7 @@ struct Setup {
     gspec: MetaSpec,
     warns: Vec<String>,
     tree: Tree,
+    machine: Machine,
 }
 
 /// The checks, warnings and tree before the first phase: collective calls
@@ -352,9 +367,13 @@ fn setup(
     gspec.threads = topo.workers;
     cluster::agree(coord, preflight(&gspec))?;
     // CPUs are per node: warn about one node's share.
-    let mut node_spec = spec.clone();
-    node_spec.threads = topo.threads_per_node();
-    let mut warns = warnings(&node_spec, &host);
+    let machine = Machine {
+        cpus: host.cpus,
+        mem_bytes: host.mem_bytes,
+        threads: topo.threads_per_node(),
+        nodes: topo.nodes(),
+    };
+    let mut warns = warnings(&host);
     if gspec.ops.contains(&MetaOp::Create) {
         warns.extend(space_warning(
             &gspec.target,
@@ -376,6 +395,7 @@ fn setup(
         gspec,
         warns,
         tree,
+        machine,
     })
 }
 

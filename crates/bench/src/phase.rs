@@ -236,8 +236,9 @@ pub(crate) trait Kind {
     /// comes next when the phase neither failed nor was interrupted (the
     /// driver decides those).
     fn after_phase(&mut self, op: Self::Op, out: &PhaseOut<Self::Sample>, ctx: &Ctx<'_>) -> Flow;
-    /// The run's warnings, once, after the last phase.
-    fn take_warnings(&mut self) -> Vec<String>;
+    /// The run's warnings, once, after the last phase, decided where they
+    /// can be from what the phases measured (`m`).
+    fn take_warnings(&mut self, m: &Measured<'_>) -> Vec<String>;
     /// Whether [`Kind::finish`] on rank 0 removes or rewrites what the run
     /// made, so an interrupted record is handed to the caller first.
     fn cleans_up(&self) -> bool;
@@ -258,6 +259,51 @@ impl<'a, Op> Sequence<'a, Op> {
     /// `reps` times `ops` on `target`.
     pub(crate) fn new(ops: &'a [Op], reps: u32, target: &'a Path) -> Self {
         Sequence { ops, reps, target }
+    }
+}
+
+/// What the phases of a run measured: their records and, where the probe
+/// ran, what each used. The warnings decided after the last phase read
+/// it (`crate::evidence`).
+pub(crate) struct Measured<'a> {
+    phases: &'a [PhaseRecord],
+    probes: &'a [PhaseProbe],
+}
+
+impl<'a> Measured<'a> {
+    /// The recorded `phases` and the `probes` of the timed ones.
+    pub(crate) fn new(phases: &'a [PhaseRecord], probes: &'a [PhaseProbe]) -> Self {
+        Measured { phases, probes }
+    }
+
+    /// Each recorded phase with its probe, where it has one: the n-th
+    /// phase of an operation and repetition with the n-th probe of the
+    /// same (layout phases are never probed).
+    pub(crate) fn with_probes(
+        &self,
+    ) -> impl Iterator<Item = (&'a PhaseRecord, Option<&'a probe::Resources>)> + '_ {
+        let mut used = vec![false; self.probes.len()];
+        self.phases.iter().map(move |p| {
+            let i = self
+                .probes
+                .iter()
+                .enumerate()
+                .position(|(i, q)| !used[i] && q.op == p.op && q.rep == p.rep);
+            (
+                p,
+                i.map(|i| {
+                    used[i] = true;
+                    &self.probes[i].resources
+                }),
+            )
+        })
+    }
+
+    /// The phases that have a probe, with it.
+    pub(crate) fn probed(
+        &self,
+    ) -> impl Iterator<Item = (&'a PhaseRecord, &'a probe::Resources)> + '_ {
+        self.with_probes().filter_map(|(p, r)| Some((p, r?)))
     }
 }
 
@@ -296,7 +342,7 @@ pub(crate) fn drive<K: Kind>(
         }
     }
     let mut results = g.results;
-    results.warnings = k.take_warnings();
+    results.warnings = k.take_warnings(&Measured::new(&results.phases, &g.probes));
     results.summarise();
     // Every rank has closed its files before rank 0 removes them.
     ctx.coord.barrier();
@@ -528,7 +574,7 @@ mod tests {
             self.log.push(format!("after {op}"));
             Flow::Continue
         }
-        fn take_warnings(&mut self) -> Vec<String> {
+        fn take_warnings(&mut self, _m: &Measured<'_>) -> Vec<String> {
             vec!["w".into()]
         }
         fn cleans_up(&self) -> bool {

@@ -25,8 +25,9 @@ use spec::{format_size, Op, SyncMode, WorkloadSpec};
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::DataSet;
 use crate::error::Error;
+use crate::evidence::{cache_warnings, turns_warning, CacheRisk, Machine};
 use crate::host;
-use crate::phase::{drive, Ctx, Flow, Kind, Sequence};
+use crate::phase::{drive, Ctx, Flow, Kind, Measured, Sequence};
 use crate::record::new_record;
 use crate::topology::Topology;
 
@@ -137,61 +138,41 @@ pub(crate) fn space_warning(target: &Path, need: u64) -> Option<String> {
     })
 }
 
-/// Warnings that change how the figures must be read.
-fn warnings(spec: &WorkloadSpec, host: &HostInfo) -> Vec<String> {
+/// Warnings that change how the figures must be read and that hold
+/// whatever the phases measure; the page cache and the CPUs are decided
+/// after them (`crate::evidence`).
+fn warnings(host: &HostInfo) -> Vec<String> {
     let mut w = Vec::new();
-    let working_set = spec.file_size() * spec.file_count() as u64;
+    if matches!(host.fs_type.as_str(), "tmpfs" | "ramfs") {
+        w.push(format!(
+            "the target {} is on {}: memory, not storage",
+            host.target, host.fs_type
+        ));
+    }
+    w
+}
+
+/// What the page-cache warnings of `spec` weigh: its data set on one
+/// node (`spec` holds that node's workers) and which of its phases the
+/// cache may serve.
+fn cache_risk(spec: &WorkloadSpec) -> CacheRisk {
     // Writes that are synchronous (O_SYNC/O_DSYNC) or flushed before the
     // clock stops (--sync end/every) reach storage inside the timed phase:
     // the page cache cannot flatter them. Buffered reads, and writes left
     // in the cache, can.
-    let cached_writes = spec.sync == SyncMode::None && spec.ops.iter().any(|o| o.writes());
-    let cached_reads = spec.ops.iter().any(|o| o.reads());
-    if !spec.direct
-        && host.mem_bytes > 0
-        && working_set < host.mem_bytes
-        && (cached_writes || cached_reads)
-    {
-        w.push(format!(
-            "buffered I/O on {} of data, less than this machine's {} of RAM: the figures are likely \
-             page cache, not storage. Use --direct, or a working set larger than RAM{}",
-            format_size(working_set),
-            format_size(host.mem_bytes),
-            if spec.ops.iter().any(|o| o.reads()) && !spec.drop_caches {
-                ", or --drop-caches before reads"
-            } else {
-                ""
-            }
-        ));
+    let buffered = !spec.direct;
+    CacheRisk {
+        working_set: spec.file_size() * spec.file_count() as u64,
+        reads: buffered && spec.ops.iter().any(|o| o.reads()),
+        writes: buffered && spec.sync == SyncMode::None && spec.ops.iter().any(|o| o.writes()),
+        reads_after_write: buffered
+            && spec
+                .ops
+                .iter()
+                .enumerate()
+                .any(|(i, o)| o.reads() && spec.ops[..i].iter().any(|p| p.writes())),
+        drop_caches: spec.drop_caches,
     }
-    let reads_after_write = spec
-        .ops
-        .iter()
-        .enumerate()
-        .any(|(i, o)| o.reads() && spec.ops[..i].iter().any(|p| p.writes()));
-    if !spec.direct && reads_after_write && !spec.drop_caches {
-        w.push(
-            "a read phase follows a write on the same files without --drop-caches: it reads what \
-             the page cache kept, not the device"
-                .into(),
-        );
-    }
-    let queueing = engine::registry::data_engine(&spec.engine).is_ok_and(|e| e.info().queueing);
-    if spec.threads > host.cpus.max(1) * 4 && !queueing {
-        w.push(format!(
-            "{} workers on {} CPUs: workers take turns; the aggregate rate (first start to last \
-             finish) is the honest figure, the stonewall figure shows the work done by the time \
-             the first worker finished",
-            spec.threads, host.cpus
-        ));
-    }
-    if matches!(host.fs_type.as_str(), "tmpfs" | "ramfs") {
-        w.push(format!(
-            "the target is on {}: memory, not storage",
-            host.fs_type
-        ));
-    }
-    w
 }
 
 /// A run's identity in its marker: time and pid, unique on one host.
@@ -352,6 +333,9 @@ struct DataRun<'s> {
     ds: DataSet,
     anchors: Vec<Option<engine::FileAnchor>>,
     warns: Vec<String>,
+    /// What the warnings decided after the phases weigh.
+    machine: Machine,
+    risk: CacheRisk,
     /// Each thread's prepared engine state, which carries over between
     /// phases.
     prepared: Vec<Option<Prepared>>,
@@ -379,6 +363,8 @@ impl<'s> DataRun<'s> {
             mut warns,
             run_id,
             ds,
+            machine,
+            risk,
         } = files;
         let dd_named = matches!(spec.naming, spec::FileNaming::Dd { .. });
         if spec.reuse_files && !dd_named && spec.reps > 1 && spec.ops.iter().any(|o| o.writes()) {
@@ -397,6 +383,8 @@ impl<'s> DataRun<'s> {
             ds,
             anchors,
             warns,
+            machine,
+            risk,
             prepared: (0..spec.threads).map(|_| None).collect(),
             engine_opts: EngineOptions {
                 uring: spec
@@ -533,7 +521,16 @@ impl Kind for DataRun<'_> {
         Flow::Continue
     }
 
-    fn take_warnings(&mut self) -> Vec<String> {
+    fn take_warnings(&mut self, m: &Measured<'_>) -> Vec<String> {
+        let mut w = cache_warnings(&self.risk, &self.machine, m);
+        // Engines that keep many requests in flight per worker do not
+        // take turns on a CPU per request.
+        let queueing =
+            engine::registry::data_engine(&self.spec.engine).is_ok_and(|e| e.info().queueing);
+        if !queueing {
+            w.extend(turns_warning("workers", &self.machine, m));
+        }
+        self.warns.splice(0..0, w);
         // Ring features the kernel refused, once each (every worker asked
         // for the same set).
         for n in self.prepared.iter().flatten().flat_map(|p| p.notes()) {
@@ -580,6 +577,8 @@ struct Files {
     warns: Vec<String>,
     run_id: String,
     ds: DataSet,
+    machine: Machine,
+    risk: CacheRisk,
 }
 
 /// The checks, warnings and data set before the first phase: collective
@@ -597,7 +596,14 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
     // Page cache and CPUs are per node: warn about one node's share.
     let mut node_spec = spec.clone();
     node_spec.threads = topo.threads_per_node();
-    let mut warns = warnings(&node_spec, &host);
+    let machine = Machine {
+        cpus: host.cpus,
+        mem_bytes: host.mem_bytes,
+        threads: node_spec.threads,
+        nodes: topo.nodes(),
+    };
+    let risk = cache_risk(&node_spec);
+    let mut warns = warnings(&host);
     if spec.ops.iter().any(|o| o.writes()) {
         warns.extend(space_warning(
             &spec.target,
@@ -621,6 +627,8 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
             warns,
             run_id,
             ds,
+            machine,
+            risk,
         },
     })
 }

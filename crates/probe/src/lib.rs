@@ -30,6 +30,7 @@
 //! made-up figure.
 #![deny(missing_docs)]
 
+pub mod evidence;
 mod fusetrace;
 mod rawtrace;
 

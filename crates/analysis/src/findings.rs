@@ -162,16 +162,16 @@ fn unmeasured_limiter(at: &[CurvePoint], cpus: u32) -> Limiter {
 
 /// "the CPUs: both CPUs 100% busy, ioscale 1.9 cores" and what else the
 /// measurement shows: the FUSE daemon, the wait for a CPU, other work.
-/// "rustc (pid 42) 0.53 cores"; under MPI an ioscale process is likely
+/// "rustc, pid 42, at 0.53 cores"; under MPI an ioscale process is likely
 /// another rank of the run itself, which the probe does not count as
 /// ioscale (it measures rank 0's process).
 fn other_work(o: &ProcessUse, ranks: u32) -> String {
     format!(
-        "{} (pid {}{}) {:.2} cores",
+        "{}, pid {}{}, at {:.2} cores",
         o.name,
         o.pid,
         if ranks > 1 && o.name.starts_with("ioscale") {
-            ", an ioscale process: likely another rank of this run"
+            ", an ioscale process and likely another rank of this run"
         } else {
             ""
         },
@@ -435,7 +435,7 @@ pub fn analyse_curve(
     }
     if !sh.supported && pts.len() > 1 {
         v.text.push_str(
-            " (One repetition at some points: this verdict is not supported by repetitions; run with --reps 3 or more.)",
+            " One repetition at some points: this verdict is not supported by repetitions; run with --reps 3 or more.",
         );
     }
     out.limit = v.limiter.as_ref().map(|l| l.limit);
@@ -448,18 +448,29 @@ pub fn analyse_curve(
             Some(c) if c.n > 1 => format!(" (95% CI {}–{})", num(c.lo), num(c.hi)),
             _ => String::new(),
         };
-        out.sentences.push(format!(
-            "Peak measured: {} {unit}{ci} at {}; {} {unit} at {}.",
-            num(peak.value),
-            workers_word(peak.threads),
-            num(first.value),
-            workers_word(first.threads)
-        ));
+        out.sentences.push(if peak.threads == first.threads {
+            format!(
+                "Peak measured: {} {unit}{ci} at {}, the fewest workers tested.",
+                num(peak.value),
+                workers_word(peak.threads)
+            )
+        } else {
+            format!(
+                "Peak measured: {} {unit}{ci} at {}, against {} {unit} at {}.",
+                num(peak.value),
+                workers_word(peak.threads),
+                num(first.value),
+                workers_word(first.threads)
+            )
+        });
+        out.sentences.extend(speedup_sentence(&sh, ctx));
     }
     if let Some(s) = little_sentence(&out, &sh.first, ctx, unit) {
         out.sentences.push(s);
     }
     usl_part(&mut out, &pts, &sh, unit);
+    #[cfg(test)]
+    tests::assert_plain(&out.sentences);
     out
 }
 
@@ -867,9 +878,11 @@ fn serialised_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Con
     let l = limiter(pts, ctx);
     v.kind = VerdictKind::Serialised;
     let at = match l.limit {
-        Limit::Server => format!(" at the server ({})", l.figure),
-        Limit::NotMeasured | Limit::Unidentified => format!("; where: {}", l.figure),
-        _ => format!(" at {}", l.figure),
+        Limit::Server => " at the server",
+        Limit::Process => " at the FUSE daemon",
+        Limit::Device => " at the device",
+        Limit::Cpu => " on the CPUs",
+        Limit::NotMeasured | Limit::Unidentified => "",
     };
     let mut measured = if first.lat_p50_us > 0.0 && last.lat_p50_us > 0.0 {
         format!(
@@ -894,7 +907,7 @@ fn serialised_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Con
     };
     let more = sh.more();
     v.text = format!(
-        "No scaling: {} {u} at {} and {} at {}, never more than {}× the first with {}× the workers ({}), while each request's time grows in step with the workers{growth}: requests are served one at a time — serialised{at}.",
+        "No scaling: requests are served one at a time, serialised{at}. {} {u} at {} and {} at {}, never more than {}× the first with {}× the workers ({}), while each request's time grows in step with the workers{growth}. Where: {}.",
         num(first.value),
         workers_word(first.threads),
         num(last.value),
@@ -905,7 +918,8 @@ fn serialised_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Con
         } else {
             num(more)
         },
-        sh.within
+        sh.within,
+        l.figure
     );
     v.evidence.push(ev("most workers", last));
     v.limiter = Some(l);
@@ -1112,6 +1126,77 @@ fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, 
         );
         v.limiter = Some(l);
     }
+}
+
+/// A speedup that more workers cannot give by computing, named: beyond
+/// the workers' own growth (superlinear: the points were not measured
+/// alike), or beyond what the CPUs could give if the workers computed
+/// (60× from 16 workers on 2 CPUs), explained by the waits the CPU
+/// figures show, or flagged where they show the CPUs full.
+fn speedup_sentence(sh: &Shape, ctx: &Context) -> Option<String> {
+    let (first, peak) = (&sh.first, &sh.peak);
+    if peak.threads <= first.threads || !clearly_above(peak, first) {
+        return None;
+    }
+    let more = peak.threads as f64 / first.threads.max(1) as f64;
+    let gain = sh.gain;
+    let head = format!(
+        "The rate grew {}× from {} to {}, with {}× the workers",
+        num(gain),
+        workers_word(first.threads),
+        workers_word(peak.threads),
+        num(more)
+    );
+    if peak.interval().lo > more * first.interval().hi * (1.0 + MIN_EFFECT) {
+        return Some(format!(
+            "{head}: more than the workers alone can give, so the points were not measured alike{}. The fewest workers were held back by something the others were not (a cold cache, a disturbed repetition), or the later points were served from a cache.",
+            if noise_known(&[first, peak]) {
+                String::new()
+            } else {
+                format!(" ({NO_NOISE_ESTIMATE} at some points)")
+            }
+        ));
+    }
+    let cpus = peak
+        .resources
+        .as_ref()
+        .map(|r| r.cpus)
+        .filter(|&c| c > 0)
+        .unwrap_or(ctx.cpus)
+        .max(1);
+    // Computing workers on `cpus` CPUs gain at most cpus ÷ the CPUs the
+    // fewest workers could already use.
+    let bound = cpus as f64 / first.threads.min(cpus).max(1) as f64;
+    if gain <= bound * (1.0 + MIN_EFFECT) {
+        return None;
+    }
+    let cpu_word = if cpus == 1 { "CPU" } else { "CPUs" };
+    // What the CPUs could carry at the fewest workers' CPU time per
+    // operation (ioscale's, from every phase's own CPU time).
+    let per_op = first.cpu_s_per_op;
+    if per_op <= 0.0 {
+        return Some(format!(
+            "{head}, on {cpus} {cpu_word}: more than the {cpu_word} could give if the workers were computing, and no CPU time was recorded to tell why."
+        ));
+    }
+    let carry = cpus as f64 / per_op;
+    if peak.iops > carry * (1.0 + MIN_EFFECT) {
+        return Some(format!(
+            "{head}, on {cpus} {cpu_word}: at the {} of CPU per operation of {}, the {cpu_word} carry at most {} operations/s, yet {} made {}. Each operation cost less CPU with more workers (a cache, or batching), so the points are not alike.",
+            dur(per_op),
+            workers_word(first.threads),
+            num(carry),
+            workers_word(peak.threads),
+            num(peak.iops)
+        ));
+    }
+    Some(format!(
+        "{head}, on {cpus} {cpu_word}: more than the {cpu_word} could give if the workers were computing. They were mostly waiting for replies: at {} ioscale used {:.2} cores, {} of CPU per operation, so the {cpu_word} could carry {} operations/s, and more workers overlap more waits.",
+        workers_word(first.threads),
+        first.cpu_busy,
+        dur(per_op),
+        num(carry)
+    ))
 }
 
 /// Little's law at the fewest workers, with the measured latency beside it.
@@ -1353,12 +1438,12 @@ fn usl_sentence(f: &UslFit, u: &str, sh: &Shape) -> String {
             num(peak.value)
         ),
         (Some(n), Some(c)) if n <= most && reached(c) => format!(
-            "{head}. It puts the peak inside the range measured, at N* = √((1−σ)/κ) ≈ {} workers with ≈ {} {u}.",
+            "{head}. It puts the peak inside the range measured, at N* = √[(1−σ)/κ] ≈ {} workers with ≈ {} {u}.",
             num(n),
             num(c)
         ),
         (Some(n), Some(c)) => format!(
-            "{head}. Beyond the range it was fitted on, it would put a peak at N* = √((1−σ)/κ) ≈ {} workers with ≈ {} {u}: {}× the most workers measured and {}.",
+            "{head}. Beyond the range it was fitted on, it would put a peak at N* = √[(1−σ)/κ] ≈ {} workers with ≈ {} {u}: {}× the most workers measured and {}.",
             num(n),
             num(c),
             num(n / most),
@@ -1431,6 +1516,8 @@ pub fn compare_curves(a: &CurveAnalysis, b: &CurveAnalysis) -> Option<Comparison
             .into()
     };
     let (sentence, catch_up) = compare_sentence(a, b, &common, &st, noise, &caveat);
+    #[cfg(test)]
+    tests::assert_plain(std::slice::from_ref(&sentence));
     Some(Comparison {
         op: a.op.clone(),
         a: a.series.clone(),
@@ -1895,6 +1982,15 @@ fn bytes(b: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Every sentence the unit tests make the analysis say is plain
+    /// ([`crate::verdict::style_faults`]): called on each line analysed.
+    pub(super) fn assert_plain(sentences: &[String]) {
+        for s in sentences {
+            let f = crate::verdict::style_faults(s);
+            assert!(f.is_empty(), "{f:?} in: {s}");
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -1996,7 +2092,7 @@ mod tests {
             t.contains("rank 0's threads were running or waiting"),
             "{t}"
         );
-        assert!(t.contains("ioscale-mpi (pid 21573, an ioscale process: likely another rank of this run) 1.00 cores"), "{t}");
+        assert!(t.contains("ioscale-mpi, pid 21573, an ioscale process and likely another rank of this run, at 1.00 cores"), "{t}");
     }
 
     #[test]
@@ -2771,7 +2867,7 @@ mod tests {
         assert!(
             a.verdict
                 .text
-                .contains("other work: rustc (pid 9) 0.64 cores"),
+                .contains("other work: rustc, pid 9, at 0.64 cores"),
             "{}",
             a.verdict.text
         );
@@ -2813,7 +2909,7 @@ mod tests {
         assert_eq!(l.limit, Limit::Unidentified, "{}", l.figure);
         assert!(
             l.figure
-                .contains("mostly with other work: rustc (pid 7) 1.70 cores"),
+                .contains("mostly with other work: rustc, pid 7, at 1.70 cores"),
             "{}",
             l.figure
         );
@@ -3135,7 +3231,7 @@ mod tests {
         assert!(a.usl_shown, "{:?}", a.sentences);
         let s = a.sentences.iter().find(|s| s.contains("USL")).unwrap();
         assert!(s.contains("κ = 4.00e-4"), "{s}");
-        assert!(s.contains("N* = √((1−σ)/κ) ≈ 49.5 workers"), "{s}");
+        assert!(s.contains("N* = √[(1−σ)/κ] ≈ 49.5 workers"), "{s}");
         // Amdahl: κ = 0 exactly, and said so only then.
         let a = analyse_curve(
             "",
@@ -3187,6 +3283,50 @@ mod tests {
         let s = usl_sentence(&f, "MiB/s", &Shape::of(&pts));
         assert!(s.contains("below the measured peak of 526 MiB/s"), "{s}");
         assert!(!s.contains("levels off"), "{s}");
+    }
+
+    /// 60× from 16 workers on 2 CPUs is named: explained by the waits the
+    /// CPU figures show, or flagged where they cannot explain it.
+    #[test]
+    fn a_speedup_beyond_the_cpus_is_named() {
+        // 1 worker at 10 MiB/s of 64 KiB (160 ops/s), 0.02 cores, 125 µs
+        // of CPU per operation; 16 workers at 150 MiB/s.
+        let one = CurvePoint {
+            cpu_busy: 0.02,
+            cpu_s_per_op: 125e-6,
+            ..pt(1, &tight(10.0), KIB64)
+        };
+        let many = pt(16, &tight(150.0), KIB64);
+        let a = analyse_curve("", "write", "MiB/s", &[one.clone(), many.clone()], &ctx("ext4"));
+        let s = a
+            .sentences
+            .iter()
+            .find(|s| s.starts_with("The rate grew"))
+            .unwrap_or_else(|| panic!("{:?}", a.sentences));
+        assert!(
+            s.contains("15.0× from 1 worker to 16 workers, with 16.0× the workers, on 2 CPUs")
+                && s.contains("They were mostly waiting for replies: at 1 worker ioscale used 0.02 cores")
+                && s.contains("more workers overlap more waits"),
+            "{s}"
+        );
+        // The same rates where one operation took 5 ms of CPU: 2 CPUs
+        // carry 400 operations/s, and 16 workers made 2,400.
+        let costly = CurvePoint {
+            cpu_s_per_op: 5e-3,
+            ..one.clone()
+        };
+        let a = analyse_curve("", "write", "MiB/s", &[costly, many.clone()], &ctx("ext4"));
+        let s = a.sentences.iter().find(|s| s.starts_with("The rate grew")).unwrap();
+        assert!(s.contains("Each operation cost less CPU"), "{s}");
+        // More than linear: 4 workers at 10× one worker.
+        let four = pt(4, &tight(100.0), KIB64);
+        let a = analyse_curve("", "write", "MiB/s", &[one.clone(), four], &ctx("ext4"));
+        let s = a.sentences.iter().find(|s| s.starts_with("The rate grew")).unwrap();
+        assert!(s.contains("more than the workers alone can give"), "{s}");
+        // Within what 2 CPUs give: nothing to name.
+        let two = pt(2, &tight(19.0), KIB64);
+        let a = analyse_curve("", "write", "MiB/s", &[one, two], &ctx("ext4"));
+        assert!(!a.sentences.iter().any(|s| s.starts_with("The rate grew")), "{:?}", a.sentences);
     }
 
     /// A fitted figure beyond the range the fit was made on is marked as

@@ -555,3 +555,99 @@ pub fn dur(s: f64) -> String {
         format!("{} ns", num(s * 1e9))
     }
 }
+
+/// Deepest nesting of parentheses a sentence of the analysis may use: an
+/// aside, never an aside inside an aside.
+pub const MAX_PAREN_DEPTH: usize = 1;
+
+/// Fewest words a clause must have for saying it twice in one sentence to
+/// count as a repetition ("55.0 MiB/s at 1 worker").
+pub const REPEATED_CLAUSE_WORDS: usize = 3;
+
+/// What breaks the analysis' style in `text`, one line each: parentheses
+/// nested deeper than [`MAX_PAREN_DEPTH`] or unbalanced, and a clause
+/// (text between `,` `;` `:` `(` `)` `—` or a sentence end) of at least
+/// [`REPEATED_CLAUSE_WORDS`] words said twice ("Peak measured: 55.0 MiB/s
+/// at 1 worker; 55.0 MiB/s at 1 worker."). Empty when the text is plain.
+pub fn style_faults(text: &str) -> Vec<String> {
+    let mut faults = Vec::new();
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            ')' if depth == 0 => {
+                faults.push("a ')' without its '('".to_string());
+            }
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    if depth > 0 {
+        faults.push(format!("{depth} '(' never closed"));
+    }
+    if deepest > MAX_PAREN_DEPTH {
+        faults.push(format!("parentheses nested {deepest} deep"));
+    }
+    // The text with its asides taken out, and each aside, are read
+    // apart: "X (95% CI …) at 1 worker; X at 1 worker" repeats itself.
+    let mut main = String::new();
+    let mut asides = vec![String::new()];
+    let mut d = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => {
+                d += 1;
+                asides.push(String::new());
+            }
+            ')' if d > 0 => d -= 1,
+            _ if d == 0 => main.push(c),
+            _ => asides.last_mut().expect("pushed at '('").push(c),
+        }
+    }
+    for part in std::iter::once(&main).chain(&asides) {
+        // Sentences end at ". " (a decimal point has no blank after it).
+        let flat = part.replace(". ", "\u{1}");
+        let mut seen: Vec<String> = Vec::new();
+        for clause in flat.split(['\u{1}', ',', ';', ':', '—']) {
+            let c = clause.trim().trim_end_matches('.').trim();
+            let c = c.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+            if c.split_whitespace().count() < REPEATED_CLAUSE_WORDS {
+                continue;
+            }
+            if seen.contains(&c) {
+                faults.push(format!("\"{c}\" said twice"));
+            } else {
+                seen.push(c);
+            }
+        }
+    }
+    faults
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn style_faults_find_repeats_and_deep_asides() {
+        assert_eq!(
+            style_faults("Peak measured: 55.0 MiB/s at 1 worker; 55.0 MiB/s at 1 worker."),
+            ["\"55.0 mib/s at 1 worker\" said twice"]
+        );
+        assert_eq!(
+            style_faults("Peak measured: 55.0 MiB/s (95% CI 50–60) at 1 worker; 55.0 MiB/s at 1 worker."),
+            ["\"55.0 mib/s at 1 worker\" said twice"]
+        );
+        assert_eq!(
+            style_faults("limited by the server (fuse (x) (the CPUs (pid 4)))"),
+            ["parentheses nested 3 deep"]
+        );
+        assert!(style_faults("a (b) c (d), 1.5 ms at 2 workers; 2.5 ms at 4 workers.").is_empty());
+        assert_eq!(style_faults("a (b"), ["1 '(' never closed"]);
+        assert_eq!(style_faults("a) b"), ["a ')' without its '('"]);
+    }
+}

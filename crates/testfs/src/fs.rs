@@ -35,6 +35,9 @@ use crate::inject::{Dir, Injector};
 pub struct FsOptions {
     /// Open files with FOPEN_DIRECT_IO, so every read and write reaches us.
     pub direct_io: bool,
+    /// Open files with FOPEN_KEEP_CACHE (without direct I/O): the kernel
+    /// keeps their cached pages across opens.
+    pub keep_cache: bool,
     /// How long the kernel may cache attributes and names.
     pub attr_ttl: Duration,
     /// Largest write request to ask the kernel for (it may give less).
@@ -357,6 +360,8 @@ impl PassFs {
             // Parallel direct writes: the kernel would otherwise take the
             // inode lock per write and serialise writers of one file.
             FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+        } else if self.opts.keep_cache {
+            FopenFlags::FOPEN_KEEP_CACHE
         } else {
             FopenFlags::empty()
         }

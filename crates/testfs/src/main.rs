@@ -181,6 +181,12 @@ struct Args {
     #[arg(long, value_enum, value_name = "ON|OFF", default_value = "on")]
     direct_io: OnOff,
 
+    /// With --direct-io off: open files with FOPEN_KEEP_CACHE, so the
+    /// kernel keeps a file's cached pages across opens and a read after a
+    /// write is served from the page cache, never reaching the daemon.
+    #[arg(long)]
+    keep_cache: bool,
+
     /// Largest write request to negotiate; the kernel caps it (1 MiB on
     /// current Linux, 128 KiB on kernels without FUSE_MAX_PAGES).
     #[arg(long, value_name = "SIZE", default_value = "1m", value_parser = parse_size)]
@@ -266,6 +272,7 @@ fn main() -> ExitCode {
             source.clone(),
             FsOptions {
                 direct_io: a.direct_io == OnOff::On,
+                keep_cache: a.keep_cache,
                 attr_ttl: a.attr_ttl,
                 max_write,
                 trace: a.trace,
@@ -342,6 +349,11 @@ fn main() -> ExitCode {
 /// SOURCE and MOUNTPOINT as canonical directories (the mount point not
 /// inside the source), and `--max-write` in range.
 fn checked_paths(a: &Args) -> Result<(PathBuf, PathBuf, u32), String> {
+    if a.keep_cache && a.direct_io == OnOff::On {
+        return Err(
+            "--keep-cache needs --direct-io off: with direct I/O no page is cached to keep".into(),
+        );
+    }
     if a.short_reads && a.direct_io == OnOff::Off {
         return Err(
             "--short-reads needs --direct-io on: through the page cache the kernel takes a short \

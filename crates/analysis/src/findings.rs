@@ -1834,7 +1834,7 @@ pub fn curve_point_of(
         ops_total: o.ops_total,
         read_bytes: o.read_bytes,
         write_bytes: o.write_bytes,
-        reads_only: false,
+        reads_only: reads_only(&o.op),
         lat_p50_range_us: None,
         lat_p99_range_us: None,
         depth: 1,
@@ -3297,7 +3297,13 @@ mod tests {
             ..pt(1, &tight(10.0), KIB64)
         };
         let many = pt(16, &tight(150.0), KIB64);
-        let a = analyse_curve("", "write", "MiB/s", &[one.clone(), many.clone()], &ctx("ext4"));
+        let a = analyse_curve(
+            "",
+            "write",
+            "MiB/s",
+            &[one.clone(), many.clone()],
+            &ctx("ext4"),
+        );
         let s = a
             .sentences
             .iter()
@@ -3305,7 +3311,9 @@ mod tests {
             .unwrap_or_else(|| panic!("{:?}", a.sentences));
         assert!(
             s.contains("15.0× from 1 worker to 16 workers, with 16.0× the workers, on 2 CPUs")
-                && s.contains("They were mostly waiting for replies: at 1 worker ioscale used 0.02 cores")
+                && s.contains(
+                    "They were mostly waiting for replies: at 1 worker ioscale used 0.02 cores"
+                )
                 && s.contains("more workers overlap more waits"),
             "{s}"
         );
@@ -3316,17 +3324,29 @@ mod tests {
             ..one.clone()
         };
         let a = analyse_curve("", "write", "MiB/s", &[costly, many.clone()], &ctx("ext4"));
-        let s = a.sentences.iter().find(|s| s.starts_with("The rate grew")).unwrap();
+        let s = a
+            .sentences
+            .iter()
+            .find(|s| s.starts_with("The rate grew"))
+            .unwrap();
         assert!(s.contains("Each operation cost less CPU"), "{s}");
         // More than linear: 4 workers at 10× one worker.
         let four = pt(4, &tight(100.0), KIB64);
         let a = analyse_curve("", "write", "MiB/s", &[one.clone(), four], &ctx("ext4"));
-        let s = a.sentences.iter().find(|s| s.starts_with("The rate grew")).unwrap();
+        let s = a
+            .sentences
+            .iter()
+            .find(|s| s.starts_with("The rate grew"))
+            .unwrap();
         assert!(s.contains("more than the workers alone can give"), "{s}");
         // Within what 2 CPUs give: nothing to name.
         let two = pt(2, &tight(19.0), KIB64);
         let a = analyse_curve("", "write", "MiB/s", &[one, two], &ctx("ext4"));
-        assert!(!a.sentences.iter().any(|s| s.starts_with("The rate grew")), "{:?}", a.sentences);
+        assert!(
+            !a.sentences.iter().any(|s| s.starts_with("The rate grew")),
+            "{:?}",
+            a.sentences
+        );
     }
 
     /// A fitted figure beyond the range the fit was made on is marked as

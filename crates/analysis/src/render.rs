@@ -867,7 +867,10 @@ pub fn render_text(rec: &SweepRecord) -> String {
 pub fn warning_kind(w: &str) -> String {
     let head = w.split(": ").next().unwrap_or(w);
     head.split_whitespace()
-        .filter(|t| !t.chars().all(|c| c.is_ascii_digit() || c == '.' || c == ','))
+        .filter(|t| {
+            !t.chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == ',')
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -614,7 +614,11 @@ pub fn style_faults(text: &str) -> Vec<String> {
         let mut seen: Vec<String> = Vec::new();
         for clause in flat.split(['\u{1}', ',', ';', ':', '—']) {
             let c = clause.trim().trim_end_matches('.').trim();
-            let c = c.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+            let c = c
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .to_lowercase();
             if c.split_whitespace().count() < REPEATED_CLAUSE_WORDS {
                 continue;
             }
@@ -639,7 +643,9 @@ mod tests {
             ["\"55.0 mib/s at 1 worker\" said twice"]
         );
         assert_eq!(
-            style_faults("Peak measured: 55.0 MiB/s (95% CI 50–60) at 1 worker; 55.0 MiB/s at 1 worker."),
+            style_faults(
+                "Peak measured: 55.0 MiB/s (95% CI 50–60) at 1 worker; 55.0 MiB/s at 1 worker."
+            ),
             ["\"55.0 mib/s at 1 worker\" said twice"]
         );
         assert_eq!(

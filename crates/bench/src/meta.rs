@@ -50,7 +50,7 @@ fn preflight(spec: &MetaSpec) -> Result<(), Error> {
 /// CPUs are decided after them (`crate::evidence`).
 fn warnings(host: &HostInfo) -> Vec<String> {
     let mut w = Vec::new();
-    if matches!(host.fs_type.as_str(), "tmpfs" | "ramfs") {
+    if crate::run::in_memory(host) {
         w.push(format!(
             "the target {} is on {}: memory, not storage",
             host.target, host.fs_type

@@ -143,7 +143,7 @@ pub(crate) fn space_warning(target: &Path, need: u64) -> Option<String> {
 /// after them (`crate::evidence`).
 fn warnings(host: &HostInfo) -> Vec<String> {
     let mut w = Vec::new();
-    if matches!(host.fs_type.as_str(), "tmpfs" | "ramfs") {
+    if in_memory(host) {
         w.push(format!(
             "the target {} is on {}: memory, not storage",
             host.target, host.fs_type
@@ -152,15 +152,21 @@ fn warnings(host: &HostInfo) -> Vec<String> {
     w
 }
 
+/// Whether the target's file system keeps its files in memory.
+pub(crate) fn in_memory(host: &HostInfo) -> bool {
+    matches!(host.fs_type.as_str(), "tmpfs" | "ramfs")
+}
+
 /// What the page-cache warnings of `spec` weigh: its data set on one
 /// node (`spec` holds that node's workers) and which of its phases the
 /// cache may serve.
-fn cache_risk(spec: &WorkloadSpec) -> CacheRisk {
+fn cache_risk(spec: &WorkloadSpec, host: &HostInfo) -> CacheRisk {
     // Writes that are synchronous (O_SYNC/O_DSYNC) or flushed before the
     // clock stops (--sync end/every) reach storage inside the timed phase:
     // the page cache cannot flatter them. Buffered reads, and writes left
-    // in the cache, can.
-    let buffered = !spec.direct;
+    // in the cache, can. On tmpfs the page cache is the storage, and its
+    // own warning says so.
+    let buffered = !spec.direct && !in_memory(host);
     CacheRisk {
         working_set: spec.file_size() * spec.file_count() as u64,
         reads: buffered && spec.ops.iter().any(|o| o.reads()),
@@ -602,7 +608,7 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
         threads: node_spec.threads,
         nodes: topo.nodes(),
     };
-    let risk = cache_risk(&node_spec);
+    let risk = cache_risk(&node_spec, &host);
     let mut warns = warnings(&host);
     if spec.ops.iter().any(|o| o.writes()) {
         warns.extend(space_warning(

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::fuse::TestFs;
+use common::fuse::{tracefs, TestFs};
 use common::*;
 use serde_json::Value;
 
@@ -28,31 +28,6 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn turn() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The tracefs directory with the FUSE events, mounting tracefs when
-/// needed; `None` (with a note) only where it cannot be had: not root, or
-/// a kernel without the events.
-fn tracefs() -> Option<PathBuf> {
-    // SAFETY: geteuid has no failure mode.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("note: skipping: tracing FUSE requests needs root");
-        return None;
-    }
-    let root = PathBuf::from("/sys/kernel/tracing");
-    if !root.join("instances").is_dir() {
-        let st = Command::new("mount")
-            .args(["-t", "tracefs", "nodev"])
-            .arg(&root)
-            .status()
-            .expect("running mount");
-        assert!(st.success(), "mount -t tracefs nodev {}", root.display());
-    }
-    if !root.join("events/fuse/fuse_request_send").is_dir() {
-        eprintln!("note: skipping: this kernel has no fuse trace events");
-        return None;
-    }
-    Some(root)
 }
 
 /// The trace instances of process `pid`.

@@ -215,3 +215,28 @@ impl Drop for TestFs {
         let _ = child.wait();
     }
 }
+
+/// The tracefs directory with the FUSE events, mounting tracefs when
+/// needed; `None` (with a note) only where it cannot be had: not root, or
+/// a kernel without the events.
+pub fn tracefs() -> Option<PathBuf> {
+    // SAFETY: geteuid has no failure mode.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("note: skipping: tracing FUSE requests needs root");
+        return None;
+    }
+    let root = PathBuf::from("/sys/kernel/tracing");
+    if !root.join("instances").is_dir() {
+        let st = Command::new("mount")
+            .args(["-t", "tracefs", "nodev"])
+            .arg(&root)
+            .status()
+            .expect("running mount");
+        assert!(st.success(), "mount -t tracefs nodev {}", root.display());
+    }
+    if !root.join("events/fuse/fuse_request_send").is_dir() {
+        eprintln!("note: skipping: this kernel has no fuse trace events");
+        return None;
+    }
+    Some(root)
+}

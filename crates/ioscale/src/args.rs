@@ -110,3 +110,83 @@ pub struct ReportArgs {
     #[arg(short, long)]
     pub quiet: bool,
 }
+
+/// A flag whose value is one word, or a comma list of words, from a known
+/// set: parsed as the plain text the second stage checks (its refusals
+/// name the flag and the words it takes), with the set given to clap so
+/// that shell completions (bash, zsh, fish) offer the words, not file
+/// names. `--help` lists them in the flag's own line, so clap's
+/// "[possible values: …]" is hidden where it is used.
+#[derive(Clone, Copy)]
+pub struct Choices(pub fn() -> Vec<&'static str>);
+
+impl clap::builder::TypedValueParser for Choices {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            (self.0)()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+/// `run --op`'s words.
+pub fn data_ops() -> Vec<&'static str> {
+    spec::Op::ALL.iter().map(|o| o.name()).collect()
+}
+
+/// `meta --ops`'s words.
+pub fn meta_ops() -> Vec<&'static str> {
+    spec::MetaOp::ALL.iter().map(|o| o.name()).collect()
+}
+
+/// `run --layout`'s words.
+pub fn data_layouts() -> Vec<&'static str> {
+    spec::Layout::ALL.iter().map(|l| l.name()).collect()
+}
+
+/// `sweep --layout`'s words: `run`'s layouts and `meta`'s.
+pub fn sweep_layouts() -> Vec<&'static str> {
+    let mut v = data_layouts();
+    v.extend(["same-dir"]);
+    v
+}
+
+/// `run --engine`'s words, from the engine table.
+pub fn data_engines() -> Vec<&'static str> {
+    engine::registry::DATA_ENGINES
+        .iter()
+        .map(|e| e.info().name)
+        .collect()
+}
+
+/// `meta --engine`'s words, from the engine table.
+pub fn meta_engines() -> Vec<&'static str> {
+    engine::registry::META_ENGINES
+        .iter()
+        .map(|e| e.info().name)
+        .collect()
+}
+
+/// `--sync`'s words (`every:N` takes a count after the colon).
+pub fn sync_modes() -> Vec<&'static str> {
+    spec::SyncMode::WORDS.to_vec()
+}
+
+/// `--uring-opts`'s words.
+pub fn uring_opts() -> Vec<&'static str> {
+    spec::UringOpts::WORDS.to_vec()
+}

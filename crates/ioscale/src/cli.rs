@@ -26,15 +26,17 @@ use crate::job::{MetaArgs, RunArgs};
   ioscale run /tmp
   ioscale run --op write,read --threads 8 --layout per-thread --xfer 1m \\
       --size 256m --direct /mnt/fs
-  ioscale run --op randread --xfer 4k --engine io_uring --iodepth 32 \\
+  # 4 KiB random reads at queue depth 32 (the write lays the files out)
+  ioscale run --op write,randread --xfer 4k --engine io_uring --iodepth 32 \\
       --direct --size 1g /mnt/fs
-  # remove the files a --keep run left
+  # keep the files for a later run, then remove them
+  ioscale run --op write --keep /mnt/fs
   ioscale clean /mnt/fs
   # IOR's, dd's, mdtest's and smallfile's own command lines
   ioscale ior -N 8 --posix.odirect -t 1m -b 1m -s 256 -w -F -o /mnt/fs/ior.bin
   ioscale dd if=/dev/zero of=/mnt/fs/f bs=1M count=2048 conv=fsync
   ioscale mdtest --tasks 4 -n 1000 -F -u -d /mnt/fs/md
-  ioscale smallfile --operation create --threads 4 --top /mnt/fs/sf
+  ioscale smallfile --operation create --threads 4 --top /mnt/fs
 
 Exit codes: 0 ran clean, 1 I/O errors or failed verification, 2 usage or setup
 error, 130 interrupted."
@@ -99,7 +101,7 @@ pub enum Command {
         args: Vec<String>,
     },
     /// Run the IO500 benchmark's phases and score (`ioscale io500 config.ini`); `ioscale io500 --help` lists its options.
-    #[command(disable_help_flag = true)]
+    #[command(after_help = crate::front::io500::HELP, disable_help_flag = true)]
     Io500 {
         /// An io500 .ini file and/or TARGET, and the options of `ioscale io500 --help`.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
@@ -119,9 +121,12 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff) generated from the same flag definitions.
-    #[command(after_help = "Example:\n  ioscale man | man -l -")]
-    Man,
+    /// Print the man pages (roff) generated from the same flag definitions, or write one per command.
+    #[command(after_help = "Examples:
+  ioscale man | man -l -
+  # one page per command, for a man directory
+  ioscale man --dir man1 && man -l man1/ioscale-run.1")]
+    Man(crate::manpage::ManArgs),
 }
 
 const RUN_EXAMPLES: &str = "Examples:
@@ -138,15 +143,16 @@ const RUN_EXAMPLES: &str = "Examples:
   ioscale run --op write --xfer 1m --size 2g --sync end /mnt/fs
 
   # 4 KiB random reads at queue depth 32, three repetitions, JSON record
-  ioscale run --op randread --xfer 4k --size 1g --direct --engine io_uring \\
-      --iodepth 32 --reps 3 --json r.json /mnt/fs
+  # (the write lays out the files the reads need)
+  ioscale run --op write,randread --xfer 4k --size 1g --direct \\
+      --engine io_uring --iodepth 32 --reps 3 --json r.json /mnt/fs
 
   # write with a checkable pattern, read back and verify every byte
   ioscale run --op write,read --verify --drop-caches /mnt/fs
 
-  # keep the files, read them in a later run (which removes them)
+  # keep the files, read them in a later run; they stay until clean
   ioscale run --op write --threads 4 --keep /mnt/fs && \\
-      ioscale run --op read --threads 4 /mnt/fs
+      ioscale run --op read --threads 4 /mnt/fs && ioscale clean /mnt/fs
 
   # a batch log: one line per finished phase instead of the live line
   ioscale run --progress plain --op write,read --reps 3 /mnt/fs

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use spec::{parse_count, parse_duration, parse_size, Layout, Op, RawWorkload, SyncMode};
 
-use crate::args::{RecordFiles, Shown, View};
+use crate::args::{self, Choices, RecordFiles, Shown, View};
 
 /// The registry name of an `--engine` value: the older spellings
 /// `io-uring` and `uring` still mean `io_uring`. Whether the name exists is
@@ -34,7 +34,8 @@ pub struct RunArgs {
     pub target: PathBuf,
 
     /// Phases, in order: write, read, randwrite, randread, rw, randrw (comma list).
-    #[arg(long = "op", value_name = "LIST", default_value = "write,read")]
+    #[arg(long = "op", value_name = "LIST", default_value = "write,read",
+          value_parser = Choices(args::data_ops), hide_possible_values = true)]
     pub op: String,
 
     /// Parallel workers.
@@ -48,7 +49,8 @@ pub struct RunArgs {
     pub threads: String,
 
     /// File layout: shared (one file, IOR segmented), per-thread, per-thread-dir.
-    #[arg(long, value_name = "LAYOUT", default_value = "per-thread")]
+    #[arg(long, value_name = "LAYOUT", default_value = "per-thread",
+          value_parser = Choices(args::data_layouts), hide_possible_values = true)]
     pub layout: String,
 
     /// Bytes per request.
@@ -83,7 +85,8 @@ pub struct RunArgs {
 
     /// Sync mode: none, end (one fsync at the end, timed, like dd conv=fsync),
     /// each (O_SYNC, like dd oflag=sync), dsync (O_DSYNC), every:N (fsync after N writes).
-    #[arg(long, value_name = "MODE", default_value = "none")]
+    #[arg(long, value_name = "MODE", default_value = "none",
+          value_parser = Choices(args::sync_modes), hide_possible_values = true)]
     pub sync: String,
 
     /// Drop the page cache between phases (root); otherwise falls back to
@@ -106,7 +109,8 @@ pub struct RunArgs {
 
     /// I/O engine: sync (pread/pwrite) or io_uring (--iodepth requests in
     /// flight per worker).
-    #[arg(long, value_name = "NAME", default_value = "sync")]
+    #[arg(long, value_name = "NAME", default_value = "sync",
+          value_parser = Choices(args::data_engines), hide_possible_values = true)]
     pub engine: String,
 
     /// Requests in flight per worker (io_uring) [default: 32 with io_uring].
@@ -120,7 +124,8 @@ pub struct RunArgs {
     /// (wait for completions spinning, not sleeping), tuned
     /// (fixedbufs,files,coop,single), plain. Features the kernel refuses
     /// are dropped with a warning.
-    #[arg(long, value_name = "LIST", allow_hyphen_values = true)]
+    #[arg(long, value_name = "LIST", allow_hyphen_values = true,
+          value_parser = Choices(args::uring_opts), hide_possible_values = true)]
     pub uring_opts: Option<String>,
 
     /// Repeat the whole phase sequence N times; min, max, mean, stddev are reported.
@@ -184,7 +189,9 @@ pub struct MetaArgs {
         long = "ops",
         alias = "op",
         value_name = "LIST",
-        default_value = "create,stat,read,delete"
+        default_value = "create,stat,read,delete",
+        value_parser = Choices(args::meta_ops),
+        hide_possible_values = true
     )]
     pub ops: String,
 
@@ -275,7 +282,8 @@ pub struct MetaArgs {
     /// Metadata engine of the timed phases: sync (one call at a time per
     /// thread) or io_uring (one thread keeps --iodepth operations in
     /// flight); layout and cleanup always run synchronously.
-    #[arg(long, value_name = "NAME", default_value = "sync")]
+    #[arg(long, value_name = "NAME", default_value = "sync",
+          value_parser = Choices(args::meta_engines), hide_possible_values = true)]
     pub engine: String,
 
     /// Operations in flight per thread (io_uring) [default: 32 with io_uring].
@@ -502,7 +510,8 @@ pub struct SweepArgs {
 
     /// Layouts to sweep: shared, per-thread, per-thread-dir for `run`;
     /// same-dir, per-thread-dir for `meta`. Default: the inner command's.
-    #[arg(long, value_name = "LIST")]
+    #[arg(long, value_name = "LIST",
+          value_parser = Choices(args::sweep_layouts), hide_possible_values = true)]
     pub layout: Option<String>,
 
     /// Target directories to compare (comma list); default: the inner command's TARGET.

@@ -15,6 +15,7 @@ mod exit;
 mod front;
 mod job;
 mod launch;
+mod manpage;
 mod meta_cmd;
 mod output;
 mod progress;
@@ -22,7 +23,6 @@ mod report_cmd;
 mod slurm;
 mod sweep;
 
-use std::io::Write;
 use std::path::Path;
 
 use clap::Parser;
@@ -112,21 +112,15 @@ fn run_command(command: Command) -> Exit {
         Command::Clean(args) => cmd_clean(&args.target, args.force),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "ioscale", &mut std::io::stdout());
+            // Into memory first: clap_complete panics on a closed pipe
+            // (`ioscale completions bash | head`), where a write is
+            // simply cut short.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "ioscale", &mut script);
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
             Ok(0)
         }
-        Command::Man => {
-            let cmd = <Cli as clap::CommandFactory>::command();
-            let mut out = Vec::new();
-            clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
-            for sub in cmd.get_subcommands() {
-                let name = format!("ioscale-{}", sub.get_name());
-                let sub = sub.clone().name(&*name.leak());
-                clap_mangen::Man::new(sub).render(&mut out)?;
-            }
-            let _ = std::io::stdout().write_all(&out);
-            Ok(0)
-        }
+        Command::Man(args) => manpage::cmd_man(&args, &<Cli as clap::CommandFactory>::command()),
     }
 }
 

@@ -45,14 +45,22 @@ pub struct CompareArgs {
 
 /// Examples for `ioscale report --help`.
 pub const REPORT_EXAMPLES: &str = "Examples:
-  ioscale report efs.json --html efs.html --png efs-charts/
+  # a sweep's tables and analysis again, with its HTML report and charts
+  ioscale sweep --threads 1,2,4 --json s.json -- run --size 64m /mnt/fs
+  ioscale report s.json --html s.html --png s-charts/
+
+  # one run's record as CSV
+  ioscale run --size 64m --json run.json /mnt/fs
   ioscale report run.json --format csv > run.csv";
 
 /// Examples for `ioscale compare --help`.
 pub const COMPARE_EXAMPLES: &str = "Examples:
-  # efs ÷ ebs per operation and thread count
-  ioscale compare ebs.json efs.json
-  ioscale compare before.json after.json --format json";
+  # one target swept before and after a change: after ÷ before per
+  # operation and worker count, judged against each figure's interval
+  ioscale sweep --threads 1,2,4 --json before.json -- run --size 64m /mnt/fs
+  ioscale sweep --threads 1,2,4 --json after.json -- run --size 64m /mnt/fs
+  ioscale compare before.json after.json
+  ioscale compare before.json after.json --format json > compared.json";
 
 fn read(p: &Path) -> Result<Loaded, String> {
     load_record("record", p)

@@ -209,9 +209,12 @@ fn check_values(args: &SlurmArgs, binary: &str) -> Result<(), String> {
 /// Checks the command the job runs as ioscale would when the job starts,
 /// so a command line that can only fail is refused now, not on the
 /// cluster: `run`, `meta` and `sweep` by their own parsers and workload
-/// checks (a TARGET need not exist here), the front-ends by their
-/// `--print-spec` (io500, which has none, when the job runs).
-fn check_command(command: &[String]) -> Result<(), String> {
+/// checks (a TARGET need not exist here), `run` for the workers of each
+/// rank count the job runs (`ranks` × threads, as its ranks check them:
+/// `--reorder` with one thread per rank is right on 16 ranks), the
+/// front-ends by their `--print-spec` (io500, which has none,
+/// when the job runs).
+fn check_command(command: &[String], ranks: &[u64]) -> Result<(), String> {
     let sub = command.first().map(String::as_str).unwrap_or("");
     let said = |e: &dyn std::fmt::Display| format!("COMMAND `{}`: {e}", command.join(" "));
     match sub {
@@ -224,8 +227,13 @@ fn check_command(command: &[String]) -> Result<(), String> {
             })?;
             match cli.command {
                 JobCommand::Run(a) => {
-                    let raw = a.to_raw().map_err(|e| said(&e))?;
-                    raw.build().map(|_| ()).map_err(|e| said(&e))
+                    let mut raw = a.to_raw().map_err(|e| said(&e))?;
+                    let threads = raw.threads.unwrap_or(1);
+                    for &r in ranks {
+                        raw.threads = Some(threads.saturating_mul(r));
+                        raw.build().map_err(|e| said(&e))?;
+                    }
+                    Ok(())
                 }
                 JobCommand::Meta(a) => {
                     let raw = a.to_raw().map_err(|e| said(&e))?;
@@ -476,7 +484,16 @@ pub fn cmd_slurm(args: &SlurmArgs) -> crate::exit::Exit {
         utf8("--results", r)?;
     }
     let text = script(args, &binary)
-        .and_then(|t| check_command(&args.command).map(|()| t))
+        .and_then(|t| {
+            let p = points(args)?;
+            let per = if p.by_nodes {
+                u64::from(args.ntasks_per_node)
+            } else {
+                1
+            };
+            let ranks: Vec<u64> = p.values.iter().map(|v| v * per).collect();
+            check_command(&args.command, &ranks).map(|()| t)
+        })
         .map_err(crate::exit::Failure::usage)?;
     match &args.out {
         Some(p) => {
@@ -638,28 +655,45 @@ mod tests {
     #[test]
     fn the_command_is_checked_before_a_script_is_written() {
         let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let e = check_command(&words(&["run"])).unwrap_err();
+        let e = check_command(&words(&["run"]), &[1]).unwrap_err();
         assert!(e.contains("TARGET"), "{e}");
-        let e = check_command(&words(&["run", "--size", "-1", "/fs"])).unwrap_err();
+        let e = check_command(&words(&["run", "--size", "-1", "/fs"]), &[1]).unwrap_err();
         assert!(e.contains("--size"), "{e}");
-        let e =
-            check_command(&words(&["sweep", "--threads", "0", "--", "run", "/fs"])).unwrap_err();
+        let e = check_command(
+            &words(&["sweep", "--threads", "0", "--", "run", "/fs"]),
+            &[1],
+        )
+        .unwrap_err();
         assert!(e.contains("--threads"), "{e}");
         // A TARGET that does not exist here is fine: it is the cluster's.
-        check_command(&words(&["run", "--op", "write", "/nonexistent-cluster-fs"])).unwrap();
-        check_command(&words(&[
-            "sweep",
-            "--threads",
-            "1,2",
-            "--",
-            "run",
-            "--xfer",
-            "4k",
-            "--size",
-            "64k",
-            "/nonexistent-cluster-fs",
-        ]))
+        check_command(
+            &words(&["run", "--op", "write", "/nonexistent-cluster-fs"]),
+            &[1],
+        )
         .unwrap();
+        check_command(
+            &words(&[
+                "sweep",
+                "--threads",
+                "1,2",
+                "--",
+                "run",
+                "--xfer",
+                "4k",
+                "--size",
+                "64k",
+                "/nonexistent-cluster-fs",
+            ]),
+            &[1],
+        )
+        .unwrap();
+        // IOR -C over 16 ranks of one thread: each reads another's data
+        // (the help's own example was refused, checked as one worker);
+        // a point of one rank cannot.
+        let reorder = words(&["run", "--op", "write,read", "--reorder", "/fs"]);
+        check_command(&reorder, &[16]).unwrap();
+        let e = check_command(&reorder, &[1, 2]).unwrap_err();
+        assert!(e.contains("--reorder needs at least 2 workers"), "{e}");
     }
 
     /// Found by the fourth adversarial pass; each failed before its fix.

@@ -49,10 +49,11 @@ pub const SWEEP_EXAMPLES: &str = "Examples:
   ioscale sweep --threads 1..13 --reps 10 --trim 2 \\
       -- run --op write,read,rw,randrw --size 256m --direct /mnt/ssd
 
-  # continue after Ctrl-C: the same line with --resume added (at the end
-  # works too)
-  ioscale sweep --threads 1..64x2 --json efs.json --resume \\
-      -- run --op write --total 2g /mnt/efs
+  # continue seed 000 after Ctrl-C: the same line with --resume added (at
+  # the end works too)
+  ioscale sweep --threads 1..64x2 --layout shared,per-thread,per-thread-dir \\
+      --scale total --json efs.json --html efs.html --png efs-charts \\
+      --resume -- run --op write --xfer 1m --total 2g --direct /mnt/efs
 
   # io500: the whole suite once per task count, and how its score scales
   ioscale sweep --threads 1,2,4 --json io500.json -- io500 config.ini

@@ -57,6 +57,7 @@ const SCALE_DOWN: &[(&str, &str)] = &[
     ("--jobs 16", "--jobs 2"),
     ("--jobs 4 ", "--jobs 2 "),
     ("-N 16", "-N 2"),
+    ("-N 8 ", "-N 2 "),
     ("-N 4 ", "-N 2 "),
     ("--tasks 4", "--tasks 2"),
     // repetitions
@@ -69,11 +70,16 @@ const SCALE_DOWN: &[(&str, &str)] = &[
     ("--size 1g", "--size 4m"),
     ("--size 256m", "--size 2m"),
     ("--size 128m", "--size 2m"),
+    ("--size 64m", "--size 2m"),
+    ("--size=1g", "--size=4m"),
+    ("--xfer 64m", "--xfer 1m"),
     ("--xfer 1m,16m", "--xfer 1m,2m"),
     ("--segments 2048", "--segments 8"),
     ("--segments 256", "--segments 4"),
     ("2048 / n", "8 / n"),
     ("-s 512", "-s 4"),
+    ("-s 2048 ", "-s 4 "),
+    ("-s 256 ", "-s 4 "),
     ("bs=16M count=128", "bs=2M count=4"),
     ("count=2048", "count=8"),
     ("count=512", "count=4"),
@@ -83,6 +89,9 @@ const SCALE_DOWN: &[(&str, &str)] = &[
     // file counts (smallfile, meta, mdtest)
     ("--files 64", "--files 8"),
     ("--files 256", "--files 8"),
+    ("--files 100000", "--files 40"),
+    ("--files 10000", "--files 40"),
+    ("--files 5000", "--files 40"),
     ("1024", "16"),
     ("-n 256", "-n 8"),
 ];
@@ -272,6 +281,12 @@ source "$1"
 
 /// Runs one document's runnable blocks; returns its failures.
 fn run_document(doc: &Path, blocks: &[Block], issue14: bool) -> Vec<String> {
+    run_blocks(doc, blocks, issue14, true)
+}
+
+/// [`run_document`], checking what the blocks leave behind only when
+/// `leftovers` asks.
+fn run_blocks(doc: &Path, blocks: &[Block], issue14: bool, leftovers_too: bool) -> Vec<String> {
     let mut failures = Vec::new();
     // Under target/tmp: the repository's file system (O_DIRECT works there,
     // as it may not on a tmpfs /tmp).
@@ -334,6 +349,9 @@ fn run_document(doc: &Path, blocks: &[Block], issue14: bool) -> Vec<String> {
             // Later blocks build on this one: stop this document here.
             return failures;
         }
+    }
+    if !leftovers_too {
+        return failures;
     }
     let mut left = Vec::new();
     leftovers(w, &home, &home, &mnt, &keeps, &mut left);
@@ -480,4 +498,291 @@ fn info_strings_and_globs() {
     assert_eq!(b.text, "ls\n");
     assert!(glob("c/*", "c/d/e.png") && glob("flux7-*.json", "flux7-1.json"));
     assert!(!glob("*.json", "a.html"));
+}
+
+/// Paths in the `--help` examples that stand for a user's mount, moved
+/// under `/mnt/` so the runner gives each a directory of its own.
+const HELP_PATHS: &[(&str, &str)] = &[
+    (" /efs/", " /mnt/efs/"),
+    ("=/efs/", "=/mnt/efs/"),
+    ("/ebs,/efs", "/mnt/ebs,/mnt/efs"),
+    (" /shared/", " /mnt/shared_"),
+    ("=/shared/", "=/mnt/shared_"),
+    (" /tmp\n", " /mnt/tmp\n"),
+    // never the machine's own completion directory
+    ("> /etc/bash_completion.d/ioscale", "> ioscale.bash"),
+];
+
+/// Example commands the runner cannot run here, by their first word: they
+/// need a Slurm controller or an MPI launch of several processes.
+const HELP_NOT_RUN: &[&str] = &["sbatch", "mpirun"];
+
+/// What the `--help` examples take as given: the io500 configuration
+/// files they name (small sizes and a 1-second stonewall, so each run is
+/// short and INVALID), written before the first example.
+const HELP_SETUP: &str = "cat > config.ini <<'EOF'
+[global]
+datadir = /mnt/fs/io500
+resultdir = ./io500-results
+[debug]
+stonewall-time = 1
+[ior-easy]
+transferSize = 1m
+blockSize = 4m
+[ior-hard]
+segmentCount = 50
+[mdtest-easy]
+n = 100
+[mdtest-hard]
+n = 50
+EOF
+cp config.ini trial.ini
+cat > jobs.fio <<'EOF'
+[global]
+directory=/mnt/fs
+size=4m
+[write]
+rw=write
+bs=1m
+EOF
+";
+
+/// The `--help` texts with examples: `ioscale --help` first, then every
+/// subcommand's in the order `ioscale --help` lists them.
+fn help_texts() -> Vec<(String, String)> {
+    let help = |args: &[&str]| -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_ioscale"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ioscale {args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let top = help(&["--help"]);
+    let subs: Vec<String> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|c| c != "help")
+        .collect();
+    let mut out = vec![("ioscale --help".to_string(), top)];
+    for s in subs {
+        let h = help(&[&s, "--help"]);
+        out.push((format!("ioscale {s} --help"), h));
+    }
+    out
+}
+
+/// The examples of a help text: the indented lines after its
+/// `Example…:` line up to the prose after them, as a shell script.
+fn help_examples(help: &str) -> String {
+    let mut out = String::new();
+    let mut on = false;
+    for l in help.lines() {
+        if l.starts_with("Example") {
+            on = true;
+            continue;
+        }
+        if on && !l.is_empty() && !l.starts_with(' ') {
+            break;
+        }
+        if on {
+            out.push_str(l.strip_prefix("  ").unwrap_or(l));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// A help's examples as one runnable block: paths moved under `/mnt/`,
+/// the commands of [`HELP_NOT_RUN`] left out (with a note).
+fn help_block(what: &str, help: &str) -> Block {
+    let mut text = help_examples(help);
+    for (from, to) in HELP_PATHS {
+        text = text.replace(from, to);
+    }
+    let mut kept = String::new();
+    let mut skipping = false;
+    for l in text.lines() {
+        let first = l.split_whitespace().next().unwrap_or("");
+        if !skipping && HELP_NOT_RUN.contains(&first) {
+            eprintln!("{what}: not run here: {l}");
+            skipping = l.ends_with('\\');
+            continue;
+        }
+        if skipping {
+            skipping = l.ends_with('\\');
+            continue;
+        }
+        kept.push_str(l);
+        kept.push('\n');
+    }
+    Block {
+        line: 0,
+        lang: "sh".into(),
+        mode: Mode::Run,
+        exit: 0,
+        keeps: vec!["*".into()],
+        text: prepared_dirs(&kept) + &kept,
+    }
+}
+
+/// `mkdir -p` lines for what a user of the examples has already made: the
+/// directory holding each path under `/mnt/NAME/` (`/efs/ior` for `-o
+/// /efs/ior/ior.bin`, as the workshop had), and the directory each
+/// smallfile `--top` names.
+fn prepared_dirs(text: &str) -> String {
+    let mut dirs: Vec<String> = Vec::new();
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == '=')
+        .collect();
+    for (i, w) in words.iter().enumerate() {
+        let Some(rest) = w.strip_prefix("/mnt/") else {
+            continue;
+        };
+        let dir = if i > 0 && words[i - 1] == "--top" {
+            Some(w.to_string())
+        } else {
+            rest.rfind('/').map(|k| format!("/mnt/{}", &rest[..k]))
+        };
+        if let Some(d) = dir.filter(|d| d.matches('/').count() > 2 && !dirs.contains(d)) {
+            dirs.push(d);
+        }
+    }
+    dirs.iter().map(|d| format!("mkdir -p {d}\n")).collect()
+}
+
+/// Every example of every `--help` runs, scaled down as the documents'
+/// blocks are, each help's in a temporary directory of its own, in their
+/// order (a later example may read what an earlier one wrote). What they
+/// leave there is not checked: the examples write records, reports and
+/// kept files on purpose.
+#[test]
+fn every_help_example_runs_scaled_down() {
+    let setup = Block {
+        line: 0,
+        lang: "sh".into(),
+        mode: Mode::Run,
+        exit: 0,
+        keeps: vec!["*".into()],
+        text: HELP_SETUP.into(),
+    };
+    let mut failures = Vec::new();
+    for (what, help) in help_texts() {
+        let b = help_block(&what, &help);
+        assert!(!b.text.trim().is_empty(), "{what}: no example");
+        failures.extend(run_blocks(
+            Path::new(&what),
+            &[setup.clone(), b],
+            false,
+            false,
+        ));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A roff page as `man -l` shows it, wide enough that no line wraps;
+/// `None` (with a note) where man is not installed.
+fn rendered_man(page: &Path) -> Option<String> {
+    let out = Command::new("man")
+        .arg("-l")
+        .arg(page)
+        .env("MANWIDTH", "250")
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        _ => {
+            eprintln!("note: skipping: `man -l` is not available here");
+            None
+        }
+    }
+}
+
+/// The example lines of every `--help` missing from `shown` (a rendered
+/// man page), each with its help.
+fn missing_examples(helps: &[(String, String)], shown: &str) -> Vec<String> {
+    let lines: Vec<&str> = shown.lines().map(str::trim).collect();
+    let mut missing = Vec::new();
+    for (what, help) in helps {
+        for l in help_examples(help)
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+        {
+            if !lines.contains(&l) {
+                missing.push(format!("{what}: {l}"));
+            }
+        }
+    }
+    missing
+}
+
+/// The man pages show every `--help` example as `--help` does, line for
+/// line (roff reflowed them: `ioscale  ior  -N  8`, a trailing `\` cut
+/// off), so the examples that run above are the man page's too. Printed
+/// on standard output they cite no page that is not there; written with
+/// `--dir`, every page the top page cites is a file beside it.
+#[test]
+fn the_man_pages_show_every_help_example_line_for_line() {
+    let helps = help_texts();
+    let w = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let one = w.path().join("all.1");
+    let out = Command::new(env!("CARGO_BIN_EXE_ioscale"))
+        .arg("man")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    std::fs::write(&one, &out.stdout).unwrap();
+    let roff = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        !roff.contains("ioscale\\-run(1)") && !roff.contains("(1))"),
+        "cites a page not written"
+    );
+    let Some(shown) = rendered_man(&one) else {
+        return;
+    };
+    let missing = missing_examples(&helps, &shown);
+    assert!(
+        missing.is_empty(),
+        "not shown as --help shows them:\n{}",
+        missing.join("\n")
+    );
+    // One page per command, in a directory it makes.
+    let dir = w.path().join("man1");
+    let out = Command::new(env!("CARGO_BIN_EXE_ioscale"))
+        .args(["man", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let top = std::fs::read_to_string(dir.join("ioscale.1")).unwrap();
+    let mut all = rendered_man(&dir.join("ioscale.1")).unwrap();
+    for (what, _) in helps.iter().skip(1) {
+        let sub = what.split_whitespace().nth(1).unwrap();
+        let page = dir.join(format!("ioscale-{sub}.1"));
+        assert!(page.is_file(), "{} is not written", page.display());
+        assert!(
+            top.contains(&format!("\\fBioscale\\-{sub}\\fR(1)")),
+            "ioscale.1 does not cite it"
+        );
+        all.push_str(&rendered_man(&page).unwrap());
+    }
+    let missing = missing_examples(&helps, &all);
+    assert!(
+        missing.is_empty(),
+        "not shown as --help shows them:\n{}",
+        missing.join("\n")
+    );
+    // A directory whose parent is not there is refused, nothing made.
+    let out = Command::new(env!("CARGO_BIN_EXE_ioscale"))
+        .args(["man", "--dir"])
+        .arg(w.path().join("nope/man1"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
 }

@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::path::Path;
+
 use common::*;
 use serde_json::Value;
 
@@ -406,4 +408,99 @@ fn progress_after_the_double_dash_says_where_it_goes() {
     let e = stderr(&r);
     assert!(e.contains("--progress") && e.contains("before --"), "{e}");
     assert_empty(dir.path());
+}
+
+/// What bash completes after `words` (the last one being completed), in
+/// `dir`, with the script `ioscale completions bash` printed.
+fn bash_completes(script: &Path, dir: &Path, words: &[&str]) -> Vec<String> {
+    let arr: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let prog = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; COMP_LINE='{}'; COMP_POINT=${{#COMP_LINE}}; _ioscale ioscale '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        arr.join(" "),
+        words.len() - 1,
+        words.join(" "),
+        words[words.len() - 1],
+        words[words.len() - 2]
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &prog])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    v.sort();
+    v
+}
+
+/// Completion offers the words `--op`, `--layout` and `--engine` take,
+/// not the file names of the working directory (it offered `rfile` after
+/// `--op r`); the zsh and fish scripts list the same words.
+#[test]
+fn completions_offer_the_words_a_flag_takes() {
+    let d = scratch();
+    std::fs::write(d.path().join("rfile"), "").unwrap();
+    std::fs::write(d.path().join("sfile"), "").unwrap();
+    let out = run(&["completions", "bash"]);
+    assert_code(&out, 0);
+    let script = d.path().join("ioscale.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let got = |w: &[&str]| bash_completes(&script, d.path(), w);
+    assert_eq!(
+        got(&["ioscale", "run", "--op", "r"]),
+        ["randread", "randrw", "randwrite", "read", "rw"]
+    );
+    assert_eq!(
+        got(&["ioscale", "run", "--layout", ""]),
+        ["per-thread", "per-thread-dir", "shared"]
+    );
+    assert_eq!(got(&["ioscale", "run", "--engine", "s"]), ["sync"]);
+    assert_eq!(
+        got(&["ioscale", "meta", "--engine", ""]),
+        ["io_uring", "sync"]
+    );
+    assert!(got(&["ioscale", "meta", "--ops", "st"]).contains(&"stat".to_string()));
+    assert!(got(&["ioscale", "sweep", "--layout", "s"]).contains(&"same-dir".to_string()));
+    // A flag that takes a file still completes file names.
+    assert_eq!(got(&["ioscale", "run", "--json", "r"]), ["rfile"]);
+    let zsh = stdout(&run(&["completions", "zsh"]));
+    assert!(
+        zsh.contains(":LIST:(write read randwrite randread rw randrw)")
+            && zsh.contains(":LAYOUT:(shared per-thread per-thread-dir)")
+            && zsh.contains(":NAME:(sync io_uring)"),
+        "zsh"
+    );
+    let fish = stdout(&run(&["completions", "fish"]));
+    for (flag, first) in [("op", "write"), ("layout", "shared"), ("engine", "sync")] {
+        assert!(
+            fish.lines()
+                .any(|l| l.contains("__fish_ioscale_using_subcommand run")
+                    && l.contains(&format!(" -l {flag} "))
+                    && l.contains(&format!("-r -f -a \"{first}\\t"))),
+            "fish --{flag}"
+        );
+    }
+}
+
+/// `ioscale completions bash | head -1` ends quietly: a closed pipe cuts
+/// the script short (clap_complete panicked on it).
+#[test]
+fn completions_into_a_closed_pipe_do_not_panic() {
+    let out = std::process::Command::new("bash")
+        .args([
+            "-c",
+            &format!("'{}' completions bash | head -1", ioscale_path().display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{out:?}"
+    );
 }

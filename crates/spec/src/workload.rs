@@ -97,6 +97,9 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Every layout, in the order `--help` lists them.
+    pub const ALL: [Layout; 3] = [Layout::Shared, Layout::PerThread, Layout::PerThreadDir];
+
     /// The name used on the command line and in results.
     pub fn name(self) -> &'static str {
         match self {
@@ -142,6 +145,9 @@ pub enum SyncMode {
 }
 
 impl SyncMode {
+    /// The words [`SyncMode::parse`] takes (`every:` before a count).
+    pub const WORDS: [&'static str; 5] = ["none", "end", "each", "dsync", "every:"];
+
     /// Parses `none`, `end`, `each`, `dsync` or `every:N`.
     pub fn parse(s: &str) -> Option<SyncMode> {
         let s = s.trim();
@@ -201,6 +207,21 @@ pub struct UringOpts {
 }
 
 impl UringOpts {
+    /// The words of the comma list [`UringOpts::parse`] takes
+    /// (`sqpoll=MS` is `sqpoll` with an idle time).
+    pub const WORDS: [&'static str; 10] = [
+        "fixedbufs",
+        "files",
+        "batch",
+        "each",
+        "coop",
+        "single",
+        "sqpoll",
+        "spin",
+        "tuned",
+        "plain",
+    ];
+
     /// fixedbufs, files, coop and single: fio's best-known set.
     pub fn tuned() -> Self {
         UringOpts {

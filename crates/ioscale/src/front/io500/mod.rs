@@ -38,12 +38,9 @@ use crate::exit::{Exit, Failure};
 /// The io500 release whose phases, parameters and rules are followed.
 pub const IO500_VERSION: &str = "io500-isc26_v2";
 
-/// `ioscale io500`'s command line.
-#[derive(Parser, Debug)]
-#[command(
-    name = "ioscale io500",
-    about = "Run the IO500 benchmark's phases (io500 isc26_v2) and print its [RESULT] and [SCORE ] lines",
-    after_help = "Examples:\n  ioscale io500 config.ini                      # an io500 config, unchanged\n  \
+/// The examples and notes of `ioscale io500 --help` (and its man page).
+pub const HELP: &str =
+    "Examples:\n  ioscale io500 config.ini                      # an io500 config, unchanged\n  \
 # a short trial (marked INVALID)\n  \
 ioscale io500 --tasks 4 --stonewall 2s trial.ini /mnt/fs\n  \
 # with the MPI build: one task per rank\n  \
@@ -51,7 +48,14 @@ mpirun -np 8 ioscale io500 config.ini\n\n\
 The rules need a 300 s stonewall; a shorter one (--stonewall, or [debug]\n\
 stonewall-time) makes the run INVALID, as in io500. Exit codes: 0 ran clean,\n\
 1 I/O errors or failed data check, 2 usage or setup error, 130 interrupted\n\
-(the phases done are kept, the score is INVALID). See docs/io500.md."
+(the phases done are kept, the score is INVALID). See docs/io500.md.";
+
+/// `ioscale io500`'s command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "ioscale io500",
+    about = "Run the IO500 benchmark's phases (io500 isc26_v2) and print its [RESULT] and [SCORE ] lines",
+    after_help = HELP
 )]
 struct Args {
     /// An io500 .ini file (a name ending in .ini) and/or the data directory (io500's datadir).

@@ -268,9 +268,13 @@ fn first_error(op: &str, errors: &[report::ErrorRecord], b: &PhaseRecord) -> Str
         })
         .unwrap_or_else(|| {
             if b.errors > 0 {
-                format!("{} request error(s) in repetition {}", b.errors, b.rep)
+                format!(
+                    "{} request error(s) in repetition {}",
+                    b.errors,
+                    report::shown_rep(b.rep)
+                )
             } else {
-                format!("repetition {} moved nothing", b.rep)
+                format!("repetition {} moved nothing", report::shown_rep(b.rep))
             }
         })
 }
@@ -643,7 +647,8 @@ mod tests {
         assert_eq!((o.reps, o.failed), (0, 1));
         assert_eq!(
             o.first_error.as_deref(),
-            Some("3 request error(s) in repetition 1")
+            Some("3 request error(s) in repetition 2"),
+            "rep 1 counted from 1"
         );
     }
 

@@ -665,7 +665,7 @@ fn row_cells(p: &SweepPoint, o: &crate::model::OpStats, look: &Look) -> Vec<Stri
         } else {
             o.outlier_reps
                 .iter()
-                .map(|r| format!("rep {r}"))
+                .map(|r| format!("rep {}", report::shown_rep(*r)))
                 .collect::<Vec<_>>()
                 .join(" ")
         },

@@ -468,8 +468,10 @@ impl Kind for DataRun<'_> {
             self.fresh = true;
             if ctx.is_root() {
                 for l in self.ds.remove_data_files() {
-                    self.warns
-                        .push(format!("before repetition {rep}: could not remove {l}"));
+                    self.warns.push(format!(
+                        "before repetition {}: could not remove {l}",
+                        report::shown_rep(rep)
+                    ));
                 }
             }
             self.have_data = false;

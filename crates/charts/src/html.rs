@@ -285,7 +285,11 @@ fn stats_section(o: &mut String, rec: &SweepRecord) {
                 if s.outlier_reps.is_empty() {
                     "-".into()
                 } else {
-                    format!("{:?}", s.outlier_reps)
+                    s.outlier_reps
+                        .iter()
+                        .map(|r| format!("rep {}", report::shown_rep(*r)))
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 },
             ]);
         }

@@ -36,7 +36,11 @@ pub(crate) fn emit(
         for m in p.verify.iter().flat_map(|v| &v.mismatches) {
             eprintln!(
                 "ioscale: error: verify {} rep {}: {} at offset {}: data differs from what was written ({} bad byte(s))",
-                p.op, p.rep, m.file, m.offset, m.bad_bytes
+                p.op,
+                report::shown_rep(p.rep),
+                m.file,
+                m.offset,
+                m.bad_bytes
             );
         }
     }

@@ -306,7 +306,7 @@ fn meta_on_four_ranks_makes_every_workers_files_and_removes_them() {
     );
     assert_code(&out, 0);
     let text = stdout(&out);
-    assert_eq!(text.matches("create (rep 0)").count(), 1, "{text}");
+    assert_eq!(text.matches("create (rep 1)").count(), 1, "{text}");
     let v = json(&j);
     let ph = phases(&v);
     assert_eq!(ph.len(), 2);

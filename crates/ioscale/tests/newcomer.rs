@@ -504,3 +504,40 @@ fn completions_into_a_closed_pipe_do_not_panic() {
         "{out:?}"
     );
 }
+
+/// The table numbers repetitions as the progress log does, from 1: the
+/// log said `rep 1/2` and `rep 2/2` of rows the table called 0 and 1.
+#[test]
+fn repetitions_are_numbered_alike_in_the_log_and_the_table() {
+    let d = scratch();
+    let out = run(&[
+        "run",
+        "--reps",
+        "2",
+        "--progress",
+        "plain",
+        "--op",
+        "write",
+        "--size",
+        "64k",
+        "--xfer",
+        "64k",
+        s(d.path()),
+    ]);
+    assert_code(&out, 0);
+    let log = stderr(&out);
+    assert!(
+        log.contains("write rep 1/2") && log.contains("write rep 2/2"),
+        "{log}"
+    );
+    let text = stdout(&out);
+    let reps: Vec<String> = text
+        .lines()
+        .skip_while(|l| !(l.starts_with("op ") && l.contains(" rep ")))
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("write "))
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(reps, ["1", "2"], "{}", stdout(&out));
+    assert_empty(d.path());
+}

@@ -555,7 +555,7 @@ fn node_table(rs: &ResultSet) -> Vec<String> {
         out.push(format!(
             "{:<6} {:>3}  {:<width$}  {:>5}  {:>10.2}  {:>10.2}  {:>8.3}",
             n.op,
-            n.rep,
+            crate::model::shown_rep(n.rep),
             n.host,
             n.ranks,
             n.bytes as f64 / (1u64 << 20) as f64,
@@ -589,7 +589,7 @@ fn phase_table(phases: &[PhaseRecord]) -> Vec<String> {
         .map(|p| {
             vec![
                 p.op.clone(),
-                p.rep.to_string(),
+                crate::model::shown_rep(p.rep).to_string(),
                 fmt_rate(p.bw_mib_s),
                 fmt_rate(p.bw_mb_s),
                 fmt_iops(p.iops),
@@ -617,7 +617,7 @@ fn stonewall_matters(p: &PhaseRecord) -> bool {
 }
 
 fn phase_notes(p: &PhaseRecord) -> Vec<String> {
-    let who = format!("  {} rep {}", p.op, p.rep);
+    let who = format!("  {} rep {}", p.op, crate::model::shown_rep(p.rep));
     let mut notes = Vec::new();
     if stonewall_matters(p) {
         notes.push(format!(
@@ -688,7 +688,11 @@ fn failed_lines(rs: &ResultSet) -> Vec<String> {
             format!(
                 "{} (rep {}): FAILED, no result: stopped by an error after {} bytes and {} request(s) \
                  in {:.3} s (see the error above)",
-                f.op, f.rep, f.partial_bytes, f.partial_ops, f.partial_elapsed_s
+                f.op,
+                crate::model::shown_rep(f.rep),
+                f.partial_bytes,
+                f.partial_ops,
+                f.partial_elapsed_s
             )
         })
         .collect()
@@ -701,7 +705,7 @@ fn verify_lines(phases: &[PhaseRecord]) -> Vec<String> {
         lines.push(format!(
             "verify {} rep {}: checked {}, {} bad bytes",
             p.op,
-            p.rep,
+            crate::model::shown_rep(p.rep),
             format_size(v.checked_bytes),
             v.bad_bytes
         ));
@@ -833,7 +837,7 @@ impl Exporter for MetaTextExporter {
 }
 
 fn meta_phase_lines(p: &PhaseRecord) -> Vec<String> {
-    let mut l = vec![format!("{} (rep {})", p.op, p.rep)];
+    let mut l = vec![format!("{} (rep {})", p.op, crate::model::shown_rep(p.rep))];
     let files = p.files.clone().unwrap_or_default();
     for t in &files.threads {
         l.push(format!(
@@ -1228,7 +1232,7 @@ mod tests {
             text.ends_with("interrupted: results so far are shown\n"),
             "{text}"
         );
-        assert!(text.contains("  read rep 0: interrupted"), "{text}");
+        assert!(text.contains("  read rep 1: interrupted"), "{text}");
         assert!(!text.contains("Summary over"), "{text}");
         assert!(!text.contains("error:"), "{text}");
     }

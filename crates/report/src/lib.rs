@@ -14,7 +14,7 @@ pub use export::{
     ExportType, Exporter, JsonExporter, MetaTextExporter, TextExporter, CSV_COLUMNS,
 };
 pub use model::{
-    ClusterInfo, ErrorRecord, FailedPhase, FilesRecord, HostInfo, JobSpec, Mismatch, NodePhase,
-    PhaseGather, PhaseRecord, PhaseSummary, RankPhase, ResultSet, Stonewall, ThreadFiles,
-    VerifyRecord, WorkerRecord, SCHEMA,
+    shown_rep, ClusterInfo, ErrorRecord, FailedPhase, FilesRecord, HostInfo, JobSpec, Mismatch,
+    NodePhase, PhaseGather, PhaseRecord, PhaseSummary, RankPhase, ResultSet, Stonewall,
+    ThreadFiles, VerifyRecord, WorkerRecord, SCHEMA,
 };

@@ -51,6 +51,14 @@ impl JobSpec {
 /// Version of the JSON layout.
 pub const SCHEMA: u32 = 1;
 
+/// A repetition as users count it, from 1, for text meant to be read
+/// (tables, notes, errors, the progress log's `rep 1/3`). The record, its
+/// CSV and the tools' own layouts keep their numbering (`rep` from 0 in
+/// the JSON).
+pub fn shown_rep(rep: u32) -> u64 {
+    u64::from(rep) + 1
+}
+
 /// Facts about the machine and the target, recorded with every run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostInfo {

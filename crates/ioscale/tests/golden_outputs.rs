@@ -187,13 +187,13 @@ const MEASURED_WARNING: &str = "<page cache, as measured>";
 
 /// Whether a warning is one of those.
 fn measured_warning(w: &str) -> bool {
-    w.contains("page cache")
+    w.contains("page cache") || w.contains("page and inode caches")
 }
 
 /// A sweep's text with its measured warnings made one placeholder.
 fn sweep_text(text: &str) -> String {
     let mut out: Vec<String> = Vec::new();
-    for l in text.lines() {
+    for l in text.split('\n') {
         let l = match l.strip_prefix("warning: ") {
             Some(w) if measured_warning(w) => format!("warning: {MEASURED_WARNING}"),
             _ => l.to_string(),
@@ -202,7 +202,7 @@ fn sweep_text(text: &str) -> String {
             out.push(l);
         }
     }
-    out.join("\n") + "\n"
+    out.join("\n")
 }
 
 /// A sweep record's measured warnings made one placeholder per point.

@@ -72,6 +72,20 @@ enum Job {
     Meta(Box<MetaSpec>),
 }
 
+impl Job {
+    /// What the point moves in all its timed phases and repetitions:
+    /// bytes for `run`, files for `meta` (one unit per sweep, whose
+    /// points are all one kind).
+    fn work(&self) -> f64 {
+        match self {
+            Job::Run(w) => w.total_bytes() as f64 * w.ops.len() as f64 * f64::from(w.reps),
+            Job::Meta(m) => {
+                m.files as f64 * f64::from(m.threads) * m.ops.len() as f64 * f64::from(m.reps)
+            }
+        }
+    }
+}
+
 /// One point, planned before anything runs so every bad combination is
 /// refused up front.
 struct Planned {
@@ -816,6 +830,19 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     } else {
         None
     };
+    if let Some(l) = &live {
+        // What each point still to run moves, in the order they run: the
+        // ETA counts work left (a point of 16 workers does 16 times the
+        // work of one at --scale per-thread).
+        let order = run_order(&plan, &done);
+        l.plan_work(
+            order
+                .iter()
+                .flatten()
+                .map(|&i| plan.points[i].job.work())
+                .collect(),
+        );
+    }
     let mut points = Runner {
         args,
         plan: &plan,
@@ -1125,28 +1152,35 @@ impl Runner<'_> {
     }
 
     /// A point's name in progress and error lines; under MPI by its
-    /// workers (ranks × threads).
+    /// workers (ranks × threads). Each swept value is named by its axis,
+    /// once: `threads=2 layout=shared xfer=1 MiB` (it read `threads=1 1
+    /// MiB xfer=1 MiB`, the series label and the transfer size both).
     fn name(&self, index: usize) -> String {
         let p = &self.plan.points[index];
+        let c = &self.plan.config;
         let size = self.coord.size();
-        let who = if size > 1 {
+        let mut name = if size > 1 {
             format!("workers={} ({size}×{})", size * p.threads, p.threads)
         } else {
             format!("threads={}", p.threads)
         };
-        format!(
-            "{who}{}{}",
-            if p.series.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", p.series)
-            },
-            if p.xfer > 0 {
-                format!(" xfer={}", format_size(p.xfer))
-            } else {
-                String::new()
-            }
-        )
+        if c.targets.len() > 1 {
+            name.push_str(&format!(" target={}", p.target));
+        }
+        if c.layout.len() > 1 {
+            name.push_str(&format!(" layout={}", p.layout));
+        }
+        if p.xfer > 0 {
+            name.push_str(&format!(" xfer={}", format_size(p.xfer)));
+        }
+        if c.iodepth.len() > 1 {
+            let depth = match &p.job {
+                Job::Run(w) => w.iodepth,
+                Job::Meta(m) => m.iodepth,
+            };
+            name.push_str(&format!(" iodepth={depth}"));
+        }
+        name
     }
 
     /// Runs point `index`: all its repetitions (`rep` None), or one.

@@ -360,3 +360,29 @@ fn a_record_that_would_replace_dds_own_files_is_refused_first() {
     assert!(err.contains("--record /dev/full"), "{err}");
     assert_eq!(std::fs::read(&input).unwrap(), data);
 }
+
+/// dd prints no stonewall figure, so none of its lines may point at one:
+/// with `--jobs 16` on 2 CPUs the oversubscription warning said "the
+/// stonewall figure shows the work done by the time the first worker
+/// finished". The warning itself now comes only when the jobs' CPU time
+/// shows the CPUs full (docs/analysis.md, "The warnings, from evidence").
+#[test]
+fn jobs_warnings_name_no_figure_dd_does_not_print() {
+    let dir = scratch();
+    let of = dir.path().join("f");
+    let out = dd(&[
+        "--jobs",
+        "16",
+        "if=/dev/zero",
+        &format!("of={}", of.display()),
+        "bs=64k",
+        "count=16",
+    ]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("total of 16 jobs: "), "{err}");
+    assert!(!err.to_lowercase().contains("stonewall"), "{err}");
+    for w in err.lines().filter(|l| l.starts_with("dd: warning: ")) {
+        assert!(!w.contains("take turns"), "a guess, not a measurement: {w}");
+    }
+}

@@ -234,6 +234,56 @@ fn plain_progress_of_a_sweep_names_points() {
     assert_empty(dir.path());
 }
 
+/// A sweep over transfer sizes and layouts names each axis of a point
+/// once (it read `threads=1 64 KiB xfer=64 KiB`: the series label and the
+/// transfer size both).
+#[test]
+fn sweep_points_name_each_axis_once() {
+    let dir = scratch();
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--xfer",
+        "64k,128k",
+        "--layout",
+        "shared,per-thread",
+        "-q",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "256k",
+        s(dir.path()),
+    ]);
+    assert_code(&r, 0);
+    let e = stderr(&r);
+    let names: Vec<&str> = e
+        .lines()
+        .filter(|l| l.contains(" done in "))
+        .map(|l| {
+            l.split("] ")
+                .nth(1)
+                .unwrap()
+                .split(" done in ")
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "threads=1 layout=shared xfer=64 KiB",
+            "threads=1 layout=shared xfer=128 KiB",
+            "threads=1 layout=per-thread xfer=64 KiB",
+            "threads=1 layout=per-thread xfer=128 KiB"
+        ],
+        "{e}"
+    );
+    assert_empty(dir.path());
+}
+
 /// `--progress none` prints nothing on standard error.
 #[test]
 fn progress_none_is_silent() {

@@ -230,8 +230,10 @@ pub fn compare_with(records: &[(String, SweepRecord)], units: Units) -> Comparis
     }
 }
 
-/// The comparison as a text table and a summary line per record.
-pub fn render_text(c: &Comparison) -> String {
+/// The comparison's table: its head and one row per matched row, each
+/// record's figure with its 95 % interval, then per record after the
+/// first its ratio and verdict. The text and the HTML show the same.
+pub fn table(c: &Comparison) -> (Vec<String>, Vec<Vec<String>>) {
     let with_series = c.rows.iter().any(|r| !r.series.is_empty());
     let mut head: Vec<String> = Vec::new();
     if with_series {
@@ -245,57 +247,79 @@ pub fn render_text(c: &Comparison) -> String {
             head.push(format!("verdict {}", i + 1));
         }
     }
-    let rows: Vec<Vec<String>> = c
+    let rows = c
         .rows
         .iter()
-        .map(|r| {
-            let mut cells = Vec::new();
-            if with_series {
-                cells.push(if r.series.is_empty() {
-                    "-".into()
-                } else {
-                    r.series.clone()
-                });
-            }
-            cells.extend([r.op.clone(), r.threads.to_string(), r.unit.clone()]);
-            for i in 0..c.names.len() {
-                // The figure with its 95 % interval: the spread a verdict
-                // is judged against.
-                cells.push(match (r.values[i], r.intervals.get(i).copied().flatten()) {
-                    (Some(v), Some(iv)) => format!("{v:.2} ({}–{})", num(iv.lo), num(iv.hi)),
-                    (Some(v), None) => format!("{v:.2}"),
-                    (None, _) => "-".into(),
-                });
-                if i > 0 {
-                    cells.push(
-                        r.ratios[i]
-                            .map(|v| format!("{v:.2}"))
-                            .unwrap_or_else(|| "-".into()),
-                    );
-                    // A row whose figure rests on one repetition was judged
-                    // by its 5% gap alone: say so in the cell, and never
-                    // "no clear difference" for a gap no noise was measured
-                    // against (the record keeps the verdict as judged).
-                    let bare = r.intervals[0].is_none() || r.intervals[i].is_none();
-                    cells.push(match r.verdicts[i].as_deref() {
-                        None => "-".into(),
-                        Some("no clear difference") if bare => "not judged (1 rep)".into(),
-                        Some(v) if bare => format!("{v} (1 rep, gap only)"),
-                        Some(v) => v.to_string(),
-                    });
-                }
-            }
-            cells
-        })
+        .map(|r| row_cells(c, r, with_series))
         .collect();
-    let head_ref: Vec<&str> = head.iter().map(String::as_str).collect();
-    let mut out: Vec<String> = c.warnings.iter().map(|w| format!("warning: {w}")).collect();
-    out.push(format!(
+    (head, rows)
+}
+
+/// The cells of matched row `r`.
+fn row_cells(c: &Comparison, r: &CompareRow, with_series: bool) -> Vec<String> {
+    let mut cells = Vec::new();
+    if with_series {
+        cells.push(if r.series.is_empty() {
+            "-".into()
+        } else {
+            r.series.clone()
+        });
+    }
+    cells.extend([r.op.clone(), r.threads.to_string(), r.unit.clone()]);
+    for i in 0..c.names.len() {
+        // The figure with its 95 % interval: the spread a verdict
+        // is judged against.
+        cells.push(match (r.values[i], r.intervals.get(i).copied().flatten()) {
+            (Some(v), Some(iv)) => format!("{v:.2} ({}–{})", num(iv.lo), num(iv.hi)),
+            (Some(v), None) => format!("{v:.2}"),
+            (None, _) => "-".into(),
+        });
+        if i > 0 {
+            cells.push(
+                r.ratios[i]
+                    .map(|v| format!("{v:.2}"))
+                    .unwrap_or_else(|| "-".into()),
+            );
+            // A row whose figure rests on one repetition was judged
+            // by its 5% gap alone: say so in the cell, and never
+            // "no clear difference" for a gap no noise was measured
+            // against (the record keeps the verdict as judged).
+            let bare = r.intervals[0].is_none() || r.intervals[i].is_none();
+            cells.push(match r.verdicts[i].as_deref() {
+                None => "-".into(),
+                Some("no clear difference") if bare => "not judged (1 rep)".into(),
+                Some(v) if bare => format!("{v} (1 rep, gap only)"),
+                Some(v) => v.to_string(),
+            });
+        }
+    }
+    cells
+}
+
+/// What the table's figures are, said once above it.
+pub fn table_note(c: &Comparison) -> String {
+    format!(
         "Compared with {} (×N = record N ÷ record 1; figures are trimmed means or means over the good repetitions, with their 95% bootstrap interval in parentheses; a verdict needs a gap above 5% and non-overlapping intervals)",
         c.names[0]
-    ));
+    )
+}
+
+/// The comparison as a text table and a summary line per record.
+pub fn render_text(c: &Comparison) -> String {
+    let (head, rows) = table(c);
+    let head_ref: Vec<&str> = head.iter().map(String::as_str).collect();
+    let mut out: Vec<String> = c.warnings.iter().map(|w| format!("warning: {w}")).collect();
+    out.push(table_note(c));
     out.extend(layout_table(&head_ref, &rows));
     out.push(String::new());
+    out.extend(summary(c));
+    out.join("\n") + "\n"
+}
+
+/// One line per record after the first: its geometric mean ratio to the
+/// first and how its rows were judged.
+pub fn summary(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
     for i in 1..c.names.len() {
         let n = c.rows.iter().filter(|r| r.ratios[i].is_some()).count();
         let vs: Vec<&str> = c
@@ -352,5 +376,5 @@ pub fn render_text(c: &Comparison) -> String {
             ),
         });
     }
-    out.join("\n") + "\n"
+    out
 }

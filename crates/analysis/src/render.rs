@@ -797,27 +797,32 @@ pub fn render_text(rec: &SweepRecord) -> String {
         t.extend(layout_table(&head, &rows));
         sections.push(t);
         if rec.points.iter().any(|p| p.ops.len() > 1) {
+            let series = rec.points.iter().any(|p| !p.series.is_empty());
             let rows: Vec<Vec<String>> = rec
                 .points
                 .iter()
                 .map(|p| {
-                    vec![
-                        if p.series.is_empty() {
-                            "-".into()
-                        } else {
-                            p.series.clone()
-                        },
+                    // A Series column only where the sweep has several
+                    // lines (it read "-" in every row).
+                    let mut r = if series {
+                        vec![p.series.clone()]
+                    } else {
+                        Vec::new()
+                    };
+                    r.extend([
                         p.workers().to_string(),
                         p.geomean_bw_mib_s
                             .map(|g| num(rec.analysis.units.from_mib_s(g)))
                             .unwrap_or_else(|| "-".into()),
                         p.geomean_iops.map(num).unwrap_or_else(|| "-".into()),
-                    ]
+                    ]);
+                    r
                 })
                 .collect();
             let mut g = vec!["Geometric mean across operations".to_string()];
             let u = format!("Throughput ({})", rec.analysis.units.data());
-            g.extend(layout_table(&["Series", "Workers", &u, "ops/s"], &rows));
+            let head = ["Series", "Workers", u.as_str(), "ops/s"];
+            g.extend(layout_table(&head[usize::from(!series)..], &rows));
             sections.push(g);
         }
     }

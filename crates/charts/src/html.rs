@@ -11,11 +11,12 @@ use analysis::SweepRecord;
 
 use crate::svg::{self, esc};
 
-const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:24px auto;padding:0 12px;max-width:1180px;color:#222;background:#fff;overflow-wrap:anywhere}\
+/// The report's style sheet (the comparison page shares it).
+pub(crate) const STYLE: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:24px auto;padding:0 12px;max-width:1180px;color:#222;background:#fff;overflow-wrap:anywhere}\
 div.wide{overflow-x:auto;max-width:100%}\
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;font-size:13px;margin:8px 0}th,td{border:1px solid #ccc;padding:3px 8px}\
-th{background:#f2f2f2}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+th{background:#f2f2f2;overflow-wrap:normal;word-break:normal;hyphens:manual}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;white-space:pre-wrap}\
 .charts{display:block}figure{margin:0 0 18px}figure svg{width:100%;height:auto}figcaption{font-size:12px;color:#555}\
 ul.headline li{margin:6px 0;font-size:15px}\
@@ -50,7 +51,8 @@ fn row_cells(out: &mut String, cells: &[String]) {
     out.push_str("</tr>");
 }
 
-fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
+/// A table of `head` and `rows`, numbers right-aligned.
+pub(crate) fn table(out: &mut String, head: &[&str], rows: &[Vec<String>]) {
     table_head(out, "", head.iter().copied());
     for r in rows {
         out.push_str("<tr>");
@@ -150,7 +152,7 @@ fn charts_section(o: &mut String, rec: &SweepRecord) {
 
 /// One chart of the report: its SVG with the title as caption, linked by
 /// `name`.
-fn figure(o: &mut String, name: &str, svg: &str, title: &str) {
+pub(crate) fn figure(o: &mut String, name: &str, svg: &str, title: &str) {
     let _ = writeln!(
         o,
         "<figure id=\"{}\">{}<figcaption>{}</figcaption></figure>",
@@ -232,22 +234,38 @@ fn results_section(o: &mut String, rec: &SweepRecord) {
 
     if rec.points.iter().any(|p| p.ops.len() > 1) {
         o.push_str("<h3>Geometric mean across operations</h3>\n");
+        // A Series column only where the sweep has several lines.
+        let series = has_series(rec);
         let rows: Vec<Vec<String>> = rec
             .points
             .iter()
             .map(|p| {
-                vec![
-                    p.series.clone(),
+                let mut r = if series {
+                    vec![p.series.clone()]
+                } else {
+                    Vec::new()
+                };
+                r.extend([
                     p.workers().to_string(),
                     p.geomean_bw_mib_s
                         .map(|g| num(units.from_mib_s(g)))
                         .unwrap_or_default(),
                     p.geomean_iops.map(num).unwrap_or_default(),
-                ]
+                ]);
+                r
             })
             .collect();
-        table(o, &["Series", "Workers", units.data(), "ops/s"], &rows);
+        let data = format!("Throughput ({})", units.data());
+        let head = ["Series", "Workers", data.as_str(), "ops/s"];
+        table(o, &head[usize::from(!series)..], &rows);
     }
+}
+
+/// Whether the sweep has several lines (targets, layouts, transfer sizes
+/// swept), each named by its series label: only then do tables show a
+/// Series column (it stood empty in every row).
+fn has_series(rec: &SweepRecord) -> bool {
+    rec.points.iter().any(|p| !p.series.is_empty())
 }
 
 /// The statistics of each point over its repetitions.
@@ -257,8 +275,12 @@ fn stats_section(o: &mut String, rec: &SweepRecord) {
     let mut rows = Vec::new();
     for p in &rec.points {
         for s in &p.ops {
-            rows.push(vec![
-                p.series.clone(),
+            let mut row = if has_series(rec) {
+                vec![p.series.clone()]
+            } else {
+                Vec::new()
+            };
+            row.extend([
                 s.op.clone(),
                 p.workers().to_string(),
                 if s.failed > 0 {
@@ -292,29 +314,27 @@ fn stats_section(o: &mut String, rec: &SweepRecord) {
                         .join(" ")
                 },
             ]);
+            rows.push(row);
         }
     }
-    table(
-        o,
-        &[
-            "Series",
-            "Op",
-            "Workers",
-            "Reps",
-            "Min",
-            "Max",
-            "Mean",
-            "Median",
-            "Stddev",
-            "Trimmed",
-            "IOPS",
-            "Latency (Little)",
-            "p50 (µs)",
-            "CPUs busy",
-            "Outliers",
-        ],
-        &rows,
-    );
+    let head = [
+        "Series",
+        "Op",
+        "Workers",
+        "Reps",
+        "Min",
+        "Max",
+        "Mean",
+        "Median",
+        "Stddev",
+        "Trimmed",
+        "IOPS",
+        "Latency (Little)",
+        "p50 (µs)",
+        "CPUs busy",
+        "Outliers",
+    ];
+    table(o, &head[usize::from(!has_series(rec))..], &rows);
 }
 
 /// The command, the host and targets, and the first point's workload.

@@ -9,6 +9,7 @@
 //! does not build it.
 #![deny(missing_docs)]
 
+pub mod compare;
 pub mod html;
 pub mod overtime;
 pub mod png;
@@ -17,6 +18,7 @@ pub mod svg;
 use analysis::model::phase_failed;
 use analysis::{OpStats, SweepRecord};
 
+pub use compare::render_compare_html;
 pub use html::render_html;
 pub use png::{PngError, Rasteriser};
 pub use svg::{Bar, Bars, Chart, Point, Series};
@@ -28,6 +30,20 @@ pub struct NamedChart {
     pub name: String,
     /// The chart.
     pub chart: Chart,
+}
+
+/// The colour of each line of a sweep (its series label, in the order the
+/// points first name it): one line has one colour on every chart of the
+/// report (two targets' latency lines had the throughput chart's colours
+/// of other lines).
+fn line_colour(rec: &SweepRecord, series: &str) -> usize {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in &rec.points {
+        if !seen.contains(&p.series.as_str()) {
+            seen.push(&p.series);
+        }
+    }
+    seen.iter().position(|s| *s == series).unwrap_or(0)
 }
 
 /// The throughput, duration and latency lines of operation `op` (data
@@ -50,6 +66,7 @@ fn op_series(rec: &SweepRecord, op: &str, data: bool) -> [Vec<Series>; 3] {
         } else {
             p.series.clone()
         };
+        let colour = line_colour(rec, &p.series);
         if o.failed > 0 {
             for set in [&mut thr, &mut dur] {
                 let at = (p.workers() as f64, o.failed as u32);
@@ -59,6 +76,8 @@ fn op_series(rec: &SweepRecord, op: &str, data: bool) -> [Vec<Series>; 3] {
                         label: label.clone(),
                         points: Vec::new(),
                         failed: vec![at],
+                        colour,
+                        dashed: false,
                     }),
                 }
             }
@@ -69,7 +88,7 @@ fn op_series(rec: &SweepRecord, op: &str, data: bool) -> [Vec<Series>; 3] {
         let (y, lo, hi) = throughput(o, data, rec.analysis.units);
         push(
             &mut thr,
-            &label,
+            (&label, colour, false),
             Point {
                 x: p.workers() as f64,
                 y,
@@ -79,7 +98,7 @@ fn op_series(rec: &SweepRecord, op: &str, data: bool) -> [Vec<Series>; 3] {
         );
         push(
             &mut dur,
-            &label,
+            (&label, colour, false),
             Point {
                 x: p.workers() as f64,
                 y: o.center_elapsed_s(),
@@ -87,22 +106,21 @@ fn op_series(rec: &SweepRecord, op: &str, data: bool) -> [Vec<Series>; 3] {
                 hi: o.elapsed_s.max,
             },
         );
-        push_latency(&mut lat, rec, p, op, &label, o);
+        push_latency(&mut lat, p, op, (&label, colour), o);
     }
     [thr, dur, lat]
 }
 
 /// The measured p50 and p99 of `op` at point `p` (mean over the good
-/// repetitions), bars from the lowest to the highest repetition's.
+/// repetitions), in µs, bars from the lowest to the highest repetition's:
+/// the line's colour, the p99 dashed.
 fn push_latency(
     lat: &mut Vec<Series>,
-    rec: &SweepRecord,
     p: &analysis::SweepPoint,
     op: &str,
-    label: &str,
+    (label, colour): (&str, usize),
     o: &OpStats,
 ) {
-    let (_, lat_scale) = analysis::render::latency_unit(rec);
     // The measured p50 and p99 (mean over the good repetitions),
     // bars from the lowest to the highest repetition's.
     let good: Vec<&report::PhaseRecord> = p
@@ -130,21 +148,58 @@ fn push_latency(
         let hi = v.iter().copied().fold(y, f64::max);
         push(
             lat,
-            &format!("{label} {name}"),
+            (&format!("{label} {name}"), colour, name == "p99"),
             Point {
                 x: p.workers() as f64,
-                y: y * lat_scale,
-                lo: lo * lat_scale,
-                hi: hi * lat_scale,
+                y,
+                lo,
+                hi,
             },
         );
     }
 }
 
+/// The latency axis of lines in µs, from their values: its unit (that of
+/// their median: µs, ms or s), the factor from µs to it, and whether it is
+/// a log axis (values over more than [`svg::LOG_SPAN`], a p50 of 30 µs
+/// under a p99 of 12 ms, which on a linear axis lies flat on 0).
+pub fn latency_axis(lines: &[Series]) -> (&'static str, f64, bool) {
+    let mut ys: Vec<f64> = lines
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|p| p.y)
+        .filter(|y| y.is_finite() && *y > 0.0)
+        .collect();
+    ys.sort_by(f64::total_cmp);
+    let median = ys.get(ys.len() / 2).copied().unwrap_or(0.0);
+    let (unit, scale) = if median >= 1e6 {
+        ("s", 1e-6)
+    } else if median >= 1e3 {
+        ("ms", 1e-3)
+    } else {
+        ("µs", 1.0)
+    };
+    let lo = lines
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|p| p.lo.min(p.y))
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let hi = lines
+        .iter()
+        .flat_map(|s| &s.points)
+        .map(|p| p.hi.max(p.y))
+        .fold(0.0f64, f64::max);
+    (unit, scale, svg::needs_log(lo, hi))
+}
+
 /// The three charts of operation `op` from its lines.
 fn op_charts(rec: &SweepRecord, op: &str, data: bool, lines: [Vec<Series>; 3]) -> [NamedChart; 3] {
-    let [thr, dur, lat] = lines;
-    let (lat_unit, _) = analysis::render::latency_unit(rec);
+    let [thr, dur, mut lat] = lines;
+    let (lat_unit, lat_scale, lat_log) = latency_axis(&lat);
+    for p in lat.iter_mut().flat_map(|s| s.points.iter_mut()) {
+        (p.y, p.lo, p.hi) = (p.y * lat_scale, p.lo * lat_scale, p.hi * lat_scale);
+    }
     let files = rec
         .points
         .iter()
@@ -173,6 +228,7 @@ fn op_charts(rec: &SweepRecord, op: &str, data: bool, lines: [Vec<Series>; 3]) -
                 x_label: "Workers (log2 scale)".into(),
                 y_label: unit,
                 series: thr,
+                y_log: false,
             },
         },
         NamedChart {
@@ -184,6 +240,7 @@ fn op_charts(rec: &SweepRecord, op: &str, data: bool, lines: [Vec<Series>; 3]) -
                 x_label: "Workers (log2 scale)".into(),
                 y_label: "Duration (s)".into(),
                 series: dur,
+                y_log: false,
             },
         },
         NamedChart {
@@ -193,8 +250,12 @@ fn op_charts(rec: &SweepRecord, op: &str, data: bool, lines: [Vec<Series>; 3]) -
                 subtitle: sub,
                 overlays: Vec::new(),
                 x_label: "Workers (log2 scale)".into(),
-                y_label: format!("Latency ({lat_unit})"),
+                y_label: format!(
+                    "Latency ({lat_unit}{})",
+                    if lat_log { ", log scale" } else { "" }
+                ),
                 series: lat,
+                y_log: lat_log,
             },
         },
     ]
@@ -301,13 +362,16 @@ fn throughput(o: &OpStats, data: bool, units: analysis::Units) -> (f64, f64, f64
     }
 }
 
-fn push(series: &mut Vec<Series>, label: &str, p: Point) {
+/// Adds `p` to the series `label` (of `colour`, `dashed`), made if new.
+fn push(series: &mut Vec<Series>, (label, colour, dashed): (&str, usize, bool), p: Point) {
     match series.iter_mut().find(|s| s.label == label) {
         Some(s) => s.points.push(p),
         None => series.push(Series {
             label: label.to_string(),
             points: vec![p],
             failed: Vec::new(),
+            colour,
+            dashed,
         }),
     }
 }

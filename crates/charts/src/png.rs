@@ -81,7 +81,10 @@ mod tests {
             overlays: Vec::new(),
             x_label: "threads".into(),
             y_label: "MB/s".into(),
+            y_log: false,
             series: vec![crate::svg::Series {
+                colour: 0,
+                dashed: false,
                 label: "a".into(),
                 failed: vec![(2.0, 1)],
                 points: vec![

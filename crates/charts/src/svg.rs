@@ -1,5 +1,7 @@
 //! Line charts as hand-written SVG: throughput or duration against thread
-//! count, one line per series, a log2 x-axis and error bars.
+//! count, one line per series, a log2 x-axis and error bars; a log10 y-axis
+//! where the values span more than [`LOG_SPAN`] (latency percentiles,
+//! whose p50 otherwise lies flat on 0 under a p99 a hundred times larger).
 //!
 //! SVG is text, needs no dependency and embeds directly in the HTML
 //! report; [`crate::png`] rasterises the same document, so the PNG and the
@@ -30,6 +32,11 @@ pub struct Series {
     /// Failed repetitions, as (x, how many): drawn as a red cross at the
     /// bottom of the plot, with the count on hover.
     pub failed: Vec<(f64, u32)>,
+    /// Its colour, an index into the palette: the caller gives one line
+    /// of a sweep the same colour on every chart.
+    pub colour: usize,
+    /// Drawn dashed (a p99 beside the solid p50 of the same line).
+    pub dashed: bool,
 }
 
 /// A reference curve drawn dashed over a series: the ideal linear scaling
@@ -62,6 +69,74 @@ pub struct Chart {
     pub y_label: String,
     /// The lines.
     pub series: Vec<Series>,
+    /// A log10 y-axis, for values over several orders of magnitude.
+    pub y_log: bool,
+}
+
+/// Largest ratio of the highest to the lowest positive value a linear
+/// y-axis shows: beyond it the lowest line would lie on the axis.
+pub const LOG_SPAN: f64 = 20.0;
+
+/// Whether values from `lo` to `hi` (positive) need a log axis.
+pub fn needs_log(lo: f64, hi: f64) -> bool {
+    lo > 0.0 && hi.is_finite() && hi / lo > LOG_SPAN
+}
+
+/// The colour of palette entry `i`.
+pub fn colour(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// The legend texts of `labels`, each at most `n` characters and told
+/// apart: as they are when they fit; else without the words (or path
+/// components) they all begin with, and cut at the front, keeping the
+/// end that differs ("…/a p50", "…/b p50"), not at the end (two targets
+/// both read "/tmp/meaning-fmnt-l…").
+pub fn legend_labels(labels: &[&str], n: usize) -> Vec<String> {
+    if labels.iter().all(|l| l.chars().count() <= n) {
+        return labels.iter().map(|l| l.to_string()).collect();
+    }
+    // The longest common prefix ending at a separator.
+    let first: Vec<char> = labels
+        .first()
+        .map(|l| l.chars().collect())
+        .unwrap_or_default();
+    let mut common = first.len();
+    for l in labels.iter().skip(1) {
+        common = common.min(
+            first
+                .iter()
+                .zip(l.chars())
+                .take_while(|(a, b)| **a == *b)
+                .count(),
+        );
+    }
+    let cut = if labels.len() > 1 {
+        first[..common]
+            .iter()
+            .rposition(|c| *c == '/' || *c == ' ')
+            .map_or(0, |k| k + 1)
+    } else {
+        0
+    };
+    labels
+        .iter()
+        .map(|l| {
+            let rest: Vec<char> = l.chars().skip(cut).collect();
+            let lead = if cut > 0 { 1 } else { 0 };
+            if rest.len() + lead <= n {
+                let s: String = rest.iter().collect();
+                if cut > 0 {
+                    format!("…{s}")
+                } else {
+                    s
+                }
+            } else {
+                let keep: String = rest[rest.len() - (n - 1)..].iter().collect();
+                format!("…{keep}")
+            }
+        })
+        .collect()
 }
 
 /// Width of a rendered chart, pixels.
@@ -73,6 +148,9 @@ pub(crate) const LEFT: f64 = 78.0;
 pub(crate) const RIGHT: f64 = 190.0;
 pub(crate) const TOP: f64 = 48.0;
 pub(crate) const BOTTOM: f64 = 58.0;
+
+/// Characters of a legend text beside the plot.
+const LEGEND_CHARS: usize = 20;
 
 /// Line colours (Okabe–Ito, readable by colour-blind readers).
 pub(crate) const PALETTE: [&str; 8] = [
@@ -124,11 +202,14 @@ struct Frame {
     x1: f64,
     ytop: f64,
     ystep: f64,
+    /// log10 of the axis' ends, for a log y-axis.
+    log: Option<(f64, f64)>,
 }
 
 impl Frame {
-    /// The frame that holds every point and error bar of `all`.
-    fn of(all: &[&Point]) -> Frame {
+    /// The frame that holds every point and error bar of `all`, on a log
+    /// y-axis when `log` (and every value is positive).
+    fn of(all: &[&Point], log: bool) -> Frame {
         let pw = WIDTH - LEFT - RIGHT;
         let ph = HEIGHT - TOP - BOTTOM;
         let xs = all.iter().map(|p| p.x.max(1e-9).log2());
@@ -151,6 +232,18 @@ impl Frame {
             .filter(|v| v.is_finite())
             .fold(0.0f64, f64::max);
         let (ytop, ystep) = nice_axis(ymax * 1.05);
+        let ymin = all
+            .iter()
+            .map(|p| p.lo.min(p.y))
+            .filter(|v| v.is_finite())
+            .fold(f64::INFINITY, f64::min);
+        // Whole decades around the values.
+        let log = (log && ymin > 0.0 && ymax > 0.0).then(|| {
+            (
+                ymin.log10().floor(),
+                ymax.log10().ceil().max(ymin.log10().floor() + 1.0),
+            )
+        });
         Frame {
             pw,
             ph,
@@ -158,7 +251,43 @@ impl Frame {
             x1,
             ytop,
             ystep,
+            log,
         }
+    }
+
+    /// The y values of the grid lines: 0, step, … up to the top; on a log
+    /// axis each decade (with 2 and 5 of it when there are at most two).
+    fn y_ticks(&self) -> Vec<f64> {
+        match self.log {
+            Some((a, b)) => {
+                let few = b - a <= 2.0;
+                let mut t = Vec::new();
+                let mut k = a;
+                while k <= b + 1e-9 {
+                    let d = 10f64.powf(k);
+                    t.push(d);
+                    if few && k < b - 1e-9 {
+                        t.extend([2.0 * d, 5.0 * d]);
+                    }
+                    k += 1.0;
+                }
+                t
+            }
+            None => {
+                let mut t = Vec::new();
+                let mut v = 0.0;
+                while v <= self.ytop + self.ystep * 1e-6 {
+                    t.push(v);
+                    v += self.ystep;
+                }
+                t
+            }
+        }
+    }
+
+    /// The y-axis' largest value (what a curve may reach).
+    fn y_max(&self) -> f64 {
+        self.log.map_or(self.ytop, |(_, b)| 10f64.powf(b))
     }
 
     fn px(&self, x: f64) -> f64 {
@@ -166,7 +295,11 @@ impl Frame {
     }
 
     fn py(&self, y: f64) -> f64 {
-        TOP + self.ph - (y.max(0.0) / self.ytop).min(1.05) * self.ph
+        let share = match self.log {
+            Some((a, b)) => (y.max(10f64.powf(a - 0.1)).log10() - a) / (b - a),
+            None => y.max(0.0) / self.ytop,
+        };
+        TOP + self.ph - share.min(1.05) * self.ph
     }
 }
 
@@ -180,7 +313,8 @@ fn draw_title(s: &mut String, c: &Chart, f: &Frame) {
 pub(crate) fn head(s: &mut String, title: &str, subtitle: &str, pw: f64) {
     let _ = write!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Verdana, Arial, sans-serif" font-size="13" role="img">"##
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Verdana, Arial, sans-serif" font-size="13" role="img" data-y-scale="{}">"##,
+        if f.log.is_some() { "log" } else { "linear" }
     );
     let _ = write!(s, "<title>{}</title>", esc(title));
     let _ = write!(
@@ -207,18 +341,16 @@ pub(crate) fn head(s: &mut String, title: &str, subtitle: &str, pw: f64) {
 /// measured x.
 fn draw_grid(s: &mut String, f: &Frame, all: &[&Point]) {
     let (pw, ph) = (f.pw, f.ph);
-    let mut v = 0.0;
-    while v <= f.ytop + f.ystep * 1e-6 {
+    for v in f.y_ticks() {
         let y = f.py(v);
         let _ = write!(
             s,
-            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#dddddd" stroke-width="1"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{}</text>"##,
+            r##"<line x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#dddddd" stroke-width="1"/><text class="y-tick" x="{:.1}" y="{:.1}" text-anchor="end" fill="#333">{}</text>"##,
             LEFT + pw,
             LEFT - 8.0,
             y + 4.5,
             tick_label(v)
         );
-        v += f.ystep;
     }
     let mut ticks: Vec<f64> = Vec::new();
     let mut k = f.x0.ceil();
@@ -283,11 +415,11 @@ pub(crate) fn axes(s: &mut String, x_label: &str, y_label: &str, pw: f64, ph: f6
 /// The reference curves, drawn first so they sit under the data.
 fn draw_overlays(s: &mut String, c: &Chart, f: &Frame) {
     for o in &c.overlays {
-        let col = PALETTE[o.series % PALETTE.len()];
+        let col = colour(c.series.get(o.series).map_or(o.series, |s| s.colour));
         let pts: Vec<String> = o
             .points
             .iter()
-            .take_while(|p| p.1 <= f.ytop * 1.02)
+            .take_while(|p| p.1 <= f.y_max() * 1.02)
             .map(|p| format!("{:.1},{:.1}", f.px(p.0), f.py(p.1)))
             .collect();
         if pts.len() > 1 {
@@ -302,18 +434,25 @@ fn draw_overlays(s: &mut String, c: &Chart, f: &Frame) {
     }
 }
 
-/// Series `i` of `nser`: its line, error bars, markers, failed
-/// repetitions and legend entry.
-fn draw_series(s: &mut String, f: &Frame, i: usize, nser: f64, ser: &Series) {
+/// Series `i` of `nser`, shown in the legend as `legend`: its line,
+/// error bars, markers, failed repetitions and legend entry.
+fn draw_series(s: &mut String, f: &Frame, (i, nser): (usize, f64), ser: &Series, legend: &str) {
     // Error bars of several series side by side, not on top of each other.
     let dodge = (i as f64 - (nser - 1.0) / 2.0) * 5.0;
-    let col = PALETTE[i % PALETTE.len()];
+    let col = colour(ser.colour);
+    let dash = if ser.dashed {
+        r#" stroke-dasharray="7 4""#
+    } else {
+        ""
+    };
     let mut pts = ser.points.clone();
     pts.sort_by(|a, b| a.x.total_cmp(&b.x));
     let _ = write!(
         s,
-        r##"<g class="series" data-label="{}">"##,
-        esc(&ser.label)
+        r##"<g class="series" data-label="{}" data-colour="{col}" data-legend="{}" data-dashed="{}">"##,
+        esc(&ser.label),
+        esc(legend),
+        ser.dashed
     );
     if pts.len() > 1 {
         let path: Vec<String> = pts
@@ -322,7 +461,7 @@ fn draw_series(s: &mut String, f: &Frame, i: usize, nser: f64, ser: &Series) {
             .collect();
         let _ = write!(
             s,
-            r##"<polyline points="{}" fill="none" stroke="{col}" stroke-width="2.5"/>"##,
+            r##"<polyline points="{}" fill="none" stroke="{col}" stroke-width="2.5"{dash}/>"##,
             path.join(" ")
         );
     }
@@ -354,12 +493,12 @@ fn draw_series(s: &mut String, f: &Frame, i: usize, nser: f64, ser: &Series) {
     let lx = LEFT + f.pw + 16.0;
     let _ = write!(
         s,
-        r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="3"/><circle cx="{:.1}" cy="{ly:.1}" r="4" fill="{col}"/><text x="{:.1}" y="{:.1}" fill="#222">{}</text>"##,
+        r##"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{col}" stroke-width="3"{dash}/><circle cx="{:.1}" cy="{ly:.1}" r="4" fill="{col}"/><text class="legend" x="{:.1}" y="{:.1}" fill="#222">{}</text>"##,
         lx + 26.0,
         lx + 13.0,
         lx + 32.0,
         ly + 4.5,
-        esc(&ellipsis(&ser.label, 20))
+        esc(legend)
     );
     s.push_str("</g>");
 }
@@ -418,14 +557,16 @@ fn draw_overlay_legend(s: &mut String, c: &Chart, f: &Frame) {
 pub fn render(c: &Chart) -> String {
     let mut s = String::new();
     let all: Vec<&Point> = c.series.iter().flat_map(|s| &s.points).collect();
-    let f = Frame::of(&all);
+    let f = Frame::of(&all, c.y_log);
     draw_title(&mut s, c, &f);
     draw_grid(&mut s, &f, &all);
     draw_axes(&mut s, c, &f);
     draw_overlays(&mut s, c, &f);
     let nser = c.series.len() as f64;
-    for (i, ser) in c.series.iter().enumerate() {
-        draw_series(&mut s, &f, i, nser, ser);
+    let labels: Vec<&str> = c.series.iter().map(|s| s.label.as_str()).collect();
+    let legends = legend_labels(&labels, LEGEND_CHARS);
+    for (i, (ser, legend)) in c.series.iter().zip(&legends).enumerate() {
+        draw_series(&mut s, &f, (i, nser), ser, legend);
     }
     draw_overlay_legend(&mut s, c, &f);
     if all.is_empty() {
@@ -471,7 +612,10 @@ mod tests {
             }],
             x_label: "threads (log2)".into(),
             y_label: "MB/s".into(),
+            y_log: false,
             series: vec![Series {
+                colour: 0,
+                dashed: false,
                 label: "shared & co".into(),
                 failed: vec![(2.0, 1)],
                 points: [1.0, 2.0, 4.0, 8.0]

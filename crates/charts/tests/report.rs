@@ -212,11 +212,22 @@ fn latency_chart_has_p50_and_p99_by_workers_in_one_unit() {
         .iter()
         .find(|c| c.name == "latency-write")
         .expect("a latency chart per operation");
-    let (unit, scale) = analysis::render::latency_unit(&rec);
+    let (unit, scale, log) = charts::latency_axis(&raw_latency(&rec));
+    assert!(
+        !log,
+        "p50 and p99 within {}× of each other",
+        charts::svg::LOG_SPAN
+    );
     assert_eq!(c.chart.y_label, format!("Latency ({unit})"));
     assert!(c.chart.x_label.starts_with("Workers"));
     let labels: Vec<&str> = c.chart.series.iter().map(|s| s.label.as_str()).collect();
     assert_eq!(labels, ["write p50", "write p99"]);
+    // One line, one colour; the p99 dashed.
+    assert_eq!(c.chart.series[0].colour, c.chart.series[1].colour);
+    assert_eq!(
+        (c.chart.series[0].dashed, c.chart.series[1].dashed),
+        (false, true)
+    );
     // Each point is the measured percentile at that worker count.
     for (s, pick) in c.chart.series.iter().zip([0, 1]) {
         let xs: Vec<f64> = s.points.iter().map(|p| p.x).collect();
@@ -414,4 +425,242 @@ fn comparisons_link_to_the_rows_of_both_lines() {
             "link #{l} has a row"
         );
     }
+}
+
+/// The record's latency lines in µs, as the chart has them before its
+/// axis is chosen: p50 and p99 of every good point.
+fn raw_latency(rec: &SweepRecord) -> Vec<charts::Series> {
+    ["p50", "p99"]
+        .iter()
+        .map(|n| charts::Series {
+            label: n.to_string(),
+            points: rec
+                .points
+                .iter()
+                .filter_map(|p| {
+                    let o = &p.ops[0];
+                    let y = if *n == "p50" {
+                        o.lat_p50_us
+                    } else {
+                        o.lat_p99_us
+                    }?;
+                    Some(charts::Point {
+                        x: p.workers() as f64,
+                        y,
+                        lo: y,
+                        hi: y,
+                    })
+                })
+                .collect(),
+            failed: Vec::new(),
+            colour: 0,
+            dashed: false,
+        })
+        .collect()
+}
+
+/// A saved real sweep (crates/analysis/tests/records/), analysed.
+fn saved(name: &str) -> SweepRecord {
+    let path = format!(
+        "{}/../analysis/tests/records/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    match analysis::load(&std::fs::read(&path).unwrap()).unwrap() {
+        analysis::Loaded::Sweep(r) => {
+            let mut r = *r;
+            r.analysis = analyse_with(&r, Units::Iec);
+            r
+        }
+        analysis::Loaded::Run(_) => panic!("{path}: not a sweep"),
+    }
+}
+
+/// Each series group of an SVG chart: its `data-` attributes and the y
+/// of its markers.
+struct Drawn {
+    label: String,
+    colour: String,
+    legend: String,
+    ys: Vec<f64>,
+}
+
+fn attr(tag: &str, name: &str) -> String {
+    tag.split(&format!("{name}=\""))
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+fn drawn(svg: &str) -> Vec<Drawn> {
+    svg.split("<g class=\"series\"")
+        .skip(1)
+        .map(|g| {
+            let g = g.split("</g>").next().unwrap();
+            let head = g.split('>').next().unwrap();
+            Drawn {
+                label: attr(head, "data-label"),
+                colour: attr(head, "data-colour"),
+                legend: attr(head, "data-legend"),
+                ys: g
+                    .split("<circle cx=")
+                    .skip(1)
+                    .filter(|c| c.contains("<title>"))
+                    .map(|c| attr(c, "cy").parse().unwrap())
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// tmpfs writes: a p50 of about 30 µs under a p99 of several ms. On a
+/// linear axis in the p99's unit the p50 lay flat on 0; the axis is now
+/// logarithmic where the values span more than LOG_SPAN, with its unit
+/// from the data, and every p50 marker stands clear of the bottom.
+#[test]
+fn latency_lines_far_apart_get_a_log_axis_and_neither_lies_on_zero() {
+    let rec = saved("tmpfs");
+    let c = charts::charts_for(&rec)
+        .into_iter()
+        .find(|c| c.name == "latency-write")
+        .unwrap();
+    assert!(c.chart.y_log, "{}", c.chart.y_label);
+    assert!(
+        c.chart.y_label.ends_with(", log scale)"),
+        "{}",
+        c.chart.y_label
+    );
+    let svg = charts::svg::render(&c.chart);
+    assert!(svg.contains("data-y-scale=\"log\""));
+    // The plot's bottom edge: TOP + the plot height (svg.rs).
+    let bottom = 48.0 + (charts::svg::HEIGHT - 48.0 - 58.0);
+    let d = drawn(&svg);
+    let p50 = d.iter().find(|s| s.label == "write p50").unwrap();
+    assert_eq!(p50.ys.len(), 3);
+    for y in &p50.ys {
+        assert!(
+            *y < bottom - 20.0,
+            "a p50 marker at y {y}, the axis at {bottom}"
+        );
+    }
+    // The ticks are decades of the unit, with a label each.
+    assert!(svg.matches("class=\"y-tick\"").count() >= 3);
+}
+
+/// Two targets: each keeps one colour on every chart, the two never
+/// share one, and the legends tell them apart (both lines once read
+/// "/tmp/meaning-fmnt-l…", and a colour changed meaning between charts).
+#[test]
+fn one_colour_per_line_on_every_chart_and_legends_that_tell_lines_apart() {
+    let rec = saved("twotargets");
+    let mut colour_of: std::collections::BTreeMap<String, String> = Default::default();
+    for c in charts::charts_for(&rec) {
+        let d = drawn(&charts::svg::render(&c.chart));
+        let legends: Vec<&str> = d.iter().map(|s| s.legend.as_str()).collect();
+        let mut unique = legends.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), legends.len(), "{}: {legends:?}", c.name);
+        for s in &d {
+            assert!(s.legend.chars().count() <= 20, "{}", s.legend);
+            // The line's series label: the target, without " p50"/" p99".
+            let line = s
+                .label
+                .trim_end_matches(" p50")
+                .trim_end_matches(" p99")
+                .to_string();
+            let was = colour_of
+                .entry(line.clone())
+                .or_insert_with(|| s.colour.clone());
+            assert_eq!(*was, s.colour, "{}: {line} changed colour", c.name);
+        }
+    }
+    assert_eq!(colour_of.len(), 2, "{colour_of:?}");
+    let colours: Vec<&String> = colour_of.values().collect();
+    assert_ne!(colours[0], colours[1]);
+}
+
+#[test]
+fn legend_labels_keep_the_end_that_differs() {
+    let l = charts::svg::legend_labels(
+        &["/tmp/meaning-fmnt-lat/a p50", "/tmp/meaning-fmnt-lat/b p50"],
+        20,
+    );
+    assert_eq!(l, ["…a p50", "…b p50"]);
+    let l = charts::svg::legend_labels(&["write"], 20);
+    assert_eq!(l, ["write"]);
+    let l = charts::svg::legend_labels(&["/a/very/long/path/to/one/target/x", "/b"], 20);
+    assert!(l.iter().all(|x| x.chars().count() <= 20), "{l:?}");
+    assert_ne!(l[0], l[1]);
+}
+
+/// Table headers wrap between words, never inside one ("Operatio n"), and
+/// a sweep without series has no empty Series column.
+#[test]
+fn headers_wrap_between_words_and_no_empty_series_column() {
+    let rec = saved("latency");
+    let html = charts::render_html(&rec);
+    let th = html.split("th{").nth(1).unwrap().split('}').next().unwrap();
+    assert!(
+        th.contains("overflow-wrap:normal") && th.contains("word-break:normal"),
+        "{th}"
+    );
+    let geo = html
+        .split("Geometric mean across operations")
+        .nth(1)
+        .unwrap();
+    let head = geo.split("</thead>").next().unwrap();
+    assert!(!head.contains("<th>Series</th>"), "{head}");
+    assert!(head.contains("<th>Workers</th>"), "{head}");
+    let stats = html.split("Statistics per point").nth(1).unwrap();
+    assert!(!stats
+        .split("</thead>")
+        .next()
+        .unwrap()
+        .contains("<th>Series</th>"));
+    // With series, the column names them.
+    let two = charts::render_html(&saved("twotargets"));
+    let stats = two.split("Statistics per point").nth(1).unwrap();
+    assert!(stats
+        .split("</thead>")
+        .next()
+        .unwrap()
+        .contains("<th>Series</th>"));
+    assert!(stats.contains("<td>/tmp/meaning-fmnt-lat/a</td>"));
+}
+
+/// `ioscale compare --html`: one chart per operation with a line per
+/// record (the record's colour on each), the matched rows, each record's
+/// verdicts.
+#[test]
+fn the_comparison_page_has_its_charts_rows_and_records() {
+    let recs = vec![
+        ("latency".to_string(), saved("latency")),
+        ("onerep".to_string(), saved("onerep")),
+    ];
+    let c = analysis::compare::compare_with(&recs, Units::Iec);
+    let html = charts::render_compare_html(&c, &recs);
+    assert!(html.contains("<h1>ioscale comparison</h1>"));
+    for op in ["write", "read"] {
+        let fig = html
+            .split(&format!("<figure id=\"compare-{op}\">"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no {op} chart"))
+            .split("</figure>")
+            .next()
+            .unwrap();
+        let d = drawn(fig);
+        let names: Vec<&str> = d.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(names, ["latency", "onerep"]);
+        assert_ne!(d[0].colour, d[1].colour);
+    }
+    assert!(html.contains("<th>×2</th>") && html.contains("<th>verdict 2</th>"));
+    assert!(html.contains("onerep ÷ latency: geometric mean"));
+    assert!(
+        html.contains("ran different workloads"),
+        "the workload warning"
+    );
+    assert!(html.contains("<h3>onerep</h3>"));
 }

@@ -41,6 +41,12 @@ pub struct CompareArgs {
     /// Data rates in MiB/s (`iec`) or MB/s (`si`).
     #[arg(long, value_enum, default_value = "iec")]
     pub units: UnitsArg,
+
+    /// Also write the comparison as one self-contained HTML page to FILE:
+    /// a chart per operation with a line per record, the matched rows with
+    /// their intervals, ratios and verdicts, and each record's verdicts.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Examples for `ioscale report --help`.
@@ -60,7 +66,9 @@ pub const COMPARE_EXAMPLES: &str = "Examples:
   ioscale sweep --threads 1,2,4 --json before.json -- run --size 64m /mnt/fs
   ioscale sweep --threads 1,2,4 --json after.json -- run --size 64m /mnt/fs
   ioscale compare before.json after.json
-  ioscale compare before.json after.json --format json > compared.json";
+  ioscale compare before.json after.json --format json > compared.json
+  # the same as one HTML page with a chart per operation
+  ioscale compare before.json after.json --html compared.html";
 
 fn read(p: &Path) -> Result<Loaded, String> {
     load_record("record", p)
@@ -166,6 +174,14 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
 
 /// `ioscale compare`.
 pub fn cmd_compare(args: &CompareArgs) -> Exit {
+    // A page written over a record compared would be all that is left of
+    // it.
+    let inputs: Vec<(&str, &Path)> = args
+        .files
+        .iter()
+        .map(|p| ("the record ", p.as_path()))
+        .collect();
+    crate::output::check_output_set(&[("--html", args.html.as_deref())], &inputs)?;
     let mut recs = Vec::new();
     for p in &args.files {
         let l = read(p).map_err(Failure::Refused)?;
@@ -188,7 +204,25 @@ pub fn cmd_compare(args: &CompareArgs) -> Exit {
         .zip(stems)
         .map(|((p, r), s)| (if unique { s } else { p.display().to_string() }, r))
         .collect();
-    let c = analysis::compare::compare_with(&named, args.units.units());
+    let units = args.units.units();
+    let c = analysis::compare::compare_with(&named, units);
+    let mut wrote = true;
+    if let Some(p) = &args.html {
+        // Each record's verdicts as this version, in these units, reads them.
+        let analysed: Vec<(String, SweepRecord)> = named
+            .iter()
+            .map(|(n, r)| {
+                let mut r = r.clone();
+                r.analysis = analysis::analyse_with(&r, units);
+                (n.clone(), r)
+            })
+            .collect();
+        let page = charts::render_compare_html(&c, &analysed);
+        if let Err(e) = crate::output::write_named("--html", p, page.as_bytes()) {
+            eprintln!("ioscale: error: {e:#}");
+            wrote = false;
+        }
+    }
     let bytes = match args.format {
         CompareFormat::Text => analysis::compare::render_text(&c).into_bytes(),
         CompareFormat::Json => {
@@ -200,5 +234,5 @@ pub fn cmd_compare(args: &CompareArgs) -> Exit {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(&bytes);
     let _ = out.flush();
-    Ok(0)
+    Ok(if wrote { 0 } else { 1 })
 }

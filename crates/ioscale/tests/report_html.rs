@@ -130,7 +130,7 @@ fn html_report_renders_charts_in_chromium() {
     assert_eq!(dom.matches("<svg").count(), 3, "three charts for one op");
     assert!(dom.contains("id=\"throughput-write\"") && dom.contains("id=\"duration-write\""));
     assert!(dom.contains("id=\"latency-write\""), "latency chart");
-    assert!(dom.contains("Latency (µs)") || dom.contains("Latency (ms)"));
+    assert!(dom.contains("Latency (µs") || dom.contains("Latency (ms"));
     assert!(dom.contains("<polyline"), "lines drawn");
     assert!(dom.contains("Peak"), "analysis present");
     assert!(dom.contains("Throughput (MiB/s)"), "table present");
@@ -143,4 +143,109 @@ fn html_report_renders_charts_in_chromium() {
         blue > 300,
         "the screenshot shows only {blue} chart-line pixels: charts did not render"
     );
+}
+
+/// A quick sweep's record at `json`: `--threads 1,2`, write and read.
+fn quick_sweep(dir: &Path, json: &Path) {
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--reps",
+        "2",
+        "--json",
+        s(json),
+        "-q",
+        "--",
+        "run",
+        "--op",
+        "write,read",
+        "--size",
+        "256k",
+        "--xfer",
+        "64k",
+        s(dir),
+    ]);
+    assert_code(&r, 0);
+}
+
+/// `ioscale compare --html` writes one page from the records compared (a
+/// chart per operation, the matched rows, each record's verdicts), and
+/// never over a record it reads.
+#[test]
+fn compare_writes_an_html_page_and_never_over_a_record() {
+    let dir = scratch();
+    let out = scratch();
+    let (a, b) = (out.path().join("a.json"), out.path().join("b.json"));
+    quick_sweep(dir.path(), &a);
+    quick_sweep(dir.path(), &b);
+    let page = out.path().join("c.html");
+    let r = run(&["compare", s(&a), s(&b), "--html", s(&page)]);
+    assert_code(&r, 0);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<h1>ioscale comparison</h1>"), "{html}");
+    assert!(
+        html.contains("<figure id=\"compare-write\">")
+            && html.contains("<figure id=\"compare-read\">")
+    );
+    assert!(html.contains("<th>×2</th>") && html.contains("<h3>b</h3>"));
+    assert!(!html.contains("src=\"http") && !html.contains("href=\"http"));
+    // The text is printed as without --html.
+    assert!(
+        stdout(&r).contains("b ÷ a: geometric mean"),
+        "{}",
+        stdout(&r)
+    );
+    let before = std::fs::read(&a).unwrap();
+    let r = run(&["compare", s(&a), s(&b), "--html", s(&a)]);
+    assert_code(&r, 2);
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        before,
+        "the record was replaced"
+    );
+    assert_empty(dir.path());
+}
+
+/// Two targets on tmpfs: each warning names its target, and the report
+/// shows both ("the target is on tmpfs" did not say which).
+#[test]
+fn each_tmpfs_warning_names_its_target() {
+    let Some(m) = tmpfs("size=64m") else {
+        return;
+    };
+    let (ta, tb) = (m.path().join("a"), m.path().join("b"));
+    std::fs::create_dir(&ta).unwrap();
+    std::fs::create_dir(&tb).unwrap();
+    let out = scratch();
+    let html = out.path().join("r.html");
+    let targets = format!("{},{}", s(&ta), s(&tb));
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--target",
+        &targets,
+        "--html",
+        s(&html),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "256k",
+        "--xfer",
+        "64k",
+    ]);
+    assert_code(&r, 0);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let text = stdout(&r);
+    for t in [&ta, &tb] {
+        let w = format!(
+            "the target {} is on tmpfs: memory, not storage",
+            t.display()
+        );
+        assert!(page.contains(&w), "{w}");
+        assert!(text.contains(&w), "{text}");
+    }
 }

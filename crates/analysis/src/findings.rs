@@ -442,27 +442,7 @@ pub fn analyse_curve(
     out.sentences.push(v.text.clone());
     out.verdict = v;
     if pts.len() > 1 {
-        // The measured fact the verdict rests on, with its interval.
-        let (peak, first) = (&sh.peak, &sh.first);
-        let ci = match peak.ci {
-            Some(c) if c.n > 1 => format!(" (95% CI {}–{})", num(c.lo), num(c.hi)),
-            _ => String::new(),
-        };
-        out.sentences.push(if peak.threads == first.threads {
-            format!(
-                "Peak measured: {} {unit}{ci} at {}, the fewest workers tested.",
-                num(peak.value),
-                workers_word(peak.threads)
-            )
-        } else {
-            format!(
-                "Peak measured: {} {unit}{ci} at {}, against {} {unit} at {}.",
-                num(peak.value),
-                workers_word(peak.threads),
-                num(first.value),
-                workers_word(first.threads)
-            )
-        });
+        out.sentences.push(peak_sentence(&sh, unit));
         out.sentences.extend(speedup_sentence(&sh, ctx));
     }
     if let Some(s) = little_sentence(&out, &sh.first, ctx, unit) {
@@ -1125,6 +1105,31 @@ fn flat_verdict(v: &mut Verdict, pts: &[CurvePoint], sh: &Shape, ctx: &Context, 
             l.figure
         );
         v.limiter = Some(l);
+    }
+}
+
+/// The measured fact the verdict rests on, with its interval: the peak,
+/// against the fewest workers (said once when the peak is there).
+fn peak_sentence(sh: &Shape, unit: &str) -> String {
+    let (peak, first) = (&sh.peak, &sh.first);
+    let ci = match peak.ci {
+        Some(c) if c.n > 1 => format!(" (95% CI {}–{})", num(c.lo), num(c.hi)),
+        _ => String::new(),
+    };
+    if peak.threads == first.threads {
+        format!(
+            "Peak measured: {} {unit}{ci} at {}, the fewest workers tested.",
+            num(peak.value),
+            workers_word(peak.threads)
+        )
+    } else {
+        format!(
+            "Peak measured: {} {unit}{ci} at {}, against {} {unit} at {}.",
+            num(peak.value),
+            workers_word(peak.threads),
+            num(first.value),
+            workers_word(first.threads)
+        )
     }
 }
 
@@ -2930,31 +2935,17 @@ mod tests {
         );
     }
 
+    /// A device kept busy by other work is not the limit of a phase whose
+    /// own I/O does not explain its traffic.
     #[test]
-    fn device_and_daemon_limits() {
+    fn a_device_busy_with_other_work_is_not_the_limit() {
         let mut r = res("ext4", 0.3, 0.2);
         r.device = Some(DeviceUse {
             name: "vda".into(),
             util: 0.98,
-            avg_queue: 31.7,
-            avg_request_bytes: 1_048_576.0,
             write_mib_s: 100.0,
             ..Default::default()
         });
-        // The phase wrote what the device wrote: its busy time is the
-        // phase's.
-        let p = CurvePoint {
-            resources: Some(r.clone()),
-            write_bytes: 100 << 20,
-            ..pt(8, &tight(100.0), KIB64)
-        };
-        let l = limiter(std::slice::from_ref(&p), &ctx("ext4"));
-        assert_eq!(l.limit, Limit::Device);
-        assert!(
-            l.figure.contains("device vda 98% busy, queue 31.7"),
-            "{}",
-            l.figure
-        );
         // A stat served from the caches (no data, the device only writing
         // for other work): the device is busy, but not the limit.
         let stat = CurvePoint {
@@ -2998,6 +2989,33 @@ mod tests {
             !c.verdict.text.contains("limited by device"),
             "{}",
             c.verdict.text
+        );
+    }
+
+    #[test]
+    fn device_and_daemon_limits() {
+        let mut r = res("ext4", 0.3, 0.2);
+        r.device = Some(DeviceUse {
+            name: "vda".into(),
+            util: 0.98,
+            avg_queue: 31.7,
+            avg_request_bytes: 1_048_576.0,
+            write_mib_s: 100.0,
+            ..Default::default()
+        });
+        // The phase wrote what the device wrote: its busy time is the
+        // phase's.
+        let p = CurvePoint {
+            resources: Some(r.clone()),
+            write_bytes: 100 << 20,
+            ..pt(8, &tight(100.0), KIB64)
+        };
+        let l = limiter(std::slice::from_ref(&p), &ctx("ext4"));
+        assert_eq!(l.limit, Limit::Device);
+        assert!(
+            l.figure.contains("device vda 98% busy, queue 31.7"),
+            "{}",
+            l.figure
         );
         let mut r = res("fuse.sshfs", 1.1, 0.1);
         let sshfs = ProcessUse {

@@ -119,7 +119,7 @@ pub fn legend_labels(labels: &[&str], n: usize) -> Vec<String> {
     } else {
         0
     };
-    labels
+    let short: Vec<String> = labels
         .iter()
         .map(|l| {
             let rest: Vec<char> = l.chars().skip(cut).collect();
@@ -135,6 +135,26 @@ pub fn legend_labels(labels: &[&str], n: usize) -> Vec<String> {
                 let keep: String = rest[rest.len() - (n - 1)..].iter().collect();
                 format!("…{keep}")
             }
+        })
+        .collect();
+    // Labels alike in their last characters too: numbered, so no two
+    // legends read the same.
+    let distinct = short
+        .iter()
+        .enumerate()
+        .all(|(i, a)| short.iter().skip(i + 1).all(|b| a != b));
+    if distinct {
+        return short;
+    }
+    short
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let tag = format!("{}:", i + 1);
+            let room = n.saturating_sub(tag.chars().count() + 1).max(1);
+            let tail: Vec<char> = l.chars().collect();
+            let tail: String = tail[tail.len().saturating_sub(room)..].iter().collect();
+            format!("{tag}{tail}")
         })
         .collect()
 }
@@ -648,6 +668,15 @@ mod tests {
             "one failed marker"
         );
         assert!(s.contains("1 failed repetition(s) at 2 workers, left out"));
+    }
+
+    #[test]
+    fn legends_alike_at_both_ends_are_numbered() {
+        let a = format!("/x/{}/same-end", "a".repeat(30));
+        let b = format!("/y/{}/same-end", "a".repeat(30));
+        let l = legend_labels(&[&a, &b], 20);
+        assert_ne!(l[0], l[1], "{l:?}");
+        assert!(l.iter().all(|x| x.chars().count() <= 20), "{l:?}");
     }
 
     #[test]

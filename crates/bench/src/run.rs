@@ -160,13 +160,12 @@ pub(crate) fn in_memory(host: &HostInfo) -> bool {
 /// What the page-cache warnings of `spec` weigh: its data set on one
 /// node (`spec` holds that node's workers) and which of its phases the
 /// cache may serve.
-fn cache_risk(spec: &WorkloadSpec, host: &HostInfo) -> CacheRisk {
+fn cache_risk(spec: &WorkloadSpec) -> CacheRisk {
     // Writes that are synchronous (O_SYNC/O_DSYNC) or flushed before the
     // clock stops (--sync end/every) reach storage inside the timed phase:
     // the page cache cannot flatter them. Buffered reads, and writes left
-    // in the cache, can. On tmpfs the page cache is the storage, and its
-    // own warning says so.
-    let buffered = !spec.direct && !in_memory(host);
+    // in the cache, can.
+    let buffered = !spec.direct;
     CacheRisk {
         working_set: spec.file_size() * spec.file_count() as u64,
         reads: buffered && spec.ops.iter().any(|o| o.reads()),
@@ -610,7 +609,7 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
         threads: node_spec.threads,
         nodes: topo.nodes(),
     };
-    let risk = cache_risk(&node_spec, &host);
+    let risk = cache_risk(&node_spec);
     let mut warns = warnings(&host);
     if spec.ops.iter().any(|o| o.writes()) {
         warns.extend(space_warning(

@@ -136,7 +136,26 @@ fn page(cmd: &Command, title: &str, top: bool, pages: bool) -> std::io::Result<V
     if cmd.get_version().is_some() {
         man.render_version_section(&mut out)?;
     }
-    Ok(out)
+    Ok(once_preamble(&out))
+}
+
+/// `out` with roff's preamble (clap_mangen's definition of the `Aq`
+/// string, which each section it renders repeats) kept once, at the top.
+fn once_preamble(out: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(out);
+    let mut seen: Vec<&str> = Vec::new();
+    let mut kept = String::new();
+    for line in text.split_inclusive('\n') {
+        let preamble = line.starts_with(".ie \\n(.g .ds Aq") || line.starts_with(".el .ds Aq");
+        if preamble && seen.contains(&line) {
+            continue;
+        }
+        if preamble {
+            seen.push(line);
+        }
+        kept.push_str(line);
+    }
+    kept.into_bytes()
 }
 
 /// Every page: `ioscale.1` and an `ioscale-NAME.1` per command, each with

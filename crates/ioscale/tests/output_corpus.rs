@@ -91,7 +91,9 @@
 //! Left out because they depend on the machine or on timing, not on the
 //! code: the lines holding a sentence of [`DROP`] (the target is on tmpfs
 //! — the fallback directory is not —; the stonewall line, present or not
-//! as the workers finish together; more workers than CPUs; the non-root
+//! as the workers finish together; more workers than CPUs; a sweep's
+//! page-cache warnings decided by the device's counters, which tmpfs has
+//! not; the non-root
 //! fallback of `--drop-caches`; io_uring features an older kernel lacks;
 //! fio's device statistics; a CPU-bound verdict), fio's `disk_util` and the disk fields of its
 //! terse line (only on a block device), fio's latency bucket lines
@@ -249,8 +251,17 @@ const LEFT_OUT_KEYS: &[&str] = &["disk_util"];
 /// lines holding them are left out of measured outputs.
 const DROP: &[&str] = &[
     "the target is on tmpfs",
+    // The same, naming the target (issue 26).
+    "is on tmpfs: memory, not storage",
     // More workers than 4 per CPU: follows the CPU count.
     "take turns; the aggregate rate",
+    // The same, said only when the CPU figures show the CPUs full.
+    "CPUs took turns: in the",
+    // A sweep's page-cache warnings decided by the device's counters
+    // (the repository's disk; tmpfs has none, and keeps the guess).
+    "the read phases were served",
+    "the write phases left their data",
+    "and was served from the page and inode caches",
     // Not root: --drop-caches falls back to fadvise.
     "--drop-caches: cannot write /proc/sys/vm/drop_caches",
     // io_uring set-up features an older kernel lacks.

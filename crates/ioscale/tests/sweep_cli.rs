@@ -546,7 +546,7 @@ fn compared_points_take_turns_repetition_by_repetition() {
     ]);
     assert_code(&r, 0);
     let err = stderr(&r);
-    // "[point k/4] threads=N TARGET xfer=64 KiB write rep r/3: …"
+    // "[point k/4] threads=N target=TARGET xfer=64 KiB write rep r/3: …"
     let ran: Vec<String> = err
         .lines()
         .filter(|l| l.contains(" write rep "))
@@ -556,7 +556,7 @@ fn compared_points_take_turns_repetition_by_repetition() {
                 .next()
                 .unwrap()
                 .trim_start_matches("ioscale: [");
-            let who = if l.contains(&format!(" {} ", s(&a))) {
+            let who = if l.contains(&format!(" target={} ", s(&a))) {
                 "a"
             } else {
                 "b"
@@ -669,7 +669,7 @@ fn meta_layouts_take_turns_too() {
         .lines()
         .filter(|l| l.contains(" create rep "))
         .map(|l| {
-            let layout = if l.contains(" same-dir ") {
+            let layout = if l.contains(" layout=same-dir ") {
                 "same"
             } else {
                 "per"

@@ -198,7 +198,7 @@ pub fn render_time(c: &TimeChart) -> String {
     let px = |t: f64| LEFT + (t / xtop).clamp(0.0, 1.0) * pw;
     let py = |v: f64| TOP + ph - (v.max(0.0) / ytop).min(1.05) * ph;
     let mut s = String::new();
-    head(&mut s, &c.title, &c.subtitle, pw);
+    head(&mut s, (&c.title, &c.subtitle), pw, "linear");
     grid(&mut s, (xtop, xstep), (ytop, ystep), &px, &py);
     axes(&mut s, "seconds into the phase", &c.y_label, pw, ph);
     for (t, what) in &c.marks {

@@ -325,16 +325,17 @@ impl Frame {
 
 /// The opening tag, background, title and subtitle.
 fn draw_title(s: &mut String, c: &Chart, f: &Frame) {
-    head(s, &c.title, &c.subtitle, f.pw);
+    let scale = if f.log.is_some() { "log" } else { "linear" };
+    head(s, (&c.title, &c.subtitle), f.pw, scale);
 }
 
 /// The opening tag, background, `title` and `subtitle` over a plot area
-/// `pw` pixels wide: the head of every chart of the report.
-pub(crate) fn head(s: &mut String, title: &str, subtitle: &str, pw: f64) {
+/// `pw` pixels wide, its y-axis `scale` (`linear` or `log`) said in a
+/// `data-y-scale` attribute: the head of every chart of the report.
+pub(crate) fn head(s: &mut String, (title, subtitle): (&str, &str), pw: f64, scale: &str) {
     let _ = write!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Verdana, Arial, sans-serif" font-size="13" role="img" data-y-scale="{}">"##,
-        if f.log.is_some() { "log" } else { "linear" }
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, Verdana, Arial, sans-serif" font-size="13" role="img" data-y-scale="{scale}">"##
     );
     let _ = write!(s, "<title>{}</title>", esc(title));
     let _ = write!(

@@ -29,6 +29,43 @@ pub struct EntryInfo {
     pub kind: Kind,
     /// Its size in bytes.
     pub size: u64,
+    /// How many names it has (a file with more than one is not ioscale's
+    /// alone).
+    pub links: u64,
+    /// Its last status change (`st_ctime`, seconds and nanoseconds): with
+    /// the identity, what tells the file ioscale left from a new one that
+    /// was given the freed inode number.
+    pub changed: (i64, i64),
+}
+
+impl EntryInfo {
+    // The field types differ between targets; the casts are for portability.
+    #[allow(clippy::unnecessary_cast)]
+    fn of(st: &rustix::fs::Stat) -> EntryInfo {
+        EntryInfo {
+            id: FileId::of(st),
+            kind: Kind::of(st.st_mode),
+            size: st.st_size as u64,
+            links: st.st_nlink as u64,
+            changed: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
+}
+
+/// What is at the user's path `path`, following a link there when
+/// `follow` (the IOR front-end's and dd's files, whose links the tools
+/// follow); `None` when nothing is there.
+pub fn stat_path(path: &Path, follow: bool) -> Result<Option<EntryInfo>> {
+    let r = if follow {
+        rustix::fs::stat(path)
+    } else {
+        rustix::fs::lstat(path)
+    };
+    match r {
+        Ok(st) => Ok(Some(EntryInfo::of(&st))),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(Error::io("stat", path, e)),
+    }
 }
 
 /// The kind of a directory entry.
@@ -53,7 +90,9 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub(crate) fn of(mode: u32) -> Kind {
+    /// The kind a `st_mode` names.
+    #[inline]
+    pub fn of(mode: u32) -> Kind {
         match FileType::from_raw_mode(mode) {
             FileType::RegularFile => Kind::File,
             FileType::Directory => Kind::Dir,
@@ -242,11 +281,25 @@ impl DirHandle {
     /// O_NOFOLLOW`): an existing name, a symbolic link included, fails with
     /// EEXIST. Returns the file (open read-write) and its identity.
     pub fn create_at(&self, name: impl AsRef<OsStr>, mode: u32) -> Result<(File, FileId)> {
+        self.create_at_with(name, mode, false)
+    }
+
+    /// [`DirHandle::create_at`], with `O_DIRECT` when `direct` (the probe
+    /// of whether the file system takes it: EINVAL when it does not).
+    pub fn create_at_with(
+        &self,
+        name: impl AsRef<OsStr>,
+        mode: u32,
+        direct: bool,
+    ) -> Result<(File, FileId)> {
         let name = name.as_ref();
         check_name("create", &self.path, name)?;
         let p = self.child_path(name);
-        let flags =
+        let mut flags =
             OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if direct {
+            flags |= OFlags::DIRECT;
+        }
         let fd = rustix::fs::openat(&self.fd, name, flags, Mode::from_raw_mode(mode))
             .map_err(|e| Error::io("create", &p, e))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| Error::io("stat", &p, e))?;
@@ -384,11 +437,7 @@ impl DirHandle {
         let name = name.as_ref();
         check_name("stat", &self.path, name)?;
         match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(EntryInfo {
-                id: FileId::of(&st),
-                kind: Kind::of(st.st_mode),
-                size: st.st_size as u64,
-            })),
+            Ok(st) => Ok(Some(EntryInfo::of(&st))),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(Error::io("stat", self.child_path(name), e)),
         }
@@ -504,6 +553,18 @@ impl DirHandle {
             }
         }
         Ok(out)
+    }
+
+    /// Whether the effective user may make and remove entries here
+    /// (`faccessat` of the held directory: write and search).
+    pub fn writable(&self) -> bool {
+        rustix::fs::accessat(
+            &self.fd,
+            ".",
+            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+            AtFlags::EACCESS,
+        )
+        .is_ok()
     }
 
     /// `fsync` of the directory (makes created and removed names durable).

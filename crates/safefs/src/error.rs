@@ -82,7 +82,9 @@ pub struct Error {
 }
 
 impl Error {
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, e: impl Into<io::Error>) -> Self {
+    /// `op` on `path` failed with `e` (for a storage backend's own
+    /// operations as for this crate's).
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, e: impl Into<io::Error>) -> Self {
         Error {
             op,
             path: path.into(),
@@ -90,7 +92,8 @@ impl Error {
         }
     }
 
-    pub(crate) fn refused(op: &'static str, path: impl Into<PathBuf>, r: Refusal) -> Self {
+    /// `op` on `path` was refused for `r`.
+    pub fn refused(op: &'static str, path: impl Into<PathBuf>, r: Refusal) -> Self {
         Error {
             op,
             path: path.into(),

@@ -63,7 +63,7 @@ mod tree;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use dir::{Access, DirHandle, EntryInfo, FileId, Kind, Removed};
+pub use dir::{stat_path, Access, DirHandle, EntryInfo, FileId, Kind, Removed};
 pub use error::{Error, ErrorKind, FlagError, FlagErrorKind, Refusal, Result};
 pub use input::{open_bounded, read_bounded, MAX_RECORD_BYTES};
 pub use lock::{

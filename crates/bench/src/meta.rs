@@ -156,7 +156,7 @@ impl<'s> MetaRun<'s> {
             state: self.state,
             limit: Some(self.limit.clone()),
             timed,
-            root_fd: self.tree.root_fd(),
+            root_dir: self.tree.root_dir(),
         }
     }
 

@@ -53,7 +53,7 @@ fn main() {
     let opts = EngineOptions {
         uring: parse_opts(&a[5]),
     };
-    let plan = PhasePlan {
+    let plan: PhasePlan = PhasePlan {
         op: Op::Randread,
         threads: 1,
         layout: Layout::PerThread,

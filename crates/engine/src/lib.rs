@@ -6,7 +6,7 @@
 //! worker; reduction and reporting happen elsewhere.
 #![deny(missing_docs)]
 
-pub mod at;
+pub mod backend;
 pub mod buf;
 pub mod live;
 pub mod meta;

@@ -3,26 +3,28 @@
 //!
 //! The loop never holds a list of files: names are recomputed from
 //! (thread, index) into one reusable buffer, and every call is made
-//! relative to an open directory descriptor (`openat`, `fstatat`,
-//! `unlinkat`, …), so the kernel resolves one component per operation and
-//! memory does not grow with the file count. The directory descriptor
-//! changes only when the index crosses into the next hashed directory.
-//! State is owned by the worker; peers learn about it only through the
-//! relaxed atomics of [`PhaseControl`].
+//! relative to a held directory of the storage backend (POSIX: `openat`,
+//! `fstatat`, `unlinkat`, … on a descriptor), so one component is resolved
+//! per operation and memory does not grow with the file count. The
+//! directory changes only when the index crosses into the next hashed
+//! directory. The loop is generic over the backend ([`Backend`]): each
+//! operation is the backend's call, resolved at compile time. State is
+//! owned by the worker; peers learn about it only through the relaxed
+//! atomics of [`PhaseControl`].
 
 use std::ffi::CStr;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::Barrier;
+use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
 use spec::{EntryKind, MetaOp, MetaSpec, TreeState};
 use stats::LatencyHistogram;
 
-use crate::at;
+use crate::backend::posix::Posix;
+use crate::backend::{Backend, Create, DataFile, Kind, OpenHow};
 use crate::buf::AlignedBuf;
 use crate::pattern;
 use crate::worker::{IoFailure, PhaseControl};
@@ -32,9 +34,10 @@ pub const XATTR_NAME: &CStr = c"user.ioscale";
 /// Bytes of the extended attribute's value.
 pub const XATTR_LEN: usize = 32;
 
-/// Everything the threads of one metadata phase share.
+/// Everything the threads of one metadata phase share, on backend `B`
+/// (POSIX unless named).
 #[derive(Debug, Clone)]
-pub struct MetaPlan<'a> {
+pub struct MetaPlan<'a, B: Backend = Posix> {
     /// Shape and names.
     pub spec: &'a MetaSpec,
     /// The operation.
@@ -51,14 +54,15 @@ pub struct MetaPlan<'a> {
     /// Whether `--time` applies (not for untimed layout and teardown).
     pub timed: bool,
     /// The working root, held open by the caller for the whole run. When
-    /// set, each thread's directory is opened relative to it with
-    /// `O_NOFOLLOW` ([`at::open_dir`]), so the root's name is never
-    /// resolved again: a link swapped in for it between phases is not
-    /// followed. `root` then only names paths in messages.
-    pub root_fd: Option<std::sync::Arc<OwnedFd>>,
+    /// set, each thread's directory is opened relative to it, never
+    /// through a link ([`Backend::open_beneath`]), so the root's name is
+    /// never resolved again: a link swapped in for it between phases is
+    /// not followed. `root` then only names paths in messages; without it
+    /// the root is opened by that path ([`Backend::at_path`]).
+    pub root_dir: Option<Arc<B::At>>,
 }
 
-impl MetaPlan<'_> {
+impl<B: Backend> MetaPlan<'_, B> {
     /// Indices thread `w` processes.
     pub fn count_for(&self, w: u32) -> u64 {
         match &self.limit {
@@ -184,18 +188,48 @@ pub fn errno_hint(errno: i32) -> Option<&'static str> {
     }
 }
 
+/// How the phase's operation opens a file (`None`: it opens none).
+pub(crate) fn open_how(op: MetaOp, spec: &MetaSpec) -> Option<OpenHow> {
+    let write = OpenHow {
+        write: true,
+        direct: spec.direct,
+        ..OpenHow::default()
+    };
+    Some(match op {
+        MetaOp::Create => OpenHow {
+            create: Create::Exclusive,
+            ..write
+        },
+        MetaOp::Append => OpenHow {
+            append: true,
+            ..write
+        },
+        MetaOp::Overwrite => write,
+        MetaOp::TruncateOverwrite => OpenHow {
+            truncate: true,
+            ..write
+        },
+        MetaOp::Read => OpenHow {
+            read: true,
+            direct: spec.direct,
+            ..OpenHow::default()
+        },
+        _ => return None,
+    })
+}
+
 /// The worker's reusable buffers and open directories.
-pub(crate) struct Cursor<'p, 'a> {
-    pub(crate) plan: &'p MetaPlan<'a>,
+pub(crate) struct Cursor<'p, 'a, B: Backend = Posix> {
+    pub(crate) plan: &'p MetaPlan<'a, B>,
     /// The thread whose entries this one works on (itself unless
     /// `--stride` redirects the phase).
     pub(crate) w: u32,
-    pub(crate) base: OwnedFd,
+    pub(crate) base: B::At,
     /// Full path of the base directory, with a trailing '/'.
     pub(crate) base_path: Vec<u8>,
     /// Directory node the `dir` descriptor is open on.
     pub(crate) node: u64,
-    pub(crate) dir: Option<OwnedFd>,
+    pub(crate) dir: Option<B::At>,
     /// Path of `node` relative to base, NUL-terminated when used.
     pub(crate) node_rel: Vec<u8>,
     /// Entry name, NUL-terminated.
@@ -207,8 +241,8 @@ pub(crate) struct Cursor<'p, 'a> {
     pub(crate) stem_kind: Option<EntryKind>,
     /// Second entry name (rename target, link name), NUL-terminated.
     pub(crate) name2: Vec<u8>,
-    /// Full path for the path-only calls (xattrs), NUL-terminated.
-    pub(crate) full: Vec<u8>,
+    /// The backend's flags for the phase's opens (made once).
+    pub(crate) flags: B::Flags,
     pub(crate) buf: AlignedBuf,
 }
 
@@ -233,12 +267,11 @@ pub(crate) fn fail(call: &'static str) -> impl FnOnce(io::Error) -> OpErr {
     }
 }
 
-impl Cursor<'_, '_> {
-    pub(crate) fn dfd(&self) -> RawFd {
-        match &self.dir {
-            Some(d) => d.as_raw_fd(),
-            None => self.base.as_raw_fd(),
-        }
+impl<B: Backend> Cursor<'_, '_, B> {
+    /// The directory the current node's entries are named in.
+    #[inline]
+    pub(crate) fn at(&self) -> &B::At {
+        self.dir.as_ref().unwrap_or(&self.base)
     }
 
     /// Full path of the current directory joined with `name` (without NUL).
@@ -277,7 +310,7 @@ impl Cursor<'_, '_> {
 
     /// Makes `node`, whose descriptor is `dir` (`None` for the base node),
     /// the current directory, returning the one it replaces.
-    pub(crate) fn swap_dir(&mut self, node: u64, dir: Option<OwnedFd>) -> (u64, Option<OwnedFd>) {
+    pub(crate) fn swap_dir(&mut self, node: u64, dir: Option<B::At>) -> (u64, Option<B::At>) {
         let old = (self.node, std::mem::replace(&mut self.dir, dir));
         self.node = node;
         self.set_node_rel(node);
@@ -301,9 +334,9 @@ impl Cursor<'_, '_> {
         }
         self.plan.spec.push_node_path(&mut self.node_rel, node);
         self.node_rel.push(0);
-        let base = self.base.as_raw_fd();
+        let base = &self.base;
         if create {
-            match at::mkdir_beneath(base, &self.node_rel, 0o755) {
+            match B::mkdir_beneath(base, &self.node_rel, 0o755) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
                 // With --leaf-depth the nodes above the leaves hold no
@@ -315,7 +348,7 @@ impl Cursor<'_, '_> {
                             part.clear();
                             part.extend_from_slice(&self.node_rel[..k]);
                             part.push(0);
-                            match at::mkdir_beneath(base, &part, 0o755) {
+                            match B::mkdir_beneath(base, &part, 0o755) {
                                 Ok(()) => {}
                                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
                                 Err(e) => return Err(fail("mkdir")(e)),
@@ -326,7 +359,7 @@ impl Cursor<'_, '_> {
                 Err(e) => return Err(fail("mkdir")(e)),
             }
         }
-        match at::open_dir(base, &self.node_rel) {
+        match B::open_beneath(base, &self.node_rel) {
             Ok(fd) => {
                 self.dir = Some(fd);
                 Ok(true)
@@ -357,17 +390,6 @@ impl Cursor<'_, '_> {
         self.name2.push(0);
     }
 
-    fn set_full(&mut self) {
-        self.full.clear();
-        self.full.extend_from_slice(&self.base_path);
-        if !self.node_rel.is_empty() {
-            self.full
-                .extend_from_slice(&self.node_rel[..self.node_rel.len() - 1]);
-            self.full.push(b'/');
-        }
-        self.full.extend_from_slice(&self.name);
-    }
-
     /// Writes `size` bytes in records; counts records and bytes. A failed
     /// write names its file offset unless the file was opened to append
     /// (`append`), where the offset is wherever the file ended.
@@ -376,7 +398,7 @@ impl Cursor<'_, '_> {
     /// file for an append).
     fn write_all(
         &mut self,
-        fd: RawFd,
+        file: &mut B::File,
         size: u64,
         append: bool,
         start: u64,
@@ -402,7 +424,7 @@ impl Cursor<'_, '_> {
                 offset: at_off,
                 ..fail("write")(err)
             };
-            let done = at::write(fd, &self.buf.as_slice()[..n]).map_err(failed)?;
+            let done = file.write(&self.buf.as_slice()[..n]).map_err(failed)?;
             if done == 0 {
                 return Err(failed(io::Error::from_raw_os_error(libc::ENOSPC)));
             }
@@ -413,35 +435,32 @@ impl Cursor<'_, '_> {
         Ok(())
     }
 
-    /// Opens, writes, optionally fsyncs, and closes; closes on error too.
-    fn write_file(&mut self, flags: i32, size: u64, i: u64, s: &mut MetaSample) -> OpResult {
+    /// Opens (as the phase's operation opens: made exclusively, to
+    /// append, to overwrite or truncated), writes, optionally fsyncs, and
+    /// closes; closes on error too.
+    fn write_file(&mut self, size: u64, i: u64, s: &mut MetaSample) -> OpResult {
         let spec = self.plan.spec;
-        let mut flags = flags | libc::O_WRONLY | libc::O_CLOEXEC;
-        if spec.direct {
-            flags |= libc::O_DIRECT;
-        }
-        let call = if flags & libc::O_CREAT != 0 {
-            "create"
-        } else {
-            "open"
+        let (call, append) = match self.plan.op {
+            MetaOp::Create => ("create", false),
+            MetaOp::Append => ("open", true),
+            _ => ("open", false),
         };
-        let fd = at::open(self.dfd(), &self.name, flags, 0o644).map_err(fail(call))?;
-        let append = flags & libc::O_APPEND != 0;
+        let mut file = B::open(self.at(), &self.name, self.flags, 0o644).map_err(fail(call))?;
         let mut r = Ok(());
         let mut start = 0;
         if append && spec.verify {
-            match at::file_size(fd) {
+            match file.size() {
                 Ok(len) => start = len,
                 Err(e) => r = Err(fail("stat")(e)),
             }
         }
         if r.is_ok() {
-            r = self.write_all(fd, size, append, start, i, s);
+            r = self.write_all(&mut file, size, append, start, i, s);
         }
         if r.is_ok() && spec.fsync {
-            r = at::fsync(fd).map_err(fail("fsync"));
+            r = file.sync().map_err(fail("fsync"));
         }
-        let c = at::close(fd).map_err(fail("close"));
+        let c = file.close().map_err(fail("close"));
         r.and(c)
     }
 
@@ -453,15 +472,11 @@ impl Cursor<'_, '_> {
         let id = spec.file_id(self.w, i);
         let mut bad = 0u64;
         let mut first_bad = None;
-        let mut flags = libc::O_RDONLY | libc::O_CLOEXEC;
-        if self.plan.spec.direct {
-            flags |= libc::O_DIRECT;
-        }
-        let fd = at::open(self.dfd(), &self.name, flags, 0).map_err(fail("open"))?;
+        let mut file = B::open(self.at(), &self.name, self.flags, 0).map_err(fail("open"))?;
         let mut r = Ok(());
         let mut pos = 0u64;
         loop {
-            match at::read(fd, self.buf.as_mut_slice()) {
+            match file.read(self.buf.as_mut_slice()) {
                 Ok(0) => break,
                 Ok(n) => {
                     s.records += 1;
@@ -485,7 +500,7 @@ impl Cursor<'_, '_> {
                 }
             }
         }
-        let c = at::close(fd).map_err(fail("close"));
+        let c = file.close().map_err(fail("close"));
         if spec.verify && r.is_ok() {
             let want = spec.size_of(self.w, i);
             if pos < want {
@@ -526,13 +541,13 @@ impl Cursor<'_, '_> {
                 };
                 self.set_name(file_kind, i);
                 self.set_name2(to, i);
-                at::rename(self.dfd(), &self.name, &self.name2).map_err(fail("rename"))
+                B::rename(self.at(), &self.name, &self.name2).map_err(fail("rename"))
             }
             MetaOp::Setxattr | MetaOp::Getxattr => self.xattr_op(file_kind, i),
             MetaOp::Symlink => {
                 self.set_name(file_kind, i);
                 self.set_name2(EntryKind::Link, i);
-                at::symlink(&self.name, self.dfd(), &self.name2).map_err(|err| OpErr {
+                B::symlink(&self.name, self.at(), &self.name2).map_err(|err| OpErr {
                     call: "symlink",
                     err,
                     second: true,
@@ -552,23 +567,15 @@ impl Cursor<'_, '_> {
         match self.plan.op {
             MetaOp::Create => {
                 self.set_name(EntryKind::File, i);
-                self.write_file(libc::O_CREAT | libc::O_EXCL, size(), i, s)
+                self.write_file(size(), i, s)
             }
             MetaOp::Read => {
                 self.set_name(file_kind, i);
                 self.read_file(i, s)
             }
-            MetaOp::Append => {
+            MetaOp::Append | MetaOp::Overwrite | MetaOp::TruncateOverwrite => {
                 self.set_name(file_kind, i);
-                self.write_file(libc::O_APPEND, size(), i, s)
-            }
-            MetaOp::Overwrite => {
-                self.set_name(file_kind, i);
-                self.write_file(0, size(), i, s)
-            }
-            MetaOp::TruncateOverwrite => {
-                self.set_name(file_kind, i);
-                self.write_file(libc::O_TRUNC, size(), i, s)
+                self.write_file(size(), i, s)
             }
             op => unreachable!("{op} moves no file data"),
         }
@@ -578,7 +585,7 @@ impl Cursor<'_, '_> {
     fn file_op(&mut self, file_kind: EntryKind, i: u64) -> OpResult {
         self.set_name(file_kind, i);
         match self.plan.op {
-            MetaOp::Stat => at::lstat(self.dfd(), &self.name)
+            MetaOp::Stat => B::lstat(self.at(), &self.name)
                 .map(|_| ())
                 .map_err(fail("stat")),
             MetaOp::Chmod => {
@@ -588,9 +595,9 @@ impl Cursor<'_, '_> {
                 } else {
                     0o644
                 };
-                at::chmod(self.dfd(), &self.name, mode).map_err(fail("chmod"))
+                B::chmod(self.at(), &self.name, mode).map_err(fail("chmod"))
             }
-            MetaOp::Delete => at::unlink(self.dfd(), &self.name, false).map_err(fail("unlink")),
+            MetaOp::Delete => B::unlink(self.at(), &self.name).map_err(fail("unlink")),
             op => unreachable!("{op} is not a file operation"),
         }
     }
@@ -599,11 +606,11 @@ impl Cursor<'_, '_> {
     fn dir_op(&mut self, i: u64) -> OpResult {
         self.set_name(EntryKind::Dir, i);
         match self.plan.op {
-            MetaOp::Mkdir => at::mkdir(self.dfd(), &self.name, 0o755).map_err(fail("mkdir")),
-            MetaOp::StatDir => at::lstat(self.dfd(), &self.name)
+            MetaOp::Mkdir => B::mkdir(self.at(), &self.name, 0o755).map_err(fail("mkdir")),
+            MetaOp::StatDir => B::lstat(self.at(), &self.name)
                 .map(|_| ())
                 .map_err(fail("stat")),
-            MetaOp::Rmdir => at::unlink(self.dfd(), &self.name, true).map_err(fail("rmdir")),
+            MetaOp::Rmdir => B::rmdir(self.at(), &self.name).map_err(fail("rmdir")),
             op => unreachable!("{op} is not a directory operation"),
         }
     }
@@ -611,14 +618,14 @@ impl Cursor<'_, '_> {
     /// setxattr, or getxattr and its check, on file `i`.
     fn xattr_op(&mut self, file_kind: EntryKind, i: u64) -> OpResult {
         self.set_name(file_kind, i);
-        self.set_full();
         if self.plan.op == MetaOp::Setxattr {
             let mut v = [0u8; XATTR_LEN];
             v[..8].copy_from_slice(&i.to_le_bytes());
-            return at::set_xattr(&self.full, XATTR_NAME, &v).map_err(fail("setxattr"));
+            return B::set_xattr(self.at(), &self.name, XATTR_NAME, &v).map_err(fail("setxattr"));
         }
         let mut v = [0u8; XATTR_LEN + 8];
-        let n = at::get_xattr(&self.full, XATTR_NAME, &mut v).map_err(fail("getxattr"))?;
+        let n =
+            B::get_xattr(self.at(), &self.name, XATTR_NAME, &mut v).map_err(fail("getxattr"))?;
         if n != XATTR_LEN || v[..8] != i.to_le_bytes() {
             return Err(fail("getxattr")(io::Error::new(
                 io::ErrorKind::InvalidData,
@@ -643,7 +650,12 @@ impl Cursor<'_, '_> {
                 continue;
             }
             self.set_name(kind, i);
-            match at::unlink(self.dfd(), &self.name, is_dir) {
+            let r = if is_dir {
+                B::rmdir(self.at(), &self.name)
+            } else {
+                B::unlink(self.at(), &self.name)
+            };
+            match r {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => {
@@ -659,11 +671,11 @@ impl Cursor<'_, '_> {
     }
 }
 
-impl<'p, 'a> Cursor<'p, 'a> {
+impl<'p, 'a, B: Backend> Cursor<'p, 'a, B> {
     /// Opens thread `owner`'s base directory and makes the buffers; `w` is
     /// the calling thread (it seeds the buffer).
     pub(crate) fn open(
-        plan: &'p MetaPlan<'a>,
+        plan: &'p MetaPlan<'a, B>,
         owner: u32,
         w: u32,
         buf_len: usize,
@@ -671,18 +683,19 @@ impl<'p, 'a> Cursor<'p, 'a> {
         let base_dir = plan.base_dir(owner);
         let mut bp = Vec::with_capacity(base_dir.as_os_str().len() + 1);
         bp.extend_from_slice(base_dir.as_os_str().as_bytes());
-        let base = match &plan.root_fd {
-            Some(root) => {
-                let mut rel = plan.spec.thread_dir(owner).unwrap_or_else(|| ".".into());
-                rel.push('\0');
-                at::open_dir(root.as_raw_fd(), rel.as_bytes())?
-            }
-            None => {
-                let mut c = bp.clone();
-                c.push(0);
-                at::open_dir(libc::AT_FDCWD, &c)?
-            }
+        let base = match &plan.root_dir {
+            Some(root) => match plan.spec.thread_dir(owner) {
+                Some(mut rel) => {
+                    rel.push('\0');
+                    B::open_beneath(root, rel.as_bytes())?
+                }
+                None => B::dup_at(root)?,
+            },
+            None => B::at_path(&base_dir)?,
         };
+        // The flags of the phase's opens, made once (a phase without
+        // opens never uses them).
+        let flags = B::flags(open_how(plan.op, plan.spec).unwrap_or_default());
         bp.push(b'/');
         let mut buf = AlignedBuf::new(buf_len.max(1), 4096);
         pattern::fill_random(buf.as_mut_slice(), plan.spec.seed ^ ((w as u64) << 20));
@@ -698,16 +711,16 @@ impl<'p, 'a> Cursor<'p, 'a> {
             stem_len: 0,
             stem_kind: None,
             name2: Vec::with_capacity(320),
-            full: Vec::with_capacity(4096),
+            flags,
             buf,
         })
     }
 }
 
 /// The synchronous engine's worker.
-pub(crate) fn run_sync_worker(
+pub(crate) fn run_sync_worker<B: Backend>(
     w: u32,
-    plan: &MetaPlan<'_>,
+    plan: &MetaPlan<'_, B>,
     ctl: &PhaseControl,
     barrier: &Barrier,
 ) -> MetaSample {
@@ -719,13 +732,13 @@ pub(crate) fn run_sync_worker(
 /// directory (with a buffer of `rec` bytes), waits at `barrier`, runs the
 /// phase with `indices` as the loop over its indices and, with mdtest -Y,
 /// the closing syncfs.
-pub(crate) fn run_thread(
+pub(crate) fn run_thread<B: Backend>(
     w: u32,
-    plan: &MetaPlan<'_>,
+    plan: &MetaPlan<'_, B>,
     rec: usize,
     ctl: &PhaseControl,
     barrier: &Barrier,
-    indices: IndexLoop<'_>,
+    indices: IndexLoop<'_, B>,
 ) -> MetaSample {
     let mut s = MetaSample::new(w);
     let owner = plan.spec.owner_of(plan.op, w);
@@ -743,9 +756,9 @@ pub(crate) fn run_thread(
 
 /// mdtest -Y: once every thread is done, one of them calls syncfs(2) on
 /// the working root; its end time, and so the phase's time, includes it.
-pub(crate) fn sync_phase(
+pub(crate) fn sync_phase<B: Backend>(
     s: &mut MetaSample,
-    plan: &MetaPlan<'_>,
+    plan: &MetaPlan<'_, B>,
     ctl: &PhaseControl,
     barrier: &Barrier,
 ) {
@@ -753,13 +766,9 @@ pub(crate) fn sync_phase(
         return;
     }
     let t = Instant::now();
-    let r = match &plan.root_fd {
-        Some(root) => at::syncfs(root.as_raw_fd()),
-        None => {
-            let mut path = plan.root.as_os_str().as_bytes().to_vec();
-            path.push(0);
-            at::open_dir(libc::AT_FDCWD, &path).and_then(|fd| at::syncfs(fd.as_raw_fd()))
-        }
+    let r = match &plan.root_dir {
+        Some(root) => B::sync_all(root),
+        None => B::at_path(&plan.root).and_then(|at| B::sync_all(&at)),
     };
     let now = Instant::now();
     s.sync_ns = now.saturating_duration_since(t).as_nanos() as u64;
@@ -779,13 +788,13 @@ pub(crate) fn sync_phase(
 }
 
 /// The phase proper for one thread, after the start barrier.
-pub(crate) fn run_body(
+pub(crate) fn run_body<B: Backend>(
     s: &mut MetaSample,
-    setup: io::Result<Cursor<'_, '_>>,
+    setup: io::Result<Cursor<'_, '_, B>>,
     base_dir: PathBuf,
-    plan: &MetaPlan<'_>,
+    plan: &MetaPlan<'_, B>,
     ctl: &PhaseControl,
-    indices: IndexLoop<'_>,
+    indices: IndexLoop<'_, B>,
 ) {
     let w = s.worker;
     let mut cur = match setup {
@@ -852,8 +861,8 @@ pub(crate) fn should_stop(ctl: &PhaseControl) -> bool {
 
 /// Records the first failure with its full path; stops the phase unless
 /// it is a best-effort cleanup.
-pub(crate) fn record_failure(
-    cur: &Cursor<'_, '_>,
+pub(crate) fn record_failure<B: Backend>(
+    cur: &Cursor<'_, '_, B>,
     e: OpErr,
     ctl: &PhaseControl,
     s: &mut MetaSample,
@@ -893,12 +902,16 @@ pub(crate) fn record_failure(
 
 /// A loop over a thread's indices; returns whether every index was
 /// processed.
-pub(crate) type IndexLoop<'l> =
-    &'l mut dyn FnMut(&mut Cursor<'_, '_>, &PhaseControl, Option<Instant>, &mut MetaSample) -> bool;
+pub(crate) type IndexLoop<'l, B> = &'l mut dyn FnMut(
+    &mut Cursor<'_, '_, B>,
+    &PhaseControl,
+    Option<Instant>,
+    &mut MetaSample,
+) -> bool;
 
 /// The loop over indices; returns whether every index was processed.
-fn index_loop(
-    cur: &mut Cursor<'_, '_>,
+fn index_loop<B: Backend>(
+    cur: &mut Cursor<'_, '_, B>,
     ctl: &PhaseControl,
     deadline: Option<Instant>,
     s: &mut MetaSample,
@@ -985,8 +998,8 @@ fn index_loop(
 /// `ls -l`: lists each directory node of the thread (in `--same-dir`, the
 /// shared nodes are dealt out round-robin) and lstats every entry. Counts
 /// entries that are not directories and not dot files.
-fn readdir_loop(
-    cur: &mut Cursor<'_, '_>,
+fn readdir_loop<B: Backend>(
+    cur: &mut Cursor<'_, '_, B>,
     ctl: &PhaseControl,
     deadline: Option<Instant>,
     s: &mut MetaSample,
@@ -1008,44 +1021,30 @@ fn readdir_loop(
             record_failure(cur, e, ctl, s);
             return false;
         }
-        let fd = match at::dup(cur.dfd()) {
-            Ok(fd) => fd,
-            Err(e) => {
-                record_failure(cur, fail("open dir")(e), ctl, s);
-                return false;
-            }
-        };
-        let mut stream = match at::DirStream::new(fd) {
-            Ok(d) => d,
-            Err(e) => {
-                record_failure(cur, fail("opendir")(e), ctl, s);
-                return false;
-            }
-        };
-        let dfd = stream.fd();
+        let w = cur.w;
+        let at = cur.at();
         let mut stopped = false;
-        let r = stream.for_each(|name| {
-            let bytes = name.to_bytes();
-            if bytes.first() == Some(&b'.') {
+        // A failed stat, with the entry's name: recorded after the walk.
+        let mut failed: Option<(io::Error, Vec<u8>)> = None;
+        let r = B::read_dir(at, |name| {
+            if name.first() == Some(&b'.') {
                 return true;
             }
-            match at::lstat(dfd, name.to_bytes_with_nul()) {
-                Ok(mode) => {
+            match B::lstat(at, name) {
+                Ok(kind) => {
                     let now = Instant::now();
-                    if mode & libc::S_IFMT != libc::S_IFDIR {
+                    if kind != Kind::Dir {
                         s.hist
                             .record(now.saturating_duration_since(t).as_nanos() as u64);
                         s.files += 1;
-                        crate::live::publish(cur.w, s.files, s.bytes());
+                        crate::live::publish(w, s.files, s.bytes());
                     }
                     t = now;
                 }
                 // Gone between readdir and stat: a peer's business.
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 Err(e) => {
-                    cur.name.clear();
-                    cur.name.extend_from_slice(name.to_bytes_with_nul());
-                    record_failure(cur, fail("stat")(e), ctl, s);
+                    failed = Some((e, name.to_vec()));
                     stopped = true;
                     return false;
                 }
@@ -1067,6 +1066,11 @@ fn readdir_loop(
             }
             true
         });
+        if let Some((e, name)) = failed {
+            cur.name = name;
+            record_failure(cur, fail("stat")(e), ctl, s);
+            return false;
+        }
         if let Err(e) = r {
             record_failure(cur, fail("readdir")(e), ctl, s);
             return false;
@@ -1085,18 +1089,27 @@ fn readdir_loop(
 }
 
 /// Removes the hashed directory nodes of thread `w` (deepest first), then
-/// its thread directory, by `rmdir` only, each relative to a descriptor of
-/// its parent opened without following a link (see [`at::open_dir`]).
+/// its thread directory, by `rmdir` only, each relative to its parent
+/// opened below the held working root `root` (whose path, for messages,
+/// is `root_path`) without following a link ([`Backend::open_beneath`]).
 /// Returns directories that could not be removed (they hold entries
 /// ioscale did not create, or a link was swapped in on the way).
-pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<String> {
+pub fn remove_tree<B: Backend>(
+    spec: &MetaSpec,
+    root: &B::At,
+    root_path: &Path,
+    w: u32,
+    indices: u64,
+) -> Vec<String> {
     let mut left = Vec::new();
+    let thread_dir = spec.thread_dir(w).map(|mut d| {
+        d.push('\0');
+        d.into_bytes()
+    });
     let base = match spec.thread_dir(w) {
-        Some(d) => root.join(d),
-        None => root.to_path_buf(),
+        Some(d) => root_path.join(d),
+        None => root_path.to_path_buf(),
     };
-    let mut bp = base.as_os_str().as_bytes().to_vec();
-    bp.push(0);
     let nodes = spec.nodes_for(indices);
     // With --leaf-depth only the leaves in use and their ancestors exist:
     // walking every node number below the last leaf (2^40 of them at depth
@@ -1105,8 +1118,12 @@ pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<St
     let first = spec.first_node().max(1);
     let deep = first > 1;
     if nodes > first {
-        match at::open_dir(libc::AT_FDCWD, &bp) {
-            Ok(bfd) => {
+        let opened = match &thread_dir {
+            Some(d) => B::open_beneath(root, d),
+            None => B::dup_at(root),
+        };
+        match opened {
+            Ok(bat) => {
                 let mut rel = Vec::with_capacity(256);
                 for node in (first..nodes).rev() {
                     rel.clear();
@@ -1114,8 +1131,7 @@ pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<St
                     let mut end = rel.len();
                     loop {
                         let ancestor = end < rel.len();
-                        let gone =
-                            rmdir_rel(bfd.as_raw_fd(), &base, &rel[..end], ancestor, &mut left);
+                        let gone = rmdir_rel::<B>(&bat, &base, &rel[..end], ancestor, &mut left);
                         // An ancestor still holding another leaf stays.
                         match rel[..end].iter().rposition(|&b| b == b'/') {
                             Some(i) if deep && gone => end = i,
@@ -1128,9 +1144,9 @@ pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<St
             Err(e) => left.push(format!("{}: {e}", base.display())),
         }
     }
-    if spec.thread_dir(w).is_some() {
+    if let Some(d) = &thread_dir {
         // rmdir does not follow a link at the last component.
-        match std::fs::remove_dir(&base) {
+        match B::rmdir(root, d) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => left.push(format!("{}: {e}", base.display())),
@@ -1139,26 +1155,32 @@ pub fn remove_tree(spec: &MetaSpec, root: &Path, w: u32, indices: u64) -> Vec<St
     left
 }
 
-/// `rmdir` of the node directory `rel` below the descriptor `bfd` (whose
-/// path is `base`), relative to its parent opened without following a
-/// link. Whether it is gone (removed, or missing); an `ancestor` of leaves
-/// that is not empty (another leaf below it) is not gone and not an error
-/// here; any other failure is listed in `left`.
-fn rmdir_rel(bfd: RawFd, base: &Path, rel: &[u8], ancestor: bool, left: &mut Vec<String>) -> bool {
+/// `rmdir` of the node directory `rel` below `bat` (whose path is `base`),
+/// relative to its parent opened without following a link. Whether it is
+/// gone (removed, or missing); an `ancestor` of leaves that is not empty
+/// (another leaf below it) is not gone and not an error here; any other
+/// failure is listed in `left`.
+fn rmdir_rel<B: Backend>(
+    bat: &B::At,
+    base: &Path,
+    rel: &[u8],
+    ancestor: bool,
+    left: &mut Vec<String>,
+) -> bool {
     let (parent, name) = match rel.iter().rposition(|&b| b == b'/') {
         Some(i) => (rel[..i].to_vec(), rel[i + 1..].to_vec()),
         None => (Vec::new(), rel.to_vec()),
     };
-    let pfd = if parent.is_empty() {
-        at::dup(bfd)
+    let pat = if parent.is_empty() {
+        B::dup_at(bat)
     } else {
         let mut c = parent;
         c.push(0);
-        at::open_dir(bfd, &c)
+        B::open_beneath(bat, &c)
     };
     let mut n = name;
     n.push(0);
-    match pfd.and_then(|fd| at::unlink(fd.as_raw_fd(), &n, true)) {
+    match pat.and_then(|at| B::rmdir(&at, &n)) {
         Ok(()) => true,
         Err(e) if e.kind() == io::ErrorKind::NotFound => true,
         Err(e) if ancestor && e.raw_os_error() == Some(libc::ENOTEMPTY) => false,

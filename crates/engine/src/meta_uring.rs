@@ -39,9 +39,11 @@ use std::time::Instant;
 use io_uring::{opcode, squeue, types, IoUring};
 use spec::{EntryKind, MetaOp};
 
+use crate::backend::posix::Posix;
+use crate::backend::{Backend, OpenHow};
 use crate::buf::AlignedBuf;
 use crate::meta::{
-    fail, record_failure, run_thread, should_stop, Cursor, MetaPlan, MetaSample, OpErr,
+    fail, open_how, record_failure, run_thread, should_stop, Cursor, MetaPlan, MetaSample, OpErr,
     MAX_MISMATCHES,
 };
 use crate::pattern;
@@ -183,21 +185,29 @@ fn iowq_cap(depth: u32, local: bool) -> Option<u32> {
     }
 }
 
+/// Whether the working root of `plan` is on a local file system
+/// ([`local_fs`]): asked of the held root when there is one (its name may
+/// have been swapped since), else of its path.
+fn plan_on_local_fs(plan: &MetaPlan<'_>) -> bool {
+    match &plan.root_dir {
+        Some(root) => {
+            // SAFETY: fstatfs fills the struct it is given; all-zero is a
+            // valid statfs, and the descriptor is open for the call.
+            let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+            // SAFETY: as above.
+            let r = unsafe { libc::fstatfs(root.as_raw_fd(), &mut st) };
+            r == 0 && is_local(&st)
+        }
+        None => local_fs(&plan.root),
+    }
+}
+
 /// Whether `path` is on a file system whose metadata operations run on
 /// the CPU without waiting on a server: memory and local disk file
 /// systems, by `statfs` magic. Anything else (FUSE, NFS, SMB, Ceph,
 /// Lustre, an unknown type, or a failed `statfs`) counts as remote.
 fn local_fs(path: &std::path::Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    const LOCAL: &[i64] = &[
-        0x0102_1994, // tmpfs
-        0x8584_58f6, // ramfs
-        0xEF53,      // ext2, ext3, ext4
-        0x5846_5342, // xfs
-        0x9123_683E, // btrfs
-        0xF2F5_2010, // f2fs
-        0xca45_1a4e, // bcachefs
-    ];
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
         return false;
     };
@@ -208,6 +218,22 @@ fn local_fs(path: &std::path::Path) -> bool {
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return false;
     }
+    is_local(&st)
+}
+
+/// Whether a `statfs` result names a memory or local disk file system.
+// `f_type`'s type differs between targets; the cast is for portability.
+#[allow(clippy::unnecessary_cast)]
+fn is_local(st: &libc::statfs) -> bool {
+    const LOCAL: &[i64] = &[
+        0x0102_1994, // tmpfs
+        0x8584_58f6, // ramfs
+        0xEF53,      // ext2, ext3, ext4
+        0x5846_5342, // xfs
+        0x9123_683E, // btrfs
+        0xF2F5_2010, // f2fs
+        0xca45_1a4e, // bcachefs
+    ];
     LOCAL.contains(&(st.f_type as i64))
 }
 
@@ -276,7 +302,7 @@ impl Queue {
         // per slot; on a local file system the work is CPU-bound and more
         // workers than CPUs only contend (best effort: a kernel without the
         // call keeps its cap).
-        if let Some(cap) = iowq_cap(depth, local_fs(&plan.root)) {
+        if let Some(cap) = iowq_cap(depth, plan_on_local_fs(plan)) {
             let _ = ring.submitter().register_iowq_max_workers(&mut [cap, cap]);
         }
         let buf_len = if data {
@@ -294,15 +320,9 @@ impl Queue {
                 MSlot::new(buf)
             })
             .collect();
-        let mut flags = match plan.op {
-            MetaOp::Create => libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY,
-            MetaOp::TruncateOverwrite => libc::O_TRUNC | libc::O_WRONLY,
-            MetaOp::Overwrite => libc::O_WRONLY,
-            _ => libc::O_RDONLY,
-        };
-        if spec.direct {
-            flags |= libc::O_DIRECT;
-        }
+        // As the synchronous engine opens (never through a link); a direct
+        // descriptor takes no O_CLOEXEC (EINVAL): it is in no fd table.
+        let flags = Posix::flags(open_how(plan.op, spec).unwrap_or_default()) & !libc::O_CLOEXEC;
         Ok(Queue {
             ring,
             slots,
@@ -341,7 +361,7 @@ impl Queue {
         s.holes.clear();
         s.cont = false;
         s.busy = true;
-        s.dfd = cur.dfd();
+        s.dfd = cur.at().as_raw_fd();
         s.gen = self.gen;
         if matches!(
             plan.op,
@@ -471,20 +491,30 @@ impl Queue {
         let m = &mut self.slots[slot];
         let dfd = m.dfd;
         m.cont = true;
-        let direct = self.flags & libc::O_DIRECT;
+        // The continuation opens the file as it is now: no O_CREAT,
+        // no O_TRUNC.
+        let cont = |write: bool| {
+            let how = OpenHow {
+                read: !write,
+                write,
+                direct: self.flags & libc::O_DIRECT != 0,
+                ..OpenHow::default()
+            };
+            Posix::flags(how) & !libc::O_CLOEXEC
+        };
         let more_read = op == MetaOp::Read
             && !m.eof
             && m.last_read > 0
             && m.read_len < m.want
             && (m.read_len as usize) < m.buf.len();
         if more_read {
-            self.chain(slot, dfd, op, libc::O_RDONLY | direct);
+            self.chain(slot, dfd, op, cont(false));
             return true;
         }
         if !m.holes.is_empty() {
             std::mem::swap(&mut m.writes, &mut m.holes);
             m.holes.clear();
-            self.chain(slot, dfd, op, libc::O_WRONLY | direct);
+            self.chain(slot, dfd, op, cont(true));
             return true;
         }
         false
@@ -860,7 +890,7 @@ const DIR_BATCH: usize = 32;
 /// their parents') kept the worker out of the ring for 0.26 s of a 0.9 s
 /// create phase of 2,048 files (strace). Each directory is `mkdirat`
 /// (where the phase creates entries) hard-linked to an `openat2` with the
-/// flags and resolve bits of [`crate::at::open_dir`], relative to
+/// flags and resolve bits of [`crate::backend::Backend::open_beneath`], relative to
 /// its parent's descriptor, opened the same way one level up: a link
 /// swapped in anywhere is refused as on the synchronous path. It is a head
 /// start only: a directory it could not open is entered by the
@@ -875,7 +905,7 @@ impl DirMaker {
     /// `None` where `open_dir` would not use `openat2` (then the
     /// synchronous path walks every directory), or without a ring.
     fn new() -> Option<DirMaker> {
-        let (flags, resolve) = crate::at::dir_open_how()?;
+        let (flags, resolve) = crate::backend::posix::dir_open_how()?;
         let ring = IoUring::new(2 * DIR_BATCH as u32).ok()?;
         Some(DirMaker {
             ring,

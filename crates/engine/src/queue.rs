@@ -5,10 +5,9 @@
 //! the system call when asked to wait, so both engines share the same loop,
 //! the same timing points and the same error handling.
 
-use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 
+use crate::backend::DataFile;
 use crate::buf::AlignedBuf;
 
 /// One read or write of a whole transfer.
@@ -107,16 +106,17 @@ pub trait IoQueue {
     }
 }
 
-/// pread/pwrite on one file: a queue of depth 1.
-pub struct SyncQueue<'f> {
-    file: &'f File,
+/// Positioned reads and writes on one file of any backend (pread/pwrite
+/// for POSIX): a queue of depth 1.
+pub struct SyncQueue<'f, F: DataFile> {
+    file: &'f F,
     buf: &'f mut AlignedBuf,
     pending: Option<Request>,
 }
 
-impl<'f> SyncQueue<'f> {
+impl<'f, F: DataFile> SyncQueue<'f, F> {
     /// A queue over `file` with one buffer of `xfer` bytes.
-    pub fn new(file: &'f File, buf: &'f mut AlignedBuf) -> Self {
+    pub fn new(file: &'f F, buf: &'f mut AlignedBuf) -> Self {
         SyncQueue {
             file,
             buf,
@@ -125,7 +125,7 @@ impl<'f> SyncQueue<'f> {
     }
 }
 
-impl IoQueue for SyncQueue<'_> {
+impl<F: DataFile> IoQueue for SyncQueue<'_, F> {
     fn depth(&self) -> usize {
         1
     }

@@ -2,23 +2,46 @@
 //! by name with what it can do.
 //!
 //! As fio's ioengines and IOR's aiori backends, an engine is one entry in a
-//! table ([`DATA_ENGINES`], [`META_ENGINES`]); `--engine NAME`, its
-//! validation ([`check_data`], [`check_meta`]) and the code that runs it
-//! all come from that entry, so adding an engine is one module and one
-//! line here. Nothing outside this module matches on engine names.
+//! table; `--engine NAME`, its validation ([`check_data`], [`check_meta`])
+//! and the code that runs it all come from that entry, so adding an engine
+//! is one module and one line here. Nothing outside this module matches on
+//! engine names.
+//!
+//! Each storage backend has its own tables ([`Engines`]): the synchronous
+//! engines run on any backend (they use only the backend's calls); the
+//! io_uring engines submit the kernel's own opcodes on descriptors, so they
+//! are engines of the POSIX backend ([`DATA_ENGINES`], [`META_ENGINES`]).
 
-use std::fs::File;
 use std::io;
 use std::sync::Barrier;
 
 use spec::MetaOp;
 use thiserror::Error;
 
+use crate::backend::posix::Posix;
+use crate::backend::Backend;
 use crate::buf::AlignedBuf;
 use crate::meta::{MetaPlan, MetaSample};
 use crate::queue::SyncQueue;
 use crate::uring::{UringOptions, UringQueue, UringState};
 use crate::worker::{io_loop, LoopCtx, PhaseControl};
+
+/// A backend's engine tables.
+pub trait Engines: Backend {
+    /// Its data engines.
+    fn data_engines() -> &'static [&'static dyn DataEngine<Self>];
+    /// Its metadata engines.
+    fn meta_engines() -> &'static [&'static dyn MetaEngine<Self>];
+}
+
+impl Engines for Posix {
+    fn data_engines() -> &'static [&'static dyn DataEngine<Posix>] {
+        DATA_ENGINES
+    }
+    fn meta_engines() -> &'static [&'static dyn MetaEngine<Posix>] {
+        META_ENGINES
+    }
+}
 
 /// What a data engine can do, for validation and `--help`.
 #[derive(Debug)]
@@ -43,9 +66,9 @@ pub struct EngineOptions {
     pub uring: UringOptions,
 }
 
-/// A data engine: makes the per-worker state (buffers, rings) before the
-/// timed section.
-pub trait DataEngine: Sync {
+/// A data engine of backend `B`: makes the per-worker state (buffers,
+/// rings) before the timed section.
+pub trait DataEngine<B: Backend>: Sync {
     /// Its table entry.
     fn info(&self) -> &'static EngineInfo;
     /// State for one worker with one buffer per slot (`bufs.len()` is the
@@ -54,11 +77,11 @@ pub trait DataEngine: Sync {
         &self,
         bufs: Vec<AlignedBuf>,
         opts: &EngineOptions,
-    ) -> io::Result<Box<dyn EngineState>>;
+    ) -> io::Result<Box<dyn EngineState<B>>>;
 }
 
 /// One worker's engine state, kept across phases.
-pub trait EngineState: Send {
+pub trait EngineState<B: Backend>: Send {
     /// Readies the state on the worker's own thread, before the start
     /// barrier (io_uring's SINGLE_ISSUER binds the ring to it).
     fn bind(&mut self) -> io::Result<()> {
@@ -66,15 +89,16 @@ pub trait EngineState: Send {
     }
     /// Runs the transfer loop of one phase over `file`. Returns false if
     /// the state is unusable afterwards (requests stuck in flight).
-    fn run(&mut self, file: &File, lp: &mut LoopCtx<'_>) -> bool;
+    fn run(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>) -> bool;
     /// Notes on features asked for but not available here.
     fn notes(&self) -> &[String] {
         &[]
     }
 }
 
-/// pread/pwrite, one request in flight.
-struct SyncEngine;
+/// The backend's positioned reads and writes (pread/pwrite), one request
+/// in flight.
+pub(crate) struct SyncEngine;
 
 static SYNC_INFO: EngineInfo = EngineInfo {
     name: "sync",
@@ -86,7 +110,7 @@ static SYNC_INFO: EngineInfo = EngineInfo {
 
 struct SyncState(AlignedBuf);
 
-impl DataEngine for SyncEngine {
+impl<B: Backend> DataEngine<B> for SyncEngine {
     fn info(&self) -> &'static EngineInfo {
         &SYNC_INFO
     }
@@ -94,7 +118,7 @@ impl DataEngine for SyncEngine {
         &self,
         mut bufs: Vec<AlignedBuf>,
         _: &EngineOptions,
-    ) -> io::Result<Box<dyn EngineState>> {
+    ) -> io::Result<Box<dyn EngineState<B>>> {
         let buf = bufs
             .drain(..)
             .next()
@@ -103,8 +127,8 @@ impl DataEngine for SyncEngine {
     }
 }
 
-impl EngineState for SyncState {
-    fn run(&mut self, file: &File, lp: &mut LoopCtx<'_>) -> bool {
+impl<B: Backend> EngineState<B> for SyncState {
+    fn run(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>) -> bool {
         let mut q = SyncQueue::new(file, &mut self.0);
         io_loop(&mut q, file, lp);
         true
@@ -122,7 +146,7 @@ static URING_INFO: EngineInfo = EngineInfo {
     direct: true,
 };
 
-impl DataEngine for UringEngine {
+impl DataEngine<Posix> for UringEngine {
     fn info(&self) -> &'static EngineInfo {
         &URING_INFO
     }
@@ -130,16 +154,16 @@ impl DataEngine for UringEngine {
         &self,
         bufs: Vec<AlignedBuf>,
         opts: &EngineOptions,
-    ) -> io::Result<Box<dyn EngineState>> {
+    ) -> io::Result<Box<dyn EngineState<Posix>>> {
         Ok(Box::new(UringState::new(bufs, opts.uring)?))
     }
 }
 
-impl EngineState for UringState {
+impl EngineState<Posix> for UringState {
     fn bind(&mut self) -> io::Result<()> {
         self.bind_to_thread()
     }
-    fn run(&mut self, file: &File, lp: &mut LoopCtx<'_>) -> bool {
+    fn run(&mut self, file: &std::fs::File, lp: &mut LoopCtx<'_, Posix>) -> bool {
         let mut q = UringQueue::new(file, self);
         io_loop(&mut q, file, lp);
         q.finish()
@@ -149,8 +173,8 @@ impl EngineState for UringState {
     }
 }
 
-/// Every data engine, by name.
-pub static DATA_ENGINES: &[&dyn DataEngine] = &[&SyncEngine, &UringEngine];
+/// Every data engine of the POSIX backend, by name.
+pub static DATA_ENGINES: &[&dyn DataEngine<Posix>] = &[&SyncEngine, &UringEngine];
 
 /// A refused engine choice; the message names the flag and the fix.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -251,18 +275,33 @@ fn find<T: Copy>(
         })
 }
 
-/// The data engine called `name`.
-pub fn data_engine(name: &str) -> Result<&'static dyn DataEngine, EngineError> {
-    find(DATA_ENGINES, name, |e| e.info().name)
+/// The POSIX data engine called `name`.
+pub fn data_engine(name: &str) -> Result<&'static dyn DataEngine<Posix>, EngineError> {
+    data_engine_of::<Posix>(name)
 }
 
-/// Checks a data engine choice: the name, `--iodepth` and `--direct`.
+/// Backend `B`'s data engine called `name`.
+pub fn data_engine_of<B: Engines>(name: &str) -> Result<&'static dyn DataEngine<B>, EngineError> {
+    find(B::data_engines(), name, |e| e.info().name)
+}
+
+/// Checks a data engine choice of the POSIX backend: the name,
+/// `--iodepth` and `--direct`.
 pub fn check_data(
     name: &str,
     iodepth: u32,
     direct: bool,
-) -> Result<&'static dyn DataEngine, EngineError> {
-    let e = find_for_depth(DATA_ENGINES, name, iodepth, |e| {
+) -> Result<&'static dyn DataEngine<Posix>, EngineError> {
+    check_data_of::<Posix>(name, iodepth, direct)
+}
+
+/// [`check_data`] among backend `B`'s engines.
+pub fn check_data_of<B: Engines>(
+    name: &str,
+    iodepth: u32,
+    direct: bool,
+) -> Result<&'static dyn DataEngine<B>, EngineError> {
+    let e = find_for_depth(B::data_engines(), name, iodepth, |e| {
         (e.info().name, e.info().queueing)
     })?;
     let info = e.info();
@@ -306,22 +345,23 @@ impl Default for MetaEngineConfig {
     }
 }
 
-/// A metadata engine: runs one thread's share of one phase.
-pub trait MetaEngine: Sync {
+/// A metadata engine of backend `B`: runs one thread's share of one
+/// phase.
+pub trait MetaEngine<B: Backend>: Sync {
     /// Its table entry.
     fn info(&self) -> &'static MetaEngineInfo;
     /// Runs thread `w`'s share: prepares, waits at `barrier`, processes.
     fn run(
         &self,
         w: u32,
-        plan: &MetaPlan<'_>,
+        plan: &MetaPlan<'_, B>,
         cfg: &MetaEngineConfig,
         ctl: &PhaseControl,
         barrier: &Barrier,
     ) -> MetaSample;
 }
 
-struct SyncMeta;
+pub(crate) struct SyncMeta;
 
 static SYNC_META_INFO: MetaEngineInfo = MetaEngineInfo {
     name: "sync",
@@ -332,14 +372,14 @@ static SYNC_META_INFO: MetaEngineInfo = MetaEngineInfo {
     max_file_size: None,
 };
 
-impl MetaEngine for SyncMeta {
+impl<B: Backend> MetaEngine<B> for SyncMeta {
     fn info(&self) -> &'static MetaEngineInfo {
         &SYNC_META_INFO
     }
     fn run(
         &self,
         w: u32,
-        plan: &MetaPlan<'_>,
+        plan: &MetaPlan<'_, B>,
         _: &MetaEngineConfig,
         ctl: &PhaseControl,
         barrier: &Barrier,
@@ -358,14 +398,14 @@ static URING_META_INFO: MetaEngineInfo = MetaEngineInfo {
     max_file_size: Some(crate::meta_uring::MAX_FILE),
 };
 
-impl MetaEngine for UringMeta {
+impl MetaEngine<Posix> for UringMeta {
     fn info(&self) -> &'static MetaEngineInfo {
         &URING_META_INFO
     }
     fn run(
         &self,
         w: u32,
-        plan: &MetaPlan<'_>,
+        plan: &MetaPlan<'_, Posix>,
         cfg: &MetaEngineConfig,
         ctl: &PhaseControl,
         barrier: &Barrier,
@@ -378,22 +418,41 @@ impl MetaEngine for UringMeta {
     }
 }
 
-/// Every metadata engine, by name.
-pub static META_ENGINES: &[&dyn MetaEngine] = &[&SyncMeta, &UringMeta];
+/// Every metadata engine of the POSIX backend, by name.
+pub static META_ENGINES: &[&dyn MetaEngine<Posix>] = &[&SyncMeta, &UringMeta];
 
-/// The metadata engine called `name`.
-pub fn meta_engine(name: &str) -> Result<&'static dyn MetaEngine, EngineError> {
-    find(META_ENGINES, name, |e| e.info().name)
+/// The POSIX metadata engine called `name`.
+pub fn meta_engine(name: &str) -> Result<&'static dyn MetaEngine<Posix>, EngineError> {
+    meta_engine_of::<Posix>(name)
 }
 
-/// Checks a metadata engine choice against `--iodepth` and the timed
-/// operations of the run.
+/// Backend `B`'s metadata engine called `name`.
+pub fn meta_engine_of<B: Engines>(name: &str) -> Result<&'static dyn MetaEngine<B>, EngineError> {
+    find(B::meta_engines(), name, |e| e.info().name)
+}
+
+/// The synchronous metadata engine, which every backend has.
+pub fn sync_meta<B: Backend>() -> &'static dyn MetaEngine<B> {
+    &SyncMeta
+}
+
+/// Checks a POSIX metadata engine choice against `--iodepth` and the
+/// timed operations of the run.
 pub fn check_meta(
     name: &str,
     iodepth: u32,
     ops: &[MetaOp],
-) -> Result<&'static dyn MetaEngine, EngineError> {
-    let e = find_for_depth(META_ENGINES, name, iodepth, |e| {
+) -> Result<&'static dyn MetaEngine<Posix>, EngineError> {
+    check_meta_of::<Posix>(name, iodepth, ops)
+}
+
+/// [`check_meta`] among backend `B`'s engines.
+pub fn check_meta_of<B: Engines>(
+    name: &str,
+    iodepth: u32,
+    ops: &[MetaOp],
+) -> Result<&'static dyn MetaEngine<B>, EngineError> {
+    let e = find_for_depth(B::meta_engines(), name, iodepth, |e| {
         (e.info().name, e.info().queueing)
     })?;
     let info = e.info();
@@ -426,7 +485,7 @@ pub fn check_meta_spec(
     name: &str,
     iodepth: u32,
     spec: &spec::MetaSpec,
-) -> Result<&'static dyn MetaEngine, EngineError> {
+) -> Result<&'static dyn MetaEngine<Posix>, EngineError> {
     let e = check_meta(name, iodepth, &spec.ops)?;
     let info = e.info();
     let data = spec.ops.iter().any(|o| {

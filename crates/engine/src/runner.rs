@@ -5,8 +5,6 @@
 //! the registry, which sits above the loops, so no module below looks an
 //! engine up.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Barrier;
@@ -14,36 +12,38 @@ use std::time::Instant;
 
 use spec::SyncMode;
 
+use crate::backend::posix::Posix;
+use crate::backend::{Backend, Create, DataFile, Durability, OpenHow};
 use crate::buf::AlignedBuf;
-use crate::meta::{run_sync_worker, MetaPlan, MetaSample};
+use crate::meta::{MetaPlan, MetaSample};
 use crate::pattern;
-use crate::registry::{self, EngineOptions, EngineState, MetaEngineConfig};
-use crate::sys;
+use crate::registry::{self, EngineOptions, EngineState, Engines, MetaEngineConfig};
 use crate::worker::{
     new_detail, ns_since, IoFailure, LoopCtx, PhaseControl, PhasePlan, ThreadUsage, WorkerSample,
 };
 
 /// Buffers and engine state (an io_uring ring) of one worker, made before
 /// the barrier and reused across phases so first-touch page faults and ring
-/// set-up are never timed. Which engine makes it comes from the registry.
-pub struct Prepared {
-    state: Box<dyn EngineState>,
+/// set-up are never timed. Which engine makes it comes from the registry
+/// of backend `B`.
+pub struct Prepared<B: Backend = Posix> {
+    state: Box<dyn EngineState<B>>,
 }
 
-impl Prepared {
+impl<B: Engines> Prepared<B> {
     /// Allocates and touches the buffers (and creates the ring) for `plan`
     /// with the engines' default options.
-    pub fn new(plan: &PhasePlan, worker: u32) -> std::io::Result<Self> {
+    pub fn new(plan: &PhasePlan<B>, worker: u32) -> std::io::Result<Self> {
         Self::with_options(plan, worker, &EngineOptions::default())
     }
 
     /// As [`Prepared::new`], with engine options (io_uring ring set-up).
     pub fn with_options(
-        plan: &PhasePlan,
+        plan: &PhasePlan<B>,
         worker: u32,
         opts: &EngineOptions,
     ) -> std::io::Result<Self> {
-        let engine = registry::data_engine(&plan.engine)
+        let engine = registry::data_engine_of::<B>(&plan.engine)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         let depth = if engine.info().queueing {
             plan.iodepth.max(1) as u64
@@ -68,36 +68,42 @@ impl Prepared {
     }
 }
 
+/// How a worker of `plan` opens its data file.
+fn open_how<B: Backend>(plan: &PhasePlan<B>) -> OpenHow {
+    let writes = plan.op.writes();
+    OpenHow {
+        read: plan.op.reads(),
+        write: writes,
+        create: if writes {
+            Create::IfMissing
+        } else {
+            Create::No
+        },
+        direct: plan.direct,
+        durability: match plan.sync {
+            SyncMode::Each if writes => Durability::All,
+            SyncMode::Dsync if writes => Durability::Data,
+            _ => Durability::Buffered,
+        },
+        ..OpenHow::default()
+    }
+}
+
 /// Runs worker `w`'s share of the phase: waits at `barrier`, then opens,
 /// transfers, syncs and closes, and returns what it measured.
-pub fn run_worker(
+pub fn run_worker<B: Backend>(
     w: u32,
-    plan: &PhasePlan,
+    plan: &PhasePlan<B>,
     ctl: &PhaseControl,
     barrier: &Barrier,
-    prepared: Prepared,
-) -> (WorkerSample, Option<Prepared>) {
+    prepared: Prepared<B>,
+) -> (WorkerSample, Option<Prepared<B>>) {
     let file_idx = plan.file_of(w);
     let path = plan.files[file_idx].clone();
     let s = WorkerSample {
         detail: new_detail(plan),
         ..WorkerSample::empty(w, file_idx as u32)
     };
-    let mut opts = OpenOptions::new();
-    let writes = plan.op.writes();
-    opts.read(plan.op.reads()).write(writes).create(writes);
-    let mut flags = 0;
-    if plan.direct {
-        flags |= libc::O_DIRECT;
-    }
-    if writes {
-        match plan.sync {
-            SyncMode::Each => flags |= libc::O_SYNC,
-            SyncMode::Dsync => flags |= libc::O_DSYNC,
-            _ => {}
-        }
-    }
-    opts.custom_flags(flags).mode(0o644);
     let mut prepared = prepared;
     let bound = prepared.state.bind();
 
@@ -108,8 +114,7 @@ pub fn run_worker(
         plan,
         ctl,
         path,
-        opts: &opts,
-        flags,
+        how: open_how(plan),
     };
     let (mut s, back) = transfer(&target, s, prepared, bound);
     s.usage = used0.until(ThreadUsage::now());
@@ -117,18 +122,15 @@ pub fn run_worker(
 }
 
 /// The file one worker transfers to or from, and the phase it belongs to.
-struct Target<'a> {
+struct Target<'a, B: Backend> {
     w: u32,
-    plan: &'a PhasePlan,
+    plan: &'a PhasePlan<B>,
     ctl: &'a PhaseControl,
     path: PathBuf,
-    opts: &'a OpenOptions,
-    /// The extra open flags in `opts` (O_DIRECT, O_SYNC…), for an anchored
-    /// open.
-    flags: i32,
+    how: OpenHow,
 }
 
-impl Target<'_> {
+impl<B: Backend> Target<'_, B> {
     /// Records a failure of `op` that is not at a file offset, and stops
     /// the phase.
     fn fail(&self, s: &mut WorkerSample, op: &str, e: &std::io::Error) {
@@ -143,47 +145,36 @@ impl Target<'_> {
     }
 
     /// Opens the data file: through its held directory if it has one, else
-    /// by its path.
-    fn open(&self) -> std::io::Result<File> {
+    /// by its path (the user's own file).
+    fn open(&self) -> std::io::Result<B::File> {
         let plan = self.plan;
-        let writes = plan.op.writes();
         match plan
             .anchors
             .get(plan.file_of(self.w))
             .and_then(Option::as_ref)
         {
-            Some(a) => {
-                let acc = match (plan.op.reads(), writes) {
-                    (true, true) => libc::O_RDWR,
-                    (false, true) => libc::O_WRONLY,
-                    _ => libc::O_RDONLY,
-                };
-                a.open(
-                    acc | self.flags | if writes { libc::O_CREAT } else { 0 },
-                    0o644,
-                )
-            }
-            None => self.opts.open(&self.path),
+            Some(a) => a.open_with(self.how),
+            None => B::open_path(&self.path, self.how),
         }
     }
 
     /// The end of the timed section: fsync (where the sync mode asks for
     /// it) and close.
-    fn sync_and_close(&self, file: File, s: &mut WorkerSample) {
+    fn sync_and_close(&self, file: B::File, s: &mut WorkerSample) {
         let plan = self.plan;
         if plan.op.writes()
             && s.failure.is_none()
             && matches!(plan.sync, SyncMode::End | SyncMode::Every(_))
         {
             let t = Instant::now();
-            if let Err(e) = file.sync_all() {
+            if let Err(e) = file.sync() {
                 s.counters.record_error();
                 self.fail(s, "fsync", &e);
             }
             s.fsync_ns += Instant::now().duration_since(t).as_nanos() as u64;
         }
         s.io_done_ns = ns_since(self.ctl.epoch, Instant::now());
-        if let Err(e) = sys::close_checked(file) {
+        if let Err(e) = file.close() {
             if s.failure.is_none() {
                 self.fail(s, "close", &e);
             }
@@ -193,12 +184,12 @@ impl Target<'_> {
 }
 
 /// [`run_worker`] after the barrier: open, transfer, sync, close.
-fn transfer(
-    t: &Target<'_>,
+fn transfer<B: Backend>(
+    t: &Target<'_, B>,
     mut s: WorkerSample,
-    mut prepared: Prepared,
+    mut prepared: Prepared<B>,
     bound: std::io::Result<()>,
-) -> (WorkerSample, Option<Prepared>) {
+) -> (WorkerSample, Option<Prepared<B>>) {
     let ctl = t.ctl;
     s.start_ns = ns_since(ctl.epoch, Instant::now());
     if let Err(e) = bound {
@@ -236,7 +227,7 @@ fn transfer(
         // Requests the kernel may still complete into these buffers: leak
         // the state rather than free memory it could write to.
         std::mem::forget(prepared);
-        let _ = sys::close_checked(file);
+        let _ = file.close();
         s.end_ns = ns_since(ctl.epoch, Instant::now());
         s.io_done_ns = s.end_ns;
         return (s, None);
@@ -248,27 +239,27 @@ fn transfer(
 /// Runs thread `w`'s share of the phase with the synchronous engine:
 /// prepares, waits at `barrier`, processes its files, and returns what it
 /// measured.
-pub fn run_meta_worker(
+pub fn run_meta_worker<B: Backend>(
     w: u32,
-    plan: &MetaPlan<'_>,
+    plan: &MetaPlan<'_, B>,
     ctl: &PhaseControl,
     barrier: &Barrier,
 ) -> MetaSample {
-    run_meta_worker_with(w, plan, &MetaEngineConfig::default(), ctl, barrier)
+    let cfg = MetaEngineConfig::default();
+    registry::sync_meta::<B>().run(w, plan, &cfg, ctl, barrier)
 }
 
 /// As [`run_meta_worker`], with the engine and depth of `cfg` (looked up in
-/// the registry; an unknown name runs the synchronous engine, so check it
-/// with [`crate::registry::check_meta`] first).
-pub fn run_meta_worker_with(
+/// the registry of backend `B`; an unknown name runs the synchronous
+/// engine, so check it with [`crate::registry::check_meta`] first).
+pub fn run_meta_worker_with<B: Engines>(
     w: u32,
-    plan: &MetaPlan<'_>,
+    plan: &MetaPlan<'_, B>,
     cfg: &MetaEngineConfig,
     ctl: &PhaseControl,
     barrier: &Barrier,
 ) -> MetaSample {
-    match registry::meta_engine(cfg.engine) {
-        Ok(e) => e.run(w, plan, cfg, ctl, barrier),
-        Err(_) => run_sync_worker(w, plan, ctl, barrier),
-    }
+    registry::meta_engine_of::<B>(cfg.engine)
+        .unwrap_or_else(|_| registry::sync_meta::<B>())
+        .run(w, plan, cfg, ctl, barrier)
 }

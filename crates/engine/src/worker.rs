@@ -7,8 +7,6 @@
 //! allocates, locks or formats per operation; other threads learn about it
 //! only through a few relaxed atomics.
 
-use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -18,13 +16,16 @@ use serde::{Deserialize, Serialize};
 use spec::{Layout, Op, SyncMode};
 use stats::{IoCounters, LatencyHistogram};
 
+use crate::backend::posix::Posix;
+use crate::backend::{Backend, DataFile, OpenHow};
 use crate::offsets::{splitmix64, OffsetGen};
 use crate::pattern;
 use crate::queue::{Completion, IoQueue, Request};
 
-/// Everything the workers of one phase share.
+/// Everything the workers of one phase share, on backend `B` (POSIX
+/// unless named).
 #[derive(Debug, Clone)]
-pub struct PhasePlan {
+pub struct PhasePlan<B: Backend = Posix> {
     /// The access pattern.
     pub op: Op,
     /// Workers in the phase.
@@ -66,71 +67,62 @@ pub struct PhasePlan {
     pub rep: u32,
     /// Where each data file is opened from, by file index: a directory
     /// the caller holds open and the file's name in it. A file with an
-    /// anchor is opened relative to that directory with `O_NOFOLLOW`, so
-    /// a path swapped for a link (or another directory) after the caller
-    /// opened the directory is never followed; one without (an empty list)
-    /// is opened by its path in `files`.
-    pub anchors: Vec<Option<FileAnchor>>,
+    /// anchor is opened relative to that directory by the backend's
+    /// [`Backend::open_data`] (never through a link, never a FIFO, a
+    /// device or a file with other names), so a path swapped after the
+    /// caller opened the directory is never followed; one without (an
+    /// empty list) is the user's own file, opened by its path in `files`
+    /// ([`Backend::open_path`]).
+    pub anchors: Vec<Option<FileAnchor<B>>>,
 }
 
 /// A data file reached through a held directory: see
 /// [`PhasePlan::anchors`].
-#[derive(Debug, Clone)]
-pub struct FileAnchor {
+pub struct FileAnchor<B: Backend = Posix> {
     /// The directory, held open by the caller for the whole run.
-    pub dir: Arc<std::os::fd::OwnedFd>,
+    pub dir: Arc<B::At>,
     /// The file's name in it (one component).
     pub name: std::ffi::CString,
 }
 
-impl FileAnchor {
-    /// Opens the file: `openat(dir, name)` with `O_NOFOLLOW` (a link there
-    /// fails with ELOOP) and `O_NONBLOCK` while opening (a FIFO planted
-    /// under the name does not hang the worker), then refuses anything
-    /// but a regular file. `flags` are the access mode and extra flags
-    /// (`O_CREAT`, `O_DIRECT`, `O_SYNC`…).
-    pub fn open(&self, flags: i32, mode: u32) -> std::io::Result<File> {
-        use std::os::fd::{AsRawFd, FromRawFd};
-        let fd = crate::at::open(
-            self.dir.as_raw_fd(),
-            self.name.as_bytes_with_nul(),
-            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
-            mode,
-        )?;
-        // SAFETY: `fd` was just returned by openat and nobody else owns it.
-        let file = unsafe { File::from_raw_fd(fd) };
-        let md = file.metadata()?;
-        if md.file_type().is_dir() {
-            return Err(std::io::Error::from_raw_os_error(libc::EISDIR));
+impl<B: Backend> Clone for FileAnchor<B> {
+    fn clone(&self) -> Self {
+        FileAnchor {
+            dir: Arc::clone(&self.dir),
+            name: self.name.clone(),
         }
-        if !md.file_type().is_file() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file (something other than ioscale's data file is under its name)",
-            ));
-        }
-        // A hard link planted under the name is someone else's file too:
-        // writing (or reading it as ioscale's data) is refused.
-        if md.nlink() > 1 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "the file has other hard links, so it is not ioscale's data file alone",
-            ));
-        }
-        // Back to blocking I/O.
-        // SAFETY: fcntl on a descriptor `file` owns; no memory is passed.
-        let fl = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
-        // SAFETY: as above.
-        if fl < 0
-            || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, fl & !libc::O_NONBLOCK) } < 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(file)
     }
 }
 
-impl PhasePlan {
+impl<B: Backend> std::fmt::Debug for FileAnchor<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileAnchor")
+            .field("dir", &self.dir)
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+impl<B: Backend> FileAnchor<B> {
+    /// Opens the file as the backend opens a data file
+    /// ([`Backend::open_data`]).
+    pub fn open_with(&self, how: OpenHow) -> std::io::Result<B::File> {
+        B::open_data(&self.dir, &self.name, how)
+    }
+}
+
+impl FileAnchor<Posix> {
+    /// Opens the file: `openat(dir, name)` with `O_NOFOLLOW` (a link there
+    /// fails with ELOOP) and `O_NONBLOCK` while opening (a FIFO planted
+    /// under the name does not hang the worker), then refuses anything
+    /// but a regular file with one name. `flags` are the access mode and
+    /// extra flags (`O_CREAT`, `O_DIRECT`, `O_SYNC`…).
+    pub fn open(&self, flags: i32, mode: u32) -> std::io::Result<std::fs::File> {
+        crate::backend::posix::open_data_flags(&self.dir, &self.name, flags, mode)
+    }
+}
+
+impl<B: Backend> PhasePlan<B> {
     /// The worker whose data worker `w` touches.
     pub fn owner_of(&self, w: u32) -> u32 {
         (w + self.reorder_offset) % self.threads
@@ -403,7 +395,7 @@ pub fn set_io_log(on: bool) {
 }
 
 /// The details a worker of `plan` keeps, made before its barrier.
-pub(crate) fn new_detail(plan: &PhasePlan) -> Option<Box<DirLatency>> {
+pub(crate) fn new_detail<B: Backend>(plan: &PhasePlan<B>) -> Option<Box<DirLatency>> {
     if !detail() {
         return None;
     }
@@ -461,11 +453,11 @@ impl ThreadUsage {
 }
 
 /// What the transfer loop of one worker works with.
-pub struct LoopCtx<'a> {
+pub struct LoopCtx<'a, B: Backend = Posix> {
     /// Worker index.
     pub w: u32,
     /// The phase.
-    pub plan: &'a PhasePlan,
+    pub plan: &'a PhasePlan<B>,
     /// Shared signals.
     pub ctl: &'a PhaseControl,
     /// When to stop issuing.
@@ -519,7 +511,7 @@ fn record_detail(
 /// The transfer loop every engine runs, monomorphised per queue type so the
 /// per-request calls inline: refill the queue, wait for completions,
 /// account them, check the stop conditions.
-pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
+pub fn io_loop<B: Backend, Q: IoQueue>(q: &mut Q, file: &B::File, lp: &mut LoopCtx<'_, B>) {
     let mut st = LoopState::new(q.depth(), lp);
     if st.fine {
         q.stamp_issue();
@@ -543,7 +535,7 @@ pub fn io_loop<Q: IoQueue>(q: &mut Q, file: &File, lp: &mut LoopCtx<'_>) {
             break;
         }
         st.now = Instant::now();
-        st.account(q, lp);
+        st.account(q, file, lp);
         st.after_batch(file, lp);
     }
     st.finish(lp);
@@ -592,7 +584,7 @@ struct LoopState {
 }
 
 impl LoopState {
-    fn new(depth: usize, lp: &LoopCtx<'_>) -> Self {
+    fn new<B: Backend>(depth: usize, lp: &LoopCtx<'_, B>) -> Self {
         let plan = lp.plan;
         let owner = plan.owner_of(lp.w);
         let n = plan.xfers();
@@ -640,7 +632,7 @@ impl LoopState {
     /// Queues requests until the queue is full, the work is done or the
     /// worker is stopping.
     #[inline]
-    fn refill<Q: IoQueue>(&mut self, q: &mut Q, lp: &LoopCtx<'_>) {
+    fn refill<B: Backend, Q: IoQueue>(&mut self, q: &mut Q, lp: &LoopCtx<'_, B>) {
         let plan = lp.plan;
         while !self.exhausted && !self.stopping && self.inflight < self.depth {
             let Some(i) = self.gen.next_index() else {
@@ -680,7 +672,7 @@ impl LoopState {
     /// Accounts the completions in `self.done`: latency, counters, the
     /// data check of reads, the first failure.
     #[inline]
-    fn account<Q: IoQueue>(&mut self, q: &Q, lp: &mut LoopCtx<'_>) {
+    fn account<B: Backend, Q: IoQueue>(&mut self, q: &Q, file: &B::File, lp: &mut LoopCtx<'_, B>) {
         let (plan, path) = (lp.plan, lp.path);
         let s = &mut *lp.s;
         let mut checked = false;
@@ -714,7 +706,7 @@ impl LoopState {
             s.counters.record_error();
             if s.failure.is_none() {
                 let size = matches!(fault, crate::queue::IoFault::ShortRead { .. })
-                    .then(|| std::fs::metadata(path).ok().map(|m| m.len()))
+                    .then(|| file.size().ok())
                     .flatten();
                 s.failure = Some(IoFailure {
                     op: if c.req.write { "write" } else { "read" }.into(),
@@ -768,12 +760,12 @@ impl LoopState {
 
     /// After a batch of completions: the periodic fsync, the check that
     /// the file still has a name, the stonewall, and the stop conditions.
-    fn after_batch(&mut self, file: &File, lp: &mut LoopCtx<'_>) {
+    fn after_batch<B: Backend>(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>) {
         let (ctl, path) = (lp.ctl, lp.path);
         let s = &mut *lp.s;
         if self.every > 0 && self.writes_since_sync >= self.every && !self.stopping {
             let t = Instant::now();
-            if let Err(e) = file.sync_all() {
+            if let Err(e) = file.sync() {
                 s.counters.record_error();
                 s.failure = Some(IoFailure {
                     op: "fsync".into(),
@@ -791,7 +783,7 @@ impl LoopState {
         }
         if self.watch_unlink && !self.stopping && self.now >= self.next_link_check {
             self.next_link_check = self.now + LINK_CHECK;
-            if file.metadata().is_ok_and(|m| m.nlink() == 0) {
+            if file.links().is_ok_and(|n| n == 0) {
                 s.counters.record_error();
                 s.failure = Some(IoFailure {
                     op: "write".into(),
@@ -824,7 +816,7 @@ impl LoopState {
     }
 
     /// After the loop: the stonewall point this worker sets, if any.
-    fn finish(&self, lp: &mut LoopCtx<'_>) {
+    fn finish<B: Backend>(&self, lp: &mut LoopCtx<'_, B>) {
         let (ctl, now) = (lp.ctl, self.now);
         let s = &mut *lp.s;
         if self.exhausted && !self.stopping && s.failure.is_none() {
@@ -857,9 +849,9 @@ impl LoopState {
 
 /// Checks a completed read against the verify pattern.
 #[inline]
-fn check_read(
+fn check_read<B: Backend>(
     buf: &[u8],
-    plan: &PhasePlan,
+    plan: &PhasePlan<B>,
     file_id: u64,
     c: &Completion,
     path: &std::path::Path,

@@ -25,7 +25,7 @@ fn workers_released_after_the_deadline_stop_at_once() {
     let mut spec = meta_spec(&dir, 2, 1_000_000, 0, &[MetaOp::Create]);
     spec.time_limit = Some(Duration::from_millis(300));
     let root = make_root(&spec);
-    let plan = MetaPlan {
+    let plan: MetaPlan = MetaPlan {
         spec: &spec,
         op: MetaOp::Create,
         root: root.clone(),
@@ -33,7 +33,7 @@ fn workers_released_after_the_deadline_stop_at_once() {
         state: TreeState::default(),
         limit: None,
         timed: true,
-        root_fd: None,
+        root_dir: None,
     };
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
     // The threads are released well after the phase's deadline (a rank

@@ -306,6 +306,26 @@ impl DirHandle {
         Ok((File::from(fd), FileId::of(&st)))
     }
 
+    /// An unnamed regular file in this directory (`O_TMPFILE`, read-write,
+    /// mode 0600): it never appears in the directory and is freed when
+    /// closed. With `direct`, switched to `O_DIRECT` once made (EINVAL:
+    /// the file system refuses it). `Ok(None)` when the file system cannot
+    /// make one (FUSE, NFS: EOPNOTSUPP, EISDIR or ENOSYS).
+    pub fn create_unnamed(&self, direct: bool) -> Result<Option<File>> {
+        let flags = OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat(&self.fd, ".", flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => fd,
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::NOSYS) => return Ok(None),
+            Err(e) => return Err(Error::io("create", &self.path, e)),
+        };
+        if direct {
+            let fl = rustix::fs::fcntl_getfl(&fd).map_err(|e| Error::io("open", &self.path, e))?;
+            rustix::fs::fcntl_setfl(&fd, fl | OFlags::DIRECT)
+                .map_err(|e| Error::io("open", &self.path, e))?;
+        }
+        Ok(Some(File::from(fd)))
+    }
+
     /// Opens the existing regular file `name` without following a link and
     /// without truncating it; anything but a regular file is refused, and
     /// so is a file other than `expected` when given.

@@ -15,21 +15,29 @@
 //! dd: written (and truncated) as dd would, and removed only on request and
 //! only if this very run created them.
 //!
-//! Every file-system mutation of a dataset lives in this module (the
-//! metadata tree's in [`tree`]): directories made, the marker written and
-//! removed, files created or truncated before a run, files unlinked and
-//! directories removed after it, and the O_DIRECT probe file. The timed
-//! I/O of the workload itself happens in the engine.
+//! Every storage mutation of a dataset lives in this module (the metadata
+//! tree's in [`tree`]): directories made, the marker written and removed,
+//! files created or truncated before a run, files unlinked and directories
+//! removed after it, and the O_DIRECT probe file. The timed I/O of the
+//! workload itself happens in the engine.
+//!
+//! Every one of them goes through the storage backend table
+//! ([`engine::backend`]): the code here is generic over the [`Backend`],
+//! and its guarantees (no link followed, nothing but a regular file
+//! opened, identities checked, removals by name only) are the backend's.
+//! The public entry points without a backend argument are POSIX's
+//! ([`Posix`]); the `_on` forms take any backend.
 
-use std::fs;
-use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use spec::{format_size, FileNaming, Layout, WorkloadSpec};
 
-use safefs::{lock_name, Access, DirHandle, Kind, Liveness, Remover, SetLock, TryLock};
+use engine::backend::posix::Posix;
+use engine::backend::{
+    Backend, Create, DataFile, Dir, Kind, Locked, OpenHow, Removal, SetLock as _,
+};
+use safefs::{lock_name, Liveness};
 
 use crate::error::Error;
 
@@ -107,36 +115,15 @@ pub struct FileStamp {
 }
 
 /// The stamp of the regular file `rel` below `dir`, never through a link
-/// (each directory component opened with `O_NOFOLLOW`); `None` when it is
-/// missing, not a regular file, or cannot be read.
-fn stamp_at(dir: &DirHandle, rel: &Path) -> Option<FileStamp> {
-    use std::os::fd::{AsFd, AsRawFd};
-    use std::os::unix::ffi::OsStrExt;
-    let sub = match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(p) => Some(dir.open_dir_path(p).ok()?),
-        None => None,
-    };
-    let d = sub.as_ref().unwrap_or(dir);
-    let name = std::ffi::CString::new(rel.file_name()?.as_bytes()).ok()?;
-    // SAFETY: `stat` is plain data; zeroed is a valid value to be written.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: the descriptor is open for the call, `name` is NUL-terminated
-    // and `st` a valid stat buffer; the kernel keeps neither.
-    let rc = unsafe {
-        libc::fstatat(
-            d.as_fd().as_raw_fd(),
-            name.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    (rc == 0 && st.st_mode & libc::S_IFMT == libc::S_IFREG).then_some(FileStamp {
-        id: safefs::FileId {
-            dev: st.st_dev,
-            ino: st.st_ino,
-        },
-        ctime: st.st_ctime,
-        ctime_nsec: st.st_ctime_nsec,
+/// (each directory on the way opened as the backend opens one below a
+/// held directory); `None` when it is missing, not a regular file, or
+/// cannot be read.
+fn stamp_at(dir: &impl Dir, rel: &Path) -> Option<FileStamp> {
+    let info = dir.stat_below(rel).ok()??;
+    (info.kind == Kind::File).then_some(FileStamp {
+        id: info.id,
+        ctime: info.changed.0,
+        ctime_nsec: info.changed.1,
     })
 }
 
@@ -189,9 +176,10 @@ pub struct DdSet {
     pub nofollow: bool,
 }
 
-/// The data files of one run and what this run created.
+/// The data files of one run and what this run created, on backend `B`
+/// (POSIX unless named).
 #[derive(Debug)]
-pub struct DataSet {
+pub struct DataSet<B: Backend = Posix> {
     /// `TARGET/ioscale.d`.
     pub root: PathBuf,
     /// Whether this run created `root`.
@@ -207,28 +195,33 @@ pub struct DataSet {
     /// Which cleanup rules apply.
     pub kind: SetKind,
     /// The held handles and lock of a native set (rank 0 only).
-    pub guard: Option<Guard>,
+    pub guard: Option<Guard<B>>,
     /// On the ranks other than 0: what rank 0 sent to check the set's
     /// directory against ([`peer`]).
     pub peer: Option<peer::Peer>,
+    /// The storage the set is on.
+    pub backend: B,
 }
+
+/// A backend's set lock.
+pub(crate) type LockOf<B> = <<B as Backend>::Dir as Dir>::Lock;
 
 /// What a native set's maker holds for the whole run: the target and the
 /// working directory (every later step is relative to these handles, so a
 /// name swapped under it is never followed) and the set's lock.
 #[derive(Debug)]
-pub struct Guard {
-    target: DirHandle,
-    root: DirHandle,
-    lock: Option<SetLock>,
+pub struct Guard<B: Backend = Posix> {
+    target: B::Dir,
+    root: B::Dir,
+    lock: Option<LockOf<B>>,
     /// The lock file's name in `root`.
     lock_file: std::ffi::OsString,
 }
 
-impl Guard {
+impl<B: Backend> Guard<B> {
     /// The guard of `ioscale.d` (`root`, held through `target`) under
     /// `lock`, whose lock file is the marker's.
-    fn native(target: DirHandle, root: DirHandle, lock: SetLock) -> Guard {
+    fn native(target: B::Dir, root: B::Dir, lock: LockOf<B>) -> Guard<B> {
         Guard {
             target,
             root,
@@ -238,12 +231,12 @@ impl Guard {
     }
 }
 
-impl Drop for Guard {
+impl<B: Backend> Drop for Guard<B> {
     /// A kept set (or one left for `clean`) is released: its lock file goes
     /// too, so what is left is the data set and its marker alone.
     fn drop(&mut self) {
         if let Some(l) = self.lock.take() {
-            let _ = l.remove(&self.root, &self.lock_file);
+            let _ = self.root.unlock(l, &self.lock_file);
         }
     }
 }
@@ -289,7 +282,7 @@ fn command_line() -> String {
 }
 
 /// Takes the set's lock, or says who holds it.
-fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
+fn take_lock<D: Dir>(root: &D, target: &Path) -> Result<D::Lock, Error> {
     take_lock_named(
         root,
         &lock_name(MARKER_NAME),
@@ -330,16 +323,16 @@ pub(crate) fn held_message(
 /// Takes the lock file `lock` in `dir` for the set called `set`, or says
 /// who holds it (exit 2). A holder on another host is taken over only with
 /// `opts` (`clean --force`).
-fn take_lock_named(
-    dir: &DirHandle,
+fn take_lock_named<D: Dir>(
+    dir: &D,
     lock: &std::ffi::OsStr,
     set: &str,
     target: &Path,
     opts: safefs::LockOptions,
-) -> Result<SetLock, Error> {
-    match SetLock::try_lock_with(dir, lock, &command_line(), opts).map_err(fs_err)? {
-        TryLock::Acquired(l) => Ok(l),
-        TryLock::Held { holder, liveness } => {
+) -> Result<D::Lock, Error> {
+    match dir.try_lock(lock, &command_line(), opts).map_err(fs_err)? {
+        Locked::Acquired(l) => Ok(l),
+        Locked::Held { holder, liveness } => {
             Err(Error::Refused(held_message(set, holder, liveness, target)))
         }
     }
@@ -347,24 +340,21 @@ fn take_lock_named(
 
 /// The marker in the held working directory, read without following a
 /// link and at most 1 MiB.
-fn read_marker_in(root: &DirHandle) -> Option<Marker> {
+fn read_marker_in(root: &impl Dir) -> Option<Marker> {
     read_sidecar_in(root, MARKER_NAME.as_ref())
 }
 
 /// The JSON file `name` in the held directory `root`, read without
 /// following a link and at most 1 MiB; `None` when missing or malformed.
 pub(crate) fn read_json_in<T: serde::de::DeserializeOwned>(
-    root: &DirHandle,
+    root: &impl Dir,
     name: impl AsRef<std::ffi::OsStr>,
 ) -> Option<T> {
-    use std::io::Read;
-    let (f, _) = root.open_file_at(name, Access::Read, None).ok()?;
-    let mut text = Vec::new();
-    f.take(1 << 20).read_to_end(&mut text).ok()?;
+    let text = root.read_small(name, 1 << 20)?;
     serde_json::from_slice(&text).ok()
 }
 
-fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
+fn write_marker_in(root: &impl Dir, m: &Marker) -> Result<(), safefs::Error> {
     write_sidecar_in(root, MARKER_NAME.as_ref(), m)
 }
 
@@ -377,7 +367,7 @@ fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
 /// `O_NOFOLLOW` (a symlink there is refused), the marker proves the set is
 /// ioscale's, the lock proves no live run holds it, and from then on every
 /// removal goes through the handle held for the whole run.
-fn check_root_id(_m: &Marker, _root: &DirHandle) -> Result<(), Error> {
+fn check_root_id(_m: &Marker, _root: &impl Dir) -> Result<(), Error> {
     Ok(())
 }
 
@@ -386,36 +376,32 @@ fn check_root_id(_m: &Marker, _root: &DirHandle) -> Result<(), Error> {
 /// against their recorded identities), then — when all of that is gone —
 /// the marker, the lock and the working directory itself. Anything
 /// swapped or foreign is left and named.
-fn remove_native(mut g: Guard, m: &Marker) -> Vec<String> {
+fn remove_native<B: Backend>(mut g: Guard<B>, m: &Marker) -> Vec<String> {
     let lock = g.lock.take();
     let (target, root) = (&g.target, &g.root);
     let (files, dirs) = names(Path::new(""), m.layout, m.threads);
-    let mut r = Remover::new(root);
+    let mut r = Removal::new();
     for (d, id) in dirs.iter().zip(&m.dir_ids) {
         r.expect(d, *id);
     }
     for f in &files {
         r.file(f);
     }
-    if let Ok(list) = root.list() {
-        for n in list {
-            if safefs::is_own_temp_name(&n) || n == OLD_MARKER_TEMP {
-                r.file(n);
-            }
-        }
+    for n in own_temps(root) {
+        r.file(n);
     }
     for d in dirs.iter().rev() {
-        r.dir_entry(d);
+        r.dir(d);
     }
     let mut left: Vec<String>;
-    let rep = r.finish();
+    let rep = root.remove(&r);
     if rep.is_complete() {
-        let mut r = Remover::new(root);
+        let mut r = Removal::new();
         r.file(MARKER_NAME);
-        let rep = r.finish();
+        let rep = root.remove(&r);
         left = rep.describe();
         if let Some(l) = lock {
-            if let Err(e) = l.remove(root, lock_name(MARKER_NAME)) {
+            if let Err(e) = root.unlock(l, lock_name(MARKER_NAME)) {
                 left.push(e.to_string());
             }
         }
@@ -437,14 +423,19 @@ fn remove_native(mut g: Guard, m: &Marker) -> Vec<String> {
             target.path().display()
         ));
         if let Some(l) = lock {
-            let _ = l.remove(root, lock_name(MARKER_NAME));
+            let _ = root.unlock(l, lock_name(MARKER_NAME));
         }
     }
     left
 }
 
-/// The marker's temporary name before ioscale used safefs.
-const OLD_MARKER_TEMP: &str = ".ioscale-marker.tmp";
+/// The backend's own temporary names in `dir` (left by a marker replace
+/// cut short), which a set's removal takes with it.
+pub(crate) fn own_temps<D: Dir>(dir: &D) -> Vec<std::ffi::OsString> {
+    dir.list()
+        .map(|l| l.into_iter().filter(|n| D::temp_of(n).is_some()).collect())
+        .unwrap_or_default()
+}
 
 fn names(root: &Path, layout: Layout, threads: u32) -> (Vec<PathBuf>, Vec<PathBuf>) {
     match layout {
@@ -517,25 +508,38 @@ pub fn ior_marker_path(path: &Path) -> PathBuf {
     parent_of(path).join(format!(".{name}.ioscale-marker"))
 }
 
-impl DataSet {
-    /// Prepares the working directory for `spec`.
-    ///
-    /// A run that writes creates `ioscale.d` (or reuses one a kept run with
-    /// the same layout left). A run that only reads needs such a kept data
-    /// set with matching layout, worker count and size.
+impl DataSet<Posix> {
+    /// Prepares the working directory for `spec` on a POSIX file system
+    /// ([`DataSet::prepare_on`]).
     pub fn prepare(spec: &WorkloadSpec, run_id: &str) -> Result<DataSet, Error> {
+        DataSet::prepare_on(Posix, spec, run_id)
+    }
+}
+
+impl<B: Backend> DataSet<B> {
+    /// Prepares the working directory for `spec` on `backend`.
+    ///
+    /// A workload the backend cannot run is refused first, naming the flag
+    /// ([`engine::backend::Capabilities::check_data`]). A run that writes
+    /// creates `ioscale.d` (or reuses one a kept run with the same layout
+    /// left). A run that only reads needs such a kept data set with
+    /// matching layout, worker count and size.
+    pub fn prepare_on(backend: B, spec: &WorkloadSpec, run_id: &str) -> Result<Self, Error> {
+        B::capabilities()
+            .check_data(spec)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         match &spec.naming {
             FileNaming::Native => {}
-            FileNaming::Ior { path } => return prepare_ior(spec, path, run_id),
+            FileNaming::Ior { path } => return prepare_ior(backend, spec, path, run_id),
             FileNaming::Dd {
                 paths,
                 notrunc,
                 nofollow,
             } => {
                 return if *nofollow {
-                    user::prepare_laid(spec, paths, run_id)
+                    user::prepare_laid(backend, spec, paths, run_id)
                 } else {
-                    prepare_dd(spec, paths, *notrunc, run_id)
+                    prepare_dd(backend, spec, paths, *notrunc, run_id)
                 }
             }
         }
@@ -544,7 +548,7 @@ impl DataSet {
         // Everything below TARGET goes through held handles: a name
         // swapped for a link or another directory is refused, never
         // followed.
-        let target = DirHandle::open_target(&spec.target).map_err(fs_err)?;
+        let target = backend.open_target(&spec.target).map_err(fs_err)?;
         match target.stat_at(ROOT_NAME).map_err(fs_err)? {
             Some(info) => {
                 if info.kind != Kind::Dir {
@@ -555,7 +559,7 @@ impl DataSet {
                         info.kind.name()
                     )));
                 }
-                adopt_native(spec, target, writes)
+                adopt_native(backend, spec, target, writes)
             }
             None => {
                 if !writes {
@@ -568,7 +572,7 @@ impl DataSet {
                         spec.target.display()
                     )));
                 }
-                create_native(spec, target, new_marker(spec, run_id))
+                create_native(backend, spec, target, new_marker(spec, run_id))
             }
         }
     }
@@ -655,7 +659,7 @@ impl DataSet {
     /// recorded at their creation. `None` for a file opened by its path:
     /// the user's own link or hard-linked file in a set ioscale did not
     /// make (IOR reading foreign files, dd), which the tools follow too.
-    pub fn anchors(&self) -> Result<Vec<Option<engine::FileAnchor>>, Error> {
+    pub fn anchors(&self) -> Result<Vec<Option<engine::FileAnchor<B>>>, Error> {
         use std::os::unix::ffi::OsStrExt;
         let held = self.held_dir()?;
         let by_path = self.user_named_files();
@@ -675,26 +679,28 @@ impl DataSet {
                         None => {
                             let fd = match &root_fd {
                                 Some(fd) => std::sync::Arc::clone(fd),
-                                None => hold(h)?,
+                                None => hold::<B>(h)?,
                             };
                             root_fd = Some(std::sync::Arc::clone(&fd));
                             (fd, name)
                         }
                         Some(d) => {
                             let want = self.recorded_dir_id(&self.root.join(d));
-                            (hold(&peer::open_dir_checked(h, d, want, same_node)?)?, name)
+                            let sub = peer::open_dir_checked(h, d, want, same_node)?;
+                            (hold::<B>(&sub)?, name)
                         }
                     }
                 }
                 None => {
                     // dd: each file in its own directory, the user's.
                     let (d, name) = peer::split_file(f);
-                    (hold(&DirHandle::open_target(&d).map_err(fs_err)?)?, name)
+                    let dir = self.backend.open_target(&d).map_err(fs_err)?;
+                    (hold::<B>(&dir)?, name)
                 }
             };
             let name = std::ffi::CString::new(name.as_bytes())
                 .map_err(|_| Error::Refused(format!("{}: a name with a NUL byte", f.display())))?;
-            out.push(Some(engine::FileAnchor { dir, name }));
+            out.push(Some(engine::FileAnchor::<B> { dir, name }));
         }
         Ok(out)
     }
@@ -716,21 +722,21 @@ impl DataSet {
         }
         match (&self.kind, &self.guard) {
             (SetKind::Native, Some(g)) => {
-                let mut r = Remover::new(&g.root);
+                let mut r = Removal::new();
                 for (i, id) in self.marker.dir_ids.iter().enumerate() {
                     r.expect(dir_name(i), *id);
                 }
                 for f in &self.files {
                     r.file(f.strip_prefix(&self.root).unwrap_or(f));
                 }
-                r.finish().describe()
+                g.root.remove(&r).describe()
             }
             (SetKind::Sidecar(_), Some(g)) => {
-                let mut r = Remover::new(&g.root);
+                let mut r = Removal::new();
                 for f in &self.files {
                     r.file(rel_to(&self.root, f));
                 }
-                r.finish().describe()
+                g.root.remove(&r).describe()
             }
             // Another rank's copy (never called there) removes nothing,
             // and never by path.
@@ -788,7 +794,7 @@ impl DataSet {
                 Some(g) => remove_ior_set(g, &self.root, &self.marker, &self.files),
                 None => Vec::new(),
             },
-            SetKind::Dd(set) => remove_created(&set.created),
+            SetKind::Dd(set) => remove_created(&self.backend, &set.created),
         }
     }
 }
@@ -814,7 +820,12 @@ fn new_marker(spec: &WorkloadSpec, run_id: &str) -> Marker {
 
 /// A native set found in TARGET: its marker proves it ioscale's, its lock
 /// that no live run holds it; it must suit this run.
-fn adopt_native(spec: &WorkloadSpec, target: DirHandle, writes: bool) -> Result<DataSet, Error> {
+fn adopt_native<B: Backend>(
+    backend: B,
+    spec: &WorkloadSpec,
+    target: B::Dir,
+    writes: bool,
+) -> Result<DataSet<B>, Error> {
     let root = spec.target.join(ROOT_NAME);
     let (files, dirs) = names(&root, spec.layout, spec.threads);
     let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
@@ -827,7 +838,7 @@ fn adopt_native(spec: &WorkloadSpec, target: DirHandle, writes: bool) -> Result<
     };
     check_root_id(&found, &rootd)?;
     let lock = take_lock(&rootd, &spec.target)?;
-    let had_data = check_kept_native(spec, &found, &root, &files, writes)?;
+    let had_data = check_kept_native(spec, &found, &rootd, &files, writes)?;
     if writes && found.pattern && !(spec.verify && spec.seed == found.seed) {
         // This run's writes replace the pattern: say so before the first
         // byte, so a run cut short leaves no marker claiming a pattern the
@@ -862,18 +873,21 @@ fn adopt_native(spec: &WorkloadSpec, target: DirHandle, writes: bool) -> Result<
         kind: SetKind::Native,
         guard: Some(Guard::native(target, rootd, lock)),
         peer: None,
+        backend,
     })
 }
 
-/// Whether a kept native set `found` serves this run; `Ok(had_data)`:
-/// it held a complete data set of at least this run's size.
+/// Whether a kept native set `found` (in the held `rootd`) serves this
+/// run; `Ok(had_data)`: it held a complete data set of at least this
+/// run's size.
 fn check_kept_native(
     spec: &WorkloadSpec,
     found: &Marker,
-    root: &Path,
+    rootd: &impl Dir,
     files: &[PathBuf],
     writes: bool,
 ) -> Result<bool, Error> {
+    let root = rootd.path();
     if !readable_by(found, spec, writes) {
         return Err(Error::Refused(format!(
             "{} holds files kept by an earlier run with --layout {} and --threads {}; \
@@ -898,7 +912,11 @@ fn check_kept_native(
     // reports (exit 1) at the offset where it ends.
     if !writes && !spec.verify {
         for f in files {
-            let len = fs::metadata(f).map(|m| m.len()).unwrap_or(0);
+            let len = rootd
+                .stat_below(&rel_to(root, f))
+                .ok()
+                .flatten()
+                .map_or(0, |i| i.size);
             if len < spec.file_size() {
                 return Err(Error::Refused(format!(
                     "{} holds {len} bytes but this run reads {}; write the files again with --keep",
@@ -927,11 +945,12 @@ fn check_kept_native(
 
 /// Makes `ioscale.d` in TARGET, its marker first, then its lock and its
 /// per-worker directories; a failure removes what this run made.
-fn create_native(
+fn create_native<B: Backend>(
+    backend: B,
     spec: &WorkloadSpec,
-    target: DirHandle,
+    target: B::Dir,
     mut want: Marker,
-) -> Result<DataSet, Error> {
+) -> Result<DataSet<B>, Error> {
     let root = spec.target.join(ROOT_NAME);
     let (files, dirs) = names(&root, spec.layout, spec.threads);
     let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
@@ -968,6 +987,7 @@ fn create_native(
         kind: SetKind::Native,
         guard: Some(Guard::native(target, rootd, lock)),
         peer: None,
+        backend,
     };
     if let Err(e) = ds.make_worker_dirs() {
         ds.remove();
@@ -985,11 +1005,9 @@ fn readable_by(found: &Marker, spec: &WorkloadSpec, writes: bool) -> bool {
         && (found.threads == spec.threads || (!writes && found.threads > spec.threads))
 }
 
-/// A descriptor of `h` the workers share for the whole run.
-fn hold(h: &DirHandle) -> Result<std::sync::Arc<std::os::fd::OwnedFd>, Error> {
-    use std::os::fd::AsFd;
-    h.as_fd()
-        .try_clone_to_owned()
+/// A loop handle of `h` the workers share for the whole run.
+fn hold<B: Backend>(h: &B::Dir) -> Result<std::sync::Arc<B::At>, Error> {
+    B::at_of(h)
         .map(std::sync::Arc::new)
         .map_err(|source| Error::Setup {
             what: format!("cannot hold {} open", h.path().display()),
@@ -999,10 +1017,12 @@ fn hold(h: &DirHandle) -> Result<std::sync::Arc<std::os::fd::OwnedFd>, Error> {
 
 /// Creates dd's output file `p` (it did not exist) exclusively, without
 /// following a link, in its directory as the user named it; its identity.
-fn create_dd_file(p: &Path) -> Result<safefs::FileId, Error> {
+fn create_dd_file<B: Backend>(backend: &B, p: &Path) -> Result<safefs::FileId, Error> {
     let (d, name) = peer::split_file(p);
-    let dir = DirHandle::open_target(&d).map_err(fs_err)?;
-    let (_, id) = dir.create_at(&name, 0o666).map_err(fs_err)?;
+    let dir = backend.open_target(&d).map_err(fs_err)?;
+    let (f, id) = dir.create_at(&name, 0o666).map_err(fs_err)?;
+    f.close()
+        .map_err(|e| Error::io(format!("cannot close {}", p.display()), e))?;
     Ok(id)
 }
 
@@ -1010,11 +1030,13 @@ fn create_dd_file(p: &Path) -> Result<safefs::FileId, Error> {
 /// file made (its recorded identity), relative to its directory: a file
 /// swapped in under the name, or a directory swapped for another one
 /// holding a file of that name, is refused and named.
-fn remove_created(created: &[(PathBuf, safefs::FileId)]) -> Vec<String> {
+fn remove_created<B: Backend>(backend: &B, created: &[(PathBuf, safefs::FileId)]) -> Vec<String> {
     let mut left = Vec::new();
     for (p, id) in created {
         let (d, name) = peer::split_file(p);
-        let r = DirHandle::open_target(&d).and_then(|h| h.unlink_at(&name, Some(*id)));
+        let r = backend
+            .open_target(&d)
+            .and_then(|h| h.unlink_at(&name, Some(*id)));
         match r {
             Ok(_) => {}
             Err(e) if e.is_not_found() => {}
@@ -1024,31 +1046,43 @@ fn remove_created(created: &[(PathBuf, safefs::FileId)]) -> Vec<String> {
     left
 }
 
-/// Checks that every file exists, is a regular file and holds at least
-/// `size` bytes (what a read-only run needs).
-fn check_readable(files: &[PathBuf], size: u64, hint: &str) -> Result<(), Error> {
+/// Checks that every file (the user's, through the user's links) exists,
+/// is a regular file and holds at least `size` bytes (what a read-only
+/// run needs).
+fn check_readable<B: Backend>(files: &[PathBuf], size: u64, hint: &str) -> Result<(), Error> {
     for f in files {
-        match fs::metadata(f) {
-            Ok(m) if m.is_file() => {
-                if m.len() < size {
+        match B::stat_path(f, true) {
+            Ok(Some(m)) if m.kind == Kind::File => {
+                if m.size < size {
                     return Err(Error::Refused(format!(
                         "{} holds {} bytes but this run reads {size}; {hint}",
                         f.display(),
-                        m.len()
+                        m.size
                     )));
                 }
             }
-            Ok(_) => {
+            Ok(Some(_)) => {
                 return Err(Error::Refused(format!(
                     "{} is not a regular file; ioscale reads regular files only",
                     f.display()
                 )))
             }
-            Err(e) => {
+            Ok(None) => {
                 return Err(Error::Refused(format!(
-                    "nothing to read at {}: {e}; {hint}",
-                    f.display()
+                    "nothing to read at {}: {}; {hint}",
+                    f.display(),
+                    std::io::Error::from_raw_os_error(libc::ENOENT)
                 )))
+            }
+            Err(e) => {
+                let why = match e.kind {
+                    safefs::ErrorKind::Io(e) => e.to_string(),
+                    safefs::ErrorKind::Refused(r) => r.to_string(),
+                };
+                return Err(Error::Refused(format!(
+                    "nothing to read at {}: {why}; {hint}",
+                    f.display()
+                )));
             }
         }
     }
@@ -1072,13 +1106,13 @@ fn sidecar_names(path: &Path) -> (std::ffi::OsString, std::ffi::OsString) {
 
 /// The sidecar marker in the held directory, read without following a
 /// link; `None` also when it names impossible values ([`Marker::problem`]).
-fn read_sidecar_in(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Marker> {
+fn read_sidecar_in(dir: &impl Dir, name: &std::ffi::OsStr) -> Option<Marker> {
     read_any_marker_in(dir, name).filter(|m| m.problem().is_none())
 }
 
 /// The marker `name` in `dir` as written, unchecked: for `clean` to say
 /// what is wrong with it.
-fn read_any_marker_in(dir: &DirHandle, name: &std::ffi::OsStr) -> Option<Marker> {
+fn read_any_marker_in(dir: &impl Dir, name: &std::ffi::OsStr) -> Option<Marker> {
     let m: Marker = read_json_in(dir, name)?;
     (m.tool == "ioscale").then_some(m)
 }
@@ -1092,12 +1126,12 @@ pub(crate) fn bad_marker(marker: &Path, problem: &str) -> Error {
 }
 
 fn write_sidecar_in(
-    dir: &DirHandle,
+    dir: &impl Dir,
     name: &std::ffi::OsStr,
     m: &Marker,
 ) -> Result<(), safefs::Error> {
     let bytes = serde_json::to_vec_pretty(m).unwrap_or_default();
-    safefs::replace_at(dir, name, &bytes).map(|_| ())
+    dir.replace_at(name, &bytes, true)
 }
 
 /// Removes an IOR set's named files, its marker's temporary names and the
@@ -1105,14 +1139,14 @@ fn write_sidecar_in(
 /// identities), relative to the held directory of the `-o` path: a
 /// swapped name is refused and listed, never followed. The marker and the
 /// lock are the caller's.
-fn remove_ior_entries(
-    dir: &DirHandle,
+fn remove_ior_entries<D: Dir>(
+    dir: &D,
     parent: &Path,
     m: &Marker,
     files: &[PathBuf],
     marker_name: &std::ffi::OsStr,
 ) -> Vec<String> {
-    let mut r = Remover::new(dir);
+    let mut r = Removal::new();
     for (d, id) in m.dirs_created.iter().zip(&m.dir_ids) {
         r.expect(rel_to(parent, d), *id);
     }
@@ -1132,29 +1166,34 @@ fn remove_ior_entries(
                     ));
                     continue;
                 }
-                _ => r.expect(&rel, want.id),
+                _ => {
+                    r.expect(&rel, want.id);
+                }
             }
         }
         r.file(rel);
     }
-    if let Ok(list) = dir.list() {
-        for n in list {
-            if safefs::temp_base(&n).as_deref() == Some(marker_name) {
-                r.file(n);
-            }
+    for n in own_temps(dir) {
+        if D::temp_of(&n).as_deref() == Some(marker_name) {
+            r.file(n);
         }
     }
     for d in m.dirs_created.iter().rev() {
-        r.dir_entry(rel_to(parent, d));
+        r.dir(rel_to(parent, d));
     }
-    foreign.extend(r.finish().describe());
+    foreign.extend(dir.remove(&r).describe());
     foreign
 }
 
 /// Removes a whole IOR set through its guard: entries, then (when they
 /// are all gone) the marker, then the lock file. With entries left the
 /// marker stays, so `ioscale clean` can finish once they are dealt with.
-fn remove_ior_set(mut g: Guard, parent: &Path, m: &Marker, files: &[PathBuf]) -> Vec<String> {
+fn remove_ior_set<B: Backend>(
+    mut g: Guard<B>,
+    parent: &Path,
+    m: &Marker,
+    files: &[PathBuf],
+) -> Vec<String> {
     let marker_name = safefs_marker_of(&g.lock_file);
     let mut left = remove_ior_entries(&g.root, parent, m, files, &marker_name);
     if left.is_empty() {
@@ -1172,7 +1211,7 @@ fn remove_ior_set(mut g: Guard, parent: &Path, m: &Marker, files: &[PathBuf]) ->
         ));
     }
     if let Some(l) = g.lock.take() {
-        if let Err(e) = l.remove(&g.root, &g.lock_file) {
+        if let Err(e) = g.root.unlock(l, &g.lock_file) {
             left.push(e.to_string());
         }
     }
@@ -1222,15 +1261,20 @@ const IOR_HINT: &str = "write the files first with `ioscale ior -w -k` and the s
 /// the `-o` path is held for the whole run; a set with a marker (or one
 /// this run writes) is locked, so a second run on the same `-o` is refused
 /// naming the first, and every removal goes through the held handle.
-fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet, Error> {
+fn prepare_ior<B: Backend>(
+    backend: B,
+    spec: &WorkloadSpec,
+    path: &Path,
+    run_id: &str,
+) -> Result<DataSet<B>, Error> {
     let writes = spec.ops.iter().any(|o| o.writes());
     let n = IorSet::new(path, spec);
-    let pd = DirHandle::open_target(&n.root).map_err(fs_err)?;
+    let pd = backend.open_target(&n.root).map_err(fs_err)?;
     let has_marker = pd.stat_at(&n.marker_name).map_err(fs_err)?.is_some();
     // Files without a marker that this run only reads are someone else's:
     // no lock file is made beside them.
     let guard = if writes || has_marker {
-        Some(lock_ior(&pd, &n)?)
+        Some(lock_ior::<B>(&pd, &n)?)
     } else {
         None
     };
@@ -1243,11 +1287,11 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
         found = None;
     }
     match found {
-        Some(found) => adopt_ior(spec, n, &pd, found, guard, writes),
+        Some(found) => adopt_ior(backend, spec, n, &pd, found, guard, writes),
         None if !writes => {
             // Files another tool (or a real IOR) wrote: read them, never
             // remove them.
-            check_readable(&n.files, spec.file_size(), IOR_HINT)?;
+            check_readable::<B>(&n.files, spec.file_size(), IOR_HINT)?;
             Ok(DataSet {
                 root: n.root,
                 created_root: false,
@@ -1258,14 +1302,15 @@ fn prepare_ior(spec: &WorkloadSpec, path: &Path, run_id: &str) -> Result<DataSet
                 kind: SetKind::Sidecar(n.marker_path),
                 guard: None,
                 peer: None,
+                backend,
             })
         }
-        None => create_ior(n, &pd, new_marker(spec, run_id), guard),
+        None => create_ior(backend, n, &pd, new_marker(spec, run_id), guard),
     }
 }
 
 /// Takes the lock of the IOR set `n` in its held directory `pd`.
-fn lock_ior(pd: &DirHandle, n: &IorSet) -> Result<Guard, Error> {
+fn lock_ior<B: Backend>(pd: &B::Dir, n: &IorSet) -> Result<Guard<B>, Error> {
     // The handles first: once the lock is taken, only the guard (which
     // removes the lock file again) may fail.
     let (target, held) = (
@@ -1290,7 +1335,7 @@ fn lock_ior(pd: &DirHandle, n: &IorSet) -> Result<Guard, Error> {
 /// A write with another task count or layout replaces the kept set `old`,
 /// as IOR would overwrite it; the old names ioscale made go first so none
 /// is left behind unrecognised, then its marker (the lock, ours, stays).
-fn replace_ior_set(pd: &DirHandle, n: &IorSet, old: &Marker) -> Result<(), Error> {
+fn replace_ior_set(pd: &impl Dir, n: &IorSet, old: &Marker) -> Result<(), Error> {
     let (old_files, _) = ior_names(n.path, old.layout, old.threads);
     let mut left = remove_ior_entries(pd, &n.root, old, &old_files, &n.marker_name);
     if left.is_empty() {
@@ -1309,14 +1354,15 @@ fn replace_ior_set(pd: &DirHandle, n: &IorSet, old: &Marker) -> Result<(), Error
 }
 
 /// A kept IOR set (its sidecar marker `found`) used by this run.
-fn adopt_ior(
+fn adopt_ior<B: Backend>(
+    backend: B,
     spec: &WorkloadSpec,
     n: IorSet,
-    pd: &DirHandle,
+    pd: &B::Dir,
     found: Marker,
-    guard: Option<Guard>,
+    guard: Option<Guard<B>>,
     writes: bool,
-) -> Result<DataSet, Error> {
+) -> Result<DataSet<B>, Error> {
     let path = n.path;
     if !readable_by(&found, spec, writes) {
         return Err(Error::Refused(format!(
@@ -1329,9 +1375,9 @@ fn adopt_ior(
     }
     let had_data = found.complete
         && found.file_size >= spec.file_size()
-        && check_readable(&n.files, spec.file_size(), IOR_HINT).is_ok();
+        && check_readable::<B>(&n.files, spec.file_size(), IOR_HINT).is_ok();
     if !writes && !had_data {
-        check_readable(&n.files, spec.file_size(), IOR_HINT)?;
+        check_readable::<B>(&n.files, spec.file_size(), IOR_HINT)?;
         return Err(Error::Refused(format!(
             "the kept files at {} are incomplete or smaller than this run reads; {IOR_HINT}",
             path.display()
@@ -1379,19 +1425,21 @@ fn adopt_ior(
         kind: SetKind::Sidecar(n.marker_path),
         guard,
         peer: None,
+        backend,
     })
 }
 
 /// A new IOR set: no file of its names may exist; the marker goes down
 /// before any data file, then the task directories (`-u`).
-fn create_ior(
+fn create_ior<B: Backend>(
+    backend: B,
     n: IorSet,
-    pd: &DirHandle,
+    pd: &B::Dir,
     mut marker: Marker,
-    guard: Option<Guard>,
-) -> Result<DataSet, Error> {
+    guard: Option<Guard<B>>,
+) -> Result<DataSet<B>, Error> {
     for f in &n.files {
-        if fs::symlink_metadata(f).is_ok() {
+        if matches!(B::stat_path(f, false), Ok(Some(_))) {
             return Err(Error::Refused(format!(
                 "{} exists and ioscale did not make it (no marker {}); refusing to overwrite it. \
                  Remove it yourself or choose another -o",
@@ -1426,6 +1474,7 @@ fn create_ior(
         kind: SetKind::Sidecar(n.marker_path),
         guard,
         peer: None,
+        backend,
     };
     if let Err(e) = made {
         ds.remove();
@@ -1441,7 +1490,7 @@ fn create_ior(
 /// directory, recording them and their identities in the marker; existing
 /// ones must be directories (a link there is refused).
 fn make_ior_dirs(
-    pd: &DirHandle,
+    pd: &impl Dir,
     parent: &Path,
     dirs: &[PathBuf],
     marker: &mut Marker,
@@ -1474,17 +1523,18 @@ fn make_ior_dirs(
 }
 
 /// dd naming: the user's own files, handled as dd handles them.
-fn prepare_dd(
+fn prepare_dd<B: Backend>(
+    backend: B,
     spec: &WorkloadSpec,
     paths: &[PathBuf],
     notrunc: bool,
     run_id: &str,
-) -> Result<DataSet, Error> {
+) -> Result<DataSet<B>, Error> {
     let writes = spec.ops.iter().any(|o| o.writes());
     let marker = new_marker(spec, run_id);
     let root = paths.first().map(|p| parent_of(p)).unwrap_or_default();
     if !writes {
-        check_readable(
+        check_readable::<B>(
             paths,
             spec.file_size(),
             "give a smaller count= or a larger file",
@@ -1499,52 +1549,25 @@ fn prepare_dd(
             kind: SetKind::Dd(DdSet::default()),
             guard: None,
             peer: None,
+            backend,
         });
     }
-    let mut created = Vec::new();
     // Kept whole (conv=notrunc, as fio opens its files) and at least as
     // long as the run reads: the data a mixed phase reads is there, so no
     // untimed layout write is needed before it.
     let had_data = notrunc
         && paths.iter().all(|p| {
-            fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() >= spec.file_size())
+            B::stat_path(p, false).is_ok_and(|m| {
+                m.is_some_and(|m| m.kind == Kind::File && m.size >= spec.file_size())
+            })
         });
-    for p in paths {
-        match fs::metadata(p) {
-            Ok(m) if m.is_file() => {
-                if !notrunc {
-                    // dd opens of= with O_TRUNC unless conv=notrunc.
-                    fs::OpenOptions::new()
-                        .write(true)
-                        .truncate(true)
-                        .open(p)
-                        .map_err(|e| Error::io(format!("cannot truncate {}", p.display()), e))?;
-                }
-            }
-            Ok(_) => {
-                return Err(Error::Refused(format!(
-                    "of={} is not a regular file; ioscale dd writes regular files only",
-                    p.display()
-                )))
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                // Made now, as dd's open would, and recorded: `--rm`
-                // removes this very file, never one found later under
-                // its name or through a swapped directory.
-                match create_dd_file(p) {
-                    Ok(id) => created.push((p.clone(), id)),
-                    Err(e) => {
-                        remove_created(&created);
-                        return Err(e);
-                    }
-                }
-            }
-            Err(e) => {
-                remove_created(&created);
-                return Err(Error::io(format!("cannot inspect {}", p.display()), e));
-            }
+    let created = match open_dd_outputs(&backend, paths, notrunc) {
+        Ok(c) => c,
+        Err((made, e)) => {
+            remove_created(&backend, &made);
+            return Err(e);
         }
-    }
+    };
     Ok(DataSet {
         root,
         created_root: true,
@@ -1558,7 +1581,61 @@ fn prepare_dd(
         }),
         guard: None,
         peer: None,
+        backend,
     })
+}
+
+/// dd's output files as dd's open leaves them: an existing regular file
+/// (the user's, through the user's links) truncated unless `notrunc`, a
+/// missing one made; anything else refused. The files this run made,
+/// with their identities; on a failure, those made so far and the error.
+type Made = Vec<(PathBuf, safefs::FileId)>;
+fn open_dd_outputs<B: Backend>(
+    backend: &B,
+    paths: &[PathBuf],
+    notrunc: bool,
+) -> Result<Made, (Made, Error)> {
+    let mut created = Vec::new();
+    for p in paths {
+        match B::stat_path(p, true) {
+            Ok(Some(m)) if m.kind == Kind::File => {
+                if !notrunc {
+                    // dd opens of= with O_TRUNC unless conv=notrunc.
+                    let how = OpenHow {
+                        write: true,
+                        truncate: true,
+                        ..OpenHow::default()
+                    };
+                    let r = B::open_path(p, how).and_then(DataFile::close);
+                    if let Err(e) = r {
+                        let e = Error::io(format!("cannot truncate {}", p.display()), e);
+                        return Err((created, e));
+                    }
+                }
+            }
+            Ok(Some(_)) => {
+                let e = Error::Refused(format!(
+                    "of={} is not a regular file; ioscale dd writes regular files only",
+                    p.display()
+                ));
+                return Err((created, e));
+            }
+            Ok(None) => {
+                // Made now, as dd's open would, and recorded: `--rm`
+                // removes this very file, never one found later under
+                // its name or through a swapped directory.
+                match create_dd_file(backend, p) {
+                    Ok(id) => created.push((p.clone(), id)),
+                    Err(e) => return Err((created, e)),
+                }
+            }
+            Err(e) => {
+                let e = io_err(format!("cannot inspect {}", p.display()), e);
+                return Err((created, e));
+            }
+        }
+    }
+    Ok(created)
 }
 
 /// One data set `ioscale clean` dealt with.
@@ -1588,7 +1665,7 @@ pub struct CleanReport {
 /// recorded, is refused; a set a live run holds is refused naming it; a
 /// set whose holder is gone is taken over and removed.
 pub fn clean(target: &Path) -> Result<Vec<String>, Error> {
-    match clean_native(target, safefs::LockOptions::default())? {
+    match clean_native(&Posix, target, safefs::LockOptions::default())? {
         Some(c) => Ok(c.left),
         None => Err(Error::Refused(format!(
             "nothing to clean: {} does not exist",
@@ -1603,18 +1680,34 @@ pub fn clean(target: &Path) -> Result<Vec<String>, Error> {
 /// front-end set whose sidecar marker (`.NAME.ioscale-marker`) is in it.
 /// For a file path: the IOR front-end set kept with that `-o`. Each set is
 /// locked first (a live holder is refused), then removed through held
-/// handles. `Err` only when PATH holds no ioscale set at all.
+/// handles. `Err` only when PATH holds no ioscale set at all. On a POSIX
+/// file system ([`clean_all_on`]).
 pub fn clean_all(path: &Path, opts: safefs::LockOptions) -> Result<CleanReport, Error> {
+    clean_all_on(&Posix, path, opts)
+}
+
+/// [`clean_all`] on `backend`.
+pub fn clean_all_on<B: Backend>(
+    backend: &B,
+    path: &Path,
+    opts: safefs::LockOptions,
+) -> Result<CleanReport, Error> {
     let mut rep = CleanReport::default();
     let push = |r: Result<Option<Cleaned>, Error>, rep: &mut CleanReport| match r {
         Ok(Some(c)) => rep.cleaned.push(c),
         Ok(None) => {}
         Err(e) => rep.refused.push(e),
     };
-    if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-        push(clean_native(path, opts), &mut rep);
-        push(tree::clean(path, opts), &mut rep);
-        let t = DirHandle::open_target(path).map_err(fs_err)?;
+    // PATH is a directory when it opens as one (through the user's
+    // links); a missing path or another kind is an IOR `-o` path.
+    let opened = match backend.open_target(path) {
+        Ok(t) => Some(t),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTDIR) | Some(libc::ENOENT)) => None,
+        Err(e) => return Err(fs_err(e)),
+    };
+    if let Some(t) = opened {
+        push(clean_native(backend, path, opts), &mut rep);
+        push(tree::clean_on(backend, path, opts), &mut rep);
         let mut names: Vec<_> = t.list().map_err(fs_err)?;
         names.sort();
         for n in names {
@@ -1624,7 +1717,7 @@ pub fn clean_all(path: &Path, opts: safefs::LockOptions) -> Result<CleanReport, 
                 let o = path.join(data);
                 let (marker_name, _) = sidecar_names(&o);
                 if read_sidecar_in(&t, &marker_name).is_some() {
-                    push(clean_ior(&o, opts), &mut rep);
+                    push(clean_ior(backend, &o, opts), &mut rep);
                 }
             }
         }
@@ -1649,7 +1742,7 @@ pub fn clean_all(path: &Path, opts: safefs::LockOptions) -> Result<CleanReport, 
             )));
         }
     } else {
-        push(clean_ior(path, opts), &mut rep);
+        push(clean_ior(backend, path, opts), &mut rep);
         if rep.cleaned.is_empty() && rep.refused.is_empty() {
             return Err(Error::Refused(format!(
                 "nothing to clean: {} is not a directory and has no IOR front-end marker {} \
@@ -1673,10 +1766,14 @@ fn sidecar_data_name(n: &std::ffi::OsStr) -> Option<std::ffi::OsString> {
 
 /// The IOR front-end set kept with `-o path`: `None` when there is no
 /// sidecar marker beside it.
-fn clean_ior(path: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
+fn clean_ior<B: Backend>(
+    backend: &B,
+    path: &Path,
+    opts: safefs::LockOptions,
+) -> Result<Option<Cleaned>, Error> {
     let parent = parent_of(path);
     let (marker_name, lock_file) = sidecar_names(path);
-    let pd = DirHandle::open_target(&parent).map_err(fs_err)?;
+    let pd = backend.open_target(&parent).map_err(fs_err)?;
     if pd.stat_at(&marker_name).map_err(fs_err)?.is_none() {
         return Ok(None);
     }
@@ -1695,7 +1792,7 @@ fn clean_ior(path: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, 
         .stale_holder()
         .map(|(h, why)| format!("took over {} from {} ({why})", path.display(), h.describe()));
     let (files, _) = ior_names(path, m.layout, m.threads);
-    let g = Guard {
+    let g = Guard::<B> {
         target,
         root: pd,
         lock: Some(lock),
@@ -1719,11 +1816,13 @@ fn clean_ior(path: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, 
 
 /// For `clean`: TARGET, the working directory `TARGET/name` (`run`'s or
 /// `meta`'s) and that directory held open, or `None` when there is none.
-pub(crate) fn open_root_to_clean(
+type Opened<B> = (<B as Backend>::Dir, PathBuf, <B as Backend>::Dir);
+pub(crate) fn open_root_to_clean<B: Backend>(
+    backend: &B,
     target: &Path,
     name: &str,
-) -> Result<Option<(DirHandle, PathBuf, DirHandle)>, Error> {
-    let t = DirHandle::open_target(target).map_err(fs_err)?;
+) -> Result<Option<Opened<B>>, Error> {
+    let t = backend.open_target(target).map_err(fs_err)?;
     if t.stat_at(name).map_err(fs_err)?.is_none() {
         return Ok(None);
     }
@@ -1742,8 +1841,12 @@ pub(crate) fn no_marker(root: &Path) -> Error {
 }
 
 /// The native set `target/ioscale.d`: `None` when it does not exist.
-fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
-    let Some((t, root, rootd)) = open_root_to_clean(target, ROOT_NAME)? else {
+fn clean_native<B: Backend>(
+    backend: &B,
+    target: &Path,
+    opts: safefs::LockOptions,
+) -> Result<Option<Cleaned>, Error> {
+    let Some((t, root, rootd)) = open_root_to_clean(backend, target, ROOT_NAME)? else {
         return Ok(None);
     };
     let Some(m) = read_any_marker_in(&rootd, MARKER_NAME.as_ref()) else {
@@ -1763,7 +1866,7 @@ fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Clean
     let took_over = lock
         .stale_holder()
         .map(|(h, why)| format!("took over {} from {} ({why})", root.display(), h.describe()));
-    let left = remove_native(Guard::native(t, rootd, lock), &m);
+    let left = remove_native(Guard::<B>::native(t, rootd, lock), &m);
     Ok(Some(Cleaned {
         set: format!("the data set {}", root.display()),
         took_over,
@@ -1772,100 +1875,123 @@ fn clean_native(target: &Path, opts: safefs::LockOptions) -> Result<Option<Clean
 }
 
 /// Checks, before the run, that the file system at `dir` takes O_DIRECT
-/// transfers of `xfer` bytes, so a refusal is named before the run: one
-/// transfer is written to an unnamed file made with `O_TMPFILE`, which
-/// never appears in the directory and is freed when closed. A file system
-/// without `O_TMPFILE` (FUSE, NFS) gets a named scratch file instead
-/// (`.ioscale-probe-PID`, made with `O_EXCL|O_NOFOLLOW`, removed by
-/// identity).
+/// transfers of `xfer` bytes, so a refusal is named before the run (on a
+/// POSIX file system: [`probe_direct_on`]).
 pub(crate) fn probe_direct(dir: &Path, xfer: u64) -> Result<usize, Error> {
-    match probe_unnamed(dir, xfer) {
+    probe_direct_on(&Posix, dir, xfer)
+}
+
+/// [`probe_direct`] on `backend`: one transfer is written to an unnamed
+/// file of the directory held open (`O_TMPFILE`: it never appears in the
+/// directory and is freed when closed). A file system without one (FUSE,
+/// NFS) gets a named scratch file instead (`.ioscale-probe-PID`, made
+/// exclusively, so a name planted there, a link included, is never
+/// written; removed only if it is still this very file).
+pub(crate) fn probe_direct_on<B: Backend>(
+    backend: &B,
+    dir: &Path,
+    xfer: u64,
+) -> Result<usize, Error> {
+    let d = open_to_probe(backend, dir)?;
+    match probe_unnamed(&d, dir, xfer) {
         Some(r) => r,
-        None => probe_named(dir, xfer),
+        None => probe_named(&d, dir, xfer),
     }
 }
 
-/// [`probe_direct`] for a data run. A run on files a front-end laid out in
-/// the user's directory (fio's: `FileNaming::Dd` with `nofollow`) never
-/// makes a name there: without `O_TMPFILE` it reads one transfer of its
-/// own first file instead ([`user::probe_file`]).
+/// [`probe_direct`] for a data run (on a POSIX file system:
+/// [`probe_direct_for_on`]).
 pub(crate) fn probe_direct_for(spec: &WorkloadSpec) -> Result<usize, Error> {
+    probe_direct_for_on(&Posix, spec)
+}
+
+/// [`probe_direct_on`] for a data run. A run on files a front-end laid out
+/// in the user's directory (fio's: `FileNaming::Dd` with `nofollow`) never
+/// makes a name there: without an unnamed file it reads one transfer of
+/// its own first file instead ([`user::probe_file`]).
+pub(crate) fn probe_direct_for_on<B: Backend>(
+    backend: &B,
+    spec: &WorkloadSpec,
+) -> Result<usize, Error> {
     let FileNaming::Dd {
         paths,
         nofollow: true,
         ..
     } = &spec.naming
     else {
-        return probe_direct(&spec.target, spec.xfer);
+        return probe_direct_on(backend, &spec.target, spec.xfer);
     };
-    if let Some(r) = probe_unnamed(&spec.target, spec.xfer) {
+    let d = open_to_probe(backend, &spec.target)?;
+    if let Some(r) = probe_unnamed(&d, &spec.target, spec.xfer) {
         return r;
     }
     if let Some(first) = paths.first() {
         let at = spec.start_offsets.first().copied().unwrap_or(0);
-        user::probe_file(first, at, spec.xfer)?;
+        user::probe_file(backend, first, at, spec.xfer)?;
     }
     Ok(4096)
 }
 
-/// The `O_TMPFILE` probe; `None` when the file system cannot make one.
-fn probe_unnamed(dir: &Path, xfer: u64) -> Option<Result<usize, Error>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_TMPFILE)
-        .open(dir);
-    let file = match file {
-        Ok(f) => f,
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EOPNOTSUPP) | Some(libc::EISDIR) | Some(libc::ENOSYS)
-            ) =>
-        {
-            return None
-        }
-        Err(e) => return Some(Err(direct_refused(dir, e))),
-    };
-    Some(
-        set_direct(&file)
-            .map_err(|e| direct_refused(dir, e))
-            .and_then(|()| probe_write(&file, dir, xfer)),
-    )
+/// The directory a probe goes into, held; a backend without O_DIRECT is
+/// refused first.
+fn open_to_probe<B: Backend>(backend: &B, dir: &Path) -> Result<B::Dir, Error> {
+    if !B::capabilities().direct {
+        return Err(Error::Refused(format!(
+            "--direct: the {} backend has no O_DIRECT",
+            B::capabilities().name
+        )));
+    }
+    backend
+        .open_target(dir)
+        .map_err(|e| direct_refused(dir, io_of(e)))
 }
 
-/// The named probe of a file system without `O_TMPFILE`.
-fn probe_named(dir: &Path, xfer: u64) -> Result<usize, Error> {
-    let name = format!(".ioscale-probe-{}", std::process::id());
-    let probe = dir.join(&name);
-    // O_EXCL|O_NOFOLLOW: a name planted there (a link included) is never
-    // written; the probe is removed only if it is still this very file.
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_DIRECT | libc::O_NOFOLLOW)
-        .open(&probe)
-        .map_err(|e| direct_refused(dir, e))?;
-    let result = probe_write(&file, dir, xfer);
-    let id = {
-        use std::os::unix::fs::MetadataExt;
-        file.metadata().ok().map(|m| safefs::FileId {
-            dev: m.dev(),
-            ino: m.ino(),
-        })
-    };
-    drop(file);
-    if let (Some(id), Ok(d)) = (id, DirHandle::open_target(dir)) {
-        let _ = d.unlink_at(&name, Some(id));
+/// How a probe file is opened.
+const PROBE: OpenHow = OpenHow {
+    read: true,
+    write: true,
+    create: Create::Exclusive,
+    truncate: false,
+    append: false,
+    direct: true,
+    durability: engine::backend::Durability::Buffered,
+};
+
+/// The unnamed probe; `None` when the file system cannot make one.
+fn probe_unnamed<D: Dir>(d: &D, dir: &Path, xfer: u64) -> Option<Result<usize, Error>> {
+    match d.create_unnamed(PROBE) {
+        Ok(None) => None,
+        Ok(Some(file)) => {
+            let r = probe_write(&file, dir, xfer);
+            let _ = file.close();
+            Some(r)
+        }
+        Err(e) => Some(Err(direct_refused(dir, io_of(e)))),
     }
+}
+
+/// The named probe of a file system without unnamed files.
+fn probe_named<D: Dir>(d: &D, dir: &Path, xfer: u64) -> Result<usize, Error> {
+    let name = format!(".ioscale-probe-{}", std::process::id());
+    let (file, id) = d
+        .create_with(&name, PROBE)
+        .map_err(|e| direct_refused(dir, io_of(e)))?;
+    let result = probe_write(&file, dir, xfer);
+    let _ = file.close();
+    let _ = d.unlink_at(&name, Some(id));
     result
 }
 
+/// The system's error of a backend error (a refusal as its text).
+fn io_of(e: safefs::Error) -> std::io::Error {
+    match e.kind {
+        safefs::ErrorKind::Io(e) => e,
+        safefs::ErrorKind::Refused(r) => std::io::Error::other(r.to_string()),
+    }
+}
+
 /// Writes one transfer of the probe.
-fn probe_write(file: &fs::File, dir: &Path, xfer: u64) -> Result<usize, Error> {
+fn probe_write<F: DataFile>(file: &F, dir: &Path, xfer: u64) -> Result<usize, Error> {
     let len = xfer.min(1 << 20) as usize;
     let mut buf = engine::buf::AlignedBuf::new(len, 4096);
     buf.as_mut_slice().fill(0x5a);
@@ -1875,20 +2001,8 @@ fn probe_write(file: &fs::File, dir: &Path, xfer: u64) -> Result<usize, Error> {
     }
 }
 
-/// Switches an open file to O_DIRECT (EINVAL: the file system refuses it).
-fn set_direct(f: &fs::File) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: fcntl on a descriptor `f` owns; no memory is passed.
-    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
-    // SAFETY: as above.
-    if fl < 0 || unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETFL, fl | libc::O_DIRECT) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
 /// A probe file that could not be opened (or set) for O_DIRECT.
-fn direct_refused(dir: &Path, e: io::Error) -> Error {
+fn direct_refused(dir: &Path, e: std::io::Error) -> Error {
     Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
         format!(
             "--direct: the file system at {} refuses O_DIRECT; run without --direct \
@@ -1904,7 +2018,7 @@ fn direct_refused(dir: &Path, e: io::Error) -> Error {
 }
 
 /// A probe transfer the file system refused.
-fn transfer_refused(dir: &Path, xfer: u64, e: io::Error) -> Error {
+fn transfer_refused(dir: &Path, xfer: u64, e: std::io::Error) -> Error {
     Error::Refused(if e.raw_os_error() == Some(libc::EINVAL) {
         format!(
             "--direct: {} refuses O_DIRECT transfers of {}; use an --xfer that is a multiple of the \

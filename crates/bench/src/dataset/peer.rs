@@ -38,7 +38,9 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use safefs::{DirHandle, FileId};
+use engine::backend::posix::Posix;
+use engine::backend::{Backend, Dir, Kind};
+use safefs::FileId;
 use serde::{Deserialize, Serialize};
 
 use super::{fs_err, read_marker_in, DataSet, Marker, SetKind, ROOT_NAME};
@@ -150,12 +152,12 @@ fn host_name() -> String {
 
 /// Opens the directory `rel` below `base` one component at a time with
 /// `O_NOFOLLOW`, and, when its identity was recorded, checks it.
-pub(crate) fn open_dir_checked(
-    base: &DirHandle,
+pub(crate) fn open_dir_checked<D: Dir>(
+    base: &D,
     rel: &Path,
     want: Option<FileId>,
     same_node: bool,
-) -> Result<DirHandle, Error> {
+) -> Result<D, Error> {
     let d = base.open_dir_path(rel).map_err(fs_err)?;
     if let Some(w) = want {
         if !same_dir(w, d.id(), same_node) {
@@ -168,7 +170,7 @@ pub(crate) fn open_dir_checked(
     Ok(d)
 }
 
-impl DataSet {
+impl<B: Backend> DataSet<B> {
     /// Rank 0, before it sends the set to the other ranks: what they check
     /// the directory they open against. A native set gets a fresh token in
     /// its marker.
@@ -195,7 +197,8 @@ impl DataSet {
             }
             (SetKind::Sidecar(_), Some(g)) => peer.root = Some(g.root.id()),
             (SetKind::Sidecar(_), None) => {
-                peer.root = Some(DirHandle::open_target(&self.root).map_err(fs_err)?.id())
+                let d = self.backend.open_target(&self.root).map_err(fs_err)?;
+                peer.root = Some(d.id());
             }
             _ => {}
         }
@@ -206,7 +209,6 @@ impl DataSet {
     /// path: only in sets ioscale did not make (IOR's reads of foreign
     /// files, dd). ioscale's own names are always opened with `O_NOFOLLOW`.
     pub(crate) fn user_named_files(&self) -> Vec<u32> {
-        use std::os::unix::fs::MetadataExt;
         if let Some(p) = &self.peer {
             return p.by_path.clone();
         }
@@ -220,8 +222,8 @@ impl DataSet {
         }
         (0..self.files.len() as u32)
             .filter(|&i| {
-                std::fs::symlink_metadata(&self.files[i as usize])
-                    .is_ok_and(|m| m.file_type().is_symlink() || m.nlink() > 1)
+                B::stat_path(&self.files[i as usize], false)
+                    .is_ok_and(|m| m.is_some_and(|m| m.kind == Kind::Symlink || m.links > 1))
             })
             .collect()
     }
@@ -234,7 +236,7 @@ impl DataSet {
     /// The directory the workers open files in: rank 0's held handle, or
     /// (another rank) opened now and checked against what rank 0 sent.
     /// `None` for dd, whose files each sit in their own directory.
-    pub(crate) fn held_dir(&self) -> Result<Option<DirHandle>, Error> {
+    pub(crate) fn held_dir(&self) -> Result<Option<B::Dir>, Error> {
         if let Some(g) = &self.guard {
             return g.root.try_clone().map(Some).map_err(fs_err);
         }
@@ -247,7 +249,7 @@ impl DataSet {
                 // The user's directory: compared on rank 0's node only. On
                 // another node it may rightly be another directory (IOR's
                 // file per process on node-local storage).
-                let d = DirHandle::open_target(&self.root).map_err(fs_err)?;
+                let d = self.backend.open_target(&self.root).map_err(fs_err)?;
                 if let (Some(p), Some(want)) = (&self.peer, self.peer.as_ref().and_then(|p| p.root))
                 {
                     if p.node == node_id() && want != d.id() {
@@ -263,9 +265,9 @@ impl DataSet {
     /// Another rank's `ioscale.d`: TARGET opened as the user named it,
     /// `ioscale.d` below it with `O_NOFOLLOW`, then its identity and the
     /// token in its marker compared with rank 0's.
-    fn open_native_root(&self) -> Result<DirHandle, Error> {
+    fn open_native_root(&self) -> Result<B::Dir, Error> {
         let target = self.root.parent().unwrap_or(Path::new("."));
-        let t = DirHandle::open_target(target).map_err(fs_err)?;
+        let t = self.backend.open_target(target).map_err(fs_err)?;
         let d = t.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
         let Some(p) = &self.peer else {
             return Ok(d);
@@ -333,8 +335,18 @@ struct SharedSet {
 /// directory rank 0 holds ([`DataSet::stamp_peer`]). The other ranks' copy
 /// never removes anything (`created_root` false) and never writes the
 /// marker; it opens the set in [`DataSet::anchors`], checked against
-/// [`Peer`]. A collective call: every rank makes it once, in order.
+/// [`Peer`]. A collective call: every rank makes it once, in order. On a
+/// POSIX file system ([`share_on`]).
 pub fn share(coord: &dyn coord::Coordinator, made: Option<DataSet>) -> Result<DataSet, Error> {
+    share_on(Posix, coord, made)
+}
+
+/// [`share`] on `backend` (what the other ranks reach the set through).
+pub fn share_on<B: Backend>(
+    backend: B,
+    coord: &dyn coord::Coordinator,
+    made: Option<DataSet<B>>,
+) -> Result<DataSet<B>, Error> {
     if coord.size() == 1 {
         return made.ok_or_else(|| Error::Refused("rank 0 has no data set".into()));
     }
@@ -386,6 +398,7 @@ pub fn share(coord: &dyn coord::Coordinator, made: Option<DataSet>) -> Result<Da
         },
         guard: None,
         peer: Some(s.peer),
+        backend,
     })
 }
 

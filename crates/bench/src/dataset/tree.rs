@@ -7,26 +7,29 @@
 //! `rmdir`-only directory removal). The timed phases themselves create and
 //! delete entries in the engine, as the workload under test.
 //!
-//! Rank 0 holds the tree open (`O_NOFOLLOW`) and locked
-//! (`.ioscale-meta-marker.lock`, a safefs [`SetLock`]) from its setup to its
-//! end: another run, `--ops cleanup` or `ioscale clean` on a live tree is
-//! refused naming the holder, and the teardown reaches the tree only through
-//! the held handle, so a name swapped for a link is refused, never followed.
+//! Rank 0 holds the tree open (never through a link) and locked
+//! (`.ioscale-meta-marker.lock`, the backend's set lock) from its setup to
+//! its end: another run, `--ops cleanup` or `ioscale clean` on a live tree
+//! is refused naming the holder, and the teardown reaches the tree only
+//! through the held handle, so a name swapped for a link is refused, never
+//! followed. Every step goes through the storage backend
+//! ([`engine::backend`]); the entry points without a backend argument are
+//! POSIX's.
 
-use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Barrier};
 
+use engine::backend::posix::Posix;
+use engine::backend::{Backend, Dir, Kind, Locked, SetLock as _};
 use engine::meta::{remove_tree, MetaPlan};
 use engine::runner::run_meta_worker;
 use engine::PhaseControl;
-use safefs::{lock_name, DirHandle, Kind, SetLock, TryLock};
+use safefs::lock_name;
 use serde::{Deserialize, Serialize};
 use spec::{MetaOp, MetaSpec, TreeState};
 
-use super::{command_line, fs_err, Cleaned};
+use super::{command_line, fs_err, Cleaned, LockOf};
 
 use crate::error::Error;
 
@@ -133,12 +136,12 @@ impl Marker {
 
 /// The marker in the held working directory, read without following a
 /// link and at most 1 MiB.
-pub(crate) fn read_marker_in(root: &DirHandle) -> Option<Marker> {
+pub(crate) fn read_marker_in(root: &impl Dir) -> Option<Marker> {
     read_any_marker_in(root).filter(|m| m.problem().is_none())
 }
 
 /// The marker as written, unchecked: for `clean` to say what is wrong.
-fn read_any_marker_in(root: &DirHandle) -> Option<Marker> {
+fn read_any_marker_in(root: &impl Dir) -> Option<Marker> {
     let m: Marker = super::read_json_in(root, MARKER_NAME)?;
     (m.tool == "ioscale-meta").then_some(m)
 }
@@ -146,49 +149,34 @@ fn read_any_marker_in(root: &DirHandle) -> Option<Marker> {
 /// The most files a thread a marker may name (`--files` takes 2^40).
 const MAX_MARKER_FILES: u64 = 1 << 40;
 
-fn write_marker_in(root: &DirHandle, m: &Marker) -> Result<(), safefs::Error> {
+fn write_marker_in(root: &impl Dir, m: &Marker) -> Result<(), safefs::Error> {
     let bytes = serde_json::to_vec_pretty(m).unwrap_or_default();
     // Rewritten before every phase: atomic, not fsync'd (as before).
-    safefs::replace_at_unsynced(root, MARKER_NAME, &bytes).map(|_| ())
+    root.replace_at(MARKER_NAME, &bytes, false)
 }
 
 /// What rank 0 holds for the whole run: the target and the working
 /// directory (the marker and every teardown go through them, so a name
 /// swapped under the tree is refused, never followed) and the tree's lock.
-pub(crate) struct TreeGuard {
-    target: DirHandle,
-    root: DirHandle,
-    lock: Option<SetLock>,
+pub(crate) struct TreeGuard<B: Backend = Posix> {
+    target: B::Dir,
+    root: B::Dir,
+    lock: Option<LockOf<B>>,
 }
 
-impl Drop for TreeGuard {
+impl<B: Backend> Drop for TreeGuard<B> {
     /// A kept tree is released: its lock file goes, the tree and its
     /// marker stay.
     fn drop(&mut self) {
         if let Some(l) = self.lock.take() {
-            let _ = l.remove(&self.root, lock_name(MARKER_NAME));
-        }
-    }
-}
-
-impl TreeGuard {
-    /// A path that reaches the held working directory whatever happens to
-    /// its name (`/proc/self/fd/N/.`), checked to lead to it; the engine's
-    /// cleanup walk opens its directories below this path.
-    fn held_path(&self) -> Option<PathBuf> {
-        let fd = self.root.as_fd().as_raw_fd();
-        let p = PathBuf::from(format!("/proc/self/fd/{fd}/."));
-        let id = self.root.id();
-        match std::fs::metadata(&p) {
-            Ok(m) if m.dev() == id.dev && m.ino() == id.ino => Some(p),
-            _ => None,
+            let _ = self.root.unlock(l, lock_name(MARKER_NAME));
         }
     }
 }
 
 /// Takes the tree's lock, or says who holds it (exit 2): the data set's
 /// rule, with the tree's lock file.
-fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
+fn take_lock<D: Dir>(root: &D, target: &Path) -> Result<D::Lock, Error> {
     super::take_lock_named(
         root,
         &lock_name(MARKER_NAME),
@@ -198,8 +186,8 @@ fn take_lock(root: &DirHandle, target: &Path) -> Result<SetLock, Error> {
     )
 }
 
-/// The working directory as found or made.
-pub(crate) struct Tree {
+/// The working directory as found or made, on backend `B`.
+pub(crate) struct Tree<B: Backend = Posix> {
     pub(crate) root: PathBuf,
     pub(crate) marker: Marker,
     /// Whether the marker can be written (not a read-only tree).
@@ -210,23 +198,23 @@ pub(crate) struct Tree {
     /// with --clean-existing), so it removes them unless --keep.
     pub(crate) ours: bool,
     /// The held handles and lock (rank 0 only).
-    pub(crate) guard: Option<TreeGuard>,
+    pub(crate) guard: Option<TreeGuard<B>>,
     /// The other ranks: the working directory they opened and checked
     /// against rank 0's (see [`share`]).
-    pub(crate) held: Option<Arc<std::os::fd::OwnedFd>>,
+    pub(crate) held: Option<Arc<B::At>>,
 }
 
-impl Tree {
-    /// A descriptor of the held working directory for the phases' plans:
+impl<B: Backend> Tree<B> {
+    /// A handle of the held working directory for the phases' plans:
     /// every thread directory is opened relative to it, never through the
     /// name `ioscale-meta.d` again. Rank 0's is the one it made; another
     /// rank's was opened and checked against it in [`share`].
-    pub(crate) fn root_fd(&self) -> Option<Arc<std::os::fd::OwnedFd>> {
+    pub(crate) fn root_dir(&self) -> Option<Arc<B::At>> {
         if let Some(h) = &self.held {
             return Some(Arc::clone(h));
         }
         let g = self.guard.as_ref()?;
-        g.root.as_fd().try_clone_to_owned().ok().map(Arc::new)
+        B::at_of(&g.root).ok().map(Arc::new)
     }
 
     pub(crate) fn save(&mut self) {
@@ -244,20 +232,35 @@ impl Tree {
     }
 }
 
-/// Finds or makes the working directory and decides what may be reused.
-/// The working directory is opened without following a link and held; a
-/// tree another live run holds is refused, naming that run.
+/// Finds or makes the working directory and decides what may be reused,
+/// on a POSIX file system ([`prepare_on`]).
 pub(crate) fn prepare(
     spec: &MetaSpec,
     run_id: &str,
     notes: &mut Vec<String>,
 ) -> Result<Tree, Error> {
+    prepare_on(&Posix, spec, run_id, notes)
+}
+
+/// Finds or makes the working directory on `backend` and decides what may
+/// be reused. A workload the backend cannot run is refused first, naming
+/// the flag. The working directory is opened without following a link and
+/// held; a tree another live run holds is refused, naming that run.
+pub(crate) fn prepare_on<B: Backend>(
+    backend: &B,
+    spec: &MetaSpec,
+    run_id: &str,
+    notes: &mut Vec<String>,
+) -> Result<Tree<B>, Error> {
+    B::capabilities()
+        .check_meta(spec)
+        .map_err(|e| Error::Usage(e.to_string()))?;
     let p = Prep {
         spec,
         run_id,
         root: spec.target.join(ROOT_NAME),
     };
-    let target = DirHandle::open_target(&spec.target).map_err(fs_err)?;
+    let target = backend.open_target(&spec.target).map_err(fs_err)?;
     let mut tree = match target.stat_at(ROOT_NAME).map_err(fs_err)? {
         None => p.make_new(target)?,
         Some(info) if info.kind != Kind::Dir => {
@@ -312,7 +315,7 @@ impl Prep<'_> {
     }
 
     /// A tree this run owns, held through `guard`.
-    fn owned(&self, marker: Marker, guard: TreeGuard) -> Tree {
+    fn owned<B: Backend>(&self, marker: Marker, guard: TreeGuard<B>) -> Tree<B> {
         Tree {
             root: self.root.clone(),
             marker,
@@ -325,7 +328,7 @@ impl Prep<'_> {
     }
 
     /// No working directory yet: make it, its marker, then the lock.
-    fn make_new(&self, target: DirHandle) -> Result<Tree, Error> {
+    fn make_new<B: Backend>(&self, target: B::Dir) -> Result<Tree<B>, Error> {
         let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
         let marker = self.fresh(true);
         // The marker goes down before the lock and anything else; a
@@ -343,13 +346,13 @@ impl Prep<'_> {
     /// ENOSPC) what this run made goes again: the marker, and the
     /// directory when `made_root`. A set another process locked meanwhile
     /// is theirs now, and stays.
-    fn lock_owned(
+    fn lock_owned<B: Backend>(
         &self,
         marker: Marker,
-        target: DirHandle,
-        rootd: DirHandle,
+        target: B::Dir,
+        rootd: B::Dir,
         made_root: bool,
-    ) -> Result<Tree, Error> {
+    ) -> Result<Tree<B>, Error> {
         let lock = match take_lock(&rootd, &self.spec.target) {
             Ok(l) => l,
             Err(e @ Error::Setup { .. }) => {
@@ -373,7 +376,11 @@ impl Prep<'_> {
 
     /// A working directory exists: use it when empty, adopt the tree its
     /// marker describes, or refuse what ioscale did not make.
-    fn open_existing(&self, target: DirHandle, notes: &mut Vec<String>) -> Result<Tree, Error> {
+    fn open_existing<B: Backend>(
+        &self,
+        target: B::Dir,
+        notes: &mut Vec<String>,
+    ) -> Result<Tree<B>, Error> {
         let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
         let Some(found) = read_marker_in(&rootd) else {
             if let Some(p) = read_any_marker_in(&rootd).and_then(|m| m.problem()) {
@@ -381,7 +388,7 @@ impl Prep<'_> {
             }
             return self.use_empty(target, rootd);
         };
-        let writable = engine::sys::can_write(&self.root);
+        let writable = rootd.writable();
         let lock = match take_lock(&rootd, &self.spec.target) {
             Ok(l) => Some(l),
             // A kept tree on a read-only file system: nothing here can
@@ -399,7 +406,7 @@ impl Prep<'_> {
 
     /// A working directory without a marker: use it if empty, and leave
     /// it (not ours) at the end.
-    fn use_empty(&self, target: DirHandle, rootd: DirHandle) -> Result<Tree, Error> {
+    fn use_empty<B: Backend>(&self, target: B::Dir, rootd: B::Dir) -> Result<Tree<B>, Error> {
         let empty = rootd.list().map_err(fs_err)?.is_empty();
         if !empty {
             return Err(Error::Refused(format!(
@@ -416,13 +423,13 @@ impl Prep<'_> {
     /// The working directory holds a tree an earlier run kept (`found` is
     /// its marker): remove it first with `--clean-existing`, or check that
     /// this run's phases can work on it as it is.
-    fn adopt_kept(
+    fn adopt_kept<B: Backend>(
         &self,
         found: Marker,
         notes: &mut Vec<String>,
-        guard: TreeGuard,
+        guard: TreeGuard<B>,
         writable: bool,
-    ) -> Result<Tree, Error> {
+    ) -> Result<Tree<B>, Error> {
         let (spec, root) = (self.spec, &self.root);
         if spec.clean_existing {
             let kept_spec = found.shaped(spec);
@@ -501,7 +508,7 @@ fn other_shape(root: &Path, found: &Marker) -> Error {
 /// Thread directories, untimed, as `run` makes its per-worker ones, in the
 /// held working directory; on a failure a tree this run made is removed
 /// again.
-fn make_thread_dirs(spec: &MetaSpec, tree: &mut Tree) -> Result<(), Error> {
+fn make_thread_dirs<B: Backend>(spec: &MetaSpec, tree: &mut Tree<B>) -> Result<(), Error> {
     let Some(g) = &tree.guard else {
         return Ok(());
     };
@@ -532,35 +539,35 @@ fn make_thread_dirs(spec: &MetaSpec, tree: &mut Tree) -> Result<(), Error> {
 
 /// Removes entries of every kind `state` allows for indices below
 /// `extent`, then the hashed directories and thread directories — names
-/// recomputed, `rmdir` only — below the held working directory (reached as
-/// `/proc/self/fd/N`, so a swapped name is never followed). Returns what
-/// could not be removed.
-pub(crate) fn teardown(
+/// recomputed, `rmdir` only — relative to the held working directory, so
+/// a swapped name is never followed. Returns what could not be removed.
+pub(crate) fn teardown<B: Backend>(
     spec: &MetaSpec,
-    guard: &TreeGuard,
+    guard: &TreeGuard<B>,
     state: TreeState,
     extent: u64,
 ) -> Vec<String> {
-    let Some(held) = guard.held_path() else {
-        return vec![format!(
-            "{}: cannot reach the held directory through /proc/self/fd, so nothing below it \
-             was removed (ioscale never removes through a path that may have been swapped)",
-            guard.root.path().display()
-        )];
-    };
-    let shown = guard.root.path().display().to_string();
-    let held_s = held.display().to_string();
-    let mut left = teardown_at(spec, &held, state, extent);
-    for l in &mut left {
-        *l = l.replace(&held_s, &shown);
+    let root = guard.root.path();
+    match B::at_of(&guard.root) {
+        Ok(at) => teardown_at::<B>(spec, Arc::new(at), root, state, extent),
+        Err(e) => vec![format!(
+            "{}: cannot hold it open ({e}), so nothing below it was removed (ioscale never \
+             removes through a path that may have been swapped)",
+            root.display()
+        )],
     }
-    left
 }
 
-fn teardown_at(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> Vec<String> {
+fn teardown_at<B: Backend>(
+    spec: &MetaSpec,
+    at: Arc<B::At>,
+    root: &Path,
+    state: TreeState,
+    extent: u64,
+) -> Vec<String> {
     let mut left = Vec::new();
     if !state.is_empty() && extent > 0 {
-        let plan = MetaPlan {
+        let plan = MetaPlan::<B> {
             spec,
             op: MetaOp::Cleanup,
             root: root.to_path_buf(),
@@ -571,7 +578,7 @@ fn teardown_at(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> V
             },
             limit: Some(vec![extent; spec.threads as usize]),
             timed: false,
-            root_fd: None,
+            root_dir: Some(Arc::clone(&at)),
         };
         // One thread at a time: few descriptors, so even after EMFILE the
         // cleanup can run.
@@ -593,10 +600,10 @@ fn teardown_at(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> V
     }
     let dirs_extent = extent.max(1);
     if spec.same_dir {
-        left.extend(remove_tree(spec, root, 0, dirs_extent));
+        left.extend(remove_tree::<B>(spec, &at, root, 0, dirs_extent));
     } else {
         for w in 0..spec.threads {
-            left.extend(remove_tree(spec, root, w, dirs_extent));
+            left.extend(remove_tree::<B>(spec, &at, root, w, dirs_extent));
         }
     }
     left
@@ -606,7 +613,12 @@ fn teardown_at(spec: &MetaSpec, root: &Path, state: TreeState, extent: u64) -> V
 /// it, ran a cleanup, or left it empty, and not `--keep`), or saves its
 /// marker and says how to remove it later. `spec` is the spec of all
 /// workers; the marker holds the state and extent the phases left.
-pub(crate) fn close(spec: &MetaSpec, tree: &mut Tree, ran_cleanup: bool, notes: &mut Vec<String>) {
+pub(crate) fn close<B: Backend>(
+    spec: &MetaSpec,
+    tree: &mut Tree<B>,
+    ran_cleanup: bool,
+    notes: &mut Vec<String>,
+) {
     let remove = !spec.keep && (tree.ours || ran_cleanup || tree.marker.state.is_empty());
     if remove {
         let left = match &tree.guard {
@@ -669,25 +681,25 @@ pub(crate) fn close(spec: &MetaSpec, tree: &mut Tree, ran_cleanup: bool, notes: 
 /// ioscale run made it, the working directory (rmdir, checked to be the
 /// held one: only when nothing foreign is left), all through the held
 /// handles.
-pub(crate) fn finish_root(tree: &mut Tree, left: &[String], notes: &mut Vec<String>) {
+pub(crate) fn finish_root<B: Backend>(
+    tree: &mut Tree<B>,
+    left: &[String],
+    notes: &mut Vec<String>,
+) {
     for l in left {
         notes.push(format!("cleanup: could not remove {l}"));
     }
     let Some(mut g) = tree.guard.take() else {
         return;
     };
-    if let Ok(list) = g.root.list() {
-        for n in list {
-            if safefs::is_own_temp_name(&n) || n == OLD_MARKER_TEMP {
-                let _ = g.root.unlink_at(&n, None);
-            }
-        }
+    for n in super::own_temps(&g.root) {
+        let _ = g.root.unlink_at(&n, None);
     }
     if let Err(e) = g.root.unlink_at(MARKER_NAME, None) {
         notes.push(format!("cleanup: could not remove {e}"));
     }
     if let Some(l) = g.lock.take() {
-        if let Err(e) = l.remove(&g.root, lock_name(MARKER_NAME)) {
+        if let Err(e) = g.root.unlock(l, lock_name(MARKER_NAME)) {
             notes.push(format!("cleanup: could not remove {e}"));
         }
     }
@@ -702,16 +714,22 @@ pub(crate) fn finish_root(tree: &mut Tree, left: &[String], notes: &mut Vec<Stri
     }
 }
 
-/// The marker's temporary name before ioscale used safefs.
-const OLD_MARKER_TEMP: &str = ".ioscale-meta-marker.tmp";
-
 /// `ioscale clean TARGET` for a metadata tree: `None` when there is no
 /// `TARGET/ioscale-meta.d`; else removes the tree a kept (or stopped) run
 /// left, recognised by its marker, and returns what was left. A tree a
 /// live run holds is refused naming it; one whose holder is gone is taken
-/// over.
+/// over. On a POSIX file system ([`clean_on`]).
 pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
-    let Some((t, root, rootd)) = super::open_root_to_clean(target, ROOT_NAME)? else {
+    clean_on(&Posix, target, opts)
+}
+
+/// [`clean`] on `backend`.
+pub fn clean_on<B: Backend>(
+    backend: &B,
+    target: &Path,
+    opts: safefs::LockOptions,
+) -> Result<Option<Cleaned>, Error> {
+    let Some((t, root, rootd)) = super::open_root_to_clean(backend, target, ROOT_NAME)? else {
         return Ok(None);
     };
     let Some(m) = read_any_marker_in(&rootd) else {
@@ -720,11 +738,12 @@ pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>
     if let Some(p) = m.problem() {
         return Err(super::bad_marker(&root.join(MARKER_NAME), &p));
     }
-    let lock = match SetLock::try_lock_with(&rootd, lock_name(MARKER_NAME), &command_line(), opts)
+    let lock = match rootd
+        .try_lock(lock_name(MARKER_NAME), &command_line(), opts)
         .map_err(fs_err)?
     {
-        TryLock::Acquired(l) => l,
-        TryLock::Held { .. } => return take_lock(&rootd, target).map(|_| None),
+        Locked::Acquired(l) => l,
+        Locked::Held { .. } => return take_lock(&rootd, target).map(|_| None),
     };
     let took_over = lock
         .stale_holder()
@@ -755,7 +774,7 @@ pub fn clean(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>
         engine: "sync".into(),
         iodepth: 1,
     });
-    let mut tree = Tree {
+    let mut tree = Tree::<B> {
         root,
         marker: m,
         writable: true,
@@ -810,12 +829,23 @@ pub(crate) fn union(a: TreeState, b: TreeState) -> TreeState {
 /// (device, inode) with rank 0's (the inode alone on another node, see
 /// [`super::peer`]); a mismatch is exit 2 naming the rank, agreed by all
 /// ranks. Their copy never writes the marker (`writable` false) and is
-/// never removed by them. A collective call.
+/// never removed by them. A collective call. On a POSIX file system
+/// ([`share_on`]).
 pub(crate) fn share(
     coord: &dyn coord::Coordinator,
     made: Option<Tree>,
     spec: &MetaSpec,
 ) -> Result<Tree, Error> {
+    share_on(&Posix, coord, made, spec)
+}
+
+/// [`share`] on `backend` (what the other ranks open the tree through).
+pub(crate) fn share_on<B: Backend>(
+    backend: &B,
+    coord: &dyn coord::Coordinator,
+    made: Option<Tree<B>>,
+    spec: &MetaSpec,
+) -> Result<Tree<B>, Error> {
     if coord.size() == 1 {
         return made.ok_or_else(|| Error::Refused("rank 0 has no tree".into()));
     }
@@ -828,7 +858,7 @@ pub(crate) fn share(
         .map_err(|e| Error::Refused(e.to_string()))?;
     let opened = match (&made, &got) {
         (Some(_), _) => Ok(None),
-        (None, Some((_, id, node))) => open_peer_root(spec, *id, node).map(Some),
+        (None, Some((_, id, node))) => open_peer_root(backend, spec, *id, node).map(Some),
         (None, None) => Err(Error::Refused("rank 0 sent no tree".into())),
     };
     let held = super::super::cluster::agree(coord, opened)?;
@@ -849,13 +879,14 @@ pub(crate) fn share(
 
 /// Another rank's `ioscale-meta.d`, opened with `O_NOFOLLOW` below the
 /// user's TARGET and checked against rank 0's identity `want`.
-fn open_peer_root(
+fn open_peer_root<B: Backend>(
+    backend: &B,
     spec: &MetaSpec,
     want: Option<safefs::FileId>,
     node: &str,
-) -> Result<Arc<std::os::fd::OwnedFd>, Error> {
+) -> Result<Arc<B::At>, Error> {
     super::peer::test_pause();
-    let t = DirHandle::open_target(&spec.target).map_err(fs_err)?;
+    let t = backend.open_target(&spec.target).map_err(fs_err)?;
     let d = t.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
     if let Some(w) = want {
         let same_node = node == super::peer::node_id();
@@ -863,11 +894,8 @@ fn open_peer_root(
             return Err(super::peer::other_dir(d.path(), w, d.id()));
         }
     }
-    d.as_fd()
-        .try_clone_to_owned()
-        .map(Arc::new)
-        .map_err(|source| Error::Setup {
-            what: format!("cannot hold {} open", d.path().display()),
-            source,
-        })
+    B::at_of(&d).map(Arc::new).map_err(|source| Error::Setup {
+        what: format!("cannot hold {} open", d.path().display()),
+        source,
+    })
 }

@@ -7,24 +7,25 @@
 //! job's file name sends them to the link's target (a block device, a file
 //! outside the directory), a FIFO blocks the open for ever, a device node
 //! is written into. ioscale takes the same names, but every step goes
-//! through a directory opened once ([`UserFiles`]) and held: a file is
-//! looked at with `lstat`, made with `O_CREAT|O_EXCL|O_NOFOLLOW`, reopened
-//! with `O_NOFOLLOW|O_NONBLOCK`, and anything but a regular file with one
-//! link is refused before a byte is written. What this run made is
-//! recorded by identity, and only that very file is removed (fio's
+//! through a directory opened once ([`UserFiles`]) and held, by the storage
+//! backend ([`engine::backend`]): a file is looked at without following a
+//! link, made exclusively (never through a link), reopened without
+//! following a link or blocking on a FIFO, and anything but a regular file
+//! with one link is refused before a byte is written. What this run made
+//! is recorded by identity, and only that very file is removed (fio's
 //! `unlink=1`). The timed I/O then runs on the same names as a
-//! [`FileNaming::Dd`] set with `nofollow` ([`prepare_laid`]), whose files
-//! are all opened in their directory without following a link.
+//! [`FileNaming::Dd`](spec::FileNaming::Dd) set with `nofollow`
+//! ([`prepare_laid`]), whose files are all opened in their directory
+//! without following a link. The entry points without a backend argument
+//! are POSIX's.
 
-use std::ffi::OsString;
-use std::io::{self, Seek, SeekFrom, Write};
-use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::FileExt;
+use std::ffi::{CString, OsString};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use safefs::{Access, DirHandle, FileId, Kind};
+use engine::backend::posix::Posix;
+use engine::backend::{Access, Backend, DataFile, Dir, EntryInfo, FileId, Kind, OpenHow};
 use spec::WorkloadSpec;
 
 use super::{fs_err, new_marker, parent_of, DataSet, DdSet, SetKind};
@@ -34,10 +35,18 @@ use crate::error::Error;
 const CHUNK: usize = 1 << 20;
 
 /// The directories of a command's job files, each opened once and held
-/// for the whole command, and the files laid out in them.
-#[derive(Debug, Default)]
-pub struct UserFiles {
-    dirs: Vec<DirHandle>,
+/// for the whole command, and the files laid out in them, on backend `B`
+/// (POSIX unless named).
+#[derive(Debug)]
+pub struct UserFiles<B: Backend = Posix> {
+    backend: B,
+    dirs: Vec<B::Dir>,
+}
+
+impl Default for UserFiles<Posix> {
+    fn default() -> Self {
+        UserFiles::new_on(Posix)
+    }
 }
 
 /// A file this command made (see [`UserFiles::remove`]). It is held open
@@ -47,74 +56,44 @@ pub struct UserFiles {
 /// deleted; while this descriptor holds the inode, no other file can have
 /// its number.
 #[derive(Debug)]
-pub struct Made {
+pub struct Made<B: Backend = Posix> {
     /// The path, as the job names it (for messages).
     pub path: PathBuf,
     dir: usize,
     name: OsString,
     id: FileId,
-    _held: std::fs::File,
+    _held: B::File,
 }
 
 /// What [`UserFiles::lay_out`] did.
 #[derive(Debug)]
-pub struct Laid {
+pub struct Laid<B: Backend = Posix> {
     /// Whether the file was short and was laid out (fio's `Laying out IO
     /// file` line).
     pub extended: bool,
     /// The file, when this call made it.
-    pub made: Option<Made>,
+    pub made: Option<Made<B>>,
 }
 
-/// `lstat` of `name` in `dir`, with the link count `EntryInfo` lacks.
-fn lstat_at(
-    dir: &DirHandle,
+/// What is at `name` in `dir`, never following a link.
+fn lstat_at<D: Dir>(
+    dir: &D,
     name: &std::ffi::OsStr,
     path: &Path,
-) -> Result<Option<libc::stat>, Error> {
-    let c = std::ffi::CString::new(name.as_bytes())
-        .map_err(|_| Error::Refused(format!("{}: a name with a NUL byte", path.display())))?;
-    // SAFETY: `stat` is plain data; zeroed is a valid value to be written.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: the descriptor is open for the call, `c` is NUL-terminated
-    // and `st` a valid stat buffer; the kernel keeps neither.
-    let rc = unsafe {
-        libc::fstatat(
-            dir.as_fd().as_raw_fd(),
-            c.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc == 0 {
-        return Ok(Some(st));
-    }
-    let e = io::Error::last_os_error();
-    if e.kind() == io::ErrorKind::NotFound {
-        return Ok(None);
-    }
-    Err(Error::io(format!("cannot inspect {}", path.display()), e))
+) -> Result<Option<EntryInfo>, Error> {
+    dir.stat_at(name).map_err(|e| match e.kind {
+        safefs::ErrorKind::Io(source) => Error::Setup {
+            what: format!("cannot inspect {}", path.display()),
+            source,
+        },
+        safefs::ErrorKind::Refused(_) => fs_err(e),
+    })
 }
 
-/// The kind of an entry from its `st_mode`.
-fn kind_of(mode: libc::mode_t) -> Kind {
-    match mode & libc::S_IFMT {
-        libc::S_IFREG => Kind::File,
-        libc::S_IFDIR => Kind::Dir,
-        libc::S_IFLNK => Kind::Symlink,
-        libc::S_IFIFO => Kind::Fifo,
-        libc::S_IFCHR => Kind::CharDevice,
-        libc::S_IFBLK => Kind::BlockDevice,
-        libc::S_IFSOCK => Kind::Socket,
-        _ => Kind::Other,
-    }
-}
-
-/// Why the entry `st` at `path` cannot be a job's file, if it cannot.
-fn refusal(st: &libc::stat, path: &Path) -> Option<Error> {
-    let kind = kind_of(st.st_mode);
-    if kind != Kind::File {
-        let why = match kind {
+/// Why the entry `info` at `path` cannot be a job's file, if it cannot.
+fn refusal(info: &EntryInfo, path: &Path) -> Option<Error> {
+    if info.kind != Kind::File {
+        let why = match info.kind {
             Kind::Symlink => "ioscale never follows a link at a job's file name",
             Kind::Dir => "a job's file must be a regular file",
             _ => "ioscale works on regular files only, never devices, FIFOs or sockets",
@@ -122,15 +101,15 @@ fn refusal(st: &libc::stat, path: &Path) -> Option<Error> {
         return Some(Error::Refused(format!(
             "{} is a {}: {why}; remove it or choose another directory",
             path.display(),
-            kind.name()
+            info.kind.name()
         )));
     }
-    (st.st_nlink > 1).then(|| {
+    (info.links > 1).then(|| {
         Error::Refused(format!(
             "{} has {} hard links: writing it would change another name's file too; \
              remove it or choose another directory",
             path.display(),
-            st.st_nlink
+            info.links
         ))
     })
 }
@@ -147,10 +126,20 @@ fn split(p: &Path) -> Result<(PathBuf, OsString), Error> {
     }
 }
 
-impl UserFiles {
-    /// No directory held yet.
+impl UserFiles<Posix> {
+    /// No directory held yet, on a POSIX file system.
     pub fn new() -> Self {
-        UserFiles::default()
+        UserFiles::new_on(Posix)
+    }
+}
+
+impl<B: Backend> UserFiles<B> {
+    /// No directory held yet, on `backend`.
+    pub fn new_on(backend: B) -> Self {
+        UserFiles {
+            backend,
+            dirs: Vec::new(),
+        }
     }
 
     /// The held handle of directory `d`, opened now if this is its first
@@ -160,7 +149,7 @@ impl UserFiles {
         if let Some(i) = self.dirs.iter().position(|h| h.path() == d) {
             return Ok(i);
         }
-        let h = DirHandle::open_target(d).map_err(|e| match e.kind {
+        let h = self.backend.open_target(d).map_err(|e| match e.kind {
             safefs::ErrorKind::Io(source) => Error::Setup {
                 what: format!("directory {}", d.display()),
                 source,
@@ -181,9 +170,9 @@ impl UserFiles {
         let i = self.held(&d)?;
         match lstat_at(&self.dirs[i], &name, p)? {
             None => Ok(None),
-            Some(st) => match refusal(&st, p) {
+            Some(info) => match refusal(&info, p) {
                 Some(e) => Err(e),
-                None => Ok(Some(st.st_size as u64)),
+                None => Ok(Some(info.size)),
             },
         }
     }
@@ -194,7 +183,7 @@ impl UserFiles {
     /// `fill` (a job that reads), the missing bytes are written and synced.
     /// A missing file is made exclusively and recorded; an existing one
     /// must be a regular file with one link (checked again on the open
-    /// descriptor, so a swap after [`UserFiles::check`] is refused, never
+    /// file, so a swap after [`UserFiles::check`] is refused, never
     /// followed). `stop` (a signal) ends a long fill with
     /// [`Error::Interrupted`]. A failed write is an [`Error::Setup`]
     /// naming the file. A file this call made is handed back only when it
@@ -206,48 +195,29 @@ impl UserFiles {
         size: u64,
         fill: bool,
         stop: &AtomicBool,
-    ) -> Result<Laid, Error> {
-        let end = i64::try_from(size).map_err(|_| {
-            Error::Refused(format!(
+    ) -> Result<Laid<B>, Error> {
+        if i64::try_from(size).is_err() {
+            return Err(Error::Refused(format!(
                 "{}: {size} bytes is past the largest file offset (2^63-1)",
                 p.display()
-            ))
-        })?;
+            )));
+        }
         let (d, name) = split(p)?;
         let i = self.held(&d)?;
         let dir = &self.dirs[i];
-        if let Some(st) = lstat_at(dir, &name, p)? {
-            if let Some(e) = refusal(&st, p) {
+        if let Some(info) = lstat_at(dir, &name, p)? {
+            if let Some(e) = refusal(&info, p) {
                 return Err(e);
             }
-            if st.st_size as u64 >= size {
+            if info.size >= size {
                 return Ok(Laid {
                     extended: false,
                     made: None,
                 });
             }
         }
-        let (file, id) = match dir.create_at(&name, 0o644) {
-            Ok((f, id)) => (f, Some(id)),
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
-                let (f, _) = dir
-                    .open_file_at(&name, Access::Write, None)
-                    .map_err(fs_err)?;
-                let st = f
-                    .metadata()
-                    .map_err(|e| Error::io(format!("cannot inspect {}", p.display()), e))?;
-                if std::os::unix::fs::MetadataExt::nlink(&st) > 1 {
-                    return Err(Error::Refused(format!(
-                        "{} has other hard links: writing it would change another name's file \
-                         too; remove it or choose another directory",
-                        p.display()
-                    )));
-                }
-                (f, None)
-            }
-            Err(e) => return Err(fs_err(e)),
-        };
-        if let Err(e) = extend(&file, end, fill, stop) {
+        let (file, id) = open_to_lay_out(dir, &name, p)?;
+        if let Err(e) = extend(&file, size, fill, stop) {
             if let Some(id) = id {
                 let _ = dir.unlink_at(&name, Some(id));
             }
@@ -271,7 +241,7 @@ impl UserFiles {
     /// anything by path.
     pub fn check_dirs(&self) -> Result<(), Error> {
         for h in &self.dirs {
-            let now = DirHandle::open_target(h.path()).map(|d| d.id());
+            let now = self.backend.open_target(h.path()).map(|d| d.id());
             if now.as_ref().ok() != Some(&h.id()) {
                 return Err(Error::Refused(format!(
                     "directory {} was replaced or removed while the command ran (it is no longer \
@@ -287,7 +257,7 @@ impl UserFiles {
     /// while it is still that very file, through the directory held since
     /// the start (never a directory swapped in under its path). Returns
     /// what could not be removed.
-    pub fn remove(&self, made: &[Made]) -> Vec<String> {
+    pub fn remove(&self, made: &[Made<B>]) -> Vec<String> {
         let mut left = Vec::new();
         for m in made {
             match self.dirs[m.dir].unlink_at(&m.name, Some(m.id)) {
@@ -297,6 +267,36 @@ impl UserFiles {
             }
         }
         left
+    }
+}
+
+/// The file `name` of `dir` to lay out: made exclusively (its identity
+/// then recorded), or the existing one opened to write, refused when it
+/// has other hard links.
+fn open_to_lay_out<D: Dir>(
+    dir: &D,
+    name: &std::ffi::OsStr,
+    p: &Path,
+) -> Result<(D::File, Option<FileId>), Error> {
+    match dir.create_at(name, 0o644) {
+        Ok((f, id)) => Ok((f, Some(id))),
+        Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+            let (f, _) = dir
+                .open_file_at(name, Access::Write, None)
+                .map_err(fs_err)?;
+            let links = f
+                .links()
+                .map_err(|e| Error::io(format!("cannot inspect {}", p.display()), e))?;
+            if links > 1 {
+                return Err(Error::Refused(format!(
+                    "{} has other hard links: writing it would change another name's file \
+                     too; remove it or choose another directory",
+                    p.display()
+                )));
+            }
+            Ok((f, None))
+        }
+        Err(e) => Err(fs_err(e)),
     }
 }
 
@@ -320,14 +320,11 @@ impl Stopped {
 
 /// Allocates `file` up to `end` and, with `fill`, writes its missing
 /// bytes and syncs it.
-fn extend(file: &std::fs::File, end: i64, fill: bool, stop: &AtomicBool) -> Result<(), Stopped> {
-    let have = file.metadata().map_err(|e| Stopped::Io("fstat", e))?.len();
+fn extend<F: DataFile>(file: &F, end: u64, fill: bool, stop: &AtomicBool) -> Result<(), Stopped> {
+    let have = file.size().map_err(|e| Stopped::Io("fstat", e))?;
     // fio's default fallocate=native: fallocate(2) itself, mode 0. A file
     // system without it gets its blocks from the writes (fio goes on too).
-    // SAFETY: a valid descriptor and a range; no memory involved.
-    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, end) };
-    if rc != 0 {
-        let e = io::Error::last_os_error();
+    if let Err(e) = file.allocate(end) {
         if !matches!(
             e.raw_os_error(),
             Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS)
@@ -339,24 +336,23 @@ fn extend(file: &std::fs::File, end: i64, fill: bool, stop: &AtomicBool) -> Resu
         return Ok(());
     }
     let chunk = vec![0xa5u8; CHUNK];
-    let end = end as u64;
     let mut at = have;
     // Sequential writes from the end of what is there, as fio's layout.
-    let mut f = file;
-    if at > 0 {
-        f.seek(SeekFrom::Start(at))
-            .map_err(|e| Stopped::Io("lseek", e))?;
-    }
     while at < end {
         if stop.load(Ordering::Relaxed) {
             return Err(Stopped::Signal);
         }
         let n = (end - at).min(CHUNK as u64) as usize;
-        f.write_all(&chunk[..n])
+        let done = file
+            .write_at(&chunk[..n], at)
             .map_err(|e| Stopped::Io("write", e))?;
-        at += n as u64;
+        if done == 0 {
+            let e = io::Error::from_raw_os_error(libc::ENOSPC);
+            return Err(Stopped::Io("write", e));
+        }
+        at += done as u64;
     }
-    file.sync_all().map_err(|e| Stopped::Io("fsync", e))
+    file.sync().map_err(|e| Stopped::Io("fsync", e))
 }
 
 /// The data set of a run on files [`UserFiles`] laid out (`FileNaming::Dd`
@@ -364,13 +360,14 @@ fn extend(file: &std::fs::File, end: i64, fill: bool, stop: &AtomicBool) -> Resu
 /// least as long as it reads), looked at without following a link; none
 /// is made or removed here, and the workers open every one in its
 /// directory with `O_NOFOLLOW` ([`DdSet::nofollow`]).
-pub(super) fn prepare_laid(
+pub(super) fn prepare_laid<B: Backend>(
+    backend: B,
     spec: &WorkloadSpec,
     paths: &[PathBuf],
     run_id: &str,
-) -> Result<DataSet, Error> {
+) -> Result<DataSet<B>, Error> {
     let writes = spec.ops.iter().any(|o| o.writes());
-    let mut files = UserFiles::new();
+    let mut files = UserFiles::new_on(backend.clone());
     let mut had_data = true;
     for p in paths {
         match files.check(p)? {
@@ -406,25 +403,48 @@ pub(super) fn prepare_laid(
         }),
         guard: None,
         peer: None,
+        backend,
     })
 }
 
 /// O_DIRECT checked on a job's own file, for a file system without
-/// `O_TMPFILE` ([`super::probe_direct`]): the file is opened without
-/// following a link, switched to O_DIRECT, and one transfer is read at
-/// `offset` (rounded down to 4 KiB). Nothing is written and nothing is
-/// made. A region that was never written (a hole) may be served without
-/// the alignment check; the job then names the misalignment itself.
-pub(super) fn probe_file(p: &Path, offset: u64, xfer: u64) -> Result<(), Error> {
+/// unnamed files ([`super::probe_direct_for_on`]): the file is opened as a
+/// data file (never through a link, never a FIFO, device or hard-linked
+/// file) with O_DIRECT, and one transfer is read at `offset` (rounded down
+/// to 4 KiB). Nothing is written and nothing is made. A region that was
+/// never written (a hole) may be served without the alignment check; the
+/// job then names the misalignment itself.
+pub(super) fn probe_file<B: Backend>(
+    backend: &B,
+    p: &Path,
+    offset: u64,
+    xfer: u64,
+) -> Result<(), Error> {
     let (d, name) = split(p)?;
-    let dir = DirHandle::open_target(&d).map_err(fs_err)?;
-    let (file, _) = dir
-        .open_file_at(&name, Access::Read, None)
-        .map_err(fs_err)?;
-    super::set_direct(&file).map_err(|e| super::direct_refused(&d, e))?;
+    let dir = backend.open_target(&d).map_err(fs_err)?;
+    let at = B::at_of(&dir).map_err(|e| Error::io(format!("cannot hold {}", d.display()), e))?;
+    let name = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()))
+        .map_err(|_| Error::Refused(format!("{}: a name with a NUL byte", p.display())))?;
+    let how = OpenHow {
+        read: true,
+        direct: true,
+        ..OpenHow::default()
+    };
+    let file = B::open_data(&at, &name, how).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            super::direct_refused(&d, e)
+        } else {
+            Error::Refused(format!(
+                "cannot open {} for the O_DIRECT check: {e}",
+                p.display()
+            ))
+        }
+    })?;
     let len = xfer.min(1 << 20) as usize;
     let mut buf = engine::buf::AlignedBuf::new(len, 4096);
-    match file.read_at(buf.as_mut_slice(), offset / 4096 * 4096) {
+    let r = file.read_at(buf.as_mut_slice(), offset / 4096 * 4096);
+    let _ = file.close();
+    match r {
         Ok(_) => Ok(()),
         Err(e) => Err(super::transfer_refused(&d, xfer, e)),
     }
@@ -433,6 +453,7 @@ pub(super) fn probe_file(p: &Path, offset: u64, xfer: u64) -> Result<(), Error> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStrExt;
 
     fn never() -> AtomicBool {
         AtomicBool::new(false)

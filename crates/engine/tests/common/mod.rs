@@ -55,7 +55,7 @@ pub fn run_phase(
     cfg: MetaEngineConfig,
     stop: Arc<AtomicBool>,
 ) -> (Vec<MetaSample>, f64) {
-    let plan = MetaPlan {
+    let plan: MetaPlan = MetaPlan {
         spec,
         op,
         root: root.to_path_buf(),
@@ -63,7 +63,7 @@ pub fn run_phase(
         state,
         limit: None,
         timed: true,
-        root_fd: None,
+        root_dir: None,
     };
     let ctl = PhaseControl::new(stop);
     let barrier = Barrier::new(spec.threads as usize);

@@ -1,6 +1,6 @@
-//! The `*at` system calls and xattr calls std does not wrap. Every
-//! `unsafe` of the metadata engine is here. Names are NUL-terminated byte
-//! slices, checked with [`CStr::from_bytes_with_nul`] before use.
+//! The `*at` system calls and xattr calls std does not wrap: the POSIX
+//! backend's system-call layer, and every `unsafe` of its loops. Names are
+//! NUL-terminated byte slices, checked in O(1) before use.
 
 use std::ffi::CStr;
 use std::io;
@@ -189,6 +189,18 @@ pub fn open(dir: RawFd, name: &[u8], flags: i32, mode: u32) -> io::Result<RawFd>
     }
 }
 
+/// Clears `O_NONBLOCK` (set while opening, so a FIFO does not hang the
+/// open) for ordinary blocking I/O.
+pub fn set_blocking(fd: RawFd) -> io::Result<()> {
+    // SAFETY: fcntl on a descriptor the caller owns; no memory is passed.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// write(2), retried on EINTR.
 pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for reads of `buf.len()` bytes.
@@ -232,26 +244,18 @@ pub fn file_size(fd: RawFd) -> io::Result<u64> {
     Ok(unsafe { st.assume_init() }.st_size as u64)
 }
 
+/// fallocate(2) of the first `len` bytes, mode 0 (fio's default
+/// `fallocate=native`).
+pub fn fallocate(fd: RawFd, len: u64) -> io::Result<()> {
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
+    // SAFETY: a descriptor and a range; no memory is passed.
+    check(unsafe { libc::fallocate(fd, 0, 0, len) })
+}
+
 /// fsync(2).
 pub fn fsync(fd: RawFd) -> io::Result<()> {
     // SAFETY: no memory is passed.
     check(unsafe { libc::fsync(fd) })
-}
-
-/// close(2), reporting the error `drop` would swallow. EINTR counts as
-/// closed (Linux releases the descriptor anyway).
-pub fn close(fd: RawFd) -> io::Result<()> {
-    // SAFETY: the caller owns `fd` and does not use it afterwards.
-    let r = unsafe { libc::close(fd) };
-    if r == 0 {
-        return Ok(());
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EINTR) {
-        Ok(())
-    } else {
-        Err(e)
-    }
 }
 
 /// fstatat with AT_SYMLINK_NOFOLLOW; returns `st_mode`.
@@ -266,9 +270,86 @@ pub fn lstat(dir: RawFd, name: &[u8]) -> io::Result<u32> {
     Ok(unsafe { st.assume_init() }.st_mode)
 }
 
-/// fchmodat.
+/// System call numbers newer than the `libc` crate's tables: one number
+/// on every architecture with the unified table (Linux 5.1 and later);
+/// `None` elsewhere, where the older call is used.
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64",
+    target_arch = "loongarch64"
+))]
+mod nr {
+    pub const FCHMODAT2: Option<libc::c_long> = Some(452);
+    pub const SETXATTRAT: Option<libc::c_long> = Some(463);
+    pub const GETXATTRAT: Option<libc::c_long> = Some(464);
+}
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "aarch64",
+    target_arch = "riscv64",
+    target_arch = "loongarch64"
+)))]
+mod nr {
+    pub const FCHMODAT2: Option<libc::c_long> = None;
+    pub const SETXATTRAT: Option<libc::c_long> = None;
+    pub const GETXATTRAT: Option<libc::c_long> = None;
+}
+
+/// Whether a newer system call is known to be missing (ENOSYS; not EPERM,
+/// which these calls return for a denied change): then the older one is
+/// used.
+struct Missing(std::sync::atomic::AtomicBool);
+
+impl Missing {
+    const fn new() -> Self {
+        Missing(std::sync::atomic::AtomicBool::new(false))
+    }
+
+    /// The call's number, unless it is known to be missing.
+    #[inline]
+    fn nr(&self, nr: Option<libc::c_long>) -> Option<libc::c_long> {
+        nr.filter(|_| !self.0.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Whether `e` says the call is missing (and remembers it).
+    fn missing(&self, e: &io::Error) -> bool {
+        let gone = e.raw_os_error() == Some(libc::ENOSYS);
+        if gone {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        gone
+    }
+}
+
+static NO_FCHMODAT2: Missing = Missing::new();
+static NO_XATTRAT: Missing = Missing::new();
+
+/// chmod of `name` in `dir`, never through a link: `fchmodat2` with
+/// `AT_SYMLINK_NOFOLLOW` (Linux 6.6; a link there fails with EOPNOTSUPP),
+/// else `fchmodat`, which follows a link at the name (the kernel has no
+/// other way to refuse it).
 pub fn chmod(dir: RawFd, name: &[u8], mode: u32) -> io::Result<()> {
     let c = cstr(name)?;
+    if let Some(nr) = NO_FCHMODAT2.nr(nr::FCHMODAT2) {
+        // SAFETY: valid C string; no other memory is passed.
+        let r = unsafe {
+            libc::syscall(
+                nr,
+                dir,
+                c.as_ptr(),
+                mode as libc::mode_t,
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if !NO_FCHMODAT2.missing(&e) {
+            return Err(e);
+        }
+    }
     // SAFETY: valid C string.
     check(unsafe { libc::fchmodat(dir, c.as_ptr(), mode as libc::mode_t, 0) })
 }
@@ -324,14 +405,70 @@ pub fn mkdir_beneath(dir: RawFd, path: &[u8], mode: u32) -> io::Result<()> {
     }
 }
 
-/// lsetxattr on a full path (there is no portable `*at` form).
-pub fn set_xattr(path: &[u8], name: &CStr, value: &[u8]) -> io::Result<()> {
-    let c = cstr(path)?;
+/// The `struct xattr_args` of `setxattrat`/`getxattrat`.
+#[repr(C)]
+struct XattrArgs {
+    value: u64,
+    size: u32,
+    flags: u32,
+}
+
+/// `/proc/self/fd/DIR/NAME` in `out` (NUL-terminated): the entry reached
+/// through the held directory itself, whatever happened to the names
+/// above it, for the path-only xattr calls of kernels before 6.13.
+fn proc_path<'a>(out: &'a mut [u8; 352], dir: RawFd, name: &[u8]) -> io::Result<CName<'a>> {
+    use std::io::Write;
+    let mut w = &mut out[..];
+    let fits = write!(w, "/proc/self/fd/{dir}/").is_ok() && w.write_all(name).is_ok();
+    let left = w.len();
+    if !fits {
+        return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    let end = out.len() - left;
+    cstr(&out[..end])
+}
+
+/// Sets the xattr `key` of `name` in `dir`, never through a link:
+/// `setxattrat` with `AT_SYMLINK_NOFOLLOW` relative to the held directory
+/// (Linux 6.13), else `lsetxattr` on the entry reached through
+/// `/proc/self/fd` (see [`proc_path`]). A full path would follow a link
+/// swapped in for any directory above the entry.
+pub fn set_xattr(dir: RawFd, name: &[u8], key: &CStr, value: &[u8]) -> io::Result<()> {
+    let c = cstr(name)?;
+    if let Some(nr) = NO_XATTRAT.nr(nr::SETXATTRAT) {
+        let args = XattrArgs {
+            value: value.as_ptr() as u64,
+            size: value.len() as u32,
+            flags: 0,
+        };
+        // SAFETY: valid C strings; `args` points at `value`, valid for
+        // reads of its length; the kernel keeps none of them.
+        let r = unsafe {
+            libc::syscall(
+                nr,
+                dir,
+                c.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+                key.as_ptr(),
+                &args as *const XattrArgs,
+                std::mem::size_of::<XattrArgs>(),
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if !NO_XATTRAT.missing(&e) {
+            return Err(e);
+        }
+    }
+    let mut buf = [0u8; 352];
+    let p = proc_path(&mut buf, dir, name)?;
     // SAFETY: valid C strings; `value` is valid for `value.len()` bytes.
     check(unsafe {
         libc::lsetxattr(
-            c.as_ptr(),
-            name.as_ptr(),
+            p.as_ptr(),
+            key.as_ptr(),
             value.as_ptr().cast(),
             value.len(),
             0,
@@ -339,18 +476,42 @@ pub fn set_xattr(path: &[u8], name: &CStr, value: &[u8]) -> io::Result<()> {
     })
 }
 
-/// lgetxattr on a full path; returns the value's length.
-pub fn get_xattr(path: &[u8], name: &CStr, out: &mut [u8]) -> io::Result<usize> {
-    let c = cstr(path)?;
+/// Reads the xattr `key` of `name` in `dir` into `out`, never through a
+/// link (as [`set_xattr`]); the value's length.
+pub fn get_xattr(dir: RawFd, name: &[u8], key: &CStr, out: &mut [u8]) -> io::Result<usize> {
+    let c = cstr(name)?;
+    if let Some(nr) = NO_XATTRAT.nr(nr::GETXATTRAT) {
+        let mut args = XattrArgs {
+            value: out.as_mut_ptr() as u64,
+            size: out.len() as u32,
+            flags: 0,
+        };
+        // SAFETY: valid C strings; `args` points at `out`, valid for
+        // writes of its length; the kernel keeps none of them.
+        let r = unsafe {
+            libc::syscall(
+                nr,
+                dir,
+                c.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+                key.as_ptr(),
+                &mut args as *mut XattrArgs,
+                std::mem::size_of::<XattrArgs>(),
+            )
+        };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if !NO_XATTRAT.missing(&e) {
+            return Err(e);
+        }
+    }
+    let mut buf = [0u8; 352];
+    let p = proc_path(&mut buf, dir, name)?;
     // SAFETY: valid C strings; `out` is writable for `out.len()` bytes.
-    let r = unsafe {
-        libc::lgetxattr(
-            c.as_ptr(),
-            name.as_ptr(),
-            out.as_mut_ptr().cast(),
-            out.len(),
-        )
-    };
+    let r =
+        unsafe { libc::lgetxattr(p.as_ptr(), key.as_ptr(), out.as_mut_ptr().cast(), out.len()) };
     if r < 0 {
         Err(io::Error::last_os_error())
     } else {

@@ -244,6 +244,15 @@ fn force_async() -> bool {
     std::env::var("IOSCALE_URING_ASYNC").is_ok_and(|v| v == "1")
 }
 
+/// The flags of an `OPENAT` of this engine: as the synchronous engine
+/// opens (never through a link), but a direct descriptor takes no
+/// `O_CLOEXEC` (EINVAL: it is in no fd table) and no `O_NONBLOCK` (the
+/// ring would fail a read or write that has to wait with EAGAIN instead
+/// of handing it to a worker).
+fn uring_flags(how: OpenHow) -> i32 {
+    Posix::flags(how) & !(libc::O_CLOEXEC | libc::O_NONBLOCK)
+}
+
 fn errno(res: i32) -> io::Error {
     io::Error::from_raw_os_error(-res)
 }
@@ -320,9 +329,7 @@ impl Queue {
                 MSlot::new(buf)
             })
             .collect();
-        // As the synchronous engine opens (never through a link); a direct
-        // descriptor takes no O_CLOEXEC (EINVAL): it is in no fd table.
-        let flags = Posix::flags(open_how(plan.op, spec).unwrap_or_default()) & !libc::O_CLOEXEC;
+        let flags = uring_flags(open_how(plan.op, spec).unwrap_or_default());
         Ok(Queue {
             ring,
             slots,
@@ -500,7 +507,7 @@ impl Queue {
                 direct: self.flags & libc::O_DIRECT != 0,
                 ..OpenHow::default()
             };
-            Posix::flags(how) & !libc::O_CLOEXEC
+            uring_flags(how)
         };
         let more_read = op == MetaOp::Read
             && !m.eof

@@ -94,18 +94,23 @@ fn raw_flags(how: OpenHow) -> i32 {
 /// `O_NOFOLLOW` (a link fails with ELOOP) and `O_NONBLOCK` while opening
 /// (a FIFO planted under the name does not hang the worker), then refuses
 /// anything but a regular file with one name. `flags` are the access mode
-/// and extra flags (`O_CREAT`, `O_DIRECT`, `O_SYNC`…).
+/// and extra flags (`O_CREAT`, `O_DIRECT`, `O_SYNC`…); an `O_TRUNC` is
+/// done only after those checks (`ftruncate`): at the open it would cut a
+/// foreign file hard-linked under the name before it could be refused.
 pub fn open_data_flags(dir: &OwnedFd, name: &CStr, flags: i32, mode: u32) -> io::Result<File> {
     let fd = at::open(
         dir.as_raw_fd(),
         name.to_bytes_with_nul(),
-        flags | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        (flags & !libc::O_TRUNC) | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK,
         mode,
     )?;
     // SAFETY: `fd` was just returned by openat and nobody else owns it.
     let file = unsafe { File::from_raw_fd(fd) };
     check_regular(&file)?;
     at::set_blocking(file.as_raw_fd())?;
+    if flags & libc::O_TRUNC != 0 {
+        file.set_len(0)?;
+    }
     Ok(file)
 }
 
@@ -322,9 +327,13 @@ impl Backend for Posix {
         Ok(file)
     }
 
+    /// `how`, plus what every open of the loops carries: `O_NOFOLLOW` (a
+    /// link planted under a name fails with ELOOP), `O_NONBLOCK` (a FIFO
+    /// planted under a name neither hangs the open nor a read or write;
+    /// it has no effect on a regular file, open(2)) and `O_CLOEXEC`.
     #[inline]
     fn flags(how: OpenHow) -> i32 {
-        raw_flags(how) | libc::O_NOFOLLOW | libc::O_CLOEXEC
+        raw_flags(how) | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC
     }
 
     fn at_of(dir: &DirHandle) -> io::Result<OwnedFd> {

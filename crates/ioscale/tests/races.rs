@@ -302,3 +302,35 @@ fn saboteur_never_damages_foreign_files_meta_io_uring() {
         ]]
     });
 }
+
+/// `meta` with every per-file phase (reads, writes in place, truncation,
+/// chmod, xattrs, links, renames) on a hashed tree: the storage backend's
+/// loop calls never follow a link planted under a file name or swapped in
+/// for a directory (`O_NOFOLLOW` on every open, `fchmodat2` and
+/// `setxattrat` with `AT_SYMLINK_NOFOLLOW` relative to the held
+/// directory) and never hang on a FIFO (`O_NONBLOCK`). The VICTIM check
+/// covers permission bits and the `user.ioscale` attribute too. Before
+/// the backend table, overwrite and truncate-overwrite wrote through a
+/// planted link, chmod changed the victim's mode and a read of a planted
+/// FIFO hung; seed 2 caught it at iteration 30 (`file.00000000` of the
+/// VICTIM rewritten through a link): 100 iterations within 40 s.
+#[test]
+fn saboteur_never_damages_foreign_files_meta_every_op() {
+    harness(seed(2), 100, Duration::from_secs(40), |_| {
+        vec![vec![
+            "meta",
+            "--ops",
+            "create,stat,read,append,overwrite,truncate-overwrite,chmod,setxattr,getxattr,\
+             symlink,readdir,rename,delete,mkdir,stat-dir,rmdir",
+            "--files",
+            "24",
+            "--threads",
+            "2",
+            "--files-per-dir",
+            "4",
+            "--dirs-per-dir",
+            "2",
+            "-q",
+        ]]
+    });
+}

@@ -3,7 +3,9 @@
 //! random (seeded) moments, and plants FIFOs, links and hard links to a
 //! VICTIM directory of foreign files under ioscale's names; after every
 //! iteration the VICTIM is checked file by file (kind, length, content
-//! hash) and must be exactly as planted — nothing lost, changed or added.
+//! hash, permission bits and the extended attribute ioscale's metadata
+//! phases set) and must be exactly as planted — nothing lost, changed or
+//! added.
 //!
 //! ```no_run
 //! use safefs::testing::{race, RaceConfig};
@@ -89,15 +91,35 @@ pub const IOSCALE_NAMES: &[&str] = &[
 #[derive(Debug)]
 pub struct Victim {
     root: PathBuf,
-    files: BTreeMap<PathBuf, (u64, u64)>,
+    files: BTreeMap<PathBuf, (u64, u64, Attrs)>,
     dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
 enum Seen {
-    File(u64, u64),
+    File(u64, u64, Attrs),
     Dir,
     Other,
+}
+
+/// What a metadata phase could change of a file without touching its
+/// bytes: its permission bits, and whether it carries ioscale's extended
+/// attribute (`user.ioscale`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Attrs {
+    mode: u32,
+    xattr: bool,
+}
+
+impl Attrs {
+    fn of(p: &Path, m: &fs::Metadata) -> Attrs {
+        use std::os::unix::fs::PermissionsExt;
+        let mut buf = [0u8; 64];
+        Attrs {
+            mode: m.permissions().mode() & 0o7777,
+            xattr: rustix::fs::lgetxattr(p, "user.ioscale", &mut buf[..]).is_ok(),
+        }
+    }
 }
 
 impl Victim {
@@ -136,8 +158,10 @@ impl Victim {
         for n in names {
             let len = 1 + rng.below(8192) as usize;
             let data: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
-            fs::write(root.join(n), &data)?;
-            files.insert(PathBuf::from(n), (len as u64, hash(&data)));
+            let p = root.join(n);
+            fs::write(&p, &data)?;
+            let attrs = Attrs::of(&p, &fs::symlink_metadata(&p)?);
+            files.insert(PathBuf::from(n), (len as u64, hash(&data), attrs));
         }
         Ok(Victim {
             root: root.to_path_buf(),
@@ -168,7 +192,8 @@ impl Victim {
                 Self::walk(&e.path(), &r, out);
             } else if m.is_file() {
                 let data = fs::read(e.path()).unwrap_or_default();
-                out.insert(r, Seen::File(data.len() as u64, hash(&data)));
+                let attrs = Attrs::of(&e.path(), &m);
+                out.insert(r, Seen::File(data.len() as u64, hash(&data), attrs));
             } else {
                 out.insert(r, Seen::Other);
             }
@@ -181,10 +206,14 @@ impl Victim {
         let mut seen = BTreeMap::new();
         Self::walk(&self.root, Path::new(""), &mut seen);
         let mut bad = Vec::new();
-        for (p, &(len, h)) in &self.files {
+        for (p, &(len, h, attrs)) in &self.files {
             match seen.remove(p) {
-                Some(Seen::File(l, hh)) if l == len && hh == h => {}
-                Some(Seen::File(l, _)) => bad.push(format!(
+                Some(Seen::File(l, hh, a)) if l == len && hh == h && a == attrs => {}
+                Some(Seen::File(l, hh, a)) if l == len && hh == h => bad.push(format!(
+                    "{} changed its attributes ({a:?}, planted {attrs:?})",
+                    p.display()
+                )),
+                Some(Seen::File(l, _, _)) => bad.push(format!(
                     "{} changed ({l} bytes, planted {len})",
                     p.display()
                 )),

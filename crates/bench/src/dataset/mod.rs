@@ -41,6 +41,8 @@ use safefs::{lock_name, Liveness};
 
 use crate::error::Error;
 
+#[cfg(test)]
+mod agnostic;
 pub mod peer;
 pub mod tree;
 pub mod user;

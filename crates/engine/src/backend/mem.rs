@@ -8,7 +8,7 @@
 //! store (a test's concern, not a speed's), with the error numbers a POSIX
 //! file system gives, counts every call by name ([`Mem::calls`]), and
 //! lists everything it holds ([`Mem::entries`]) so a test can check that
-//! nothing was left. [`Mem<true>`] declares what an object store can do
+//! nothing was left. [`MemObjects`] declares what an object store can do
 //! (no rename, no directories of their own, no writes in place…), for the
 //! refusals of [`super::Capabilities`].
 
@@ -43,7 +43,7 @@ static FULL: Capabilities = Capabilities {
     user_paths: false,
 };
 
-/// What the double declares as `Mem<true>`: an object store's abilities.
+/// What [`MemObjects`] declares: an object store's abilities.
 static OBJECTS: Capabilities = Capabilities {
     name: "mem-objects",
     directories: false,
@@ -261,22 +261,27 @@ impl Store {
 static DEVS: AtomicU64 = AtomicU64::new(0x6d65_6d00);
 
 /// The in-memory backend (a test double: see the module docs). `OBJECTS`
-/// makes it declare an object store's abilities.
+/// makes it declare an object store's abilities ([`MemObjects`]).
 #[derive(Debug, Clone)]
-pub struct Mem<const OBJECTS: bool = false> {
+pub struct MemStore<const OBJECTS: bool> {
     store: Arc<Store>,
 }
 
-impl<const O: bool> Default for Mem<O> {
+/// The double with a file system's abilities.
+pub type Mem = MemStore<false>;
+/// The double declaring an object store's abilities.
+pub type MemObjects = MemStore<true>;
+
+impl<const O: bool> Default for MemStore<O> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<const O: bool> Mem<O> {
+impl<const O: bool> MemStore<O> {
     /// An empty store holding one directory, `/`.
     pub fn new() -> Self {
-        Mem {
+        MemStore {
             store: Arc::new(Store {
                 tree: Mutex::new(Tree::new()),
                 dev: DEVS.fetch_add(1, Ordering::Relaxed),
@@ -608,7 +613,7 @@ impl Dir for MemDir {
     fn rename_at(&self, from: impl AsRef<OsStr>, to: impl AsRef<OsStr>) -> Result<()> {
         let (from, to) = (from.as_ref(), to.as_ref());
         let at = self.at();
-        Mem::<false>::rename(&at, &nul(from), &nul(to)).map_err(|e| self.fail("rename", to, e))
+        Mem::rename(&at, &nul(from), &nul(to)).map_err(|e| self.fail("rename", to, e))
     }
     fn list(&self) -> Result<Vec<OsString>> {
         let t = self.store.lock("list");
@@ -778,7 +783,7 @@ impl DataFile for MemFile {
     }
 }
 
-impl<const O: bool> Mem<O> {
+impl<const O: bool> MemStore<O> {
     fn at<'a>(at: &'a MemAt, call: &'static str) -> MutexGuard<'a, Tree> {
         at.store.lock(call)
     }
@@ -808,7 +813,7 @@ impl<const O: bool> Mem<O> {
     }
 }
 
-impl<const O: bool> Backend for Mem<O> {
+impl<const O: bool> Backend for MemStore<O> {
     type Dir = MemDir;
     type At = MemAt;
     type File = MemFile;
@@ -981,8 +986,8 @@ impl<const O: bool> Backend for Mem<O> {
 /// The double's engines: the synchronous ones, which run on any backend.
 static MEM_DATA: &[&dyn DataEngine<Mem>] = &[&SyncEngine];
 static MEM_META: &[&dyn MetaEngine<Mem>] = &[&SyncMeta];
-static OBJ_DATA: &[&dyn DataEngine<Mem<true>>] = &[&SyncEngine];
-static OBJ_META: &[&dyn MetaEngine<Mem<true>>] = &[&SyncMeta];
+static OBJ_DATA: &[&dyn DataEngine<MemObjects>] = &[&SyncEngine];
+static OBJ_META: &[&dyn MetaEngine<MemObjects>] = &[&SyncMeta];
 
 impl Engines for Mem {
     fn data_engines() -> &'static [&'static dyn DataEngine<Mem>] {
@@ -993,11 +998,11 @@ impl Engines for Mem {
     }
 }
 
-impl Engines for Mem<true> {
-    fn data_engines() -> &'static [&'static dyn DataEngine<Mem<true>>] {
+impl Engines for MemObjects {
+    fn data_engines() -> &'static [&'static dyn DataEngine<MemObjects>] {
         OBJ_DATA
     }
-    fn meta_engines() -> &'static [&'static dyn MetaEngine<Mem<true>>] {
+    fn meta_engines() -> &'static [&'static dyn MetaEngine<MemObjects>] {
         OBJ_META
     }
 }

@@ -33,6 +33,8 @@ use std::fmt::Debug;
 use std::io;
 use std::path::{Path, PathBuf};
 
+#[cfg(test)]
+mod agnostic;
 pub mod caps;
 #[cfg(any(test, feature = "test-double"))]
 pub mod mem;

@@ -1,0 +1,234 @@
+//! The loops are backend-agnostic: the metadata loop, the data loop, the
+//! engine tables and the tree removal run unchanged on the in-memory test
+//! double ([`super::mem::Mem`], a test double, not a file system ioscale
+//! offers), and every byte and entry they make is where the double says.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Barrier};
+
+use spec::{Layout, MetaOp, MetaSpec, Op, SyncMode, TreeState};
+
+use super::mem::Mem;
+use super::{Backend, Dir};
+use crate::meta::{remove_tree, MetaPlan, MetaSample};
+use crate::registry::{self, MetaEngineConfig};
+use crate::runner::{run_meta_worker_with, run_worker, Prepared};
+use crate::worker::{FileAnchor, PhaseControl, PhasePlan, WorkerSample};
+
+const ROOT: &str = "/t/ioscale-meta.d";
+
+fn meta_spec(ops: &[MetaOp]) -> MetaSpec {
+    spec::RawMeta {
+        target: Some("/t".into()),
+        ops: ops.to_vec(),
+        threads: Some(2),
+        files: Some(30),
+        file_size: Some(spec::FileSize::Fixed { bytes: 1000 }),
+        record_size: Some(256),
+        files_per_dir: Some(4),
+        dirs_per_dir: Some(3),
+        verify: true,
+        ..Default::default()
+    }
+    .build()
+    .expect("a valid spec")
+}
+
+/// One phase on every thread, one thread after the other.
+fn phase(mem: &Mem, spec: &MetaSpec, op: MetaOp, state: TreeState) -> Vec<MetaSample> {
+    let root = mem.open_target(Path::new(ROOT)).unwrap();
+    let plan = MetaPlan::<Mem> {
+        spec,
+        op,
+        root: PathBuf::from(ROOT),
+        rep: 0,
+        state,
+        limit: None,
+        timed: op != MetaOp::Cleanup,
+        root_dir: Some(Arc::new(Mem::at_of(&root).unwrap())),
+    };
+    let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
+    (0..spec.threads)
+        .map(|w| {
+            run_meta_worker_with(
+                w,
+                &plan,
+                &MetaEngineConfig::default(),
+                &ctl,
+                &Barrier::new(1),
+            )
+        })
+        .collect()
+}
+
+/// Files (not directories) the store holds below the working root.
+fn files_below(mem: &Mem) -> usize {
+    mem.entries()
+        .iter()
+        .filter(|e| e.starts_with(ROOT) && !e.ends_with('/'))
+        .count()
+}
+
+#[test]
+fn the_metadata_loop_runs_every_operation_on_the_double() {
+    let ops = [
+        MetaOp::Create,
+        MetaOp::Stat,
+        MetaOp::Read,
+        MetaOp::Append,
+        MetaOp::Overwrite,
+        MetaOp::TruncateOverwrite,
+        MetaOp::Chmod,
+        MetaOp::Setxattr,
+        MetaOp::Getxattr,
+        MetaOp::Symlink,
+        MetaOp::Readdir,
+        MetaOp::Rename,
+        MetaOp::Read,
+        MetaOp::Delete,
+        MetaOp::Mkdir,
+        MetaOp::StatDir,
+        MetaOp::Rmdir,
+    ];
+    let spec = meta_spec(&ops);
+    let mem = Mem::new();
+    mem.mkdir_all(Path::new(ROOT));
+    let root = mem.open_target(Path::new(ROOT)).unwrap();
+    for w in 0..spec.threads {
+        if let Some(d) = spec.thread_dir(w) {
+            root.mkdir_at(d, 0o755).unwrap();
+        }
+    }
+    let mut state = TreeState::default();
+    for op in ops {
+        let samples = phase(&mem, &spec, op, state);
+        for s in &samples {
+            assert!(s.failure.is_none(), "{op}: {:?}", s.failure);
+            assert_eq!(s.errors, 0, "{op}");
+            assert_eq!(s.bad_bytes, 0, "{op}: the data read back differs");
+            if op != MetaOp::Readdir {
+                assert_eq!(s.files, 30, "{op}");
+            }
+        }
+        match op {
+            MetaOp::Create => assert_eq!(files_below(&mem), 60),
+            MetaOp::Read => {
+                let checked: u64 = samples.iter().map(|s| s.checked_bytes).sum();
+                assert!(checked >= 60 * 1000, "{checked} bytes checked");
+            }
+            MetaOp::Symlink => assert_eq!(files_below(&mem), 120),
+            // Files and links, every one of them listed and stat'ed.
+            MetaOp::Readdir => assert_eq!(samples.iter().map(|s| s.files).sum::<u64>(), 120),
+            MetaOp::Delete => assert_eq!(files_below(&mem), 60, "the links are left"),
+            _ => {}
+        }
+        state = spec.state_after(state, op).unwrap();
+    }
+    // The teardown: every entry the state allows, then the directories.
+    let s = phase(&mem, &spec, MetaOp::Cleanup, state);
+    assert!(s.iter().all(|s| s.failure.is_none() && s.left == 0));
+    let at = Mem::at_of(&root).unwrap();
+    for w in 0..spec.threads {
+        let left = remove_tree::<Mem>(&spec, &at, Path::new(ROOT), w, 30);
+        assert!(left.is_empty(), "{left:?}");
+    }
+    assert_eq!(mem.entries(), ["/t/", "/t/ioscale-meta.d/"]);
+    // Every operation went through the backend's calls.
+    let calls = mem.calls();
+    for c in [
+        "open", "write", "read", "close", "stat", "chmod", "setxattr", "getxattr", "symlink",
+        "rename", "unlink", "mkdir", "rmdir", "readdir",
+    ] {
+        assert!(
+            calls.get(c).copied().unwrap_or(0) > 0,
+            "no {c} call: {calls:?}"
+        );
+    }
+}
+
+fn data_plan(mem: &Mem, op: Op, dir: &Path) -> PhasePlan<Mem> {
+    let held = mem.open_target(dir).unwrap();
+    let at = Arc::new(Mem::at_of(&held).unwrap());
+    let anchors = (0..2)
+        .map(|i| {
+            Some(FileAnchor::<Mem> {
+                dir: Arc::clone(&at),
+                name: std::ffi::CString::new(format!("file.{i:08}")).unwrap(),
+            })
+        })
+        .collect();
+    PhasePlan {
+        op,
+        threads: 2,
+        layout: Layout::PerThread,
+        xfer: 4096,
+        block: 64 << 10,
+        segments: 2,
+        direct: false,
+        sync: SyncMode::End,
+        engine: "sync".into(),
+        iodepth: 1,
+        seed: 5,
+        verify: true,
+        rwmix_read: 50,
+        reorder_offset: 0,
+        start_offsets: Vec::new(),
+        files: (0..2).map(|i| dir.join(format!("file.{i:08}"))).collect(),
+        align: 4096,
+        time_limit: None,
+        rep: 0,
+        anchors,
+    }
+}
+
+fn data_phase(plan: &PhasePlan<Mem>) -> Vec<WorkerSample> {
+    let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
+    (0..plan.threads)
+        .map(|w| {
+            let prep = Prepared::<Mem>::new(plan, w).unwrap();
+            run_worker(w, plan, &ctl, &Barrier::new(1), prep).0
+        })
+        .collect()
+}
+
+#[test]
+fn the_data_loop_writes_and_verifies_through_the_double() {
+    let mem = Mem::new();
+    let dir = Path::new("/d");
+    mem.mkdir_all(dir);
+    for op in [Op::Write, Op::Read, Op::Randread, Op::Randwrite, Op::Read] {
+        let plan = data_plan(&mem, op, dir);
+        for s in data_phase(&plan) {
+            assert!(s.failure.is_none(), "{op:?}: {:?}", s.failure);
+            assert_eq!(s.counters.bytes, 128 << 10, "{op:?}");
+            if op.reads() {
+                assert_eq!(s.verify.checked_bytes, 128 << 10, "{op:?}");
+                assert_eq!(s.verify.bad_bytes, 0, "{op:?}");
+            }
+        }
+    }
+    for i in 0..2 {
+        let data = mem.read(&dir.join(format!("file.{i:08}"))).unwrap();
+        assert_eq!(data.len(), 128 << 10);
+    }
+    assert!(mem.calls()["fsync"] >= 4, "the end-of-phase fsync");
+    // A file missing under its anchor is a failure of that worker, named.
+    let held = mem.open_target(dir).unwrap();
+    held.unlink_at("file.00000001", None).unwrap();
+    let s = data_phase(&data_plan(&mem, Op::Read, dir));
+    let f = s[1].failure.as_ref().expect("the missing file fails");
+    assert_eq!((f.op.as_str(), f.errno), ("open", Some(libc::ENOENT)));
+}
+
+#[test]
+fn a_backend_has_its_own_engine_table() {
+    // The io_uring engines submit the kernel's opcodes on descriptors:
+    // POSIX's, not the double's.
+    assert!(registry::data_engine_of::<Mem>("io_uring").is_err());
+    assert!(registry::meta_engine_of::<Mem>("io_uring").is_err());
+    assert!(registry::data_engine_of::<Mem>("sync").is_ok());
+    assert!(registry::check_data_of::<super::posix::Posix>("io_uring", 32, true).is_ok());
+    let e = registry::check_meta_of::<Mem>("io_uring", 8, &[MetaOp::Create]);
+    assert!(e.err().unwrap().to_string().contains("unknown engine"));
+}

@@ -421,8 +421,14 @@ fn stop_with_requests_in_flight_drains_and_counts_them() {
     let root = make_root(&spec);
     let stop = no_stop();
     let s2 = stop.clone();
+    // Stops once more than a queue's worth of files exists (not after a
+    // fixed time: on a loaded machine the first 32 took over 300 ms).
+    let mnt = fs.mnt.clone();
     let stopper = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
+        let t0 = std::time::Instant::now();
+        while count_files(&mnt) < 64 && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         s2.store(true, Ordering::Relaxed);
     });
     let (s, _) = run_phase(

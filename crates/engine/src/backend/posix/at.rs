@@ -43,14 +43,18 @@ fn check(r: libc::c_int) -> io::Result<()> {
 /// seccomp filter): then [`open_dir`] walks the path itself.
 static NO_OPENAT2: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Test hook: `IOSCALE_NO_OPENAT2=1` makes [`open_dir`] take the walk
-/// that kernels without `openat2` (before 5.6) get, so the tests run it
-/// on any kernel.
-fn openat2_disabled() -> bool {
-    use std::sync::atomic::Ordering;
+/// Test hook: `IOSCALE_NO_OPENAT2=1` makes this layer take the paths of
+/// kernels before 5.6: [`open_dir`] walks the path itself (no
+/// `openat2`), [`chmod`] uses `fchmodat` (no `fchmodat2`) and the xattr
+/// calls go through `/proc/self/fd` (no `setxattrat`), so the tests run
+/// them on any kernel.
+fn old_kernel_forced() -> bool {
     static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *FORCED.get_or_init(|| std::env::var_os("IOSCALE_NO_OPENAT2").is_some_and(|v| v == "1"))
-        || NO_OPENAT2.load(Ordering::Relaxed)
+}
+
+fn openat2_disabled() -> bool {
+    old_kernel_forced() || NO_OPENAT2.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 const DIR_FLAGS: libc::c_int =
@@ -306,10 +310,11 @@ impl Missing {
         Missing(std::sync::atomic::AtomicBool::new(false))
     }
 
-    /// The call's number, unless it is known to be missing.
+    /// The call's number, unless it is known (or made, for the tests:
+    /// [`old_kernel_forced`]) to be missing.
     #[inline]
     fn nr(&self, nr: Option<libc::c_long>) -> Option<libc::c_long> {
-        nr.filter(|_| !self.0.load(std::sync::atomic::Ordering::Relaxed))
+        nr.filter(|_| !self.0.load(std::sync::atomic::Ordering::Relaxed) && !old_kernel_forced())
     }
 
     /// Whether `e` says the call is missing (and remembers it).
@@ -415,16 +420,29 @@ struct XattrArgs {
 
 /// `/proc/self/fd/DIR/NAME` in `out` (NUL-terminated): the entry reached
 /// through the held directory itself, whatever happened to the names
-/// above it, for the path-only xattr calls of kernels before 6.13.
+/// above it, for the path-only xattr calls of kernels before 6.13. Built
+/// by hand: `write!` costs some 400 instructions a call.
 fn proc_path<'a>(out: &'a mut [u8; 352], dir: RawFd, name: &[u8]) -> io::Result<CName<'a>> {
-    use std::io::Write;
-    let mut w = &mut out[..];
-    let fits = write!(w, "/proc/self/fd/{dir}/").is_ok() && w.write_all(name).is_ok();
-    let left = w.len();
-    if !fits {
+    const PREFIX: &[u8] = b"/proc/self/fd/";
+    let mut digits = [0u8; 10];
+    let (mut k, mut v) = (digits.len(), dir.max(0) as u32);
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let digits = &digits[k..];
+    let end = PREFIX.len() + digits.len() + 1 + name.len();
+    if end > out.len() {
         return Err(io::Error::from_raw_os_error(libc::ENAMETOOLONG));
     }
-    let end = out.len() - left;
+    out[..PREFIX.len()].copy_from_slice(PREFIX);
+    out[PREFIX.len()..PREFIX.len() + digits.len()].copy_from_slice(digits);
+    out[PREFIX.len() + digits.len()] = b'/';
+    out[end - name.len()..end].copy_from_slice(name);
     cstr(&out[..end])
 }
 

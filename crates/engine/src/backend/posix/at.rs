@@ -302,26 +302,40 @@ mod nr {
 
 /// Whether a newer system call is known to be missing (ENOSYS; not EPERM,
 /// which these calls return for a denied change): then the older one is
-/// used.
-struct Missing(std::sync::atomic::AtomicBool);
+/// used. One relaxed load a call once known.
+struct Missing(std::sync::atomic::AtomicU8);
+
+const UNKNOWN: u8 = 0;
+const PRESENT: u8 = 1;
+const GONE: u8 = 2;
 
 impl Missing {
     const fn new() -> Self {
-        Missing(std::sync::atomic::AtomicBool::new(false))
+        Missing(std::sync::atomic::AtomicU8::new(UNKNOWN))
     }
 
     /// The call's number, unless it is known (or made, for the tests:
     /// [`old_kernel_forced`]) to be missing.
     #[inline]
     fn nr(&self, nr: Option<libc::c_long>) -> Option<libc::c_long> {
-        nr.filter(|_| !self.0.load(std::sync::atomic::Ordering::Relaxed) && !old_kernel_forced())
+        use std::sync::atomic::Ordering;
+        match self.0.load(Ordering::Relaxed) {
+            PRESENT => nr,
+            GONE => None,
+            _ => {
+                let forced = old_kernel_forced() || nr.is_none();
+                self.0
+                    .store(if forced { GONE } else { PRESENT }, Ordering::Relaxed);
+                nr.filter(|_| !forced)
+            }
+        }
     }
 
     /// Whether `e` says the call is missing (and remembers it).
     fn missing(&self, e: &io::Error) -> bool {
         let gone = e.raw_os_error() == Some(libc::ENOSYS);
         if gone {
-            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.0.store(GONE, std::sync::atomic::Ordering::Relaxed);
         }
         gone
     }

@@ -6,7 +6,7 @@
 //!   with `O_NOFOLLOW` relative to a held descriptor, identities recorded
 //!   and checked, removals by name only, directories by `rmdir` only,
 //!   markers replaced atomically, sets locked with [`safefs::SetLock`].
-//! - The loops go through the `*at` calls of [`at`] relative to a held
+//! - The loops go through the `*at` calls of `at.rs` relative to a held
 //!   descriptor ([`Backend::At`] is an `OwnedFd`): every open carries
 //!   `O_NOFOLLOW`, directories below a held one are opened with `openat2`
 //!   `RESOLVE_NO_SYMLINKS|RESOLVE_BENEATH` (or a component-by-component

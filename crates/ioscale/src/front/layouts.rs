@@ -260,6 +260,39 @@ fn ior_json_has_ior_4_0_0s_shape() {
     assert!(t.get("dataCheck").is_none());
 }
 
+/// IOR's `Stonewall(MiB)` and `StoneWallbwMeanMIB` are a rate per task
+/// (ior.c: each repetition's data ÷ numTasks, summed, ÷ the summed
+/// stonewall times), `Stonewall(s)` the mean time.
+#[test]
+fn ior_stonewall_figures_are_a_rate_per_task() {
+    let mut rs = ior_record();
+    let mut second = ior_phase("write", 400.0, 0.004, 0.0, 0.08, 0.0, 0.08);
+    second.rep = 1;
+    rs.phases.insert(1, second);
+    // Two repetitions of 2 tasks: 64 MiB in 2 s, then 32 MiB in 1 s.
+    rs.phases[0].stonewall.s = 2.0;
+    rs.phases[0].stonewall.bytes = 64 * MIB;
+    rs.phases[1].stonewall.s = 1.0;
+    rs.phases[1].stonewall.bytes = 32 * MIB;
+    let info = IorInfo {
+        deadline_s: 2,
+        repetitions: 2,
+        ..ior_info()
+    };
+    // (32 + 16) MiB per task ÷ 3 s = 16 MiB/s per task; 1.5 s on average.
+    let text =
+        String::from_utf8(IorTextExporter { info: info.clone() }.render(&rs).unwrap()).unwrap();
+    let row = text
+        .lines()
+        .rfind(|l| l.starts_with("write "))
+        .expect("a summary row");
+    assert!(row.contains("       1.50         16.00 "), "{row}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&IorJsonExporter { info }.render(&rs).unwrap()).unwrap();
+    assert_eq!(v["summary"][0]["StoneWallTime"].as_f64(), Some(1.5));
+    assert_eq!(v["summary"][0]["StoneWallbwMeanMIB"].as_f64(), Some(16.0));
+}
+
 #[test]
 fn a_failed_data_check_is_in_every_document() {
     let mut rs = ior_record();

@@ -214,8 +214,14 @@ struct OpStats {
     bw: [f64; 4],
     ops: [f64; 4],
     mean_s: f64,
+    /// IOR's `Stonewall(s)`: the mean over repetitions of the time to the
+    /// stonewall.
     stonewall_s: f64,
-    stonewall_mib: f64,
+    /// IOR's `Stonewall(MiB)` (and JSON `StoneWallbwMeanMIB`), which is a
+    /// rate per task despite its header: the mean data one task had moved
+    /// by the stonewall, summed over repetitions, ÷ the summed stonewall
+    /// times, in MiB/s.
+    stonewall_task_mib_s: f64,
     agg_mib: f64,
 }
 
@@ -255,13 +261,24 @@ fn op_stats(rs: &ResultSet, info: &IorInfo) -> Vec<OpStats> {
             let bw: Vec<f64> = ps.iter().map(|p| rate(p.bytes as f64, p) / MIB).collect();
             let ops: Vec<f64> = ps.iter().map(|p| rate(p.ops as f64, p)).collect();
             let n = ps.len() as f64;
+            let sw_s: f64 = ps.iter().map(|p| p.stonewall.s).sum();
+            // ior.c: each repetition's total ÷ numTasks, summed, ÷ the
+            // summed stonewall times (ior-output.c prints it as MiB/s).
+            let per_task: f64 = ps
+                .iter()
+                .map(|p| p.stonewall.bytes as f64 / info.tasks.max(1) as f64)
+                .sum();
             Some(OpStats {
                 access: a,
                 bw: stats(&bw),
                 ops: stats(&ops),
                 mean_s: ps.iter().map(|p| p.elapsed_s).sum::<f64>() / n,
-                stonewall_s: ps.iter().map(|p| p.stonewall.s).sum::<f64>() / n,
-                stonewall_mib: ps.iter().map(|p| p.stonewall.bytes as f64).sum::<f64>() / n / MIB,
+                stonewall_s: sw_s / n,
+                stonewall_task_mib_s: if sw_s > 0.0 {
+                    per_task / sw_s / MIB
+                } else {
+                    0.0
+                },
                 agg_mib: ps[0].bytes as f64 / MIB,
             })
         })
@@ -302,7 +319,7 @@ fn summary_row(s: &OpStats, info: &IorInfo, tpn: u32) -> String {
     let (sw_s, sw_mib) = if info.deadline_s > 0 {
         (
             format!("{:>10.2}", s.stonewall_s),
-            format!("{:>13.2}", s.stonewall_mib),
+            format!("{:>13.2}", s.stonewall_task_mib_s),
         )
     } else {
         (format!("{:>10}", "NA"), format!("{:>13}", "NA"))
@@ -622,14 +639,7 @@ fn summary_json(rs: &ResultSet, i: &IorInfo) -> Vec<Value> {
             if i.deadline_s > 0 {
                 let o = v.as_object_mut().expect("an object");
                 o.insert("StoneWallTime".into(), json!(s.stonewall_s));
-                o.insert(
-                    "StoneWallbwMeanMIB".into(),
-                    json!(if s.stonewall_s > 0.0 {
-                        s.stonewall_mib / s.stonewall_s
-                    } else {
-                        0.0
-                    }),
-                );
+                o.insert("StoneWallbwMeanMIB".into(), json!(s.stonewall_task_mib_s));
             }
             o_insert_xsize(&mut v, s.agg_mib);
             v
@@ -943,7 +953,7 @@ mod tests {
             ops: [24.38; 4],
             mean_s: 83.99048,
             stonewall_s: 0.0,
-            stonewall_mib: 0.0,
+            stonewall_task_mib_s: 0.0,
             agg_mib: 2048.0,
         };
         let row = summary_row(&s, &info, info.tasks);

@@ -363,8 +363,6 @@ fn time_limit_stops_the_phase() {
     assert!(bytes > 0 && bytes < 1 << 30, "bytes {bytes}");
     assert_eq!(bytes % M, 0, "whole transfers");
     assert_eq!(p["ops"].as_u64(), Some(bytes / M));
-    // A sanity bound, not a speed claim: the phase stopped near its limit.
-    assert!(p["elapsed_s"].as_f64().unwrap() < 10.0, "{p}");
     assert_empty(t.path());
 }
 

@@ -817,8 +817,10 @@ fn ramp_time_is_left_out_and_percentile_list_is_taken() {
     let r = &v["jobs"][0]["read"];
     // The ramp ran (a second of it before the measured second) …
     assert!(wall.as_millis() >= 2000, "{wall:?}");
-    // … but only the measured passes count.
-    assert!(r["runtime"].as_u64().unwrap() <= 1500, "{r}");
+    // … but only the measured passes count: the wall time holds the
+    // ramp's second beside them, however long a busy machine took.
+    let runtime = r["runtime"].as_u64().unwrap();
+    assert!(runtime + 1000 <= wall.as_millis() as u64, "{r} in {wall:?}");
     assert!(r["total_ios"].as_u64().unwrap() > 0);
     let p: Vec<&String> = r["clat_ns"]["percentile"]
         .as_object()

@@ -161,7 +161,7 @@ fn run_records_every_node_and_its_totals() {
             // The text report shows it: one row per phase and node.
             let row = [
                 n["op"].as_str().unwrap().to_string(),
-                "0".into(),
+                "1".into(),
                 n["host"].as_str().unwrap().to_string(),
                 "2".into(),
                 "2.00".into(),

@@ -188,140 +188,160 @@ pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
         }
     }
     for (i, p) in rs.phases.iter().enumerate() {
-        let bad = |name: &str, value: String, why| ExportError::Figure {
+        check_phase(p, &|name: &str, value: String, why| ExportError::Figure {
             field: format!("{prefix}phases[{i}].{name}"),
             value,
             why,
-        };
-        if p.threads == 0 {
+        })?;
+    }
+    Ok(())
+}
+
+/// The error of one bad field: its name, its value and why it is refused.
+type Bad<'a> = dyn Fn(&str, String, &'static str) -> ExportError + 'a;
+
+/// [`check_figures`] for one phase: workers, repetition number, every
+/// time and rate finite and not negative, percentiles in order, files and
+/// rates consistent with the phase's counts.
+fn check_phase(p: &PhaseRecord, bad: &Bad<'_>) -> Result<(), ExportError> {
+    if p.threads == 0 {
+        return Err(bad(
+            "threads",
+            "0".into(),
+            "a phase has at least one worker",
+        ));
+    }
+    // Repetitions count in 32 bits: the last one a run can have is
+    // numbered u32::MAX - 1.
+    if p.rep == u32::MAX {
+        return Err(bad(
+            "rep",
+            p.rep.to_string(),
+            "no run has that many repetitions (they count in 32 bits)",
+        ));
+    }
+    let l = &p.lat_us;
+    let times = [
+        ("elapsed_s", p.elapsed_s),
+        ("bw_mib_s", p.bw_mib_s),
+        ("bw_mb_s", p.bw_mb_s),
+        ("iops", p.iops),
+        ("open_s", p.open_s),
+        ("io_s", p.io_s),
+        ("close_s", p.close_s),
+        ("fsync_s", p.fsync_s),
+        ("cpu_user_s", p.cpu_user_s),
+        ("cpu_sys_s", p.cpu_sys_s),
+        ("stonewall.s", p.stonewall.s),
+        ("stonewall.bw_mib_s", p.stonewall.bw_mib_s),
+        ("lat_us.mean", l.mean),
+        ("lat_us.min", l.min),
+        ("lat_us.p50", l.p50),
+        ("lat_us.p99", l.p99),
+        ("lat_us.p999", l.p999),
+        ("lat_us.max", l.max),
+    ];
+    for (name, v) in times {
+        if !v.is_finite() || v < 0.0 {
             return Err(bad(
-                "threads",
-                "0".into(),
-                "a phase has at least one worker",
+                name,
+                v.to_string(),
+                "must be a finite number, not negative",
             ));
         }
-        // Repetitions count in 32 bits: the last one a run can have is
-        // numbered u32::MAX - 1.
-        if p.rep == u32::MAX {
+    }
+    // One histogram gives every percentile, each clamped into the
+    // exact [min, max], so they cannot be out of order.
+    for ((lo_name, lo), (hi_name, hi)) in [
+        (("min", l.min), ("p50", l.p50)),
+        (("p50", l.p50), ("p99", l.p99)),
+        (("p99", l.p99), ("p999", l.p999)),
+        (("p999", l.p999), ("max", l.max)),
+    ] {
+        if lo > hi {
             return Err(bad(
-                "rep",
-                p.rep.to_string(),
-                "no run has that many repetitions (they count in 32 bits)",
+                &format!("lat_us.{lo_name}"),
+                lo.to_string(),
+                if lo_name == "min" {
+                    "is above lat_us.p50; the percentiles of one phase rise from min to max"
+                } else if hi_name == "max" {
+                    "is above lat_us.max; the percentiles of one phase rise from min to max"
+                } else {
+                    "is above the next percentile; the percentiles of one phase rise from min to max"
+                },
             ));
         }
-        let l = &p.lat_us;
-        let times = [
-            ("elapsed_s", p.elapsed_s),
-            ("bw_mib_s", p.bw_mib_s),
-            ("bw_mb_s", p.bw_mb_s),
-            ("iops", p.iops),
-            ("open_s", p.open_s),
-            ("io_s", p.io_s),
-            ("close_s", p.close_s),
-            ("fsync_s", p.fsync_s),
-            ("cpu_user_s", p.cpu_user_s),
-            ("cpu_sys_s", p.cpu_sys_s),
-            ("stonewall.s", p.stonewall.s),
-            ("stonewall.bw_mib_s", p.stonewall.bw_mib_s),
-            ("lat_us.mean", l.mean),
-            ("lat_us.min", l.min),
-            ("lat_us.p50", l.p50),
-            ("lat_us.p99", l.p99),
-            ("lat_us.p999", l.p999),
-            ("lat_us.max", l.max),
-        ];
-        for (name, v) in times {
-            if !v.is_finite() || v < 0.0 {
-                return Err(bad(
-                    name,
-                    v.to_string(),
-                    "must be a finite number, not negative",
-                ));
-            }
+    }
+    if let Some(f) = &p.files {
+        check_files(f, &bad)?;
+    }
+    check_rates(p, bad)
+}
+
+/// [`check_phase`]: each rate is what the phase's bytes (operations) over
+/// its seconds give, as the driver computes it (0 for no measurable time).
+fn check_rates(p: &PhaseRecord, bad: &Bad<'_>) -> Result<(), ExportError> {
+    let rate = |x: u64| {
+        if p.elapsed_s > 0.0 {
+            x as f64 / p.elapsed_s
+        } else {
+            0.0
         }
-        // One histogram gives every percentile, each clamped into the
-        // exact [min, max], so they cannot be out of order.
-        for ((lo_name, lo), (hi_name, hi)) in [
-            (("min", l.min), ("p50", l.p50)),
-            (("p50", l.p50), ("p99", l.p99)),
-            (("p99", l.p99), ("p999", l.p999)),
-            (("p999", l.p999), ("max", l.max)),
-        ] {
-            if lo > hi {
-                return Err(bad(
-                    &format!("lat_us.{lo_name}"),
-                    lo.to_string(),
-                    if lo_name == "min" {
-                        "is above lat_us.p50; the percentiles of one phase rise from min to max"
-                    } else if hi_name == "max" {
-                        "is above lat_us.max; the percentiles of one phase rise from min to max"
-                    } else {
-                        "is above the next percentile; the percentiles of one phase rise from min to max"
-                    },
-                ));
-            }
-        }
-        if let Some(f) = &p.files {
-            let want = if f.requested > 0 {
-                f.processed as f64 * 100.0 / f.requested as f64
-            } else {
-                100.0
-            };
-            if !f.processed_pct.is_finite()
-                || (f.processed_pct - want).abs() > 1e-6 * want.abs() + 1e-9
-            {
-                return Err(bad(
-                    "files.processed_pct",
-                    f.processed_pct.to_string(),
-                    "is not files.processed over files.requested, in per cent",
-                ));
-            }
-            let v = f.stonewall_files_s;
-            if !v.is_finite() || v < 0.0 {
-                return Err(bad(
-                    "files.stonewall_files_s",
-                    v.to_string(),
-                    "must be a finite number, not negative",
-                ));
-            }
-            for (k, t) in f.threads.iter().enumerate() {
-                if !t.elapsed_s.is_finite() || t.elapsed_s < 0.0 {
-                    return Err(bad(
-                        &format!("files.threads[{k}].elapsed_s"),
-                        t.elapsed_s.to_string(),
-                        "must be a finite number, not negative",
-                    ));
-                }
-            }
-        }
-        let rate = |x: u64| {
-            if p.elapsed_s > 0.0 {
-                x as f64 / p.elapsed_s
+    };
+    for (name, v, want) in [
+        ("bw_mib_s", p.bw_mib_s, rate(p.bytes) / (1024.0 * 1024.0)),
+        ("bw_mb_s", p.bw_mb_s, rate(p.bytes) / 1e6),
+        ("iops", p.iops, rate(p.ops)),
+        (
+            "stonewall.bw_mib_s",
+            p.stonewall.bw_mib_s,
+            if p.stonewall.s > 0.0 {
+                p.stonewall.bytes as f64 / p.stonewall.s / (1024.0 * 1024.0)
             } else {
                 0.0
-            }
-        };
-        for (name, v, want) in [
-            ("bw_mib_s", p.bw_mib_s, rate(p.bytes) / (1024.0 * 1024.0)),
-            ("bw_mb_s", p.bw_mb_s, rate(p.bytes) / 1e6),
-            ("iops", p.iops, rate(p.ops)),
-            (
-                "stonewall.bw_mib_s",
-                p.stonewall.bw_mib_s,
-                if p.stonewall.s > 0.0 {
-                    p.stonewall.bytes as f64 / p.stonewall.s / (1024.0 * 1024.0)
-                } else {
-                    0.0
-                },
-            ),
-        ] {
-            if !want.is_finite() || (v - want).abs() > 1e-6 * want.abs() + 1e-9 {
-                return Err(bad(
-                    name,
-                    v.to_string(),
-                    "is not what the phase's bytes (ops) over its seconds give",
-                ));
-            }
+            },
+        ),
+    ] {
+        if !want.is_finite() || (v - want).abs() > 1e-6 * want.abs() + 1e-9 {
+            return Err(bad(
+                name,
+                v.to_string(),
+                "is not what the phase's bytes (ops) over its seconds give",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`check_phase`] for a small-file phase's file counts.
+fn check_files(f: &crate::model::FilesRecord, bad: &Bad<'_>) -> Result<(), ExportError> {
+    let want = if f.requested > 0 {
+        f.processed as f64 * 100.0 / f.requested as f64
+    } else {
+        100.0
+    };
+    if !f.processed_pct.is_finite() || (f.processed_pct - want).abs() > 1e-6 * want.abs() + 1e-9 {
+        return Err(bad(
+            "files.processed_pct",
+            f.processed_pct.to_string(),
+            "is not files.processed over files.requested, in per cent",
+        ));
+    }
+    let v = f.stonewall_files_s;
+    if !v.is_finite() || v < 0.0 {
+        return Err(bad(
+            "files.stonewall_files_s",
+            v.to_string(),
+            "must be a finite number, not negative",
+        ));
+    }
+    for (k, t) in f.threads.iter().enumerate() {
+        if !t.elapsed_s.is_finite() || t.elapsed_s < 0.0 {
+            return Err(bad(
+                &format!("files.threads[{k}].elapsed_s"),
+                t.elapsed_s.to_string(),
+                "must be a finite number, not negative",
+            ));
         }
     }
     Ok(())

@@ -1560,17 +1560,8 @@ fn compare_sentence(
     noise: f64,
     caveat: &str,
 ) -> (String, Option<u32>) {
-    let u = &a.unit;
     let name = |s: i8| if s > 0 { &a.series } else { &b.series };
     let other = |s: i8| if s > 0 { &b.series } else { &a.series };
-    // The values of a common point, the faster line's first.
-    let faster_first = |s: i8, (x, y): &(CurvePoint, CurvePoint)| {
-        if s > 0 {
-            (x.value, y.value)
-        } else {
-            (y.value, x.value)
-        }
-    };
     let (n0, s0) = (common[0].0.threads, st[0]);
     let mut catch_up = None;
     // With one repetition at a point there is no noise to quote.
@@ -1582,14 +1573,6 @@ fn compare_sentence(
     // Without a noise estimate the sentences give the measured gaps and
     // judge none of them against a noise they do not know.
     let known = caveat.is_empty();
-    let apart = |(x, y): &(CurvePoint, CurvePoint)| {
-        let (hi, lo) = (x.value.max(y.value), x.value.min(y.value));
-        if lo > 0.0 {
-            hi / lo - 1.0
-        } else {
-            0.0
-        }
-    };
     let sentence = if st.iter().all(|&s| s == 0) && !known {
         format!(
             "{} and {} differ by at most {} at the worker counts tested ({}–{}), a gap not judged a difference ({NO_NOISE_ESTIMATE} at some points){}.",
@@ -1633,73 +1616,130 @@ fn compare_sentence(
             caveat
         )
     } else if s0 != 0 {
-        let i = st.iter().position(|&s| s != s0).expect("not all equal");
-        let x = &common[i].0;
-        catch_up = Some(x.threads);
-        let (lead, trail) = (name(s0), other(s0));
-        let (lv, tv) = faster_first(s0, &common[i]);
-        let (l0, t0) = faster_first(s0, &common[0]);
-        // The lead may come back past the catch-up: say so, or "catches
-        // up" reads as level from there on (seen in a test of 1, 2, 4, 8
-        // workers clearly apart at all but 2).
-        let again = (i + 1..st.len()).find(|&j| st[j] == s0).map(|j| {
-            let (lj, tj) = faster_first(s0, &common[j]);
-            format!(
-                "; but {lead} is {}faster again at {} ({} vs {} {u})",
-                if known { "clearly " } else { "" },
-                workers_word(common[j].0.threads),
-                num(lj),
-                num(tj)
-            )
-        });
-        format!(
-            "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}{}){}{}.",
-            if st[i] == 0 { "catches up with" } else { "overtakes" },
-            workers_word(x.threads),
-            num(tv),
-            num(lv),
-            match (st[i] == 0, known) {
-                (true, true) => ", no clear difference".to_string(),
-                (true, false) => format!(", {} apart, not judged a difference", pct(apart(&common[i]))),
-                _ => String::new(),
-            },
-            num(l0),
-            num(t0),
-            workers_word(n0),
-            if known { ", beyond noise" } else { "" },
-            again.unwrap_or_default(),
-            caveat
-        )
+        let (sentence, at) = catch_up_sentence(a, b, common, st, known, caveat);
+        catch_up = Some(at);
+        sentence
     } else {
-        let i = st.iter().position(|&s| s != 0).expect("some differ");
-        let s = st[i];
-        let x = &common[i].0;
-        let (hv, lv) = faster_first(s, &common[i]);
-        // "From x on" only when every count from x is that side's.
-        let from = if st[i..].iter().all(|&t| t == s) {
-            "from {} on"
-        } else {
-            "at {}, though not at every count above it"
-        };
-        let level = if known {
-            format!("No clear difference at {} ({within})", workers_word(n0))
-        } else {
-            format!(
-                "At {} {} apart, a gap not judged a difference ({within})",
-                workers_word(n0),
-                pct(apart(&common[0]))
-            )
-        };
-        format!(
-            "{level}; {}, {} is faster ({} vs {} {u}){}.",
-            from.replace("{}", &workers_word(x.threads)),
-            name(s),
-            num(hv),
-            num(lv),
-            caveat
-        )
+        later_difference_sentence(a, b, common, st, known, &within, caveat)
     };
     (sentence, catch_up)
+}
+
+/// The values of a common point, the faster line's (`s`: +1 a, -1 b) first.
+fn faster_first(s: i8, (x, y): &(CurvePoint, CurvePoint)) -> (f64, f64) {
+    if s > 0 {
+        (x.value, y.value)
+    } else {
+        (y.value, x.value)
+    }
+}
+
+/// How far apart the two lines are at a common point: the higher over
+/// the lower, less one (0 when the lower is 0).
+fn apart((x, y): &(CurvePoint, CurvePoint)) -> f64 {
+    let (hi, lo) = (x.value.max(y.value), x.value.min(y.value));
+    if lo > 0.0 {
+        hi / lo - 1.0
+    } else {
+        0.0
+    }
+}
+
+/// [`compare_sentence`] when one line leads at the first count and the
+/// other catches up with it (or overtakes it) later: the sentence and the
+/// worker count where that happens.
+fn catch_up_sentence(
+    a: &CurveAnalysis,
+    b: &CurveAnalysis,
+    common: &[(CurvePoint, CurvePoint)],
+    st: &[i8],
+    known: bool,
+    caveat: &str,
+) -> (String, u32) {
+    let u = &a.unit;
+    let name = |s: i8| if s > 0 { &a.series } else { &b.series };
+    let other = |s: i8| if s > 0 { &b.series } else { &a.series };
+    let (n0, s0) = (common[0].0.threads, st[0]);
+    let i = st.iter().position(|&s| s != s0).expect("not all equal");
+    let x = &common[i].0;
+    let (lead, trail) = (name(s0), other(s0));
+    let (lv, tv) = faster_first(s0, &common[i]);
+    let (l0, t0) = faster_first(s0, &common[0]);
+    // The lead may come back past the catch-up: say so, or "catches
+    // up" reads as level from there on (seen in a test of 1, 2, 4, 8
+    // workers clearly apart at all but 2).
+    let again = (i + 1..st.len()).find(|&j| st[j] == s0).map(|j| {
+        let (lj, tj) = faster_first(s0, &common[j]);
+        format!(
+            "; but {lead} is {}faster again at {} ({} vs {} {u})",
+            if known { "clearly " } else { "" },
+            workers_word(common[j].0.threads),
+            num(lj),
+            num(tj)
+        )
+    });
+    let sentence = format!(
+        "{trail} {} {lead} at {} ({} vs {} {u}{}); below that {lead} is faster ({} vs {} at {}{}){}{}.",
+        if st[i] == 0 { "catches up with" } else { "overtakes" },
+        workers_word(x.threads),
+        num(tv),
+        num(lv),
+        match (st[i] == 0, known) {
+            (true, true) => ", no clear difference".to_string(),
+            (true, false) => format!(", {} apart, not judged a difference", pct(apart(&common[i]))),
+            _ => String::new(),
+        },
+        num(l0),
+        num(t0),
+        workers_word(n0),
+        if known { ", beyond noise" } else { "" },
+        again.unwrap_or_default(),
+        caveat
+    );
+    (sentence, x.threads)
+}
+
+/// [`compare_sentence`] when the lines start level and one pulls ahead
+/// at a later worker count.
+fn later_difference_sentence(
+    a: &CurveAnalysis,
+    b: &CurveAnalysis,
+    common: &[(CurvePoint, CurvePoint)],
+    st: &[i8],
+    known: bool,
+    within: &str,
+    caveat: &str,
+) -> String {
+    let u = &a.unit;
+    let name = |s: i8| if s > 0 { &a.series } else { &b.series };
+    let n0 = common[0].0.threads;
+    let i = st.iter().position(|&s| s != 0).expect("some differ");
+    let s = st[i];
+    let x = &common[i].0;
+    let (hv, lv) = faster_first(s, &common[i]);
+    // "From x on" only when every count from x is that side's.
+    let from = if st[i..].iter().all(|&t| t == s) {
+        "from {} on"
+    } else {
+        "at {}, though not at every count above it"
+    };
+    let level = if known {
+        format!("No clear difference at {} ({within})", workers_word(n0))
+    } else {
+        format!(
+            "At {} {} apart, a gap not judged a difference ({within})",
+            workers_word(n0),
+            pct(apart(&common[0]))
+        )
+    };
+    format!(
+        "{level}; {}, {} is faster ({} vs {} {u}){}.",
+        from.replace("{}", &workers_word(x.threads)),
+        name(s),
+        num(hv),
+        num(lv),
+        caveat
+    )
 }
 
 /// Which swept values a series has: (target, layout, xfer, nodes). The

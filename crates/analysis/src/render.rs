@@ -103,7 +103,17 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
 /// Each phase's measured resources are checked
 /// ([`probe::Resources::check`]) and each operation's taken from them.
 fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
+    check_points_order(&rec)?;
     let trim = rec.config.trim;
+    for (i, p) in rec.points.iter_mut().enumerate() {
+        check_point(p, i, trim)?;
+    }
+    Ok(rec)
+}
+
+/// [`checked_sweep`]: each point saved once, in order, below
+/// points_total, and numbered within the sweep's repetitions.
+fn check_points_order(rec: &SweepRecord) -> Result<(), LoadError> {
     // A sweep saves each point once, in sweep order, and has no more
     // points than points_total: a repeated or extra point would be drawn
     // (and resumed) as a measurement of its own.
@@ -148,95 +158,98 @@ fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
             }
         }
     }
-    for (i, p) in rec.points.iter_mut().enumerate() {
-        report::check_figures(&p.result, &format!("points[{i}].result."))?;
-        check_summary(&p.result, i)?;
-        for (j, probe) in p.probes.iter().enumerate() {
-            probe.resources.check().map_err(|b| {
-                LoadError::Run(ExportError::Figure {
-                    field: format!("points[{i}].probes[{j}].resources.{}", b.field),
-                    value: b.value,
-                    why: b.why,
-                })
-            })?;
+    Ok(())
+}
+
+/// [`checked_sweep`] for point `i`: its run record, its summary, its
+/// probes, and its statistics against what its phases give.
+fn check_point(p: &mut SweepPoint, i: usize, trim: u32) -> Result<(), LoadError> {
+    report::check_figures(&p.result, &format!("points[{i}].result."))?;
+    check_summary(&p.result, i)?;
+    for (j, probe) in p.probes.iter().enumerate() {
+        probe.resources.check().map_err(|b| {
+            LoadError::Run(ExportError::Figure {
+                field: format!("points[{i}].probes[{j}].resources.{}", b.field),
+                value: b.value,
+                why: b.why,
+            })
+        })?;
+    }
+    let (ops, bw, iops) = crate::model::point_stats_probed(&p.result, p.threads, trim, &p.probes);
+    let field = |name: &str| format!("points[{i}].{name}");
+    if ops.len() != p.ops.len() {
+        return Err(figure(field("ops"), p.ops.len() as f64));
+    }
+    let opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => near(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    };
+    if !opt(p.geomean_bw_mib_s, bw) {
+        let v = p.geomean_bw_mib_s.unwrap_or(f64::NAN);
+        return Err(figure(field("geomean_bw_mib_s"), v));
+    }
+    if !opt(p.geomean_iops, iops) {
+        let v = p.geomean_iops.unwrap_or(f64::NAN);
+        return Err(figure(field("geomean_iops"), v));
+    }
+    // What each operation used is the probes' (checked above), and its
+    // Little's law the phases' (over the requests in flight; in an
+    // older record over the workers alone): never the record's word.
+    for (have, want) in p.ops.iter_mut().zip(&ops) {
+        have.resources.clone_from(&want.resources);
+        have.little_latency_s = want.little_latency_s;
+        if have.reps == 0 {
+            // No good repetition, nothing measured: an older record's 0
+            // (or -0.0) there is not a figure.
+            have.little_latency_s = None;
+            have.lat_p50_us = None;
+            have.lat_p99_us = None;
+            have.cpu_busy = None;
+            have.cpu_s_per_op = None;
         }
-        let (ops, bw, iops) =
-            crate::model::point_stats_probed(&p.result, p.threads, trim, &p.probes);
-        let field = |name: &str| format!("points[{i}].{name}");
-        if ops.len() != p.ops.len() {
-            return Err(figure(field("ops"), p.ops.len() as f64));
-        }
-        let opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
-            (Some(a), Some(b)) => near(a, b),
-            (a, b) => a.is_none() && b.is_none(),
-        };
-        if !opt(p.geomean_bw_mib_s, bw) {
-            let v = p.geomean_bw_mib_s.unwrap_or(f64::NAN);
-            return Err(figure(field("geomean_bw_mib_s"), v));
-        }
-        if !opt(p.geomean_iops, iops) {
-            let v = p.geomean_iops.unwrap_or(f64::NAN);
-            return Err(figure(field("geomean_iops"), v));
-        }
-        // What each operation used is the probes' (checked above), and its
-        // Little's law the phases' (over the requests in flight; in an
-        // older record over the workers alone): never the record's word.
-        for (have, want) in p.ops.iter_mut().zip(&ops) {
-            have.resources.clone_from(&want.resources);
-            have.little_latency_s = want.little_latency_s;
-            if have.reps == 0 {
-                // No good repetition, nothing measured: an older record's 0
-                // (or -0.0) there is not a figure.
-                have.little_latency_s = None;
-                have.lat_p50_us = None;
-                have.lat_p99_us = None;
-                have.cpu_busy = None;
-                have.cpu_s_per_op = None;
+        // Latencies an older record lacks come from the phases; those
+        // it holds are checked against them below.
+        have.lat_p50_us = have.lat_p50_us.or(want.lat_p50_us);
+        have.lat_p99_us = have.lat_p99_us.or(want.lat_p99_us);
+    }
+    for (k, (have, want)) in p.ops.iter().zip(&ops).enumerate() {
+        for (name, a, b) in [
+            ("bw_mib_s.mean", have.bw_mib_s.mean, want.bw_mib_s.mean),
+            ("bw_mib_s.min", have.bw_mib_s.min, want.bw_mib_s.min),
+            ("bw_mib_s.max", have.bw_mib_s.max, want.bw_mib_s.max),
+            (
+                "bw_mib_s.median",
+                have.bw_mib_s.median,
+                want.bw_mib_s.median,
+            ),
+            ("iops.mean", have.iops.mean, want.iops.mean),
+            ("elapsed_s.mean", have.elapsed_s.mean, want.elapsed_s.mean),
+        ] {
+            if !near(a, b) {
+                return Err(figure(field(&format!("ops[{k}].{name}")), a));
             }
-            // Latencies an older record lacks come from the phases; those
-            // it holds are checked against them below.
-            have.lat_p50_us = have.lat_p50_us.or(want.lat_p50_us);
-            have.lat_p99_us = have.lat_p99_us.or(want.lat_p99_us);
         }
-        for (k, (have, want)) in p.ops.iter().zip(&ops).enumerate() {
-            for (name, a, b) in [
-                ("bw_mib_s.mean", have.bw_mib_s.mean, want.bw_mib_s.mean),
-                ("bw_mib_s.min", have.bw_mib_s.min, want.bw_mib_s.min),
-                ("bw_mib_s.max", have.bw_mib_s.max, want.bw_mib_s.max),
-                (
-                    "bw_mib_s.median",
-                    have.bw_mib_s.median,
-                    want.bw_mib_s.median,
-                ),
-                ("iops.mean", have.iops.mean, want.iops.mean),
-                ("elapsed_s.mean", have.elapsed_s.mean, want.elapsed_s.mean),
-            ] {
-                if !near(a, b) {
-                    return Err(figure(field(&format!("ops[{k}].{name}")), a));
-                }
-            }
-            for (name, a, b) in [
-                (
-                    "bw_mib_s_trimmed",
-                    have.bw_mib_s_trimmed,
-                    want.bw_mib_s_trimmed,
-                ),
-                ("iops_trimmed", have.iops_trimmed, want.iops_trimmed),
-                // The latencies the p99 rule, Little's law and the table
-                // quote: what the phases' histograms give, never the
-                // record's word (a median of 1e308 us was quoted as such;
-                // one an older record lacks was taken from the phases).
-                ("lat_p50_us", have.lat_p50_us, want.lat_p50_us),
-                ("lat_p99_us", have.lat_p99_us, want.lat_p99_us),
-            ] {
-                if !opt(a, b) {
-                    let v = a.unwrap_or(f64::NAN);
-                    return Err(figure(field(&format!("ops[{k}].{name}")), v));
-                }
+        for (name, a, b) in [
+            (
+                "bw_mib_s_trimmed",
+                have.bw_mib_s_trimmed,
+                want.bw_mib_s_trimmed,
+            ),
+            ("iops_trimmed", have.iops_trimmed, want.iops_trimmed),
+            // The latencies the p99 rule, Little's law and the table
+            // quote: what the phases' histograms give, never the
+            // record's word (a median of 1e308 us was quoted as such;
+            // one an older record lacks was taken from the phases).
+            ("lat_p50_us", have.lat_p50_us, want.lat_p50_us),
+            ("lat_p99_us", have.lat_p99_us, want.lat_p99_us),
+        ] {
+            if !opt(a, b) {
+                let v = a.unwrap_or(f64::NAN);
+                return Err(figure(field(&format!("ops[{k}].{name}")), v));
             }
         }
     }
-    Ok(rec)
+    Ok(())
 }
 
 /// A CSV cell of `digits` decimals; empty where nothing was measured.

@@ -218,8 +218,7 @@ fn little_law_per_kernel_request_recovers_the_delay() {
     assert!(per_request >= 9.95, "per request {per_request} ms: {said}");
     let q = &v["points"][0]["ops"][0]["resources"]["fuse"]["requests"]["write"];
     let kernel = ms_after(&said, "the kernel measured ");
-    let recorded =
-        q["time_s"].as_f64().unwrap() * 1e3 / q["answered"].as_f64().unwrap();
+    let recorded = q["time_s"].as_f64().unwrap() * 1e3 / q["answered"].as_f64().unwrap();
     assert!(near(kernel, recorded), "kernel {kernel} ms, record {q:#}");
     assert!(kernel >= 9.95, "kernel {kernel} ms: {said}");
     // Three repetitions of 32 requests, added up.

@@ -466,7 +466,10 @@ fn a_time_limited_phase_ends_at_one_deadline_and_records_the_skew() {
         .collect();
     let first = starts.iter().copied().fold(f64::MAX, f64::min);
     let last = starts.iter().copied().fold(f64::MIN, f64::max);
-    assert_eq!(first, 0.0, "times are against the earliest start: {starts:?}");
+    assert_eq!(
+        first, 0.0,
+        "times are against the earliest start: {starts:?}"
+    );
     assert!(
         (spread - (last - first)).abs() <= 1e-6,
         "spread {spread} vs the rows' {}",

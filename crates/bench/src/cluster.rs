@@ -497,6 +497,9 @@ pub struct PhaseOut<S: Sample> {
     /// The part of `gathered_bytes` that carried the per-worker rows
     /// (briefs or samples); 0 without rows.
     pub row_bytes: Option<u64>,
+    /// This rank's exit from the start barrier: the origin of the
+    /// samples' times (shared by every step of a concurrency group).
+    pub epoch: std::time::Instant,
 }
 
 impl<S: Sample> PhaseOut<S> {
@@ -541,52 +544,106 @@ where
     I: Send,
     S: Sample,
 {
+    let phase = Phase {
+        coord,
+        stop,
+        name,
+        rows,
+    };
+    let mut outs = run_group_all(&phase, seq, vec![items], |_, w, i, c, b| work(w, i, c, b))?;
+    Ok(outs.pop().expect("one part, one outcome"))
+}
+
+/// What every phase on this rank shares: the ranks, the stop flag, the
+/// threads' name prefix and what rank 0 gathers per worker.
+pub struct Phase<'a> {
+    /// The ranks of the run.
+    pub coord: &'a dyn Coordinator,
+    /// Set by a signal handler: the workers stop.
+    pub stop: &'a Arc<AtomicBool>,
+    /// The worker threads' name prefix (`ioscale-NAME…`).
+    pub name: &'a str,
+    /// What rank 0 gathers per worker.
+    pub rows: Rows,
+}
+
+/// [`run_phase_all`] for the steps of a concurrency group: one part of
+/// items per step, every thread of every part released by one barrier
+/// (after the ranks' barrier), so the steps run at the same time. Part
+/// `p`'s thread `t` is its step's worker `rank × parts[p].len() + t`;
+/// `work` gets the part, that index, the item, the shared phase control
+/// and the barrier. Each part is folded, gathered and reduced on its
+/// own: one [`PhaseOut`] per part, in order. The parts share the
+/// phase's outcome flags (one failed, interrupted or time-limited worker
+/// marks every part), its stonewall (the group's first finish) and the
+/// process's CPU time.
+pub fn run_group_all<I, S>(
+    phase: &Phase<'_>,
+    seq: &mut u64,
+    parts: Vec<Vec<I>>,
+    work: impl Fn(usize, u32, I, &PhaseControl, &Barrier) -> S + Sync,
+) -> Result<Vec<PhaseOut<S>>, Error>
+where
+    I: Send,
+    S: Sample,
+{
+    let coord = phase.coord;
     *seq += 1;
+    let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
     let cpu0 = engine::sys::cpu_times();
-    let ended = run_threads(coord, *seq, stop, name, items, work);
+    let ended = run_threads(coord, *seq, phase.stop, phase.name, parts, work);
     let cpu1 = engine::sys::cpu_times();
     let cpu = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
     let Ended {
-        mut samples,
+        samples,
         first_done_ns,
         flags,
         start_skew_ns,
+        epoch,
     } = ended;
-    let mut out = PhaseOut {
-        samples: Vec::new(),
-        all_workers: true,
-        digest: Digest::default(),
-        first_done_ns,
-        cpu,
-        failed: flags & FLAG_FAILED != 0,
-        interrupted: flags & FLAG_INTERRUPTED != 0,
-        deadline: flags & FLAG_DEADLINE != 0,
-        start_skew_ns,
-        gathered_bytes: None,
-        row_bytes: None,
-    };
-    if coord.size() == 1 {
-        out.digest = Digest::of(&samples, 0, &coord.hostname(), cpu);
+    let mut rest = samples.into_iter();
+    let mut outs = Vec::with_capacity(sizes.len());
+    for n in sizes {
+        let mut samples: Vec<S> = rest.by_ref().take(n).collect();
+        let mut out = PhaseOut {
+            samples: Vec::new(),
+            all_workers: true,
+            digest: Digest::default(),
+            first_done_ns,
+            cpu,
+            failed: flags & FLAG_FAILED != 0,
+            interrupted: flags & FLAG_INTERRUPTED != 0,
+            deadline: flags & FLAG_DEADLINE != 0,
+            start_skew_ns,
+            gathered_bytes: None,
+            row_bytes: None,
+            epoch,
+        };
+        if coord.size() == 1 {
+            out.digest = Digest::of(&samples, 0, &coord.hostname(), cpu);
+            out.samples = samples;
+            outs.push(out);
+            continue;
+        }
+        if let Some(sw) = first_done_ns {
+            // Every rank knows the agreed stonewall: each settles its own.
+            S::settle(&mut samples, sw);
+        }
+        let before = coord.stats().bytes_gathered;
+        let Combined {
+            digest,
+            samples,
+            row_bytes,
+        } = combine(coord, samples, cpu, phase.rows)?;
+        out.gathered_bytes = Some(coord.stats().bytes_gathered - before);
+        out.row_bytes = Some(row_bytes);
+        out.cpu = digest.cpu_s();
+        out.digest = digest;
+        out.all_workers = phase.rows != Rows::None;
         out.samples = samples;
-        return Ok(out);
+        outs.push(out);
     }
-    if let Some(sw) = first_done_ns {
-        // Every rank knows the agreed stonewall: each settles its own.
-        S::settle(&mut samples, sw);
-    }
-    let before = coord.stats().bytes_gathered;
-    let Combined {
-        digest,
-        samples,
-        row_bytes,
-    } = combine(coord, samples, cpu, rows)?;
-    out.gathered_bytes = Some(coord.stats().bytes_gathered - before);
-    out.row_bytes = Some(row_bytes);
-    out.cpu = digest.cpu_s();
-    out.digest = digest;
-    out.all_workers = rows != Rows::None;
-    out.samples = samples;
-    Ok(out)
+    Ok(outs)
 }
 
 /// The multi-rank end of a phase: every rank's [`Digest`] merged at rank
@@ -693,6 +750,8 @@ struct Ended<S> {
     flags: u8,
     /// Spread of the ranks' barrier exits (`None` with one process).
     start_skew_ns: Option<u64>,
+    /// This rank's barrier exit: the origin of the samples' times.
+    epoch: std::time::Instant,
 }
 
 /// Rank 0's merge of every rank's samples, sorted by worker.
@@ -710,22 +769,22 @@ fn merge_ranks<S: Sample>(all: Vec<Vec<S::Wire>>) -> Result<Vec<S>, Error> {
     Ok(out)
 }
 
-/// Runs one phase's threads on this rank, all released together after the
-/// ranks' barrier. While they run, the main thread relays the stonewall and
-/// failures between ranks, and ends the phase with one collective that
-/// agrees on the first finish, the outcome flags and the start skew. A
-/// rank that stops answering makes every other one print the error (it
-/// names the rank and its node) and end the job: the ranks cannot go on
-/// without it.
+/// Runs one phase's threads on this rank (every part's), all released
+/// together after the ranks' barrier. While they run, the main thread
+/// relays the stonewall and failures between ranks, and ends the phase
+/// with one collective that agrees on the first finish, the outcome flags
+/// and the start skew. A rank that stops answering makes every other one
+/// print the error (it names the rank and its node) and end the job: the
+/// ranks cannot go on without it. The samples come back part after part.
 fn run_threads<I: Send, S: Sample>(
     coord: &dyn Coordinator,
     seq: u64,
     stop: &Arc<AtomicBool>,
     name: &str,
-    items: Vec<I>,
-    work: impl Fn(u32, I, &PhaseControl, &Barrier) -> S + Sync,
+    parts: Vec<Vec<I>>,
+    work: impl Fn(usize, u32, I, &PhaseControl, &Barrier) -> S + Sync,
 ) -> Ended<S> {
-    let base = coord.rank() * items.len() as u32;
+    let group = parts.len() > 1;
     // Bounded like the phase end: a rank that stopped answering before
     // the phase ends the job with its name instead of a silent hang.
     if let Err(e) = coord.barrier_within(None) {
@@ -735,23 +794,30 @@ fn run_threads<I: Send, S: Sample>(
     // times of all ranks share one origin (as IOR's MPI_Wtime after a
     // barrier).
     let ctl = PhaseControl::new(stop.clone());
-    let barrier = Barrier::new(items.len());
+    let barrier = Barrier::new(parts.iter().map(Vec::len).sum());
     let mut signals = (coord.size() > 1).then(|| coord.signals(seq));
-    let mut out = Vec::with_capacity(items.len());
+    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
     std::thread::scope(|scope| {
-        let handles: Vec<_> = items
-            .into_iter()
-            .enumerate()
-            .map(|(t, item)| {
+        let mut handles = Vec::new();
+        for (p, items) in parts.into_iter().enumerate() {
+            let base = coord.rank() * items.len() as u32;
+            for (t, item) in items.into_iter().enumerate() {
                 let w = base + t as u32;
                 let (ctl, barrier, work) = (&ctl, &barrier, &work);
-                std::thread::Builder::new()
-                    .name(format!("ioscale-{name}{w}"))
-                    .stack_size(256 * 1024)
-                    .spawn_scoped(scope, move || work(w, item, ctl, barrier))
-                    .expect("spawning a worker thread")
-            })
-            .collect();
+                let thread = if group {
+                    format!("ioscale-{name}{p}.{w}")
+                } else {
+                    format!("ioscale-{name}{w}")
+                };
+                handles.push(
+                    std::thread::Builder::new()
+                        .name(thread)
+                        .stack_size(256 * 1024)
+                        .spawn_scoped(scope, move || work(p, w, item, ctl, barrier))
+                        .expect("spawning a worker thread"),
+                );
+            }
+        }
         if let Some(sig) = signals.as_mut() {
             let mut told = Told::default();
             loop {
@@ -795,25 +861,38 @@ fn run_threads<I: Send, S: Sample>(
             }
         }
     }
+    ended(out, &ctl, agreed, flags)
+}
+
+/// The end of a phase's threads: this rank's samples and `flags`, with
+/// what the ranks agreed (`None` alone) and this rank's first finish.
+fn ended<S>(
+    samples: Vec<S>,
+    ctl: &PhaseControl,
+    agreed: Option<coord::PhaseEnd>,
+    flags: u8,
+) -> Ended<S> {
     let local = ctl
         .first_done
         .load(Ordering::Acquire)
         .then(|| ctl.first_done_ns.load(Ordering::Acquire));
     match agreed {
         Some(end) => Ended {
-            samples: out,
+            samples,
             first_done_ns: match (end.first_done_ns, local) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             },
             flags: end.flags | flags,
             start_skew_ns: end.start_skew_ns,
+            epoch: ctl.epoch,
         },
         None => Ended {
-            samples: out,
+            samples,
             first_done_ns: local,
             flags,
             start_skew_ns: None,
+            epoch: ctl.epoch,
         },
     }
 }

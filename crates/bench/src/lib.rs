@@ -1,19 +1,25 @@
 //! The driver library of ioscale: everything that runs a benchmark, and
 //! nothing that prints or parses argv.
 //!
-//! A front-end (the `ioscale` binary's native commands, or a compatibility
-//! front-end) builds a validated [`spec::WorkloadSpec`] or
-//! [`spec::MetaSpec`] and hands it to [`run::run_with`] or
-//! [`meta::run_with`] with a [`coord::Coordinator`]; what comes back is an
-//! [`run::Outcome`]: a [`report::ResultSet`] plus notes and an exit code.
-//! The caller decides what to print and where to write.
+//! A command (the `ioscale` binary's native commands, a sweep's point, or
+//! a compatibility front-end) builds a [`plan::Plan`] — steps of
+//! validated [`spec::WorkloadSpec`] or [`spec::MetaSpec`] workloads and
+//! the rules between them — and hands it to [`exec::execute`] with a
+//! [`coord::Coordinator`]; what comes back is an [`run::Outcome`] per
+//! step: a [`report::ResultSet`] plus notes and an exit code. The caller
+//! decides what to print and where to write.
 //!
+//! - [`plan`]: a benchmark as data — stages, steps, concurrency groups,
+//!   repetitions, time limit, ramp, driver options, renderer.
+//! - [`exec`]: the one executor of every plan: stages in order or taking
+//!   turns, each step's setup, phases and cleanup, the caller's hooks.
 //! - [`dataset`]: the files and directories a run creates, their marker,
 //!   and removing exactly those again — every file-system mutation of a
 //!   dataset goes through it.
 //! - `phase`: how a phase runs — the one driver loop both workload kinds
-//!   share (repetitions, layout, probe, record, stop and failure rules),
-//!   with its options and outcome (named by [`run`] for its callers).
+//!   share (repetitions, layout, ramp, probe, record, stop and failure
+//!   rules), for one step or a concurrency group, with its outcome (named
+//!   by [`run`] for its callers).
 //! - [`run`] / [`meta`]: the data and metadata workloads, each a kind of
 //!   that driver: their checks, setup, plans, reduction and cleanup.
 //! - [`cluster`]: threads × ranks: running a phase on every worker of every
@@ -31,9 +37,11 @@ pub mod dataset;
 pub mod digest;
 pub mod error;
 mod evidence;
+pub mod exec;
 pub mod host;
 pub mod meta;
 mod phase;
+pub mod plan;
 mod record;
 pub mod run;
 pub mod topology;

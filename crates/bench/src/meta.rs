@@ -1,7 +1,8 @@
 //! The metadata workload of `ioscale meta`: the tree, its marker, the
 //! phases, and removing exactly what was made. The loop over repetitions
-//! and phases is the shared one of `crate::phase`; this module is the
-//! metadata kind's steps.
+//! and phases is the shared one of `crate::phase`, started by the executor
+//! ([`crate::exec`]) for a metadata step of a [`crate::plan::Plan`]; this
+//! module is the metadata kind's steps.
 //!
 //! ioscale works in `TARGET/ioscale-meta.d` and writes a marker there
 //! before anything else. The marker records the tree's shape (threads,
@@ -20,17 +21,16 @@ use engine::runner::run_meta_worker_with;
 use report::{FilesRecord, HostInfo, JobSpec, PhaseRecord, ThreadFiles, WorkerRecord};
 use spec::{MetaOp, MetaSpec, TreeState};
 
+use std::sync::Arc;
+
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::tree::{close, prepare, union, Tree};
 use crate::error::Error;
 use crate::evidence::{meta_cache_warning, turns_warning, Machine};
 use crate::host;
-use crate::phase::{drive, Ctx, Flow, Kind, Measured, Sequence};
+use crate::phase::{drive, Ctx, Flow, Kind, Measured, Sequence, StepEnv};
 use crate::record::new_record;
-use crate::run::{
-    make_run_id, space_warning, stonewall, verify_record, Outcome, RunArgs, Workload,
-};
-pub use crate::run::{run_with, run_with_hook, run_with_options};
+use crate::run::{make_run_id, space_warning, stonewall, verify_record, Outcome};
 use crate::topology::Topology;
 
 pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
@@ -77,54 +77,60 @@ fn read_after_create(spec: &MetaSpec) -> Vec<&'static str> {
     out
 }
 
-/// The metadata workload: [`run_with_hook`] of a [`MetaSpec`]. Rank 0
-/// alone makes (or finds) the working directory and the marker before any
-/// other rank starts, writes the marker between phases, and removes the
-/// tree after every rank finished; a tree made by 4 ranks of 2 threads is
-/// the tree of `--threads 8`.
-impl Workload for MetaSpec {
-    fn run_hooked(&self, args: RunArgs<'_>) -> Result<Outcome, Error> {
-        let spec = self;
-        let mut notes = Vec::new();
-        let Setup {
-            host,
-            topo,
-            gspec,
-            warns,
-            tree,
-            machine,
-        } = setup(spec, args.coord, &mut notes)?;
-        let results = new_record(args.command, host, JobSpec::Meta(spec.clone()));
-        let mut ctx = Ctx::new(args.coord, &topo, &args.stop, args.opts);
-        let mut k = MetaRun {
-            // Indices per thread that the next phase may use: a time-limited
-            // create leaves only a prefix of the files.
-            limit: vec![gspec.files; gspec.threads as usize],
-            // Their sum over all workers (rank 0 may not hold every worker's
-            // sample): the files a phase is asked for.
-            requested: gspec.files * u64::from(gspec.threads),
-            state: tree.marker.state,
-            extent: tree.marker.extent,
-            spec: &gspec,
-            tree,
-            warns,
-            machine,
-            notes,
-            ran_cleanup: false,
-            keep_going: args.opts.keep_going,
-            pre: None,
-            after: None,
-        };
-        let seq = Sequence::new(&gspec.ops, gspec.reps, &gspec.target);
-        drive(&mut k, &mut ctx, seq, results, args.before_cleanup)
-    }
+/// Runs a metadata step as one rank. Rank 0 alone makes (or finds) the
+/// working directory and the marker before any other rank starts, writes
+/// the marker between phases, and removes the tree after every rank
+/// finished; a tree made by 4 ranks of 2 threads is the tree of
+/// `--threads 8`.
+pub(crate) fn run_meta(spec: &Arc<MetaSpec>, env: &mut StepEnv<'_>) -> Result<Vec<Outcome>, Error> {
+    let mut notes = Vec::new();
+    let Setup {
+        host,
+        topo,
+        gspec,
+        warns,
+        tree,
+        machine,
+    } = setup(spec, env.coord, &mut notes)?;
+    let results = new_record(env.command.clone(), host, JobSpec::Meta((**spec).clone()));
+    let mut ctx = Ctx::new(env.coord, env.stop, env.opts, env.ramp);
+    let mut k = MetaRun {
+        // Indices per thread that the next phase may use: a time-limited
+        // create leaves only a prefix of the files.
+        limit: vec![gspec.files; gspec.threads as usize],
+        // Their sum over all workers (rank 0 may not hold every worker's
+        // sample): the files a phase is asked for.
+        requested: gspec.files * u64::from(gspec.threads),
+        state: tree.marker.state,
+        extent: tree.marker.extent,
+        spec: &gspec,
+        topo,
+        tree,
+        warns,
+        machine,
+        notes,
+        ran_cleanup: false,
+        keep_going: env.opts.keep_going,
+        pre: None,
+        after: None,
+    };
+    let seq = Sequence::new(&gspec.ops, gspec.reps, &gspec.target);
+    drive(
+        std::slice::from_mut(&mut k),
+        &mut ctx,
+        seq,
+        vec![results],
+        env.before_cleanup,
+    )
 }
 
 /// The metadata workload as a [`Kind`] of the phase driver: the tree, its
 /// marker, and what the phases so far left in it.
 struct MetaRun<'s> {
-    /// The spec of all workers: names, the marker and cleanup use it.
+    /// The spec of all workers ([`Topology::all_workers`]): names, the
+    /// marker and cleanup use it.
     spec: &'s MetaSpec,
+    topo: Topology,
     tree: Tree,
     warns: Vec<String>,
     /// What the warnings decided after the phases weigh.
@@ -206,6 +212,9 @@ impl<'s> Kind for MetaRun<'s> {
     fn op_name(op: MetaOp) -> &'static str {
         op.name()
     }
+    fn topo(&self) -> &Topology {
+        &self.topo
+    }
     fn begin_rep(&mut self, _rep: u32, _ctx: &Ctx<'_>) {}
 
     fn prerequisite(&mut self, op: MetaOp, rep: u32) -> Option<MetaPlan<'s>> {
@@ -264,7 +273,7 @@ impl<'s> Kind for MetaRun<'s> {
         plan: &MetaPlan<'s>,
         ctx: &mut Ctx<'_>,
     ) -> Result<PhaseOut<MetaSample>, Error> {
-        run_phase_all(plan, ctx)
+        run_phase_all(plan, &self.topo, ctx)
     }
 
     fn reduce(
@@ -363,8 +372,7 @@ fn setup(
 ) -> Result<Setup, Error> {
     let mut host = host::collect(&spec.target);
     let topo = Topology::discover(coord, spec.threads, &mut host)?;
-    let mut gspec = spec.clone();
-    gspec.threads = topo.workers;
+    let gspec = topo.all_workers(spec);
     cluster::agree(coord, preflight(&gspec))?;
     // CPUs are per node: warn about one node's share.
     let machine = Machine {
@@ -402,8 +410,11 @@ fn setup(
 /// Runs one phase on this rank, one thread per worker, all released
 /// together after the ranks' barrier, and agrees on its outcome with the
 /// other ranks (see [`cluster::run_phase_all`]).
-fn run_phase_all(plan: &MetaPlan<'_>, ctx: &mut Ctx<'_>) -> Result<PhaseOut<MetaSample>, Error> {
-    let topo = ctx.topo;
+fn run_phase_all(
+    plan: &MetaPlan<'_>,
+    topo: &Topology,
+    ctx: &mut Ctx<'_>,
+) -> Result<PhaseOut<MetaSample>, Error> {
     let threads = topo.threads_per_rank as usize;
     engine::live::begin(engine::live::PhaseInfo {
         op: plan.op.to_string(),

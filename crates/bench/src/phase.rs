@@ -7,7 +7,8 @@
 //! 2. the untimed prerequisite ("layout"), when the operation needs
 //!    something that is not there yet (data to read, entries to stat):
 //!    the workload [`Kind`] names it, the driver runs it and records a
-//!    failure as `layout OP`;
+//!    failure as `layout OP`; then the ramp, when the plan asks for one
+//!    ([`crate::plan::Rules::ramp`]), recorded as `ramp OP` if it fails;
 //! 3. the kind's preparation of the timed phase ([`Kind::before_phase`]:
 //!    cache drop and fresh files for data, the pessimistic marker for
 //!    metadata), which may also skip the operation;
@@ -25,13 +26,17 @@
 //! (a barrier), and rank 0 hands an interrupted record to the caller's
 //! `before_cleanup` hook before the kind removes what it made.
 //!
-//! The two kinds are `run`'s data workload (`crate::run`) and `meta`'s
-//! metadata workload (`crate::meta`); each is a [`Kind`].
+//! The driver runs a slice of kinds: one for a step alone, several for the
+//! steps of a concurrency group ([`crate::plan::Stage`]), whose timed
+//! phases run together ([`Kind::run_together`]) and are reduced and
+//! recorded each on its own. The two kinds are `run`'s data workload
+//! (`crate::run`) and `meta`'s metadata workload (`crate::meta`).
 
 use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use coord::Coordinator;
 use probe::{PhaseProbe, Probe};
@@ -40,10 +45,12 @@ use stats::LatencyHistogram;
 
 use crate::cluster::{Layout, PhaseOut, Sample};
 use crate::error::Error;
-use crate::record::{failure_record, other_rank_failed, record_phase};
+use crate::record::{failure_record, other_rank_failed, other_step_failed, record_phase};
 use crate::topology::Topology;
 
-/// What a finished (or stopped) run hands back to the caller.
+pub use crate::plan::Options;
+
+/// What a finished (or stopped) step hands back to the caller.
 pub struct Outcome {
     /// The record.
     pub results: ResultSet,
@@ -57,6 +64,11 @@ pub struct Outcome {
     /// of the distribution than the record keeps (fio's stdev, buckets and
     /// per-clone lines).
     pub latency: Vec<PhaseLatency>,
+    /// When each recorded phase ran: its first start and last finish, ns
+    /// after the barrier that released its workers (on this rank's
+    /// clock). The steps of a concurrency group share that barrier, so
+    /// their spans show how they overlapped.
+    pub spans: Vec<PhaseSpan>,
 }
 
 /// The latency histograms of one recorded phase, one per worker.
@@ -68,57 +80,24 @@ pub struct PhaseLatency {
     pub workers: Vec<(u32, LatencyHistogram)>,
     /// (worker, what its thread used over the phase).
     pub usage: Vec<(u32, engine::ThreadUsage)>,
-    /// (worker, its latencies by direction), where the engine kept them
-    /// ([`engine::worker::set_detail`]).
+    /// (worker, its latencies by direction), where the plan asked the
+    /// engine to keep them ([`crate::plan::Step::detail`]).
     pub detail: Vec<(u32, engine::DirLatency)>,
 }
 
-/// How a driver runs beyond what the spec says: what a sweep asks for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Options {
-    /// Measure the resources of every timed phase with [`probe::Probe`]
-    /// (rank 0 only). The probe reads /proc and sysfs before and after
-    /// the phase and samples from a thread of its own, never in the
-    /// workers' I/O loop.
-    pub probe: bool,
-    /// A repetition whose phase failed ends there, its record and errors
-    /// kept, and the next repetition runs; without it the first failure
-    /// ends the run.
-    pub keep_going: bool,
-    /// Across MPI ranks, rank 0 receives one pre-merged summary per node
-    /// (and one per rank of its own node) instead of every worker's
-    /// sample: the record is the same but for the per-worker rows
-    /// (`workers`, `files.threads`), which then hold none (`--per-worker`
-    /// off). Without it every worker's sample is gathered as well, and
-    /// the rows are kept. One process always keeps them.
-    pub node_summary: bool,
-    /// With `node_summary`, rank 0 still receives a few numbers per
-    /// worker (its [`Sample::Brief`](crate::cluster::Sample::Brief):
-    /// records or files, bytes, times, a status), for front-ends that print
-    /// a line per worker (smallfile's threads, dd's jobs). The record's
-    /// per-worker rows (`workers`, `files.threads`) are made of those
-    /// numbers, the same rows as from whole samples; a few dozen bytes a
-    /// worker at rank 0 instead of 280–330 for its sample.
-    pub brief_rows: bool,
-    /// The number of the first repetition (0 unless told). A sweep that
-    /// interleaves the repetitions of several points runs each of them
-    /// alone (`reps` 1) under its own number, so its random offsets, its
-    /// progress line and its record are those of that repetition, and a
-    /// repetition after the first is treated as one (a pause before it,
-    /// caches dropped before its first phase).
-    pub first_rep: u32,
-}
-
-impl Options {
-    /// What rank 0 gathers per worker under MPI.
-    pub fn rows(&self) -> crate::cluster::Rows {
-        use crate::cluster::Rows;
-        match (self.node_summary, self.brief_rows) {
-            (false, _) => Rows::Full,
-            (true, true) => Rows::Brief,
-            (true, false) => Rows::None,
-        }
-    }
+/// When one recorded phase ran (see [`Outcome::spans`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseSpan {
+    /// Index into the record's `phases`.
+    pub phase: usize,
+    /// This rank's exit from the barrier that released the phase's
+    /// workers: the origin of the times below, the same instant for
+    /// every step of a concurrency group.
+    pub origin: std::time::Instant,
+    /// The first worker's start, ns after the start barrier.
+    pub start_ns: u64,
+    /// The last worker's finish, ns after the start barrier.
+    pub end_ns: u64,
 }
 
 impl Outcome {
@@ -138,10 +117,54 @@ impl Outcome {
             0
         }
     }
+
+    /// Adds the outcome of one more repetition of the same step (a driver
+    /// call of its own, see [`crate::plan::Rules::interleave`]) to what its
+    /// earlier repetitions made: phases, failed phases, errors, warnings
+    /// (once each), probes, latencies, spans, per-node and per-rank
+    /// figures and the gathers' costs, renumbered to follow on.
+    pub fn merge(&mut self, more: Outcome) {
+        let offset = self.results.phases.len();
+        let r = more.results;
+        if let (Some(a), Some(b)) = (self.results.host.cluster.as_mut(), r.host.cluster) {
+            a.node_phases.extend(b.node_phases.into_iter().map(|mut n| {
+                n.phase += offset;
+                n
+            }));
+            a.rank_phases.extend(b.rank_phases.into_iter().map(|mut n| {
+                n.phase += offset;
+                n
+            }));
+            a.gathers.extend(b.gathers.into_iter().map(|mut g| {
+                g.phase += offset;
+                g
+            }));
+        }
+        self.results.phases.extend(r.phases);
+        self.results.failed_phases.extend(r.failed_phases);
+        self.results.errors.extend(r.errors);
+        for w in r.warnings {
+            if !self.results.warnings.contains(&w) {
+                self.results.warnings.push(w);
+            }
+        }
+        self.results.interrupted |= r.interrupted;
+        self.notes.extend(more.notes);
+        self.probes.extend(more.probes);
+        self.latency.extend(more.latency.into_iter().map(|mut l| {
+            l.phase += offset;
+            l
+        }));
+        self.spans.extend(more.spans.into_iter().map(|mut s| {
+            s.phase += offset;
+            s
+        }));
+        self.results.summarise();
+    }
 }
 
 /// What the driver does after a phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Flow {
     /// On to the next operation.
     Continue,
@@ -152,13 +175,14 @@ pub(crate) enum Flow {
 }
 
 /// What every phase of one rank runs with: the ranks' coordinator, the
-/// run's topology, the stop flag, the caller's options and the phase count
-/// (the same on every rank).
+/// stop flag, the plan's options and the phase count (the same on every
+/// rank).
 pub(crate) struct Ctx<'a> {
     pub(crate) coord: &'a dyn Coordinator,
-    pub(crate) topo: &'a Topology,
     pub(crate) stop: &'a Arc<AtomicBool>,
     pub(crate) opts: Options,
+    /// The plan's ramp ([`crate::plan::Rules::ramp`]).
+    pub(crate) ramp: Option<Duration>,
     pub(crate) seq: u64,
 }
 
@@ -166,28 +190,40 @@ impl<'a> Ctx<'a> {
     /// The context of a run's first phase.
     pub(crate) fn new(
         coord: &'a dyn Coordinator,
-        topo: &'a Topology,
         stop: &'a Arc<AtomicBool>,
         opts: Options,
+        ramp: Option<Duration>,
     ) -> Self {
         Ctx {
             coord,
-            topo,
             stop,
             opts,
+            ramp,
             seq: 0,
         }
     }
 
     /// Whether this is rank 0, which reduces, records and cleans up.
     pub(crate) fn is_root(&self) -> bool {
-        self.topo.is_root()
+        self.coord.rank() == 0
     }
+}
+
+/// What one driver call of a stage runs with (the executor's part of
+/// its environment, with the stage's options).
+pub(crate) struct StepEnv<'a> {
+    pub(crate) command: Vec<String>,
+    pub(crate) stop: &'a Arc<AtomicBool>,
+    pub(crate) coord: &'a dyn Coordinator,
+    pub(crate) opts: Options,
+    pub(crate) ramp: Option<Duration>,
+    /// Rank 0, an interrupted step's record (by its index in the stage).
+    pub(crate) before_cleanup: &'a mut dyn FnMut(usize, &ResultSet),
 }
 
 /// A workload kind: the steps of a phase that differ between data and
 /// metadata. [`drive`] calls them in the order its module doc gives.
-pub(crate) trait Kind {
+pub(crate) trait Kind: Sized {
     /// An operation of the sequence.
     type Op: Copy + fmt::Display;
     /// What one phase runs: the operation and everything the workers need.
@@ -202,6 +238,8 @@ pub(crate) trait Kind {
 
     /// The operation's name in the record.
     fn op_name(op: Self::Op) -> &'static str;
+    /// Who runs this step: ranks, threads, worker ids.
+    fn topo(&self) -> &Topology;
     /// At the start of repetition `rep` (a pause, a fresh-files flag).
     fn begin_rep(&mut self, rep: u32, ctx: &Ctx<'_>);
     /// The untimed phase `op` needs first, if any.
@@ -209,6 +247,12 @@ pub(crate) trait Kind {
     /// After the prerequisite of `op` ran (cleanly or not): the kind's
     /// bookkeeping and its note on what was laid out.
     fn after_prerequisite(&mut self, op: Self::Op, out: &PhaseOut<Self::Sample>);
+    /// The unrecorded phase of `op` that runs `ramp` long before its first
+    /// timed phase, for kinds that have one.
+    fn ramp(&mut self, op: Self::Op, rep: u32, ramp: Duration) -> Option<Self::Plan> {
+        let _ = (op, rep, ramp);
+        None
+    }
     /// Prepares the timed phase of `op` and returns its plan; `None` skips
     /// the operation (the kind says why in its warnings).
     fn before_phase(&mut self, op: Self::Op, rep: u32, ctx: &Ctx<'_>) -> Option<Self::Plan>;
@@ -219,6 +263,22 @@ pub(crate) trait Kind {
         plan: &Self::Plan,
         ctx: &mut Ctx<'_>,
     ) -> Result<PhaseOut<Self::Sample>, Error>;
+    /// Runs the phases `plans` (each with the index of its kind in `ks`)
+    /// together from one barrier: the steps of a concurrency group. One
+    /// outcome per plan, in order. Kinds that cannot run together refuse
+    /// more than one.
+    fn run_together(
+        ks: &mut [Self],
+        plans: &[(usize, Self::Plan)],
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Vec<PhaseOut<Self::Sample>>, Error> {
+        match plans {
+            [(j, plan)] => ks[*j].run_phase(plan, ctx).map(|o| vec![o]),
+            _ => Err(Error::Usage(
+                "these steps cannot run as a concurrency group".into(),
+            )),
+        }
+    }
     /// Rank 0's record of a timed phase.
     fn reduce(
         &self,
@@ -247,18 +307,23 @@ pub(crate) trait Kind {
     fn finish(&mut self, is_root: bool) -> Vec<String>;
 }
 
-/// What a run repeats: its operations in order, how many times, and where
-/// (the target directory the resource probe watches).
+/// What a run repeats: each step's operations in order (as many for every
+/// step), how many times, and where (the target directory the resource
+/// probe watches).
 pub(crate) struct Sequence<'a, Op> {
-    pub(crate) ops: &'a [Op],
+    pub(crate) ops: Vec<&'a [Op]>,
     pub(crate) reps: u32,
     pub(crate) target: &'a Path,
 }
 
 impl<'a, Op> Sequence<'a, Op> {
-    /// `reps` times `ops` on `target`.
+    /// `reps` times `ops` on `target`: one step's sequence.
     pub(crate) fn new(ops: &'a [Op], reps: u32, target: &'a Path) -> Self {
-        Sequence { ops, reps, target }
+        Sequence {
+            ops: vec![ops],
+            reps,
+            target,
+        }
     }
 }
 
@@ -307,139 +372,211 @@ impl<'a> Measured<'a> {
     }
 }
 
-/// What the driver gathers while the phases run.
+/// What the driver gathers for one step while the phases run.
 struct Gathered {
     results: ResultSet,
     probes: Vec<PhaseProbe>,
     latency: Vec<PhaseLatency>,
+    spans: Vec<PhaseSpan>,
 }
 
-/// Runs every repetition of `seq` with `k` on this rank, starting from the
-/// empty record `results`, and ends the run: summary, barrier,
-/// `before_cleanup` (rank 0, interrupted runs, before files are removed),
-/// cleanup.
+/// Runs every repetition of `seq` with the kinds `ks` (one step, or the
+/// steps of a concurrency group) on this rank, starting from the empty
+/// records `results` (one per kind), and ends the run: summary, barrier,
+/// `before_cleanup` (rank 0, interrupted runs, before files are removed;
+/// with the kind's index), cleanup. One outcome per kind.
 pub(crate) fn drive<K: Kind>(
-    k: &mut K,
+    ks: &mut [K],
     ctx: &mut Ctx<'_>,
     seq: Sequence<'_, K::Op>,
-    results: ResultSet,
-    before_cleanup: &mut dyn FnMut(&ResultSet),
-) -> Result<Outcome, Error> {
-    let mut g = Gathered {
-        results,
-        probes: Vec::new(),
-        latency: Vec::new(),
-    };
+    results: Vec<ResultSet>,
+    before_cleanup: &mut dyn FnMut(usize, &ResultSet),
+) -> Result<Vec<Outcome>, Error> {
+    let mut gs: Vec<Gathered> = results
+        .into_iter()
+        .map(|results| Gathered {
+            results,
+            probes: Vec::new(),
+            latency: Vec::new(),
+            spans: Vec::new(),
+        })
+        .collect();
     let first = ctx.opts.first_rep;
+    let n_ops = seq.ops.first().map_or(0, |o| o.len());
     'reps: for rep in first..first.saturating_add(seq.reps) {
-        k.begin_rep(rep, ctx);
-        for &op in seq.ops {
-            match step(k, ctx, &mut g, (op, rep), seq.target)? {
+        for k in ks.iter_mut() {
+            k.begin_rep(rep, ctx);
+        }
+        for i in 0..n_ops {
+            match step(ks, ctx, &mut gs, (i, rep), &seq)? {
                 Flow::Continue => {}
                 Flow::NextRep => continue 'reps,
                 Flow::Stop => break 'reps,
             }
         }
     }
-    let mut results = g.results;
-    results.warnings = k.take_warnings(&Measured::new(&results.phases, &g.probes));
-    results.summarise();
+    // The steps of a group were stopped together.
+    let interrupted = gs.iter().any(|g| g.results.interrupted);
+    for (k, g) in ks.iter_mut().zip(&mut gs) {
+        g.results.interrupted |= interrupted;
+        g.results.warnings = k.take_warnings(&Measured::new(&g.results.phases, &g.probes));
+        g.results.summarise();
+    }
     // Every rank has closed its files before rank 0 removes them.
     ctx.coord.barrier();
     let is_root = ctx.is_root();
-    if is_root && results.interrupted && k.cleans_up() {
-        before_cleanup(&results);
+    for (j, (k, g)) in ks.iter().zip(&gs).enumerate() {
+        if is_root && g.results.interrupted && k.cleans_up() {
+            before_cleanup(j, &g.results);
+        }
     }
-    let notes = k.finish(is_root);
-    Ok(Outcome {
-        results,
-        notes,
-        probes: g.probes,
-        latency: g.latency,
-    })
+    Ok(ks
+        .iter_mut()
+        .zip(gs)
+        .map(|(k, g)| Outcome {
+            notes: k.finish(is_root),
+            results: g.results,
+            probes: g.probes,
+            latency: g.latency,
+            spans: g.spans,
+        })
+        .collect())
 }
 
-/// One operation of one repetition: stop check, prerequisite, timed phase.
+/// One operation (the `i`-th of each step) of one repetition: stop check,
+/// prerequisites and ramps, the timed phase.
 fn step<K: Kind>(
-    k: &mut K,
+    ks: &mut [K],
     ctx: &mut Ctx<'_>,
-    g: &mut Gathered,
-    (op, rep): (K::Op, u32),
-    target: &Path,
+    gs: &mut [Gathered],
+    (i, rep): (usize, u32),
+    seq: &Sequence<'_, K::Op>,
 ) -> Result<Flow, Error> {
     if ctx.coord.any(ctx.stop.load(Ordering::Relaxed)) {
-        g.results.interrupted = true;
+        for g in gs.iter_mut() {
+            g.results.interrupted = true;
+        }
         return Ok(Flow::Stop);
     }
-    if let Some(plan) = k.prerequisite(op, rep) {
-        let flow = layout(k, ctx, g, op, &plan)?;
+    for (j, k) in ks.iter_mut().enumerate() {
+        let flow = untimed(k, ctx, &mut gs[j], seq.ops[j][i], rep)?;
         if flow != Flow::Continue {
             return Ok(flow);
         }
     }
-    let Some(plan) = k.before_phase(op, rep, ctx) else {
-        return Ok(Flow::Continue);
-    };
-    let pr = (ctx.opts.probe && ctx.is_root()).then(|| Probe::start(target));
-    let out = k.run_phase(&plan, ctx)?;
-    if let Some(pr) = pr {
-        g.probes.push(PhaseProbe {
-            op: K::op_name(op).into(),
-            rep,
-            resources: pr.finish(),
-        });
+    let mut plans = Vec::new();
+    for (j, k) in ks.iter_mut().enumerate() {
+        if let Some(plan) = k.before_phase(seq.ops[j][i], rep, ctx) {
+            plans.push((j, plan));
+        }
     }
-    Ok(timed(k, ctx, g, op, &plan, out))
+    if plans.is_empty() {
+        return Ok(Flow::Continue);
+    }
+    let pr = (ctx.opts.probe && ctx.is_root()).then(|| Probe::start(seq.target));
+    let outs = K::run_together(ks, &plans, ctx)?;
+    if let Some(pr) = pr {
+        let resources = pr.finish();
+        for (j, _) in &plans {
+            gs[*j].probes.push(PhaseProbe {
+                op: K::op_name(seq.ops[*j][i]).into(),
+                rep,
+                resources: resources.clone(),
+            });
+        }
+    }
+    let group = plans.len() > 1;
+    let mut flow = Flow::Continue;
+    for ((j, plan), out) in plans.into_iter().zip(outs) {
+        let f = timed(
+            &mut ks[j],
+            ctx,
+            &mut gs[j],
+            (seq.ops[j][i], &plan, out),
+            group,
+        );
+        flow = flow.max(f);
+    }
+    Ok(flow)
 }
 
-/// The untimed prerequisite of `op`. A failure is recorded as `layout OP`
-/// (or as another rank's, when none of this rank's workers failed) and
-/// ends the run, or under `keep_going` the repetition where the kind
-/// allows it.
-fn layout<K: Kind>(
+/// The untimed phases before the timed one of `op`: its prerequisite, then
+/// the plan's ramp.
+fn untimed<K: Kind>(
     k: &mut K,
     ctx: &mut Ctx<'_>,
     g: &mut Gathered,
     op: K::Op,
-    plan: &K::Plan,
+    rep: u32,
 ) -> Result<Flow, Error> {
-    let out = k.run_phase(plan, ctx)?;
-    k.after_prerequisite(op, &out);
+    if let Some(plan) = k.prerequisite(op, rep) {
+        let out = k.run_phase(&plan, ctx)?;
+        k.after_prerequisite(op, &out);
+        let flow = layout(k, ctx, g, "layout", out);
+        if flow != Flow::Continue {
+            return Ok(flow);
+        }
+    }
+    let Some(plan) = ctx.ramp.and_then(|d| k.ramp(op, rep, d)) else {
+        return Ok(Flow::Continue);
+    };
+    let out = k.run_phase(&plan, ctx)?;
+    Ok(layout(k, ctx, g, "ramp", out))
+}
+
+/// After an untimed phase (`what`: layout, ramp). A failure is recorded
+/// as `WHAT OP` (or as another rank's, when none of this rank's workers
+/// failed) and ends the run, or under `keep_going` the repetition where
+/// the kind allows it.
+fn layout<K: Kind>(
+    k: &K,
+    ctx: &Ctx<'_>,
+    g: &mut Gathered,
+    what: &str,
+    out: PhaseOut<K::Sample>,
+) -> Flow {
     if out.failed {
         let e = match out.digest.failures.first() {
-            Some((w, f)) => failure_record(*w, format!("layout {}", f.op), f),
-            None => other_rank_failed(ctx.topo),
+            Some((w, f)) => failure_record(*w, format!("{what} {}", f.op), f),
+            None => other_rank_failed(k.topo()),
         };
         g.results.errors.push(e);
         let next = K::LAYOUT_FAILURE_KEEPS_GOING && ctx.opts.keep_going && !out.interrupted;
-        return Ok(if next { Flow::NextRep } else { Flow::Stop });
+        return if next { Flow::NextRep } else { Flow::Stop };
     }
     if out.interrupted {
         g.results.interrupted = true;
-        return Ok(Flow::Stop);
+        return Flow::Stop;
     }
-    Ok(Flow::Continue)
+    Flow::Continue
 }
 
-/// After a timed phase ran: reduce, record, and what comes next.
+/// After a timed phase ran: reduce, record, and what comes next. `group`:
+/// the phase ran beside other steps'.
 fn timed<K: Kind>(
     k: &mut K,
     ctx: &Ctx<'_>,
     g: &mut Gathered,
-    op: K::Op,
-    plan: &K::Plan,
-    out: PhaseOut<K::Sample>,
+    (op, plan, out): (K::Op, &K::Plan, PhaseOut<K::Sample>),
+    group: bool,
 ) -> Flow {
-    let layout = &ctx.topo.layout;
+    let topo = k.topo();
+    let layout = &topo.layout;
     let rec = ctx.is_root().then(|| k.reduce(plan, &out, layout));
     let errors_before = g.results.errors.len();
     let recorded = g.results.phases.len();
     record_phase(&mut g.results, rec, &out, layout);
     if g.results.phases.len() > recorded {
+        g.spans.push(PhaseSpan {
+            phase: recorded,
+            origin: out.epoch,
+            start_ns: out.digest.t0(),
+            end_ns: out.digest.end_ns,
+        });
         // Rank 0 may hold other ranks' rows too, whose histograms stay
         // on their ranks: keep this process's workers, as documented.
+        let mine = topo.my_workers();
         g.latency.extend(k.latency(recorded, &out).map(|mut l| {
-            let mine = ctx.topo.my_workers();
             l.workers.retain(|(w, _)| mine.contains(w));
             l.usage.retain(|(w, _)| mine.contains(w));
             l.detail.retain(|(w, _)| mine.contains(w));
@@ -448,8 +585,14 @@ fn timed<K: Kind>(
     }
     let flow = k.after_phase(op, &out, ctx);
     if out.failed && g.results.errors.len() == errors_before {
-        // Another rank failed: this one stops cleanly with it.
-        g.results.errors.push(other_rank_failed(ctx.topo));
+        // Another rank (or another step of the group) failed: this one
+        // stops cleanly with it.
+        let topo = k.topo();
+        g.results.errors.push(if group {
+            other_step_failed(topo)
+        } else {
+            other_rank_failed(topo)
+        });
     }
     if out.interrupted {
         g.results.interrupted = true;
@@ -487,6 +630,7 @@ mod tests {
     /// repetition 0) and `b`, whose phases end as `ends` says (keyed by
     /// repetition, operation, timed), logging every step.
     struct Script<const KEEP: bool> {
+        topo: Topology,
         reps: u32,
         ends: Vec<((u32, char, bool), End)>,
         log: Vec<String>,
@@ -497,7 +641,10 @@ mod tests {
 
     impl<const KEEP: bool> Script<KEEP> {
         fn new(reps: u32) -> Self {
+            let mut host = HostInfo::default();
+            let topo = Topology::discover(&coord::Solo, 1, &mut host).expect("topology");
             Script {
+                topo,
                 reps,
                 ends: Vec::new(),
                 log: Vec::new(),
@@ -523,6 +670,9 @@ mod tests {
             } else {
                 "b"
             }
+        }
+        fn topo(&self) -> &Topology {
+            &self.topo
         }
         fn begin_rep(&mut self, rep: u32, _ctx: &Ctx<'_>) {
             self.log.push(format!("rep {rep}"));
@@ -601,6 +751,7 @@ mod tests {
             start_skew_ns: None,
             gathered_bytes: None,
             row_bytes: None,
+            epoch: std::time::Instant::now(),
         };
         if e.failed {
             out.digest.failures.push((
@@ -621,18 +772,12 @@ mod tests {
     /// before-cleanup hook ran.
     fn run<const KEEP: bool>(k: &mut Script<KEEP>, keep_going: bool) -> (Outcome, u32) {
         let coord = coord::Solo;
-        let topo = Topology::discover(&coord, 1, &mut HostInfo::default()).expect("topology");
         let stop = Arc::clone(&k.stop);
-        let mut ctx = Ctx {
-            coord: &coord,
-            topo: &topo,
-            stop: &stop,
-            opts: Options {
-                keep_going,
-                ..Default::default()
-            },
-            seq: 0,
+        let opts = Options {
+            keep_going,
+            ..Default::default()
         };
+        let mut ctx = Ctx::new(&coord, &stop, opts, None);
         let results = crate::record::new_record(
             Vec::new(),
             HostInfo::default(),
@@ -647,13 +792,16 @@ mod tests {
             ),
         );
         let mut hooked = 0;
-        let seq = Sequence {
-            ops: &['a', 'b'],
-            reps: k.reps,
-            target: Path::new("/"),
-        };
-        let out = drive(k, &mut ctx, seq, results, &mut |_| hooked += 1).expect("drive");
-        (out, hooked)
+        let seq = Sequence::new(&['a', 'b'], k.reps, Path::new("/"));
+        let mut out = drive(
+            std::slice::from_mut(k),
+            &mut ctx,
+            seq,
+            vec![results],
+            &mut |_, _| hooked += 1,
+        )
+        .expect("drive");
+        (out.remove(0), hooked)
     }
 
     fn failed() -> End {

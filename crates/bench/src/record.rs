@@ -1,5 +1,6 @@
 //! What a run's record starts as, and the error records both drivers add:
-//! a worker's failure, and the stop of a rank whose peer failed.
+//! a worker's failure, and the stop of a rank whose peer (or of a step
+//! whose group) failed.
 
 use engine::IoFailure;
 use report::{
@@ -52,6 +53,18 @@ pub(crate) fn other_rank_failed(topo: &Topology) -> ErrorRecord {
         offset: None,
         errno: None,
         message: "another rank failed; rank 0 reports the error".into(),
+    }
+}
+
+/// The error a step of a concurrency group records when the phase failed
+/// but none of its own workers on this rank did: another step of the
+/// group (or another rank) failed, and its record names the error.
+pub(crate) fn other_step_failed(topo: &Topology) -> ErrorRecord {
+    ErrorRecord {
+        message: "another step of its concurrency group (or another rank) failed; that step's \
+                  record names the error"
+            .into(),
+        ..other_rank_failed(topo)
     }
 }
 

@@ -1,25 +1,26 @@
 //! The data workload of `ioscale run`: checks, phases, reduction, cleanup.
 //!
-//! It turns a validated [`WorkloadSpec`] into phases, starts the workers of
-//! each phase together at a barrier, reduces their samples into a
-//! [`PhaseRecord`], and returns a [`ResultSet`] — it never prints. The loop
-//! over repetitions and phases is the shared one of `crate::phase`; this
-//! module is the data kind's steps (layout write, cache drop, fresh files,
-//! the engines' state between phases). Aggregate
+//! It turns a validated [`WorkloadSpec`] (a data step of a
+//! [`crate::plan::Plan`]) into phases, starts the workers of each phase
+//! together at a barrier, reduces their samples into a [`PhaseRecord`],
+//! and returns a [`ResultSet`] — it never prints. The loop over
+//! repetitions and phases is the shared one of `crate::phase`, started by
+//! the executor ([`crate::exec`]); this module is the data kind's steps
+//! (layout write, ramp, cache drop, fresh files, the engines' state
+//! between phases), for one step or for the steps of a concurrency group
+//! run side by side. Aggregate
 //! rates use total work ÷ (last finish − first start), so workers that take
 //! turns on too few CPUs are not flattered by summing their own rates.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use coord::Coordinator;
 use engine::registry::EngineOptions;
 use engine::uring::UringOptions;
-use engine::{run_worker, PhasePlan, Prepared, WorkerSample};
-use report::{
-    HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet, Stonewall, VerifyRecord, WorkerRecord,
-};
+use engine::{run_worker, Detail, PhasePlan, Prepared, WorkerSample};
+use report::{HostInfo, JobSpec, Mismatch, PhaseRecord, Stonewall, VerifyRecord, WorkerRecord};
 use spec::{format_size, Op, SyncMode, WorkloadSpec};
 
 use crate::cluster::{self, Layout, PhaseOut};
@@ -27,13 +28,14 @@ use crate::dataset::DataSet;
 use crate::error::Error;
 use crate::evidence::{cache_warnings, turns_warning, CacheRisk, Machine};
 use crate::host;
-use crate::phase::{drive, Ctx, Flow, Kind, Measured, Sequence};
+use crate::phase::{drive, Ctx, Flow, Kind, Measured, Sequence, StepEnv};
 use crate::record::new_record;
 use crate::topology::Topology;
 
-// The driver's options and what it hands back, named here for the
-// callers of `run_with` (the phase driver owns them).
-pub use crate::phase::{Options, Outcome, PhaseLatency};
+// The driver's options and what it hands back, named here for callers
+// that know them by these names (the plan and the phase driver own them).
+pub use crate::phase::{Outcome, PhaseLatency, PhaseSpan};
+pub use crate::plan::Options;
 
 /// Checks the target before anything is created: exists, is a directory,
 /// writable, not read-only; the engine known to the registry and able to
@@ -158,16 +160,17 @@ pub(crate) fn in_memory(host: &HostInfo) -> bool {
 }
 
 /// What the page-cache warnings of `spec` weigh: its data set on one
-/// node (`spec` holds that node's workers) and which of its phases the
-/// cache may serve.
-fn cache_risk(spec: &WorkloadSpec) -> CacheRisk {
+/// node (`per_node` workers share its page cache) and which of its
+/// phases the cache may serve.
+fn cache_risk(spec: &WorkloadSpec, per_node: u32) -> CacheRisk {
     // Writes that are synchronous (O_SYNC/O_DSYNC) or flushed before the
     // clock stops (--sync end/every) reach storage inside the timed phase:
     // the page cache cannot flatter them. Buffered reads, and writes left
     // in the cache, can.
     let buffered = !spec.direct;
     CacheRisk {
-        working_set: spec.file_size() * spec.file_count() as u64,
+        // One node's share, whatever the layout: its workers' blocks.
+        working_set: spec.bytes_per_worker() * per_node as u64,
         reads: buffered && spec.ops.iter().any(|o| o.reads()),
         writes: buffered && spec.sync == SyncMode::None && spec.ops.iter().any(|o| o.writes()),
         reads_after_write: buffered
@@ -219,119 +222,86 @@ fn drop_caches(
     }
 }
 
-/// A workload the driver runs: a [`WorkloadSpec`] (the data phases of
-/// this module) or a [`spec::MetaSpec`] (the metadata phases of
-/// [`crate::meta`]).
-pub trait Workload {
-    /// Runs it as one rank of `args.coord`: what [`run_with_hook`] does.
-    fn run_hooked(&self, args: RunArgs<'_>) -> Result<Outcome, Error>;
+/// One data step as the executor hands it over: the workload and what
+/// its workers keep beyond ioscale's figures.
+pub(crate) struct DataStep<'a> {
+    /// The workload (`threads` per process).
+    pub(crate) spec: &'a Arc<WorkloadSpec>,
+    /// The engine's detail for its phases.
+    pub(crate) detail: Detail,
 }
 
-/// Everything [`run_with_hook`] hands a [`Workload`] besides itself.
-pub struct RunArgs<'a> {
-    /// The command line, kept in the record.
-    pub command: Vec<String>,
-    /// Set by a signal handler: the run stops at the next phase boundary.
-    pub stop: Arc<AtomicBool>,
-    /// The ranks this one runs with.
-    pub coord: &'a dyn Coordinator,
-    /// Resource probes, repetitions after a failed one, per-worker rows.
-    pub opts: Options,
-    /// Called on rank 0 with the record of an interrupted run before its
-    /// files are removed.
-    pub before_cleanup: &'a mut dyn FnMut(&ResultSet),
-}
-
-/// Runs the whole workload as one rank of `coord`: `spec.threads` threads
-/// in this process, `coord.size() × spec.threads` workers in all, worker
-/// `rank × threads + t` being thread `t` of rank `rank` (names, hashed
-/// directories and the marker use the global index). Every rank calls it
-/// with the same spec (`spec.reorder_offset` counts workers).
-///
-/// Rank 0 alone creates the working directory (before any other rank
-/// opens a file), writes the marker, removes what the run made after
-/// every rank finished, and receives the record of all workers; the other
-/// ranks' [`Outcome`] holds their agreed errors only and is not meant to
-/// be printed. Errors, interrupts and time limits are agreed at every
-/// phase boundary, so all ranks stop at the same point.
-pub fn run_with<W: Workload + ?Sized>(
-    spec: &W,
-    command: Vec<String>,
-    stop: Arc<AtomicBool>,
-    coord: &dyn Coordinator,
-) -> Result<Outcome, Error> {
-    run_with_options(spec, command, stop, coord, Options::default())
-}
-
-/// [`run_with`] with [`Options`]: resource probes around every timed
-/// phase, and repetitions that go on after a failed one (what a sweep
-/// point needs).
-pub fn run_with_options<W: Workload + ?Sized>(
-    spec: &W,
-    command: Vec<String>,
-    stop: Arc<AtomicBool>,
-    coord: &dyn Coordinator,
-    opts: Options,
-) -> Result<Outcome, Error> {
-    run_with_hook(spec, command, stop, coord, opts, &mut |_| {})
-}
-
-/// [`run_with_options`], calling `before_cleanup` on rank 0 with the
-/// record of an interrupted run before its files are removed: the caller
-/// saves it there, so a second signal during a long cleanup loses nothing
-/// but the cleanup. The phases run in `phase::drive`.
-pub fn run_with_hook<W: Workload + ?Sized>(
-    spec: &W,
-    command: Vec<String>,
-    stop: Arc<AtomicBool>,
-    coord: &dyn Coordinator,
-    opts: Options,
-    before_cleanup: &mut dyn FnMut(&ResultSet),
-) -> Result<Outcome, Error> {
-    spec.run_hooked(RunArgs {
-        command,
-        stop,
-        coord,
-        opts,
-        before_cleanup,
-    })
-}
-
-/// The data workload: [`run_with_hook`] of a [`WorkloadSpec`].
-impl Workload for WorkloadSpec {
-    fn run_hooked(&self, args: RunArgs<'_>) -> Result<Outcome, Error> {
-        let spec = self;
-        let Setup {
-            host,
-            topo,
-            mut files,
-        } = setup(spec, args.coord)?;
-        // The workers open the files through the handles setup holds (the
-        // other ranks check theirs against rank 0's first: all agree).
-        let anchors = match cluster::agree(args.coord, files.ds.anchors()) {
-            Ok(a) => a,
+/// Runs data steps as one rank: one step alone, or the steps of a
+/// concurrency group side by side (every timed phase of every step from
+/// one barrier). Every rank makes the same calls in the same order. One
+/// outcome per step.
+pub(crate) fn run_data(
+    steps: &[DataStep<'_>],
+    env: &mut StepEnv<'_>,
+) -> Result<Vec<Outcome>, Error> {
+    let coord = env.coord;
+    let mut ks: Vec<DataRun> = Vec::with_capacity(steps.len());
+    let mut results = Vec::with_capacity(steps.len());
+    let mut slot = 0u32;
+    for st in steps {
+        let made = setup(st.spec, coord).and_then(
+            |Setup {
+                 host,
+                 topo,
+                 mut files,
+             }| {
+                // The workers open the files through the handles setup holds
+                // (the other ranks check theirs against rank 0's first: all
+                // agree).
+                match cluster::agree(coord, files.ds.anchors()) {
+                    Ok(anchors) => Ok((host, topo, files, anchors)),
+                    Err(e) => {
+                        if topo.is_root() && files.ds.created_root {
+                            files.ds.remove();
+                        }
+                        Err(e)
+                    }
+                }
+            },
+        );
+        let (host, topo, files, anchors) = match made {
+            Ok(m) => m,
             Err(e) => {
-                if topo.is_root() && files.ds.created_root {
-                    files.ds.remove();
+                // The steps set up before this one made their files.
+                for k in &mut ks {
+                    k.abandon();
                 }
                 return Err(e);
             }
         };
-        let results = new_record(args.command, host, JobSpec::Run(spec.clone()));
-        let mut ctx = Ctx::new(args.coord, &topo, &args.stop, args.opts);
-        let mut k = DataRun::new(spec, files, anchors, args.opts);
-        let seq = Sequence::new(&spec.ops, spec.reps, &spec.target);
-        drive(&mut k, &mut ctx, seq, results, args.before_cleanup)
+        results.push(new_record(
+            env.command.clone(),
+            host,
+            JobSpec::Run((**st.spec).clone()),
+        ));
+        let mut k = DataRun::new(st, topo, files, anchors, env.opts);
+        k.slot = slot;
+        slot = slot.saturating_add(st.spec.threads);
+        ks.push(k);
     }
+    let mut ctx = Ctx::new(coord, env.stop, env.opts, env.ramp);
+    let seq = Sequence {
+        ops: steps.iter().map(|s| &s.spec.ops[..]).collect(),
+        reps: steps[0].spec.reps,
+        target: &steps[0].spec.target,
+    };
+    drive(&mut ks, &mut ctx, seq, results, env.before_cleanup)
 }
 
 /// The data workload as a [`Kind`] of the phase driver: its files, what
 /// they hold, and each thread's engine state between phases.
-struct DataRun<'s> {
-    /// The user's spec (threads per rank).
-    spec: &'s WorkloadSpec,
-    /// The spec of all workers: file names, offsets and the marker use it.
+struct DataRun {
+    /// The user's workload (threads per process).
+    spec: Arc<WorkloadSpec>,
+    /// Its names and marker, for every rank's workers
+    /// ([`Topology::all_workers`]).
     gspec: WorkloadSpec,
+    topo: Topology,
     /// Buffer alignment (O_DIRECT's, or 1).
     align: usize,
     run_id: String,
@@ -346,6 +316,11 @@ struct DataRun<'s> {
     prepared: Vec<Option<Prepared>>,
     /// Engine options (io_uring ring set-up) every worker's state is made with.
     engine_opts: EngineOptions,
+    /// What the workers keep beyond ioscale's figures.
+    detail: Detail,
+    /// The first live-counter slot of this step's workers (after those of
+    /// the steps before it in its group).
+    slot: u32,
     drop_warned: bool,
     /// The next timed phase is the run's first: no cache drop before it.
     first: bool,
@@ -353,15 +328,19 @@ struct DataRun<'s> {
     have_data: bool,
     /// This repetition's first write has started from no files.
     fresh: bool,
+    /// The operations that had their ramp.
+    ramped: Vec<Op>,
 }
 
-impl<'s> DataRun<'s> {
+impl DataRun {
     fn new(
-        spec: &'s WorkloadSpec,
+        st: &DataStep<'_>,
+        topo: Topology,
         files: Files,
         anchors: Vec<Option<engine::FileAnchor>>,
         opts: Options,
     ) -> Self {
+        let spec = st.spec;
         let Files {
             gspec,
             align,
@@ -380,8 +359,9 @@ impl<'s> DataRun<'s> {
             );
         }
         DataRun {
-            spec,
+            spec: Arc::clone(spec),
             gspec,
+            topo,
             align,
             run_id,
             have_data: ds.had_data,
@@ -398,28 +378,49 @@ impl<'s> DataRun<'s> {
                     .map(UringOptions::from_spec)
                     .unwrap_or_default(),
             },
+            detail: st.detail,
+            slot: 0,
             drop_warned: false,
             // The run's very first phase needs no cache drop; a later
             // repetition run on its own does, as it would in one run.
             first: opts.first_rep == 0,
             fresh: false,
+            ramped: Vec::new(),
         }
     }
 
+    /// The plan of an `op` phase of repetition `rep`: timed (the spec's
+    /// sync mode and time limit), or an untimed layout (synced at the
+    /// end, no limit).
     fn plan(&self, op: Op, rep: u32, timed: bool) -> PhasePlan {
-        plan_for(
-            &self.gspec,
+        let mut p = PhasePlan::new(
+            Arc::clone(&self.spec),
+            self.topo.workers,
             op,
-            &self.ds,
-            &self.anchors,
-            self.align,
-            rep,
-            timed,
-        )
+            self.ds.files.clone(),
+        );
+        if !timed {
+            p.sync = SyncMode::End;
+            p.time_limit = None;
+        }
+        p.align = self.align;
+        p.rep = rep;
+        p.anchors = self.anchors.clone();
+        p.detail = self.detail;
+        p.slot = self.slot;
+        p
+    }
+
+    /// Removes what this step made when a later step of its group could
+    /// not be set up (rank 0).
+    fn abandon(&mut self) {
+        if self.topo.is_root() && self.ds.created_root {
+            self.ds.remove();
+        }
     }
 }
 
-impl Kind for DataRun<'_> {
+impl Kind for DataRun {
     type Op = Op;
     type Plan = PhasePlan;
     type Sample = WorkerSample;
@@ -427,6 +428,10 @@ impl Kind for DataRun<'_> {
 
     fn op_name(op: Op) -> &'static str {
         op.name()
+    }
+
+    fn topo(&self) -> &Topology {
+        &self.topo
     }
 
     fn begin_rep(&mut self, rep: u32, ctx: &Ctx<'_>) {
@@ -451,6 +456,16 @@ impl Kind for DataRun<'_> {
             ));
             self.have_data = true;
         }
+    }
+
+    fn ramp(&mut self, op: Op, rep: u32, ramp: std::time::Duration) -> Option<PhasePlan> {
+        if self.ramped.contains(&op) {
+            return None;
+        }
+        self.ramped.push(op);
+        let mut p = self.plan(op, rep, true);
+        p.time_limit = Some(ramp);
+        Some(p)
     }
 
     fn before_phase(&mut self, op: Op, rep: u32, ctx: &Ctx<'_>) -> Option<PhasePlan> {
@@ -484,7 +499,17 @@ impl Kind for DataRun<'_> {
         plan: &PhasePlan,
         ctx: &mut Ctx<'_>,
     ) -> Result<PhaseOut<WorkerSample>, Error> {
-        run_data_phase(&mut self.prepared, &self.engine_opts, plan, ctx)
+        let mut outs = run_data_phases(std::slice::from_mut(self), &[(0, plan)], ctx)?;
+        Ok(outs.remove(0))
+    }
+
+    fn run_together(
+        ks: &mut [Self],
+        plans: &[(usize, PhasePlan)],
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Vec<PhaseOut<WorkerSample>>, Error> {
+        let plans: Vec<(usize, &PhasePlan)> = plans.iter().map(|(j, p)| (*j, p)).collect();
+        run_data_phases(ks, &plans, ctx)
     }
 
     fn reduce(
@@ -561,7 +586,7 @@ impl Kind for DataRun<'_> {
             for l in self.ds.remove() {
                 notes.push(format!("cleanup: could not remove {l}"));
             }
-        } else if let Some(n) = self.ds.kept_note(self.spec) {
+        } else if let Some(n) = self.ds.kept_note(&self.spec) {
             notes.push(n);
         }
         notes
@@ -593,23 +618,20 @@ struct Files {
 fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
     let mut host = host::collect(&spec.target);
     let topo = Topology::discover(coord, spec.threads, &mut host)?;
-    let mut gspec = spec.clone();
-    gspec.threads = topo.workers;
+    let gspec = topo.all_workers(spec);
     let align = preflight(spec).and_then(|a| {
         check_buffer_memory(spec, topo.threads_per_node(), a)?;
         Ok(a)
     });
     let align = cluster::agree(coord, align)?;
     // Page cache and CPUs are per node: warn about one node's share.
-    let mut node_spec = spec.clone();
-    node_spec.threads = topo.threads_per_node();
     let machine = Machine {
         cpus: host.cpus,
         mem_bytes: host.mem_bytes,
-        threads: node_spec.threads,
+        threads: topo.threads_per_node(),
         nodes: topo.nodes(),
     };
-    let risk = cache_risk(&node_spec);
+    let risk = cache_risk(spec, topo.threads_per_node());
     let mut warns = warnings(&host);
     if spec.ops.iter().any(|o| o.writes()) {
         warns.extend(space_warning(
@@ -649,38 +671,56 @@ fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
     }
 }
 
-/// Runs one data phase on this rank and agrees on its outcome with the
+/// Runs data phases on this rank, one per entry of `plans` (the kind's
+/// index in `ks` and its plan; several for a concurrency group, all
+/// released by one barrier), and agrees on their outcome with the
 /// others; a collective call every rank reaches, whatever its workers
 /// met. The prepared state of each thread (buffers, io_uring) carries
-/// over to the next phase in `prepared`.
-fn run_data_phase(
-    prepared: &mut [Option<Prepared>],
-    opts: &EngineOptions,
-    plan: &PhasePlan,
+/// over to the next phase in its kind's `prepared`.
+fn run_data_phases(
+    ks: &mut [DataRun],
+    plans: &[(usize, &PhasePlan)],
     ctx: &mut Ctx<'_>,
-) -> Result<PhaseOut<WorkerSample>, Error> {
-    let items: Vec<Option<Prepared>> = prepared.iter_mut().map(Option::take).collect();
-    let slots: Vec<std::sync::Mutex<Option<Prepared>>> =
-        (0..items.len()).map(|_| Default::default()).collect();
-    let base = ctx.topo.my_workers().start;
+) -> Result<Vec<PhaseOut<WorkerSample>>, Error> {
+    let parts: Vec<Vec<Option<Prepared>>> = plans
+        .iter()
+        .map(|(j, _)| ks[*j].prepared.iter_mut().map(Option::take).collect())
+        .collect();
+    let slots: Vec<Vec<Mutex<Option<Prepared>>>> = parts
+        .iter()
+        .map(|p| (0..p.len()).map(|_| Default::default()).collect())
+        .collect();
+    let bases: Vec<u32> = plans
+        .iter()
+        .map(|(j, _)| ks[*j].topo.my_workers().start)
+        .collect();
+    let opts: Vec<&EngineOptions> = plans.iter().map(|(j, _)| &ks[*j].engine_opts).collect();
     engine::live::begin(engine::live::PhaseInfo {
-        op: plan.op.to_string(),
-        rep: plan.rep,
+        op: names(plans.iter().map(|(_, p)| p.op.name())),
+        rep: plans[0].1.rep,
         moves_data: true,
-        expected: plan.xfers() * plan.xfer * items.len() as u64,
-        time_limit: plan.time_limit,
+        expected: plans
+            .iter()
+            .zip(&parts)
+            .map(|((_, p), items)| p.xfers() * p.xfer() * items.len() as u64)
+            .sum(),
+        time_limit: plans[0].1.time_limit,
     });
-    let out = cluster::run_phase_all(
-        ctx.coord,
+    let phase = cluster::Phase {
+        coord: ctx.coord,
+        stop: ctx.stop,
+        name: "w",
+        rows: ctx.opts.rows(),
+    };
+    let outs = cluster::run_group_all(
+        &phase,
         &mut ctx.seq,
-        ctx.stop,
-        "w",
-        items,
-        ctx.opts.rows(),
-        |w, mine, ctl, barrier| {
+        parts,
+        |part, w, mine, ctl, barrier| {
+            let plan = plans[part].1;
             let p = match mine {
                 Some(p) => p,
-                None => match Prepared::with_options(plan, w, opts) {
+                None => match Prepared::with_options(plan, w, opts[part]) {
                     Ok(p) => p,
                     Err(e) => {
                         // Still take part in the barrier so the others
@@ -692,52 +732,26 @@ fn run_data_phase(
                 },
             };
             let (s, p) = run_worker(w, plan, ctl, barrier, p);
-            *slots[(w - base) as usize]
+            *slots[part][(w - bases[part]) as usize]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()) = p;
             s
         },
     );
     engine::live::end();
-    let out = out?;
-    for (slot, p) in prepared.iter_mut().zip(slots) {
-        *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
+    let outs = outs?;
+    for ((j, _), slots) in plans.iter().zip(slots) {
+        for (slot, p) in ks[*j].prepared.iter_mut().zip(slots) {
+            *slot = p.into_inner().unwrap_or_else(|e| e.into_inner());
+        }
     }
-    Ok(out)
+    Ok(outs)
 }
 
-fn plan_for(
-    spec: &WorkloadSpec,
-    op: Op,
-    ds: &DataSet,
-    anchors: &[Option<engine::FileAnchor>],
-    align: usize,
-    rep: u32,
-    timed: bool,
-) -> PhasePlan {
-    PhasePlan {
-        op,
-        threads: spec.threads,
-        layout: spec.layout,
-        xfer: spec.xfer,
-        block: spec.block,
-        segments: spec.segments,
-        direct: spec.direct,
-        sync: if timed { spec.sync } else { SyncMode::End },
-        engine: spec.engine.clone(),
-        iodepth: spec.iodepth,
-        seed: spec.seed,
-        verify: spec.verify,
-        rwmix_read: spec.rwmix_read,
-        // IOR -C: only pure read phases read someone else's data.
-        reorder_offset: if op.writes() { 0 } else { spec.reorder_offset },
-        start_offsets: spec.start_offsets.clone(),
-        files: ds.files.clone(),
-        align,
-        time_limit: if timed { spec.time_limit } else { None },
-        rep,
-        anchors: anchors.to_vec(),
-    }
+/// Operation names joined for a progress line: `write`, or `write+read`
+/// for a group.
+fn names<'a>(ops: impl Iterator<Item = &'a str>) -> String {
+    ops.collect::<Vec<_>>().join("+")
 }
 
 fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
@@ -777,12 +791,12 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         Some(ns) => ns.saturating_sub(t0) as f64 / 1e9,
         None => elapsed,
     };
-    let verify = (plan.verify && plan.op.reads())
+    let verify = (plan.spec.verify && plan.op.reads())
         .then(|| verify_record(m.checked_bytes, m.bad_bytes, &m.mismatches));
     PhaseRecord {
         op: plan.op.name().into(),
         rep: plan.rep,
-        threads: plan.threads,
+        threads: plan.workers,
         bytes: counters.bytes,
         ops: counters.ops,
         read_bytes: counters.read_bytes,

@@ -6,7 +6,10 @@
 //! offsets, hashed directories and the marker use that global index, so a
 //! dataset made by 4 ranks of 2 threads is the dataset of `--threads 8`.
 //! Everything that needs one of these counts reads it from a [`Topology`]
-//! instead of multiplying or dividing `threads` again.
+//! instead of multiplying or dividing `threads` again: a step's workload
+//! keeps `threads` as its user gave it (workers per process), and the one
+//! copy of it that names every worker (the data set's and the metadata
+//! tree's names, the marker) is made here, by [`Topology::all_workers`].
 
 use std::ops::Range;
 
@@ -69,8 +72,41 @@ impl Topology {
         first..first + self.threads_per_rank
     }
 
+    /// The workload as the names see it: the same, with `threads` every
+    /// rank's workers ([`Topology::workers`]). File and tree names, the
+    /// marker and cleanup use this copy; it is made once per step, here,
+    /// and nowhere else.
+    pub fn all_workers<S: Workers>(&self, spec: &S) -> S {
+        spec.with_workers(self.workers)
+    }
+
     /// Whether this rank gathers, reduces and reports.
     pub fn is_root(&self) -> bool {
         self.rank == 0
+    }
+}
+
+/// A workload whose worker count can be set: what
+/// [`Topology::all_workers`] scales.
+pub trait Workers: Clone {
+    /// The same workload for `n` workers.
+    fn with_workers(&self, n: u32) -> Self;
+}
+
+impl Workers for spec::WorkloadSpec {
+    fn with_workers(&self, n: u32) -> Self {
+        spec::WorkloadSpec {
+            threads: n,
+            ..self.clone()
+        }
+    }
+}
+
+impl Workers for spec::MetaSpec {
+    fn with_workers(&self, n: u32) -> Self {
+        spec::MetaSpec {
+            threads: n,
+            ..self.clone()
+        }
     }
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use engine::registry::EngineOptions;
 use engine::uring::{SubmitMode, UringOptions};
 use engine::{run_worker, PhaseControl, PhasePlan, Prepared};
-use spec::{Layout, Op, SyncMode};
+use spec::Op;
 
 fn parse_opts(s: &str) -> UringOptions {
     let mut o = UringOptions::default();
@@ -53,16 +53,14 @@ fn main() {
     let opts = EngineOptions {
         uring: parse_opts(&a[5]),
     };
-    let plan: PhasePlan = PhasePlan {
-        op: Op::Randread,
-        threads: 1,
-        layout: Layout::PerThread,
-        xfer: 4096,
-        block: size,
-        segments: 1,
+    let file: std::path::PathBuf = a[1].clone().into();
+    let spec = spec::RawWorkload {
+        target: file.parent().map(std::path::PathBuf::from),
+        ops: vec![Op::Randread],
+        xfer: Some(4096),
+        size: Some(size),
         direct: a.get(7).map(String::as_str) != Some("buffered"),
-        sync: SyncMode::None,
-        engine: match a.get(6).map(String::as_str) {
+        engine: Some(match a.get(6).map(String::as_str) {
             None => "io_uring".into(),
             Some(e) => match engine::registry::data_engine(e) {
                 Ok(e) => e.info().name.into(),
@@ -71,19 +69,18 @@ fn main() {
                     std::process::exit(2);
                 }
             },
-        },
-        iodepth: depth,
-        seed: 3000,
-        verify: false,
-        rwmix_read: 100,
-        reorder_offset: 0,
-        start_offsets: Vec::new(),
-        files: vec![a[1].clone().into()],
-        align: 4096,
+        }),
+        iodepth: Some(depth.into()),
+        seed: Some(3000),
         time_limit: Some(Duration::from_secs_f64(secs)),
-        rep: 0,
-        anchors: Vec::new(),
-    };
+        ..Default::default()
+    }
+    .build()
+    .unwrap_or_else(|e| {
+        eprintln!("uring_read: {e}");
+        std::process::exit(2)
+    });
+    let plan: PhasePlan = PhasePlan::new(Arc::new(spec), 1, Op::Randread, vec![file]);
     let prep = Prepared::with_options(&plan, 0, &opts).expect("ring set-up");
     let notes = prep.notes().join("; ");
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));

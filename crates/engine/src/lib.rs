@@ -23,6 +23,6 @@ pub mod worker;
 pub use meta::{MetaPlan, MetaSample};
 pub use runner::{run_meta_worker, run_meta_worker_with, run_worker, Prepared};
 pub use worker::{
-    DirLatency, FileAnchor, IoFailure, IoLogEntry, PhaseControl, PhasePlan, ThreadUsage,
+    Detail, DirLatency, FileAnchor, IoFailure, IoLogEntry, PhaseControl, PhasePlan, ThreadUsage,
     VerifyTally, WorkerSample,
 };

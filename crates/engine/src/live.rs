@@ -28,7 +28,7 @@ struct Slot {
     all_bytes: AtomicU64,
     all_lat_ns: AtomicU64,
     /// The reads and the writes among them, each counted apart (kept
-    /// only with [`crate::worker::set_detail`]), so a sampler can split a
+    /// only with [`crate::worker::Detail`] on), so a sampler can split a
     /// mixed phase by direction without subtracting one reading from
     /// another taken at a different moment.
     r_units: AtomicU64,
@@ -197,7 +197,7 @@ pub fn lifetime_slat(worker: u32) -> [u64; 2] {
 }
 
 /// [`lifetime`]'s totals by direction, `[reads, writes]`; zero unless the
-/// workers keep per-direction figures ([`crate::worker::set_detail`]).
+/// workers keep per-direction figures ([`crate::worker::Detail`] on).
 pub fn lifetime_dirs(worker: u32) -> [(u64, u64, u64); 2] {
     let s = &COUNTS[worker as usize % SLOTS];
     [

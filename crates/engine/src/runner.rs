@@ -43,17 +43,17 @@ impl<B: Engines> Prepared<B> {
         worker: u32,
         opts: &EngineOptions,
     ) -> std::io::Result<Self> {
-        let engine = registry::data_engine_of::<B>(&plan.engine)
+        let engine = registry::data_engine_of::<B>(&plan.spec.engine)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
         let depth = if engine.info().queueing {
-            plan.iodepth.max(1) as u64
+            plan.spec.iodepth.max(1) as u64
         } else {
             1
         };
         let bufs = (0..depth)
             .map(|k| {
-                let mut b = AlignedBuf::try_new(plan.xfer as usize, plan.align)?;
-                pattern::fill_random(b.as_mut_slice(), plan.seed ^ (worker as u64) << 20 ^ k);
+                let mut b = AlignedBuf::try_new(plan.xfer() as usize, plan.align)?;
+                pattern::fill_random(b.as_mut_slice(), plan.spec.seed ^ (worker as u64) << 20 ^ k);
                 Ok(b)
             })
             .collect::<std::io::Result<_>>()?;
@@ -79,7 +79,7 @@ fn open_how<B: Backend>(plan: &PhasePlan<B>) -> OpenHow {
         } else {
             Create::No
         },
-        direct: plan.direct,
+        direct: plan.spec.direct,
         durability: match plan.sync {
             SyncMode::Each if writes => Durability::All,
             SyncMode::Dsync if writes => Durability::Data,

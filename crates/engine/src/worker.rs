@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use spec::{Layout, Op, SyncMode};
+use spec::{Layout, Op, SyncMode, WorkloadSpec};
 use stats::{IoCounters, LatencyHistogram};
 
 use crate::backend::posix::Posix;
@@ -23,45 +23,29 @@ use crate::pattern;
 use crate::queue::{Completion, IoQueue, Request};
 
 /// Everything the workers of one phase share, on backend `B` (POSIX
-/// unless named).
+/// unless named): the workload (held, not copied field by field:
+/// transfer size, block, segments, layout, engine, depth, seed, pattern
+/// and mix are the spec's) and what this phase sets apart from it.
 #[derive(Debug, Clone)]
 pub struct PhasePlan<B: Backend = Posix> {
+    /// The workload as its user gave it (`threads` is workers per
+    /// process; the count of all workers is [`PhasePlan::workers`]).
+    pub spec: Arc<WorkloadSpec>,
+    /// Workers in the phase across every rank (the topology's count).
+    pub workers: u32,
     /// The access pattern.
     pub op: Op,
-    /// Workers in the phase.
-    pub threads: u32,
-    /// File layout.
-    pub layout: Layout,
-    /// Bytes per request.
-    pub xfer: u64,
-    /// Bytes per block (IOR -b).
-    pub block: u64,
-    /// Blocks per worker (IOR -s).
-    pub segments: u64,
-    /// O_DIRECT.
-    pub direct: bool,
-    /// Sync mode.
+    /// Sync mode: the spec's in a timed phase, [`SyncMode::End`] in an
+    /// untimed layout.
     pub sync: SyncMode,
-    /// Engine.
-    pub engine: String,
-    /// Requests in flight per worker.
-    pub iodepth: u32,
-    /// Seed for shuffles, patterns and the read/write choice.
-    pub seed: u64,
-    /// Write the verify pattern and check reads against it.
-    pub verify: bool,
-    /// Percentage of reads in mixed phases.
-    pub rwmix_read: u8,
-    /// Worker r works on the data of worker (r + offset) mod threads.
+    /// Worker r works on the data of worker (r + offset) mod workers: the
+    /// spec's `reorder_offset` in a pure read phase, 0 otherwise.
     pub reorder_offset: u32,
-    /// Where each worker's data starts in its file (by owner; fio's
-    /// `offset`/`offset_increment`); empty or missing: 0.
-    pub start_offsets: Vec<u64>,
     /// Path of each data file, by file index.
     pub files: Vec<PathBuf>,
     /// Buffer alignment in bytes.
     pub align: usize,
-    /// Stop issuing requests this long after the worker started.
+    /// Stop issuing requests this long after the phase started.
     pub time_limit: Option<Duration>,
     /// Repetition number, mixed into the seed of random phases.
     pub rep: u32,
@@ -74,6 +58,33 @@ pub struct PhasePlan<B: Backend = Posix> {
     /// empty list) is the user's own file, opened by its path in `files`
     /// ([`Backend::open_path`]).
     pub anchors: Vec<Option<FileAnchor<B>>>,
+    /// What the workers keep beyond ioscale's own figures (fio's).
+    pub detail: Detail,
+    /// The first live-counter slot of this phase's workers (worker `w`
+    /// publishes to slot `slot + w`, see [`crate::live`]): 0, except for
+    /// the later steps of a concurrency group, whose workers run beside
+    /// the first step's.
+    pub slot: u32,
+}
+
+/// What a worker keeps beyond ioscale's own figures: fio's latencies by
+/// direction and, on request, every request. A plan field, chosen per
+/// phase (no process-wide switch), so other runs do not pay for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Detail {
+    /// ioscale's figures only.
+    #[default]
+    Off,
+    /// [`WorkerSample::detail`]: latencies by direction, the submission
+    /// time of each request of a queueing engine, and per-direction live
+    /// totals ([`crate::live::lifetime_dirs`]).
+    Latency,
+    /// As `Latency`, and every request in [`DirLatency::log`] (fio's logs
+    /// without `log_avg_msec`). The list is reserved before the start
+    /// barrier for the phase's requests (up to a million; a longer
+    /// time-limited phase grows it as it goes).
+    IoLog,
 }
 
 /// A data file reached through a held directory: see
@@ -123,14 +134,42 @@ impl FileAnchor<Posix> {
 }
 
 impl<B: Backend> PhasePlan<B> {
+    /// The plan of a timed `op` phase of `spec` on `workers` workers over
+    /// `files`: the spec's sync mode and time limit, its reorder offset in
+    /// a pure read phase, 4 KiB alignment, repetition 0, no anchors, no
+    /// detail. The driver sets what differs.
+    pub fn new(spec: Arc<WorkloadSpec>, workers: u32, op: Op, files: Vec<PathBuf>) -> Self {
+        Self {
+            workers,
+            op,
+            sync: spec.sync,
+            // IOR -C: only pure read phases read someone else's data.
+            reorder_offset: if op.writes() { 0 } else { spec.reorder_offset },
+            files,
+            align: 4096,
+            time_limit: spec.time_limit,
+            rep: 0,
+            anchors: Vec::new(),
+            detail: Detail::Off,
+            slot: 0,
+            spec,
+        }
+    }
+
+    /// Bytes per request.
+    #[inline]
+    pub fn xfer(&self) -> u64 {
+        self.spec.xfer
+    }
+
     /// The worker whose data worker `w` touches.
     pub fn owner_of(&self, w: u32) -> u32 {
-        (w + self.reorder_offset) % self.threads
+        (w + self.reorder_offset) % self.workers
     }
 
     /// The file index worker `w` opens.
     pub fn file_of(&self, w: u32) -> usize {
-        match self.layout {
+        match self.spec.layout {
             Layout::Shared => 0,
             _ => self.owner_of(w) as usize,
         }
@@ -139,24 +178,31 @@ impl<B: Backend> PhasePlan<B> {
     /// File offset of transfer `i` of the data owned by worker `owner`.
     ///
     /// Shared file: IOR's segmented layout, where the block of worker r in
-    /// segment s starts at s·threads·block + r·block. One file per worker:
+    /// segment s starts at s·workers·block + r·block. One file per worker:
     /// its blocks follow each other.
     #[inline]
     pub fn offset_of(&self, owner: u32, i: u64) -> u64 {
-        let per_block = self.block / self.xfer;
+        let s = &*self.spec;
+        let per_block = s.block / s.xfer;
         let seg = i / per_block;
         let t = i % per_block;
-        match self.layout {
+        match s.layout {
             Layout::Shared => {
-                seg * self.threads as u64 * self.block + owner as u64 * self.block + t * self.xfer
+                seg * self.workers as u64 * s.block + owner as u64 * s.block + t * s.xfer
             }
-            _ => seg * self.block + t * self.xfer,
+            _ => seg * s.block + t * s.xfer,
         }
     }
 
     /// Transfers per worker.
     pub fn xfers(&self) -> u64 {
-        self.block * self.segments / self.xfer
+        self.spec.xfers_per_worker()
+    }
+
+    /// The live-counter slot of worker `w` (see [`PhasePlan::slot`]).
+    #[inline]
+    pub fn live_slot(&self, w: u32) -> u32 {
+        self.slot.wrapping_add(w)
     }
 }
 
@@ -273,8 +319,8 @@ pub struct WorkerSample {
     /// The worker thread's CPU time, context switches and page faults over
     /// the phase (open to close).
     pub usage: ThreadUsage,
-    /// Latencies by direction and submission latency, while
-    /// [`set_detail`] is on; `None` otherwise.
+    /// Latencies by direction and submission latency, when the plan asks
+    /// for them ([`PhasePlan::detail`]); `None` otherwise.
     pub detail: Option<Box<DirLatency>>,
 }
 
@@ -304,7 +350,7 @@ impl WorkerSample {
 }
 
 /// fio's three latencies of one worker's requests, by direction (index 0
-/// reads, 1 writes). Kept only while [`set_detail`] is on (the fio
+/// reads, 1 writes). Kept only when the plan asks ([`Detail`], the fio
 /// front-end), so other runs do not pay for them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DirLatency {
@@ -319,8 +365,8 @@ pub struct DirLatency {
     /// it over (fio's `slat`); empty for an engine that submits in its
     /// wait.
     pub slat: [LatencyHistogram; 2],
-    /// Every completed request in completion order, while [`set_io_log`]
-    /// is on (fio's per-I/O logs); empty otherwise.
+    /// Every completed request in completion order, with
+    /// [`Detail::IoLog`] (fio's per-I/O logs); empty otherwise.
     pub log: Vec<IoLogEntry>,
 }
 
@@ -369,38 +415,13 @@ impl Default for DirLatency {
     }
 }
 
-static DETAIL: AtomicBool = AtomicBool::new(false);
-
-/// Turns on (for this process) what fio reports beyond ioscale's own
-/// figures: [`WorkerSample::detail`], the submission time of each request
-/// of a queueing engine, and per-direction live totals
-/// ([`crate::live::lifetime_dirs`]). Read by each worker when it starts.
-pub fn set_detail(on: bool) {
-    DETAIL.store(on, Ordering::Relaxed);
-}
-
-/// Whether [`set_detail`] is on.
-pub fn detail() -> bool {
-    DETAIL.load(Ordering::Relaxed)
-}
-
-static IO_LOG: AtomicBool = AtomicBool::new(false);
-
-/// With [`set_detail`]: also keep every request in
-/// [`DirLatency::log`] (fio's logs without `log_avg_msec`). The list is
-/// reserved before the start barrier for the phase's requests (up to a
-/// million; a longer time-limited phase grows it as it goes).
-pub fn set_io_log(on: bool) {
-    IO_LOG.store(on, Ordering::Relaxed);
-}
-
 /// The details a worker of `plan` keeps, made before its barrier.
 pub(crate) fn new_detail<B: Backend>(plan: &PhasePlan<B>) -> Option<Box<DirLatency>> {
-    if !detail() {
+    if plan.detail == Detail::Off {
         return None;
     }
     let mut d = DirLatency::new();
-    if IO_LOG.load(Ordering::Relaxed) {
+    if plan.detail == Detail::IoLog {
         d.log = Vec::with_capacity(plan.xfers().min(1 << 20) as usize);
     }
     Some(Box::new(d))
@@ -556,6 +577,12 @@ struct LoopState {
     read_threshold: u64,
     read_always: bool,
     xfer: u32,
+    /// Write the pattern and check reads against it (the spec's `verify`).
+    verify: bool,
+    /// The pattern's seed (the spec's `seed`).
+    pattern_seed: u64,
+    /// This worker's live-counter slot ([`PhasePlan::live_slot`]).
+    slot: u32,
     /// fsync after this many writes (0: never in the loop).
     every: u64,
     writes_since_sync: u64,
@@ -588,7 +615,9 @@ impl LoopState {
         let plan = lp.plan;
         let owner = plan.owner_of(lp.w);
         let n = plan.xfers();
-        let seed = plan.seed ^ (owner as u64).wrapping_mul(0x9E37_79B9) ^ ((plan.rep as u64) << 40);
+        let spec = &*plan.spec;
+        let seed = spec.seed ^ (owner as u64).wrapping_mul(0x9E37_79B9) ^ ((plan.rep as u64) << 40);
+        let slot = plan.live_slot(lp.w);
         let now = Instant::now();
         LoopState {
             gen: if plan.op.is_random() {
@@ -599,12 +628,15 @@ impl LoopState {
             rng: seed ^ 0x5bd1_e995,
             owner,
             file_id: plan.file_of(lp.w) as u64,
-            start: plan.start_offsets.get(owner as usize).copied().unwrap_or(0),
+            start: spec.start_offsets.get(owner as usize).copied().unwrap_or(0),
             mixed: matches!(plan.op, Op::Rw | Op::Randrw),
             read_only: !plan.op.writes(),
-            read_threshold: ((plan.rwmix_read as u128 * (u64::MAX as u128 + 1)) / 100) as u64,
-            read_always: plan.rwmix_read >= 100,
-            xfer: plan.xfer as u32,
+            read_threshold: ((spec.rwmix_read as u128 * (u64::MAX as u128 + 1)) / 100) as u64,
+            read_always: spec.rwmix_read >= 100,
+            xfer: spec.xfer as u32,
+            verify: spec.verify,
+            pattern_seed: spec.seed,
+            slot,
             every: match plan.sync {
                 SyncMode::Every(k) => k,
                 _ => 0,
@@ -622,9 +654,9 @@ impl LoopState {
             watch_unlink: plan.op.writes(),
             next_link_check: now + LINK_CHECK,
             last_end: 0,
-            base: crate::live::lifetime(lp.w),
-            base_d: crate::live::lifetime_dirs(lp.w),
-            base_slat: crate::live::lifetime_slat(lp.w),
+            base: crate::live::lifetime(slot),
+            base_d: crate::live::lifetime_dirs(slot),
+            base_slat: crate::live::lifetime_slat(slot),
             fine: lp.s.detail.is_some(),
         }
     }
@@ -651,8 +683,8 @@ impl LoopState {
                 .free
                 .pop()
                 .expect("a free slot exists while inflight < depth");
-            if write && plan.verify {
-                pattern::fill(q.buf_mut(slot), plan.seed, self.file_id, off);
+            if write && self.verify {
+                pattern::fill(q.buf_mut(slot), self.pattern_seed, self.file_id, off);
                 self.now = Instant::now();
             }
             // fio reads the clock as it prepares each request.
@@ -673,7 +705,7 @@ impl LoopState {
     /// data check of reads, the first failure.
     #[inline]
     fn account<B: Backend, Q: IoQueue>(&mut self, q: &Q, file: &B::File, lp: &mut LoopCtx<'_, B>) {
-        let (plan, path) = (lp.plan, lp.path);
+        let path = lp.path;
         let s = &mut *lp.s;
         let mut checked = false;
         for c in &self.done {
@@ -694,9 +726,9 @@ impl LoopState {
                         self.last_end = c.req.offset + c.req.len as u64;
                     } else {
                         s.counters.record_read(c.req.len as u64);
-                        if plan.verify {
+                        if self.verify {
                             checked = true;
-                            check_read(q.buf(slot), plan, self.file_id, c, path, s);
+                            check_read(q.buf(slot), self.pattern_seed, self.file_id, c, path, s);
                         }
                     }
                     continue;
@@ -719,15 +751,15 @@ impl LoopState {
             lp.ctl.abort.store(true, Ordering::Relaxed);
             self.stopping = true;
         }
-        crate::live::publish(lp.w, s.counters.ops, s.counters.bytes);
+        crate::live::publish(self.slot, s.counters.ops, s.counters.bytes);
         crate::live::publish_lifetime(
-            lp.w,
+            self.slot,
             self.base.0 + s.counters.ops,
             self.base.1 + s.counters.bytes,
             self.base.2 + s.hist.sum_ns(),
         );
         if let Some(d) = s.detail.as_deref() {
-            self.publish_dirs(lp.w, &s.counters, d);
+            self.publish_dirs(self.slot, &s.counters, d);
         }
         if checked {
             // The check is not part of the next request's latency.
@@ -849,15 +881,15 @@ impl LoopState {
 
 /// Checks a completed read against the verify pattern.
 #[inline]
-fn check_read<B: Backend>(
+fn check_read(
     buf: &[u8],
-    plan: &PhasePlan<B>,
+    seed: u64,
     file_id: u64,
     c: &Completion,
     path: &std::path::Path,
     s: &mut WorkerSample,
 ) {
-    let r = pattern::check(buf, plan.seed, file_id, c.req.offset);
+    let r = pattern::check(buf, seed, file_id, c.req.offset);
     s.verify.checked_bytes += c.req.len as u64;
     if r.bad_bytes > 0 {
         s.verify.bad_bytes += r.bad_bytes;

@@ -1,8 +1,8 @@
-//! What the engine keeps for `ioscale fio` when asked (`set_detail`,
-//! `set_io_log`): latencies by direction, io_uring's submission latency
-//! (slat) and every request, for each io_uring option set and for the
-//! sync engine, on a mixed phase. A binary of its own: the switches are
-//! per process.
+//! What the engine keeps for `ioscale fio` when its plan asks
+//! (`PhasePlan::detail`, `Detail::IoLog`): latencies by direction,
+//! io_uring's submission latency (slat) and every request, for each
+//! io_uring option set and for the sync engine, on a mixed phase; and
+//! nothing of it when the plan does not ask.
 
 mod common;
 
@@ -13,38 +13,32 @@ use std::sync::{Arc, Barrier};
 use common::Tmpfs;
 use engine::registry::EngineOptions;
 use engine::uring::{SubmitMode, UringOptions};
-use engine::{run_worker, PhaseControl, PhasePlan, Prepared};
-use spec::{Layout, Op, SyncMode};
+use engine::{run_worker, Detail, PhaseControl, PhasePlan, Prepared};
+use spec::Op;
 
 fn plan(op: Op, file: PathBuf, engine: &str) -> PhasePlan {
+    let spec = spec::RawWorkload {
+        target: file.parent().map(PathBuf::from),
+        ops: vec![op],
+        xfer: Some(4096),
+        size: Some(1 << 20),
+        engine: Some(engine.into()),
+        iodepth: Some(8),
+        seed: Some(11),
+        rwmix_read: matches!(op, Op::Rw | Op::Randrw).then_some(50),
+        ..Default::default()
+    }
+    .build()
+    .expect("a valid workload");
+    // What `ioscale fio` asks for: latencies by direction and every request.
     PhasePlan {
-        op,
-        threads: 1,
-        layout: Layout::PerThread,
-        xfer: 4096,
-        block: 1 << 20,
-        segments: 1,
-        direct: false,
-        sync: SyncMode::None,
-        engine: engine.into(),
-        iodepth: 8,
-        seed: 11,
-        verify: false,
-        rwmix_read: 50,
-        reorder_offset: 0,
-        start_offsets: Vec::new(),
-        files: vec![file],
-        align: 4096,
-        time_limit: None,
-        rep: 0,
-        anchors: Vec::new(),
+        detail: Detail::IoLog,
+        ..PhasePlan::new(Arc::new(spec), 1, op, vec![file])
     }
 }
 
 #[test]
 fn slat_clat_and_lat_add_up_by_direction_for_every_engine_setting() {
-    engine::worker::set_detail(true);
-    engine::worker::set_io_log(true);
     let t = Tmpfs::mount("detail", "size=32m");
     let base = UringOptions::default();
     let settings: Vec<(&str, UringOptions)> = vec![
@@ -79,7 +73,7 @@ fn slat_clat_and_lat_add_up_by_direction_for_every_engine_setting() {
             let (s, _) = run_worker(0, &p, &ctl, &Barrier::new(1), prep);
             assert!(s.failure.is_none(), "{what}: {:?}", s.failure);
             assert_eq!(s.counters.ops, 256, "{what}");
-            let d = s.detail.as_deref().expect("kept while set_detail is on");
+            let d = s.detail.as_deref().expect("kept when the plan asks");
             let c = &s.counters;
             assert_eq!(d.lat[0].count(), c.read_ops, "{what} {op:?}");
             assert_eq!(d.lat[1].count(), c.write_ops, "{what} {op:?}");
@@ -120,6 +114,36 @@ fn slat_clat_and_lat_add_up_by_direction_for_every_engine_setting() {
                     && e.slat_ns.unwrap_or(0) <= e.lat_ns),
                 "{what}"
             );
+        }
+    }
+}
+
+/// The detail is the plan's, phase by phase: a plan that does not ask
+/// keeps none, one that asks for latencies keeps them without the
+/// per-request log, in the same process as the test above.
+#[test]
+fn each_plan_keeps_what_it_asks_for_and_no_more() {
+    let t = Tmpfs::mount("detail-off", "size=8m");
+    let file = t.0.join("data");
+    let opts = EngineOptions::default();
+    for (detail, kept, logged) in [
+        (Detail::Off, false, false),
+        (Detail::Latency, true, false),
+        (Detail::IoLog, true, true),
+    ] {
+        let p = PhasePlan {
+            detail,
+            ..plan(Op::Write, file.clone(), "sync")
+        };
+        let prep = Prepared::with_options(&p, 0, &opts).unwrap();
+        let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
+        let (s, _) = run_worker(0, &p, &ctl, &Barrier::new(1), prep);
+        assert!(s.failure.is_none(), "{detail:?}: {:?}", s.failure);
+        assert_eq!(s.detail.is_some(), kept, "{detail:?}");
+        let log = s.detail.as_ref().map_or(0, |d| d.log.len() as u64);
+        assert_eq!(log > 0, logged, "{detail:?}");
+        if logged {
+            assert_eq!(log, s.counters.ops, "{detail:?}");
         }
     }
 }

@@ -14,31 +14,25 @@ use common::{Scratch, TestFs, Tmpfs};
 use engine::registry::EngineOptions;
 use engine::uring::{SubmitMode, UringOptions};
 use engine::{run_worker, PhaseControl, PhasePlan, Prepared, WorkerSample};
-use spec::{Layout, Op, SyncMode};
+use spec::Op;
 
 fn plan(op: Op, file: PathBuf, size: u64, depth: u32, direct: bool) -> PhasePlan {
-    PhasePlan {
-        op,
-        threads: 1,
-        layout: Layout::PerThread,
-        xfer: 4096,
-        block: size,
-        segments: 1,
+    let spec = spec::RawWorkload {
+        target: file.parent().map(PathBuf::from),
+        ops: vec![op],
+        xfer: Some(4096),
+        size: Some(size),
         direct,
-        sync: SyncMode::None,
-        engine: "io_uring".into(),
-        iodepth: depth,
-        seed: 7,
+        engine: Some("io_uring".into()),
+        iodepth: Some(depth.into()),
+        seed: Some(7),
         verify: true,
-        rwmix_read: 50,
-        reorder_offset: 0,
-        start_offsets: Vec::new(),
-        files: vec![file],
-        align: 4096,
-        time_limit: None,
-        rep: 0,
-        anchors: Vec::new(),
+        rwmix_read: matches!(op, Op::Rw | Op::Randrw).then_some(50),
+        ..Default::default()
     }
+    .build()
+    .expect("a valid workload");
+    PhasePlan::new(Arc::new(spec), 1, op, vec![file])
 }
 
 fn run(p: &PhasePlan, prep: Prepared, stop: Arc<AtomicBool>) -> (WorkerSample, Option<Prepared>) {
@@ -142,7 +136,7 @@ fn a_stop_with_requests_in_flight_ends_cleanly() {
     let file = fs.mnt.join("data");
     std::fs::write(&file, vec![0u8; 64 << 20]).unwrap();
     let mut r = plan(Op::Randread, file, 64 << 20, 32, false);
-    r.verify = false;
+    Arc::make_mut(&mut r.spec).verify = false;
     let opts = EngineOptions {
         uring: UringOptions::tuned(),
     };

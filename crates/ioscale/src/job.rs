@@ -470,8 +470,8 @@ impl RunArgs {
 
 /// The driver options of `run` and `meta`: `--per-worker` keeps every
 /// worker's row, otherwise rank 0 receives one summary per node.
-pub(crate) fn run_options(per_worker: bool) -> bench::run::Options {
-    bench::run::Options {
+pub(crate) fn run_options(per_worker: bool) -> bench::plan::Options {
+    bench::plan::Options {
         node_summary: !per_worker,
         ..Default::default()
     }

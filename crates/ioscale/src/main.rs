@@ -20,6 +20,7 @@ mod meta_cmd;
 mod output;
 mod progress;
 mod report_cmd;
+mod saved;
 mod slurm;
 mod sweep;
 
@@ -146,18 +147,15 @@ fn cmd_run(args: &RunArgs) -> Exit {
 fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coordinator) -> Exit {
     let ranks = coord.size();
     let root = coord.rank() == 0;
-    let threads = raw.threads.unwrap_or(1);
-    if ranks > 1 {
-        if args.reorder && args.reorder_offset.is_none() {
-            // IOR -C: with ranks on several hosts, read another host's data.
-            let layout = bench::cluster::Layout::discover(coord, threads as u32)?;
-            raw.reorder = Some(layout.default_reorder_offset() as u64);
-        }
-        // Sizes (--total), --reorder and layouts are checked for all workers.
-        raw.threads = Some(threads.saturating_mul(ranks as u64));
+    if ranks > 1 && args.reorder && args.reorder_offset.is_none() {
+        // IOR -C: with ranks on several hosts, read another host's data.
+        let threads = raw.threads.unwrap_or(1) as u32;
+        let layout = bench::cluster::Layout::discover(coord, threads)?;
+        raw.reorder = Some(layout.default_reorder_offset() as u64);
     }
-    let mut spec = raw.build().map_err(Failure::usage)?;
-    spec.threads = threads as u32;
+    // Sizes (--total), --reorder and layouts are checked for all workers.
+    let spec = raw.build_across(ranks).map_err(Failure::usage)?;
+    let plan = bench::plan::Plan::single(spec).with_options(run_options(args.per_worker));
     let outputs = [
         ("--json", args.record.json.as_deref()),
         ("--csv", args.record.csv.as_deref()),
@@ -165,25 +163,18 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
     check_outputs(coord, &outputs)?;
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
-    let live = root
-        .then(|| progress::Display::start(args.shown.progress, spec.reps, spec.ops.len(), ranks))
-        .flatten();
+    let live = front::live_plan(args.shown.progress, root, &plan, ranks);
     // An interrupted run's record is saved before its files are removed.
     let mut early = output::EarlySave::new(
         args.record.json.as_deref(),
         args.record.csv.as_deref(),
         "the files",
     );
-    let outcome = bench::run::run_with_hook(
-        &spec,
-        command,
-        stop,
-        coord,
-        run_options(args.per_worker),
-        &mut |rs| early.save(rs),
-    );
+    let mut hooks = bench::exec::OnCleanup(|rs: &report::ResultSet| early.save(rs));
+    let env = bench::exec::Env::new(command, stop, coord).with_hooks(&mut hooks);
+    let outcome = bench::exec::execute(&plan, env);
     drop(live);
-    let outcome = outcome?;
+    let outcome = outcome?.into_single();
     let (json, csv) = if early.saved {
         (None, None)
     } else {

@@ -1,5 +1,6 @@
-//! `ioscale meta`: argv's typed flags → [`bench::meta::run_with`] → output,
-//! as one rank of an MPI launch when started by mpirun or srun.
+//! `ioscale meta`: argv's typed flags → a plan of one metadata step →
+//! [`bench::exec::execute`] → output, as one rank of an MPI launch when
+//! started by mpirun or srun.
 
 use coord::Coordinator;
 
@@ -33,27 +34,14 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         args.record.csv.as_deref(),
         "the tree",
     );
-    let mut save_early = |rs: &report::ResultSet| early.save(rs);
-    let live = root
-        .then(|| {
-            crate::progress::Display::start(
-                args.shown.progress,
-                spec.reps,
-                spec.ops.len(),
-                coord.size(),
-            )
-        })
-        .flatten();
-    let outcome = bench::meta::run_with_hook(
-        &spec,
-        command,
-        stop,
-        coord,
-        crate::job::run_options(args.per_worker),
-        &mut save_early,
-    );
+    let plan =
+        bench::plan::Plan::single(spec).with_options(crate::job::run_options(args.per_worker));
+    let live = crate::front::live_plan(args.shown.progress, root, &plan, coord.size());
+    let mut hooks = bench::exec::OnCleanup(|rs: &report::ResultSet| early.save(rs));
+    let env = bench::exec::Env::new(command, stop, coord).with_hooks(&mut hooks);
+    let outcome = bench::exec::execute(&plan, env);
     drop(live);
-    let outcome = outcome?;
+    let outcome = outcome?.into_single();
     if !root {
         return Ok(outcome.exit_code());
     }

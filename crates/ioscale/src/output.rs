@@ -233,3 +233,22 @@ impl Drop for Journal {
         }
     }
 }
+
+/// Refuses a `--png` directory whose parent does not exist.
+pub(crate) fn check_png_dir(d: &Path) -> anyhow::Result<()> {
+    if d.exists() && !d.is_dir() {
+        anyhow::bail!("--png {}: is not a directory", d.display());
+    }
+    let parent = d
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        anyhow::bail!(
+            "--png {}: directory {} does not exist",
+            d.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}

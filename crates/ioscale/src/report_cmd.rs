@@ -71,22 +71,7 @@ pub const COMPARE_EXAMPLES: &str = "Examples:
   ioscale compare before.json after.json --html compared.html";
 
 fn read(p: &Path) -> Result<Loaded, String> {
-    load_record("record", p)
-}
-
-/// Reads the record `p` (given as `what`: `record`, `--json`): only a
-/// regular file of at most [`safefs::MAX_RECORD_BYTES`], refused before
-/// any read otherwise (a device, a FIFO, a directory: no blocking, no
-/// endless read), and parsed as a stream, so memory is the parsed
-/// record's, not the text's plus a tree of JSON values.
-pub(crate) fn load_record(what: &str, p: &Path) -> Result<Loaded, String> {
-    let limit = safefs::MAX_RECORD_BYTES;
-    let (file, _) = safefs::open_bounded(what, p, limit).map_err(|e| match &e.kind {
-        safefs::FlagErrorKind::Io(io) => format!("{what}: cannot read {}: {io}", p.display()),
-        safefs::FlagErrorKind::Refused(_) => e.to_string(),
-    })?;
-    analysis::render::load_from(file.into_inner(), limit)
-        .map_err(|e| format!("{}: {e}", p.display()))
+    crate::saved::load_record("record", p)
 }
 
 /// `ioscale report`.
@@ -105,7 +90,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
         &[("the record ", args.file.as_path())],
     )?;
     if let Some(d) = &args.png {
-        crate::sweep::check_png_dir(d)?;
+        crate::output::check_png_dir(d)?;
     }
     let units = args.view.units.units();
     let ok = match loaded {

@@ -881,7 +881,7 @@ fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
             &[],
         );
         if let Some(d) = &args.png {
-            bad = bad.and_then(|()| check_png_dir(d));
+            bad = bad.and_then(|()| crate::output::check_png_dir(d));
         }
     }
     bad
@@ -1007,44 +1007,6 @@ fn run_order(plan: &Plan, done: &[usize]) -> Vec<Vec<usize>> {
     groups.into_iter().map(|(_, g)| g).collect()
 }
 
-/// Adds the record of one more repetition of a point (a driver call of
-/// its own) to what its earlier repetitions made: phases, failed phases,
-/// errors, warnings (once each), probes, per-node and per-rank figures
-/// and the gathers' costs, renumbered to follow on.
-fn merge(into: &mut bench::run::Outcome, more: bench::run::Outcome) {
-    let offset = into.results.phases.len();
-    let r = more.results;
-    if let (Some(a), Some(b)) = (into.results.host.cluster.as_mut(), r.host.cluster) {
-        a.node_phases.extend(b.node_phases.into_iter().map(|mut n| {
-            n.phase += offset;
-            n
-        }));
-        a.rank_phases.extend(b.rank_phases.into_iter().map(|mut n| {
-            n.phase += offset;
-            n
-        }));
-        a.gathers.extend(b.gathers.into_iter().map(|mut g| {
-            g.phase += offset;
-            g
-        }));
-    }
-    into.results.phases.extend(r.phases);
-    into.results.failed_phases.extend(r.failed_phases);
-    into.results.errors.extend(r.errors);
-    for w in r.warnings {
-        if !into.results.warnings.contains(&w) {
-            into.results.warnings.push(w);
-        }
-    }
-    into.results.interrupted |= r.interrupted;
-    into.probes.extend(more.probes);
-    into.latency.extend(more.latency.into_iter().map(|mut l| {
-        l.phase += offset;
-        l
-    }));
-    into.results.summarise();
-}
-
 /// The points of a sweep as they run: the driver calls, and on rank 0
 /// the records they make and what is printed about them.
 struct Runner<'a> {
@@ -1139,7 +1101,7 @@ impl Runner<'_> {
             }
             self.told(&what, &outcome);
             match &mut got[j] {
-                Some(earlier) => merge(earlier, outcome),
+                Some(earlier) => earlier.merge(outcome),
                 slot => *slot = Some(outcome),
             }
             if rep.is_none_or(|r| r + 1 == reps) {
@@ -1188,7 +1150,7 @@ impl Runner<'_> {
         // Each point measures what its phases used (for the limit the
         // analysis names) and keeps going past a failed repetition (it is
         // counted and left out of the figures, not the end of the point).
-        let opts = bench::run::Options {
+        let opts = bench::plan::Options {
             probe: true,
             keep_going: true,
             first_rep: rep.unwrap_or(0),
@@ -1198,23 +1160,18 @@ impl Runner<'_> {
             node_summary: !self.plan.per_worker,
             ..Default::default()
         };
-        let command = self.command.to_vec();
-        let stop = Arc::clone(self.stop);
-        let run = |spec: &dyn bench::run::Workload| {
-            bench::run::run_with_options(spec, command, stop, self.coord, opts)
+        let work: bench::plan::Work = match &self.plan.points[index].job {
+            Job::Run(w) => (**w).clone().into(),
+            Job::Meta(m) => (**m).clone().into(),
         };
-        match &self.plan.points[index].job {
-            Job::Run(w) if rep.is_some() => run(&WorkloadSpec {
-                reps: 1,
-                ..(**w).clone()
-            }),
-            Job::Run(w) => run(&**w),
-            Job::Meta(m) if rep.is_some() => run(&MetaSpec {
-                reps: 1,
-                ..(**m).clone()
-            }),
-            Job::Meta(m) => run(&**m),
-        }
+        let work = if rep.is_some() {
+            work.with_reps(1)
+        } else {
+            work
+        };
+        let plan = bench::plan::Plan::single(work).with_options(opts);
+        let env = bench::exec::Env::new(self.command.to_vec(), Arc::clone(self.stop), self.coord);
+        bench::exec::execute(&plan, env).map(bench::exec::Executed::into_single)
     }
 
     /// Prints a driver call's cleanup notes and errors (rank 0) and
@@ -1336,7 +1293,7 @@ fn saved_journal(args: &SweepArgs, plan: &Plan) -> Result<SweepRecord, String> {
         .json
         .as_ref()
         .expect("clap requires --json with --resume");
-    let saved = match crate::report_cmd::load_record("--json", path) {
+    let saved = match crate::saved::load_record("--json", path) {
         Ok(analysis::Loaded::Sweep(s)) => *s,
         Ok(analysis::Loaded::Run(_)) => {
             return Err(format!(
@@ -1389,25 +1346,6 @@ fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<Failur
         rec.points_total
     );
     None
-}
-
-/// Refuses a `--png` directory whose parent does not exist.
-pub(crate) fn check_png_dir(d: &Path) -> anyhow::Result<()> {
-    if d.exists() && !d.is_dir() {
-        anyhow::bail!("--png {}: is not a directory", d.display());
-    }
-    let parent = d
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        anyhow::bail!(
-            "--png {}: directory {} does not exist",
-            d.display(),
-            parent.display()
-        );
-    }
-    Ok(())
 }
 
 /// Writes every requested output of a sweep record and prints the chosen
@@ -1645,6 +1583,7 @@ mod tests {
             notes: Vec::new(),
             probes: Vec::new(),
             latency: Vec::new(),
+            spans: Vec::new(),
         }
     }
 
@@ -1652,7 +1591,7 @@ mod tests {
     fn repetitions_run_one_by_one_keep_every_per_rank_row() {
         let mut all = one_rep();
         let n = all.results.phases.len();
-        merge(&mut all, one_rep());
+        all.merge(one_rep());
         assert_eq!(all.results.phases.len(), 2 * n);
         let c = all.results.host.cluster.unwrap();
         let each: Vec<usize> = (0..2 * n).collect();

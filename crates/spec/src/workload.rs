@@ -414,7 +414,8 @@ pub struct WorkloadSpec {
     pub target: PathBuf,
     /// Phases in order.
     pub ops: Vec<Op>,
-    /// Number of workers.
+    /// Workers per process (`--threads`); a run of several ranks has
+    /// ranks × threads workers, which the driver's topology counts.
     pub threads: u32,
     /// File layout.
     pub layout: Layout,
@@ -627,12 +628,23 @@ impl RawWorkload {
     /// is one block (one segment). `--block`/`--segments` then split it as
     /// IOR does; every block must be a whole number of transfers.
     pub fn build(&self) -> Result<WorkloadSpec, SpecError> {
+        self.build_across(1)
+    }
+
+    /// [`RawWorkload::build`] for a run of `ranks` processes, each with
+    /// `threads` workers: sizes (`--total`), offsets, layouts and names
+    /// are checked for all `ranks × threads` workers, and the spec keeps
+    /// `threads` as given — workers per process, its one meaning.
+    pub fn build_across(&self, ranks: u32) -> Result<WorkloadSpec, SpecError> {
         let target = check::target(
             &self.target,
             "name the directory to test, e.g. `ioscale run /mnt/fs`",
         )?;
         check::some_ops(&self.ops, "--op", "e.g. --op write,read")?;
-        let threads = check::threads(self.threads)?;
+        let ranks = u64::from(ranks.max(1));
+        // Every worker of every rank; the limit is on all of them.
+        let per_process = self.threads.unwrap_or(1);
+        let threads = check::threads(Some(per_process.saturating_mul(ranks)))?;
         let layout = self.layout.unwrap_or(Layout::PerThread);
         let xfer = self.xfer.unwrap_or(1 << 20);
         if xfer == 0 {
@@ -661,7 +673,7 @@ impl RawWorkload {
         Ok(WorkloadSpec {
             target,
             ops: self.ops.clone(),
-            threads: threads as u32,
+            threads: per_process as u32,
             layout,
             xfer,
             block,
@@ -1067,5 +1079,39 @@ mod tests {
             .unwrap_err()
             .contains("sqpoll=0"));
         assert!(UringOpts::parse("fixed").unwrap_err().contains("'fixed'"));
+    }
+
+    /// A run of several ranks is checked for all its workers but keeps
+    /// `threads` per process: `--total` splits across ranks × threads,
+    /// the worker limit counts them all, and dd's names are one per
+    /// worker of every rank.
+    #[test]
+    fn build_across_ranks_checks_all_workers_and_keeps_threads_per_process() {
+        let mut r = raw();
+        r.total = Some(8 << 20);
+        r.threads = Some(2);
+        let s = r.build_across(4).unwrap();
+        assert_eq!((s.threads, s.bytes_per_worker()), (2, 1 << 20));
+        r.threads = None;
+        let s = r.build_across(4).unwrap();
+        assert_eq!((s.threads, s.bytes_per_worker()), (1, 2 << 20));
+        r.total = Some((8 << 20) + 4);
+        r.threads = Some(2);
+        let e = r.build_across(4).unwrap_err().to_string();
+        assert!(e.contains("across 8 workers"), "{e}");
+        r.total = None;
+        r.threads = Some(check::MAX_THREADS);
+        assert!(r.build().is_ok());
+        assert!(r.build_across(2).is_err(), "the limit counts every rank's");
+        let mut d = raw();
+        d.threads = Some(1);
+        d.size = Some(1 << 20);
+        d.naming = Some(FileNaming::Dd {
+            paths: vec!["/tmp/f-1".into(), "/tmp/f-2".into()],
+            notrunc: false,
+            nofollow: false,
+        });
+        assert!(d.build().is_err(), "two names for one worker");
+        assert_eq!(d.build_across(2).unwrap().threads, 1);
     }
 }

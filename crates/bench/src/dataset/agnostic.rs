@@ -37,26 +37,11 @@ fn data_spec(ops: &[Op], layout: Layout, keep: bool) -> WorkloadSpec {
 /// One data phase of `spec` on the set's anchors, as the executor runs it.
 fn data_phase<B: engine::registry::Engines>(ds: &DataSet<B>, spec: &WorkloadSpec, op: Op) {
     let plan = PhasePlan::<B> {
-        op,
-        threads: spec.threads,
-        layout: spec.layout,
-        xfer: spec.xfer,
-        block: spec.block,
-        segments: spec.segments,
-        direct: false,
         sync: SyncMode::End,
-        engine: "sync".into(),
-        iodepth: 1,
-        seed: spec.seed,
-        verify: spec.verify,
-        rwmix_read: 50,
         reorder_offset: 0,
-        start_offsets: Vec::new(),
-        files: ds.files.clone(),
-        align: 4096,
         time_limit: None,
-        rep: 0,
         anchors: ds.anchors().unwrap(),
+        ..PhasePlan::new(Arc::new(spec.clone()), spec.threads, op, ds.files.clone())
     };
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
     for w in 0..spec.threads {

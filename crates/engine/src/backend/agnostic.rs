@@ -158,33 +158,33 @@ fn data_plan(mem: &Mem, op: Op, dir: &Path) -> PhasePlan<Mem> {
             })
         })
         .collect();
-    PhasePlan {
-        op,
-        threads: 2,
-        layout: Layout::PerThread,
-        xfer: 4096,
-        block: 64 << 10,
-        segments: 2,
-        direct: false,
-        sync: SyncMode::End,
-        engine: "sync".into(),
-        iodepth: 1,
-        seed: 5,
+    let spec = spec::RawWorkload {
+        target: Some(dir.to_path_buf()),
+        ops: vec![op],
+        threads: Some(2),
+        layout: Some(Layout::PerThread),
+        xfer: Some(4096),
+        block: Some(64 << 10),
+        segments: Some(2),
+        sync: Some(SyncMode::End),
+        engine: Some("sync".into()),
+        iodepth: Some(1),
+        seed: Some(5),
         verify: true,
-        rwmix_read: 50,
-        reorder_offset: 0,
-        start_offsets: Vec::new(),
-        files: (0..2).map(|i| dir.join(format!("file.{i:08}"))).collect(),
-        align: 4096,
-        time_limit: None,
-        rep: 0,
+        ..Default::default()
+    }
+    .build()
+    .expect("a valid workload");
+    let files = (0..2).map(|i| dir.join(format!("file.{i:08}"))).collect();
+    PhasePlan {
         anchors,
+        ..PhasePlan::new(Arc::new(spec), 2, op, files)
     }
 }
 
 fn data_phase(plan: &PhasePlan<Mem>) -> Vec<WorkerSample> {
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
-    (0..plan.threads)
+    (0..plan.workers)
         .map(|w| {
             let prep = Prepared::<Mem>::new(plan, w).unwrap();
             run_worker(w, plan, &ctl, &Barrier::new(1), prep).0

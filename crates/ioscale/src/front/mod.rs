@@ -3,13 +3,14 @@
 //!
 //! People arrive with IOR and dd command lines they already trust. Each
 //! front-end parses its tool's syntax into a [`spec::RawWorkload`], lets
-//! [`spec::RawWorkload::build`] check it like any native command line, runs
-//! it on the same driver ([`bench::run::run_with`]) and engine, and renders the
-//! result in the tool's own layout with an exporter from the report crate.
-//! An option the front-end does not support is an error that names it and
-//! the nearest native equivalent — never silently ignored. The mdtest and
-//! smallfile front-ends build a [`spec::RawMeta`] instead and run on
-//! `ioscale meta`'s driver ([`bench::meta::run_with`]).
+//! [`spec::RawWorkload::build`] check it like any native command line,
+//! makes it a [`bench::plan::Plan`] (with its tool's renderer, options and
+//! rules) and runs it on the one executor ([`bench::exec::execute`], see
+//! [`run_plan`]), and renders the result in the tool's own layout with an
+//! exporter. An option the front-end does not support is an error that
+//! names it and the nearest native equivalent — never silently ignored.
+//! The mdtest and smallfile front-ends build a [`spec::RawMeta`] instead:
+//! a plan of one metadata step.
 //!
 //! This file holds what the front-ends share, below them: the [`Front`]
 //! trait and the helpers of their parsers and drivers. [`registry`], above
@@ -344,23 +345,34 @@ pub(crate) fn print_spec(root: bool, spec: &impl Serialize) -> Exit {
     Ok(0)
 }
 
-/// Runs `spec` on the driver as one rank of `coord` while `live` (rank
+/// Runs `plan` on the executor as one rank of `coord` while `live` (rank
 /// 0's progress display) shows it; the record's command line is `program`
 /// and the front-end's arguments as typed.
-pub(crate) fn run_spec(
+pub(crate) fn run_plan(
     call: &Call<'_>,
     program: &str,
-    spec: &dyn bench::run::Workload,
+    plan: &bench::plan::Plan,
     live: Option<crate::progress::Display>,
     coord: &dyn Coordinator,
     stop: Arc<AtomicBool>,
-    opts: bench::run::Options,
-) -> Result<bench::run::Outcome, bench::Error> {
+) -> Result<bench::exec::Executed, bench::Error> {
     let mut argv = vec![program.to_string()];
     argv.extend(call.args.iter().cloned());
-    let outcome = bench::run::run_with_options(spec, argv, stop, coord, opts);
+    let outcome = bench::exec::execute(plan, bench::exec::Env::new(argv, stop, coord));
     drop(live);
     outcome
+}
+
+/// Starts the live progress of a plan on rank 0: its first step's
+/// repetitions and phases.
+pub fn live_plan(
+    mode: crate::progress::ProgressMode,
+    root: bool,
+    plan: &bench::plan::Plan,
+    ranks: u32,
+) -> Option<crate::progress::Display> {
+    let (reps, phases) = plan.first().map_or((1, 1), |w| (w.reps(), w.phases()));
+    live(mode, root, reps, phases, ranks)
 }
 
 /// Starts the live progress of a front-end's job on rank 0.

@@ -90,12 +90,10 @@ impl Front for Dd {
             .progress
             .or((a.status == DdStatus::None).then_some(crate::progress::ProgressMode::None));
         let progress = super::progress_mode(flag)?;
-        let (mut spec, notes) = build(&a, ranks).map_err(Failure::Usage)?;
+        let (spec, notes) = build(&a, ranks).map_err(Failure::Usage)?;
         if a.print_spec {
             return super::print_spec(root, &spec);
         }
-        let all_jobs = spec.threads;
-        spec.threads = a.jobs.unwrap_or(1) as u32;
         let quiet = a.status == DdStatus::None;
         if !quiet && root {
             for n in &notes {
@@ -115,25 +113,28 @@ impl Front for Dd {
             _ => Vec::new(),
         };
         crate::launch::check_outputs_beside(coord, &[("--record", a.record.as_deref())], &data)?;
-        let stop = crate::launch::install_signals()?;
-        let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
+        let info = DdInfo {
+            status: a.status,
+            jobs: spec.threads * ranks,
+        };
         // dd prints each job's records, bytes and time: with one job per
         // rank the per-rank rows of the node summaries are exactly those;
         // with several, rank 0 receives those few numbers per job (its
         // brief), never every job's sample.
-        let opts = bench::run::Options {
+        let opts = bench::plan::Options {
             node_summary: true,
             brief_rows: spec.threads > 1,
             ..Default::default()
         };
-        let outcome = super::run_spec(call, "dd", &spec, live, coord, stop, opts)?;
+        let plan = bench::plan::Plan::single(spec)
+            .with_options(opts)
+            .rendered_by(bench::plan::Render::Dd);
+        let stop = crate::launch::install_signals()?;
+        let live = super::live_plan(progress, root, &plan, ranks);
+        let outcome = super::run_plan(call, "dd", &plan, live, coord, stop)?.into_single();
         if !root {
             return Ok(outcome.exit_code());
         }
-        let info = DdInfo {
-            status: a.status,
-            jobs: all_jobs,
-        };
         let code = print_results(&info, &outcome)?;
         let written = super::write_record("dd", a.record.as_deref(), &outcome.results);
         Ok(code.max(written))
@@ -150,14 +151,16 @@ impl Front for Dd {
 fn build(a: &DdArgs, ranks: u32) -> Result<(WorkloadSpec, Vec<String>), String> {
     // Under mpirun each rank runs its jobs on its own files: the jobs of
     // all ranks are numbered as one --jobs, rank r holding r*jobs+1 ..
-    // (r+1)*jobs, so names and sizes are checked for every rank's jobs.
+    // (r+1)*jobs, so the names are every rank's jobs'.
     let jobs = a.jobs.unwrap_or(1);
     let mut all = a.clone();
     if ranks > 1 {
         all.jobs = Some(jobs.saturating_mul(ranks as u64));
     }
-    let (raw, notes) = to_raw(&all).map_err(|e| e.to_string())?;
-    let spec = raw.build().map_err(|e| {
+    let (mut raw, notes) = to_raw(&all).map_err(|e| e.to_string())?;
+    // Workers per process: this rank's jobs.
+    raw.threads = Some(jobs);
+    let spec = raw.build_across(ranks).map_err(|e| {
         const NATIVE_FLAGS: &[(&str, &str)] = &[
             ("--xfer", "bs="),
             ("--size", "bs= × count="),

@@ -421,16 +421,19 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         println!("ioscale-{} (fio front-end)", env!("CARGO_PKG_VERSION"));
         return Ok(0);
     }
-    // fio's figures: latencies by direction, submission latency.
-    engine::worker::set_detail(true);
     let progress = super::progress_mode(cli.progress)?;
     let (jobs, global) = parse::jobs(&cli)?;
-    // fio logs every I/O of a job with logs and no log_avg_msec; a sized
-    // job's ramp is cut out of its requests afterwards.
-    engine::worker::set_io_log(
-        jobs.iter()
-            .any(|j| (logs::has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j)),
-    );
+    // fio's figures: latencies by direction, submission latency; and every
+    // I/O of a job with logs and no log_avg_msec (a sized job's ramp is
+    // cut out of its requests afterwards). Plan fields of each run.
+    let detail = if jobs
+        .iter()
+        .any(|j| (logs::has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j))
+    {
+        engine::Detail::IoLog
+    } else {
+        engine::Detail::Latency
+    };
     // Check every run before the first one starts.
     let mut files = UserFiles::new();
     let planned = plan_runs(jobs).and_then(|r| plan_specs(r, &mut files))?;
@@ -457,6 +460,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         stop: &stop,
         coord,
         progress,
+        detail,
     };
     for p in &planned {
         if !st.run(p, &ctx)? {
@@ -537,6 +541,8 @@ struct RunCtx<'a> {
     stop: &'a std::sync::Arc<std::sync::atomic::AtomicBool>,
     coord: &'a dyn coord::Coordinator,
     progress: crate::progress::ProgressMode,
+    /// What the engine keeps for fio's figures and logs.
+    detail: engine::Detail,
 }
 
 /// The command's results so far.
@@ -889,7 +895,11 @@ fn run_passes(
             s.time_limit = limit;
         }
         files.check_dirs()?;
-        bench::run::run_with(&s, ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord)
+        let plan = bench::plan::Plan::single(s)
+            .with_detail(ctx.detail)
+            .rendered_by(bench::plan::Render::Fio);
+        let env = bench::exec::Env::new(ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord);
+        bench::exec::execute(&plan, env).map(bench::exec::Executed::into_single)
     };
     if !j.ramp_time.is_zero() && j.time_based {
         let t0 = Instant::now();

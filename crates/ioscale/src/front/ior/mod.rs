@@ -9,8 +9,6 @@
 //! unless -k, by the same safety rules as every ioscale run.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use report::Exporter;
@@ -81,7 +79,8 @@ mapping is in docs/compat.md. Exit codes: 0 ran clean, 1 I/O errors or failed
 data check, 2 usage or setup error, 130 interrupted.
 ";
 
-fn info_for(a: &IorArgs, spec: &WorkloadSpec, command_line: String) -> IorInfo {
+/// IOR's header facts; `ranks` ranks run `spec.threads` tasks each.
+fn info_for(a: &IorArgs, spec: &WorkloadSpec, command_line: String, ranks: u32) -> IorInfo {
     let test_filename = a.out.clone().unwrap_or_else(|| "testFile".into());
     IorInfo {
         ior_version: IOR_VERSION.into(),
@@ -98,7 +97,7 @@ fn info_for(a: &IorArgs, spec: &WorkloadSpec, command_line: String) -> IorInfo {
         random_offsets: a.random,
         reorder_tasks: a.reorder,
         task_offset: a.task_offset.unwrap_or(1) as u32,
-        tasks: spec.threads,
+        tasks: spec.threads * ranks,
         repetitions: spec.reps,
         xfer: spec.xfer,
         block: spec.block,
@@ -168,7 +167,7 @@ impl Front for Ior {
         let progress = super::progress_mode(a.progress)?;
         let shown_offset = a.task_offset.unwrap_or(1) as u32;
         fit_to_ranks(&mut a, coord)?;
-        let mut spec = build(&a)?;
+        let spec = build(&a, ranks)?;
         if a.print_spec {
             return super::print_spec(root, &spec);
         }
@@ -179,30 +178,23 @@ impl Front for Ior {
         }
         let mut command_line = vec![call.prog.to_string()];
         command_line.extend(call.args.iter().cloned());
-        let mut info = info_for(&a, &spec, command_line.join(" "));
+        let mut info = info_for(&a, &spec, command_line.join(" "), ranks);
         info.task_offset = shown_offset;
-        if ranks > 1 {
-            // The spec was checked for all tasks; this rank runs one of them.
-            spec.threads = 1;
-        }
-
+        let plan = plan(&a, spec);
         let stop = crate::launch::install_signals()?;
-        let timed_out = start_timer(a.max_minutes, &stop);
         info.began = super::ctime_now();
-        let live = super::live(progress, root, spec.reps, spec.ops.len(), ranks);
-        // IOR's reports need no per-worker rows: rank 0 receives one
-        // merged summary per node.
-        let opts = bench::run::Options {
-            node_summary: true,
-            ..Default::default()
-        };
-        let outcome = super::run_spec(call, "ior", &spec, live, coord, stop, opts)?;
+        let live = super::live_plan(progress, root, &plan, ranks);
+        let done = super::run_plan(call, "ior", &plan, live, coord, stop)?;
+        let timed_out = done.timed_out;
+        let outcome = done.into_single();
         if !root {
             return Ok(outcome.exit_code());
         }
         info.finished = super::ctime_now();
-        let timed_out = timed_out.load(Ordering::Relaxed);
-        print_results(&a, info, &spec, &outcome, timed_out)
+        let Some(bench::plan::Work::Data(spec)) = plan.first() else {
+            unreachable!("an IOR plan is one data step")
+        };
+        print_results(&a, info, spec, &outcome, timed_out)
     }
 
     fn render(info: &IorInfo, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
@@ -235,14 +227,35 @@ fn fit_to_ranks(a: &mut IorArgs, coord: &dyn Coordinator) -> Result<(), Failure>
 }
 
 /// The workload of the command line, checked for all tasks; a refusal
-/// names IOR's options beside ioscale's.
-fn build(a: &IorArgs) -> Result<WorkloadSpec, Usage> {
-    to_raw(a).and_then(|r| {
-        r.build().map_err(|e| {
+/// names IOR's options beside ioscale's. Under mpirun or srun each of the
+/// `ranks` ranks is one IOR task (one worker).
+fn build(a: &IorArgs, ranks: u32) -> Result<WorkloadSpec, Usage> {
+    to_raw(a).and_then(|mut r| {
+        if ranks > 1 {
+            // -N was checked against the ranks: each runs one task.
+            r.threads = Some(1);
+        }
+        r.build_across(ranks).map_err(|e| {
             let msg = e.to_string();
             usage(super::in_tool_terms("IOR", &msg, &e.flags(), NATIVE_FLAGS))
         })
     })
+}
+
+/// The plan of a checked workload: one data step in IOR's layout, rank 0
+/// receiving one merged summary per node (IOR's reports need no
+/// per-worker rows), and -T's limit on the whole test.
+fn plan(a: &IorArgs, spec: WorkloadSpec) -> bench::plan::Plan {
+    let mut plan = bench::plan::Plan::single(spec)
+        .with_options(bench::plan::Options {
+            node_summary: true,
+            ..Default::default()
+        })
+        .rendered_by(bench::plan::Render::Ior);
+    if a.max_minutes > 0 {
+        plan.rules.time_limit = Some(Duration::from_secs(a.max_minutes.saturating_mul(60)));
+    }
+    plan
 }
 
 /// What -x and -E mean here, said before the run.
@@ -259,23 +272,6 @@ fn print_notes(a: &IorArgs) {
              (its marker says so); it never overwrites other files"
         );
     }
-}
-
-/// -T N: after N minutes the run is asked to stop, as an interrupt would;
-/// the flag returned says that it was the timer.
-fn start_timer(max_minutes: u64, stop: &Arc<AtomicBool>) -> Arc<AtomicBool> {
-    let timed_out = Arc::new(AtomicBool::new(false));
-    if max_minutes > 0 {
-        let (stop, timed_out) = (Arc::clone(stop), Arc::clone(&timed_out));
-        let limit = Duration::from_secs(max_minutes.saturating_mul(60));
-        std::thread::spawn(move || {
-            if safefs::sleep_or_stop(limit, &stop) == safefs::Waited::Elapsed {
-                timed_out.store(true, Ordering::Relaxed);
-                stop.store(true, Ordering::Relaxed);
-            }
-        });
-    }
-    timed_out
 }
 
 /// Rank 0's end of a run: errors and warnings on standard error, IOR's
@@ -364,7 +360,7 @@ mod tests {
 
     #[test]
     fn a_refusal_names_ior_options_for_the_flags_it_carries() {
-        let e = |s: &str| build(&parse(&argv(s)).unwrap()).unwrap_err().0;
+        let e = |s: &str| build(&parse(&argv(s)).unwrap(), 1).unwrap_err().0;
         assert_eq!(
             e("-w -t 3m -b 4m"),
             "the block (--block or --size: 4 MiB) is not a multiple of --xfer 3 MiB; make the \

@@ -116,19 +116,22 @@ impl Front for Mdtest {
         let began = timestamp();
         let made_dir = make_test_dir(&spec, coord)?;
         let stop = crate::launch::install_signals()?;
-        let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
         // mdtest's reports need no per-task rows: rank 0 receives one
         // merged summary per node.
-        let opts = bench::run::Options {
-            node_summary: true,
-            ..Default::default()
-        };
-        let outcome =
-            super::run_spec(call, "mdtest", &spec, live, coord, stop, opts).inspect_err(|_| {
+        let plan = bench::plan::Plan::single(spec.clone())
+            .with_options(bench::plan::Options {
+                node_summary: true,
+                ..Default::default()
+            })
+            .rendered_by(bench::plan::Render::Mdtest);
+        let live = super::live_plan(progress, root, &plan, coord.size());
+        let outcome = super::run_plan(call, "mdtest", &plan, live, coord, stop)
+            .inspect_err(|_| {
                 if made_dir {
                     let _ = std::fs::remove_dir(&spec.target);
                 }
-            })?;
+            })?
+            .into_single();
         if !root {
             return Ok(outcome.exit_code());
         }

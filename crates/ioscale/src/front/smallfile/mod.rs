@@ -252,26 +252,28 @@ impl Front for Smallfile {
             print_preamble(&a, &spec);
         }
         let stop = crate::launch::install_signals()?;
-        let live = super::live(progress, root, spec.reps, spec.ops.len(), coord.size());
         // smallfile prints one line per thread (its files, records,
         // elapsed time and status): under MPI rank 0 receives those few
         // numbers per thread beside the node summaries, not every
         // thread's sample.
-        let opts = bench::run::Options {
-            node_summary: true,
-            brief_rows: true,
-            ..Default::default()
-        };
-        let outcome = super::run_spec(
+        let plan = bench::plan::Plan::single(spec.clone())
+            .with_options(bench::plan::Options {
+                node_summary: true,
+                brief_rows: true,
+                ..Default::default()
+            })
+            .rendered_by(bench::plan::Render::Smallfile);
+        let live = super::live_plan(progress, root, &plan, coord.size());
+        let outcome = super::run_plan(
             call,
             "smallfile_cli.py",
-            &spec,
+            &plan,
             live,
             coord,
             Arc::clone(&stop),
-            opts,
         )
-        .map_err(failure)?;
+        .map_err(failure)?
+        .into_single();
         if !root {
             return Ok(outcome.exit_code());
         }

@@ -217,8 +217,10 @@ pub struct Rules {
     /// outcome says that the limit, not a signal, stopped it.
     #[serde(serialize_with = "opt_secs", skip_serializing_if = "Option::is_none")]
     pub time_limit: Option<Duration>,
-    /// Before the first timed phase of each operation, the same operation
-    /// runs this long unrecorded (fio's `ramp_time`), on data steps.
+    /// Before the first timed phase of each operation (in each driver
+    /// call), the same operation runs this long unrecorded (fio's
+    /// `ramp_time`), on data steps; the record's warnings say so, and a
+    /// ramp that fails is recorded as `ramp OP`.
     #[serde(serialize_with = "opt_secs", skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Duration>,
 }

@@ -463,6 +463,10 @@ impl Kind for DataRun {
             return None;
         }
         self.ramped.push(op);
+        self.warns.push(format!(
+            "a {} s ramp of {op} ran before its first timed phase, unrecorded",
+            ramp.as_secs_f64()
+        ));
         let mut p = self.plan(op, rep, true);
         p.time_limit = Some(ramp);
         Some(p)

@@ -104,6 +104,10 @@ pub struct Executed {
     /// The plan's time limit ([`crate::plan::Rules::time_limit`]) stopped
     /// it, not a signal.
     pub timed_out: bool,
+    /// A signal (or the time limit) stopped it: a step's outcome says it
+    /// was interrupted, or the stop came between two driver calls and
+    /// the later stages never ran.
+    pub interrupted: bool,
     /// A stage after the first could not run (its setup was refused): its
     /// index and why. The plan ended there; the steps before it ran. (The
     /// first stage's refusal is [`execute`]'s error.)
@@ -198,10 +202,12 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
         .collect();
     let mut got: Vec<Option<Vec<Outcome>>> = plan.stages.iter().map(|_| None).collect();
     let mut refused = None;
+    let mut interrupted = false;
     for (call, (stage, rep)) in plan.turns().into_iter().enumerate() {
         // The first call always runs: an interrupt before it is recorded
         // by the driver, as a run stopped at its first phase.
         if call > 0 && env.coord.any(env.stop.load(Ordering::Relaxed)) {
+            interrupted = true;
             break;
         }
         if let Some(h) = env.hooks.as_deref_mut() {
@@ -234,6 +240,7 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
         }
         got[stage] = Some(merged);
         if stopped {
+            interrupted = true;
             break;
         }
     }
@@ -249,6 +256,7 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
     Ok(Executed {
         steps,
         timed_out: false,
+        interrupted,
         refused,
     })
 }

@@ -69,6 +69,9 @@ pub struct Outcome {
     /// clock). The steps of a concurrency group share that barrier, so
     /// their spans show how they overlapped.
     pub spans: Vec<PhaseSpan>,
+    /// The step's workers in every rank (the topology's count, ranks ×
+    /// threads): what the record's per-worker figures add up over.
+    pub workers: u32,
 }
 
 /// The latency histograms of one recorded phase, one per worker.
@@ -434,6 +437,7 @@ pub(crate) fn drive<K: Kind>(
         .iter_mut()
         .zip(gs)
         .map(|(k, g)| Outcome {
+            workers: k.topo().workers,
             notes: k.finish(is_root),
             results: g.results,
             probes: g.probes,
@@ -906,5 +910,71 @@ mod tests {
         assert_eq!(hooked, 1);
         assert_eq!(out.results.phases.len(), 1);
         assert!(!k.log.iter().any(|l| l == "timed b 0"), "{:?}", k.log);
+    }
+
+    /// One repetition's driver call on 2 ranks: its phases, and per phase
+    /// a per-node row, two per-rank rows and the gather's cost.
+    fn one_rep() -> Outcome {
+        let bytes = include_bytes!("../../report/tests/golden/results.json");
+        let mut results = report::from_json(bytes).unwrap();
+        let n = results.phases.len();
+        let mut c = report::ClusterInfo {
+            ranks: 2,
+            ..Default::default()
+        };
+        for phase in 0..n {
+            c.node_phases.push(report::NodePhase {
+                phase,
+                ..Default::default()
+            });
+            for rank in 0..2 {
+                c.rank_phases.push(report::RankPhase {
+                    phase,
+                    rank,
+                    ..Default::default()
+                });
+            }
+            c.gathers.push(report::PhaseGather {
+                phase,
+                bytes: 100,
+                per_worker: false,
+                ..Default::default()
+            });
+        }
+        results.host.cluster = Some(c);
+        Outcome {
+            results,
+            notes: Vec::new(),
+            probes: Vec::new(),
+            latency: Vec::new(),
+            spans: (0..n)
+                .map(|phase| PhaseSpan {
+                    phase,
+                    origin: std::time::Instant::now(),
+                    start_ns: 0,
+                    end_ns: 1,
+                })
+                .collect(),
+            workers: 2,
+        }
+    }
+
+    #[test]
+    fn repetitions_run_one_by_one_keep_every_per_rank_row_and_span() {
+        let mut all = one_rep();
+        let n = all.results.phases.len();
+        all.merge(one_rep());
+        assert_eq!(all.results.phases.len(), 2 * n);
+        let c = all.results.host.cluster.unwrap();
+        let each: Vec<usize> = (0..2 * n).collect();
+        let ranks: Vec<usize> = c.rank_phases.iter().map(|r| r.phase).collect();
+        let twice: Vec<usize> = each.iter().flat_map(|&p| [p, p]).collect();
+        assert_eq!(ranks, twice);
+        let gathers: Vec<usize> = c.gathers.iter().map(|g| g.phase).collect();
+        assert_eq!(gathers, each);
+        let nodes: Vec<usize> = c.node_phases.iter().map(|g| g.phase).collect();
+        assert_eq!(nodes, each);
+        let spans: Vec<usize> = all.spans.iter().map(|s| s.phase).collect();
+        assert_eq!(spans, each);
     }
 }

@@ -1,10 +1,15 @@
 //! `ioscale sweep`: one job at many thread counts (× transfer sizes ×
 //! layouts × targets), with statistics per point and the analysis.
 //!
-//! The inner command (`-- run …` or `-- meta …`) is parsed by the very clap
-//! definitions of `ioscale run`/`meta` and run in-process, point by point,
-//! through the same drivers, so a sweep point is exactly the run a user
-//! would have typed. After every finished point the whole record is written
+//! The inner command (`-- run …` or `-- meta …`) is parsed once, by the
+//! very clap definitions of `ioscale run`/`meta`, into its typed request;
+//! each point sets the request's typed fields it varies (threads, transfer
+//! size, layout, target, depth, and the size per worker under `--scale
+//! total`; no argv text is edited or parsed again) and builds the point's
+//! workload, checked like any command line. The points of one thread count
+//! run as one plan on the executor (`bench::exec`), one stage per point,
+//! their repetitions taking turns, so a sweep point is exactly the run a
+//! user would have typed. After every finished point the whole record is written
 //! to `--json` again (temporary file, then rename), which is what makes an
 //! interrupted sweep resumable: `--resume` reads it back, checks that the
 //! arguments are the same, and runs only the points that are missing.
@@ -16,9 +21,11 @@ use std::sync::Arc;
 use analysis::model::{default_trim, point_stats_probed};
 use analysis::render::render_json;
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
+use bench::exec::Env;
+use bench::plan::{Plan, Stage, Step, Work};
 use clap::Parser;
 use coord::Coordinator;
-use spec::{format_size, parse_count, parse_list, parse_size, Layout, MetaSpec, WorkloadSpec};
+use spec::{format_size, parse_count, parse_list, parse_size, Layout};
 
 use crate::args::Format;
 use crate::emit::Outputs;
@@ -66,23 +73,16 @@ pub const SWEEP_EXAMPLES: &str = "Examples:
 /// A usage problem: printed, exit 2.
 struct Usage(String);
 
-/// The job of one point, validated.
-enum Job {
-    Run(Box<WorkloadSpec>),
-    Meta(Box<MetaSpec>),
-}
-
-impl Job {
-    /// What the point moves in all its timed phases and repetitions:
-    /// bytes for `run`, files for `meta` (one unit per sweep, whose
-    /// points are all one kind).
-    fn work(&self) -> f64 {
-        match self {
-            Job::Run(w) => w.total_bytes() as f64 * w.ops.len() as f64 * f64::from(w.reps),
-            Job::Meta(m) => {
-                m.files as f64 * f64::from(m.threads) * m.ops.len() as f64 * f64::from(m.reps)
-            }
+/// What a point moves in all its timed phases and repetitions: bytes
+/// for `run`, files for `meta` (one unit per sweep, whose points are all
+/// one kind).
+fn moved(work: &Work) -> f64 {
+    match work {
+        Work::Data(w) => w.total_bytes() as f64 * w.ops.len() as f64 * f64::from(w.reps),
+        Work::Meta(m) => {
+            m.files as f64 * f64::from(m.threads) * m.ops.len() as f64 * f64::from(m.reps)
         }
+        _ => 0.0,
     }
 }
 
@@ -94,14 +94,17 @@ struct Planned {
     layout: String,
     target: String,
     series: String,
-    file_count: u64,
+    /// Files each worker makes (metadata: its files; data: its own
+    /// file), or `None` for the one file every worker shares.
+    files_per_worker: Option<u64>,
     dir_per_file: bool,
     bytes_per_thread: u64,
-    job: Job,
+    /// The point's validated workload: its step.
+    work: Work,
 }
 
 /// The sweep's parameters after parsing.
-struct Plan {
+struct Sweep {
     config: SweepConfig,
     points: Vec<Planned>,
     /// The inner command asked for every worker's row (`--per-worker`):
@@ -334,10 +337,10 @@ fn reps_and_trim(args: &SweepArgs, inner_reps: &str) -> Result<(u32, u32), Usage
     Ok((reps, trim))
 }
 
-fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
+fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
     let lists = Lists::parse(args)?;
     let first_target = lists.targets.first().map(String::as_str);
-    let mut inner = parse_inner(&args.inner, first_target)?;
+    let inner = parse_inner(&args.inner, first_target)?;
     let (kind, inner_reps, has_total) = inner_kind(&inner, &lists, args)?;
     let per_worker = match &inner {
         JobCommand::Run(r) => r.per_worker,
@@ -363,11 +366,7 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
         trim,
         inner: args.inner.clone(),
     };
-    let typed = typed_inner(
-        &mut inner,
-        !lists.xfers.is_empty(),
-        !lists.layouts.is_empty(),
-    );
+    let typed = typed_inner(&inner, !lists.xfers.is_empty(), !lists.layouts.is_empty());
     let (typed, base_amount) = typed
         .and_then(|typed| {
             let base = base_amount(&typed, &lists, reps)?;
@@ -393,7 +392,7 @@ fn plan(args: &SweepArgs) -> Result<Plan, Usage> {
         base_amount,
     };
     let points = grid.points()?;
-    Ok(Plan {
+    Ok(Sweep {
         config,
         points,
         per_worker,
@@ -418,8 +417,9 @@ fn base_amount(typed: &Inner, lists: &Lists, reps: u32) -> Result<u64, Usage> {
         reps,
     )?;
     Ok(match &base {
-        Job::Run(w) => w.bytes_per_worker(),
-        Job::Meta(m) => m.files,
+        Work::Meta(m) => m.files,
+        Work::Data(w) => w.bytes_per_worker(),
+        _ => 0,
     })
 }
 
@@ -499,7 +499,7 @@ impl Grid<'_> {
     }
 
     /// The job of the point at `n` threads, its errors named by the point.
-    fn job(&self, target: Option<&str>, n: u32, axes: Axes<'_>) -> Result<Job, Usage> {
+    fn job(&self, target: Option<&str>, n: u32, axes: Axes<'_>) -> Result<Work, Usage> {
         let first_target = self.lists.targets.first().map(String::as_str);
         point(
             self.typed,
@@ -526,18 +526,10 @@ impl Grid<'_> {
     }
 }
 
-/// A planned point from its checked job.
-fn planned(job: Job, threads: u32, series: String) -> Planned {
-    let (xfer, layout, target, file_count, dir_per_file, bytes_per_thread) = match &job {
-        Job::Run(w) => (
-            w.xfer,
-            w.layout.name().to_string(),
-            w.target.display().to_string(),
-            w.file_count() as u64,
-            w.layout == Layout::PerThreadDir,
-            w.bytes_per_worker(),
-        ),
-        Job::Meta(m) => (
+/// A planned point from its checked workload.
+fn planned(work: Work, threads: u32, series: String) -> Planned {
+    let (xfer, layout, target, files_per_worker, dir_per_file, bytes_per_thread) = match &work {
+        Work::Meta(m) => (
             0,
             if m.same_dir {
                 "same-dir"
@@ -546,10 +538,19 @@ fn planned(job: Job, threads: u32, series: String) -> Planned {
             }
             .to_string(),
             m.target.display().to_string(),
-            m.total_files(),
+            Some(m.files),
             !m.same_dir,
             m.files * m.file_size.max(),
         ),
+        Work::Data(w) => (
+            w.xfer,
+            w.layout.name().to_string(),
+            w.target.display().to_string(),
+            (w.layout != Layout::Shared).then_some(1),
+            w.layout == Layout::PerThreadDir,
+            w.bytes_per_worker(),
+        ),
+        _ => unreachable!("a sweep point is a data or metadata workload"),
     };
     Planned {
         threads,
@@ -557,10 +558,10 @@ fn planned(job: Job, threads: u32, series: String) -> Planned {
         layout,
         target,
         series,
-        file_count,
+        files_per_worker,
         dir_per_file,
         bytes_per_thread,
-        job,
+        work,
     }
 }
 
@@ -574,35 +575,30 @@ enum Inner {
     Fio(Vec<String>),
 }
 
-/// Types the inner command's flags once. The flags every point sets
-/// itself — `--threads`, `--reps`, and `--xfer` or `--layout` when the
-/// sweep varies them — are not read from the inner command: each point
-/// replaces them, so they are blanked to a neutral value first (an inner
-/// `-t 4` under `sweep --threads 1,2` never counted).
-fn typed_inner(
-    inner: &mut JobCommand,
-    swept_xfer: bool,
-    swept_layout: bool,
-) -> Result<Inner, Usage> {
-    let set_by_points = |v: &mut String| *v = "1".into();
+/// Types the inner command's flags once, into its request. The fields
+/// every point sets itself — threads, repetitions, and the transfer size
+/// or layout when the sweep varies them — are cleared in the typed
+/// request (an inner `-t 4` under `sweep --threads 1,2` never counted);
+/// each point then sets them ([`point`]).
+fn typed_inner(inner: &JobCommand, swept_xfer: bool, swept_layout: bool) -> Result<Inner, Usage> {
     match inner {
         JobCommand::Run(r) => {
-            set_by_points(&mut r.threads);
-            set_by_points(&mut r.reps);
+            let mut raw = r.to_raw().map_err(|e| Usage(e.to_string()))?;
+            raw.threads = None;
+            raw.reps = None;
             if swept_xfer {
-                set_by_points(&mut r.xfer);
+                raw.xfer = None;
             }
             if swept_layout {
-                r.layout = "per-thread".into();
+                raw.layout = None;
             }
-            r.to_raw().map(Inner::Run).map_err(|e| Usage(e.to_string()))
+            Ok(Inner::Run(raw))
         }
         JobCommand::Meta(m) => {
-            set_by_points(&mut m.threads);
-            set_by_points(&mut m.reps);
-            m.to_raw()
-                .map(Inner::Meta)
-                .map_err(|e| Usage(e.to_string()))
+            let mut raw = m.to_raw().map_err(|e| Usage(e.to_string()))?;
+            raw.threads = None;
+            raw.reps = None;
+            Ok(Inner::Meta(raw))
         }
         JobCommand::Fio { args } => Ok(Inner::Fio(args.clone())),
         _ => usage("sweep runs `run` or `meta` (or a `fio` job)"),
@@ -628,7 +624,7 @@ fn point(
     axes: Axes<'_>,
     amount: Option<u64>,
     reps: u32,
-) -> Result<Job, Usage> {
+) -> Result<Work, Usage> {
     let Axes {
         xfer,
         layout,
@@ -665,7 +661,7 @@ fn point(
             // Refused up front, as every other bad combination.
             engine::registry::check_data(&spec.engine, spec.iodepth, spec.direct)
                 .map_err(|e| Usage(e.to_string()))?;
-            Ok(Job::Run(Box::new(spec)))
+            Ok(spec.into())
         }
         Inner::Meta(raw) => {
             let mut m = raw.clone();
@@ -686,12 +682,12 @@ fn point(
             let spec = m.build().map_err(|e| Usage(e.to_string()))?;
             engine::registry::check_meta_spec(&spec.engine, spec.iodepth, &spec)
                 .map_err(|e| Usage(e.to_string()))?;
-            Ok(Job::Meta(Box::new(spec)))
+            Ok(spec.into())
         }
         Inner::Fio(args) => {
             let mut spec = crate::front::fio::sweep_point(args, threads).map_err(|e| Usage(e.0))?;
             spec.reps = reps;
-            Ok(Job::Run(Box::new(spec)))
+            Ok(spec.into())
         }
     }
 }
@@ -813,11 +809,10 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         return Err(refused.unwrap_or(Failure::Said(2)));
     };
 
-    let (reps, phases_per_rep) = match plan.points.first().map(|p| &p.job) {
-        Some(Job::Run(w)) => (w.reps, w.ops.len()),
-        Some(Job::Meta(m)) => (m.reps, m.ops.len()),
-        None => (1, 1),
-    };
+    let (reps, phases_per_rep) = plan
+        .points
+        .first()
+        .map_or((1, 1), |p| (p.work.reps(), p.work.phases()));
     let live = if root {
         Display::start_sweep(
             args.progress,
@@ -839,13 +834,13 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
             order
                 .iter()
                 .flatten()
-                .map(|&i| plan.points[i].job.work())
+                .map(|&i| moved(&plan.points[i].work))
                 .collect(),
         );
     }
     let mut points = Runner {
         args,
-        plan: &plan,
+        sweep: &plan,
         coord,
         stop: &stop,
         command: &command,
@@ -888,7 +883,7 @@ fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
 }
 
 /// The sweep's record before its first point.
-fn new_record(plan: &Plan, command: &[String]) -> SweepRecord {
+fn new_record(plan: &Sweep, command: &[String]) -> SweepRecord {
     let first_target = plan
         .points
         .first()
@@ -993,7 +988,7 @@ fn finish(
 /// (see [`Runner::group`]); a drift of the machine then moves all of
 /// them alike instead of one series' block. Points in `done` (resumed)
 /// are left out.
-fn run_order(plan: &Plan, done: &[usize]) -> Vec<Vec<usize>> {
+fn run_order(plan: &Sweep, done: &[usize]) -> Vec<Vec<usize>> {
     let mut groups: Vec<(u32, Vec<usize>)> = Vec::new();
     for (i, p) in plan.points.iter().enumerate() {
         if done.contains(&i) {
@@ -1007,11 +1002,11 @@ fn run_order(plan: &Plan, done: &[usize]) -> Vec<Vec<usize>> {
     groups.into_iter().map(|(_, g)| g).collect()
 }
 
-/// The points of a sweep as they run: the driver calls, and on rank 0
-/// the records they make and what is printed about them.
+/// The points of a sweep as they run: a plan per group on the executor,
+/// and on rank 0 the records they make and what is printed about them.
 struct Runner<'a> {
     args: &'a SweepArgs,
-    plan: &'a Plan,
+    sweep: &'a Sweep,
     coord: &'a dyn Coordinator,
     stop: &'a Arc<AtomicBool>,
     command: &'a [String],
@@ -1028,7 +1023,12 @@ impl Runner<'_> {
     /// Runs every point not in `done`, group by group (see [`run_order`]),
     /// until the end, an interrupt or a refused point.
     fn all(&mut self, done: &[usize], rec: &mut SweepRecord) -> anyhow::Result<()> {
-        for group in run_order(self.plan, done) {
+        for group in run_order(self.sweep, done) {
+            // A signal between two groups: the next one does not start.
+            if self.coord.any(self.stop.load(Ordering::Relaxed)) {
+                rec.interrupted = true;
+                break;
+            }
             if !self.group(&group, rec)? {
                 break;
             }
@@ -1036,81 +1036,66 @@ impl Runner<'_> {
         Ok(())
     }
 
-    /// Whether the repetitions of `group` take turns: rep 1 of each point,
-    /// then rep 2 of each (in reverse), … Not for one point, one repetition, or
-    /// `--reuse` (each repetition writes over the files the one before
-    /// left, so they must run in one driver call).
-    fn interleaves(&self, group: &[usize]) -> bool {
-        let reuse = group.iter().any(|&i| match &self.plan.points[i].job {
-            Job::Run(w) => w.reuse_files,
-            Job::Meta(_) => false,
-        });
-        group.len() > 1 && self.plan.config.reps > 1 && !reuse
+    /// The plan of a group: a stage per point, their repetitions taking
+    /// turns (A B, then B A, …, each a driver call under its own
+    /// repetition number; not with `--reuse`, see
+    /// [`Plan::interleaves`]). Each point measures what its phases used
+    /// (for the limit the analysis names) and keeps going past a failed
+    /// repetition (it is counted and left out of the figures, not the end
+    /// of the point). Under MPI rank 0 receives one summary per node, not
+    /// every worker's sample, unless the inner command asks for the rows
+    /// (`--per-worker`): the point's figures are the same.
+    fn plan_of(&self, group: &[usize]) -> Plan {
+        let stages = group
+            .iter()
+            .map(|&i| Stage {
+                steps: vec![Step::new(self.sweep.points[i].work.clone())],
+            })
+            .collect();
+        let mut plan = Plan::of_stages(stages)
+            .with_options(bench::plan::Options {
+                probe: true,
+                keep_going: true,
+                node_summary: !self.sweep.per_worker,
+                ..Default::default()
+            })
+            .rendered_by(bench::plan::Render::Sweep);
+        plan.rules.interleave = true;
+        plan
     }
 
-    /// Runs one group; false when the sweep must stop. Interleaved, each
-    /// repetition is a driver call of its own under its own number
-    /// ([`bench::run::Options::first_rep`]), the points in plan order in
-    /// even rounds and in reverse in odd ones (A B B A A B …), and a
-    /// point is recorded when its last repetition is done.
+    /// Runs one group on the executor; false when the sweep must stop (an
+    /// interrupt, or a point that could not run). A point is recorded when
+    /// its last repetition is done ([`Follow`]).
     fn group(&mut self, group: &[usize], rec: &mut SweepRecord) -> anyhow::Result<bool> {
-        let reps = self.plan.config.reps;
-        let turns = self.interleaves(group);
-        let n = group.len();
-        let calls: Vec<(usize, Option<u32>)> = if turns {
-            // A B, then B A, …: a drift within a round favours neither.
-            (0..reps)
-                .flat_map(|r| {
-                    (0..n).map(move |j| (if r % 2 == 0 { j } else { n - 1 - j }, Some(r)))
-                })
-                .collect()
-        } else {
-            (0..group.len()).map(|j| (j, None)).collect()
-        };
-        if let (Some(l), true) = (self.live, turns) {
+        let plan = self.plan_of(group);
+        if let (Some(l), true) = (self.live, plan.interleaves()) {
             l.group_started(group.len());
         }
-        let mut got: Vec<Option<bench::run::Outcome>> = (0..n).map(|_| None).collect();
-        for (j, rep) in calls {
-            let index = group[j];
-            if self.coord.any(self.stop.load(Ordering::Relaxed)) {
-                rec.interrupted = true;
-                return Ok(false);
-            }
-            let what = self.name(index);
-            if let Some(l) = self.live {
-                match rep {
-                    Some(_) => l.rep_started(&what, j),
-                    None => l.point_started(&what),
-                }
-            }
-            let outcome = match self.call(index, rep) {
-                Ok(o) => o,
-                Err(e) => {
-                    self.failure = Some(format!("point {what}: {e}"));
-                    return Ok(false);
-                }
-            };
-            if outcome.results.interrupted {
-                rec.interrupted = true;
-                return Ok(false);
-            }
-            if self.coord.rank() != 0 {
-                // Rank 0 records the point; its exit code is the sweep's.
-                continue;
-            }
-            self.told(&what, &outcome);
-            match &mut got[j] {
-                Some(earlier) => earlier.merge(outcome),
-                slot => *slot = Some(outcome),
-            }
-            if rep.is_none_or(|r| r + 1 == reps) {
-                if let Some(o) = got[j].take() {
-                    self.record(index, o, rec)?;
-                }
-            }
+        let env = Env::new(self.command.to_vec(), Arc::clone(self.stop), self.coord);
+        let mut follow = Follow {
+            runner: self,
+            group,
+            rec,
+            current: None,
+            error: None,
+        };
+        let done = bench::exec::execute(&plan, env.with_hooks(&mut follow));
+        let Follow { current, error, .. } = follow;
+        if let Some(e) = error {
+            return Err(e);
         }
-        Ok(true)
+        let refused = match done {
+            Err(e) => Some(e),
+            Ok(d) if d.refused.is_some() => d.refused.map(|(_, e)| e),
+            Ok(d) => {
+                rec.interrupted |= d.interrupted;
+                return Ok(!d.interrupted);
+            }
+        };
+        let what = current.map(|i| self.name(i)).unwrap_or_default();
+        self.failure = refused.map(|e| format!("point {what}: {e}"));
+        Ok(false)
     }
 
     /// A point's name in progress and error lines; under MPI by its
@@ -1118,8 +1103,8 @@ impl Runner<'_> {
     /// once: `threads=2 layout=shared xfer=1 MiB` (it read `threads=1 1
     /// MiB xfer=1 MiB`, the series label and the transfer size both).
     fn name(&self, index: usize) -> String {
-        let p = &self.plan.points[index];
-        let c = &self.plan.config;
+        let p = &self.sweep.points[index];
+        let c = &self.sweep.config;
         let size = self.coord.size();
         let mut name = if size > 1 {
             format!("workers={} ({size}×{})", size * p.threads, p.threads)
@@ -1136,42 +1121,14 @@ impl Runner<'_> {
             name.push_str(&format!(" xfer={}", format_size(p.xfer)));
         }
         if c.iodepth.len() > 1 {
-            let depth = match &p.job {
-                Job::Run(w) => w.iodepth,
-                Job::Meta(m) => m.iodepth,
+            let depth = match &p.work {
+                Work::Data(w) => w.iodepth,
+                Work::Meta(m) => m.iodepth,
+                _ => 0,
             };
             name.push_str(&format!(" iodepth={depth}"));
         }
         name
-    }
-
-    /// Runs point `index`: all its repetitions (`rep` None), or one.
-    fn call(&self, index: usize, rep: Option<u32>) -> Result<bench::run::Outcome, bench::Error> {
-        // Each point measures what its phases used (for the limit the
-        // analysis names) and keeps going past a failed repetition (it is
-        // counted and left out of the figures, not the end of the point).
-        let opts = bench::plan::Options {
-            probe: true,
-            keep_going: true,
-            first_rep: rep.unwrap_or(0),
-            // Under MPI rank 0 receives one summary per node, not every
-            // worker's sample, unless the inner command asks for the rows
-            // (`--per-worker`): the point's figures are the same.
-            node_summary: !self.plan.per_worker,
-            ..Default::default()
-        };
-        let work: bench::plan::Work = match &self.plan.points[index].job {
-            Job::Run(w) => (**w).clone().into(),
-            Job::Meta(m) => (**m).clone().into(),
-        };
-        let work = if rep.is_some() {
-            work.with_reps(1)
-        } else {
-            work
-        };
-        let plan = bench::plan::Plan::single(work).with_options(opts);
-        let env = bench::exec::Env::new(self.command.to_vec(), Arc::clone(self.stop), self.coord);
-        bench::exec::execute(&plan, env).map(bench::exec::Executed::into_single)
     }
 
     /// Prints a driver call's cleanup notes and errors (rank 0) and
@@ -1193,22 +1150,16 @@ impl Runner<'_> {
     fn record(
         &mut self,
         index: usize,
-        mut outcome: bench::run::Outcome,
+        outcome: &bench::run::Outcome,
         rec: &mut SweepRecord,
     ) -> anyhow::Result<()> {
-        let p = &self.plan.points[index];
+        let p = &self.sweep.points[index];
         // The record names the point's job with all its repetitions, as a
         // point run in one call does.
-        outcome.results.spec = match &p.job {
-            Job::Run(w) => report::JobSpec::Run((**w).clone()),
-            Job::Meta(m) => report::JobSpec::Meta((**m).clone()),
-        };
-        let (ops, geomean_bw_mib_s, geomean_iops) = point_stats_probed(
-            &outcome.results,
-            p.threads,
-            self.plan.config.trim,
-            &outcome.probes,
-        );
+        let mut results = outcome.results.clone();
+        results.spec = p.work.job_spec();
+        let (ops, geomean_bw_mib_s, geomean_iops) =
+            point_stats_probed(&results, p.threads, self.sweep.config.trim, &outcome.probes);
         let rate = ops
             .iter()
             .map(|o| {
@@ -1231,20 +1182,18 @@ impl Runner<'_> {
             xfer: p.xfer,
             layout: p.layout.clone(),
             target: p.target.clone(),
-            // Planned for one rank: every rank has its own files unless
-            // they share one.
-            file_count: if p.layout == "shared" {
-                p.file_count
-            } else {
-                p.file_count * u64::from(self.coord.size())
-            },
+            // Every worker of every rank (the topology's count) has its
+            // own files, unless they share one.
+            file_count: p
+                .files_per_worker
+                .map_or(1, |f| f * u64::from(outcome.workers)),
             dir_per_file: p.dir_per_file,
             bytes_per_thread: p.bytes_per_thread,
             ops,
             geomean_bw_mib_s,
             geomean_iops,
-            result: outcome.results,
-            probes: outcome.probes,
+            result: results,
+            probes: outcome.probes.clone(),
         });
         rec.points.sort_by_key(|q| q.index);
         rec.analysis = analysis::analyse_with(rec, self.args.view.units.units());
@@ -1259,6 +1208,56 @@ impl Runner<'_> {
         }
         test_hold(self.stop);
         Ok(())
+    }
+}
+
+/// What a sweep follows while a group's plan runs: each driver call
+/// named on the progress line, each call's problems said and its exit
+/// code kept, each point recorded and journaled when its last repetition
+/// is done (rank 0).
+struct Follow<'r, 'a> {
+    runner: &'r mut Runner<'a>,
+    /// The group's points, by stage.
+    group: &'r [usize],
+    rec: &'r mut SweepRecord,
+    /// The point of the call running (or last run).
+    current: Option<usize>,
+    /// A record that could not be written: the sweep ends with it.
+    error: Option<anyhow::Error>,
+}
+
+impl bench::exec::Hooks for Follow<'_, '_> {
+    fn starting(&mut self, stage: usize, rep: Option<u32>) {
+        let index = self.group[stage];
+        self.current = Some(index);
+        if let Some(l) = self.runner.live {
+            let what = self.runner.name(index);
+            match rep {
+                Some(_) => l.rep_started(&what, stage),
+                None => l.point_started(&what),
+            }
+        }
+    }
+
+    fn ran(&mut self, stage: usize, _rep: Option<u32>, outcomes: &[bench::run::Outcome]) {
+        // Rank 0 records the point; its exit code is the sweep's. An
+        // interrupted call is not recorded: the sweep stops there.
+        let Some(o) = outcomes.first() else { return };
+        if self.runner.coord.rank() != 0 || o.results.interrupted {
+            return;
+        }
+        let what = self.runner.name(self.group[stage]);
+        self.runner.told(&what, o);
+    }
+
+    fn stage_done(&mut self, stage: usize, outcomes: &[bench::run::Outcome]) {
+        let Some(o) = outcomes.first() else { return };
+        if self.runner.coord.rank() != 0 || self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.runner.record(self.group[stage], o, self.rec) {
+            self.error = Some(e);
+        }
     }
 }
 
@@ -1288,7 +1287,7 @@ fn test_hold(stop: &AtomicBool) {
 /// `--resume`: the sweep record saved in `--json`, refused (with the
 /// usage message) when it is missing, holds a single run, or was written
 /// by a sweep with other arguments than `plan`'s.
-fn saved_journal(args: &SweepArgs, plan: &Plan) -> Result<SweepRecord, String> {
+fn saved_journal(args: &SweepArgs, plan: &Sweep) -> Result<SweepRecord, String> {
     let path = args
         .json
         .as_ref()
@@ -1317,7 +1316,7 @@ fn saved_journal(args: &SweepArgs, plan: &Plan) -> Result<SweepRecord, String> {
 
 /// `--resume`: reads the journal into `rec` (rank 0). `Some(failure)`
 /// when it cannot be used.
-fn resume(args: &SweepArgs, plan: &Plan, rec: &mut SweepRecord) -> Option<Failure> {
+fn resume(args: &SweepArgs, plan: &Sweep, rec: &mut SweepRecord) -> Option<Failure> {
     let saved = match saved_journal(args, plan) {
         Ok(s) => s,
         Err(why) => return Some(Failure::usage(why)),
@@ -1417,7 +1416,7 @@ mod tests {
         let p = plan(&a).ok().unwrap();
         assert_eq!(p.points.len(), 14);
         for pt in &p.points {
-            let Job::Run(w) = &pt.job else { panic!() };
+            let Work::Data(w) = &pt.work else { panic!() };
             assert_eq!(w.total_bytes(), 2 << 30, "{} threads", pt.threads);
             assert_eq!(w.block, 1 << 20);
             assert_eq!(w.segments, 2048 / pt.threads as u64);
@@ -1439,9 +1438,9 @@ mod tests {
         let sizes: Vec<u64> = p
             .points
             .iter()
-            .map(|pt| match &pt.job {
-                Job::Run(w) => w.bytes_per_worker(),
-                Job::Meta(_) => 0,
+            .map(|pt| match &pt.work {
+                Work::Data(w) => w.bytes_per_worker(),
+                _ => 0,
             })
             .collect();
         assert_eq!(sizes, vec![64 << 20, 32 << 20, 16 << 20]);
@@ -1548,59 +1547,54 @@ mod tests {
         assert!(config_diff(&a, &a).is_empty());
     }
 
-    /// One repetition's driver call on 2 ranks: its phases, and per phase
-    /// a per-node row, two per-rank rows and the gather's cost.
-    fn one_rep() -> bench::run::Outcome {
-        let bytes = include_bytes!("../../report/tests/golden/results.json");
-        let mut results = report::from_json(bytes).unwrap();
-        let n = results.phases.len();
-        let mut c = report::ClusterInfo {
-            ranks: 2,
-            ..Default::default()
-        };
-        for phase in 0..n {
-            c.node_phases.push(report::NodePhase {
-                phase,
-                ..Default::default()
-            });
-            for rank in 0..2 {
-                c.rank_phases.push(report::RankPhase {
-                    phase,
-                    rank,
-                    ..Default::default()
-                });
-            }
-            c.gathers.push(report::PhaseGather {
-                phase,
-                bytes: 100,
-                per_worker: false,
-                ..Default::default()
-            });
-        }
-        results.host.cluster = Some(c);
-        bench::run::Outcome {
-            results,
-            notes: Vec::new(),
-            probes: Vec::new(),
-            latency: Vec::new(),
-            spans: Vec::new(),
-        }
-    }
-
+    /// The inner command is typed once; each point sets the fields the
+    /// sweep varies on that typed request: the inner `--threads`,
+    /// `--reps` and (swept) `--xfer` and `--layout` never count, and the
+    /// point's workload is checked as built, never re-parsed from words.
     #[test]
-    fn repetitions_run_one_by_one_keep_every_per_rank_row() {
-        let mut all = one_rep();
-        let n = all.results.phases.len();
-        all.merge(one_rep());
-        assert_eq!(all.results.phases.len(), 2 * n);
-        let c = all.results.host.cluster.unwrap();
-        let each: Vec<usize> = (0..2 * n).collect();
-        let ranks: Vec<usize> = c.rank_phases.iter().map(|r| r.phase).collect();
-        let twice: Vec<usize> = each.iter().flat_map(|&p| [p, p]).collect();
-        assert_eq!(ranks, twice);
-        let gathers: Vec<usize> = c.gathers.iter().map(|g| g.phase).collect();
-        assert_eq!(gathers, each);
-        let nodes: Vec<usize> = c.node_phases.iter().map(|g| g.phase).collect();
-        assert_eq!(nodes, each);
+    fn points_set_the_typed_fields_they_vary() {
+        let a = args(
+            "1,2",
+            &["--xfer", "4k,8k", "--layout", "shared", "--reps", "3"],
+            &[
+                "run",
+                "--threads",
+                "7",
+                "--reps",
+                "9",
+                "--xfer",
+                "3k",
+                "--layout",
+                "per-thread",
+                "--op",
+                "write",
+                "--size",
+                "64k",
+                "/tmp",
+            ],
+        );
+        let p = plan(&a).ok().unwrap();
+        let got: Vec<(u32, u64, Layout, u32)> = p
+            .points
+            .iter()
+            .map(|pt| match &pt.work {
+                Work::Data(w) => (w.threads, w.xfer, w.layout, w.reps),
+                _ => panic!("a data point"),
+            })
+            .collect();
+        let l = Layout::Shared;
+        assert_eq!(
+            got,
+            [
+                (1, 4096, l, 3),
+                (2, 4096, l, 3),
+                (1, 8192, l, 3),
+                (2, 8192, l, 3)
+            ]
+        );
+        // A flag the sweep does not vary is the inner command's.
+        let a = args("1", &[], &["run", "--xfer", "3k", "--size", "64k", "/tmp"]);
+        let e = plan(&a).err().map(|u| u.0).unwrap_or_default();
+        assert!(e.contains("--xfer 3 KiB"), "{e}");
     }
 }

@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use analysis::{SweepPoint, SweepRecord};
 use spec::{parse_count, parse_list};
 
-use super::{emit_sweep, plan, Plan, Scale, SweepArgs, Usage};
+use super::{emit_sweep, plan, Scale, Sweep, SweepArgs, Usage};
 
 /// Where the ranks of each node count run.
 enum Placement {
@@ -44,7 +44,7 @@ struct NodesPlan {
     per_node: u32,
     placement: Placement,
     /// The sweep each launch runs (the same for every node count).
-    plan: Plan,
+    plan: Sweep,
     /// With `--resume`: the record saved before.
     saved: Option<SweepRecord>,
 }
@@ -199,7 +199,7 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
 /// refused when it holds a point of no node count in `nodes` (another
 /// `--nodes` list, or a sweep without `--nodes`), which the merged record
 /// would otherwise lose.
-fn load_saved(args: &SweepArgs, plan: &Plan, nodes: &[u32]) -> Result<SweepRecord, Usage> {
+fn load_saved(args: &SweepArgs, plan: &Sweep, nodes: &[u32]) -> Result<SweepRecord, Usage> {
     let path = args
         .json
         .as_ref()
@@ -249,7 +249,7 @@ fn unlabel(n: u32, series: &str) -> Option<&str> {
 /// The points of `saved` that node count `n` measured, as its launch
 /// recorded them: its own series and its own point numbers (those of
 /// `plan`). A point that matches no point of the plan is dropped.
-fn done_at(saved: &SweepRecord, n: u32, plan: &Plan) -> Vec<SweepPoint> {
+fn done_at(saved: &SweepRecord, n: u32, plan: &Sweep) -> Vec<SweepPoint> {
     let mut out: Vec<SweepPoint> = saved
         .points
         .iter()
@@ -274,7 +274,7 @@ fn done_at(saved: &SweepRecord, n: u32, plan: &Plan) -> Vec<SweepPoint> {
 }
 
 /// A launch's record holding only `points` (those done before).
-fn seed_record(saved: &SweepRecord, plan: &Plan, points: Vec<SweepPoint>) -> SweepRecord {
+fn seed_record(saved: &SweepRecord, plan: &Sweep, points: Vec<SweepPoint>) -> SweepRecord {
     SweepRecord {
         interrupted: false,
         stop_reason: None,

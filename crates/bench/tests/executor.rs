@@ -132,13 +132,19 @@ fn a_writer_and_a_reader_run_together_and_are_recorded_apart() {
     // long after the barrier released them (the record says whether each
     // was still issuing requests when the deadline came).
     let limit = Some(Duration::from_secs(1));
+    // The writer runs two threads, the reader one: each step numbers its
+    // own workers.
+    let writer = match step(&a.0, Op::Write, 192 << 20, limit) {
+        Work::Data(w) => Work::Data(Arc::new(spec::WorkloadSpec {
+            threads: 2,
+            ..(*w).clone()
+        })),
+        _ => unreachable!(),
+    };
     let plan = laid_out_then(
         &b.0,
         384 << 20,
-        vec![
-            step(&a.0, Op::Write, 384 << 20, limit),
-            step(&b.0, Op::Read, 384 << 20, limit),
-        ],
+        vec![writer, step(&b.0, Op::Read, 384 << 20, limit)],
     );
     let mut seen = Seen::default();
     let done = run(&plan, Arc::new(AtomicBool::new(false)), &mut seen);
@@ -152,6 +158,15 @@ fn a_writer_and_a_reader_run_together_and_are_recorded_apart() {
     assert_eq!(w.results.phases[0].op, "write");
     assert_eq!(r.results.phases[0].op, "read");
     assert!(w.results.phases[0].write_bytes > 0 && w.results.phases[0].read_bytes == 0);
+    let rows = |o: &Outcome| -> Vec<u32> {
+        o.results.phases[0]
+            .workers
+            .iter()
+            .map(|x| x.worker)
+            .collect()
+    };
+    assert_eq!((w.results.phases[0].threads, rows(w)), (2, vec![0, 1]));
+    assert_eq!((r.results.phases[0].threads, rows(r)), (1, vec![0]));
     assert!(r.results.phases[0].read_bytes > 0 && r.results.phases[0].write_bytes == 0);
     match (&w.results.spec, &r.results.spec) {
         (report::JobSpec::Run(ws), report::JobSpec::Run(rs)) => {

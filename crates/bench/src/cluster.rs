@@ -1161,15 +1161,23 @@ pub fn worker_count(threads: u32, coord: &dyn Coordinator) -> Result<u32, Error>
 }
 
 /// Test hook: with `IOSCALE_TEST_FREEZE=RANK:POINT`, rank RANK stops
-/// itself (SIGSTOP) when it reaches POINT: `gather`, a phase has ended and
-/// its results are about to go to rank 0; `exit`, the run is over and the
-/// ranks are about to meet for the last time. A test can so freeze a rank
-/// at exactly that moment. Unset, it does nothing.
+/// itself (SIGSTOP) when it reaches POINT: `signals`, the stop-signal
+/// handlers are in; `gather`, a phase has ended and its results are about
+/// to go to rank 0; `done`, the command is over (outputs written, files
+/// removed) and its exit code not yet settled; `exit`, the run is over and
+/// the ranks are about to meet for the last time. A test can so freeze a
+/// rank at exactly that moment. Unset, it does nothing.
 pub fn test_freeze(coord: &dyn Coordinator, point: &str) {
+    test_freeze_rank(coord.rank(), point)
+}
+
+/// [`test_freeze`] for a process that knows its rank without a
+/// coordinator (before MPI is up).
+pub fn test_freeze_rank(rank: u32, point: &str) {
     let Some(v) = std::env::var_os("IOSCALE_TEST_FREEZE") else {
         return;
     };
-    let want = format!("{}:{point}", coord.rank());
+    let want = format!("{rank}:{point}");
     if v.to_str() == Some(want.as_str()) {
         // SAFETY: raise only sends a signal to this process; SIGSTOP
         // stops it until a SIGCONT or SIGKILL.

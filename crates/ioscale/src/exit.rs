@@ -2,8 +2,11 @@
 //! failed.
 //!
 //! The codes are a contract (0 ran clean, 1 ran but saw I/O errors or
-//! failed verification, 2 usage or setup error, 130 interrupted). A
-//! command returns an [`Exit`]:
+//! failed verification, 2 usage or setup error, 130 interrupted by SIGINT
+//! or SIGTERM, 129 by SIGHUP). Inside the program an interrupted command
+//! returns 130; the code of the signal that came replaces it as the
+//! command ends ([`crate::signals::settle`]). A command returns an
+//! [`Exit`]:
 //!
 //! - `Ok(code)` when the run *happened*: the code is its outcome (0, 1 or
 //!   130, from [`bench::run::Outcome::exit_code`] and the outputs written),
@@ -40,6 +43,9 @@ pub enum Failure {
     /// Any other failure (a system call at setup, an exchange between
     /// ranks), printed with its context chain (exit 2).
     Other(anyhow::Error),
+    /// A failure that came with a stop signal: said as the inner one,
+    /// with the signal's exit code (129 or 130, see [`crate::signals`]).
+    Signalled(Box<Failure>, i32),
     /// Already said on standard error (by this process, or by rank 0 when
     /// this is another rank of the launch): exit with the code, print
     /// nothing more.
@@ -79,7 +85,7 @@ impl Failure {
             | Failure::Other(_) => 2,
             Failure::Bench(e) => e.exit_code(),
             Failure::Output(_) => 1,
-            Failure::Said(code) => *code,
+            Failure::Said(code) | Failure::Signalled(_, code) => *code,
         }
     }
 
@@ -91,6 +97,7 @@ impl Failure {
             Failure::Refusals(ms) => ms.clone(),
             Failure::Bench(e) => vec![e.to_string()],
             Failure::Output(e) | Failure::Other(e) => vec![format!("{e:#}")],
+            Failure::Signalled(f, _) => f.lines(),
             Failure::Clap(_) | Failure::Said(_) => Vec::new(),
         }
     }
@@ -98,7 +105,11 @@ impl Failure {
     /// Says why on standard error, as `tool` (`ioscale`, `ior`, …), and
     /// returns the exit code.
     pub fn report(&self, tool: &str) -> i32 {
-        if let Failure::Clap(e) = self {
+        let mut inner = self;
+        while let Failure::Signalled(f, _) = inner {
+            inner = f;
+        }
+        if let Failure::Clap(e) = inner {
             let _ = e.print();
         }
         for line in self.lines() {
@@ -145,10 +156,26 @@ other_failure!(
     report::ExportError
 );
 
+/// `result` with its exit code settled by the stop signal that came, if
+/// one did ([`crate::signals::settle`]).
+pub fn settle(result: Exit) -> Exit {
+    match result {
+        Ok(code) => Ok(crate::signals::settle(code)),
+        Err(Failure::Said(code)) => Err(Failure::Said(crate::signals::settle(code))),
+        Err(f) => {
+            let code = f.code();
+            match crate::signals::settle(code) {
+                c if c == code => Err(f),
+                c => Err(Failure::Signalled(Box::new(f), c)),
+            }
+        }
+    }
+}
+
 /// The exit code of a command's result, printing its failure (if any) as
 /// `tool`: what `main` exits with.
 pub fn finish(tool: &str, result: Exit) -> i32 {
-    match result {
+    match settle(result) {
         Ok(code) => code,
         Err(f) => f.report(tool),
     }

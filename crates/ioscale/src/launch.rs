@@ -10,10 +10,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use anyhow::Context;
-
 use crate::exit::{Exit, Failure};
-use crate::output::{self, check_output_set};
+use crate::output::check_output_set;
 
 /// A failure found before MPI is up, the same on every task of the
 /// launch: task 0 alone says it (see [`launched_as_rank_0`]).
@@ -50,6 +48,11 @@ pub(crate) fn launched_as_rank_0() -> bool {
 pub(crate) fn as_ranks(body: impl FnOnce(&dyn coord::Coordinator) -> Exit) -> Exit {
     let coord = coord::init().map_err(|e| said_by_rank_0(Failure::refused(e)))?;
     let result = body(&*coord);
+    // The command is over (outputs written, files removed); a stop signal
+    // that came until now still decides the exit code, on rank 0 before
+    // every rank takes it.
+    bench::cluster::test_freeze(&*coord, "done");
+    let result = crate::exit::settle(result);
     let result = if coord.size() > 1 {
         let result = rank_0s(&*coord, result);
         // MPI_Finalize waits for every rank without a limit: a rank that
@@ -114,29 +117,14 @@ pub(crate) fn check_outputs_beside(
     })
 }
 
-/// Installs Ctrl-C / SIGTERM handling: the first signal asks the run to
-/// stop and keep its results; a second one exits at once with 130.
+/// Installs the stop-signal handlers (SIGINT, SIGTERM, SIGHUP; see
+/// [`crate::signals`]) and returns the stop flag: the first signal asks
+/// the run to stop and keep its results.
 pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Before the second signal's exit: a FUSE trace instance in use is
-        // turned off and removed, not left recording.
-        let second = Arc::clone(&stop);
-        // SAFETY: the action reads an atomic and makes only
-        // async-signal-safe calls (probe::remove_live_instances).
-        unsafe {
-            signal_hook::low_level::register(sig, move || {
-                if second.load(std::sync::atomic::Ordering::Relaxed) {
-                    probe::remove_live_instances();
-                }
-            })
-        }
-        .context("installing the signal handler")?;
-        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&stop))
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(sig, Arc::clone(&stop))
-            .context("installing the signal handler")?;
+    let first = crate::signals::stop_flag().is_none();
+    let stop = crate::signals::install()?;
+    if first && launched_as_rank_0() {
+        bench::cluster::test_freeze_rank(0, "signals");
     }
-    output::watch_signals(&stop);
     Ok(stop)
 }

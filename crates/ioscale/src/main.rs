@@ -5,8 +5,13 @@
 //! the interrupt handler) and [`mod@emit`] and [`output`] (the one way results
 //! reach stdout and files). Exit codes are a contract: 0 ran clean, 1 I/O
 //! errors or failed verification, 2 usage or setup error, 130 interrupted
-//! (results so far kept); see [`exit`] for how a command returns one and
-//! where a failure is printed.
+//! by SIGINT or SIGTERM, 129 by SIGHUP (results so far kept); see [`exit`]
+//! for how a command returns one and where a failure is printed, and
+//! [`signals`] for the stop signals.
+
+// First: its print macros shadow the standard ones in every module below.
+#[macro_use]
+mod term;
 
 mod args;
 mod cli;
@@ -21,6 +26,7 @@ mod output;
 mod progress;
 mod report_cmd;
 mod saved;
+mod signals;
 mod slurm;
 mod sweep;
 

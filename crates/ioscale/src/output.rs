@@ -10,21 +10,10 @@
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, OnceLock};
 
-/// The stop flag of this process's signal handlers, once installed: a
-/// FIFO without a reader is waited for only until a signal arrives.
-static STOP: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-
-/// Lets result writes see `stop` (set by `install_signals`).
-pub fn watch_signals(stop: &Arc<AtomicBool>) {
-    let _ = STOP.set(Arc::clone(stop));
-}
-
-/// Whether a SIGINT or SIGTERM has arrived (once the handlers are in).
+/// Whether a stop signal has arrived (see [`crate::signals`]).
 pub fn interrupted() -> bool {
-    STOP.get()
-        .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+    crate::signals::received()
 }
 
 /// Writes `bytes` to `p` (see the module docs).
@@ -34,8 +23,9 @@ pub fn write_atomic(p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 
 /// [`write_atomic`], an error naming the option `flag` gave `p` with.
 pub fn write_named(flag: &str, p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    // A FIFO without a reader is waited for only until a signal arrives.
     let never = AtomicBool::new(false);
-    let stop = STOP.get().map_or(&never, |s| s.as_ref());
+    let stop = crate::signals::stop_flag().map_or(&never, |s| s.as_ref());
     safefs::write_output_until(flag, p, bytes, stop)?;
     Ok(())
 }

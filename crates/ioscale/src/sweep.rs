@@ -785,7 +785,6 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     // sweep before its first point with the lock removed and exit 130,
     // instead of killing it with the lock left behind.
     let stop = crate::launch::install_signals()?;
-    let by_signal = signal_flags()?;
     // Rank 0 settles where the journal goes and locks it before reading
     // it back: another sweep writing the same record is refused here.
     let (journal, refused) = match (root, &args.json) {
@@ -855,11 +854,14 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     if !root {
         return Ok(exit);
     }
-    let sig = by_signal
-        .iter()
-        .find(|(_, f)| f.load(Ordering::Relaxed))
-        .map(|(n, _)| *n);
-    Ok(finish(&mut rec, args, journal.as_ref(), exit, failure, sig))
+    Ok(finish(
+        &mut rec,
+        args,
+        journal.as_ref(),
+        exit,
+        failure,
+        crate::signals::name(),
+    ))
 }
 
 /// Rank 0 checks that every output file can be written before anything
@@ -904,23 +906,6 @@ fn new_record(plan: &Sweep, command: &[String]) -> SweepRecord {
         points: Vec::new(),
         analysis: Default::default(),
     }
-}
-
-/// One flag per signal that stops a sweep (SIGINT, SIGTERM), by name:
-/// which one stopped it, for the record and the report.
-pub(crate) fn signal_flags() -> anyhow::Result<Vec<(&'static str, Arc<AtomicBool>)>> {
-    [
-        ("SIGINT", signal_hook::consts::SIGINT),
-        ("SIGTERM", signal_hook::consts::SIGTERM),
-    ]
-    .into_iter()
-    .map(|(name, sig)| {
-        let f = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(sig, Arc::clone(&f))
-            .map(|_| (name, f))
-            .map_err(|e| anyhow::anyhow!("installing the signal handler: {e}"))
-    })
-    .collect()
 }
 
 /// The end of a sweep on rank 0: the analysis of what was measured, why

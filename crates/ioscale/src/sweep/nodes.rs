@@ -60,7 +60,6 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
     // signal still ends it). The handlers go in before the lock is taken,
     // so no signal between the two leaves the lock behind.
     let stop = crate::launch::install_signals()?;
-    let by_signal = super::signal_flags()?;
     let command: Vec<String> = std::env::args().collect();
     let journal = match &args.json {
         Some(j) => Some(
@@ -84,7 +83,7 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
         return Ok(exit.max(1));
     };
     // Stopped here, between two launches: no launch's record says so.
-    if let Some((sig, _)) = by_signal.iter().find(|(_, f)| f.load(Ordering::Relaxed)) {
+    if let Some(sig) = crate::signals::name() {
         rec.interrupted = true;
         rec.stop_reason
             .get_or_insert_with(|| format!("interrupted by {sig}"));
@@ -388,7 +387,7 @@ fn launch_all(
                 exit = exit.max(1);
             }
         }
-        if code == 130 || code == 2 || stop.load(Ordering::Relaxed) {
+        if code == 130 || code == 129 || code == 2 || stop.load(Ordering::Relaxed) {
             // Interrupted, or refused: the other node counts would be too.
             exit = exit.max(if code == 2 { 2 } else { 130 });
             stopped = true;

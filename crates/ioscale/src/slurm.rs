@@ -122,6 +122,17 @@ pub struct SlurmArgs {
     pub command: Vec<String>,
 }
 
+/// A relative path that starts with `-` as `./-…`: the script hands the
+/// binary to srun or mpirun and the results directory to `mkdir`, which
+/// would read `-x` as an option of theirs (srun's `-x` excludes nodes).
+fn not_an_option(path: &str) -> String {
+    if path.starts_with('-') {
+        format!("./{path}")
+    } else {
+        path.to_string()
+    }
+}
+
 /// Quotes a word for bash when it needs it.
 fn sh_quote(w: &str) -> String {
     let plain = !w.is_empty()
@@ -427,9 +438,9 @@ fn header(args: &SlurmArgs, binary: &str) -> String {
         }
     }
     s.push_str("set -euo pipefail\n\n");
-    s.push_str(&format!("IOSCALE={}\n", sh_quote(binary)));
+    s.push_str(&format!("IOSCALE={}\n", sh_quote(&not_an_option(binary))));
     let results = match &args.results {
-        Some(d) => sh_quote(&d.display().to_string()),
+        Some(d) => sh_quote(&not_an_option(&d.display().to_string())),
         None => "\"ioscale-results/${SLURM_JOB_ID:-local}\"".into(),
     };
     s.push_str(&format!("RESULTS={results}\n"));
@@ -628,6 +639,19 @@ mod tests {
             "{io5}"
         );
         assert!(script(&args(&["rm", "-rf"]), "x").is_err());
+    }
+
+    #[test]
+    fn a_binary_or_results_path_that_looks_like_an_option_stays_a_path() {
+        // `--binary -x` became srun's own -x (exclude nodes), and the
+        // command's words its arguments; `--results -r` became mkdir's.
+        let mut a = args(&["run", "/fs"]);
+        a.results = Some("-r".into());
+        let s = script(&a, "-x").unwrap();
+        assert!(s.contains("\nIOSCALE=./-x\n"), "{s}");
+        assert!(s.contains("\nRESULTS=./-r\n"), "{s}");
+        let plain = script(&args(&["run", "/fs"]), "/opt/ioscale").unwrap();
+        assert!(plain.contains("\nIOSCALE=/opt/ioscale\n"), "{plain}");
     }
 
     #[test]

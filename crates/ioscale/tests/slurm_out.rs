@@ -81,3 +81,39 @@ fn slurm_out_never_changes_the_mode_of_what_it_does_not_own() {
     let full = std::fs::symlink_metadata("/dev/full").unwrap();
     assert!(full.file_type().is_char_device());
 }
+
+#[test]
+fn a_binary_named_like_an_option_is_not_handed_to_srun_as_one() {
+    // Issue 27: `--binary -x` wrote `srun … "$IOSCALE" run …` with
+    // IOSCALE=-x, which srun reads as its own -x (exclude the nodes named
+    // by the next word, `run`): the job ran nothing it was asked to.
+    let out = run(&[
+        "slurm",
+        "--binary",
+        "-x",
+        "--results",
+        "-r",
+        "--",
+        "run",
+        "/cluster/fs",
+    ]);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(text.contains("\nIOSCALE=./-x\n"), "{text}");
+    assert!(text.contains("\nRESULTS=./-r\n"), "{text}");
+    let launch = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("srun "))
+        .unwrap();
+    assert!(launch.contains(" \"$IOSCALE\" run "), "{launch}");
+    // The script is valid bash.
+    let dir = scratch();
+    let p = dir.path().join("job.sbatch");
+    std::fs::write(&p, &text).unwrap();
+    let ok = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&p)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}

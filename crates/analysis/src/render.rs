@@ -103,6 +103,7 @@ pub fn load_from<R: std::io::Read + std::io::Seek>(
 /// Each phase's measured resources are checked
 /// ([`probe::Resources::check`]) and each operation's taken from them.
 fn checked_sweep(mut rec: SweepRecord) -> Result<SweepRecord, LoadError> {
+    check_point_threads(&rec)?;
     check_points_order(&rec)?;
     let trim = rec.config.trim;
     for (i, p) in rec.points.iter_mut().enumerate() {
@@ -250,6 +251,19 @@ fn check_point(p: &mut SweepPoint, i: usize, trim: u32) -> Result<(), LoadError>
         }
     }
     Ok(())
+}
+
+/// Every point ran at least one worker: a point of 0 was reported as "0
+/// workers" at "inf operations/s" (its rates divide by it).
+fn check_point_threads(rec: &SweepRecord) -> Result<(), LoadError> {
+    match rec.points.iter().position(|p| p.threads == 0) {
+        Some(i) => Err(LoadError::Run(ExportError::Figure {
+            field: format!("points[{i}].threads"),
+            value: "0".into(),
+            why: "a point runs at least one worker",
+        })),
+        None => Ok(()),
+    }
 }
 
 /// A CSV cell of `digits` decimals; empty where nothing was measured.

@@ -958,3 +958,80 @@ fn a_stonewall_rate_its_bytes_and_seconds_do_not_give_is_refused() {
     }
     refused_edit(d, &rec, "inf-rate.json", &bad, "phases[0].bw_mib_s");
 }
+
+#[test]
+fn unknown_operations_and_a_sweep_point_of_no_workers_are_refused() {
+    // Issue 27. An operation no run has was accepted as a row of its own;
+    // a sweep point of 0 workers was reported with exit 0 as "0 workers"
+    // at "inf operations/s".
+    let t = scratch();
+    let d = t.path();
+    let (rec, sw) = small_records(d);
+    let mut bad = json(&rec);
+    bad["phases"][1]["op"] = serde_json::json!("scribble");
+    refused_edit(d, &rec, "op.json", &bad, "phases[1].op");
+    let mut bad = json(&rec);
+    bad["failed_phases"] = serde_json::json!([{"op": "erase", "rep": 0, "threads": 1,
+        "partial_bytes": 1, "partial_ops": 1, "partial_elapsed_s": 0.5, "errors": 1}]);
+    refused_edit(d, &rec, "failed-op.json", &bad, "failed_phases[0].op");
+    // A metadata operation in a data run's record, and the other way.
+    let mut bad = json(&rec);
+    bad["phases"][0]["op"] = serde_json::json!("create");
+    refused_edit(d, &rec, "meta-op.json", &bad, "phases[0].op");
+    let meta = meta_record(d);
+    let mut bad = json(&meta);
+    bad["phases"][0]["op"] = serde_json::json!("randwrite");
+    refused_edit(d, &meta, "data-op.json", &bad, "phases[0].op");
+    let mut bad = json(&sw);
+    bad["points"][1]["result"]["phases"][0]["op"] = serde_json::json!("scribble");
+    refused_edit(
+        d,
+        &sw,
+        "sweep-op.json",
+        &bad,
+        "points[1].result.phases[0].op",
+    );
+    let mut bad = json(&sw);
+    bad["points"][0]["threads"] = serde_json::json!(0);
+    refused_edit(d, &sw, "sweep-threads.json", &bad, "points[0].threads");
+}
+
+#[test]
+fn a_record_with_a_huge_operation_name_stays_within_the_memory_bound() {
+    // Before: `report` of a 100 MB name took 2.35 GB and aborted under a 2
+    // GB address-space limit, copying the name into every row (24 MiB
+    // here, to keep the test short: 359 MB before, against a bound of 112
+    // MB). The documented bound is three times the record and 40 MiB.
+    let t = scratch();
+    let d = t.path();
+    let (rec, _) = small_records(d);
+    let mut v = json(&rec);
+    v["phases"][0]["op"] = serde_json::json!("@op@");
+    let text = serde_json::to_string(&v).unwrap();
+    let (head, tail) = text.split_once("\"@op@\"").unwrap();
+    // Written piece by piece: a child's peak RSS starts from this
+    // process's at the spawn.
+    let big = d.join("big-op.json");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&big).unwrap());
+    f.write_all(head.as_bytes()).unwrap();
+    f.write_all(b"\"").unwrap();
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..24 {
+        f.write_all(&chunk).unwrap();
+    }
+    f.write_all(b"\"").unwrap();
+    f.write_all(tail.as_bytes()).unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let size = std::fs::metadata(&big).unwrap().len();
+    for args in [vec!["report", s(&big)], vec!["compare", s(&rec), s(&big)]] {
+        let (code, rss) = peak_rss(&args);
+        assert_eq!(code, 2, "{args:?}");
+        let bound = 3 * size + (40 << 20);
+        eprintln!("{args:?}: peak RSS {rss} bytes, record {size} bytes");
+        assert!(
+            rss < bound,
+            "{args:?}: peak RSS {rss} bytes for a record of {size} bytes (bound {bound})"
+        );
+    }
+}

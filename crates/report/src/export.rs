@@ -154,6 +154,7 @@ fn checked(mut rs: ResultSet) -> Result<ResultSet, ExportError> {
 /// phase of no measurable time). `prefix` goes before each field's path
 /// (`points[3].result.` in a sweep record).
 pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
+    check_ops(rs, prefix)?;
     let spec_threads = match &rs.spec {
         crate::model::JobSpec::Run(w) => w.threads,
         crate::model::JobSpec::Meta(m) => m.threads,
@@ -345,6 +346,60 @@ fn check_files(f: &crate::model::FilesRecord, bad: &Bad<'_>) -> Result<(), Expor
         }
     }
     Ok(())
+}
+
+/// Refuses a phase whose operation is none a run of the record's kind has
+/// (`write`, `read`, … for a data run; `create`, `stat`, … for a metadata
+/// run): every reader groups, labels and sizes its rows by it, and an
+/// unknown name — 100 MB of it — was copied into every one of them.
+fn check_ops(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
+    let known = |op: &str| match &rs.spec {
+        crate::model::JobSpec::Run(_) => spec::Op::ALL.iter().any(|o| o.name() == op),
+        crate::model::JobSpec::Meta(_) => spec::MetaOp::ALL.iter().any(|o| o.name() == op),
+    };
+    let nodes = rs.host.cluster.iter().flat_map(|c| &c.node_phases);
+    let lists: [(&str, Vec<&str>); 3] = [
+        ("phases", rs.phases.iter().map(|p| p.op.as_str()).collect()),
+        (
+            "failed_phases",
+            rs.failed_phases.iter().map(|f| f.op.as_str()).collect(),
+        ),
+        (
+            "host.cluster.node_phases",
+            nodes.map(|n| n.op.as_str()).collect(),
+        ),
+    ];
+    for (list, ops) in lists {
+        if let Some((i, op)) = ops.iter().enumerate().find(|(_, op)| !known(op)) {
+            return Err(ExportError::Figure {
+                field: format!("{prefix}{list}[{i}].op"),
+                value: shown(op),
+                why: match &rs.spec {
+                    crate::model::JobSpec::Run(_) => {
+                        "is not an operation of a data run (write, read, randwrite, randread, rw, randrw)"
+                    }
+                    crate::model::JobSpec::Meta(_) => {
+                        "is not an operation of a metadata run (create, stat, read, delete, …)"
+                    }
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A value of a record as an error shows it: at most 40 characters, and
+/// how long it is when longer (a refused field may be megabytes).
+fn shown(v: &str) -> String {
+    let mut end = v.len().min(40);
+    while !v.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end == v.len() {
+        format!("{v:?}")
+    } else {
+        format!("{:?}… ({} bytes)", &v[..end], v.len())
+    }
 }
 
 /// [`from_json`] from a reader, parsing straight into the record (no copy

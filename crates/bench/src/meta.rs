@@ -163,6 +163,14 @@ impl<'s> MetaRun<'s> {
             limit: Some(self.limit.clone()),
             timed,
             root_dir: self.tree.root_dir(),
+            // A cleanup phase on a kept tree leaves what was put there
+            // after it was kept, as `clean` does.
+            kept_before: self
+                .tree
+                .marker
+                .kept_at
+                .filter(|_| op == MetaOp::Cleanup)
+                .map(|k| (k.ctime, k.ctime_nsec)),
         }
     }
 
@@ -343,10 +351,10 @@ impl<'s> Kind for MetaRun<'s> {
 fn left_notes(left: &[(u32, String, u64)], notes: &mut Vec<String>) {
     for (_, first, count) in left {
         notes.push(format!(
-            "cleanup: {} and {} more directories were not empty (they hold entries \
-             ioscale did not create; left alone)",
+            "cleanup: {} and {} more: {}",
             first,
-            count.saturating_sub(1)
+            count.saturating_sub(1),
+            crate::dataset::tree::LEFT_WHY
         ));
     }
 }

@@ -330,6 +330,8 @@ struct DataRun {
     fresh: bool,
     /// The operations that had their ramp.
     ramped: Vec<Op>,
+    /// A phase of this run wrote the files (or started to).
+    wrote: bool,
 }
 
 impl DataRun {
@@ -386,6 +388,7 @@ impl DataRun {
             first: opts.first_rep == 0,
             fresh: false,
             ramped: Vec::new(),
+            wrote: false,
         }
     }
 
@@ -590,8 +593,14 @@ impl Kind for DataRun {
             for l in self.ds.remove() {
                 notes.push(format!("cleanup: could not remove {l}"));
             }
-        } else if let Some(n) = self.ds.kept_note(&self.spec) {
-            notes.push(n);
+        } else {
+            // What `clean` may remove later: the files this run wrote, as
+            // they are; or none, in a set this run made and was stopped
+            // before writing (a kept set it only read keeps its stamps).
+            if self.spec.keep && (self.wrote || !self.ds.had_data) {
+                self.ds.seal();
+            }
+            notes.extend(self.ds.kept_note(&self.spec));
         }
         notes
     }
@@ -686,6 +695,9 @@ fn run_data_phases(
     plans: &[(usize, &PhasePlan)],
     ctx: &mut Ctx<'_>,
 ) -> Result<Vec<PhaseOut<WorkerSample>>, Error> {
+    for (j, p) in plans {
+        ks[*j].wrote |= p.op.writes();
+    }
     let parts: Vec<Vec<Option<Prepared>>> = plans
         .iter()
         .map(|(j, _)| ks[*j].prepared.iter_mut().map(Option::take).collect())

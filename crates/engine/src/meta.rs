@@ -60,6 +60,15 @@ pub struct MetaPlan<'a, B: Backend = Posix> {
     /// not followed. `root` then only names paths in messages; without it
     /// the root is opened by that path ([`Backend::at_path`]).
     pub root_dir: Option<Arc<B::At>>,
+    /// For the cleanup of a kept tree: when it was kept (`st_ctime`,
+    /// `st_ctime_nsec`, by the file system's clock). An entry whose status
+    /// changed after it — a file a user put under an ioscale name, a hard
+    /// link to one — is left alone and counted in `left`. A directory
+    /// whose own status has not changed since holds exactly the entries
+    /// it held then (every entry made, removed or renamed in it changes
+    /// it), so only the entries of changed directories are looked at one
+    /// by one: a stat per directory, not per file.
+    pub kept_before: Option<(i64, i64)>,
 }
 
 impl<B: Backend> MetaPlan<'_, B> {
@@ -98,7 +107,8 @@ pub struct MetaSample {
     pub write_bytes: u64,
     /// Operations that failed.
     pub errors: u64,
-    /// Entries cleanup had to leave (a directory holding foreign files).
+    /// Entries cleanup had to leave: a directory holding foreign files, or
+    /// an entry put under an ioscale name after the tree was kept.
     pub left: u64,
     /// First entry left, for the note.
     pub first_left: Option<PathBuf>,
@@ -244,6 +254,9 @@ pub(crate) struct Cursor<'p, 'a, B: Backend = Posix> {
     /// The backend's flags for the phase's opens (made once).
     pub(crate) flags: B::Flags,
     pub(crate) buf: AlignedBuf,
+    /// The node whose directory was last compared with
+    /// [`MetaPlan::kept_before`], and whether it changed since.
+    pub(crate) sealed: Option<(u64, bool)>,
 }
 
 /// Failure of one call: which call and its error.
@@ -639,6 +652,7 @@ impl<B: Backend> Cursor<'_, '_, B> {
     /// fine, a directory holding foreign files is left and counted.
     fn cleanup(&mut self, i: u64, s: &mut MetaSample) -> OpResult {
         let st = self.plan.state;
+        let changed = self.changed_since_kept();
         let kinds = [
             (EntryKind::File, st.files, false),
             (EntryKind::Renamed, st.files, false),
@@ -650,6 +664,17 @@ impl<B: Backend> Cursor<'_, '_, B> {
                 continue;
             }
             self.set_name(kind, i);
+            if let Some(cut) = changed {
+                if B::changed(self.at(), &self.name).is_ok_and(|c| c > cut) {
+                    // Put there (or changed) after the tree was kept: not
+                    // ioscale's to remove.
+                    s.left += 1;
+                    if s.first_left.is_none() {
+                        s.first_left = Some(self.path_of(&self.name));
+                    }
+                    continue;
+                }
+            }
             let r = if is_dir {
                 B::rmdir(self.at(), &self.name)
             } else {
@@ -713,7 +738,25 @@ impl<'p, 'a, B: Backend> Cursor<'p, 'a, B> {
             name2: Vec::with_capacity(320),
             flags,
             buf,
+            sealed: None,
         })
+    }
+
+    /// For the cleanup of a kept tree: the moment it was kept, when the
+    /// current directory changed since (its entries are then looked at one
+    /// by one); `None` when it did not, or for any other phase.
+    fn changed_since_kept(&mut self) -> Option<(i64, i64)> {
+        let cut = self.plan.kept_before?;
+        let changed = match self.sealed {
+            Some((node, changed)) if node == self.node => changed,
+            _ => {
+                // Unreadable counts as changed: each entry is looked at.
+                let changed = B::changed(self.at(), b".\0").map_or(true, |c| c > cut);
+                self.sealed = Some((self.node, changed));
+                changed
+            }
+        };
+        changed.then_some(cut)
     }
 }
 

@@ -91,20 +91,23 @@ pub struct Marker {
     /// [`peer`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<String>,
-    /// Identities of the data files of an IOR front-end set when its last
-    /// write finished, by worker (one entry for a shared file): its files
-    /// sit in the user's directory under plain names, so `clean` removes a
-    /// file there only while it is still the one ioscale wrote. Cleared
-    /// before a write over the set starts and empty before one finished
-    /// (removed by name then, as before).
+    /// Identities of the data files of a kept set (native or IOR
+    /// front-end) when its last write ended, by file, in the order `clean`
+    /// computes their names ([`FileStamp::ABSENT`] for a file that did
+    /// not exist then): `clean` removes a file only while it is still the
+    /// one ioscale wrote, so a user's file — or a hard link to one — put
+    /// under an ioscale name is left alone. Cleared before a write over
+    /// the set starts; empty in a set no kept run wrote, or of more than
+    /// [`MAX_STAMPED_FILES`] files (removed by name then, as before).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub file_ids: Vec<FileStamp>,
 }
 
-/// A file as ioscale left it: its (device, inode) and the time of its
-/// last status change. The inode alone is not enough: a file system hands
-/// a deleted file's inode number to the next file made (ext4 and tmpfs
-/// do), so a user's new file under the old name can have the same one.
+/// A file as ioscale left it: its (device, inode), the time of its last
+/// status change and, where the file system keeps one, its birth time.
+/// The inode alone is not enough: a file system hands a deleted file's
+/// inode number to the next file made (ext4 and tmpfs do), so a user's new
+/// file under the old name can have the same one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileStamp {
     /// Device and inode.
@@ -114,20 +117,60 @@ pub struct FileStamp {
     pub ctime: i64,
     /// `st_ctime_nsec`.
     pub ctime_nsec: i64,
+    /// Birth time (`statx` `stx_btime`: seconds, nanoseconds), where the
+    /// file system keeps one: a file written in place since (a flipped
+    /// byte, a user's edit) keeps it and is still ioscale's file, while a
+    /// new file that got the freed inode number has a later one. Absent in
+    /// stamps written before it and where there is none (then any status
+    /// change counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub btime: Option<[i64; 2]>,
 }
 
 /// The stamp of the regular file `rel` below `dir`, never through a link
 /// (each directory on the way opened as the backend opens one below a
-/// held directory); `None` when it is missing, not a regular file, or
-/// cannot be read.
+/// held directory), with its birth time where the storage keeps one;
+/// `None` when it is missing, not a regular file, or cannot be read.
 fn stamp_at(dir: &impl Dir, rel: &Path) -> Option<FileStamp> {
     let info = dir.stat_below(rel).ok()??;
+    // The birth time of the very file stat saw (the same inode), or none.
+    let btime = match dir.born_below(rel) {
+        Ok(Some((ino, (s, ns)))) if ino == info.id.ino => Some([s, ns]),
+        _ => None,
+    };
     (info.kind == Kind::File).then_some(FileStamp {
         id: info.id,
         ctime: info.changed.0,
         ctime_nsec: info.changed.1,
+        btime,
     })
 }
+
+impl FileStamp {
+    /// The stamp of a file that did not exist when the set was kept: no
+    /// file has inode 0, so any file found there later is not ioscale's.
+    pub const ABSENT: FileStamp = FileStamp {
+        id: safefs::FileId { dev: 0, ino: 0 },
+        ctime: 0,
+        ctime_nsec: 0,
+        btime: None,
+    };
+
+    /// Whether `now` is the file this stamp recorded: the same inode, not
+    /// made again since (the same birth time, or without one the same
+    /// status-change time).
+    pub fn is(&self, now: &FileStamp) -> bool {
+        self.id == now.id
+            && match (self.btime, now.btime) {
+                (Some(a), Some(b)) => a == b,
+                _ => (self.ctime, self.ctime_nsec) == (now.ctime, now.ctime_nsec),
+            }
+    }
+}
+
+/// The most data files a marker records stamps of: 4096 of them take
+/// about 470 KB of the marker, which is read up to 1 MiB.
+pub const MAX_STAMPED_FILES: usize = 4096;
 
 fn pattern_default() -> bool {
     true
@@ -386,9 +429,7 @@ fn remove_native<B: Backend>(mut g: Guard<B>, m: &Marker) -> Vec<String> {
     for (d, id) in dirs.iter().zip(&m.dir_ids) {
         r.expect(d, *id);
     }
-    for f in &files {
-        r.file(f);
-    }
+    let foreign = remove_stamped(&mut r, root, &files, &m.file_ids);
     for n in own_temps(root) {
         r.file(n);
     }
@@ -397,7 +438,7 @@ fn remove_native<B: Backend>(mut g: Guard<B>, m: &Marker) -> Vec<String> {
     }
     let mut left: Vec<String>;
     let rep = root.remove(&r);
-    if rep.is_complete() {
+    if rep.is_complete() && foreign.is_empty() {
         let mut r = Removal::new();
         r.file(MARKER_NAME);
         let rep = root.remove(&r);
@@ -418,7 +459,8 @@ fn remove_native<B: Backend>(mut g: Guard<B>, m: &Marker) -> Vec<String> {
     } else {
         // Keep the marker, so `ioscale clean` can finish the job once the
         // entries named are dealt with.
-        left = rep.describe();
+        left = foreign;
+        left.extend(rep.describe());
         left.push(format!(
             "the marker in {} is kept; `ioscale clean {}` removes the rest",
             root.path().display(),
@@ -611,29 +653,47 @@ impl<B: Backend> DataSet<B> {
         self.marker.seed = seed;
         self.marker.pattern = pattern;
         self.had_data = true;
-        self.marker.file_ids = self.ior_file_ids();
+        self.seal();
+    }
+
+    /// Records the stamps of the set's data files as they are now (see
+    /// [`Marker::file_ids`]): called when a run that wrote the set keeps
+    /// it, whether its write finished or was cut short.
+    pub fn seal(&mut self) {
+        self.marker.file_ids = self.file_stamps();
         self.save_marker();
     }
 
-    /// The stamps of an IOR set's data files, by worker, looked up
-    /// through the held directory; empty for another kind of set or when
-    /// one is missing (then nothing is recorded and `clean` goes by name).
-    fn ior_file_ids(&self) -> Vec<FileStamp> {
-        let (SetKind::Sidecar(mp), Some(g)) = (&self.kind, &self.guard) else {
+    /// The stamps of the set's data files, in the order `clean` computes
+    /// their names from the marker, looked up through the held directory;
+    /// empty for dd's files, on a rank that does not hold the set, or for
+    /// more than [`MAX_STAMPED_FILES`] files (`clean` goes by name then).
+    fn file_stamps(&self) -> Vec<FileStamp> {
+        let Some(g) = &self.guard else {
             return Vec::new();
         };
-        let Some(o) = mp.file_name().and_then(sidecar_data_name) else {
-            return Vec::new();
+        let (layout, threads) = (self.marker.layout, self.marker.threads);
+        let rel: Vec<PathBuf> = match &self.kind {
+            SetKind::Native => names(Path::new(""), layout, threads).0,
+            SetKind::Sidecar(mp) => {
+                let Some(o) = mp.file_name().and_then(sidecar_data_name) else {
+                    return Vec::new();
+                };
+                let o = parent_of(mp).join(o);
+                let parent = parent_of(&o);
+                let (files, _) = ior_names(&o, layout, threads);
+                files.iter().map(|f| rel_to(&parent, f)).collect()
+            }
+            SetKind::Dd(_) => return Vec::new(),
         };
-        let o = parent_of(mp).join(o);
-        // The names `clean` computes from this marker, in its order.
-        let (files, _) = ior_names(&o, self.marker.layout, self.marker.threads);
-        let parent = parent_of(&o);
-        files
-            .iter()
-            .map(|f| stamp_at(&g.root, &rel_to(&parent, f)))
-            .collect::<Option<Vec<_>>>()
-            .unwrap_or_default()
+        if rel.len() > MAX_STAMPED_FILES {
+            return Vec::new();
+        }
+        // A missing name, or a link or directory there (no file ioscale
+        // wrote), is recorded as absent: `clean` leaves what it finds.
+        rel.iter()
+            .map(|f| stamp_at(&g.root, f).unwrap_or(FileStamp::ABSENT))
+            .collect()
     }
 
     /// Writes the marker where the set keeps it (best effort). Only the
@@ -718,8 +778,9 @@ impl<B: Backend> DataSet<B> {
             return Vec::new();
         }
         self.had_data = false;
-        if self.marker.complete {
+        if self.marker.complete || !self.marker.file_ids.is_empty() {
             self.marker.complete = false;
+            self.marker.file_ids.clear();
             self.save_marker();
         }
         match (&self.kind, &self.guard) {
@@ -841,11 +902,14 @@ fn adopt_native<B: Backend>(
     check_root_id(&found, &rootd)?;
     let lock = take_lock(&rootd, &spec.target)?;
     let had_data = check_kept_native(spec, &found, &rootd, &files, writes)?;
-    if writes && found.pattern && !(spec.verify && spec.seed == found.seed) {
-        // This run's writes replace the pattern: say so before the first
-        // byte, so a run cut short leaves no marker claiming a pattern the
-        // files no longer hold.
-        found.pattern = false;
+    let repattern = found.pattern && !(spec.verify && spec.seed == found.seed);
+    if writes && (repattern || !found.file_ids.is_empty()) {
+        // This run's writes replace the pattern and change the files: say
+        // so before the first byte, so a run cut short leaves no marker
+        // claiming a pattern the files no longer hold, nor stamps they no
+        // longer have (recorded again if this run keeps them).
+        found.pattern &= !repattern;
+        found.file_ids.clear();
         write_marker_in(&rootd, &found)
             .map_err(|e| io_err(format!("cannot write the marker in {}", root.display()), e))?;
     }
@@ -1152,29 +1216,8 @@ fn remove_ior_entries<D: Dir>(
     for (d, id) in m.dirs_created.iter().zip(&m.dir_ids) {
         r.expect(rel_to(parent, d), *id);
     }
-    let stamps = (m.file_ids.len() == files.len()).then_some(&m.file_ids);
-    let mut foreign = Vec::new();
-    for (i, f) in files.iter().enumerate() {
-        let rel = rel_to(parent, f);
-        if let Some(want) = stamps.map(|s| s[i]) {
-            match stamp_at(dir, &rel) {
-                Some(now) if now != want => {
-                    foreign.push(format!(
-                        "{}: not the file ioscale wrote there (device {} inode {}, changed \
-                         since); left alone",
-                        f.display(),
-                        now.id.dev,
-                        now.id.ino
-                    ));
-                    continue;
-                }
-                _ => {
-                    r.expect(&rel, want.id);
-                }
-            }
-        }
-        r.file(rel);
-    }
+    let rel: Vec<PathBuf> = files.iter().map(|f| rel_to(parent, f)).collect();
+    let mut foreign = remove_stamped(&mut r, dir, &rel, &m.file_ids);
     for n in own_temps(dir) {
         if D::temp_of(&n).as_deref() == Some(marker_name) {
             r.file(n);
@@ -1184,6 +1227,47 @@ fn remove_ior_entries<D: Dir>(
         r.dir(rel_to(parent, d));
     }
     foreign.extend(dir.remove(&r).describe());
+    foreign
+}
+
+/// Removes the data files `rel` (below the held `dir`) with `r`, each only
+/// while it is the file its stamp in `stamps` recorded (when there is one
+/// stamp per file; else by name, as a set no kept run wrote): a file put
+/// there since — a user's, or a hard link to one — or a file where none
+/// was is left alone and named. Returns those lines.
+fn remove_stamped(
+    r: &mut Removal,
+    dir: &impl Dir,
+    rel: &[PathBuf],
+    stamps: &[FileStamp],
+) -> Vec<String> {
+    let stamps = (stamps.len() == rel.len()).then_some(stamps);
+    let mut foreign = Vec::new();
+    for (i, f) in rel.iter().enumerate() {
+        if let Some(want) = stamps.map(|s| s[i]) {
+            match stamp_at(dir, f) {
+                Some(now) if !want.is(&now) => {
+                    foreign.push(format!(
+                        "{}: not the file ioscale left there (device {} inode {}, {}); left \
+                         alone",
+                        dir.child_path(f).display(),
+                        now.id.dev,
+                        now.id.ino,
+                        if want == FileStamp::ABSENT {
+                            "put there after the set was kept"
+                        } else {
+                            "put there in place of ioscale's since the set was kept"
+                        }
+                    ));
+                    continue;
+                }
+                _ => {
+                    r.expect(f, want.id);
+                }
+            }
+        }
+        r.file(f);
+    }
     foreign
 }
 

@@ -60,6 +60,44 @@ pub(crate) struct Marker {
     /// Entries only at this depth of the tree (`--leaf-depth`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) leaf_depth: Option<u32>,
+    /// When a run that made or changed the tree kept it (see [`seal`]):
+    /// `clean` then leaves any entry whose status changed after it. Absent
+    /// while a run works on the tree, and in markers written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kept_at: Option<KeptAt>,
+}
+
+/// A moment by the file system's own clock: the status-change time of the
+/// working directory right after the marker of a kept tree was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct KeptAt {
+    /// `st_ctime` seconds.
+    pub(crate) ctime: i64,
+    /// `st_ctime_nsec`.
+    pub(crate) ctime_nsec: i64,
+}
+
+impl KeptAt {
+    /// As the engine's cleanup takes it.
+    fn cut(self) -> (i64, i64) {
+        (self.ctime, self.ctime_nsec)
+    }
+}
+
+/// Whether a phase of `op` leaves every entry of a kept tree as it was
+/// (status-change times included), or removes them (`cleanup`, which
+/// honours [`Marker::kept_at`]): a run of only such phases keeps the
+/// tree's seal.
+fn keeps_seal(op: MetaOp) -> bool {
+    matches!(
+        op,
+        MetaOp::Read
+            | MetaOp::Stat
+            | MetaOp::StatDir
+            | MetaOp::Getxattr
+            | MetaOp::Readdir
+            | MetaOp::Cleanup
+    )
 }
 
 impl Marker {
@@ -311,6 +349,7 @@ impl Prep<'_> {
             state: TreeState::default(),
             extent: 0,
             leaf_depth: spec.leaf_depth,
+            kept_at: None,
         }
     }
 
@@ -433,7 +472,7 @@ impl Prep<'_> {
         let (spec, root) = (self.spec, &self.root);
         if spec.clean_existing {
             let kept_spec = found.shaped(spec);
-            let left = teardown(&kept_spec, &guard, found.state, found.extent);
+            let left = teardown(&kept_spec, &guard, &found);
             if !left.is_empty() {
                 return Err(Error::Refused(format!(
                     "--clean-existing: could not remove the earlier run's tree in {}: {}",
@@ -469,6 +508,11 @@ impl Prep<'_> {
             root: root.clone(),
             marker: Marker {
                 run_id: self.run_id.into(),
+                // Phases that change entries end the seal: this run's
+                // entries are its own, sealed again if it keeps them.
+                kept_at: found
+                    .kept_at
+                    .filter(|_| spec.ops.iter().all(|&o| keeps_seal(o))),
                 ..found
             },
             writable,
@@ -531,25 +575,25 @@ fn make_thread_dirs<B: Backend>(spec: &MetaSpec, tree: &mut Tree<B>) -> Result<(
         }
     }
     if made.is_err() && tree.ours {
-        let left = teardown(spec, g, TreeState::default(), 0);
+        let left = teardown(spec, g, &tree.marker);
         finish_root(tree, &left, &mut Vec::new());
     }
     made
 }
 
-/// Removes entries of every kind `state` allows for indices below
-/// `extent`, then the hashed directories and thread directories — names
-/// recomputed, `rmdir` only — relative to the held working directory, so
-/// a swapped name is never followed. Returns what could not be removed.
+/// Removes entries of every kind the marker `m`'s state allows for
+/// indices below its extent (none put there after its `kept_at`), then the
+/// hashed directories and thread directories — names recomputed, `rmdir`
+/// only — relative to the held working directory, so a swapped name is
+/// never followed. Returns what could not be removed.
 pub(crate) fn teardown<B: Backend>(
     spec: &MetaSpec,
     guard: &TreeGuard<B>,
-    state: TreeState,
-    extent: u64,
+    m: &Marker,
 ) -> Vec<String> {
     let root = guard.root.path();
     match B::at_of(&guard.root) {
-        Ok(at) => teardown_at::<B>(spec, Arc::new(at), root, state, extent),
+        Ok(at) => teardown_at::<B>(spec, Arc::new(at), root, m),
         Err(e) => vec![format!(
             "{}: cannot hold it open ({e}), so nothing below it was removed (ioscale never \
              removes through a path that may have been swapped)",
@@ -562,9 +606,9 @@ fn teardown_at<B: Backend>(
     spec: &MetaSpec,
     at: Arc<B::At>,
     root: &Path,
-    state: TreeState,
-    extent: u64,
+    m: &Marker,
 ) -> Vec<String> {
+    let (state, extent) = (m.state, m.extent);
     let mut left = Vec::new();
     if !state.is_empty() && extent > 0 {
         let plan = MetaPlan::<B> {
@@ -579,6 +623,7 @@ fn teardown_at<B: Backend>(
             limit: Some(vec![extent; spec.threads as usize]),
             timed: false,
             root_dir: Some(Arc::clone(&at)),
+            kept_before: m.kept_at.map(KeptAt::cut),
         };
         // One thread at a time: few descriptors, so even after EMFILE the
         // cleanup can run.
@@ -591,7 +636,7 @@ fn teardown_at<B: Backend>(
             }
             if let Some(p) = &s.first_left {
                 left.push(format!(
-                    "{} and {} more: not empty (they hold entries ioscale did not create; left alone)",
+                    "{} and {} more: {LEFT_WHY}",
                     p.display(),
                     s.left.saturating_sub(1)
                 ));
@@ -609,6 +654,29 @@ fn teardown_at<B: Backend>(
     left
 }
 
+/// Why a cleanup left entries of a tree in place.
+pub(crate) const LEFT_WHY: &str = "left alone (directories holding entries ioscale did not \
+     create, or entries put under ioscale's names after the tree was kept)";
+
+/// Records in the marker of a tree that stays when it was kept
+/// ([`Marker::kept_at`]), by the file system's clock: the marker is
+/// written, then the working directory's status-change time (which that
+/// write just set) is read and saved in it. Any entry made, replaced or
+/// linked later has a later one. (Within one tick of a coarse clock, a few
+/// milliseconds while this run still ends, a change may share the time;
+/// kernels since 6.13 hand out finer times to a queried inode.)
+fn seal<B: Backend>(tree: &mut Tree<B>) {
+    tree.save();
+    let Some(g) = tree.guard.as_ref().filter(|_| tree.writable) else {
+        return;
+    };
+    let changed = B::at_of(&g.root).and_then(|at| B::changed(&at, b".\0"));
+    if let Ok((ctime, ctime_nsec)) = changed {
+        tree.marker.kept_at = Some(KeptAt { ctime, ctime_nsec });
+        tree.save();
+    }
+}
+
 /// After the last phase, on rank 0: removes the tree (when this run made
 /// it, ran a cleanup, or left it empty, and not `--keep`), or saves its
 /// marker and says how to remove it later. `spec` is the spec of all
@@ -622,7 +690,7 @@ pub(crate) fn close<B: Backend>(
     let remove = !spec.keep && (tree.ours || ran_cleanup || tree.marker.state.is_empty());
     if remove {
         let left = match &tree.guard {
-            Some(g) => teardown(spec, g, tree.marker.state, tree.marker.extent),
+            Some(g) => teardown(spec, g, &tree.marker),
             None => vec![format!(
                 "{}: this process does not hold it",
                 tree.root.display()
@@ -636,7 +704,12 @@ pub(crate) fn close<B: Backend>(
             }
         }
     } else {
-        tree.save();
+        if tree.ours || !spec.ops.iter().all(|&o| keeps_seal(o)) {
+            // This run made or changed the entries it leaves.
+            seal(tree);
+        } else {
+            tree.save();
+        }
         let how = format!(
             "`ioscale clean {}` or `ioscale meta --ops cleanup --threads {} --files {}{}{}{} {}` \
              removes it",
@@ -788,7 +861,7 @@ pub fn clean_on<B: Backend>(
         held: None,
     };
     let left = match &tree.guard {
-        Some(g) => teardown(&spec, g, tree.marker.state, tree.marker.extent),
+        Some(g) => teardown(&spec, g, &tree.marker),
         None => Vec::new(),
     };
     let mut notes = Vec::new();

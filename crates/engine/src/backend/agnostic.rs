@@ -47,6 +47,7 @@ fn phase(mem: &Mem, spec: &MetaSpec, op: MetaOp, state: TreeState) -> Vec<MetaSa
         limit: None,
         timed: op != MetaOp::Cleanup,
         root_dir: Some(Arc::new(Mem::at_of(&root).unwrap())),
+        kept_before: None,
     };
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
     (0..spec.threads)

@@ -188,7 +188,17 @@ impl Tree {
         let node = self.fresh(body, mode);
         self.nodes.insert(ino, node);
         self.entries_mut(dir)?.insert(name, ino);
+        self.touch(dir);
         Ok(ino)
+    }
+
+    /// Marks `dir` (and, as a POSIX file system does, nothing else)
+    /// changed now: an entry was made, removed or renamed in it.
+    fn touch(&mut self, dir: u64) {
+        let clock = self.clock;
+        if let Some(n) = self.nodes.get_mut(&dir) {
+            n.changed = clock;
+        }
     }
 
     /// Drops the name `name` of `ino` from `dir`, and the node with its
@@ -197,6 +207,7 @@ impl Tree {
         self.entries_mut(dir)?.remove(plain(name)?);
         self.clock += 1;
         let clock = self.clock;
+        self.touch(dir);
         if let Some(n) = self.nodes.get_mut(&ino) {
             n.links -= 1;
             n.changed = clock;
@@ -902,6 +913,15 @@ impl<const O: bool> Backend for MemStore<O> {
         let ino = t.lookup(at.ino, name)?.ok_or_else(|| err(libc::ENOENT))?;
         Ok(t.node(ino)?.kind())
     }
+    fn changed(at: &MemAt, name: &[u8]) -> io::Result<(i64, i64)> {
+        let t = Self::at(at, "stat");
+        let ino = if name.strip_suffix(&[0]).unwrap_or(name) == b"." {
+            at.ino
+        } else {
+            t.lookup(at.ino, name)?.ok_or_else(|| err(libc::ENOENT))?
+        };
+        Ok((t.node(ino)?.changed, 0))
+    }
     fn chmod(at: &MemAt, name: &[u8], mode: u32) -> io::Result<()> {
         let mut t = Self::at(at, "chmod");
         let ino = t.lookup(at.ino, name)?.ok_or_else(|| err(libc::ENOENT))?;
@@ -936,6 +956,12 @@ impl<const O: bool> Backend for MemStore<O> {
         let e = t.entries_mut(at.ino)?;
         e.remove(plain(from)?);
         e.insert(plain(to)?.to_vec(), ino);
+        t.clock += 1;
+        t.touch(at.ino);
+        let clock = t.clock;
+        if let Some(n) = t.nodes.get_mut(&ino) {
+            n.changed = clock;
+        }
         Ok(())
     }
     fn symlink(target: &[u8], at: &MemAt, link: &[u8]) -> io::Result<()> {

@@ -212,6 +212,26 @@ pub trait Dir: Sized + Send + Sync + Debug {
             None => self.stat_at(name),
         }
     }
+    /// When `name` was made (its birth time: seconds, nanoseconds) with
+    /// the inode it was read from, never following a link; `None` when
+    /// nothing is there or the storage keeps no birth time for it. A file
+    /// written in place keeps it; a file made, linked or renamed under the
+    /// name later has a later one. The default keeps none.
+    fn born_at(&self, name: impl AsRef<OsStr>) -> Result<Option<(u64, (i64, i64))>> {
+        let _ = name;
+        Ok(None)
+    }
+    /// [`Dir::born_at`] of `rel` below this directory, reached as
+    /// [`Dir::stat_below`] reaches it.
+    fn born_below(&self, rel: &Path) -> Result<Option<(u64, (i64, i64))>> {
+        let Some(name) = rel.file_name() else {
+            return Ok(None);
+        };
+        match rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(p) => self.open_dir_path(p)?.born_at(name),
+            None => self.born_at(name),
+        }
+    }
     /// Removes the file `name` (and, with `expected`, only that very
     /// file); a link, a directory or a swapped file is refused.
     fn unlink_at(&self, name: impl AsRef<OsStr>, expected: Option<FileId>) -> Result<Removed>;
@@ -330,6 +350,11 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     fn open(at: &Self::At, name: &[u8], flags: Self::Flags, mode: u32) -> io::Result<Self::File>;
     /// The kind of `name` in `at`, never following a link.
     fn lstat(at: &Self::At, name: &[u8]) -> io::Result<Kind>;
+    /// When `name` in `at` (`b".\0"`: `at` itself) last changed status
+    /// (`st_ctime`: seconds, nanoseconds, by the storage's clock), never
+    /// following a link. A directory's changes with every entry made,
+    /// removed or renamed in it.
+    fn changed(at: &Self::At, name: &[u8]) -> io::Result<(i64, i64)>;
     /// Sets the permission bits of `name`, never through a link.
     fn chmod(at: &Self::At, name: &[u8], mode: u32) -> io::Result<()>;
     /// Removes the file (or link) `name`.

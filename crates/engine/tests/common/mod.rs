@@ -64,6 +64,7 @@ pub fn run_phase(
         limit: None,
         timed: true,
         root_dir: None,
+        kept_before: None,
     };
     let ctl = PhaseControl::new(stop);
     let barrier = Barrier::new(spec.threads as usize);

@@ -274,6 +274,44 @@ pub fn lstat(dir: RawFd, name: &[u8]) -> io::Result<u32> {
     Ok(unsafe { st.assume_init() }.st_mode)
 }
 
+/// fstatat with AT_SYMLINK_NOFOLLOW; returns the status-change time
+/// (`st_ctime`, `st_ctime_nsec`). `b".\0"` is the directory `dir` itself.
+pub fn ctime(dir: RawFd, name: &[u8]) -> io::Result<(i64, i64)> {
+    let c = cstr(name)?;
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: valid C string; `st` points at writable memory of the
+    // right size.
+    let r = unsafe { libc::fstatat(dir, c.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+    check(r)?;
+    // SAFETY: fstatat succeeded, so it filled the struct.
+    let st = unsafe { st.assume_init() };
+    Ok((st.st_ctime, st.st_ctime_nsec))
+}
+
+/// statx with AT_SYMLINK_NOFOLLOW; returns the inode it read and the
+/// birth time (`stx_btime`: seconds, nanoseconds), or `None` where the
+/// file system keeps none (a view that has none may say 0: FUSE does).
+pub fn btime(dir: RawFd, name: &[u8]) -> io::Result<Option<(u64, (i64, i64))>> {
+    let c = cstr(name)?;
+    // SAFETY: `statx` is plain data; zeroed is a valid value to be written.
+    let mut sx: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: valid C string; `sx` is a writable statx buffer the kernel
+    // does not keep.
+    let r = unsafe {
+        libc::statx(
+            dir,
+            c.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_INO | libc::STATX_BTIME,
+            &mut sx,
+        )
+    };
+    check(r)?;
+    let born = (sx.stx_btime.tv_sec, i64::from(sx.stx_btime.tv_nsec));
+    let kept = sx.stx_mask & libc::STATX_BTIME != 0 && born != (0, 0);
+    Ok(kept.then_some((sx.stx_ino, born)))
+}
+
 /// System call numbers newer than the `libc` crate's tables: one number
 /// on every architecture with the unified table (Linux 5.1 and later);
 /// `None` elsewhere, where the older call is used.

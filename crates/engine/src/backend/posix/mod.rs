@@ -186,6 +186,20 @@ impl Dir for DirHandle {
     fn stat_at(&self, name: impl AsRef<OsStr>) -> Result<Option<EntryInfo>> {
         DirHandle::stat_at(self, name)
     }
+    fn born_at(&self, name: impl AsRef<OsStr>) -> Result<Option<(u64, (i64, i64))>> {
+        use std::os::unix::ffi::OsStrExt;
+        let name = name.as_ref();
+        if name.as_bytes().contains(&b'/') {
+            return Ok(None);
+        }
+        let mut c = name.as_bytes().to_vec();
+        c.push(0);
+        match at::btime(self.as_fd().as_raw_fd(), &c) {
+            Ok(b) => Ok(b),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(None),
+            Err(e) => Err(super::Error::io("statx", self.child_path(name), e)),
+        }
+    }
     fn unlink_at(&self, name: impl AsRef<OsStr>, expected: Option<FileId>) -> Result<Removed> {
         DirHandle::unlink_at(self, name, expected)
     }
@@ -375,6 +389,10 @@ impl Backend for Posix {
     #[inline]
     fn lstat(at: &OwnedFd, name: &[u8]) -> io::Result<Kind> {
         at::lstat(at.as_raw_fd(), name).map(Kind::of)
+    }
+
+    fn changed(at: &OwnedFd, name: &[u8]) -> io::Result<(i64, i64)> {
+        at::ctime(at.as_raw_fd(), name)
     }
 
     #[inline]

@@ -39,7 +39,7 @@ use crate::job::{MetaArgs, RunArgs};
   ioscale smallfile --operation create --threads 4 --top /mnt/fs
 
 Exit codes: 0 ran clean, 1 I/O errors or failed verification, 2 usage or setup
-error, 130 interrupted."
+error, 130 interrupted (SIGINT, SIGTERM), 129 hung up (SIGHUP)."
 )]
 pub struct Cli {
     /// What to do.

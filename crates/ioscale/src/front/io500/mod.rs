@@ -48,7 +48,8 @@ mpirun -np 8 ioscale io500 config.ini\n\n\
 The rules need a 300 s stonewall; a shorter one (--stonewall, or [debug]\n\
 stonewall-time) makes the run INVALID, as in io500. Exit codes: 0 ran clean,\n\
 1 I/O errors or failed data check, 2 usage or setup error, 130 interrupted\n\
-(the phases done are kept, the score is INVALID). See docs/io500.md.";
+(SIGINT, SIGTERM; 129 for SIGHUP: the phases done are kept, the score is\n\
+INVALID). See docs/io500.md.";
 
 /// `ioscale io500`'s command line.
 #[derive(Parser, Debug)]

@@ -76,7 +76,8 @@ Examples:
 
 Unsupported IOR options are refused with the nearest ioscale option; the full
 mapping is in docs/compat.md. Exit codes: 0 ran clean, 1 I/O errors or failed
-data check, 2 usage or setup error, 130 interrupted.
+data check, 2 usage or setup error, 130 interrupted (SIGINT, SIGTERM), 129 hung
+up (SIGHUP).
 ";
 
 /// IOR's header facts; `ranks` ranks run `spec.threads` tasks each.

@@ -68,7 +68,7 @@ Examples:
 
 Unsupported mdtest options are refused with the nearest ioscale option; the
 full mapping is in docs/compat.md. Exit codes: 0 ran clean, 1 I/O errors,
-2 usage or setup error, 130 interrupted.
+2 usage or setup error, 130 interrupted (SIGINT, SIGTERM), 129 hung up (SIGHUP).
 ";
 
 /// mdtest's time stamps: `%m/%d/%Y %T` in local time.

@@ -82,7 +82,7 @@ Examples (seed 003: 1024 files of 4 KiB in all):
 
 Unsupported options are refused with the nearest ioscale option; the full
 mapping is in docs/compat.md. Exit codes: 0 ran clean, 1 I/O errors, 2 usage
-or setup error, 130 interrupted.
+or setup error, 130 interrupted (SIGINT, SIGTERM), 129 hung up (SIGHUP).
 ";
 
 /// smallfile's parameter block: `%40s : %s` lines.

@@ -288,3 +288,51 @@ fn a_kept_tree_costs_a_stat_per_changed_directory_not_per_file() {
         b"mine"
     );
 }
+
+#[test]
+fn the_check_holds_through_another_view_of_the_same_files() {
+    // A set kept through one view and cleaned through another (NFS gives
+    // each client its own device number, a FUSE file system its own inode
+    // numbers): ioscale's own files are still recognised and removed, a
+    // file put there is still left. Here: kept through the test FUSE file
+    // system, a user's file put in its source directory, `clean` through
+    // the mount, then the other way round (on a mount of its own: the
+    // kernel keeps what a FUSE file system said about a name for a while,
+    // as an NFS client does, and a view that has not seen the change yet
+    // is refused — the safe side).
+    let u = scratch();
+    let mine = users_file(u.path());
+    for through_fuse in [true, false] {
+        let Some(fs) = common::fuse::TestFs::mount(&[]) else {
+            return;
+        };
+        let (keep_via, clean_via) = if through_fuse {
+            (fs.path(), fs.source())
+        } else {
+            (fs.source(), fs.path())
+        };
+        let out = run(&[
+            "run",
+            "--op",
+            "write",
+            "--threads",
+            "2",
+            "--size",
+            "64k",
+            "--xfer",
+            "4k",
+            "--keep",
+            "-q",
+            s(keep_via),
+        ]);
+        assert_code(&out, 0);
+        plant(&fs.source().join("ioscale.d/file.00000001"), &mine, false);
+        let out = run(&["clean", s(clean_via)]);
+        assert_code(&out, 1);
+        assert_theirs(&fs.source().join("ioscale.d/file.00000001"));
+        assert!(!fs.source().join("ioscale.d/file.00000000").exists());
+        std::fs::remove_file(clean_via.join("ioscale.d/file.00000001")).unwrap();
+        assert_code(&run(&["clean", s(clean_via)]), 0);
+        assert_empty(fs.source());
+    }
+}

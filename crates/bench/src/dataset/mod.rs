@@ -95,10 +95,11 @@ pub struct Marker {
     /// front-end) when its last write ended, by file, in the order `clean`
     /// computes their names ([`FileStamp::ABSENT`] for a file that did
     /// not exist then): `clean` removes a file only while it is still the
-    /// one ioscale wrote, so a user's file — or a hard link to one — put
-    /// under an ioscale name is left alone. Cleared before a write over
-    /// the set starts; empty in a set no kept run wrote, or of more than
-    /// [`MAX_STAMPED_FILES`] files (removed by name then, as before).
+    /// one ioscale wrote ([`FileStamp::is`]), so a user's file — or a hard
+    /// link to one — put under an ioscale name is left alone. Cleared
+    /// before a write over the set starts; empty in a set no kept run
+    /// wrote, or of more than [`MAX_STAMPED_FILES`] files (removed by name
+    /// then, as before).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub file_ids: Vec<FileStamp>,
 }
@@ -107,7 +108,11 @@ pub struct Marker {
 /// status change and, where the file system keeps one, its birth time.
 /// The inode alone is not enough: a file system hands a deleted file's
 /// inode number to the next file made (ext4 and tmpfs do), so a user's new
-/// file under the old name can have the same one.
+/// file under the old name can have the same one. And the (device, inode)
+/// is not the same through every view of one file: NFS gives each client
+/// its own device, a FUSE file system numbers inodes itself. The times are
+/// the file's own, the same through every view, and no user can set them:
+/// [`FileStamp::is`] compares those.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileStamp {
     /// Device and inode.
@@ -156,11 +161,13 @@ impl FileStamp {
         btime: None,
     };
 
-    /// Whether `now` is the file this stamp recorded: the same inode, not
-    /// made again since (the same birth time, or without one the same
-    /// status-change time).
+    /// Whether `now` is the file this stamp recorded, seen through this
+    /// view or another: born at the same moment (written in place since,
+    /// it is still that file), or, where a view has no birth time, with
+    /// its status unchanged since. A file made, linked or renamed there
+    /// later has later times; an absent stamp is no file.
     pub fn is(&self, now: &FileStamp) -> bool {
-        self.id == now.id
+        *self != FileStamp::ABSENT
             && match (self.btime, now.btime) {
                 (Some(a), Some(b)) => a == b,
                 _ => (self.ctime, self.ctime_nsec) == (now.ctime, now.ctime_nsec),
@@ -1261,7 +1268,14 @@ fn remove_stamped(
                     ));
                     continue;
                 }
-                _ => {
+                // The very file just compared is the one removed (a file
+                // swapped in meanwhile is refused).
+                Some(now) => {
+                    r.expect(f, now.id);
+                }
+                // Missing, or no regular file (a link, a directory): never
+                // ioscale's, refused unless it is gone.
+                None => {
                     r.expect(f, want.id);
                 }
             }

@@ -211,3 +211,91 @@ fn a_metadata_tree_is_made_used_kept_and_torn_down_through_the_backend() {
     assert!(rep.cleaned[0].left.is_empty(), "{:?}", rep.cleaned[0].left);
     assert_eq!(mem.entries(), ["/t/"]);
 }
+
+#[test]
+fn a_file_put_under_a_kept_sets_name_stays_on_any_backend() {
+    let mem = Mem::new();
+    mem.mkdir_all(Path::new("/t"));
+    let spec = data_spec(&[Op::Write], Layout::PerThread, true);
+    let mut ds = DataSet::prepare_on(mem.clone(), &spec, "run-1").unwrap();
+    data_phase(&ds, &spec, Op::Write);
+    ds.mark_complete("run-1", spec.file_size(), spec.seed, true);
+    drop(ds);
+    // The user replaces one of ioscale's files with one of their own.
+    let root = mem.open_target(Path::new("/t/ioscale.d")).unwrap();
+    root.unlink_at("file.00000000", None).unwrap();
+    let (f, _) = root.create_at("file.00000000", 0o644).unwrap();
+    drop(f);
+    let rep = clean_all_on(&mem, Path::new("/t"), safefs::LockOptions::default()).unwrap();
+    let left = &rep.cleaned[0].left;
+    assert!(
+        left.iter()
+            .any(|l| l.contains("file.00000000: not the file ioscale left there")),
+        "{left:?}"
+    );
+    // ioscale's other file went; the user's and the marker (so `clean`
+    // can finish once the user's file is dealt with) stay.
+    assert_eq!(
+        mem.entries(),
+        [
+            "/t/",
+            "/t/ioscale.d/",
+            "/t/ioscale.d/.ioscale-marker",
+            "/t/ioscale.d/file.00000000"
+        ]
+    );
+}
+
+#[test]
+fn an_entry_put_under_a_kept_trees_name_stays_on_any_backend() {
+    let mem = Mem::new();
+    mem.mkdir_all(Path::new("/t"));
+    let mut spec = meta_spec(&[MetaOp::Create]);
+    spec.keep = true;
+    let mut notes = Vec::new();
+    let mut t = tree::prepare_on(&mem, &spec, "run-1", &mut notes).unwrap();
+    let plan = MetaPlan::<Mem> {
+        spec: &spec,
+        op: MetaOp::Create,
+        root: t.root.clone(),
+        rep: 0,
+        state: TreeState::default(),
+        limit: None,
+        timed: true,
+        root_dir: t.root_dir(),
+        kept_before: None,
+    };
+    let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
+    for w in 0..spec.threads {
+        let s = run_meta_worker(w, &plan, &ctl, &Barrier::new(1));
+        assert!(s.failure.is_none(), "{:?}", s.failure);
+    }
+    t.marker.state = spec
+        .state_after(TreeState::default(), MetaOp::Create)
+        .unwrap();
+    t.marker.extent = spec.files;
+    tree::close(&spec, &mut t, false, &mut notes);
+    drop(t);
+    // After the tree was kept, the user puts a file of their own under
+    // the name of one of ioscale's.
+    let thr = mem
+        .open_target(Path::new("/t/ioscale-meta.d/thr.000"))
+        .unwrap();
+    thr.unlink_at("f0.0", None).unwrap();
+    let (f, _) = thr.create_at("f0.0", 0o644).unwrap();
+    drop(f);
+    let rep = clean_all_on(&mem, Path::new("/t"), safefs::LockOptions::default()).unwrap();
+    let left = &rep.cleaned[0].left;
+    assert!(
+        left.iter().any(|l| l.contains("thr.000/f0.0 and 0 more")),
+        "{left:?}"
+    );
+    let kept = mem.entries();
+    assert!(
+        kept.iter().any(|e| e.ends_with("/thr.000/f0.0")),
+        "{kept:?}"
+    );
+    // Every entry of ioscale's went.
+    assert!(!kept.iter().any(|e| e.ends_with("/f0.1")), "{kept:?}");
+    assert!(!kept.iter().any(|e| e.contains("thr.001")), "{kept:?}");
+}

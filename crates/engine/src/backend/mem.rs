@@ -201,6 +201,17 @@ impl Tree {
         }
     }
 
+    /// Marks `ino`, just put under a name in `dir` by a rename, and `dir`
+    /// changed now.
+    fn renamed(&mut self, dir: u64, ino: u64) {
+        self.clock += 1;
+        self.touch(dir);
+        let clock = self.clock;
+        if let Some(n) = self.nodes.get_mut(&ino) {
+            n.changed = clock;
+        }
+    }
+
     /// Drops the name `name` of `ino` from `dir`, and the node with its
     /// last name.
     fn unname(&mut self, dir: u64, name: &[u8], ino: u64) -> io::Result<()> {
@@ -647,6 +658,9 @@ impl Dir for MemDir {
         };
         let d = t.data_mut(ino).map_err(|e| self.fail("replace", name, e))?;
         *d = bytes.to_vec();
+        // A replace puts a new entry under the name, as POSIX's rename of
+        // a temporary over it does: the directory and the file change.
+        t.renamed(self.ino, ino);
         Ok(())
     }
     fn read_small(&self, name: impl AsRef<OsStr>, limit: u64) -> Option<Vec<u8>> {
@@ -956,12 +970,7 @@ impl<const O: bool> Backend for MemStore<O> {
         let e = t.entries_mut(at.ino)?;
         e.remove(plain(from)?);
         e.insert(plain(to)?.to_vec(), ino);
-        t.clock += 1;
-        t.touch(at.ino);
-        let clock = t.clock;
-        if let Some(n) = t.nodes.get_mut(&ino) {
-            n.changed = clock;
-        }
+        t.renamed(at.ino, ino);
         Ok(())
     }
     fn symlink(target: &[u8], at: &MemAt, link: &[u8]) -> io::Result<()> {

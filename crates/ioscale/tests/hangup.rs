@@ -103,7 +103,9 @@ fn a_hangup_stops_a_run_keeps_its_record_and_removes_its_files() {
         let before = snapshot(tp);
         let o = scratch();
         let j = o.path().join("r.json");
-        let a = long_run(&j, tp);
+        let c = o.path().join("r.csv");
+        let mut a = long_run(&j, tp);
+        a.extend(["--csv".to_string(), s(&c).to_string()]);
         let mut child = spawn(&a.iter().map(String::as_str).collect::<Vec<_>>());
         let data = tp.join("ioscale.d/file.00000001");
         wait_until(&mut child, "data was written", || len(&data) >= M);
@@ -118,6 +120,17 @@ fn a_hangup_stops_a_run_keeps_its_record_and_removes_its_files() {
         let ph = phases(&v);
         assert_eq!(ph.len(), 1, "the read phase never started");
         assert!(ph[0]["bytes"].as_u64().unwrap() >= M);
+        // The CSV holds the same phase: a header and the write's row.
+        let csv = std::fs::read_to_string(&c).expect("--csv written");
+        let rows: Vec<&str> = csv.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(rows.len(), 2, "header + the write phase:\n{csv}");
+        let header: Vec<&str> = rows[0].split(',').collect();
+        let op = header
+            .iter()
+            .position(|h| *h == "op")
+            .expect("an op column");
+        let cols: Vec<&str> = rows[1].split(',').collect();
+        assert_eq!(cols[op].trim_matches('"'), "write", "{csv}");
         assert_intact(tp, &before, &format!("twice {twice}"));
     }
 }

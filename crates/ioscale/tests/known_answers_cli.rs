@@ -1056,7 +1056,9 @@ fn case10_a_device_busy_with_other_work_is_not_a_cached_phases_limit() {
             l.figure
         );
         assert_ne!(l.limit, analysis::Limit::Device, "{}", l.figure);
-        if d.util >= analysis::findings::DEVICE_SATURATED {
+        // With the CPUs saturated too (other work on a loaded machine) the
+        // CPUs are the limit named, which is true and not the device.
+        if d.util >= analysis::findings::DEVICE_SATURATED && l.limit != analysis::Limit::Cpu {
             busy += 1;
             assert!(
                 l.figure.contains("not with this phase's I/O"),

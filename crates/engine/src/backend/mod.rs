@@ -93,6 +93,17 @@ pub struct OpenHow {
     pub durability: Durability,
 }
 
+/// A hint about a file's use ([`DataFile::advise`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// Drop its cached pages (POSIX_FADV_DONTNEED).
+    DontNeed,
+    /// It will be read in order (POSIX_FADV_SEQUENTIAL).
+    Sequential,
+    /// It will be read in no order (POSIX_FADV_RANDOM).
+    Random,
+}
+
 /// The outcome of [`Dir::try_lock`].
 #[derive(Debug)]
 pub enum Locked<L> {
@@ -283,6 +294,17 @@ pub trait DataFile: Send + Sized + Debug {
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<usize>;
     /// Makes what was written stable.
     fn sync(&self) -> io::Result<()>;
+    /// Makes the data written stable, not all metadata (POSIX
+    /// `fdatasync`); a backend without the distinction syncs all.
+    fn sync_data(&self) -> io::Result<()> {
+        self.sync()
+    }
+    /// Tells the storage how `len` bytes from `offset` will be used
+    /// (POSIX `posix_fadvise`); a backend without such hints ignores it.
+    fn advise(&self, offset: u64, len: u64, advice: Advice) -> io::Result<()> {
+        let _ = (offset, len, advice);
+        Ok(())
+    }
     /// Reserves storage for its first `len` bytes (POSIX `fallocate`);
     /// EOPNOTSUPP where the backend or file system has no such thing.
     fn allocate(&self, len: u64) -> io::Result<()>;

@@ -262,6 +262,31 @@ pub fn fsync(fd: RawFd) -> io::Result<()> {
     check(unsafe { libc::fsync(fd) })
 }
 
+/// fdatasync(2).
+pub fn fdatasync(fd: RawFd) -> io::Result<()> {
+    // SAFETY: no memory is passed.
+    check(unsafe { libc::fdatasync(fd) })
+}
+
+/// posix_fadvise(2) of `len` bytes from `offset` (0: to the end).
+pub fn fadvise(fd: RawFd, offset: u64, len: u64, advice: crate::backend::Advice) -> io::Result<()> {
+    use crate::backend::Advice;
+    let a = match advice {
+        Advice::DontNeed => libc::POSIX_FADV_DONTNEED,
+        Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Advice::Random => libc::POSIX_FADV_RANDOM,
+    };
+    let off =
+        libc::off_t::try_from(offset).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let len = libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: a descriptor and a range; no memory is passed. It returns
+    // the error number instead of setting errno.
+    match unsafe { libc::posix_fadvise(fd, off, len, a) } {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
 /// fstatat with AT_SYMLINK_NOFOLLOW; returns `st_mode`.
 pub fn lstat(dir: RawFd, name: &[u8]) -> io::Result<u32> {
     let c = cstr(name)?;

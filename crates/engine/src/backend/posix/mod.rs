@@ -283,6 +283,13 @@ impl DataFile for File {
     fn sync(&self) -> io::Result<()> {
         at::fsync(self.as_raw_fd())
     }
+    #[inline]
+    fn sync_data(&self) -> io::Result<()> {
+        at::fdatasync(self.as_raw_fd())
+    }
+    fn advise(&self, offset: u64, len: u64, advice: crate::backend::Advice) -> io::Result<()> {
+        at::fadvise(self.as_raw_fd(), offset, len, advice)
+    }
     fn allocate(&self, len: u64) -> io::Result<()> {
         at::fallocate(self.as_raw_fd(), len)
     }

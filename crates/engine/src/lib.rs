@@ -18,6 +18,7 @@ pub mod registry;
 pub mod runner;
 pub mod sys;
 pub mod uring;
+pub mod verify;
 pub mod worker;
 
 pub use meta::{MetaPlan, MetaSample};

@@ -13,7 +13,7 @@ use std::time::Instant;
 use spec::SyncMode;
 
 use crate::backend::posix::Posix;
-use crate::backend::{Backend, Create, DataFile, Durability, OpenHow};
+use crate::backend::{Advice, Backend, Create, DataFile, Durability, OpenHow};
 use crate::buf::AlignedBuf;
 use crate::meta::{MetaPlan, MetaSample};
 use crate::pattern;
@@ -158,13 +158,34 @@ impl<B: Backend> Target<'_, B> {
         }
     }
 
+    /// The hints fio gives a file it has just opened, in its order: drop
+    /// the cached pages of the worker's region (`invalidate=1`), then say
+    /// how it will be read (`fadvise_hint=1`: sequential or random, by
+    /// the phase's order).
+    fn advise(&self, file: &B::File) -> std::io::Result<()> {
+        let plan = self.plan;
+        let (at, len) = plan.region_of(self.w);
+        if plan.spec.hints.invalidate {
+            file.advise(at, len, Advice::DontNeed)?;
+        }
+        if plan.spec.hints.fadvise {
+            let how = if plan.op.is_random() {
+                Advice::Random
+            } else {
+                Advice::Sequential
+            };
+            file.advise(at, len, how)?;
+        }
+        Ok(())
+    }
+
     /// The end of the timed section: fsync (where the sync mode asks for
     /// it) and close.
     fn sync_and_close(&self, file: B::File, s: &mut WorkerSample) {
         let plan = self.plan;
         if plan.op.writes()
             && s.failure.is_none()
-            && matches!(plan.sync, SyncMode::End | SyncMode::Every(_))
+            && (matches!(plan.sync, SyncMode::End | SyncMode::Every(_)) || plan.spec.hints.end_sync)
         {
             let t = Instant::now();
             if let Err(e) = file.sync() {
@@ -210,6 +231,15 @@ fn transfer<B: Backend>(
             return (s, Some(prepared));
         }
     };
+    if let Err(e) = t.advise(&file) {
+        t.fail(&mut s, "posix_fadvise", &e);
+        let _ = file.close();
+        let now = ns_since(ctl.epoch, Instant::now());
+        s.open_done_ns = now;
+        s.io_done_ns = now;
+        s.end_ns = now;
+        return (s, Some(prepared));
+    }
     s.open_done_ns = ns_since(ctl.epoch, Instant::now());
 
     let usable = {

@@ -204,6 +204,21 @@ impl<B: Backend> PhasePlan<B> {
     pub fn live_slot(&self, w: u32) -> u32 {
         self.slot.wrapping_add(w)
     }
+
+    /// The part of its file worker `w` touches, as (offset, length): its
+    /// own region from its start offset (fio's `file_offset` and
+    /// `io_size`), or, in a shared file, the whole file (length 0: to the
+    /// end).
+    pub fn region_of(&self, w: u32) -> (u64, u64) {
+        match self.spec.layout {
+            Layout::Shared => (0, 0),
+            _ => {
+                let owner = self.owner_of(w) as usize;
+                let start = self.spec.start_offsets.get(owner).copied().unwrap_or(0);
+                (start, self.xfers() * self.xfer())
+            }
+        }
+    }
 }
 
 /// Signals shared by the workers of a phase and the driver.
@@ -368,6 +383,8 @@ pub struct DirLatency {
     /// Every completed request in completion order, with
     /// [`Detail::IoLog`] (fio's per-I/O logs); empty otherwise.
     pub log: Vec<IoLogEntry>,
+    /// The latency of each fsync/fdatasync the loop issued (fio's `sync`).
+    pub syncs: LatencyHistogram,
 }
 
 /// One completed request, for fio's per-I/O logs.
@@ -395,6 +412,7 @@ impl DirLatency {
             clat: two(),
             slat: two(),
             log: Vec::new(),
+            syncs: LatencyHistogram::new(),
         }
     }
 
@@ -406,6 +424,7 @@ impl DirLatency {
             self.slat[k].merge(&other.slat[k]);
         }
         self.log.extend_from_slice(&other.log);
+        self.syncs.merge(&other.syncs);
     }
 }
 
@@ -540,6 +559,10 @@ pub fn io_loop<B: Backend, Q: IoQueue>(q: &mut Q, file: &B::File, lp: &mut LoopC
     loop {
         st.refill(q, lp);
         if st.inflight == 0 {
+            if st.held.is_some() && !st.stopping {
+                st.sync_between(file, lp);
+                continue;
+            }
             break;
         }
         if let Err(e) = q.submit_and_reap(&mut st.done) {
@@ -586,6 +609,17 @@ struct LoopState {
     /// fsync after this many writes (0: never in the loop).
     every: u64,
     writes_since_sync: u64,
+    /// fio's `fsync=`/`fdatasync=N` ([`SyncMode::Between`]): a sync is due
+    /// before the next request once this many writes were issued since
+    /// the last; 0: none. `sync_data`: fdatasync.
+    between: u64,
+    sync_data: bool,
+    writes_issued: u64,
+    synced_at: u64,
+    /// The next transfer, drawn but held back while a sync is due.
+    held: Option<u64>,
+    /// fio's verify header, when a checksum was asked for.
+    writer: Option<crate::verify::Writer>,
     depth: usize,
     free: Vec<usize>,
     t_sub: Vec<Instant>,
@@ -642,6 +676,22 @@ impl LoopState {
                 _ => 0,
             },
             writes_since_sync: 0,
+            between: match plan.sync {
+                SyncMode::Between(k) | SyncMode::DataBetween(k) => k,
+                _ => 0,
+            },
+            sync_data: matches!(plan.sync, SyncMode::DataBetween(_)),
+            writes_issued: 0,
+            synced_at: 0,
+            held: None,
+            writer: plan.spec.hints.checksum.filter(|_| spec.verify).map(|sum| {
+                crate::verify::Writer {
+                    sum,
+                    interval: plan.xfer() as usize,
+                    thread: lp.w as u16 + 1,
+                    seed: spec.seed ^ u64::from(owner) << 32,
+                }
+            }),
             depth,
             free: (0..depth).rev().collect(),
             t_sub: vec![lp.ctl.epoch; depth],
@@ -667,10 +717,16 @@ impl LoopState {
     fn refill<B: Backend, Q: IoQueue>(&mut self, q: &mut Q, lp: &LoopCtx<'_, B>) {
         let plan = lp.plan;
         while !self.exhausted && !self.stopping && self.inflight < self.depth {
-            let Some(i) = self.gen.next_index() else {
+            let Some(i) = self.held.take().or_else(|| self.gen.next_index()) else {
                 self.exhausted = true;
                 break;
             };
+            if self.sync_due() {
+                // fio issues the sync once the writes before it completed,
+                // and only when another request follows.
+                self.held = Some(i);
+                break;
+            }
             let off = self.start + plan.offset_of(self.owner, i);
             let write = if self.read_only {
                 false
@@ -684,9 +740,13 @@ impl LoopState {
                 .pop()
                 .expect("a free slot exists while inflight < depth");
             if write && self.verify {
-                pattern::fill(q.buf_mut(slot), self.pattern_seed, self.file_id, off);
+                match &self.writer {
+                    Some(w) => crate::verify::fill(q.buf_mut(slot), off, self.writes_issued, w),
+                    None => pattern::fill(q.buf_mut(slot), self.pattern_seed, self.file_id, off),
+                }
                 self.now = Instant::now();
             }
+            self.writes_issued += u64::from(write);
             // fio reads the clock as it prepares each request.
             self.t_sub[slot] = if self.fine { Instant::now() } else { self.now };
             q.push(
@@ -705,7 +765,7 @@ impl LoopState {
     /// data check of reads, the first failure.
     #[inline]
     fn account<B: Backend, Q: IoQueue>(&mut self, q: &Q, file: &B::File, lp: &mut LoopCtx<'_, B>) {
-        let path = lp.path;
+        let (path, plan) = (lp.path, lp.plan);
         let s = &mut *lp.s;
         let mut checked = false;
         for c in &self.done {
@@ -728,7 +788,11 @@ impl LoopState {
                         s.counters.record_read(c.req.len as u64);
                         if self.verify {
                             checked = true;
-                            check_read(q.buf(slot), self.pattern_seed, self.file_id, c, path, s);
+                            let bad = check_read(q.buf(slot), plan, self.file_id, c, path, s);
+                            if bad && plan.spec.hints.verify_fatal {
+                                lp.ctl.abort.store(true, Ordering::Relaxed);
+                                self.stopping = true;
+                            }
                         }
                     }
                     continue;
@@ -793,26 +857,12 @@ impl LoopState {
     /// After a batch of completions: the periodic fsync, the check that
     /// the file still has a name, the stonewall, and the stop conditions.
     fn after_batch<B: Backend>(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>) {
-        let (ctl, path) = (lp.ctl, lp.path);
-        let s = &mut *lp.s;
         if self.every > 0 && self.writes_since_sync >= self.every && !self.stopping {
-            let t = Instant::now();
-            if let Err(e) = file.sync() {
-                s.counters.record_error();
-                s.failure = Some(IoFailure {
-                    op: "fsync".into(),
-                    path: path.to_path_buf(),
-                    offset: None,
-                    errno: e.raw_os_error(),
-                    message: e.to_string(),
-                });
-                ctl.abort.store(true, Ordering::Relaxed);
-                self.stopping = true;
-            }
-            self.now = Instant::now();
-            s.fsync_ns += self.now.duration_since(t).as_nanos() as u64;
+            self.sync_now(file, lp, false);
             self.writes_since_sync = 0;
         }
+        let (ctl, path) = (lp.ctl, lp.path);
+        let s = &mut *lp.s;
         if self.watch_unlink && !self.stopping && self.now >= self.next_link_check {
             self.next_link_check = self.now + LINK_CHECK;
             if file.links().is_ok_and(|n| n == 0) {
@@ -844,6 +894,49 @@ impl LoopState {
                     s.hit_deadline = true;
                 }
             }
+        }
+    }
+
+    /// Whether fio's `fsync=`/`fdatasync=N` is due before the next
+    /// request: N writes issued since the last sync.
+    #[inline]
+    fn sync_due(&self) -> bool {
+        self.between > 0
+            && self.writes_issued > self.synced_at
+            && self.writes_issued.is_multiple_of(self.between)
+    }
+
+    /// The sync fio's `fsync=`/`fdatasync=N` issues, with nothing in
+    /// flight.
+    fn sync_between<B: Backend>(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>) {
+        self.synced_at = self.writes_issued;
+        let data = self.sync_data;
+        self.sync_now(file, lp, data);
+        self.after_batch(file, lp);
+    }
+
+    /// One fsync (fdatasync with `data`), timed into the sample; a failure
+    /// stops the worker.
+    fn sync_now<B: Backend>(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>, data: bool) {
+        let s = &mut *lp.s;
+        let t = Instant::now();
+        let r = if data { file.sync_data() } else { file.sync() };
+        if let Err(e) = r {
+            s.counters.record_error();
+            s.failure = Some(IoFailure {
+                op: if data { "fdatasync" } else { "fsync" }.into(),
+                path: lp.path.to_path_buf(),
+                offset: None,
+                errno: e.raw_os_error(),
+                message: e.to_string(),
+            });
+            lp.ctl.abort.store(true, Ordering::Relaxed);
+            self.stopping = true;
+        }
+        self.now = Instant::now();
+        s.fsync_ns += self.now.duration_since(t).as_nanos() as u64;
+        if let Some(d) = s.detail.as_deref_mut() {
+            d.syncs.record(self.now.duration_since(t).as_nanos() as u64);
         }
     }
 
@@ -879,22 +972,34 @@ impl LoopState {
     }
 }
 
-/// Checks a completed read against the verify pattern.
+/// Checks a completed read against the verify pattern, or fio's verify
+/// blocks when the plan names a checksum; true when something differed.
 #[inline]
-fn check_read(
+fn check_read<B: Backend>(
     buf: &[u8],
-    seed: u64,
+    plan: &PhasePlan<B>,
     file_id: u64,
     c: &Completion,
     path: &std::path::Path,
     s: &mut WorkerSample,
-) {
-    let r = pattern::check(buf, seed, file_id, c.req.offset);
+) -> bool {
+    let buf = &buf[..c.req.len as usize];
+    let (bad, first) = match plan.spec.hints.checksum {
+        Some(sum) => {
+            let f = crate::verify::check(buf, c.req.offset, sum, plan.xfer() as usize);
+            (f.bad_bytes, f.first_bad.map(|x| x.0))
+        }
+        None => {
+            let r = pattern::check(buf, plan.spec.seed, file_id, c.req.offset);
+            (r.bad_bytes, r.first_bad)
+        }
+    };
     s.verify.checked_bytes += c.req.len as u64;
-    if r.bad_bytes > 0 {
-        s.verify.bad_bytes += r.bad_bytes;
+    if bad > 0 {
+        s.verify.bad_bytes += bad;
         if s.verify.first_bad.is_none() {
-            s.verify.first_bad = Some((path.to_path_buf(), r.first_bad.unwrap_or(0)));
+            s.verify.first_bad = Some((path.to_path_buf(), first.unwrap_or(c.req.offset)));
         }
     }
+    bad > 0
 }

@@ -15,7 +15,8 @@ pub mod workload;
 pub use meta::{Conflict, EntryKind, FileSize, MetaOp, MetaSpec, RawMeta, TreeState};
 pub use units::{format_size, parse_count, parse_duration, parse_list, parse_size, UnitError};
 pub use workload::{
-    FileNaming, Layout, Op, RawWorkload, SpecError, SyncMode, UringOpts, WorkloadSpec,
+    Checksum, FileNaming, IoHints, Layout, Op, RawWorkload, SpecError, SyncMode, UringOpts,
+    WorkloadSpec,
 };
 
 /// The names of `items` (phases of either kind), comma-separated, as

@@ -142,13 +142,28 @@ pub enum SyncMode {
     Dsync,
     /// An fsync after every N writes of a worker, and at the end.
     Every(u64),
+    /// fio's `fsync=N`: an fsync after every N writes when more I/O
+    /// follows (the sync is issued before the next request), none at the
+    /// end.
+    Between(u64),
+    /// fio's `fdatasync=N`: as [`SyncMode::Between`] with fdatasync.
+    DataBetween(u64),
 }
 
 impl SyncMode {
     /// The words [`SyncMode::parse`] takes (`every:` before a count).
-    pub const WORDS: [&'static str; 5] = ["none", "end", "each", "dsync", "every:"];
+    pub const WORDS: [&'static str; 7] = [
+        "none",
+        "end",
+        "each",
+        "dsync",
+        "every:",
+        "between:",
+        "data-between:",
+    ];
 
-    /// Parses `none`, `end`, `each`, `dsync` or `every:N`.
+    /// Parses `none`, `end`, `each`, `dsync`, `every:N`, `between:N` or
+    /// `data-between:N`.
     pub fn parse(s: &str) -> Option<SyncMode> {
         let s = s.trim();
         match s {
@@ -157,8 +172,16 @@ impl SyncMode {
             "each" | "sync" => Some(SyncMode::Each),
             "dsync" => Some(SyncMode::Dsync),
             _ => {
-                let n = s.strip_prefix("every:")?.parse().ok()?;
-                (n > 0).then_some(SyncMode::Every(n))
+                let (make, n): (fn(u64) -> SyncMode, _) = if let Some(n) = s.strip_prefix("every:")
+                {
+                    (SyncMode::Every, n)
+                } else if let Some(n) = s.strip_prefix("between:") {
+                    (SyncMode::Between, n)
+                } else {
+                    (SyncMode::DataBetween, s.strip_prefix("data-between:")?)
+                };
+                let n = n.parse().ok()?;
+                (n > 0).then(|| make(n))
             }
         }
     }
@@ -171,7 +194,83 @@ impl SyncMode {
             SyncMode::Each => "each".into(),
             SyncMode::Dsync => "dsync".into(),
             SyncMode::Every(n) => format!("every:{n}"),
+            SyncMode::Between(n) => format!("between:{n}"),
+            SyncMode::DataBetween(n) => format!("data-between:{n}"),
         }
+    }
+}
+
+/// A checksum in fio's verify header (`verify=`), written into each
+/// block of a write and checked when it is read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Checksum {
+    /// CRC-32C (Castagnoli).
+    Crc32c,
+    /// CRC-32C, named as fio's hardware-assisted variant.
+    Crc32cIntel,
+    /// MD5.
+    Md5,
+    /// SHA-1.
+    Sha1,
+    /// XXH32 (seed 1).
+    Xxhash,
+}
+
+impl Checksum {
+    /// Parses fio's `verify=` name.
+    pub fn parse(s: &str) -> Option<Checksum> {
+        Some(match s {
+            "crc32c" => Checksum::Crc32c,
+            "crc32c-intel" => Checksum::Crc32cIntel,
+            "md5" => Checksum::Md5,
+            "sha1" => Checksum::Sha1,
+            "xxhash" => Checksum::Xxhash,
+            _ => return None,
+        })
+    }
+
+    /// fio's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Checksum::Crc32c => "crc32c",
+            Checksum::Crc32cIntel => "crc32c-intel",
+            Checksum::Md5 => "md5",
+            Checksum::Sha1 => "sha1",
+            Checksum::Xxhash => "xxhash",
+        }
+    }
+}
+
+/// What a workload asks of each data file and request beyond ioscale's
+/// own defaults, as fio does by default (all off unless a front-end sets
+/// them): cache hints when a worker opens its file and fio's verify
+/// header.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IoHints {
+    /// `posix_fadvise(DONTNEED)` of each worker's region of its file
+    /// right after it opens it (fio's `invalidate=1`).
+    pub invalidate: bool,
+    /// `posix_fadvise(SEQUENTIAL)` or `(RANDOM)` of the region as the
+    /// phase's order (fio's `fadvise_hint=1`).
+    pub fadvise: bool,
+    /// fio's verify header with this checksum in each written block
+    /// (with `verify`); `None`: ioscale's own pattern.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<Checksum>,
+    /// An fsync when the worker's writes are done, besides what `sync`
+    /// asks for (fio's `end_fsync=1` with `fsync=N`).
+    pub end_sync: bool,
+    /// Stop at the first block that fails its check (fio's
+    /// `verify_fatal=1`); otherwise every block is checked and counted.
+    pub verify_fatal: bool,
+}
+
+impl IoHints {
+    /// Whether nothing is asked (left out of the JSON then).
+    pub fn is_default(&self) -> bool {
+        *self == IoHints::default()
     }
 }
 
@@ -405,6 +504,8 @@ pub struct RawWorkload {
     /// Where each worker's data starts in its file (fio's `offset` and
     /// `offset_increment`); one per worker, or empty for 0.
     pub start_offsets: Vec<u64>,
+    /// Cache hints and verify header (fio's defaults and options).
+    pub hints: IoHints,
 }
 
 /// A complete, consistent workload the engine can run without further checks.
@@ -474,6 +575,9 @@ pub struct WorkloadSpec {
     /// `offset_increment`): one per worker; absent (empty) when all are 0.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub start_offsets: Vec<u64>,
+    /// Cache hints and verify header; absent when none.
+    #[serde(default, skip_serializing_if = "IoHints::is_default")]
+    pub hints: IoHints,
 }
 
 impl WorkloadSpec {
@@ -697,6 +801,7 @@ impl RawWorkload {
             // repetitions, so those reuse them whatever was asked.
             reuse_files: self.reuse || dd_named,
             start_offsets: self.start_offsets.clone(),
+            hints: self.hints,
         })
     }
 

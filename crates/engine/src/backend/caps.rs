@@ -76,7 +76,7 @@ impl Capabilities {
         }
         if spec.sync != SyncMode::None && !self.sync {
             return Err(self.refuse(
-                format!("--sync {}", sync_name(spec.sync)),
+                format!("--sync {}", SyncMode::label(spec.sync)),
                 "has no flush to stable storage",
             ));
         }
@@ -147,16 +147,6 @@ impl Capabilities {
             _ => (true, ""),
         };
         (!has).then_some(lacks)
-    }
-}
-
-fn sync_name(s: SyncMode) -> String {
-    match s {
-        SyncMode::None => "none".into(),
-        SyncMode::End => "end".into(),
-        SyncMode::Each => "each".into(),
-        SyncMode::Dsync => "dsync".into(),
-        SyncMode::Every(n) => format!("every:{n}"),
     }
 }
 

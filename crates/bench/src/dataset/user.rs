@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use engine::backend::posix::Posix;
-use engine::backend::{Access, Backend, DataFile, Dir, EntryInfo, FileId, Kind, OpenHow};
+use engine::backend::{Access, Advice, Backend, DataFile, Dir, EntryInfo, FileId, Kind, OpenHow};
 use spec::WorkloadSpec;
 
 use super::{fs_err, new_marker, parent_of, DataSet, DdSet, SetKind};
@@ -333,7 +333,7 @@ fn extend<F: DataFile>(file: &F, end: u64, fill: bool, stop: &AtomicBool) -> Res
         }
     }
     if !fill {
-        return Ok(());
+        return drop_extended(file, have, end);
     }
     let chunk = vec![0xa5u8; CHUNK];
     let mut at = have;
@@ -352,7 +352,15 @@ fn extend<F: DataFile>(file: &F, end: u64, fill: bool, stop: &AtomicBool) -> Res
         }
         at += done as u64;
     }
-    file.sync().map_err(|e| Stopped::Io("fsync", e))
+    file.sync().map_err(|e| Stopped::Io("fsync", e))?;
+    drop_extended(file, have, end)
+}
+
+/// Drops the cached pages of the part a layout added, as fio does after
+/// laying out a file whatever its `invalidate=`.
+fn drop_extended<F: DataFile>(file: &F, have: u64, end: u64) -> Result<(), Stopped> {
+    file.advise(have, end.saturating_sub(have), Advice::DontNeed)
+        .map_err(|e| Stopped::Io("posix_fadvise", e))
 }
 
 /// The data set of a run on files [`UserFiles`] laid out (`FileNaming::Dd`

@@ -171,7 +171,9 @@ fn cache_risk(spec: &WorkloadSpec, per_node: u32) -> CacheRisk {
     CacheRisk {
         // One node's share, whatever the layout: its workers' blocks.
         working_set: spec.bytes_per_worker() * per_node as u64,
-        reads: buffered && spec.ops.iter().any(|o| o.reads()),
+        // Pages dropped as each worker opens its file (fio's invalidate=1)
+        // leave reads nothing cached to come from.
+        reads: buffered && !spec.hints.invalidate && spec.ops.iter().any(|o| o.reads()),
         writes: buffered && spec.sync == SyncMode::None && spec.ops.iter().any(|o| o.writes()),
         reads_after_write: buffered
             && spec
@@ -179,7 +181,7 @@ fn cache_risk(spec: &WorkloadSpec, per_node: u32) -> CacheRisk {
                 .iter()
                 .enumerate()
                 .any(|(i, o)| o.reads() && spec.ops[..i].iter().any(|p| p.writes())),
-        drop_caches: spec.drop_caches,
+        drop_caches: spec.drop_caches || spec.hints.invalidate,
     }
 }
 

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bench::dataset::user::{Made, UserFiles};
-use spec::{FileNaming, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
+use spec::{Checksum, FileNaming, IoHints, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
 use self::parse::{EngineKind, Format, Job};
 use self::render::{DirStats, Entry, Header, Lat, LatBuckets, Report, SampleStat};
@@ -45,9 +45,10 @@ Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
   runtime time_based ramp_time startdelay loops randrepeat
-  randseed norandommap verify(crc32c|md5|pattern) create_on_open unlink
-  group_reporting lat_percentiles percentile_list stonewall wait_for_previous
-  new_group kb_base offset offset_increment
+  randseed norandommap verify(crc32c|crc32c-intel|md5|sha1|xxhash|pattern)
+  do_verify(1) verify_fatal invalidate fadvise_hint(0|1) allow_file_create(1)
+  create_on_open unlink group_reporting lat_percentiles percentile_list
+  stonewall wait_for_previous new_group kb_base offset offset_increment
   write_bw_log write_lat_log write_iops_log log_avg_msec
 Job files: [global] and [job] sections, `include FILE`, ${ENV} expansion.
 Options ioscale adds:
@@ -102,7 +103,7 @@ fn plan_runs(jobs: Vec<Job>) -> Result<Vec<Run>, Usage> {
 
 /// Which workload setting two concurrent jobs disagree on, if any.
 fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
-    let checks: [(&'static str, bool); 15] = [
+    let checks: [(&'static str, bool); 16] = [
         ("nrfiles", a.nrfiles == b.nrfiles),
         ("rw", a.op == b.op),
         ("bs", a.bs == b.bs),
@@ -126,7 +127,14 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
         ("loops", a.loops == b.loops),
         ("startdelay", a.startdelay == b.startdelay),
         ("randseed", a.seed == b.seed),
-        ("verify", a.verify == b.verify),
+        (
+            "verify",
+            a.verify == b.verify && a.verify_fatal == b.verify_fatal,
+        ),
+        (
+            "invalidate/fadvise_hint",
+            a.invalidate == b.invalidate && a.fadvise_hint == b.fadvise_hint,
+        ),
         ("unlink", a.unlink == b.unlink),
         ("rwmixread", a.rwmixread == b.rwmixread),
     ];
@@ -265,31 +273,27 @@ fn to_raw(
     let size = job_size(j, existing)?;
     let starts = files::starts(run, size)?;
     let mut ops = vec![j.op];
-    if j.verify.is_some() {
+    let checksum = j.verify.as_deref().and_then(Checksum::parse);
+    if let Some(v) = &j.verify {
         ops.push(if j.op == Op::Randwrite {
             Op::Randread
         } else {
             Op::Read
         });
-        notes.push(format!(
-            "verify={}: ioscale writes its own checkable pattern and reads it back after the write \
-             (the read-back is reported as reads, as fio does)",
-            j.verify.as_deref().unwrap_or("")
-        ));
+        if checksum.is_none() {
+            notes.push(format!(
+                "verify={v}: ioscale writes its own checkable pattern and reads it back after the \
+                 write (the read-back is reported as reads, as fio does)"
+            ));
+        }
     }
-    let sync = if j.osync {
-        SyncMode::Each
-    } else if j.odsync {
-        SyncMode::Dsync
-    } else if j.fsync > 0 {
-        SyncMode::Every(j.fsync)
-    } else if j.fdatasync > 0 {
-        notes.push("fdatasync=N: ioscale issues fsync (data and metadata) instead".into());
-        SyncMode::Every(j.fdatasync)
-    } else if j.end_fsync || j.fsync_on_close {
-        SyncMode::End
-    } else {
-        SyncMode::None
+    let sync = sync_mode(j)?;
+    let hints = IoHints {
+        invalidate: j.invalidate,
+        fadvise: j.fadvise_hint,
+        checksum,
+        end_sync: (j.fsync > 0 || j.fdatasync > 0) && (j.end_fsync || j.fsync_on_close),
+        verify_fatal: j.verify_fatal,
     };
     let iodepth = match j.engine {
         EngineKind::Sync => {
@@ -331,9 +335,34 @@ fn to_raw(
             nofollow: true,
         }),
         start_offsets: starts,
+        hints,
         ..Default::default()
     };
     Ok((raw, paths, notes))
+}
+
+/// fio's syncs of a job: O_SYNC/O_DSYNC, or an fsync/fdatasync before
+/// the write that follows every N (none after the last: an `end_fsync`
+/// then is [`IoHints::end_sync`]), or one fsync at the end.
+fn sync_mode(j: &Job) -> Result<SyncMode, Usage> {
+    Ok(if j.osync {
+        SyncMode::Each
+    } else if j.odsync {
+        SyncMode::Dsync
+    } else if j.fsync > 0 && j.fdatasync > 0 {
+        return Err(Usage(format!(
+            "fsync={} with fdatasync={} (job '{}'): not supported; give one",
+            j.fsync, j.fdatasync, j.name
+        )));
+    } else if j.fsync > 0 {
+        SyncMode::Between(j.fsync)
+    } else if j.fdatasync > 0 {
+        SyncMode::DataBetween(j.fdatasync)
+    } else if j.end_fsync || j.fsync_on_close {
+        SyncMode::End
+    } else {
+        SyncMode::None
+    })
 }
 
 /// The workload of a fio job with `numjobs` set to `clones`, for
@@ -730,8 +759,9 @@ impl Session {
         self.files.check_dirs().map_err(Stopped::Refused)?;
         for (spec, paths) in files {
             // Files a job reads (a mix too) are written out first, as fio
-            // lays them out; files it only writes are allocated.
-            let reads = spec.ops.iter().any(|o| o.reads());
+            // lays them out; files it only writes are allocated (a verify
+            // job's too: it reads back only what it wrote).
+            let reads = spec.ops.first().is_some_and(|o| o.reads());
             let r = files::lay_out(&mut self.files, spec, paths, reads, stop, laid);
             if let Err(e) = r {
                 let name = &run.jobs[0].name;

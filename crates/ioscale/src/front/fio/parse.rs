@@ -145,6 +145,11 @@ const OPTIONS: &[(&str, Kind)] = &[
     ("norandommap", Kind::Bool),
     ("verify", Kind::Value),
     ("create_on_open", Kind::Bool),
+    ("invalidate", Kind::Bool),
+    ("fadvise_hint", Kind::Value),
+    ("allow_file_create", Kind::Bool),
+    ("do_verify", Kind::Bool),
+    ("verify_fatal", Kind::Bool),
     ("unlink", Kind::Bool),
     ("group_reporting", Kind::Bool),
     ("lat_percentiles", Kind::Bool),
@@ -182,8 +187,8 @@ pub fn refusal(key: &str) -> Option<&'static str> {
         "io_size" | "io_limit" => {
             "ioscale moves each file's size once per loop: use size= and loops= (native: --size, --reps)"
         }
-        "invalidate" | "pre_read" => {
-            "ioscale does not drop or warm the cache per job (native: `ioscale run --drop-caches`)"
+        "pre_read" => {
+            "ioscale does not warm the cache per job (native: `ioscale run --drop-caches` drops it)"
         }
         "rate" | "rate_iops" | "rate_min" | "rate_iops_min" | "rate_process" | "thinktime" => {
             "ioscale runs as fast as the storage allows; it has no rate limits"
@@ -216,9 +221,10 @@ pub fn refusal(key: &str) -> Option<&'static str> {
         "filename_format" | "unique_filename" => {
             "ioscale names files as fio does by default (jobname.N.M in directory=) or exactly filename="
         }
-        "verify_interval" | "verify_offset" | "verify_pattern" | "verify_fatal" | "verify_dump"
-        | "verify_backlog" | "verify_async" | "do_verify" | "verify_only" => {
-            "ioscale checks its own pattern after the write (verify=crc32c|md5|pattern; native: --verify)"
+        "verify_interval" | "verify_offset" | "verify_pattern" | "verify_dump" | "verify_backlog"
+        | "verify_async" | "verify_only" => {
+            "ioscale writes fio's verify blocks of bs= bytes and reads them all back after the write \
+             (verify=crc32c|md5|sha1|xxhash; native: --verify)"
         }
         "cgroup" | "nice" | "prio" | "prioclass" | "uid" | "gid" => {
             "ioscale runs its workers in its own process"
@@ -643,6 +649,14 @@ pub struct Job {
     pub log_avg_msec: u64,
     /// `create_on_open=1`.
     pub create_on_open: bool,
+    /// `invalidate=1` (fio's default): drop the file's cached pages when
+    /// the job opens it.
+    pub invalidate: bool,
+    /// `fadvise_hint=1` (fio's default): hint the access pattern when the
+    /// job opens its file.
+    pub fadvise_hint: bool,
+    /// `verify_fatal=1`: stop at the first block that fails its check.
+    pub verify_fatal: bool,
     /// The job's own options as written (fio's "job options").
     pub own: Vec<(String, String)>,
 }
@@ -768,6 +782,9 @@ impl Job {
             iops_log: None,
             log_avg_msec: 0,
             create_on_open: false,
+            invalidate: true,
+            fadvise_hint: true,
+            verify_fatal: false,
             own: Vec::new(),
         }
     }
@@ -839,13 +856,27 @@ fn engine_kind(v: &str) -> Result<EngineKind, String> {
     }
 }
 
-/// `verify=`: a checksum or pattern (ioscale checks its own), or none.
+/// `verify=`: a checksum (fio's verify blocks, [`spec::Checksum`]) or
+/// `pattern`/`crc32` (ioscale checks its own pattern), or none.
 fn verify_kind(v: &str) -> Result<Option<String>, String> {
     match v {
         "0" | "" | "null" => Ok(None),
-        "crc32c" | "crc32c-intel" | "md5" | "pattern" | "crc32" | "sha256" => Ok(Some(v.to_string())),
+        "pattern" | "crc32" => Ok(Some(v.to_string())),
+        _ if spec::Checksum::parse(v).is_some() => Ok(Some(v.to_string())),
         _ => Err(format!(
-            "verify={v}: use crc32c, md5 or pattern (ioscale checks its own pattern; native: --verify)"
+            "verify={v}: use crc32c, crc32c-intel, md5, sha1 or xxhash (fio's verify \
+             blocks), or pattern (ioscale's own; native: --verify)"
+        )),
+    }
+}
+
+/// `fadvise_hint=`: 1 (fio's default: by the job's order) or 0.
+fn fadvise_hint(v: &str) -> Result<bool, String> {
+    match v {
+        "1" | "" => Ok(true),
+        "0" => Ok(false),
+        _ => Err(format!(
+            "fadvise_hint={v}: use 1 (fio's default: sequential or random as the job's order) or 0"
         )),
     }
 }
@@ -969,6 +1000,17 @@ fn set_io(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
         "offset" => j.offset = o.size()?,
         "offset_increment" => j.offset_increment = o.size()?,
         "create_on_open" => j.create_on_open = o.bool()?,
+        "invalidate" => j.invalidate = o.bool()?,
+        "fadvise_hint" => j.fadvise_hint = fadvise_hint(v)?,
+        "allow_file_create" => {
+            if !o.bool()? {
+                return Err(
+                    "allow_file_create=0: not supported; ioscale creates a job's missing \
+                            files, as fio's default allow_file_create=1 does"
+                        .into(),
+                );
+            }
+        }
         "unlink" => j.unlink = o.bool()?,
         _ => return Ok(false),
     }
@@ -996,6 +1038,16 @@ fn set_run(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
         "randseed" => j.seed = Some(o.int()?),
         "norandommap" => {}
         "verify" => j.verify = verify_kind(v)?,
+        "verify_fatal" => j.verify_fatal = o.bool()?,
+        "do_verify" => {
+            if !o.bool()? {
+                return Err(
+                    "do_verify=0: not supported; ioscale reads a verify job's blocks back \
+                            after its writes, as fio's default do_verify=1 does"
+                        .into(),
+                );
+            }
+        }
         "group_reporting" => j.group_reporting = o.bool()?,
         "lat_percentiles" => j.lat_percentiles = o.bool()?,
         "clat_percentiles" => {

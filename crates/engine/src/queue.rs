@@ -104,6 +104,10 @@ pub trait IoQueue {
     fn issued_at(&self, _slot: usize) -> Option<std::time::Instant> {
         None
     }
+    /// The transfers the kernel did only in part and that were issued
+    /// again for the rest (fio's `short_ios`), reads then writes, since the
+    /// last call; the count starts again from 0.
+    fn take_short_ios(&mut self) -> [u64; 2];
 }
 
 /// Positioned reads and writes on one file of any backend (pread/pwrite
@@ -112,6 +116,7 @@ pub struct SyncQueue<'f, F: DataFile> {
     file: &'f F,
     buf: &'f mut AlignedBuf,
     pending: Option<Request>,
+    short: [u64; 2],
 }
 
 impl<'f, F: DataFile> SyncQueue<'f, F> {
@@ -121,6 +126,7 @@ impl<'f, F: DataFile> SyncQueue<'f, F> {
             file,
             buf,
             pending: None,
+            short: [0; 2],
         }
     }
 }
@@ -136,6 +142,10 @@ impl<F: DataFile> IoQueue for SyncQueue<'_, F> {
 
     fn buf(&self, _slot: usize) -> &[u8] {
         self.buf.as_slice()
+    }
+
+    fn take_short_ios(&mut self) -> [u64; 2] {
+        std::mem::take(&mut self.short)
     }
 
     #[inline]
@@ -169,6 +179,7 @@ impl<F: DataFile> IoQueue for SyncQueue<'_, F> {
                     if done >= len {
                         break Ok(());
                     }
+                    self.short[usize::from(req.write)] += 1;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => break Err(IoFault::Errno(e.raw_os_error().unwrap_or(libc::EIO))),

@@ -560,6 +560,9 @@ pub struct UringQueue<'s> {
     issued: Vec<std::time::Instant>,
     /// With `stamp` in `Batch` mode: slots pushed, not yet handed over.
     unsent: Vec<usize>,
+    /// Short transfers queued again, reads then writes
+    /// ([`IoQueue::take_short_ios`]).
+    short: [u64; 2],
 }
 
 impl<'s> UringQueue<'s> {
@@ -604,6 +607,7 @@ impl<'s> UringQueue<'s> {
             stamp: false,
             issued: Vec::new(),
             unsent: Vec::new(),
+            short: [0; 2],
         }
     }
 
@@ -732,6 +736,10 @@ impl IoQueue for UringQueue<'_> {
 
     fn buf(&self, slot: usize) -> &[u8] {
         self.st.bufs[slot].as_slice()
+    }
+
+    fn take_short_ios(&mut self) -> [u64; 2] {
+        std::mem::take(&mut self.short)
     }
 
     #[inline]
@@ -898,6 +906,7 @@ impl UringQueue<'_> {
                 None if n_resubmit < resubmit.len() => {
                     resubmit[n_resubmit] = slot;
                     n_resubmit += 1;
+                    self.short[usize::from(s.req.write)] += 1;
                 }
                 None => {
                     // Far beyond any sane count of short transfers in one

@@ -385,6 +385,65 @@ pub struct DirLatency {
     pub log: Vec<IoLogEntry>,
     /// The latency of each fsync/fdatasync the loop issued (fio's `sync`).
     pub syncs: LatencyHistogram,
+    /// fio's IO depth tallies ([`Depths`]).
+    pub depths: Depths,
+    /// Transfers the kernel did in part and that were issued again for
+    /// the rest (fio's `short_ios`), reads then writes.
+    pub short: [u64; 2],
+}
+
+/// fio's IO depth tallies over its seven buckets: `level`, requests (and
+/// syncs) by the depth in flight as each was issued (1, 2, 4, 8, 16, 32,
+/// ≥64: the largest power of two at most the depth); `submit`, submit
+/// calls by the requests each handed over, and `complete`, waits by the
+/// completions each took (0, 1–4, 5–8, 9–16, 17–32, 33–64, more).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Depths {
+    /// Requests by the depth they were issued at.
+    pub level: [u64; 7],
+    /// Submit calls by requests handed over.
+    pub submit: [u64; 7],
+    /// Waits by completions taken.
+    pub complete: [u64; 7],
+}
+
+impl Depths {
+    /// fio's depth-level bucket of a depth.
+    #[inline]
+    pub fn level_bucket(depth: usize) -> usize {
+        match depth {
+            0..=1 => 0,
+            2..=3 => 1,
+            4..=7 => 2,
+            8..=15 => 3,
+            16..=31 => 4,
+            32..=63 => 5,
+            _ => 6,
+        }
+    }
+
+    /// fio's submit/complete bucket of a count.
+    #[inline]
+    pub fn batch_bucket(n: usize) -> usize {
+        match n {
+            0 => 0,
+            1..=4 => 1,
+            5..=8 => 2,
+            9..=16 => 3,
+            17..=32 => 4,
+            33..=64 => 5,
+            _ => 6,
+        }
+    }
+
+    /// Adds `o`'s tallies.
+    pub fn merge(&mut self, o: &Depths) {
+        for k in 0..7 {
+            self.level[k] += o.level[k];
+            self.submit[k] += o.submit[k];
+            self.complete[k] += o.complete[k];
+        }
+    }
 }
 
 /// One completed request, for fio's per-I/O logs.
@@ -413,6 +472,8 @@ impl DirLatency {
             slat: two(),
             log: Vec::new(),
             syncs: LatencyHistogram::new(),
+            depths: Depths::default(),
+            short: [0; 2],
         }
     }
 
@@ -425,6 +486,9 @@ impl DirLatency {
         }
         self.log.extend_from_slice(&other.log);
         self.syncs.merge(&other.syncs);
+        self.depths.merge(&other.depths);
+        self.short[0] += other.short[0];
+        self.short[1] += other.short[1];
     }
 }
 
@@ -565,6 +629,9 @@ pub fn io_loop<B: Backend, Q: IoQueue>(q: &mut Q, file: &B::File, lp: &mut LoopC
             }
             break;
         }
+        if st.fine {
+            st.tally_submit();
+        }
         if let Err(e) = q.submit_and_reap(&mut st.done) {
             lp.s.failure = Some(IoFailure {
                 op: "io_uring_enter".into(),
@@ -579,8 +646,17 @@ pub fn io_loop<B: Backend, Q: IoQueue>(q: &mut Q, file: &B::File, lp: &mut LoopC
             break;
         }
         st.now = Instant::now();
+        if st.fine && !st.done.is_empty() {
+            st.depths.complete[Depths::batch_bucket(st.done.len())] += 1;
+        }
         st.account(q, file, lp);
         st.after_batch(file, lp);
+    }
+    if let Some(d) = lp.s.detail.as_deref_mut() {
+        d.depths.merge(&st.depths);
+        let short = q.take_short_ios();
+        d.short[0] += short[0];
+        d.short[1] += short[1];
     }
     st.finish(lp);
 }
@@ -642,6 +718,10 @@ struct LoopState {
     base_slat: [u64; 2],
     /// fio's details are kept ([`WorkerSample::detail`]).
     fine: bool,
+    /// With `fine`: fio's depth tallies, and the requests pushed since the
+    /// last submit call.
+    depths: Depths,
+    pushed: usize,
 }
 
 impl LoopState {
@@ -708,6 +788,8 @@ impl LoopState {
             base_d: crate::live::lifetime_dirs(slot),
             base_slat: crate::live::lifetime_slat(slot),
             fine: lp.s.detail.is_some(),
+            depths: Depths::default(),
+            pushed: 0,
         }
     }
 
@@ -758,6 +840,20 @@ impl LoopState {
                 },
             );
             self.inflight += 1;
+            if self.fine {
+                self.pushed += 1;
+                self.depths.level[Depths::level_bucket(self.inflight)] += 1;
+            }
+        }
+    }
+
+    /// fio's submit tally for the requests pushed since the last call (a
+    /// wait that hands nothing over is no submit).
+    #[inline]
+    fn tally_submit(&mut self) {
+        if self.pushed > 0 {
+            self.depths.submit[Depths::batch_bucket(self.pushed)] += 1;
+            self.pushed = 0;
         }
     }
 
@@ -910,6 +1006,13 @@ impl LoopState {
     /// flight.
     fn sync_between<B: Backend>(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>) {
         self.synced_at = self.writes_issued;
+        if self.fine {
+            // fio counts a sync as an I/O at depth 1, handed over and
+            // completed on its own.
+            self.depths.level[0] += 1;
+            self.depths.submit[1] += 1;
+            self.depths.complete[1] += 1;
+        }
         let data = self.sync_data;
         self.sync_now(file, lp, data);
         self.after_batch(file, lp);

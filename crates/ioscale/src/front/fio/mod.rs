@@ -497,6 +497,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         }
     }
     st.finish_disks();
+    st.report.ended = std::time::SystemTime::now();
+    st.report.ended_text = super::ctime_now();
     Ok(emit(&cli, &st.report, &st.records).max(st.code))
 }
 
@@ -603,6 +605,8 @@ impl Session {
                 version: format!("ioscale-{}", env!("CARGO_PKG_VERSION")),
                 started: std::time::SystemTime::now(),
                 started_text: super::ctime_now(),
+                ended: std::time::SystemTime::now(),
+                ended_text: super::ctime_now(),
                 global,
                 headers: Vec::new(),
                 entries: Vec::new(),
@@ -821,12 +825,7 @@ fn render_report(cli: &parse::Cli, report: &Report) -> String {
         match f {
             Format::Normal => text.push_str(&render::normal(report)),
             Format::Json | Format::JsonPlus => {
-                if *f == Format::JsonPlus {
-                    eprintln!(
-                        "fio: note: json+: ioscale keeps no per-bucket latency bins; the output is fio's json"
-                    );
-                }
-                let v = render::json(report);
+                let v = render::json(report, *f == Format::JsonPlus);
                 text.push_str(&serde_json::to_string_pretty(&v).unwrap_or_default());
                 text.push('\n');
             }
@@ -1065,6 +1064,9 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool)
         options: j.own.clone(),
         percentiles: j.percentiles.clone(),
         lat_percentiles: j.lat_percentiles,
+        clones_runtime_s: 0.0,
+        depths: Default::default(),
+        syncs: None,
     };
     let mut usage = ThreadUse::default();
     let mut buckets = LatBuckets::default();
@@ -1226,6 +1228,13 @@ fn add_phase(
         (t1 - t0).max(0.0)
     };
     e.runtime_s += secs;
+    e.clones_runtime_s += if mine.is_empty() {
+        secs
+    } else {
+        mine.iter().map(|w| (w.end_s - w.start_s).max(0.0)).sum()
+    };
+    e.depths.merge(&lat.depths);
+    add_lat(&mut e.syncs, &lat.syncs);
     let bytes: u64 = mine.iter().map(|w| w.bytes).sum();
     let ops: u64 = mine.iter().map(|w| w.ops).sum();
     let mixed = matches!(op, Op::Rw | Op::Randrw);
@@ -1257,6 +1266,7 @@ fn add_phase(
         }
         d.bytes += b;
         d.ios += n;
+        d.short += lat.short[k];
         d.runtime_s += secs;
         add_lat(&mut d.lat, &lat.lat[k]);
         if lat.clat[k] != lat.lat[k] {

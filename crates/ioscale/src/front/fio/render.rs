@@ -136,6 +136,9 @@ pub struct DirStats {
     pub bw_stat: Option<SampleStat>,
     /// IOPS samples.
     pub iops_stat: Option<SampleStat>,
+    /// Transfers done in part and issued again for the rest (fio's
+    /// `short_ios`).
+    pub short: u64,
 }
 
 impl DirStats {
@@ -198,6 +201,13 @@ pub struct Entry {
     pub percentiles: Option<Vec<f64>>,
     /// `lat_percentiles=1`.
     pub lat_percentiles: bool,
+    /// Seconds each clone ran, summed (fio's `job_runtime`; one clone's
+    /// own without `group_reporting`).
+    pub clones_runtime_s: f64,
+    /// fio's IO depth tallies of the entry's clones.
+    pub depths: engine::worker::Depths,
+    /// The latency of each fsync/fdatasync between writes (fio's `sync`).
+    pub syncs: Option<Lat>,
 }
 
 /// A job's line at the top of the normal output.
@@ -288,6 +298,10 @@ pub struct Report {
     pub started: std::time::SystemTime,
     /// The same in C's `ctime` form, local time (fio's date style).
     pub started_text: String,
+    /// When the jobs ended (fio's JSON `timestamp`), and in `ctime` form.
+    pub ended: std::time::SystemTime,
+    /// [`Report::ended`] in C's `ctime` form.
+    pub ended_text: String,
     /// `[global]` options.
     pub global: Vec<(String, String)>,
     /// One per job.
@@ -779,7 +793,100 @@ fn options_json(opts: &[(String, String)]) -> Value {
     )
 }
 
-fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64) -> Value {
+/// fio's object of one latency: min, max, mean, stddev, N and, with
+/// `with_pct`, the percentiles, and with `plus` too (json+) the
+/// histogram's bins ([`fio_bins`]).
+fn lat_body(e: &Entry, l: &Lat, with_pct: bool, plus: bool) -> Value {
+    let mut o = Map::new();
+    o.insert("min".into(), json!(l.min()));
+    o.insert("max".into(), json!(l.max()));
+    o.insert("mean".into(), json!(l.mean()));
+    o.insert("stddev".into(), json!(l.dev()));
+    o.insert("N".into(), json!(l.n()));
+    if with_pct {
+        let mut p = Map::new();
+        for (q, v) in percentiles_of(e, l) {
+            p.insert(format!("{q:.6}"), json!(v));
+        }
+        o.insert("percentile".into(), Value::Object(p));
+    }
+    if with_pct && plus && l.n() > 0 {
+        o.insert("bins".into(), fio_bins(&l.hist));
+    }
+    Value::Object(o)
+}
+
+/// The bins of fio's json+: each non-empty bucket of the histogram as
+/// fio names it (`plat_idx_to_val`), with its count. ioscale's buckets
+/// are fio's (exact below 128 ns, then 64 per power of two), so each maps
+/// to one of fio's, named by the middle of its range; fio's last bucket
+/// (from 2^33 + 63 × 2^27 ns, about 17 s) takes everything beyond.
+fn fio_bins(h: &stats::LatencyHistogram) -> Value {
+    // fio's last bucket: group 28 (27 error bits), sub-bucket 63.
+    const LAST_LOW: u64 = (1 << 33) + 63 * (1 << 27);
+    let name = |low: u64, high: u64| {
+        if low < 128 {
+            low
+        } else if low >= LAST_LOW {
+            LAST_LOW + (1 << 26)
+        } else {
+            low + (high - low).div_ceil(2)
+        }
+    };
+    let mut bins = Map::new();
+    for (low, high, n) in h.buckets() {
+        let k = name(low, high).to_string();
+        let had = bins.get(&k).and_then(Value::as_u64).unwrap_or(0);
+        bins.insert(k, json!(had + n));
+    }
+    Value::Object(bins)
+}
+
+/// fio's `sync` object: the syncs between writes and their latency.
+fn json_sync(e: &Entry, plus: bool) -> Value {
+    match e.syncs.as_ref().filter(|l| l.n() > 0) {
+        Some(l) => json!({ "total_ios": l.n(), "lat_ns": lat_body(e, l, true, plus) }),
+        None => json!({ "total_ios": 0, "lat_ns": zero_lat() }),
+    }
+}
+
+/// fio's `iodepth_level`, `iodepth_submit` and `iodepth_complete`: the
+/// tallies in percent, the level of the reads and writes (fio divides by
+/// those alone, so syncs at depth 1 can take it past 100), the others of
+/// all submit calls and waits.
+fn json_depths(j: &mut Map<String, Value>, e: &Entry) {
+    let pct = |n: u64, of: u64| {
+        if of == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / of as f64
+        }
+    };
+    let d = &e.depths;
+    let rw = e.read.ios + e.write.ios;
+    let level = ["1", "2", "4", "8", "16", "32", ">=64"];
+    let batch = ["0", "4", "8", "16", "32", "64", ">=64"];
+    let obj = |keys: [&str; 7], v: &[u64; 7], of: u64| {
+        Value::Object(
+            keys.iter()
+                .zip(v)
+                .map(|(k, n)| (k.to_string(), json!(pct(*n, of))))
+                .collect(),
+        )
+    };
+    j.insert("iodepth_level".into(), obj(level, &d.level, rw));
+    let all = |v: &[u64; 7]| v.iter().sum::<u64>();
+    j.insert(
+        "iodepth_submit".into(),
+        obj(batch, &d.submit, all(&d.submit)),
+    );
+    j.insert(
+        "iodepth_complete".into(),
+        obj(batch, &d.complete, all(&d.complete)),
+    );
+}
+
+fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64, plus: bool) -> Value {
     if d.ios == 0 && d.bytes == 0 {
         return idle_dir();
     }
@@ -792,22 +899,11 @@ fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64) -> Value {
     m.insert("iops".into(), json!(d.iops()));
     m.insert("runtime".into(), json!(d.ms()));
     m.insert("total_ios".into(), json!(d.ios));
-    let body = |l: &Lat, with_pct: bool| {
-        let mut o = Map::new();
-        o.insert("min".into(), json!(l.min()));
-        o.insert("max".into(), json!(l.max()));
-        o.insert("mean".into(), json!(l.mean()));
-        o.insert("stddev".into(), json!(l.dev()));
-        o.insert("N".into(), json!(l.n()));
-        if with_pct {
-            let mut p = Map::new();
-            for (q, v) in percentiles_of(e, l) {
-                p.insert(format!("{q:.6}"), json!(v));
-            }
-            o.insert("percentile".into(), Value::Object(p));
-        }
-        Value::Object(o)
-    };
+    m.insert("short_ios".into(), json!(d.short));
+    // ioscale discards no request it issued (fio's drop_ios counts those
+    // it did): 0 by construction.
+    m.insert("drop_ios".into(), json!(0));
+    let body = |l: &Lat, with_pct: bool| lat_body(e, l, with_pct, plus);
     // fio prints zeros when it does not time submissions (psync).
     match d.slat.as_ref().filter(|l| l.n() > 0) {
         Some(sl) => m.insert("slat_ns".into(), body(sl, false)),
@@ -987,17 +1083,18 @@ pub fn terse(r: &Report) -> String {
     out
 }
 
-/// fio's JSON output.
-pub fn json(r: &Report) -> Value {
+/// fio's JSON output; with `plus`, fio's json+ (the latency bins too).
+pub fn json(r: &Report, plus: bool) -> Value {
+    // fio stamps its JSON when it writes it, after the jobs.
     let t = r
-        .started
+        .ended
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let mut top = Map::new();
     top.insert("fio version".into(), json!(r.version));
     top.insert("timestamp".into(), json!(t.as_secs()));
     top.insert("timestamp_ms".into(), json!(t.as_millis() as u64));
-    top.insert("time".into(), json!(r.started_text));
+    top.insert("time".into(), json!(r.ended_text));
     if !r.global.is_empty() {
         top.insert("global options".into(), options_json(&r.global));
     }
@@ -1014,16 +1111,17 @@ pub fn json(r: &Report) -> Value {
             j.insert("job options".into(), options_json(&e.options));
             j.insert(
                 "read".into(),
-                json_dir(&e.read, e, group_agg(r, e.group, true) / 1024.0),
+                json_dir(&e.read, e, group_agg(r, e.group, true) / 1024.0, plus),
             );
             j.insert(
                 "write".into(),
-                json_dir(&e.write, e, group_agg(r, e.group, false) / 1024.0),
+                json_dir(&e.write, e, group_agg(r, e.group, false) / 1024.0, plus),
             );
             j.insert("trim".into(), idle_dir());
+            j.insert("sync".into(), json_sync(e, plus));
             j.insert(
                 "job_runtime".into(),
-                json!((e.runtime_s * 1000.0).round() as u64),
+                json!((e.clones_runtime_s * 1000.0).round() as u64),
             );
             if let Some((u, s)) = e.cpu_s {
                 let (u, s) = cpu_pct(e, u, s);
@@ -1035,6 +1133,7 @@ pub fn json(r: &Report) -> Value {
                 j.insert("majf".into(), json!(majf));
                 j.insert("minf".into(), json!(minf));
             }
+            json_depths(&mut j, e);
             if let Some(b) = &e.buckets {
                 json_buckets(&mut j, b);
             }

@@ -153,13 +153,6 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
             j.nrfiles
         )));
     }
-    if j.nrfiles > 1 && j.filesize.is_some() {
-        return Err(Usage(format!(
-            "nrfiles={} with filesize= (job '{n}'): give size= (the bytes each clone moves, \
-             split evenly over its files)",
-            j.nrfiles
-        )));
-    }
     if !j.ramp_time.is_zero() && j.time_based && j.runtime.is_none() {
         return Err(Usage(format!(
             "ramp_time with time_based (job '{n}'): give runtime= as well (ioscale runs the ramp as \
@@ -192,7 +185,19 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
 /// is the size of the job's first file when it is there already (fio uses
 /// it when no size is given).
 fn job_size(j: &Job, existing: Option<u64>) -> Result<u64, Usage> {
-    let size = match (j.size, j.filesize) {
+    // With nrfiles, filesize= is each file's and size= the clone's total.
+    let per_file = j.nrfiles > 1 && j.filesize.is_some();
+    let total = j.filesize.map(|f| f.saturating_mul(j.nrfiles));
+    let size = match (j.size, if per_file { total } else { j.filesize }) {
+        (Some(s), Some(t)) if per_file && s != t => {
+            return Err(Usage(format!(
+                "size={s} with nrfiles={} and filesize={} (job '{}'): ioscale moves each file whole \
+                 once per loop; give size={t} (nrfiles × filesize) or leave size= out",
+                j.nrfiles,
+                j.filesize.unwrap_or(0),
+                j.name
+            )))
+        }
         (Some(s), Some(f)) if s != f => {
             return Err(Usage(format!(
                 "size={s} and filesize={f} (job '{}'): ioscale moves the whole file once per loop; give one",
@@ -224,8 +229,9 @@ fn job_size(j: &Job, existing: Option<u64>) -> Result<u64, Usage> {
             j.name
         )));
     }
-    // nrfiles share size= (filesize= is each file's).
-    let size = if j.nrfiles > 1 && j.filesize.is_none() {
+    // nrfiles share size= (filesize= is each file's, so the total splits
+    // evenly too).
+    let size = if j.nrfiles > 1 {
         if !size.is_multiple_of(j.nrfiles) || !(size / j.nrfiles).is_multiple_of(j.bs) {
             return Err(Usage(format!(
                 "size={size} over nrfiles={} (job '{}'): each file must be a whole number of bs={} \

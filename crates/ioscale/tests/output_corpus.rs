@@ -241,7 +241,9 @@ const MACHINE: &[&str] = &[
 
 /// JSON fields replaced whole: resource probes (what this and other
 /// processes did, devices), whose very keys depend on the machine.
-const COLLAPSE: &[&str] = &["resources", "probes", "top_other"];
+// fio's json+ `bins` are named by the latencies seen, so which names
+// appear depends on the run: the object is collapsed.
+const COLLAPSE: &[&str] = &["resources", "probes", "top_other", "bins"];
 
 /// JSON fields left out: present or not depending on the machine (fio's
 /// `disk_util`, only on a block device).

@@ -198,7 +198,7 @@ impl<'s> MetaRun<'s> {
             self.state = after;
         } else if matches!(
             op,
-            MetaOp::Delete | MetaOp::Rename | MetaOp::Rmdir | MetaOp::Cleanup
+            MetaOp::Delete | MetaOp::Rename | MetaOp::RenameDir | MetaOp::Rmdir | MetaOp::Cleanup
         ) {
             self.state = union(self.state, after);
             self.warns.push(format!(

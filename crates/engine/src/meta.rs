@@ -251,6 +251,8 @@ pub(crate) struct Cursor<'p, 'a, B: Backend = Posix> {
     pub(crate) stem_kind: Option<EntryKind>,
     /// Second entry name (rename target, link name), NUL-terminated.
     pub(crate) name2: Vec<u8>,
+    /// Full path of `name` (mdtest's calls), NUL-terminated.
+    pub(crate) full: Vec<u8>,
     /// The backend's flags for the phase's opens (made once).
     pub(crate) flags: B::Flags,
     pub(crate) buf: AlignedBuf,
@@ -296,6 +298,26 @@ impl<B: Backend> Cursor<'_, '_, B> {
         }
         p.extend_from_slice(name.strip_suffix(b"\0").unwrap_or(name));
         PathBuf::from(std::ffi::OsStr::from_bytes(&p))
+    }
+
+    /// The kind of `name`: by its full path from the start with mdtest's
+    /// calls (stat(2) of `base/node/name`, as mdtest stats), else looked
+    /// up in the held directory. The path is built in a reused buffer.
+    fn stat_name(&mut self) -> OpResult {
+        if !self.plan.spec.mdtest_calls {
+            return B::lstat(self.at(), &self.name)
+                .map(|_| ())
+                .map_err(fail("stat"));
+        }
+        self.full.clear();
+        self.full.extend_from_slice(&self.base_path);
+        if !self.node_rel.is_empty() {
+            let node = self.node_rel.strip_suffix(b"\0").unwrap_or(&self.node_rel);
+            self.full.extend_from_slice(node);
+            self.full.push(b'/');
+        }
+        self.full.extend_from_slice(&self.name);
+        B::lstat_full(&self.full).map(|_| ()).map_err(fail("stat"))
     }
 
     /// Sets `node_rel` to the path of `node` (empty for the base node).
@@ -488,8 +510,18 @@ impl<B: Backend> Cursor<'_, '_, B> {
         let mut file = B::open(self.at(), &self.name, self.flags, 0).map_err(fail("open"))?;
         let mut r = Ok(());
         let mut pos = 0u64;
+        // mdtest reads the bytes it asks for and stops: no read(2) to find
+        // the end of the file.
+        let exact = spec.mdtest_calls.then(|| spec.size_of(self.w, i));
         loop {
-            match file.read(self.buf.as_mut_slice()) {
+            let mut len = self.buf.len();
+            if let Some(want) = exact {
+                if pos >= want {
+                    break;
+                }
+                len = len.min((want - pos).min(usize::MAX as u64) as usize);
+            }
+            match file.read(&mut self.buf.as_mut_slice()[..len]) {
                 Ok(0) => break,
                 Ok(n) => {
                     s.records += 1;
@@ -546,6 +578,7 @@ impl<B: Backend> Cursor<'_, '_, B> {
             | MetaOp::TruncateOverwrite => self.data_op(file_kind, i, s),
             MetaOp::Stat | MetaOp::Chmod | MetaOp::Delete => self.file_op(file_kind, i),
             MetaOp::Mkdir | MetaOp::StatDir | MetaOp::Rmdir => self.dir_op(i),
+            MetaOp::RenameDir => self.rotate_dir(i),
             MetaOp::Rename => {
                 let to = if self.plan.state.renamed {
                     EntryKind::File
@@ -598,9 +631,7 @@ impl<B: Backend> Cursor<'_, '_, B> {
     fn file_op(&mut self, file_kind: EntryKind, i: u64) -> OpResult {
         self.set_name(file_kind, i);
         match self.plan.op {
-            MetaOp::Stat => B::lstat(self.at(), &self.name)
-                .map(|_| ())
-                .map_err(fail("stat")),
+            MetaOp::Stat => self.stat_name(),
             MetaOp::Chmod => {
                 // Alternate so a repeated chmod still changes the inode.
                 let mode = if (self.plan.rep & 1) == 0 {
@@ -620,12 +651,62 @@ impl<B: Backend> Cursor<'_, '_, B> {
         self.set_name(EntryKind::Dir, i);
         match self.plan.op {
             MetaOp::Mkdir => B::mkdir(self.at(), &self.name, 0o755).map_err(fail("mkdir")),
-            MetaOp::StatDir => B::lstat(self.at(), &self.name)
-                .map(|_| ())
-                .map_err(fail("stat")),
+            MetaOp::StatDir => self.stat_name(),
             MetaOp::Rmdir => B::rmdir(self.at(), &self.name).map_err(fail("rmdir")),
             op => unreachable!("{op} is not a directory operation"),
         }
+    }
+
+    /// mdtest's directory rename, within the directory node holding
+    /// directory `i`: the node's first directory goes to a temporary name,
+    /// each next one to its predecessor's name, and at the node's last
+    /// index the temporary one to the second-to-last's name (a node of one
+    /// directory renames it away and back). One rename per index, as
+    /// mdtest's `rename_dir_test` makes, except that mdtest's rotation
+    /// runs over all of a task's items, across directories.
+    fn rotate_dir(&mut self, i: u64) -> OpResult {
+        let spec = self.plan.spec;
+        let node = spec.node_of(i);
+        let first = spec.first_index_of(node);
+        let end = spec
+            .first_index_of(node + 1)
+            .min(self.plan.count_for(self.w));
+        let last = i + 1 >= end;
+        let rename = |c: &Self| {
+            B::rename(c.at(), &c.name, &c.name2).map_err(|err| OpErr {
+                second: err.raw_os_error() == Some(libc::EEXIST),
+                ..fail("rename")(err)
+            })
+        };
+        if i == first {
+            self.set_name(EntryKind::Dir, i);
+            self.set_rotation_name(first);
+            rename(self)?;
+            if last {
+                std::mem::swap(&mut self.name, &mut self.name2);
+                self.stem_kind = None;
+                rename(self)?;
+            }
+            return Ok(());
+        }
+        self.set_name2(EntryKind::Dir, i - 1);
+        if last {
+            self.set_rotation_name(first);
+            std::mem::swap(&mut self.name, &mut self.name2);
+            self.stem_kind = None;
+            self.set_name2(EntryKind::Dir, i - 1);
+        } else {
+            self.set_name(EntryKind::Dir, i);
+        }
+        rename(self)
+    }
+
+    /// `name2` := the temporary name of the node whose first directory is
+    /// `first` (mdtest's `-XX` suffix).
+    fn set_rotation_name(&mut self, first: u64) {
+        self.set_name2(EntryKind::Dir, first);
+        self.name2.pop();
+        self.name2.extend_from_slice(b"-XX\0");
     }
 
     /// setxattr, or getxattr and its check, on file `i`.
@@ -680,6 +761,14 @@ impl<B: Backend> Cursor<'_, '_, B> {
             } else {
                 B::unlink(self.at(), &self.name)
             };
+            let r = match r {
+                // A directory rename cut short leaves the node's first
+                // directory under its temporary name.
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) && is_dir => {
+                    self.rmdir_rotation_name(i)
+                }
+                r => r,
+            };
             match r {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
@@ -693,6 +782,22 @@ impl<B: Backend> Cursor<'_, '_, B> {
             }
         }
         Ok(())
+    }
+}
+
+impl<B: Backend> Cursor<'_, '_, B> {
+    /// Removes the temporary name of a directory rename cut short when `i`
+    /// is its node's first index and the run renames directories; ENOENT
+    /// otherwise. Leaves `name` naming it, for a message.
+    fn rmdir_rotation_name(&mut self, i: u64) -> io::Result<()> {
+        let spec = self.plan.spec;
+        if !spec.ops.contains(&MetaOp::RenameDir) || spec.first_index_of(spec.node_of(i)) != i {
+            return Err(io::Error::from_raw_os_error(libc::ENOENT));
+        }
+        self.set_rotation_name(i);
+        std::mem::swap(&mut self.name, &mut self.name2);
+        self.stem_kind = None;
+        B::rmdir(self.at(), &self.name)
     }
 }
 
@@ -736,6 +841,7 @@ impl<'p, 'a, B: Backend> Cursor<'p, 'a, B> {
             stem_len: 0,
             stem_kind: None,
             name2: Vec::with_capacity(320),
+            full: Vec::new(),
             flags,
             buf,
             sealed: None,

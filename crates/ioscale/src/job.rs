@@ -347,6 +347,7 @@ impl MetaArgs {
             stride: opt("--stride", &self.stride, parse_count)?,
             leaf_depth: opt("--leaf-depth", &self.leaf_depth, parse_count)?,
             stop_at_first: self.stop_at_first,
+            mdtest_calls: false,
             engine: Some(engine_name(&self.engine)),
             // The io_uring metadata engine defaults to the data engine's
             // depth; the sync engine to 1.

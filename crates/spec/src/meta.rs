@@ -42,6 +42,12 @@ pub enum MetaOp {
     Chmod,
     /// Rename the file within its directory (a second rename renames back).
     Rename,
+    /// Rotate the names of the `mkdir` directories, as mdtest's `Directory
+    /// rename` phase does, one rename per directory within each directory
+    /// of the tree: the first to a temporary name, each next one to the
+    /// name its predecessor had, the temporary one to the name the
+    /// second-to-last had; every name exists again afterwards.
+    RenameDir,
     /// Set a user extended attribute.
     Setxattr,
     /// Read the extended attribute back.
@@ -63,7 +69,7 @@ pub enum MetaOp {
 
 impl MetaOp {
     /// All operations, in the order `--help` lists them.
-    pub const ALL: [MetaOp; 17] = [
+    pub const ALL: [MetaOp; 18] = [
         MetaOp::Create,
         MetaOp::Read,
         MetaOp::Append,
@@ -73,6 +79,7 @@ impl MetaOp {
         MetaOp::StatDir,
         MetaOp::Chmod,
         MetaOp::Rename,
+        MetaOp::RenameDir,
         MetaOp::Setxattr,
         MetaOp::Getxattr,
         MetaOp::Symlink,
@@ -95,6 +102,7 @@ impl MetaOp {
             MetaOp::StatDir => "stat-dir",
             MetaOp::Chmod => "chmod",
             MetaOp::Rename => "rename",
+            MetaOp::RenameDir => "rename-dir",
             MetaOp::Setxattr => "setxattr",
             MetaOp::Getxattr => "getxattr",
             MetaOp::Symlink => "symlink",
@@ -132,11 +140,17 @@ impl MetaOp {
 
     /// Whether `--stride` applies: the phases that visit existing entries
     /// and that mdtest's -N redirects to another task's items (stat, read,
-    /// removal of files and directories).
+    /// removal of files and directories, and its directory rename, which
+    /// renames the directories the stat phase stats).
     pub fn uses_stride(self) -> bool {
         matches!(
             self,
-            MetaOp::Stat | MetaOp::StatDir | MetaOp::Read | MetaOp::Delete | MetaOp::Rmdir
+            MetaOp::Stat
+                | MetaOp::StatDir
+                | MetaOp::RenameDir
+                | MetaOp::Read
+                | MetaOp::Delete
+                | MetaOp::Rmdir
         )
     }
 
@@ -265,6 +279,8 @@ pub struct RawMeta {
     pub engine: Option<String>,
     /// Operations in flight per thread (1 when not given).
     pub iodepth: Option<u64>,
+    /// Make mdtest's system calls where they differ from ioscale's own.
+    pub mdtest_calls: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -360,6 +376,15 @@ pub struct MetaSpec {
     /// Operations in flight per thread (1 for the sync engine).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub iodepth: u32,
+    /// Make mdtest's system calls where they differ from ioscale's own
+    /// (the mdtest front-end): `stat` and `stat-dir` stat(2) the entry's
+    /// full path, resolved from the start of the path as the tool does,
+    /// in place of a lookup of one name in a held directory; `read`
+    /// reads the bytes the file was written with and stops, without the
+    /// read(2) that finds the end of the file (none at all for an empty
+    /// file). Synchronous engine only.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub mdtest_calls: bool,
 }
 
 /// What kind of entry a name is for; each kind has its own letter so a
@@ -745,7 +770,7 @@ impl TreeState {
     pub fn prerequisite(&self, op: MetaOp) -> Option<MetaOp> {
         if op.needs_files() && !self.files {
             Some(MetaOp::Create)
-        } else if matches!(op, MetaOp::Rmdir | MetaOp::StatDir) && !self.dirs {
+        } else if matches!(op, MetaOp::Rmdir | MetaOp::StatDir | MetaOp::RenameDir) && !self.dirs {
             Some(MetaOp::Mkdir)
         } else {
             None
@@ -804,9 +829,17 @@ impl RawMeta {
             stride,
             leaf_depth,
             stop_at_first: self.stop_at_first,
+            mdtest_calls: self.mdtest_calls,
             engine,
             iodepth: iodepth as u32,
         };
+        if spec.mdtest_calls && spec.engine != "sync" {
+            return Err(SpecError::range(
+                "--engine",
+                spec.engine.clone(),
+                "mdtest's system calls are made by the sync engine only",
+            ));
+        }
         check_names(&spec)?;
         check_sequence(&spec)?;
         Ok(spec)

@@ -844,6 +844,7 @@ pub fn clean_on<B: Backend>(
         stride: 0,
         leaf_depth: m.leaf_depth,
         stop_at_first: false,
+        mdtest_calls: false,
         engine: "sync".into(),
         iodepth: 1,
     });

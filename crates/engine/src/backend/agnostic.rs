@@ -90,6 +90,7 @@ fn the_metadata_loop_runs_every_operation_on_the_double() {
         MetaOp::Delete,
         MetaOp::Mkdir,
         MetaOp::StatDir,
+        MetaOp::RenameDir,
         MetaOp::Rmdir,
     ];
     let spec = meta_spec(&ops);

@@ -132,6 +132,10 @@ impl Capabilities {
     fn lacks_for(&self, op: MetaOp) -> Option<&'static str> {
         let (has, lacks) = match op {
             MetaOp::Rename => (self.rename, "has no atomic rename"),
+            MetaOp::RenameDir if !self.directories => {
+                (false, "has no directories of their own (prefixes only)")
+            }
+            MetaOp::RenameDir => (self.rename, "has no atomic rename"),
             MetaOp::Symlink => (self.symlinks, "has no symbolic links"),
             MetaOp::Chmod => (self.chmod, "has no permission bits"),
             MetaOp::Setxattr | MetaOp::Getxattr => (self.xattrs, "has no extended attributes"),
@@ -209,6 +213,7 @@ mod tests {
             MetaOp::Delete,
             MetaOp::Mkdir,
             MetaOp::StatDir,
+            MetaOp::RenameDir,
             MetaOp::Rmdir,
             MetaOp::Cleanup,
         ];

@@ -377,6 +377,15 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     /// following a link. A directory's changes with every entry made,
     /// removed or renamed in it.
     fn changed(at: &Self::At, name: &[u8]) -> io::Result<(i64, i64)>;
+    /// The kind of the entry at the full path `path` (NUL-terminated),
+    /// resolved from its start as mdtest's stat(2) resolves it, not
+    /// following a link in its last component. Only a stat: nothing is
+    /// opened, changed or read through the path. Backends without paths
+    /// refuse it.
+    fn lstat_full(path: &[u8]) -> io::Result<Kind> {
+        let _ = path;
+        Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    }
     /// Sets the permission bits of `name`, never through a link.
     fn chmod(at: &Self::At, name: &[u8], mode: u32) -> io::Result<()>;
     /// Removes the file (or link) `name`.

@@ -403,6 +403,11 @@ impl Backend for Posix {
     }
 
     #[inline]
+    fn lstat_full(path: &[u8]) -> io::Result<Kind> {
+        at::lstat(libc::AT_FDCWD, path).map(Kind::of)
+    }
+
+    #[inline]
     fn chmod(at: &OwnedFd, name: &[u8], mode: u32) -> io::Result<()> {
         at::chmod(at.as_raw_fd(), name, mode)
     }

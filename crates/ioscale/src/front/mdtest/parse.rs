@@ -263,8 +263,8 @@ pub(super) fn dirs_in_tree(z: u64, b: u64) -> Result<u64, Usage> {
     Ok(total)
 }
 
-/// The phase sequence of one mdtest iteration.
-pub(super) fn ops_of(a: &MdArgs) -> Vec<MetaOp> {
+/// The phase sequence of one mdtest iteration with `items` per task.
+pub(super) fn ops_of(a: &MdArgs, items: u64) -> Vec<MetaOp> {
     let (files, dirs) = if !a.files_only && !a.dirs_only {
         (true, true)
     } else {
@@ -283,6 +283,11 @@ pub(super) fn ops_of(a: &MdArgs) -> Vec<MetaOp> {
         }
         if s {
             ops.push(MetaOp::StatDir);
+        }
+        // mdtest renames directories only when no phase is named, after
+        // their stat (and only with more than one item: `items > 1`).
+        if all && items > 1 {
+            ops.push(MetaOp::RenameDir);
         }
         if d {
             ops.push(MetaOp::Rmdir);
@@ -422,7 +427,7 @@ pub(super) fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
              add -e with the -w size (ioscale checks every byte, `ioscale meta --verify`)",
         ));
     }
-    let ops = ops_of(a);
+    let ops = ops_of(a, items);
     if let Some(e) = a.read_bytes {
         if e != a.write_bytes && ops.contains(&MetaOp::Read) {
             notes.push(format!(
@@ -456,6 +461,8 @@ pub(super) fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
             reps: Some(a.iterations.unwrap_or(1)),
             // What this run does not remove stays for a later -T/-E/-r run.
             keep: !remove,
+            // stat(2) by the full path, and no read(2) past the data.
+            mdtest_calls: true,
             ..Default::default()
         },
         notes,

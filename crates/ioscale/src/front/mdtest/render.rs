@@ -61,13 +61,13 @@ pub struct MdtestTextExporter {
 
 /// mdtest 4.0's rows, in its order: label, the ioscale operation behind
 /// it (`None`: not done by ioscale, see below) and whether it is a
-/// directory row. ioscale's mdtest front-end renames no directories, so
-/// `Directory rename` shows 0, as mdtest 4.0 shows it when it renames
-/// none.
+/// directory row. `Directory rename` is the `rename-dir` phase, which
+/// runs, as in mdtest 4.0, only when no phase is named (no -C, -T, -E,
+/// -r) and shows 0 otherwise, as mdtest shows it.
 const ROWS: [(&str, Option<&str>, bool); 8] = [
     ("Directory creation", Some("mkdir"), true),
     ("Directory stat", Some("stat-dir"), true),
-    ("Directory rename", None, true),
+    ("Directory rename", Some("rename-dir"), true),
     ("Directory removal", Some("rmdir"), true),
     ("File creation", Some("create"), false),
     ("File stat", Some("stat"), false),

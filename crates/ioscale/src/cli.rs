@@ -187,8 +187,8 @@ const META_EXAMPLES: &str = "Examples:
   ioscale meta --ops cleanup --threads 4 /mnt/fs
 
 Operations: create, read, append, overwrite, truncate-overwrite, stat,
-stat-dir, chmod, rename, setxattr, getxattr, symlink, readdir (ls -l), delete,
-mkdir, rmdir, cleanup. The tree lives in TARGET/ioscale-meta.d; only names
+stat-dir, chmod, rename, rename-dir, setxattr, getxattr, symlink, readdir
+(ls -l), delete, mkdir, rmdir, cleanup. The tree lives in TARGET/ioscale-meta.d; only names
 ioscale made are ever removed.";
 
 /// Examples for `ioscale clean --help`.

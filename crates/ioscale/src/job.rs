@@ -183,8 +183,8 @@ pub struct MetaArgs {
     pub target: PathBuf,
 
     /// Phases, in order (comma list): create, read, append, overwrite,
-    /// truncate-overwrite, stat, stat-dir, chmod, rename, setxattr, getxattr,
-    /// symlink, readdir, delete, mkdir, rmdir, cleanup.
+    /// truncate-overwrite, stat, stat-dir, chmod, rename, rename-dir,
+    /// setxattr, getxattr, symlink, readdir, delete, mkdir, rmdir, cleanup.
     #[arg(
         long = "ops",
         alias = "op",

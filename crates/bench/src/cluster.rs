@@ -235,6 +235,10 @@ pub struct MetaBrief {
     start_ns: u64,
     end_ns: u64,
     status: u8,
+    /// smallfile's per-thread lines count the files done by the first
+    /// thread's finish.
+    stonewall_files: u64,
+    stonewall_bytes: u64,
 }
 
 fn brief_status(failed: bool, deadline: bool, stonewalled: bool) -> u8 {
@@ -400,6 +404,8 @@ impl Sample for MetaSample {
             start_ns: self.start_ns,
             end_ns: self.end_ns,
             status: brief_status(self.failure.is_some(), self.hit_deadline, self.stonewalled),
+            stonewall_files: self.stonewall_files,
+            stonewall_bytes: self.stonewall_bytes,
         }
     }
     fn from_brief(b: MetaBrief, failures: &[(u32, IoFailure)]) -> Result<Self, String> {
@@ -416,8 +422,8 @@ impl Sample for MetaSample {
             hist: LatencyHistogram::new(),
             start_ns: b.start_ns,
             end_ns: b.end_ns,
-            stonewall_files: 0,
-            stonewall_bytes: 0,
+            stonewall_files: b.stonewall_files,
+            stonewall_bytes: b.stonewall_bytes,
             hit_deadline: b.status & BRIEF_DEADLINE != 0,
             failure: failure_of(b.worker, b.status, failures)?,
             stonewalled: b.status & BRIEF_STONEWALLED != 0,

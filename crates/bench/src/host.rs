@@ -119,6 +119,14 @@ pub fn now_rfc3339() -> String {
         .to_string()
 }
 
+/// Seconds since the Unix epoch of a time stamp in [`now_rfc3339`]'s
+/// form (smallfile's JSON gives its start time so); `None` when `text`
+/// is not one.
+pub fn rfc3339_epoch_s(text: &str) -> Option<f64> {
+    let t: jiff::Timestamp = text.parse().ok()?;
+    Some(t.as_millisecond() as f64 / 1e3)
+}
+
 /// Now in local time (the `TZ` variable, else the system's zone), in the
 /// strftime `format`: the front-ends print their tools' time stamps with
 /// it (`%a %b %e %H:%M:%S %Y` is C's `ctime`, as IOR prints).

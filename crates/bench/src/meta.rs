@@ -527,6 +527,9 @@ fn files_record(
         files: s.files,
         records: s.records,
         elapsed_s: s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9,
+        stonewall_files: s.stonewall_files,
+        stonewall_bytes: s.stonewall_bytes,
+        stonewall_s: thread_stonewall_s(s, out.first_done_ns),
         status: if s.failure.is_some() {
             "error"
         } else if s.hit_deadline {
@@ -562,6 +565,19 @@ fn files_record(
             Vec::new()
         },
     }
+}
+
+/// Thread `s`'s elapsed seconds when it saw the first thread finish
+/// (`first_done_ns`, on the same epoch as its start): its own elapsed
+/// time when it did all its work before that, or there was no first
+/// finish.
+fn thread_stonewall_s(s: &MetaSample, first_done_ns: Option<u64>) -> f64 {
+    let own = s.end_ns.saturating_sub(s.start_ns);
+    let at = match first_done_ns {
+        Some(ns) if s.stonewall_files < s.files => ns.saturating_sub(s.start_ns).min(own),
+        _ => own,
+    };
+    at as f64 / 1e9
 }
 
 /// One row per worker, times against the phase's first start `t0`.

@@ -151,9 +151,16 @@ fn seed003_runs_make_exactly_the_files_and_cleanup_removes_only_them() {
         }
         assert_eq!(text.matches(",status = ok").count() as u64, t, "{text}");
         assert!(text.contains(&format!("total threads = {t}\n")), "{text}");
-        assert!(text.contains("total files = 64\n"), "{text}");
+        // smallfile's count: the files each thread had done when it saw
+        // the first thread finish, summed (64 when none was cut).
+        let files = counted_files(&text);
+        assert!(files <= 64, "{text}");
+        assert!(text.contains(&format!("total files = {files}\n")), "{text}");
         assert!(
-            text.contains("100.00% of requested files processed, warning threshold is  70.00%\n"),
+            text.contains(&format!(
+                "{:6.2}% of requested files processed, warning threshold is  70.00%\n",
+                files as f64 * 100.0 / 64.0
+            )),
             "{text}"
         );
         for l in [
@@ -230,7 +237,8 @@ fn operations_follow_each_other_on_the_kept_tree() {
     assert!(text.contains("records = 60,status = ok"), "{text}");
     assert_eq!(regular_files(dir.path()), 60);
     let text = go("read");
-    assert!(text.contains("total files = 60\n"), "{text}");
+    let files = counted_files(&text);
+    assert!(text.contains(&format!("total files = {files}\n")), "{text}");
     assert!(text.contains("records = 60,"), "{text}");
     let text = go("stat");
     assert!(text.contains("records = 0,"), "{text}");
@@ -271,24 +279,39 @@ fn output_json_and_response_times() {
     assert_code(&out, 0);
     assert!(stdout(&out).contains("response times (usec): p50 "));
     let v = json(&j);
-    assert_eq!(v["results"]["files"], 60);
-    assert_eq!(v["results"]["total-threads"], 3);
-    assert_eq!(v["results"]["in-thread"]["02"]["files"], 20);
-    assert_eq!(v["params"]["operation"], "create");
-    assert_eq!(regular_files(&data), 60);
-    // Both aggregates, under distinct names: smallfile's sum of per-thread
-    // rates and the honest files ÷ (first start to last finish).
+    // smallfile 1.1's keys and spelling.
     let r = &v["results"];
+    assert_eq!(r["totalhreads"], 3, "{r}");
+    assert_eq!(r["status"], "Success", "{r}");
+    assert!(r["startTime"].as_f64().unwrap() > 1.6e9, "{r}");
+    assert!(r["date"].as_str().unwrap().ends_with(".000Z"), "{r}");
+    assert_eq!(v["params"]["operation"], "create");
+    assert_eq!(v["params"]["stonewall"], "Y");
+    assert_eq!(regular_files(&data), 60);
+    // smallfile's counts: per thread, the files done when it saw the
+    // first thread finish; the totals and rates are their sums.
+    let th = r["thread"].as_object().unwrap();
+    assert_eq!(th.len(), 3, "{r}");
+    let files: u64 = th.values().map(|t| t["files"].as_u64().unwrap()).sum();
+    let rate: f64 = th
+        .values()
+        .map(|t| t["filesPerSec"].as_f64().unwrap())
+        .sum();
+    assert_eq!(r["files"], files, "{r}");
+    assert!(files <= 60 && th.values().any(|t| t["files"] == 20), "{r}");
+    assert!(
+        (r["filesPerSec"].as_f64().unwrap() - rate).abs() <= 1e-9 * rate,
+        "{r}"
+    );
+    let pct = r["pctFilesDone"].as_f64().unwrap();
+    assert!((pct - files as f64 * 100.0 / 60.0).abs() < 1e-9, "{r}");
+    // The honest aggregate, under names smallfile does not use: every
+    // file ÷ (first start to last finish).
+    assert_eq!(r["files-wall-clock"], 60, "{r}");
     let wall = r["wall-clock-elapsed"].as_f64().unwrap();
     let honest = r["files-per-sec-wall-clock"].as_f64().unwrap();
     assert!(wall > 0.0, "{r}");
     assert!((honest - 60.0 / wall).abs() <= 1e-6 * honest, "{r}");
-    // No thread can take longer than the whole phase, so the sum of
-    // per-thread rates is never below the honest figure.
-    assert!(
-        r["files-per-sec"].as_f64().unwrap() >= honest * (1.0 - 1e-9),
-        "{r}"
-    );
     assert!(
         r["MiBps-wall-clock"].is_number() && r["IOPS-wall-clock"].is_number(),
         "{r}"
@@ -302,8 +325,7 @@ fn output_json_and_response_times() {
         .unwrap_or_else(|| panic!("no wall-clock headline: {text}"));
     assert!(
         lines[at + 1].starts_with("files/sec = ")
-            && lines[at + 1]
-                .ends_with("(smallfile's definition: the sum of each thread's own rate)"),
+            && lines[at + 1].contains("(smallfile's definition: the sum of each thread's own rate"),
         "{text}"
     );
     let shown: f64 = lines[at].rsplit(' ').next().unwrap().parse().unwrap();
@@ -383,9 +405,92 @@ fn the_binary_called_smallfile_cli_py_is_the_front_end() {
         .unwrap();
     assert_no_panic(&out);
     assert_code(&out, 0);
-    assert!(stdout(&out).contains("total files = 20"));
+    let files = counted_files(&stdout(&out));
+    assert!(stdout(&out).contains(&format!("total files = {files}\n")));
     assert_eq!(regular_files(&data), 20);
     let help = sf(&["--help"]);
     assert_code(&help, 0);
     assert!(stdout(&help).contains("Examples"));
+}
+
+/// The sum of the `files = N` of smallfile's thread lines.
+fn counted_files(text: &str) -> u64 {
+    text.lines()
+        .filter(|l| l.starts_with("host = "))
+        .filter_map(|l| {
+            l.split(",files = ")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+#[test]
+fn files_are_counted_when_the_first_thread_finishes_as_smallfile_counts_them() {
+    // smallfile 1.1 with its stonewall (the default): each thread's line,
+    // `total files`, the percentage and files/sec count the files done
+    // when it saw the first thread finish; the record keeps every file.
+    // 8 threads of 300 files on 2 CPUs: some thread sees another finish.
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let rec = dir.path().join("r.json");
+    let j = dir.path().join("sf.json");
+    let base = [
+        "--operation",
+        "create",
+        "--threads",
+        "8",
+        "--files",
+        "300",
+        "--file-size",
+        "0",
+    ];
+    let mut a = base.to_vec();
+    a.extend_from_slice(&[
+        "--record",
+        s(&rec),
+        "--output-json",
+        s(&j),
+        "--top",
+        s(&data),
+    ]);
+    let out = sf(&a);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    let v = json(&rec);
+    let threads = v["phases"][0]["files"]["threads"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let mut want = 0;
+    for t in &threads {
+        let (sw, all) = (
+            t["stonewall_files"].as_u64().unwrap(),
+            t["files"].as_u64().unwrap(),
+        );
+        assert_eq!(all, 300, "{t}");
+        assert!(sw <= all, "{t}");
+        let shown = text
+            .lines()
+            .find(|l| l.contains(&format!(",thr = {:02},", t["thread"].as_u64().unwrap())))
+            .unwrap();
+        assert!(shown.contains(&format!(",files = {sw},")), "{shown} {t}");
+        want += sw;
+    }
+    assert_eq!(counted_files(&text), want);
+    assert!(text.contains(&format!("total files = {want}\n")), "{text}");
+    assert_eq!(json(&j)["results"]["files"], want);
+    assert_eq!(json(&j)["results"]["files-wall-clock"], 2400);
+    std::fs::remove_dir_all(&data).unwrap();
+    std::fs::create_dir(&data).unwrap();
+    // Without the stonewall smallfile counts every file.
+    let mut a = base.to_vec();
+    a.extend_from_slice(&["--stonewall", "N", "--top", s(&data)]);
+    let out = sf(&a);
+    assert_code(&out, 0);
+    assert_eq!(counted_files(&stdout(&out)), 2400, "{}", stdout(&out));
 }

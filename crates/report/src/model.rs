@@ -360,6 +360,19 @@ pub struct ThreadFiles {
     pub elapsed_s: f64,
     /// `ok`, `time-limit`, `interrupted`, `stopped` (a peer failed) or `error`.
     pub status: String,
+    /// Files it had processed when it saw the first thread finish (or the
+    /// time limit strike); all its files when it finished first or never
+    /// saw it (smallfile's `filenum_final`).
+    #[serde(default)]
+    pub stonewall_files: u64,
+    /// Bytes it had moved by then.
+    #[serde(default)]
+    pub stonewall_bytes: u64,
+    /// Its elapsed seconds by then: from its start to the first thread's
+    /// finish, or its own elapsed time when it finished first (smallfile's
+    /// per-thread `elapsed`).
+    #[serde(default)]
+    pub stonewall_s: f64,
 }
 
 /// Statistics of one operation over its repetitions.

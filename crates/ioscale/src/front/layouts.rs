@@ -425,6 +425,9 @@ fn smallfile_text_is_smallfile_1_1s_layout_with_the_honest_headline() {
         records: files,
         elapsed_s: elapsed,
         status: "ok".into(),
+        stonewall_files: files,
+        stonewall_bytes: files * 4096,
+        stonewall_s: elapsed,
     };
     let (e0, e1) = (1.8013365268707275, 1.7552926540374756);
     let p = PhaseRecord {

@@ -133,27 +133,39 @@ fn params_block(a: &SfArgs, spec: &MetaSpec) -> String {
         .collect()
 }
 
-/// smallfile's JSON results document (`--output-json`).
+/// smallfile's `Y`/`N` for a flag in its JSON parameters.
+fn yn(b: bool) -> &'static str {
+    if b {
+        "Y"
+    } else {
+        "N"
+    }
+}
+
+/// smallfile's JSON results document (`--output-json`): smallfile 1.1's
+/// keys (`filesPerSec`, `totalhreads` as smallfile spells it,
+/// `pctFilesDone`, `status` "Success", per-thread figures under
+/// `thread`), counted as its text lines count them; ioscale's honest
+/// aggregate under `*-wall-clock` names smallfile does not use.
 fn json_doc(a: &SfArgs, rs: &report::ResultSet, host: &str) -> serde_json::Value {
     use serde_json::json;
     let Some(p) = rs.phases.last() else {
         return json!({ "params": {}, "results": { "status": "no phase completed" } });
     };
-    let t = render::totals(p);
+    let t = render::totals(p, a.stonewall);
     let mut threads = serde_json::Map::new();
     if let Some(f) = &p.files {
         for th in &f.threads {
-            let bytes = render::thread_bytes(p, th.thread);
-            let e = th.elapsed_s;
+            let (files, records, bytes, e) = render::counted(p, th, a.stonewall);
             let rate = |x: f64| if e > 0.0 { x / e } else { 0.0 };
             let mut o = json!({
                 "elapsed": e,
-                "files": th.files,
-                "records": th.records,
-                "files-per-sec": rate(th.files as f64),
+                "files": files,
+                "records": records,
+                "filesPerSec": rate(files as f64),
             });
-            if th.records > 0 {
-                o["IOPS"] = json!(rate(th.records as f64));
+            if records > 0 {
+                o["IOPS"] = json!(rate(records as f64));
                 o["MiBps"] = json!(rate(bytes as f64 / 1048576.0));
             }
             if th.status != "ok" {
@@ -162,28 +174,31 @@ fn json_doc(a: &SfArgs, rs: &report::ResultSet, host: &str) -> serde_json::Value
             threads.insert(format!("{:02}", th.thread), o);
         }
     }
+    let start = bench::host::rfc3339_epoch_s(&rs.started);
     let mut results = json!({
         "elapsed": t.elapsed,
         "files": t.files,
         "records": t.records,
-        "files-per-sec": t.files_per_sec,
+        "filesPerSec": t.files_per_sec,
+        "thread": threads,
+        "totalhreads": t.threads,
+        "pctFilesDone": t.pct_files,
+        "startTime": start,
+        "status": if t.ok { "Success" } else { "error" },
+        "date": rs.started.replace('Z', ".000Z"),
         // ioscale's honest aggregate, under names smallfile does not use:
         // all threads' work ÷ (first start to last finish).
         "wall-clock-elapsed": t.wall_s,
+        "files-wall-clock": t.all_files,
         "files-per-sec-wall-clock": t.files_per_sec_wall,
-        "in-thread": threads,
-        "total-threads": t.threads,
-        "pct-files-done": t.pct_files,
-        "start-time": rs.started,
-        "status": if t.ok { "ok" } else { "error" },
         "host": host,
     });
     if t.records > 0 {
         results["IOPS"] = json!(t.iops);
         results["MiBps"] = json!(t.mib_per_sec);
+        results["totalDataGB"] = json!(t.bytes as f64 / (1u64 << 30) as f64);
         results["IOPS-wall-clock"] = json!(t.iops_wall);
         results["MiBps-wall-clock"] = json!(t.mib_per_sec_wall);
-        results["total-data-GB"] = json!(t.bytes as f64 / (1u64 << 30) as f64);
     }
     json!({
         "params": {
@@ -198,15 +213,17 @@ fn json_doc(a: &SfArgs, rs: &report::ResultSet, host: &str) -> serde_json::Value
             "file_size_distr": "fixed",
             "files_per_dir": a.files_per_dir,
             "dirs_per_dir": a.dirs_per_dir,
-            "share_dir": a.same_dir,
-            "filename_prefix": a.prefix,
-            "filename_suffix": "",
-            "hash_to_dir": a.hash_into_dirs,
-            "fsync_after_modify": a.fsync,
+            "share_dir": yn(a.same_dir),
+            "fname_prefix": a.prefix,
+            "fname_suffix": "",
+            "hash_to_dir": yn(a.hash_into_dirs),
+            "fsync_after_modify": yn(a.fsync),
             "pause_between_files": 0,
-            "finish_all_requests": a.finish,
-            "stonewall": a.stonewall,
-            "verify_read": a.verify_read.unwrap_or(false),
+            "auto_pause": false,
+            "cleanup_delay_usec_per_file": a.cleanup_delay_usec,
+            "finish_all_requests": yn(a.finish),
+            "stonewall": yn(a.stonewall),
+            "verify_read": yn(a.verify_read.unwrap_or(false)),
             "xattr_size": a.xattr_size,
             "xattr_count": a.xattr_count,
             "record_size": a.record_size_kb,
@@ -337,6 +354,7 @@ fn print_results(a: &SfArgs, outcome: &bench::run::Outcome) -> Exit {
     let info = SmallfileInfo {
         host: host.clone(),
         response_times: a.response_times,
+        stonewall: a.stonewall,
     };
     let text = Smallfile::render(&info, rs)?;
     let mut out = std::io::stdout().lock();

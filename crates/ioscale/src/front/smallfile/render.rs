@@ -11,7 +11,11 @@
 //! smallfile's `files/sec`, `IOPS` and `MiB/sec` are the sums of each
 //! thread's own rate (its files, records or bytes ÷ its own elapsed time);
 //! `elapsed time` is the longest thread's, and `total IOPS` is the summed
-//! IOPS truncated to an integer. Adding up per-thread rates overstates
+//! IOPS truncated to an integer. With its stonewall (the default) a
+//! thread's files, records and elapsed time are those at the moment it
+//! saw the first thread finish (smallfile's `filenum_final`, `rq_final`),
+//! so the thread lines, `total files`, the percentage and those rates
+//! count the work done by the first thread's finish, not every file. Adding up per-thread rates overstates
 //! the aggregate when threads do not run side by side (more threads than
 //! cores), so each of those lines is preceded by the honest aggregate —
 //! all threads' work ÷ (first start to last finish), the headline,
@@ -20,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use report::{ExportError, Exporter, PhaseRecord, ResultSet};
+use report::{ExportError, Exporter, PhaseRecord, ResultSet, ThreadFiles};
 
 /// smallfile's warning threshold for the files processed, in percent.
 pub const PCT_FILES_MIN: f64 = 70.0;
@@ -32,6 +36,10 @@ pub struct SmallfileInfo {
     pub host: String,
     /// `--response-times Y`: add the latency percentiles.
     pub response_times: bool,
+    /// `--stonewall Y` (smallfile's default): threads count the files done
+    /// when the first thread finished.
+    #[serde(default)]
+    pub stonewall: bool,
 }
 
 /// smallfile's result lines.
@@ -46,8 +54,14 @@ pub struct SmallfileTextExporter {
 pub struct SmallfileTotals {
     /// Threads.
     pub threads: usize,
-    /// Files processed.
+    /// Files counted (by the first thread's finish, with the stonewall).
     pub files: u64,
+    /// Every file processed (the honest aggregate's numerator).
+    pub all_files: u64,
+    /// Every data call.
+    pub all_records: u64,
+    /// Every byte moved.
+    pub all_bytes: u64,
     /// Data calls.
     pub records: u64,
     /// Bytes moved.
@@ -95,8 +109,36 @@ pub fn thread_bytes(p: &PhaseRecord, thread: u32) -> u64 {
         .map_or(0, |w| w.bytes)
 }
 
-/// Adds up a phase the way smallfile does.
-pub fn totals(p: &PhaseRecord) -> SmallfileTotals {
+/// What smallfile counts of one thread: (files, records, bytes, elapsed
+/// seconds). With its stonewall, the work done when the thread saw the
+/// first thread finish and the time it took; the records then are the
+/// thread's records per file (fixed-size files take the same number
+/// each) times those files. Without it, everything.
+pub fn counted(p: &PhaseRecord, th: &ThreadFiles, stonewall: bool) -> (u64, u64, u64, f64) {
+    if !stonewall || th.stonewall_files >= th.files {
+        return (
+            th.files,
+            th.records,
+            thread_bytes(p, th.thread),
+            th.elapsed_s,
+        );
+    }
+    let records = if th.files > 0 {
+        (th.records as u128 * th.stonewall_files as u128 / th.files as u128) as u64
+    } else {
+        0
+    };
+    (
+        th.stonewall_files,
+        records,
+        th.stonewall_bytes,
+        th.stonewall_s,
+    )
+}
+
+/// Adds up a phase the way smallfile does (`stonewall`: smallfile's
+/// `--stonewall Y`).
+pub fn totals(p: &PhaseRecord, stonewall: bool) -> SmallfileTotals {
     let mut t = SmallfileTotals {
         ok: true,
         ..Default::default()
@@ -105,24 +147,27 @@ pub fn totals(p: &PhaseRecord) -> SmallfileTotals {
         return t;
     };
     for th in &f.threads {
-        let bytes = thread_bytes(p, th.thread);
+        let (files, records, bytes, elapsed) = counted(p, th, stonewall);
         t.threads += 1;
-        t.files += th.files;
-        t.records += th.records;
+        t.files += files;
+        t.records += records;
         t.bytes += bytes;
-        t.elapsed = t.elapsed.max(th.elapsed_s);
-        if th.elapsed_s > 0.0 {
-            t.files_per_sec += th.files as f64 / th.elapsed_s;
-            t.iops += th.records as f64 / th.elapsed_s;
-            t.mib_per_sec += bytes as f64 / (1024.0 * 1024.0) / th.elapsed_s;
+        t.all_files += th.files;
+        t.all_records += th.records;
+        t.all_bytes += thread_bytes(p, th.thread);
+        t.elapsed = t.elapsed.max(elapsed);
+        if elapsed > 0.0 {
+            t.files_per_sec += files as f64 / elapsed;
+            t.iops += records as f64 / elapsed;
+            t.mib_per_sec += bytes as f64 / (1024.0 * 1024.0) / elapsed;
         }
         t.ok &= th.status == "ok";
     }
     t.wall_s = wall_s(p);
     if t.wall_s > 0.0 {
-        t.files_per_sec_wall = t.files as f64 / t.wall_s;
-        t.iops_wall = t.records as f64 / t.wall_s;
-        t.mib_per_sec_wall = t.bytes as f64 / (1024.0 * 1024.0) / t.wall_s;
+        t.files_per_sec_wall = t.all_files as f64 / t.wall_s;
+        t.iops_wall = t.all_records as f64 / t.wall_s;
+        t.mib_per_sec_wall = t.all_bytes as f64 / (1024.0 * 1024.0) / t.wall_s;
     }
     t.pct_files = if f.requested > 0 {
         100.0 * t.files as f64 / f.requested as f64
@@ -154,16 +199,15 @@ impl SmallfileTextExporter {
             } else {
                 format!("ERR: {}", th.status)
             };
+            let (files, records, _, elapsed) = counted(p, th, self.info.stonewall);
             out.push_str(&format!(
-                "host = {},thr = {:02},elapsed = {},files = {},records = {},status = {status}\n",
+                "host = {},thr = {:02},elapsed = {},files = {files},records = {records},status = {status}\n",
                 self.info.host,
                 th.thread,
-                py_float(th.elapsed_s),
-                th.files,
-                th.records
+                py_float(elapsed),
             ));
         }
-        let t = totals(p);
+        let t = totals(p, self.info.stonewall);
         out.push_str(&format!("total threads = {}\n", t.threads));
         out.push_str(&format!("total files = {}\n", t.files));
         if t.records > 0 {
@@ -184,23 +228,27 @@ impl SmallfileTextExporter {
             // The honest aggregate first, then smallfile's figure where
             // smallfile prints it, its definition named after the number
             // (so `awk '{print $3}'` still finds the number).
-            const DEF: &str = "(smallfile's definition: the sum of each thread's own rate)";
+            let def = if self.info.stonewall && t.files < t.all_files {
+                "(smallfile's definition: the sum of each thread's own rate, counting the files done when the first thread finished)"
+            } else {
+                "(smallfile's definition: the sum of each thread's own rate)"
+            };
             out.push_str(&format!(
                 "files/sec (all threads, wall clock) = {:.6}\n",
                 t.files_per_sec_wall
             ));
-            out.push_str(&format!("files/sec = {:.6} {DEF}\n", t.files_per_sec));
+            out.push_str(&format!("files/sec = {:.6} {def}\n", t.files_per_sec));
             if t.records > 0 {
                 out.push_str(&format!(
                     "IOPS (all threads, wall clock) = {:.6}\n",
                     t.iops_wall
                 ));
-                out.push_str(&format!("IOPS = {:.6} {DEF}\n", t.iops));
+                out.push_str(&format!("IOPS = {:.6} {def}\n", t.iops));
                 out.push_str(&format!(
                     "MiB/sec (all threads, wall clock) = {:.6}\n",
                     t.mib_per_sec_wall
                 ));
-                out.push_str(&format!("MiB/sec = {:.6} {DEF}\n", t.mib_per_sec));
+                out.push_str(&format!("MiB/sec = {:.6} {def}\n", t.mib_per_sec));
             }
         }
         if self.info.response_times {

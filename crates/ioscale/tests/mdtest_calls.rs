@@ -24,7 +24,7 @@ fn have_strace() -> bool {
 }
 
 /// Runs `cmd` under `strace -f -y` and returns the log's lines.
-fn trace(mut cmd: Command) -> (std::process::Output, Vec<String>) {
+fn trace(cmd: Command) -> (std::process::Output, Vec<String>) {
     let log = tempfile::NamedTempFile::new().unwrap();
     let prog = cmd.get_program().to_owned();
     let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();

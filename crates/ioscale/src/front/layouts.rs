@@ -466,6 +466,7 @@ fn smallfile_text_is_smallfile_1_1s_layout_with_the_honest_headline() {
         info: SmallfileInfo {
             host: "vm".into(),
             response_times: false,
+            stonewall: true,
         },
     }
     .render(&record(vec![p]))

@@ -1429,12 +1429,17 @@ mod tests {
         m.end_ns = 2_000_000_000;
         let b = coord::wire::to_bytes(&m.brief()).unwrap();
         // worker 2 + files, records 1 each + read bytes (4,096) 2 + write
-        // bytes 1 + times 1 and 5 + status 1.
-        assert_eq!(b.len(), 14);
+        // bytes 1 + times 1 and 5 + status 1 + smallfile's stonewall
+        // files and bytes 1 each.
+        assert_eq!(b.len(), 16);
         let back = MetaSample::from_brief(coord::wire::from_bytes(&b).unwrap(), &[]).unwrap();
         assert_eq!(
             (back.files, back.records, back.bytes()),
             (m.files, m.records, m.bytes())
+        );
+        assert_eq!(
+            (back.stonewall_files, back.stonewall_bytes),
+            (m.stonewall_files, m.stonewall_bytes)
         );
         assert_eq!((back.start_ns, back.end_ns), (m.start_ns, m.end_ns));
         assert!(back.hit_deadline && back.stonewalled && back.failure.is_none());

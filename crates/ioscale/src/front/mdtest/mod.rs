@@ -4,8 +4,10 @@
 //! Options are read the way mdtest reads them (`-n 100`, `-n=100`,
 //! `-n100`, bundled flags such as `-FC`) into a [`RawMeta`](spec::RawMeta) for `ioscale
 //! meta`'s driver and engine. mdtest's iteration — directory creation,
-//! stat and removal, then file creation, stat, read and removal — becomes
-//! the phase sequence `mkdir,stat-dir,rmdir,create,stat,read,delete`,
+//! stat, rename and removal, then file creation, stat, read and removal —
+//! becomes the phase sequence
+//! `mkdir,stat-dir,rename-dir,rmdir,create,stat,read,delete`, made with
+//! mdtest's system calls (`MetaSpec::mdtest_calls`),
 //! narrowed by -F/-D and -C/-T/-E/-r. mdtest's tree (depth -z, branching
 //! -b, -I items per directory) is meta's `--files-per-dir`/`--dirs-per-dir`
 //! tree, which numbers directories breadth-first the same way. Tasks run
@@ -294,6 +296,7 @@ mod tests {
             vec![
                 MetaOp::Mkdir,
                 MetaOp::StatDir,
+                MetaOp::RenameDir,
                 MetaOp::Rmdir,
                 MetaOp::Create,
                 MetaOp::Stat,
@@ -301,6 +304,7 @@ mod tests {
                 MetaOp::Delete
             ]
         );
+        assert!(s.mdtest_calls);
         assert!(s.same_dir && !s.keep);
         let s = spec("-n=10 -FC -u -d /x --tasks 4");
         assert_eq!(s.ops, vec![MetaOp::Create]);

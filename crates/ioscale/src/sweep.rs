@@ -129,10 +129,18 @@ fn parse_inner(inner: &[String], target: Option<&str>) -> Result<JobCommand, Usa
                 with.push(t.to_string());
                 return parse_inner(&with, None);
             }
+            // clap's first line, and its did-you-mean tip when it has one.
+            let text = e.to_string();
+            let tip = text
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("tip:"))
+                .map(|t| format!("\n  {t}"))
+                .unwrap_or_default();
             usage(format!(
-                "the command after -- ({}): {}",
+                "the command after -- ({}): {}{tip}",
                 inner.join(" "),
-                e.to_string().lines().next().unwrap_or("invalid")
+                text.lines().next().unwrap_or("invalid")
             ))
         }
     }
@@ -575,14 +583,35 @@ enum Inner {
     Fio(Vec<String>),
 }
 
+/// An inner `--threads`, which the sweep's `--threads` replaces at every
+/// point: a value the inner command would refuse (0, not a number) is
+/// refused; another than the default 1 is said not to count.
+fn inner_threads(v: &str) -> Result<(), Usage> {
+    match parse_count(v) {
+        Ok(1) => Ok(()),
+        Ok(0) | Err(_) => usage(format!(
+            "the command after --: --threads {v}: not a thread count; leave --threads out \
+             there: the sweep's --threads LIST sets each point's threads"
+        )),
+        Ok(n) => {
+            eprintln!(
+                "ioscale: warning: the command after --: --threads {n} is not used: the sweep's \
+                 --threads LIST sets each point's threads"
+            );
+            Ok(())
+        }
+    }
+}
+
 /// Types the inner command's flags once, into its request. The fields
 /// every point sets itself — threads, repetitions, and the transfer size
 /// or layout when the sweep varies them — are cleared in the typed
-/// request (an inner `-t 4` under `sweep --threads 1,2` never counted);
-/// each point then sets them ([`point`]).
+/// request (an inner `-t 4` under `sweep --threads 1,2` never counts,
+/// and [`inner_threads`] says so); each point then sets them ([`point`]).
 fn typed_inner(inner: &JobCommand, swept_xfer: bool, swept_layout: bool) -> Result<Inner, Usage> {
     match inner {
         JobCommand::Run(r) => {
+            inner_threads(&r.threads)?;
             let mut raw = r.to_raw().map_err(|e| Usage(e.to_string()))?;
             raw.threads = None;
             raw.reps = None;
@@ -595,6 +624,7 @@ fn typed_inner(inner: &JobCommand, swept_xfer: bool, swept_layout: bool) -> Resu
             Ok(Inner::Run(raw))
         }
         JobCommand::Meta(m) => {
+            inner_threads(&m.threads)?;
             let mut raw = m.to_raw().map_err(|e| Usage(e.to_string()))?;
             raw.threads = None;
             raw.reps = None;

@@ -250,11 +250,60 @@ fn bad_sweeps_are_refused_with_exit_2() {
             vec!["sweep", "--threads", "1", "--layout", "x", "--", "run", d],
             "unknown layout",
         ),
+        // A misspelt flag keeps clap's did-you-mean tip (issue 26).
+        (
+            vec!["sweep", "--threads", "1", "--", "run", "--sizee", "1m", d],
+            "tip: a similar argument exists: '--size'",
+        ),
+        // An inner --threads 0 is refused, not silently replaced.
+        (
+            vec![
+                "sweep",
+                "--threads",
+                "1",
+                "--",
+                "run",
+                "--size",
+                "1m",
+                "--threads",
+                "0",
+                d,
+            ],
+            "--threads 0: not a thread count",
+        ),
+        (
+            vec!["sweep", "--threads", "1", "--", "meta", "--threads", "0", d],
+            "--threads 0: not a thread count",
+        ),
     ] {
         let r = run(&args);
         assert_code(&r, 2);
         assert!(stderr(&r).contains(want), "{args:?}: {}", stderr(&r));
     }
+    // Another inner --threads is said not to count: the points set theirs.
+    let r = run(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "64k",
+        "--xfer",
+        "64k",
+        "--threads",
+        "3",
+        d,
+    ]);
+    assert_code(&r, 0);
+    assert!(
+        stderr(&r).contains("--threads 3 is not used: the sweep's --threads LIST sets"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(stdout(&r).contains("write x 1 worker(s)"), "{}", stdout(&r));
     let r = run(&["sweep", "--threads", "1", "--resume", "--", "run", d]);
     assert_code(&r, 2);
     assert!(stderr(&r).contains("--json"), "{}", stderr(&r));

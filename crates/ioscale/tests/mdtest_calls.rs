@@ -50,7 +50,8 @@ fn trace(cmd: Command) -> (std::process::Output, Vec<String>) {
 /// rename, rmdir, unlink. `None` for any other call.
 fn kind(line: &str, item: &dyn Fn(&str) -> bool) -> Option<&'static str> {
     // "PID name(args) = r": the name, and whether an item is involved.
-    let call = line.split_once(' ')?.1;
+    // strace pads the PID to 5 columns, so a short one has more spaces.
+    let call = line.split_once(' ')?.1.trim_start();
     let name = call.split('(').next()?;
     let on_item = call
         .split(['"', '<', '>'])

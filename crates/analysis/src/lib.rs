@@ -9,6 +9,7 @@
 //! points and writes the files.
 #![deny(missing_docs)]
 
+pub mod adapt;
 pub mod compare;
 pub mod findings;
 mod fusemeta;

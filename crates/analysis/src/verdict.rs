@@ -125,6 +125,30 @@ pub const STEADY_SHARE: f64 = 0.2;
 /// storage.
 pub const SERIES_WORKERS: f64 = 0.9;
 
+/// `--reps auto`: the widest relative half-width the 95 % interval of a
+/// point's central figure may have, for every operation, once the point
+/// has enough repetitions (0.05 = ±5 %; `auto:3%` sets another).
+pub const REPS_TARGET: f64 = 0.05;
+
+/// `--reps auto`: the fewest repetitions a point runs before its interval
+/// is judged (two values make an interval, but a percentile bootstrap
+/// over two is as wide as they are apart, whatever the noise).
+pub const REPS_MIN: u32 = 3;
+
+/// `--reps auto`: the most repetitions a point runs when `--max-reps` is
+/// not given (the Flux7 study's 10).
+pub const REPS_MAX: u32 = 10;
+
+/// `--threads auto`: the largest count the search may try when
+/// `auto:MAX` does not say (the seeds' ladders end at 64).
+pub const SEARCH_MAX: u32 = 64;
+
+/// `--threads auto`: doublings in a row that may fail to rise clearly
+/// above the best count before the doubling stops, when the points are
+/// too noisy (wider than [`PLATEAU_NOISE`], or one repetition) to show
+/// that the line is flat after one.
+pub const SEARCH_PATIENCE: u32 = 2;
+
 /// The unit system of a report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -1,0 +1,824 @@
+//! The decisions of an adaptive sweep: how many repetitions a point needs
+//! (`--reps auto`) and which worker count to measure next (`--threads
+//! auto`), made with the analysis' own rules so that the verdict printed
+//! at the end is the one that stopped the search.
+//!
+//! Both decisions are pure functions of what was measured: the search
+//! keeps no state of its own, it is read again from the points after each
+//! count. A sweep resumed from its record therefore continues the search
+//! it was doing, and a test drives it with synthetic curves.
+//!
+//! The repetition rule ([`judge_reps`]): a point repeats until the 95 %
+//! bootstrap interval of every operation's central figure (the one the
+//! tables and the analysis use, [`crate::model::OpStats::rate_ci`]) is
+//! within ±[`REPS_TARGET`] of it, with at least [`REPS_MIN`] good
+//! repetitions, and at most the `--max-reps` (failed repetitions count
+//! towards it: a point that keeps failing stops there).
+//!
+//! The search ([`search`]) over each line of the sweep:
+//!
+//! 1. **Doubling.** From the start count, double while each count is
+//!    clearly above the best before it ([`clearly_above`]: more than
+//!    [`MIN_EFFECT`](crate::verdict::MIN_EFFECT) and intervals apart). It stops at the first count
+//!    that is not, when the line's verdict is already certain
+//!    (serialised, CPU-bound, falls) or both points are quiet enough to
+//!    show a flat line ([`PLATEAU_NOISE`]); otherwise after
+//!    [`SEARCH_PATIENCE`] such counts in a row; and at the largest count.
+//! 2. **Refining.** The optimum is the smallest count within noise of the
+//!    peak (not clearly below it). Between it and the largest measured
+//!    count below it (clearly below the peak), the count nearest their
+//!    geometric mean is measured next, until the two are neighbours.
+//!
+//! A line still rising at the largest count has an optimum of "at least"
+//! that count; it is refined only when its verdict is not latency-bound
+//! (the knee may lie between the last two doublings). The sweep measures the smallest count any line
+//! asks for; every line is measured there.
+
+use serde::{Deserialize, Serialize};
+use stats::Interval;
+
+use crate::verdict::{
+    clearly_above, dur, num, workers_word, CurveAnalysis, CurvePoint, VerdictKind, PLATEAU_NOISE,
+    REPS_MAX, REPS_MIN, REPS_TARGET, SEARCH_MAX, SEARCH_PATIENCE,
+};
+
+/// `--reps auto[:x%]` with `--max-reps N`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RepsAuto {
+    /// Widest relative half-width of the interval (0.05 = ±5 %).
+    pub target: f64,
+    /// Fewest repetitions.
+    pub min: u32,
+    /// Most repetitions, failed ones included.
+    pub max: u32,
+}
+
+impl RepsAuto {
+    /// Reads `auto`, `auto:3%` or `auto:3` (percent), with `--max-reps`
+    /// (default [`REPS_MAX`]). `None` for a plain count.
+    pub fn parse(spec: &str, max_reps: Option<u32>) -> Result<Option<RepsAuto>, String> {
+        let Some(rest) = spec.strip_prefix("auto") else {
+            return Ok(None);
+        };
+        let target = match rest.strip_prefix(':') {
+            None if rest.is_empty() => REPS_TARGET,
+            None => {
+                return Err(format!(
+                    "--reps {spec}: expected auto or auto:X% (e.g. auto:3%)"
+                ))
+            }
+            Some(p) => {
+                let v: f64 = p.trim_end_matches('%').parse().map_err(|_| {
+                    format!("--reps {spec}: the target must be a percentage, e.g. auto:3%")
+                })?;
+                if !(v > 0.0 && v < 100.0) {
+                    return Err(format!(
+                        "--reps {spec}: the target must lie between 0% and 100%, both excluded"
+                    ));
+                }
+                v / 100.0
+            }
+        };
+        let max = max_reps.unwrap_or(REPS_MAX);
+        if max < REPS_MIN {
+            return Err(format!(
+                "--max-reps {max}: --reps auto runs at least {REPS_MIN} repetitions a point (its interval is judged over them)"
+            ));
+        }
+        Ok(Some(RepsAuto {
+            target,
+            min: REPS_MIN,
+            max,
+        }))
+    }
+}
+
+/// One operation of a point, as the repetition rule reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RepFigure {
+    /// The operation.
+    pub op: String,
+    /// Good repetitions.
+    pub good: u32,
+    /// The central figure (trimmed mean or mean of the good repetitions).
+    pub center: f64,
+    /// Its 95 % interval.
+    pub ci: Option<Interval>,
+}
+
+impl From<&crate::model::OpStats> for RepFigure {
+    fn from(o: &crate::model::OpStats) -> RepFigure {
+        RepFigure {
+            op: o.op.clone(),
+            good: o.reps as u32,
+            center: if o.rate_is_data() {
+                o.center_bw_mib_s()
+            } else {
+                o.center_iops()
+            },
+            ci: o.rate_ci(),
+        }
+    }
+}
+
+impl RepFigure {
+    /// The interval's relative half-width, when there is one to judge:
+    /// two good repetitions or more, a positive finite centre and bounds.
+    pub fn noise(&self) -> Option<f64> {
+        let c = self.ci?;
+        (self.good >= 2 && self.center.is_finite() && self.center > 0.0)
+            .then(|| (c.hi - c.lo) / 2.0 / self.center)
+            .filter(|h| h.is_finite() && *h >= 0.0)
+    }
+}
+
+/// What a point's repetitions show against a [`RepsAuto`] target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepsOutcome {
+    /// Repetitions run, failed ones included.
+    pub ran: u32,
+    /// Good repetitions of the operation with the fewest.
+    pub good: u32,
+    /// The widest relative half-width over the operations; `None` when an
+    /// operation has no interval to judge.
+    pub noise: Option<f64>,
+    /// The operation that decided: the widest, or one without an interval.
+    pub op: String,
+    /// The target (0.05 = ±5 %).
+    pub target: f64,
+    /// The most repetitions allowed.
+    pub max: u32,
+    /// Every operation within the target, with enough good repetitions.
+    pub reached: bool,
+    /// No more repetitions: the target is reached or the most were run.
+    pub done: bool,
+}
+
+/// The repetition rule after `ran` repetitions of a point whose
+/// operations read `ops`.
+pub fn judge_reps(rule: &RepsAuto, ran: u32, ops: &[RepFigure]) -> RepsOutcome {
+    let good = ops.iter().map(|o| o.good).min().unwrap_or(0);
+    // The deciding operation: one with no interval first, else the widest.
+    let worst = ops.iter().find(|o| o.noise().is_none()).or_else(|| {
+        ops.iter().max_by(|a, b| {
+            let n = |o: &RepFigure| o.noise().unwrap_or(0.0);
+            n(a).total_cmp(&n(b))
+        })
+    });
+    let noise = match worst {
+        Some(o) => o.noise(),
+        None => None,
+    };
+    let reached =
+        !ops.is_empty() && good >= rule.min && noise.is_some_and(|n| n <= rule.target + 1e-12);
+    RepsOutcome {
+        ran,
+        good,
+        noise,
+        op: worst.map(|o| o.op.clone()).unwrap_or_default(),
+        target: rule.target,
+        max: rule.max,
+        reached,
+        done: reached || ran >= rule.max,
+    }
+}
+
+impl RepsOutcome {
+    /// "3 repetitions, ±2.1% (target ±5%, reached)", or with the target
+    /// missed at the most repetitions, what the noise was.
+    pub fn text(&self) -> String {
+        let reps = if self.ran == 1 {
+            "1 repetition".to_string()
+        } else {
+            format!("{} repetitions", self.ran)
+        };
+        let noise = match self.noise {
+            Some(n) => format!("±{:.1}%", n * 100.0),
+            None => "no interval".into(),
+        };
+        let target = format!("±{:.0}%", self.target * 100.0);
+        if self.reached {
+            format!("{reps}, {noise} (target {target}, reached)")
+        } else if self.done {
+            let why = if self.good < REPS_MIN.min(self.max) {
+                format!("{} good, too few to judge", self.good)
+            } else {
+                format!("{noise} for {}", self.op)
+            };
+            format!(
+                "{reps}, the --max-reps: target {target} not reached ({why}); the noise here is wider than the target"
+            )
+        } else {
+            format!("{reps} so far, {noise} (target {target})")
+        }
+    }
+}
+
+/// `--threads auto[:MAX]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadsAuto {
+    /// The first count measured.
+    pub start: u32,
+    /// The largest count the search may try.
+    pub max: u32,
+}
+
+impl ThreadsAuto {
+    /// Reads `auto` or `auto:MAX` (default [`SEARCH_MAX`]); `None` for a
+    /// list.
+    pub fn parse(spec: &str) -> Result<Option<ThreadsAuto>, String> {
+        let Some(rest) = spec.strip_prefix("auto") else {
+            return Ok(None);
+        };
+        let max = match rest.strip_prefix(':') {
+            None if rest.is_empty() => SEARCH_MAX,
+            None => {
+                return Err(format!(
+                    "--threads {spec}: expected auto or auto:MAX (e.g. auto:64)"
+                ))
+            }
+            Some(m) => m.parse::<u32>().ok().filter(|&m| m >= 1).ok_or_else(|| {
+                format!(
+                    "--threads {spec}: MAX must be a count from 1 to {}",
+                    u32::MAX
+                )
+            })?,
+        };
+        Ok(Some(ThreadsAuto { start: 1, max }))
+    }
+
+    /// The doubling ladder: start, 2 × start, … up to `max`, and `max`
+    /// itself when the doublings miss it.
+    pub fn ladder(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut c = self.start.clamp(1, self.max.max(1));
+        loop {
+            out.push(c);
+            match c.checked_mul(2) {
+                Some(n) if n <= self.max => c = n,
+                _ => break,
+            }
+        }
+        if *out.last().expect("one count") < self.max {
+            out.push(self.max);
+        }
+        out
+    }
+}
+
+/// Where the search of a line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    /// Doubling the count while the rate rises beyond noise.
+    Doubling,
+    /// Narrowing down the smallest count within noise of the peak.
+    Refining,
+    /// Nothing more to measure.
+    Done,
+}
+
+/// Why the doubling of a line stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopKind {
+    /// The count was not clearly above the best before it and both were
+    /// quiet enough to show it: the line is flat or falls.
+    NoRise,
+    /// The line's verdict was certain: serialised, CPU-bound or falls.
+    Verdict,
+    /// [`SEARCH_PATIENCE`] counts in a row not clearly above the best,
+    /// with too much noise to say more.
+    Noise,
+    /// Every repetition failed at [`SEARCH_PATIENCE`] counts in a row.
+    Failed,
+    /// The largest count the search may try.
+    Max,
+}
+
+/// Why and where the doubling of a line stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stop {
+    /// Why.
+    pub kind: StopKind,
+    /// The count at which it stopped.
+    pub at: u32,
+    /// The best count before it (the one it was compared with).
+    pub best: Option<u32>,
+    /// The line's verdict then.
+    pub verdict: VerdictKind,
+    /// Whether the count at which it stopped still rose clearly.
+    pub rising: bool,
+}
+
+/// The optimum of a line: the smallest count within noise of its peak.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Optimum {
+    /// The swept count (threads, or threads per rank under MPI).
+    pub count: u32,
+    /// Its workers (ranks × threads).
+    pub workers: u32,
+    /// "At least": the line still rose at the largest count.
+    pub at_least: bool,
+    /// The sentence with its evidence.
+    pub text: String,
+}
+
+/// The search of one line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineSearch {
+    /// The line (`op` or `op (series)`).
+    pub line: String,
+    /// Where its search is.
+    pub stage: Stage,
+    /// The count it asks for next.
+    pub next: Option<u32>,
+    /// Why its doubling stopped, once it did.
+    pub stop: Option<Stop>,
+    /// Its optimum, from the points so far.
+    pub optimum: Option<Optimum>,
+}
+
+/// The search over every line: what to measure next.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Search {
+    /// The smallest count any line asks for; `None` when every line is
+    /// done.
+    pub next: Option<u32>,
+    /// Each line's search.
+    pub lines: Vec<LineSearch>,
+}
+
+/// The count a point stands for in the search: threads per rank under
+/// MPI, else its workers.
+pub fn swept_count(p: &CurvePoint) -> u32 {
+    if p.ranks > 1 && p.threads_per_rank > 0 {
+        p.threads_per_rank
+    } else {
+        p.threads
+    }
+}
+
+/// Whether a point has a figure the search may read: a good repetition
+/// and a finite rate.
+fn good(p: &CurvePoint) -> bool {
+    p.reps > 0 && p.value.is_finite() && p.value >= 0.0
+}
+
+/// Whether a point is quiet enough to show a flat line: an interval over
+/// two or more repetitions no wider than [`PLATEAU_NOISE`].
+fn quiet(p: &CurvePoint) -> bool {
+    p.reps >= 2 && p.interval().half_width_rel(p.value) <= PLATEAU_NOISE
+}
+
+/// The verdicts that settle a line whatever more workers would show.
+fn certain(k: VerdictKind) -> bool {
+    matches!(
+        k,
+        VerdictKind::Serialised | VerdictKind::CpuBound | VerdictKind::Falls
+    )
+}
+
+/// A line's points by swept count (the last one given wins).
+fn by_count(c: &CurveAnalysis) -> Vec<(u32, &CurvePoint)> {
+    let mut v: Vec<(u32, &CurvePoint)> = c.points.iter().map(|p| (swept_count(p), p)).collect();
+    v.sort_by_key(|x| x.0);
+    v.dedup_by_key(|x| x.0);
+    v
+}
+
+/// Walks the doubling ladder over the measured points: `Err(next)` while
+/// a ladder count is still to be measured, else why it stopped.
+fn doubling(
+    rule: &ThreadsAuto,
+    pts: &[(u32, &CurvePoint)],
+    kind: VerdictKind,
+) -> Result<Stop, u32> {
+    let get = |c: u32| pts.iter().find(|x| x.0 == c).map(|x| x.1);
+    let mut best: Option<(u32, &CurvePoint)> = None;
+    let mut stalls = 0;
+    let stop = |kind_: StopKind, at: u32, best: Option<(u32, &CurvePoint)>, rising: bool| Stop {
+        kind: kind_,
+        at,
+        best: best.map(|b| b.0),
+        verdict: kind,
+        rising,
+    };
+    let ladder = rule.ladder();
+    for &c in &ladder {
+        let p = get(c).ok_or(c)?;
+        if !good(p) {
+            stalls += 1;
+            if stalls >= SEARCH_PATIENCE {
+                return Ok(stop(StopKind::Failed, c, best, false));
+            }
+            continue;
+        }
+        let Some((_, b)) = best else {
+            best = Some((c, p));
+            continue;
+        };
+        if clearly_above(p, b) {
+            best = Some((c, p));
+            stalls = 0;
+            continue;
+        }
+        stalls += 1;
+        if certain(kind) {
+            return Ok(stop(StopKind::Verdict, c, best, false));
+        }
+        if quiet(p) && quiet(b) {
+            return Ok(stop(StopKind::NoRise, c, best, false));
+        }
+        if stalls >= SEARCH_PATIENCE {
+            return Ok(stop(StopKind::Noise, c, best, false));
+        }
+    }
+    let last = *ladder.last().expect("one count");
+    Ok(stop(StopKind::Max, last, best, stalls == 0))
+}
+
+/// The bracket of the optimum: the smallest good count within noise of
+/// the peak, the largest good count below it, and the peak.
+struct Bracket<'a> {
+    hi: (u32, &'a CurvePoint),
+    lo: Option<(u32, &'a CurvePoint)>,
+    peak: (u32, &'a CurvePoint),
+}
+
+fn bracket<'a>(pts: &[(u32, &'a CurvePoint)]) -> Option<Bracket<'a>> {
+    let good: Vec<(u32, &CurvePoint)> = pts.iter().copied().filter(|x| good(x.1)).collect();
+    let peak = *good
+        .iter()
+        .rev()
+        .max_by(|a, b| a.1.value.total_cmp(&b.1.value))?;
+    let i = good
+        .iter()
+        .position(|x| !clearly_above(peak.1, x.1))
+        .expect("the peak is within noise of itself");
+    Some(Bracket {
+        hi: good[i],
+        lo: i.checked_sub(1).map(|j| good[j]),
+        peak,
+    })
+}
+
+/// The unmeasured count between `lo` and `hi` (both excluded) nearest
+/// their geometric mean, ties to the smaller; `None` when none is left.
+fn refine_next(lo: u32, hi: u32, measured: &[u32]) -> Option<u32> {
+    if hi <= lo.saturating_add(1) {
+        return None;
+    }
+    let g = ((lo as f64) * (hi as f64)).sqrt();
+    let mid = (g.round() as u32).clamp(lo + 1, hi - 1);
+    let free = |c: u32| c > lo && c < hi && !measured.contains(&c);
+    // Outward from the middle; only measured (failed) counts are skipped,
+    // so this ends after at most `measured.len()` steps each way.
+    let dist = |c: u32| ((c as f64) / g).ln().abs();
+    let mut best: Option<u32> = None;
+    for dir in [-1i64, 1] {
+        let mut c = mid as i64;
+        while c > lo as i64 && c < hi as i64 {
+            if free(c as u32) {
+                let c = c as u32;
+                if best.is_none_or(|b| dist(c) < dist(b) || (dist(c) == dist(b) && c < b)) {
+                    best = Some(c);
+                }
+                break;
+            }
+            c += dir;
+        }
+    }
+    best
+}
+
+/// Reads one line's search from its points and verdict.
+pub fn line_search(rule: &ThreadsAuto, c: &CurveAnalysis) -> LineSearch {
+    let pts = by_count(c);
+    let mut out = LineSearch {
+        line: c.name(),
+        stage: Stage::Doubling,
+        next: None,
+        stop: None,
+        optimum: None,
+    };
+    let br = bracket(&pts);
+    let stop = match doubling(rule, &pts, c.verdict.kind) {
+        Err(next) => {
+            out.next = Some(next);
+            out.optimum = br.map(|b| optimum(&b, &c.unit, false));
+            return out;
+        }
+        Ok(s) => s,
+    };
+    // Still rising at the largest count: nothing beyond it to find. A
+    // latency-bound line (each request as long as with the fewest
+    // workers) rises in step with its workers, so no count below it is
+    // within noise of it: it is not refined.
+    let still_rising = stop.kind == StopKind::Max && stop.rising;
+    let linear = still_rising && c.verdict.kind == VerdictKind::LatencyBound;
+    out.stop = Some(stop);
+    out.stage = Stage::Done;
+    let Some(b) = br else {
+        return out;
+    };
+    let still_rising = still_rising && b.hi.0 == stop.at;
+    if !linear {
+        if let Some(lo) = b.lo {
+            let measured: Vec<u32> = pts.iter().map(|x| x.0).collect();
+            out.next = refine_next(lo.0, b.hi.0, &measured);
+            if out.next.is_some() {
+                out.stage = Stage::Refining;
+            }
+        }
+    }
+    out.optimum = Some(optimum(&b, &c.unit, still_rising));
+    out
+}
+
+/// The search over every line of a sweep.
+pub fn search(rule: &ThreadsAuto, curves: &[CurveAnalysis]) -> Search {
+    let lines: Vec<LineSearch> = curves.iter().map(|c| line_search(rule, c)).collect();
+    let next = if curves.is_empty() {
+        // Nothing measured yet: the first count.
+        rule.ladder().first().copied()
+    } else {
+        lines.iter().filter_map(|l| l.next).min()
+    };
+    Search { next, lines }
+}
+
+/// "±3%", or that there is no noise estimate.
+fn noise_of(ps: &[&CurvePoint]) -> String {
+    if ps.iter().all(|p| p.reps >= 2) {
+        let n = ps
+            .iter()
+            .map(|p| p.interval().half_width_rel(p.value))
+            .fold(0.0, f64::max);
+        format!("±{:.0}%", n * 100.0)
+    } else {
+        "no noise estimate: one repetition".into()
+    }
+}
+
+/// The optimum sentence: the count, how it stands to the peak, and to the
+/// count below it.
+fn optimum(b: &Bracket<'_>, unit: &str, at_least: bool) -> Optimum {
+    let (hc, h) = b.hi;
+    let (pc, p) = b.peak;
+    let judged = |ps: &[&CurvePoint]| ps.iter().all(|p| p.reps >= 2);
+    let mut text = if at_least {
+        format!(
+            "At least {}: still rising at the largest count the search may try, {} {unit} ({})",
+            workers_word(h.threads),
+            num(h.value),
+            noise_of(&[h])
+        )
+    } else if hc == pc {
+        format!(
+            "{}: the peak, {} {unit} ({})",
+            workers_word(h.threads),
+            num(h.value),
+            noise_of(&[h])
+        )
+    } else {
+        let gap = (1.0 - h.value / p.value).max(0.0) * 100.0;
+        format!(
+            "{}: within {gap:.0}% of the peak at {} ({}; {})",
+            workers_word(h.threads),
+            workers_word(p.threads),
+            num(p.value),
+            noise_of(&[h, p])
+        )
+    };
+    match b.lo {
+        Some((_, l)) if judged(&[h, l]) && clearly_above(h, l) => text.push_str(&format!(
+            ", clearly above {} at {}",
+            num(l.value),
+            workers_word(l.threads)
+        )),
+        Some((_, l)) if judged(&[p, l]) => text.push_str(&format!(
+            "; {} at {} is clearly below the peak",
+            num(l.value),
+            workers_word(l.threads)
+        )),
+        Some((_, l)) => text.push_str(&format!(
+            "; {} at {} is {:.0}% below the peak, a gap not judged against noise",
+            num(l.value),
+            workers_word(l.threads),
+            (1.0 - l.value / p.value.max(f64::MIN_POSITIVE)) * 100.0
+        )),
+        None if !at_least => text.push_str(", the fewest workers measured"),
+        None => {}
+    }
+    text.push('.');
+    Optimum {
+        count: hc,
+        workers: h.threads,
+        at_least,
+        text,
+    }
+}
+
+/// Why the doubling stopped, in words.
+pub fn stop_text(s: &Stop) -> String {
+    let vs = |b: Option<u32>| b.map(|b| format!(" than at {b}")).unwrap_or_default();
+    match s.kind {
+        StopKind::NoRise => format!(
+            "the doubling stopped at {}: not clearly higher{}, within noise no wider than ±{:.0}%",
+            s.at,
+            vs(s.best),
+            PLATEAU_NOISE * 100.0
+        ),
+        StopKind::Verdict => format!(
+            "the doubling stopped at {}: not clearly higher{}, and the line's verdict, {}, is settled by the points measured",
+            s.at,
+            vs(s.best),
+            verdict_word(s.verdict)
+        ),
+        StopKind::Noise => format!(
+            "the doubling stopped at {}: {SEARCH_PATIENCE} doublings in a row not clearly higher{}, too noisy to say more; more repetitions (--reps auto) would narrow it",
+            s.at,
+            vs(s.best)
+        ),
+        StopKind::Failed => format!(
+            "the doubling stopped at {}: every repetition failed at {SEARCH_PATIENCE} counts in a row",
+            s.at
+        ),
+        StopKind::Max if s.rising => format!(
+            "the doubling reached the largest count the search may try, {}, still rising beyond noise",
+            s.at
+        ),
+        StopKind::Max => format!(
+            "the doubling reached the largest count the search may try, {}",
+            s.at
+        ),
+    }
+}
+
+/// The verdict's name as the analysis says it.
+fn verdict_word(k: VerdictKind) -> &'static str {
+    match k {
+        VerdictKind::AllFailed => "every repetition failed",
+        VerdictKind::SinglePoint => "one worker count",
+        VerdictKind::CpuBound => "CPU-bound",
+        VerdictKind::Serialised => "serialised",
+        VerdictKind::LatencyBound => "latency-bound",
+        VerdictKind::Rising => "still rising",
+        VerdictKind::Saturated => "saturated",
+        VerdictKind::Falls => "falls",
+        VerdictKind::Uncertain => "cannot tell within noise",
+    }
+}
+
+/// The time a ladder of counts would take, estimated from the measured
+/// counts' wall times `times` (count, seconds): each count not measured
+/// takes the time of the nearest measured count (on a log scale), times
+/// the ratio of the counts when each worker keeps its own share
+/// (`per_worker`, the work grows with the workers). `None` without a
+/// measured time.
+pub fn ladder_estimate(
+    times: &[(u32, f64)],
+    ladder: impl IntoIterator<Item = u32>,
+    per_worker: bool,
+) -> Option<f64> {
+    let t: Vec<(u32, f64)> = times
+        .iter()
+        .copied()
+        .filter(|x| x.0 > 0 && x.1.is_finite() && x.1 >= 0.0)
+        .collect();
+    if t.is_empty() {
+        return None;
+    }
+    let mut sum = 0.0;
+    for c in ladder {
+        let (c0, s0) = *t
+            .iter()
+            .min_by(|a, b| {
+                let d = |x: u32| ((x as f64) / (c.max(1) as f64)).ln().abs();
+                d(a.0).total_cmp(&d(b.0)).then(a.0.cmp(&b.0))
+            })
+            .expect("not empty");
+        sum += if per_worker {
+            s0 * c as f64 / c0 as f64
+        } else {
+            s0
+        };
+    }
+    Some(sum)
+}
+
+/// The largest ladder the fine-ladder estimate walks count by count.
+pub const FINE_LADDER_MAX: u32 = 1 << 16;
+
+/// What a finished (or interrupted) search says: its path, each line's
+/// optimum and stop, and its time against the ladders it replaced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchReport {
+    /// The rule.
+    pub rule: ThreadsAuto,
+    /// The counts in the order they were measured.
+    pub path: Vec<u32>,
+    /// Each line's search.
+    pub lines: Vec<LineSearch>,
+    /// Whether nothing is left to measure.
+    pub done: bool,
+    /// Wall time of the points measured, seconds.
+    pub spent_s: f64,
+    /// Estimated time of every count from the start to the largest.
+    pub fine_ladder_s: Option<f64>,
+    /// Estimated time of the doubling ladder to the largest.
+    pub doubling_ladder_s: Option<f64>,
+    /// The sentences.
+    pub sentences: Vec<String>,
+}
+
+/// The report of a search: `path` the counts measured in order, `times`
+/// the wall time of each (count, seconds), `per_worker` whether the work
+/// grows with the workers.
+pub fn search_report(
+    rule: &ThreadsAuto,
+    curves: &[CurveAnalysis],
+    path: &[u32],
+    times: &[(u32, f64)],
+    per_worker: bool,
+) -> SearchReport {
+    let s = search(rule, curves);
+    let spent: f64 = times.iter().map(|x| x.1).filter(|t| t.is_finite()).sum();
+    let fine = (rule.max <= FINE_LADDER_MAX)
+        .then(|| ladder_estimate(times, rule.start..=rule.max, per_worker))
+        .flatten();
+    let doubling = ladder_estimate(times, rule.ladder(), per_worker);
+    let mut sentences = Vec::new();
+    for l in &s.lines {
+        let mut t = format!("{}: ", l.line);
+        match &l.optimum {
+            Some(o) => t.push_str(&o.text),
+            None => t.push_str("no optimum: no count has a good repetition."),
+        }
+        if let Some(st) = &l.stop {
+            t.push_str(&format!(" The search: {}.", stop_text(st)));
+        }
+        sentences.push(t);
+    }
+    sentences.push(path_sentence(rule, path, s.next.is_none()));
+    if let Some(f) = fine {
+        let dbl = doubling
+            .map(|d| {
+                format!(
+                    ", the doubling ladder ({} counts) about {}",
+                    rule.ladder().len(),
+                    dur(d)
+                )
+            })
+            .unwrap_or_default();
+        sentences.push(format!(
+            "It measured {} counts in {}; every count from {} to {} would take about {}{dbl} (estimated from the measured counts' times).",
+            path.len(),
+            dur(spent),
+            rule.start,
+            rule.max,
+            dur(f)
+        ));
+    }
+    SearchReport {
+        rule: *rule,
+        path: path.to_vec(),
+        done: s.next.is_none(),
+        lines: s.lines,
+        spent_s: spent,
+        fine_ladder_s: fine,
+        doubling_ladder_s: doubling,
+        sentences,
+    }
+}
+
+/// "Search path: 1, 2, 4, 8, 16 (doubling), then 6, 7 (refining)."
+fn path_sentence(rule: &ThreadsAuto, path: &[u32], done: bool) -> String {
+    let ladder = rule.ladder();
+    let split = path
+        .iter()
+        .position(|c| !ladder.contains(c))
+        .unwrap_or(path.len());
+    let list = |v: &[u32]| {
+        v.iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if path.is_empty() {
+        return "Search path: nothing measured yet.".into();
+    }
+    let mut t = format!("Search path: {} (doubling)", list(&path[..split]));
+    if split < path.len() {
+        t.push_str(&format!(", then {} (refining)", list(&path[split..])));
+    }
+    if !done {
+        t.push_str("; not finished, --resume continues it");
+    }
+    t.push('.');
+    t
+}
+
+#[cfg(test)]
+mod tests;

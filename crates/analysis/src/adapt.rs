@@ -53,6 +53,10 @@ pub struct RepsAuto {
     pub max: u32,
 }
 
+/// The target is a finite share ([`RepsAuto::parse`] takes no NaN), so
+/// equality is an equivalence (a sweep's parameters compare with `Eq`).
+impl Eq for RepsAuto {}
+
 impl RepsAuto {
     /// Reads `auto`, `auto:3%` or `auto:3` (percent), with `--max-reps`
     /// (default [`REPS_MAX`]). `None` for a plain count.
@@ -93,7 +97,8 @@ impl RepsAuto {
     }
 }
 
-/// One operation of a point, as the repetition rule reads it.
+/// One operation of a point, as the repetition rule reads it (from its
+/// statistics: `From<&OpStats>` in [`crate::model`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RepFigure {
     /// The operation.
@@ -104,21 +109,6 @@ pub struct RepFigure {
     pub center: f64,
     /// Its 95 % interval.
     pub ci: Option<Interval>,
-}
-
-impl From<&crate::model::OpStats> for RepFigure {
-    fn from(o: &crate::model::OpStats) -> RepFigure {
-        RepFigure {
-            op: o.op.clone(),
-            good: o.reps as u32,
-            center: if o.rate_is_data() {
-                o.center_bw_mib_s()
-            } else {
-                o.center_iops()
-            },
-            ci: o.rate_ci(),
-        }
-    }
 }
 
 impl RepFigure {
@@ -196,7 +186,7 @@ impl RepsOutcome {
             Some(n) => format!("±{:.1}%", n * 100.0),
             None => "no interval".into(),
         };
-        let target = format!("±{:.0}%", self.target * 100.0);
+        let target = format!("±{}%", percent(self.target));
         if self.reached {
             format!("{reps}, {noise} (target {target}, reached)")
         } else if self.done {
@@ -211,6 +201,18 @@ impl RepsOutcome {
         } else {
             format!("{reps} so far, {noise} (target {target})")
         }
+    }
+}
+
+/// A share as a percentage without a needless decimal: 0.05 is "5",
+/// 0.025 is "2.5".
+pub fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    if (p - p.round()).abs() < 1e-9 {
+        format!("{p:.0}")
+    } else {
+        let t = format!("{p:.2}");
+        t.trim_end_matches('0').to_string()
     }
 }
 
@@ -393,6 +395,7 @@ fn doubling(
     rule: &ThreadsAuto,
     pts: &[(u32, &CurvePoint)],
     kind: VerdictKind,
+    allowed: &dyn Fn(u32) -> bool,
 ) -> Result<Stop, u32> {
     let get = |c: u32| pts.iter().find(|x| x.0 == c).map(|x| x.1);
     let mut best: Option<(u32, &CurvePoint)> = None;
@@ -404,7 +407,7 @@ fn doubling(
         verdict: kind,
         rising,
     };
-    let ladder = rule.ladder();
+    let ladder: Vec<u32> = rule.ladder().into_iter().filter(|&c| allowed(c)).collect();
     for &c in &ladder {
         let p = get(c).ok_or(c)?;
         if !good(p) {
@@ -434,7 +437,7 @@ fn doubling(
             return Ok(stop(StopKind::Noise, c, best, false));
         }
     }
-    let last = *ladder.last().expect("one count");
+    let last = ladder.last().copied().unwrap_or(rule.start);
     Ok(stop(StopKind::Max, last, best, stalls == 0))
 }
 
@@ -463,17 +466,29 @@ fn bracket<'a>(pts: &[(u32, &'a CurvePoint)]) -> Option<Bracket<'a>> {
     })
 }
 
-/// The unmeasured count between `lo` and `hi` (both excluded) nearest
-/// their geometric mean, ties to the smaller; `None` when none is left.
+/// [`refine_next_in`] over every count.
+#[cfg(test)]
 fn refine_next(lo: u32, hi: u32, measured: &[u32]) -> Option<u32> {
+    refine_next_in(lo, hi, measured, &|_| true)
+}
+
+/// The unmeasured count between `lo` and `hi` (both excluded) nearest
+/// their geometric mean, among the counts `allowed` says may be measured,
+/// ties to the smaller; `None` when none is left. It walks at most the
+/// counts between the two.
+fn refine_next_in(
+    lo: u32,
+    hi: u32,
+    measured: &[u32],
+    allowed: &dyn Fn(u32) -> bool,
+) -> Option<u32> {
     if hi <= lo.saturating_add(1) {
         return None;
     }
     let g = ((lo as f64) * (hi as f64)).sqrt();
     let mid = (g.round() as u32).clamp(lo + 1, hi - 1);
-    let free = |c: u32| c > lo && c < hi && !measured.contains(&c);
-    // Outward from the middle; only measured (failed) counts are skipped,
-    // so this ends after at most `measured.len()` steps each way.
+    let free = |c: u32| c > lo && c < hi && !measured.contains(&c) && allowed(c);
+    // Outward from the middle, to the first free count each way.
     let dist = |c: u32| ((c as f64) / g).ln().abs();
     let mut best: Option<u32> = None;
     for dir in [-1i64, 1] {
@@ -494,6 +509,17 @@ fn refine_next(lo: u32, hi: u32, measured: &[u32]) -> Option<u32> {
 
 /// Reads one line's search from its points and verdict.
 pub fn line_search(rule: &ThreadsAuto, c: &CurveAnalysis) -> LineSearch {
+    line_search_in(rule, c, &|_| true)
+}
+
+/// [`line_search`] over the counts `allowed` says may be measured (a
+/// `--scale total` sweep tries only the counts its total splits evenly
+/// across).
+pub fn line_search_in(
+    rule: &ThreadsAuto,
+    c: &CurveAnalysis,
+    allowed: &dyn Fn(u32) -> bool,
+) -> LineSearch {
     let pts = by_count(c);
     let mut out = LineSearch {
         line: c.name(),
@@ -503,7 +529,7 @@ pub fn line_search(rule: &ThreadsAuto, c: &CurveAnalysis) -> LineSearch {
         optimum: None,
     };
     let br = bracket(&pts);
-    let stop = match doubling(rule, &pts, c.verdict.kind) {
+    let stop = match doubling(rule, &pts, c.verdict.kind, allowed) {
         Err(next) => {
             out.next = Some(next);
             out.optimum = br.map(|b| optimum(&b, &c.unit, false));
@@ -526,7 +552,7 @@ pub fn line_search(rule: &ThreadsAuto, c: &CurveAnalysis) -> LineSearch {
     if !linear {
         if let Some(lo) = b.lo {
             let measured: Vec<u32> = pts.iter().map(|x| x.0).collect();
-            out.next = refine_next(lo.0, b.hi.0, &measured);
+            out.next = refine_next_in(lo.0, b.hi.0, &measured, allowed);
             if out.next.is_some() {
                 out.stage = Stage::Refining;
             }
@@ -538,10 +564,22 @@ pub fn line_search(rule: &ThreadsAuto, c: &CurveAnalysis) -> LineSearch {
 
 /// The search over every line of a sweep.
 pub fn search(rule: &ThreadsAuto, curves: &[CurveAnalysis]) -> Search {
-    let lines: Vec<LineSearch> = curves.iter().map(|c| line_search(rule, c)).collect();
+    search_in(rule, curves, &|_| true)
+}
+
+/// [`search`] over the counts `allowed` says may be measured.
+pub fn search_in(
+    rule: &ThreadsAuto,
+    curves: &[CurveAnalysis],
+    allowed: &dyn Fn(u32) -> bool,
+) -> Search {
+    let lines: Vec<LineSearch> = curves
+        .iter()
+        .map(|c| line_search_in(rule, c, allowed))
+        .collect();
     let next = if curves.is_empty() {
         // Nothing measured yet: the first count.
-        rule.ladder().first().copied()
+        rule.ladder().into_iter().find(|&c| allowed(c))
     } else {
         lines.iter().filter_map(|l| l.next).min()
     };
@@ -719,6 +757,10 @@ pub struct SearchReport {
     pub rule: ThreadsAuto,
     /// The counts in the order they were measured.
     pub path: Vec<u32>,
+    /// The wall time of each count measured (count, seconds): every point
+    /// at that count with all its repetitions, set-up and clean-up
+    /// included.
+    pub times: Vec<(u32, f64)>,
     /// Each line's search.
     pub lines: Vec<LineSearch>,
     /// Whether nothing is left to measure.
@@ -743,7 +785,19 @@ pub fn search_report(
     times: &[(u32, f64)],
     per_worker: bool,
 ) -> SearchReport {
-    let s = search(rule, curves);
+    search_report_in(rule, curves, path, times, per_worker, &|_| true)
+}
+
+/// [`search_report`] over the counts `allowed` says may be measured.
+pub fn search_report_in(
+    rule: &ThreadsAuto,
+    curves: &[CurveAnalysis],
+    path: &[u32],
+    times: &[(u32, f64)],
+    per_worker: bool,
+    allowed: &dyn Fn(u32) -> bool,
+) -> SearchReport {
+    let s = search_in(rule, curves, allowed);
     let spent: f64 = times.iter().map(|x| x.1).filter(|t| t.is_finite()).sum();
     let fine = (rule.max <= FINE_LADDER_MAX)
         .then(|| ladder_estimate(times, rule.start..=rule.max, per_worker))
@@ -784,6 +838,7 @@ pub fn search_report(
     SearchReport {
         rule: *rule,
         path: path.to_vec(),
+        times: times.to_vec(),
         done: s.next.is_none(),
         lines: s.lines,
         spent_s: spent,

@@ -2012,6 +2012,36 @@ pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
     }
 }
 
+/// Analyses a sweep again in `units` ([`analyse_with`]) and, for an
+/// adaptive sweep, what its repetitions and its search say from the
+/// points (`points[].reps_auto`, `search`): the record's path and times
+/// are kept, everything read from the points is recomputed.
+pub fn reanalyse(rec: &mut SweepRecord, units: Units) {
+    rec.analysis = analyse_with(rec, units);
+    if let Some(rule) = rec.config.reps_auto {
+        for p in &mut rec.points {
+            p.reps_auto = Some(p.judge_reps(&rule));
+        }
+    }
+    rec.search = rec.config.threads_auto.map(|rule| {
+        let (path, times) = rec
+            .search
+            .as_ref()
+            .map(|s| (s.path.clone(), s.times.clone()))
+            .unwrap_or_default();
+        // The counts the sweep planned are the ones it may try.
+        let planned = &rec.config.threads;
+        crate::adapt::search_report_in(
+            &rule,
+            &rec.analysis.curves,
+            &path,
+            &times,
+            rec.config.scale != "total",
+            &|c| planned.is_empty() || planned.contains(&c),
+        )
+    });
+}
+
 /// "1 thread", "8 threads".
 pub fn threads(n: u32) -> String {
     if n == 1 {

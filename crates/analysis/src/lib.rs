@@ -20,7 +20,7 @@ pub mod usl;
 pub mod verdict;
 
 pub use findings::{
-    analyse, analyse_with, Analysis, CurveAnalysis, Limit, Units, Verdict, VerdictKind,
+    analyse, analyse_with, reanalyse, Analysis, CurveAnalysis, Limit, Units, Verdict, VerdictKind,
 };
 pub use model::{
     point_stats_probed, OpStats, PhaseProbe, SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA,

@@ -15,6 +15,7 @@ use stats::{Interval, RepStats};
 
 use report::{HostInfo, PhaseRecord, ResultSet};
 
+use crate::adapt::{RepFigure, RepsAuto, RepsOutcome, SearchReport, ThreadsAuto};
 use crate::verdict::Analysis;
 
 /// Version of the sweep JSON layout.
@@ -53,6 +54,10 @@ pub struct SweepRecord {
     pub points: Vec<SweepPoint>,
     /// What the points say (recomputed whenever a point is added).
     pub analysis: Analysis,
+    /// Under `--threads auto`: the search's path, the time of each count,
+    /// each line's optimum and stop (recomputed with the analysis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchReport>,
 }
 
 impl SweepRecord {
@@ -115,6 +120,14 @@ pub struct SweepConfig {
     pub trim: u32,
     /// The inner command's words, as given after `--`.
     pub inner: Vec<String>,
+    /// `--threads auto[:MAX]`: the counts are searched, not listed
+    /// (`threads` then holds the counts the search may try).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads_auto: Option<ThreadsAuto>,
+    /// `--reps auto[:x%]` with `--max-reps`: each point repeats until its
+    /// interval is within the target (`reps` then holds the most).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reps_auto: Option<RepsAuto>,
 }
 
 /// One finished point of the sweep.
@@ -157,6 +170,11 @@ pub struct SweepPoint {
     /// Empty in records written before the probe.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<PhaseProbe>,
+    /// Under `--reps auto`: how many repetitions the point took and
+    /// whether its interval reached the target (recomputed from `ops`
+    /// with the analysis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reps_auto: Option<RepsOutcome>,
 }
 
 /// One operation of one point, over its repetitions.
@@ -462,6 +480,39 @@ impl OpStats {
             Some(v) if self.trim > 0 => v,
             _ => mean,
         }
+    }
+}
+
+impl From<&OpStats> for RepFigure {
+    fn from(o: &OpStats) -> RepFigure {
+        RepFigure {
+            op: o.op.clone(),
+            good: o.reps as u32,
+            center: if o.rate_is_data() {
+                o.center_bw_mib_s()
+            } else {
+                o.center_iops()
+            },
+            ci: o.rate_ci(),
+        }
+    }
+}
+
+impl SweepPoint {
+    /// Repetitions run at this point, failed ones included (the most of
+    /// its operations).
+    pub fn reps_run(&self) -> u32 {
+        self.ops
+            .iter()
+            .map(|o| (o.reps + o.failed) as u32)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// What its repetitions show against the `--reps auto` target.
+    pub fn judge_reps(&self, rule: &RepsAuto) -> RepsOutcome {
+        let figs: Vec<RepFigure> = self.ops.iter().map(RepFigure::from).collect();
+        crate::adapt::judge_reps(rule, self.reps_run(), &figs)
     }
 }
 

@@ -368,6 +368,7 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
         geomean_iops,
         result: rs.clone(),
         probes: Vec::new(),
+        reps_auto: None,
     };
     let mut rec = SweepRecord {
         schema: SWEEP_SCHEMA,
@@ -389,6 +390,7 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
             trim,
             ..Default::default()
         },
+        search: None,
         interrupted: rs.interrupted,
         points_total: 1,
         stop_reason: None,
@@ -752,14 +754,17 @@ pub fn layout_table(head: &[&str], rows: &[Vec<String>]) -> Vec<String> {
 /// What the sweep covered, in one line.
 pub fn describe(rec: &SweepRecord) -> String {
     let c = &rec.config;
-    let mut parts = vec![format!(
-        "threads {}",
-        c.threads
-            .iter()
-            .map(|t| t.to_string())
-            .collect::<Vec<_>>()
-            .join(",")
-    )];
+    let mut parts = vec![match &c.threads_auto {
+        Some(a) => format!("threads auto:{} (searched)", a.max),
+        None => format!(
+            "threads {}",
+            c.threads
+                .iter()
+                .map(|t| t.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+    }];
     if !c.xfer.is_empty() {
         parts.push(format!(
             "xfer {}",
@@ -776,13 +781,23 @@ pub fn describe(rec: &SweepRecord) -> String {
     if !c.targets.is_empty() {
         parts.push(format!("target {}", c.targets.join(",")));
     }
+    let points = match &c.threads_auto {
+        Some(_) => format!("{} points measured by the search", rec.points.len()),
+        None => format!("{} of {} points", rec.points.len(), rec.points_total),
+    };
+    let reps = match &c.reps_auto {
+        Some(r) => format!(
+            "repetitions until the 95% interval is within ±{}% ({} to {} per point)",
+            crate::adapt::percent(r.target),
+            r.min,
+            r.max
+        ),
+        None => format!("{} rep(s) per point", c.reps),
+    };
     format!(
-        "sweep of `{}`: {} ({} of {} points), {} rep(s) per point, {} data scaling, trimmed mean drops {} at each end",
+        "sweep of `{}`: {} ({points}), {reps}, {} data scaling, trimmed mean drops {} at each end",
         c.command,
         parts.join(" × "),
-        rec.points.len(),
-        rec.points_total,
-        c.reps,
         if c.scale.is_empty() { "-" } else { &c.scale },
         c.trim
     )
@@ -884,10 +899,40 @@ pub fn render_text(rec: &SweepRecord) -> String {
         }
         sections.push(a);
     }
+    sections.extend(adaptive_sections(rec));
     if let Some(u) = unfinished(rec) {
         sections.push(vec![u.sentence()]);
     }
     report::export::join_sections(sections)
+}
+
+/// What an adaptive sweep decided: each point's repetitions against the
+/// `--reps auto` target, and the `--threads auto` search (each line's
+/// optimum and stop, the path, the time against the ladders).
+pub fn adaptive_sections(rec: &SweepRecord) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    if rec.config.reps_auto.is_some() {
+        let mut r = vec!["Repetitions (--reps auto)".to_string()];
+        for p in &rec.points {
+            if let Some(o) = &p.reps_auto {
+                let series = if p.series.is_empty() {
+                    String::new()
+                } else {
+                    format!("{} ", p.series)
+                };
+                let w = p.workers();
+                let s = if w == 1 { "" } else { "s" };
+                r.push(format!("  {series}{w} worker{s}: {}", o.text()));
+            }
+        }
+        out.push(r);
+    }
+    if let Some(s) = &rec.search {
+        let mut r = vec!["Search (--threads auto)".to_string()];
+        r.extend(s.sentences.iter().map(|x| format!("  {x}")));
+        out.push(r);
+    }
+    out
 }
 
 /// A warning's statement without its figures: the part before its first
@@ -1030,11 +1075,20 @@ pub struct Unfinished {
     pub reason: String,
     /// What to do next.
     pub next: &'static str,
+    /// A `--threads auto` search that had counts left to measure: its
+    /// points are not a share of a known total.
+    pub searching: bool,
 }
 
 impl Unfinished {
     /// The headline: "unfinished: 1 of 3 points measured".
     pub fn head(&self) -> String {
+        if self.searching {
+            return format!(
+                "unfinished: the search stopped after {} points, with counts left to measure",
+                self.measured
+            );
+        }
         if self.measured >= self.total {
             // A single run (or the last point) stopped part way.
             return "unfinished: interrupted before the end".into();
@@ -1053,11 +1107,16 @@ impl Unfinished {
 
 /// `Some` when the sweep stopped before every point was measured.
 pub fn unfinished(rec: &SweepRecord) -> Option<Unfinished> {
-    if !rec.interrupted && rec.points.len() >= rec.points_total {
+    // A search ends when it has found what it looks for, not when every
+    // count it may try was measured.
+    let searching = rec.search.as_ref().is_some_and(|s| !s.done);
+    let searched = rec.config.threads_auto.is_some() && !searching;
+    let all_measured = rec.points.len() >= rec.points_total || searched;
+    if !rec.interrupted && all_measured {
         return None;
     }
     let (reason, next) = match &rec.stop_reason {
-        _ if rec.points.len() >= rec.points_total => (
+        _ if all_measured => (
             rec.stop_reason
                 .clone()
                 .unwrap_or_else(|| "interrupted by a signal".into()),
@@ -1085,5 +1144,6 @@ pub fn unfinished(rec: &SweepRecord) -> Option<Unfinished> {
         total: rec.points_total,
         reason,
         next,
+        searching,
     })
 }

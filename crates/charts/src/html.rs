@@ -385,6 +385,28 @@ fn host_section(o: &mut String, rec: &SweepRecord) {
     }
 }
 
+/// An adaptive sweep's decisions, right after the answer: the search
+/// (each line's optimum, the path, the time against the ladders) and
+/// each point's repetitions against the `--reps auto` target.
+fn adaptive_section(o: &mut String, rec: &SweepRecord) {
+    // The search first: it holds the answer to the sweep's question.
+    for sec in analysis::render::adaptive_sections(rec).iter().rev() {
+        let Some((head, lines)) = sec.split_first() else {
+            continue;
+        };
+        let id = if head.starts_with("Search") {
+            "search"
+        } else {
+            "adaptive-reps"
+        };
+        let _ = write!(o, "<section id=\"{id}\"><h2>{}</h2><ul>", esc(head));
+        for l in lines {
+            let _ = write!(o, "<li>{}</li>", esc(l.trim()));
+        }
+        o.push_str("</ul></section>\n");
+    }
+}
+
 /// Renders the whole report.
 pub fn render_html(rec: &SweepRecord) -> String {
     let mut o = String::new();
@@ -424,6 +446,7 @@ pub fn render_html(rec: &SweepRecord) -> String {
         }
         o.push_str("</ul></section>\n");
     }
+    adaptive_section(&mut o, rec);
 
     failures_banner(&mut o, rec);
     warnings_section(&mut o, rec);

@@ -71,6 +71,7 @@ fn point(index: usize, workers: u32, reps: &[f64]) -> SweepPoint {
         geomean_iops: g2,
         result: rs,
         probes: Vec::new(),
+        reps_auto: None,
     }
 }
 
@@ -99,6 +100,7 @@ fn record(units: Units) -> SweepRecord {
             point(2, 4, &[390.0, 402.0, 398.0, 395.0]),
         ],
         analysis: Default::default(),
+        search: None,
     };
     rec.analysis = analyse_with(&rec, units);
     rec

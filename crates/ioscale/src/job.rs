@@ -500,8 +500,10 @@ impl Scale {
 /// Flags of `ioscale sweep`.
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
-    /// Thread counts: a list `1,2,4` or a doubling range `1..64x2` (also `1..13`, `4..16+4`).
-    /// `--tasks` is the same flag, in IOR's and io500's word.
+    /// Thread counts: a list `1,2,4` or a doubling range `1..64x2` (also `1..13`, `4..16+4`),
+    /// or `auto` (`auto:MAX`, default 64): search for the smallest count within noise of
+    /// the peak (doubling, then refining; docs/analysis.md). `--tasks` is the same flag,
+    /// in IOR's and io500's word.
     #[arg(long, visible_alias = "tasks", value_name = "LIST")]
     pub threads: String,
 
@@ -548,9 +550,16 @@ pub struct SweepArgs {
     #[arg(long, value_name = "PATH", requires = "nodes")]
     pub sim_nodes: Option<PathBuf>,
 
-    /// Repetitions per point [default: the inner command's --reps].
+    /// Repetitions per point [default: the inner command's --reps], or `auto`
+    /// (`auto:3%`): repeat each point until the 95% interval of its figure is
+    /// within ±5% (or the given share), at least 3 times, at most --max-reps.
     #[arg(long, value_name = "N")]
     pub reps: Option<String>,
+
+    /// The most repetitions of a point under `--reps auto`, failed ones
+    /// included [default: 10].
+    #[arg(long, value_name = "N")]
+    pub max_reps: Option<String>,
 
     /// Keep the total data constant across thread counts (`total`) or each
     /// thread's share (`per-thread`) [default: total when the inner command

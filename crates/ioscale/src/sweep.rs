@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use analysis::adapt::{RepsAuto, ThreadsAuto};
 use analysis::model::{default_trim, point_stats_probed};
 use analysis::render::render_json;
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
@@ -33,6 +34,7 @@ use crate::exit::{Exit, Failure};
 use crate::job::{JobCli, JobCommand, Scale, SweepArgs};
 use crate::progress::{Display, ProgressMode};
 
+mod adaptive;
 mod nodes;
 
 /// Examples for `ioscale sweep --help`.
@@ -200,8 +202,19 @@ impl Lists {
             Some(d) => counts("--iodepth", "queue depth", d)?,
             None => Vec::new(),
         };
+        let threads = match ThreadsAuto::parse(&args.threads).map_err(Usage)? {
+            Some(a) if a.max > AUTO_MAX => {
+                return usage(format!(
+                    "--threads {}: a search tries at most {AUTO_MAX} threads",
+                    args.threads
+                ))
+            }
+            // Every count the search may try, in order.
+            Some(a) => (a.start..=a.max).collect(),
+            None => counts("--threads", "thread count", &args.threads)?,
+        };
         let lists = Lists {
-            threads: counts("--threads", "thread count", &args.threads)?,
+            threads,
             xfers,
             layouts: words(&args.layout),
             targets: words(&args.target),
@@ -309,8 +322,52 @@ fn check_layouts(kind: &str, layouts: &[String]) -> Result<(), Usage> {
     Ok(())
 }
 
+/// The most threads `--threads auto:MAX` may try: every count up to it
+/// is planned (and checked) before the first point runs.
+const AUTO_MAX: u32 = 4096;
+
+/// `--reps auto[:x%]` with `--max-reps`, checked with `--trim`: the
+/// rule, and the repetitions every point runs before it is judged.
+fn reps_auto(args: &SweepArgs) -> Result<Option<RepsAuto>, Usage> {
+    let max = match &args.max_reps {
+        Some(m) => Some(
+            parse_count(m)
+                .ok()
+                .and_then(|m| u32::try_from(m).ok())
+                .ok_or_else(|| Usage(format!("--max-reps {m}: expected a count")))?,
+        ),
+        None => None,
+    };
+    let rule = match &args.reps {
+        Some(r) => RepsAuto::parse(r, max).map_err(Usage)?,
+        None => None,
+    };
+    if rule.is_none() && max.is_some() {
+        return usage("--max-reps goes with --reps auto (the most repetitions a point may take)");
+    }
+    Ok(rule)
+}
+
 /// `--reps` (or the inner command's) and `--trim`, checked together.
 fn reps_and_trim(args: &SweepArgs, inner_reps: &str) -> Result<(u32, u32), Usage> {
+    if let Some(rule) = reps_auto(args)? {
+        // The trim is fixed before the count of repetitions is known:
+        // none unless asked for, and never all of the fewest.
+        let trim = match &args.trim {
+            Some(t) => parse_count(t)
+                .ok()
+                .and_then(|t| u32::try_from(t).ok())
+                .ok_or_else(|| Usage(format!("--trim {t}: expected a count")))?,
+            None => 0,
+        };
+        if trim > 0 && trim.saturating_mul(2) >= rule.min {
+            return usage(format!(
+                "--trim {trim} drops all of the {} repetitions --reps auto runs first; use --trim 0 or --reps N",
+                rule.min
+            ));
+        }
+        return Ok((rule.min, trim));
+    }
     // Past u32 a count is refused, never cut to its low bits (4294967297
     // repetitions were one).
     let fit = |flag: &str, v: u64| {
@@ -357,23 +414,13 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
     };
     check_layouts(kind, &lists.layouts)?;
     let (reps, trim) = reps_and_trim(args, &inner_reps)?;
+    let reps_rule = reps_auto(args)?;
+    let threads_rule = ThreadsAuto::parse(&args.threads).map_err(Usage)?;
     let scale = args.scale.unwrap_or(if has_total {
         Scale::Total
     } else {
         Scale::PerThread
     });
-    let config = SweepConfig {
-        command: kind.into(),
-        threads: lists.threads.clone(),
-        xfer: lists.xfers.clone(),
-        layout: lists.layouts.clone(),
-        targets: lists.targets.clone(),
-        iodepth: lists.depths.clone(),
-        reps,
-        scale: scale.name().into(),
-        trim,
-        inner: args.inner.clone(),
-    };
     let typed = typed_inner(&inner, !lists.xfers.is_empty(), !lists.layouts.is_empty());
     let (typed, base_amount) = typed
         .and_then(|typed| {
@@ -391,6 +438,31 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
                     .unwrap_or_default()
             ))
         })?;
+    let mut lists = lists;
+    if threads_rule.is_some() && scale == Scale::Total {
+        // The search tries only the counts the first point's total splits
+        // evenly across.
+        let total = base_amount * u64::from(lists.threads[0]);
+        lists
+            .threads
+            .retain(|&n| total.is_multiple_of(u64::from(n)));
+    }
+    let config = SweepConfig {
+        command: kind.into(),
+        threads: lists.threads.clone(),
+        xfer: lists.xfers.clone(),
+        layout: lists.layouts.clone(),
+        targets: lists.targets.clone(),
+        iodepth: lists.depths.clone(),
+        // Under --reps auto the most a point may run: no repetition is
+        // numbered past it.
+        reps: reps_rule.map_or(reps, |r| r.max),
+        scale: scale.name().into(),
+        trim,
+        inner: args.inner.clone(),
+        threads_auto: threads_rule,
+        reps_auto: reps_rule,
+    };
     let grid = Grid {
         typed: &typed,
         lists: &lists,
@@ -750,6 +822,16 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
     cmp("--scale", saved.scale.clone(), now.scale.clone());
     cmp("--trim", saved.trim.to_string(), now.trim.to_string());
     cmp(
+        "--threads auto",
+        dbg(&saved.threads_auto),
+        dbg(&now.threads_auto),
+    );
+    cmp(
+        "--reps auto (--max-reps)",
+        dbg(&saved.reps_auto),
+        dbg(&now.reps_auto),
+    );
+    cmp(
         "the words after --",
         saved.inner.join(" "),
         now.inner.join(" "),
@@ -935,6 +1017,7 @@ fn new_record(plan: &Sweep, command: &[String]) -> SweepRecord {
         stop_reason: None,
         points: Vec::new(),
         analysis: Default::default(),
+        search: None,
     }
 }
 
@@ -949,7 +1032,7 @@ fn finish(
     failure: Option<String>,
     sig: Option<&str>,
 ) -> i32 {
-    rec.analysis = analysis::analyse_with(rec, args.view.units.units());
+    analysis::reanalyse(rec, args.view.units.units());
     // A refused point leaves the sweep unfinished but not interrupted: the
     // record says so by its point count and its stop_reason, and the error
     // says what failed.
@@ -1038,6 +1121,9 @@ impl Runner<'_> {
     /// Runs every point not in `done`, group by group (see [`run_order`]),
     /// until the end, an interrupt or a refused point.
     fn all(&mut self, done: &[usize], rec: &mut SweepRecord) -> anyhow::Result<()> {
+        if let Some(rule) = self.sweep.config.threads_auto {
+            return self.searched(rule, rec);
+        }
         for group in run_order(self.sweep, done) {
             // A signal between two groups: the next one does not start.
             if self.coord.any(self.stop.load(Ordering::Relaxed)) {
@@ -1088,12 +1174,16 @@ impl Runner<'_> {
             l.group_started(group.len());
         }
         let env = Env::new(self.command.to_vec(), Arc::clone(self.stop), self.coord);
+        // Under --reps auto a point is recorded once its repetitions are
+        // judged enough (adaptive.rs), not when the plan's are done.
+        let auto = self.sweep.config.reps_auto;
         let mut follow = Follow {
             runner: self,
             group,
             rec,
             current: None,
             error: None,
+            hold: auto.is_some(),
         };
         let done = bench::exec::execute(&plan, env.with_hooks(&mut follow));
         let Follow { current, error, .. } = follow;
@@ -1105,7 +1195,10 @@ impl Runner<'_> {
             Ok(d) if d.refused.is_some() => d.refused.map(|(_, e)| e),
             Ok(d) => {
                 rec.interrupted |= d.interrupted;
-                return Ok(!d.interrupted);
+                return match auto {
+                    Some(rule) if !d.interrupted => self.more_reps(rule, group, d.steps, rec),
+                    _ => Ok(!d.interrupted),
+                };
             }
         };
         let what = current.map(|i| self.name(i)).unwrap_or_default();
@@ -1160,6 +1253,18 @@ impl Runner<'_> {
         }
     }
 
+    /// The analysis of the points so far, and the journal (rank 0).
+    fn save(&mut self, rec: &mut SweepRecord) -> anyhow::Result<()> {
+        analysis::reanalyse(rec, self.args.view.units.units());
+        if let Some(j) = self.journal {
+            if let Err(e) = j.write(&render_json(rec)?) {
+                say(self.live, format!("error: {e:#}"));
+                self.exit = self.exit.max(1);
+            }
+        }
+        Ok(())
+    }
+
     /// Records a finished point (rank 0): its statistics, the analysis so
     /// far, the journal, and its progress line.
     fn record(
@@ -1172,7 +1277,15 @@ impl Runner<'_> {
         // The record names the point's job with all its repetitions, as a
         // point run in one call does.
         let mut results = outcome.results.clone();
-        results.spec = p.work.job_spec();
+        // Under --reps auto the repetitions the point took.
+        let took = results
+            .phases
+            .iter()
+            .map(|ph| ph.rep)
+            .chain(results.failed_phases.iter().map(|f| f.rep))
+            .max()
+            .map_or(0, |r| r + 1);
+        results.spec = p.work.with_reps(took.max(p.work.reps())).job_spec();
         let (ops, geomean_bw_mib_s, geomean_iops) =
             point_stats_probed(&results, p.threads, self.sweep.config.trim, &outcome.probes);
         let rate = ops
@@ -1209,15 +1322,10 @@ impl Runner<'_> {
             geomean_iops,
             result: results,
             probes: outcome.probes.clone(),
+            reps_auto: None,
         });
         rec.points.sort_by_key(|q| q.index);
-        rec.analysis = analysis::analyse_with(rec, self.args.view.units.units());
-        if let Some(j) = self.journal {
-            if let Err(e) = j.write(&render_json(rec)?) {
-                say(self.live, format!("error: {e:#}"));
-                self.exit = self.exit.max(1);
-            }
-        }
+        self.save(rec)?;
         if let Some(l) = self.live {
             l.point_done(&rate);
         }
@@ -1239,6 +1347,9 @@ struct Follow<'r, 'a> {
     current: Option<usize>,
     /// A record that could not be written: the sweep ends with it.
     error: Option<anyhow::Error>,
+    /// Records nothing: the caller records the points from the plan's
+    /// outcomes (`--reps auto`).
+    hold: bool,
 }
 
 impl bench::exec::Hooks for Follow<'_, '_> {
@@ -1267,7 +1378,7 @@ impl bench::exec::Hooks for Follow<'_, '_> {
 
     fn stage_done(&mut self, stage: usize, outcomes: &[bench::run::Outcome]) {
         let Some(o) = outcomes.first() else { return };
-        if self.runner.coord.rank() != 0 || self.error.is_some() {
+        if self.runner.coord.rank() != 0 || self.error.is_some() || self.hold {
             return;
         }
         if let Err(e) = self.runner.record(self.group[stage], o, self.rec) {
@@ -1339,6 +1450,8 @@ fn resume(args: &SweepArgs, plan: &Sweep, rec: &mut SweepRecord) -> Option<Failu
     rec.started = saved.started;
     rec.command = saved.command;
     rec.host = saved.host;
+    // A search goes on from where it was: its path and times so far.
+    rec.search = saved.search;
     // Keep only points that still match the plan at their index.
     rec.points = saved
         .points

@@ -358,6 +358,36 @@ fn several_lines_measure_the_smallest_count_any_asks_for() {
 }
 
 #[test]
+fn counts_not_allowed_are_never_asked_for() {
+    // A --scale total of 2 GiB splits evenly across powers of two only.
+    let pow2 = |c: u32| c.is_power_of_two();
+    let m = slots(6);
+    let mut pts: Vec<CurvePoint> = Vec::new();
+    let mut path = Vec::new();
+    loop {
+        let curves = if pts.is_empty() {
+            Vec::new()
+        } else {
+            vec![curve(&pts)]
+        };
+        let s = search_in(&auto(64), &curves, &pow2);
+        let Some(n) = s.next else {
+            assert_eq!(s.lines[0].optimum.as_ref().unwrap().count, 8);
+            break;
+        };
+        assert!(pow2(n) && path.len() < 10, "{n} {path:?}");
+        path.push(n);
+        pts.push(measure(&*m, n, 3, 0.02, 2));
+    }
+    assert_eq!(path, [1, 2, 4, 8, 16]);
+    // A MAX not allowed: the ladder ends at the last allowed count.
+    let s = search_in(&auto(12), &[], &pow2);
+    assert_eq!(s.next, Some(1));
+    assert_eq!(refine_next_in(4, 12, &[], &|c| c == 11), Some(11));
+    assert_eq!(refine_next_in(4, 12, &[], &|_| false), None);
+}
+
+#[test]
 fn refinement_takes_the_free_count_nearest_the_geometric_mean() {
     assert_eq!(refine_next(4, 8, &[]), Some(6));
     assert_eq!(refine_next(6, 8, &[]), Some(7));

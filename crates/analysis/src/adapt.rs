@@ -622,7 +622,7 @@ fn optimum(b: &Bracket<'_>, unit: &str, at_least: bool) -> Optimum {
     } else {
         let gap = (1.0 - h.value / p.value).max(0.0) * 100.0;
         format!(
-            "{}: within {gap:.0}% of the peak at {} ({}; {})",
+            "{}: within {gap:.0}% of the peak at {} ({} {unit}; {})",
             workers_word(h.threads),
             workers_word(p.threads),
             num(p.value),

@@ -109,9 +109,9 @@ impl Runner<'_> {
         rec: &mut SweepRecord,
     ) -> anyhow::Result<bool> {
         let mut held = steps;
-        let mut ran = rule.min;
         let root = self.coord.rank() == 0;
-        for round in 0.. {
+        // Each round runs repetition number `ran` of the points that go on.
+        for (round, ran) in (rule.min..).enumerate() {
             let go: Vec<usize> = if root {
                 (0..group.len())
                     .filter(|&j| {
@@ -146,7 +146,6 @@ impl Runner<'_> {
                     h.merge(o);
                 }
             }
-            ran += 1;
         }
         if root {
             for (j, o) in held.iter().enumerate() {

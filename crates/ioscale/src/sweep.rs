@@ -39,6 +39,12 @@ mod nodes;
 
 /// Examples for `ioscale sweep --help`.
 pub const SWEEP_EXAMPLES: &str = "Examples:
+  # how many threads this storage needs, searched (doubling, then refining
+  # to the smallest count within noise of the peak), each point repeated
+  # until its 95% interval is within ±5% (at most 10 times)
+  ioscale sweep --threads auto:16 --reps auto --json auto.json \\
+      -- run --op write --xfer 1m --size 64m --direct /mnt/efs
+
   # seed 000 (EFS workshop, IOR): 2 GiB in all, 1..64 threads, three layouts,
   # O_DIRECT
   ioscale sweep --threads 1..64x2 --layout shared,per-thread,per-thread-dir \\

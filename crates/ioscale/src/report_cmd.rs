@@ -96,8 +96,9 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
     let ok = match loaded {
         Loaded::Sweep(mut rec) => {
             // The analysis is recomputed: in the units asked for, and with
-            // the rules of this version.
-            rec.analysis = analysis::analyse_with(&rec, units);
+            // the rules of this version (and an adaptive sweep's search and
+            // repetitions with them).
+            analysis::reanalyse(&mut rec, units);
             Outputs {
                 json: None,
                 csv: args.csv.as_deref(),

@@ -851,6 +851,7 @@ pub fn cmd_sweep(args: &SweepArgs) -> Exit {
     let mut args = args.clone();
     trailing_resume(&mut args).map_err(Failure::Usage)?;
     if args.nodes.is_some() {
+        adaptive::refuse_with("--nodes", &args).map_err(Failure::Usage)?;
         return nodes::sweep_nodes(&args);
     }
     crate::launch::as_ranks(|coord| sweep_ranks(&args, coord))
@@ -888,6 +889,7 @@ fn trailing_resume(args: &mut SweepArgs) -> Result<(), String> {
 
 fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     if args.inner.first().map(String::as_str) == Some("io500") {
+        adaptive::refuse_with("an io500 sweep", args).map_err(Failure::Usage)?;
         return crate::front::io500::sweep::sweep(args, coord);
     }
     let root = coord.rank() == 0;

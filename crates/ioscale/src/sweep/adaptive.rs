@@ -17,6 +17,19 @@ use bench::plan::Plan;
 use bench::run::Outcome;
 
 use super::{Follow, Runner};
+use crate::job::SweepArgs;
+
+/// Refuses `--threads auto`, `--reps auto` and `--max-reps` where the
+/// adaptive sweep is not wired (`what`: `--nodes`, an io500 sweep).
+pub(super) fn refuse_with(what: &str, args: &SweepArgs) -> Result<(), String> {
+    let auto = |v: &Option<String>| v.as_deref().is_some_and(|v| v.starts_with("auto"));
+    if args.threads.starts_with("auto") || auto(&args.reps) || args.max_reps.is_some() {
+        return Err(format!(
+            "{what} takes listed --threads and a count of --reps: the adaptive sweep (auto, --max-reps) runs `run`, `meta` and `fio` sweeps"
+        ));
+    }
+    Ok(())
+}
 
 impl Runner<'_> {
     /// `--threads auto`: the count the search asks for, all its points as

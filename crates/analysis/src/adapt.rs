@@ -799,10 +799,17 @@ pub fn search_report_in(
 ) -> SearchReport {
     let s = search_in(rule, curves, allowed);
     let spent: f64 = times.iter().map(|x| x.1).filter(|t| t.is_finite()).sum();
-    let fine = (rule.max <= FINE_LADDER_MAX)
-        .then(|| ladder_estimate(times, rule.start..=rule.max, per_worker))
+    // The ladders over the counts the sweep may try.
+    let fine_counts: Vec<u32> = if rule.max <= FINE_LADDER_MAX {
+        (rule.start..=rule.max).filter(|&c| allowed(c)).collect()
+    } else {
+        Vec::new()
+    };
+    let fine = (!fine_counts.is_empty())
+        .then(|| ladder_estimate(times, fine_counts.iter().copied(), per_worker))
         .flatten();
-    let doubling = ladder_estimate(times, rule.ladder(), per_worker);
+    let dbl_counts: Vec<u32> = rule.ladder().into_iter().filter(|&c| allowed(c)).collect();
+    let doubling = ladder_estimate(times, dbl_counts.iter().copied(), per_worker);
     let mut sentences = Vec::new();
     for l in &s.lines {
         let mut t = format!("{}: ", l.line);
@@ -821,17 +828,22 @@ pub fn search_report_in(
             .map(|d| {
                 format!(
                     ", the doubling ladder ({} counts) about {}",
-                    rule.ladder().len(),
+                    dbl_counts.len(),
                     dur(d)
                 )
             })
             .unwrap_or_default();
         sentences.push(format!(
-            "It measured {} counts in {}; every count from {} to {} would take about {}{dbl} (estimated from the measured counts' times).",
+            "It measured {} counts in {}; every count from {} to {}{} would take about {}{dbl} (estimated from the measured counts' times).",
             path.len(),
             dur(spent),
             rule.start,
             rule.max,
+            if fine_counts.len() as u64 == u64::from(rule.max - rule.start) + 1 {
+                String::new()
+            } else {
+                format!(" the sweep may try ({})", fine_counts.len())
+            },
             dur(f)
         ));
     }

@@ -445,14 +445,17 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
             ))
         })?;
     let mut lists = lists;
-    if threads_rule.is_some() && scale == Scale::Total {
-        // The search tries only the counts the first point's total splits
-        // evenly across.
-        let total = base_amount * u64::from(lists.threads[0]);
-        lists
-            .threads
-            .retain(|&n| total.is_multiple_of(u64::from(n)));
-    }
+    let grid = Grid {
+        typed: &typed,
+        lists: &lists,
+        kind,
+        scale,
+        reps,
+        base_amount,
+        searched: threads_rule.is_some(),
+    };
+    let (points, left_out) = grid.points()?;
+    lists.threads.retain(|n| !left_out.contains(n));
     let config = SweepConfig {
         command: kind.into(),
         threads: lists.threads.clone(),
@@ -469,15 +472,7 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
         threads_auto: threads_rule,
         reps_auto: reps_rule,
     };
-    let grid = Grid {
-        typed: &typed,
-        lists: &lists,
-        kind,
-        scale,
-        reps,
-        base_amount,
-    };
-    let points = grid.points()?;
+
     Ok(Sweep {
         config,
         points,
@@ -517,14 +512,20 @@ struct Grid<'a> {
     scale: Scale,
     reps: u32,
     base_amount: u64,
+    /// `--threads auto`: the counts are the ones the search may try.
+    searched: bool,
 }
 
 impl Grid<'_> {
     /// Every point, series by series (target × layout × xfer × depth),
     /// each over the thread counts; each point's job is built and checked.
-    fn points(&self) -> Result<Vec<Planned>, Usage> {
+    /// Under `--threads auto` a count after the first whose job is refused
+    /// at some series (a total that does not split evenly across it) is
+    /// left out of the search instead: the second value lists those.
+    fn points(&self) -> Result<(Vec<Planned>, Vec<u32>), Usage> {
         let l = self.lists;
         let mut points = Vec::new();
+        let mut left_out: Vec<u32> = Vec::new();
         for target in dim(&l.targets) {
             for layout in dim(&l.layouts) {
                 for (xfer, depth) in dim(&l.xfers)
@@ -538,13 +539,17 @@ impl Grid<'_> {
                     };
                     let series = self.series(target.as_deref(), axes);
                     for &n in &l.threads {
-                        let job = self.job(target.as_deref(), n, axes)?;
-                        points.push(planned(job, n, series.clone()));
+                        match self.job(target.as_deref(), n, axes) {
+                            Ok(job) => points.push(planned(job, n, series.clone())),
+                            Err(_) if self.searched && n != l.threads[0] => left_out.push(n),
+                            Err(e) => return Err(e),
+                        }
                     }
                 }
             }
         }
-        Ok(points)
+        points.retain(|p| !left_out.contains(&p.threads));
+        Ok((points, left_out))
     }
 
     /// The series label: the values of the dimensions swept over more

@@ -60,6 +60,9 @@ const SCALE_DOWN: &[(&str, &str)] = &[
     ("-N 8 ", "-N 2 "),
     ("-N 4 ", "-N 2 "),
     ("--tasks 4", "--tasks 2"),
+    ("--threads auto:16 ", "--threads auto:2 "),
+    ("--threads auto ", "--threads auto:2 "),
+    ("--reps auto ", "--reps auto --max-reps 3 "),
     // repetitions
     ("--reps 10", "--reps 5"),
     ("--trim 2", "--trim 1"),

@@ -284,6 +284,15 @@ impl Display {
         }
     }
 
+    /// The sweep's points are now `total` (an adaptive sweep learns its
+    /// points count by count).
+    pub fn set_total(&self, total: usize) {
+        let mut s = lock(&self.state);
+        if let Some(sw) = s.sweep.as_mut() {
+            sw.total = total;
+        }
+    }
+
     /// A sweep point starts: `what` names it.
     pub fn point_started(&self, what: &str) {
         let mut s = lock(&self.state);

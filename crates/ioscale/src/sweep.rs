@@ -937,19 +937,27 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         .points
         .first()
         .map_or((1, 1), |p| (p.work.reps(), p.work.phases()));
+    // An adaptive sweep counts up to the most repetitions a point may
+    // take, and only the points of the count running (adaptive.rs): how
+    // many counts the search will measure is not known before.
+    let searched = plan.config.threads_auto.is_some();
     let live = if root {
         Display::start_sweep(
             args.progress,
-            reps,
+            plan.config.reps_auto.map_or(reps, |r| r.max),
             phases_per_rep,
             coord.size(),
-            plan.points.len(),
+            if searched {
+                rec.points.len()
+            } else {
+                plan.points.len()
+            },
             rec.points.len(),
         )
     } else {
         None
     };
-    if let Some(l) = &live {
+    if let (Some(l), false) = (&live, searched) {
         // What each point still to run moves, in the order they run: the
         // ETA counts work left (a point of 16 workers does 16 times the
         // work of one at --scale per-thread).

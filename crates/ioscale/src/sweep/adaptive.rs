@@ -59,6 +59,10 @@ impl Runner<'_> {
                 return Ok(());
             };
             self.log_count(rule, rec, n, None)?;
+            if let Some(l) = self.live {
+                // The points of this count are the ones left in sight.
+                l.set_total(rec.points.len() + group.len());
+            }
             let t0 = Instant::now();
             let go_on = self.group(&group, rec)?;
             self.log_count(rule, rec, n, Some(t0.elapsed().as_secs_f64()))?;

@@ -235,6 +235,24 @@ fn edge_counts_one_and_the_largest_u32() {
 }
 
 #[test]
+fn a_crafted_rule_in_a_record_reads_without_a_panic() {
+    // `ioscale report` reads the rule back from the record.
+    for (start, max) in [(5, 2), (0, 0), (0, 1), (u32::MAX, u32::MAX)] {
+        let rule = ThreadsAuto { start, max };
+        let r = search_report(&rule, &[], &[3, 0], &[(3, f64::NAN), (0, 1.0)], true);
+        assert!(!r.sentences.is_empty());
+    }
+    let rule = RepsAuto {
+        target: f64::NAN,
+        min: 3,
+        max: 0,
+    };
+    let o = judge_reps(&rule, 0, &[figure("write", &[1.0, 1.0, 1.0])]);
+    assert!(o.done && !o.reached);
+    assert!(style_faults(&o.text()).is_empty());
+}
+
+#[test]
 fn parse_threads_auto() {
     assert_eq!(ThreadsAuto::parse("auto").unwrap(), Some(auto(64)));
     assert_eq!(ThreadsAuto::parse("auto:8").unwrap(), Some(auto(8)));

@@ -925,7 +925,9 @@ pub fn adaptive_sections(rec: &SweepRecord) -> Vec<Vec<String>> {
                 r.push(format!("  {series}{w} worker{s}: {}", o.text()));
             }
         }
-        out.push(r);
+        if r.len() > 1 {
+            out.push(r);
+        }
     }
     if let Some(s) = &rec.search {
         let mut r = vec!["Search (--threads auto)".to_string()];

@@ -1,0 +1,313 @@
+//! The history file: where it is, how it is opened, and how a run is
+//! written to it.
+//!
+//! Several ioscale processes may write the same file at once (two runs in
+//! two terminals, the ranks of many jobs sharing a home directory): the
+//! database runs in WAL mode, each writer waits up to [`BUSY_TIMEOUT`] for
+//! another's transaction, and a run's rows go in one transaction, so none
+//! is lost or half-written. A file that is not an ioscale history, or is
+//! of a later version, is refused before anything is written to it.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use crate::entry::Entry;
+use crate::error::Error;
+use crate::schema::{self, Found, MIGRATIONS};
+
+/// How long a writer waits for another process's transaction.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The file's name under the data directory.
+pub const FILE: &str = "ioscale/history.db";
+
+/// What the caller means to do with the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Record runs: the file and its directory are made when missing.
+    Write,
+    /// Read (or prune): a missing file is [`Error::Missing`].
+    Read,
+}
+
+/// The default history file: `$XDG_DATA_HOME/ioscale/history.db` when
+/// `xdg_data_home` is an absolute path (the XDG rule: a relative one is
+/// ignored), else `$HOME/.local/share/ioscale/history.db`; `None` without
+/// either.
+pub fn default_path(xdg_data_home: Option<&str>, home: Option<&str>) -> Option<PathBuf> {
+    let xdg = xdg_data_home.filter(|x| Path::new(x).is_absolute());
+    match (xdg, home.filter(|h| !h.is_empty())) {
+        (Some(x), _) => Some(Path::new(x).join(FILE)),
+        (None, Some(h)) => Some(Path::new(h).join(".local/share").join(FILE)),
+        (None, None) => None,
+    }
+}
+
+/// An open history.
+pub struct History {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// Where a run went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inserted {
+    /// Its id.
+    pub id: i64,
+    /// False when the same record was there already (under `id`).
+    pub new: bool,
+}
+
+/// Refuses a path that is not a regular file: a symbolic link (SQLite
+/// would not follow it either), a directory, a device or a FIFO (which
+/// would block the first read). The database's `-wal` and `-shm`
+/// companions are checked the same way.
+fn check_path(path: &Path, access: Access) -> Result<(), Error> {
+    let refused = |why: String| Error::Refused {
+        path: path.to_path_buf(),
+        why,
+    };
+    for (p, what) in [
+        (path.to_path_buf(), "the history"),
+        (companion(path, "-wal"), "its -wal file"),
+        (companion(path, "-shm"), "its -shm file"),
+    ] {
+        match std::fs::symlink_metadata(&p) {
+            Ok(md) if md.file_type().is_symlink() => {
+                return Err(refused(format!(
+                    "{what} {} is a symbolic link; name the file itself",
+                    p.display()
+                )))
+            }
+            Ok(md) if !md.is_file() => {
+                return Err(refused(format!(
+                    "{what} {} is not a regular file (a directory, device or FIFO)",
+                    p.display()
+                )))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if p == path && access == Access::Read {
+                    return Err(Error::Missing {
+                        path: path.to_path_buf(),
+                    });
+                }
+            }
+            Err(e) => return Err(refused(format!("{e}"))),
+        }
+    }
+    Ok(())
+}
+
+fn companion(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Makes the directory of `path` (and its parents), for the default file.
+pub fn make_dir(path: &Path) -> Result<(), Error> {
+    let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).map_err(|e| Error::Refused {
+        path: path.to_path_buf(),
+        why: format!("cannot make its directory {}: {e}", dir.display()),
+    })
+}
+
+impl History {
+    /// Opens (for [`Access::Write`], creating) the history at `path` and
+    /// brings it to the current version.
+    pub fn open(path: &Path, access: Access) -> Result<History, Error> {
+        Self::open_with(path, access, MIGRATIONS)
+    }
+
+    /// [`History::open`] with the migrations `steps` (tests add one to
+    /// check the upgrade of a database made by the current version).
+    pub fn open_with(path: &Path, access: Access, steps: &[&str]) -> Result<History, Error> {
+        check_path(path, access)?;
+        let sq = |e| Error::sqlite(path, e);
+        let base = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let flags = match access {
+            Access::Write => base | OpenFlags::SQLITE_OPEN_CREATE,
+            Access::Read => base,
+        };
+        let mut conn = Connection::open_with_flags(path, flags).map_err(sq)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sq)?;
+        let known = steps.len() as i64;
+        match schema::found(&conn).map_err(sq)? {
+            Found::Foreign => {
+                return Err(Error::Foreign {
+                    path: path.to_path_buf(),
+                })
+            }
+            Found::Ours(v) if v > known => {
+                return Err(Error::Newer {
+                    path: path.to_path_buf(),
+                    found: v,
+                    known,
+                })
+            }
+            Found::Ours(_) => {}
+        }
+        // Only now is anything written: WAL mode (kept in the file), then
+        // the layout.
+        let mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+            .map_err(sq)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::Refused {
+                path: path.to_path_buf(),
+                why: format!("the file system does not support SQLite's WAL mode ({mode})"),
+            });
+        }
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(sq)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sq)?;
+        schema::migrate(&mut conn, steps).map_err(sq)?;
+        Ok(History {
+            conn,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The layout version of the file (the latest, once open).
+    pub fn version(&self) -> Result<i64, Error> {
+        self.conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// The connection, for the queries of this crate.
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The connection, to write in a transaction.
+    pub(crate) fn conn_mut(&mut self) -> &mut Connection {
+        &mut self.conn
+    }
+
+    /// The error of an SQLite call on this file.
+    pub(crate) fn err(&self, e: rusqlite::Error) -> Error {
+        Error::sqlite(&self.path, e)
+    }
+
+    /// Writes one run (its host and target prints, its row and figures)
+    /// in one transaction; `batch` names the command invocation it came
+    /// from. A record already in the history is not added again.
+    pub fn insert(&mut self, e: &Entry, batch: Option<&str>) -> Result<Inserted, Error> {
+        let path = self.path.clone();
+        let sq = |err| Error::sqlite(&path, err);
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sq)?;
+        if let Some(id) = tx
+            .query_row("SELECT id FROM runs WHERE digest = ?1", [&e.digest], |r| {
+                r.get::<_, i64>(0)
+            })
+            .optional()
+            .map_err(sq)?
+        {
+            return Ok(Inserted { id, new: false });
+        }
+        let h = &e.host;
+        tx.execute(
+            "INSERT OR IGNORE INTO hosts (fingerprint, hostname, kernel, cpu_model, cpus, mem_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![
+                h.fingerprint(),
+                h.hostname,
+                h.kernel,
+                h.cpu_model,
+                h.cpus,
+                i64::try_from(h.mem_bytes).unwrap_or(i64::MAX)
+            ],
+        )
+        .map_err(sq)?;
+        let t = &e.target;
+        tx.execute(
+            "INSERT OR IGNORE INTO targets (fingerprint, path, fs_type, fs_source, device_model,
+             mount_options, size_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![
+                t.fingerprint(),
+                t.path,
+                t.fs_type,
+                t.fs_source,
+                t.device_model,
+                t.mount_options,
+                t.size_bytes.and_then(|s| i64::try_from(s).ok())
+            ],
+        )
+        .map_err(sq)?;
+        tx.execute(
+            "INSERT INTO runs (started, recorded, source, command, kind, workload, workload_text,
+             target, host_id, target_id, status, batch, version, digest, record)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,
+                 (SELECT id FROM hosts WHERE fingerprint = ?9),
+                 (SELECT id FROM targets WHERE fingerprint = ?10),
+                 ?11, ?12, ?13, ?14, ?15)",
+            params![
+                e.started,
+                crate::when::now(),
+                e.source,
+                serde_json::to_string(&e.command).unwrap_or_else(|_| "[]".into()),
+                e.kind,
+                e.workload.key,
+                e.workload.text,
+                t.path,
+                h.fingerprint(),
+                t.fingerprint(),
+                e.status.as_str(),
+                batch,
+                e.version,
+                e.digest,
+                e.record,
+            ],
+        )
+        .map_err(sq)?;
+        let id = tx.last_insert_rowid();
+        {
+            let mut st = tx
+                .prepare(
+                    "INSERT OR REPLACE INTO figures (run_id, position, op, metric, unit, value, lo,
+                     hi, reps, higher_is_better, headline)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                )
+                .map_err(sq)?;
+            // SQLite keeps no NaN (it would be NULL): a figure that is not
+            // a number is left out, an interval end that is not is NULL.
+            let finite = |x: Option<f64>| x.filter(|v| v.is_finite());
+            let good = e.figures.iter().filter(|f| f.value.is_finite());
+            for (position, f) in good.enumerate() {
+                st.execute(params![
+                    id,
+                    position as i64,
+                    f.op,
+                    f.metric,
+                    f.unit,
+                    f.value,
+                    finite(f.lo),
+                    finite(f.hi),
+                    f.reps,
+                    f.higher_is_better,
+                    f.headline
+                ])
+                .map_err(sq)?;
+            }
+        }
+        tx.commit().map_err(sq)?;
+        Ok(Inserted { id, new: true })
+    }
+}

@@ -112,6 +112,90 @@ pub fn collect(target: &Path) -> HostInfo {
     }
 }
 
+/// The CPU model: `model name` of /proc/cpuinfo (x86), or the line ARM
+/// and others name it by; empty when unknown. A fact of the history's
+/// host print (the record's host facts have no CPU model).
+pub fn cpu_model() -> String {
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    ["model name", "Model", "cpu model", "Processor"]
+        .iter()
+        .find_map(|key| {
+            text.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == *key && !v.trim().is_empty()).then(|| v.trim().to_string())
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// The block device behind mount source `source` (`/dev/vda1`,
+/// `/dev/mapper/x`, `/dev/loop3`), as sysfs names it: its vendor and
+/// model, a loop device's backing file, a device-mapper name, or else its
+/// driver; empty for a source that is no block device (tmpfs, an NFS
+/// export). A partition is named by its disk.
+pub fn device_model(source: &str) -> String {
+    let Some(dev) = source
+        .starts_with("/dev/")
+        .then(|| std::fs::canonicalize(source).ok())
+        .flatten()
+    else {
+        return String::new();
+    };
+    let name = dev
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let Ok(mut sys) = std::fs::canonicalize(Path::new("/sys/class/block").join(&name)) else {
+        return String::new();
+    };
+    if sys.join("partition").exists() {
+        sys.pop();
+    }
+    let read = |p: &str| read_trim(&sys.join(p).to_string_lossy());
+    let backing = read("loop/backing_file");
+    if !backing.is_empty() {
+        return format!("loop on {backing}");
+    }
+    let dm = read("dm/name");
+    if !dm.is_empty() {
+        return format!("device-mapper {dm}");
+    }
+    let vm = [read("device/vendor"), read("device/model")]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    if !read("device/model").is_empty() {
+        return vm;
+    }
+    std::fs::read_link(sys.join("device/driver"))
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .map(|d| {
+            if vm.is_empty() {
+                d
+            } else {
+                format!("{d} ({vm})")
+            }
+        })
+        .unwrap_or(vm)
+}
+
+/// Size in bytes of the file system holding `path` (statvfs); `None`
+/// when it cannot be read.
+pub fn fs_size(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a NUL-terminated path and `st` plain data that
+    // statvfs fills in; both outlive the call.
+    let st = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        (libc::statvfs(c.as_ptr(), &mut st) == 0).then_some(st)?
+    };
+    (st.f_blocks as u64).checked_mul(st.f_frsize as u64)
+}
+
 /// Now as RFC 3339 UTC to the second (`2026-11-22T03:04:05Z`).
 pub fn now_rfc3339() -> String {
     jiff::Timestamp::now()
@@ -143,6 +227,21 @@ mod tests {
         let (mp, ty, _, _) = mount_of(Path::new("/")).unwrap();
         assert_eq!(mp, "/");
         assert!(!ty.is_empty());
+    }
+
+    /// This machine's disk and CPU are named; a source that is not a
+    /// device names none.
+    #[test]
+    fn device_and_cpu_facts() {
+        assert!(!cpu_model().is_empty());
+        assert_eq!(device_model("tmpfs"), "");
+        assert_eq!(device_model("/dev/does-not-exist"), "");
+        let (_, _, src, _) = mount_of(Path::new("/")).unwrap();
+        if src.starts_with("/dev/") {
+            assert!(!device_model(&src).is_empty(), "{src}");
+        }
+        assert!(fs_size(Path::new("/")).unwrap() > 0);
+        assert_eq!(fs_size(Path::new("/no/such/dir")), None);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //! against threads and duration against threads. [`charts_for`] builds them
 //! from a [`SweepRecord`] (one line per series, error bars from the
 //! repetitions), [`svg`] draws them, [`png`] rasterises them, and [`html`]
-//! puts them with the tables and the analysis into one self-contained page.
+//! puts them with the tables and the analysis into one self-contained page;
+//! [`trend`] draws one figure of one workload over the runs of the results
+//! history.
 //! The heavy rasteriser lives in this crate so the rest of the workspace
 //! does not build it.
 #![deny(missing_docs)]
@@ -14,6 +16,7 @@ pub mod html;
 pub mod overtime;
 pub mod png;
 pub mod svg;
+pub mod trend;
 
 use analysis::model::phase_failed;
 use analysis::{OpStats, SweepRecord};

@@ -64,6 +64,19 @@ impl Baseline {
     }
 }
 
+impl std::fmt::Display for Baseline {
+    /// The word [`Baseline::parse`] reads back.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Baseline::Median(n) if *n == DEFAULT_WINDOW => f.write_str("median"),
+            Baseline::Median(n) => write!(f, "median:{n}"),
+            Baseline::Last => f.write_str("last"),
+            Baseline::Best => f.write_str("best"),
+            Baseline::Run(id) => write!(f, "{id}"),
+        }
+    }
+}
+
 /// One side of a comparison: a figure, its interval, and the runs it
 /// comes from.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -360,6 +373,9 @@ mod tests {
         assert_eq!(Baseline::parse("last"), Ok(Baseline::Last));
         assert_eq!(Baseline::parse("best"), Ok(Baseline::Best));
         assert_eq!(Baseline::parse("42"), Ok(Baseline::Run(42)));
+        for b in ["median", "median:3", "last", "best", "42"] {
+            assert_eq!(Baseline::parse(b).unwrap().to_string(), b);
+        }
         for bad in ["median:0", "median:x", "newest", "", "4.5"] {
             assert!(Baseline::parse(bad).is_err(), "{bad}");
         }

@@ -54,6 +54,11 @@ pub fn parse(s: &str, now: Timestamp) -> Result<String, String> {
     Err(bad())
 }
 
+/// [`parse`] with spans counted back from now.
+pub fn parse_now(s: &str) -> Result<String, String> {
+    parse(s, Timestamp::now())
+}
+
 /// Seconds since 1970 of a row time; `None` when it is not one.
 pub fn epoch_seconds(t: &str) -> Option<i64> {
     t.parse::<Timestamp>().ok().map(|t| t.as_second())

@@ -38,8 +38,12 @@ use crate::job::{MetaArgs, RunArgs};
   ioscale mdtest --tasks 4 -n 1000 -F -u -d /mnt/fs/md
   ioscale smallfile --operation create --threads 4 --top /mnt/fs
 
+Every measuring command records its run in the results history
+(`ioscale history list`; --no-history or IOSCALE_HISTORY=off to skip).
+
 Exit codes: 0 ran clean, 1 I/O errors or failed verification, 2 usage or setup
-error, 130 interrupted (SIGINT, SIGTERM), 129 hung up (SIGHUP)."
+error, 3 a figure regressed against --baseline, 130 interrupted (SIGINT,
+SIGTERM), 129 hung up (SIGHUP)."
 )]
 pub struct Cli {
     /// What to do.
@@ -110,6 +114,9 @@ pub enum Command {
     /// Write an sbatch script that runs an ioscale command as one Slurm job (MPI ranks).
     #[command(after_help = crate::slurm::EXAMPLES)]
     Slurm(Box<crate::slurm::SlurmArgs>),
+    /// The results history: every measured run, listed, shown, trended, compared, exported, imported, pruned.
+    #[command(after_help = crate::history_cmd::EXAMPLES)]
+    History(crate::history_cmd::HistoryCmd),
     /// Remove the data sets and trees ioscale left in TARGET (recognised by ioscale's markers only).
     #[command(after_help = CLEAN_EXAMPLES)]
     Clean(CleanArgs),
@@ -137,6 +144,10 @@ const RUN_EXAMPLES: &str = "Examples:
   # one shared file in IOR's segmented layout (ior -t 1m -b 1m -s 256, 8 tasks)
   ioscale run --op write --threads 8 --layout shared --xfer 1m --block 1m \\
       --segments 256 /mnt/fs
+
+  # judge the run against the median of the last 5 runs of the same
+  # workload on /mnt/fs; exit 3 when a figure fell beyond the noise and 10%
+  ioscale run --op write,read --reps 3 --baseline median /mnt/fs
 
   # dd oflag=sync versus conv=fsync
   ioscale run --op write --xfer 1m --size 2g --sync each /mnt/fs

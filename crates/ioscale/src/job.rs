@@ -174,6 +174,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub shown: Shown,
+
+    #[command(flatten)]
+    pub history: crate::history_run::HistoryArgs,
 }
 
 /// Flags of `ioscale meta`.
@@ -303,6 +306,9 @@ pub struct MetaArgs {
 
     #[command(flatten)]
     pub shown: Shown,
+
+    #[command(flatten)]
+    pub history: crate::history_run::HistoryArgs,
 }
 
 impl MetaArgs {
@@ -604,6 +610,9 @@ pub struct SweepArgs {
     /// otherwise.
     #[arg(long, value_enum, default_value = "auto", value_name = "MODE")]
     pub progress: crate::progress::ProgressMode,
+
+    #[command(flatten)]
+    pub history: crate::history_run::HistoryArgs,
 
     /// The job to sweep, after `--`: `run OPTIONS…`, `meta OPTIONS…`, a
     /// `fio` job, or `io500 …` (the suite once per --threads value).

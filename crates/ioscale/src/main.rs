@@ -18,6 +18,9 @@ mod cli;
 mod emit;
 mod exit;
 mod front;
+mod history_cmd;
+mod history_run;
+mod history_view;
 mod job;
 mod launch;
 mod manpage;
@@ -116,6 +119,7 @@ fn run_command(command: Command) -> Exit {
         Command::Mdtest { args } => front_main("mdtest", &args),
         Command::Smallfile { args } => front_main("smallfile", &args),
         Command::Io500 { args } => front_main("io500", &args),
+        Command::History(args) => history_cmd::cmd_history(&args),
         Command::Clean(args) => cmd_clean(&args.target, args.force),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
@@ -167,6 +171,7 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
         ("--csv", args.record.csv.as_deref()),
     ];
     check_outputs(coord, &outputs)?;
+    let history = history_run::Session::new(Some(&args.history), "ioscale", "run", root)?;
     let stop = install_signals()?;
     let command: Vec<String> = std::env::args().collect();
     let live = front::live_plan(args.shown.progress, root, &plan, ranks);
@@ -187,7 +192,8 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
         (args.record.json.as_deref(), args.record.csv.as_deref())
     };
     if root {
-        emit(&outcome, json, csv, args.shown.format, args.shown.quiet)
+        let code = emit(&outcome, json, csv, args.shown.format, args.shown.quiet)?;
+        Ok(history.finish_with(&outcome.results, code))
     } else {
         Ok(0)
     }

@@ -25,6 +25,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         ("--csv", args.record.csv.as_deref()),
     ];
     crate::launch::check_outputs(coord, &outputs)?;
+    let history = crate::history_run::Session::new(Some(&args.history), "ioscale", "meta", root)?;
     let stop = crate::launch::install_signals()?;
     let command: Vec<String> = std::env::args().collect();
     // An interrupted run's record is saved before its tree is removed: a
@@ -50,5 +51,6 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
     } else {
         (args.record.json.as_deref(), args.record.csv.as_deref())
     };
-    crate::emit::emit(&outcome, json, csv, args.shown.format, args.shown.quiet)
+    let code = crate::emit::emit(&outcome, json, csv, args.shown.format, args.shown.quiet)?;
+    Ok(history.finish_with(&outcome.results, code))
 }

@@ -254,8 +254,14 @@ fn once<T: PartialEq + std::fmt::Debug>(flag: &str, list: &[T]) -> Result<(), Us
 fn sweeps_own(
     record: &crate::args::RecordFiles,
     shown: &crate::args::Shown,
+    history: &crate::history_run::HistoryArgs,
     inner: &str,
 ) -> Result<(), Usage> {
+    if history.any() {
+        return usage(format!(
+            "give --history, --no-history, --baseline and --threshold to sweep (before --), not to the inner {inner}"
+        ));
+    }
     if record.json.is_some() || record.csv.is_some() || shown.quiet || shown.format != Format::Text
     {
         return usage(format!(
@@ -280,11 +286,11 @@ fn inner_kind(
 ) -> Result<(&'static str, String, bool), Usage> {
     match inner {
         JobCommand::Run(r) => {
-            sweeps_own(&r.record, &r.shown, "run")?;
+            sweeps_own(&r.record, &r.shown, &r.history, "run")?;
             Ok(("run", r.reps.clone(), r.total.is_some()))
         }
         JobCommand::Meta(m) => {
-            sweeps_own(&m.record, &m.shown, "meta")?;
+            sweeps_own(&m.record, &m.shown, &m.history, "meta")?;
             if !lists.xfers.is_empty() {
                 return usage("--xfer applies to `run` sweeps; a `meta` job has no transfer size (sweep --layout or --threads)");
             }
@@ -903,6 +909,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         Some(e) => Failure::refused(format!("{e:#}")),
         None => Failure::Said(2),
     })?;
+    let history = crate::history_run::Session::new(Some(&args.history), "ioscale", "sweep", root)?;
     let command: Vec<String> = std::env::args().collect();
     let mut rec = new_record(&plan, &command);
     // The handlers go in before the lock is taken: a Ctrl-C or SIGTERM
@@ -978,6 +985,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         command: &command,
         live: &live,
         journal: journal.as_ref(),
+        history: &history,
         exit: 0,
         failure: None,
     };
@@ -987,14 +995,15 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     if !root {
         return Ok(exit);
     }
-    Ok(finish(
+    let code = finish(
         &mut rec,
         args,
         journal.as_ref(),
         exit,
         failure,
         crate::signals::name(),
-    ))
+    );
+    Ok(history.finish(code))
 }
 
 /// Rank 0 checks that every output file can be written before anything
@@ -1132,6 +1141,8 @@ struct Runner<'a> {
     live: &'a Option<Display>,
     /// Rank 0's `--json`, rewritten after every point.
     journal: Option<&'a crate::output::Journal>,
+    /// The results history: each point is recorded when it is done.
+    history: &'a crate::history_run::Session,
     /// The worst exit code so far.
     exit: i32,
     /// The point refused, and why: the sweep stops there.
@@ -1307,6 +1318,7 @@ impl Runner<'_> {
             .max()
             .map_or(0, |r| r + 1);
         results.spec = p.work.with_reps(took.max(p.work.reps())).job_spec();
+        self.history.write(&results);
         let (ops, geomean_bw_mib_s, geomean_iops) =
             point_stats_probed(&results, p.threads, self.sweep.config.trim, &outcome.probes);
         let rate = ops

@@ -11,7 +11,8 @@
 //! - The blocks of one document run in order, each in its own `bash -e -o
 //!   pipefail`, in one fresh temporary directory W per document (under
 //!   target/tmp; the working directory and HOME are `W/home`, TMPDIR is
-//!   `W/tmp`); shell variables a block sets (lower-case names) carry over
+//!   `W/tmp`, XDG_DATA_HOME is `W/data`, so the results history the
+//!   document's runs record is its own); shell variables a block sets (lower-case names) carry over
 //!   to the next block, as they would in a terminal.
 //! - `ioscale`, `ior`, `mdtest` and `smallfile_cli.py` on PATH are the
 //!   binary under test.
@@ -337,6 +338,12 @@ fn run_blocks(doc: &Path, blocks: &[Block], issue14: bool, leftovers_too: bool) 
             .env("PATH", &path)
             .env("HOME", &home)
             .env("TMPDIR", &tmp)
+            // The results history of the document's runs: beside W's
+            // home, not in the user's data directory (and not a leftover).
+            .env("XDG_DATA_HOME", w.join("data"))
+            .env_remove("IOSCALE_HISTORY")
+            .env_remove("IOSCALE_BASELINE")
+            .env_remove("IOSCALE_THRESHOLD")
             .env("DOCS_STATE", w.join("state.sh"))
             .output()
             .unwrap();

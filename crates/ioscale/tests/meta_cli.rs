@@ -9,8 +9,10 @@ use std::process::{Command, Output};
 use serde_json::Value;
 use tempfile::TempDir;
 
+mod common;
+
 fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_ioscale"))
+    common::ioscale_path()
 }
 
 fn scratch() -> TempDir {

@@ -49,7 +49,7 @@ fn nodes_command_per(per: u32, mpi: &[&str], args: &[&str]) -> Command {
         .args(["run", "4", &per.to_string()])
         .args(mpi)
         .arg("--")
-        .arg(env!("CARGO_BIN_EXE_ioscale"))
+        .arg(common::ioscale_path())
         .args(args);
     c
 }
@@ -513,7 +513,7 @@ fn ior_verbose_prints_a_measured_start_skew() {
 
 /// The pid of rank `rank` of a job of this test's ioscale binary.
 fn rank_pid(rank: u32) -> Option<u32> {
-    let exe = std::fs::canonicalize(env!("CARGO_BIN_EXE_ioscale")).ok()?;
+    let exe = std::fs::canonicalize(common::ioscale_path()).ok()?;
     let want = format!("OMPI_COMM_WORLD_RANK={rank}");
     for e in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
@@ -693,7 +693,7 @@ fn reordered_reads_come_from_the_next_node() {
         .args(["run", "4", "2", "--", "sh", "-c"])
         .arg(r#"exec strace -f -qq --seccomp-bpf -e trace=openat -o "$0/rank$OMPI_COMM_WORLD_RANK" "$@""#)
         .arg(&traces)
-        .arg(env!("CARGO_BIN_EXE_ioscale"))
+        .arg(common::ioscale_path())
         .args(["run", "--op", "write,read", "--layout", "per-thread"])
         .args(["--xfer", "256k", "--size", "1m", "--reorder"])
         .arg(&target)
@@ -739,7 +739,7 @@ fn a_sweep_over_node_counts_runs_each_point_on_that_many_nodes() {
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new("timeout")
         .arg("300")
-        .arg(env!("CARGO_BIN_EXE_ioscale"))
+        .arg(common::ioscale_path())
         .args(["sweep", "--nodes", "1,2,4", "--ranks-per-node", "2"])
         .arg("--sim-nodes")
         .arg(&script)
@@ -806,7 +806,7 @@ fn a_node_sweep_is_refused_before_anything_runs() {
         ),
     ];
     for (flags, named) in cases {
-        let out = Command::new(env!("CARGO_BIN_EXE_ioscale"))
+        let out = Command::new(common::ioscale_path())
             .arg("sweep")
             .args(flags)
             .args(["--threads", "1", "--", "run", "/nonexistent-target"])
@@ -906,7 +906,7 @@ fn node_sweep_in(
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut c = Command::new("timeout");
     c.arg("300")
-        .arg(env!("CARGO_BIN_EXE_ioscale"))
+        .arg(common::ioscale_path())
         .args(["sweep", "--nodes", nodes, "--ranks-per-node", "2"])
         .arg("--sim-nodes")
         .arg(&script)
@@ -1024,7 +1024,7 @@ fn an_interrupted_node_sweep_resumes_with_the_missing_points() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
     let inner = ["--op", "write", "--xfer", "64k", "--size", "256k"];
     let sweep = |resume: bool| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_ioscale"));
+        let mut c = Command::new(common::ioscale_path());
         c.args(["sweep", "--nodes", "1,2", "--ranks-per-node", "2"])
             .arg("--sim-nodes")
             .arg(&script)
@@ -1371,7 +1371,7 @@ fn front_run(solo: bool, args: &[&str], doc: bool) -> Ran {
     }
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = if solo {
-        Command::new(env!("CARGO_BIN_EXE_ioscale"))
+        Command::new(common::ioscale_path())
             .args(&all)
             .output()
             .unwrap()

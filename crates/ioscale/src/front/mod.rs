@@ -80,6 +80,8 @@ pub struct Call<'a> {
     pub prog: &'a str,
     /// The arguments after the program name.
     pub args: &'a [String],
+    /// The results history the finished run is recorded in.
+    pub history: &'a crate::history_run::Session,
 }
 
 /// `--record FILE` (ioscale's option of the dd and smallfile front-ends):
@@ -360,6 +362,12 @@ pub(crate) fn run_plan(
     argv.extend(call.args.iter().cloned());
     let outcome = bench::exec::execute(plan, bench::exec::Env::new(argv, stop, coord));
     drop(live);
+    if let Ok(o) = &outcome {
+        o.steps
+            .iter()
+            .flatten()
+            .for_each(|s| call.history.keep(&s.results));
+    }
     outcome
 }
 

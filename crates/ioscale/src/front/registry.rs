@@ -6,6 +6,7 @@
 
 use super::{dd, fio, io500, ior, mdtest, smallfile, Call, Front};
 use crate::exit::Exit;
+use crate::history_run::Session;
 
 /// Runs front-end `F` on every rank of its launch: a usage error is said
 /// once (exit 2), `--help` printed once (exit 0), anything else run.
@@ -20,7 +21,19 @@ fn drive<F: Front>(prog: &str, args: &[String]) -> Exit {
                 }
                 Ok(0)
             }
-            Ok(Some(req)) => F::run(&Call { prog, args }, req, coord),
+            Ok(Some(req)) => {
+                let history = Session::new(None, F::COMMAND, F::COMMAND, root)?;
+                let code = F::run(
+                    &Call {
+                        prog,
+                        args,
+                        history: &history,
+                    },
+                    req,
+                    coord,
+                )?;
+                Ok(history.finish(code))
+            }
         }
     })
 }

@@ -482,6 +482,7 @@ fn child_args(args: &SweepArgs, json: &Path, resume: bool) -> Vec<String> {
         );
     }
     a.extend(["--quiet".into(), "--progress".into(), "plain".into()]);
+    a.extend(crate::history_run::child_flags(&args.history));
     a.push("--json".into());
     a.push(json.display().to_string());
     if resume {

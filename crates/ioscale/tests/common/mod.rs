@@ -18,16 +18,39 @@ use tempfile::TempDir;
 
 /// The ioscale binary under test.
 pub fn ioscale() -> Command {
+    sandbox_history();
     Command::cargo_bin("ioscale").expect("the ioscale binary is built")
 }
 
 /// Path of the binary, for tests that drive the child process themselves.
 pub fn ioscale_path() -> PathBuf {
+    sandbox_history();
     PathBuf::from(env!("CARGO_BIN_EXE_ioscale"))
+}
+
+/// Every measuring command records its run in the results history, by
+/// default under the user's data directory. The tests must never write
+/// there: before the first binary is started, this test process points
+/// `XDG_DATA_HOME` at a directory under the target dir (children inherit
+/// it), and drops the user's own `IOSCALE_HISTORY`, `IOSCALE_BASELINE`
+/// and `IOSCALE_THRESHOLD`. Every helper that names the binary calls it.
+pub fn sandbox_history() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("history-sandbox");
+        std::fs::create_dir_all(&dir).expect("making the history sandbox");
+        // Set once, before this process starts any child; std's own
+        // environment lock orders it with every spawn.
+        std::env::set_var("XDG_DATA_HOME", &dir);
+        for k in ["IOSCALE_HISTORY", "IOSCALE_BASELINE", "IOSCALE_THRESHOLD"] {
+            std::env::remove_var(k);
+        }
+    });
 }
 
 /// A fresh directory under the target dir (on the repository's file system).
 pub fn scratch() -> TempDir {
+    sandbox_history();
     tempfile::Builder::new()
         .prefix("ioscale-it-")
         .tempdir_in(env!("CARGO_TARGET_TMPDIR"))

@@ -456,6 +456,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
         println!("ioscale-{} (fio front-end)", env!("CARGO_PKG_VERSION"));
         return Ok(0);
     }
+    crate::history_run::check_env()?;
     let progress = super::progress_mode(cli.progress)?;
     let (jobs, global) = parse::jobs(&cli)?;
     // fio's figures: latencies by direction, submission latency; and every
@@ -505,7 +506,8 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
     st.finish_disks();
     st.report.ended = std::time::SystemTime::now();
     st.report.ended_text = super::ctime_now();
-    Ok(emit(&cli, &st.report, &st.records).max(st.code))
+    let code = emit(&cli, &st.report, &st.records).max(st.code);
+    Ok(crate::history_run::record_front("fio", &st.records, code))
 }
 
 /// Checks every output of the command before the first run, as every

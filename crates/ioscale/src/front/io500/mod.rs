@@ -261,6 +261,7 @@ fn ranks_main(args: &[String], coord: &dyn Coordinator) -> Exit {
 /// One io500 run on every rank; with `quiet`, nothing on standard output
 /// (the result files and `--json` are still written).
 pub(crate) fn ranks_main_quiet(args: &[String], coord: &dyn Coordinator, quiet: bool) -> Exit {
+    crate::history_run::check_env()?;
     let Some(start) = start(args, coord)? else {
         return Ok(0);
     };
@@ -591,7 +592,7 @@ fn finish(
         eprintln!("io500: error: {e:#}");
         code = code.max(1);
     }
-    Ok(code)
+    Ok(crate::history_run::record_io500(&record, code))
 }
 
 fn exit_code(interrupted: bool, errors: bool) -> i32 {

@@ -98,7 +98,41 @@ fn check_path(path: &Path, access: Access) -> Result<(), Error> {
             Err(e) => return Err(refused(format!("{e}"))),
         }
     }
+    if access == Access::Write {
+        // SQLite makes its -wal and -shm files beside the database: a
+        // directory it cannot write is said as such, not as "unable to
+        // open database file".
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if let Err(e) = writable(dir) {
+            return Err(refused(format!(
+                "its directory {} cannot be written ({e}){}",
+                dir.display(),
+                if e.raw_os_error() == Some(libc::EROFS) {
+                    ": the file system is read-only"
+                } else {
+                    ""
+                }
+            )));
+        }
+    }
     Ok(())
+}
+
+/// Whether this process may create files in `dir` (access(2), which
+/// also says EROFS for a read-only file system, even to root).
+fn writable(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 fn companion(path: &Path, suffix: &str) -> PathBuf {

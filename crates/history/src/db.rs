@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use crate::entry::Entry;
@@ -172,6 +173,12 @@ impl History {
             Access::Read => base,
         };
         let mut conn = Connection::open_with_flags(path, flags).map_err(sq)?;
+        // No checkpoint when this connection closes until the file is
+        // known to be ours and of a version this build writes: a refused
+        // file (a newer one, another application's) is left byte for byte
+        // as it was, its WAL not copied into it.
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(sq)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(sq)?;
         let known = steps.len() as i64;
         match schema::found(&conn).map_err(sq)? {
@@ -204,6 +211,14 @@ impl History {
             .map_err(sq)?;
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sq)?;
         schema::migrate(&mut conn, steps).map_err(sq)?;
+        // Once the file is accepted, the last connection to close copies
+        // the WAL back into the file and removes it, so a copy of
+        // history.db alone holds every run. Leaving it (no checkpoint on
+        // close) saves that copy's fsyncs but makes the next process read
+        // the WAL back, which cost more CPU than the copy in
+        // crates/history/examples/record_cost.rs (docs/performance.md).
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, false)
+            .map_err(sq)?;
         Ok(History {
             conn,
             path: path.to_path_buf(),

@@ -2,11 +2,12 @@
 //! failed.
 //!
 //! The codes are a contract (0 ran clean, 1 ran but saw I/O errors or
-//! failed verification, 2 usage or setup error, 130 interrupted by SIGINT
-//! or SIGTERM, 129 by SIGHUP). Inside the program an interrupted command
-//! returns 130; the code of the signal that came replaces it as the
-//! command ends ([`crate::signals::settle`]). A command returns an
-//! [`Exit`]:
+//! failed verification, 2 usage or setup error, 3 a clean run's figure
+//! regressed against `--baseline`, see `history_run::REGRESSED`, 130
+//! interrupted by SIGINT or SIGTERM, 129 by SIGHUP). Inside the program an
+//! interrupted command returns 130; the code of the signal that came
+//! replaces it as the command ends ([`crate::signals::settle`]). A command
+//! returns an [`Exit`]:
 //!
 //! - `Ok(code)` when the run *happened*: the code is its outcome (0, 1 or
 //!   130, from [`bench::run::Outcome::exit_code`] and the outputs written),

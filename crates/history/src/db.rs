@@ -142,6 +142,29 @@ fn companion(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Whether `path` is an ioscale history: a regular file (not followed
+/// through a link) whose header is SQLite's with ioscale's application
+/// id. An output about to replace it is refused (`--json` naming the
+/// history would wipe every run).
+pub fn is_history(path: &Path) -> bool {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = [0u8; 72];
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok_and(|()| {
+            head.starts_with(b"SQLite format 3\0")
+                && i64::from(u32::from_be_bytes([head[68], head[69], head[70], head[71]]))
+                    == schema::APPLICATION_ID
+        })
+}
+
 /// Makes the directory of `path` (and its parents), for the default file.
 pub fn make_dir(path: &Path) -> Result<(), Error> {
     let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) else {

@@ -391,18 +391,23 @@ fn compare(cmd: &HistoryCmd, a: &CompareArgs) -> Exit {
     Ok(if j.regressed() { REGRESSED } else { 0 })
 }
 
+/// Refuses, before anything is read, outputs that could not be written,
+/// that name one file twice, or that would replace a history.
+fn check_outputs(outputs: &[(&str, Option<&Path>)]) -> Result<(), Failure> {
+    crate::output::check_output_set(outputs, &[]).map_err(|e| Failure::refused(format!("{e:#}")))
+}
+
 /// Writes a result file through the one safe-output routine.
 fn write_file(flag: &str, p: &Path, bytes: &[u8]) -> Result<(), Failure> {
     crate::output::write_named(flag, p, bytes).map_err(Failure::Output)
 }
 
 fn trend(cmd: &HistoryCmd, a: &TrendArgs) -> Exit {
-    for (flag, p) in [("--svg", &a.svg), ("--png", &a.png), ("--html", &a.html)] {
-        if let Some(p) = p {
-            crate::output::check_output_path(flag, p)
-                .map_err(|e| Failure::refused(format!("{e:#}")))?;
-        }
-    }
+    check_outputs(&[
+        ("--svg", a.svg.as_deref()),
+        ("--png", a.png.as_deref()),
+        ("--html", a.html.as_deref()),
+    ])?;
     let db = open(cmd, Access::Read)?;
     let id = run_id(&db, &a.run)?;
     let run = db.run(id).map_err(Failure::refused)?;
@@ -535,12 +540,10 @@ fn write_trend_files(
 }
 
 fn export(cmd: &HistoryCmd, a: &ExportArgs) -> Exit {
-    for (flag, p) in [("--output", &a.output), ("--prometheus", &a.prometheus)] {
-        if let Some(p) = p {
-            crate::output::check_output_path(flag, p)
-                .map_err(|e| Failure::refused(format!("{e:#}")))?;
-        }
-    }
+    check_outputs(&[
+        ("--output", a.output.as_deref()),
+        ("--prometheus", a.prometheus.as_deref()),
+    ])?;
     let db = open(cmd, Access::Read)?;
     let rows = db
         .list(&filter(&a.filter, None)?)

@@ -105,6 +105,12 @@ pub(crate) fn check_output_set(
         let Some(place) = safefs::check_output(flag, p)?.place() else {
             continue;
         };
+        if history::db::is_history(p) {
+            anyhow::bail!(
+                "{flag} {}: an ioscale results history (docs/history.md); {flag} would replace every run in it",
+                p.display()
+            );
+        }
         if let Some((first, _)) = taken.iter().find(|(_, q)| *q == place) {
             anyhow::bail!(
                 "{flag} {}: the same file as {first}; each output needs a file of its own",

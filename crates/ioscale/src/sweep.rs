@@ -901,6 +901,15 @@ fn trailing_resume(args: &mut SweepArgs) -> Result<(), String> {
 fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     if args.inner.first().map(String::as_str) == Some("io500") {
         adaptive::refuse_with("an io500 sweep", args).map_err(Failure::Usage)?;
+        if args.history.any() {
+            // Each io500 point records itself, as io500 does: from the
+            // environment.
+            return Err(Failure::usage(
+                "an io500 sweep records each point as io500 does: give IOSCALE_HISTORY=FILE|off, \
+                 IOSCALE_BASELINE and IOSCALE_THRESHOLD instead of --history, --no-history, \
+                 --baseline and --threshold",
+            ));
+        }
         return crate::front::io500::sweep::sweep(args, coord);
     }
     let root = coord.rank() == 0;

@@ -481,6 +481,50 @@ fn a_broken_history_is_one_warning_and_the_run_s_outputs_are_written() {
     check(&full_db, "full");
 }
 
+/// An output that names a history is refused before the run (it would
+/// replace every run kept there), whichever command and flag name it.
+#[test]
+fn an_output_never_replaces_a_history() {
+    let d = scratch();
+    let o = scratch();
+    let db = o.path().join("h.db");
+    assert_code(&run_in(&db, &["run", "--size", "1m", "-q", s(d.path())]), 0);
+    let before = std::fs::read(&db).unwrap();
+    let hist = ["--history", s(&db)];
+    for args in [
+        vec!["run", "--size", "1m", "-q", "--json", s(&db), s(d.path())],
+        vec!["meta", "--files", "4", "-q", "--csv", s(&db), s(d.path())],
+        [&["history", "export", "--output", s(&db)][..], &hist].concat(),
+        [&["history", "trend", "--svg", s(&db)][..], &hist].concat(),
+    ] {
+        let out = run_in(&db, &args);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("an ioscale results history"),
+            "{args:?}: {err}"
+        );
+    }
+    let dd = ioscale()
+        .env("IOSCALE_HISTORY", &db)
+        .current_dir(d.path())
+        .args([
+            "dd",
+            "if=/dev/zero",
+            "of=x",
+            "bs=4k",
+            "count=1",
+            "--record",
+            s(&db),
+        ])
+        .output()
+        .unwrap();
+    assert_code(&dd, 2);
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    assert_eq!(count(&db, "runs"), 1);
+    assert_empty(d.path());
+}
+
 /// `--no-history` and `IOSCALE_HISTORY=off` record nothing (no file is
 /// made); bad gate settings are usage errors before anything runs.
 #[test]

@@ -40,7 +40,13 @@ fn skip(why: &str) {
 
 /// `mpirun -np N ioscale ARGS…` under a 120 s timeout.
 fn mpirun(np: u32, args: &[&str]) -> Output {
+    mpirun_env(np, &[], args)
+}
+
+/// [`mpirun`] with environment variables `env` set for the ranks.
+fn mpirun_env(np: u32, env: &[(&str, &Path)], args: &[&str]) -> Output {
     let mut c = Command::new("timeout");
+    c.envs(env.iter().copied());
     c.args([
         "-k",
         "10",
@@ -513,6 +519,66 @@ fn sweep_on_two_ranks_writes_one_record() {
     }
     // Only rank 0 wrote the journal and the files.
     assert_eq!(names(o.path()), vec!["sweep.json".to_string()]);
+    assert_empty(dir.path());
+}
+
+/// The results history under MPI: rank 0 records each run once — a run
+/// on 2 ranks, an ior on 2 ranks (the history from the environment) and
+/// a sweep of 2 points on 2 ranks make 1, 1 and 2 rows — and the run's
+/// workload names its 2 ranks.
+#[test]
+fn rank_0_records_each_run_once_in_the_history() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let o = scratch();
+    let db = o.path().join("h.db");
+    let h = ["--history", s(&db)];
+    let t = s(dir.path());
+    let run = [
+        &["run", "--op", "write", "--size", "1m", "-q"][..],
+        &h,
+        &[t],
+    ]
+    .concat();
+    assert_code(&mpirun(2, &run), 0);
+    let ior = dir.path().join("ior.bin");
+    let env = [("IOSCALE_HISTORY", db.as_path())];
+    let out = mpirun_env(
+        2,
+        &env,
+        &["ior", "-w", "-t", "256k", "-b", "1m", "-o", s(&ior)],
+    );
+    assert_code(&out, 0);
+    let sweep = [
+        &["sweep", "--threads", "1,2", "-q"][..],
+        &h,
+        &["--", "run", "--op", "write", "--size", "1m", t],
+    ]
+    .concat();
+    assert_code(&mpirun(2, &sweep), 0);
+    let rows = std::process::Command::new("sqlite3")
+        .arg(&db)
+        .arg("SELECT source || ' ' || count(*) FROM runs GROUP BY source ORDER BY source")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&rows.stdout),
+        "ior 1\nrun 1\nsweep 2\n"
+    );
+    let text = std::process::Command::new("sqlite3")
+        .arg(&db)
+        .arg("SELECT workload_text FROM runs WHERE source = 'run'")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains(", 2 ranks"));
+    assert_eq!(
+        names(o.path()),
+        ["h.db"],
+        "rank 0 alone wrote it, and closed it"
+    );
     assert_empty(dir.path());
 }
 

@@ -294,35 +294,8 @@ impl History {
         {
             return Ok(Inserted { id, new: false });
         }
-        let h = &e.host;
-        tx.execute(
-            "INSERT OR IGNORE INTO hosts (fingerprint, hostname, kernel, cpu_model, cpus, mem_bytes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                h.fingerprint(),
-                h.hostname,
-                h.kernel,
-                h.cpu_model,
-                h.cpus,
-                i64::try_from(h.mem_bytes).unwrap_or(i64::MAX)
-            ],
-        )
-        .map_err(sq)?;
-        let t = &e.target;
-        tx.execute(
-            "INSERT OR IGNORE INTO targets (fingerprint, path, fs_type, fs_source, device_model,
-             mount_options, size_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![
-                t.fingerprint(),
-                t.path,
-                t.fs_type,
-                t.fs_source,
-                t.device_model,
-                t.mount_options,
-                t.size_bytes.and_then(|s| i64::try_from(s).ok())
-            ],
-        )
-        .map_err(sq)?;
+        insert_prints(&tx, e).map_err(sq)?;
+        let (h, t) = (&e.host, &e.target);
         tx.execute(
             "INSERT INTO runs (started, recorded, source, command, kind, workload, workload_text,
              target, host_id, target_id, status, batch, version, digest, record)
@@ -350,36 +323,69 @@ impl History {
         )
         .map_err(sq)?;
         let id = tx.last_insert_rowid();
-        {
-            let mut st = tx
-                .prepare(
-                    "INSERT OR REPLACE INTO figures (run_id, position, op, metric, unit, value, lo,
-                     hi, reps, higher_is_better, headline)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                )
-                .map_err(sq)?;
-            // SQLite keeps no NaN (it would be NULL): a figure that is not
-            // a number is left out, an interval end that is not is NULL.
-            let finite = |x: Option<f64>| x.filter(|v| v.is_finite());
-            let good = e.figures.iter().filter(|f| f.value.is_finite());
-            for (position, f) in good.enumerate() {
-                st.execute(params![
-                    id,
-                    position as i64,
-                    f.op,
-                    f.metric,
-                    f.unit,
-                    f.value,
-                    finite(f.lo),
-                    finite(f.hi),
-                    f.reps,
-                    f.higher_is_better,
-                    f.headline
-                ])
-                .map_err(sq)?;
-            }
-        }
+        insert_figures(&tx, id, e).map_err(sq)?;
         tx.commit().map_err(sq)?;
         Ok(Inserted { id, new: true })
     }
+}
+
+/// The run's host and target prints, each kept once.
+fn insert_prints(tx: &Connection, e: &Entry) -> rusqlite::Result<()> {
+    let h = &e.host;
+    tx.execute(
+        "INSERT OR IGNORE INTO hosts (fingerprint, hostname, kernel, cpu_model, cpus, mem_bytes)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            h.fingerprint(),
+            h.hostname,
+            h.kernel,
+            h.cpu_model,
+            h.cpus,
+            i64::try_from(h.mem_bytes).unwrap_or(i64::MAX)
+        ],
+    )?;
+    let t = &e.target;
+    tx.execute(
+        "INSERT OR IGNORE INTO targets (fingerprint, path, fs_type, fs_source, device_model,
+         mount_options, size_bytes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        params![
+            t.fingerprint(),
+            t.path,
+            t.fs_type,
+            t.fs_source,
+            t.device_model,
+            t.mount_options,
+            t.size_bytes.and_then(|s| i64::try_from(s).ok())
+        ],
+    )?;
+    Ok(())
+}
+
+/// The figures of run `id`, in the order of the entry. SQLite keeps no
+/// NaN (it would be NULL): a figure that is not a number is left out, an
+/// interval end that is not is NULL.
+fn insert_figures(tx: &Connection, id: i64, e: &Entry) -> rusqlite::Result<()> {
+    let mut st = tx.prepare(
+        "INSERT OR REPLACE INTO figures (run_id, position, op, metric, unit, value, lo,
+         hi, reps, higher_is_better, headline)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?;
+    let finite = |x: Option<f64>| x.filter(|v| v.is_finite());
+    let good = e.figures.iter().filter(|f| f.value.is_finite());
+    for (position, f) in good.enumerate() {
+        st.execute(params![
+            id,
+            position as i64,
+            f.op,
+            f.metric,
+            f.unit,
+            f.value,
+            finite(f.lo),
+            finite(f.hi),
+            f.reps,
+            f.higher_is_better,
+            f.headline
+        ])?;
+    }
+    Ok(())
 }

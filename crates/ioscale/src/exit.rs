@@ -3,11 +3,11 @@
 //!
 //! The codes are a contract (0 ran clean, 1 ran but saw I/O errors or
 //! failed verification, 2 usage or setup error, 3 a clean run's figure
-//! regressed against `--baseline`, see `history_run::REGRESSED`, 130
-//! interrupted by SIGINT or SIGTERM, 129 by SIGHUP). Inside the program an
-//! interrupted command returns 130; the code of the signal that came
-//! replaces it as the command ends ([`crate::signals::settle`]). A command
-//! returns an [`Exit`]:
+//! regressed against `--baseline`, [`REGRESSED`], 130 interrupted by
+//! SIGINT or SIGTERM, 129 by SIGHUP). Inside the program an interrupted
+//! command returns 130; the code of the signal that came replaces it as
+//! the command ends ([`crate::signals::settle`]). A command returns an
+//! [`Exit`]:
 //!
 //! - `Ok(code)` when the run *happened*: the code is its outcome (0, 1 or
 //!   130, from [`bench::run::Outcome::exit_code`] and the outputs written),
@@ -16,6 +16,10 @@
 //!   the failure carries both the message and the code, and `main` prints
 //!   it once (`TOOL: error: MESSAGE`, on rank 0 only) and exits with
 //!   [`Failure::code`]. Nothing matches message text to find a code.
+
+/// The exit code of a clean run whose figure regressed against its
+/// `--baseline` beyond the noise and the threshold (docs/history.md).
+pub(crate) const REGRESSED: i32 = 3;
 
 /// What a command returns (see the module docs): the outcome code of a run
 /// that happened, or why it could not run.

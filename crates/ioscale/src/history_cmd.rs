@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand, ValueEnum};
 use history::{Access, Baseline, Filter, History, Prune, RunRow, Status};
 
-use crate::exit::{Exit, Failure};
-use crate::history_run::{place, Place, REGRESSED};
+use crate::exit::{Exit, Failure, REGRESSED};
+use crate::history_run::{place, Place};
 use crate::history_view as view;
 
 /// Examples for `ioscale history --help`.

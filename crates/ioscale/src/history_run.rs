@@ -20,11 +20,7 @@ use clap::Args;
 use history::{Access, Baseline, Entry, Extra, History};
 use report::ResultSet;
 
-use crate::exit::Failure;
-
-/// The exit code of a clean run whose figure regressed against its
-/// baseline beyond the noise and the threshold (`--baseline`).
-pub(crate) const REGRESSED: i32 = 3;
+use crate::exit::{Failure, REGRESSED};
 
 /// The history file, or `off` (the front-ends' `--history`/`--no-history`).
 pub(crate) const ENV_FILE: &str = "IOSCALE_HISTORY";

@@ -189,7 +189,7 @@ fn judgement_tail(j: &Judgement) -> Vec<String> {
             "regression: {} than the baseline, beyond the noise and the {:.0}% threshold (exit {})",
             fell.join(", "),
             j.threshold * 100.0,
-            crate::history_run::REGRESSED
+            crate::exit::REGRESSED
         ));
     }
     out

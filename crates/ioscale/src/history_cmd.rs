@@ -19,7 +19,7 @@ pub const EXAMPLES: &str = "Examples:
   ioscale run /mnt/fs
   ioscale history list
   ioscale history show 1
-  # the newest run's figures over its earlier runs, in the terminal and as a page
+  # the newest run's figures over its earlier runs (terminal, HTML page)
   ioscale history trend --html trend.html
   # the newest run against the median of the 5 before it (exit 3: regression)
   ioscale history compare
@@ -34,6 +34,52 @@ $XDG_DATA_HOME/ioscale/history.db, else ~/.local/share/ioscale/history.db.
 Its tables are documented in docs/history.md; `sqlite3 FILE` reads them.
 Exit codes: 0 done, 2 usage error or unreadable history, 3 (compare) a
 figure regressed beyond the noise and --threshold.";
+
+/// Examples for `ioscale history list --help`.
+const LIST_EXAMPLES: &str = "Examples:
+  ioscale history list
+  ioscale history list --target /mnt/fs --since 7d -n 0
+  ioscale history list --workload w-3f2a --status ok --format json";
+
+/// Examples for `ioscale history show --help`.
+const SHOW_EXAMPLES: &str = "Examples:
+  ioscale history show
+  ioscale history show 12
+  # the record again, for `ioscale report`
+  ioscale history show 12 --record > run12.json";
+
+/// Examples for `ioscale history trend --help`.
+const TREND_EXAMPLES: &str = "Examples:
+  ioscale history trend
+  ioscale history trend 12 --op write --last 20
+  ioscale history trend --svg write.svg --png write.png --html trend.html";
+
+/// Examples for `ioscale history compare --help`.
+const COMPARE_EXAMPLES: &str = "Examples:
+  # the newest run against the median of the 5 before it
+  ioscale history compare
+  ioscale history compare last
+  ioscale history compare best --run 12 --threshold 5
+
+Exit codes: 0 no regression, 3 a figure fell beyond the noise and the
+threshold, 2 usage error or unreadable history.";
+
+/// Examples for `ioscale history export --help`.
+const EXPORT_EXAMPLES: &str = "Examples:
+  ioscale history export > runs.jsonl
+  ioscale history export --format csv --since 30d --output runs.csv
+  ioscale history export --prometheus /var/lib/node_exporter/ioscale.prom";
+
+/// Examples for `ioscale history import --help`.
+const IMPORT_EXAMPLES: &str = "Examples:
+  ioscale history import run.json sweep.json
+  ioscale history import fio-records.json io500.json";
+
+/// Examples for `ioscale history prune --help`.
+const PRUNE_EXAMPLES: &str = "Examples:
+  ioscale history prune --keep 20
+  ioscale history prune --before 90d --dry-run
+  ioscale history prune --status interrupted --vacuum";
 
 /// Flags of `ioscale history`.
 #[derive(Debug, Args)]
@@ -52,18 +98,25 @@ pub struct HistoryCmd {
 #[derive(Debug, Subcommand)]
 pub enum Step {
     /// The recorded runs, newest first (filter by target, workload, host, time).
+    #[command(after_help = LIST_EXAMPLES)]
     List(ListArgs),
     /// One run: when, the command, workload, host and target, every figure.
+    #[command(after_help = SHOW_EXAMPLES)]
     Show(ShowArgs),
     /// One figure of one workload on one target over its runs (terminal, SVG, PNG, HTML).
+    #[command(after_help = TREND_EXAMPLES)]
     Trend(TrendArgs),
     /// A run against earlier runs of its workload on its target, noise-aware (exit 3 on a regression).
+    #[command(after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
     /// The runs as JSON lines or CSV, or their latest figures in Prometheus's text format.
+    #[command(after_help = EXPORT_EXAMPLES)]
     Export(ExportArgs),
     /// Add ioscale JSON records (run, meta, sweep, fio --ioscale-json, io500 --json) to the history.
+    #[command(after_help = IMPORT_EXAMPLES)]
     Import(ImportArgs),
     /// Remove runs: older than a time, beyond the newest N of each workload, by status or id.
+    #[command(after_help = PRUNE_EXAMPLES)]
     Prune(PruneArgs),
 }
 

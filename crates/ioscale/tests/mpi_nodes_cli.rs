@@ -735,6 +735,7 @@ fn a_sweep_over_node_counts_runs_each_point_on_that_many_nodes() {
     let target = dir.path().join("t");
     std::fs::create_dir(&target).unwrap();
     let json = dir.path().join("s.json");
+    let history = dir.path().join("h.db");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
     let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = Command::new("timeout")
@@ -745,6 +746,8 @@ fn a_sweep_over_node_counts_runs_each_point_on_that_many_nodes() {
         .arg(&script)
         .args(["--threads", "1", "--json"])
         .arg(&json)
+        .arg("--history")
+        .arg(&history)
         .args([
             "--", "run", "--op", "write", "--xfer", "64k", "--size", "256k",
         ])
@@ -793,6 +796,21 @@ fn a_sweep_over_node_counts_runs_each_point_on_that_many_nodes() {
     assert!(!series.contains("node"), "{series}");
     // The launches' records were temporary.
     assert!(!err.contains("error"), "{err}");
+    // Each launch's rank 0 recorded its point once, in the sweep's
+    // history: 2, 4 and 8 ranks.
+    let rows = Command::new("sqlite3")
+        .arg(&history)
+        .arg("SELECT source, workload_text FROM runs ORDER BY id")
+        .output()
+        .unwrap();
+    let rows = String::from_utf8_lossy(&rows.stdout);
+    assert_eq!(rows.lines().count(), 3, "{rows}");
+    for (l, ranks) in rows.lines().zip([2, 4, 8]) {
+        assert!(
+            l.starts_with("sweep|") && l.ends_with(&format!(", {ranks} ranks")),
+            "{l}"
+        );
+    }
 }
 
 #[test]

@@ -585,6 +585,26 @@ pub fn point_stats_probed(
     )
 }
 
+/// The threads and repetitions of a run record seen as one sweep point
+/// (`report`, `compare`, the results history): the spec's threads (the
+/// first phase's for a metadata workload) and the repetitions its phases
+/// count.
+pub fn run_threads_and_reps(rs: &ResultSet) -> (u32, u32) {
+    let threads = rs
+        .spec
+        .as_run()
+        .map(|w| w.threads)
+        .or_else(|| rs.phases.first().map(|p| p.threads))
+        .unwrap_or(1);
+    let reps = rs
+        .phases
+        .iter()
+        .map(|p| p.rep.saturating_add(1))
+        .max()
+        .unwrap_or(1);
+    (threads, reps)
+}
+
 /// Requests each worker keeps in flight: the job's `iodepth` (1 for the
 /// sync engine, and in records from before engines).
 pub fn depth_of(rs: &ResultSet) -> u32 {

@@ -317,9 +317,9 @@ fn figure(field: String, value: f64) -> LoadError {
 
 /// Wraps a run record as a sweep of one point.
 pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
-    let (threads, xfer, layout, file_count, dir_per_file, per_thread) = match rs.spec.as_run() {
+    let (threads, reps) = crate::model::run_threads_and_reps(&rs);
+    let (xfer, layout, file_count, dir_per_file, per_thread) = match rs.spec.as_run() {
         Some(w) => (
-            w.threads,
             w.xfer,
             w.layout.name().to_string(),
             w.file_count() as u64,
@@ -327,7 +327,6 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
             w.bytes_per_worker(),
         ),
         None => {
-            let t = rs.phases.first().map(|p| p.threads).unwrap_or(1);
             let files = rs
                 .phases
                 .first()
@@ -342,15 +341,9 @@ pub fn sweep_of_run(rs: ResultSet) -> SweepRecord {
                 .as_meta()
                 .map(|m| m.files.saturating_mul(m.file_size.max()))
                 .unwrap_or(0);
-            (t, 0, String::new(), files, false, per_thread)
+            (0, String::new(), files, false, per_thread)
         }
     };
-    let reps = rs
-        .phases
-        .iter()
-        .map(|p| p.rep.saturating_add(1))
-        .max()
-        .unwrap_or(1);
     let trim = crate::model::default_trim(reps);
     let (ops, geomean_bw_mib_s, geomean_iops) = point_stats(&rs, threads, trim);
     let point = SweepPoint {

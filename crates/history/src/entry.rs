@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use analysis::model::{default_trim, point_stats};
+use analysis::model::{default_trim, point_stats, run_threads_and_reps};
 use report::{HostInfo, ResultSet};
 
 use crate::fingerprint::{HostPrint, TargetPrint};
@@ -298,18 +298,7 @@ fn io500_status(rec: &Value) -> Status {
 /// bandwidth (data) or rate, each with its interval, and its median and
 /// 99th-percentile latency (means over the good repetitions).
 pub fn figures_of_run(rs: &ResultSet) -> Vec<Figure> {
-    let threads = rs
-        .spec
-        .as_run()
-        .map(|w| w.threads)
-        .or_else(|| rs.phases.first().map(|p| p.threads))
-        .unwrap_or(1);
-    let reps = rs
-        .phases
-        .iter()
-        .map(|p| p.rep.saturating_add(1))
-        .max()
-        .unwrap_or(1);
+    let (threads, reps) = run_threads_and_reps(rs);
     let (ops, _, _) = point_stats(rs, threads, default_trim(reps));
     let mut out = Vec::new();
     for o in ops.iter().filter(|o| o.reps > 0) {

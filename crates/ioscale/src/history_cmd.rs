@@ -537,14 +537,7 @@ fn trend_table(t: &charts::trend::Trend) -> charts::trend::Table {
         .points
         .iter()
         .map(|p| {
-            let iv = match (p.lo, p.hi) {
-                (Some(lo), Some(hi)) => format!(
-                    "{}–{}",
-                    analysis::verdict::num(lo),
-                    analysis::verdict::num(hi)
-                ),
-                _ => "-".into(),
-            };
+            let iv = view::interval(p.lo, p.hi);
             vec![
                 p.run.to_string(),
                 p.when.clone(),

@@ -21,7 +21,7 @@ fn value(f: &Figure) -> String {
 }
 
 /// `lo–hi`, or `-` without an interval.
-fn interval(lo: Option<f64>, hi: Option<f64>) -> String {
+pub(crate) fn interval(lo: Option<f64>, hi: Option<f64>) -> String {
     match (lo, hi) {
         (Some(lo), Some(hi)) => format!("{}–{}", num(lo), num(hi)),
         _ => "-".into(),

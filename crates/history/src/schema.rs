@@ -89,14 +89,18 @@ pub enum Found {
 
 /// Reads the header: an empty file (version 0, no tables) is ours to set
 /// up; a file whose application id is another's, or that holds tables
-/// without ours, is not. Reads only.
+/// without ours, is not. Reads only, in one read transaction: another
+/// process may be setting up the same new file, and its tables seen
+/// without its application id (read a moment before) would look foreign.
 pub fn found(conn: &Connection) -> rusqlite::Result<Found> {
-    let app: i64 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
-    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tx = conn.unchecked_transaction()?;
+    let app: i64 = tx.pragma_query_value(None, "application_id", |r| r.get(0))?;
+    let version: i64 = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let tables: i64 = tx.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+    tx.commit()?;
     if app == APPLICATION_ID {
         return Ok(Found::Ours(version));
     }
-    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
     Ok(if app == 0 && version == 0 && tables == 0 {
         Found::Ours(0)
     } else {

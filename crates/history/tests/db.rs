@@ -333,6 +333,37 @@ fn concurrent_writers_lose_nothing() {
     );
 }
 
+/// Eight processes' worth of connections opening one new file at the
+/// same moment: one sets it up, none takes it for another application's
+/// (its tables seen before its application id), every run is written.
+/// Many rounds, each on a fresh file, all starting at a barrier.
+#[test]
+fn a_new_file_opened_by_many_at_once_is_set_up_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..40u32 {
+        let path = dir.path().join(format!("h{round}.db"));
+        let gate = std::sync::Arc::new(std::sync::Barrier::new(8));
+        let threads: Vec<_> = (0..8u32)
+            .map(|t| {
+                let (path, gate) = (path.clone(), gate.clone());
+                std::thread::spawn(move || {
+                    let e = entry(&record(&format!("r{round} t{t}"), &[100.0, 101.0, 102.0]));
+                    gate.wait();
+                    History::open(&path, Access::Write)
+                        .and_then(|mut db| db.insert(&e, None))
+                        .map(|i| i.new)
+                })
+            })
+            .collect();
+        for t in threads {
+            let got = t.join().unwrap();
+            assert!(matches!(got, Ok(true)), "round {round}: {got:?}");
+        }
+        let db = History::open(&path, Access::Read).unwrap();
+        assert_eq!(db.list(&Filter::default()).unwrap().len(), 8);
+    }
+}
+
 /// Known series: ten reruns of the same workload, each within ±3% and
 /// with its own spread, are never a regression against the median of the
 /// five before; a run at half the throughput is, against every baseline;

@@ -17,6 +17,7 @@ use crate::history_view as view;
 pub const EXAMPLES: &str = "Examples:
   # every measuring command records its run; the newest first
   ioscale run /mnt/fs
+  ioscale run /mnt/fs
   ioscale history list
   ioscale history show 1
   # the newest run's figures over its earlier runs (terminal, HTML page)
@@ -25,15 +26,18 @@ pub const EXAMPLES: &str = "Examples:
   ioscale history compare
   ioscale history compare last --run 2
   ioscale history export --format csv --output runs.csv
-  ioscale history export --prometheus /var/lib/node_exporter/ioscale.prom
-  ioscale history import old-run.json sweep.json
+  ioscale history export --prometheus ioscale.prom
+  # records saved before (run, sweep, fio and io500 JSON)
+  ioscale run --no-history --json old.json /mnt/fs
+  ioscale history import old.json
   ioscale history prune --keep 20
 
 The file: --history FILE, else $IOSCALE_HISTORY, else
 $XDG_DATA_HOME/ioscale/history.db, else ~/.local/share/ioscale/history.db.
 Its tables are documented in docs/history.md; `sqlite3 FILE` reads them.
-Exit codes: 0 done, 2 usage error or unreadable history, 3 (compare) a
-figure regressed beyond the noise and --threshold.";
+For node_exporter, write --prometheus into its textfile collector's
+directory. Exit codes: 0 done, 2 usage error or unreadable history, 3
+(compare) a figure regressed beyond the noise and --threshold.";
 
 /// Examples for `ioscale history list --help`.
 const LIST_EXAMPLES: &str = "Examples:

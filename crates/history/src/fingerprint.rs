@@ -55,6 +55,12 @@ pub struct TargetPrint {
 /// few more pages for itself is not a new machine.
 const GIB: u64 = 1 << 30;
 
+/// `bytes` to the nearest GiB (no overflow at `u64::MAX`: a record may
+/// carry any value).
+fn gib(bytes: u64) -> u64 {
+    bytes / GIB + u64::from(bytes % GIB >= GIB / 2)
+}
+
 fn digest(prefix: &str, fields: &[String]) -> String {
     format!("{prefix}{:016x}", fnv1a(fields.join("\u{1f}").as_bytes()))
 }
@@ -69,7 +75,7 @@ impl HostPrint {
                 self.kernel.clone(),
                 self.cpu_model.clone(),
                 self.cpus.to_string(),
-                ((self.mem_bytes + GIB / 2) / GIB).to_string(),
+                gib(self.mem_bytes).to_string(),
             ],
         )
     }
@@ -84,7 +90,6 @@ impl HostPrint {
         if before.cpus > 0 && self.cpus > 0 && before.cpus != self.cpus {
             out.push(format!("CPUs {} → {}", before.cpus, self.cpus));
         }
-        let gib = |b: u64| (b + GIB / 2) / GIB;
         if before.mem_bytes > 0
             && self.mem_bytes > 0
             && gib(before.mem_bytes) != gib(self.mem_bytes)

@@ -9,7 +9,6 @@
 //! of a later version, is refused before anything is written to it.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use rusqlite::config::DbConfig;
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
@@ -18,8 +17,7 @@ use crate::entry::Entry;
 use crate::error::Error;
 use crate::schema::{self, Found, MIGRATIONS};
 
-/// How long a writer waits for another process's transaction.
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub use crate::wait::BUSY_TIMEOUT;
 
 /// The file's name under the data directory.
 pub const FILE: &str = "ioscale/history.db";
@@ -88,6 +86,19 @@ fn check_path(path: &Path, access: Access) -> Result<(), Error> {
                     p.display()
                 )))
             }
+            Ok(_) if p == path && access == Access::Write => {
+                // SQLite would open it read-only and fail at the first
+                // write, after making its -wal and -shm files beside it
+                // (owned by this user, in another user's directory).
+                if let Err(e) = access_ok(&p, libc::W_OK) {
+                    let who = if e.raw_os_error() == Some(libc::EROFS) {
+                        "the file system is read-only"
+                    } else {
+                        "the history is read-only to this user"
+                    };
+                    return Err(refused(format!("{who} ({e}); nothing was changed")));
+                }
+            }
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 if p == path && access == Access::Read {
@@ -107,7 +118,7 @@ fn check_path(path: &Path, access: Access) -> Result<(), Error> {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        if let Err(e) = writable(dir) {
+        if let Err(e) = access_ok(dir, libc::W_OK | libc::X_OK) {
             return Err(refused(format!(
                 "its directory {} cannot be written ({e}){}",
                 dir.display(),
@@ -122,14 +133,43 @@ fn check_path(path: &Path, access: Access) -> Result<(), Error> {
     Ok(())
 }
 
-/// Whether this process may create files in `dir` (access(2), which
-/// also says EROFS for a read-only file system, even to root).
-fn writable(dir: &Path) -> std::io::Result<()> {
+/// The file SQLite is given for `path`: the directories on its way
+/// resolved, its last component as named. SQLite, told not to follow
+/// links, refuses a link anywhere in the path, and a home or data
+/// directory is often a link to another file system; the last component
+/// is still never followed ([`check_path`], and SQLite's `O_NOFOLLOW`),
+/// and a directory swapped for a link after this is refused by SQLite. A
+/// path that names no file (`dir/`, `..`) is refused.
+fn resolved(path: &Path) -> Result<PathBuf, Error> {
     use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+    // The last word as typed: Path would read `dir/.` as `dir`.
+    let last = path.as_os_str().as_bytes().rsplit(|&b| b == b'/').next();
+    let name = path
+        .file_name()
+        .filter(|_| !matches!(last, None | Some(b"" | b"." | b"..")));
+    let Some(name) = name else {
+        return Err(Error::Refused {
+            path: path.to_path_buf(),
+            why: "names a directory, not a file: give the history file's name".into(),
+        });
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    // A directory that is not there is said by check_path.
+    Ok(std::fs::canonicalize(dir).map_or_else(|_| path.to_path_buf(), |d| d.join(name)))
+}
+
+/// Whether this process may use `path` as `mode` says (access(2): `W_OK
+/// | X_OK` on a directory to create files in it; it says EROFS for a
+/// read-only file system, even to root).
+fn access_ok(path: &Path, mode: libc::c_int) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
     // SAFETY: `c` is a NUL-terminated path that outlives the call.
-    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } == 0 {
+    if unsafe { libc::access(c.as_ptr(), mode) } == 0 {
         Ok(())
     } else {
         Err(std::io::Error::last_os_error())
@@ -186,7 +226,8 @@ impl History {
     /// [`History::open`] with the migrations `steps` (tests add one to
     /// check the upgrade of a database made by the current version).
     pub fn open_with(path: &Path, access: Access, steps: &[&str]) -> Result<History, Error> {
-        check_path(path, access)?;
+        let real = resolved(path)?;
+        check_path(&real, access)?;
         let sq = |e| Error::sqlite(path, e);
         let base = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_NOFOLLOW
@@ -195,14 +236,15 @@ impl History {
             Access::Write => base | OpenFlags::SQLITE_OPEN_CREATE,
             Access::Read => base,
         };
-        let mut conn = Connection::open_with_flags(path, flags).map_err(sq)?;
+        let mut conn = Connection::open_with_flags(&real, flags).map_err(sq)?;
         // No checkpoint when this connection closes until the file is
         // known to be ours and of a version this build writes: a refused
         // file (a newer one, another application's) is left byte for byte
         // as it was, its WAL not copied into it.
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
             .map_err(sq)?;
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(sq)?;
+        // Up to BUSY_TIMEOUT, cut short by the caller's signal flag.
+        conn.busy_handler(Some(crate::wait::busy)).map_err(sq)?;
         let known = steps.len() as i64;
         match schema::found(&conn).map_err(sq)? {
             Found::Foreign => {

@@ -71,6 +71,9 @@ fn explain(e: &rusqlite::Error) -> String {
         _ => None,
     };
     let why = match code {
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) if crate::wait::stopped() => {
+            "interrupted while another process held the database locked"
+        }
         Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => {
             "another process kept the database locked for more than 5 s"
         }

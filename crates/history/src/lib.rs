@@ -14,7 +14,10 @@
 //! here prints or reads the machine: the binary records, renders and
 //! writes.
 //!
-//! The layers, bottom up, with no import circle: `key`, `when`, `error`,
+//! [`wait`] is how long a writer waits for another's lock, and what ends
+//! the wait early (the caller's Ctrl-C).
+//!
+//! The layers, bottom up, with no import circle: `key`, `when`, `wait`, `error`,
 //! `schema`; `fingerprint` (on `key`); `entry` (on both); `db`; `query`;
 //! `judge`; `export`.
 #![deny(missing_docs)]
@@ -28,6 +31,7 @@ pub mod judge;
 pub mod key;
 pub mod query;
 pub mod schema;
+pub mod wait;
 pub mod when;
 
 pub use db::{default_path, Access, History, Inserted};

@@ -264,8 +264,8 @@ fn foreign_and_corrupt_files_are_refused_and_left_alone() {
     assert_eq!(digest(&garbage), bytes);
 }
 
-/// A link, a FIFO (which would block the first read) and a directory are
-/// refused before SQLite opens them; a missing file is "no history" for a
+/// A link, a FIFO (which would block the first read), a directory and a
+/// device are refused before SQLite opens them; a missing file is "no history" for a
 /// reader and made for a writer.
 #[test]
 fn links_fifos_and_directories_are_refused() {
@@ -280,7 +280,8 @@ fn links_fifos_and_directories_are_refused() {
         .status()
         .unwrap()
         .success());
-    for p in [&link, &fifo, &dir.path().to_path_buf()] {
+    let null = PathBuf::from("/dev/null");
+    for p in [&link, &fifo, &dir.path().to_path_buf(), &null] {
         let e = History::open(p, Access::Write).err().unwrap();
         assert!(
             matches!(e, history::Error::Refused { .. }),
@@ -300,6 +301,97 @@ fn links_fifos_and_directories_are_refused() {
         .unwrap();
     assert!(matches!(e, history::Error::Missing { .. }), "{e}");
     assert!(!dir.path().join("none.db").exists());
+}
+
+/// A home or data directory is often a link to another file system: the
+/// directories on the way are followed (the file is made in the real
+/// one), the history's own name never is. A path that names no file is
+/// refused, nothing made.
+#[test]
+fn a_linked_directory_on_the_way_is_followed_and_a_path_naming_no_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let linked = dir.path().join("home");
+    std::os::unix::fs::symlink(&real, &linked).unwrap();
+    let mut db = History::open(&linked.join("h.db"), Access::Write).unwrap();
+    db.insert(&entry(&record(&at(0), &[100.0, 101.0, 102.0])), None)
+        .unwrap();
+    drop(db);
+    assert!(real.join("h.db").is_file());
+    let db = History::open(&linked.join("h.db"), Access::Read).unwrap();
+    assert_eq!(db.list(&Filter::default()).unwrap().len(), 1);
+    drop(db);
+    // The name itself a link to the same file: refused.
+    let named = real.join("named.db");
+    std::os::unix::fs::symlink(real.join("h.db"), &named).unwrap();
+    let e = History::open(&linked.join("named.db"), Access::Write)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("symbolic link"), "{e}");
+    let before = std::fs::read_dir(&real).unwrap().count();
+    for p in ["new.db/", "..", "."] {
+        let e = History::open(&real.join(p), Access::Write).err().unwrap();
+        assert!(e.to_string().contains("names a directory"), "{p}: {e}");
+    }
+    assert_eq!(std::fs::read_dir(&real).unwrap().count(), before);
+}
+
+/// Values at the edges of their types are kept and read back: memory,
+/// file-system size and byte counts of u64::MAX (past SQLite's i64), a
+/// CPU count of u32::MAX, figures of 1e300 and 0, and a host name with a
+/// NUL byte and 10,000 characters.
+#[test]
+fn values_at_the_edges_are_kept_and_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.db");
+    let mut rs = record(&at(0), &[100.0, 101.0, 102.0]);
+    rs.host.mem_bytes = u64::MAX;
+    rs.host.cpus = u32::MAX;
+    rs.host.hostname = format!("h\0x{}", "é".repeat(10_000));
+    for p in rs.phases.iter_mut() {
+        if p.op == "read" {
+            p.bytes = u64::MAX;
+            p.bw_mib_s = 1e300;
+            p.bw_mb_s = 1e300;
+            p.iops = 1e300;
+        } else if p.rep == 0 {
+            p.bw_mib_s = 0.0;
+            p.bw_mb_s = 0.0;
+            p.iops = 0.0;
+        }
+    }
+    rs.summarise();
+    let mut e = entry(&rs);
+    e.target.size_bytes = Some(u64::MAX);
+    let mut db = History::open(&path, Access::Write).unwrap();
+    let id = db.insert(&e, None).unwrap().id;
+    drop(db);
+    let db = History::open(&path, Access::Read).unwrap();
+    let row = db.run(id).unwrap();
+    assert_eq!(
+        row.host.mem_bytes,
+        i64::MAX as u64,
+        "clamped to SQLite's integer"
+    );
+    assert_eq!(row.host.hostname, rs.host.hostname);
+    let read = row
+        .figures
+        .iter()
+        .find(|f| f.op == "read" && f.metric == "bw_mib_s")
+        .unwrap();
+    assert_eq!(read.value, 1e300);
+    let Some(v) = sqlite3(
+        &path,
+        "SELECT h.cpus, h.mem_bytes, t.size_bytes, length(CAST(h.hostname AS BLOB)) AS n FROM runs r
+         JOIN hosts h ON h.id = r.host_id JOIN targets t ON t.id = r.target_id",
+    ) else {
+        return;
+    };
+    assert_eq!(v[0]["cpus"], u64::from(u32::MAX));
+    assert_eq!(v[0]["mem_bytes"], i64::MAX);
+    assert!(v[0]["size_bytes"].is_null(), "{v}: not past i64, unknown");
+    assert_eq!(v[0]["n"], 20_003, "every byte, the NUL too");
 }
 
 /// Eight writers, each with its own connection, insert 25 runs each at

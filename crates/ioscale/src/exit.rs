@@ -21,6 +21,9 @@
 /// `--baseline` beyond the noise and the threshold (docs/history.md).
 pub(crate) const REGRESSED: i32 = 3;
 
+/// The exit code of a command a SIGINT or SIGTERM stopped.
+pub(crate) const INTERRUPTED: i32 = 130;
+
 /// What a command returns (see the module docs): the outcome code of a run
 /// that happened, or why it could not run.
 pub type Exit = Result<i32, Failure>;

@@ -20,7 +20,7 @@ use clap::Args;
 use history::{Access, Baseline, Entry, Extra, History};
 use report::ResultSet;
 
-use crate::exit::{Failure, REGRESSED};
+use crate::exit::{Failure, INTERRUPTED, REGRESSED};
 
 /// The history file, or `off` (the front-ends' `--history`/`--no-history`).
 pub(crate) const ENV_FILE: &str = "IOSCALE_HISTORY";
@@ -364,6 +364,12 @@ impl Session {
             return code;
         }
         self.flush();
+        if code == 0 && crate::output::interrupted() {
+            // Ctrl-C after the measurement, while the history was written
+            // (a wait for another process's lock ends at once): the run's
+            // outputs are written, the command ends as interrupted.
+            return INTERRUPTED;
+        }
         let Some(g) = self.gate else {
             return code;
         };

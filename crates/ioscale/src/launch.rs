@@ -126,5 +126,7 @@ pub(crate) fn install_signals() -> anyhow::Result<Arc<AtomicBool>> {
     if first && launched_as_rank_0() {
         bench::cluster::test_freeze_rank(0, "signals");
     }
+    // A wait for another process's lock on the results history ends too.
+    history::wait::stop_waiting_on(&stop);
     Ok(stop)
 }

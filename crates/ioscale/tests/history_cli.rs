@@ -992,3 +992,314 @@ fn an_interrupted_sweep_keeps_the_points_it_finished() {
         (Some("ok"), Some("sweep"))
     );
 }
+
+/// A fresh directory on a tmpfs of its own (as root), else a scratch
+/// directory beside the other tests'.
+enum Fresh {
+    Tmpfs(common::Mount),
+    Dir(tempfile::TempDir),
+}
+
+impl Fresh {
+    fn new() -> Fresh {
+        sandbox_history();
+        match tmpfs("size=64m") {
+            Some(m) => Fresh::Tmpfs(m),
+            None => Fresh::Dir(scratch()),
+        }
+    }
+
+    fn path(&self) -> &Path {
+        match self {
+            Fresh::Tmpfs(m) => m.path(),
+            Fresh::Dir(d) => d.path(),
+        }
+    }
+}
+
+/// A home or data directory that is a link to another file system (as
+/// on many clusters) holds the default history: the run records there,
+/// with no warning, and `history list` reads it.
+#[test]
+fn the_default_history_under_a_linked_data_directory_is_written() {
+    let f = Fresh::new();
+    let real = f.path().join("real");
+    let d = f.path().join("d");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::create_dir(&d).unwrap();
+    let data = f.path().join("data");
+    std::os::unix::fs::symlink(&real, &data).unwrap();
+    let out = ioscale()
+        .env("XDG_DATA_HOME", &data)
+        .args(["run", "--size", "1m", "-q", "--progress", "none", s(&d)])
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    assert_eq!(history_warnings(&out), 0, "{}", stderr(&out));
+    let db = real.join("ioscale/history.db");
+    assert_eq!(count(&db, "runs"), 1);
+    let list = ioscale()
+        .env("XDG_DATA_HOME", &data)
+        .args(["history", "list"])
+        .output()
+        .unwrap();
+    assert_code(&list, 0);
+    assert!(stdout(&list).contains(" run "), "{}", stdout(&list));
+}
+
+/// `sqlite3 DB` holding an exclusive transaction until dropped.
+struct Holder {
+    child: Child,
+    input: Option<std::process::ChildStdin>,
+}
+
+impl Holder {
+    fn lock(db: &Path, flag: &Path) -> Holder {
+        let mut child = Command::new("sqlite3")
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut input = child.stdin.take().unwrap();
+        writeln!(input, "BEGIN EXCLUSIVE;\n.shell touch {}", flag.display()).unwrap();
+        input.flush().unwrap();
+        wait_for(flag, "sqlite3 never took the lock");
+        Holder {
+            child,
+            input: Some(input),
+        }
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        drop(self.input.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until `p` exists (a guard against a hang, not a timing claim).
+fn wait_for(p: &Path, what: &str) {
+    let t0 = Instant::now();
+    while !p.exists() {
+        assert!(t0.elapsed() < Duration::from_secs(120), "{what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Ctrl-C while the run waits for another process's lock on the history
+/// (its outputs already written) ends the wait: exit 130, one warning
+/// that says so, the JSON record whole, no row added. If the run gave up
+/// on its own (5 s) before the signal reached it, the scene is set again.
+#[test]
+fn a_ctrl_c_while_the_history_is_locked_ends_the_wait_with_130() {
+    let f = Fresh::new();
+    let d = f.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let db = f.path().join("h.db");
+    let j = f.path().join("r.json");
+    assert_code(&run_with_outputs(&db, &d, f.path()), 0);
+    let _held = Holder::lock(&db, &f.path().join("held"));
+    for attempt in 0..3 {
+        let _ = std::fs::remove_file(&j);
+        let mut child = Command::new(ioscale_path())
+            .args(["run", "--size", "1m", "-q", "--progress", "none"])
+            .arg("--history")
+            .arg(&db)
+            .arg("--json")
+            .arg(&j)
+            .arg(&d)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for(&j, "the run never wrote its record");
+        if child.try_wait().unwrap().is_some() {
+            eprintln!("attempt {attempt}: the run gave up before the signal");
+            continue;
+        }
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        if out.status.code() == Some(0) && stderr(&out).contains("more than 5 s") {
+            eprintln!("attempt {attempt}: the run gave up before the signal");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        assert_eq!(history_warnings(&out), 1, "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("interrupted while another process held the database locked"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(phases(&json(&j)).len(), 2, "the record is whole");
+        drop(_held);
+        assert_eq!(count(&db, "runs"), 1, "nothing of the run was written");
+        return;
+    }
+    panic!("the run never waited long enough for the signal");
+}
+
+/// A record of `base` begun at a time of its own (a new run to the
+/// history), written to `dir/NAME`.
+fn variant(base: &Value, i: usize, dir: &Path) -> PathBuf {
+    let mut rec = base.clone();
+    rec["started"] = format!(
+        "2030-01-01T{:02}:{:02}:{:02}Z",
+        i / 3600,
+        i / 60 % 60,
+        i % 60
+    )
+    .into();
+    let p = dir.join(format!("r{i:04}.json"));
+    std::fs::write(&p, serde_json::to_vec(&rec).unwrap()).unwrap();
+    p
+}
+
+/// Whether every run in `db` is whole: SQLite's integrity check passes,
+/// each run has `figures` figures and its host and target, and no figure
+/// is left without its run.
+fn whole(db: &Path, figures: u64) {
+    assert_eq!(
+        sql(db, "PRAGMA integrity_check")[0]["integrity_check"],
+        "ok"
+    );
+    let bad = sql(
+        db,
+        &format!(
+            "SELECT id FROM runs r WHERE host_id IS NULL OR target_id IS NULL
+             OR (SELECT count(*) FROM figures f WHERE f.run_id = r.id) != {figures}"
+        ),
+    );
+    assert!(bad.is_empty(), "half-written runs: {bad:?}");
+    let orphans = sql(
+        db,
+        "SELECT count(*) AS n FROM figures WHERE run_id NOT IN (SELECT id FROM runs)",
+    );
+    assert_eq!(orphans[0]["n"], 0);
+}
+
+/// A writer killed (SIGKILL, SIGHUP) at moments spread over an import of
+/// 200 runs, each its own transaction, leaves only whole runs; the
+/// import run again adds exactly the ones that were not there.
+#[test]
+fn a_writer_killed_at_any_moment_leaves_only_whole_runs() {
+    let f = Fresh::new();
+    let d = f.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let j = f.path().join("base.json");
+    let out = ioscale()
+        .args([
+            "run",
+            "--size",
+            "1m",
+            "-q",
+            "--no-history",
+            "--json",
+            s(&j),
+            s(&d),
+        ])
+        .output()
+        .unwrap();
+    assert_code(&out, 0);
+    let base = json(&j);
+    let recs = f.path().join("recs");
+    std::fs::create_dir(&recs).unwrap();
+    let files: Vec<PathBuf> = (0..200).map(|i| variant(&base, i, &recs)).collect();
+    let import = |db: &Path| {
+        let mut c = Command::new(ioscale_path());
+        c.args(["history", "import", "--history"])
+            .arg(db)
+            .args(&files)
+            .stderr(Stdio::piped());
+        c
+    };
+    // One whole import, timed, to spread the kills over its length.
+    let full = f.path().join("full.db");
+    let t0 = Instant::now();
+    assert_code(&import(&full).output().unwrap(), 0);
+    let took = t0.elapsed();
+    assert_eq!(count(&full, "runs"), 200);
+    let figures = count(&full, "figures") / 200;
+
+    let db = f.path().join("h.db");
+    let mut cut = 0;
+    for (i, sig) in (1..=12).zip([libc::SIGKILL, libc::SIGHUP].into_iter().cycle()) {
+        let mut child = import(&db).spawn().unwrap();
+        std::thread::sleep(took * i / 12);
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+        let _ = child.wait();
+        if db.exists() {
+            whole(&db, figures);
+            let n = count(&db, "runs");
+            cut += usize::from(n > 0 && n < 200);
+        }
+    }
+    eprintln!("{cut} of 12 kills fell in the middle of the import");
+    let before = if db.exists() { count(&db, "runs") } else { 0 };
+    let out = import(&db).output().unwrap();
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("{} run(s) added", 200 - before))
+            && err.contains(&format!("{before} already there")),
+        "{err}"
+    );
+    whole(&db, figures);
+    assert_eq!(count(&db, "runs"), 200);
+}
+
+/// A history file this user may not write (another user's, mode 0444)
+/// is one warning before SQLite opens it: the run's outputs are written,
+/// the file is unchanged and nothing is made beside it (no -wal or -shm
+/// of this user's in the other's directory). As root the run is made as
+/// `nobody`.
+#[test]
+fn a_read_only_history_file_is_one_warning_and_nothing_is_made_beside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let f = Fresh::new();
+    let dir = f.path().join("shared");
+    let d = f.path().join("d");
+    for p in [&dir, &d] {
+        std::fs::create_dir(p).unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let db = dir.join("h.db");
+    assert_code(&run_with_outputs(&db, &d, f.path()), 0);
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let before = std::fs::read(&db).unwrap();
+    let listed = names(&dir);
+    let j = dir.join("r.json");
+    let mut c = Command::new(ioscale_path());
+    c.args([
+        "run",
+        "--size",
+        "1m",
+        "-q",
+        "--progress",
+        "none",
+        "--history",
+    ])
+    .arg(&db)
+    .arg("--json")
+    .arg(&j)
+    .arg(&d);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        c.uid(65534).gid(65534);
+    }
+    let out = c.output().unwrap();
+    assert_code(&out, 0);
+    assert_eq!(history_warnings(&out), 1, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("read-only to this user"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(phases(&json(&j)).len(), 2);
+    std::fs::remove_file(&j).unwrap();
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    assert_eq!(names(&dir), listed);
+}

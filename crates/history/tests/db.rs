@@ -394,6 +394,84 @@ fn values_at_the_edges_are_kept_and_read_back() {
     assert_eq!(v[0]["n"], 20_003, "every byte, the NUL too");
 }
 
+/// `list` selects by target, workload (a key or the start of one, `%`
+/// and `_` taken as themselves), host, time and status, newest first;
+/// `limit` keeps the newest. Six runs on two hosts and two targets, the
+/// last one interrupted.
+#[test]
+fn list_selects_by_target_workload_host_time_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut db = History::open(&dir.path().join("h.db"), Access::Write).unwrap();
+    let mut key = String::new();
+    for i in 0..6u32 {
+        let mut e = entry(&record(&at(i), &[100.0, 101.0, 102.0]));
+        e.host.hostname = if i < 3 { "a" } else { "b" }.into();
+        e.target.path = if i % 2 == 0 { "/x" } else { "/y" }.into();
+        if i == 5 {
+            e.status = history::Status::Interrupted;
+        }
+        key = e.workload.key.clone();
+        db.insert(&e, None).unwrap();
+    }
+    let days = |f: Filter| -> Vec<String> {
+        db.list(&f)
+            .unwrap()
+            .iter()
+            .map(|r| r.started[8..10].to_string())
+            .collect()
+    };
+    let s = |v: &str| Some(v.to_string());
+    assert_eq!(
+        days(Filter::default()),
+        ["06", "05", "04", "03", "02", "01"]
+    );
+    let target = Filter {
+        target: s("/x"),
+        ..Filter::default()
+    };
+    assert_eq!(days(target), ["05", "03", "01"]);
+    let host = Filter {
+        host: s("b"),
+        ..Filter::default()
+    };
+    assert_eq!(days(host), ["06", "05", "04"]);
+    let both = Filter {
+        host: s("a"),
+        target: s("/y"),
+        ..Filter::default()
+    };
+    assert_eq!(days(both), ["02"]);
+    let span = Filter {
+        since: Some(at(2)),
+        until: Some(at(4)),
+        ..Filter::default()
+    };
+    assert_eq!(days(span), ["04", "03"]);
+    let cut = Filter {
+        status: Some(history::Status::Interrupted),
+        ..Filter::default()
+    };
+    assert_eq!(days(cut), ["06"]);
+    for (w, n) in [
+        (&key[..6], 6),
+        (key.as_str(), 6),
+        ("w-%", 0),
+        ("w-_", 0),
+        ("x", 0),
+    ] {
+        let f = Filter {
+            workload: s(w),
+            ..Filter::default()
+        };
+        assert_eq!(days(f).len(), n, "{w}");
+    }
+    let newest = Filter {
+        limit: Some(2),
+        ..Filter::default()
+    };
+    assert_eq!(days(newest), ["06", "05"]);
+}
+
 /// Eight writers, each with its own connection, insert 25 runs each at
 /// the same time: all 200 are there.
 #[test]

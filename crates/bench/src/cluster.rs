@@ -132,6 +132,8 @@ pub struct MetaWire {
     bad_bytes: u64,
     #[serde(default)]
     mismatches: Vec<(PathBuf, u64, u64)>,
+    #[serde(default)]
+    matched: u64,
 }
 
 impl From<&MetaSample> for MetaWire {
@@ -157,6 +159,7 @@ impl From<&MetaSample> for MetaWire {
             checked_bytes: s.checked_bytes,
             bad_bytes: s.bad_bytes,
             mismatches: s.mismatches.clone(),
+            matched: s.matched,
         }
     }
 }
@@ -186,6 +189,7 @@ impl MetaWire {
             checked_bytes: self.checked_bytes,
             bad_bytes: self.bad_bytes,
             mismatches: self.mismatches,
+            matched: self.matched,
         })
     }
 }
@@ -239,6 +243,7 @@ pub struct MetaBrief {
     /// thread's finish.
     stonewall_files: u64,
     stonewall_bytes: u64,
+    matched: u64,
 }
 
 fn brief_status(failed: bool, deadline: bool, stonewalled: bool) -> u8 {
@@ -406,6 +411,7 @@ impl Sample for MetaSample {
             status: brief_status(self.failure.is_some(), self.hit_deadline, self.stonewalled),
             stonewall_files: self.stonewall_files,
             stonewall_bytes: self.stonewall_bytes,
+            matched: self.matched,
         }
     }
     fn from_brief(b: MetaBrief, failures: &[(u32, IoFailure)]) -> Result<Self, String> {
@@ -431,6 +437,7 @@ impl Sample for MetaSample {
             checked_bytes: 0,
             bad_bytes: 0,
             mismatches: Vec::new(),
+            matched: b.matched,
         })
     }
     sample_fields!();
@@ -464,6 +471,7 @@ impl Sample for MetaSample {
                 .push((self.worker, f.display().to_string(), *o, *b));
         }
         m.touched_max = m.touched_max.max(self.touched);
+        m.matched += self.matched;
         if let Some(p) = &self.first_left {
             m.left
                 .push((self.worker, p.display().to_string(), self.left));
@@ -555,6 +563,7 @@ where
         stop,
         name,
         rows,
+        wearout: false,
     };
     let mut outs = run_group_all(&phase, seq, vec![items], |_, w, i, c, b| work(w, i, c, b))?;
     Ok(outs.pop().expect("one part, one outcome"))
@@ -571,6 +580,14 @@ pub struct Phase<'a> {
     pub name: &'a str,
     /// What rank 0 gathers per worker.
     pub rows: Rows,
+    /// The stonewall wear-out: the phase's [`PhaseControl`] carries the
+    /// meeting point of this rank's workers
+    /// ([`engine::wearout::WearOut`]), and, across ranks, the main thread
+    /// agrees on the busiest worker's count once all of this rank's
+    /// workers arrived (one all-reduce, which every rank makes once in
+    /// such a phase, whatever its workers met). For a phase of one part
+    /// only (a concurrency group's steps number their workers apart).
+    pub wearout: bool,
 }
 
 /// [`run_phase_all`] for the steps of a concurrency group: one part of
@@ -597,7 +614,7 @@ where
     *seq += 1;
     let sizes: Vec<usize> = parts.iter().map(Vec::len).collect();
     let cpu0 = engine::sys::cpu_times();
-    let ended = run_threads(coord, *seq, phase.stop, phase.name, parts, work);
+    let ended = run_threads(coord, *seq, phase, parts, work);
     let cpu1 = engine::sys::cpu_times();
     let cpu = (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1);
     let Ended {
@@ -785,12 +802,11 @@ fn merge_ranks<S: Sample>(all: Vec<Vec<S::Wire>>) -> Result<Vec<S>, Error> {
 fn run_threads<I: Send, S: Sample>(
     coord: &dyn Coordinator,
     seq: u64,
-    stop: &Arc<AtomicBool>,
-    name: &str,
+    phase: &Phase<'_>,
     parts: Vec<Vec<I>>,
     work: impl Fn(usize, u32, I, &PhaseControl, &Barrier) -> S + Sync,
 ) -> Ended<S> {
-    let group = parts.len() > 1;
+    let stop = phase.stop;
     // Bounded like the phase end: a rank that stopped answering before
     // the phase ends the job with its name instead of a silent hang.
     if let Err(e) = coord.barrier_within(None) {
@@ -799,49 +815,27 @@ fn run_threads<I: Send, S: Sample>(
     // Each rank's epoch is taken right after the barrier, so the sample
     // times of all ranks share one origin (as IOR's MPI_Wtime after a
     // barrier).
-    let ctl = PhaseControl::new(stop.clone());
-    let barrier = Barrier::new(parts.iter().map(Vec::len).sum());
+    let mut ctl = PhaseControl::new(stop.clone());
+    if phase.wearout && parts.len() == 1 {
+        let n = parts[0].len();
+        let base = coord.rank() * n as u32;
+        let wo = engine::wearout::WearOut::new(base, n, coord.size() > 1);
+        ctl = ctl.with_wearout(wo);
+    }
     let mut signals = (coord.size() > 1).then(|| coord.signals(seq));
-    let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-    std::thread::scope(|scope| {
-        let mut handles = Vec::new();
-        for (p, items) in parts.into_iter().enumerate() {
-            let base = coord.rank() * items.len() as u32;
-            for (t, item) in items.into_iter().enumerate() {
-                let w = base + t as u32;
-                let (ctl, barrier, work) = (&ctl, &barrier, &work);
-                let thread = if group {
-                    format!("ioscale-{name}{p}.{w}")
-                } else {
-                    format!("ioscale-{name}{w}")
-                };
-                handles.push(
-                    std::thread::Builder::new()
-                        .name(thread)
-                        .stack_size(256 * 1024)
-                        .spawn_scoped(scope, move || work(p, w, item, ctl, barrier))
-                        .expect("spawning a worker thread"),
-                );
-            }
-        }
-        if let Some(sig) = signals.as_mut() {
-            let mut told = Told::default();
-            loop {
-                let done = handles.iter().all(|h| h.is_finished());
-                told.tell(&ctl, sig.as_mut(), done);
-                for s in sig.poll() {
-                    apply_signal(&ctl, s);
-                }
-                if done {
-                    break;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        }
-        for h in handles {
-            out.push(h.join().expect("worker thread panicked"));
-        }
-    });
+    let out = spawn_and_join(
+        coord,
+        phase.name,
+        parts,
+        &ctl,
+        signals.as_deref_mut(),
+        &work,
+    );
+    if coord.size() > 1 {
+        // Workers released without a goal (a stop, an abort) may all be
+        // done before the agreement: it is made once per phase anyway.
+        agree_wear_out(coord, &ctl);
+    }
     let mut flags = 0;
     if out.iter().any(Sample::failed) {
         flags |= FLAG_FAILED;
@@ -900,6 +894,98 @@ fn ended<S>(
             start_skew_ns: None,
             epoch: ctl.epoch,
         },
+    }
+}
+
+/// Runs one thread per item of every part (part `p`'s thread `t` is its
+/// step's worker `rank × parts[p].len() + t`), all meeting at one
+/// barrier; meanwhile, with `signals`, relays the stonewall and failures
+/// between ranks and agrees on the wear-out's goal. Returns the samples
+/// part after part, in thread order.
+fn spawn_and_join<I: Send, S: Sample>(
+    coord: &dyn Coordinator,
+    name: &str,
+    parts: Vec<Vec<I>>,
+    ctl: &PhaseControl,
+    signals: Option<&mut (dyn PhaseSignals + '_)>,
+    work: &(impl Fn(usize, u32, I, &PhaseControl, &Barrier) -> S + Sync),
+) -> Vec<S> {
+    let group = parts.len() > 1;
+    let all = parts.iter().map(Vec::len).sum();
+    let barrier = Barrier::new(all);
+    let mut out = Vec::with_capacity(all);
+    std::thread::scope(|scope| {
+        let mut handles = Vec::new();
+        for (p, items) in parts.into_iter().enumerate() {
+            let base = coord.rank() * items.len() as u32;
+            for (t, item) in items.into_iter().enumerate() {
+                let w = base + t as u32;
+                let barrier = &barrier;
+                let thread = if group {
+                    format!("ioscale-{name}{p}.{w}")
+                } else {
+                    format!("ioscale-{name}{w}")
+                };
+                handles.push(
+                    std::thread::Builder::new()
+                        .name(thread)
+                        .stack_size(256 * 1024)
+                        .spawn_scoped(scope, move || {
+                            // Whatever the worker met, it no longer keeps
+                            // the others waiting at the wear-out's meeting
+                            // point.
+                            let _leave = LeaveWearOut(ctl, w);
+                            work(p, w, item, ctl, barrier)
+                        })
+                        .expect("spawning a worker thread"),
+                );
+            }
+        }
+        if let Some(sig) = signals {
+            let mut told = Told::default();
+            loop {
+                let done = handles.iter().all(|h| h.is_finished());
+                told.tell(ctl, sig, done);
+                for s in sig.poll() {
+                    apply_signal(ctl, s);
+                }
+                agree_wear_out(coord, ctl);
+                if done {
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        for h in handles {
+            out.push(h.join().expect("worker thread panicked"));
+        }
+    });
+    out
+}
+
+/// Marks worker `.1` as gone from the phase's wear-out meeting point when
+/// dropped (see [`engine::wearout::WearOut::leave`]).
+struct LeaveWearOut<'a>(&'a PhaseControl, u32);
+
+impl Drop for LeaveWearOut<'_> {
+    fn drop(&mut self) {
+        if let Some(wo) = &self.0.wearout {
+            wo.leave(self.1);
+        }
+    }
+}
+
+/// Once every worker of this rank has arrived at the wear-out's meeting
+/// point: the largest count of all ranks (an all-reduce every rank makes
+/// once in a wear-out phase), the goal this rank's workers go on to.
+fn agree_wear_out(coord: &dyn Coordinator, ctl: &PhaseControl) {
+    let Some(wo) = &ctl.wearout else {
+        return;
+    };
+    if let Some(mine) = wo.ready() {
+        // The largest count, from the smallest of its complements.
+        let goal = u64::MAX - coord.min_u64(u64::MAX - mine);
+        wo.set_goal(goal);
     }
 }
 
@@ -1337,6 +1423,7 @@ mod tests {
             } else {
                 Vec::new()
             },
+            matched: u64::from(w),
         }
     }
 
@@ -1430,8 +1517,8 @@ mod tests {
         let b = coord::wire::to_bytes(&m.brief()).unwrap();
         // worker 2 + files, records 1 each + read bytes (4,096) 2 + write
         // bytes 1 + times 1 and 5 + status 1 + smallfile's stonewall
-        // files and bytes 1 each.
-        assert_eq!(b.len(), 16);
+        // files and bytes 1 each + find's matches 1.
+        assert_eq!(b.len(), 17);
         let back = MetaSample::from_brief(coord::wire::from_bytes(&b).unwrap(), &[]).unwrap();
         assert_eq!(
             (back.files, back.records, back.bytes()),
@@ -1442,6 +1529,7 @@ mod tests {
             (m.stonewall_files, m.stonewall_bytes)
         );
         assert_eq!((back.start_ns, back.end_ns), (m.start_ns, m.end_ns));
+        assert_eq!(back.matched, 3);
         assert!(back.hit_deadline && back.stonewalled && back.failure.is_none());
     }
 

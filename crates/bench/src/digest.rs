@@ -343,6 +343,9 @@ pub struct MetaSums {
     /// (worker, first directory left, directories left) of each worker
     /// whose cleanup left directories that were not empty, by worker.
     pub left: Vec<(u32, String, u64)>,
+    /// Entries a find matched.
+    #[serde(default)]
+    pub matched: u64,
 }
 
 impl Sums for MetaSums {
@@ -361,6 +364,7 @@ impl Sums for MetaSums {
         self.bad_bytes += o.bad_bytes;
         merge_by_worker(&mut self.mismatches, o.mismatches);
         self.touched_max = self.touched_max.max(o.touched_max);
+        self.matched += o.matched;
         self.left.extend(o.left);
         self.left.sort_by_key(|l| l.0);
     }

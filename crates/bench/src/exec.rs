@@ -279,6 +279,17 @@ fn run_stage(
         }
         None => steps.iter().map(|s| s.work.clone()).collect(),
     };
+    let works: Vec<Work> = works
+        .into_iter()
+        .zip(steps)
+        .map(|(w, s)| {
+            if s.stonewall.wear_out {
+                w.with_wear_out()
+            } else {
+                w
+            }
+        })
+        .collect();
     let hooks = &mut env.hooks;
     let mut before = |j: usize, rs: &ResultSet| {
         if let Some(h) = hooks.as_deref_mut() {
@@ -293,8 +304,10 @@ fn run_stage(
         ramp: plan.rules.ramp,
         before_cleanup: &mut before,
     };
-    if let [Work::Meta(m)] = works.as_slice() {
-        return crate::meta::run_meta(m, &mut senv);
+    match works.as_slice() {
+        [Work::Meta(m)] => return crate::meta::run_meta(m, &mut senv),
+        [Work::Find(f)] => return crate::find::run_find(f, &mut senv),
+        _ => {}
     }
     // Plan::check let only data steps into a group.
     let data: Vec<DataStep<'_>> = works

@@ -21,7 +21,8 @@
 //!   rules), for one step or a concurrency group, with its outcome (named
 //!   by [`run`] for its callers).
 //! - [`run`] / [`meta`]: the data and metadata workloads, each a kind of
-//!   that driver: their checks, setup, plans, reduction and cleanup.
+//!   that driver: their checks, setup, plans, reduction and cleanup;
+//!   [`find`]: the parallel walk that counts matches (io500's find).
 //! - [`cluster`]: threads × ranks: running a phase on every worker of every
 //!   rank, the wire types, and the reduction's rank-level half.
 //! - [`digest`]: a phase's samples folded per rank and node, so rank 0
@@ -38,6 +39,7 @@ pub mod digest;
 pub mod error;
 mod evidence;
 pub mod exec;
+pub mod find;
 pub mod host;
 pub mod meta;
 mod phase;

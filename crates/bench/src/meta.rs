@@ -96,11 +96,12 @@ pub(crate) fn run_meta(spec: &Arc<MetaSpec>, env: &mut StepEnv<'_>) -> Result<Ve
     let mut ctx = Ctx::new(env.coord, env.stop, env.opts, env.ramp);
     let mut k = MetaRun {
         // Indices per thread that the next phase may use: a time-limited
-        // create leaves only a prefix of the files.
-        limit: vec![gspec.files; gspec.threads as usize],
+        // create leaves only a prefix of the files (an earlier create's
+        // counts, when the spec carries them).
+        limit: (0..gspec.threads).map(|t| gspec.files_of(t)).collect(),
         // Their sum over all workers (rank 0 may not hold every worker's
         // sample): the files a phase is asked for.
-        requested: gspec.files * u64::from(gspec.threads),
+        requested: (0..gspec.threads).map(|t| gspec.files_of(t)).sum(),
         state: tree.marker.state,
         extent: tree.marker.extent,
         spec: &gspec,
@@ -381,6 +382,10 @@ fn setup(
     let mut host = host::collect(&spec.target);
     let topo = Topology::discover(coord, spec.threads, &mut host)?;
     let gspec = topo.all_workers(spec);
+    cluster::agree(
+        coord,
+        crate::run::check_item_counts(gspec.item_counts.len(), topo.workers),
+    )?;
     cluster::agree(coord, preflight(&gspec))?;
     // CPUs are per node: warn about one node's share.
     let machine = Machine {
@@ -439,17 +444,21 @@ fn run_phase_all(
             .unwrap_or("sync"),
         iodepth: plan.spec.iodepth,
     };
-    let out = cluster::run_phase_all(
-        ctx.coord,
+    let phase = cluster::Phase {
+        coord: ctx.coord,
+        stop: ctx.stop,
+        name: "m",
+        rows: ctx.opts.rows(),
+        wearout: plan.timed && plan.spec.wearout,
+    };
+    let out = cluster::run_group_all(
+        &phase,
         &mut ctx.seq,
-        ctx.stop,
-        "m",
-        vec![(); threads],
-        ctx.opts.rows(),
-        |w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
+        vec![vec![(); threads]],
+        |_, w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
     );
     engine::live::end();
-    out
+    out.map(|mut o| o.pop().expect("one part, one outcome"))
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -521,28 +530,7 @@ fn files_record(
     sw_s: f64,
 ) -> FilesRecord {
     let m = &out.digest.sums;
-    let any_failed = !out.digest.failures.is_empty();
-    let threads = out.samples.iter().map(|s| ThreadFiles {
-        thread: s.worker,
-        files: s.files,
-        records: s.records,
-        elapsed_s: s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9,
-        stonewall_files: s.stonewall_files,
-        stonewall_bytes: s.stonewall_bytes,
-        stonewall_s: thread_stonewall_s(s, out.first_done_ns),
-        status: if s.failure.is_some() {
-            "error"
-        } else if s.hit_deadline {
-            "time-limit"
-        } else if out.interrupted && s.files < plan.count_for(s.worker) {
-            "interrupted"
-        } else if any_failed && s.files < plan.count_for(s.worker) {
-            "stopped"
-        } else {
-            "ok"
-        }
-        .into(),
-    });
+    let threads = || thread_rows(out, |w| plan.count_for(w), false);
     FilesRecord {
         requested,
         processed: m.files,
@@ -560,10 +548,11 @@ fn files_record(
         records: m.records,
         peak_rss_bytes: engine::sys::peak_rss_bytes(),
         threads: if out.all_workers {
-            threads.collect()
+            threads()
         } else {
             Vec::new()
         },
+        matched: None,
     }
 }
 
@@ -580,8 +569,44 @@ fn thread_stonewall_s(s: &MetaSample, first_done_ns: Option<u64>) -> f64 {
     at as f64 / 1e9
 }
 
+/// One row per thread of a metadata phase (or a find's, with its
+/// `matched`): its files, records, own time and how it ended; `want`
+/// gives the files a thread was asked for.
+pub(crate) fn thread_rows(
+    out: &PhaseOut<MetaSample>,
+    want: impl Fn(u32) -> u64,
+    matched: bool,
+) -> Vec<ThreadFiles> {
+    let any_failed = !out.digest.failures.is_empty();
+    out.samples
+        .iter()
+        .map(|s| ThreadFiles {
+            thread: s.worker,
+            files: s.files,
+            records: s.records,
+            elapsed_s: s.end_ns.saturating_sub(s.start_ns) as f64 / 1e9,
+            stonewall_files: s.stonewall_files,
+            stonewall_bytes: s.stonewall_bytes,
+            stonewall_s: thread_stonewall_s(s, out.first_done_ns),
+            status: if s.failure.is_some() {
+                "error"
+            } else if s.hit_deadline {
+                "time-limit"
+            } else if out.interrupted && s.files < want(s.worker) {
+                "interrupted"
+            } else if any_failed && s.files < want(s.worker) {
+                "stopped"
+            } else {
+                "ok"
+            }
+            .into(),
+            matched: matched.then_some(s.matched),
+        })
+        .collect()
+}
+
 /// One row per worker, times against the phase's first start `t0`.
-fn worker_rows(samples: &[MetaSample], t0: u64, layout: &Layout) -> Vec<WorkerRecord> {
+pub(crate) fn worker_rows(samples: &[MetaSample], t0: u64, layout: &Layout) -> Vec<WorkerRecord> {
     samples
         .iter()
         .map(|s| {

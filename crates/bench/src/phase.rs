@@ -72,6 +72,11 @@ pub struct Outcome {
     /// The step's workers in every rank (the topology's count, ranks ×
     /// threads): what the record's per-worker figures add up over.
     pub workers: u32,
+    /// With [`Options::share_items`](crate::plan::Options::share_items), on every rank: for each timed phase
+    /// in the order run, every worker's items done (transfers of a data
+    /// phase, files of a metadata phase), by worker over all ranks — what
+    /// a later run of the same files carries in its spec's `item_counts`.
+    pub items: Vec<Vec<u64>>,
 }
 
 /// The latency histograms of one recorded phase, one per worker.
@@ -381,6 +386,7 @@ struct Gathered {
     probes: Vec<PhaseProbe>,
     latency: Vec<PhaseLatency>,
     spans: Vec<PhaseSpan>,
+    items: Vec<Vec<u64>>,
 }
 
 /// Runs every repetition of `seq` with the kinds `ks` (one step, or the
@@ -402,6 +408,7 @@ pub(crate) fn drive<K: Kind>(
             probes: Vec::new(),
             latency: Vec::new(),
             spans: Vec::new(),
+            items: Vec::new(),
         })
         .collect();
     let first = ctx.opts.first_rep;
@@ -443,6 +450,7 @@ pub(crate) fn drive<K: Kind>(
             probes: g.probes,
             latency: g.latency,
             spans: g.spans,
+            items: g.items,
         })
         .collect())
 }
@@ -566,6 +574,9 @@ fn timed<K: Kind>(
 ) -> Flow {
     let topo = k.topo();
     let layout = &topo.layout;
+    if ctx.opts.share_items {
+        g.items.push(share_items(ctx.coord, topo, &out));
+    }
     let rec = ctx.is_root().then(|| k.reduce(plan, &out, layout));
     let errors_before = g.results.errors.len();
     let recorded = g.results.phases.len();
@@ -612,6 +623,30 @@ fn timed<K: Kind>(
         };
     }
     flow
+}
+
+/// Every worker's items done in a phase, by worker, on every rank (a
+/// collective call): each rank sends its own workers' counts.
+fn share_items<S: Sample>(coord: &dyn Coordinator, topo: &Topology, out: &PhaseOut<S>) -> Vec<u64> {
+    let mine_range = topo.my_workers();
+    let mine: Vec<(u32, u64)> = out
+        .samples
+        .iter()
+        .filter(|s| mine_range.contains(&s.worker()))
+        .map(|s| (s.worker(), s.ops()))
+        .collect();
+    let all = if coord.size() == 1 {
+        vec![mine]
+    } else {
+        coord.all_gather_as(&mine).unwrap_or_default()
+    };
+    let mut items = vec![0; topo.workers as usize];
+    for (w, n) in all.into_iter().flatten() {
+        if let Some(slot) = items.get_mut(w as usize) {
+            *slot = n;
+        }
+    }
+    items
 }
 
 #[cfg(test)]
@@ -956,6 +991,7 @@ mod tests {
                 })
                 .collect(),
             workers: 2,
+            items: Vec::new(),
         }
     }
 

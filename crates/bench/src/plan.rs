@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Serialize, Serializer};
-use spec::{FileNaming, MetaSpec, WorkloadSpec};
+use spec::{FileNaming, FindSpec, MetaSpec, WorkloadSpec};
 
 use crate::error::Error;
 
@@ -103,6 +103,9 @@ pub enum Work {
     Data(Arc<WorkloadSpec>),
     /// A metadata workload (`ioscale meta`, mdtest, smallfile).
     Meta(Arc<MetaSpec>),
+    /// A walk of a directory tree that counts what matches (io500's find
+    /// phase): one phase, one repetition, nothing made or removed.
+    Find(Arc<FindSpec>),
 }
 
 impl From<WorkloadSpec> for Work {
@@ -117,12 +120,19 @@ impl From<MetaSpec> for Work {
     }
 }
 
+impl From<FindSpec> for Work {
+    fn from(s: FindSpec) -> Work {
+        Work::Find(Arc::new(s))
+    }
+}
+
 impl Work {
     /// Repetitions of its phase sequence.
     pub fn reps(&self) -> u32 {
         match self {
             Work::Data(s) => s.reps,
             Work::Meta(s) => s.reps,
+            Work::Find(_) => 1,
         }
     }
 
@@ -131,6 +141,7 @@ impl Work {
         match self {
             Work::Data(s) => s.ops.len(),
             Work::Meta(s) => s.ops.len(),
+            Work::Find(_) => 1,
         }
     }
 
@@ -139,6 +150,7 @@ impl Work {
         match self {
             Work::Data(s) => s.threads,
             Work::Meta(s) => s.threads,
+            Work::Find(s) => s.threads,
         }
     }
 
@@ -147,7 +159,29 @@ impl Work {
         match self {
             Work::Data(s) => &s.target,
             Work::Meta(s) => &s.target,
+            Work::Find(s) => &s.root,
         }
+    }
+
+    /// Its time limit, the deadline a wear-out goes on from.
+    fn time_limit(&self) -> Option<Duration> {
+        match self {
+            Work::Data(s) => s.time_limit,
+            Work::Meta(s) => s.time_limit,
+            Work::Find(_) => None,
+        }
+    }
+
+    /// The same workload with the stonewall wear-out on (a copy only when
+    /// it was off): how the executor runs [`Stonewall::wear_out`].
+    pub(crate) fn with_wear_out(&self) -> Work {
+        let mut w = self.clone();
+        match &mut w {
+            Work::Data(s) if !s.wearout => Arc::make_mut(s).wearout = true,
+            Work::Meta(s) if !s.wearout => Arc::make_mut(s).wearout = true,
+            _ => {}
+        }
+        w
     }
 
     /// The same workload with `reps` repetitions (a copy only when it
@@ -167,6 +201,7 @@ impl Work {
         match self {
             Work::Data(s) => report::JobSpec::Run((**s).clone()),
             Work::Meta(s) => report::JobSpec::Meta((**s).clone()),
+            Work::Find(s) => report::JobSpec::Find((**s).clone()),
         }
     }
 
@@ -181,6 +216,8 @@ impl Work {
                 FileNaming::Dd { paths, .. } => paths.clone(),
             },
             Work::Meta(s) => vec![s.target.join(crate::dataset::tree::ROOT_NAME)],
+            // A walk only reads.
+            Work::Find(_) => Vec::new(),
         }
     }
 }
@@ -189,9 +226,9 @@ impl Work {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Stonewall {
     /// IOR's `stoneWallingWearOut`: after the deadline every worker goes
-    /// on until it has done as much as the busiest worker had by then.
-    /// Declared for io500; [`Plan::check`] refuses it until the executor
-    /// runs it.
+    /// on until it has done as much as the busiest worker had by then
+    /// (the workload's own `wearout`, which a front-end may set instead).
+    /// [`Plan::check`] refuses it on a step without a deadline.
     pub wear_out: bool,
 }
 
@@ -266,6 +303,11 @@ pub struct Options {
     /// the first is treated as one (a pause before it, caches dropped
     /// before its first phase). [`Rules::interleave`] sets it per turn.
     pub first_rep: u32,
+    /// Every rank learns every worker's items done in each timed phase
+    /// ([`Outcome::items`](crate::phase::Outcome::items)): one all-gather
+    /// of a number per worker per phase.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub share_items: bool,
 }
 
 impl Options {
@@ -368,9 +410,12 @@ impl Plan {
         if self.stages.is_empty() || self.stages.iter().any(|s| s.steps.is_empty()) {
             return usage("the plan has an empty stage: nothing to run".into());
         }
-        if self.steps().any(|s| s.stonewall.wear_out) {
+        if self
+            .steps()
+            .any(|s| s.stonewall.wear_out && s.work.time_limit().is_none())
+        {
             return usage(
-                "stonewall wear-out is not run by the executor yet; give a plain deadline".into(),
+                "the stonewall wear-out needs a time limit (--time) to wear out from".into(),
             );
         }
         if self.rules.ramp.is_some() && self.steps().any(|s| !matches!(s.work, Work::Data(_))) {
@@ -512,10 +557,10 @@ mod tests {
     }
 
     #[test]
-    fn rules_the_executor_does_not_run_are_refused() {
+    fn rules_the_executor_cannot_run_are_refused() {
         let mut p = Plan::single(data("/a", &[Op::Write], 1));
         p.stages[0].steps[0].stonewall.wear_out = true;
-        assert!(refusal(p).contains("wear-out"));
+        assert!(refusal(p).contains("wear-out needs a time limit"));
         let mut p = Plan::single(meta("/a"));
         p.rules.ramp = Some(Duration::from_secs(1));
         assert!(refusal(p).contains("ramp"));

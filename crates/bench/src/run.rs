@@ -407,6 +407,7 @@ impl DataRun {
         if !timed {
             p.sync = SyncMode::End;
             p.time_limit = None;
+            p.wearout = false;
         }
         p.align = self.align;
         p.rep = rep;
@@ -634,6 +635,10 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
     let mut host = host::collect(&spec.target);
     let topo = Topology::discover(coord, spec.threads, &mut host)?;
     let gspec = topo.all_workers(spec);
+    cluster::agree(
+        coord,
+        check_item_counts(gspec.item_counts.len(), topo.workers),
+    )?;
     let align = preflight(spec).and_then(|a| {
         check_buffer_memory(spec, topo.threads_per_node(), a)?;
         Ok(a)
@@ -675,6 +680,17 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
             risk,
         },
     })
+}
+
+/// Item counts carried from an earlier phase name every worker of all
+/// ranks, or none.
+pub(crate) fn check_item_counts(given: usize, workers: u32) -> Result<(), Error> {
+    if given != 0 && given != workers as usize {
+        return Err(Error::Usage(format!(
+            "the item counts carried from an earlier phase name {given} workers, but this run              has {workers}"
+        )));
+    }
+    Ok(())
 }
 
 /// IOR -d: a pause between repetitions that Ctrl-C cuts short.
@@ -729,6 +745,9 @@ fn run_data_phases(
         stop: ctx.stop,
         name: "w",
         rows: ctx.opts.rows(),
+        // A group's steps number their workers apart: the wear-out is a
+        // lone phase's.
+        wearout: plans.len() == 1 && plans[0].1.wearout,
     };
     let outs = cluster::run_group_all(
         &phase,

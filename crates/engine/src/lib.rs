@@ -8,6 +8,7 @@
 
 pub mod backend;
 pub mod buf;
+pub mod find;
 pub mod live;
 pub mod meta;
 pub mod meta_uring;
@@ -19,6 +20,7 @@ pub mod runner;
 pub mod sys;
 pub mod uring;
 pub mod verify;
+pub mod wearout;
 pub mod worker;
 
 pub use meta::{MetaPlan, MetaSample};

@@ -138,6 +138,8 @@ pub struct MetaSample {
     /// Files with a mismatch: path, first bad offset, bad bytes (the first
     /// [`MAX_MISMATCHES`] files of this thread).
     pub mismatches: Vec<(PathBuf, u64, u64)>,
+    /// Entries that matched a find's criteria (0 in other phases).
+    pub matched: u64,
 }
 
 /// Files with a data mismatch listed per thread; the rest are counted.
@@ -167,6 +169,7 @@ impl MetaSample {
             checked_bytes: 0,
             bad_bytes: 0,
             mismatches: Vec::new(),
+            matched: 0,
         }
     }
 
@@ -510,9 +513,12 @@ impl<B: Backend> Cursor<'_, '_, B> {
         let mut file = B::open(self.at(), &self.name, self.flags, 0).map_err(fail("open"))?;
         let mut r = Ok(());
         let mut pos = 0u64;
-        // mdtest reads the bytes it asks for and stops: no read(2) to find
-        // the end of the file.
-        let exact = spec.mdtest_calls.then(|| spec.size_of(self.w, i));
+        // mdtest reads the bytes it asks for (its -e N, else what it
+        // wrote) and stops: no read(2) to find the end of the file.
+        let limit = spec.read_bytes.unwrap_or(u64::MAX);
+        let exact = spec
+            .read_bytes
+            .or_else(|| spec.mdtest_calls.then(|| spec.size_of(self.w, i)));
         loop {
             let mut len = self.buf.len();
             if let Some(want) = exact {
@@ -547,7 +553,7 @@ impl<B: Backend> Cursor<'_, '_, B> {
         }
         let c = file.close().map_err(fail("close"));
         if spec.verify && r.is_ok() {
-            let want = spec.size_of(self.w, i);
+            let want = spec.size_of(self.w, i).min(limit);
             if pos < want {
                 bad += want - pos;
                 first_bad.get_or_insert(pos);
@@ -1067,7 +1073,8 @@ fn index_loop<B: Backend>(
 ) -> bool {
     let plan = cur.plan;
     let spec = plan.spec;
-    let n = plan.count_for(cur.w);
+    let mut n = plan.count_for(cur.w);
+    let mut deadline = deadline;
     let creates = matches!(plan.op, MetaOp::Create | MetaOp::Mkdir | MetaOp::Symlink);
     let missing_ok = plan.op == MetaOp::Cleanup;
     let mut sw_taken = false;
@@ -1077,10 +1084,15 @@ fn index_loop<B: Backend>(
         if should_stop(ctl) {
             return false;
         }
-        if let Some(d) = deadline {
-            if t >= d {
-                s.hit_deadline = true;
-                return false;
+        if deadline.is_some_and(|d| t >= d) {
+            // The stonewall wear-out: on to the busiest thread's count.
+            match at_limit(ctl, s, i, t, &mut sw_taken) {
+                Some(goal) => {
+                    n = n.min(goal);
+                    deadline = None;
+                    continue;
+                }
+                None => return false,
             }
         }
         if !sw_taken && ctl.first_done.load(Ordering::Relaxed) {
@@ -1141,7 +1153,33 @@ fn index_loop<B: Backend>(
         s.stonewall_files = s.files;
         s.stonewall_bytes = s.bytes();
     }
+    if deadline.is_some() {
+        // Done before the limit: the others may wear out to this count.
+        let _ = ctl.wear_out(s.worker, i);
+    }
     true
+}
+
+/// The time limit struck at `t` with `i` indices done: the thread's
+/// stonewall figures, and in a phase with the wear-out the goal it goes
+/// on to (`None`: it stops here).
+fn at_limit(
+    ctl: &PhaseControl,
+    s: &mut MetaSample,
+    i: u64,
+    t: Instant,
+    sw_taken: &mut bool,
+) -> Option<u64> {
+    s.hit_deadline = true;
+    if !*sw_taken {
+        // The limit is the stonewall: the files done by then.
+        *sw_taken = true;
+        s.stonewall_files = s.files;
+        s.stonewall_bytes = s.bytes();
+        ctl.mark_stonewall(t);
+    }
+    ctl.wear_out(s.worker, i)
+        .filter(|&goal| goal > i && !should_stop(ctl))
 }
 
 /// `ls -l`: lists each directory node of the thread (in `--same-dir`, the

@@ -24,6 +24,30 @@ pub enum OffsetGen {
         /// The permutation.
         perm: Permutation,
     },
+    /// Segment by segment, the transfers of each block in one seeded
+    /// shuffle (the same for every segment), as IOR's `-z` walks them.
+    BlockShuffled {
+        /// The segment in walk.
+        seg: u64,
+        /// Segments in all.
+        segs: u64,
+        /// Position in the walk over the permutation domain.
+        pos: u64,
+        /// Transfers per block.
+        per_block: u64,
+        /// The permutation of one block's transfers.
+        perm: Permutation,
+    },
+    /// `n` draws, each uniform in `[0, span)`, repeats allowed (fio's
+    /// `norandommap`, IOR's `-z -z`).
+    Uniform {
+        /// Draws left.
+        left: u64,
+        /// Indices drawn from.
+        span: u64,
+        /// The draws' state.
+        rng: u64,
+    },
 }
 
 impl OffsetGen {
@@ -41,6 +65,27 @@ impl OffsetGen {
         }
     }
 
+    /// `segs` segments of `per_block` transfers, each block's in the same
+    /// seeded shuffle, the segments in order.
+    pub fn block_shuffled(segs: u64, per_block: u64, seed: u64) -> Self {
+        OffsetGen::BlockShuffled {
+            seg: 0,
+            segs,
+            pos: 0,
+            per_block,
+            perm: Permutation::new(per_block, seed),
+        }
+    }
+
+    /// `n` independent draws from `[0, span)` (none when `span` is 0).
+    pub fn uniform(n: u64, span: u64, seed: u64) -> Self {
+        OffsetGen::Uniform {
+            left: if span == 0 { 0 } else { n },
+            span,
+            rng: seed,
+        }
+    }
+
     /// The next transfer index, or `None` when all were issued.
     #[inline]
     pub fn next_index(&mut self) -> Option<u64> {
@@ -54,6 +99,29 @@ impl OffsetGen {
                 }
             }
             OffsetGen::Shuffled { pos, n, perm } => next_shuffled(pos, *n, perm),
+            OffsetGen::BlockShuffled {
+                seg,
+                segs,
+                pos,
+                per_block,
+                perm,
+            } => loop {
+                if *seg >= *segs {
+                    return None;
+                }
+                if let Some(v) = next_shuffled(pos, *per_block, perm) {
+                    return Some(*seg * *per_block + v);
+                }
+                *seg += 1;
+                *pos = 0;
+            },
+            OffsetGen::Uniform { left, span, rng } => {
+                if *left == 0 {
+                    return None;
+                }
+                *left -= 1;
+                Some(splitmix64(rng) % *span)
+            }
         }
     }
 }
@@ -178,6 +246,37 @@ mod tests {
             v.sort_unstable();
             assert_eq!(v, (0..n).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn block_shuffled_walks_the_segments_in_order_each_shuffled_alike() {
+        let v = collect(OffsetGen::block_shuffled(3, 100, 9));
+        assert_eq!(v.len(), 300);
+        for (s, chunk) in v.chunks(100).enumerate() {
+            let mut c = chunk.to_vec();
+            let order: Vec<u64> = c.iter().map(|i| i - s as u64 * 100).collect();
+            // The same shuffle in every segment, not the identity.
+            assert_eq!(order, v[..100].to_vec());
+            c.sort_unstable();
+            assert_eq!(
+                c,
+                (s as u64 * 100..(s as u64 + 1) * 100).collect::<Vec<_>>()
+            );
+        }
+        assert_ne!(v[..100].to_vec(), (0..100).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn uniform_draws_stay_in_the_span_and_repeat() {
+        let v = collect(OffsetGen::uniform(10_000, 100, 7));
+        assert_eq!(v.len(), 10_000);
+        assert!(v.iter().all(|&i| i < 100));
+        let mut d = v.clone();
+        d.sort_unstable();
+        d.dedup();
+        // 10,000 draws from 100 slots: every slot drawn, most many times.
+        assert_eq!(d.len(), 100);
+        assert!(collect(OffsetGen::uniform(5, 0, 7)).is_empty());
     }
 
     #[test]

@@ -58,6 +58,17 @@ pub struct PhasePlan<B: Backend = Posix> {
     /// empty list) is the user's own file, opened by its path in `files`
     /// ([`Backend::open_path`]).
     pub anchors: Vec<Option<FileAnchor<B>>>,
+    /// With `time_limit`: every worker meets the others at the limit and
+    /// goes on to the busiest one's count ([`crate::wearout`]); the driver
+    /// gives the phase's [`PhaseControl`] its meeting point. The spec's
+    /// `wearout` in a timed phase ([`PhasePlan::new`]), off in a layout.
+    pub wearout: bool,
+    /// Transfers of each owner's data that exist, by owner; empty: all.
+    /// A worker issues at most that many of its walk (with the spec's
+    /// `random_repeats`: draws among that many slots). The spec's
+    /// `item_counts` ([`PhasePlan::new`]); empty in a layout, which
+    /// writes every transfer.
+    pub item_counts: Vec<u64>,
     /// What the workers keep beyond ioscale's own figures (fio's).
     pub detail: Detail,
     /// The first live-counter slot of this phase's workers (worker `w`
@@ -136,8 +147,9 @@ impl FileAnchor<Posix> {
 impl<B: Backend> PhasePlan<B> {
     /// The plan of a timed `op` phase of `spec` on `workers` workers over
     /// `files`: the spec's sync mode and time limit, its reorder offset in
-    /// a pure read phase, 4 KiB alignment, repetition 0, no anchors, no
-    /// detail. The driver sets what differs.
+    /// a pure read phase, its wear-out (when timed) and carried item
+    /// counts, 4 KiB alignment, repetition 0, no anchors, no detail. The
+    /// driver sets what differs.
     pub fn new(spec: Arc<WorkloadSpec>, workers: u32, op: Op, files: Vec<PathBuf>) -> Self {
         Self {
             workers,
@@ -150,6 +162,8 @@ impl<B: Backend> PhasePlan<B> {
             time_limit: spec.time_limit,
             rep: 0,
             anchors: Vec::new(),
+            wearout: spec.wearout && spec.time_limit.is_some(),
+            item_counts: spec.item_counts.clone(),
             detail: Detail::Off,
             slot: 0,
             spec,
@@ -219,6 +233,19 @@ impl<B: Backend> PhasePlan<B> {
             }
         }
     }
+
+    /// The transfers of `owner`'s data that exist: its
+    /// [`PhasePlan::item_counts`] entry (at most [`PhasePlan::xfers`]),
+    /// or all.
+    pub fn items_of(&self, owner: u32) -> u64 {
+        let n = self.xfers();
+        if self.item_counts.is_empty() {
+            return n;
+        }
+        self.item_counts
+            .get(owner as usize)
+            .map_or(0, |&c| c.min(n))
+    }
 }
 
 /// Signals shared by the workers of a phase and the driver.
@@ -234,6 +261,9 @@ pub struct PhaseControl {
     pub first_done_ns: AtomicU64,
     /// The common time origin of all timestamps in the samples.
     pub epoch: Instant,
+    /// Where the workers meet at the time limit, in a phase with the
+    /// stonewall wear-out.
+    pub wearout: Option<crate::wearout::WearOut>,
 }
 
 impl PhaseControl {
@@ -245,7 +275,36 @@ impl PhaseControl {
             first_done: AtomicBool::new(false),
             first_done_ns: AtomicU64::new(0),
             epoch: Instant::now(),
+            wearout: None,
         }
+    }
+
+    /// The same, with the wear-out's meeting point `w`.
+    pub fn with_wearout(mut self, w: crate::wearout::WearOut) -> Self {
+        self.wearout = Some(w);
+        self
+    }
+
+    /// Worker `w` arrives at the wear-out's meeting point with the
+    /// `count` items it has done: the goal every worker then works up
+    /// to, or `None` in a phase without the wear-out or when the phase
+    /// was stopped meanwhile. The time it arrived is the stonewall.
+    pub fn wear_out(&self, w: u32, count: u64) -> Option<u64> {
+        self.wearout
+            .as_ref()?
+            .arrive(w, count, &self.stop, &self.abort)
+    }
+
+    /// Marks the stonewall at `now` (the earliest time any worker sets
+    /// stands): the time limit struck.
+    pub fn mark_stonewall(&self, now: Instant) {
+        self.first_done.store(true, Ordering::Relaxed);
+        let _ = self.first_done_ns.compare_exchange(
+            0,
+            ns_since(self.epoch, now),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
     }
 
     /// The phase's one deadline under a time limit: the epoch, taken right
@@ -620,37 +679,14 @@ pub fn io_loop<B: Backend, Q: IoQueue>(q: &mut Q, file: &B::File, lp: &mut LoopC
     if st.fine {
         q.stamp_issue();
     }
-    loop {
-        st.refill(q, lp);
-        if st.inflight == 0 {
-            if st.held.is_some() && !st.stopping {
-                st.sync_between(file, lp);
-                continue;
-            }
-            break;
-        }
-        if st.fine {
-            st.tally_submit();
-        }
-        if let Err(e) = q.submit_and_reap(&mut st.done) {
-            lp.s.failure = Some(IoFailure {
-                op: "io_uring_enter".into(),
-                path: lp.path.to_path_buf(),
-                offset: None,
-                errno: e.raw_os_error(),
-                message: e.to_string(),
-            });
-            lp.ctl.abort.store(true, Ordering::Relaxed);
-            // The ring is unusable; the queue leaks its buffers if requests
-            // are still in flight when it is taken apart.
-            break;
-        }
-        st.now = Instant::now();
-        if st.fine && !st.done.is_empty() {
-            st.depths.complete[Depths::batch_bucket(st.done.len())] += 1;
-        }
-        st.account(q, file, lp);
-        st.after_batch(file, lp);
+    st.transfers(q, file, lp);
+    if let Some(goal) = st.wear_out_goal(lp) {
+        // The stonewall wear-out: on, past the limit, to the busiest
+        // worker's count.
+        st.cap = st.cap.min(goal);
+        st.stopping = false;
+        lp.deadline = None;
+        st.transfers(q, file, lp);
     }
     if let Some(d) = lp.s.detail.as_deref_mut() {
         d.depths.merge(&st.depths);
@@ -665,6 +701,11 @@ pub fn io_loop<B: Backend, Q: IoQueue>(q: &mut Q, file: &B::File, lp: &mut LoopC
 /// and what it has seen so far.
 struct LoopState {
     gen: OffsetGen,
+    /// Transfers issued so far, and the most this worker issues.
+    issued: u64,
+    cap: u64,
+    /// The queue failed: nothing more can be issued on it.
+    broken: bool,
     rng: u64,
     owner: u32,
     file_id: u64,
@@ -733,12 +774,24 @@ impl LoopState {
         let seed = spec.seed ^ (owner as u64).wrapping_mul(0x9E37_79B9) ^ ((plan.rep as u64) << 40);
         let slot = plan.live_slot(lp.w);
         let now = Instant::now();
+        let exist = plan.items_of(owner);
+        let (gen, cap) = match (plan.op.is_random(), spec.random_repeats) {
+            (true, true) => (OffsetGen::uniform(n, exist, seed), n),
+            (true, false) if spec.shuffle_in_block => {
+                let per_block = (spec.block / spec.xfer).max(1);
+                (
+                    OffsetGen::block_shuffled(n / per_block, per_block, seed),
+                    exist,
+                )
+            }
+            (true, false) => (OffsetGen::shuffled(n, seed), exist),
+            _ => (OffsetGen::sequential(n), exist),
+        };
         LoopState {
-            gen: if plan.op.is_random() {
-                OffsetGen::shuffled(n, seed)
-            } else {
-                OffsetGen::sequential(n)
-            },
+            gen,
+            issued: 0,
+            cap,
+            broken: false,
             rng: seed ^ 0x5bd1_e995,
             owner,
             file_id: plan.file_of(lp.w) as u64,
@@ -799,7 +852,17 @@ impl LoopState {
     fn refill<B: Backend, Q: IoQueue>(&mut self, q: &mut Q, lp: &LoopCtx<'_, B>) {
         let plan = lp.plan;
         while !self.exhausted && !self.stopping && self.inflight < self.depth {
-            let Some(i) = self.held.take().or_else(|| self.gen.next_index()) else {
+            let next = match self.held.take() {
+                // Drawn (and counted) before the sync it waited for.
+                Some(i) => Some(i),
+                None if self.issued < self.cap => {
+                    let n = self.gen.next_index();
+                    self.issued += u64::from(n.is_some());
+                    n
+                }
+                None => None,
+            };
+            let Some(i) = next else {
                 self.exhausted = true;
                 break;
             };
@@ -855,6 +918,72 @@ impl LoopState {
             self.depths.submit[Depths::batch_bucket(self.pushed)] += 1;
             self.pushed = 0;
         }
+    }
+
+    /// Issues and completes transfers until the work (up to `cap`) is
+    /// done, the time limit strikes, the phase stops or the queue fails.
+    fn transfers<B: Backend, Q: IoQueue>(
+        &mut self,
+        q: &mut Q,
+        file: &B::File,
+        lp: &mut LoopCtx<'_, B>,
+    ) {
+        self.exhausted = false;
+        loop {
+            self.refill(q, lp);
+            if self.inflight == 0 {
+                if self.held.is_some() && !self.stopping {
+                    self.sync_between(file, lp);
+                    continue;
+                }
+                break;
+            }
+            if self.fine {
+                self.tally_submit();
+            }
+            if let Err(e) = q.submit_and_reap(&mut self.done) {
+                lp.s.failure = Some(IoFailure {
+                    op: "io_uring_enter".into(),
+                    path: lp.path.to_path_buf(),
+                    offset: None,
+                    errno: e.raw_os_error(),
+                    message: e.to_string(),
+                });
+                lp.ctl.abort.store(true, Ordering::Relaxed);
+                // The ring is unusable; the queue leaks its buffers if
+                // requests are still in flight when it is taken apart.
+                self.broken = true;
+                break;
+            }
+            self.now = Instant::now();
+            if self.fine && !self.done.is_empty() {
+                self.depths.complete[Depths::batch_bucket(self.done.len())] += 1;
+            }
+            self.account(q, file, lp);
+            self.after_batch(file, lp);
+        }
+    }
+
+    /// In a phase with the stonewall wear-out: this worker's stonewall
+    /// figures at the limit, then the meeting with the others (every
+    /// worker arrives, whatever ended its transfers). The goal, when this
+    /// worker stopped at the limit and has transfers left to do up to it.
+    fn wear_out_goal<B: Backend>(&mut self, lp: &mut LoopCtx<'_, B>) -> Option<u64> {
+        lp.ctl.wearout.as_ref()?;
+        if lp.s.hit_deadline && !self.sw_taken {
+            // The limit is the stonewall: the work done by then.
+            self.sw_taken = true;
+            lp.s.stonewall_bytes = lp.s.counters.bytes;
+            lp.s.stonewall_ops = lp.s.counters.ops;
+            lp.ctl.mark_stonewall(self.now);
+        }
+        let goal = lp.ctl.wear_out(lp.w, self.issued)?;
+        let more = lp.s.hit_deadline
+            && !self.broken
+            && lp.s.failure.is_none()
+            && !lp.ctl.should_stop()
+            && goal > self.issued;
+        more.then_some(goal)
     }
 
     /// Accounts the completions in `self.done`: latency, counters, the

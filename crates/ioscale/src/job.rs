@@ -363,6 +363,7 @@ impl MetaArgs {
                     .filter(|e| e.info().queueing)
                     .map(|_| 32)
             }),
+            ..Default::default()
         })
     }
 }

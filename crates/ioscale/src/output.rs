@@ -132,6 +132,110 @@ pub(crate) fn check_output_set(
     Ok(())
 }
 
+/// A directory of result files a command writes by name (io500's result
+/// directory: `result.txt`, `config.ini`, a `.txt` and `.csv` per phase,
+/// the timestamp file), through the one safe way of [`write_named`]'s:
+///
+/// - [`ResultDir::check`], before the run, checks every name the command
+///   will write: an entry there that is not a regular file — a symbolic
+///   link (to a foreign file or a device), a FIFO, a device, a directory —
+///   is refused (exit 2), nothing written; [`ResultDir::open`] then makes
+///   the directory (and its missing parents) unless it exists;
+/// - every file is then written through the directory held open since,
+///   to a temporary name and renamed over its own (safefs `replace_at`):
+///   a link planted at a name later is replaced as a name, never followed,
+///   and a file's other hard links keep their content.
+pub(crate) struct ResultDir {
+    flag: String,
+    dir: safefs::DirHandle,
+}
+
+impl ResultDir {
+    /// Checks, before the run, every one of `names` in the directory
+    /// `path` (given with `flag`) when it exists; creates nothing.
+    pub(crate) fn check(flag: &str, path: &Path, names: &[String]) -> anyhow::Result<()> {
+        match safefs::DirHandle::open_target(path) {
+            Ok(dir) => check_names(flag, &dir, names),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(safefs::FlagError::of(flag, path, e).into()),
+        }
+    }
+
+    /// Makes the directory `path` (and its missing parents) unless it
+    /// exists, opens it, and checks `names` in it as [`ResultDir::check`].
+    pub(crate) fn open(flag: &str, path: &Path, names: &[String]) -> anyhow::Result<ResultDir> {
+        let dir = make_dir_all(flag, path)?;
+        check_names(flag, &dir, names)?;
+        Ok(ResultDir {
+            flag: flag.to_string(),
+            dir,
+        })
+    }
+
+    /// Writes `bytes` as `name` (see the type).
+    pub(crate) fn write(&self, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        safefs::replace_at(&self.dir, name, bytes)
+            .map_err(|e| safefs::FlagError::of(&self.flag, &self.dir.child_path(name), e))?;
+        Ok(())
+    }
+
+    /// The modification time of the regular file `name` (seconds,
+    /// nanoseconds), read without following a link.
+    pub(crate) fn mtime(&self, name: &str) -> anyhow::Result<(i64, u32)> {
+        use std::os::fd::AsFd;
+        let st = rustix::fs::statat(
+            self.dir.as_fd(),
+            name,
+            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", self.dir.child_path(name).display()))?;
+        Ok((st.st_mtime, st.st_mtime_nsec as u32))
+    }
+}
+
+/// Refuses `dir` when one of `names` in it is not a regular file.
+fn check_names(flag: &str, dir: &safefs::DirHandle, names: &[String]) -> anyhow::Result<()> {
+    for n in names {
+        let at = dir.child_path(n);
+        let found = dir
+            .stat_at(n)
+            .map_err(|e| safefs::FlagError::of(flag, &at, e))?;
+        if let Some(info) = found.filter(|i| i.kind != safefs::Kind::File) {
+            anyhow::bail!(
+                "{flag} {}: {} is a {}, not a result file; refusing to write through it \
+                 (remove it, or choose another {flag})",
+                dir.path().display(),
+                at.display(),
+                info.kind.name()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Opens the directory `path`, making it and its missing parents first
+/// (each made with `mkdir` below its parent as the user named it).
+fn make_dir_all(flag: &str, path: &Path) -> anyhow::Result<safefs::DirHandle> {
+    let missing: Vec<&Path> = path
+        .ancestors()
+        .filter(|a| !a.as_os_str().is_empty())
+        .take_while(|a| std::fs::symlink_metadata(a).is_err())
+        .collect();
+    for a in missing.iter().rev() {
+        let parent = match a.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let name = a.file_name().unwrap_or_default();
+        match safefs::DirHandle::open_target(parent).and_then(|p| p.mkdir_at(name, 0o755)) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+            Err(e) => return Err(safefs::FlagError::of(flag, a, e).into()),
+        }
+    }
+    safefs::DirHandle::open_target(path).map_err(|e| safefs::FlagError::of(flag, path, e).into())
+}
+
 /// A record written again and again while a command runs (a sweep's
 /// `--json`, after every point). Where it goes is settled once, when the
 /// command starts, and kept:

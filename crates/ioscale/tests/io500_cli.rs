@@ -45,24 +45,15 @@ fn short_run(target: &Path, tasks: usize) {
     check_score(&v);
     check_layout(&data, &v, tasks);
     // The results directory: the summary as printed, result.txt, each
-    // phase's own output, the stonewall counts.
+    // phase's files as io500 names them.
     let summary = std::fs::read_to_string(res.join("result_summary.txt")).unwrap();
     assert_eq!(summary, stdout(&out));
-    let result = std::fs::read_to_string(res.join("result.txt")).unwrap();
-    assert!(
-        result.contains("[SCORE]") && result.contains("SCORE = "),
-        "{result}"
-    );
-    for n in &order {
-        assert!(result.contains(&format!("[{n}]")), "{n}");
-        assert!(res.join(format!("{n}.txt")).is_file(), "{n}.txt");
-    }
-    let sw = std::fs::read_to_string(res.join("ior-easy.stonewall")).unwrap();
-    assert_eq!(sw.trim(), items(&v, "ior-easy-write", tasks).to_string());
-    assert!(res.join("timestampfile").is_file());
+    check_resultdir(&res, &order, &cfg);
 
-    // A full run (deletes on, no --keep) in the same place: its files and
-    // directories go, the user's stay untouched.
+    // A full run (deletes on, no --keep) in the same place is refused:
+    // the kept phase directories are an earlier run's, which `ioscale
+    // clean` recognises by their markers and removes, the user's files
+    // untouched.
     let out = run(&[
         "io500",
         "--tasks",
@@ -71,11 +62,10 @@ fn short_run(target: &Path, tasks: usize) {
         "2s",
         s(&ini(work.path(), &data, &res, "")),
     ]);
-    assert_code(&out, 2); // the kept phase directories are not this run's
-    assert!(stderr(&out).contains("already exists"), "{}", stderr(&out));
-    for sub in ["ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard"] {
-        std::fs::remove_dir_all(data.join(sub)).unwrap();
-    }
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("ioscale clean"), "{}", stderr(&out));
+    let out = run(&["clean", s(&data)]);
+    assert_code(&out, 0);
     assert_eq!(snapshot(&data), before);
     let json2 = work.path().join("full.json");
     let out = run(&[
@@ -101,6 +91,71 @@ fn short_run(target: &Path, tasks: usize) {
         before,
         "only the run's own files are removed"
     );
+}
+
+/// The result directory as io500 isc26_v2 leaves it: its files and none
+/// else (no `*.stonewall`), result.txt's keys, config.ini io500's
+/// expansion of `cfg` (and config-orig.ini the file as given), the CSVs in
+/// IOR's, mdtest's and pfind's layouts.
+fn check_resultdir(res: &Path, order: &[&str], cfg: &Path) {
+    let mut want = vec![
+        "config-orig.ini".to_string(),
+        "config.ini".into(),
+        "result.txt".into(),
+        "result_summary.txt".into(),
+        "timestampfile".into(),
+    ];
+    for n in order.iter().filter(|n| **n != "timestamp") {
+        want.push(format!("{n}.csv"));
+        if !n.starts_with("find") {
+            want.push(format!("{n}.txt"));
+        }
+    }
+    want.sort();
+    assert_eq!(names(res), want);
+    let result = std::fs::read_to_string(res.join("result.txt")).unwrap();
+    for key in ["procs ", "version ", "config-hash ", "result-dir ", "mode "] {
+        assert!(result.contains(&format!("\n{key}")), "{key}: {result}");
+    }
+    assert!(result.starts_with("[run]\nprocs           = "), "{result}");
+    assert!(result.contains("\n[SCORE]\nMD              = "), "{result}");
+    assert!(result.contains("\nhash            = "), "{result}");
+    // io500's time stamps: `t_start         = 2026-11-27 20:43:51`.
+    let ts = result.lines().find(|l| l.starts_with("t_start")).unwrap();
+    assert_eq!(
+        ts.len(),
+        "t_start         = 2026-11-27 20:43:51".len(),
+        "{ts}"
+    );
+    for n in order.iter().filter(|n| **n != "timestamp") {
+        assert!(result.contains(&format!("\n[{n}]\n")), "{n}");
+    }
+    // The exe lines carry the values, not placeholders.
+    assert!(!result.contains('<'), "{result}");
+    assert!(
+        result.contains(" -D 2 -O stoneWallingWearOut=1"),
+        "{result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(res.join("config-orig.ini")).unwrap(),
+        std::fs::read_to_string(cfg).unwrap()
+    );
+    let expanded = std::fs::read_to_string(res.join("config.ini")).unwrap();
+    assert!(expanded.starts_with("[global]\ndatadir = "), "{expanded}");
+    assert!(
+        expanded.contains("\n[debug]\nstonewall-time = 2\npause-dir = \n"),
+        "{expanded}"
+    );
+    let head = |n: &str| {
+        let t = std::fs::read_to_string(res.join(n)).unwrap();
+        t.lines().next().unwrap_or_default().to_string()
+    };
+    assert_eq!(
+        head("ior-easy-write.csv"),
+        "access,rank,runtime-with-openclose,runtime,throughput-withopenclose,throughput"
+    );
+    assert!(head("mdtest-easy-write.csv").starts_with("rank,items,rate-Directory creation,"));
+    assert!(head("find.csv").starts_with("runtime: "));
 }
 
 #[test]
@@ -268,17 +323,18 @@ fn the_stonewall_ends_the_writes_and_the_wear_out_evens_the_tasks() {
         // meets the stonewall; ior-easy may finish 64 MiB first on a fast machine.
         assert!(name.starts_with("ior") || n < limit, "{name}: {n}");
         if n < limit {
-            // Stopped by the stonewall, not by its size: it ran at least that long.
+            // Stopped by the stonewall, not by its size: it ran at least
+            // that long, and the tasks did at most all their items by then.
             assert!(p["elapsed_s"].as_f64().unwrap() >= 1.0, "{p}");
-            let at: Vec<u64> = p["tasks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t["items_at_stonewall"].as_u64().unwrap())
-                .collect();
+            // (The stonewall counts from the phase's start barrier, the
+            // phase's time from its first task's start, a little later.)
+            let sw = &p["stonewall"];
+            let s = sw["s"].as_f64().unwrap();
+            assert!(s > 0.5 && s <= p["elapsed_s"].as_f64().unwrap(), "{p}");
+            let at = sw["items"].as_u64().unwrap();
             assert!(
-                at.iter().all(|&x| x <= n) && at.contains(&n),
-                "{name}: {at:?} -> {n}"
+                at > 0 && at <= 3 * n,
+                "{name}: {at} by the stonewall, {n} each after"
             );
         }
     }
@@ -549,6 +605,14 @@ fn the_html_report_puts_the_score_first_and_names_each_limit() {
             assert!(judged, "a 1 s phase is judged: {line}");
         }
     }
+    // The timestamp phase measures no latency or CPU time: its row says
+    // so rather than showing 0.
+    let row = page
+        .lines()
+        .find(|l| l.starts_with("<tr><td>timestamp</td>"))
+        .unwrap();
+    assert!(row.contains("<td>not measured</td>"), "{row}");
+    assert!(!row.contains("<td>0.0</td>"), "{row}");
     // `report` of the record: the same page, and the summary on stdout.
     let h2 = work.path().join("again.html");
     let out = run(&["report", s(&j), "--html", s(&h2)]);
@@ -602,10 +666,9 @@ fn swap_ior_easy(link: bool, says: &str) {
         .spawn()
         .unwrap();
     let easy = data.join("ior-easy");
-    let written = || {
-        std::fs::read_dir(&easy).is_ok_and(|mut d| d.next().is_some())
-            && data.join("mdtest-easy").exists()
-    };
+    // ior-easy-write is done once mdtest-easy-write creates files.
+    let tree = data.join("mdtest-easy/test-dir.0-0/mdtest_tree.0.0");
+    let written = || std::fs::read_dir(&tree).is_ok_and(|mut d| d.next().is_some());
     for _ in 0..6000 {
         if written() {
             break;
@@ -679,4 +742,237 @@ fn report_refuses_impossible_figures_in_an_io500_record() {
         assert!(stderr(&out).contains(names), "{pointer}: {}", stderr(&out));
         assert!(!h.exists(), "{pointer}: a page was written");
     }
+}
+
+/// A link planted in the result directory at a name the run writes:
+/// refused before the run (exit 2), nothing made, the file it names
+/// unchanged. Before, `timestampfile` → a foreign file truncated it to 0
+/// bytes, and `result.txt` → a foreign 0600 file replaced it.
+fn planted_link_is_refused_before_the_run(name: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    std::fs::create_dir(&res).unwrap();
+    let foreign = work.path().join("foreign");
+    std::fs::write(&foreign, b"the user's own words\n").unwrap();
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(mode)).unwrap();
+    std::os::unix::fs::symlink(&foreign, res.join(name)).unwrap();
+    let cfg = ini(work.path(), &data, &res, "");
+    let out = run(&["io500", "--stonewall", "1s", s(&cfg)]);
+    assert_code(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains(name) && err.contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read(&foreign).unwrap(), b"the user's own words\n");
+    let m = std::fs::metadata(&foreign).unwrap();
+    assert_eq!(m.permissions().mode() & 0o777, mode);
+    assert!(!data.exists(), "nothing made before the refusal");
+    assert_eq!(names(&res), [name], "nothing written beside the link");
+    assert!(stdout(&out).is_empty(), "no phase ran: {}", stdout(&out));
+}
+
+#[test]
+fn a_timestampfile_linked_to_a_foreign_file_is_refused_and_the_file_kept() {
+    planted_link_is_refused_before_the_run("timestampfile", 0o644);
+}
+
+#[test]
+fn a_result_txt_linked_to_a_foreign_0600_file_is_refused_and_the_file_kept() {
+    planted_link_is_refused_before_the_run("result.txt", 0o600);
+}
+
+#[test]
+fn a_result_summary_linked_to_a_foreign_file_is_refused_and_the_file_kept() {
+    planted_link_is_refused_before_the_run("result_summary.txt", 0o640);
+}
+
+/// A result file that is a link to a block device (a loop device here):
+/// refused with exit 2 before the run starts, the device's bytes
+/// unchanged. Before, it was refused only after the whole run (exit 1).
+#[test]
+fn a_result_file_linked_to_a_block_device_is_refused_before_the_run() {
+    let work = scratch();
+    let img = work.path().join("dev.img");
+    std::fs::write(&img, vec![0x5au8; 1 << 20]).unwrap();
+    let Some(dev) = LoopDev::attach(&img) else {
+        return;
+    };
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    std::fs::create_dir(&res).unwrap();
+    std::os::unix::fs::symlink(&dev.0, res.join("mdtest-hard-read.csv")).unwrap();
+    let cfg = ini(work.path(), &data, &res, "");
+    let out = run(&["io500", "--stonewall", "1s", s(&cfg)]);
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("mdtest-hard-read.csv"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!data.exists(), "refused before the run");
+    assert!(stdout(&out).is_empty(), "no phase ran: {}", stdout(&out));
+    drop(dev);
+    assert_eq!(std::fs::read(&img).unwrap(), vec![0x5au8; 1 << 20]);
+}
+
+/// A loop device on an image, detached on drop (`None` without losetup
+/// or root).
+struct LoopDev(std::path::PathBuf);
+
+impl LoopDev {
+    fn attach(img: &Path) -> Option<LoopDev> {
+        let out = std::process::Command::new("losetup")
+            .args(["-f", "--show", s(img)])
+            .output()
+            .ok()
+            .filter(|o| o.status.success());
+        match out {
+            Some(o) => Some(LoopDev(String::from_utf8_lossy(&o.stdout).trim().into())),
+            None => {
+                eprintln!("note: cannot attach a loop device (needs root); skipping");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", s(&self.0)])
+            .status();
+    }
+}
+
+/// A link planted at a result file's name after the check, while the run
+/// goes on: the file is written as a name in the held result directory,
+/// never through the link; the file it names stays as it was.
+#[test]
+fn a_link_planted_during_the_run_is_never_written_through() {
+    let work = scratch();
+    let data = work.path().join("d");
+    let res = work.path().join("r");
+    let foreign = work.path().join("foreign");
+    std::fs::write(&foreign, b"mine").unwrap();
+    let cfg = ini(work.path(), &data, &res, "[mdtest-easy]\nn = 100000000\n");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("n = 300\n", "");
+    std::fs::write(&cfg, text).unwrap();
+    let child = std::process::Command::new(ioscale_path())
+        .args(["io500", "--stonewall", "1s", s(&cfg)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The run has started (the config copies are written first).
+    for _ in 0..2000 {
+        if res.join("config.ini").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::os::unix::fs::symlink(&foreign, res.join("result.txt")).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(std::fs::read(&foreign).unwrap(), b"mine");
+    // Either written over the link's name (a regular file now) or
+    // refused there (exit 1, the results not written): never through it.
+    let meta = std::fs::symlink_metadata(res.join("result.txt")).unwrap();
+    if meta.file_type().is_symlink() {
+        assert_code(&out, 1);
+        assert!(stderr(&out).contains("result.txt"), "{}", stderr(&out));
+    } else {
+        assert_code(&out, 0);
+    }
+    assert!(!data.exists());
+}
+
+/// What a run stopped without its cleanup leaves — by SIGHUP (which ends
+/// the process where it is) or by a second Ctrl-C (which exits at once) —
+/// carries ioscale's markers, so `ioscale clean DATADIR` removes all of it
+/// and only it. Before, io500's files had no marker and `clean` said
+/// "nothing to clean".
+fn stopped_run_leaves_what_clean_removes(signals: &[i32]) {
+    let work = scratch();
+    let data = work.path().join("d");
+    std::fs::create_dir(&data).unwrap();
+    plant_foreign(&data);
+    let before = snapshot(&data);
+    let res = work.path().join("r");
+    // More creates than the run gets to before the signal; a stopped
+    // create's marker covers every index it may have made (n a task),
+    // which `clean` then tries.
+    let cfg = ini(work.path(), &data, &res, "[mdtest-easy]\nn = 50000\n");
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("n = 300\n", "");
+    std::fs::write(&cfg, text).unwrap();
+    let child = std::process::Command::new(ioscale_path())
+        .args(["io500", "--stonewall", "30s", "--tasks", "2", s(&cfg)])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tree = data.join("mdtest-easy/test-dir.0-0/mdtest_tree.0.0");
+    for _ in 0..6000 {
+        if std::fs::read_dir(&tree).is_ok_and(|d| d.count() > 2000) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    for &sig in signals {
+        // SAFETY: kill with a valid pid of our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        // A second signal of the same kind sent at once would merge with
+        // the first: it follows once the first was taken.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Whatever is left is ioscale's and marked: clean takes it all (or
+    // there was nothing left to take), and the user's files stay.
+    let out = run(&["clean", s(&data)]);
+    assert_no_panic(&out);
+    assert_eq!(snapshot(&data), before, "{}", stderr(&out));
+}
+
+#[test]
+fn leftovers_after_sighup_are_marked_and_clean_removes_them() {
+    stopped_run_leaves_what_clean_removes(&[libc::SIGHUP]);
+}
+
+#[test]
+fn leftovers_after_a_second_ctrl_c_are_marked_and_clean_removes_them() {
+    stopped_run_leaves_what_clean_removes(&[libc::SIGINT, libc::SIGINT]);
+}
+
+/// A data write that fails with EIO (ioscale-testfs): the phase fails
+/// (exit 1), the results so far are written, and every file of the run is
+/// removed, the one that hit EIO too (before, it was left behind).
+#[test]
+fn the_file_that_hit_eio_is_removed_with_the_rest() {
+    let Some(fs) = common::fuse::TestFs::mount(&[
+        "--eio-after-bytes",
+        "64k",
+        "--faults-path-substr",
+        "file.mdtest",
+    ]) else {
+        return;
+    };
+    let work = scratch();
+    let data = fs.path().join("d");
+    let res = work.path().join("r");
+    let cfg = ini(work.path(), &data, &res, "");
+    let out = run(&["io500", "--stonewall", "1s", s(&cfg)]);
+    assert_code(&out, 1);
+    let text = stdout(&out);
+    assert!(text.contains("mdtest-hard-write"), "{text}");
+    assert!(
+        stderr(&out).contains("Input/output error"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(res.join("result.txt").is_file());
+    assert!(!data.exists(), "{:?}", names(fs.path()));
+    assert_empty(fs.source());
 }

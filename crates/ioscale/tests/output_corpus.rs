@@ -994,6 +994,12 @@ impl Masker {
             // Whether a worker finished or was stopped follows the clock.
             replace_between(&mut l, "", "status = ", ",", "status = <status>");
         }
+        // io500's result.txt: its score hash follows the figures, and an
+        // exe line's -G seed the run's time stamp (its sign too).
+        if l.starts_with("hash ") && l.contains(" = ") {
+            return Some("hash = <hash>".into());
+        }
+        l = l.replace("-G -", "-G ").replace("-G=-", "-G=");
         l = time_units(&l);
         if l.trim_start().starts_with("bw (") {
             replace_between(&mut l, "", "bw (", ")", "bw (<B/s>");
@@ -1068,18 +1074,27 @@ impl Masker {
     /// CSV: the header kept, each cell masked by its column.
     fn csv(&self, text: &str, mode: Mode) -> String {
         let mut lines = text.lines();
-        let Some(header) = lines.next() else {
+        let Some(mut header) = lines.next() else {
             return String::new();
         };
+        let mut out = String::new();
+        if !header.contains(',') {
+            // pfind's CSV (io500's find.csv) opens with its runtime and rate.
+            out = mask_numbers(header, true) + "\n";
+            match lines.next() {
+                Some(h) => header = h,
+                None => return out,
+            }
+        }
         let cols = split_csv(header);
-        let mut out = format!("{header}\n");
+        out += &format!("{header}\n");
         for line in lines {
             let cells: Vec<String> = split_csv(line)
                 .iter()
                 .enumerate()
                 .map(|(i, c)| {
                     let col = cols.get(i).map(String::as_str).unwrap_or("");
-                    if c.parse::<f64>().is_ok() {
+                    if c.trim().parse::<f64>().is_ok() {
                         let keep =
                             mode == Mode::Exact || (mode == Mode::Measured && EXACT.contains(&col));
                         if keep {

@@ -158,6 +158,7 @@ pub fn check_figures(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
     let spec_threads = match &rs.spec {
         crate::model::JobSpec::Run(w) => w.threads,
         crate::model::JobSpec::Meta(m) => m.threads,
+        crate::model::JobSpec::Find(f) => f.threads,
     };
     if spec_threads == 0 {
         return Err(ExportError::Figure {
@@ -356,6 +357,7 @@ fn check_ops(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
     let known = |op: &str| match &rs.spec {
         crate::model::JobSpec::Run(_) => spec::Op::ALL.iter().any(|o| o.name() == op),
         crate::model::JobSpec::Meta(_) => spec::MetaOp::ALL.iter().any(|o| o.name() == op),
+        crate::model::JobSpec::Find(_) => op == "find",
     };
     let nodes = rs.host.cluster.iter().flat_map(|c| &c.node_phases);
     let lists: [(&str, Vec<&str>); 3] = [
@@ -381,6 +383,7 @@ fn check_ops(rs: &ResultSet, prefix: &str) -> Result<(), ExportError> {
                     crate::model::JobSpec::Meta(_) => {
                         "is not an operation of a metadata run (create, stat, read, delete, …)"
                     }
+                    crate::model::JobSpec::Find(_) => "is not the operation of a find run (find)",
                 },
             });
         }

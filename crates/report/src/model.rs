@@ -7,11 +7,11 @@
 //! and bump [`SCHEMA`] with a migration note when a meaning changes.
 
 use serde::{Deserialize, Serialize};
-use spec::{MetaSpec, WorkloadSpec};
+use spec::{FindSpec, MetaSpec, WorkloadSpec};
 use stats::{LatencySummary, RepStats};
 
 /// What was run. The JSON carries a `kind` tag (`"run"` for a data
-/// workload, `"meta"` for a metadata one) beside the workload's own fields, so each command's record
+/// workload, `"meta"` for a metadata one, `"find"` for a walk) beside the workload's own fields, so each command's record
 /// keeps its own vocabulary in one place.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -20,6 +20,8 @@ pub enum JobSpec {
     Run(WorkloadSpec),
     /// `ioscale meta`: small files and metadata operations.
     Meta(MetaSpec),
+    /// A parallel find (io500's find phases): a walk that counts matches.
+    Find(FindSpec),
 }
 
 impl JobSpec {
@@ -28,6 +30,7 @@ impl JobSpec {
         match self {
             JobSpec::Run(w) => w.describe(),
             JobSpec::Meta(m) => m.describe(),
+            JobSpec::Find(f) => f.describe(),
         }
     }
 
@@ -35,7 +38,7 @@ impl JobSpec {
     pub fn as_run(&self) -> Option<&WorkloadSpec> {
         match self {
             JobSpec::Run(w) => Some(w),
-            JobSpec::Meta(_) => None,
+            JobSpec::Meta(_) | JobSpec::Find(_) => None,
         }
     }
 
@@ -43,7 +46,7 @@ impl JobSpec {
     pub fn as_meta(&self) -> Option<&MetaSpec> {
         match self {
             JobSpec::Meta(m) => Some(m),
-            JobSpec::Run(_) => None,
+            JobSpec::Run(_) | JobSpec::Find(_) => None,
         }
     }
 }
@@ -345,6 +348,9 @@ pub struct FilesRecord {
     pub peak_rss_bytes: u64,
     /// Per thread, in thread order.
     pub threads: Vec<ThreadFiles>,
+    /// Entries that matched, in a find phase (absent elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<u64>,
 }
 
 /// One thread's file counts in a metadata phase.
@@ -373,6 +379,9 @@ pub struct ThreadFiles {
     /// per-thread `elapsed`).
     #[serde(default)]
     pub stonewall_s: f64,
+    /// Entries this thread's share of a find matched (absent elsewhere).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matched: Option<u64>,
 }
 
 /// Statistics of one operation over its repetitions.

@@ -8,11 +8,13 @@
 #![deny(missing_docs)]
 
 mod check;
+pub mod find;
 pub mod meta;
 pub mod units;
 pub mod workload;
 
-pub use meta::{Conflict, EntryKind, FileSize, MetaOp, MetaSpec, RawMeta, TreeState};
+pub use find::{FindSpec, RawFind};
+pub use meta::{Conflict, EntryKind, FileSize, MetaNaming, MetaOp, MetaSpec, RawMeta, TreeState};
 pub use units::{format_size, parse_count, parse_duration, parse_list, parse_size, UnitError};
 pub use workload::{
     Checksum, FileNaming, IoHints, Layout, Op, RawWorkload, SpecError, SyncMode, UringOpts,

@@ -281,6 +281,42 @@ pub struct RawMeta {
     pub iodepth: Option<u64>,
     /// Make mdtest's system calls where they differ from ioscale's own.
     pub mdtest_calls: bool,
+    /// With a time limit: after it, every thread goes on until it has
+    /// processed as many files as the busiest thread did by then
+    /// (mdtest's stonewall wear-out).
+    pub wearout: bool,
+    /// Files of each thread (by owner) that an earlier create left;
+    /// empty: `files` each. See [`MetaSpec::item_counts`].
+    pub item_counts: Vec<u64>,
+    /// How the tree's entries are named (ioscale's own unless given).
+    pub naming: Option<MetaNaming>,
+    /// Read phases read this many bytes of each file (mdtest's `-e`).
+    pub read_bytes: Option<u64>,
+}
+
+/// How a metadata tree's directories and entries are named.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "scheme", rename_all = "kebab-case")]
+pub enum MetaNaming {
+    /// `TARGET/ioscale-meta.d/thr.007/…/{prefix}f7.12`.
+    #[default]
+    Native,
+    /// mdtest's names for one iteration (its `-d TARGET`, iteration 0):
+    /// `TARGET/test-dir.0-0/mdtest_tree.T.0/file.mdtest.T.I` with a
+    /// directory per thread (mdtest `-u`), or
+    /// `TARGET/test-dir.0-0/mdtest_tree.0/file.mdtest.T.I` with one
+    /// shared directory (`same_dir`). Files only, all in one directory
+    /// each (mdtest `-F -L` without `-b`/`-I`); a renamed file is
+    /// `renamed.mdtest.T.I`, a link `link.mdtest.T.I`, a directory
+    /// `dir.mdtest.T.I`.
+    Mdtest,
+}
+
+impl MetaNaming {
+    /// Whether this is ioscale's own scheme (left out of the JSON then).
+    pub fn is_native(&self) -> bool {
+        matches!(self, MetaNaming::Native)
+    }
 }
 
 fn is_false(b: &bool) -> bool {
@@ -385,6 +421,26 @@ pub struct MetaSpec {
     /// file). Synchronous engine only.
     #[serde(default, skip_serializing_if = "is_false")]
     pub mdtest_calls: bool,
+    /// With `time_limit`: at the limit every thread posts the files it
+    /// processed, then goes on until it has processed as many as the
+    /// busiest thread of any rank (capped at `files`), inside the phase's
+    /// time, as mdtest's stonewall wear-out does.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub wearout: bool,
+    /// The files of each thread (indexed by the thread that made them,
+    /// over all ranks) that exist: what an earlier create left when it
+    /// stopped at its time limit. A phase processes only those (indices
+    /// below the count). Empty: `files` each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub item_counts: Vec<u64>,
+    /// How the tree's entries are named; absent from the JSON when native.
+    #[serde(default, skip_serializing_if = "MetaNaming::is_native")]
+    pub naming: MetaNaming,
+    /// A read phase reads this many bytes of each file (fewer if it ends
+    /// first), as mdtest's `-e N` does, and no more (no read to find the
+    /// end); `None`: each file to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u64>,
 }
 
 /// What kind of entry a name is for; each kind has its own letter so a
@@ -436,7 +492,22 @@ impl fmt::Display for Conflict {
     }
 }
 
+/// Name of ioscale's own working directory inside the target.
+pub const ROOT_NAME: &str = "ioscale-meta.d";
+/// Name of mdtest's test directory of iteration 0 ([`MetaNaming::Mdtest`]).
+pub const MDTEST_ROOT_NAME: &str = "test-dir.0-0";
+
 impl EntryKind {
+    /// mdtest's name of an entry of this kind, up to the thread number.
+    fn mdtest_stem(self) -> &'static [u8] {
+        match self {
+            EntryKind::File => b"file.mdtest.",
+            EntryKind::Renamed => b"renamed.mdtest.",
+            EntryKind::Link => b"link.mdtest.",
+            EntryKind::Dir => b"dir.mdtest.",
+        }
+    }
+
     fn letter(self) -> u8 {
         match self {
             EntryKind::File => b'f',
@@ -504,7 +575,30 @@ impl MetaSpec {
     /// Name of a thread's directory under the root (`thr.007`), or `None`
     /// when every thread shares the root (`--same-dir`).
     pub fn thread_dir(&self, thread: u32) -> Option<String> {
-        (!self.same_dir).then(|| format!("thr.{thread:03}"))
+        match self.naming {
+            MetaNaming::Native => (!self.same_dir).then(|| format!("thr.{thread:03}")),
+            MetaNaming::Mdtest if self.same_dir => Some("mdtest_tree.0".into()),
+            MetaNaming::Mdtest => Some(format!("mdtest_tree.{thread}.0")),
+        }
+    }
+
+    /// The name of the working directory inside the target:
+    /// `ioscale-meta.d`, or mdtest's `test-dir.0-0`.
+    pub fn root_name(&self) -> &'static str {
+        match self.naming {
+            MetaNaming::Native => ROOT_NAME,
+            MetaNaming::Mdtest => MDTEST_ROOT_NAME,
+        }
+    }
+
+    /// The files of each thread a phase processes: `item_counts[thread]`
+    /// (at most `files`) when given, else `files`.
+    pub fn files_of(&self, thread: u32) -> u64 {
+        match self.item_counts.get(thread as usize) {
+            Some(&c) => c.min(self.files),
+            None if self.item_counts.is_empty() => self.files,
+            None => 0,
+        }
     }
 
     /// The first directory node that holds entries: 0 (the thread's
@@ -610,7 +704,10 @@ impl MetaSpec {
     #[inline]
     pub fn push_name(&self, out: &mut Vec<u8>, kind: EntryKind, thread: u32, i: u64) {
         out.extend_from_slice(self.prefix.as_bytes());
-        out.push(kind.letter());
+        match self.naming {
+            MetaNaming::Native => out.push(kind.letter()),
+            MetaNaming::Mdtest => out.extend_from_slice(kind.mdtest_stem()),
+        }
         push_u64(out, thread as u64);
         out.push(b'.');
         push_u64(out, i);
@@ -618,8 +715,12 @@ impl MetaSpec {
 
     /// Longest entry name the spec produces.
     pub fn max_name_len(&self) -> usize {
+        let stem = match self.naming {
+            MetaNaming::Native => 1,
+            MetaNaming::Mdtest => EntryKind::Renamed.mdtest_stem().len(),
+        };
         self.prefix.len()
-            + 1
+            + stem
             + digits(self.threads.saturating_sub(1) as u64)
             + 1
             + digits(self.files.saturating_sub(1))
@@ -832,6 +933,10 @@ impl RawMeta {
             mdtest_calls: self.mdtest_calls,
             engine,
             iodepth: iodepth as u32,
+            wearout: self.wearout,
+            item_counts: self.item_counts.clone(),
+            naming: self.naming.unwrap_or_default(),
+            read_bytes: self.read_bytes,
         };
         if spec.mdtest_calls && spec.engine != "sync" {
             return Err(SpecError::range(
@@ -840,6 +945,7 @@ impl RawMeta {
                 "mdtest's system calls are made by the sync engine only",
             ));
         }
+        check_wearout(&spec)?;
         check_names(&spec)?;
         check_sequence(&spec)?;
         Ok(spec)
@@ -1001,6 +1107,35 @@ impl RawMeta {
         }
         Ok(Some(z as u32))
     }
+}
+
+/// The wear-out needs a time limit to wear out from, and the thread
+/// loops of the synchronous engine (the queueing engines keep their own
+/// order of completions); mdtest's names keep the files of a thread in
+/// one directory.
+fn check_wearout(spec: &MetaSpec) -> Result<(), SpecError> {
+    if spec.wearout && spec.time_limit.is_none() {
+        return Err(SpecError::conflict(
+            "the stonewall wear-out needs a time limit (--time) to wear out from",
+            &["--time"],
+        ));
+    }
+    if (spec.wearout || spec.read_bytes.is_some()) && (spec.engine != "sync" || spec.iodepth > 1) {
+        return Err(SpecError::conflict(
+            "the stonewall wear-out and a read of a fixed size run on the sync metadata engine \
+             only",
+            &["--engine", "--iodepth"],
+        ));
+    }
+    if spec.naming == MetaNaming::Mdtest
+        && (spec.files_per_dir != u64::MAX || spec.leaf_depth.is_some())
+    {
+        return Err(SpecError::conflict(
+            "mdtest's names keep each thread's files in one directory: no --files-per-dir              or --leaf-depth with them",
+            &["--files-per-dir", "--leaf-depth"],
+        ));
+    }
+    Ok(())
 }
 
 /// File names within the file system's limit.

@@ -506,6 +506,20 @@ pub struct RawWorkload {
     pub start_offsets: Vec<u64>,
     /// Cache hints and verify header (fio's defaults and options).
     pub hints: IoHints,
+    /// With a time limit: after it, every worker goes on until it has
+    /// done as many transfers as the busiest worker did by then (IOR's
+    /// `-O stoneWallingWearOut=1`).
+    pub wearout: bool,
+    /// Transfers of each worker's data (by owner) that an earlier write
+    /// left; empty: all of them. See [`WorkloadSpec::item_counts`].
+    pub item_counts: Vec<u64>,
+    /// Random offsets drawn independently, repeats allowed (fio's
+    /// `norandommap`, IOR's `-z -z`), instead of a shuffle that visits
+    /// every transfer once.
+    pub random_repeats: bool,
+    /// Random phases shuffle the transfers within each block and walk the
+    /// segments in order (IOR's `-z`), instead of one shuffle of all.
+    pub shuffle_in_block: bool,
 }
 
 /// A complete, consistent workload the engine can run without further checks.
@@ -578,9 +592,79 @@ pub struct WorkloadSpec {
     /// Cache hints and verify header; absent when none.
     #[serde(default, skip_serializing_if = "IoHints::is_default")]
     pub hints: IoHints,
+    /// With `time_limit`: at the limit every worker posts the transfers
+    /// it has done, and then goes on until it has done as many as the
+    /// busiest worker of any rank (capped at its own share), inside the
+    /// phase's time, as IOR's stonewall wear-out does; the files then
+    /// hold the same number of transfers for every worker.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wearout: bool,
+    /// The transfers of each worker's data (indexed by the worker that
+    /// owns the data, over all ranks) that exist: what an earlier write
+    /// of the same order left when it stopped at its time limit. A phase
+    /// issues only the first `item_counts[owner]` transfers of its walk
+    /// (sequential or shuffled, the walk the write made); with
+    /// `random_repeats` it draws among the first that many transfer slots.
+    /// Empty: every transfer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub item_counts: Vec<u64>,
+    /// Random phases draw each offset independently, repeats allowed
+    /// (fio's `norandommap`, IOR's `-z -z`), `block × segments ÷ xfer`
+    /// draws a worker; without it a random phase visits every transfer
+    /// exactly once in a seeded shuffle.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub random_repeats: bool,
+    /// Random phases shuffle the transfers of each block (the same order
+    /// in every block) and walk the segments in order, as IOR's `-z`
+    /// does; without it one shuffle spans all of a worker's transfers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shuffle_in_block: bool,
 }
 
 impl WorkloadSpec {
+    /// The transfers of `owner`'s data a phase of this spec may touch:
+    /// `item_counts[owner]` when given, else all of them.
+    pub fn items_of(&self, owner: u32) -> u64 {
+        let all = self.xfers_per_worker();
+        match self.item_counts.get(owner as usize) {
+            Some(&c) if !self.item_counts.is_empty() => c.min(all),
+            _ => all,
+        }
+    }
+
+    /// Bytes data file `file` must hold for a phase of this spec that
+    /// reads: the end of the last transfer its data may use (every
+    /// transfer's without [`WorkloadSpec::item_counts`]; the sequential
+    /// prefix's with them; 0, no minimum known, for a shuffled prefix,
+    /// whose transfers lie anywhere in the file).
+    pub fn bytes_needed(&self, file: u32) -> u64 {
+        if self.item_counts.is_empty() {
+            return self.file_size();
+        }
+        if self.ops.iter().any(|o| o.is_random()) && !self.random_repeats {
+            return 0;
+        }
+        let per_block = (self.block / self.xfer).max(1);
+        let end = |owner: u32| {
+            let n = self.items_of(owner);
+            if n == 0 {
+                return 0;
+            }
+            let (seg, t) = ((n - 1) / per_block, (n - 1) % per_block);
+            let start = match self.layout {
+                Layout::Shared => {
+                    seg * self.threads as u64 * self.block + owner as u64 * self.block
+                }
+                _ => seg * self.block,
+            };
+            start + (t + 1) * self.xfer
+        };
+        match self.layout {
+            Layout::Shared => (0..self.threads).map(end).max().unwrap_or(0),
+            _ => end(file),
+        }
+    }
+
     /// Bytes each worker moves in one phase.
     pub fn bytes_per_worker(&self) -> u64 {
         self.block * self.segments
@@ -774,6 +858,7 @@ impl RawWorkload {
         let naming = self.naming(threads, layout)?;
         let dd_named = matches!(naming, FileNaming::Dd { .. });
         self.check_start_offsets(threads, layout)?;
+        self.check_wearout()?;
         Ok(WorkloadSpec {
             target,
             ops: self.ops.clone(),
@@ -802,7 +887,29 @@ impl RawWorkload {
             reuse_files: self.reuse || dd_named,
             start_offsets: self.start_offsets.clone(),
             hints: self.hints,
+            wearout: self.wearout,
+            item_counts: self.item_counts.clone(),
+            random_repeats: self.random_repeats,
+            shuffle_in_block: self.shuffle_in_block,
         })
+    }
+
+    /// The wear-out needs a time limit to wear out from; random draws
+    /// with repeats are for random phases, whose shuffle they replace.
+    fn check_wearout(&self) -> Result<(), SpecError> {
+        if self.wearout && self.time_limit.is_none() {
+            return Err(SpecError::conflict(
+                "the stonewall wear-out needs a time limit (--time) to wear out from",
+                &["--time"],
+            ));
+        }
+        if self.random_repeats && !self.ops.iter().all(|o| o.is_random()) {
+            return Err(SpecError::conflict(
+                "random offsets with repeats apply to random phases only (randread, randwrite,                  randrw)",
+                &["--op"],
+            ));
+        }
+        Ok(())
     }
 
     /// The bytes per worker when `--size` or `--total` gives them.

@@ -44,6 +44,7 @@ use crate::error::Error;
 #[cfg(test)]
 mod agnostic;
 pub mod peer;
+pub mod scaffold;
 pub mod tree;
 pub mod user;
 
@@ -971,7 +972,21 @@ fn check_kept_native(
             spec.target.display()
         )));
     }
-    let had_data = found.complete && found.file_size >= spec.file_size();
+    let size_of = |f: &PathBuf| {
+        rootd
+            .stat_below(&rel_to(root, f))
+            .ok()
+            .flatten()
+            .map_or(0, |i| i.size)
+    };
+    // A write cut short at its time limit left the transfers its caller
+    // carries in `item_counts`: those, not the whole size, must be there.
+    let carried = !spec.item_counts.is_empty()
+        && files
+            .iter()
+            .enumerate()
+            .all(|(i, f)| size_of(f) >= spec.bytes_needed(i as u32));
+    let had_data = carried || (found.complete && found.file_size >= spec.file_size());
     if !writes && !had_data {
         return Err(Error::Refused(format!(
             "the kept files in {} are incomplete or smaller ({} bytes per file) than this run reads ({}); \
@@ -983,13 +998,9 @@ fn check_kept_native(
     }
     // With --verify a file cut short is damaged data, which the read phase
     // reports (exit 1) at the offset where it ends.
-    if !writes && !spec.verify {
+    if !writes && !spec.verify && !carried {
         for f in files {
-            let len = rootd
-                .stat_below(&rel_to(root, f))
-                .ok()
-                .flatten()
-                .map_or(0, |i| i.size);
+            let len = size_of(f);
             if len < spec.file_size() {
                 return Err(Error::Refused(format!(
                     "{} holds {len} bytes but this run reads {}; write the files again with --keep",
@@ -1123,7 +1134,17 @@ fn remove_created<B: Backend>(backend: &B, created: &[(PathBuf, safefs::FileId)]
 /// is a regular file and holds at least `size` bytes (what a read-only
 /// run needs).
 fn check_readable<B: Backend>(files: &[PathBuf], size: u64, hint: &str) -> Result<(), Error> {
-    for f in files {
+    check_extent::<B>(files, |_| size, hint)
+}
+
+/// [`check_readable`] with the bytes file `i` must hold given by `size`.
+fn check_extent<B: Backend>(
+    files: &[PathBuf],
+    size: impl Fn(u32) -> u64,
+    hint: &str,
+) -> Result<(), Error> {
+    for (i, f) in files.iter().enumerate() {
+        let size = size(i as u32);
         match B::stat_path(f, true) {
             Ok(Some(m)) if m.kind == Kind::File => {
                 if m.size < size {
@@ -1473,11 +1494,13 @@ fn adopt_ior<B: Backend>(
             found.layout
         )));
     }
-    let had_data = found.complete
-        && found.file_size >= spec.file_size()
-        && check_readable::<B>(&n.files, spec.file_size(), IOR_HINT).is_ok();
+    // A write cut short at its time limit left the transfers its caller
+    // carries in `item_counts`: those, not the whole size, must be there.
+    let carried = !spec.item_counts.is_empty();
+    let had_data = (carried || (found.complete && found.file_size >= spec.file_size()))
+        && check_extent::<B>(&n.files, |f| spec.bytes_needed(f), IOR_HINT).is_ok();
     if !writes && !had_data {
-        check_readable::<B>(&n.files, spec.file_size(), IOR_HINT)?;
+        check_extent::<B>(&n.files, |f| spec.bytes_needed(f), IOR_HINT)?;
         return Err(Error::Refused(format!(
             "the kept files at {} are incomplete or smaller than this run reads; {IOR_HINT}",
             path.display()
@@ -1808,6 +1831,8 @@ pub fn clean_all_on<B: Backend>(
     if let Some(t) = opened {
         push(clean_native(backend, path, opts), &mut rep);
         push(tree::clean_on(backend, path, opts), &mut rep);
+        push(tree::clean_mdtest_on(backend, path, opts), &mut rep);
+        push(scaffold::clean_on(backend, path, opts), &mut rep);
         let mut names: Vec<_> = t.list().map_err(fs_err)?;
         names.sort();
         for n in names {
@@ -1836,9 +1861,10 @@ pub fn clean_all_on<B: Backend>(
             };
             return Err(Error::Refused(format!(
                 "nothing to clean: {} holds no data set ioscale made (no {ROOT_NAME}, no {}, \
-                 no IOR front-end marker .NAME.ioscale-marker){hint}",
+                 no IOR front-end marker .NAME.ioscale-marker, no {}){hint}",
                 path.display(),
-                tree::ROOT_NAME
+                tree::ROOT_NAME,
+                scaffold::MARKER_NAME
             )));
         }
     } else {

@@ -27,14 +27,15 @@ use engine::runner::run_meta_worker;
 use engine::PhaseControl;
 use safefs::lock_name;
 use serde::{Deserialize, Serialize};
-use spec::{MetaOp, MetaSpec, TreeState};
+use spec::{MetaNaming, MetaOp, MetaSpec, TreeState};
 
 use super::{command_line, fs_err, Cleaned, LockOf};
 
 use crate::error::Error;
 
-/// Name of the working directory inside the target.
-pub const ROOT_NAME: &str = "ioscale-meta.d";
+/// Name of the working directory inside the target (with ioscale's own
+/// names; mdtest's are in `spec::meta::MDTEST_ROOT_NAME`).
+pub const ROOT_NAME: &str = spec::meta::ROOT_NAME;
 /// Name of the marker file inside it.
 pub const MARKER_NAME: &str = ".ioscale-meta-marker";
 
@@ -65,6 +66,9 @@ pub(crate) struct Marker {
     /// while a run works on the tree, and in markers written before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) kept_at: Option<KeptAt>,
+    /// How the entries are named (mdtest's names, or ioscale's own).
+    #[serde(default, skip_serializing_if = "MetaNaming::is_native")]
+    pub(crate) naming: MetaNaming,
 }
 
 /// A moment by the file system's own clock: the status-change time of the
@@ -112,7 +116,16 @@ impl Marker {
         s.dirs_per_dir = self.dirs_per_dir;
         s.prefix = self.prefix.clone();
         s.leaf_depth = self.leaf_depth;
+        s.naming = self.naming;
         s
+    }
+
+    /// The working directory's name for this marker's naming.
+    fn root_name(&self) -> &'static str {
+        match self.naming {
+            MetaNaming::Native => ROOT_NAME,
+            MetaNaming::Mdtest => spec::meta::MDTEST_ROOT_NAME,
+        }
     }
 
     /// Why this marker cannot describe a tree ioscale made, if it cannot.
@@ -168,6 +181,7 @@ impl Marker {
             && self.dirs_per_dir == spec.dirs_per_dir
             && self.prefix == spec.prefix
             && self.leaf_depth == spec.leaf_depth
+            && self.naming == spec.naming
             && self.files >= spec.files
     }
 }
@@ -296,10 +310,10 @@ pub(crate) fn prepare_on<B: Backend>(
     let p = Prep {
         spec,
         run_id,
-        root: spec.target.join(ROOT_NAME),
+        root: spec.target.join(spec.root_name()),
     };
     let target = backend.open_target(&spec.target).map_err(fs_err)?;
-    let mut tree = match target.stat_at(ROOT_NAME).map_err(fs_err)? {
+    let mut tree = match target.stat_at(spec.root_name()).map_err(fs_err)? {
         None => p.make_new(target)?,
         Some(info) if info.kind != Kind::Dir => {
             return Err(Error::Refused(format!(
@@ -350,6 +364,7 @@ impl Prep<'_> {
             extent: 0,
             leaf_depth: spec.leaf_depth,
             kept_at: None,
+            naming: spec.naming,
         }
     }
 
@@ -368,13 +383,14 @@ impl Prep<'_> {
 
     /// No working directory yet: make it, its marker, then the lock.
     fn make_new<B: Backend>(&self, target: B::Dir) -> Result<Tree<B>, Error> {
-        let rootd = target.mkdir_at(ROOT_NAME, 0o755).map_err(fs_err)?;
+        let name = self.spec.root_name();
+        let rootd = target.mkdir_at(name, 0o755).map_err(fs_err)?;
         let marker = self.fresh(true);
         // The marker goes down before the lock and anything else; a
         // failed write leaves no temporary file, and the directory this
         // run made goes again.
         if let Err(e) = write_marker_in(&rootd, &marker) {
-            let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+            let _ = target.rmdir_at(name, Some(rootd.id()));
             return Err(fs_err(e));
         }
         self.lock_owned(marker, target, rootd, true)
@@ -397,7 +413,7 @@ impl Prep<'_> {
             Err(e @ Error::Setup { .. }) => {
                 let _ = rootd.unlink_at(MARKER_NAME, None);
                 if made_root {
-                    let _ = target.rmdir_at(ROOT_NAME, Some(rootd.id()));
+                    let _ = target.rmdir_at(self.spec.root_name(), Some(rootd.id()));
                 }
                 return Err(e);
             }
@@ -420,7 +436,9 @@ impl Prep<'_> {
         target: B::Dir,
         notes: &mut Vec<String>,
     ) -> Result<Tree<B>, Error> {
-        let rootd = target.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
+        let rootd = target
+            .open_dir_at(self.spec.root_name(), None)
+            .map_err(fs_err)?;
         let Some(found) = read_marker_in(&rootd) else {
             if let Some(p) = read_any_marker_in(&rootd).and_then(|m| m.problem()) {
                 return Err(super::bad_marker(&self.root.join(MARKER_NAME), &p));
@@ -777,7 +795,7 @@ pub(crate) fn finish_root<B: Backend>(
         }
     }
     if tree.marker.root_created {
-        match g.target.rmdir_at(ROOT_NAME, Some(g.root.id())) {
+        match g.target.rmdir_at(tree.marker.root_name(), Some(g.root.id())) {
             Ok(_) => {}
             Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => notes.push(format!(
                 "cleanup: could not remove {e} (it holds files ioscale did not create; they were left alone)"
@@ -802,7 +820,42 @@ pub fn clean_on<B: Backend>(
     target: &Path,
     opts: safefs::LockOptions,
 ) -> Result<Option<Cleaned>, Error> {
-    let Some((t, root, rootd)) = super::open_root_to_clean(backend, target, ROOT_NAME)? else {
+    clean_named(backend, target, ROOT_NAME, opts)
+}
+
+/// [`clean`] of a tree with mdtest's names (`TARGET/test-dir.0-0`), as
+/// io500's mdtest phases leave one: `None` when there is none, or when it
+/// has no ioscale marker (a real mdtest's directory is not ioscale's to
+/// remove, nor to complain about).
+pub fn clean_mdtest(target: &Path, opts: safefs::LockOptions) -> Result<Option<Cleaned>, Error> {
+    clean_mdtest_on(&Posix, target, opts)
+}
+
+/// [`clean_mdtest`] on `backend`.
+pub fn clean_mdtest_on<B: Backend>(
+    backend: &B,
+    target: &Path,
+    opts: safefs::LockOptions,
+) -> Result<Option<Cleaned>, Error> {
+    let name = spec::meta::MDTEST_ROOT_NAME;
+    let Some((_, _, rootd)) = super::open_root_to_clean(backend, target, name)? else {
+        return Ok(None);
+    };
+    if read_any_marker_in(&rootd).is_none() {
+        return Ok(None);
+    }
+    drop(rootd);
+    clean_named(backend, target, name, opts)
+}
+
+/// [`clean`] of the working directory called `name`.
+fn clean_named<B: Backend>(
+    backend: &B,
+    target: &Path,
+    name: &str,
+    opts: safefs::LockOptions,
+) -> Result<Option<Cleaned>, Error> {
+    let Some((t, root, rootd)) = super::open_root_to_clean(backend, target, name)? else {
         return Ok(None);
     };
     let Some(m) = read_any_marker_in(&rootd) else {
@@ -847,6 +900,10 @@ pub fn clean_on<B: Backend>(
         mdtest_calls: false,
         engine: "sync".into(),
         iodepth: 1,
+        wearout: false,
+        item_counts: Vec::new(),
+        naming: m.naming,
+        read_bytes: None,
     });
     let mut tree = Tree::<B> {
         root,
@@ -941,7 +998,7 @@ pub(crate) fn share_on<B: Backend>(
     }
     let (marker, _, _) = got.ok_or_else(|| Error::Refused("rank 0 sent no tree".into()))?;
     Ok(Tree {
-        root: spec.target.join(ROOT_NAME),
+        root: spec.target.join(spec.root_name()),
         marker,
         writable: false,
         save_error: None,
@@ -961,7 +1018,7 @@ fn open_peer_root<B: Backend>(
 ) -> Result<Arc<B::At>, Error> {
     super::peer::test_pause();
     let t = backend.open_target(&spec.target).map_err(fs_err)?;
-    let d = t.open_dir_at(ROOT_NAME, None).map_err(fs_err)?;
+    let d = t.open_dir_at(spec.root_name(), None).map_err(fs_err)?;
     if let Some(w) = want {
         let same_node = node == super::peer::node_id();
         if !super::peer::same_dir(w, d.id(), same_node) {

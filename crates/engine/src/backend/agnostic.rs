@@ -234,3 +234,53 @@ fn a_backend_has_its_own_engine_table() {
     let e = registry::check_meta_of::<Mem>("io_uring", 8, &[MetaOp::Create]);
     assert!(e.err().unwrap().to_string().contains("unknown engine"));
 }
+
+#[test]
+fn the_find_walk_runs_on_the_double_and_never_walks_a_link() {
+    let mem = Mem::new();
+    mem.mkdir_all(Path::new("/f/a/b"));
+    let top = mem.open_target(Path::new("/f")).unwrap();
+    let a = top.open_dir_at("a", None).unwrap();
+    let b = a.open_dir_at("b", None).unwrap();
+    for (d, name, len) in [
+        (&top, "x01", 3),
+        (&a, "y01", 3),
+        (&b, "z01", 5),
+        (&b, "q", 3),
+    ] {
+        let (f, _) = d.create_at(name, 0o644).unwrap();
+        crate::backend::DataFile::write_at(&f, &vec![0u8; len], 0).unwrap();
+    }
+    // A link to a directory full of matches: examined as an entry, never
+    // walked into.
+    mem.mkdir_all(Path::new("/outside"));
+    let out = mem.open_target(Path::new("/outside")).unwrap();
+    for i in 0..20 {
+        out.create_at(format!("f01.{i}"), 0o644).unwrap();
+    }
+    Mem::symlink(b"/outside\0", &Mem::at_of(&a).unwrap(), b"link01\0").unwrap();
+    let spec = spec::RawFind {
+        root: Some("/f".into()),
+        name: Some("*01*".into()),
+        size: Some(3),
+        ..Default::default()
+    }
+    .build()
+    .unwrap();
+    for workers in [1u32, 3] {
+        let plan = crate::find::FindPlan::<Mem> {
+            spec: &spec,
+            workers,
+            root: Some(Arc::new(Mem::at_of(&top).unwrap())),
+        };
+        let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
+        let all: Vec<MetaSample> = (0..workers)
+            .map(|w| crate::find::run_find_worker(w, &plan, &ctl, &Barrier::new(1)))
+            .collect();
+        assert!(all.iter().all(|s| s.failure.is_none()), "{workers} workers");
+        // x01, y01, z01, q and the link: five entries, each examined once.
+        assert_eq!(all.iter().map(|s| s.files).sum::<u64>(), 5, "{workers}");
+        // x01 and y01 (z01 is 5 bytes; the link's 8 bytes are not 3).
+        assert_eq!(all.iter().map(|s| s.matched).sum::<u64>(), 2, "{workers}");
+    }
+}

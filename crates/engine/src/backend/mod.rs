@@ -104,6 +104,17 @@ pub enum Advice {
     Random,
 }
 
+/// What the loops' [`Backend::stat`] tells of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryStat {
+    /// Its kind (a link is a link, never what it names).
+    pub kind: Kind,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its last modification (seconds and nanoseconds since the epoch).
+    pub modified: (i64, u32),
+}
+
 /// The outcome of [`Dir::try_lock`].
 #[derive(Debug)]
 pub enum Locked<L> {
@@ -176,6 +187,13 @@ pub trait Dir: Sized + Send + Sync + Debug {
     fn path(&self) -> &Path;
     /// Its identity, recorded when it was opened.
     fn id(&self) -> FileId;
+    /// A path that reaches this very directory whatever has happened to
+    /// its name since it was opened, for the callers that take a path (a
+    /// set's cleaner run on a directory the caller holds). The backend's
+    /// [`Dir::path`] where it has nothing better.
+    fn reach_path(&self) -> PathBuf {
+        self.path().to_path_buf()
+    }
     /// [`Dir::path`] joined with `name`, for messages.
     fn child_path(&self, name: impl AsRef<OsStr>) -> PathBuf {
         self.path().join(name.as_ref())
@@ -386,6 +404,9 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
         let _ = path;
         Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
     }
+    /// The kind, size and modification time of `name` in `at`, never
+    /// following a link (the find walk's size and time criteria).
+    fn stat(at: &Self::At, name: &[u8]) -> io::Result<EntryStat>;
     /// Sets the permission bits of `name`, never through a link.
     fn chmod(at: &Self::At, name: &[u8], mode: u32) -> io::Result<()>;
     /// Removes the file (or link) `name`.
@@ -405,6 +426,15 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     /// Calls `f` with each entry name of `at` (NUL-terminated; `.` and
     /// `..` included where the backend has them) until it returns false.
     fn read_dir(at: &Self::At, f: impl FnMut(&[u8]) -> bool) -> io::Result<()>;
+    /// [`Backend::read_dir`] with each entry's kind where the listing
+    /// gives it for free (POSIX: `d_type`), `None` where it does not (the
+    /// caller asks [`Backend::lstat`] when it must know).
+    fn read_dir_typed(
+        at: &Self::At,
+        mut f: impl FnMut(&[u8], Option<Kind>) -> bool,
+    ) -> io::Result<()> {
+        Self::read_dir(at, |name| f(name, None))
+    }
     /// Makes everything written to the storage holding `at` stable.
     fn sync_all(at: &Self::At) -> io::Result<()>;
 }

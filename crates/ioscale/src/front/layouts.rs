@@ -428,6 +428,7 @@ fn smallfile_text_is_smallfile_1_1s_layout_with_the_honest_headline() {
         stonewall_files: files,
         stonewall_bytes: files * 4096,
         stonewall_s: elapsed,
+        matched: None,
     };
     let (e0, e1) = (1.8013365268707275, 1.7552926540374756);
     let p = PhaseRecord {

@@ -299,9 +299,9 @@ pub fn lstat(dir: RawFd, name: &[u8]) -> io::Result<u32> {
     Ok(unsafe { st.assume_init() }.st_mode)
 }
 
-/// fstatat with AT_SYMLINK_NOFOLLOW; returns the status-change time
-/// (`st_ctime`, `st_ctime_nsec`). `b".\0"` is the directory `dir` itself.
-pub fn ctime(dir: RawFd, name: &[u8]) -> io::Result<(i64, i64)> {
+/// fstatat with AT_SYMLINK_NOFOLLOW: the whole `stat` (mode, size,
+/// times) of the entry itself, never of what a link names.
+pub fn lstat_full(dir: RawFd, name: &[u8]) -> io::Result<libc::stat> {
     let c = cstr(name)?;
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: valid C string; `st` points at writable memory of the
@@ -309,8 +309,16 @@ pub fn ctime(dir: RawFd, name: &[u8]) -> io::Result<(i64, i64)> {
     let r = unsafe { libc::fstatat(dir, c.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
     check(r)?;
     // SAFETY: fstatat succeeded, so it filled the struct.
-    let st = unsafe { st.assume_init() };
-    Ok((st.st_ctime, st.st_ctime_nsec))
+    Ok(unsafe { st.assume_init() })
+}
+
+/// fstatat with AT_SYMLINK_NOFOLLOW; returns the status-change time
+/// (`st_ctime`, `st_ctime_nsec`). `b".\0"` is the directory `dir` itself.
+// The field types differ between targets; the casts are for portability.
+#[allow(clippy::unnecessary_cast)]
+pub fn ctime(dir: RawFd, name: &[u8]) -> io::Result<(i64, i64)> {
+    let st = lstat_full(dir, name)?;
+    Ok((st.st_ctime as i64, st.st_ctime_nsec as i64))
 }
 
 /// statx with AT_SYMLINK_NOFOLLOW; returns the inode it read and the
@@ -645,6 +653,13 @@ impl DirStream {
     /// Calls `f` with each entry name until it returns false or the
     /// directory ends.
     pub fn for_each(&mut self, mut f: impl FnMut(&CStr) -> bool) -> io::Result<()> {
+        self.for_each_typed(|name, _| f(name))
+    }
+
+    /// [`DirStream::for_each`] with each entry's type as readdir gives it
+    /// (`DT_DIR`, `DT_REG`, `DT_LNK`…; `DT_UNKNOWN` where the file system
+    /// does not say, and an `lstat` must).
+    pub fn for_each_typed(&mut self, mut f: impl FnMut(&CStr, u8) -> bool) -> io::Result<()> {
         loop {
             // readdir signals errors only through errno.
             // SAFETY: __errno_location returns this thread's errno.
@@ -661,8 +676,8 @@ impl DirStream {
             }
             // SAFETY: readdir returned a valid entry whose d_name is a
             // NUL-terminated string, valid until the next readdir.
-            let name = unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) };
-            if !f(name) {
+            let (name, kind) = unsafe { (CStr::from_ptr((*ent).d_name.as_ptr()), (*ent).d_type) };
+            if !f(name, kind) {
                 return Ok(());
             }
         }

@@ -23,13 +23,13 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use safefs::DirHandle;
 
 use super::{
-    Access, Backend, Capabilities, Create, DataFile, Dir, Durability, EntryInfo, FileId, Kind,
-    LockOptions, Locked, OpenHow, Removal, RemovalReport, Removed, Result, SetLock,
+    Access, Backend, Capabilities, Create, DataFile, Dir, Durability, EntryInfo, EntryStat, FileId,
+    Kind, LockOptions, Locked, OpenHow, Removal, RemovalReport, Removed, Result, SetLock,
 };
 
 pub(crate) mod at;
@@ -211,6 +211,11 @@ impl Dir for DirHandle {
     }
     fn list(&self) -> Result<Vec<OsString>> {
         DirHandle::list(self)
+    }
+    fn reach_path(&self) -> PathBuf {
+        // The held descriptor itself, through /proc: a name swapped for a
+        // link after the open is never followed.
+        PathBuf::from(format!("/proc/self/fd/{}/.", self.as_fd().as_raw_fd()))
     }
     fn replace_at(&self, name: impl AsRef<OsStr>, bytes: &[u8], durable: bool) -> Result<()> {
         if durable {
@@ -402,6 +407,17 @@ impl Backend for Posix {
         at::ctime(at.as_raw_fd(), name)
     }
 
+    // The field types differ between targets; the casts are for portability.
+    #[allow(clippy::unnecessary_cast)]
+    fn stat(at: &OwnedFd, name: &[u8]) -> io::Result<EntryStat> {
+        let st = at::lstat_full(at.as_raw_fd(), name)?;
+        Ok(EntryStat {
+            kind: Kind::of(st.st_mode),
+            size: st.st_size as u64,
+            modified: (st.st_mtime as i64, st.st_mtime_nsec as u32),
+        })
+    }
+
     #[inline]
     fn lstat_full(path: &[u8]) -> io::Result<Kind> {
         at::lstat(libc::AT_FDCWD, path).map(Kind::of)
@@ -450,6 +466,26 @@ impl Backend for Posix {
     fn read_dir(at: &OwnedFd, mut f: impl FnMut(&[u8]) -> bool) -> io::Result<()> {
         let mut stream = at::DirStream::new(at::dup(at.as_raw_fd())?)?;
         stream.for_each(|name| f(name.to_bytes_with_nul()))
+    }
+
+    fn read_dir_typed(
+        at: &OwnedFd,
+        mut f: impl FnMut(&[u8], Option<Kind>) -> bool,
+    ) -> io::Result<()> {
+        let mut stream = at::DirStream::new(at::dup(at.as_raw_fd())?)?;
+        stream.for_each_typed(|name, t| {
+            let kind = match t {
+                libc::DT_REG => Some(Kind::File),
+                libc::DT_DIR => Some(Kind::Dir),
+                libc::DT_LNK => Some(Kind::Symlink),
+                libc::DT_FIFO => Some(Kind::Fifo),
+                libc::DT_CHR => Some(Kind::CharDevice),
+                libc::DT_BLK => Some(Kind::BlockDevice),
+                libc::DT_SOCK => Some(Kind::Socket),
+                _ => None,
+            };
+            f(name.to_bytes_with_nul(), kind)
+        })
     }
 
     fn sync_all(at: &OwnedFd) -> io::Result<()> {

@@ -21,6 +21,18 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or(0.0)
 }
 
+/// What a table shows for a figure the record has as `null`.
+const NOT_MEASURED: &str = "not measured";
+
+/// A figure with `prec` decimals, or [`NOT_MEASURED`] when the record
+/// has none (the timestamp phase's latencies, a failed phase's).
+fn shown(v: &Value, prec: usize) -> String {
+    match v.as_f64() {
+        Some(x) => format!("{x:.prec$}"),
+        None => NOT_MEASURED.into(),
+    }
+}
+
 /// Refuses a figure no io500 run gives, as a record edited or damaged
 /// after the run may hold (the record is read as JSON values, so each
 /// figure is looked at here): the scores, and each phase's durations,
@@ -389,21 +401,24 @@ fn phase_table(s: &mut String, rec: &Value, phases: &[&Value]) {
     for ph in phases {
         let l = &ph["lat_us"];
         let items = spread(ph, tpr).map_or("".into(), |((lo, hi), _)| format!("{lo}–{hi}"));
+        let cpu = match (ph["cpu_user_s"].as_f64(), ph["cpu_sys_s"].as_f64()) {
+            (Some(u), Some(y)) => format!("{:.3}", u + y),
+            _ => NOT_MEASURED.into(),
+        };
         let _ = writeln!(
             *s,
-            "<tr><td>{}</td><td>{:.6}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td>\
-             <td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{cpu}</td><td>{}</td><td>{}</td></tr>",
             esc(ph["name"].as_str().unwrap_or("")),
-            f(&ph["score"]),
+            shown(&ph["score"], 6),
             esc(ph["unit"].as_str().unwrap_or("")),
             f(&ph["elapsed_s"]),
-            ph["ops"].as_u64().unwrap_or(0),
-            f(&ph["bw_mib_s"]),
-            f(&ph["iops"]),
-            f(&l["p50"]),
-            f(&l["p99"]),
-            f(&l["max"]),
-            f(&ph["cpu_user_s"]) + f(&ph["cpu_sys_s"]),
+            shown(&ph["ops"], 0),
+            shown(&ph["bw_mib_s"], 1),
+            shown(&ph["iops"], 0),
+            shown(&l["p50"], 1),
+            shown(&l["p99"], 1),
+            shown(&l["max"], 1),
             items,
             if ph["valid"] == true { "yes" } else { "no" },
         );

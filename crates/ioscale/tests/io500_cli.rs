@@ -230,6 +230,20 @@ fn refusals_name_the_option() {
 
 #[test]
 fn an_interrupted_run_keeps_the_phases_done() {
+    stopped_run_keeps_the_phases_done(libc::SIGINT, 130);
+}
+
+/// SIGHUP (a closed terminal, a dropped ssh session) stops io500 as
+/// SIGTERM does, with exit 129: the phases done are printed and written
+/// to the result directory, the score INVALID, the run's files removed.
+/// (Before SIGHUP was handled, it killed the process where it stood:
+/// nothing written, the data left.)
+#[test]
+fn a_hung_up_run_keeps_the_phases_done() {
+    stopped_run_keeps_the_phases_done(libc::SIGHUP, 129);
+}
+
+fn stopped_run_keeps_the_phases_done(sig: i32, code: i32) {
     let work = scratch();
     let data = work.path().join("d");
     let res = work.path().join("r");
@@ -257,9 +271,9 @@ fn an_interrupted_run_keeps_the_phases_done() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     // SAFETY: kill with a valid pid of our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, sig) };
     let out = child.wait_with_output().unwrap();
-    assert_code(&out, 130);
+    assert_code(&out, code);
     let text = stdout(&out);
     assert!(text.contains("[RESULT]       ior-easy-write"), "{text}");
     assert!(text.contains("mdtest-easy-write"), "{text}");
@@ -267,6 +281,11 @@ fn an_interrupted_run_keeps_the_phases_done() {
     let score = text.lines().find(|l| l.starts_with("[SCORE ]")).unwrap();
     assert!(score.ends_with("[INVALID]"), "{score}");
     assert!(res.join("ior-easy-write.txt").is_file());
+    let summary = std::fs::read_to_string(res.join("result_summary.txt")).unwrap();
+    assert!(summary.contains("ior-easy-write"), "{summary}");
+    assert!(summary.contains("[INVALID]"), "{summary}");
+    let result = std::fs::read_to_string(res.join("result.txt")).unwrap();
+    assert!(result.contains("ior-easy-write"), "{result}");
     assert!(
         !data.exists(),
         "the run's own files and directories are removed"
@@ -323,9 +342,12 @@ fn the_stonewall_ends_the_writes_and_the_wear_out_evens_the_tasks() {
         // meets the stonewall; ior-easy may finish 64 MiB first on a fast machine.
         assert!(name.starts_with("ior") || n < limit, "{name}: {n}");
         if n < limit {
-            // Stopped by the stonewall, not by its size: it ran at least
-            // that long, and the tasks did at most all their items by then.
-            assert!(p["elapsed_s"].as_f64().unwrap() >= 1.0, "{p}");
+            // Stopped by the stonewall, not by its size: it ran until the
+            // stonewall at least (asserted below: the phase's time is
+            // counted from its first task's start, which a loaded machine
+            // delays after the barrier the stonewall counts from, so the
+            // phase may show a little under 1 s), and the tasks did at
+            // most all their items by then.
             // (The stonewall counts from the phase's start barrier, the
             // phase's time from its first task's start, a little later.)
             let sw = &p["stonewall"];
@@ -887,11 +909,11 @@ fn a_link_planted_during_the_run_is_never_written_through() {
     assert!(!data.exists());
 }
 
-/// What a run stopped without its cleanup leaves — by SIGHUP (which ends
-/// the process where it is) or by a second Ctrl-C (which exits at once) —
-/// carries ioscale's markers, so `ioscale clean DATADIR` removes all of it
-/// and only it. Before, io500's files had no marker and `clean` said
-/// "nothing to clean".
+/// What a stopped run leaves — by a second Ctrl-C (which exits at once,
+/// without the cleanup), or by SIGHUP (now a stop as SIGTERM's: it
+/// cleans up, and leaves nothing) — carries ioscale's markers, so
+/// `ioscale clean DATADIR` removes all of it and only it. Before, io500's
+/// files had no marker and `clean` said "nothing to clean".
 fn stopped_run_leaves_what_clean_removes(signals: &[i32]) {
     let work = scratch();
     let data = work.path().join("d");

@@ -465,6 +465,16 @@ impl Stage {
                     .into(),
             );
         }
+        let wears_out =
+            |s: &Step| s.stonewall.wear_out || matches!(&s.work, Work::Data(d) if d.wearout);
+        if self.steps.iter().any(wears_out) {
+            // The steps of a group number their workers apart: one
+            // meeting point cannot hold them (cluster::Phase::wearout).
+            return usage(
+                "the stonewall wear-out runs on a step of its own, not in a concurrency group"
+                    .into(),
+            );
+        }
         let mut seen: Vec<(PathBuf, usize)> = Vec::new();
         for (i, s) in self.steps.iter().enumerate() {
             let (w, f) = (&s.work, &first.work);
@@ -561,6 +571,17 @@ mod tests {
         let mut p = Plan::single(data("/a", &[Op::Write], 1));
         p.stages[0].steps[0].stonewall.wear_out = true;
         assert!(refusal(p).contains("wear-out needs a time limit"));
+        let timed = |t: &str| match data(t, &[Op::Write], 1) {
+            Work::Data(mut d) => {
+                Arc::make_mut(&mut d).time_limit = Some(Duration::from_secs(1));
+                Work::Data(d)
+            }
+            w => w,
+        };
+        let mut p = Plan::group([timed("/a"), timed("/b")]);
+        assert!(p.check().is_ok());
+        p.stages[0].steps[1].stonewall.wear_out = true;
+        assert!(refusal(p).contains("not in a concurrency group"));
         let mut p = Plan::single(meta("/a"));
         p.rules.ramp = Some(Duration::from_secs(1));
         assert!(refusal(p).contains("ramp"));

@@ -17,6 +17,7 @@ pub mod pattern;
 pub mod queue;
 pub mod registry;
 pub mod runner;
+pub mod series;
 pub mod sys;
 pub mod uring;
 pub mod verify;
@@ -25,6 +26,7 @@ pub mod worker;
 
 pub use meta::{MetaPlan, MetaSample};
 pub use runner::{run_meta_worker, run_meta_worker_with, run_worker, Prepared};
+pub use series::SeriesGrid;
 pub use worker::{
     Detail, DirLatency, FileAnchor, IoFailure, IoLogEntry, PhaseControl, PhasePlan, ThreadUsage,
     VerifyTally, WorkerSample,

@@ -27,6 +27,7 @@ use crate::backend::posix::Posix;
 use crate::backend::{Backend, Create, DataFile, Kind, OpenHow};
 use crate::buf::AlignedBuf;
 use crate::pattern;
+use crate::series::Recorder;
 use crate::worker::{IoFailure, PhaseControl};
 
 /// Name of the extended attribute `setxattr` writes and `getxattr` reads.
@@ -69,6 +70,9 @@ pub struct MetaPlan<'a, B: Backend = Posix> {
     /// it), so only the entries of changed directories are looked at one
     /// by one: a stat per directory, not per file.
     pub kept_before: Option<(i64, i64)>,
+    /// The intervals each thread records its share of the phase's series
+    /// on ([`MetaSample::series`]); `None`: no series.
+    pub series: Option<crate::series::SeriesGrid>,
 }
 
 impl<B: Backend> MetaPlan<'_, B> {
@@ -140,6 +144,9 @@ pub struct MetaSample {
     pub mismatches: Vec<(PathBuf, u64, u64)>,
     /// Entries that matched a find's criteria (0 in other phases).
     pub matched: u64,
+    /// This thread's share of the phase's per-interval series, when the
+    /// plan has a grid ([`MetaPlan::series`]).
+    pub series: Option<stats::Series>,
 }
 
 /// Files with a data mismatch listed per thread; the rest are counted.
@@ -170,6 +177,7 @@ impl MetaSample {
             bad_bytes: 0,
             mismatches: Vec::new(),
             matched: 0,
+            series: None,
         }
     }
 
@@ -262,6 +270,8 @@ pub(crate) struct Cursor<'p, 'a, B: Backend = Posix> {
     /// The node whose directory was last compared with
     /// [`MetaPlan::kept_before`], and whether it changed since.
     pub(crate) sealed: Option<(u64, bool)>,
+    /// The thread's share of the phase's series.
+    pub(crate) series: Recorder,
 }
 
 /// Failure of one call: which call and its error.
@@ -851,6 +861,7 @@ impl<'p, 'a, B: Backend> Cursor<'p, 'a, B> {
             flags,
             buf,
             sealed: None,
+            series: Recorder::off(),
         })
     }
 
@@ -898,7 +909,10 @@ pub(crate) fn run_thread<B: Backend>(
     let mut s = MetaSample::new(w);
     let owner = plan.spec.owner_of(plan.op, w);
     let base_dir = plan.base_dir(owner);
-    let setup = Cursor::open(plan, owner, w, rec);
+    let setup = Cursor::open(plan, owner, w, rec).map(|mut c| {
+        c.series = Recorder::new(plan.series, ctl.epoch);
+        c
+    });
     barrier.wait();
     let t_start = Instant::now();
     s.start_ns = ns_since(ctl.epoch, t_start);
@@ -978,6 +992,7 @@ pub(crate) fn run_body<B: Backend>(
     } else {
         None
     };
+    cur.series.start(s.start_ns);
     let finished = if plan.op == MetaOp::Readdir {
         readdir_loop(&mut cur, ctl, deadline, s)
     } else {
@@ -985,6 +1000,8 @@ pub(crate) fn run_body<B: Backend>(
     };
     let now = Instant::now();
     s.end_ns = ns_since(ctl.epoch, now);
+    let rec = std::mem::replace(&mut cur.series, Recorder::off());
+    s.series = rec.finish(s.end_ns);
     if finished
         && s.failure.is_none()
         && ctl
@@ -1128,20 +1145,25 @@ fn index_loop<B: Backend>(
             }
         }
         s.touched = i + 1;
+        let before = (s.read_bytes, s.write_bytes);
         match cur.op(i, s) {
             Ok(()) => {
                 let now = Instant::now();
-                s.hist
-                    .record(now.saturating_duration_since(t).as_nanos() as u64);
+                let lat = now.saturating_duration_since(t).as_nanos() as u64;
+                s.hist.record(lat);
+                let (r, w) = (s.read_bytes - before.0, s.write_bytes - before.1);
+                cur.series.file(now, r, w, lat);
                 s.files += 1;
                 crate::live::publish(cur.w, s.files, s.bytes());
                 t = now;
             }
             Err(e) => {
-                if record_failure(cur, e, ctl, s) {
+                let stop = record_failure(cur, e, ctl, s);
+                t = Instant::now();
+                cur.series.error(t);
+                if stop {
                     return false;
                 }
-                t = Instant::now();
             }
         }
         i += 1;
@@ -1209,7 +1231,10 @@ fn readdir_loop<B: Backend>(
             return false;
         }
         let w = cur.w;
-        let at = cur.at();
+        // The fields apart, so the walk can record while it holds the
+        // directory.
+        let at = cur.dir.as_ref().unwrap_or(&cur.base);
+        let rec = &mut cur.series;
         let mut stopped = false;
         // A failed stat, with the entry's name: recorded after the walk.
         let mut failed: Option<(io::Error, Vec<u8>)> = None;
@@ -1221,8 +1246,9 @@ fn readdir_loop<B: Backend>(
                 Ok(kind) => {
                     let now = Instant::now();
                     if kind != Kind::Dir {
-                        s.hist
-                            .record(now.saturating_duration_since(t).as_nanos() as u64);
+                        let lat = now.saturating_duration_since(t).as_nanos() as u64;
+                        s.hist.record(lat);
+                        rec.file(now, 0, 0, lat);
                         s.files += 1;
                         crate::live::publish(w, s.files, s.bytes());
                     }

@@ -692,6 +692,10 @@ impl Queue {
 struct Tally {
     stopping: bool,
     t_last: Instant,
+    /// Bytes read and written at the last file's end: the series credits
+    /// each file with what completed since (requests of several files
+    /// overlap; the totals stay exact).
+    bytes_seen: (u64, u64),
 }
 
 /// Accounts a slot whose chain ended: queues the continuation of a short
@@ -724,6 +728,7 @@ fn finish(
         if cur.in_node(node, |cur| record_failure(cur, e, ctl, s)) {
             tally.stopping = true;
         }
+        cur.series.error(now);
         return true;
     }
     let spec = cur.plan.spec;
@@ -746,8 +751,11 @@ fn finish(
             }
         }
     }
-    s.hist
-        .record(now.saturating_duration_since(m.t0).as_nanos() as u64);
+    let lat = now.saturating_duration_since(m.t0).as_nanos() as u64;
+    s.hist.record(lat);
+    let seen = std::mem::replace(&mut tally.bytes_seen, (s.read_bytes, s.write_bytes));
+    cur.series
+        .file(now, s.read_bytes - seen.0, s.write_bytes - seen.1, lat);
     s.files += 1;
     crate::live::publish(cur.w, s.files, s.bytes());
     true
@@ -1156,6 +1164,7 @@ fn queued_loop(
     let mut tally = Tally {
         stopping: false,
         t_last: Instant::now(),
+        bytes_seen: (s.read_bytes, s.write_bytes),
     };
     let mut sw_taken = false;
     let mut finished = true;

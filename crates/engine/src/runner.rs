@@ -18,6 +18,7 @@ use crate::buf::AlignedBuf;
 use crate::meta::{MetaPlan, MetaSample};
 use crate::pattern;
 use crate::registry::{self, EngineOptions, EngineState, Engines, MetaEngineConfig};
+use crate::series::Recorder;
 use crate::worker::{
     new_detail, ns_since, IoFailure, LoopCtx, PhaseControl, PhasePlan, ThreadUsage, WorkerSample,
 };
@@ -106,6 +107,7 @@ pub fn run_worker<B: Backend>(
     };
     let mut prepared = prepared;
     let bound = prepared.state.bind();
+    let mut rec = Recorder::new(plan.series, ctl.epoch);
 
     barrier.wait();
     let used0 = ThreadUsage::now();
@@ -116,8 +118,9 @@ pub fn run_worker<B: Backend>(
         path,
         how: open_how(plan),
     };
-    let (mut s, back) = transfer(&target, s, prepared, bound);
+    let (mut s, back) = transfer(&target, s, prepared, bound, &mut rec);
     s.usage = used0.until(ThreadUsage::now());
+    s.series = rec.finish(s.end_ns);
     (s, back)
 }
 
@@ -210,9 +213,11 @@ fn transfer<B: Backend>(
     mut s: WorkerSample,
     mut prepared: Prepared<B>,
     bound: std::io::Result<()>,
+    rec: &mut Recorder,
 ) -> (WorkerSample, Option<Prepared<B>>) {
     let ctl = t.ctl;
     s.start_ns = ns_since(ctl.epoch, Instant::now());
+    rec.start(s.start_ns);
     if let Err(e) = bound {
         t.fail(&mut s, "io_uring_setup", &e);
         s.open_done_ns = s.start_ns;
@@ -250,6 +255,7 @@ fn transfer<B: Backend>(
             deadline: ctl.deadline(t.plan.time_limit),
             path: &t.path,
             s: &mut s,
+            series: rec,
         };
         prepared.state.run(&file, &mut lp)
     };

@@ -76,6 +76,9 @@ pub struct PhasePlan<B: Backend = Posix> {
     /// the later steps of a concurrency group, whose workers run beside
     /// the first step's.
     pub slot: u32,
+    /// The intervals each worker records its share of the phase's series
+    /// on ([`WorkerSample::series`]); `None`: no series.
+    pub series: Option<crate::series::SeriesGrid>,
 }
 
 /// What a worker keeps beyond ioscale's own figures: fio's latencies by
@@ -148,8 +151,8 @@ impl<B: Backend> PhasePlan<B> {
     /// The plan of a timed `op` phase of `spec` on `workers` workers over
     /// `files`: the spec's sync mode and time limit, its reorder offset in
     /// a pure read phase, its wear-out (when timed) and carried item
-    /// counts, 4 KiB alignment, repetition 0, no anchors, no detail. The
-    /// driver sets what differs.
+    /// counts, 4 KiB alignment, repetition 0, no anchors, no detail, no
+    /// series. The driver sets what differs.
     pub fn new(spec: Arc<WorkloadSpec>, workers: u32, op: Op, files: Vec<PathBuf>) -> Self {
         Self {
             workers,
@@ -166,6 +169,7 @@ impl<B: Backend> PhasePlan<B> {
             item_counts: spec.item_counts.clone(),
             detail: Detail::Off,
             slot: 0,
+            series: None,
             spec,
         }
     }
@@ -396,6 +400,9 @@ pub struct WorkerSample {
     /// Latencies by direction and submission latency, when the plan asks
     /// for them ([`PhasePlan::detail`]); `None` otherwise.
     pub detail: Option<Box<DirLatency>>,
+    /// This worker's share of the phase's per-interval series, when the
+    /// plan has a grid ([`PhasePlan::series`]).
+    pub series: Option<stats::Series>,
 }
 
 impl WorkerSample {
@@ -419,6 +426,7 @@ impl WorkerSample {
             verify: VerifyTally::default(),
             usage: ThreadUsage::default(),
             detail: None,
+            series: None,
         }
     }
 }
@@ -629,6 +637,8 @@ pub struct LoopCtx<'a, B: Backend = Posix> {
     pub path: &'a std::path::Path,
     /// Where results go.
     pub s: &'a mut WorkerSample,
+    /// Where the worker's series goes.
+    pub series: &'a mut crate::series::Recorder,
 }
 
 /// How often a writer checks that its file was not deleted under it.
@@ -992,6 +1002,8 @@ impl LoopState {
     fn account<B: Backend, Q: IoQueue>(&mut self, q: &Q, file: &B::File, lp: &mut LoopCtx<'_, B>) {
         let (path, plan) = (lp.path, lp.plan);
         let s = &mut *lp.s;
+        let rec = &mut *lp.series;
+        let t_ns = rec.at(self.now);
         let mut checked = false;
         for c in &self.done {
             let slot = c.slot as usize;
@@ -1006,10 +1018,12 @@ impl LoopState {
                         record_detail(d, c.req, lat, prepared, q.issued_at(slot), self.now);
                     }
                     if c.req.write {
+                        rec.write(t_ns, c.req.len as u64, lat);
                         s.counters.record_write(c.req.len as u64);
                         self.writes_since_sync += 1;
                         self.last_end = c.req.offset + c.req.len as u64;
                     } else {
+                        rec.read(t_ns, c.req.len as u64, lat);
                         s.counters.record_read(c.req.len as u64);
                         if self.verify {
                             checked = true;
@@ -1025,6 +1039,7 @@ impl LoopState {
                 Err(fault) => fault,
             };
             s.counters.record_error();
+            rec.error(self.now);
             if s.failure.is_none() {
                 let size = matches!(fault, crate::queue::IoFault::ShortRead { .. })
                     .then(|| file.size().ok())

@@ -35,6 +35,7 @@ fn workers_released_after_the_deadline_stop_at_once() {
         timed: true,
         root_dir: None,
         kept_before: None,
+        series: None,
     };
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
     // The threads are released well after the phase's deadline (a rank

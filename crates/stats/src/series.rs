@@ -748,6 +748,12 @@ impl SeriesRecorder {
         self.series.add(self.win_start, &bin);
     }
 
+    /// Sets when the worker started, ns after the phase's start (for a
+    /// recorder made before the start barrier, when that was not known).
+    pub fn set_start(&mut self, started_ns: u64) {
+        self.started_ns = started_ns;
+    }
+
     /// The series so far, without the interval in progress.
     pub fn series(&self) -> &Series {
         &self.series

@@ -187,6 +187,7 @@ fn a_metadata_tree_is_made_used_kept_and_torn_down_through_the_backend() {
         timed: true,
         root_dir: t.root_dir(),
         kept_before: None,
+        series: None,
     };
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
     for w in 0..spec.threads {

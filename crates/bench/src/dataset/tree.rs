@@ -642,6 +642,7 @@ fn teardown_at<B: Backend>(
             timed: false,
             root_dir: Some(Arc::clone(&at)),
             kept_before: m.kept_at.map(KeptAt::cut),
+            series: None,
         };
         // One thread at a time: few descriptors, so even after EMFILE the
         // cleanup can run.

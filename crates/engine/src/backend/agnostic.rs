@@ -14,6 +14,7 @@ use super::{Backend, Dir};
 use crate::meta::{remove_tree, MetaPlan, MetaSample};
 use crate::registry::{self, MetaEngineConfig};
 use crate::runner::{run_meta_worker_with, run_worker, Prepared};
+use crate::series::SeriesGrid;
 use crate::worker::{FileAnchor, PhaseControl, PhasePlan, WorkerSample};
 
 const ROOT: &str = "/t/ioscale-meta.d";
@@ -48,6 +49,8 @@ fn phase(mem: &Mem, spec: &MetaSpec, op: MetaOp, state: TreeState) -> Vec<MetaSa
         timed: op != MetaOp::Cleanup,
         root_dir: Some(Arc::new(Mem::at_of(&root).unwrap())),
         kept_before: None,
+        // Every phase records its series, checked against the counts.
+        series: SeriesGrid::every(1_000_000),
     };
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
     (0..spec.threads)
@@ -60,7 +63,25 @@ fn phase(mem: &Mem, spec: &MetaSpec, op: MetaOp, state: TreeState) -> Vec<MetaSa
                 &Barrier::new(1),
             )
         })
+        .inspect(series_adds_up)
         .collect()
+}
+
+/// A thread's series holds what its counts do: every file, byte and
+/// latency sample, each in one interval.
+fn series_adds_up(s: &MetaSample) {
+    let Some(series) = &s.series else {
+        assert!(s.failure.is_some(), "a thread that ran has a series");
+        return;
+    };
+    let t = series.total();
+    assert_eq!(t.io.ops, s.files);
+    assert_eq!(
+        (t.io.read_bytes, t.io.write_bytes),
+        (s.read_bytes, s.write_bytes)
+    );
+    assert_eq!(t.lat.count(), s.hist.count());
+    assert_eq!(t.io.errors, s.errors);
 }
 
 /// Files (not directories) the store holds below the working root.
@@ -180,6 +201,7 @@ fn data_plan(mem: &Mem, op: Op, dir: &Path) -> PhasePlan<Mem> {
     let files = (0..2).map(|i| dir.join(format!("file.{i:08}"))).collect();
     PhasePlan {
         anchors,
+        series: SeriesGrid::every(1_000_000),
         ..PhasePlan::new(Arc::new(spec), 2, op, files)
     }
 }
@@ -204,6 +226,10 @@ fn the_data_loop_writes_and_verifies_through_the_double() {
         for s in data_phase(&plan) {
             assert!(s.failure.is_none(), "{op:?}: {:?}", s.failure);
             assert_eq!(s.counters.bytes, 128 << 10, "{op:?}");
+            let series = s.series.as_ref().expect("a series");
+            assert_eq!(series.total().io, s.counters, "{op:?}");
+            assert_eq!(series.total().lat.count(), s.hist.count(), "{op:?}");
+            assert!(series.total().busy_ns > 0, "{op:?}");
             if op.reads() {
                 assert_eq!(s.verify.checked_bytes, 128 << 10, "{op:?}");
                 assert_eq!(s.verify.bad_bytes, 0, "{op:?}");

@@ -65,6 +65,7 @@ pub fn run_phase(
         timed: true,
         root_dir: None,
         kept_before: None,
+        series: None,
     };
     let ctl = PhaseControl::new(stop);
     let barrier = Barrier::new(spec.threads as usize);

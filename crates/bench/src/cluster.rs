@@ -95,6 +95,8 @@ impl WireSample {
             // single-node only).
             usage: Default::default(),
             detail: None,
+            // The phase's series crosses in the rank's digest.
+            series: None,
         })
     }
 }
@@ -190,6 +192,7 @@ impl MetaWire {
             bad_bytes: self.bad_bytes,
             mismatches: self.mismatches,
             matched: self.matched,
+            series: None,
         })
     }
 }
@@ -296,6 +299,9 @@ macro_rules! sample_fields {
         }
         fn hist(&self) -> &LatencyHistogram {
             &self.hist
+        }
+        fn series(&self) -> Option<&stats::Series> {
+            self.series.as_ref()
         }
         fn failure(&self) -> Option<&IoFailure> {
             self.failure.as_ref()
@@ -438,6 +444,7 @@ impl Sample for MetaSample {
             bad_bytes: 0,
             mismatches: Vec::new(),
             matched: b.matched,
+            series: None,
         })
     }
     sample_fields!();
@@ -1341,7 +1348,20 @@ mod tests {
             },
             usage: Default::default(),
             detail: None,
+            series: Some(series_of(w)),
         }
+    }
+
+    /// Worker `w`'s series: a write every 3·(w+1) ms for (w+1)·8 writes,
+    /// on 1 ms intervals capped at 8, so the later workers' series are
+    /// coarsened (to 16, 32, 64 ms…) before they merge.
+    fn series_of(w: u32) -> stats::Series {
+        let mut r = stats::SeriesRecorder::new(1_000_000, 8, 0).unwrap();
+        let n = u64::from(w + 1);
+        for k in 0..n * 8 {
+            r.write(k * 3_000_000 * n, 4096, 1000 * (k + 1));
+        }
+        r.finish(n * n * 24_000_000)
     }
 
     fn host_of(rank: u32) -> String {
@@ -1381,6 +1401,17 @@ mod tests {
             hist += &s.hist;
         }
         assert_eq!(root.latency().summary(), hist.summary());
+        // The series merge exactly whatever the grouping: every write,
+        // byte and latency sample, each worker's running time, on the
+        // coarsest grid any of them reached.
+        let series = root.series.as_ref().expect("merged series");
+        let total = series.total();
+        assert_eq!(total.io.write_ops, (1..=8).map(|n| n * 8).sum::<u64>());
+        assert_eq!(total.lat.count(), total.io.ops);
+        let busy: u64 = (1..=8u64).map(|n| n * n * 24_000_000).sum();
+        assert_eq!(total.busy_ns, busy);
+        assert_eq!(series.width_ns(), series_of(7).width_ns());
+        assert_eq!(series.end_ns(), 8 * 8 * 24_000_000);
         assert_eq!(root.failures.len(), 1);
         assert_eq!(root.failures[0].0, 5);
         assert_eq!(root.sums.mismatches.len(), 1);
@@ -1424,6 +1455,7 @@ mod tests {
                 Vec::new()
             },
             matched: u64::from(w),
+            series: None,
         }
     }
 
@@ -1557,6 +1589,7 @@ mod tests {
             verify: VerifyTally::default(),
             usage: Default::default(),
             detail: None,
+            series: None,
         };
         let text = serde_json::to_vec(&WireSample::from(&s)).unwrap();
         let back = serde_json::from_slice::<WireSample>(&text)

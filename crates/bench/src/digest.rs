@@ -15,7 +15,7 @@
 use engine::IoFailure;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use stats::{IoCounters, LatencyHistogram, SparseHistogram};
+use stats::{IoCounters, LatencyHistogram, Series, SparseHistogram};
 
 /// The kind-specific part of a [`Digest`]: what the data or metadata
 /// record sums over workers. Merging must be exact and order-free.
@@ -55,6 +55,8 @@ pub trait Sample: Sized + Send {
     fn end_ns(&self) -> u64;
     /// Its latency histogram.
     fn hist(&self) -> &LatencyHistogram;
+    /// Its share of the phase's per-interval series, when recorded.
+    fn series(&self) -> Option<&Series>;
     /// The error that stopped it.
     fn failure(&self) -> Option<&IoFailure>;
     /// Bytes it moved.
@@ -120,6 +122,11 @@ pub struct Digest<T> {
     pub cpu_ns: (u64, u64),
     /// The merged latency histogram.
     pub hist: SparseHistogram,
+    /// The workers' per-interval series merged (interval by interval:
+    /// counters add, histograms add bucket by bucket); `None` when no
+    /// worker recorded one.
+    #[serde(default)]
+    pub series: Option<Series>,
     /// Each failed worker's failure, by worker.
     pub failures: Vec<(u32, IoFailure)>,
     /// One share per node, by host name.
@@ -141,6 +148,7 @@ impl<T: Sums> Default for Digest<T> {
             started: None,
             cpu_ns: (0, 0),
             hist: SparseHistogram::default(),
+            series: None,
             failures: Vec::new(),
             nodes: Vec::new(),
             ranks: Vec::new(),
@@ -180,6 +188,9 @@ impl<T: Sums> Digest<T> {
                 d.started = Some((a.min(s.start_ns()), b.max(s.start_ns())));
             }
             hist += s.hist();
+            if let Some(s) = s.series() {
+                d.add_series(s);
+            }
             s.add_to(&mut d.sums);
             share.add(&Share {
                 host: String::new(),
@@ -226,6 +237,9 @@ impl<T: Sums> Digest<T> {
                 self.bad.get_or_insert(format!("latency histogram: {e}"));
             }
         }
+        if let Some(s) = &o.series {
+            self.add_series(s);
+        }
         self.failures.extend(o.failures);
         self.failures.sort_by_key(|(w, _)| *w);
         for n in o.nodes {
@@ -241,6 +255,26 @@ impl<T: Sums> Digest<T> {
         if self.bad.is_none() {
             self.bad = o.bad;
         }
+    }
+
+    /// Merges `s` into the series (a grid that does not match is a
+    /// mismatched binary: noted in `bad`).
+    fn add_series(&mut self, s: &Series) {
+        match self.series.as_mut() {
+            None => self.series = Some(s.clone()),
+            Some(mine) => {
+                if let Err(e) = mine.merge(s) {
+                    self.bad.get_or_insert(format!("series: {e}"));
+                }
+            }
+        }
+    }
+
+    /// The merged series as the phase's record reports it on `grid`
+    /// ([`engine::SeriesGrid::settle`]); `None` without a grid or a
+    /// series.
+    pub fn reported_series(&self, grid: Option<engine::SeriesGrid>) -> Option<Series> {
+        Some(grid?.settle(self.series.clone()?))
     }
 
     /// The phase's time origin: the earliest start (0 with no workers).

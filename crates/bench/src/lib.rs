@@ -41,6 +41,7 @@ mod evidence;
 pub mod exec;
 pub mod find;
 pub mod host;
+pub mod interval;
 pub mod meta;
 mod phase;
 pub mod plan;

@@ -172,6 +172,8 @@ impl<'s> MetaRun<'s> {
                 .kept_at
                 .filter(|_| op == MetaOp::Cleanup)
                 .map(|k| (k.ctime, k.ctime_nsec)),
+            // Set for the timed phases (`before_phase`).
+            series: None,
         }
     }
 
@@ -254,7 +256,7 @@ impl<'s> Kind for MetaRun<'s> {
         ));
     }
 
-    fn before_phase(&mut self, op: MetaOp, rep: u32, _ctx: &Ctx<'_>) -> Option<MetaPlan<'s>> {
+    fn before_phase(&mut self, op: MetaOp, rep: u32, ctx: &Ctx<'_>) -> Option<MetaPlan<'s>> {
         let after = match self.spec.state_after(self.state, op) {
             Ok(a) => a,
             Err(why) => {
@@ -274,7 +276,9 @@ impl<'s> Kind for MetaRun<'s> {
         }
         self.tree.save();
         self.after = Some(after);
-        Some(self.plan(op, rep, true))
+        let mut plan = self.plan(op, rep, true);
+        plan.series = ctx.opts.interval.grid();
+        Some(plan)
     }
 
     fn run_phase(
@@ -518,6 +522,7 @@ fn reduce(
         } else {
             Vec::new()
         },
+        series: out.digest.reported_series(plan.series),
     }
 }
 

@@ -308,6 +308,9 @@ pub struct Options {
     /// of a number per worker per phase.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub share_items: bool,
+    /// How finely each timed phase records its per-interval series
+    /// (`--interval`; the default: 1 s, finer for a short phase).
+    pub interval: crate::interval::Interval,
 }
 
 impl Options {

@@ -501,7 +501,9 @@ impl Kind for DataRun {
             self.have_data = false;
             ctx.coord.barrier();
         }
-        Some(self.plan(op, rep, true))
+        let mut plan = self.plan(op, rep, true);
+        plan.series = ctx.opts.interval.grid();
+        Some(plan)
     }
 
     fn run_phase(
@@ -862,6 +864,7 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
         } else {
             Vec::new()
         },
+        series: out.digest.reported_series(plan.series),
     }
 }
 

@@ -324,6 +324,11 @@ pub struct PhaseRecord {
     pub files: Option<FilesRecord>,
     /// Per-worker detail.
     pub workers: Vec<WorkerRecord>,
+    /// Throughput and latency per interval of the phase, every worker
+    /// (and rank) merged (see docs/results.md); absent with
+    /// `--interval off` and in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<stats::Series>,
 }
 
 /// File counts of one metadata phase. In such a phase `ops` is the number

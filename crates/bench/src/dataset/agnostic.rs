@@ -265,6 +265,7 @@ fn an_entry_put_under_a_kept_trees_name_stays_on_any_backend() {
         timed: true,
         root_dir: t.root_dir(),
         kept_before: None,
+        series: None,
     };
     let ctl = PhaseControl::new(Arc::new(AtomicBool::new(false)));
     for w in 0..spec.threads {

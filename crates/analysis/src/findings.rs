@@ -1893,8 +1893,16 @@ pub fn analyse(rec: &SweepRecord) -> Analysis {
 }
 
 /// One line of a sweep: its swept values, series label, operation, unit,
-/// points, and file system.
-type Line = (Dims, String, String, String, Vec<CurvePoint>, String);
+/// points, file system, and the index in the record of each point.
+type Line = (
+    Dims,
+    String,
+    String,
+    String,
+    Vec<CurvePoint>,
+    String,
+    Vec<usize>,
+);
 
 /// The sweep's points gathered into lines, one per (swept values,
 /// operation, unit), in the order they first appear.
@@ -1910,7 +1918,7 @@ fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
         )
     };
     let (mut spans_nodes, mut first_nodes): (Vec<bool>, Vec<u32>) = (Vec::new(), Vec::new());
-    for p in &rec.points {
+    for (pi, p) in rec.points.iter().enumerate() {
         let n = p.nodes();
         let dims = dims_of(p);
         let fs = if p.result.host.fs_type.is_empty() {
@@ -1935,6 +1943,7 @@ fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
             {
                 Some(i) => {
                     lines[i].4.push(cp);
+                    lines[i].6.push(pi);
                     spans_nodes[i] |= !by_nodes && n != first_nodes[i];
                 }
                 None => {
@@ -1945,6 +1954,7 @@ fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
                         unit.to_string(),
                         vec![cp],
                         fs.clone(),
+                        vec![pi],
                     ));
                     spans_nodes.push(false);
                     first_nodes.push(n);
@@ -1960,6 +1970,33 @@ fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
     lines
 }
 
+/// The rules over time ([`crate::timeline`]) on every phase of line `l`
+/// that recorded a series, in the order the phases ran.
+fn line_timeline(rec: &SweepRecord, l: &Line, units: Units) -> crate::timeline::Timeline {
+    let (op, unit, pts, idx) = (&l.2, &l.3, &l.4, &l.6);
+    let mut views = Vec::new();
+    let mut order = 0;
+    for (pi, p) in rec.points.iter().enumerate() {
+        let at = idx.iter().position(|&i| i == pi);
+        for ph in &p.result.phases {
+            order += 1;
+            let (Some(k), Some(series)) = (at, ph.series.as_ref()) else {
+                continue;
+            };
+            if ph.op == *op && !ph.interrupted && !crate::model::phase_failed(ph) {
+                views.push(crate::timeline::PhaseView {
+                    workers: pts[k].threads,
+                    rep: ph.rep,
+                    order,
+                    series,
+                });
+            }
+        }
+    }
+    let data = unit == units.data();
+    crate::timeline::read_line(op, unit, data, units, &views)
+}
+
 /// Analyses a whole sweep: one line per series and operation (by total
 /// workers), and the differences of lines that differ in exactly one
 /// swept value. Every figure is in `units`.
@@ -1971,12 +2008,15 @@ pub fn analyse_with(rec: &SweepRecord, units: Units) -> Analysis {
     let lines = lines_of(rec, units, &ctx.fs_type);
     let curves: Vec<CurveAnalysis> = lines
         .iter()
-        .map(|(_, series, op, unit, pts, fs)| {
+        .map(|l| {
+            let (series, op, unit, pts, fs) = (&l.1, &l.2, &l.3, &l.4, &l.5);
             let c = Context {
                 cpus: ctx.cpus,
                 fs_type: fs.clone(),
             };
-            analyse_curve(series, op, unit, pts, &c)
+            let mut a = analyse_curve(series, op, unit, pts, &c);
+            a.sentences.extend(line_timeline(rec, l, units).sentences);
+            a
         })
         .collect();
     let mut comparisons = Vec::new();

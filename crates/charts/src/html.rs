@@ -148,6 +148,7 @@ fn charts_section(o: &mut String, rec: &SweepRecord) {
         }
         o.push_str("</div>\n");
     }
+    o.push_str(&crate::overtime::over_time_for(rec));
 }
 
 /// One chart of the report: its SVG with the title as caption, linked by

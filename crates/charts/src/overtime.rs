@@ -352,6 +352,58 @@ pub fn over_time_html(
     o
 }
 
+/// The "Over time" section of a record's HTML report: every point's
+/// phases that recorded a series, by operation, each change marked where
+/// the rules over time ([`analysis::timeline`]) find it (the same rules,
+/// on the same series, as the analysis's sentences).
+pub fn over_time_for(rec: &analysis::model::SweepRecord) -> String {
+    let units = rec.analysis.units;
+    let mut points: Vec<PointPhases> = Vec::new();
+    for p in &rec.points {
+        for o in &p.ops {
+            let reps: Vec<(u32, &Series)> = p
+                .result
+                .phases
+                .iter()
+                .filter(|ph| ph.op == o.op && !ph.interrupted)
+                .filter_map(|ph| Some((ph.rep, ph.series.as_ref()?)))
+                .collect();
+            if !reps.is_empty() {
+                points.push(PointPhases {
+                    op: &o.op,
+                    label: &p.series,
+                    workers: p.threads,
+                    reps,
+                });
+            }
+        }
+    }
+    let unit_of = |op: &str| -> (bool, String) {
+        if rec.op_moves_data(op) {
+            return (true, units.data().to_string());
+        }
+        let stats = rec.points.iter().flat_map(|p| &p.ops).find(|o| o.op == op);
+        let unit = stats.map_or("ops/s", |o| analysis::findings::unit_of(o, units));
+        (false, unit.to_string())
+    };
+    let changes = |p: &PointPhases| -> Vec<Change> {
+        let (data, unit) = unit_of(p.op);
+        let views: Vec<analysis::timeline::PhaseView> = p
+            .reps
+            .iter()
+            .enumerate()
+            .map(|(order, &(rep, series))| analysis::timeline::PhaseView {
+                workers: p.workers,
+                rep,
+                order,
+                series,
+            })
+            .collect();
+        analysis::timeline::read_line(p.op, &unit, data, units, &views).changes
+    };
+    over_time_html(&points, &unit_of, units, &changes)
+}
+
 #[cfg(test)]
 mod tests {
     use stats::SeriesRecorder;

@@ -1046,6 +1046,7 @@ mod tests {
                     bw_mib_s: bytes as f64 / 4.0 / MIB / elapsed_s,
                 })
                 .collect(),
+            series: None,
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod export;
 pub mod model;
+pub mod series_csv;
 
 pub use export::{
     check_figures, csv_field, from_json, from_json_reader, table, CsvExporter, ExportError,
@@ -18,3 +19,4 @@ pub use model::{
     NodePhase, PhaseGather, PhaseRecord, PhaseSummary, RankPhase, ResultSet, Stonewall,
     ThreadFiles, VerifyRecord, WorkerRecord, SCHEMA,
 };
+pub use series_csv::{series_csv, SERIES_CSV_HEADER};

@@ -1,0 +1,212 @@
+//! Throughput over time, known answers from the test FUSE file system
+//! (issue 28): a burst-credit volume's drop is recovered with both levels
+//! and its time, and said in words; a steady target shows no drop; a
+//! latency step is found when it happens. The levels and times come from
+//! what `ioscale-testfs` was told and what it logged, never from ioscale.
+//!
+//! The tests take turns (a lock), so they do not load the CPUs under one
+//! another.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use common::fuse::TestFs;
+use common::*;
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A time-limited write of `threads` workers on `mnt` with `extra` flags;
+/// returns the record and the text `ioscale report` prints of it.
+fn timed_write(
+    mnt: &Path,
+    threads: &str,
+    time: &str,
+    xfer: &str,
+    extra: &[&str],
+) -> (Value, String) {
+    let o = scratch();
+    let j = o.path().join("r.json");
+    let mut args = vec![
+        "run",
+        "--op",
+        "write",
+        "--threads",
+        threads,
+        "--size",
+        "1g",
+        "--xfer",
+        xfer,
+        "--time",
+        time,
+        "--json",
+        s(&j),
+        "--progress",
+        "none",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    args.push(s(mnt));
+    let out = run(&args);
+    assert_code(&out, 0);
+    let rep = run(&["report", s(&j)]);
+    assert_code(&rep, 0);
+    (json(&j), stdout(&rep))
+}
+
+/// The phase's series: (interval in s, each interval's (start s, MiB/s)).
+fn series_of(p: &Value) -> (f64, Vec<(f64, f64)>) {
+    let s = &p["series"];
+    let w = s["interval_ns"].as_f64().expect("a series") / 1e9;
+    let bins = s["bins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (b["t_s"].as_f64().unwrap(), b["mib_s"].as_f64().unwrap()))
+        .collect();
+    (w, bins)
+}
+
+/// The number just before `key` in `text` (`" s into the phase"` → 3.25).
+fn number_before(text: &str, key: &str) -> f64 {
+    let head = &text[..text
+        .find(key)
+        .unwrap_or_else(|| panic!("no {key:?} in:\n{text}"))];
+    let start = head
+        .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map_or(0, |i| i + 1);
+    head[start..]
+        .parse()
+        .unwrap_or_else(|_| panic!("no number before {key:?} in:\n{text}"))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// The number after `key` in `text` (`"fell from "` → 38.3).
+fn number_after(text: &str, key: &str) -> f64 {
+    let rest = &text[text
+        .find(key)
+        .unwrap_or_else(|| panic!("no {key:?} in:\n{text}"))
+        + key.len()..];
+    let n: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    n.parse()
+        .unwrap_or_else(|_| panic!("no number after {key:?} in:\n{text}"))
+}
+
+#[test]
+fn a_burst_credit_drop_is_recovered_with_its_levels_and_time() {
+    let _t = turn();
+    // 40 MiB/s while 90 MiB of credit last, refilled at 10 MiB/s: the
+    // balance falls at 30 MiB/s and runs out about 3 s in.
+    let Some(fs) = TestFs::mount(&["--bw", "40m", "--burst-credit", "90m", "--baseline", "10m"])
+    else {
+        return;
+    };
+    let (v, text) = timed_write(fs.path(), "2", "8s", "1m", &[]);
+    assert_empty(fs.source());
+    let (_, log) = fs.stop();
+    let spent: f64 = number_after(&log, "burst credit spent ");
+    let p = &phases(&v)[0];
+    let (w, bins) = series_of(p);
+    eprintln!("credit spent at {spent} s; interval {w} s; series {bins:?}");
+    assert!(bins.len() >= 20, "{} intervals", bins.len());
+    // Both levels, from the intervals wholly on each side (the first,
+    // where the workers start, and the one the credit ran out in, left
+    // out), within 10 % of what the file system was told.
+    let level = |keep: &dyn Fn(f64) -> bool| {
+        let v: Vec<f64> = bins[1..bins.len() - 1]
+            .iter()
+            .filter(|b| keep(b.0))
+            .map(|b| b.1)
+            .collect();
+        assert!(v.len() >= 4, "{v:?}");
+        mean(&v)
+    };
+    let burst = level(&|t| t + w <= spent);
+    let base = level(&|t| t >= spent + w);
+    assert!(
+        (burst - 40.0).abs() <= 4.0,
+        "burst level {burst:.1} MiB/s, not 40"
+    );
+    assert!(
+        (base - 10.0).abs() <= 1.0,
+        "baseline {base:.1} MiB/s, not 10"
+    );
+    // The analysis says it, with the levels and the time, within one
+    // interval of when the file system's credit ran out.
+    let line = text
+        .lines()
+        .find(|l| l.contains(" fell from "))
+        .unwrap_or_else(|| panic!("no drop in the analysis:\n{text}"));
+    let (from, to) = (
+        number_after(line, "fell from "),
+        number_after(line, " MiB/s to "),
+    );
+    let at = number_before(line, " s into the phase");
+    assert!(
+        (from - 40.0).abs() <= 4.0 && (to - 10.0).abs() <= 1.0,
+        "{line}"
+    );
+    assert!(
+        (at - spent).abs() <= w,
+        "{line}: the credit ran out at {spent} s"
+    );
+    assert!(line.contains("into the phase at 2 workers"), "{line}");
+}
+
+#[test]
+fn a_steady_target_shows_no_drop_in_twenty_repetitions() {
+    let _t = turn();
+    let Some(fs) = TestFs::mount(&["--bw", "20m"]) else {
+        return;
+    };
+    // Twenty repetitions of 1.5 s at a fixed 20 MiB/s (64 KiB writes: a
+    // few dozen per interval, so the intervals differ by their count).
+    let (v, text) = timed_write(fs.path(), "2", "1.5s", "64k", &["--reps", "20"]);
+    let ps = phases(&v);
+    assert_eq!(ps.len(), 20);
+    for p in ps {
+        let (_, bins) = series_of(p);
+        assert!(bins.len() >= 16, "a phase too short to judge: {bins:?}");
+    }
+    for bad in [" fell from ", " rose from "] {
+        assert!(!text.contains(bad), "a drop in noise:\n{text}");
+    }
+    assert_empty(fs.source());
+}
+
+#[test]
+fn a_latency_step_is_found_when_it_happens() {
+    let _t = turn();
+    // 2 ms per request, 10 ms from 2 s after the first request.
+    let Some(fs) = TestFs::mount(&["--delay", "2ms", "--step-at", "2s", "--step-delay", "10ms"])
+    else {
+        return;
+    };
+    let (v, text) = timed_write(fs.path(), "1", "5s", "64k", &[]);
+    let p = &phases(&v)[0];
+    let (w, _) = series_of(p);
+    let line = text
+        .lines()
+        .find(|l| l.contains("median latency"))
+        .unwrap_or_else(|| panic!("no latency step in the analysis:\n{text}"));
+    eprintln!("{line}");
+    let before = number_after(line, "rose from ");
+    let after = number_after(line, " ms to ");
+    assert!((2.0..3.0).contains(&before), "{line}");
+    assert!((10.0..12.0).contains(&after), "{line}");
+    let at = number_before(line, " s into the phase");
+    assert!((at - 2.0).abs() <= w, "{line}: the step came at 2 s");
+    assert_empty(fs.source());
+}

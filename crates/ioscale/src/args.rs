@@ -64,6 +64,37 @@ pub struct RecordFiles {
     /// Write one CSV row per phase to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub over_time: OverTime,
+}
+
+/// How each timed phase is recorded over time (`run`, `meta`, `sweep`).
+#[derive(Debug, Clone, Args)]
+pub struct OverTime {
+    /// Record each timed phase's throughput and latency per interval: a
+    /// duration (1s, 250ms), auto (1 s, finer for a phase too short for 20
+    /// intervals) or off.
+    #[arg(long, value_name = "DUR", default_value = "auto")]
+    pub interval: String,
+
+    /// Write every timed phase's per-interval series to FILE as CSV: one
+    /// row per interval per phase (and per point of a sweep).
+    #[arg(long, value_name = "FILE")]
+    pub series_csv: Option<PathBuf>,
+}
+
+impl OverTime {
+    /// The interval asked for; a usage error names the flag (and refuses
+    /// `--series-csv` without a series to write).
+    pub fn interval(&self) -> Result<bench::interval::Interval, String> {
+        let i = bench::interval::Interval::parse(&self.interval)
+            .map_err(|e| format!("--interval {}: {e}", self.interval))?;
+        if i == bench::interval::Interval::Off && self.series_csv.is_some() {
+            return Err("--series-csv needs the series --interval off turns off".into());
+        }
+        Ok(i)
+    }
 }
 
 /// How `run` and `meta` show the run: standard output's format, or
@@ -102,6 +133,11 @@ pub struct ReportArgs {
     /// Write the CSV to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+
+    /// Write every timed phase's per-interval series to FILE as CSV: one
+    /// row per interval per phase per point.
+    #[arg(long, value_name = "FILE")]
+    pub series_csv: Option<PathBuf>,
 
     #[command(flatten)]
     pub view: View,

@@ -22,8 +22,7 @@ use crate::output::{self, write_atomic};
 /// record could not be written).
 pub(crate) fn emit(
     outcome: &bench::run::Outcome,
-    json: Option<&Path>,
-    csv: Option<&Path>,
+    [json, csv, series_csv]: [Option<&Path>; 3],
     format: Format,
     quiet: bool,
 ) -> Exit {
@@ -57,6 +56,12 @@ pub(crate) fn emit(
     }
     if let Some(p) = csv {
         if let Err(e) = write_output("--csv", p, ExportType::Csv, rs) {
+            write_err = Some(e);
+        }
+    }
+    if let Some(p) = series_csv {
+        let text = report::series_csv([(0, &rs.phases[..])]);
+        if let Err(e) = output::write_named("--series-csv", p, text.as_bytes()) {
             write_err = Some(e);
         }
     }
@@ -135,6 +140,8 @@ pub struct Outputs<'a> {
     pub html: Option<&'a Path>,
     /// Chart directory.
     pub png: Option<&'a Path>,
+    /// The points' per-interval series as CSV (`--series-csv`).
+    pub series_csv: Option<&'a Path>,
     /// Standard output format.
     pub format: Format,
     /// No standard output.
@@ -167,6 +174,10 @@ impl Outputs<'_> {
         }
         if let Some(p) = self.html {
             ok &= put(p, charts::render_html(rec).as_bytes());
+        }
+        if let Some(p) = self.series_csv {
+            let phases = rec.points.iter().map(|p| (p.index, &p.result.phases[..]));
+            ok &= put(p, report::series_csv(phases).as_bytes());
         }
         if let Some(d) = self.png {
             if let Err(e) = std::fs::create_dir_all(d) {

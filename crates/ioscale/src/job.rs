@@ -477,10 +477,15 @@ impl RunArgs {
 }
 
 /// The driver options of `run` and `meta`: `--per-worker` keeps every
-/// worker's row, otherwise rank 0 receives one summary per node.
-pub(crate) fn run_options(per_worker: bool) -> bench::plan::Options {
+/// worker's row, otherwise rank 0 receives one summary per node; each
+/// timed phase records its series at `interval`.
+pub(crate) fn run_options(
+    per_worker: bool,
+    interval: bench::interval::Interval,
+) -> bench::plan::Options {
     bench::plan::Options {
         node_summary: !per_worker,
+        interval,
         ..Default::default()
     }
 }
@@ -589,6 +594,12 @@ pub struct SweepArgs {
     /// Write one CSV row per point and operation to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+
+    /// Write every point's per-interval series to FILE as CSV: one row per
+    /// interval per phase per point (the inner command's --interval sets
+    /// the interval).
+    #[arg(long, value_name = "FILE")]
+    pub series_csv: Option<PathBuf>,
 
     /// Write the self-contained HTML report to FILE.
     #[arg(long, value_name = "FILE")]

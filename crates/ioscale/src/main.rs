@@ -165,10 +165,12 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
     }
     // Sizes (--total), --reorder and layouts are checked for all workers.
     let spec = raw.build_across(ranks).map_err(Failure::usage)?;
-    let plan = bench::plan::Plan::single(spec).with_options(run_options(args.per_worker));
+    let interval = args.record.over_time.interval().map_err(Failure::usage)?;
+    let plan = bench::plan::Plan::single(spec).with_options(run_options(args.per_worker, interval));
     let outputs = [
         ("--json", args.record.json.as_deref()),
         ("--csv", args.record.csv.as_deref()),
+        ("--series-csv", args.record.over_time.series_csv.as_deref()),
     ];
     check_outputs(coord, &outputs)?;
     let history = history_run::Session::new(Some(&args.history), "ioscale", "run", root)?;
@@ -192,7 +194,13 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
         (args.record.json.as_deref(), args.record.csv.as_deref())
     };
     if root {
-        let code = emit(&outcome, json, csv, args.shown.format, args.shown.quiet)?;
+        let series_csv = args.record.over_time.series_csv.as_deref();
+        let code = emit(
+            &outcome,
+            [json, csv, series_csv],
+            args.shown.format,
+            args.shown.quiet,
+        )?;
         Ok(history.finish_with(&outcome.results, code))
     } else {
         Ok(0)

@@ -20,9 +20,11 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         .map_err(Failure::usage)?
         .build()
         .map_err(Failure::usage)?;
+    let interval = args.record.over_time.interval().map_err(Failure::usage)?;
     let outputs = [
         ("--json", args.record.json.as_deref()),
         ("--csv", args.record.csv.as_deref()),
+        ("--series-csv", args.record.over_time.series_csv.as_deref()),
     ];
     crate::launch::check_outputs(coord, &outputs)?;
     let history = crate::history_run::Session::new(Some(&args.history), "ioscale", "meta", root)?;
@@ -35,8 +37,8 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         args.record.csv.as_deref(),
         "the tree",
     );
-    let plan =
-        bench::plan::Plan::single(spec).with_options(crate::job::run_options(args.per_worker));
+    let plan = bench::plan::Plan::single(spec)
+        .with_options(crate::job::run_options(args.per_worker, interval));
     let live = crate::front::live_plan(args.shown.progress, root, &plan, coord.size());
     let mut hooks = bench::exec::OnCleanup(|rs: &report::ResultSet| early.save(rs));
     let env = bench::exec::Env::new(command, stop, coord).with_hooks(&mut hooks);
@@ -51,6 +53,12 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
     } else {
         (args.record.json.as_deref(), args.record.csv.as_deref())
     };
-    let code = crate::emit::emit(&outcome, json, csv, args.shown.format, args.shown.quiet)?;
+    let series_csv = args.record.over_time.series_csv.as_deref();
+    let code = crate::emit::emit(
+        &outcome,
+        [json, csv, series_csv],
+        args.shown.format,
+        args.shown.quiet,
+    )?;
     Ok(history.finish_with(&outcome.results, code))
 }

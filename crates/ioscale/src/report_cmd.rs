@@ -86,6 +86,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
         &[
             ("--csv", args.csv.as_deref()),
             ("--html", args.html.as_deref()),
+            ("--series-csv", args.series_csv.as_deref()),
         ],
         &[("the record ", args.file.as_path())],
     )?;
@@ -104,6 +105,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
                 csv: args.csv.as_deref(),
                 html: args.html.as_deref(),
                 png: args.png.as_deref(),
+                series_csv: args.series_csv.as_deref(),
                 format: args.view.format,
                 quiet: args.quiet,
             }
@@ -128,6 +130,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
                 csv: None,
                 html: args.html.as_deref(),
                 png: args.png.as_deref(),
+                series_csv: args.series_csv.as_deref(),
                 format: args.view.format,
                 quiet: true,
             }

@@ -119,6 +119,8 @@ struct Sweep {
     /// under MPI each point gathers every worker's sample to rank 0;
     /// otherwise one merged summary per node (and per rank) reaches it.
     per_worker: bool,
+    /// The inner command's `--interval`: each timed phase's series.
+    interval: bench::interval::Interval,
 }
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
@@ -262,10 +264,15 @@ fn sweeps_own(
             "give --history, --no-history, --baseline and --threshold to sweep (before --), not to the inner {inner}"
         ));
     }
-    if record.json.is_some() || record.csv.is_some() || shown.quiet || shown.format != Format::Text
+    if record.json.is_some()
+        || record.csv.is_some()
+        || record.over_time.series_csv.is_some()
+        || shown.quiet
+        || shown.format != Format::Text
     {
         return usage(format!(
-            "give --json, --csv, --format and --quiet to sweep (before --), not to the inner {inner}"
+            "give --json, --csv, --series-csv, --format and --quiet to sweep (before --), not to \
+             the inner {inner}"
         ));
     }
     if shown.progress != ProgressMode::Auto {
@@ -424,6 +431,16 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
         JobCommand::Meta(m) => m.per_worker,
         _ => false,
     };
+    // The inner command's --interval; the default for the others.
+    let interval = match &inner {
+        JobCommand::Run(r) => r.record.over_time.interval(),
+        JobCommand::Meta(m) => m.record.over_time.interval(),
+        _ => Ok(Default::default()),
+    }
+    .map_err(Usage)?;
+    if interval == bench::interval::Interval::Off && args.series_csv.is_some() {
+        return usage("--series-csv needs the series the inner --interval off turns off");
+    }
     check_layouts(kind, &lists.layouts)?;
     let (reps, trim) = reps_and_trim(args, &inner_reps)?;
     let reps_rule = reps_auto(args)?;
@@ -483,6 +500,7 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
         config,
         points,
         per_worker,
+        interval,
     })
 }
 
@@ -1025,6 +1043,7 @@ fn check_outputs(args: &SweepArgs, root: bool) -> anyhow::Result<()> {
                 ("--json", args.json.as_deref()),
                 ("--csv", args.csv.as_deref()),
                 ("--html", args.html.as_deref()),
+                ("--series-csv", args.series_csv.as_deref()),
             ],
             &[],
         );
@@ -1199,6 +1218,7 @@ impl Runner<'_> {
                 probe: true,
                 keep_going: true,
                 node_summary: !self.sweep.per_worker,
+                interval: self.sweep.interval,
                 ..Default::default()
             })
             .rendered_by(bench::plan::Render::Sweep);
@@ -1544,6 +1564,7 @@ pub fn emit_sweep(
         csv: args.csv.as_deref(),
         html: args.html.as_deref(),
         png: args.png.as_deref(),
+        series_csv: args.series_csv.as_deref(),
         format: args.view.format,
         quiet: args.quiet,
     };

@@ -210,3 +210,168 @@ fn a_latency_step_is_found_when_it_happens() {
     assert!((at - 2.0).abs() <= w, "{line}: the step came at 2 s");
     assert_empty(fs.source());
 }
+
+/// The rows of a `--series-csv` file, each as its header's cells by name.
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+    lines
+        .map(|l| {
+            head.iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn interval_sets_the_series_and_series_csv_holds_every_interval() {
+    let dir = scratch();
+    let (j, c) = (dir.path().join("r.json"), dir.path().join("s.csv"));
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let out = run(&[
+        "run",
+        "--op",
+        "write,read",
+        "--threads",
+        "2",
+        "--size",
+        "8m",
+        "--xfer",
+        "64k",
+        "--interval",
+        "5ms",
+        "--json",
+        s(&j),
+        "--series-csv",
+        s(&c),
+        "-q",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let rows = csv_rows(&c);
+    for (i, p) in phases(&v).iter().enumerate() {
+        let series = &p["series"];
+        assert_eq!(series["base_interval_ns"], 5_000_000, "{series}");
+        let bins = series["bins"].as_array().unwrap();
+        let sum = |k: &str| bins.iter().map(|b| b[k].as_u64().unwrap()).sum::<u64>();
+        // Every byte and request of the phase is in one interval.
+        assert_eq!(sum("bytes"), p["bytes"].as_u64().unwrap());
+        assert_eq!(sum("ops"), p["ops"].as_u64().unwrap());
+        let mine: Vec<_> = rows
+            .iter()
+            .filter(|r| r["phase"] == i.to_string())
+            .collect();
+        assert_eq!(mine.len(), bins.len());
+        let csv_bytes: u64 = mine
+            .iter()
+            .map(|r| r["bytes"].parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(csv_bytes, p["bytes"].as_u64().unwrap());
+        assert!(mine.iter().all(|r| r["op"] == p["op"].as_str().unwrap()));
+    }
+    // Off: no series in the record; and no CSV of what was not recorded
+    // (refused before anything runs, nothing written).
+    let j2 = dir.path().join("off.json");
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "1m",
+        "--interval",
+        "off",
+        "--json",
+        s(&j2),
+        "-q",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    assert!(phases(&json(&j2))[0].get("series").is_none());
+    let c2 = dir.path().join("off.csv");
+    for bad in [
+        vec!["--interval", "off", "--series-csv", s(&c2)],
+        vec!["--interval", "0"],
+        vec!["--interval", "10us"],
+        vec!["--interval", "soon"],
+        // The CSV may not replace the record (or any other output).
+        vec!["--json", s(&j2), "--series-csv", s(&j2)],
+    ] {
+        let mut args = vec!["run", "--op", "write", "--size", "1m"];
+        args.extend(bad.iter().copied());
+        args.push(s(&data));
+        let out = run(&args);
+        assert_code(&out, 2);
+        assert!(!c2.exists(), "{bad:?}");
+    }
+    assert!(names(&data).is_empty(), "{:?}", names(&data));
+}
+
+#[test]
+fn a_sweep_writes_every_points_series_and_report_writes_them_again() {
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let (j, c, c2) = (
+        dir.path().join("s.json"),
+        dir.path().join("s.csv"),
+        dir.path().join("again.csv"),
+    );
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--json",
+        s(&j),
+        "--series-csv",
+        s(&c),
+        "-q",
+        "--progress",
+        "none",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "2m",
+        "--xfer",
+        "64k",
+        "--interval",
+        "10ms",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let rows = csv_rows(&c);
+    let points: Vec<&str> = rows.iter().map(|r| r["point"].as_str()).collect();
+    assert!(points.contains(&"0") && points.contains(&"1"), "{points:?}");
+    assert!(rows
+        .iter()
+        .all(|r| r["interval_s"].parse::<f64>().unwrap() >= 0.01));
+    let out = run(&["report", s(&j), "--series-csv", s(&c2), "-q"]);
+    assert_code(&out, 0);
+    assert_eq!(
+        std::fs::read_to_string(&c).unwrap(),
+        std::fs::read_to_string(&c2).unwrap()
+    );
+    // The inner command's --series-csv is the sweep's to give.
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "1m",
+        "--series-csv",
+        s(&c2),
+        s(&data),
+    ]);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("--series-csv"), "{}", stderr(&out));
+}

@@ -84,7 +84,8 @@
 //! capacity and inodes, `started`, process ids, fio's timestamps, peak
 //! RSS, `stonewall`: the work done by the time the first worker finished)
 //! as `<masked>` with their keys kept; the resource probes ([`COLLAPSE`]:
-//! CPU of this and other processes, their names and pids, devices) as one
+//! CPU of this and other processes, their names and pids, devices) and a
+//! phase's per-interval `series` (its intervals follow the timing) as one
 //! `<masked>`; the sweep analysis down to its curves' series, operation
 //! and unit.
 //!
@@ -1017,7 +1018,10 @@ impl Masker {
 
     /// A JSON value, masked (see the module comment).
     fn json(&self, v: &J, key: &str, mode: Mode) -> J {
-        if COLLAPSE.contains(&key) {
+        // A phase's per-interval series (an object; a sweep point's
+        // `series` label is a string, kept): how many intervals and
+        // latency buckets it holds follows the timing.
+        if COLLAPSE.contains(&key) || (key == "series" && matches!(v, J::Obj(_))) {
             return J::Str("<masked>".into());
         }
         if MACHINE.contains(&key) {

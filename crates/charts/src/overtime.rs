@@ -352,13 +352,10 @@ pub fn over_time_html(
     o
 }
 
-/// The "Over time" section of a record's HTML report: every point's
-/// phases that recorded a series, by operation, each change marked where
-/// the rules over time ([`analysis::timeline`]) find it (the same rules,
-/// on the same series, as the analysis's sentences).
-pub fn over_time_for(rec: &analysis::model::SweepRecord) -> String {
-    let units = rec.analysis.units;
-    let mut points: Vec<PointPhases> = Vec::new();
+/// The phases of a record's points that recorded a series, one entry per
+/// point and operation, each repetition a line.
+fn points_of(rec: &analysis::model::SweepRecord) -> Vec<PointPhases<'_>> {
+    let mut points = Vec::new();
     for p in &rec.points {
         for o in &p.ops {
             let reps: Vec<(u32, &Series)> = p
@@ -378,30 +375,66 @@ pub fn over_time_for(rec: &analysis::model::SweepRecord) -> String {
             }
         }
     }
-    let unit_of = |op: &str| -> (bool, String) {
-        if rec.op_moves_data(op) {
-            return (true, units.data().to_string());
-        }
-        let stats = rec.points.iter().flat_map(|p| &p.ops).find(|o| o.op == op);
-        let unit = stats.map_or("ops/s", |o| analysis::findings::unit_of(o, units));
-        (false, unit.to_string())
-    };
-    let changes = |p: &PointPhases| -> Vec<Change> {
-        let (data, unit) = unit_of(p.op);
-        let views: Vec<analysis::timeline::PhaseView> = p
-            .reps
-            .iter()
-            .enumerate()
-            .map(|(order, &(rep, series))| analysis::timeline::PhaseView {
-                workers: p.workers,
-                rep,
-                order,
-                series,
-            })
-            .collect();
-        analysis::timeline::read_line(p.op, &unit, data, units, &views).changes
-    };
-    over_time_html(&points, &unit_of, units, &changes)
+    points
+}
+
+/// Whether `op` moves data in `rec`, and its rate's unit.
+fn unit_in(rec: &analysis::model::SweepRecord, op: &str) -> (bool, String) {
+    let units = rec.analysis.units;
+    if rec.op_moves_data(op) {
+        return (true, units.data().to_string());
+    }
+    let stats = rec.points.iter().flat_map(|p| &p.ops).find(|o| o.op == op);
+    let unit = stats.map_or("ops/s", |o| analysis::findings::unit_of(o, units));
+    (false, unit.to_string())
+}
+
+/// The changes the rules over time ([`analysis::timeline`]) find in the
+/// phases of `p`: the same rules, on the same series, as the analysis's
+/// sentences.
+fn changes_in(rec: &analysis::model::SweepRecord, p: &PointPhases) -> Vec<Change> {
+    let (data, unit) = unit_in(rec, p.op);
+    let views: Vec<analysis::timeline::PhaseView> = p
+        .reps
+        .iter()
+        .enumerate()
+        .map(|(order, &(rep, series))| analysis::timeline::PhaseView {
+            workers: p.workers,
+            rep,
+            order,
+            series,
+        })
+        .collect();
+    analysis::timeline::read_line(p.op, &unit, data, rec.analysis.units, &views).changes
+}
+
+/// The "Over time" section of a record's HTML report: every point's
+/// phases that recorded a series, by operation, each change marked.
+pub fn over_time_for(rec: &analysis::model::SweepRecord) -> String {
+    over_time_html(
+        &points_of(rec),
+        &|op| unit_in(rec, op),
+        rec.analysis.units,
+        &|p| changes_in(rec, p),
+    )
+}
+
+/// The charts over time of a record as `(file name, SVG)`: for `--png`,
+/// beside the scaling charts (`time-[<series>-]<op>-<workers>-throughput`
+/// and `…-p99`).
+pub fn over_time_svgs(rec: &analysis::model::SweepRecord) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for p in points_of(rec) {
+        let (data, unit) = unit_in(rec, p.op);
+        let ch = changes_in(rec, &p);
+        let base = analysis::render::anchor(p.label, p.op, p.workers)
+            .replacen("pt-", "time-", 1)
+            .replace("--", "-");
+        let [thr, lat] = point_charts(&p, data, &unit, rec.analysis.units, &ch);
+        out.push((format!("{base}-throughput"), render_time(&thr)));
+        out.push((format!("{base}-p99"), render_time(&lat)));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -196,7 +196,8 @@ impl Outputs<'_> {
                 let bars = charts::bars_for(rec)
                     .into_iter()
                     .map(|b| (b.name, charts::svg::render_bars(&b.bars)));
-                for (name, svg) in lines.chain(bars) {
+                let over_time = charts::overtime::over_time_svgs(rec);
+                for (name, svg) in lines.chain(bars).chain(over_time) {
                     ok &= put(&d.join(format!("{name}.svg")), svg.as_bytes());
                     match r.png(&svg, 1.0) {
                         Ok(b) => ok &= put(&d.join(format!("{name}.png")), &b),

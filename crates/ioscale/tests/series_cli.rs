@@ -351,12 +351,30 @@ fn a_sweep_writes_every_points_series_and_report_writes_them_again() {
     assert!(rows
         .iter()
         .all(|r| r["interval_s"].parse::<f64>().unwrap() >= 0.01));
-    let out = run(&["report", s(&j), "--series-csv", s(&c2), "-q"]);
+    let png = dir.path().join("png");
+    let out = run(&[
+        "report",
+        s(&j),
+        "--series-csv",
+        s(&c2),
+        "--png",
+        s(&png),
+        "-q",
+    ]);
     assert_code(&out, 0);
     assert_eq!(
         std::fs::read_to_string(&c).unwrap(),
         std::fs::read_to_string(&c2).unwrap()
     );
+    // Each point's charts over time beside the scaling charts.
+    for w in [1, 2] {
+        for kind in ["throughput", "p99"] {
+            for ext in ["svg", "png"] {
+                let f = png.join(format!("time-write-{w}-{kind}.{ext}"));
+                assert!(f.is_file(), "{} missing: {:?}", f.display(), names(&png));
+            }
+        }
+    }
     // The inner command's --series-csv is the sweep's to give.
     let out = run(&[
         "sweep",

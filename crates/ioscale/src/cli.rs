@@ -168,6 +168,11 @@ const RUN_EXAMPLES: &str = "Examples:
   # a batch log: one line per finished phase instead of the live line
   ioscale run --progress plain --op write,read --reps 3 /mnt/fs
 
+  # throughput and latency every 250 ms of a write of up to 60 s, as CSV
+  # (burst credits running out show as a drop, which `report` names)
+  ioscale run --op write --time 60s --size 1g --interval 250ms \\
+      --series-csv w.csv --json w.json /mnt/efs
+
 Sizes: 4k 1m 2g (powers of 1024, as IOR and dd), 1MiB, 1MB (10^6), 512 (bytes).";
 
 const META_EXAMPLES: &str = "Examples:

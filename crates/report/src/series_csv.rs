@@ -67,7 +67,7 @@ mod tests {
         r.write(1_500_000_000, 1 << 20, 4_000);
         r.error(1_600_000_000);
         let series = r.finish(2_000_000_000);
-        let phases = vec![
+        let phases = [
             PhaseRecord {
                 op: "write".into(),
                 rep: 0,

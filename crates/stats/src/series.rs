@@ -790,8 +790,16 @@ struct BinRecord {
     t_s: f64,
     #[serde(default)]
     dur_s: f64,
-    #[serde(flatten)]
-    io: IoCounters,
+    // The counters one by one, not a flattened IoCounters: flattening
+    // makes a map of unknown length, which the coordinator's wire format
+    // (each rank's summary carries its series) cannot encode.
+    ops: u64,
+    bytes: u64,
+    read_ops: u64,
+    read_bytes: u64,
+    write_ops: u64,
+    write_bytes: u64,
+    errors: u64,
     busy_ns: u64,
     #[serde(default)]
     workers: f64,
@@ -832,7 +840,13 @@ impl From<Series> for SeriesRecord {
             .map(|(f, b)| BinRecord {
                 t_s: f.t_s,
                 dur_s: f.dur_s,
-                io: b.io,
+                ops: b.io.ops,
+                bytes: b.io.bytes,
+                read_ops: b.io.read_ops,
+                read_bytes: b.io.read_bytes,
+                write_ops: b.io.write_ops,
+                write_bytes: b.io.write_bytes,
+                errors: b.io.errors,
                 busy_ns: b.busy_ns,
                 workers: f.workers,
                 mib_s: f.mib_s,
@@ -879,7 +893,15 @@ impl TryFrom<SeriesRecord> for Series {
         s.end_ns = r.end_ns;
         for b in &r.bins {
             s.bins.push(Bin {
-                io: b.io,
+                io: IoCounters {
+                    ops: b.ops,
+                    bytes: b.bytes,
+                    read_ops: b.read_ops,
+                    read_bytes: b.read_bytes,
+                    write_ops: b.write_ops,
+                    write_bytes: b.write_bytes,
+                    errors: b.errors,
+                },
                 busy_ns: b.busy_ns,
                 lat: BinLatency::from_record(&b.lat)?,
             });

@@ -35,7 +35,11 @@ fn traced(real: bool, args: &[&str], dir: &Path) -> String {
     if real {
         c.arg("fio");
     } else {
-        c.arg(ioscale_path()).arg("fio");
+        // No results history: its SQLite pages are 4 KiB preads, pwrites
+        // and fsyncs too, which would be counted as the job's.
+        c.arg(ioscale_path())
+            .arg("fio")
+            .env("IOSCALE_HISTORY", "off");
     }
     let out = c
         .args(args)

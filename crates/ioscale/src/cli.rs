@@ -204,8 +204,8 @@ const META_EXAMPLES: &str = "Examples:
 
 Operations: create, read, append, overwrite, truncate-overwrite, stat,
 stat-dir, chmod, rename, rename-dir, setxattr, getxattr, symlink, readdir
-(ls -l), delete, mkdir, rmdir, cleanup. The tree lives in TARGET/ioscale-meta.d; only names
-ioscale made are ever removed.";
+(ls -l), delete, mkdir, rmdir, cleanup. The tree lives in
+TARGET/ioscale-meta.d; only names ioscale made are ever removed.";
 
 /// Examples for `ioscale clean --help`.
 const CLEAN_EXAMPLES: &str = "Examples:

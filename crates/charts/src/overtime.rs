@@ -169,14 +169,14 @@ pub fn point_charts(
         TimeChart {
             title: format!("{}: throughput over time", p.name()),
             subtitle: subtitle.clone(),
-            y_label: unit.to_string(),
+            y_label: format!("Throughput ({unit})"),
             lines: rate,
             marks: marks.clone(),
         },
         TimeChart {
             title: format!("{}: p99 latency over time", p.name()),
             subtitle,
-            y_label: format!("p99 latency, {lat_unit}"),
+            y_label: format!("Tail latency (p99, {lat_unit})"),
             lines: p99,
             marks,
         },
@@ -200,7 +200,7 @@ pub fn render_time(c: &TimeChart) -> String {
     let mut s = String::new();
     head(&mut s, (&c.title, &c.subtitle), pw, "linear");
     grid(&mut s, (xtop, xstep), (ytop, ystep), &px, &py);
-    axes(&mut s, "seconds into the phase", &c.y_label, pw, ph);
+    axes(&mut s, "Time into the phase (s)", &c.y_label, pw, ph);
     for (t, what) in &c.marks {
         let x = px(*t);
         let _ = write!(

@@ -236,7 +236,7 @@ fn a_serialised_server_stops_within_4_counts_saying_so() {
 #[test]
 fn a_line_falling_past_the_cpus_has_its_optimum_at_or_before_the_fall() {
     let _t = turn();
-    let Some(m) = tmpfs("size=512m") else {
+    let Some(m) = tmpfs("size=1200m") else {
         return;
     };
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;

@@ -127,7 +127,14 @@ fn html_report_renders_charts_in_chromium() {
 
     let dom = browse(&bin, &html, &["--dump-dom".to_string()]);
     assert!(dom.contains("<h1>ioscale sweep report</h1>"), "{dom}");
-    assert_eq!(dom.matches("<svg").count(), 3, "three charts for one op");
+    // Three scaling charts for one op (the figures with an id), then the
+    // phases' throughput and p99 over time.
+    assert_eq!(
+        dom.matches("<figure id=").count(),
+        3,
+        "three charts for one op"
+    );
+    assert!(dom.contains("throughput over time"), "over-time charts");
     assert!(dom.contains("id=\"throughput-write\"") && dom.contains("id=\"duration-write\""));
     assert!(dom.contains("id=\"latency-write\""), "latency chart");
     assert!(dom.contains("Latency (µs") || dom.contains("Latency (ms"));

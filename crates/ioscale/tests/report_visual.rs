@@ -71,12 +71,12 @@ const CHECK: &str = r#"<script>
     const texts = Array.from(f.querySelectorAll('svg text')).map(function (t) {
       return t.textContent.trim();
     });
-    if (!texts.some(function (t) { return /^Workers/.test(t); }))
+    if (!texts.some(function (t) { return /^Workers|^Time into/.test(t); }))
       found.push(f.id + ': no x axis title');
     // The y title: a name and its unit ("Throughput (MiB/s)", "Latency
     // (ms)", "Files per second"), not the x title's "(log2 scale)".
     if (!texts.some(function (t) {
-      return !/^Workers/.test(t) &&
+      return !/^Workers|^Time into/.test(t) &&
         /^[A-Z][A-Za-z ]* \([^()]+\)$|^[A-Z][a-z ]+ per second$/.test(t);
     }))
       found.push(f.id + ': no y axis title with a unit');

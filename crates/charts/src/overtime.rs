@@ -198,7 +198,14 @@ pub fn render_time(c: &TimeChart) -> String {
     let px = |t: f64| LEFT + (t / xtop).clamp(0.0, 1.0) * pw;
     let py = |v: f64| TOP + ph - (v.max(0.0) / ytop).min(1.05) * ph;
     let mut s = String::new();
-    head(&mut s, (&c.title, &c.subtitle), pw, "linear");
+    // A point's name holds its target's path: the chart's own title is cut
+    // to what fits its width (the caption below has it whole).
+    let title: String = if c.title.chars().count() > 56 {
+        c.title.chars().take(55).chain(['…']).collect()
+    } else {
+        c.title.clone()
+    };
+    head(&mut s, (&title, &c.subtitle), pw, "linear");
     grid(&mut s, (xtop, xstep), (ytop, ystep), &px, &py);
     axes(&mut s, "Time into the phase (s)", &c.y_label, pw, ph);
     for (t, what) in &c.marks {

@@ -239,10 +239,14 @@ fn a_line_falling_past_the_cpus_has_its_optimum_at_or_before_the_fall() {
     let Some(m) = tmpfs("size=1200m") else {
         return;
     };
-    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get()) as u64;
+    // 32 workers × 32 MiB fit the tmpfs. The ceiling is 32, not the
+    // CPUs: on a machine other work keeps busy, each added worker takes
+    // a larger share of the CPUs from that work, so the peak may lie past
+    // the CPU count (CI's busy loops put it at 4 with 2 CPUs) — the search
+    // must still stop on its own before the ceiling.
     let (v, _) = sweep(
-        &["--threads", "auto:16", "--reps", "3"],
-        &["--op", "write", "--size", "64m", "--xfer", "64k"],
+        &["--threads", "auto:32", "--reps", "3"],
+        &["--op", "write", "--size", "32m", "--xfer", "64k"],
         m.path(),
         0,
     );
@@ -251,13 +255,19 @@ fn a_line_falling_past_the_cpus_has_its_optimum_at_or_before_the_fall() {
     let peak = c["peak_threads"].as_u64().unwrap();
     let o = optimum(&v);
     assert!(o <= peak, "optimum {o} past the peak at {peak}");
-    // tmpfs computes: more workers than CPUs add nothing, and the search
-    // stops once the CPUs are full (case 4 of known_answers_cli reads
-    // CPU-bound at 2 × CPUs, on a busy machine too).
-    assert!(o <= cpus, "optimum {o} with {cpus} CPUs");
+    let stop = &line(&v)["stop"];
+    let kind = stop["kind"].as_str().unwrap();
+    assert!(
+        ["verdict", "no-rise", "noise"].contains(&kind),
+        "{:#}",
+        v["search"]
+    );
+    if kind == "verdict" {
+        // tmpfs computes: the verdict that stops it is the CPUs.
+        assert_eq!(stop["verdict"], "cpu-bound", "{:#}", v["search"]);
+    }
     let p = path(&v);
-    assert!(*p.iter().max().unwrap() <= 4 * cpus, "{p:?}");
-    assert_ne!(line(&v)["stop"]["kind"], "max", "{:#}", v["search"]);
+    assert!(*p.iter().max().unwrap() < 32, "{p:?}");
 }
 
 /// The repetitions each point of a record took.

@@ -660,36 +660,44 @@ fn optimum(b: &Bracket<'_>, unit: &str, at_least: bool) -> Optimum {
 
 /// Why the doubling stopped, in words.
 pub fn stop_text(s: &Stop) -> String {
+    stop_text_in(s, "")
+}
+
+/// [`stop_text`] with the counts' unit after the count it stopped at
+/// (`" threads per rank"` under MPI, where the search counts threads per
+/// rank and the optimum is stated in workers).
+pub fn stop_text_in(s: &Stop, unit: &str) -> String {
     let vs = |b: Option<u32>| b.map(|b| format!(" than at {b}")).unwrap_or_default();
+    let at = format!("{}{unit}", s.at);
     match s.kind {
         StopKind::NoRise => format!(
             "the doubling stopped at {}: not clearly higher{}, within noise no wider than ±{:.0}%",
-            s.at,
+            at,
             vs(s.best),
             PLATEAU_NOISE * 100.0
         ),
         StopKind::Verdict => format!(
             "the doubling stopped at {}: not clearly higher{}, and the line's verdict, {}, is settled by the points measured",
-            s.at,
+            at,
             vs(s.best),
             verdict_word(s.verdict)
         ),
         StopKind::Noise => format!(
             "the doubling stopped at {}: {SEARCH_PATIENCE} doublings in a row not clearly higher{}, too noisy to say more; more repetitions (--reps auto) would narrow it",
-            s.at,
+            at,
             vs(s.best)
         ),
         StopKind::Failed => format!(
             "the doubling stopped at {}: every repetition failed at {SEARCH_PATIENCE} counts in a row",
-            s.at
+            at
         ),
         StopKind::Max if s.rising => format!(
             "the doubling reached the largest count the search may try, {}, still rising beyond noise",
-            s.at
+            at
         ),
         StopKind::Max => format!(
             "the doubling reached the largest count the search may try, {}",
-            s.at
+            at
         ),
     }
 }
@@ -798,6 +806,15 @@ pub fn search_report_in(
     allowed: &dyn Fn(u32) -> bool,
 ) -> SearchReport {
     let s = search_in(rule, curves, allowed);
+    // Under MPI the search counts threads per rank (see [`swept_count`]):
+    // its path and stops say so, the optima speak of workers.
+    let ranks = curves
+        .iter()
+        .flat_map(|c| c.points.iter())
+        .map(|p| p.ranks)
+        .max()
+        .unwrap_or(1);
+    let unit = if ranks > 1 { " threads per rank" } else { "" };
     let spent: f64 = times.iter().map(|x| x.1).filter(|t| t.is_finite()).sum();
     // The ladders over the counts the sweep may try.
     let fine_counts: Vec<u32> = if rule.max <= FINE_LADDER_MAX {
@@ -818,11 +835,11 @@ pub fn search_report_in(
             None => t.push_str("no optimum: no count has a good repetition."),
         }
         if let Some(st) = &l.stop {
-            t.push_str(&format!(" The search: {}.", stop_text(st)));
+            t.push_str(&format!(" The search: {}.", stop_text_in(st, unit)));
         }
         sentences.push(t);
     }
-    sentences.push(path_sentence(rule, path, s.next.is_none()));
+    sentences.push(path_sentence(rule, path, s.next.is_none(), ranks));
     if let Some(f) = fine {
         let dbl = doubling
             .map(|d| {
@@ -834,7 +851,7 @@ pub fn search_report_in(
             })
             .unwrap_or_default();
         sentences.push(format!(
-            "It measured {} counts in {}; every count from {} to {}{} would take about {}{dbl} (estimated from the measured counts' times).",
+            "It measured {} counts in {}; every count from {} to {}{unit}{} would take about {}{dbl} (estimated from the measured counts' times).",
             path.len(),
             dur(spent),
             rule.start,
@@ -860,8 +877,9 @@ pub fn search_report_in(
     }
 }
 
-/// "Search path: 1, 2, 4, 8, 16 (doubling), then 6, 7 (refining)."
-fn path_sentence(rule: &ThreadsAuto, path: &[u32], done: bool) -> String {
+/// "Search path: 1, 2, 4, 8, 16 (doubling), then 6, 7 (refining)."; over
+/// `ranks` > 1 MPI ranks the counts are threads per rank and it says so.
+fn path_sentence(rule: &ThreadsAuto, path: &[u32], done: bool, ranks: u32) -> String {
     let ladder = rule.ladder();
     let split = path
         .iter()
@@ -876,7 +894,12 @@ fn path_sentence(rule: &ThreadsAuto, path: &[u32], done: bool) -> String {
     if path.is_empty() {
         return "Search path: nothing measured yet.".into();
     }
-    let mut t = format!("Search path: {} (doubling)", list(&path[..split]));
+    let per_rank = if ranks > 1 {
+        format!(" (threads per rank, on {ranks} ranks)")
+    } else {
+        String::new()
+    };
+    let mut t = format!("Search path{per_rank}: {} (doubling)", list(&path[..split]));
     if split < path.len() {
         t.push_str(&format!(", then {} (refining)", list(&path[split..])));
     }

@@ -1528,12 +1528,30 @@ fn resume(args: &SweepArgs, plan: &Sweep, rec: &mut SweepRecord) -> Option<Failu
         })
         .collect();
     let path = args.json.as_deref().unwrap_or(Path::new(""));
-    eprintln!(
-        "ioscale: resuming {}: {} of {} points already done",
-        path.display(),
-        rec.points.len(),
-        rec.points_total
-    );
+    match &rec.search {
+        // Under --threads auto the total is the ladder the search may walk,
+        // not what it will measure.
+        Some(s) => eprintln!(
+            "ioscale: resuming {}: {} points already done; the search goes on after the counts {}",
+            path.display(),
+            rec.points.len(),
+            if s.path.is_empty() {
+                "(none yet)".to_string()
+            } else {
+                s.path
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ),
+        None => eprintln!(
+            "ioscale: resuming {}: {} of {} points already done",
+            path.display(),
+            rec.points.len(),
+            rec.points_total
+        ),
+    }
     None
 }
 

@@ -522,6 +522,77 @@ fn sweep_on_two_ranks_writes_one_record() {
     assert_empty(dir.path());
 }
 
+/// `--threads auto` and `--reps auto` on 2 ranks: rank 0 decides each
+/// next count and each next repetition and every rank follows; the search
+/// counts threads per rank and says so; `--resume` of the finished record
+/// measures nothing more.
+#[test]
+fn an_adaptive_sweep_on_two_ranks_searches_threads_per_rank() {
+    if !have("mpirun") {
+        return skip("mpirun not installed");
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = scratch();
+    let o = scratch();
+    let j = o.path().join("sweep.json");
+    let args = [
+        "sweep",
+        "--threads",
+        "auto:8",
+        "--reps",
+        "auto",
+        "--max-reps",
+        "4",
+        "--json",
+        s(&j),
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "1m",
+        "--xfer",
+        "256k",
+        s(dir.path()),
+    ];
+    let out = mpirun(2, &args);
+    assert_code(&out, 0);
+    let v = json(&j);
+    let path: Vec<u64> = v["search"]["path"]
+        .as_array()
+        .expect("search.path")
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert_eq!(path[0], 1, "{path:?}");
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), path.len(), "{v:#}");
+    for p in points {
+        let t = p["threads"].as_u64().unwrap();
+        assert!(path.contains(&t), "{t} not in {path:?}");
+        let r = &p["result"];
+        check_cluster(r, 2, t);
+        let ran = p["reps_auto"]["ran"].as_u64().expect("reps_auto.ran");
+        assert!((3..=4).contains(&ran), "{ran}");
+        assert_eq!(phases(r).len() as u64, ran, "one write phase a repetition");
+    }
+    let said = v["search"]["sentences"].to_string();
+    assert!(said.contains("threads per rank, on 2 ranks"), "{said}");
+    assert_eq!(names(o.path()), vec!["sweep.json".to_string()]);
+    assert_empty(dir.path());
+    // The finished search, resumed: nothing is left to measure.
+    let mut again = args.to_vec();
+    again.insert(1, "--resume");
+    let out = mpirun(2, &again);
+    assert_code(&out, 0);
+    assert!(
+        stderr(&out).contains("the search goes on after the counts 1"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(json(&j)["points"].as_array().unwrap().len(), path.len());
+}
+
 /// The results history under MPI: rank 0 records each run once — a run
 /// on 2 ranks, an ior on 2 ranks (the history from the environment) and
 /// a sweep of 2 points on 2 ranks make 1, 1 and 2 rows — and the run's

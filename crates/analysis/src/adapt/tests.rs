@@ -462,6 +462,56 @@ fn the_report_names_path_stop_and_time_against_the_ladders() {
 }
 
 #[test]
+fn under_mpi_the_path_and_stop_say_threads_per_rank_and_the_optimum_workers() {
+    let m = slots(8);
+    let (path, _) = drive(auto(64), &*m, 3, 0.02, 1);
+    // The same line measured over 2 ranks: the search counts threads per
+    // rank, each point has twice the workers.
+    let pts: Vec<CurvePoint> = path
+        .iter()
+        .map(|&n| {
+            let mut p = measure(&*m, n, 3, 0.02, 1);
+            p.ranks = 2;
+            p.threads_per_rank = n;
+            p.threads = 2 * n;
+            p
+        })
+        .collect();
+    let times: Vec<(u32, f64)> = path.iter().map(|&c| (c, 2.0)).collect();
+    let r = search_report(&auto(64), &[curve(&pts)], &path, &times, false);
+    assert!(
+        r.sentences[1].starts_with("Search path (threads per rank, on 2 ranks): 1, 2, 4"),
+        "{}",
+        r.sentences[1]
+    );
+    let opt = optimum_of(&search(&auto(64), &[curve(&pts)])).clone();
+    assert_eq!(opt.workers % 2, 0, "{opt:?}");
+    assert!(
+        r.sentences[0].starts_with(&format!("{}: {} workers", pts_line(&r), opt.workers)),
+        "{}",
+        r.sentences[0]
+    );
+    assert!(
+        r.sentences[0].contains("The search: the doubling stopped at 16 threads per rank"),
+        "{}",
+        r.sentences[0]
+    );
+    assert!(
+        r.sentences[2].contains("every count from 1 to 64 threads per rank"),
+        "{}",
+        r.sentences[2]
+    );
+    for s in &r.sentences {
+        assert!(style_faults(s).is_empty(), "{s}");
+    }
+}
+
+/// The line's name a report's first sentence starts with.
+fn pts_line(r: &SearchReport) -> String {
+    r.lines[0].line.clone()
+}
+
+#[test]
 fn ladder_estimates_scale_with_the_workers_share() {
     let t = [(1, 1.0), (2, 2.0)];
     assert_eq!(

@@ -50,6 +50,17 @@ use crate::topology::Topology;
 
 pub use crate::plan::Options;
 
+/// One removal of a repetition's data files, timed on rank 0 by the
+/// executor: from before the first unlink until every rank is past the
+/// barrier after the last (the final one: until the last unlink returned).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Removal {
+    /// The repetition whose files were removed (0-based).
+    pub rep: u32,
+    /// Seconds.
+    pub seconds: f64,
+}
+
 /// What a finished (or stopped) step hands back to the caller.
 pub struct Outcome {
     /// The record.
@@ -77,6 +88,10 @@ pub struct Outcome {
     /// phase, files of a metadata phase), by worker over all ranks — what
     /// a later run of the same files carries in its spec's `item_counts`.
     pub items: Vec<Vec<u64>>,
+    /// Rank 0's removals of the data files this run wrote: before each
+    /// repetition's first write (the files of the repetition before) and
+    /// at the end. IOR's `-v` prints one `remove` row per repetition.
+    pub removals: Vec<Removal>,
 }
 
 /// The latency histograms of one recorded phase, one per worker.
@@ -313,6 +328,10 @@ pub(crate) trait Kind: Sized {
     /// After every rank closed its files: rank 0 removes what the run made
     /// (or says where it was kept). Returns the run's notes.
     fn finish(&mut self, is_root: bool) -> Vec<String>;
+    /// The removals of data files the kind timed (after [`Kind::finish`]).
+    fn removals(&mut self) -> Vec<Removal> {
+        Vec::new()
+    }
 }
 
 /// What a run repeats: each step's operations in order (as many for every
@@ -446,6 +465,7 @@ pub(crate) fn drive<K: Kind>(
         .map(|(k, g)| Outcome {
             workers: k.topo().workers,
             notes: k.finish(is_root),
+            removals: k.removals(),
             results: g.results,
             probes: g.probes,
             latency: g.latency,
@@ -992,6 +1012,7 @@ mod tests {
                 .collect(),
             workers: 2,
             items: Vec::new(),
+            removals: Vec::new(),
         }
     }
 

@@ -15,6 +15,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use coord::Coordinator;
 use engine::registry::EngineOptions;
@@ -34,7 +35,7 @@ use crate::topology::Topology;
 
 // The driver's options and what it hands back, named here for callers
 // that know them by these names (the plan and the phase driver own them).
-pub use crate::phase::{Outcome, PhaseLatency, PhaseSpan};
+pub use crate::phase::{Outcome, PhaseLatency, PhaseSpan, Removal};
 pub use crate::plan::Options;
 
 /// Checks the target before anything is created: exists, is a directory,
@@ -334,6 +335,10 @@ struct DataRun {
     ramped: Vec<Op>,
     /// A phase of this run wrote the files (or started to).
     wrote: bool,
+    /// The repetition running (the last one once the run is over).
+    rep: u32,
+    /// Rank 0's timed removals of the data files.
+    removals: Vec<Removal>,
 }
 
 impl DataRun {
@@ -391,6 +396,8 @@ impl DataRun {
             fresh: false,
             ramped: Vec::new(),
             wrote: false,
+            rep: 0,
+            removals: Vec::new(),
         }
     }
 
@@ -447,6 +454,7 @@ impl Kind for DataRun {
         // Each repetition's first write starts from no files, as IOR's
         // does: rank 0 removes them once every rank has closed them.
         self.fresh = rep == 0 || self.spec.reuse_files;
+        self.rep = rep;
     }
 
     fn prerequisite(&mut self, op: Op, rep: u32) -> Option<PhasePlan> {
@@ -490,6 +498,7 @@ impl Kind for DataRun {
         self.first = false;
         if !self.fresh && matches!(op, Op::Write | Op::Randwrite) {
             self.fresh = true;
+            let t0 = Instant::now();
             if ctx.is_root() {
                 for l in self.ds.remove_data_files() {
                     self.warns.push(format!(
@@ -500,6 +509,12 @@ impl Kind for DataRun {
             }
             self.have_data = false;
             ctx.coord.barrier();
+            if ctx.is_root() {
+                self.removals.push(Removal {
+                    rep: rep.saturating_sub(1),
+                    seconds: t0.elapsed().as_secs_f64(),
+                });
+            }
         }
         let mut plan = self.plan(op, rep, true);
         plan.series = ctx.opts.interval.grid();
@@ -589,14 +604,25 @@ impl Kind for DataRun {
         !self.spec.keep && self.ds.created_root
     }
 
+    fn removals(&mut self) -> Vec<Removal> {
+        std::mem::take(&mut self.removals)
+    }
+
     fn finish(&mut self, is_root: bool) -> Vec<String> {
         let mut notes = Vec::new();
         if !is_root {
             return notes;
         }
         if self.cleans_up() {
+            let t0 = Instant::now();
             for l in self.ds.remove() {
                 notes.push(format!("cleanup: could not remove {l}"));
+            }
+            if self.wrote {
+                self.removals.push(Removal {
+                    rep: self.rep,
+                    seconds: t0.elapsed().as_secs_f64(),
+                });
             }
         } else {
             // What `clean` may remove later: the files this run wrote, as

@@ -222,6 +222,92 @@ fn verbose_adds_the_max_lines_as_ior_4_does() {
     assert_empty(dir.path());
 }
 
+/// With -v IOR prints a `remove` row after each repetition's phases (its
+/// files removed and timed), in the text and in the JSON `Results`; not
+/// without -v, and not with -k (nothing removed).
+#[test]
+fn verbose_prints_each_repetitions_remove_row() {
+    let dir = scratch();
+    let f = dir.path().join("f");
+    let base = [
+        "-w",
+        "-r",
+        "-i",
+        "2",
+        "-t",
+        "64k",
+        "-b",
+        "256k",
+        "-o",
+        s(&f),
+    ];
+    let mut v = vec!["-v"];
+    v.extend_from_slice(&base);
+    let out = ior(&v);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    let rows: Vec<&str> = text
+        .lines()
+        // The Results table: before the Max lines and the summary.
+        .take_while(|l| !l.starts_with("Max Write"))
+        .filter(|l| {
+            ["write ", "read ", "remove "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    let kinds: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|l| {
+            let t: Vec<&str> = l.split_whitespace().collect();
+            (t[0], *t.last().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("write", "0"),
+            ("read", "0"),
+            ("remove", "0"),
+            ("write", "1"),
+            ("read", "1"),
+            ("remove", "1")
+        ],
+        "{text}"
+    );
+    for r in rows.iter().filter(|l| l.starts_with("remove")) {
+        let t: Vec<&str> = r.split_whitespace().collect();
+        assert_eq!(t[1..9], ["-"; 8], "{r}");
+        let secs: f64 = t[9].parse().unwrap_or_else(|_| panic!("{r}"));
+        assert!(secs > 0.0 && secs < 60.0, "{r}");
+    }
+    assert_empty(dir.path());
+    // JSON: the removals join the Results list.
+    let mut j = v.clone();
+    j.extend_from_slice(&["-O", "summaryFormat=JSON"]);
+    let out = ior(&j);
+    assert_code(&out, 0);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    let access: Vec<&str> = doc["tests"][0]["Results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["access"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        access,
+        ["write", "read", "remove", "write", "read", "remove"]
+    );
+    // Without -v, and with -k: no remove row.
+    let quiet = ior(&base);
+    assert!(!stdout(&quiet).contains("\nremove "), "{}", stdout(&quiet));
+    let mut k = vec!["-v", "-k"];
+    k.extend_from_slice(&base);
+    let kept = ior(&k);
+    assert_code(&kept, 0);
+    assert!(!stdout(&kept).contains("\nremove "), "{}", stdout(&kept));
+}
+
 /// (start, end) of each blank-separated token of a line.
 fn spans(line: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();

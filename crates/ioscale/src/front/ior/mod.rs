@@ -108,6 +108,7 @@ fn info_for(a: &IorArgs, spec: &WorkloadSpec, command_line: String, ranks: u32) 
         wearout: a.wearout,
         ref_num: a.ref_num,
         read_is_check: a.check_write && !a.read && a.write,
+        removals: Vec::new(),
         write_file: a.write || !a.read,
         read_file: a.read || !a.write,
         check_write: a.check_write,
@@ -288,6 +289,11 @@ fn print_results(
     let rs = &outcome.results;
     info.machine = format!("Linux {}", rs.host.hostname);
     info.fs = super::fs_stats(&spec.target);
+    info.removals = outcome
+        .removals
+        .iter()
+        .map(|r| (r.rep, r.seconds))
+        .collect();
     super::print_errors("ior", rs);
     // A failed data check is on standard error whatever the document
     // format (the JSON and CSV carry it too).

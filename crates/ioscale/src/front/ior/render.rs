@@ -80,6 +80,10 @@ pub struct IorInfo {
     /// -W without -r: the read phases only check what was written and are
     /// not shown as measured reads.
     pub read_is_check: bool,
+    /// The executor's timed removals of each repetition's files
+    /// (repetition, seconds): IOR's `remove` rows under -v.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removals: Vec<(u32, f64)>,
     /// -w was given (or neither -w nor -r): IOR's `writeFile`.
     #[serde(default)]
     pub write_file: bool,
@@ -158,13 +162,58 @@ fn measured<'a>(rs: &'a ResultSet, info: &IorInfo) -> Vec<&'a PhaseRecord> {
         .collect()
 }
 
-/// Transfers per second over the transfer section (IOR's table IOPS).
+/// Transfers per second over the transfer section (IOR's table IOPS:
+/// every task's transfers over the span from the first task's first
+/// transfer to the last task's last).
 fn table_iops(p: &PhaseRecord) -> f64 {
-    if p.io_s > 0.0 {
-        p.ops as f64 / p.io_s
+    let io = spans(p).1;
+    if io > 0.0 {
+        p.ops as f64 / io
     } else {
         0.0
     }
+}
+
+/// IOR's `open(s)`, `wr/rd(s)` and `close(s)` of a phase: each the span
+/// from the earliest task's start of that step to the latest task's end
+/// of it (IOR reduces its start timers by minimum and its stop timers by
+/// maximum; with no barrier before close, a task that finished early
+/// starts its close early). From the workers' recorded times; the longest
+/// single worker's where the record has no per-worker rows.
+fn spans(p: &PhaseRecord) -> (f64, f64, f64) {
+    if p.workers.is_empty() {
+        return (p.open_s, p.io_s, p.close_s);
+    }
+    let span = |start: &dyn Fn(&report::WorkerRecord) -> f64,
+                stop: &dyn Fn(&report::WorkerRecord) -> f64| {
+        let first = p.workers.iter().map(start).fold(f64::INFINITY, f64::min);
+        let last = p.workers.iter().map(stop).fold(f64::NEG_INFINITY, f64::max);
+        (last - first).max(0.0)
+    };
+    (
+        span(&|w| w.start_s, &|w| w.start_s + w.open_s),
+        span(&|w| w.start_s + w.open_s, &|w| w.end_s - w.close_s),
+        span(&|w| w.end_s - w.close_s, &|w| w.end_s),
+    )
+}
+
+/// IOR's `remove` row of repetition `rep` under -v (none without -v, or
+/// when this run removed no files after it). With -k IOR keeps a
+/// repetition's files and removes them, untimed, only before the next
+/// write: so does ioscale, and neither prints a row.
+fn remove_row(i: &IorInfo, rep: u32) -> Option<String> {
+    if i.verbose == 0 || i.keep_file {
+        return None;
+    }
+    let secs = i.removals.iter().find(|r| r.0 == rep)?.1;
+    // The dashes stand under the columns before `total(s)`; the time
+    // itself is left-justified as every other figure.
+    let dashes = ["-"; 8]
+        .iter()
+        .enumerate()
+        .map(|(k, d)| format!("{d:<width$}", width = if k == 2 { 12 } else { 11 }))
+        .collect::<String>();
+    Some(format!("{:<10}{dashes}{}{rep:<4}", "remove", pp(secs, " ")))
 }
 
 /// IOR's `PPDouble`: left-justified, width 10, 6 decimals below 1,
@@ -470,7 +519,9 @@ fn text_results(l: &mut Vec<String>, i: &IorInfo, rs: &ResultSet) {
     l.push("Results: ".into());
     l.push(String::new());
     l.extend(RESULTS_HEADER.iter().map(|s| s.to_string()));
-    for p in measured(rs, i) {
+    let rows = measured(rs, i);
+    for (k, p) in rows.iter().enumerate() {
+        let (open, io, close) = spans(p);
         l.push(format!(
             "{:<10}{}{}{}{}{}{}{}{}{}{:<4}",
             access(p),
@@ -479,12 +530,18 @@ fn text_results(l: &mut Vec<String>, i: &IorInfo, rs: &ResultSet) {
             pp(p.lat_us.mean / 1e6, "  "),
             pp(i.block as f64 / 1024.0, " "),
             pp(i.xfer as f64 / 1024.0, " "),
-            pp(p.open_s, " "),
-            pp(p.io_s, " "),
-            pp(p.close_s, " "),
+            pp(open, " "),
+            pp(io, " "),
+            pp(close, " "),
             pp(p.elapsed_s, " "),
             p.rep
         ));
+        // IOR removes a repetition's files after its last phase and, with
+        // -v, prints the removal's time as a row of its own.
+        let last_of_rep = rows.get(k + 1).is_none_or(|q| q.rep != p.rep);
+        if last_of_rep {
+            l.extend(remove_row(i, p.rep));
+        }
     }
     l.extend(check_lines(rs, i));
     // IOR 4.0 prints the Max lines only when verbose.
@@ -811,23 +868,30 @@ impl Exporter for IorJsonExporter {
         let (nodes, tpn) = placement(rs, i);
         // IOR 4.0's `Results` is one flat list: each measured phase of each
         // repetition in the order run, without a repetition number.
-        let results: Vec<Value> = measured(rs, i)
-            .into_iter()
-            .map(|p| {
-                json!({
-                    "access": access(p),
-                    "bwMiB": p.bw_mib_s,
-                    "blockKiB": i.block as f64 / 1024.0,
-                    "xferKiB": i.xfer as f64 / 1024.0,
-                    "iops": table_iops(p),
-                    "latency": p.lat_us.mean / 1e6,
-                    "openTime": p.open_s,
-                    "wrRdTime": p.io_s,
-                    "closeTime": p.close_s,
-                    "totalTime": p.elapsed_s,
-                })
-            })
-            .collect();
+        let rows = measured(rs, i);
+        let mut results: Vec<Value> = Vec::with_capacity(rows.len());
+        for (k, p) in rows.iter().enumerate() {
+            let (open, io, close) = spans(p);
+            results.push(json!({
+                "access": access(p),
+                "bwMiB": p.bw_mib_s,
+                "blockKiB": i.block as f64 / 1024.0,
+                "xferKiB": i.xfer as f64 / 1024.0,
+                "iops": table_iops(p),
+                "latency": p.lat_us.mean / 1e6,
+                "openTime": open,
+                "wrRdTime": io,
+                "closeTime": close,
+                "totalTime": p.elapsed_s,
+            }));
+            // With -v IOR adds each repetition's removal to the same list.
+            let last_of_rep = rows.get(k + 1).is_none_or(|q| q.rep != p.rep);
+            if let Some(r) = i.removals.iter().find(|r| r.0 == p.rep) {
+                if last_of_rep && i.verbose >= 1 && !i.keep_file {
+                    results.push(json!({"access": "remove", "totalTime": r.1}));
+                }
+            }
+        }
         let mut test = serde_json::Map::new();
         test.insert("TestID".into(), json!(0));
         test.insert("StartTime".into(), json!(i.began));
@@ -869,6 +933,7 @@ impl Exporter for IorCsvExporter {
             "access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter\n",
         );
         for p in measured(rs, i) {
+            let (open, io, close) = spans(p);
             out.push_str(&format!(
                 "{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{:.4},{},{}\n",
                 access(p),
@@ -877,9 +942,9 @@ impl Exporter for IorCsvExporter {
                 p.lat_us.mean / 1e6,
                 i.block as f64 / 1024.0,
                 i.xfer as f64 / 1024.0,
-                p.open_s,
-                p.io_s,
-                p.close_s,
+                open,
+                io,
+                close,
                 p.elapsed_s,
                 i.tasks,
                 p.rep
@@ -925,6 +990,61 @@ mod tests {
         assert_eq!(pp(0.004828, " "), "0.004828   ");
         assert_eq!(pp(262144.0, " "), "262144     ");
         assert_eq!(pp(-1.0, " "), "   -       ");
+    }
+
+    /// A worker of a phase: starts at `start`, opens for `open`, moves
+    /// data for `io`, closes for `close` (seconds).
+    fn worker(start: f64, open: f64, io: f64, close: f64) -> report::WorkerRecord {
+        report::WorkerRecord {
+            start_s: start,
+            open_s: open,
+            io_s: io,
+            close_s: close,
+            end_s: start + open + io + close,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn open_io_and_close_are_spans_over_the_tasks_as_ior_reduces_them() {
+        // Task 0 finishes its transfers at 1.0 s and closes at once; task 1
+        // at 2.0 s. IOR's close(s) runs from task 0's close to task 1's end.
+        let p = PhaseRecord {
+            open_s: 0.02,
+            io_s: 1.98,
+            close_s: 0.01,
+            ops: 300,
+            workers: vec![worker(0.0, 0.01, 0.99, 0.01), worker(0.0, 0.02, 1.98, 0.01)],
+            ..Default::default()
+        };
+        let (open, io, close) = spans(&p);
+        assert!((open - 0.02).abs() < 1e-9, "{open}");
+        assert!((io - (2.0 - 0.01)).abs() < 1e-9, "{io}");
+        assert!((close - 1.01).abs() < 1e-9, "{close}");
+        // IOPS over the transfer span, as IOR's table.
+        assert!((table_iops(&p) - 300.0 / 1.99).abs() < 1e-6);
+        // No per-worker rows: the record's own figures.
+        let q = PhaseRecord {
+            workers: Vec::new(),
+            ..p
+        };
+        assert_eq!(spans(&q), (0.02, 1.98, 0.01));
+    }
+
+    #[test]
+    fn the_remove_row_lines_up_with_ior_and_only_under_v() {
+        let mut info = IorInfo {
+            removals: vec![(0, 0.000314), (1, 0.000809)],
+            ..Default::default()
+        };
+        assert_eq!(remove_row(&info, 0), None);
+        info.verbose = 1;
+        // IOR 4.0 -v, as printed by it (the last column is the repetition).
+        assert_eq!(
+            remove_row(&info, 1).unwrap(),
+            "remove    -          -          -           -          -          -          -          -          0.000809   1   "
+        );
+        assert_eq!(remove_row(&info, 2), None);
     }
 
     #[test]

@@ -45,7 +45,29 @@ pub fn sandbox_history() {
         for k in ["IOSCALE_HISTORY", "IOSCALE_BASELINE", "IOSCALE_THRESHOLD"] {
             std::env::remove_var(k);
         }
+        default_signals();
     });
+}
+
+/// A signal ignored by whoever started the tests (`nohup`, a background
+/// job of a shell without job control ignores SIGINT) stays ignored in
+/// every child, and ioscale rightly keeps ignoring it: the tests of its
+/// signal handling would then see exit 0 for a hang-up. The test process
+/// puts SIGHUP, SIGINT and SIGTERM back to their defaults before it starts
+/// any child, so the children start as from a terminal; a test that wants
+/// a signal ignored sets that in its own child.
+fn default_signals() {
+    for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: only changes this process's disposition of `sig` from
+        // "ignored" to the default; no handler is installed.
+        unsafe {
+            let old = libc::signal(sig, libc::SIG_DFL);
+            if old != libc::SIG_IGN && old != libc::SIG_ERR {
+                // It had a handler or the default: put it back as it was.
+                libc::signal(sig, old);
+            }
+        }
+    }
 }
 
 /// A fresh directory under the target dir (on the repository's file system).

@@ -245,12 +245,14 @@ fn build(a: &IorArgs, ranks: u32) -> Result<WorkloadSpec, Usage> {
 }
 
 /// The plan of a checked workload: one data step in IOR's layout, rank 0
-/// receiving one merged summary per node (IOR's reports need no
-/// per-worker rows), and -T's limit on the whole test.
+/// receiving one merged summary per node and each task's brief line (its
+/// open, transfer and close times: IOR's open/wr-rd/close(s) are spans
+/// over the tasks), and -T's limit on the whole test.
 fn plan(a: &IorArgs, spec: WorkloadSpec) -> bench::plan::Plan {
     let mut plan = bench::plan::Plan::single(spec)
         .with_options(bench::plan::Options {
             node_summary: true,
+            brief_rows: true,
             ..Default::default()
         })
         .rendered_by(bench::plan::Render::Ior);

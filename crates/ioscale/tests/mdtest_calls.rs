@@ -246,3 +246,64 @@ fn the_reference_mdtest_makes_the_same_calls() {
     assert_code(&out, 0);
     assert_eq!(counts(&lines, &mdtest_item), mdtest_4_0(true));
 }
+
+/// io500's mdtest-easy-stat and mdtest-hard-stat are mdtest's stat phase:
+/// stat(2) of each file by its full path from the start, as mdtest makes
+/// it, never a lookup in a held directory (which ran 2.2–2.6× mdtest's
+/// rate); and its mdtest-hard-read reads the 3901 bytes and stops.
+#[test]
+fn io500s_mdtest_phases_stat_by_the_full_path_as_mdtest() {
+    if !have_strace() {
+        eprintln!("SKIPPED: strace not installed");
+        return;
+    }
+    let work = scratch();
+    let data = work.path().join("data");
+    let res = work.path().join("res");
+    let cfg = common::io500::ini(work.path(), &data, &res, "");
+    let mut cmd = Command::new(ioscale_path());
+    cmd.args(["io500", "--tasks", "2", "--stonewall", "1s", s(&cfg)]);
+    let (out, lines) = trace(cmd);
+    assert_code(&out, 0);
+    let io500_file = |name: &str| {
+        name.strip_prefix("file.mdtest.")
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit() || b == b'.'))
+    };
+    let stats: Vec<&String> = lines
+        .iter()
+        .filter(|l| kind(l, &io500_file) == Some("stat"))
+        .collect();
+    assert!(!stats.is_empty(), "no stat of an mdtest file traced");
+    let abs = format!("\"{}/", data.display());
+    let full = |l: &&&String| l.contains("(AT_FDCWD") && l.contains(&abs);
+    // The find phase (pfind's) stats, in the directory it reads, only the
+    // names that match io500's `*01*`: every other stat is a stat phase's.
+    let name = |l: &String| l.split('"').nth(1).unwrap_or_default().to_string();
+    let bad: Vec<_> = stats
+        .iter()
+        .filter(|l| !full(l) && !name(l).contains("01"))
+        .collect();
+    assert!(bad.is_empty(), "{} of {}: {bad:#?}", bad.len(), stats.len());
+    let by_path = stats.iter().filter(|l| full(l)).count();
+    assert!(by_path * 2 > stats.len(), "{by_path} of {}", stats.len());
+    // mdtest-hard-read: one read(2) of the file's 3901 bytes a file, no
+    // read past them.
+    let reads: Vec<&String> = lines
+        .iter()
+        .filter(|l| kind(l, &io500_file) == Some("read"))
+        .collect();
+    assert!(!reads.is_empty(), "no read of an mdtest-hard file traced");
+    // strace splits a call another thread interrupted ("<unfinished …>"),
+    // so count the calls per file rather than read their results.
+    let mut per_file: BTreeMap<String, u32> = BTreeMap::new();
+    for l in &reads {
+        let file = l.split(['<', '>']).nth(1).unwrap_or_default().to_string();
+        *per_file.entry(file).or_default() += 1;
+    }
+    assert!(per_file.values().all(|&n| n == 1), "{per_file:#?}");
+    let full_reads = reads
+        .iter()
+        .filter(|l| l.contains(", 3901) = 3901"))
+        .count();
+    assert!(full_reads > 0, "{reads:#?}");
+}

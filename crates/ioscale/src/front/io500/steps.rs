@@ -336,6 +336,9 @@ fn mdtest(p: &Phase, w: &Where, c: &Carried) -> Result<MetaSpec, String> {
         seed: Some(SEED),
         keep: true,
         naming: Some(MetaNaming::Mdtest),
+        // mdtest's own system calls: stat(2) by the full path (not a
+        // lookup in a held directory), no read(2) past the data.
+        mdtest_calls: true,
         ..Default::default()
     };
     let mut s = r.build().map_err(|e| in_io500_terms(&e, family))?;

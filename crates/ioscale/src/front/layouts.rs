@@ -110,7 +110,18 @@ fn ior_phase(
         open_s: open,
         io_s: io,
         close_s: close,
-        workers: workers(bytes, total, 0.0),
+        // Both tasks open, transfer and close alike: IOR's spans over the
+        // tasks are the sections themselves.
+        workers: workers(bytes, total, 0.0)
+            .into_iter()
+            .map(|w| WorkerRecord {
+                open_s: open,
+                io_s: io,
+                close_s: close,
+                end_s: open + io + close,
+                ..w
+            })
+            .collect(),
         ..Default::default()
     }
 }

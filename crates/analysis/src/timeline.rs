@@ -80,6 +80,29 @@ pub struct Change {
     pub ops_before: u64,
     /// The interval, seconds.
     pub interval_s: f64,
+    /// What the rate did where the latency alone was found to rise
+    /// ([`RateAtStep::Fell`] when `rate_fell`).
+    #[serde(default)]
+    pub rate_at_step: RateAtStep,
+}
+
+/// What the rate did at a rise of the median latency, read at the
+/// latency's change point by the same rules as a drop: the sentence
+/// says it as the figures show it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateAtStep {
+    /// The rate fell by the rules too (one change, said as a drop).
+    #[default]
+    Fell,
+    /// The rate's mean fell by less than [`DROP_SHARE`], or not at all.
+    Small,
+    /// The rate's mean fell by [`DROP_SHARE`] or more, by less than
+    /// [`DROP_NOISE`] × this noise of its intervals (the line's unit).
+    Noise(f64),
+    /// The rate's mean fell by [`DROP_SHARE`] or more, with more than
+    /// 1 − [`DROP_HOLD`] of one side's intervals nearer the other level.
+    Scattered,
 }
 
 /// A phase in which no window of intervals was steady.
@@ -187,11 +210,30 @@ fn held(v: &[f64], mid: f64, sign: f64) -> f64 {
     v.iter().filter(|&&x| sign * (x - mid) > 0.0).count() as f64 / v.len() as f64
 }
 
+/// Why [`judge`] refused a split.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Refusal {
+    /// Too few intervals on a side.
+    Short,
+    /// The levels differ by less than the rule's share (or one is not a
+    /// finite positive level).
+    Small,
+    /// The difference is within [`DROP_NOISE`] × this noise.
+    Noise(f64),
+    /// Too many intervals lie on the other side of the midpoint.
+    Scattered,
+}
+
 /// Whether intervals `[a, b)` of `v` are a change of `way` from the rest.
 fn verify(v: &[f64], a: usize, b: usize, way: Way) -> Option<Split> {
+    judge(v, a, b, way).ok()
+}
+
+/// [`verify`], with the rule that refused the split.
+fn judge(v: &[f64], a: usize, b: usize, way: Way) -> Result<Split, Refusal> {
     let (n, m) = (v.len(), DROP_MIN_INTERVALS);
     if a < m || b > n || b < a + m || (b < n && (n - b < m || b - a < 2 * m)) {
-        return None;
+        return Err(Refusal::Short);
     }
     let (before, inside, after) = (&v[..a], &v[a..b], &v[b..]);
     let (old, new) = (mean(before), mean(inside));
@@ -200,7 +242,7 @@ fn verify(v: &[f64], a: usize, b: usize, way: Way) -> Option<Split> {
         Way::Up => new >= LATENCY_STEADY * old,
     };
     if !big_enough || old <= 0.0 || !old.is_finite() || !new.is_finite() {
-        return None;
+        return Err(Refusal::Small);
     }
     let floor = DROP_NOISE_FLOOR * old.max(new);
     let noise = pooled_sd(&[before, inside, after])
@@ -208,20 +250,23 @@ fn verify(v: &[f64], a: usize, b: usize, way: Way) -> Option<Split> {
         .max(robust_sd(inside))
         .max(floor);
     if (old - new).abs() < DROP_NOISE * noise {
-        return None;
+        return Err(Refusal::Noise(noise));
     }
     let (mid, s) = ((old + new) / 2.0, way.sign());
     if held(before, mid, s) < DROP_HOLD || held(inside, mid, -s) < DROP_HOLD {
-        return None;
+        return Err(Refusal::Scattered);
     }
     if !after.is_empty() {
         let back = mean(after);
         let noise = noise.max(robust_sd(after));
-        if held(after, mid, s) < DROP_HOLD || (back - new).abs() < DROP_NOISE * noise {
-            return None;
+        if (back - new).abs() < DROP_NOISE * noise {
+            return Err(Refusal::Noise(noise));
+        }
+        if held(after, mid, s) < DROP_HOLD {
+            return Err(Refusal::Scattered);
         }
     }
-    Some(Split { a, b, old, new })
+    Ok(Split { a, b, old, new })
 }
 
 /// The best candidate splits of `v`: the change holding to the end, and
@@ -338,9 +383,16 @@ fn read_phase(p: &PhaseView, data: bool, units: Units) -> (Option<Change>, Optio
     let lat_ok = idx.iter().all(|&i| f[i].ops > 0);
     let fell = find(&rates, Way::Down);
     let rose = lat_ok.then(|| find(&lats, Way::Up)).flatten();
-    let split = match (fell, rose) {
-        (Some(r), _) => r,
-        (None, Some(l)) => l,
+    let (split, rate_at_step) = match (fell, rose) {
+        (Some(r), _) => (r, RateAtStep::Fell),
+        // The rate read again at the latency's change point: a fall
+        // there that passes the rules is the same change.
+        (None, Some(l)) => match judge(&rates, l.a, l.b, Way::Down) {
+            Ok(_) => (l, RateAtStep::Fell),
+            Err(Refusal::Noise(n)) => (l, RateAtStep::Noise(n)),
+            Err(Refusal::Scattered) => (l, RateAtStep::Scattered),
+            Err(Refusal::Small | Refusal::Short) => (l, RateAtStep::Small),
+        },
         (None, None) => {
             return (None, unsteady(p, &rates, w));
         }
@@ -352,7 +404,7 @@ fn read_phase(p: &PhaseView, data: bool, units: Units) -> (Option<Change>, Optio
         workers: p.workers,
         rep: p.rep,
         order: p.order,
-        rate_fell: fell.is_some(),
+        rate_fell: rate_at_step == RateAtStep::Fell,
         latency_rose: lat_rose,
         at_s: f[first].t_s,
         back_s: (split.b < idx.len()).then(|| f[idx[split.b]].t_s),
@@ -363,6 +415,7 @@ fn read_phase(p: &PhaseView, data: bool, units: Units) -> (Option<Change>, Optio
         bytes_before: f[first].bytes_before,
         ops_before,
         interval_s: w,
+        rate_at_step,
     };
     (Some(change), None)
 }
@@ -388,16 +441,17 @@ fn unsteady(p: &PhaseView, rates: &[f64], w: f64) -> Option<Unsteady> {
 }
 
 /// Reads the phases of one line (one operation, one series of the
-/// sweep): `op` names it, `unit` is its rate unit, `data` whether it
-/// moves data (MiB/s in `units`; else operations per second).
-pub fn read_line(op: &str, unit: &str, data: bool, units: Units, phases: &[PhaseView]) -> Timeline {
+/// sweep): `unit` is its rate unit, `data` whether it moves data (MiB/s
+/// in `units`; else operations per second). The sentences do not name
+/// the operation: they are printed under the line's name.
+pub fn read_line(unit: &str, data: bool, units: Units, phases: &[PhaseView]) -> Timeline {
     let mut t = Timeline::default();
     for p in phases {
         let (c, u) = read_phase(p, data, units);
         t.changes.extend(c);
         t.unsteady.extend(u);
     }
-    let words = Words { op, unit, data };
+    let words = Words { unit, data };
     for rate_fell in [true, false] {
         let group: Vec<&Change> = t
             .changes
@@ -418,7 +472,6 @@ pub fn read_line(op: &str, unit: &str, data: bool, units: Units, phases: &[Phase
 
 /// How a line's findings are written.
 struct Words<'a> {
-    op: &'a str,
     unit: &'a str,
     data: bool,
 }
@@ -465,6 +518,43 @@ impl Words<'_> {
         format!("{} {}", num(v), self.unit)
     }
 
+    /// What falls: the throughput of a line that moves data, else the
+    /// rate of its operations.
+    fn subject(&self) -> &'static str {
+        if self.data {
+            "Throughput"
+        } else {
+            "The rate"
+        }
+    }
+
+    /// What the rate did at a rise of the latency alone, as its figures
+    /// (the means before and at the new level) show it.
+    fn rate_at_step(&self, c: &Change) -> String {
+        let (b, a) = (self.rate(c.rate_before), self.rate(c.rate_after));
+        let what = self.subject().to_lowercase();
+        match c.rate_at_step {
+            RateAtStep::Noise(n) => format!(
+                "{what} fell from {b} to {a}, by less than {DROP_NOISE:.0} times the noise of \
+                 its intervals ({}), so not a drop of its own",
+                self.rate(n)
+            ),
+            RateAtStep::Scattered => format!(
+                "{what} fell from {b} to {a} on average, with more than {:.0}% of the \
+                 intervals on one side nearer the other level, so not a drop of its own",
+                (1.0 - DROP_HOLD) * 100.0
+            ),
+            _ if c.rate_after >= c.rate_before => {
+                format!("{what} did not fall ({b} before, {a} after)")
+            }
+            _ if c.rate_after > (1.0 - DROP_SHARE) * c.rate_before => format!(
+                "{what} fell by less than {:.0}% ({b} before, {a} after)",
+                DROP_SHARE * 100.0
+            ),
+            _ => format!("{what} was {b} before and {a} after"),
+        }
+    }
+
     /// The sentence of the changes in `group` (all drops of the rate, or
     /// all rises of the latency alone): the one at the most workers, and
     /// what the others say about its cause.
@@ -477,7 +567,7 @@ impl Words<'_> {
         let mut s = if main.rate_fell {
             let mut s = format!(
                 "{} fell from {} to {} {at} at {}{of}",
-                self.op,
+                self.subject(),
                 self.rate(main.rate_before),
                 self.rate(main.rate_after),
                 workers_word(main.workers)
@@ -492,14 +582,11 @@ impl Words<'_> {
             s
         } else {
             format!(
-                "The median latency of {} rose from {} to {} {at} at {}{of}, while its rate \
-                 did not fall beyond noise ({} before, {} after)",
-                self.op,
+                "The median latency rose from {} to {} {at} at {}{of}, while {}",
                 dur(main.p50_before_us / 1e6),
                 dur(main.p50_after_us / 1e6),
                 workers_word(main.workers),
-                self.rate(main.rate_before),
-                self.rate(main.rate_after),
+                self.rate_at_step(main),
             )
         };
         s += &match main.back_s {
@@ -633,7 +720,7 @@ impl Words<'_> {
              their start: {}–{}; their figures show that limit, not the effect of their number \
              of workers.",
             list_workers(&ws),
-            self.op,
+            self.subject().to_lowercase(),
             self.rate(last.rate_after),
             workers_word(last.workers),
             num(lo),
@@ -657,9 +744,8 @@ impl Words<'_> {
                 let hi = at.iter().map(|u| u.hi).fold(0.0, f64::max);
                 let span = dur(STEADY_INTERVALS as f64 * at[0].interval_s);
                 format!(
-                    "{} was not steady at {}{of}: no {} intervals in a row ({span}) stayed \
-                     within ±{:.0}% of their mean; its intervals ranged from {} to {}.",
-                    self.op,
+                    "Not steady at {}{of}: no {} intervals in a row ({span}) stayed within \
+                     ±{:.0}% of their mean; the intervals ranged from {} to {}.",
                     workers_word(w),
                     STEADY_INTERVALS,
                     STEADY_SHARE * 100.0,

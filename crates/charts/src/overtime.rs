@@ -412,7 +412,7 @@ fn changes_in(rec: &analysis::model::SweepRecord, p: &PointPhases) -> Vec<Change
             series,
         })
         .collect();
-    analysis::timeline::read_line(p.op, &unit, data, rec.analysis.units, &views).changes
+    analysis::timeline::read_line(&unit, data, rec.analysis.units, &views).changes
 }
 
 /// The "Over time" section of a record's HTML report: every point's
@@ -494,6 +494,7 @@ mod tests {
             bytes_before: 2500 << 20,
             ops_before: 2500,
             interval_s: 1.0,
+            rate_at_step: analysis::timeline::RateAtStep::Fell,
         };
         let [thr, lat] = point_charts(&p, true, "MiB/s", Units::Iec, &[change]);
         assert_eq!(thr.lines.len(), 2);

@@ -142,6 +142,9 @@ pub struct Outputs<'a> {
     pub png: Option<&'a Path>,
     /// The points' per-interval series as CSV (`--series-csv`).
     pub series_csv: Option<&'a Path>,
+    /// Phases of a point a signal cut short, by point index: not in the
+    /// record, but their intervals are in `--series-csv`.
+    pub cut: &'a [(usize, Vec<report::PhaseRecord>)],
     /// Standard output format.
     pub format: Format,
     /// No standard output.
@@ -176,7 +179,11 @@ impl Outputs<'_> {
             ok &= put(p, charts::render_html(rec).as_bytes());
         }
         if let Some(p) = self.series_csv {
-            let phases = rec.points.iter().map(|p| (p.index, &p.result.phases[..]));
+            let phases = rec
+                .points
+                .iter()
+                .map(|p| (p.index, &p.result.phases[..]))
+                .chain(self.cut.iter().map(|(i, ph)| (*i, &ph[..])));
             ok &= put(p, report::series_csv(phases).as_bytes());
         }
         if let Some(d) = self.png {

@@ -106,6 +106,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
                 html: args.html.as_deref(),
                 png: args.png.as_deref(),
                 series_csv: args.series_csv.as_deref(),
+                cut: &[],
                 format: args.view.format,
                 quiet: args.quiet,
             }
@@ -131,6 +132,7 @@ pub fn cmd_report(args: &ReportArgs) -> Exit {
                 html: args.html.as_deref(),
                 png: args.png.as_deref(),
                 series_csv: args.series_csv.as_deref(),
+                cut: &[],
                 format: args.view.format,
                 quiet: true,
             }

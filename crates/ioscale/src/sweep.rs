@@ -1015,16 +1015,19 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         history: &history,
         exit: 0,
         failure: None,
+        cut: Vec::new(),
     };
     points.all(&done, &mut rec)?;
-    let Runner { exit, failure, .. } = points;
+    let Runner {
+        exit, failure, cut, ..
+    } = points;
     drop(live);
     if !root {
         return Ok(exit);
     }
     let code = finish(
         &mut rec,
-        args,
+        (args, &cut),
         journal.as_ref(),
         exit,
         failure,
@@ -1084,7 +1087,7 @@ fn new_record(plan: &Sweep, command: &[String]) -> SweepRecord {
 /// `sig`), the outputs, and the exit code.
 fn finish(
     rec: &mut SweepRecord,
-    args: &SweepArgs,
+    (args, cut): (&SweepArgs, &[(usize, Vec<report::PhaseRecord>)]),
     journal: Option<&crate::output::Journal>,
     exit: i32,
     failure: Option<String>,
@@ -1100,7 +1103,7 @@ fn finish(
         let sig = sig.unwrap_or("a signal on another rank");
         rec.stop_reason = Some(format!("interrupted by {sig}"));
     }
-    let wrote = emit_sweep(rec, args, journal);
+    let wrote = emit_sweep(rec, args, journal, cut);
     if let Some(f) = failure {
         eprintln!("ioscale: error: {f}");
         if let Some(j) = &args.json {
@@ -1175,6 +1178,11 @@ struct Runner<'a> {
     exit: i32,
     /// The point refused, and why: the sweep stops there.
     failure: Option<String>,
+    /// Rank 0: the phases of the point's calls run but not yet recorded,
+    /// by point index. A signal leaves the point out of the record
+    /// (`--resume` runs it again), but its intervals go to
+    /// `--series-csv`.
+    cut: Vec<(usize, Vec<report::PhaseRecord>)>,
 }
 
 impl Runner<'_> {
@@ -1334,6 +1342,7 @@ impl Runner<'_> {
         outcome: &bench::run::Outcome,
         rec: &mut SweepRecord,
     ) -> anyhow::Result<()> {
+        self.cut.retain(|c| c.0 != index);
         let p = &self.sweep.points[index];
         // The record names the point's job with all its repetitions, as a
         // point run in one call does.
@@ -1431,7 +1440,12 @@ impl bench::exec::Hooks for Follow<'_, '_> {
         // Rank 0 records the point; its exit code is the sweep's. An
         // interrupted call is not recorded: the sweep stops there.
         let Some(o) = outcomes.first() else { return };
-        if self.runner.coord.rank() != 0 || o.results.interrupted {
+        if self.runner.coord.rank() != 0 {
+            return;
+        }
+        let index = self.group[stage];
+        self.runner.cut.push((index, o.results.phases.clone()));
+        if o.results.interrupted {
             return;
         }
         let what = self.runner.name(self.group[stage]);
@@ -1557,11 +1571,14 @@ fn resume(args: &SweepArgs, plan: &Sweep, rec: &mut SweepRecord) -> Option<Failu
 
 /// Writes every requested output of a sweep record and prints the chosen
 /// format; `--json` through `journal` (the place settled at the start)
-/// when there is one. Returns false when a file could not be written.
+/// when there is one; `cut` holds the phases of a point a signal cut
+/// short, for `--series-csv` only. Returns false when a file could not be
+/// written.
 pub fn emit_sweep(
     rec: &SweepRecord,
     args: &SweepArgs,
     journal: Option<&crate::output::Journal>,
+    cut: &[(usize, Vec<report::PhaseRecord>)],
 ) -> bool {
     let mut wrote = true;
     if let Some(j) = journal {
@@ -1583,6 +1600,7 @@ pub fn emit_sweep(
         html: args.html.as_deref(),
         png: args.png.as_deref(),
         series_csv: args.series_csv.as_deref(),
+        cut,
         format: args.view.format,
         quiet: args.quiet,
     };

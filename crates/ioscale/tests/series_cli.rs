@@ -417,3 +417,161 @@ fn a_sweep_writes_every_points_series_and_report_writes_them_again() {
     assert_code(&out, 2);
     assert!(stderr(&out).contains("--series-csv"), "{}", stderr(&out));
 }
+
+/// Bytes in the data files under `dir` (the test file system's source):
+/// those of whole 64 KiB writes, not the run's marker.
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => bytes_under(&e.path()),
+            Ok(t) if t.is_file() => {
+                let n = e.metadata().map_or(0, |m| m.len());
+                if n % (64 << 10) == 0 {
+                    n
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Starts `args` on a 20 MiB/s test file system, sends `sig` once 4 MiB
+/// reached its files (a few 100 ms intervals into a 60 s phase), and
+/// returns the exit code, the `--series-csv` rows, and the bytes the file
+/// system held just before the signal.
+fn signalled(args: &[&str], sig: i32, csv: &Path) -> Option<(i32, Vec<Row>, u64)> {
+    let fs = TestFs::mount(&["--bw", "20m"])?;
+    let mut all: Vec<&str> = args.to_vec();
+    all.push(s(fs.path()));
+    let mut child = std::process::Command::new(ioscale_path())
+        .args(&all)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut seen = 0;
+    // Progress, not time: the phase is running once its bytes arrive.
+    while seen < 4 << 20 {
+        assert!(child.try_wait().unwrap().is_none(), "{args:?} ended early");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        seen = bytes_under(fs.source());
+    }
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let code = child.wait().unwrap().code().unwrap_or(-1);
+    assert_empty(fs.source());
+    Some((code, csv_rows(csv), seen))
+}
+
+/// A CSV row, its header's cells by name.
+type Row = std::collections::HashMap<String, String>;
+
+/// The bytes of the rows of `rows`.
+fn row_bytes(rows: &[Row]) -> u64 {
+    rows.iter()
+        .map(|r| r["bytes"].parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn an_interrupted_run_keeps_every_interval_in_its_series_csv() {
+    let _t = turn();
+    for (sig, code) in [
+        (libc::SIGINT, 130),
+        (libc::SIGTERM, 130),
+        (libc::SIGHUP, 129),
+    ] {
+        let o = scratch();
+        let (j, c) = (o.path().join("r.json"), o.path().join("s.csv"));
+        let args = [
+            "run",
+            "--op",
+            "write",
+            "--threads",
+            "2",
+            "--size",
+            "1g",
+            "--xfer",
+            "64k",
+            "--time",
+            "60s",
+            "--interval",
+            "100ms",
+            "--json",
+            s(&j),
+            "--series-csv",
+            s(&c),
+            "--progress",
+            "none",
+            "-q",
+        ];
+        let Some((got, rows, seen)) = signalled(&args, sig, &c) else {
+            return;
+        };
+        assert_eq!(got, code, "signal {sig}");
+        let v = json(&j);
+        let p = &phases(&v)[0];
+        assert_eq!(p["interrupted"], true, "{p}");
+        let bins = p["series"]["bins"].as_array().unwrap();
+        // Every interval recorded before the signal: one row each, and
+        // every byte the phase counted (at least what had reached the
+        // file system when the signal was sent).
+        assert!(bins.len() >= 2, "signal {sig}: {bins:?}");
+        assert_eq!(rows.len(), bins.len(), "signal {sig}");
+        assert_eq!(
+            row_bytes(&rows),
+            p["bytes"].as_u64().unwrap(),
+            "signal {sig}"
+        );
+        assert!(
+            row_bytes(&rows) >= seen,
+            "signal {sig}: {} < {seen}",
+            row_bytes(&rows)
+        );
+    }
+}
+
+#[test]
+fn a_sweep_cut_by_a_signal_keeps_the_cut_points_intervals_in_its_series_csv() {
+    let _t = turn();
+    let o = scratch();
+    let (j, c) = (o.path().join("r.json"), o.path().join("s.csv"));
+    let args = [
+        "sweep",
+        "--threads",
+        "2",
+        "--json",
+        s(&j),
+        "--series-csv",
+        s(&c),
+        "--progress",
+        "none",
+        "-q",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "1g",
+        "--xfer",
+        "64k",
+        "--time",
+        "60s",
+        "--interval",
+        "100ms",
+    ];
+    let Some((got, rows, seen)) = signalled(&args, libc::SIGTERM, &c) else {
+        return;
+    };
+    assert_eq!(got, 130);
+    // The point is not in the record (--resume runs it again), but the
+    // intervals it measured are in the CSV, under its index.
+    assert_eq!(json(&j)["points"].as_array().unwrap().len(), 0);
+    assert!(rows.len() >= 2, "{rows:?}");
+    assert!(rows.iter().all(|r| r["point"] == "0" && r["op"] == "write"));
+    assert!(row_bytes(&rows) >= seen, "{} < {seen}", row_bytes(&rows));
+}

@@ -386,7 +386,13 @@ fn gaussian_noise_is_never_a_change_in_thousands_of_phases() {
 /// A phase of one worker whose median latency steps from 2 ms to 10 ms
 /// at interval 8 of 24, at the rates `rates`.
 fn latency_step(rates: &[f64]) -> Timeline {
-    let s = phase_with(1, rates, 1.0 / 64.0, &|i| if i < 8 { 2000.0 } else { 10_000.0 }, &[]);
+    let s = phase_with(
+        1,
+        rates,
+        1.0 / 64.0,
+        &|i| if i < 8 { 2000.0 } else { 10_000.0 },
+        &[],
+    );
     line(&[view(1, 0, 0, &s)])
 }
 
@@ -402,7 +408,10 @@ fn a_latency_step_with_the_rate_falling_says_the_fall() {
     assert_eq!(c.rate_at_step, RateAtStep::Fell);
     let s = &t.sentences[0];
     assert!(s.starts_with("Throughput fell from 18."), "{s}");
-    assert!(s.contains("while the median latency rose from 2.00 ms to 10.0 ms"), "{s}");
+    assert!(
+        s.contains("while the median latency rose from 2.00 ms to 10.0 ms"),
+        "{s}"
+    );
     assert!(!s.contains("did not fall"), "{s}");
 }
 

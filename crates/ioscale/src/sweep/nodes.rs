@@ -88,7 +88,7 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
         rec.stop_reason
             .get_or_insert_with(|| format!("interrupted by {sig}"));
     }
-    let wrote = emit_sweep(&rec, args, journal.as_ref());
+    let wrote = emit_sweep(&rec, args, journal.as_ref(), &[]);
     if rec.points.len() < rec.points_total {
         let how = match &args.json {
             Some(j) => format!(

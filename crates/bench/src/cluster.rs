@@ -571,6 +571,7 @@ where
         name,
         rows,
         wearout: false,
+        steady: None,
     };
     let mut outs = run_group_all(&phase, seq, vec![items], |_, w, i, c, b| work(w, i, c, b))?;
     Ok(outs.pop().expect("one part, one outcome"))
@@ -595,6 +596,9 @@ pub struct Phase<'a> {
     /// such a phase, whatever its workers met). For a phase of one part
     /// only (a concurrency group's steps number their workers apart).
     pub wearout: bool,
+    /// `--steady`: the driver's thread reads the live totals once a
+    /// second and cuts the phase once it is steady (one process only).
+    pub steady: Option<&'a crate::steady::Watch>,
 }
 
 /// [`run_phase_all`] for the steps of a concurrency group: one part of
@@ -834,7 +838,7 @@ fn run_threads<I: Send, S: Sample>(
         coord,
         phase.name,
         parts,
-        &ctl,
+        (&ctl, phase.steady),
         signals.as_deref_mut(),
         &work,
     );
@@ -913,7 +917,7 @@ fn spawn_and_join<I: Send, S: Sample>(
     coord: &dyn Coordinator,
     name: &str,
     parts: Vec<Vec<I>>,
-    ctl: &PhaseControl,
+    (ctl, steady): (&PhaseControl, Option<&crate::steady::Watch>),
     signals: Option<&mut (dyn PhaseSignals + '_)>,
     work: &(impl Fn(usize, u32, I, &PhaseControl, &Barrier) -> S + Sync),
 ) -> Vec<S> {
@@ -961,6 +965,12 @@ fn spawn_and_join<I: Send, S: Sample>(
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        } else if let Some(w) = steady {
+            // One process: the steady watch samples while the workers run.
+            while !handles.iter().all(|h| h.is_finished()) {
+                w.tick(ctl, std::time::Instant::now());
+                std::thread::sleep(std::time::Duration::from_millis(10));
             }
         }
         for h in handles {

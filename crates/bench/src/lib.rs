@@ -47,6 +47,7 @@ mod phase;
 pub mod plan;
 mod record;
 pub mod run;
+pub mod steady;
 pub mod topology;
 
 pub use error::{Error, Result};

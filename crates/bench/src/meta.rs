@@ -448,12 +448,14 @@ fn run_phase_all(
             .unwrap_or("sync"),
         iodepth: plan.spec.iodepth,
     };
+    let watch = ctx.steady_watch(plan.timed.then_some(plan.spec.time_limit).flatten(), 1);
     let phase = cluster::Phase {
         coord: ctx.coord,
         stop: ctx.stop,
         name: "m",
         rows: ctx.opts.rows(),
         wearout: plan.timed && plan.spec.wearout,
+        steady: watch.as_ref(),
     };
     let out = cluster::run_group_all(
         &phase,
@@ -462,6 +464,7 @@ fn run_phase_all(
         |_, w, (), ctl, barrier| run_meta_worker_with(w, plan, &cfg, ctl, barrier),
     );
     engine::live::end();
+    ctx.steady_found(watch);
     out.map(|mut o| o.pop().expect("one part, one outcome"))
 }
 
@@ -523,6 +526,7 @@ fn reduce(
             Vec::new()
         },
         series: out.digest.reported_series(plan.series),
+        steady: None,
     }
 }
 

@@ -207,6 +207,8 @@ pub(crate) struct Ctx<'a> {
     /// The plan's ramp ([`crate::plan::Rules::ramp`]).
     pub(crate) ramp: Option<Duration>,
     pub(crate) seq: u64,
+    /// What `--steady` found in the phase that just ran, for its record.
+    pub(crate) steady: std::sync::Mutex<Option<report::SteadyRecord>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -223,7 +225,27 @@ impl<'a> Ctx<'a> {
             opts,
             ramp,
             seq: 0,
+            steady: Default::default(),
         }
+    }
+
+    /// The steady watch of a phase about to run: with `--steady`, a
+    /// time limit, one process and one step (a concurrency group's steps
+    /// share their live totals).
+    pub(crate) fn steady_watch(
+        &self,
+        time_limit: Option<Duration>,
+        steps: usize,
+    ) -> Option<crate::steady::Watch> {
+        let rule = self.opts.steady?;
+        (time_limit.is_some() && steps == 1 && self.coord.size() == 1)
+            .then(|| crate::steady::Watch::new(rule))
+    }
+
+    /// Keeps what `watch` found for the phase's record.
+    pub(crate) fn steady_found(&self, watch: Option<crate::steady::Watch>) {
+        let found = watch.map(|w| w.record());
+        *self.steady.lock().unwrap_or_else(|e| e.into_inner()) = found;
     }
 
     /// Whether this is rank 0, which reduces, records and cleans up.
@@ -597,7 +619,14 @@ fn timed<K: Kind>(
     if ctx.opts.share_items {
         g.items.push(share_items(ctx.coord, topo, &out));
     }
-    let rec = ctx.is_root().then(|| k.reduce(plan, &out, layout));
+    let steady = ctx.steady.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let rec = ctx.is_root().then(|| {
+        let mut r = k.reduce(plan, &out, layout);
+        if let Some(st) = steady {
+            crate::steady::apply(&mut r, st);
+        }
+        r
+    });
     let errors_before = g.results.errors.len();
     let recorded = g.results.phases.len();
     record_phase(&mut g.results, rec, &out, layout);

@@ -311,6 +311,9 @@ pub struct Options {
     /// How finely each timed phase records its per-interval series
     /// (`--interval`; the default: 1 s, finer for a short phase).
     pub interval: crate::interval::Interval,
+    /// `--steady`: each timed phase ends once steady ([`crate::steady`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::steady::Steady>,
 }
 
 impl Options {

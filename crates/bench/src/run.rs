@@ -768,6 +768,7 @@ fn run_data_phases(
             .sum(),
         time_limit: plans[0].1.time_limit,
     });
+    let watch = ctx.steady_watch(plans[0].1.time_limit, plans.len());
     let phase = cluster::Phase {
         coord: ctx.coord,
         stop: ctx.stop,
@@ -776,6 +777,7 @@ fn run_data_phases(
         // A group's steps number their workers apart: the wear-out is a
         // lone phase's.
         wearout: plans.len() == 1 && plans[0].1.wearout,
+        steady: watch.as_ref(),
     };
     let outs = cluster::run_group_all(
         &phase,
@@ -804,6 +806,7 @@ fn run_data_phases(
         },
     );
     engine::live::end();
+    ctx.steady_found(watch);
     let outs = outs?;
     for ((j, _), slots) in plans.iter().zip(slots) {
         for (slot, p) in ks[*j].prepared.iter_mut().zip(slots) {
@@ -891,6 +894,7 @@ fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> Ph
             Vec::new()
         },
         series: out.digest.reported_series(plan.series),
+        steady: None,
     }
 }
 

@@ -1101,7 +1101,7 @@ fn index_loop<B: Backend>(
         if should_stop(ctl) {
             return false;
         }
-        if deadline.is_some_and(|d| t >= d) {
+        if deadline.is_some_and(|d| ctl.past(d, t)) {
             // The stonewall wear-out: on to the busiest thread's count.
             match at_limit(ctl, s, i, t, &mut sw_taken) {
                 Some(goal) => {
@@ -1271,7 +1271,7 @@ fn readdir_loop<B: Backend>(
                 return false;
             }
             if let Some(d) = deadline {
-                if t >= d {
+                if ctl.past(d, t) {
                     s.hit_deadline = true;
                     stopped = true;
                     return false;

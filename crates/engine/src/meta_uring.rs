@@ -1213,7 +1213,7 @@ fn queued_loop(
             if should_stop(ctl) {
                 tally.stopping = true;
                 finished = false;
-            } else if deadline.is_some_and(|d| tally.t_last >= d) {
+            } else if deadline.is_some_and(|d| ctl.past(d, tally.t_last)) {
                 s.hit_deadline = true;
                 tally.stopping = true;
                 finished = false;

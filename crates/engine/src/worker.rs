@@ -268,6 +268,9 @@ pub struct PhaseControl {
     /// Where the workers meet at the time limit, in a phase with the
     /// stonewall wear-out.
     pub wearout: Option<crate::wearout::WearOut>,
+    /// A deadline set while the phase runs (`--steady` reached), ns
+    /// since `epoch`; `u64::MAX`: none. Read only where a time limit is.
+    pub cut_ns: AtomicU64,
 }
 
 impl PhaseControl {
@@ -280,6 +283,23 @@ impl PhaseControl {
             first_done_ns: AtomicU64::new(0),
             epoch: Instant::now(),
             wearout: None,
+            cut_ns: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// Ends the phase at `at_ns` (ns since the epoch) as its time limit
+    /// would: a phase bounded by time stops there, its workers marked
+    /// time-limited, not interrupted.
+    pub fn cut(&self, at_ns: u64) {
+        self.cut_ns.fetch_min(at_ns, Ordering::Relaxed);
+    }
+
+    /// Whether `now` is past the time limit `deadline` or the cut.
+    #[inline]
+    pub fn past(&self, deadline: Instant, now: Instant) -> bool {
+        now >= deadline || {
+            let c = self.cut_ns.load(Ordering::Relaxed);
+            c != u64::MAX && ns_since(self.epoch, now) >= c
         }
     }
 
@@ -1129,7 +1149,7 @@ impl LoopState {
             if ctl.should_stop() {
                 self.stopping = true;
             } else if let Some(d) = lp.deadline {
-                if self.now >= d {
+                if ctl.past(d, self.now) {
                     self.stopping = true;
                     s.hit_deadline = true;
                 }

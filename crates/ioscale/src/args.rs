@@ -82,9 +82,49 @@ pub struct OverTime {
     /// row per interval per phase (and per point of a sweep).
     #[arg(long, value_name = "FILE")]
     pub series_csv: Option<PathBuf>,
+
+    /// End each timed phase once it is steady, as fio's steadystate=:
+    /// KIND:LIMIT:WINDOW[:RAMP] with KIND iops, iops_slope, bw or bw_slope,
+    /// LIMIT a share of the window's mean (5%) or a value (IOPS, MiB/s; per
+    /// second for a slope), WINDOW whole seconds judged one sample a second,
+    /// RAMP time before sampling. Needs --time (the longest a phase may
+    /// run); the point's figures are the steady window's, e.g. --time 10m
+    /// --steady iops:5%:30s
+    #[arg(long, value_name = "KIND:LIMIT:WINDOW")]
+    pub steady: Option<String>,
 }
 
 impl OverTime {
+    /// `--steady`, checked against the phases' time limit `time` and the
+    /// number of processes `ranks`.
+    pub fn steady(
+        &self,
+        time: Option<std::time::Duration>,
+        ranks: u32,
+    ) -> Result<Option<bench::steady::Steady>, String> {
+        let Some(text) = &self.steady else {
+            return Ok(None);
+        };
+        let s = bench::steady::Steady::parse(text).map_err(|e| format!("--steady {e}"))?;
+        if time.is_none() {
+            return Err(format!(
+                "--steady {text} needs --time: a phase ends when steady or at its time limit, \
+                 whichever comes first"
+            ));
+        }
+        if self.interval.trim() == "off" {
+            return Err(
+                "--steady reports the steady window from the series --interval off \
+                        turns off"
+                    .into(),
+            );
+        }
+        if ranks > 1 {
+            return Err("--steady is judged in one process: not available across MPI ranks".into());
+        }
+        Ok(Some(s))
+    }
+
     /// The interval asked for; a usage error names the flag (and refuses
     /// `--series-csv` without a series to write).
     pub fn interval(&self) -> Result<bench::interval::Interval, String> {

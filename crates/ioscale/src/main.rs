@@ -166,7 +166,11 @@ fn run_ranks(args: &RunArgs, mut raw: spec::RawWorkload, coord: &dyn coord::Coor
     // Sizes (--total), --reorder and layouts are checked for all workers.
     let spec = raw.build_across(ranks).map_err(Failure::usage)?;
     let interval = args.record.over_time.interval().map_err(Failure::usage)?;
-    let plan = bench::plan::Plan::single(spec).with_options(run_options(args.per_worker, interval));
+    let mut opts = run_options(args.per_worker, interval);
+    opts.steady = (args.record.over_time)
+        .steady(spec.time_limit, ranks)
+        .map_err(Failure::usage)?;
+    let plan = bench::plan::Plan::single(spec).with_options(opts);
     let outputs = [
         ("--json", args.record.json.as_deref()),
         ("--csv", args.record.csv.as_deref()),

@@ -21,6 +21,10 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         .build()
         .map_err(Failure::usage)?;
     let interval = args.record.over_time.interval().map_err(Failure::usage)?;
+    let mut opts = crate::job::run_options(args.per_worker, interval);
+    opts.steady = (args.record.over_time)
+        .steady(spec.time_limit, coord.size())
+        .map_err(Failure::usage)?;
     let outputs = [
         ("--json", args.record.json.as_deref()),
         ("--csv", args.record.csv.as_deref()),
@@ -37,8 +41,7 @@ fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {
         args.record.csv.as_deref(),
         "the tree",
     );
-    let plan = bench::plan::Plan::single(spec)
-        .with_options(crate::job::run_options(args.per_worker, interval));
+    let plan = bench::plan::Plan::single(spec).with_options(opts);
     let live = crate::front::live_plan(args.shown.progress, root, &plan, coord.size());
     let mut hooks = bench::exec::OnCleanup(|rs: &report::ResultSet| early.save(rs));
     let env = bench::exec::Env::new(command, stop, coord).with_hooks(&mut hooks);

@@ -121,6 +121,8 @@ struct Sweep {
     per_worker: bool,
     /// The inner command's `--interval`: each timed phase's series.
     interval: bench::interval::Interval,
+    /// The inner command's `--steady`: each timed phase ends once steady.
+    steady: Option<bench::steady::Steady>,
 }
 
 fn usage<T>(msg: impl Into<String>) -> Result<T, Usage> {
@@ -441,6 +443,7 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
     if interval == bench::interval::Interval::Off && args.series_csv.is_some() {
         return usage("--series-csv needs the series the inner --interval off turns off");
     }
+    let steady = inner_steady(&inner, args)?;
     check_layouts(kind, &lists.layouts)?;
     let (reps, trim) = reps_and_trim(args, &inner_reps)?;
     let reps_rule = reps_auto(args)?;
@@ -501,7 +504,25 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
         points,
         per_worker,
         interval,
+        steady,
     })
+}
+
+/// The inner command's `--steady`, checked against its `--time` (only
+/// the time limit's presence; its value is checked with the job) and
+/// refused under `--nodes` (judged in one process).
+fn inner_steady(
+    inner: &JobCommand,
+    args: &SweepArgs,
+) -> Result<Option<bench::steady::Steady>, Usage> {
+    let (over, time) = match inner {
+        JobCommand::Run(r) => (&r.record.over_time, &r.time),
+        JobCommand::Meta(m) => (&m.record.over_time, &m.time),
+        _ => return Ok(None),
+    };
+    let ranks = if args.nodes.is_some() { 2 } else { 1 };
+    over.steady(time.as_ref().map(|_| std::time::Duration::MAX), ranks)
+        .map_err(Usage)
 }
 
 /// The amount of work per thread of the first point (bytes for `run`,
@@ -1227,6 +1248,7 @@ impl Runner<'_> {
                 keep_going: true,
                 node_summary: !self.sweep.per_worker,
                 interval: self.sweep.interval,
+                steady: self.sweep.steady,
                 ..Default::default()
             })
             .rendered_by(bench::plan::Render::Sweep);

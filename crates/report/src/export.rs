@@ -694,6 +694,49 @@ fn stonewall_matters(p: &PhaseRecord) -> bool {
     p.stonewall.s > 0.0 && p.stonewall.s < 0.98 * p.elapsed_s && p.stonewall.bytes < p.bytes
 }
 
+/// What `--steady` found in phase `p`, in words: when it was steady, and
+/// that its figures are the steady window's (the warm-up before it is in
+/// the series, not in the figures); or that it ended before it was.
+fn steady_note(p: &PhaseRecord) -> Option<String> {
+    let st = p.steady.as_ref()?;
+    let pct = if st.limit_pct { "%" } else { "" };
+    let rule = format!(
+        "{} within {}{pct} over {} s",
+        st.criterion,
+        st.limit,
+        fmt_secs(st.window_s)
+    );
+    Some(match (&st.whole, st.at_s) {
+        (Some(w), Some(at)) => format!(
+            "steady after {} s ({rule}): figures are the steady window's {} s; the warm-up \
+             before it ({} in {} s) is in the series, not counted",
+            fmt_secs(at),
+            fmt_secs(p.elapsed_s),
+            if p.files.is_some() {
+                format!("{} files", w.ops.saturating_sub(p.ops))
+            } else {
+                format_size(w.bytes.saturating_sub(p.bytes))
+            },
+            fmt_secs((w.elapsed_s - p.elapsed_s).max(0.0)),
+        ),
+        (None, Some(at)) => format!(
+            "steady after {} s ({rule}); no series to take the window's figures from: \
+             figures cover the whole phase",
+            fmt_secs(at)
+        ),
+        _ => format!(
+            "not steady ({rule}) when the phase ended after {} s ({}): figures cover the \
+             whole phase",
+            fmt_secs(p.elapsed_s),
+            if p.time_limited {
+                "--time"
+            } else {
+                "its data was done"
+            }
+        ),
+    })
+}
+
 fn phase_notes(p: &PhaseRecord) -> Vec<String> {
     let who = format!("  {} rep {}", p.op, crate::model::shown_rep(p.rep));
     let mut notes = Vec::new();
@@ -705,11 +748,13 @@ fn phase_notes(p: &PhaseRecord) -> Vec<String> {
             fmt_rate(p.stonewall.bw_mib_s),
         ));
     }
-    if p.time_limited {
-        notes.push(format!(
+    match steady_note(p) {
+        Some(n) => notes.push(format!("{who}: {n}")),
+        None if p.time_limited => notes.push(format!(
             "{who}: stopped by --time after {} s; figures cover the work done until then",
             fmt_secs(p.elapsed_s)
-        ));
+        )),
+        None => {}
     }
     if p.interrupted {
         notes.push(format!(
@@ -963,11 +1008,13 @@ fn meta_phase_lines(p: &PhaseRecord) -> Vec<String> {
         fmt_secs(p.cpu_user_s),
         fmt_secs(p.cpu_sys_s)
     ));
-    if p.time_limited {
-        l.push(format!(
+    match steady_note(p) {
+        Some(n) => l.push(n),
+        None if p.time_limited => l.push(format!(
             "stopped by --time after {} s; figures cover the files done until then",
             fmt_secs(p.elapsed_s)
-        ));
+        )),
+        None => {}
     }
     if p.interrupted {
         l.push("interrupted; figures are partial and left out of the summary".into());
@@ -1047,6 +1094,7 @@ mod tests {
                 })
                 .collect(),
             series: None,
+            steady: None,
         }
     }
 

@@ -329,6 +329,50 @@ pub struct PhaseRecord {
     /// `--interval off` and in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<stats::Series>,
+    /// `--steady`: whether and when the phase was steady; when it was,
+    /// the phase's figures above are the steady window's and the whole
+    /// phase's are here. Absent without `--steady`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<SteadyRecord>,
+}
+
+/// What `--steady` found in a phase (docs/results.md).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SteadyRecord {
+    /// The criterion: `iops`, `iops_slope`, `bw` or `bw_slope` (fio's).
+    pub criterion: String,
+    /// The limit: a share of the window's mean in percent when
+    /// `limit_pct`, else IOPS, MiB/s, or per second for a slope.
+    pub limit: f64,
+    /// Whether `limit` is a percentage of the window's mean.
+    pub limit_pct: bool,
+    /// The window, seconds.
+    pub window_s: f64,
+    /// Seconds from the phase's start before samples are judged.
+    pub ramp_s: f64,
+    /// Whether the last window was steady before the phase ended.
+    pub reached: bool,
+    /// Seconds into the phase when it was (the end of the window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_s: Option<f64>,
+    /// The one-second samples judged, in the criterion's unit (IOPS or
+    /// MiB/s), the last window's when reached, else the last ones.
+    pub samples: Vec<f64>,
+    /// The whole phase's bytes, operations and seconds, warm-up
+    /// included, when `reached` (the phase's figures are the window's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub whole: Option<SteadyWhole>,
+}
+
+/// A whole phase's totals beside its steady window's figures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SteadyWhole {
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Operations completed.
+    pub ops: u64,
+    /// Seconds.
+    pub elapsed_s: f64,
 }
 
 /// File counts of one metadata phase. In such a phase `ops` is the number

@@ -1,0 +1,271 @@
+//! `--steady` (issue 28), known answers from the test FUSE file system:
+//! a burst-credit volume is steady only once its credit is spent, at its
+//! baseline; a steady target is steady in its first windows; a phase that
+//! ends first says it was not steady; the flag is refused where it cannot
+//! work. The levels and the time the credit ran out come from what
+//! `ioscale-testfs` was told and what it logged, never from ioscale.
+//!
+//! The tests take turns (a lock), so they do not load the CPUs under one
+//! another.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use common::fuse::TestFs;
+use common::*;
+use serde_json::Value;
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A write of 2 workers on `mnt` bounded by `time`, with `--steady
+/// rule`; returns the record's phase and the text report.
+fn steady_write(mnt: &Path, time: &str, rule: &str) -> (Value, String) {
+    let o = scratch();
+    let j = o.path().join("r.json");
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--threads",
+        "2",
+        "--size",
+        "1g",
+        "--xfer",
+        "64k",
+        "--time",
+        time,
+        "--steady",
+        rule,
+        "--json",
+        s(&j),
+        "-q",
+        s(mnt),
+    ]);
+    assert_code(&out, 0);
+    let rep = run(&["report", s(&j)]);
+    assert_code(&rep, 0);
+    (phases(&json(&j))[0].clone(), stdout(&rep))
+}
+
+/// The number after `key` in `text`.
+fn number_after(text: &str, key: &str) -> f64 {
+    let at = text
+        .find(key)
+        .unwrap_or_else(|| panic!("no {key:?} in:\n{text}"))
+        + key.len();
+    let n: String = text[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    n.parse()
+        .unwrap_or_else(|_| panic!("no number after {key:?} in:\n{text}"))
+}
+
+/// The window's figures are its own: bytes ÷ seconds, and the whole
+/// phase's totals beside them, larger.
+fn check_window(p: &Value) {
+    let st = &p["steady"];
+    let (bytes, el) = (
+        p["bytes"].as_f64().unwrap(),
+        p["elapsed_s"].as_f64().unwrap(),
+    );
+    assert!(
+        (p["bw_mib_s"].as_f64().unwrap() - bytes / el / 1048576.0).abs() < 1e-6,
+        "{p}"
+    );
+    assert!(el <= st["window_s"].as_f64().unwrap() + 1e-6, "{st}");
+    let whole = &st["whole"];
+    assert!(whole["bytes"].as_f64().unwrap() >= bytes, "{st}");
+    assert!(whole["elapsed_s"].as_f64().unwrap() >= el, "{st}");
+}
+
+#[test]
+fn a_burst_credit_volume_is_steady_only_at_its_baseline() {
+    let _t = turn();
+    // 40 MiB/s while 60 MiB of credit last, refilled at 10 MiB/s: the
+    // credit runs out about 2 s in.
+    let Some(fs) = TestFs::mount(&["--bw", "40m", "--burst-credit", "60m", "--baseline", "10m"])
+    else {
+        return;
+    };
+    let (p, text) = steady_write(fs.path(), "120s", "bw:10%:3s");
+    assert_empty(fs.source());
+    let (_, log) = fs.stop();
+    let spent = number_after(&log, "burst credit spent ");
+    let st = &p["steady"];
+    eprintln!("credit spent at {spent} s; {st}");
+    assert_eq!(st["reached"], true, "{st}");
+    assert_eq!(st["criterion"], "bw");
+    // Cut by the steady rule, long before the time limit.
+    assert_eq!(p["time_limited"], true);
+    let at = st["at_s"].as_f64().unwrap();
+    // The steady window starts after the credit ran out (the file
+    // system's clock starts at its first request, after the phase's), to
+    // within the one-second sample that holds both levels.
+    assert!(
+        at - 3.0 >= spent - 1.0,
+        "steady at {at} s, credit spent at {spent} s"
+    );
+    // The point's figure is the window's: the baseline, not the burst.
+    let bw = p["bw_mib_s"].as_f64().unwrap();
+    assert!((bw - 10.0).abs() <= 1.0, "window {bw} MiB/s, baseline 10");
+    check_window(&p);
+    let whole = &st["whole"];
+    let whole_bw =
+        whole["bytes"].as_f64().unwrap() / whole["elapsed_s"].as_f64().unwrap() / 1048576.0;
+    assert!(
+        whole_bw > 1.2 * bw,
+        "the warm-up at 40 MiB/s is not counted: {whole_bw}"
+    );
+    assert!(text.contains("write rep 1: steady after "), "{text}");
+    assert!(text.contains("is in the series, not counted"), "{text}");
+}
+
+#[test]
+fn a_steady_target_is_steady_in_its_first_windows() {
+    let _t = turn();
+    let Some(fs) = TestFs::mount(&["--bw", "20m"]) else {
+        return;
+    };
+    let (p, _) = steady_write(fs.path(), "120s", "bw:10%:3s");
+    assert_empty(fs.source());
+    let st = &p["steady"];
+    assert_eq!(st["reached"], true, "{st}");
+    // The first window ends in the 4th second (one sample a second); the
+    // bound is half the time limit, so a loaded machine's stray samples
+    // cannot break it, while a phase cut only by its limit would.
+    let at = st["at_s"].as_f64().unwrap();
+    assert!(at < 60.0, "steady only at {at} s of a steady target: {st}");
+    assert!((p["bw_mib_s"].as_f64().unwrap() - 20.0).abs() <= 2.0, "{p}");
+    check_window(&p);
+}
+
+#[test]
+fn a_phase_that_ends_first_is_not_steady_and_keeps_its_figures() {
+    let _t = turn();
+    let Some(fs) = TestFs::mount(&["--bw", "20m"]) else {
+        return;
+    };
+    // A 5 s window cannot fit in a 3 s phase.
+    let (p, text) = steady_write(fs.path(), "3s", "bw:50%:5s");
+    assert_empty(fs.source());
+    let st = &p["steady"];
+    assert_eq!(st["reached"], false, "{st}");
+    assert!(
+        st.get("at_s").is_none() && st.get("whole").is_none(),
+        "{st}"
+    );
+    assert!(p["elapsed_s"].as_f64().unwrap() >= 2.9, "{p}");
+    assert!(
+        text.contains("not steady (bw within 50% over 5.000 s) when the phase ended"),
+        "{text}"
+    );
+    assert!(text.contains("figures cover the whole phase"), "{text}");
+}
+
+#[test]
+fn steady_is_refused_where_it_cannot_work() {
+    let d = scratch();
+    let data = d.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let j = d.path().join("r.json");
+    for bad in [
+        // No time bound: nothing would stop a phase that is never steady.
+        vec!["--steady", "iops:5%:30s"],
+        vec!["--time", "10s", "--steady", "iops:5%"],
+        vec!["--time", "10s", "--steady", "lat:5%:30s"],
+        vec!["--time", "10s", "--steady", "iops:5%:1s"],
+        vec!["--time", "10s", "--steady", "iops:-5:3s"],
+        vec![
+            "--time",
+            "10s",
+            "--steady",
+            "iops:5%:3s",
+            "--interval",
+            "off",
+        ],
+    ] {
+        let mut args = vec!["run", "--op", "write", "--size", "1m", "--json", s(&j)];
+        args.extend(bad.iter().copied());
+        args.push(s(&data));
+        let out = run(&args);
+        assert_code(&out, 2);
+        assert!(
+            stderr(&out).contains("--steady"),
+            "{bad:?}: {}",
+            stderr(&out)
+        );
+        assert!(!j.exists(), "{bad:?}");
+    }
+    // The same for meta and for a sweep's inner command.
+    let out = run(&[
+        "meta",
+        "--ops",
+        "create",
+        "--steady",
+        "iops:5%:3s",
+        s(&data),
+    ]);
+    assert_code(&out, 2);
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "1m",
+        "--steady",
+        "bw:5%:3s",
+        s(&data),
+    ]);
+    assert_code(&out, 2);
+    assert!(names(&data).is_empty(), "{:?}", names(&data));
+}
+
+#[test]
+fn a_sweep_point_reports_its_steady_window() {
+    let _t = turn();
+    let Some(fs) = TestFs::mount(&["--bw", "20m"]) else {
+        return;
+    };
+    let o = scratch();
+    let j = o.path().join("s.json");
+    let out = run(&[
+        "sweep",
+        "--threads",
+        "1,2",
+        "--json",
+        s(&j),
+        "-q",
+        "--",
+        "run",
+        "--op",
+        "write",
+        "--size",
+        "1g",
+        "--xfer",
+        "64k",
+        "--time",
+        "120s",
+        "--steady",
+        "bw:10%:3s",
+        s(fs.path()),
+    ]);
+    assert_code(&out, 0);
+    let v = json(&j);
+    for pt in v["points"].as_array().unwrap() {
+        let p = &pt["result"]["phases"][0];
+        assert_eq!(p["steady"]["reached"], true, "{p}");
+        check_window(p);
+    }
+    assert_empty(fs.source());
+}

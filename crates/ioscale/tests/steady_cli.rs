@@ -228,6 +228,17 @@ fn steady_is_refused_where_it_cannot_work() {
         s(&data),
     ]);
     assert_code(&out, 2);
+    // fio's steady-state options are refused naming the native flag.
+    let dir = format!("--directory={}", s(&data));
+    for opt in ["--ss=iops:5%", "--steadystate_duration=30", "--ss_ramp=5"] {
+        let out = run(&["fio", "--name=j", "--rw=write", "--size=1m", &dir, opt]);
+        assert_code(&out, 2);
+        assert!(
+            stderr(&out).contains("--steady KIND:LIMIT:WINDOW"),
+            "{opt}: {}",
+            stderr(&out)
+        );
+    }
     assert!(names(&data).is_empty(), "{:?}", names(&data));
 }
 

@@ -197,6 +197,11 @@ pub fn refusal(key: &str) -> Option<&'static str> {
         | "iodepth_batch_complete_min" | "iodepth_low" => {
             "ioscale's io_uring engine keeps iodepth= requests in flight (native: --iodepth)"
         }
+        "steadystate" | "ss" | "steadystate_duration" | "ss_dur" | "steadystate_ramp_time"
+        | "ss_ramp" => {
+            "not in the fio front-end yet; the native `ioscale run --time T --steady \
+             KIND:LIMIT:WINDOW[:RAMP]` judges fio's criteria (docs/results.md)"
+        }
         "cpus_allowed" | "cpumask" | "numa_cpu_nodes" | "numa_mem_policy" => {
             "ioscale does not pin workers to CPUs"
         }

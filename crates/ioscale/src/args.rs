@@ -90,7 +90,7 @@ pub struct OverTime {
     /// RAMP time before sampling. Needs --time (the longest a phase may
     /// run); the point's figures are the steady window's, e.g. --time 10m
     /// --steady iops:5%:30s
-    #[arg(long, value_name = "KIND:LIMIT:WINDOW")]
+    #[arg(long, value_name = "RULE")]
     pub steady: Option<String>,
 }
 

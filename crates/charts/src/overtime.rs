@@ -500,7 +500,7 @@ mod tests {
         assert_eq!(thr.lines.len(), 2);
         assert_eq!(thr.lines[0].points[0], (0.5, 100.0));
         assert_eq!(thr.lines[0].points[30], (30.5, 20.0));
-        assert_eq!(lat.y_label, "p99 latency, ms");
+        assert_eq!(lat.y_label, "Tail latency (p99, ms)");
         assert_eq!(lat.lines[0].points[30].1, 3.0);
         assert_eq!(
             thr.marks,
@@ -532,7 +532,7 @@ mod tests {
             "{:?}",
             &thr.lines[0].points[..3]
         );
-        assert_eq!(lat.y_label, "p99 latency, µs");
+        assert_eq!(lat.y_label, "Tail latency (p99, µs)");
         assert!(thr.subtitle.contains("8.00 s interval"), "{}", thr.subtitle);
         assert!(p.name() == "read (shared) at 1 worker");
         // Every other interval of the raw series has no operation: at full

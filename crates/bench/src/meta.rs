@@ -23,8 +23,11 @@ use spec::{MetaOp, MetaSpec, TreeState};
 
 use std::sync::Arc;
 
+use engine::backend::posix::Posix;
+
 use crate::cluster::{self, Layout, PhaseOut};
-use crate::dataset::tree::{close, prepare, union, Tree};
+use crate::dataset::testdir::TestDir;
+use crate::dataset::tree::{close, prepare, prepare_in, union, Tree};
 use crate::error::Error;
 use crate::evidence::{meta_cache_warning, turns_warning, Machine};
 use crate::host;
@@ -91,7 +94,8 @@ pub(crate) fn run_meta(spec: &Arc<MetaSpec>, env: &mut StepEnv<'_>) -> Result<Ve
         warns,
         tree,
         machine,
-    } = setup(spec, env.coord, &mut notes)?;
+        testdir,
+    } = setup(spec, env.coord, env.opts.make_target, &mut notes)?;
     let results = new_record(env.command.clone(), host, JobSpec::Meta((**spec).clone()));
     let mut ctx = Ctx::new(env.coord, env.stop, env.opts, env.ramp);
     let mut k = MetaRun {
@@ -114,15 +118,23 @@ pub(crate) fn run_meta(spec: &Arc<MetaSpec>, env: &mut StepEnv<'_>) -> Result<Ve
         keep_going: env.opts.keep_going,
         pre: None,
         after: None,
+        testdir,
     };
     let seq = Sequence::new(&gspec.ops, gspec.reps, &gspec.target);
-    drive(
+    let out = drive(
         std::slice::from_mut(&mut k),
         &mut ctx,
         seq,
         vec![results],
         env.before_cleanup,
-    )
+    );
+    if let Some(d) = k.testdir.take() {
+        // A run that failed before its end: the directory goes when it
+        // made it and nothing is left in it.
+        drop(k.tree);
+        d.remove_if_made();
+    }
+    out
 }
 
 /// The metadata workload as a [`Kind`] of the phase driver: the tree, its
@@ -151,6 +163,9 @@ struct MetaRun<'s> {
     pre: Option<MetaOp>,
     /// The state the running timed phase leaves when it completes.
     after: Option<TreeState>,
+    /// The tool's own test directory, rank 0's (mdtest's `-d`, under
+    /// [`crate::plan::Options::make_target`]).
+    testdir: Option<TestDir<Posix>>,
 }
 
 impl<'s> MetaRun<'s> {
@@ -346,6 +361,9 @@ impl<'s> Kind for MetaRun<'s> {
             self.tree.marker.state = self.state;
             self.tree.marker.extent = self.extent;
             close(self.spec, &mut self.tree, self.ran_cleanup, &mut self.notes);
+            if let Some(d) = self.testdir.take() {
+                d.remove_if_made();
+            }
         }
         std::mem::take(&mut self.notes)
     }
@@ -373,6 +391,7 @@ struct Setup {
     warns: Vec<String>,
     tree: Tree,
     machine: Machine,
+    testdir: Option<TestDir<Posix>>,
 }
 
 /// The checks, warnings and tree before the first phase: collective calls
@@ -381,6 +400,32 @@ struct Setup {
 fn setup(
     spec: &MetaSpec,
     coord: &dyn Coordinator,
+    make_target: bool,
+    notes: &mut Vec<String>,
+) -> Result<Setup, Error> {
+    // The tool's test directory first: rank 0 opens or makes it, and every
+    // rank learns a refusal before anything else is looked at.
+    let testdir = (make_target && coord.rank() == 0)
+        .then(|| TestDir::open_or_make(&Posix, &spec.target))
+        .transpose();
+    let mut testdir = cluster::agree(coord, testdir)?;
+    let r = setup_in(spec, coord, testdir.as_ref(), notes);
+    match r {
+        Ok(s) => Ok(Setup { testdir, ..s }),
+        Err(e) => {
+            if let Some(d) = testdir.take() {
+                d.remove_if_made();
+            }
+            Err(e)
+        }
+    }
+}
+
+/// [`setup`] once the test directory, if any, is held.
+fn setup_in(
+    spec: &MetaSpec,
+    coord: &dyn Coordinator,
+    testdir: Option<&TestDir<Posix>>,
     notes: &mut Vec<String>,
 ) -> Result<Setup, Error> {
     let mut host = host::collect(&spec.target);
@@ -411,7 +456,12 @@ fn setup(
     // Rank 0 makes the tree; the others learn its marker only after that
     // (the broadcast), so nobody creates an entry before. Their copy never
     // writes the marker.
-    let made = topo.is_root().then(|| prepare(&gspec, &run_id, notes));
+    let made = topo.is_root().then(|| match testdir {
+        Some(d) => d
+            .handle()
+            .and_then(|h| prepare_in(h, &gspec, &run_id, notes)),
+        None => prepare(&gspec, &run_id, notes),
+    });
     let made = cluster::agree(coord, made.transpose())?;
     let tree = crate::dataset::tree::share(coord, made, &gspec)?;
     Ok(Setup {
@@ -421,6 +471,7 @@ fn setup(
         warns,
         tree,
         machine,
+        testdir: None,
     })
 }
 

@@ -308,6 +308,15 @@ pub struct Options {
     /// of a number per worker per phase.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub share_items: bool,
+    /// A metadata step's target is the tool's own test directory
+    /// (mdtest's `-d`): rank 0 opens it without following a link, or
+    /// makes it (one level) when nothing is there, before anything else;
+    /// a link, FIFO, device or other non-directory there is refused
+    /// (exit 2). The run works in the held directory, and removes it at
+    /// the end only when this run made it and it is empty
+    /// ([`crate::dataset::testdir::TestDir`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub make_target: bool,
     /// How finely each timed phase records its per-interval series
     /// (`--interval`; the default: 1 s, finer for a short phase).
     pub interval: crate::interval::Interval,

@@ -338,3 +338,83 @@ fn a_deep_leaf_tree_is_removed_without_walking_every_node_number() {
     assert_eq!(status.code(), Some(0));
     assert_eq!(names(d), Vec::<String>::new());
 }
+
+/// mdtest's `-d` is opened or made by the executor without following a
+/// link: a symbolic link (to a directory, or dangling), a FIFO or a
+/// device planted there is refused with exit 2 before anything is made,
+/// and whatever the link points at is left as it was.
+#[test]
+fn a_planted_link_fifo_or_device_at_the_test_directory_is_refused() {
+    let t = scratch();
+    let real = t.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::write(real.join("theirs"), b"foreign").unwrap();
+    let link = t.path().join("link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let dangling = t.path().join("dangling");
+    let nowhere = t.path().join("nowhere");
+    std::os::unix::fs::symlink(&nowhere, &dangling).unwrap();
+    let fifo = t.path().join("fifo");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let dev = t.path().join("null");
+    assert!(std::process::Command::new("mknod")
+        .args([s(&dev), "c", "1", "3"])
+        .status()
+        .unwrap()
+        .success());
+    // (A snapshot of the scratch directory would read the FIFO.)
+    let before = (names_of(t.path()), snapshot(&real));
+    for (d, kind) in [
+        (&link, "symbolic link"),
+        (&dangling, "symbolic link"),
+        (&fifo, "FIFO"),
+        (&dev, "character device"),
+    ] {
+        let out = md(&["-n", "4", "-d", s(d)]);
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains(kind), "{}: {err}", d.display());
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    }
+    assert_eq!((names_of(t.path()), snapshot(&real)), before);
+    assert!(std::fs::symlink_metadata(&nowhere).is_err());
+}
+
+/// A test directory that existed before the run stays after it; one the
+/// run made goes, unless a kept tree (-C) is in it.
+#[test]
+fn only_a_test_directory_the_run_made_is_removed() {
+    let t = scratch();
+    let pre = t.path().join("pre");
+    std::fs::create_dir(&pre).unwrap();
+    assert_code(&md(&["-n", "4", "-d", s(&pre)]), 0);
+    assert_empty(&pre);
+    let made = t.path().join("made");
+    let out = md(&["-n", "4", "-d", s(&made)]);
+    assert_code(&out, 0);
+    // The file system's line is there though the directory is gone.
+    assert!(stdout(&out).contains("Used FS:"), "{}", stdout(&out));
+    assert!(!made.exists(), "{:?}", names(t.path()));
+    // -C keeps the tree, so the directory holding it stays; -r removes
+    // the tree, and the directory (made by the -C run, not this one) stays.
+    let kept = t.path().join("kept");
+    assert_code(&md(&["-n", "4", "-F", "-C", "-d", s(&kept)]), 0);
+    assert!(!names(&kept).is_empty());
+    assert_code(&md(&["-n", "4", "-F", "-r", "-d", s(&kept)]), 0);
+    assert_empty(&kept);
+}
+
+/// The names in `dir` (one level), sorted, without opening any.
+fn names_of(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}

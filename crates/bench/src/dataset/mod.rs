@@ -45,6 +45,7 @@ use crate::error::Error;
 mod agnostic;
 pub mod peer;
 pub mod scaffold;
+pub mod testdir;
 pub mod tree;
 pub mod user;
 

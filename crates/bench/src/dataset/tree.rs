@@ -304,15 +304,32 @@ pub(crate) fn prepare_on<B: Backend>(
     run_id: &str,
     notes: &mut Vec<String>,
 ) -> Result<Tree<B>, Error> {
+    check_caps::<B>(spec)?;
+    let target = backend.open_target(&spec.target).map_err(fs_err)?;
+    prepare_in(target, spec, run_id, notes)
+}
+
+/// Refuses a workload the backend cannot run, naming the flag.
+fn check_caps<B: Backend>(spec: &MetaSpec) -> Result<(), Error> {
     B::capabilities()
         .check_meta(spec)
-        .map_err(|e| Error::Usage(e.to_string()))?;
+        .map_err(|e| Error::Usage(e.to_string()))
+}
+
+/// [`prepare_on`] in the target directory `target`, held already (mdtest's
+/// test directory, opened or made by [`super::testdir::TestDir`]).
+pub(crate) fn prepare_in<B: Backend>(
+    target: B::Dir,
+    spec: &MetaSpec,
+    run_id: &str,
+    notes: &mut Vec<String>,
+) -> Result<Tree<B>, Error> {
+    check_caps::<B>(spec)?;
     let p = Prep {
         spec,
         run_id,
         root: spec.target.join(spec.root_name()),
     };
-    let target = backend.open_target(&spec.target).map_err(fs_err)?;
     let mut tree = match target.stat_at(spec.root_name()).map_err(fs_err)? {
         None => p.make_new(target)?,
         Some(info) if info.kind != Kind::Dir => {

@@ -16,14 +16,13 @@
 //! for a later -T/-E/-r run, under ioscale's marker.
 
 use std::io::Write;
-use std::path::Path;
 
 use coord::Coordinator;
 use report::{Exporter, ResultSet};
 use spec::MetaSpec;
 
 use super::{Call, Front, Usage};
-use crate::exit::{Exit, Failure};
+use crate::exit::Exit;
 
 use render::{MdtestInfo, MdtestTextExporter};
 
@@ -116,33 +115,25 @@ impl Front for Mdtest {
             }
         }
         let began = timestamp();
-        let made_dir = make_test_dir(&spec, coord)?;
         let stop = crate::launch::install_signals()?;
         // mdtest's reports need no per-task rows: rank 0 receives one
-        // merged summary per node.
+        // merged summary per node. mdtest makes its test directory (-d,
+        // one level) when it is missing; the executor does, through the
+        // backend table, and removes it again when it made it.
         let plan = bench::plan::Plan::single(spec.clone())
             .with_options(bench::plan::Options {
                 node_summary: true,
+                make_target: true,
                 ..Default::default()
             })
             .rendered_by(bench::plan::Render::Mdtest);
         let live = super::live_plan(progress, root, &plan, coord.size());
-        let outcome = super::run_plan(call, "mdtest", &plan, live, coord, stop)
-            .inspect_err(|_| {
-                if made_dir {
-                    let _ = std::fs::remove_dir(&spec.target);
-                }
-            })?
-            .into_single();
+        let outcome = super::run_plan(call, "mdtest", &plan, live, coord, stop)?.into_single();
         if !root {
             return Ok(outcome.exit_code());
         }
         let info = info_for(call, &a, &spec, began, coord.size());
-        let code = print_results(&info, &outcome)?;
-        if made_dir && is_empty_dir(&spec.target) {
-            let _ = std::fs::remove_dir(&spec.target);
-        }
-        Ok(code)
+        print_results(&info, &outcome)
     }
 
     fn render(shown: &Shown, rs: &ResultSet) -> anyhow::Result<Vec<u8>> {
@@ -180,28 +171,6 @@ fn build(a: &MdArgs) -> Result<(MetaSpec, Vec<String>), Usage> {
     })
 }
 
-/// mdtest makes the test directory (one level) when it is missing; rank 0
-/// does, before any rank looks at it. `Ok(true)` when this run made it;
-/// a failure on every rank (rank 0's says why) when it cannot be made.
-fn make_test_dir(spec: &MetaSpec, coord: &dyn Coordinator) -> Result<bool, Failure> {
-    let mut made_dir = false;
-    let mut mkdir = Ok(());
-    if coord.rank() == 0 && !spec.target.exists() {
-        match std::fs::create_dir(&spec.target) {
-            Ok(()) => made_dir = true,
-            Err(e) => mkdir = Err(e),
-        }
-    }
-    bench::cluster::root_check(coord, mkdir).map_err(|e| match e {
-        Some(e) => Failure::refused(format!(
-            "-d {}: unable to create the test directory: {e}",
-            spec.target.display()
-        )),
-        None => Failure::Said(2),
-    })?;
-    Ok(made_dir)
-}
-
 /// mdtest's header facts of a finished run of `ranks` ranks.
 fn info_for(call: &Call<'_>, a: &MdArgs, spec: &MetaSpec, began: String, ranks: u32) -> Shown {
     // mdtest 4.0's Path is the test directory (-d) itself.
@@ -221,7 +190,10 @@ fn info_for(call: &Call<'_>, a: &MdArgs, spec: &MetaSpec, began: String, ranks: 
         began,
         finished: timestamp(),
         tasks: spec.threads * ranks,
-        fs: super::fs_stats(&path),
+        // The test directory, or its parent when the run made it and
+        // removed it again (the same file system: a directory the run made
+        // is no mount point).
+        fs: super::fs_stats(&path).or_else(|| super::fs_stats(&bench::dataset::parent_of(&path))),
         path: path.display().to_string(),
         items_all: spec.total_files() * ranks as u64,
         files,
@@ -265,10 +237,6 @@ fn time_only(info: &MdtestInfo, rs: &report::ResultSet) -> anyhow::Result<Vec<u8
         return Ok(both);
     };
     Ok(format!("{}{}", &text[..a], &text[b..]).into_bytes())
-}
-
-fn is_empty_dir(p: &Path) -> bool {
-    std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }
 
 #[cfg(test)]

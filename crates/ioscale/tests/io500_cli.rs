@@ -998,3 +998,49 @@ fn the_file_that_hit_eio_is_removed_with_the_rest() {
     assert!(!data.exists(), "{:?}", names(fs.path()));
     assert_empty(fs.source());
 }
+
+/// A config file that is a FIFO (nobody writing) or a device is refused
+/// with exit 2 and one line, nothing made: before, a FIFO hung the run in
+/// `read` and `/dev/zero` was read until memory ran out. A stuck run is
+/// killed after two minutes (the failure this test exists for).
+#[test]
+fn a_config_that_is_a_fifo_or_a_device_is_refused_at_once() {
+    let work = scratch();
+    let fifo = work.path().join("fifo.ini");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let zero = work.path().join("zero.ini");
+    assert!(std::process::Command::new("mknod")
+        .args([s(&zero), "c", "1", "5"])
+        .status()
+        .unwrap()
+        .success());
+    let data = work.path().join("d");
+    for (cfg, kind) in [(&fifo, "FIFO"), (&zero, "character device")] {
+        let mut child = std::process::Command::new(ioscale_path())
+            .args(["io500", s(cfg), s(&data)])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut waited = 0;
+        while child.try_wait().unwrap().is_none() && waited < 1200 {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            waited += 1;
+        }
+        if child.try_wait().unwrap().is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{}: io500 still reading its config", cfg.display());
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_code(&out, 2);
+        let err = stderr(&out);
+        assert!(err.contains(kind), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!data.exists(), "nothing made on a refusal");
+    }
+}

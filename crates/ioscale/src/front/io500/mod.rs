@@ -25,7 +25,7 @@ pub mod score;
 mod steps;
 pub mod sweep;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bench::dataset::scaffold::Scaffold;
 use clap::Parser;
@@ -139,6 +139,25 @@ struct Setup {
     ini: Option<(PathBuf, String)>,
 }
 
+/// The most a config file may hold: io500's are a few KiB.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Reads the config file: a regular file of bounded size only (a FIFO is
+/// not waited on, a device not read until memory runs out), as UTF-8.
+fn read_config(path: &Path) -> Result<String, String> {
+    let bytes =
+        safefs::read_bounded("config", path, MAX_CONFIG_BYTES).map_err(|e| match &e.kind {
+            safefs::FlagErrorKind::Io(io) => format!("config {}: {io}", path.display()),
+            safefs::FlagErrorKind::Refused(_) => e.to_string(),
+        })?;
+    String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "config {}: stream did not contain valid UTF-8",
+            path.display()
+        )
+    })
+}
+
 fn setup(a: &Args) -> Result<Setup, String> {
     let mut ini = None;
     let mut target = None;
@@ -147,8 +166,7 @@ fn setup(a: &Args) -> Result<Setup, String> {
             if ini.is_some() {
                 return Err(format!("{op}: one config file only"));
             }
-            let text = std::fs::read_to_string(op).map_err(|e| format!("config {op}: {e}"))?;
-            ini = Some((PathBuf::from(op), text));
+            ini = Some((PathBuf::from(op), read_config(Path::new(op))?));
         } else if target.replace(PathBuf::from(op)).is_some() {
             return Err(format!(
                 "{op}: one TARGET (data directory) only; name the config with a .ini file name"

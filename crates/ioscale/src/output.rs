@@ -352,3 +352,85 @@ pub(crate) fn check_png_dir(d: &Path) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// A private scratch directory of result files a command hands between
+/// its own steps (io500's sweep: each point's record), made fresh under
+/// the temporary directory and removed at the end, by the safe paths:
+/// made with `mkdir` below the held temporary directory (never through a
+/// link, never an existing name), mode 0700; its files written by
+/// [`write_named`] and read by `safefs::read_bounded` (a regular file of
+/// bounded size only); removed by name through the held handle — only the
+/// names handed out by [`Scratch::file`] — and then `rmdir`, checked
+/// against the identity it was made with.
+pub(crate) struct Scratch {
+    parent: safefs::DirHandle,
+    name: String,
+    held: safefs::DirHandle,
+    files: std::cell::RefCell<Vec<String>>,
+}
+
+impl Scratch {
+    /// A new directory `PREFIX-PID-N` under the temporary directory.
+    pub(crate) fn new(prefix: &str) -> anyhow::Result<Scratch> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = std::env::temp_dir();
+        let parent = safefs::DirHandle::open_target(&tmp)?;
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mut last = None;
+        for n in 0..16u32 {
+            let name = format!("{prefix}-{}-{stamp}-{n}", std::process::id());
+            match parent.mkdir_at(&name, 0o700) {
+                Ok(held) => {
+                    // mkdir's mode is masked by the umask; the records are
+                    // the run's own.
+                    let _ = std::fs::set_permissions(
+                        held.path(),
+                        std::fs::Permissions::from_mode(0o700),
+                    );
+                    return Ok(Scratch {
+                        parent,
+                        name,
+                        held,
+                        files: Default::default(),
+                    });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.map_or_else(|| anyhow::anyhow!("no scratch directory"), Into::into))
+    }
+
+    /// The path of the scratch file `name` (a single path component),
+    /// removed with the directory.
+    pub(crate) fn file(&self, name: &str) -> std::path::PathBuf {
+        let mut files = self.files.borrow_mut();
+        if !files.iter().any(|f| f == name) {
+            files.push(name.to_string());
+        }
+        self.held.child_path(name)
+    }
+
+    /// The bytes of scratch file `name`, when it was written: a regular
+    /// file of at most `safefs::MAX_RECORD_BYTES` only.
+    pub(crate) fn read(&self, name: &str) -> Option<Vec<u8>> {
+        safefs::read_bounded("scratch", &self.file(name), safefs::MAX_RECORD_BYTES).ok()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let files = self.files.borrow();
+        for f in files.iter() {
+            let _ = self.held.unlink_at(f, None);
+        }
+        // A write cut short leaves its temporary name beside the file.
+        for t in self.held.list().unwrap_or_default() {
+            if safefs::temp_base(&t).is_some_and(|b| files.iter().any(|f| b == f.as_str())) {
+                let _ = self.held.unlink_at(&t, None);
+            }
+        }
+        let _ = self.parent.rmdir_at(&self.name, Some(self.held.id()));
+    }
+}

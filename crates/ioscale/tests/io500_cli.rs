@@ -392,21 +392,28 @@ fn a_sweep_runs_io500_once_per_task_count() {
     let cfg = ini(work.path(), &data, &res, "");
     let j = work.path().join("sw.json");
     let c = work.path().join("sw.csv");
-    let out = run(&[
-        "sweep",
-        "--tasks",
-        "1,2",
-        "--json",
-        s(&j),
-        "--csv",
-        s(&c),
-        "--",
-        "io500",
-        "--stonewall",
-        "1s",
-        s(&cfg),
-    ]);
+    // The points' scratch records go under TMPDIR, and nothing is left
+    // there after the sweep.
+    let tmp = scratch();
+    let out = run_tmp(
+        tmp.path(),
+        &[
+            "sweep",
+            "--tasks",
+            "1,2",
+            "--json",
+            s(&j),
+            "--csv",
+            s(&c),
+            "--",
+            "io500",
+            "--stonewall",
+            "1s",
+            s(&cfg),
+        ],
+    );
     assert_code(&out, 0);
+    assert_empty(tmp.path());
     let v = json(&j);
     assert_eq!(v["kind"], "io500-sweep");
     let pts = v["points"].as_array().unwrap();
@@ -997,6 +1004,11 @@ fn the_file_that_hit_eio_is_removed_with_the_rest() {
     assert!(res.join("result.txt").is_file());
     assert!(!data.exists(), "{:?}", names(fs.path()));
     assert_empty(fs.source());
+}
+
+/// `run` with the temporary directory `tmp` (TMPDIR).
+fn run_tmp(tmp: &Path, args: &[&str]) -> std::process::Output {
+    ioscale().args(args).env("TMPDIR", tmp).output().unwrap()
 }
 
 /// A config file that is a FIFO (nobody writing) or a device is refused

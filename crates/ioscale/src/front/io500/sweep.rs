@@ -9,7 +9,6 @@
 //! says that, without repetitions, it cannot tell them from noise.
 
 use std::fmt::Write as _;
-use std::path::Path;
 use std::sync::atomic::Ordering;
 
 use coord::Coordinator;
@@ -80,38 +79,6 @@ fn task_counts(a: &SweepArgs) -> Result<Vec<u32>, String> {
         .collect()
 }
 
-/// Rank 0's scratch directory of point records, removed at the end.
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    /// A new directory under the temporary directory, unique to this run.
-    fn new() -> std::io::Result<Scratch> {
-        let d = std::env::temp_dir().join(format!(
-            "ioscale-io500-sweep-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos())
-        ));
-        std::fs::create_dir(&d)?;
-        Ok(Scratch(d))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if let Ok(rd) = std::fs::read_dir(&self.0) {
-            for e in rd.flatten() {
-                let n = e.file_name();
-                if n.to_string_lossy().starts_with("point-") {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
-        }
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
-
 /// One point: its task count, exit code and io500 record (when written).
 struct Point {
     tasks: u32,
@@ -123,16 +90,13 @@ struct Point {
 pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     let root = coord.rank() == 0;
     let (words, counts) = checked(a, coord)?;
-    // Each point's record goes to a scratch directory of rank 0's.
-    let scratch = if root { Some(Scratch::new()?) } else { None };
-    let scratch_path: String = coord
-        .broadcast_as(
-            &scratch
-                .as_ref()
-                .map(|d| d.0.display().to_string())
-                .unwrap_or_default(),
-        )
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Each point's record goes to a scratch directory of rank 0's (the
+    // other ranks write no record).
+    let scratch = if root {
+        Some(crate::output::Scratch::new("ioscale-io500-sweep")?)
+    } else {
+        None
+    };
     let stop = crate::launch::install_signals()?;
     let mut points: Vec<Point> = Vec::new();
     let mut code = 0;
@@ -144,20 +108,29 @@ pub fn sweep(a: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         if root && !a.quiet {
             announce(k, counts.len(), tasks, coord.size());
         }
-        let json_path = Path::new(&scratch_path).join(format!("point-{k}.json"));
+        let json_name = format!("point-{k}.json");
+        // Every rank runs the same command line.
+        let json_path: String = coord
+            .broadcast_as(
+                &scratch
+                    .as_ref()
+                    .map(|d| d.file(&json_name).display().to_string())
+                    .unwrap_or_default(),
+            )
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let mut argv = words.clone();
         argv.extend([
             "--tasks".to_string(),
             tasks.to_string(),
             "--json".to_string(),
-            json_path.display().to_string(),
+            json_path,
             "--resultdir-sub".to_string(),
             format!("tasks-{tasks}"),
         ]);
         let c = point_code(super::ranks_main_quiet(&argv, coord, a.quiet), root)?;
-        let record = root
-            .then(|| std::fs::read(&json_path).ok())
-            .flatten()
+        let record = scratch
+            .as_ref()
+            .and_then(|d| d.read(&json_name))
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
         points.push(Point {
             tasks,

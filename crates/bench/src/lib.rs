@@ -28,6 +28,8 @@
 //! - [`digest`]: a phase's samples folded per rank and node, so rank 0
 //!   need not hold every worker's; the [`digest::Sample`] trait they share.
 //! - [`error`]: the one error type, with its exit code.
+//! - [`stamp`]: a time stamp file made and timed (io500's timestamp
+//!   phase).
 //! - [`topology`]: ranks, nodes, threads per rank and worker ids, once.
 //! - [`host`]: what is recorded about the machine and the target.
 
@@ -47,6 +49,7 @@ mod phase;
 pub mod plan;
 mod record;
 pub mod run;
+pub mod stamp;
 pub mod steady;
 pub mod topology;
 

@@ -179,17 +179,10 @@ impl ResultDir {
         Ok(())
     }
 
-    /// The modification time of the regular file `name` (seconds,
-    /// nanoseconds), read without following a link.
-    pub(crate) fn mtime(&self, name: &str) -> anyhow::Result<(i64, u32)> {
-        use std::os::fd::AsFd;
-        let st = rustix::fs::statat(
-            self.dir.as_fd(),
-            name,
-            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-        )
-        .map_err(|e| anyhow::anyhow!("{}: {e}", self.dir.child_path(name).display()))?;
-        Ok((st.st_mtime, st.st_mtime_nsec as u32))
+    /// The held directory, for the driver library's steps that make a
+    /// file in it (io500's timestamp file: `bench::stamp`).
+    pub(crate) fn held(&self) -> &safefs::DirHandle {
+        &self.dir
     }
 }
 

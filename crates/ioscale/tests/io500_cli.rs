@@ -44,6 +44,10 @@ fn short_run(target: &Path, tasks: usize) {
     let v = json(&json_path);
     check_score(&v);
     check_layout(&data, &v, tasks);
+    // The timestamp phase's time is the driver library's measurement of
+    // making the file, never a constant.
+    let ts = phase(&v, "timestamp")["elapsed_s"].as_f64().unwrap();
+    assert!(ts > 0.0 && ts.is_finite(), "timestamp elapsed_s {ts}");
     // The results directory: the summary as printed, result.txt, each
     // phase's files as io500 names them.
     let summary = std::fs::read_to_string(res.join("result_summary.txt")).unwrap();

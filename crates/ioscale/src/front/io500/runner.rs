@@ -311,30 +311,20 @@ fn sw_ops(p: &report::PhaseRecord) -> u64 {
     p.stonewall.bytes.checked_div(xfer).unwrap_or(0)
 }
 
-/// The timestamp phase: rank 0 creates the empty file find's `-newer`
-/// compares with, in the result directory, through its safe routine;
-/// every rank learns its modification time.
+/// The timestamp phase: the driver library makes the empty file find's
+/// `-newer` compares with in the held result directory and times it
+/// (`bench::stamp`); every rank learns its modification time. This only
+/// renders the figure.
 fn timestamp(start: &Start, coord: &dyn Coordinator, carried: &mut Carried) -> Option<Figures> {
-    let t0 = std::time::Instant::now();
-    let mut made: Result<(i64, u32), String> = Err(String::new());
-    if let Some(rd) = &start.resdir {
-        made = rd
-            .write("timestampfile", b"")
-            .and_then(|()| rd.mtime("timestampfile"))
-            .map_err(|e| format!("{e:#}"));
-    }
-    let elapsed = t0.elapsed().as_secs_f64();
-    let shared = coord
-        .broadcast_as(&made.as_ref().ok().copied())
-        .unwrap_or(None);
-    carried.stamp = shared;
-    Some(match (shared, made) {
-        (Some(_), _) => Figures {
-            elapsed_s: elapsed,
+    let dir = start.resdir.as_ref().map(|rd| rd.held());
+    let made = bench::stamp::stamp::<engine::backend::posix::Posix>(dir, "timestampfile", coord);
+    carried.stamp = made.as_ref().ok().map(|s| s.modified);
+    Some(match made {
+        Ok(s) => Figures {
+            elapsed_s: s.elapsed_s,
             ..Default::default()
         },
-        (None, Err(e)) if !e.is_empty() => failed(format!("timestampfile: {e}")),
-        (None, _) => failed("rank 0 could not make the timestamp file".into()),
+        Err(e) => failed(format!("timestampfile: {e}")),
     })
 }
 

@@ -427,3 +427,71 @@ impl Drop for Scratch {
         let _ = self.parent.rmdir_at(&self.name, Some(self.held.id()));
     }
 }
+
+/// Refuses, before the run, a symbolic link at `p`: a result file written
+/// under a name anyone can predict (fio's `NAME_bw.N.log`), where a link
+/// planted there would have the results written over the file it names.
+pub(crate) fn check_not_link(flag: &str, p: &Path) -> anyhow::Result<()> {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_symlink() => anyhow::bail!(
+            "{flag} {}: it is a symbolic link, which ioscale never writes through \
+             for this file; remove it, or choose another name",
+            p.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// [`write_named`] for a result file checked by [`check_not_link`]: a FIFO
+/// or character device there is written into; anything else is replaced
+/// by name through its held directory (`safefs::replace_at`), so a link
+/// planted at the name after the check is refused, never followed, and a
+/// directory or device is refused.
+pub(crate) fn write_named_nofollow(flag: &str, p: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::FileTypeExt as _;
+    if let Ok(m) = std::fs::symlink_metadata(p) {
+        let t = m.file_type();
+        if t.is_fifo() || t.is_char_device() {
+            return write_named(flag, p, bytes);
+        }
+    }
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let Some(name) = p.file_name() else {
+        anyhow::bail!("{flag} {}: not a file name", p.display());
+    };
+    safefs::DirHandle::open_target(dir)
+        .and_then(|d| safefs::replace_at(&d, name, bytes))
+        .map_err(|e| safefs::FlagError::of(flag, p, e))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A link planted at the name after the check is refused, its target
+    /// kept; a regular file there is replaced.
+    #[test]
+    fn write_named_nofollow_never_writes_through_a_link() {
+        let d = tempfile::tempdir().unwrap();
+        let foreign = d.path().join("foreign");
+        std::fs::write(&foreign, b"theirs").unwrap();
+        let log = d.path().join("x_bw.1.log");
+        std::fs::write(&log, b"old").unwrap();
+        write_named_nofollow("write_bw_log", &log, b"new").unwrap();
+        assert_eq!(std::fs::read(&log).unwrap(), b"new");
+        std::fs::remove_file(&log).unwrap();
+        std::os::unix::fs::symlink(&foreign, &log).unwrap();
+        assert!(check_not_link("write_bw_log", &log).is_err());
+        let e = write_named_nofollow("write_bw_log", &log, b"log").unwrap_err();
+        assert!(format!("{e:#}").contains("write_bw_log"), "{e:#}");
+        assert_eq!(std::fs::read(&foreign).unwrap(), b"theirs");
+        assert!(std::fs::symlink_metadata(&log)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+}

@@ -594,3 +594,52 @@ fn a_signal_while_laying_out_ends_with_130_and_unlinks() {
     assert_code(&out, 130);
     assert!(ls(fs.source()).is_empty(), "left {:?}", ls(fs.source()));
 }
+
+/// A symbolic link planted at a log's (predictable) name, to a foreign
+/// file or dangling, is refused before the run (exit 2, nothing laid out)
+/// and never written through: before, the foreign file was replaced with
+/// the log.
+#[test]
+fn a_link_at_a_log_name_is_refused_before_the_run_and_never_followed() {
+    for (log, name) in [
+        ("--write_bw_log=lg", "lg_bw.1.log"),
+        ("--write_iops_log=lg", "lg_iops.1.log"),
+        ("--write_lat_log=lg", "lg_clat.1.log"),
+    ] {
+        for dangling in [false, true] {
+            let t = scratch();
+            let d = t.path();
+            let foreign = d.join("foreign");
+            if !dangling {
+                std::fs::write(&foreign, b"theirs").unwrap();
+            }
+            std::os::unix::fs::symlink(&foreign, d.join(name)).unwrap();
+            let dir = format!("--directory={}", s(d));
+            let out = fio(
+                &[
+                    "--name=j",
+                    "--rw=write",
+                    "--bs=4k",
+                    "--size=64k",
+                    &dir,
+                    log,
+                    "--log_avg_msec=100",
+                ],
+                d,
+            );
+            assert_code(&out, 2);
+            let err = stderr(&out);
+            assert!(err.contains("symbolic link") && err.contains(name), "{err}");
+            if dangling {
+                assert!(std::fs::symlink_metadata(&foreign).is_err());
+            } else {
+                assert_eq!(std::fs::read(&foreign).unwrap(), b"theirs");
+            }
+            assert!(!d.join("j.0.0").exists(), "nothing laid out");
+            assert!(std::fs::symlink_metadata(d.join(name))
+                .unwrap()
+                .file_type()
+                .is_symlink());
+        }
+    }
+}

@@ -1,10 +1,13 @@
 //! fio's per-job logs (`write_bw_log`, `write_iops_log`, `write_lat_log`):
 //! their names, known before the first run so that every one is checked
-//! with the command's other outputs ([`outputs`]), and their text, written
-//! through the binary's one safe output routine ([`crate::output`]) as
-//! every other result file is: a FIFO is written into (a signal ends the
-//! wait for its reader), a device other than a character device is
-//! refused, a regular file is replaced whole.
+//! with the command's other outputs ([`outputs`]; a symbolic link at a
+//! log's name is refused, exit 2: the names are predictable), and their
+//! text, written through the binary's safe output routine
+//! (`crate::output::write_named_nofollow`): a FIFO is written into (a
+//! signal ends the wait for its reader), a device other than a character
+//! device is refused, a regular file is replaced whole by name through its
+//! held directory, and a link planted at the name meanwhile is refused,
+//! never followed.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -122,7 +125,9 @@ pub(super) fn write(
                 io_logs(j, &mine, sampled.t0, n)
             };
             for (log, path, body) in files {
-                if let Err(e) = crate::output::write_named(log.option(), &path, body.as_bytes()) {
+                if let Err(e) =
+                    crate::output::write_named_nofollow(log.option(), &path, body.as_bytes())
+                {
                     failed.push(format!("{e:#}"));
                 }
             }

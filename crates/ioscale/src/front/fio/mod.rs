@@ -527,7 +527,13 @@ fn check_outputs(cli: &parse::Cli, planned: &[Planned]) -> Result<(), Failure> {
         .flat_map(|(_, paths)| paths)
         .map(|p| ("the data file ", p.as_path()))
         .collect();
-    crate::output::check_output_set(&outputs, &data).map_err(Failure::refused)
+    crate::output::check_output_set(&outputs, &data).map_err(Failure::refused)?;
+    // A log's name is predictable: a link planted there is refused, not
+    // written through (fio would follow it).
+    for (o, p) in &logs {
+        crate::output::check_not_link(o, p).map_err(Failure::refused)?;
+    }
+    Ok(())
 }
 
 /// One run with its workloads (one per file of each clone, `nrfiles`)

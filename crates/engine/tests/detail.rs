@@ -8,13 +8,18 @@ mod common;
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 
 use common::Tmpfs;
 use engine::registry::EngineOptions;
 use engine::uring::{SubmitMode, UringOptions};
 use engine::{run_worker, Detail, PhaseControl, PhasePlan, Prepared};
 use spec::Op;
+
+/// The live totals are per worker slot and process-wide: the tests of this
+/// file run worker 0 each, so one at a time (two at once counted each
+/// other's requests in the totals).
+static SLOT_0: Mutex<()> = Mutex::new(());
 
 fn plan(op: Op, file: PathBuf, engine: &str) -> PhasePlan {
     let spec = spec::RawWorkload {
@@ -39,6 +44,7 @@ fn plan(op: Op, file: PathBuf, engine: &str) -> PhasePlan {
 
 #[test]
 fn slat_clat_and_lat_add_up_by_direction_for_every_engine_setting() {
+    let _one = SLOT_0.lock().unwrap_or_else(|e| e.into_inner());
     let t = Tmpfs::mount("detail", "size=32m");
     let base = UringOptions::default();
     let settings: Vec<(&str, UringOptions)> = vec![
@@ -123,6 +129,7 @@ fn slat_clat_and_lat_add_up_by_direction_for_every_engine_setting() {
 /// per-request log, in the same process as the test above.
 #[test]
 fn each_plan_keeps_what_it_asks_for_and_no_more() {
+    let _one = SLOT_0.lock().unwrap_or_else(|e| e.into_inner());
     let t = Tmpfs::mount("detail-off", "size=8m");
     let file = t.0.join("data");
     let opts = EngineOptions::default();

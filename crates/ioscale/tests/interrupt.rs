@@ -112,8 +112,10 @@ fn meta_stops_on_sigterm_and_sigint() {
         assert_eq!(ph.len(), 1, "stat never started");
         assert_eq!(ph[0]["op"], "create");
         assert_eq!(ph[0]["interrupted"], true);
+        // The 2000 entries counted held the tree's own directories, its
+        // marker and its lock beside the files: a few fewer creates.
         let made = ph[0]["ops"].as_u64().unwrap();
-        assert!((2000..10_000_000).contains(&made), "{made}");
+        assert!((1900..10_000_000).contains(&made), "{made}");
         assert_intact(tp, &before, &format!("signal {sig}"));
     }
 }

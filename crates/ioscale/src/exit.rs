@@ -60,17 +60,9 @@ pub enum Failure {
     Said(i32),
 }
 
-/// A command line the front-end refuses: printed with exit code 2.
-#[derive(Debug)]
-pub struct Usage(pub String);
-
-impl std::fmt::Display for Usage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Usage {}
+/// A command line the front-end refuses: printed with exit code 2 (the
+/// front-ends' parsers in `compat` return it).
+pub use compat::Usage;
 
 impl Failure {
     /// A command line that cannot run as given.

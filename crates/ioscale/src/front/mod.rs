@@ -12,9 +12,11 @@
 //! The mdtest and smallfile front-ends build a [`spec::RawMeta`] instead:
 //! a plan of one metadata step.
 //!
-//! This file holds what the front-ends share, below them: the [`Front`]
-//! trait and the helpers of their parsers and drivers. [`registry`], above
-//! them, names every one.
+//! Each tool's syntax and layouts live in the `compat` crate
+//! (`compat::NAME::{parse, render}`, re-exported here as `NAME::parse` and
+//! `NAME::render`); what stays here is the driver of each. This file holds
+//! what the drivers share, below them: the [`Front`] trait and their
+//! helpers. [`registry`], above them, names every one.
 
 pub mod dd;
 pub mod fio;
@@ -24,9 +26,6 @@ pub mod mdtest;
 pub mod registry;
 pub mod smallfile;
 
-#[cfg(test)]
-mod layouts;
-
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -35,17 +34,19 @@ use coord::Coordinator;
 use report::ResultSet;
 
 use crate::exit::{Exit, Failure};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-// A front-end's usage error is the binary's (`exit`); named here for the
-// front-ends' parsers.
-pub use crate::exit::Usage;
+// What the front-ends' parsers share lives in the `compat` crate beside
+// their parsers and renderers; named here for the drivers.
+pub use compat::args::{in_tool_terms, Usage};
+pub use compat::FsStats;
 
 /// A compatibility front-end: a tool's command line in, the tool's own
-/// layout out. Each one is a folder here — `mod.rs` (the driver, and this
-/// trait's impl), `parse.rs` (the tool's syntax into [`Front::Request`]) and
-/// `render.rs` (its layout) — plus one line in [`registry::REGISTRY`] (and its clap
-/// subcommand in `cli.rs`, for `--help` and completions).
+/// layout out. Each one is a folder here, `mod.rs` (the driver, and this
+/// trait's impl), and one in the `compat` crate, `parse.rs` (the tool's
+/// syntax into [`Front::Request`]) and `render.rs` (its layout), plus one
+/// line in [`registry::REGISTRY`] (and its clap subcommand in `cli.rs`, for
+/// `--help` and completions).
 pub trait Front {
     /// The subcommand (`ioscale NAME …`), also the prefix of its messages
     /// (`NAME: error: …`).
@@ -107,139 +108,10 @@ pub(crate) fn write_record(command: &str, p: Option<&Path>, rs: &ResultSet) -> i
     }
 }
 
-/// A tool's single-letter options, as its getopt string would list them,
-/// and how they set the tool's parsed command line `A`.
-pub struct ShortOpts<A> {
-    /// The tool's name in messages ("IOR", "mdtest").
-    pub tool: &'static str,
-    /// The subcommand named in `--help` hints ("ior", "mdtest").
-    pub cmd: &'static str,
-    /// Letters that take a value (`-t 1m`, `-t1m`, `-t=1m`).
-    pub value: &'static str,
-    /// Letters that are flags and may be bundled (`-wrk`).
-    pub flags: &'static str,
-    /// Why a letter ioscale knows of is refused, naming the nearest native option.
-    pub unsupported: fn(&str) -> Option<&'static str>,
-    /// Said of a word that is not an option (where the tool names its path).
-    pub operand_hint: &'static str,
-    /// Records `-h`.
-    pub help: fn(&mut A),
-    /// Applies a letter of `value` with its value.
-    pub apply_value: fn(&mut A, char, &str) -> Result<(), Usage>,
-    /// Applies a letter of `flags`.
-    pub apply_flag: fn(&mut A, char),
-}
-
-/// What one short-option word held.
-pub enum Short {
-    /// `-h`.
-    Help,
-    /// A letter that takes a value, and the value.
-    Value(char, String),
-    /// One or more flag letters, all known and supported.
-    Flags(String),
-}
-
-/// Reads one getopt-style word into `a` (see [`short_option`]) with the
-/// tool's own appliers: help, a letter's value, or each bundled flag.
-pub fn read_short<A>(
-    o: &ShortOpts<A>,
-    a: &mut A,
-    arg: &str,
-    args: &[String],
-    i: &mut usize,
-) -> Result<(), Usage> {
-    match short_option(o, arg, args, i)? {
-        Short::Help => (o.help)(a),
-        Short::Value(c, v) => (o.apply_value)(a, c, &v)?,
-        Short::Flags(fs) => fs.chars().for_each(|f| (o.apply_flag)(a, f)),
-    }
-    Ok(())
-}
-
-/// Reads one getopt-style word (`args[*i - 1]` is `arg`), taking the next
-/// word as the value where the letter needs one. IOR and mdtest share this
-/// syntax; only their letters differ. Every refusal names the option, and
-/// the whole word when it was part of a bundle.
-pub fn short_option<A>(
-    o: &ShortOpts<A>,
-    arg: &str,
-    args: &[String],
-    i: &mut usize,
-) -> Result<Short, Usage> {
-    let usage = |m: String| Usage(m);
-    let Some(body) = arg.strip_prefix('-').filter(|b| !b.is_empty()) else {
-        return Err(usage(format!(
-            "unexpected argument '{arg}': {} takes options only ({})",
-            o.tool, o.operand_hint
-        )));
-    };
-    let mut chars = body.chars();
-    let c = chars.next().expect("body is not empty");
-    if c == 'h' {
-        return Ok(Short::Help);
-    }
-    if o.value.contains(c) {
-        let rest = chars.as_str();
-        let rest = rest.strip_prefix('=').unwrap_or(rest);
-        let v = if rest.is_empty() {
-            let v = args
-                .get(*i)
-                .ok_or_else(|| usage(format!("-{c} needs a value")))?;
-            *i += 1;
-            v.clone()
-        } else {
-            rest.to_string()
-        };
-        return Ok(Short::Value(c, v));
-    }
-    let within = if body.chars().count() > 1 {
-        format!(" (in {arg})")
-    } else {
-        String::new()
-    };
-    for f in body.chars() {
-        let opt = format!("-{f}");
-        if let Some(hint) = (o.unsupported)(&opt) {
-            return Err(usage(format!("{opt}{within}: {hint}")));
-        }
-        if o.flags.contains(f) {
-            continue;
-        }
-        return Err(usage(if o.value.contains(f) {
-            format!("{opt} takes a value; give it as its own option (e.g. `{opt} VALUE`), not bundled in {arg}")
-        } else if f == '=' {
-            format!(
-                "{arg}: a flag takes no value; give the flag alone (see `ioscale {} --help`)",
-                o.cmd
-            )
-        } else {
-            format!(
-                "{opt}{within}: not an {} option ioscale supports; see `ioscale {} --help` and docs/compat.md",
-                o.tool, o.cmd
-            )
-        }));
-    }
-    Ok(Short::Flags(body.to_string()))
-}
-
 /// Now in C's `ctime` form in local time (`Mon Jun  1 19:21:30 2020`),
 /// as IOR prints its time stamps.
 pub fn ctime_now() -> String {
     bench::host::local_now("%a %b %e %H:%M:%S %Y")
-}
-
-/// File-system capacity figures for IOR's `FS` line (from statvfs).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct FsStats {
-    /// Size in bytes.
-    pub total_bytes: u64,
-    /// Bytes in use.
-    pub used_bytes: u64,
-    /// Inodes in all.
-    pub inodes: u64,
-    /// Inodes in use.
-    pub used_inodes: u64,
 }
 
 /// Capacity of the file system holding `dir`, for IOR's `FS` line.
@@ -288,45 +160,6 @@ pub fn print_problems(prefix: &str, rs: &report::ResultSet) {
     print_mismatches(prefix, rs);
     for w in &rs.warnings {
         eprintln!("{prefix}: warning: {w}");
-    }
-}
-
-/// A workload check's message in the front-end's own terms: the spec
-/// names ioscale's native flags (`--xfer`), which a user of the tool never
-/// typed, so the flags the refusal carries ([`spec::SpecError::flags`])
-/// are followed by the tool's option for each (`map`: native flag → tool
-/// option, in `map`'s order), e.g. "(in IOR's terms: -t is --xfer)".
-pub fn in_tool_terms(tool: &str, msg: &str, flags: &[&str], map: &[(&str, &str)]) -> String {
-    let terms: Vec<String> = map
-        .iter()
-        .filter(|(native, _)| flags.contains(native))
-        .map(|(native, theirs)| format!("{theirs} is {native}"))
-        .collect();
-    if terms.is_empty() {
-        msg.to_string()
-    } else {
-        format!("{msg} (in {tool}'s terms: {})", terms.join(", "))
-    }
-}
-
-/// The value of a front-end's own `--progress MODE` (IOR, mdtest,
-/// smallfile and fio have no option of that name, so it clashes with
-/// nothing of theirs).
-pub fn progress_value(v: &str) -> Result<crate::progress::ProgressMode, Usage> {
-    crate::progress::parse_mode(v)
-        .ok_or_else(|| Usage(format!("--progress {v}: use auto, bar, plain or none")))
-}
-
-/// `-a API` of IOR and mdtest: ioscale issues POSIX calls only; any other
-/// API is refused with `instead`, what ioscale issues and the way to ask
-/// for it.
-pub fn posix_api(v: &str, instead: &str) -> Result<(), Usage> {
-    if v.eq_ignore_ascii_case("POSIX") {
-        Ok(())
-    } else {
-        Err(Usage(format!(
-            "-a {v}: not supported: ioscale issues POSIX {instead}"
-        )))
     }
 }
 

@@ -20,8 +20,7 @@ use super::{Call, Front, Usage};
 use crate::exit::{Exit, Failure};
 use render::{DdInfo, DdStatus, DdTextExporter};
 
-pub mod parse;
-pub mod render;
+pub use compat::dd::{parse, render};
 
 use parse::*;
 

@@ -14,8 +14,7 @@
 
 mod files;
 mod logs;
-pub mod parse;
-pub mod render;
+pub use compat::fio::{parse, render};
 pub mod sample;
 
 use std::io::Write;

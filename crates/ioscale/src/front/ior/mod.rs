@@ -22,8 +22,7 @@ use crate::exit::{Exit, Failure};
 
 use render::{IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
 
-pub mod parse;
-pub mod render;
+pub use compat::ior::{parse, render};
 
 use parse::*;
 

@@ -26,8 +26,7 @@ use crate::exit::Exit;
 
 use render::{MdtestInfo, MdtestTextExporter};
 
-pub mod parse;
-pub mod render;
+pub use compat::mdtest::{parse, render};
 
 use parse::*;
 

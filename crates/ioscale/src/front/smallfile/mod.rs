@@ -23,8 +23,7 @@ use super::{Call, Front, Usage};
 use crate::exit::{Exit, Failure};
 use render::{SmallfileInfo, SmallfileTextExporter};
 
-pub mod parse;
-pub mod render;
+pub use compat::smallfile::{parse, render};
 
 use parse::*;
 

@@ -1,7 +1,7 @@
 //! IOR's command line, read the way IOR reads it, and what it means as
 //! an ioscale workload ([`to_raw`]).
 
-use crate::front::Usage;
+use crate::Usage;
 use bench::dataset::parent_of;
 use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMode};
 use std::path::PathBuf;
@@ -10,45 +10,78 @@ use std::time::Duration;
 /// What the IOR command line asked for, before the workload is built.
 #[derive(Debug, Default)]
 pub struct IorArgs {
-    pub(super) api: Option<String>,
-    pub(super) block: Option<u64>,
-    pub(super) xfer: Option<u64>,
-    pub(super) segments: Option<u64>,
-    pub(super) fpp: bool,
-    pub(super) unique_dir: bool,
-    pub(super) out: Option<String>,
-    pub(super) existing: bool,
-    pub(super) tasks: Option<u64>,
-    pub(super) keep: bool,
-    pub(super) write: bool,
-    pub(super) read: bool,
-    pub(super) check_write: bool,
-    pub(super) check_read: bool,
-    pub(super) seed: Option<u64>,
-    pub(super) reorder: bool,
-    pub(super) task_offset: Option<u64>,
-    pub(super) random: bool,
-    pub(super) fsync: bool,
-    pub(super) fsync_each: bool,
-    pub(super) deadline: u64,
-    pub(super) wearout: bool,
-    pub(super) reps: Option<u64>,
-    pub(super) delay: u64,
-    pub(super) max_minutes: u64,
-    pub(super) single_xfer: bool,
-    pub(super) verbose: u32,
-    pub(super) ref_num: i64,
-    pub(super) direct: bool,
-    pub(super) summary_format: Option<String>,
-    pub(super) summary_file: Option<PathBuf>,
-    pub(super) print_spec: bool,
+    /// `-a API`: only POSIX is accepted.
+    pub api: Option<String>,
+    /// `-b`: the contiguous bytes each task writes per segment.
+    pub block: Option<u64>,
+    /// `-t`: the size of one transfer.
+    pub xfer: Option<u64>,
+    /// `-s`: how many segments (blocks per task).
+    pub segments: Option<u64>,
+    /// `-F`: a file per process instead of one shared file.
+    pub fpp: bool,
+    /// `-u`: each task's file in a directory of its own.
+    pub unique_dir: bool,
+    /// `-o`: the test file's path.
+    pub out: Option<String>,
+    /// `-E`: use the existing test file (no create, no truncate).
+    pub existing: bool,
+    /// `-N`: the number of tasks.
+    pub tasks: Option<u64>,
+    /// `-k`: keep the test files after the run.
+    pub keep: bool,
+    /// `-w`: a write phase.
+    pub write: bool,
+    /// `-r`: a read phase.
+    pub read: bool,
+    /// `-W`: read back and check what was written.
+    pub check_write: bool,
+    /// `-R`: check the data read.
+    pub check_read: bool,
+    /// `-G`: the time-stamp signature that seeds the data pattern.
+    pub seed: Option<u64>,
+    /// `-C`: each task reads what its neighbour wrote.
+    pub reorder: bool,
+    /// `-Q`: how many tasks away the neighbour of `-C` is.
+    pub task_offset: Option<u64>,
+    /// `-z`: transfers at random offsets.
+    pub random: bool,
+    /// `-e`: fsync once after the write phase.
+    pub fsync: bool,
+    /// `-Y`: fsync after every write.
+    pub fsync_each: bool,
+    /// `-D`: the stonewall deadline in seconds (0: none).
+    pub deadline: u64,
+    /// `-O stoneWallingWearOut=1`: after the deadline every task finishes the pairs the slowest reached.
+    pub wearout: bool,
+    /// `-i`: the repetitions.
+    pub reps: Option<u64>,
+    /// `-d`: seconds to wait between repetitions.
+    pub delay: u64,
+    /// `-T`: the most minutes a phase may run (0: no limit).
+    pub max_minutes: u64,
+    /// `-x`: one attempt per transfer, no retry of a short one.
+    pub single_xfer: bool,
+    /// `-v` (each adds one) or `-O verbose=N`: IOR's verbosity.
+    pub verbose: u32,
+    /// `-A`: the reference number shown in the summary.
+    pub ref_num: i64,
+    /// `--posix.odirect`: the files are opened with `O_DIRECT`.
+    pub direct: bool,
+    /// `-O summaryFormat=`: `JSON` or `CSV`, `None` for IOR's text.
+    pub summary_format: Option<String>,
+    /// `-O summaryFile=`: where the summary goes instead of standard output.
+    pub summary_file: Option<PathBuf>,
+    /// `--print-spec` (ioscale's): print the checked workload and run nothing.
+    pub print_spec: bool,
     /// `--progress MODE` (ioscale's; IOR has no such option).
-    pub(super) progress: Option<crate::progress::ProgressMode>,
-    pub(super) help: bool,
+    pub progress: Option<crate::progress::ProgressMode>,
+    /// `-h` or `--help`.
+    pub help: bool,
 }
 
 /// ioscale's flags that workload checks name, and IOR's options for them.
-pub(super) const NATIVE_FLAGS: &[(&str, &str)] = &[
+pub const NATIVE_FLAGS: &[(&str, &str)] = &[
     ("--xfer", "-t"),
     ("--block", "-b"),
     ("--size", "-b × -s"),
@@ -62,12 +95,12 @@ pub(super) const NATIVE_FLAGS: &[(&str, &str)] = &[
 ];
 
 /// IOR options that take a value.
-pub(super) const VALUE_OPTS: &str = "abtsoNiGQDdTOA";
+pub const VALUE_OPTS: &str = "abtsoNiGQDdTOA";
 /// IOR flags ioscale supports.
-pub(super) const FLAG_OPTS: &str = "FuEkwrWRCzeYgxv";
+pub const FLAG_OPTS: &str = "FuEkwrWRCzeYgxv";
 
 /// The getopt-style syntax of the options above.
-pub(super) const SHORT: crate::front::ShortOpts<IorArgs> = crate::front::ShortOpts {
+pub const SHORT: crate::args::ShortOpts<IorArgs> = crate::args::ShortOpts {
     tool: "IOR",
     cmd: "ior",
     value: VALUE_OPTS,
@@ -80,7 +113,7 @@ pub(super) const SHORT: crate::front::ShortOpts<IorArgs> = crate::front::ShortOp
 };
 
 /// The IOR options ioscale refuses, with the nearest native equivalent.
-pub(super) fn unsupported(opt: &str) -> Option<&'static str> {
+pub fn unsupported(opt: &str) -> Option<&'static str> {
     Some(match opt {
         "-c" => "collective MPI-IO is not supported: ioscale issues independent POSIX I/O (use -a POSIX)",
         "-f" => "IOR scripts are not supported: run one command line per test, or use `ioscale sweep`",
@@ -106,7 +139,7 @@ pub(super) fn unsupported(opt: &str) -> Option<&'static str> {
 
 /// IOR 4.0's long options (and the POSIX backend's) that ioscale refuses,
 /// each with the nearest native option or the reason there is none.
-pub(super) fn unsupported_long(name: &str) -> Option<&'static str> {
+pub fn unsupported_long(name: &str) -> Option<&'static str> {
     Some(match name {
         "collective" => "collective MPI-IO (-c) is not supported: ioscale issues independent POSIX I/O (use -a POSIX)",
         "dataPacketType" => {
@@ -130,22 +163,25 @@ pub(super) fn unsupported_long(name: &str) -> Option<&'static str> {
     })
 }
 
-pub(super) fn usage(msg: impl Into<String>) -> Usage {
+/// A usage error with this message.
+pub fn usage(msg: impl Into<String>) -> Usage {
     Usage(msg.into())
 }
 
-pub(super) fn size_of(opt: &str, v: &str) -> Result<u64, Usage> {
+/// A size option's value (`1m`, `4k`), or a usage error naming `opt`.
+pub fn size_of(opt: &str, v: &str) -> Result<u64, Usage> {
     parse_size(v).map_err(|e| usage(format!("{opt} {v}: {e}")))
 }
 
-pub(super) fn count_of(opt: &str, v: &str) -> Result<u64, Usage> {
+/// A count option's value, or a usage error naming `opt`.
+pub fn count_of(opt: &str, v: &str) -> Result<u64, Usage> {
     parse_count(v).map_err(|e| usage(format!("{opt} {v}: {e}")))
 }
 
 /// IOR's `-O` directives that are another spelling of a short option
 /// (IOR 4.0's `DecodeDirective`, names compared without case): the option,
 /// and whether it takes a value (a flag directive is `NAME=0|1`).
-pub(super) const DIRECTIVES: &[(&str, char, bool)] = &[
+pub const DIRECTIVES: &[(&str, char, bool)] = &[
     ("api", 'a', true),
     ("refnum", 'A', true),
     ("testfile", 'o', true),
@@ -186,7 +222,8 @@ pub(super) const DIRECTIVES: &[(&str, char, bool)] = &[
     ("memorypernode", 'M', true),
 ];
 
-pub(super) fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
+/// Applies `-O KEY=VALUE[,KEY=VALUE…]`: ioscale's directives, and the directive spelling of each short option.
+pub fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
     for kv in v.split(',').filter(|s| !s.is_empty()) {
         let (k, val) = kv.split_once('=').ok_or_else(|| {
             usage(format!(
@@ -273,12 +310,13 @@ pub(super) fn apply_o(a: &mut IorArgs, v: &str) -> Result<(), Usage> {
     Ok(())
 }
 
-pub(super) fn apply_value(a: &mut IorArgs, c: char, v: &str) -> Result<(), Usage> {
+/// Applies a value option (a letter of [`VALUE_OPTS`]) with its value.
+pub fn apply_value(a: &mut IorArgs, c: char, v: &str) -> Result<(), Usage> {
     let opt = format!("-{c}");
     let opt = opt.as_str();
     match c {
         'a' => {
-            crate::front::posix_api(
+            crate::args::posix_api(
                 v,
                 "pread/pwrite (use -a POSIX; for asynchronous I/O the nearest native option is \
                  `ioscale run --engine io_uring`)",
@@ -314,7 +352,8 @@ pub(super) fn apply_value(a: &mut IorArgs, c: char, v: &str) -> Result<(), Usage
     Ok(())
 }
 
-pub(super) fn apply_flag(a: &mut IorArgs, c: char) {
+/// Applies a flag (a letter of [`FLAG_OPTS`]).
+pub fn apply_flag(a: &mut IorArgs, c: char) {
     match c {
         'F' => a.fpp = true,
         'u' => a.unique_dir = true,
@@ -336,7 +375,7 @@ pub(super) fn apply_flag(a: &mut IorArgs, c: char) {
 }
 
 /// First stage: IOR's syntax into [`IorArgs`].
-pub(super) fn parse(args: &[String]) -> Result<IorArgs, Usage> {
+pub fn parse(args: &[String]) -> Result<IorArgs, Usage> {
     let mut a = IorArgs::default();
     let mut i = 0;
     while i < args.len() {
@@ -352,10 +391,10 @@ pub(super) fn parse(args: &[String]) -> Result<IorArgs, Usage> {
                         .get(i)
                         .ok_or_else(|| usage("--progress needs auto, bar, plain or none"))?;
                     i += 1;
-                    a.progress = Some(crate::front::progress_value(v)?);
+                    a.progress = Some(crate::args::progress_value(v)?);
                 }
                 _ if long.starts_with("progress=") => {
-                    a.progress = Some(crate::front::progress_value(&long["progress=".len()..])?);
+                    a.progress = Some(crate::args::progress_value(&long["progress=".len()..])?);
                 }
                 _ if unsupported_long(long.split('=').next().unwrap_or(long)).is_some() => {
                     let name = long.split('=').next().unwrap_or(long);
@@ -376,13 +415,13 @@ pub(super) fn parse(args: &[String]) -> Result<IorArgs, Usage> {
             }
             continue;
         }
-        crate::front::read_short(&SHORT, &mut a, arg, args, &mut i)?;
+        crate::args::read_short(&SHORT, &mut a, arg, args, &mut i)?;
     }
     Ok(a)
 }
 
 /// Second stage: IOR's meaning of the options, as an ioscale workload.
-pub(super) fn to_raw(a: &IorArgs) -> Result<RawWorkload, Usage> {
+pub fn to_raw(a: &IorArgs) -> Result<RawWorkload, Usage> {
     if a.wearout && a.deadline == 0 {
         // IOR 4.0 refuses this too ("only sensible when setting a stonewall
         // deadline with -D").

@@ -2,42 +2,58 @@
 //! they mean as an ioscale workload ([`to_raw`]).
 
 use super::render::DdStatus;
-use crate::front::Usage;
+use crate::Usage;
 use bench::dataset::parent_of;
 use spec::{parse_count, parse_size, FileNaming, Layout, Op, RawWorkload, SyncMode};
 use std::path::{Path, PathBuf};
 
+/// What the dd command line asked for, before the workload is built.
 #[derive(Debug, Default, Clone)]
 pub struct DdArgs {
-    pub(super) input: Option<String>,
-    pub(super) output: Option<String>,
-    pub(super) bs: Option<u64>,
-    pub(super) count: Option<u64>,
-    pub(super) sync: Option<SyncMode>,
-    pub(super) fdatasync: bool,
-    pub(super) notrunc: bool,
-    pub(super) odirect: bool,
-    pub(super) idirect: bool,
-    pub(super) status: DdStatus,
-    pub(super) jobs: Option<u64>,
-    pub(super) rm: bool,
-    pub(super) print_spec: bool,
+    /// `if=`: the file read (or `/dev/zero` for a write).
+    pub input: Option<String>,
+    /// `of=`: the file written (or `/dev/null` for a read).
+    pub output: Option<String>,
+    /// `bs=`: the block size, in bytes.
+    pub bs: Option<u64>,
+    /// `count=`: how many blocks.
+    pub count: Option<u64>,
+    /// How writes reach the device: `conv=fsync`/`fdatasync` (once at the end), `oflag=sync`/`dsync` (every write).
+    pub sync: Option<SyncMode>,
+    /// `conv=fdatasync`: the end's sync is `fdatasync`, not `fsync`.
+    pub fdatasync: bool,
+    /// `conv=notrunc`: the output is not truncated before the write.
+    pub notrunc: bool,
+    /// `oflag=direct`: the output is written with `O_DIRECT`.
+    pub odirect: bool,
+    /// `iflag=direct`: the input is read with `O_DIRECT`.
+    pub idirect: bool,
+    /// `status=`: what dd prints to standard error.
+    pub status: DdStatus,
+    /// `--jobs N` (ioscale's): N copies of the transfer side by side, one thread and one file each.
+    pub jobs: Option<u64>,
+    /// `--rm` (ioscale's): the files written are removed after the run.
+    pub rm: bool,
+    /// `--print-spec` (ioscale's): print the checked workload and run nothing.
+    pub print_spec: bool,
     /// `--record FILE` (ioscale's): the canonical JSON record.
-    pub(super) record: Option<PathBuf>,
+    pub record: Option<PathBuf>,
     /// `--progress MODE` (ioscale's).
-    pub(super) progress: Option<crate::progress::ProgressMode>,
-    pub(super) help: bool,
+    pub progress: Option<crate::progress::ProgressMode>,
+    /// `--help`.
+    pub help: bool,
 }
 
-pub(super) fn usage(msg: impl Into<String>) -> Usage {
+/// A usage error with this message.
+pub fn usage(msg: impl Into<String>) -> Usage {
     Usage(msg.into())
 }
 
 /// The most copies `--jobs` runs: the workload's thread limit.
-pub(super) const MAX_JOBS: u64 = 4_096;
+pub const MAX_JOBS: u64 = 4_096;
 
 /// `--jobs N`: a count of at least 1, at most [`MAX_JOBS`].
-pub(super) fn parse_jobs(flag: &str, v: &str) -> Result<u64, Usage> {
+pub fn parse_jobs(flag: &str, v: &str) -> Result<u64, Usage> {
     match parse_count(v) {
         Ok(0) => Err(usage(format!("{flag} {v}: give at least 1 copy"))),
         // Each copy is a thread (and a file name made before any check of
@@ -52,7 +68,7 @@ pub(super) fn parse_jobs(flag: &str, v: &str) -> Result<u64, Usage> {
 
 /// dd's size syntax: GNU's `c`, `w` and `b` multipliers, then ioscale's
 /// sizes (`K`/`M`/`G` powers of 1024, `kB`/`MB`/`GB` powers of 1000).
-pub(super) fn dd_size(op: &str, v: &str) -> Result<u64, Usage> {
+pub fn dd_size(op: &str, v: &str) -> Result<u64, Usage> {
     let err = |e: String| usage(format!("{op}={v}: {e}"));
     let (num, mult) = match v.as_bytes().last() {
         Some(b'c') => (&v[..v.len() - 1], 1),
@@ -166,7 +182,7 @@ fn apply_iflag(a: &mut DdArgs, v: &str) -> Result<(), Usage> {
 }
 
 /// dd's operands and ioscale's options into [`DdArgs`].
-pub(super) fn parse(args: &[String]) -> Result<DdArgs, Usage> {
+pub fn parse(args: &[String]) -> Result<DdArgs, Usage> {
     let mut a = DdArgs::default();
     let mut i = 0;
     while i < args.len() {
@@ -204,7 +220,7 @@ pub(super) fn parse(args: &[String]) -> Result<DdArgs, Usage> {
                 .get(i)
                 .ok_or_else(|| usage("--progress needs auto, bar, plain or none"))?;
             i += 1;
-            a.progress = Some(crate::front::progress_value(v)?);
+            a.progress = Some(crate::args::progress_value(v)?);
             continue;
         }
         if arg == "--record" {
@@ -218,7 +234,7 @@ pub(super) fn parse(args: &[String]) -> Result<DdArgs, Usage> {
             continue;
         }
         if let Some(v) = arg.strip_prefix("--progress=") {
-            a.progress = Some(crate::front::progress_value(v)?);
+            a.progress = Some(crate::args::progress_value(v)?);
             continue;
         }
         if arg.starts_with('-') {
@@ -237,7 +253,7 @@ pub(super) fn parse(args: &[String]) -> Result<DdArgs, Usage> {
 }
 
 /// The file of job `j` (1-based): `{}` replaced by `j`, or `-j` appended.
-pub(super) fn job_path(name: &str, j: u64, jobs: Option<u64>) -> PathBuf {
+pub fn job_path(name: &str, j: u64, jobs: Option<u64>) -> PathBuf {
     if name.contains("{}") {
         PathBuf::from(name.replace("{}", &j.to_string()))
     } else if jobs.is_some() {
@@ -247,7 +263,8 @@ pub(super) fn job_path(name: &str, j: u64, jobs: Option<u64>) -> PathBuf {
     }
 }
 
-pub(super) fn is_dev(name: &str, dev: &str) -> bool {
+/// Whether the operand `name` is the device path `dev` (`/dev/zero`, `/dev/null`), compared as paths.
+pub fn is_dev(name: &str, dev: &str) -> bool {
     Path::new(name) == Path::new(dev)
 }
 
@@ -304,7 +321,7 @@ fn blocks_to_read(
 
 /// Second stage: dd's meaning of the operands, as an ioscale workload,
 /// and the notes to say before the run.
-pub(super) fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
+pub fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
     let mut notes = Vec::new();
     let input = a.input.as_deref().ok_or_else(|| {
         usage("if= is required: ioscale does not read standard input; use if=/dev/zero to measure writes")

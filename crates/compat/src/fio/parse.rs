@@ -32,7 +32,7 @@ impl EngineKind {
     }
 }
 
-use crate::front::Usage;
+use crate::Usage;
 
 fn usage(msg: impl Into<String>) -> Usage {
     Usage(msg.into())
@@ -327,7 +327,7 @@ pub fn parse_cli(args: &[String]) -> Result<Cli, Usage> {
             "print-spec" => cli.print_spec = true,
             "progress" => {
                 let v = take("auto, bar, plain or none")?;
-                cli.progress = Some(super::super::progress_value(&v)?);
+                cli.progress = Some(crate::args::progress_value(&v)?);
             }
             "output" => cli.output = Some(PathBuf::from(take("a file name")?)),
             "ioscale-json" => cli.ioscale_json = Some(PathBuf::from(take("a file name")?)),

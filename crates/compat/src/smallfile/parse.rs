@@ -1,43 +1,69 @@
 //! smallfile_cli.py's command line, read the way smallfile reads it, and
 //! what it means as an `ioscale meta` workload ([`to_raw`]).
 
-use crate::front::Usage;
+use crate::Usage;
 use spec::{FileSize, MetaOp, RawMeta};
 use std::path::PathBuf;
 
 /// What the smallfile command line asked for.
 #[derive(Debug)]
 pub struct SfArgs {
-    pub(super) operation: String,
-    pub(super) top: Option<PathBuf>,
-    pub(super) threads: u64,
-    pub(super) files: u64,
-    pub(super) file_size_kb: u64,
-    pub(super) record_size_kb: u64,
-    pub(super) files_per_dir: u64,
-    pub(super) dirs_per_dir: u64,
-    pub(super) same_dir: bool,
-    pub(super) hash_into_dirs: bool,
-    pub(super) prefix: String,
-    pub(super) fsync: bool,
-    pub(super) response_times: bool,
-    pub(super) output_json: Option<PathBuf>,
+    /// `--operation`: create, read, append, stat, … or cleanup.
+    pub operation: String,
+    /// `--top`: the directory the files go under.
+    pub top: Option<PathBuf>,
+    /// `--threads`: the threads.
+    pub threads: u64,
+    /// `--files`: files per thread.
+    pub files: u64,
+    /// `--file-size`: each file's size in KiB.
+    pub file_size_kb: u64,
+    /// `--record-size`: the size of one read or write in KiB (0: the file size).
+    pub record_size_kb: u64,
+    /// `--files-per-dir`: files in each directory.
+    pub files_per_dir: u64,
+    /// `--dirs-per-dir`: subdirectories in each directory.
+    pub dirs_per_dir: u64,
+    /// `--same-dir Y`: every thread in one directory.
+    pub same_dir: bool,
+    /// `--hash-into-dirs Y`: files spread over the directories by a hash of their names.
+    pub hash_into_dirs: bool,
+    /// `--prefix`: the start of each file's name.
+    pub prefix: String,
+    /// `--fsync Y`: fsync each file after its write.
+    pub fsync: bool,
+    /// `--response-times Y`: each operation's time recorded.
+    pub response_times: bool,
+    /// `--output-json`: where smallfile's JSON results go.
+    pub output_json: Option<PathBuf>,
     /// `--record FILE` (ioscale's): the canonical JSON record.
-    pub(super) record: Option<PathBuf>,
-    pub(super) stonewall: bool,
-    pub(super) finish: bool,
-    pub(super) verify_read: Option<bool>,
-    pub(super) incompressible: bool,
-    pub(super) xattr_size: u64,
-    pub(super) xattr_count: u64,
-    pub(super) cleanup_delay_usec: u64,
-    pub(super) verbose: bool,
-    pub(super) log_to_stderr: bool,
-    pub(super) print_spec: bool,
+    pub record: Option<PathBuf>,
+    /// `--stonewall Y`: a thread that finishes stops the others' measurement.
+    pub stonewall: bool,
+    /// `--finish Y`: threads stopped by the stonewall still do all their files.
+    pub finish: bool,
+    /// `--verify-read`: check the data read (`None`: smallfile's default).
+    pub verify_read: Option<bool>,
+    /// `--incompressible Y`: data that does not compress.
+    pub incompressible: bool,
+    /// `--xattr-size`: bytes per extended attribute.
+    pub xattr_size: u64,
+    /// `--xattr-count`: extended attributes per file.
+    pub xattr_count: u64,
+    /// `--cleanup-delay-usec`: a pause before cleanup, in microseconds.
+    pub cleanup_delay_usec: u64,
+    /// `--verbose Y`.
+    pub verbose: bool,
+    /// `--log-to-stderr Y`.
+    pub log_to_stderr: bool,
+    /// `--print-spec` (ioscale's): print the checked workload and run nothing.
+    pub print_spec: bool,
     /// `--progress MODE` (ioscale's; smallfile has no such option).
-    pub(super) progress: Option<crate::progress::ProgressMode>,
-    pub(super) help: bool,
-    pub(super) notes: Vec<String>,
+    pub progress: Option<crate::progress::ProgressMode>,
+    /// `--help`.
+    pub help: bool,
+    /// What ioscale says before the run about options it accepts but does not act on.
+    pub notes: Vec<String>,
 }
 
 impl Default for SfArgs {
@@ -75,12 +101,13 @@ impl Default for SfArgs {
     }
 }
 
-pub(super) fn usage(msg: impl Into<String>) -> Usage {
+/// A usage error with this message.
+pub fn usage(msg: impl Into<String>) -> Usage {
     Usage(msg.into())
 }
 
 /// smallfile's booleans: Y/N (also yes/no, true/false, 1/0).
-pub(super) fn yn(name: &str, v: &str) -> Result<bool, Usage> {
+pub fn yn(name: &str, v: &str) -> Result<bool, Usage> {
     match v.to_ascii_lowercase().as_str() {
         "y" | "yes" | "t" | "true" | "1" => Ok(true),
         "n" | "no" | "f" | "false" | "0" => Ok(false),
@@ -88,7 +115,8 @@ pub(super) fn yn(name: &str, v: &str) -> Result<bool, Usage> {
     }
 }
 
-pub(super) fn int(name: &str, v: &str, positive: bool) -> Result<u64, Usage> {
+/// A whole-number option's value (at least 1 when `positive`), or a usage error naming `--name`.
+pub fn int(name: &str, v: &str, positive: bool) -> Result<u64, Usage> {
     let n: u64 = v.trim().parse().map_err(|_| {
         usage(format!(
             "--{name} {v}: not a whole number{}",
@@ -102,7 +130,7 @@ pub(super) fn int(name: &str, v: &str, positive: bool) -> Result<u64, Usage> {
 }
 
 /// The smallfile operation as a meta operation.
-pub(super) fn op_of(name: &str) -> Result<MetaOp, Usage> {
+pub fn op_of(name: &str) -> Result<MetaOp, Usage> {
     Ok(match name {
         "create" => MetaOp::Create,
         "read" => MetaOp::Read,
@@ -137,7 +165,7 @@ pub(super) fn op_of(name: &str) -> Result<MetaOp, Usage> {
 }
 
 /// Options ioscale refuses, with the nearest native equivalent.
-pub(super) fn refused(name: &str, v: &str) -> Option<String> {
+pub fn refused(name: &str, v: &str) -> Option<String> {
     Some(match name {
         "host-set" => format!(
             "--host-set {v}: smallfile's ssh launch on several hosts is not supported: `ioscale meta` \
@@ -163,7 +191,7 @@ pub(super) fn refused(name: &str, v: &str) -> Option<String> {
 /// One `--name value` option.
 fn apply_option(a: &mut SfArgs, name: &str, v: &str) -> Result<(), Usage> {
     match name {
-        "progress" => a.progress = Some(crate::front::progress_value(v)?),
+        "progress" => a.progress = Some(crate::args::progress_value(v)?),
         "operation" => {
             op_of(v)?;
             a.operation = v.to_string();
@@ -259,7 +287,7 @@ fn apply_option(a: &mut SfArgs, name: &str, v: &str) -> Result<(), Usage> {
 }
 
 /// smallfile_cli.py's options into [`SfArgs`].
-pub(super) fn parse(args: &[String]) -> Result<SfArgs, Usage> {
+pub fn parse(args: &[String]) -> Result<SfArgs, Usage> {
     let mut a = SfArgs::default();
     let mut i = 0;
     while i < args.len() {
@@ -297,7 +325,7 @@ pub(super) fn parse(args: &[String]) -> Result<SfArgs, Usage> {
 }
 
 /// Second stage: smallfile's meaning as a metadata workload.
-pub(super) fn to_raw(a: &SfArgs) -> Result<RawMeta, Usage> {
+pub fn to_raw(a: &SfArgs) -> Result<RawMeta, Usage> {
     let top = a.top.clone().ok_or_else(|| {
         usage("--top DIR is required: name the directory to test (smallfile's default /var/tmp/smf is not assumed)")
     })?;

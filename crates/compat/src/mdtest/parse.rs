@@ -1,7 +1,7 @@
 //! mdtest's command line, read the way mdtest reads it, and what it means
 //! as an `ioscale meta` workload ([`to_raw`]).
 
-use crate::front::Usage;
+use crate::Usage;
 use spec::{FileSize, MetaOp, RawMeta};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,43 +9,69 @@ use std::time::Duration;
 /// What the mdtest command line asked for.
 #[derive(Debug, Default)]
 pub struct MdArgs {
-    pub(super) items: Option<u64>,
-    pub(super) items_per_dir: Option<u64>,
-    pub(super) depth: u64,
-    pub(super) branch: Option<u64>,
-    pub(super) dir: Option<String>,
-    pub(super) files_only: bool,
-    pub(super) dirs_only: bool,
-    pub(super) unique_dir: bool,
-    pub(super) leaf_only: bool,
-    pub(super) stride: u64,
-    pub(super) iterations: Option<u64>,
-    pub(super) write_bytes: u64,
-    pub(super) read_bytes: Option<u64>,
-    pub(super) sync_file: bool,
-    pub(super) sync_phase: bool,
-    pub(super) verify: bool,
-    pub(super) create: bool,
-    pub(super) stat: bool,
-    pub(super) read: bool,
-    pub(super) remove: bool,
-    pub(super) stonewall: u64,
-    pub(super) rate_and_time: bool,
-    pub(super) time_only: bool,
-    pub(super) tasks: Option<u64>,
-    pub(super) print_spec: bool,
+    /// `-n`: items (files and/or directories) each task makes.
+    pub items: Option<u64>,
+    /// `-I`: items per directory of the tree.
+    pub items_per_dir: Option<u64>,
+    /// `-z`: the depth of the directory tree.
+    pub depth: u64,
+    /// `-b`: the branching factor of the tree.
+    pub branch: Option<u64>,
+    /// `-d`: the test directory.
+    pub dir: Option<String>,
+    /// `-F`: files only.
+    pub files_only: bool,
+    /// `-D`: directories only.
+    pub dirs_only: bool,
+    /// `-u`: each task in a directory of its own.
+    pub unique_dir: bool,
+    /// `-L`: items in the tree's leaves only.
+    pub leaf_only: bool,
+    /// `-N`: the stride between the task that makes an item and the one that stats or reads it.
+    pub stride: u64,
+    /// `-i`: the iterations.
+    pub iterations: Option<u64>,
+    /// `-w`: bytes written into each file made.
+    pub write_bytes: u64,
+    /// `-e`: bytes read from each file (default: as `-w`).
+    pub read_bytes: Option<u64>,
+    /// `-y`: fsync each file after its write.
+    pub sync_file: bool,
+    /// `-Y`: sync after each phase.
+    pub sync_phase: bool,
+    /// `-X`: check the data read.
+    pub verify: bool,
+    /// `-C`: the create phase.
+    pub create: bool,
+    /// `-T`: the stat phase.
+    pub stat: bool,
+    /// `-E`: the read phase.
+    pub read: bool,
+    /// `-r`: the remove phase.
+    pub remove: bool,
+    /// `-W`: the stonewall in seconds (0: none).
+    pub stonewall: u64,
+    /// `-P`: print both rates and times.
+    pub rate_and_time: bool,
+    /// `-Z`: print times instead of rates.
+    pub time_only: bool,
+    /// `--tasks N` (ioscale's): the tasks, which mdtest takes from mpirun.
+    pub tasks: Option<u64>,
+    /// `--print-spec` (ioscale's): print the checked workload and run nothing.
+    pub print_spec: bool,
     /// `--progress MODE` (ioscale's; mdtest has no such option).
-    pub(super) progress: Option<crate::progress::ProgressMode>,
-    pub(super) help: bool,
+    pub progress: Option<crate::progress::ProgressMode>,
+    /// `-h` or `--help`.
+    pub help: bool,
 }
 
 /// mdtest options that take a value.
-pub(super) const VALUE_OPTS: &str = "abdeIinNVwWz";
+pub const VALUE_OPTS: &str = "abdeIinNVwWz";
 /// mdtest flags ioscale supports.
-pub(super) const FLAG_OPTS: &str = "CDEFLPrTuvXyYZ";
+pub const FLAG_OPTS: &str = "CDEFLPrTuvXyYZ";
 
 /// The getopt-style syntax of the options above.
-pub(super) const SHORT: crate::front::ShortOpts<MdArgs> = crate::front::ShortOpts {
+pub const SHORT: crate::args::ShortOpts<MdArgs> = crate::args::ShortOpts {
     tool: "mdtest",
     cmd: "mdtest",
     value: VALUE_OPTS,
@@ -57,12 +83,13 @@ pub(super) const SHORT: crate::front::ShortOpts<MdArgs> = crate::front::ShortOpt
     apply_flag,
 };
 
-pub(super) fn usage(msg: impl Into<String>) -> Usage {
+/// A usage error with this message.
+pub fn usage(msg: impl Into<String>) -> Usage {
     Usage(msg.into())
 }
 
 /// mdtest options ioscale refuses, with the nearest native equivalent.
-pub(super) fn unsupported(opt: &str) -> Option<&'static str> {
+pub fn unsupported(opt: &str) -> Option<&'static str> {
     Some(match opt {
         "-B" => "no barriers is not supported: every ioscale phase starts at a barrier; the nearest is mdtest's default (no -B)",
         "-c" => "collective creates are not supported: every task creates its own items (nearest: `ioscale meta --threads N`)",
@@ -87,7 +114,7 @@ pub(super) fn unsupported(opt: &str) -> Option<&'static str> {
 
 /// mdtest 4.0's long options (and its POSIX backend's) that ioscale
 /// refuses, each with the nearest native option or why there is none.
-pub(super) fn unsupported_long(name: &str) -> Option<&'static str> {
+pub fn unsupported_long(name: &str) -> Option<&'static str> {
     Some(match name {
         "posix.odirect" => {
             "O_DIRECT for metadata tests is not supported: ioscale's meta engine uses buffered calls; \
@@ -120,15 +147,17 @@ pub(super) fn unsupported_long(name: &str) -> Option<&'static str> {
     })
 }
 
-pub(super) fn count(opt: &str, v: &str) -> Result<u64, Usage> {
+/// A count option's value, or a usage error naming `opt`.
+pub fn count(opt: &str, v: &str) -> Result<u64, Usage> {
     spec::parse_count(v).map_err(|e| usage(format!("{opt} {v}: {e}")))
 }
 
-pub(super) fn apply_value(a: &mut MdArgs, c: char, v: &str) -> Result<(), Usage> {
+/// Applies a value option (a letter of [`VALUE_OPTS`]) with its value.
+pub fn apply_value(a: &mut MdArgs, c: char, v: &str) -> Result<(), Usage> {
     let opt = format!("-{c}");
     let opt = opt.as_str();
     match c {
-        'a' => crate::front::posix_api(v, "calls (use -a POSIX)")?,
+        'a' => crate::args::posix_api(v, "calls (use -a POSIX)")?,
         'b' => a.branch = Some(count(opt, v)?),
         'd' => {
             if v.contains('@') {
@@ -155,7 +184,8 @@ pub(super) fn apply_value(a: &mut MdArgs, c: char, v: &str) -> Result<(), Usage>
     Ok(())
 }
 
-pub(super) fn apply_flag(a: &mut MdArgs, c: char) {
+/// Applies a flag (a letter of [`FLAG_OPTS`]).
+pub fn apply_flag(a: &mut MdArgs, c: char) {
     match c {
         'C' => a.create = true,
         'D' => a.dirs_only = true,
@@ -176,7 +206,7 @@ pub(super) fn apply_flag(a: &mut MdArgs, c: char) {
 }
 
 /// First stage: mdtest's syntax into [`MdArgs`].
-pub(super) fn parse(args: &[String]) -> Result<MdArgs, Usage> {
+pub fn parse(args: &[String]) -> Result<MdArgs, Usage> {
     let mut a = MdArgs::default();
     let mut i = 0;
     while i < args.len() {
@@ -201,7 +231,7 @@ pub(super) fn parse(args: &[String]) -> Result<MdArgs, Usage> {
                             v.clone()
                         }
                     };
-                    a.progress = Some(crate::front::progress_value(&v)?);
+                    a.progress = Some(crate::args::progress_value(&v)?);
                 }
                 "tasks" => {
                     let v = match inline {
@@ -235,13 +265,13 @@ pub(super) fn parse(args: &[String]) -> Result<MdArgs, Usage> {
             }
             continue;
         }
-        crate::front::read_short(&SHORT, &mut a, arg, args, &mut i)?;
+        crate::args::read_short(&SHORT, &mut a, arg, args, &mut i)?;
     }
     Ok(a)
 }
 
 /// Directories in mdtest's tree of depth `z` and branching `b`.
-pub(super) fn dirs_in_tree(z: u64, b: u64) -> Result<u64, Usage> {
+pub fn dirs_in_tree(z: u64, b: u64) -> Result<u64, Usage> {
     if z == 0 || b == 0 {
         return Ok(1);
     }
@@ -264,7 +294,7 @@ pub(super) fn dirs_in_tree(z: u64, b: u64) -> Result<u64, Usage> {
 }
 
 /// The phase sequence of one mdtest iteration with `items` per task.
-pub(super) fn ops_of(a: &MdArgs, items: u64) -> Vec<MetaOp> {
+pub fn ops_of(a: &MdArgs, items: u64) -> Vec<MetaOp> {
     let (files, dirs) = if !a.files_only && !a.dirs_only {
         (true, true)
     } else {
@@ -389,7 +419,7 @@ fn item_counts(
 
 /// Second stage: mdtest's meaning of the options, as an `ioscale meta`
 /// workload, and the notes to say before the run.
-pub(super) fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
+pub fn to_raw(a: &MdArgs) -> Result<(RawMeta, Vec<String>), Usage> {
     let mut notes = Vec::new();
     let tasks = a.tasks.unwrap_or(1);
     // Task t stats, reads and removes the items of task (t + N) mod tasks,

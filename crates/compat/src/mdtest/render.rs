@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use report::{ExportError, Exporter, ResultSet};
 
-use crate::front::FsStats;
+use crate::FsStats;
 
 /// What mdtest's layout shows beyond the canonical record.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

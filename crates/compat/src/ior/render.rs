@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 use report::{ExportError, Exporter, PhaseRecord, ResultSet};
 
-use crate::front::FsStats;
+use crate::FsStats;
 
 const MIB: f64 = 1024.0 * 1024.0;
 const MB: f64 = 1_000_000.0;

@@ -1,13 +1,13 @@
 //! The compatibility layouts compared byte for byte with stored samples.
 //!
-//! Each golden file under `tests/golden/` was written by hand from the
-//! reference version's own output format (IOR 4.0.0, mdtest 4.0.0,
-//! smallfile 1.1; docs/compat.md names them): the header lines, column
-//! widths and trailing blanks as that version prints them. The records
-//! rendered here hold fixed figures chosen so that every printed number is
-//! known, so the comparison checks the layout, not a measurement. Where
-//! ioscale differs on purpose (mdtest's tree rows, smallfile's
-//! wall-clock headline) the golden file shows ioscale's line.
+//! Each golden file under `crates/ioscale/tests/golden/` was written by
+//! hand from the reference version's own output format (IOR 4.0.0,
+//! mdtest 4.0.0, smallfile 1.1; docs/compat.md names them): the header
+//! lines, column widths and trailing blanks as that version prints them.
+//! The records rendered here hold fixed figures chosen so that every
+//! printed number is known, so the comparison checks the layout, not a
+//! measurement. Where ioscale differs on purpose (mdtest's tree rows,
+//! smallfile's wall-clock headline) the golden file shows ioscale's line.
 
 use report::{
     ClusterInfo, Exporter, FilesRecord, HostInfo, JobSpec, Mismatch, PhaseRecord, ResultSet,
@@ -15,16 +15,16 @@ use report::{
 };
 use stats::LatencySummary;
 
-use crate::front::ior::render::{IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
-use crate::front::mdtest::render::{MdtestInfo, MdtestTextExporter};
-use crate::front::smallfile::render::{SmallfileInfo, SmallfileTextExporter};
-use crate::front::FsStats;
+use crate::ior::render::{IorCsvExporter, IorInfo, IorJsonExporter, IorTextExporter};
+use crate::mdtest::render::{MdtestInfo, MdtestTextExporter};
+use crate::smallfile::render::{SmallfileInfo, SmallfileTextExporter};
+use crate::FsStats;
 
 const MIB: u64 = 1 << 20;
 
 fn golden(name: &str) -> String {
     let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
+        .join("../ioscale/tests/golden")
         .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }

@@ -937,19 +937,25 @@ fn trailing_resume(args: &mut SweepArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// A sweep of `io500` points: io500's own sweep, after refusing what it
+/// cannot take (an adaptive search, the history flags).
+fn io500_sweep(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
+    adaptive::refuse_with("an io500 sweep", args).map_err(Failure::Usage)?;
+    if args.history.any() {
+        // Each io500 point records itself, as io500 does: from the
+        // environment.
+        return Err(Failure::usage(
+            "an io500 sweep records each point as io500 does: give IOSCALE_HISTORY=FILE|off, \
+             IOSCALE_BASELINE and IOSCALE_THRESHOLD instead of --history, --no-history, \
+             --baseline and --threshold",
+        ));
+    }
+    crate::front::io500::sweep::sweep(args, coord)
+}
+
 fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     if args.inner.first().map(String::as_str) == Some("io500") {
-        adaptive::refuse_with("an io500 sweep", args).map_err(Failure::Usage)?;
-        if args.history.any() {
-            // Each io500 point records itself, as io500 does: from the
-            // environment.
-            return Err(Failure::usage(
-                "an io500 sweep records each point as io500 does: give IOSCALE_HISTORY=FILE|off, \
-                 IOSCALE_BASELINE and IOSCALE_THRESHOLD instead of --history, --no-history, \
-                 --baseline and --threshold",
-            ));
-        }
-        return crate::front::io500::sweep::sweep(args, coord);
+        return io500_sweep(args, coord);
     }
     let root = coord.rank() == 0;
     let plan = plan(args).map_err(|Usage(m)| Failure::Usage(m))?;
@@ -965,28 +971,7 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
     // sweep before its first point with the lock removed and exit 130,
     // instead of killing it with the lock left behind.
     let stop = crate::launch::install_signals()?;
-    // Rank 0 settles where the journal goes and locks it before reading
-    // it back: another sweep writing the same record is refused here.
-    let (journal, refused) = match (root, &args.json) {
-        (true, Some(j)) => match crate::output::Journal::open("--json", j, &command.join(" ")) {
-            Ok(j) => (Some(j), None),
-            Err(e) => (None, Some(Failure::refused(format!("{e:#}")))),
-        },
-        _ => (None, None),
-    };
-    // Rank 0 reads the journal; every rank learns which points are done.
-    let refused = match refused {
-        Some(r) => Some(r),
-        None if root && args.resume => resume(args, &plan, &mut rec),
-        None => None,
-    };
-    let ok = refused.is_none();
-    let done: Option<Vec<usize>> = coord
-        .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let Some(done) = done else {
-        return Err(refused.unwrap_or(Failure::Said(2)));
-    };
+    let (journal, done) = open_journal(args, &plan, &mut rec, &command, coord)?;
 
     let (reps, phases_per_rep) = plan
         .points
@@ -1055,6 +1040,41 @@ fn sweep_ranks(args: &SweepArgs, coord: &dyn Coordinator) -> Exit {
         crate::signals::name(),
     );
     Ok(history.finish(code))
+}
+
+/// Rank 0 settles where the sweep's journal (`--json FILE`) goes and
+/// locks it before reading it back (another sweep writing the same record
+/// is refused here), and with `--resume` reads the points already done
+/// into `rec`; every rank learns which points are done. A refusal on rank
+/// 0 stops every rank.
+fn open_journal(
+    args: &SweepArgs,
+    plan: &Sweep,
+    rec: &mut SweepRecord,
+    command: &[String],
+    coord: &dyn Coordinator,
+) -> Result<(Option<crate::output::Journal>, Vec<usize>), Failure> {
+    let root = coord.rank() == 0;
+    let (journal, refused) = match (root, &args.json) {
+        (true, Some(j)) => match crate::output::Journal::open("--json", j, &command.join(" ")) {
+            Ok(j) => (Some(j), None),
+            Err(e) => (None, Some(Failure::refused(format!("{e:#}")))),
+        },
+        _ => (None, None),
+    };
+    let refused = match refused {
+        Some(r) => Some(r),
+        None if root && args.resume => resume(args, plan, rec),
+        None => None,
+    };
+    let ok = refused.is_none();
+    let done: Option<Vec<usize>> = coord
+        .broadcast_as(&ok.then(|| rec.points.iter().map(|q| q.index).collect::<Vec<_>>()))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    match done {
+        Some(done) => Ok((journal, done)),
+        None => Err(refused.unwrap_or(Failure::Said(2))),
+    }
 }
 
 /// Rank 0 checks that every output file can be written before anything

@@ -851,6 +851,20 @@ pub fn device_of(path: &Path) -> Option<String> {
     t.dev_dir.map(|_| t.dev_name)
 }
 
+/// The eleven I/O counters of block device `device` (a name as
+/// [`device_of`] gives it: `vda`, `vda1`, `loop3`) now, in the order of its
+/// sysfs `stat` file and of `/proc/diskstats` fields 4–14: reads, reads
+/// merged, sectors read, ms reading, writes, writes merged, sectors
+/// written, ms writing, requests in flight, ms busy, weighted ms in queue.
+/// `None` for a name that is no block device here. fio's `Disk stats`
+/// lines are the change of these over a command.
+pub fn disk_counters(device: &str) -> Option<[u64; 11]> {
+    if device.is_empty() || device.contains('/') || device.starts_with('.') {
+        return None;
+    }
+    read_dev_stat(&Path::new("/sys/class/block").join(device))
+}
+
 /// The FUSE connection number of `path`'s mount, if it is a FUSE mount.
 pub fn fuse_connection_of(path: &Path) -> Option<u32> {
     resolve(path).fuse_conn
@@ -939,5 +953,39 @@ mod tests {
         let f = c.fuse.unwrap();
         assert_eq!(f.requests, None);
         assert_eq!(f.requests_note.as_deref(), Some("not root"));
+    }
+
+    /// The counters of every block device `/proc/diskstats` lists are read
+    /// from sysfs, field for field the same (read after it: the counters
+    /// only grow, but for requests in flight); a name that could leave
+    /// `/sys/class/block` is no device.
+    #[test]
+    fn disk_counters_are_diskstats_fields() {
+        let text = fs::read_to_string("/proc/diskstats").unwrap();
+        let mut seen = 0;
+        for line in text.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let before: Vec<u64> = f[3..14].iter().map(|x| x.parse().unwrap()).collect();
+            let now = disk_counters(f[2]).unwrap_or_else(|| panic!("{}: no counters", f[2]));
+            for (i, (b, n)) in before.iter().zip(now).enumerate() {
+                assert!(i == 8 || n >= *b, "{} field {}: {n} < {b}", f[2], i + 4);
+            }
+            seen += 1;
+        }
+        assert!(seen > 0, "no block device in /proc/diskstats");
+        for bad in ["", "..", "../block/loop0", "loop0/../loop1", "nothing-here"] {
+            assert_eq!(disk_counters(bad), None, "{bad}");
+        }
+    }
+
+    /// The device under a file on a block file system (the root's, here)
+    /// has counters; tmpfs has no device.
+    #[test]
+    fn device_of_a_path_has_counters() {
+        let dir = std::env::temp_dir();
+        if let Some(dev) = device_of(&dir) {
+            assert!(disk_counters(&dev).is_some(), "{dev}");
+        }
+        assert_eq!(device_of(Path::new("/dev/shm")), None);
     }
 }

@@ -237,35 +237,15 @@ impl Header {
     }
 }
 
-/// Block-device counters over the whole command, as fio's `Disk stats`.
+/// Block-device counters over the whole command, as fio's `Disk stats`:
+/// the change of the device's eleven counters (`/proc/diskstats` fields
+/// 4–14, measured by the probe crate, `probe::disk_counters` in the
+/// binary) between two readings.
 #[derive(Debug, Clone)]
 pub struct DiskUtil {
     name: String,
     d: [u64; 11],
     ms: u64,
-}
-
-/// /proc/diskstats fields 4..14 of one device.
-pub fn read_diskstats(dev: &str) -> Option<[u64; 11]> {
-    let text = std::fs::read_to_string("/proc/diskstats").ok()?;
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() >= 14 && f[2] == dev {
-            let mut d = [0u64; 11];
-            for (i, x) in f[3..14].iter().enumerate() {
-                d[i] = x.parse().ok()?;
-            }
-            return Some(d);
-        }
-    }
-    None
-}
-
-/// The device name of a mount source (`/dev/sda1` → `sda1`), if it is one.
-pub fn disk_name(source: &str) -> Option<String> {
-    let p = std::fs::canonicalize(source).ok()?;
-    let s = p.to_str()?.strip_prefix("/dev/")?;
-    (!s.contains('/')).then(|| s.to_string())
 }
 
 impl DiskUtil {

@@ -687,9 +687,8 @@ impl Session {
         let (run, files) = (&p.run, &p.files);
         let (spec, paths) = (&files[0].0, &files[0].1);
         if self.disk_dev.is_none() {
-            let host = bench::host::collect(&spec.target);
-            self.disk_dev = render::disk_name(&host.fs_source);
-            self.disk_before = self.disk_dev.as_deref().and_then(render::read_diskstats);
+            self.disk_dev = probe::device_of(&spec.target);
+            self.disk_before = self.disk_dev.as_deref().and_then(probe::disk_counters);
         }
         let workers = paths.len() as u32;
         let every = run
@@ -801,7 +800,7 @@ impl Session {
     /// The disk's counters over the whole command.
     fn finish_disks(&mut self) {
         if let (Some(dev), Some(before)) = (&self.disk_dev, &self.disk_before) {
-            if let Some(after) = render::read_diskstats(dev) {
+            if let Some(after) = probe::disk_counters(dev) {
                 let ms = self
                     .report
                     .started

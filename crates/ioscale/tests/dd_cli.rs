@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use std::os::unix::fs::FileTypeExt;
 
 fn dd(args: &[&str]) -> std::process::Output {
     let mut a = vec!["dd"];
@@ -385,4 +386,75 @@ fn jobs_warnings_name_no_figure_dd_does_not_print() {
     for w in err.lines().filter(|l| l.starts_with("dd: warning: ")) {
         assert!(!w.contains("take turns"), "a guess, not a measurement: {w}");
     }
+}
+
+/// What dd's parser learns of the user's files (a read's length, whether a
+/// name is a regular file) comes from the storage backend, looked at
+/// through the user's links as dd's open follows them and never opened: a
+/// FIFO is refused without blocking, a link to a device is refused, a link
+/// to a file is read to its last whole block, a link loop is said in the
+/// system's words, and nothing named is changed.
+#[test]
+fn the_files_dd_names_are_looked_at_never_opened_and_links_followed_as_dd_does() {
+    let dir = scratch();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    for args in [
+        vec![
+            "if=/dev/zero".to_string(),
+            format!("of={}", s(&fifo)),
+            "bs=4k".into(),
+            "count=1".into(),
+        ],
+        vec![
+            format!("if={}", s(&fifo)),
+            "of=/dev/null".into(),
+            "bs=4k".into(),
+        ],
+    ] {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = dd(&a);
+        assert_code(&out, 2);
+        assert!(
+            stderr(&out).contains("not a regular file"),
+            "{}",
+            stderr(&out)
+        );
+    }
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+
+    let dev = dir.path().join("zero");
+    std::os::unix::fs::symlink("/dev/zero", &dev).unwrap();
+    let out = dd(&[&format!("if={}", s(&dev)), "of=/dev/null", "bs=4k"]);
+    assert_code(&out, 2);
+    let want = format!("if={}: not a regular file", s(&dev));
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; 10 * 1024 + 100]).unwrap();
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&data, &link).unwrap();
+    let out = dd(&[&format!("if={}", s(&link)), "of=/dev/null", "bs=4k"]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(
+        err.contains("2+0 records in\n2+0 records out\n8192 bytes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the last 2148 bytes (a partial block) are not read"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&data).unwrap(), vec![7u8; 10 * 1024 + 100]);
+
+    let looped = dir.path().join("loop");
+    std::os::unix::fs::symlink(&looped, &looped).unwrap();
+    let out = dd(&[&format!("if={}", s(&looped)), "of=/dev/null", "bs=4k"]);
+    assert_code(&out, 2);
+    let want = format!("if={}: Too many levels of symbolic links", s(&looped));
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
 }

@@ -35,7 +35,7 @@ use spec::{format_size, FileNaming, Layout, WorkloadSpec};
 
 use engine::backend::posix::Posix;
 use engine::backend::{
-    Backend, Create, DataFile, Dir, Kind, Locked, OpenHow, Removal, SetLock as _,
+    Backend, Create, DataFile, Dir, EntryInfo, Kind, Locked, OpenHow, Removal, SetLock as _,
 };
 use safefs::{lock_name, Liveness};
 
@@ -552,6 +552,25 @@ pub fn parent_of(path: &Path) -> PathBuf {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     }
+}
+
+/// What is at a file the user named (dd's `if=` and `of=`), looked at
+/// through the links the user's path follows (as dd's open follows them)
+/// by the POSIX backend, never opened, so a FIFO cannot block it:
+/// `Ok(None)` when nothing is there. See [`user_file_on`].
+pub fn user_file(p: &Path) -> std::io::Result<Option<EntryInfo>> {
+    user_file_on::<Posix>(p)
+}
+
+/// [`user_file`] on backend `B`. A front-end learns here what its plan
+/// needs of the user's files (dd's read length, whether a name is a
+/// regular file), never by a stat of its own; the executor checks them
+/// again when it prepares the run.
+pub fn user_file_on<B: Backend>(p: &Path) -> std::io::Result<Option<EntryInfo>> {
+    B::stat_path(p, true).map_err(|e| match e.kind {
+        safefs::ErrorKind::Io(e) => e,
+        safefs::ErrorKind::Refused(r) => std::io::Error::other(r.to_string()),
+    })
 }
 
 /// The sidecar marker of an IOR-named data set: `.NAME.ioscale-marker`

@@ -289,19 +289,40 @@ fn direction(input: &str, output: &str) -> Result<bool, Usage> {
     })
 }
 
+/// What is at one of dd's file names before the run, as the driver
+/// library's storage backend found it (through the links the user's path
+/// follows, as dd's open does): the parser never looks itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// Nothing is there.
+    Missing,
+    /// A regular file of this many bytes.
+    File(u64),
+    /// Something else: a directory, a device, a FIFO, a socket.
+    Other,
+    /// It could not be looked at; the reason, as the system said it.
+    Failed(String),
+}
+
 /// Without count=, a read covers the shortest input file in whole blocks
 /// of `bs` (what is left over is said in `notes`).
 fn blocks_to_read(
-    paths: &[PathBuf],
+    found: &[(&PathBuf, Found)],
     name: &str,
     bs: u64,
     notes: &mut Vec<String>,
 ) -> Result<u64, Usage> {
     let mut least = u64::MAX;
-    for p in paths {
-        let len = std::fs::metadata(p)
-            .map_err(|e| usage(format!("if={}: {e}", p.display())))?
-            .len();
+    for (p, f) in found {
+        let len = match f {
+            Found::File(len) => *len,
+            Found::Missing => {
+                let e = std::io::Error::from_raw_os_error(libc::ENOENT);
+                return Err(usage(format!("if={}: {e}", p.display())));
+            }
+            Found::Failed(e) => return Err(usage(format!("if={}: {e}", p.display()))),
+            Found::Other => 0,
+        };
         least = least.min(len);
     }
     let n = least / bs;
@@ -320,8 +341,14 @@ fn blocks_to_read(
 }
 
 /// Second stage: dd's meaning of the operands, as an ioscale workload,
-/// and the notes to say before the run.
-pub fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
+/// and the notes to say before the run. `look` says what is at each of
+/// the files the operands name (the driver asks the storage backend): a
+/// read without `count=` covers what its files hold, and a name that is
+/// not a regular file is refused before anything runs.
+pub fn to_raw(
+    a: &DdArgs,
+    look: &mut dyn FnMut(&Path) -> Found,
+) -> Result<(RawWorkload, Vec<String>), Usage> {
     let mut notes = Vec::new();
     let input = a.input.as_deref().ok_or_else(|| {
         usage("if= is required: ioscale does not read standard input; use if=/dev/zero to measure writes")
@@ -336,16 +363,13 @@ pub fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
     let paths: Vec<PathBuf> = (1..=jobs).map(|j| job_path(name, j, a.jobs)).collect();
     // Devices and other special files are refused by what they are (stat),
     // not by where they live: /dev/shm is a tmpfs directory for files.
-    for p in &paths {
-        if let Ok(m) = std::fs::metadata(p) {
-            if !m.is_file() {
-                return Err(usage(format!(
-                    "{}={}: not a regular file; ioscale dd works on regular files only, never devices",
-                    if write { "of" } else { "if" },
-                    p.display()
-                )));
-            }
-        }
+    let found: Vec<(&PathBuf, Found)> = paths.iter().map(|p| (p, look(p))).collect();
+    if let Some((p, _)) = found.iter().find(|(_, f)| *f == Found::Other) {
+        return Err(usage(format!(
+            "{}={}: not a regular file; ioscale dd works on regular files only, never devices",
+            if write { "of" } else { "if" },
+            p.display()
+        )));
     }
     if write {
         if a.idirect {
@@ -366,7 +390,7 @@ pub fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
             "count= is required with if=/dev/zero (it never ends); give the size as bs= x count= \
                  (native: --size)",
         )),
-        None => blocks_to_read(&paths, name, bs, &mut notes)?,
+        None => blocks_to_read(&found, name, bs, &mut notes)?,
     };
     if a.fdatasync {
         notes.push(
@@ -401,4 +425,72 @@ pub fn to_raw(a: &DdArgs) -> Result<(RawWorkload, Vec<String>), Usage> {
         },
         notes,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> DdArgs {
+        let v: Vec<String> = s.split_whitespace().map(String::from).collect();
+        parse(&v).unwrap()
+    }
+
+    /// The files `to_raw` asked about, and its answer.
+    fn raw(s: &str, found: &[(&str, Found)]) -> (Result<RawWorkload, String>, Vec<PathBuf>) {
+        let mut asked = Vec::new();
+        let mut look = |p: &Path| {
+            asked.push(p.to_path_buf());
+            found
+                .iter()
+                .find(|(n, _)| Path::new(n) == p)
+                .map_or(Found::Missing, |(_, f)| f.clone())
+        };
+        let r = to_raw(&args(s), &mut look).map(|(r, _)| r).map_err(|e| e.0);
+        (r, asked)
+    }
+
+    #[test]
+    fn a_read_without_count_covers_the_shortest_file_in_whole_blocks() {
+        let found = [
+            ("/d/f-1", Found::File(3 * 4096 + 5)),
+            ("/d/f-2", Found::File(5 * 4096)),
+        ];
+        let (r, asked) = raw("--jobs 2 if=/d/f of=/dev/null bs=4k", &found);
+        assert_eq!(
+            asked,
+            vec![PathBuf::from("/d/f-1"), PathBuf::from("/d/f-2")]
+        );
+        assert_eq!(r.unwrap().size, Some(3 * 4096));
+        let (r, _) = raw("if=/d/f-1 of=/dev/null bs=16k", &found);
+        assert!(r.unwrap_err().contains("shorter than one block"));
+    }
+
+    #[test]
+    fn what_is_not_a_regular_file_is_refused_and_a_failure_said() {
+        let (r, _) = raw("if=/d/x of=/dev/null bs=4k", &[("/d/x", Found::Other)]);
+        assert_eq!(
+            r.unwrap_err(),
+            "if=/d/x: not a regular file; ioscale dd works on regular files only, never devices"
+        );
+        let (r, _) = raw(
+            "if=/dev/zero of=/d/x bs=4k count=1",
+            &[("/d/x", Found::Other)],
+        );
+        assert!(r.unwrap_err().starts_with("of=/d/x: not a regular file"));
+        let (r, _) = raw("if=/d/gone of=/dev/null bs=4k", &[]);
+        assert_eq!(
+            r.unwrap_err(),
+            "if=/d/gone: No such file or directory (os error 2)"
+        );
+        let failed = [(
+            "/d/l",
+            Found::Failed("Too many levels of symbolic links".into()),
+        )];
+        let (r, _) = raw("if=/d/l of=/dev/null bs=4k", &failed);
+        assert_eq!(r.unwrap_err(), "if=/d/l: Too many levels of symbolic links");
+        // A write makes a missing file; with count= a read needs no length.
+        assert!(raw("if=/dev/zero of=/d/new bs=4k count=2", &[]).0.is_ok());
+        assert!(raw("if=/d/l of=/dev/null bs=4k count=2", &failed).0.is_ok());
+    }
 }

@@ -156,7 +156,7 @@ fn build(a: &DdArgs, ranks: u32) -> Result<(WorkloadSpec, Vec<String>), String> 
     if ranks > 1 {
         all.jobs = Some(jobs.saturating_mul(ranks as u64));
     }
-    let (mut raw, notes) = to_raw(&all).map_err(|e| e.to_string())?;
+    let (mut raw, notes) = to_raw(&all, &mut look).map_err(|e| e.to_string())?;
     // Workers per process: this rank's jobs.
     raw.threads = Some(jobs);
     let spec = raw.build_across(ranks).map_err(|e| {
@@ -170,6 +170,17 @@ fn build(a: &DdArgs, ranks: u32) -> Result<(WorkloadSpec, Vec<String>), String> 
         super::in_tool_terms("dd", &e.to_string(), &e.flags(), NATIVE_FLAGS)
     })?;
     Ok((spec, notes))
+}
+
+/// What is at one of dd's files, as the storage backend finds it
+/// ([`bench::dataset::user_file`]): the parser's view of the user's files.
+fn look(p: &std::path::Path) -> Found {
+    match bench::dataset::user_file(p) {
+        Ok(None) => Found::Missing,
+        Ok(Some(e)) if e.kind == safefs::Kind::File => Found::File(e.size),
+        Ok(Some(_)) => Found::Other,
+        Err(e) => Found::Failed(e.to_string()),
+    }
 }
 
 /// Rank 0's end of a run: errors, dd's closing lines, then (unless
@@ -211,7 +222,7 @@ mod tests {
             "if=/dev/zero of=/ebs/dd/f bs=1M count=2048 status=progress conv=fsync",
         ))
         .unwrap();
-        let (raw, _) = to_raw(&a).unwrap();
+        let (raw, _) = to_raw(&a, &mut look).unwrap();
         let s = raw.build().unwrap();
         assert_eq!(s.ops, vec![Op::Write]);
         assert_eq!(s.total_bytes(), 2 << 30);
@@ -225,7 +236,7 @@ mod tests {
             "--jobs 4 if=/dev/zero of=/d/f-{} bs=1M count=512 oflag=sync",
         ))
         .unwrap();
-        let (raw, _) = to_raw(&a).unwrap();
+        let (raw, _) = to_raw(&a, &mut look).unwrap();
         let s = raw.build().unwrap();
         assert_eq!(s.threads, 4);
         assert_eq!(s.sync, SyncMode::Each);
@@ -254,7 +265,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("skip=") && e.contains("--segments"), "{e}");
-        let e = to_raw(&parse(&argv("if=/dev/zero of=x bs=1M")).unwrap())
+        let e = to_raw(&parse(&argv("if=/dev/zero of=x bs=1M")).unwrap(), &mut look)
             .unwrap_err()
             .to_string();
         assert!(e.contains("count=") && e.contains("--size"), "{e}");

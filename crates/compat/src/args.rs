@@ -20,6 +20,12 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
+/// A usage error with this message (each tool's parser says its refusals
+/// through this).
+pub fn usage(msg: impl Into<String>) -> Usage {
+    Usage(msg.into())
+}
+
 /// A tool's single-letter options, as its getopt string would list them,
 /// and how they set the tool's parsed command line `A`.
 pub struct ShortOpts<A> {
@@ -80,7 +86,6 @@ pub fn short_option<A>(
     args: &[String],
     i: &mut usize,
 ) -> Result<Short, Usage> {
-    let usage = |m: String| Usage(m);
     let Some(body) = arg.strip_prefix('-').filter(|b| !b.is_empty()) else {
         return Err(usage(format!(
             "unexpected argument '{arg}': {} takes options only ({})",

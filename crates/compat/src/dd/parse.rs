@@ -44,10 +44,7 @@ pub struct DdArgs {
     pub help: bool,
 }
 
-/// A usage error with this message.
-pub fn usage(msg: impl Into<String>) -> Usage {
-    Usage(msg.into())
-}
+pub use crate::args::usage;
 
 /// The most copies `--jobs` runs: the workload's thread limit.
 pub const MAX_JOBS: u64 = 4_096;

@@ -32,11 +32,8 @@ impl EngineKind {
     }
 }
 
+use crate::args::usage;
 use crate::Usage;
-
-fn usage(msg: impl Into<String>) -> Usage {
-    Usage(msg.into())
-}
 
 /// One raw option as written, with where it came from (for messages).
 #[derive(Debug, Clone)]

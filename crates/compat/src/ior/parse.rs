@@ -163,10 +163,7 @@ pub fn unsupported_long(name: &str) -> Option<&'static str> {
     })
 }
 
-/// A usage error with this message.
-pub fn usage(msg: impl Into<String>) -> Usage {
-    Usage(msg.into())
-}
+pub use crate::args::usage;
 
 /// A size option's value (`1m`, `4k`), or a usage error naming `opt`.
 pub fn size_of(opt: &str, v: &str) -> Result<u64, Usage> {

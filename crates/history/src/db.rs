@@ -216,6 +216,30 @@ pub fn make_dir(path: &Path) -> Result<(), Error> {
     })
 }
 
+/// Puts the file in WAL mode (kept in the file) and says the mode it is
+/// in after. SQLite does not call the busy handler when the switch meets
+/// another connection's lock (eight runs opening one new file at once
+/// failed with "database is locked" in about half of the tries under
+/// load), so the switch is retried here on the busy handler's own
+/// schedule: up to its timeout, ended early by the caller's signal flag.
+fn wal_mode(conn: &Connection) -> rusqlite::Result<String> {
+    let mut tries = 0;
+    loop {
+        let now: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+        if now.eq_ignore_ascii_case("wal") {
+            return Ok(now);
+        }
+        match conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)) {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && crate::wait::busy(tries) =>
+            {
+                tries += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
 impl History {
     /// Opens (for [`Access::Write`], creating) the history at `path` and
     /// brings it to the current version.
@@ -263,9 +287,7 @@ impl History {
         }
         // Only now is anything written: WAL mode (kept in the file), then
         // the layout.
-        let mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
-            .map_err(sq)?;
+        let mode = wal_mode(&conn).map_err(sq)?;
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(Error::Refused {
                 path: path.to_path_buf(),

@@ -68,15 +68,11 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
         ),
         None => None,
     };
-    let scratch = std::env::temp_dir().join(format!("ioscale-sweep-nodes.{}", std::process::id()));
-    std::fs::create_dir(&scratch)
-        .map_err(|e| anyhow::anyhow!("creating {}: {e}", scratch.display()))?;
+    // Each launch's record goes to a private scratch directory (made and
+    // removed by the safe paths: output::Scratch), read back bounded.
+    let scratch = crate::output::Scratch::new("ioscale-sweep-nodes")?;
     let result = launch_all(args, &np, &scratch, &stop, journal.as_ref());
-    // Only the records this sweep wrote, then its own directory.
-    for &n in &np.nodes {
-        let _ = std::fs::remove_file(record_path(&scratch, n));
-    }
-    let _ = std::fs::remove_dir(&scratch);
+    drop(scratch);
     let (records, exit) = result?;
     let Some(mut rec) = merge(args, &np, records) else {
         eprintln!("ioscale: error: no node count finished a point");
@@ -310,8 +306,8 @@ fn sim_script(args: &SweepArgs) -> Result<PathBuf, Usage> {
     })
 }
 
-fn record_path(scratch: &Path, n: u32) -> PathBuf {
-    scratch.join(format!("nodes-{n}.json"))
+fn record_name(n: u32) -> String {
+    format!("nodes-{n}.json")
 }
 
 /// Launches the sweep once per node count (with `--resume`, only the
@@ -322,7 +318,7 @@ fn record_path(scratch: &Path, n: u32) -> PathBuf {
 fn launch_all(
     args: &SweepArgs,
     np: &NodesPlan,
-    scratch: &Path,
+    scratch: &crate::output::Scratch,
     stop: &AtomicBool,
     journal: Option<&crate::output::Journal>,
 ) -> anyhow::Result<(Vec<(u32, SweepRecord)>, i32)> {
@@ -338,7 +334,9 @@ fn launch_all(
             exit = exit.max(130);
             stopped = true;
         }
-        let json = record_path(scratch, n);
+        let name = record_name(n);
+        let json = scratch.file(&name);
+        let mut resume = false;
         let done = np
             .saved
             .as_ref()
@@ -359,13 +357,12 @@ fn launch_all(
                 records.push((n, seed));
                 continue;
             }
-            std::fs::write(&json, analysis::render::render_json(&seed)?)
-                .map_err(|e| anyhow::anyhow!("writing {}: {e}", json.display()))?;
+            crate::output::write_named("scratch", &json, &analysis::render::render_json(&seed)?)?;
+            resume = true;
         }
         if stopped {
             continue;
         }
-        let resume = json.exists();
         let mut cmd = launcher(np, n);
         cmd.arg(&exe).args(child_args(args, &json, resume));
         eprintln!(
@@ -378,9 +375,9 @@ fn launch_all(
             .map_err(|e| anyhow::anyhow!("starting {:?}: {e}", cmd.get_program()))?;
         let code = status.code().unwrap_or(1);
         exit = exit.max(code);
-        match std::fs::read(&json) {
-            Ok(b) => records.push((n, serde_json::from_slice::<SweepRecord>(&b)?)),
-            Err(_) => {
+        match scratch.read(&name) {
+            Some(b) => records.push((n, serde_json::from_slice::<SweepRecord>(&b)?)),
+            None => {
                 eprintln!(
                     "ioscale: error: nodes={n}: the ranks wrote no record (exit code {code})"
                 );

@@ -185,15 +185,34 @@ pub fn device_model(source: &str) -> String {
 /// Size in bytes of the file system holding `path` (statvfs); `None`
 /// when it cannot be read.
 pub fn fs_size(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `c` is a NUL-terminated path and `st` plain data that
-    // statvfs fills in; both outlive the call.
-    let st = unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        (libc::statvfs(c.as_ptr(), &mut st) == 0).then_some(st)?
-    };
-    (st.f_blocks as u64).checked_mul(st.f_frsize as u64)
+    fs_capacity(path).map(|c| c.total_bytes)
+}
+
+/// The capacity of a file system: what IOR's and mdtest's `FS` line
+/// print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsCapacity {
+    /// Size in bytes.
+    pub total_bytes: u64,
+    /// Bytes in use.
+    pub used_bytes: u64,
+    /// Inodes in all.
+    pub inodes: u64,
+    /// Inodes in use.
+    pub used_inodes: u64,
+}
+
+/// The capacity of the file system holding `path` (statvfs); `None` when
+/// it cannot be read.
+pub fn fs_capacity(path: &Path) -> Option<FsCapacity> {
+    let st = engine::sys::statvfs(path).ok()?;
+    let (blocks, free, frsize) = (st.f_blocks as u64, st.f_bfree as u64, st.f_frsize as u64);
+    Some(FsCapacity {
+        total_bytes: blocks.checked_mul(frsize)?,
+        used_bytes: blocks.saturating_sub(free).saturating_mul(frsize),
+        inodes: st.f_files as u64,
+        used_inodes: (st.f_files as u64).saturating_sub(st.f_ffree as u64),
+    })
 }
 
 /// Now as RFC 3339 UTC to the second (`2026-11-22T03:04:05Z`).
@@ -273,5 +292,33 @@ mod tests {
         let y: i32 = m[6..10].parse().unwrap();
         let u: i32 = now_rfc3339()[..4].parse().unwrap();
         assert!((y - u).abs() <= 1);
+    }
+
+    /// The capacity agrees with coreutils' `stat -f` on the same file
+    /// system (sizes and inode counts exactly; what is in use within what
+    /// other processes may write between the two calls), and a path
+    /// that does not exist has none.
+    #[test]
+    fn capacity_agrees_with_stat_f() {
+        let dir = env!("CARGO_MANIFEST_DIR");
+        let out = std::process::Command::new("stat")
+            .args(["-f", "-c", "%b %S %f %c %d", dir])
+            .output()
+            .unwrap();
+        let v: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(|x| x.parse().unwrap())
+            .collect();
+        let c = fs_capacity(Path::new(dir)).unwrap();
+        assert_eq!(c.total_bytes, v[0] * v[1]);
+        assert_eq!(c.inodes, v[3]);
+        let used = (v[0] - v[2]) * v[1];
+        assert!(c.used_bytes.abs_diff(used) < 1 << 30, "{c:?} vs {v:?}");
+        assert!(
+            c.used_inodes.abs_diff(v[3] - v[4]) < 100_000,
+            "{c:?} vs {v:?}"
+        );
+        assert_eq!(fs_size(Path::new(dir)), Some(c.total_bytes));
+        assert!(fs_capacity(Path::new("/nonexistent/ioscale")).is_none());
     }
 }

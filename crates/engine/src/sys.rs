@@ -82,8 +82,10 @@ pub fn is_read_only(path: &Path) -> io::Result<bool> {
     Ok(st.f_flag & libc::ST_RDONLY != 0)
 }
 
-/// statvfs(3) of the file system holding `path`.
-fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
+/// statvfs(3) of the file system holding `path` (the one place ioscale
+/// calls it: read-only checks, the history's target size, IOR's and
+/// mdtest's `FS` line).
+pub fn statvfs(path: &Path) -> io::Result<libc::statvfs> {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     let c = CString::new(path.as_os_str().as_bytes())

@@ -116,12 +116,12 @@ pub fn ctime_now() -> String {
 
 /// Capacity of the file system holding `dir`, for IOR's `FS` line.
 pub fn fs_stats(dir: &Path) -> Option<FsStats> {
-    let st = rustix::fs::statvfs(dir).ok()?;
+    let c = bench::host::fs_capacity(dir)?;
     Some(FsStats {
-        total_bytes: st.f_blocks * st.f_frsize,
-        used_bytes: st.f_blocks.saturating_sub(st.f_bfree) * st.f_frsize,
-        inodes: st.f_files,
-        used_inodes: st.f_files.saturating_sub(st.f_ffree),
+        total_bytes: c.total_bytes,
+        used_bytes: c.used_bytes,
+        inodes: c.inodes,
+        used_inodes: c.used_inodes,
     })
 }
 

@@ -948,8 +948,15 @@ fn case9_workers_waiting_for_replies_do_not_take_turns() {
         show("9 waiting", &v);
         let c = curve(&v);
         let said = c["sentences"].to_string();
+        // When other work held the 1-worker point back, the speedup
+        // exceeds the worker ratio itself (19.6× for 16× under four busy
+        // loops): the analysis then says the points were not measured
+        // alike, which is the truer sentence, in place of the CPUs' one.
+        let unalike = said.contains(
+            " the workers: more than the workers alone can give, so the points were not measured alike",
+        );
         assert!(
-            said.contains(&format!(" on {cpus} CPUs: more than the CPUs could give if the workers were computing. They were mostly waiting for replies: at 1 worker ioscale used ")),
+            unalike || said.contains(&format!(" on {cpus} CPUs: more than the CPUs could give if the workers were computing. They were mostly waiting for replies: at 1 worker ioscale used ")),
             "{said}"
         );
         match disturbed(&v) {

@@ -44,8 +44,11 @@ pub(crate) fn launched_as_rank_0() -> bool {
 /// alone; see [`coord::init`]): every rank exits with rank 0's exit code,
 /// and MPI is finalised before the process exits. `body` makes the same
 /// collective calls on every rank whatever happens, and prints only on
-/// rank 0; a [`Failure`] it returns is said by rank 0 alone (by `main`).
-pub(crate) fn as_ranks(body: impl FnOnce(&dyn coord::Coordinator) -> Exit) -> Exit {
+/// rank 0; a [`Failure`] it returns is said by rank 0 alone, as `tool`
+/// (`ioscale`, `ior`, …): by `main` when it runs alone, and before the
+/// ranks part when there are several — a launcher that sees another rank
+/// exit non-zero may kill rank 0 before `main` would have said it.
+pub(crate) fn as_ranks(tool: &str, body: impl FnOnce(&dyn coord::Coordinator) -> Exit) -> Exit {
     let coord = coord::init().map_err(|e| said_by_rank_0(Failure::refused(e)))?;
     let result = body(&*coord);
     // The command is over (outputs written, files removed); a stop signal
@@ -54,7 +57,12 @@ pub(crate) fn as_ranks(body: impl FnOnce(&dyn coord::Coordinator) -> Exit) -> Ex
     bench::cluster::test_freeze(&*coord, "done");
     let result = crate::exit::settle(result);
     let result = if coord.size() > 1 {
-        let result = rank_0s(&*coord, result);
+        let result = match rank_0s(&*coord, result) {
+            Err(f) if coord.rank() == 0 && !matches!(f, Failure::Said(_)) => {
+                Err(Failure::Said(f.report(tool)))
+            }
+            other => other,
+        };
         // MPI_Finalize waits for every rank without a limit: a rank that
         // stopped answering after its last phase would hang the job there.
         // Meeting once more within the coordinator's limit names it.

@@ -147,7 +147,7 @@ fn cmd_run(args: &RunArgs) -> Exit {
     let raw = args
         .to_raw()
         .map_err(|e| said_by_rank_0(Failure::usage(e)))?;
-    as_ranks(|coord| run_ranks(args, raw, coord))
+    as_ranks("ioscale", |coord| run_ranks(args, raw, coord))
 }
 
 /// `ioscale run` as one rank of `coord` (the only rank when alone): the

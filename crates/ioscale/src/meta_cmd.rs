@@ -10,7 +10,7 @@ use crate::job::MetaArgs;
 /// `ioscale meta`: parse, run, emit; as one rank of an MPI launch when
 /// started by mpirun or srun (rank 0 alone prints and writes).
 pub fn cmd_meta(args: &MetaArgs) -> Exit {
-    crate::launch::as_ranks(|coord| meta_ranks(args, coord))
+    crate::launch::as_ranks("ioscale", |coord| meta_ranks(args, coord))
 }
 
 fn meta_ranks(args: &MetaArgs, coord: &dyn Coordinator) -> Exit {

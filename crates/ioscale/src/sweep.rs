@@ -904,7 +904,7 @@ pub fn cmd_sweep(args: &SweepArgs) -> Exit {
         adaptive::refuse_with("--nodes", &args).map_err(Failure::Usage)?;
         return nodes::sweep_nodes(&args);
     }
-    crate::launch::as_ranks(|coord| sweep_ranks(&args, coord))
+    crate::launch::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))
 }
 
 /// Checks a sweep's command line as `sweep` would before its first point

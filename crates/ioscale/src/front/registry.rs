@@ -11,7 +11,7 @@ use crate::history_run::Session;
 /// Runs front-end `F` on every rank of its launch: a usage error is said
 /// once (exit 2), `--help` printed once (exit 0), anything else run.
 fn drive<F: Front>(prog: &str, args: &[String]) -> Exit {
-    crate::launch::as_ranks(|coord| {
+    crate::launch::as_ranks(F::COMMAND, |coord| {
         let root = coord.rank() == 0;
         match F::parse(args) {
             Err(e) => Err(e.into()),

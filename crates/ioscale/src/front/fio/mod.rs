@@ -437,7 +437,7 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
 
 /// Runs the fio front-end.
 pub fn main(args: &[String]) -> Exit {
-    crate::launch::as_ranks(|coord| ranks_main(args, coord))
+    crate::launch::as_ranks("fio", |coord| ranks_main(args, coord))
 }
 
 fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {

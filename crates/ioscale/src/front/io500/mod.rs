@@ -258,7 +258,7 @@ const MAX_EASY_XFER: u64 = 2 << 30;
 /// Runs `ioscale io500`; each task is a thread, and under mpirun or srun
 /// each rank runs `--tasks` of them.
 pub fn main(args: &[String]) -> Exit {
-    crate::launch::as_ranks(|coord| ranks_main(args, coord))
+    crate::launch::as_ranks("io500", |coord| ranks_main(args, coord))
 }
 
 fn ranks_main(args: &[String], coord: &dyn Coordinator) -> Exit {

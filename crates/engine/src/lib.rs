@@ -10,6 +10,7 @@ pub mod backend;
 pub mod buf;
 pub mod find;
 pub mod live;
+pub mod live_interval;
 pub mod meta;
 pub mod meta_uring;
 pub mod offsets;

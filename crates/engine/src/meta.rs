@@ -910,7 +910,7 @@ pub(crate) fn run_thread<B: Backend>(
     let owner = plan.spec.owner_of(plan.op, w);
     let base_dir = plan.base_dir(owner);
     let setup = Cursor::open(plan, owner, w, rec).map(|mut c| {
-        c.series = Recorder::new(plan.series, ctl.epoch);
+        c.series = Recorder::new(plan.series, ctl.epoch).shown(w);
         c
     });
     barrier.wait();

@@ -107,7 +107,7 @@ pub fn run_worker<B: Backend>(
     };
     let mut prepared = prepared;
     let bound = prepared.state.bind();
-    let mut rec = Recorder::new(plan.series, ctl.epoch);
+    let mut rec = Recorder::new(plan.series, ctl.epoch).shown(plan.live_slot(w));
 
     barrier.wait();
     let used0 = ThreadUsage::now();

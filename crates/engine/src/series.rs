@@ -82,6 +82,19 @@ impl SeriesGrid {
 pub struct Recorder {
     epoch: Instant,
     rec: Option<Box<SeriesRecorder>>,
+    /// Where the completed intervals go for the live display, if one
+    /// listens ([`Recorder::shown`]).
+    share: Option<Share>,
+    /// ns at which the next display interval closes (`u64::MAX`: none).
+    share_next: u64,
+}
+
+/// A recorder's part in the live display ([`crate::live_interval`]).
+struct Share {
+    slot: u32,
+    report_ns: u64,
+    /// Every display interval before this is published, ns.
+    done_to: u64,
 }
 
 impl Recorder {
@@ -93,7 +106,50 @@ impl Recorder {
             rec: grid
                 .and_then(|g| SeriesRecorder::new(g.interval_ns, g.cap, 0).ok())
                 .map(Box::new),
+            share: grid.map(|g| Share {
+                slot: 0,
+                report_ns: g.report_ns,
+                done_to: 0,
+            }),
+            share_next: u64::MAX,
         }
+    }
+
+    /// Shares the intervals this recorder completes with the live
+    /// display through `slot` (the worker's live-counter slot), when a
+    /// display listens: the display's per-interval figure is then the
+    /// sum of the very intervals the record keeps. Call before the start
+    /// barrier.
+    pub fn shown(mut self, slot: u32) -> Recorder {
+        match self.share.as_mut() {
+            Some(sh) if self.rec.is_some() && crate::live::listening() => {
+                sh.slot = slot;
+                crate::live_interval::join(slot);
+                self.share_next = sh.report_ns;
+            }
+            _ => self.share = None,
+        }
+        self
+    }
+
+    /// After an operation recorded at `t_ns`: publishes the display
+    /// intervals it closed. One compare per operation.
+    #[inline(always)]
+    fn passed(&mut self, t_ns: u64) {
+        if t_ns >= self.share_next {
+            self.publish(t_ns, false);
+        }
+    }
+
+    /// Publishes every display interval that ends by `t_ns` (rounded up
+    /// to a whole interval when `ended`: the worker's last, partial one).
+    #[cold]
+    #[inline(never)]
+    fn publish(&mut self, t_ns: u64, ended: bool) {
+        let (Some(sh), Some(r)) = (self.share.as_mut(), self.rec.as_deref()) else {
+            return;
+        };
+        self.share_next = publish_share(sh, r.series(), t_ns, ended);
     }
 
     /// A recorder that records nothing.
@@ -101,6 +157,8 @@ impl Recorder {
         Recorder {
             epoch: Instant::now(),
             rec: None,
+            share: None,
+            share_next: u64::MAX,
         }
     }
 
@@ -134,6 +192,7 @@ impl Recorder {
     pub fn read(&mut self, t_ns: u64, bytes: u64, lat_ns: u64) {
         if let Some(r) = self.rec.as_deref_mut() {
             r.read(t_ns, bytes, lat_ns);
+            self.passed(t_ns);
         }
     }
 
@@ -142,6 +201,7 @@ impl Recorder {
     pub fn write(&mut self, t_ns: u64, bytes: u64, lat_ns: u64) {
         if let Some(r) = self.rec.as_deref_mut() {
             r.write(t_ns, bytes, lat_ns);
+            self.passed(t_ns);
         }
     }
 
@@ -161,6 +221,7 @@ impl Recorder {
             } else {
                 r.other(t, 0, lat_ns);
             }
+            self.passed(t);
         }
     }
 
@@ -172,14 +233,55 @@ impl Recorder {
             if let Some(r) = self.rec.as_deref_mut() {
                 r.error(t);
             }
+            self.passed(t);
         }
     }
 
     /// The worker's series, for a worker that ended `end_ns` after the
     /// epoch; `None` when it recorded nothing.
     pub fn finish(self, end_ns: u64) -> Option<Series> {
-        self.rec.map(|r| r.finish(end_ns))
+        let s = self.rec.map(|r| r.finish(end_ns));
+        if let (Some(mut sh), Some(s)) = (self.share, s.as_ref()) {
+            publish_share(&mut sh, s, end_ns, true);
+        }
+        s
     }
+}
+
+/// Publishes the display intervals of `sh` that `series` has closed by
+/// `t_ns` (all of them, the last partial one too, when `ended`); returns
+/// when the next one closes.
+fn publish_share(sh: &mut Share, series: &Series, t_ns: u64, ended: bool) -> u64 {
+    use crate::live_interval::{close, publish, RING};
+    let unit = sh.report_ns.max(series.width_ns());
+    let mut upto = t_ns / unit * unit;
+    if ended && upto < t_ns {
+        upto = upto.saturating_add(unit);
+    }
+    // Only the last RING intervals can still be shown.
+    let from = (sh.done_to / unit * unit).max(upto.saturating_sub(RING * unit));
+    let w = series.width_ns();
+    let bins = series.bins();
+    let mut at = from;
+    while at < upto {
+        let i = (at / w) as usize;
+        let n = (unit / w) as usize;
+        let (mut ops, mut bytes) = (0u64, 0u64);
+        for b in bins
+            .get(i.min(bins.len())..(i + n).min(bins.len()))
+            .unwrap_or(&[])
+        {
+            ops += b.io.ops;
+            bytes += b.io.bytes;
+        }
+        if ops > 0 || bytes > 0 {
+            publish(sh.slot, at, unit, ops, bytes);
+        }
+        at += unit;
+    }
+    sh.done_to = upto;
+    close(sh.slot, upto, ended);
+    upto.saturating_add(unit)
 }
 
 #[cfg(test)]

@@ -137,6 +137,9 @@ struct State {
     phases_done: usize,
     ranks: u32,
     sweep: Option<SweepState>,
+    /// `plain`: the last interval line printed: its phase (operation,
+    /// repetition), its interval's start (ns) and when it was printed.
+    interval_said: Option<(String, u32, u64, Instant)>,
 }
 
 /// The running display; dropping it prints what is left and clears the
@@ -205,6 +208,7 @@ impl Display {
             phases_done: 0,
             ranks,
             sweep,
+            interval_said: None,
         }));
         let (tx, rx) = mpsc::channel::<()>();
         let st = Arc::clone(&state);
@@ -383,6 +387,9 @@ fn display_loop(state: &Mutex<State>, stop: &mpsc::Receiver<()>) {
         let last = !matches!(stop.recv_timeout(TICK), Err(RecvTimeoutError::Timeout));
         let mut s = lock(state);
         absorb(&mut s);
+        if s.style == Style::Plain && !last {
+            interval_line(&mut s, engine::live::snapshot());
+        }
         let bar = (s.style == Style::Bar && !last)
             .then(|| bar_line(&s, engine::live::snapshot()))
             .flatten();
@@ -436,6 +443,72 @@ fn phase_line(s: &State, f: &engine::live::Finished) -> String {
     line
 }
 
+/// How often `plain` prints the running phase's last interval: once a
+/// second in its first minute, then every ten seconds, so an hour-long
+/// phase adds some 420 lines to a batch log, not 3600.
+fn interval_every(phase_elapsed: Duration) -> Duration {
+    if phase_elapsed < Duration::from_secs(60) {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_secs(10)
+    }
+}
+
+/// `plain`: "write rep 1/3, 1.20-1.40 s: 512.3 MiB/s, 131072 IOPS", the
+/// running phase's last completed interval (from the series the record
+/// keeps, [`engine::live_interval`]), at most every [`interval_every`],
+/// after the phase's first second.
+fn interval_line(s: &mut State, snap: Option<engine::live::Snapshot>) {
+    let Some(p) = snap.filter(|p| p.elapsed >= QUIET_START) else {
+        return;
+    };
+    let Some(iv) = engine::live_interval::latest() else {
+        return;
+    };
+    let due = match &s.interval_said {
+        Some((op, rep, start, at)) if *op == p.info.op && *rep == p.info.rep => {
+            iv.start_ns != *start && at.elapsed() >= interval_every(p.elapsed)
+        }
+        _ => true,
+    };
+    if !due {
+        return;
+    }
+    let mut line = String::new();
+    if let Some(sw) = &s.sweep {
+        line.push_str(&format!(
+            "[point {}/{}] {} ",
+            sw.number(),
+            sw.total,
+            sw.current
+        ));
+    }
+    let (from, to) = (
+        iv.start_ns as f64 / 1e9,
+        (iv.start_ns + iv.dur_ns) as f64 / 1e9,
+    );
+    let who = if s.ranks > 1 { "rank 0 " } else { "" };
+    line.push_str(&format!(
+        "{} rep {}/{}, {from:.3}-{to:.3} s: {who}{}",
+        p.info.op,
+        p.info.rep + 1,
+        s.reps,
+        interval_figures(p.info.moves_data, &iv)
+    ));
+    s.lines.push(line);
+    s.interval_said = Some((p.info.op, p.info.rep, iv.start_ns, Instant::now()));
+}
+
+/// An interval's rates: MiB/s and IOPS of a data phase, files/s of a
+/// metadata phase.
+fn interval_figures(moves_data: bool, iv: &engine::live_interval::Interval) -> String {
+    if moves_data {
+        format!("{:.1} MiB/s, {:.0} IOPS", iv.mib_s(), iv.ops_s())
+    } else {
+        format!("{:.0} files/s", iv.ops_s())
+    }
+}
+
 /// The live line, or `None` when there is nothing worth showing (between
 /// phases of a plain run, or in a run's first second).
 fn bar_line(s: &State, snap: Option<engine::live::Snapshot>) -> Option<String> {
@@ -476,6 +549,13 @@ fn bar_line(s: &State, snap: Option<engine::live::Snapshot>) -> Option<String> {
                 seg.push_str(&format!(" {who}{mib:.1} MiB/s"));
             } else {
                 seg.push_str(&format!(" {who}{:.0} files/s", p.units as f64 / secs));
+            }
+            if let Some(iv) = engine::live_interval::latest() {
+                seg.push_str(&format!(
+                    " (last {}: {})",
+                    fmt_elapsed(iv.dur_ns as f64 / 1e9),
+                    interval_figures(p.info.moves_data, &iv)
+                ));
             }
         }
         parts.push(seg);
@@ -611,6 +691,7 @@ mod tests {
             phases_done: 0,
             ranks: 1,
             sweep,
+            interval_said: None,
         }
     }
 

@@ -575,3 +575,110 @@ fn a_sweep_cut_by_a_signal_keeps_the_cut_points_intervals_in_its_series_csv() {
     assert!(rows.iter().all(|r| r["point"] == "0" && r["op"] == "write"));
     assert!(row_bytes(&rows) >= seen, "{} < {seen}", row_bytes(&rows));
 }
+
+/// The progress log's interval lines of `err` ("write rep 1/1,
+/// 1.200-1.400 s: 512.3 MiB/s, 8197 IOPS" or "... s: 1234 files/s"):
+/// (start s, end s, MiB/s or `None`, operations per second).
+fn interval_lines(err: &str) -> Vec<(f64, f64, Option<f64>, f64)> {
+    err.lines()
+        .filter_map(|l| {
+            let (head, figs) = l.split_once(" s: ")?;
+            let (from, to) = head.rsplit_once(", ")?.1.split_once('-')?;
+            let num = |t: &str| t.trim().parse::<f64>().ok();
+            let (mib, ops) = match figs.split_once(" MiB/s, ") {
+                Some((m, o)) => (Some(num(m)?), num(o.strip_suffix(" IOPS")?)?),
+                None => (None, num(figs.strip_suffix(" files/s")?)?),
+            };
+            Some((num(from)?, num(to)?, mib, ops))
+        })
+        .collect()
+}
+
+/// Every interval line of a non-TTY run's progress log names an interval
+/// of the phase's recorded series and shows that interval's figures: the
+/// live figure is taken from the series the record keeps.
+fn progress_log_agrees_with_the_series(args: &[&str], data: &Path, j: &Path) {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--interval", "200ms", "--json", s(j), s(data)]);
+    let out = run(&all);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    let lines = interval_lines(&err);
+    assert!(!lines.is_empty(), "no interval line in:\n{err}");
+    let v = json(j);
+    let p = &phases(&v)[0];
+    let bins = p["series"]["bins"].as_array().expect("a series");
+    for (from, to, mib, ops) in lines {
+        let b = bins
+            .iter()
+            .find(|b| (b["t_s"].as_f64().unwrap() - from).abs() < 1e-6)
+            .unwrap_or_else(|| panic!("no interval at {from} s in the series; log:\n{err}"));
+        assert!(
+            (b["dur_s"].as_f64().unwrap() - (to - from)).abs() < 1e-6,
+            "{b}"
+        );
+        if let Some(m) = mib {
+            assert!(
+                (b["mib_s"].as_f64().unwrap() - m).abs() <= 0.05 + 1e-9,
+                "{m} vs {b}"
+            );
+        }
+        assert!(
+            (b["iops"].as_f64().unwrap() - ops).abs() <= 0.5 + 1e-9,
+            "{ops} vs {b}"
+        );
+        assert!(b["ops"].as_u64().unwrap() > 0, "{b}");
+    }
+}
+
+#[test]
+fn the_progress_log_prints_the_series_intervals_of_data_and_metadata_phases() {
+    let _t = turn();
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let j = dir.path().join("r.json");
+    let write = [
+        "run",
+        "--op",
+        "write",
+        "--threads",
+        "2",
+        "--size",
+        "1g",
+        "--xfer",
+        "64k",
+        "--time",
+        "3s",
+    ];
+    progress_log_agrees_with_the_series(&write, &data, &j);
+    let create = [
+        "meta",
+        "--ops",
+        "create",
+        "--threads",
+        "2",
+        "--files",
+        "1000000",
+        "--time",
+        "3s",
+    ];
+    progress_log_agrees_with_the_series(&create, &data, &j);
+    // Without a series there is no interval to show.
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--threads",
+        "1",
+        "--size",
+        "1g",
+        "--time",
+        "2s",
+        "--interval",
+        "off",
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    assert!(interval_lines(&stderr(&out)).is_empty(), "{}", stderr(&out));
+}

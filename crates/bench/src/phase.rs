@@ -623,7 +623,8 @@ fn timed<K: Kind>(
     let rec = ctx.is_root().then(|| {
         let mut r = k.reduce(plan, &out, layout);
         if let Some(st) = steady {
-            crate::steady::apply(&mut r, st);
+            let whole = ctx.opts.steady.is_some_and(|s| s.whole);
+            crate::steady::apply(&mut r, st, whole);
         }
         r
     });

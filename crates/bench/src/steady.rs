@@ -72,6 +72,11 @@ pub struct Steady {
     pub window: Duration,
     /// Time from the phase's start before seconds are collected.
     pub ramp: Duration,
+    /// The phase's figures stay the whole phase's, warm-up included (fio's
+    /// `steadystate=`: its figures cover the whole job); without it they
+    /// are the steady window's ([`apply`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole: bool,
 }
 
 // The limit is finite (parse refuses NaN), so equality is total.
@@ -126,6 +131,7 @@ impl Steady {
             pct,
             window,
             ramp,
+            whole: false,
         })
     }
 
@@ -160,6 +166,8 @@ impl Steady {
             reached: st.reached_ns.is_some(),
             at_s: st.reached_ns.map(|n| n as f64 / 1e9),
             samples: st.values.clone(),
+            sample_ops: st.counts.iter().map(|c| c.0).collect(),
+            sample_bytes: st.counts.iter().map(|c| c.1).collect(),
             whole: None,
         }
     }
@@ -177,6 +185,8 @@ pub struct Watch {
 struct State {
     /// The last window's values (at most a window's).
     values: Vec<f64>,
+    /// The same seconds' operations and bytes.
+    counts: Vec<(u64, u64)>,
     /// The live totals (operations, bytes) at the last sample.
     last: (u64, u64),
     /// Samples taken.
@@ -235,9 +245,11 @@ impl Watch {
                 du as f64
             };
             st.values.push(v);
+            st.counts.push((du, db));
             let n = self.rule.samples();
             if st.values.len() > n {
                 st.values.remove(0);
+                st.counts.remove(0);
             }
             if self.rule.judge(&st.values) {
                 let at = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX);
@@ -253,10 +265,11 @@ impl Watch {
 /// Puts `st` in the phase's record `r`; when the phase was steady, the
 /// record's figures become the steady window's (the intervals of its
 /// series inside the window) and the whole phase's go to `st.whole`. A
-/// phase without a series (`--interval off`) keeps its whole figures.
-pub fn apply(r: &mut report::PhaseRecord, mut st: report::SteadyRecord) {
+/// phase without a series (`--interval off`), or by a rule that keeps the
+/// `whole` phase's figures, keeps them.
+pub fn apply(r: &mut report::PhaseRecord, mut st: report::SteadyRecord, whole: bool) {
     let window = match (st.at_s, r.series.as_ref()) {
-        (Some(at), Some(s)) if st.reached => window_of(s, at - st.window_s, at),
+        (Some(at), Some(s)) if st.reached && !whole => window_of(s, at - st.window_s, at),
         _ => None,
     };
     if let Some(w) = window {

@@ -358,6 +358,12 @@ pub struct SteadyRecord {
     /// The one-second samples judged, in the criterion's unit (IOPS or
     /// MiB/s), the last window's when reached, else the last ones.
     pub samples: Vec<f64>,
+    /// The same seconds' operations completed, one a second.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample_ops: Vec<u64>,
+    /// The same seconds' bytes moved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sample_bytes: Vec<u64>,
     /// The whole phase's bytes, operations and seconds, warm-up
     /// included, when `reached` (the phase's figures are the window's).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -34,6 +34,7 @@ impl EngineKind {
 
 use crate::args::usage;
 use crate::Usage;
+use bench::steady::Kind as Kind_;
 
 /// One raw option as written, with where it came from (for messages).
 #[derive(Debug, Clone)]
@@ -133,6 +134,9 @@ const OPTIONS: &[(&str, Kind)] = &[
     ("runtime", Kind::Value),
     ("time_based", Kind::Bool),
     ("ramp_time", Kind::Value),
+    ("steadystate", Kind::Value),
+    ("steadystate_duration", Kind::Value),
+    ("steadystate_ramp_time", Kind::Value),
     ("startdelay", Kind::Value),
     ("loops", Kind::Value),
     ("offset", Kind::Value),
@@ -169,6 +173,9 @@ fn canonical(key: &str) -> &str {
         "blocksize" => "bs",
         "blocksize_range" => "bsrange",
         "wait_for_previous" => "stonewall",
+        "ss" => "steadystate",
+        "ss_dur" => "steadystate_duration",
+        "ss_ramp" => "steadystate_ramp_time",
         "rwmixcycle" => "rwmixcycle",
         "io_size" => "io_size",
         other => other,
@@ -193,11 +200,6 @@ pub fn refusal(key: &str) -> Option<&'static str> {
         "iodepth_batch" | "iodepth_batch_submit" | "iodepth_batch_complete"
         | "iodepth_batch_complete_min" | "iodepth_low" => {
             "ioscale's io_uring engine keeps iodepth= requests in flight (native: --iodepth)"
-        }
-        "steadystate" | "ss" | "steadystate_duration" | "ss_dur" | "steadystate_ramp_time"
-        | "ss_ramp" => {
-            "not in the fio front-end yet; the native `ioscale run --time T --steady \
-             KIND:LIMIT:WINDOW[:RAMP]` judges fio's criteria (docs/results.md)"
         }
         "cpus_allowed" | "cpumask" | "numa_cpu_nodes" | "numa_mem_policy" => {
             "ioscale does not pin workers to CPUs"
@@ -621,6 +623,16 @@ pub struct Job {
     pub time_based: bool,
     /// `ramp_time=`.
     pub ramp_time: Duration,
+    /// `steadystate=` (`ss=`): criterion, limit, and whether the limit
+    /// is a percentage (a bandwidth limit in bytes/s, as fio's).
+    pub ss: Option<(Kind_, f64, bool)>,
+    /// `steadystate_duration=` (`ss_dur=`).
+    pub ss_dur: Option<Duration>,
+    /// `steadystate_ramp_time=` (`ss_ramp=`).
+    pub ss_ramp: Duration,
+    /// The executor's steady rule the three make (the job ends once
+    /// steady; its figures stay the whole job's, as fio's).
+    pub steady: Option<bench::steady::Steady>,
     /// `startdelay=`.
     pub startdelay: Duration,
     /// `loops=`.
@@ -769,6 +781,10 @@ impl Job {
             runtime: None,
             time_based: false,
             ramp_time: Duration::ZERO,
+            ss: None,
+            ss_dur: None,
+            ss_ramp: Duration::ZERO,
+            steady: None,
             startdelay: Duration::ZERO,
             loops: 1,
             offset: 0,
@@ -918,7 +934,81 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
             return Err(usage(format!("{}: not supported ({})", v.key, o.origin)));
         }
     }
+    j.steady = steady_of(&j).map_err(|m| usage(format!("{m} (job '{name}')")))?;
     Ok(j)
+}
+
+/// `steadystate=CRITERION:LIMIT[%]`: fio's criteria (`iops`, `iops_slope`,
+/// `bw`, `bw_slope`); a bandwidth limit without `%` is a size a second
+/// (`bw:10m`), kept in bytes/s.
+fn ss_rule(v: &str, kb_base: u64) -> Result<(Kind_, f64, bool), String> {
+    let (crit, lim) = v
+        .split_once(':')
+        .ok_or_else(|| format!("steadystate={v}: give CRITERION:LIMIT, e.g. iops:5%"))?;
+    let kind = match crit {
+        "iops" => Kind_::Iops,
+        "iops_slope" => Kind_::IopsSlope,
+        "bw" => Kind_::Bw,
+        "bw_slope" => Kind_::BwSlope,
+        k => {
+            return Err(format!(
+                "steadystate={v}: {k} is not a criterion (iops, iops_slope, bw, bw_slope)"
+            ))
+        }
+    };
+    let bad = || format!("steadystate={v}: the limit is a number ≥ 0, or a percentage");
+    let (limit, pct) = match lim.strip_suffix('%') {
+        Some(n) => (n.trim().parse::<f64>().map_err(|_| bad())?, true),
+        None if matches!(kind, Kind_::Bw | Kind_::BwSlope) => (
+            fio_size("steadystate", lim, kb_base).map_err(|_| bad())? as f64,
+            false,
+        ),
+        None => (lim.trim().parse::<f64>().map_err(|_| bad())?, false),
+    };
+    if !limit.is_finite() || limit < 0.0 {
+        return Err(bad());
+    }
+    Ok((kind, limit, pct))
+}
+
+/// The executor's rule for a job's `steadystate=` options: a window of
+/// whole seconds (at least 2: one sample a second, as fio's
+/// `ss_interval`), and a `runtime=` to end the job by (the executor ends a
+/// phase at steady state by cutting its time limit).
+fn steady_of(j: &Job) -> Result<Option<bench::steady::Steady>, String> {
+    let Some((kind, limit, pct)) = j.ss else {
+        return Ok(None);
+    };
+    let window = j
+        .ss_dur
+        .ok_or("steadystate= needs steadystate_duration= (ss_dur=): the window it judges")?;
+    if window < Duration::from_secs(2) || window.subsec_nanos() != 0 {
+        return Err(format!(
+            "steadystate_duration={:?}: whole seconds, at least 2 (one sample a second)",
+            window
+        ));
+    }
+    if j.runtime.is_none() {
+        return Err(
+            "steadystate= needs runtime=: ioscale ends a job at steady state by \
+                    cutting its time limit"
+                .into(),
+        );
+    }
+    // The executor's bandwidth limits are in MiB/s.
+    let limit = if pct || matches!(kind, Kind_::Iops | Kind_::IopsSlope) {
+        limit
+    } else {
+        limit / 1_048_576.0
+    };
+    Ok(Some(bench::steady::Steady {
+        kind,
+        limit,
+        pct,
+        window,
+        ramp: j.ss_ramp,
+        whole: true,
+    }))
 }
 
 /// One option's value, read as the type its key wants; an error is the
@@ -1027,6 +1117,9 @@ fn set_run(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
         "runtime" => j.runtime = Some(o.time()?),
         "time_based" => j.time_based = o.bool()?,
         "ramp_time" => j.ramp_time = o.time()?,
+        "steadystate" => j.ss = Some(ss_rule(v, o.kb_base)?),
+        "steadystate_duration" => j.ss_dur = Some(o.time()?),
+        "steadystate_ramp_time" => j.ss_ramp = o.time()?,
         "startdelay" => j.startdelay = o.time()?,
         "loops" => j.loops = o.int()?,
         "randrepeat" => {

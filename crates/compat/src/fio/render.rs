@@ -208,6 +208,106 @@ pub struct Entry {
     pub depths: engine::worker::Depths,
     /// The latency of each fsync/fdatasync between writes (fio's `sync`).
     pub syncs: Option<Lat>,
+    /// `steadystate=`: what the job's steady-state watch measured.
+    pub steadystate: Option<SteadyState>,
+}
+
+/// fio's `steadystate` object of a job, from the executor's record of its
+/// steady-state watch (`phases[].steady`): the rule, whether it was met,
+/// and the last window's one-second samples with the figures fio derives
+/// from them (mean, largest deviation from it, least-squares slope, and
+/// the criterion: the deviation or slope, as a share of the mean when the
+/// limit is a percentage).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SteadyState {
+    /// `iops:5.000000%`, as fio prints the rule.
+    pub rule: String,
+    /// The window, seconds.
+    pub duration: u64,
+    /// Steady before the job ended.
+    pub attained: bool,
+    /// The criterion's value, as fio prints it (`21.929239%`).
+    pub criterion: String,
+    /// Largest distance of a sample from the window's mean (deviation
+    /// criteria; 0 for a slope), in IOPS or bytes/s.
+    pub max_deviation: f64,
+    /// Least-squares slope of the samples per second (slope criteria; 0
+    /// otherwise), in IOPS or bytes/s.
+    pub slope: f64,
+    /// Mean bytes/s and IOPS of the window.
+    pub bw_mean: u64,
+    /// Mean IOPS of the window.
+    pub iops_mean: u64,
+    /// Each second's IOPS.
+    pub iops: Vec<u64>,
+    /// Each second's bytes/s.
+    pub bw: Vec<u64>,
+}
+
+impl SteadyState {
+    /// fio's object from the executor's record `st` of one phase.
+    pub fn of(st: &report::SteadyRecord) -> SteadyState {
+        let bw_kind = st.criterion.starts_with("bw");
+        let slope_kind = st.criterion.ends_with("_slope");
+        let data: Vec<f64> = if bw_kind {
+            st.sample_bytes.iter().map(|&b| b as f64).collect()
+        } else {
+            st.sample_ops.iter().map(|&o| o as f64).collect()
+        };
+        let n = data.len() as f64;
+        let mean = if data.is_empty() {
+            0.0
+        } else {
+            data.iter().sum::<f64>() / n
+        };
+        let dev = data.iter().map(|v| (v - mean).abs()).fold(0.0, f64::max);
+        let slope = if slope_kind { slope_of(&data) } else { 0.0 };
+        let raw = if slope_kind { slope } else { dev };
+        let (crit, unit) = if st.limit_pct {
+            (if mean > 0.0 { 100.0 * raw / mean } else { 0.0 }, "%")
+        } else {
+            (raw, "")
+        };
+        // The record's bandwidth limit is in MiB/s; fio states bytes/s.
+        let limit = if bw_kind && !st.limit_pct {
+            st.limit * 1_048_576.0
+        } else {
+            st.limit
+        };
+        let mean_of = |v: &[u64]| {
+            v.iter()
+                .sum::<u64>()
+                .checked_div(v.len() as u64)
+                .unwrap_or(0)
+        };
+        SteadyState {
+            rule: format!("{}:{limit:.6}{unit}", st.criterion),
+            duration: st.window_s as u64,
+            attained: st.reached,
+            criterion: format!("{crit:.6}{unit}"),
+            max_deviation: if slope_kind { 0.0 } else { dev },
+            slope,
+            bw_mean: mean_of(&st.sample_bytes),
+            iops_mean: mean_of(&st.sample_ops),
+            iops: st.sample_ops.clone(),
+            bw: st.sample_bytes.clone(),
+        }
+    }
+}
+
+/// Least-squares slope of `v` against its index (one per second).
+fn slope_of(v: &[f64]) -> f64 {
+    let n = v.len() as f64;
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let mx = (n - 1.0) / 2.0;
+    let my = v.iter().sum::<f64>() / n;
+    let (num, den) = v.iter().enumerate().fold((0.0, 0.0), |(a, b), (i, y)| {
+        let dx = i as f64 - mx;
+        (a + dx * (y - my), b + dx * dx)
+    });
+    num / den
 }
 
 /// A job's line at the top of the normal output.
@@ -918,6 +1018,24 @@ fn json_dir(d: &DirStats, e: &Entry, agg_kib: f64, plus: bool) -> Value {
 }
 
 /// fio's `latency_ns`/`latency_us`/`latency_ms` objects (percent of the
+/// fio's `steadystate` object (keys and types as fio 3.33 writes them).
+fn json_ss(ss: &SteadyState) -> Value {
+    json!({
+        "ss": ss.rule,
+        "duration": ss.duration,
+        "attained": u8::from(ss.attained),
+        "criterion": ss.criterion,
+        "max_deviation": ss.max_deviation,
+        "slope": ss.slope,
+        "data": {
+            "bw_mean": ss.bw_mean,
+            "iops_mean": ss.iops_mean,
+            "iops": ss.iops,
+            "bw": ss.bw,
+        },
+    })
+}
+
 /// requests per bucket).
 fn json_buckets(j: &mut Map<String, Value>, b: &LatBuckets) {
     for ((unit, row), key) in b
@@ -1121,6 +1239,9 @@ pub fn json(r: &Report, plus: bool) -> Value {
             j.insert("latency_target".into(), json!(0));
             j.insert("latency_percentile".into(), json!(100.0));
             j.insert("latency_window".into(), json!(0));
+            if let Some(ss) = &e.steadystate {
+                j.insert("steadystate".into(), json_ss(ss));
+            }
             Value::Object(j)
         })
         .collect();
@@ -1149,6 +1270,35 @@ pub fn json(r: &Report, plus: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn steadystate_figures_are_fio_s() {
+        let rec = |criterion: &str, pct: bool, ops: &[u64]| report::SteadyRecord {
+            criterion: criterion.into(),
+            limit: 2.0,
+            limit_pct: pct,
+            window_s: ops.len() as f64,
+            reached: true,
+            sample_ops: ops.to_vec(),
+            sample_bytes: ops.iter().map(|o| o * 4096).collect(),
+            ..Default::default()
+        };
+        // A slope of 10 a second against a mean of 115: 8.695652%.
+        let s = SteadyState::of(&rec("iops_slope", true, &[100, 110, 120, 130]));
+        assert_eq!(s.rule, "iops_slope:2.000000%");
+        assert!((s.slope - 10.0).abs() < 1e-9);
+        assert_eq!((s.criterion.as_str(), s.max_deviation), ("8.695652%", 0.0));
+        assert_eq!((s.iops_mean, s.bw_mean, s.duration), (115, 115 * 4096, 4));
+        // Deviation in bytes/s; an absolute bandwidth limit in bytes/s.
+        let s = SteadyState::of(&rec("bw", false, &[100, 90, 110]));
+        assert_eq!(s.rule, "bw:2097152.000000");
+        assert_eq!(s.max_deviation, 10.0 * 4096.0);
+        assert_eq!((s.criterion.as_str(), s.slope), ("40960.000000", 0.0));
+        assert_eq!(s.bw, vec![409_600, 368_640, 450_560]);
+        // No samples: zeros, not a division by zero.
+        let s = SteadyState::of(&rec("iops", true, &[]));
+        assert_eq!((s.criterion.as_str(), s.iops_mean), ("0.000000%", 0));
+    }
 
     #[test]
     fn numbers_in_fio_style() {

@@ -121,7 +121,10 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
         ),
         (
             "runtime",
-            a.runtime == b.runtime && a.time_based == b.time_based && a.ramp_time == b.ramp_time,
+            a.runtime == b.runtime
+                && a.time_based == b.time_based
+                && a.ramp_time == b.ramp_time
+                && a.steady == b.steady,
         ),
         ("loops", a.loops == b.loops),
         ("startdelay", a.startdelay == b.startdelay),
@@ -936,9 +939,10 @@ fn run_passes(
             s.time_limit = limit;
         }
         files.check_dirs()?;
-        let plan = bench::plan::Plan::single(s)
+        let mut plan = bench::plan::Plan::single(s)
             .with_detail(ctx.detail)
             .rendered_by(bench::plan::Render::Fio);
+        plan.options.steady = j.steady;
         let env = bench::exec::Env::new(ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord);
         bench::exec::execute(&plan, env).map(bench::exec::Executed::into_single)
     };
@@ -1079,6 +1083,12 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool)
         clones_runtime_s: 0.0,
         depths: Default::default(),
         syncs: None,
+        // The steady-state watch of the job's last measured pass.
+        steadystate: passes
+            .iter()
+            .rev()
+            .find_map(|p| p.rs.phases.iter().find_map(|ph| ph.steady.as_ref()))
+            .map(compat::fio::render::SteadyState::of),
     };
     let mut usage = ThreadUse::default();
     let mut buckets = LatBuckets::default();

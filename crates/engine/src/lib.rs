@@ -6,6 +6,7 @@
 //! worker; reduction and reporting happen elsewhere.
 #![deny(missing_docs)]
 
+pub mod aio;
 pub mod backend;
 pub mod buf;
 pub mod find;

@@ -108,6 +108,11 @@ pub trait IoQueue {
     /// again for the rest (fio's `short_ios`), reads then writes, since the
     /// last call; the count starts again from 0.
     fn take_short_ios(&mut self) -> [u64; 2];
+    /// The system call [`IoQueue::submit_and_reap`] waits in, to name in a
+    /// failure.
+    fn wait_call(&self) -> &'static str {
+        "io_uring_enter"
+    }
 }
 
 /// Positioned reads and writes on one file of any backend (pread/pwrite

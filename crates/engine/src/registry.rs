@@ -18,6 +18,7 @@ use std::sync::Barrier;
 use spec::MetaOp;
 use thiserror::Error;
 
+use crate::aio::{AioQueue, AioState};
 use crate::backend::posix::Posix;
 use crate::backend::Backend;
 use crate::buf::AlignedBuf;
@@ -173,8 +174,47 @@ impl EngineState<Posix> for UringState {
     }
 }
 
+/// Linux native AIO, `iodepth` requests in flight (fio's libaio).
+struct AioEngine;
+
+static AIO_INFO: EngineInfo = EngineInfo {
+    name: "libaio",
+    summary: "Linux native AIO (io_submit/io_getevents), up to --iodepth requests in flight \
+              per worker; with --direct only: buffered requests complete inside io_submit",
+    queueing: true,
+    default_depth: 32,
+    direct: true,
+};
+
+impl DataEngine<Posix> for AioEngine {
+    fn info(&self) -> &'static EngineInfo {
+        &AIO_INFO
+    }
+    fn prepare(
+        &self,
+        bufs: Vec<AlignedBuf>,
+        _: &EngineOptions,
+    ) -> io::Result<Box<dyn EngineState<Posix>>> {
+        Ok(Box::new(AioState::new(bufs)?))
+    }
+}
+
+impl EngineState<Posix> for AioState {
+    fn run(&mut self, file: &std::fs::File, lp: &mut LoopCtx<'_, Posix>) -> bool {
+        if !lp.plan.spec.direct {
+            self.note_buffered();
+        }
+        let mut q = AioQueue::new(file, self);
+        io_loop(&mut q, file, lp);
+        q.finish()
+    }
+    fn notes(&self) -> &[String] {
+        AioState::notes(self)
+    }
+}
+
 /// Every data engine of the POSIX backend, by name.
-pub static DATA_ENGINES: &[&dyn DataEngine<Posix>] = &[&SyncEngine, &UringEngine];
+pub static DATA_ENGINES: &[&dyn DataEngine<Posix>] = &[&SyncEngine, &UringEngine, &AioEngine];
 
 /// A refused engine choice; the message names the flag and the fix.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -532,11 +572,12 @@ mod tests {
 
     #[test]
     fn checks_name_the_flag() {
-        let e = check_data("libaio", 1, false).err().unwrap();
+        let e = check_data("aio", 1, false).err().unwrap();
         assert_eq!(
             e.to_string(),
-            "--engine libaio: unknown engine (available: sync, io_uring)"
+            "--engine aio: unknown engine (available: sync, io_uring, libaio)"
         );
+        assert!(check_data("libaio", 64, true).is_ok());
         let e = check_data("sync", 8, false).err().unwrap();
         assert!(
             e.to_string().starts_with("--iodepth 8: the sync engine"),

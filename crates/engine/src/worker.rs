@@ -973,7 +973,7 @@ impl LoopState {
             }
             if let Err(e) = q.submit_and_reap(&mut self.done) {
                 lp.s.failure = Some(IoFailure {
-                    op: "io_uring_enter".into(),
+                    op: q.wait_call().into(),
                     path: lp.path.to_path_buf(),
                     offset: None,
                     errno: e.raw_os_error(),

@@ -107,13 +107,15 @@ pub struct RunArgs {
     )]
     pub reorder_offset: Option<String>,
 
-    /// I/O engine: sync (pread/pwrite) or io_uring (--iodepth requests in
-    /// flight per worker).
+    /// I/O engine: sync (pread/pwrite), io_uring or libaio (Linux native
+    /// AIO, as fio's; with --direct: without it the kernel does each
+    /// request inside io_submit) (--iodepth requests in flight per worker).
     #[arg(long, value_name = "NAME", default_value = "sync",
           value_parser = Choices(args::data_engines), hide_possible_values = true)]
     pub engine: String,
 
-    /// Requests in flight per worker (io_uring) [default: 32 with io_uring].
+    /// Requests in flight per worker (io_uring, libaio) [default: 32 with
+    /// io_uring or libaio].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     pub iodepth: Option<String>,
 

@@ -388,8 +388,8 @@ fn refusals_exit_2_naming_the_option() {
             "--bssplit",
         ),
         (
-            &["--name=a", "--size=1m", "--ioengine=libaio"][..],
-            "io_uring",
+            &["--name=a", "--size=1m", "--ioengine=posixaio"][..],
+            "libaio",
         ),
         (
             &["--name=a", "--size=1m", "--frobnicate=1"][..],

@@ -37,7 +37,7 @@ fn bad_engine_flags_exit_2_naming_the_flag() {
     let tp = t.path();
     plant_foreign(tp);
     let run_cases: &[(&[&str], &str)] = &[
-        (&["--engine", "libaio"], "--engine libaio"),
+        (&["--engine", "posixaio"], "--engine posixaio"),
         (&["--engine", ""], "--engine"),
         (&["--iodepth", "8"], "--iodepth 8"),
         (&["--engine", "io_uring", "--iodepth", "0"], "--iodepth"),

@@ -20,6 +20,8 @@ pub enum EngineKind {
     Sync,
     /// io_uring.
     IoUring,
+    /// libaio: Linux native AIO.
+    Libaio,
 }
 
 impl EngineKind {
@@ -28,6 +30,7 @@ impl EngineKind {
         match self {
             EngineKind::Sync => "sync",
             EngineKind::IoUring => "io_uring",
+            EngineKind::Libaio => "libaio",
         }
     }
 }
@@ -863,13 +866,14 @@ fn engine_kind(v: &str) -> Result<EngineKind, String> {
     match v {
         "psync" | "sync" | "pvsync" | "pvsync2" => Ok(EngineKind::Sync),
         "io_uring" => Ok(EngineKind::IoUring),
-        "libaio" | "posixaio" => Err(format!(
-            "ioengine={v}: not supported; the nearest native engine is io_uring \
-             (ioengine=io_uring, native: --engine io_uring), which queues iodepth= requests the same way"
+        "libaio" => Ok(EngineKind::Libaio),
+        "posixaio" => Err(format!(
+            "ioengine={v}: not supported; the nearest engines are libaio and io_uring \
+             (native: --engine libaio|io_uring), which queue iodepth= requests the same way"
         )),
         _ => Err(format!(
-            "ioengine={v}: not supported; ioscale has psync/sync/pvsync (one request at a time) \
-             and io_uring (native: --engine sync|io_uring)"
+            "ioengine={v}: not supported; ioscale has psync/sync/pvsync (one request at a time), \
+             libaio and io_uring (native: --engine sync|libaio|io_uring)"
         )),
     }
 }
@@ -1234,7 +1238,9 @@ mod tests {
         let e = parse_cli(&argv("--name=a --frobnicate=1")).unwrap_err().0;
         assert!(e.contains("--frobnicate"), "{e}");
         let c = parse_cli(&argv("--name=a --ioengine=libaio")).unwrap();
+        assert_eq!(jobs(&c).unwrap().0[0].engine, EngineKind::Libaio);
+        let c = parse_cli(&argv("--name=a --ioengine=posixaio")).unwrap();
         let e = jobs(&c).unwrap_err().0;
-        assert!(e.contains("io_uring"), "{e}");
+        assert!(e.contains("libaio") && e.contains("io_uring"), "{e}");
     }
 }

@@ -41,7 +41,8 @@ Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse]
 
 Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   name filename directory nrfiles size filesize rw/readwrite bs bsrange(one size)
-  rwmixread rwmixwrite numjobs thread iodepth ioengine(psync|sync|pvsync|io_uring)
+  rwmixread rwmixwrite numjobs thread iodepth
+  ioengine(psync|sync|pvsync|io_uring|libaio)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
   runtime time_based ramp_time startdelay loops randrepeat
   randseed norandommap verify(crc32c|crc32c-intel|md5|sha1|xxhash|pattern)
@@ -313,7 +314,7 @@ fn to_raw(
             }
             1
         }
-        EngineKind::IoUring => j.iodepth.max(1),
+        EngineKind::IoUring | EngineKind::Libaio => j.iodepth.max(1),
     };
     let target = paths[0]
         .parent()

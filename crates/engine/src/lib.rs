@@ -20,6 +20,7 @@ pub mod queue;
 pub mod registry;
 pub mod runner;
 pub mod series;
+pub mod sizes;
 pub mod sys;
 pub mod uring;
 pub mod verify;

@@ -53,7 +53,7 @@ impl<B: Engines> Prepared<B> {
         };
         let bufs = (0..depth)
             .map(|k| {
-                let mut b = AlignedBuf::try_new(plan.xfer() as usize, plan.align)?;
+                let mut b = AlignedBuf::try_new(plan.buf_len() as usize, plan.align)?;
                 pattern::fill_random(b.as_mut_slice(), plan.spec.seed ^ (worker as u64) << 20 ^ k);
                 Ok(b)
             })

@@ -180,6 +180,14 @@ impl<B: Backend> PhasePlan<B> {
         self.spec.xfer
     }
 
+    /// Bytes of each request buffer: the largest request.
+    pub fn buf_len(&self) -> u64 {
+        self.spec
+            .xfer_sizes
+            .as_ref()
+            .map_or(self.spec.xfer, |z| z.max)
+    }
+
     /// The worker whose data worker `w` touches.
     pub fn owner_of(&self, w: u32) -> u32 {
         (w + self.reorder_offset) % self.workers
@@ -763,8 +771,12 @@ struct LoopState {
     sync_data: bool,
     writes_issued: u64,
     synced_at: u64,
-    /// The next transfer, drawn but held back while a sync is due.
-    held: Option<u64>,
+    /// The next transfer (offset, length), drawn but held back while a
+    /// sync is due.
+    held: Option<(u64, u32)>,
+    /// Drawn request sizes ([`spec::WorkloadSpec::xfer_sizes`]): their
+    /// walk and where the worker's region starts; `None`: `xfer` each.
+    sizes: Option<(crate::sizes::SizeGen, u64)>,
     /// fio's verify header, when a checksum was asked for.
     writer: Option<crate::verify::Writer>,
     depth: usize,
@@ -805,7 +817,13 @@ impl LoopState {
         let slot = plan.live_slot(lp.w);
         let now = Instant::now();
         let exist = plan.items_of(owner);
+        let sizes = spec.xfer_sizes.as_ref().map(|z| {
+            let region = spec.bytes_per_worker();
+            let g = crate::sizes::SizeGen::new(z, region, plan.op.is_random(), seed);
+            (g, plan.offset_of(owner, 0))
+        });
         let (gen, cap) = match (plan.op.is_random(), spec.random_repeats) {
+            _ if sizes.is_some() => (OffsetGen::sequential(0), u64::MAX),
             (true, true) => (OffsetGen::uniform(n, exist, seed), n),
             (true, false) if spec.shuffle_in_block => {
                 let per_block = (spec.block / spec.xfer).max(1);
@@ -847,6 +865,7 @@ impl LoopState {
             writes_issued: 0,
             synced_at: 0,
             held: None,
+            sizes,
             writer: plan.spec.hints.checksum.filter(|_| spec.verify).map(|sum| {
                 crate::verify::Writer {
                     sum,
@@ -884,25 +903,24 @@ impl LoopState {
         while !self.exhausted && !self.stopping && self.inflight < self.depth {
             let next = match self.held.take() {
                 // Drawn (and counted) before the sync it waited for.
-                Some(i) => Some(i),
+                Some(r) => Some(r),
                 None if self.issued < self.cap => {
-                    let n = self.gen.next_index();
+                    let n = self.draw(plan);
                     self.issued += u64::from(n.is_some());
                     n
                 }
                 None => None,
             };
-            let Some(i) = next else {
+            let Some((off, len)) = next else {
                 self.exhausted = true;
                 break;
             };
             if self.sync_due() {
                 // fio issues the sync once the writes before it completed,
                 // and only when another request follows.
-                self.held = Some(i);
+                self.held = Some((off, len));
                 break;
             }
-            let off = self.start + plan.offset_of(self.owner, i);
             let write = if self.read_only {
                 false
             } else if self.mixed {
@@ -928,7 +946,7 @@ impl LoopState {
                 slot,
                 Request {
                     offset: off,
-                    len: self.xfer,
+                    len,
                     write,
                 },
             );
@@ -936,6 +954,22 @@ impl LoopState {
             if self.fine {
                 self.pushed += 1;
                 self.depths.level[Depths::level_bucket(self.inflight)] += 1;
+            }
+        }
+    }
+
+    /// The next request's offset and length: the next transfer of the
+    /// fixed-size walk, or of the drawn sizes' walk.
+    #[inline]
+    fn draw<B: Backend>(&mut self, plan: &PhasePlan<B>) -> Option<(u64, u32)> {
+        match &mut self.sizes {
+            None => {
+                let i = self.gen.next_index()?;
+                Some((self.start + plan.offset_of(self.owner, i), self.xfer))
+            }
+            Some((g, base)) => {
+                let (off, len) = g.next_request()?;
+                Some((self.start + *base + off, len))
             }
         }
     }

@@ -18,7 +18,7 @@ pub use meta::{Conflict, EntryKind, FileSize, MetaNaming, MetaOp, MetaSpec, RawM
 pub use units::{format_size, parse_count, parse_duration, parse_list, parse_size, UnitError};
 pub use workload::{
     Checksum, FileNaming, IoHints, Layout, Op, RawWorkload, SpecError, SyncMode, UringOpts,
-    WorkloadSpec,
+    WorkloadSpec, XferSizes,
 };
 
 /// The names of `items` (phases of either kind), comma-separated, as

@@ -445,6 +445,21 @@ impl FileNaming {
     }
 }
 
+/// Request sizes drawn per request, as fio draws them for `bsrange=` and
+/// `bssplit=`: each a multiple of `min`, at most `max`; offsets aligned
+/// to `min` (fio's default `blockalign`). The spec's `xfer` is `min`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XferSizes {
+    /// The smallest request (bytes).
+    pub min: u64,
+    /// The largest request (bytes).
+    pub max: u64,
+    /// fio's `bssplit`: (size, percentage) pairs in the order given;
+    /// empty: `bsrange`, every multiple of `min` up to `max` alike.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split: Vec<(u64, u32)>,
+}
+
 /// The raw, unchecked values a front-end collected.
 ///
 /// `None` means "not given"; [`RawWorkload::build`] applies the defaults.
@@ -520,6 +535,9 @@ pub struct RawWorkload {
     /// Random phases shuffle the transfers within each block and walk the
     /// segments in order (IOR's `-z`), instead of one shuffle of all.
     pub shuffle_in_block: bool,
+    /// Request sizes drawn per request (fio's `bsrange`, `bssplit`);
+    /// `xfer` is then their minimum.
+    pub xfer_sizes: Option<XferSizes>,
 }
 
 /// A complete, consistent workload the engine can run without further checks.
@@ -619,6 +637,13 @@ pub struct WorkloadSpec {
     /// does; without it one shuffle spans all of a worker's transfers.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub shuffle_in_block: bool,
+    /// Request sizes drawn per request (fio's `bsrange`, `bssplit`): each
+    /// worker walks its region once (sequentially, or at random over the
+    /// `xfer`-sized blocks not yet touched, a request cut where it meets
+    /// one), with `xfer` (the minimum) as the unit; absent: every request
+    /// is `xfer` bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xfer_sizes: Option<XferSizes>,
 }
 
 impl WorkloadSpec {
@@ -891,7 +916,34 @@ impl RawWorkload {
             item_counts: self.item_counts.clone(),
             random_repeats: self.random_repeats,
             shuffle_in_block: self.shuffle_in_block,
+            xfer_sizes: self.xfer_sizes()?,
         })
+    }
+
+    /// The drawn request sizes: multiples of `--xfer` (their minimum), the
+    /// largest at most 2 GiB, percentages summing to 100; one region per
+    /// worker (no IOR segments in a shared file), no time-limited prefix.
+    fn xfer_sizes(&self) -> Result<Option<XferSizes>, SpecError> {
+        let Some(z) = &self.xfer_sizes else {
+            return Ok(None);
+        };
+        let bad = |hint: &str| Err(SpecError::range("--xfer", format_size(z.min), hint));
+        if self.xfer != Some(z.min) || z.min == 0 || z.max < z.min || z.max > (1 << 31) {
+            return bad("drawn sizes run from --xfer up to at most 2 GiB");
+        }
+        if z.split
+            .iter()
+            .any(|&(b, _)| b == 0 || b % z.min != 0 || b > z.max)
+        {
+            return bad("each drawn size is a multiple of the smallest");
+        }
+        if !z.split.is_empty() && z.split.iter().map(|p| u64::from(p.1)).sum::<u64>() != 100 {
+            return bad("the percentages of the sizes add up to 100");
+        }
+        if self.segments.is_some_and(|n| n > 1) || !self.item_counts.is_empty() || self.wearout {
+            return bad("drawn sizes walk one region per worker");
+        }
+        Ok(Some(z.clone()))
     }
 
     /// The wear-out needs a time limit to wear out from; random draws

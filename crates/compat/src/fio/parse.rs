@@ -120,6 +120,7 @@ const OPTIONS: &[(&str, Kind)] = &[
     ("rw", Kind::Value),
     ("bs", Kind::Value),
     ("bsrange", Kind::Value),
+    ("bssplit", Kind::Value),
     ("rwmixread", Kind::Value),
     ("rwmixwrite", Kind::Value),
     ("numjobs", Kind::Value),
@@ -188,8 +189,8 @@ fn canonical(key: &str) -> &str {
 /// Why an option fio has is refused, naming the nearest native option.
 pub fn refusal(key: &str) -> Option<&'static str> {
     Some(match key {
-        "bssplit" | "blockalign" | "bs_unaligned" => {
-            "one block size per job: use bs= (native: --xfer)"
+        "blockalign" | "bs_unaligned" => {
+            "requests are aligned to the smallest block size, fio's default: leave it out"
         }
         "io_size" | "io_limit" => {
             "ioscale moves each file's size once per loop: use size= and loops= (native: --size, --reps)"
@@ -584,8 +585,10 @@ pub struct Job {
     pub op: Op,
     /// The `rw=` value as written (for the header line).
     pub rw_text: String,
-    /// Block size.
+    /// Block size (the smallest, with `bsrange`/`bssplit`).
     pub bs: u64,
+    /// Sizes drawn per request (`bsrange=` with two sizes, `bssplit=`).
+    pub bs_sizes: Option<spec::XferSizes>,
     /// Bytes of I/O per clone (`size=`).
     pub size: Option<u64>,
     /// File size (`filesize=`).
@@ -764,6 +767,7 @@ impl Job {
             op: Op::Read,
             rw_text: "read".into(),
             bs: 4096,
+            bs_sizes: None,
             size: None,
             filesize: None,
             nrfiles: 1,
@@ -846,19 +850,95 @@ fn rw_mode(v: &str) -> Result<(Op, String), String> {
     Ok((op, mode.to_string()))
 }
 
-/// `bsrange=LOW-HIGH`: one size only.
-fn bs_range(v: &str, kb_base: u64) -> Result<u64, String> {
+/// `bsrange=LOW-HIGH`: the smallest size, and the range when it is one.
+fn bs_range(v: &str, kb_base: u64) -> Result<(u64, Option<spec::XferSizes>), String> {
+    if v.contains(',') {
+        return Err(format!(
+            "bsrange={v}: separate read/write ranges are not supported; give one range"
+        ));
+    }
     let (lo, hi) = v
         .split_once('-')
         .ok_or_else(|| format!("bsrange={v}: give LOW-HIGH"))?;
     let lo = fio_size("bsrange", lo, kb_base).map_err(|e| e.0)?;
     let hi = fio_size("bsrange", hi, kb_base).map_err(|e| e.0)?;
-    if lo != hi {
+    if lo == 0 || hi < lo {
+        return Err(format!("bsrange={v}: give LOW-HIGH with 0 < LOW <= HIGH"));
+    }
+    let range = (lo != hi).then(|| spec::XferSizes {
+        min: lo,
+        max: hi,
+        split: Vec::new(),
+    });
+    Ok((lo, range))
+}
+
+/// `bssplit=SIZE/PCT:SIZE/PCT…`: sizes without a percentage share what the
+/// others leave of 100, as in fio. One list for reads and writes.
+fn bs_split(v: &str, kb_base: u64) -> Result<(u64, Option<spec::XferSizes>), String> {
+    if v.contains(',') {
         return Err(format!(
-            "bsrange={v}: a range of block sizes is not supported; ioscale uses one (bs=, native: --xfer)"
+            "bssplit={v}: separate read/write lists are not supported; give one list"
         ));
     }
-    Ok(lo)
+    let mut split: Vec<(u64, Option<u64>)> = Vec::new();
+    for e in v.split(':').filter(|e| !e.is_empty()) {
+        let (b, p) = match e.split_once('/') {
+            Some((b, p)) if !p.is_empty() => (b, Some(fio_int("bssplit", p).map_err(|e| e.0)?)),
+            Some((b, _)) => (b, None),
+            None => (e, None),
+        };
+        let b = fio_size("bssplit", b, kb_base).map_err(|e| e.0)?;
+        if b == 0 {
+            return Err(format!("bssplit={v}: a block size of 0"));
+        }
+        split.push((b, p));
+    }
+    let given: u64 = split.iter().filter_map(|e| e.1).sum();
+    let blank = split.iter().filter(|e| e.1.is_none()).count() as u64;
+    if split.is_empty() || given > 100 || (blank == 0 && given != 100) {
+        return Err(format!(
+            "bssplit={v}: give SIZE/PERCENT:SIZE/PERCENT… adding up to 100"
+        ));
+    }
+    // What is left of 100 goes to the sizes without one, the last taking
+    // the remainder.
+    let mut left = 100 - given;
+    let mut pairs = Vec::with_capacity(split.len());
+    let mut blanks_seen = 0;
+    for (b, p) in split {
+        let p = p.unwrap_or_else(|| {
+            blanks_seen += 1;
+            let share = if blanks_seen == blank {
+                left
+            } else {
+                (100 - given) / blank
+            };
+            left -= share;
+            share
+        });
+        pairs.push((b, p as u32));
+    }
+    let min = pairs.iter().map(|p| p.0).min().unwrap_or(4096);
+    let max = pairs.iter().map(|p| p.0).max().unwrap_or(min);
+    if let Some(b) = pairs.iter().find(|p| p.0 % min != 0) {
+        return Err(format!(
+            "bssplit={v}: {} is not a multiple of the smallest size {min} (fio would send \
+             requests unaligned to blockalign; ioscale does not)",
+            b.0
+        ));
+    }
+    if min == max {
+        return Ok((min, None));
+    }
+    Ok((
+        min,
+        Some(spec::XferSizes {
+            min,
+            max,
+            split: pairs,
+        }),
+    ))
 }
 
 /// `ioengine=`.
@@ -939,6 +1019,16 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
         }
     }
     j.steady = steady_of(&j).map_err(|m| usage(format!("{m} (job '{name}')")))?;
+    if j.bs_sizes.is_some() {
+        let mixed = matches!(j.op, Op::Rw | Op::Randrw);
+        if mixed || j.verify.is_some() {
+            return Err(usage(format!(
+                "bsrange/bssplit: drawn block sizes are supported for read, write, randread \
+                 and randwrite without verify= (job {name}); give one bs= for {}",
+                if mixed { "a mixed job" } else { "a verify job" }
+            )));
+        }
+    }
     Ok(j)
 }
 
@@ -1066,9 +1156,11 @@ fn set_io(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
                     "bs={v}: separate read/write block sizes are not supported; give one (native: --xfer)"
                 ));
             }
-            j.bs = o.size()?
+            j.bs = o.size()?;
+            j.bs_sizes = None;
         }
-        "bsrange" => j.bs = bs_range(v, o.kb_base)?,
+        "bsrange" => (j.bs, j.bs_sizes) = bs_range(v, o.kb_base)?,
+        "bssplit" => (j.bs, j.bs_sizes) = bs_split(v, o.kb_base)?,
         "rwmixread" => j.rwmixread = Some(o.int()?),
         "rwmixwrite" => j.rwmixread = Some(100u64.saturating_sub(o.int()?)),
         "numjobs" => j.numjobs = o.int()?,
@@ -1233,8 +1325,31 @@ mod tests {
         assert_eq!(js[0].bs, 8192);
         assert_eq!(js[1].size, Some(2 << 20));
         assert!(js[1].group_reporting && !js[0].group_reporting);
-        let e = parse_cli(&argv("--name=a --bssplit=4k/50")).unwrap_err().0;
-        assert!(e.contains("--bssplit") && e.contains("--xfer"), "{e}");
+        let c = parse_cli(&argv("--name=a --bssplit=4k/30:16k:64k/20")).unwrap();
+        let z = jobs(&c).unwrap().0[0].bs_sizes.clone().unwrap();
+        assert_eq!((z.min, z.max), (4096, 65536));
+        assert_eq!(z.split, vec![(4096, 30), (16384, 50), (65536, 20)]);
+        for bad in [
+            "4k/50",
+            "4k/50:8k/60",
+            "6k/50:4k/50",
+            "4k/50,8k/100",
+            "0/100",
+        ] {
+            let c = parse_cli(&argv(&format!("--name=a --bssplit={bad}"))).unwrap();
+            let e = jobs(&c).unwrap_err().0;
+            assert!(e.contains("bssplit="), "{bad}: {e}");
+        }
+        let c = parse_cli(&argv("--name=a --bsrange=4k-64k --bs=8k")).unwrap();
+        assert_eq!(
+            (
+                jobs(&c).unwrap().0[0].bs_sizes.clone(),
+                jobs(&c).unwrap().0[0].bs
+            ),
+            (None, 8192)
+        );
+        let c = parse_cli(&argv("--name=a --rw=randrw --bsrange=4k-64k")).unwrap();
+        assert!(jobs(&c).unwrap_err().0.contains("mixed"));
         let e = parse_cli(&argv("--name=a --frobnicate=1")).unwrap_err().0;
         assert!(e.contains("--frobnicate"), "{e}");
         let c = parse_cli(&argv("--name=a --ioengine=libaio")).unwrap();

@@ -316,7 +316,8 @@ pub struct Header {
     name: String,
     group: usize,
     rw: String,
-    bs: u64,
+    /// The smallest and largest block size.
+    bs: (u64, u64),
     ioengine: String,
     iodepth: u64,
     clones: u64,
@@ -329,7 +330,7 @@ impl Header {
             name: j.name.clone(),
             group: j.group,
             rw: j.rw_text.clone(),
-            bs: j.bs,
+            bs: (j.bs, j.bs_sizes.as_ref().map_or(j.bs, |z| z.max)),
             ioengine: j.ioengine.clone(),
             iodepth: j.iodepth,
             clones: j.numjobs,
@@ -693,7 +694,7 @@ fn normal_headers(out: &mut String, r: &Report) {
             continue;
         }
         last = Some(h.name.clone());
-        let bs = format!("{}-{}", size_text(h.bs), size_text(h.bs));
+        let bs = format!("{}-{}", size_text(h.bs.0), size_text(h.bs.1));
         out.push_str(&format!(
             "{}: (g={}): rw={}, bs=(R) {bs}, (W) {bs}, (T) {bs}, ioengine={}, iodepth={}\n",
             h.name, h.group, h.rw, h.ioengine, h.iodepth

@@ -40,7 +40,7 @@ Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse]
        (or a symlink named `fio` to the ioscale binary)
 
 Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
-  name filename directory nrfiles size filesize rw/readwrite bs bsrange(one size)
+  name filename directory nrfiles size filesize rw/readwrite bs bsrange bssplit
   rwmixread rwmixwrite numjobs thread iodepth
   ioengine(psync|sync|pvsync|io_uring|libaio)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
@@ -106,7 +106,7 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
     let checks: [(&'static str, bool); 16] = [
         ("nrfiles", a.nrfiles == b.nrfiles),
         ("rw", a.op == b.op),
-        ("bs", a.bs == b.bs),
+        ("bs", a.bs == b.bs && a.bs_sizes == b.bs_sizes),
         ("size", a.size == b.size && a.filesize == b.filesize),
         ("ioengine", a.engine == b.engine),
         ("iodepth", a.iodepth == b.iodepth),
@@ -327,6 +327,7 @@ fn to_raw(
         threads: Some(paths.len() as u64),
         layout: Some(Layout::PerThread),
         xfer: Some(j.bs),
+        xfer_sizes: j.bs_sizes.clone(),
         size: Some(size),
         direct: j.direct,
         sync: Some(sync),

@@ -826,7 +826,10 @@ fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
     let op = if e.kind() == std::io::ErrorKind::OutOfMemory {
         "allocate buffer"
     } else {
-        "io_uring_setup"
+        // The engine's own set-up call: io_uring's ring or libaio's
+        // context.
+        engine::registry::data_engine(&plan.spec.engine)
+            .map_or("engine set-up", |e| e.info().setup_call)
     };
     WorkerSample {
         failure: Some(engine::IoFailure {

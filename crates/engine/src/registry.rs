@@ -57,6 +57,9 @@ pub struct EngineInfo {
     pub default_depth: u32,
     /// Whether it works with O_DIRECT (`--direct`).
     pub direct: bool,
+    /// The system call that sets up its per-worker state, named when it
+    /// fails.
+    pub setup_call: &'static str,
 }
 
 /// Per-engine configuration that is not part of the workload spec. The
@@ -107,6 +110,7 @@ static SYNC_INFO: EngineInfo = EngineInfo {
     queueing: false,
     default_depth: 1,
     direct: true,
+    setup_call: "allocate buffer",
 };
 
 struct SyncState(AlignedBuf);
@@ -145,6 +149,7 @@ static URING_INFO: EngineInfo = EngineInfo {
     queueing: true,
     default_depth: 32,
     direct: true,
+    setup_call: "io_uring_setup",
 };
 
 impl DataEngine<Posix> for UringEngine {
@@ -184,6 +189,7 @@ static AIO_INFO: EngineInfo = EngineInfo {
     queueing: true,
     default_depth: 32,
     direct: true,
+    setup_call: "io_setup",
 };
 
 impl DataEngine<Posix> for AioEngine {

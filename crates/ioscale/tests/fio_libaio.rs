@@ -230,3 +230,40 @@ fn native_libaio_writes_and_reads_back_verified() {
     );
     assert_empty(t.path());
 }
+
+#[test]
+fn libaio_contexts_beyond_the_system_limit_fail_naming_io_setup() {
+    // 32 contexts of 4096 requests are more than the kernel's default
+    // /proc/sys/fs/aio-max-nr (65536): the workers that
+    // get none fail naming the call and the limit; nothing is left.
+    let limit: u64 = std::fs::read_to_string("/proc/sys/fs/aio-max-nr")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    if limit == 0 || limit > 32 * 4096 {
+        eprintln!("SKIPPED: aio-max-nr is {limit}, large enough for this run");
+        return;
+    }
+    let Some(t) = tmpfs("size=64m") else { return };
+    let out = run(&[
+        "run",
+        "--engine",
+        "libaio",
+        "--iodepth",
+        "4096",
+        "--threads",
+        "32",
+        "--size",
+        "64k",
+        "--xfer",
+        "4k",
+        s(t.path()),
+    ]);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains(": io_setup ") && err.contains("aio-max-nr"),
+        "{err}"
+    );
+    assert_empty(t.path());
+}

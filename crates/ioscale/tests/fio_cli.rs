@@ -385,7 +385,7 @@ fn refusals_exit_2_naming_the_option() {
     for (args, want) in [
         (
             &["--name=a", "--size=1m", "--bssplit=4k/50"][..],
-            "--bssplit",
+            "bssplit=4k/50",
         ),
         (
             &["--name=a", "--size=1m", "--ioengine=posixaio"][..],

@@ -229,21 +229,28 @@ impl ThreadsAuto {
     /// Reads `auto` or `auto:MAX` (default [`SEARCH_MAX`]); `None` for a
     /// list.
     pub fn parse(spec: &str) -> Result<Option<ThreadsAuto>, String> {
+        Self::parse_flag("--threads", spec, SEARCH_MAX)
+    }
+
+    /// [`ThreadsAuto::parse`] for `flag` (`--ranks`, `--nodes`), whose
+    /// MAX is `default_max` when not given.
+    pub fn parse_flag(
+        flag: &str,
+        spec: &str,
+        default_max: u32,
+    ) -> Result<Option<ThreadsAuto>, String> {
         let Some(rest) = spec.strip_prefix("auto") else {
             return Ok(None);
         };
         let max = match rest.strip_prefix(':') {
-            None if rest.is_empty() => SEARCH_MAX,
+            None if rest.is_empty() => default_max.max(1),
             None => {
                 return Err(format!(
-                    "--threads {spec}: expected auto or auto:MAX (e.g. auto:64)"
+                    "{flag} {spec}: expected auto or auto:MAX (e.g. auto:64)"
                 ))
             }
             Some(m) => m.parse::<u32>().ok().filter(|&m| m >= 1).ok_or_else(|| {
-                format!(
-                    "--threads {spec}: MAX must be a count from 1 to {}",
-                    u32::MAX
-                )
+                format!("{flag} {spec}: MAX must be a count from 1 to {}", u32::MAX)
             })?,
         };
         Ok(Some(ThreadsAuto { start: 1, max }))
@@ -351,6 +358,123 @@ pub struct Search {
     pub lines: Vec<LineSearch>,
 }
 
+/// What an adaptive search counts: the key of its lines' points. The
+/// search is the same on every axis; only the key and the words differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "axis")]
+pub enum Axis {
+    /// `--threads auto`: threads, or threads per rank under MPI
+    /// ([`swept_count`]).
+    #[default]
+    Workers,
+    /// `--ranks auto`: the MPI ranks a sweep launches on one node.
+    Ranks,
+    /// `--nodes auto`: the nodes a sweep launches, this many ranks on
+    /// each.
+    Nodes {
+        /// Ranks on each node.
+        ranks_per_node: u32,
+    },
+    /// `--xfer auto`: the transfer size, counted in `unit` bytes.
+    Xfer {
+        /// Bytes of one count.
+        unit: u64,
+    },
+}
+
+impl Axis {
+    /// The flag that asks for the search.
+    pub fn flag(&self) -> &'static str {
+        match self {
+            Axis::Workers => "--threads",
+            Axis::Ranks => "--ranks",
+            Axis::Nodes { .. } => "--nodes",
+            Axis::Xfer { .. } => "--xfer",
+        }
+    }
+
+    /// The count a point stands for, where the point itself says it
+    /// (every axis but [`Axis::Xfer`], whose lines the caller keys).
+    pub fn key(&self, p: &CurvePoint) -> u32 {
+        match self {
+            Axis::Workers | Axis::Xfer { .. } => swept_count(p),
+            Axis::Ranks => p.ranks.max(1),
+            Axis::Nodes { ranks_per_node } => p.ranks.max(1) / (*ranks_per_node).max(1),
+        }
+    }
+
+    /// A count in words: "8 workers" (from the point's workers), "4
+    /// ranks", "2 nodes", "1 MiB".
+    pub fn word(&self, count: u32, p: &CurvePoint) -> String {
+        match self {
+            Axis::Workers => workers_word(p.threads),
+            _ => self.count_text(count),
+        }
+    }
+
+    /// A count in words without its point: "4 ranks", "1 node", "1 MiB";
+    /// for workers the bare number.
+    pub fn count_text(&self, c: u32) -> String {
+        let plural = |n: u32, one: &str| {
+            if n == 1 {
+                format!("1 {one}")
+            } else {
+                format!("{n} {one}s")
+            }
+        };
+        match self {
+            Axis::Workers => c.to_string(),
+            Axis::Ranks => plural(c, "rank"),
+            Axis::Nodes { .. } => plural(c, "node"),
+            Axis::Xfer { unit } => spec::format_size(u64::from(c).saturating_mul(*unit)),
+        }
+    }
+
+    /// The smallest count measured, in the optimum's words.
+    fn fewest(&self) -> &'static str {
+        match self {
+            Axis::Workers => "the fewest workers measured",
+            Axis::Ranks => "the fewest ranks measured",
+            Axis::Nodes { .. } => "the fewest nodes measured",
+            Axis::Xfer { .. } => "the smallest transfer size measured",
+        }
+    }
+
+    /// Whether the analysis' verdicts over workers settle this axis'
+    /// lines (they do where more of the axis means more workers).
+    fn worker_verdicts(&self) -> bool {
+        !matches!(self, Axis::Xfer { .. })
+    }
+}
+
+/// One line of a search: its name, unit and verdict, and its points by
+/// count (built from a curve with [`Line::of_curve`], or by the caller
+/// for an axis the points do not carry, such as the transfer size).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// The line's name (`op` or `op (series)`).
+    pub name: String,
+    /// The unit of its figures.
+    pub unit: String,
+    /// The analysis' verdict over its points (only read on an axis where
+    /// more means more workers).
+    pub kind: VerdictKind,
+    /// Its points with their counts.
+    pub points: Vec<(u32, CurvePoint)>,
+}
+
+impl Line {
+    /// A curve's line, its points keyed by `axis`.
+    pub fn of_curve(c: &CurveAnalysis, axis: Axis) -> Line {
+        Line {
+            name: c.name(),
+            unit: c.unit.clone(),
+            kind: c.verdict.kind,
+            points: c.points.iter().map(|p| (axis.key(p), p.clone())).collect(),
+        }
+    }
+}
+
 /// The count a point stands for in the search: threads per rank under
 /// MPI, else its workers.
 pub fn swept_count(p: &CurvePoint) -> u32 {
@@ -381,9 +505,9 @@ fn certain(k: VerdictKind) -> bool {
     )
 }
 
-/// A line's points by swept count (the last one given wins).
-fn by_count(c: &CurveAnalysis) -> Vec<(u32, &CurvePoint)> {
-    let mut v: Vec<(u32, &CurvePoint)> = c.points.iter().map(|p| (swept_count(p), p)).collect();
+/// A line's points by count (the last one given wins).
+fn by_count(l: &Line) -> Vec<(u32, &CurvePoint)> {
+    let mut v: Vec<(u32, &CurvePoint)> = l.points.iter().map(|(c, p)| (*c, p)).collect();
     v.sort_by_key(|x| x.0);
     v.dedup_by_key(|x| x.0);
     v
@@ -520,19 +644,42 @@ pub fn line_search_in(
     c: &CurveAnalysis,
     allowed: &dyn Fn(u32) -> bool,
 ) -> LineSearch {
+    line_search_on(
+        rule,
+        &Line::of_curve(c, Axis::Workers),
+        Axis::Workers,
+        allowed,
+    )
+}
+
+/// The search of one line over `axis`, among the counts `allowed` says
+/// may be measured. On an axis where more does not mean more workers
+/// (the transfer size) the analysis' worker verdicts settle nothing: only
+/// the curve itself stops the doubling.
+pub fn line_search_on(
+    rule: &ThreadsAuto,
+    c: &Line,
+    axis: Axis,
+    allowed: &dyn Fn(u32) -> bool,
+) -> LineSearch {
     let pts = by_count(c);
+    let kind = if axis.worker_verdicts() {
+        c.kind
+    } else {
+        VerdictKind::Uncertain
+    };
     let mut out = LineSearch {
-        line: c.name(),
+        line: c.name.clone(),
         stage: Stage::Doubling,
         next: None,
         stop: None,
         optimum: None,
     };
     let br = bracket(&pts);
-    let stop = match doubling(rule, &pts, c.verdict.kind, allowed) {
+    let stop = match doubling(rule, &pts, kind, allowed) {
         Err(next) => {
             out.next = Some(next);
-            out.optimum = br.map(|b| optimum(&b, &c.unit, false));
+            out.optimum = br.map(|b| optimum(&b, &c.unit, false, axis));
             return out;
         }
         Ok(s) => s,
@@ -542,7 +689,7 @@ pub fn line_search_in(
     // workers) rises in step with its workers, so no count below it is
     // within noise of it: it is not refined.
     let still_rising = stop.kind == StopKind::Max && stop.rising;
-    let linear = still_rising && c.verdict.kind == VerdictKind::LatencyBound;
+    let linear = still_rising && kind == VerdictKind::LatencyBound;
     out.stop = Some(stop);
     out.stage = Stage::Done;
     let Some(b) = br else {
@@ -558,7 +705,7 @@ pub fn line_search_in(
             }
         }
     }
-    out.optimum = Some(optimum(&b, &c.unit, still_rising));
+    out.optimum = Some(optimum(&b, &c.unit, still_rising, axis));
     out
 }
 
@@ -573,17 +720,32 @@ pub fn search_in(
     curves: &[CurveAnalysis],
     allowed: &dyn Fn(u32) -> bool,
 ) -> Search {
-    let lines: Vec<LineSearch> = curves
+    let lines: Vec<Line> = curves
         .iter()
-        .map(|c| line_search_in(rule, c, allowed))
+        .map(|c| Line::of_curve(c, Axis::Workers))
         .collect();
-    let next = if curves.is_empty() {
+    search_lines(rule, &lines, Axis::Workers, allowed)
+}
+
+/// The search over `lines` on `axis`, among the counts `allowed` says
+/// may be measured: the smallest count any line asks for.
+pub fn search_lines(
+    rule: &ThreadsAuto,
+    lines: &[Line],
+    axis: Axis,
+    allowed: &dyn Fn(u32) -> bool,
+) -> Search {
+    let found: Vec<LineSearch> = lines
+        .iter()
+        .map(|l| line_search_on(rule, l, axis, allowed))
+        .collect();
+    let next = if lines.is_empty() {
         // Nothing measured yet: the first count.
         rule.ladder().into_iter().find(|&c| allowed(c))
     } else {
-        lines.iter().filter_map(|l| l.next).min()
+        found.iter().filter_map(|l| l.next).min()
     };
-    Search { next, lines }
+    Search { next, lines: found }
 }
 
 /// "±3%", or that there is no noise estimate.
@@ -601,21 +763,23 @@ fn noise_of(ps: &[&CurvePoint]) -> String {
 
 /// The optimum sentence: the count, how it stands to the peak, and to the
 /// count below it.
-fn optimum(b: &Bracket<'_>, unit: &str, at_least: bool) -> Optimum {
+fn optimum(b: &Bracket<'_>, unit: &str, at_least: bool, axis: Axis) -> Optimum {
+    let (lc, _) = b.lo.unwrap_or(b.hi);
+    let word = |c: u32, p: &CurvePoint| axis.word(c, p);
     let (hc, h) = b.hi;
     let (pc, p) = b.peak;
     let judged = |ps: &[&CurvePoint]| ps.iter().all(|p| p.reps >= 2);
     let mut text = if at_least {
         format!(
             "At least {}: still rising at the largest count the search may try, {} {unit} ({})",
-            workers_word(h.threads),
+            word(hc, h),
             num(h.value),
             noise_of(&[h])
         )
     } else if hc == pc {
         format!(
             "{}: the peak, {} {unit} ({})",
-            workers_word(h.threads),
+            word(hc, h),
             num(h.value),
             noise_of(&[h])
         )
@@ -623,8 +787,8 @@ fn optimum(b: &Bracket<'_>, unit: &str, at_least: bool) -> Optimum {
         let gap = (1.0 - h.value / p.value).max(0.0) * 100.0;
         format!(
             "{}: within {gap:.0}% of the peak at {} ({} {unit}; {})",
-            workers_word(h.threads),
-            workers_word(p.threads),
+            word(hc, h),
+            word(pc, p),
             num(p.value),
             noise_of(&[h, p])
         )
@@ -633,20 +797,20 @@ fn optimum(b: &Bracket<'_>, unit: &str, at_least: bool) -> Optimum {
         Some((_, l)) if judged(&[h, l]) && clearly_above(h, l) => text.push_str(&format!(
             ", clearly above {} at {}",
             num(l.value),
-            workers_word(l.threads)
+            word(lc, l)
         )),
         Some((_, l)) if judged(&[p, l]) => text.push_str(&format!(
             "; {} at {} is clearly below the peak",
             num(l.value),
-            workers_word(l.threads)
+            word(lc, l)
         )),
         Some((_, l)) => text.push_str(&format!(
             "; {} at {} is {:.0}% below the peak, a gap not judged against noise",
             num(l.value),
-            workers_word(l.threads),
+            word(lc, l),
             (1.0 - l.value / p.value.max(f64::MIN_POSITIVE)) * 100.0
         )),
-        None if !at_least => text.push_str(", the fewest workers measured"),
+        None if !at_least => text.push_str(&format!(", {}", axis.fewest())),
         None => {}
     }
     text.push('.');
@@ -667,25 +831,45 @@ pub fn stop_text(s: &Stop) -> String {
 /// (`" threads per rank"` under MPI, where the search counts threads per
 /// rank and the optimum is stated in workers).
 pub fn stop_text_in(s: &Stop, unit: &str) -> String {
-    let vs = |b: Option<u32>| b.map(|b| format!(" than at {b}")).unwrap_or_default();
-    let at = format!("{}{unit}", s.at);
+    let best = s.best.map(|b| b.to_string());
+    stop_words(s, format!("{}{unit}", s.at), best)
+}
+
+/// [`stop_text`] on `axis` (`ranks`: the most ranks of its points, for
+/// threads per rank under MPI).
+pub fn stop_text_on(s: &Stop, axis: Axis, ranks: u32) -> String {
+    match axis {
+        Axis::Workers if ranks > 1 => stop_text_in(s, " threads per rank"),
+        Axis::Workers => stop_text_in(s, ""),
+        _ => stop_words(s, axis.count_text(s.at), s.best.map(|b| axis.count_text(b))),
+    }
+}
+
+/// The stop's sentence with its counts in words: `at` where it stopped,
+/// `best` the count it was compared with.
+fn stop_words(s: &Stop, at: String, best: Option<String>) -> String {
+    let vs = |b: &Option<String>| {
+        b.as_ref()
+            .map(|b| format!(" than at {b}"))
+            .unwrap_or_default()
+    };
     match s.kind {
         StopKind::NoRise => format!(
             "the doubling stopped at {}: not clearly higher{}, within noise no wider than ±{:.0}%",
             at,
-            vs(s.best),
+            vs(&best),
             PLATEAU_NOISE * 100.0
         ),
         StopKind::Verdict => format!(
             "the doubling stopped at {}: not clearly higher{}, and the line's verdict, {}, is settled by the points measured",
             at,
-            vs(s.best),
+            vs(&best),
             verdict_word(s.verdict)
         ),
         StopKind::Noise => format!(
             "the doubling stopped at {}: {SEARCH_PATIENCE} doublings in a row not clearly higher{}, too noisy to say more; more repetitions (--reps auto) would narrow it",
             at,
-            vs(s.best)
+            vs(&best)
         ),
         StopKind::Failed => format!(
             "the doubling stopped at {}: every repetition failed at {SEARCH_PATIENCE} counts in a row",
@@ -763,6 +947,9 @@ pub const FINE_LADDER_MAX: u32 = 1 << 16;
 pub struct SearchReport {
     /// The rule.
     pub rule: ThreadsAuto,
+    /// What the search counted (workers when the record does not say).
+    #[serde(default, skip_serializing_if = "is_workers")]
+    pub axis: Axis,
     /// The counts in the order they were measured.
     pub path: Vec<u32>,
     /// The wall time of each count measured (count, seconds): every point
@@ -781,6 +968,10 @@ pub struct SearchReport {
     pub doubling_ladder_s: Option<f64>,
     /// The sentences.
     pub sentences: Vec<String>,
+}
+
+fn is_workers(a: &Axis) -> bool {
+    *a == Axis::Workers
 }
 
 /// The report of a search: `path` the counts measured in order, `times`
@@ -805,19 +996,53 @@ pub fn search_report_in(
     per_worker: bool,
     allowed: &dyn Fn(u32) -> bool,
 ) -> SearchReport {
-    let s = search_in(rule, curves, allowed);
+    let lines: Vec<Line> = curves
+        .iter()
+        .map(|c| Line::of_curve(c, Axis::Workers))
+        .collect();
+    let counts = Measured { path, times };
+    search_report_on(rule, &lines, Axis::Workers, counts, per_worker, allowed)
+}
+
+/// The counts a search measured: in order, and each one's wall time
+/// (count, seconds).
+#[derive(Debug, Clone, Copy)]
+pub struct Measured<'a> {
+    /// The counts in the order they were measured.
+    pub path: &'a [u32],
+    /// Each one's wall time.
+    pub times: &'a [(u32, f64)],
+}
+
+/// [`search_report_in`] over `lines` on `axis`.
+pub fn search_report_on(
+    rule: &ThreadsAuto,
+    lines: &[Line],
+    axis: Axis,
+    measured: Measured<'_>,
+    per_worker: bool,
+    allowed: &dyn Fn(u32) -> bool,
+) -> SearchReport {
+    let Measured { path, times } = measured;
+    let s = search_lines(rule, lines, axis, allowed);
     // Under MPI the search counts threads per rank (see [`swept_count`]):
     // its path and stops say so, the optima speak of workers.
-    let ranks = curves
+    let ranks = lines
         .iter()
         .flat_map(|c| c.points.iter())
-        .map(|p| p.ranks)
+        .map(|p| p.1.ranks)
         .max()
         .unwrap_or(1);
-    let unit = if ranks > 1 { " threads per rank" } else { "" };
+    let unit = match axis {
+        Axis::Workers if ranks > 1 => " threads per rank",
+        Axis::Workers | Axis::Xfer { .. } => "",
+        Axis::Ranks => " ranks",
+        Axis::Nodes { .. } => " nodes",
+    };
     let spent: f64 = times.iter().map(|x| x.1).filter(|t| t.is_finite()).sum();
-    // The ladders over the counts the sweep may try.
-    let fine_counts: Vec<u32> = if rule.max <= FINE_LADDER_MAX {
+    // The ladders over the counts the sweep may try; over transfer sizes
+    // only the doubling one (every aligned size is no ladder anyone runs).
+    let fine_counts: Vec<u32> = if rule.max <= FINE_LADDER_MAX && axis.worker_verdicts() {
         (rule.start..=rule.max).filter(|&c| allowed(c)).collect()
     } else {
         Vec::new()
@@ -835,11 +1060,22 @@ pub fn search_report_in(
             None => t.push_str("no optimum: no count has a good repetition."),
         }
         if let Some(st) = &l.stop {
-            t.push_str(&format!(" The search: {}.", stop_text_in(st, unit)));
+            t.push_str(&format!(" The search: {}.", stop_text_on(st, axis, ranks)));
         }
         sentences.push(t);
     }
-    sentences.push(path_sentence(rule, path, s.next.is_none(), ranks));
+    sentences.push(path_sentence(rule, path, s.next.is_none(), ranks, axis));
+    if let (Axis::Xfer { .. }, Some(d)) = (axis, doubling) {
+        sentences.push(format!(
+            "It measured {} sizes in {}; the doubling ladder from {} to {} ({} sizes) would take about {} (estimated from the measured sizes' times).",
+            path.len(),
+            dur(spent),
+            axis.count_text(rule.start),
+            axis.count_text(rule.max),
+            dbl_counts.len(),
+            dur(d)
+        ));
+    }
     if let Some(f) = fine {
         let dbl = doubling
             .map(|d| {
@@ -866,6 +1102,7 @@ pub fn search_report_in(
     }
     SearchReport {
         rule: *rule,
+        axis,
         path: path.to_vec(),
         times: times.to_vec(),
         done: s.next.is_none(),
@@ -879,7 +1116,7 @@ pub fn search_report_in(
 
 /// "Search path: 1, 2, 4, 8, 16 (doubling), then 6, 7 (refining)."; over
 /// `ranks` > 1 MPI ranks the counts are threads per rank and it says so.
-fn path_sentence(rule: &ThreadsAuto, path: &[u32], done: bool, ranks: u32) -> String {
+fn path_sentence(rule: &ThreadsAuto, path: &[u32], done: bool, ranks: u32, axis: Axis) -> String {
     let ladder = rule.ladder();
     let split = path
         .iter()
@@ -887,17 +1124,27 @@ fn path_sentence(rule: &ThreadsAuto, path: &[u32], done: bool, ranks: u32) -> St
         .unwrap_or(path.len());
     let list = |v: &[u32]| {
         v.iter()
-            .map(|c| c.to_string())
+            .map(|&c| match axis {
+                Axis::Xfer { .. } => axis.count_text(c),
+                _ => c.to_string(),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
     if path.is_empty() {
         return "Search path: nothing measured yet.".into();
     }
-    let per_rank = if ranks > 1 {
-        format!(" (threads per rank, on {ranks} ranks)")
-    } else {
-        String::new()
+    let per_rank = match axis {
+        Axis::Workers if ranks > 1 => format!(" (threads per rank, on {ranks} ranks)"),
+        Axis::Workers => String::new(),
+        Axis::Ranks => " (ranks)".into(),
+        Axis::Nodes { ranks_per_node } => {
+            format!(
+                " (nodes, {} on each)",
+                Axis::Ranks.count_text(ranks_per_node)
+            )
+        }
+        Axis::Xfer { .. } => " (transfer size)".into(),
     };
     let mut t = format!("Search path{per_rank}: {} (doubling)", list(&path[..split]));
     if split < path.len() {

@@ -25,6 +25,7 @@
 use probe::{ProcessUse, Resources};
 use stats::Interval;
 
+use crate::adapt::{self, Axis, Measured};
 use crate::model::SweepRecord;
 use crate::usl::{self, UslFit};
 use crate::verdict::workers_word;
@@ -1762,12 +1763,13 @@ fn split_by_nodes(rec: &SweepRecord) -> bool {
     })
 }
 
-/// A series label without the node count a `--nodes` sweep leads it with
-/// (`2 nodes write` → `write`), for a line that spans node counts.
-fn without_nodes(label: &str) -> String {
+/// A series label without the node or rank count a `--nodes` or
+/// `--ranks` sweep leads it with (`2 nodes write` → `write`, `4 ranks` →
+/// ``), for a line that spans those counts.
+pub fn without_nodes(label: &str) -> String {
     let mut words = label.splitn(3, ' ');
     match (words.next(), words.next(), words.next()) {
-        (Some(n), Some("node" | "nodes"), rest) if n.parse::<u32>().is_ok() => {
+        (Some(n), Some("node" | "nodes" | "rank" | "ranks"), rest) if n.parse::<u32>().is_ok() => {
             rest.unwrap_or("").to_string()
         }
         _ => label.to_string(),
@@ -1944,7 +1946,9 @@ fn lines_of(rec: &SweepRecord, units: Units, default_fs: &str) -> Vec<Line> {
                 Some(i) => {
                     lines[i].4.push(cp);
                     lines[i].6.push(pi);
-                    spans_nodes[i] |= !by_nodes && n != first_nodes[i];
+                    // Another node count, or another rank count of a
+                    // `--ranks` sweep (its label differs).
+                    spans_nodes[i] |= !by_nodes && (n != first_nodes[i] || p.series != lines[i].1);
                 }
                 None => {
                     lines.push((
@@ -2069,17 +2073,82 @@ pub fn reanalyse(rec: &mut SweepRecord, units: Units) {
             .as_ref()
             .map(|s| (s.path.clone(), s.times.clone()))
             .unwrap_or_default();
-        // The counts the sweep planned are the ones it may try.
-        let planned = &rec.config.threads;
-        crate::adapt::search_report_in(
+        let axis = rec.config.search_axis;
+        // The work grows with the count when each worker keeps its share;
+        // the transfer size leaves it as it is.
+        let per_worker = rec.config.scale != "total" && !matches!(axis, Axis::Xfer { .. });
+        crate::adapt::search_report_on(
             &rule,
-            &rec.analysis.curves,
-            &path,
-            &times,
-            rec.config.scale != "total",
-            &|c| planned.is_empty() || planned.contains(&c),
+            &search_lines(rec),
+            axis,
+            Measured {
+                path: &path,
+                times: &times,
+            },
+            per_worker,
+            &|c| rec.config.may_search(c),
         )
     });
+}
+
+/// The lines an adaptive search reads from a record, each point keyed by
+/// the record's search axis: the analysis' curves for workers and for
+/// launched ranks or nodes (one line across the counts: the search takes
+/// one thread count); over transfer sizes, each curve's point at one
+/// worker count gathered across the sizes.
+pub fn search_lines(rec: &SweepRecord) -> Vec<adapt::Line> {
+    let axis = rec.config.search_axis;
+    match axis {
+        // A launched sweep of one thread count draws one line across its
+        // counts (`without_count`), as the search reads it.
+        Axis::Workers | Axis::Ranks | Axis::Nodes { .. } => rec
+            .analysis
+            .curves
+            .iter()
+            .map(|c| adapt::Line::of_curve(c, axis))
+            .collect(),
+        Axis::Xfer { unit } => xfer_lines(rec, unit),
+    }
+}
+
+/// The lines of a `--xfer auto` sweep: for each curve's point, the line
+/// of its operation, its series without the size and its worker count,
+/// keyed by the size in `unit`s.
+fn xfer_lines(rec: &SweepRecord, unit: u64) -> Vec<adapt::Line> {
+    let several = rec.config.threads.len() > 1;
+    let mut lines: Vec<adapt::Line> = Vec::new();
+    for c in &rec.analysis.curves {
+        for cp in &c.points {
+            let Some(sp) = rec.points.iter().find(|sp| {
+                sp.series == c.series
+                    && (sp.threads == cp.threads || sp.threads == cp.threads_per_rank)
+            }) else {
+                continue;
+            };
+            let size = spec::format_size(sp.xfer);
+            let rest = c.series.replacen(&size, "", 1);
+            let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
+            let mut name = if rest.is_empty() {
+                c.op.clone()
+            } else {
+                format!("{} ({rest})", c.op)
+            };
+            if several {
+                name.push_str(&format!(" at {}", workers_word(cp.threads)));
+            }
+            let key = u32::try_from(sp.xfer / unit.max(1)).unwrap_or(u32::MAX);
+            match lines.iter_mut().find(|l| l.name == name) {
+                Some(l) => l.points.push((key, cp.clone())),
+                None => lines.push(adapt::Line {
+                    name,
+                    unit: c.unit.clone(),
+                    kind: VerdictKind::Uncertain,
+                    points: vec![(key, cp.clone())],
+                }),
+            }
+        }
+    }
+    lines
 }
 
 /// "1 thread", "8 threads".
@@ -2113,6 +2182,8 @@ mod tests {
         assert_eq!(without_nodes("1 node"), "");
         assert_eq!(without_nodes("2 nodes write 64k"), "write 64k");
         assert_eq!(without_nodes("16 nodes /mnt/a"), "/mnt/a");
+        assert_eq!(without_nodes("4 ranks shared"), "shared");
+        assert_eq!(without_nodes("1 rank"), "");
         // Not a node count: left alone.
         assert_eq!(without_nodes("shared nodes x"), "shared nodes x");
         assert_eq!(without_nodes("4k"), "4k");

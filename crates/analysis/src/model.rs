@@ -15,7 +15,7 @@ use stats::{Interval, RepStats};
 
 use report::{HostInfo, PhaseRecord, ResultSet};
 
-use crate::adapt::{RepFigure, RepsAuto, RepsOutcome, SearchReport, ThreadsAuto};
+use crate::adapt::{Axis, RepFigure, RepsAuto, RepsOutcome, SearchReport, ThreadsAuto};
 use crate::verdict::Analysis;
 
 /// Version of the sweep JSON layout.
@@ -128,6 +128,28 @@ pub struct SweepConfig {
     /// interval is within the target (`reps` then holds the most).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reps_auto: Option<RepsAuto>,
+    /// What `threads_auto` searches: the workers (the default), or the
+    /// ranks, nodes or transfer size (`--ranks`/`--nodes`/`--xfer auto`).
+    #[serde(default, skip_serializing_if = "is_workers")]
+    pub search_axis: Axis,
+}
+
+fn is_workers(a: &Axis) -> bool {
+    *a == Axis::Workers
+}
+
+impl SweepConfig {
+    /// Whether the search may measure count `c` on its axis: a planned
+    /// thread count or transfer size (a `--scale total` sweep plans only
+    /// those its total splits evenly across), any rank or node count up
+    /// to the search's largest.
+    pub fn may_search(&self, c: u32) -> bool {
+        match self.search_axis {
+            Axis::Workers => self.threads.is_empty() || self.threads.contains(&c),
+            Axis::Ranks | Axis::Nodes { .. } => true,
+            Axis::Xfer { unit } => self.xfer.contains(&u64::from(c).saturating_mul(unit)),
+        }
+    }
 }
 
 /// One finished point of the sweep.

@@ -748,6 +748,17 @@ pub fn layout_table(head: &[&str], rows: &[Vec<String>]) -> Vec<String> {
 pub fn describe(rec: &SweepRecord) -> String {
     let c = &rec.config;
     let mut parts = vec![match &c.threads_auto {
+        Some(a) if c.search_axis != crate::adapt::Axis::Workers => {
+            let axis = c.search_axis;
+            format!(
+                "{} auto:{} (searched)",
+                axis.flag().trim_start_matches('-'),
+                match axis {
+                    crate::adapt::Axis::Xfer { .. } => axis.count_text(a.max),
+                    _ => a.max.to_string(),
+                }
+            )
+        }
         Some(a) => format!("threads auto:{} (searched)", a.max),
         None => format!(
             "threads {}",
@@ -923,7 +934,7 @@ pub fn adaptive_sections(rec: &SweepRecord) -> Vec<Vec<String>> {
         }
     }
     if let Some(s) = &rec.search {
-        let mut r = vec!["Search (--threads auto)".to_string()];
+        let mut r = vec![format!("Search ({} auto)", s.axis.flag())];
         r.extend(s.sentences.iter().map(|x| format!("  {x}")));
         out.push(r);
     }

@@ -546,22 +546,31 @@ pub struct SweepArgs {
     /// value as MPI ranks (`--ranks-per-node` on each node) that sweep
     /// launches itself, with mpirun on the first N of `--hosts`, or on N
     /// simulated nodes of this machine (`scripts/mpi-nodes`, root) without
-    /// it; each point's series names its node count.
-    #[arg(long, value_name = "LIST")]
+    /// it; each point's series names its node count. `auto` (`auto:MAX`,
+    /// default: the --hosts given, or 8 simulated nodes) searches the node
+    /// count as `--threads auto` searches threads (one --threads count).
+    #[arg(long, value_name = "LIST", group = "launched")]
     pub nodes: Option<String>,
+
+    /// Rank counts to sweep on one node, e.g. `1,2,4`, or `auto`
+    /// (`auto:MAX`, default 64): the whole sweep runs once per value as
+    /// that many MPI ranks that sweep launches itself (mpirun on the first
+    /// of `--hosts`, or one simulated node); not with `--nodes`.
+    #[arg(long, value_name = "LIST", group = "launched")]
+    pub ranks: Option<String>,
 
     /// MPI ranks on each node for `--nodes` [default: 1].
     #[arg(long, value_name = "N", requires = "nodes")]
     pub ranks_per_node: Option<String>,
 
     /// Hosts for `--nodes` (comma list, at least the largest count): each
-    /// point runs `mpirun --host H1:R,…`.
-    #[arg(long, value_name = "LIST", requires = "nodes")]
+    /// point runs `mpirun --host H1:R,…`; for `--ranks`, the first.
+    #[arg(long, value_name = "LIST", requires = "launched")]
     pub hosts: Option<String>,
 
     /// The simulated nodes' launcher for `--nodes` without `--hosts`
     /// [default: scripts/mpi-nodes of the source tree ioscale was built in].
-    #[arg(long, value_name = "PATH", requires = "nodes")]
+    #[arg(long, value_name = "PATH", requires = "launched")]
     pub sim_nodes: Option<PathBuf>,
 
     /// Repetitions per point [default: the inner command's --reps], or `auto`

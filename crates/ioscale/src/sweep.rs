@@ -497,6 +497,7 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
         inner: args.inner.clone(),
         threads_auto: threads_rule,
         reps_auto: reps_rule,
+        search_axis: Default::default(),
     };
 
     Ok(Sweep {
@@ -520,7 +521,11 @@ fn inner_steady(
         JobCommand::Meta(m) => (&m.record.over_time, &m.time),
         _ => return Ok(None),
     };
-    let ranks = if args.nodes.is_some() { 2 } else { 1 };
+    let ranks = if args.nodes.is_some() || args.ranks.is_some() {
+        2
+    } else {
+        1
+    };
     over.steady(time.as_ref().map(|_| std::time::Duration::MAX), ranks)
         .map_err(Usage)
 }
@@ -900,8 +905,13 @@ fn config_diff(saved: &SweepConfig, now: &SweepConfig) -> Vec<String> {
 pub fn cmd_sweep(args: &SweepArgs) -> Exit {
     let mut args = args.clone();
     trailing_resume(&mut args).map_err(Failure::Usage)?;
-    if args.nodes.is_some() {
-        adaptive::refuse_with("--nodes", &args).map_err(Failure::Usage)?;
+    if args.nodes.is_some() || args.ranks.is_some() {
+        let flag = if args.nodes.is_some() {
+            "--nodes"
+        } else {
+            "--ranks"
+        };
+        adaptive::refuse_with(flag, &args).map_err(Failure::Usage)?;
         return nodes::sweep_nodes(&args);
     }
     crate::launch::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))

@@ -1748,3 +1748,128 @@ fn a_failing_dd_job_on_another_node_prints_as_in_one_process() {
     assert_eq!(lines(&mpi2), lines(&solo));
     drop(fs);
 }
+
+/// `ioscale sweep LAUNCH --threads 1 --reps 3 --json J -- run … DIR` on
+/// simulated nodes: exit code, stdout + stderr, the record.
+fn launched_sweep(
+    launch: &[&str],
+    dir: &Path,
+    json: &Path,
+    extra: &[&str],
+) -> (i32, String, Value) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = Command::new("timeout")
+        .arg("600")
+        .arg(common::ioscale_path())
+        .arg("sweep")
+        .args(launch)
+        .arg("--sim-nodes")
+        .arg(&script)
+        .args(["--threads", "1", "--reps", "3", "--json"])
+        .arg(json)
+        .args(extra)
+        .args([
+            "--", "run", "--op", "write", "--size", "320k", "--xfer", "64k",
+        ])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = serde_json::from_slice(&std::fs::read(json).unwrap_or_default()).unwrap_or(Value::Null);
+    (out.status.code().unwrap_or(-1), text, v)
+}
+
+/// Issue 29 over launched counts: on a server of 2 slots (200 ms a
+/// request: the ranks' own share of one, a few ms of FUSE round trip and
+/// MPI polling on 2 busy CPUs, stays within noise), one rank of one
+/// thread on each node, `--nodes auto` finds
+/// the optimum within 1…3 nodes after at most 8 counts, its sentences in
+/// nodes; `--ranks auto` on one node the same in ranks; `--resume` of the
+/// finished search launches nothing and keeps its answer.
+#[test]
+fn nodes_auto_and_ranks_auto_find_the_slots_of_a_two_slot_server() {
+    let Some(fs) = TestFs::mount(&["--slots", "2", "--service", "200ms"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for (launch, word) in [
+        (&["--nodes", "auto:8"][..], "node"),
+        (&["--ranks", "auto:8"][..], "rank"),
+    ] {
+        let json = dir.path().join(format!("{word}.json"));
+        let (code, text, v) = launched_sweep(launch, fs.path(), &json, &[]);
+        assert_eq!(code, 0, "{text}");
+        let s = &v["search"];
+        let path: Vec<u64> = s["path"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no search: {text}"))
+            .iter()
+            .map(|c| c.as_u64().unwrap())
+            .collect();
+        assert_eq!(path[..2], [1, 2], "{text}");
+        assert!(path.len() <= 8, "{path:?}");
+        assert_eq!(s["done"], true, "{text}");
+        assert_eq!(s["axis"]["axis"], format!("{word}s"), "{s}");
+        let lines = s["lines"].as_array().unwrap();
+        assert_eq!(lines.len(), 1, "one line across the counts: {s:#}");
+        let o = lines[0]["optimum"]["count"].as_u64().unwrap();
+        assert!((1..=3).contains(&o), "optimum {o}: {text}");
+        // Each count launched that many nodes (or ranks on one node).
+        for p in v["points"].as_array().unwrap() {
+            let c = &p["result"]["host"]["cluster"];
+            let n = p["series"].as_str().unwrap().split(' ').next().unwrap();
+            let n: u64 = n.parse().unwrap();
+            let (nodes, ranks) = if word == "node" { (n, n) } else { (1, n) };
+            // One rank runs as one process: no cluster to describe.
+            let got = if c.is_null() {
+                (1, 1)
+            } else {
+                (c["nodes"].as_u64().unwrap(), c["ranks"].as_u64().unwrap())
+            };
+            assert_eq!(got, (nodes, ranks), "{c}");
+        }
+        let head = format!("Search (--{word}s auto)");
+        assert!(text.contains(&head), "{text}");
+        let opt = lines[0]["optimum"]["text"].as_str().unwrap();
+        assert!(opt.contains(&format!(" {word}")), "{opt}");
+        assert!(!opt.contains("worker"), "{opt}");
+        println!("[{word}s] {}", s["sentences"]);
+        // Resumed when finished: every count is taken from the record.
+        let (code, again, w) = launched_sweep(launch, fs.path(), &json, &["--resume"]);
+        assert_eq!(code, 0, "{again}");
+        let taken = again.matches("points already done").count();
+        assert_eq!(taken, path.len(), "launched again: {again}");
+        assert_eq!(w["search"]["path"], s["path"]);
+        assert_eq!(w["search"]["lines"][0]["optimum"], lines[0]["optimum"]);
+    }
+    // One thread count, and not both axes.
+    for (flags, named) in [
+        (
+            &["--nodes", "auto", "--threads", "1,2"][..],
+            "one --threads count",
+        ),
+        (
+            &["--nodes", "2", "--ranks", "auto", "--threads", "1"][..],
+            "--ranks",
+        ),
+        (
+            &["--nodes", "auto:x", "--threads", "1"][..],
+            "--nodes auto:x",
+        ),
+    ] {
+        let out = Command::new(common::ioscale_path())
+            .arg("sweep")
+            .args(flags)
+            .args(["--", "run", "/nonexistent-target"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(named), "{flags:?}: {err}");
+    }
+}

@@ -11,6 +11,14 @@
 //! ranks × threads its record holds), analyses and writes the whole as
 //! one sweep, to `--json` again after every node count.
 //!
+//! `--ranks 1,2,4` does the same over the ranks of one node (`--host
+//! H1:R`, or one simulated node), each point's series naming its rank
+//! count. `--nodes auto` and `--ranks auto` ask the search
+//! (`analysis::adapt`, the axis keyed by the launch's count) which count
+//! to launch next, after each launch, from the points measured so far;
+//! the record keeps the path and each count's time as `--threads auto`
+//! does.
+//!
 //! `--resume` reads that record back: a node count whose points are all
 //! in it is not launched again; one with some of them is launched with
 //! `--resume` on a journal of those (so only its missing points run, and
@@ -20,7 +28,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
+use analysis::adapt::{Axis, ThreadsAuto};
 use analysis::{SweepPoint, SweepRecord};
 use spec::{parse_count, parse_list};
 
@@ -38,10 +48,23 @@ enum Placement {
 /// `--threads` is at most 4096 workers.
 const MAX_SIMULATED_RANKS: u64 = 4096;
 
-/// What `--nodes` asks for, checked.
+/// The counts the launches take: listed, or searched.
+enum Counts {
+    /// `--nodes 1,2,4`: each in turn.
+    List(Vec<u32>),
+    /// `--nodes auto[:MAX]`: the count the search asks for next.
+    Auto(ThreadsAuto),
+}
+
+/// The most simulated nodes `--nodes auto` tries without a MAX.
+const AUTO_SIMULATED_NODES: u32 = 8;
+
+/// What `--nodes` (or `--ranks`) asks for, checked.
 struct NodesPlan {
-    nodes: Vec<u32>,
-    per_node: u32,
+    counts: Counts,
+    /// What a count is: nodes of `ranks_per_node` ranks, or ranks on one
+    /// node.
+    axis: Axis,
     placement: Placement,
     /// The sweep each launch runs (the same for every node count).
     plan: Sweep,
@@ -73,8 +96,8 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
     let scratch = crate::output::Scratch::new("ioscale-sweep-nodes")?;
     let result = launch_all(args, &np, &scratch, &stop, journal.as_ref());
     drop(scratch);
-    let (records, exit) = result?;
-    let Some(mut rec) = merge(args, &np, records) else {
+    let (launches, exit) = result?;
+    let Some(mut rec) = merge(args, &np, &launches) else {
         eprintln!("ioscale: error: no node count finished a point");
         return Ok(exit.max(1));
     };
@@ -105,16 +128,23 @@ pub(super) fn sweep_nodes(args: &SweepArgs) -> crate::exit::Exit {
 /// Checks `--nodes`, `--ranks-per-node`, `--hosts` and the sweep itself
 /// (its points, the output paths) before anything is launched.
 fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
-    let list = args.nodes.as_deref().unwrap_or_default();
-    let nodes: Vec<u32> = parse_list(list, parse_count)
-        .map_err(|e| Usage(format!("--nodes: {e}")))?
-        .into_iter()
-        .map(|n| match u32::try_from(n) {
-            Ok(0) => Err(Usage("--nodes: 0 is not a node count".into())),
-            Ok(n) => Ok(n),
-            Err(_) => Err(Usage(format!("--nodes: {n} is too large"))),
-        })
-        .collect::<Result<_, _>>()?;
+    let (flag, spec) = match (&args.ranks, &args.nodes) {
+        (Some(r), _) => ("--ranks", r.as_str()),
+        (None, n) => ("--nodes", n.as_deref().unwrap_or_default()),
+    };
+    let hosts_given = args
+        .hosts
+        .as_deref()
+        .map(|h| super::words(&Some(h.to_string())).len());
+    let default_max = match (flag, hosts_given) {
+        ("--nodes", Some(h)) => u32::try_from(h).unwrap_or(u32::MAX),
+        ("--nodes", None) => AUTO_SIMULATED_NODES,
+        _ => analysis::verdict::SEARCH_MAX,
+    };
+    let counts = match ThreadsAuto::parse_flag(flag, spec, default_max).map_err(Usage)? {
+        Some(rule) => Counts::Auto(rule),
+        None => Counts::List(count_list(flag, spec)?),
+    };
     let per_node = match &args.ranks_per_node {
         Some(r) => match parse_count(r).map(u32::try_from) {
             Ok(Ok(r)) if r > 0 => r,
@@ -130,13 +160,18 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
             "--nodes launches the ranks itself: run `ioscale sweep --nodes …` without mpirun or srun".into(),
         ));
     }
-    let mut seen = std::collections::BTreeSet::new();
-    if let Some(n) = nodes.iter().find(|&&n| !seen.insert(n)) {
-        return Err(Usage(format!(
-            "--nodes: {n} is given twice (each node count runs once)"
-        )));
-    }
-    let most = nodes.iter().copied().max().unwrap_or(1);
+    let axis = if flag == "--ranks" {
+        Axis::Ranks
+    } else {
+        Axis::Nodes {
+            ranks_per_node: per_node,
+        }
+    };
+    let most = match &counts {
+        Counts::List(v) => v.iter().copied().max().unwrap_or(1),
+        Counts::Auto(rule) => rule.max,
+    };
+    let (most, per_node) = shape(axis, most);
     // Every count's ranks must be ranks MPI can number (a C int), and
     // simulated nodes run all of theirs on this machine.
     let ranks = u64::from(most) * u64::from(per_node);
@@ -150,7 +185,7 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
     };
     if ranks > limit {
         return Err(Usage(format!(
-            "--nodes {most} × --ranks-per-node {per_node} is {ranks} ranks: at most {limit} ({why})"
+            "{flag} {spec}: {most} node(s) × {per_node} rank(s) is {ranks} ranks: at most {limit} ({why})"
         )));
     }
     let placement = match &args.hosts {
@@ -158,7 +193,7 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
             let hosts: Vec<String> = super::words(&Some(h.clone()));
             if hosts.len() < most as usize {
                 return Err(Usage(format!(
-                    "--hosts: {} host(s) for --nodes up to {most}; name at least {most}",
+                    "--hosts: {} host(s) for {flag} up to {most} node(s); name at least {most}",
                     hosts.len()
                 )));
             }
@@ -166,7 +201,19 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         }
         None => Placement::Simulated(sim_script(args)?),
     };
-    let plan = plan(args)?;
+    let mut plan = plan(args)?;
+    if let Counts::Auto(rule) = &counts {
+        // The search keys a line's points by the count alone: one point
+        // per count and series.
+        if plan.config.threads.len() != 1 {
+            return Err(Usage(format!(
+                "{flag} auto searches the {} with one --threads count (give one, e.g. --threads 1)",
+                if flag == "--ranks" { "ranks" } else { "nodes" }
+            )));
+        }
+        plan.config.threads_auto = Some(*rule);
+        plan.config.search_axis = axis;
+    }
     crate::output::check_output_set(
         &[
             ("--json", args.json.as_deref()),
@@ -176,38 +223,106 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         &[],
     )
     .map_err(|e| Usage(format!("{e:#}")))?;
-    let saved = if args.resume {
-        Some(load_saved(args, &plan, &nodes)?)
-    } else {
-        None
-    };
-    Ok(NodesPlan {
-        nodes,
-        per_node,
+    let mut np = NodesPlan {
+        counts,
+        axis,
         placement,
         plan,
-        saved,
-    })
+        saved: None,
+    };
+    if args.resume {
+        np.saved = Some(load_saved(args, &np)?);
+    }
+    Ok(np)
+}
+
+/// `--nodes 1,2,4` or `--ranks 1,2,4`: each a count, once.
+fn count_list(flag: &str, spec: &str) -> Result<Vec<u32>, Usage> {
+    let v: Vec<u32> = parse_list(spec, parse_count)
+        .map_err(|e| Usage(format!("{flag}: {e}")))?
+        .into_iter()
+        .map(|n| match u32::try_from(n) {
+            Ok(0) => Err(Usage(format!("{flag}: 0 is not a count"))),
+            Ok(n) => Ok(n),
+            Err(_) => Err(Usage(format!("{flag}: {n} is too large"))),
+        })
+        .collect::<Result<_, _>>()?;
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(n) = v.iter().find(|&&n| !seen.insert(n)) {
+        return Err(Usage(format!(
+            "{flag}: {n} is given twice (each count runs once)"
+        )));
+    }
+    Ok(v)
+}
+
+/// A launch in the progress lines: `nodes=2`, `ranks=4`.
+fn tag(axis: Axis, n: u32) -> String {
+    match axis {
+        Axis::Nodes { .. } => format!("nodes={n}"),
+        _ => format!("ranks={n}"),
+    }
+}
+
+/// (nodes, ranks on each) of count `n` on `axis`.
+fn shape(axis: Axis, n: u32) -> (u32, u32) {
+    match axis {
+        Axis::Nodes { ranks_per_node } => (n, ranks_per_node),
+        _ => (1, n),
+    }
+}
+
+impl NodesPlan {
+    /// Whether count `n` is one this sweep may launch.
+    fn may_launch(&self, n: u32) -> bool {
+        match &self.counts {
+            Counts::List(v) => v.contains(&n),
+            Counts::Auto(rule) => (rule.start..=rule.max).contains(&n),
+        }
+    }
+
+    /// The counts the saved record holds points of.
+    fn saved_counts(&self) -> Vec<u32> {
+        let mut out: Vec<u32> = Vec::new();
+        for p in self.saved.iter().flat_map(|s| s.points.iter()) {
+            let n = p
+                .series
+                .split(' ')
+                .next()
+                .and_then(|w| w.parse::<u32>().ok());
+            if let Some(n) = n.filter(|&n| unlabel(self.axis, n, &p.series).is_some()) {
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// `--resume`: the record the same `--nodes` sweep saved in `--json`;
 /// refused when it holds a point of no node count in `nodes` (another
 /// `--nodes` list, or a sweep without `--nodes`), which the merged record
 /// would otherwise lose.
-fn load_saved(args: &SweepArgs, plan: &Sweep, nodes: &[u32]) -> Result<SweepRecord, Usage> {
+fn load_saved(args: &SweepArgs, np: &NodesPlan) -> Result<SweepRecord, Usage> {
+    let plan = &np.plan;
     let path = args
         .json
         .as_ref()
         .expect("clap requires --json with --resume");
     let saved = super::saved_journal(args, plan).map_err(Usage)?;
-    if let Some(p) = saved
-        .points
-        .iter()
-        .find(|p| !nodes.iter().any(|&n| unlabel(n, &p.series).is_some()))
-    {
+    if let Some(p) = saved.points.iter().find(|p| {
+        let n = p
+            .series
+            .split(' ')
+            .next()
+            .and_then(|w| w.parse::<u32>().ok());
+        !n.is_some_and(|n| np.may_launch(n) && unlabel(np.axis, n, &p.series).is_some())
+    }) {
+        let flag = np.axis.flag();
         return Err(Usage(format!(
-            "--resume: {} holds point `{}` at {} threads, of no node count in --nodes; \
-             resume with the --nodes list that wrote it",
+            "--resume: {} holds point `{}` at {} threads, of no count {flag} may launch; \
+             resume with the {flag} that wrote it",
             path.display(),
             p.series,
             p.threads
@@ -216,13 +331,9 @@ fn load_saved(args: &SweepArgs, plan: &Sweep, nodes: &[u32]) -> Result<SweepReco
     Ok(saved)
 }
 
-/// The series label of a point of node count `n`.
-fn label(n: u32, series: &str) -> String {
-    let nodes = if n == 1 {
-        "1 node".to_string()
-    } else {
-        format!("{n} nodes")
-    };
+/// The series label of a point of count `n` ("2 nodes", "4 ranks").
+fn label(axis: Axis, n: u32, series: &str) -> String {
+    let nodes = axis.count_text(n);
     if series.is_empty() {
         nodes
     } else {
@@ -232,8 +343,8 @@ fn label(n: u32, series: &str) -> String {
 
 /// The series a launch gave a point that [`label`] labelled with `n`
 /// nodes; `None` for a point of another node count.
-fn unlabel(n: u32, series: &str) -> Option<&str> {
-    let nodes = label(n, "");
+fn unlabel(axis: Axis, n: u32, series: &str) -> Option<&str> {
+    let nodes = label(axis, n, "");
     let rest = series.strip_prefix(nodes.as_str())?;
     match rest.strip_prefix(' ') {
         Some(r) => Some(r),
@@ -244,12 +355,12 @@ fn unlabel(n: u32, series: &str) -> Option<&str> {
 /// The points of `saved` that node count `n` measured, as its launch
 /// recorded them: its own series and its own point numbers (those of
 /// `plan`). A point that matches no point of the plan is dropped.
-fn done_at(saved: &SweepRecord, n: u32, plan: &Sweep) -> Vec<SweepPoint> {
+fn done_at(saved: &SweepRecord, axis: Axis, n: u32, plan: &Sweep) -> Vec<SweepPoint> {
     let mut out: Vec<SweepPoint> = saved
         .points
         .iter()
         .filter_map(|p| {
-            let series = unlabel(n, &p.series)?;
+            let series = unlabel(axis, n, &p.series)?;
             let index = plan.points.iter().position(|q| {
                 q.threads == p.threads
                     && q.xfer == p.xfer
@@ -310,9 +421,25 @@ fn record_name(n: u32) -> String {
     format!("nodes-{n}.json")
 }
 
-/// Launches the sweep once per node count (with `--resume`, only the
-/// counts with points still missing, each resuming from the ones it had);
-/// returns each count's record and the highest exit code. After each
+/// What the launches gave so far.
+#[derive(Default)]
+struct Launches {
+    /// Each count's record, in launch order.
+    records: Vec<(u32, SweepRecord)>,
+    /// The counts launched (or taken from the saved record), in order.
+    tried: Vec<u32>,
+    /// The wall time of each count launched (count, seconds), the saved
+    /// record's included.
+    times: Vec<(u32, f64)>,
+    /// The highest exit code.
+    exit: i32,
+    /// An interrupt or a refusal: nothing more is launched.
+    stopped: bool,
+}
+
+/// Launches the sweep once per count (with `--resume`, only the counts
+/// with points still missing, each resuming from the ones it had): the
+/// listed counts in turn, or the counts the search asks for. After each
 /// count the whole so far is written to `--json`, so a sweep stopped
 /// later keeps it.
 fn launch_all(
@@ -321,93 +448,163 @@ fn launch_all(
     scratch: &crate::output::Scratch,
     stop: &AtomicBool,
     journal: Option<&crate::output::Journal>,
-) -> anyhow::Result<(Vec<(u32, SweepRecord)>, i32)> {
+) -> anyhow::Result<(Launches, i32)> {
     let exe = std::env::current_exe()?;
-    let mut records = Vec::new();
-    let mut exit = 0;
-    let mut stopped = false;
-    for &n in &np.nodes {
-        // A signal between two launches (while the last one's points were
-        // merged and written) stops the sweep here, as one during a launch
-        // does.
-        if !stopped && stop.load(Ordering::Relaxed) {
-            exit = exit.max(130);
-            stopped = true;
-        }
-        let name = record_name(n);
-        let json = scratch.file(&name);
-        let mut resume = false;
-        let done = np
+    let mut l = Launches {
+        times: np
             .saved
             .as_ref()
-            .map(|s| (s, done_at(s, n, &np.plan)))
-            .filter(|(_, d)| !d.is_empty());
-        if let Some((saved, done)) = done {
-            let seed = seed_record(saved, &np.plan, done);
-            if stopped {
-                // Not launched, but what it had stays in the record.
-                records.push((n, seed));
-                continue;
-            }
-            if seed.points.len() == np.plan.points.len() {
-                eprintln!(
-                    "ioscale: nodes={n}: all {} points already done",
-                    seed.points.len()
-                );
-                records.push((n, seed));
-                continue;
-            }
-            crate::output::write_named("scratch", &json, &analysis::render::render_json(&seed)?)?;
-            resume = true;
-        }
-        if stopped {
-            continue;
-        }
-        let mut cmd = launcher(np, n);
-        cmd.arg(&exe).args(child_args(args, &json, resume));
-        eprintln!(
-            "ioscale: nodes={n}: {} ranks ({n}×{})",
-            n * np.per_node,
-            np.per_node
-        );
-        let status = cmd
-            .status()
-            .map_err(|e| anyhow::anyhow!("starting {:?}: {e}", cmd.get_program()))?;
-        let code = status.code().unwrap_or(1);
-        exit = exit.max(code);
-        match scratch.read(&name) {
-            Some(b) => records.push((n, serde_json::from_slice::<SweepRecord>(&b)?)),
-            None => {
-                eprintln!(
-                    "ioscale: error: nodes={n}: the ranks wrote no record (exit code {code})"
-                );
-                exit = exit.max(1);
-            }
-        }
-        if code == 130 || code == 129 || code == 2 || stop.load(Ordering::Relaxed) {
-            // Interrupted, or refused: the other node counts would be too.
-            exit = exit.max(if code == 2 { 2 } else { 130 });
-            stopped = true;
-        }
-        write_journal(args, np, &records, journal);
+            .and_then(|s| s.search.as_ref())
+            .map(|s| s.times.clone())
+            .unwrap_or_default(),
+        ..Default::default()
+    };
+    loop {
+        let n = match &np.counts {
+            Counts::List(v) => match v.get(l.tried.len()) {
+                Some(&n) => n,
+                None => break,
+            },
+            Counts::Auto(_) if l.stopped => break,
+            // A count asked for again (its launch wrote no record) ends
+            // the search rather than launching it forever.
+            Counts::Auto(_) => match next_count(args, np, &l) {
+                Some(n) if !l.tried.contains(&n) => n,
+                _ => break,
+            },
+        };
+        l.tried.push(n);
+        launch_one(args, np, n, scratch, stop, &exe, &mut l)?;
+        write_journal(args, np, &l, journal);
     }
-    if stopped {
-        write_journal(args, np, &records, journal);
+    if l.stopped {
+        // The saved counts the search did not reach stay in the record.
+        for n in np.saved_counts() {
+            if !l.tried.contains(&n) {
+                l.tried.push(n);
+                let saved = np.saved.as_ref().expect("saved counts");
+                let done = done_at(saved, np.axis, n, &np.plan);
+                l.records.push((n, seed_record(saved, &np.plan, done)));
+            }
+        }
+        write_journal(args, np, &l, journal);
     }
-    Ok((records, exit))
+    let exit = l.exit;
+    Ok((l, exit))
 }
 
-/// Writes the node counts done so far to `--json` (when given).
+/// The count the search asks for next, from the points so far; `None`
+/// when it has nothing left to measure.
+fn next_count(args: &SweepArgs, np: &NodesPlan, l: &Launches) -> Option<u32> {
+    let Counts::Auto(rule) = &np.counts else {
+        return None;
+    };
+    let Some(rec) = merge(args, np, l) else {
+        return rule.ladder().first().copied();
+    };
+    let s = rec.search?;
+    s.lines.iter().filter_map(|x| x.next).min()
+}
+
+/// Launches count `n` (or takes its points from the saved record when
+/// they are all there), adding its record, time and exit code to `l`.
+fn launch_one(
+    args: &SweepArgs,
+    np: &NodesPlan,
+    n: u32,
+    scratch: &crate::output::Scratch,
+    stop: &AtomicBool,
+    exe: &Path,
+    l: &mut Launches,
+) -> anyhow::Result<()> {
+    // A signal between two launches (while the last one's points were
+    // merged and written) stops the sweep here, as one during a launch
+    // does.
+    if !l.stopped && stop.load(Ordering::Relaxed) {
+        l.exit = l.exit.max(130);
+        l.stopped = true;
+    }
+    let name = record_name(n);
+    let json = scratch.file(&name);
+    let mut resume = false;
+    let done = np
+        .saved
+        .as_ref()
+        .map(|s| (s, done_at(s, np.axis, n, &np.plan)))
+        .filter(|(_, d)| !d.is_empty());
+    if let Some((saved, done)) = done {
+        let seed = seed_record(saved, &np.plan, done);
+        if l.stopped {
+            // Not launched, but what it had stays in the record.
+            l.records.push((n, seed));
+            return Ok(());
+        }
+        if seed.points.len() == np.plan.points.len() {
+            eprintln!(
+                "ioscale: {}: all {} points already done",
+                tag(np.axis, n),
+                seed.points.len()
+            );
+            l.records.push((n, seed));
+            return Ok(());
+        }
+        crate::output::write_named("scratch", &json, &analysis::render::render_json(&seed)?)?;
+        resume = true;
+    }
+    if l.stopped {
+        return Ok(());
+    }
+    let (nodes, per) = shape(np.axis, n);
+    let mut cmd = launcher(np, nodes, per);
+    cmd.arg(exe).args(child_args(args, &json, resume));
+    eprintln!(
+        "ioscale: {}: {} ranks ({nodes}×{per})",
+        tag(np.axis, n),
+        nodes * per
+    );
+    let t0 = Instant::now();
+    let status = cmd
+        .status()
+        .map_err(|e| anyhow::anyhow!("starting {:?}: {e}", cmd.get_program()))?;
+    let secs = t0.elapsed().as_secs_f64();
+    match l.times.iter_mut().find(|x| x.0 == n) {
+        // A count resumed after an interrupt: its time adds up.
+        Some(x) => x.1 += secs,
+        None => l.times.push((n, secs)),
+    }
+    let code = status.code().unwrap_or(1);
+    l.exit = l.exit.max(code);
+    match scratch.read(&name) {
+        Some(b) => l
+            .records
+            .push((n, serde_json::from_slice::<SweepRecord>(&b)?)),
+        None => {
+            eprintln!(
+                "ioscale: error: {}: the ranks wrote no record (exit code {code})",
+                tag(np.axis, n)
+            );
+            l.exit = l.exit.max(1);
+        }
+    }
+    if code == 130 || code == 129 || code == 2 || stop.load(Ordering::Relaxed) {
+        // Interrupted, or refused: the other counts would be too.
+        l.exit = l.exit.max(if code == 2 { 2 } else { 130 });
+        l.stopped = true;
+    }
+    Ok(())
+}
+
+/// Writes the counts done so far to `--json` (when given).
 fn write_journal(
     args: &SweepArgs,
     np: &NodesPlan,
-    records: &[(u32, SweepRecord)],
+    l: &Launches,
     journal: Option<&crate::output::Journal>,
 ) {
     let Some(journal) = journal else {
         return;
     };
-    let Some(rec) = merge(args, np, records.to_vec()) else {
+    let Some(rec) = merge(args, np, l) else {
         return;
     };
     let written = analysis::render::render_json(&rec)
@@ -418,10 +615,11 @@ fn write_journal(
     }
 }
 
-/// mpirun (or the simulated nodes' launcher) for `n` nodes, up to the
-/// program name.
-fn launcher(np: &NodesPlan, n: u32) -> Command {
-    let per = np.per_node.to_string();
+/// mpirun (or the simulated nodes' launcher) for `n` nodes of `per`
+/// ranks, up to the program name.
+fn launcher(np: &NodesPlan, n: u32, per: u32) -> Command {
+    let per_node = per;
+    let per = per.to_string();
     match &np.placement {
         Placement::Simulated(script) => {
             let mut c = Command::new(script);
@@ -441,7 +639,7 @@ fn launcher(np: &NodesPlan, n: u32) -> Command {
             c.arg("--host")
                 .arg(list.join(","))
                 .arg("-np")
-                .arg((n * np.per_node).to_string());
+                .arg((n * per_node).to_string());
             c
         }
     }
@@ -490,18 +688,15 @@ fn child_args(args: &SweepArgs, json: &Path, resume: bool) -> Vec<String> {
     a
 }
 
-/// One sweep record of every node count's points, in launch order, each
-/// point's series led by its node count, out of the points of every
-/// node count; resumed, it keeps the saved record's start and command
-/// line.
-fn merge(
-    args: &SweepArgs,
-    np: &NodesPlan,
-    records: Vec<(u32, SweepRecord)>,
-) -> Option<SweepRecord> {
-    let mut it = records.into_iter();
+/// One sweep record of every count's points, in launch order, each
+/// point's series led by its count, out of the points of every count
+/// (under a search, of the counts measured, and one more while it goes
+/// on); resumed, it keeps the saved record's start and command line.
+/// Under `auto` the record says what was searched and keeps the path and
+/// times, and the search is read from its points.
+fn merge(args: &SweepArgs, np: &NodesPlan, l: &Launches) -> Option<SweepRecord> {
+    let mut it = l.records.iter().cloned();
     let (n0, mut rec) = it.next()?;
-    rec.points_total = np.plan.points.len() * np.nodes.len();
     match &np.saved {
         Some(s) => {
             rec.started = s.started.clone();
@@ -510,20 +705,53 @@ fn merge(
         None => rec.command = std::env::args().collect(),
     }
     for p in &mut rec.points {
-        p.series = label(n0, &p.series);
+        p.series = label(np.axis, n0, &p.series);
     }
     for (n, r) in it {
         rec.interrupted |= r.interrupted;
         rec.stop_reason = rec.stop_reason.or(r.stop_reason);
         for mut p in r.points {
-            p.series = label(n, &p.series);
+            p.series = label(np.axis, n, &p.series);
             rec.points.push(p);
         }
     }
     for (i, p) in rec.points.iter_mut().enumerate() {
         p.index = i;
     }
-    rec.analysis = analysis::analyse_with(&rec, args.view.units.units());
+    let per_count = np.plan.points.len();
+    rec.points_total = per_count * l.records.len().max(1);
+    match &np.counts {
+        Counts::List(v) => {
+            rec.points_total = per_count * v.len();
+            rec.analysis = analysis::analyse_with(&rec, args.view.units.units());
+        }
+        Counts::Auto(rule) => {
+            rec.config.threads_auto = Some(*rule);
+            rec.config.search_axis = np.axis;
+            let mut path: Vec<u32> = np
+                .saved
+                .as_ref()
+                .and_then(|s| s.search.as_ref())
+                .map(|s| s.path.clone())
+                .unwrap_or_default();
+            for &(n, _) in &l.records {
+                if !path.contains(&n) {
+                    path.push(n);
+                }
+            }
+            rec.search = Some(analysis::adapt::search_report(
+                rule,
+                &[],
+                &path,
+                &l.times,
+                false,
+            ));
+            analysis::findings::reanalyse(&mut rec, args.view.units.units());
+            if rec.search.as_ref().is_some_and(|s| !s.done) {
+                rec.points_total += per_count;
+            }
+        }
+    }
     Some(rec)
 }
 
@@ -533,13 +761,19 @@ mod tests {
 
     #[test]
     fn labels_come_off_only_for_their_node_count() {
-        for (n, series) in [(1, ""), (1, "shared"), (2, ""), (10, "64 KiB")] {
-            let l = label(n, series);
-            assert_eq!(unlabel(n, &l), Some(series), "{l}");
+        let nodes = Axis::Nodes { ranks_per_node: 2 };
+        for axis in [nodes, Axis::Ranks] {
+            for (n, series) in [(1, ""), (1, "shared"), (2, ""), (10, "64 KiB")] {
+                let l = label(axis, n, series);
+                assert_eq!(unlabel(axis, n, &l), Some(series), "{l}");
+                assert_eq!(analysis::findings::without_nodes(&l), series, "{l}");
+            }
         }
-        assert_eq!(unlabel(1, "10 nodes"), None);
-        assert_eq!(unlabel(1, "1 nodes"), None);
-        assert_eq!(unlabel(2, "1 node"), None);
-        assert_eq!(unlabel(2, "2 nodesx"), None);
+        assert_eq!(unlabel(nodes, 1, "10 nodes"), None);
+        assert_eq!(unlabel(nodes, 1, "1 nodes"), None);
+        assert_eq!(unlabel(nodes, 2, "1 node"), None);
+        assert_eq!(unlabel(nodes, 2, "2 nodesx"), None);
+        assert_eq!(unlabel(Axis::Ranks, 2, "2 nodes"), None);
+        assert_eq!(unlabel(nodes, 4, "4 ranks"), None);
     }
 }

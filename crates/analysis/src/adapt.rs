@@ -275,6 +275,76 @@ impl ThreadsAuto {
     }
 }
 
+/// The smallest transfer size `--xfer auto` tries without a range.
+pub const XFER_MIN: u64 = 4096;
+/// The largest transfer size `--xfer auto` tries without a range.
+pub const XFER_MAX: u64 = 64 << 20;
+/// The largest unit a transfer-size search counts in: sizes are aligned
+/// to it (or to the largest power of two dividing the smallest size).
+pub const XFER_ALIGN: u64 = 4096;
+
+/// `--xfer auto[:MIN-MAX]`: the search over transfer sizes, counted in
+/// `unit`s, with the axis that says so. `None` for a list.
+pub fn parse_xfer_auto(spec: &str) -> Result<Option<(ThreadsAuto, Axis)>, String> {
+    let Some(rest) = spec.strip_prefix("auto") else {
+        return Ok(None);
+    };
+    let bad = || format!("--xfer {spec}: expected auto or auto:MIN-MAX (e.g. auto:4k-16m)");
+    let (min, max) = match rest.strip_prefix(':') {
+        None if rest.is_empty() => (XFER_MIN, XFER_MAX),
+        None => return Err(bad()),
+        Some(r) => {
+            let (a, b) = r.split_once('-').ok_or_else(bad)?;
+            let size = |v: &str| {
+                spec::parse_size(v)
+                    .ok()
+                    .filter(|&v| v > 0)
+                    .ok_or_else(|| format!("--xfer {spec}: {v} is not a transfer size"))
+            };
+            (size(a)?, size(b)?)
+        }
+    };
+    if max < min {
+        return Err(format!(
+            "--xfer {spec}: MAX is below MIN (the range runs from the smaller size to the larger)"
+        ));
+    }
+    let unit = (1u64 << min.trailing_zeros()).min(XFER_ALIGN);
+    let count = |v: u64| {
+        u32::try_from(v / unit).map_err(|_| {
+            format!(
+                "--xfer {spec}: at most {} × MIN ({}) to search",
+                u32::MAX,
+                spec::format_size(unit)
+            )
+        })
+    };
+    let rule = ThreadsAuto {
+        start: count(min)?,
+        max: count(max)?,
+    };
+    Ok(Some((rule, Axis::Xfer { unit })))
+}
+
+/// The transfer sizes a `--xfer auto` search may try, in bytes: its
+/// doubling ladder, and between two doublings the aligned sizes of at
+/// most three significant bits (a count whose odd part is at most 7:
+/// four a doubling, 1, 1.25, 1.5, 1.75 ×), on a log scale.
+pub fn xfer_sizes(rule: &ThreadsAuto, unit: u64) -> Vec<u64> {
+    let mut counts = rule.ladder();
+    for e in 0..32u32 {
+        for m in 1..=7u64 {
+            let c = m << e;
+            if c >= u64::from(rule.start) && c <= u64::from(rule.max) {
+                counts.push(c as u32);
+            }
+        }
+    }
+    counts.sort_unstable();
+    counts.dedup();
+    counts.into_iter().map(|c| u64::from(c) * unit).collect()
+}
+
 /// Where the search of a line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

@@ -521,7 +521,9 @@ pub struct SweepArgs {
     #[arg(long, visible_alias = "tasks", value_name = "LIST")]
     pub threads: String,
 
-    /// Transfer sizes to sweep (`run` only), e.g. `1m,16m`; default: the inner command's --xfer.
+    /// Transfer sizes to sweep (`run` only), e.g. `1m,16m`, or `auto` (`auto:MIN-MAX`,
+    /// default 4k-64m): search for the smallest size within noise of the peak (doubling,
+    /// then refining over aligned sizes); default: the inner command's --xfer.
     #[arg(long, value_name = "LIST")]
     pub xfer: Option<String>,
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use analysis::adapt::{RepsAuto, ThreadsAuto};
+use analysis::adapt::{Axis, RepsAuto, ThreadsAuto};
 use analysis::model::{default_trim, point_stats_probed};
 use analysis::render::render_json;
 use analysis::{SweepConfig, SweepPoint, SweepRecord, SWEEP_SCHEMA};
@@ -205,7 +205,11 @@ fn counts(flag: &str, what: &str, s: &str) -> Result<Vec<u32>, Usage> {
 impl Lists {
     fn parse(args: &SweepArgs) -> Result<Lists, Usage> {
         let xfers = match &args.xfer {
-            Some(x) => parse_list(x, parse_size).map_err(|e| Usage(format!("--xfer: {e}")))?,
+            // Every size the search may try, in order.
+            Some(x) => match xfer_auto(args)? {
+                Some((rule, Axis::Xfer { unit })) => analysis::adapt::xfer_sizes(&rule, unit),
+                _ => parse_list(x, parse_size).map_err(|e| Usage(format!("--xfer: {e}")))?,
+            },
             None => Vec::new(),
         };
         let depths = match &args.iodepth {
@@ -347,6 +351,26 @@ fn check_layouts(kind: &str, layouts: &[String]) -> Result<(), Usage> {
 /// is planned (and checked) before the first point runs.
 const AUTO_MAX: u32 = 4096;
 
+/// `--xfer auto[:MIN-MAX]`: the search over sizes and its axis, refused
+/// beside `--threads auto` (one axis is searched at a time). Every size
+/// it may try is planned and checked before the first point runs: at
+/// most four a doubling over a u32 of counts, so about 130.
+fn xfer_auto(args: &SweepArgs) -> Result<Option<(ThreadsAuto, Axis)>, Usage> {
+    let Some(x) = &args.xfer else {
+        return Ok(None);
+    };
+    let Some((rule, axis)) = analysis::adapt::parse_xfer_auto(x).map_err(Usage)? else {
+        return Ok(None);
+    };
+    if args.threads.starts_with("auto") {
+        return usage(format!(
+            "--xfer {x} with --threads {}: a sweep searches one axis at a time; list the thread counts (e.g. --threads 1,4)",
+            args.threads
+        ));
+    }
+    Ok(Some((rule, axis)))
+}
+
 /// `--reps auto[:x%]` with `--max-reps`, checked with `--trim`: the
 /// rule, and the repetitions every point runs before it is judged.
 fn reps_auto(args: &SweepArgs) -> Result<Option<RepsAuto>, Usage> {
@@ -447,7 +471,12 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
     check_layouts(kind, &lists.layouts)?;
     let (reps, trim) = reps_and_trim(args, &inner_reps)?;
     let reps_rule = reps_auto(args)?;
-    let threads_rule = ThreadsAuto::parse(&args.threads).map_err(Usage)?;
+    let xfer_rule = xfer_auto(args)?;
+    let threads_rule = match xfer_rule {
+        Some((rule, _)) => Some(rule),
+        None => ThreadsAuto::parse(&args.threads).map_err(Usage)?,
+    };
+    let axis = xfer_rule.map_or(Axis::Workers, |x| x.1);
     let scale = args.scale.unwrap_or(if has_total {
         Scale::Total
     } else {
@@ -478,10 +507,11 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
         scale,
         reps,
         base_amount,
-        searched: threads_rule.is_some(),
+        searched: threads_rule.map(|_| axis),
     };
     let (points, left_out) = grid.points()?;
-    lists.threads.retain(|n| !left_out.contains(n));
+    lists.threads.retain(|n| !left_out.threads.contains(n));
+    lists.xfers.retain(|x| !left_out.xfers.contains(x));
     let config = SweepConfig {
         command: kind.into(),
         threads: lists.threads.clone(),
@@ -497,7 +527,7 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
         inner: args.inner.clone(),
         threads_auto: threads_rule,
         reps_auto: reps_rule,
-        search_axis: Default::default(),
+        search_axis: axis,
     };
 
     Ok(Sweep {
@@ -562,8 +592,18 @@ struct Grid<'a> {
     scale: Scale,
     reps: u32,
     base_amount: u64,
-    /// `--threads auto`: the counts are the ones the search may try.
-    searched: bool,
+    /// `--threads auto` (or `--xfer auto`): the counts (sizes) are the
+    /// ones the search may try.
+    searched: Option<Axis>,
+}
+
+/// The counts and sizes a search leaves out: their point is refused at
+/// some series (a total that does not split evenly across the count, a
+/// size its data is not a multiple of).
+#[derive(Default)]
+struct LeftOut {
+    threads: Vec<u32>,
+    xfers: Vec<u64>,
 }
 
 impl Grid<'_> {
@@ -571,11 +611,13 @@ impl Grid<'_> {
     /// each over the thread counts; each point's job is built and checked.
     /// Under `--threads auto` a count after the first whose job is refused
     /// at some series (a total that does not split evenly across it) is
-    /// left out of the search instead: the second value lists those.
-    fn points(&self) -> Result<(Vec<Planned>, Vec<u32>), Usage> {
+    /// left out of the search instead, and under `--xfer auto` such a size:
+    /// the second value lists those.
+    fn points(&self) -> Result<(Vec<Planned>, LeftOut), Usage> {
         let l = self.lists;
         let mut points = Vec::new();
-        let mut left_out: Vec<u32> = Vec::new();
+        let mut left_out = LeftOut::default();
+        let by_xfer = matches!(self.searched, Some(Axis::Xfer { .. }));
         for target in dim(&l.targets) {
             for layout in dim(&l.layouts) {
                 for (xfer, depth) in dim(&l.xfers)
@@ -591,14 +633,20 @@ impl Grid<'_> {
                     for &n in &l.threads {
                         match self.job(target.as_deref(), n, axes) {
                             Ok(job) => points.push(planned(job, n, series.clone())),
-                            Err(_) if self.searched && n != l.threads[0] => left_out.push(n),
+                            Err(_) if by_xfer && xfer != l.xfers.first().copied() => {
+                                left_out.xfers.extend(xfer)
+                            }
+                            Err(_) if self.searched.is_some() && !by_xfer && n != l.threads[0] => {
+                                left_out.threads.push(n)
+                            }
                             Err(e) => return Err(e),
                         }
                     }
                 }
             }
         }
-        points.retain(|p| !left_out.contains(&p.threads));
+        points.retain(|p| !left_out.threads.contains(&p.threads));
+        points.retain(|p| !left_out.xfers.contains(&p.xfer));
         Ok((points, left_out))
     }
 

@@ -439,6 +439,20 @@ fn adaptive_flags_are_checked_before_anything_runs() {
             vec!["--threads", "1,2", "--reps", "auto", "--trim", "2"],
             "--trim 2",
         ),
+        (
+            vec!["--threads", "auto", "--xfer", "auto"],
+            "one axis at a time",
+        ),
+        (
+            vec!["--threads", "1", "--xfer", "auto:1m-4k"],
+            "MAX is below MIN",
+        ),
+        (vec!["--threads", "1", "--xfer", "auto:4k"], "auto:MIN-MAX"),
+        (
+            vec!["--threads", "1", "--xfer", "auto:0-4k"],
+            "not a transfer size",
+        ),
+        (vec!["--threads", "1", "--xfer", "auto:1-1t"], "× MIN"),
     ] {
         let mut args = vec!["sweep"];
         args.extend_from_slice(&flags);
@@ -448,4 +462,73 @@ fn adaptive_flags_are_checked_before_anything_runs() {
         assert!(stderr(&o).contains(says), "{flags:?}: {}", stderr(&o));
         assert_empty(t.path());
     }
+}
+
+/// Issue 29's `--xfer auto`: a server that takes 20 ms a request and at
+/// most 4 MiB/s (`--delay 20ms --bw 4m`): a size of s takes max(20 ms,
+/// s ÷ 4 MiB/s), so bigger transfers pay until 80 KiB, where the cap is
+/// reached. The search doubles from 32 KiB, refines between the last size
+/// clearly below the peak and the first within noise of it, and names the
+/// smallest size within noise of the peak: at or above the knee (the
+/// first size tried past it, 96 KiB of 3 MiB's divisors, on a quiet
+/// machine), and its rate near the cap. The sizes that do not divide the
+/// data (40, 56, 80, 112 KiB, …) are left out and the record says so.
+/// Bounds are ratios with wide margins: a busy machine adds its own time
+/// to each request, which moves the optimum up (towards the cap), never
+/// below the knee.
+#[test]
+fn xfer_auto_finds_the_size_where_a_bandwidth_cap_is_reached() {
+    let _t = turn();
+    let Some(fs) = TestFs::mount(&["--delay", "20ms", "--bw", "4m"]) else {
+        return;
+    };
+    let (v, text) = sweep(
+        &["--xfer", "auto:32k-1m", "--threads", "1", "--reps", "3"],
+        &["--op", "write", "--size", "3m"],
+        fs.path(),
+        0,
+    );
+    show("xfer", &v);
+    let p = path(&v);
+    let k = 1024;
+    assert_eq!(
+        p[..3],
+        [8, 16, 32],
+        "the doubling from 32 KiB in 4 KiB units"
+    );
+    assert_eq!(v["search"]["done"], true);
+    assert_eq!(v["search"]["axis"]["axis"], "xfer");
+    assert!(text.contains("Search (--xfer auto)"), "{text}");
+    assert!(
+        text.contains("Search path (transfer size): 32 KiB, 64 KiB"),
+        "{text}"
+    );
+    // Every measured size is one the data divides into.
+    for c in &p {
+        assert_eq!((3 << 20) % (c * 4 * k), 0, "{p:?}");
+    }
+    let best = optimum(&v) * 4 * k;
+    assert!(
+        (80 * k..=512 * k).contains(&best),
+        "optimum {best}: the cap is reached at 80 KiB"
+    );
+    // The optimum's rate near the cap, and the sizes below the knee
+    // clearly slower: 32 KiB moves at most 40% of it (1.6 of 4 MiB/s).
+    let rate = |x: u64| -> f64 {
+        let pt = v["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["xfer"] == x)
+            .unwrap_or_else(|| panic!("no point at {x}"));
+        pt["ops"][0]["bw_mib_s_trimmed"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{pt:#}"))
+    };
+    let (at_best, at_32k) = (rate(best), rate(32 * k));
+    assert!(
+        at_best > 0.75 * 4.0 && at_best < 1.1 * 4.0,
+        "{at_best} MiB/s"
+    );
+    assert!(at_32k < 0.6 * at_best, "{at_32k} against {at_best}");
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-use analysis::adapt::{judge_reps, RepFigure, RepsAuto, RepsOutcome, ThreadsAuto};
+use analysis::adapt::{judge_reps, Axis, RepFigure, RepsAuto, RepsOutcome, ThreadsAuto};
 use analysis::model::point_stats_probed;
 use analysis::SweepRecord;
 use bench::exec::Env;
@@ -75,11 +75,18 @@ impl Runner<'_> {
     /// The count the search asks for next and its points still to
     /// measure (every series at that count); `None` when it is done.
     fn next_group(&self, rule: ThreadsAuto, rec: &SweepRecord) -> Option<(u32, Vec<usize>)> {
-        let planned = &self.sweep.config.threads;
-        let s = analysis::adapt::search_in(&rule, &rec.analysis.curves, &|c| planned.contains(&c));
+        let config = &self.sweep.config;
+        let axis = config.search_axis;
+        let lines = analysis::findings::search_lines(rec);
+        let s = analysis::adapt::search_lines(&rule, &lines, axis, &|c| config.may_search(c));
         let n = s.next?;
+        // The points at that count: its threads, or its transfer size.
+        let at = |p: &super::Planned| match axis {
+            Axis::Xfer { unit } => p.xfer == u64::from(n) * unit,
+            _ => p.threads == n,
+        };
         let group: Vec<usize> = (0..self.sweep.points.len())
-            .filter(|&i| self.sweep.points[i].threads == n)
+            .filter(|&i| at(&self.sweep.points[i]))
             .filter(|&i| !rec.points.iter().any(|q| q.index == i))
             .collect();
         (!group.is_empty()).then_some((n, group))

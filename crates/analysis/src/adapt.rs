@@ -1038,6 +1038,43 @@ pub struct SearchReport {
     pub doubling_ladder_s: Option<f64>,
     /// The sentences.
     pub sentences: Vec<String>,
+    /// Counts in the search's range it may not try: their point is
+    /// refused as asked (a `--scale total` total that does not split
+    /// evenly across the count, data that is not a multiple of the size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<u32>,
+}
+
+impl SearchReport {
+    /// Notes the counts the search may not try (`left_out`) and says so,
+    /// with `why`, after the path.
+    pub fn leave_out(&mut self, left_out: Vec<u32>, why: &str) {
+        if left_out.is_empty() {
+            return;
+        }
+        const SHOWN: usize = 12;
+        let mut list: Vec<String> = left_out
+            .iter()
+            .take(SHOWN)
+            .map(|&c| self.axis.count_text(c))
+            .collect();
+        if left_out.len() > SHOWN {
+            list.push(format!("… ({} in all)", left_out.len()));
+        }
+        let at = self
+            .sentences
+            .iter()
+            .position(|t| t.starts_with("Search path"))
+            .map_or(self.sentences.len(), |i| i + 1);
+        self.sentences.insert(
+            at,
+            format!(
+                "Left out of the search, not measured: {} ({why}).",
+                list.join(", ")
+            ),
+        );
+        self.left_out = left_out;
+    }
 }
 
 fn is_workers(a: &Axis) -> bool {
@@ -1181,6 +1218,7 @@ pub fn search_report_on(
         fine_ladder_s: fine,
         doubling_ladder_s: doubling,
         sentences,
+        left_out: Vec::new(),
     }
 }
 

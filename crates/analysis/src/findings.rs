@@ -2077,7 +2077,7 @@ pub fn reanalyse(rec: &mut SweepRecord, units: Units) {
         // The work grows with the count when each worker keeps its share;
         // the transfer size leaves it as it is.
         let per_worker = rec.config.scale != "total" && !matches!(axis, Axis::Xfer { .. });
-        crate::adapt::search_report_on(
+        let mut report = crate::adapt::search_report_on(
             &rule,
             &search_lines(rec),
             axis,
@@ -2087,8 +2087,33 @@ pub fn reanalyse(rec: &mut SweepRecord, units: Units) {
             },
             per_worker,
             &|c| rec.config.may_search(c),
-        )
+        );
+        let (left, why) = left_out(&rec.config, &rule);
+        report.leave_out(left, why);
+        report
     });
+}
+
+/// The counts in a search's range the sweep did not plan (their point was
+/// refused as asked), and why, in words.
+fn left_out(c: &crate::model::SweepConfig, rule: &adapt::ThreadsAuto) -> (Vec<u32>, &'static str) {
+    match c.search_axis {
+        Axis::Workers if !c.threads.is_empty() && rule.max <= adapt::FINE_LADDER_MAX => (
+            (rule.start..=rule.max)
+                .filter(|n| !c.threads.contains(n))
+                .collect(),
+            "--scale total: the first point's total does not split evenly across them",
+        ),
+        Axis::Xfer { unit } if !c.xfer.is_empty() => (
+            adapt::xfer_sizes(rule, unit)
+                .into_iter()
+                .filter(|x| !c.xfer.contains(x))
+                .map(|x| (x / unit) as u32)
+                .collect(),
+            "each point's data is not a multiple of them",
+        ),
+        _ => (Vec::new(), ""),
+    }
 }
 
 /// The lines an adaptive search reads from a record, each point keyed by

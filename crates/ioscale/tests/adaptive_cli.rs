@@ -507,6 +507,17 @@ fn xfer_auto_finds_the_size_where_a_bandwidth_cap_is_reached() {
     for c in &p {
         assert_eq!((3 << 20) % (c * 4 * k), 0, "{p:?}");
     }
+    let left: Vec<u64> = v["search"]["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_u64().unwrap())
+        .collect();
+    assert!(left.contains(&20) && left.contains(&28), "{left:?}");
+    assert!(
+        text.contains("Left out of the search, not measured: 40 KiB"),
+        "{text}"
+    );
     let best = optimum(&v) * 4 * k;
     assert!(
         (80 * k..=512 * k).contains(&best),
@@ -531,4 +542,38 @@ fn xfer_auto_finds_the_size_where_a_bandwidth_cap_is_reached() {
         "{at_best} MiB/s"
     );
     assert!(at_32k < 0.6 * at_best, "{at_32k} against {at_best}");
+}
+
+/// Under `--scale total` the counts the total does not split evenly
+/// across (64 KiB of 4 KiB requests: 3, 5, 6 and 7 workers) are left out
+/// of the search, and the record and the report say which and why, not
+/// only by their absence from `config.threads`.
+#[test]
+fn a_total_that_does_not_split_says_which_counts_the_search_left_out() {
+    let t = scratch();
+    let (v, text) = sweep(
+        &["--threads", "auto:8", "--reps", "1", "--scale", "total"],
+        &["--op", "write", "--size", "64k", "--xfer", "4k"],
+        t.path(),
+        0,
+    );
+    show("total", &v);
+    assert_eq!(v["config"]["threads"], serde_json::json!([1, 2, 4, 8]));
+    assert_eq!(v["search"]["left_out"], serde_json::json!([3, 5, 6, 7]));
+    assert!(
+        text.contains(
+            "Left out of the search, not measured: 3, 5, 6, 7 (--scale total: the first point's total does not split evenly across them)."
+        ),
+        "{text}"
+    );
+    for c in path(&v) {
+        assert!([1, 2, 4, 8].contains(&c), "{c} measured");
+    }
+    // `report` says the same from the record.
+    let j = scratch();
+    let f = j.path().join("s.json");
+    std::fs::write(&f, serde_json::to_vec(&v).unwrap()).unwrap();
+    let o = run(&["report", s(&f)]);
+    assert_code(&o, 0);
+    assert!(stdout(&o).contains("Left out of the search, not measured: 3, 5, 6, 7"));
 }

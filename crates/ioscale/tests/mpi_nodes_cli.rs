@@ -1788,7 +1788,7 @@ fn launched_sweep(
 /// request: the ranks' own share of one, a few ms of FUSE round trip and
 /// MPI polling on 2 busy CPUs, stays within noise), one rank of one
 /// thread on each node, `--nodes auto` finds
-/// the optimum within 1…3 nodes after at most 8 counts, its sentences in
+/// the optimum within 1…3 nodes (1…4 on a loaded machine) after at most 8 counts, its sentences in
 /// nodes; `--ranks auto` on one node the same in ranks; `--resume` of the
 /// finished search launches nothing and keeps its answer.
 #[test]
@@ -1818,7 +1818,11 @@ fn nodes_auto_and_ranks_auto_find_the_slots_of_a_two_slot_server() {
         let lines = s["lines"].as_array().unwrap();
         assert_eq!(lines.len(), 1, "one line across the counts: {s:#}");
         let o = lines[0]["optimum"]["count"].as_u64().unwrap();
-        assert!((1..=3).contains(&o), "optimum {o}: {text}");
+        // Within K-1..K+1 on a quiet machine (2 in every run seen); at a
+        // load average of 8 the ranks' own time per request made 4 nodes
+        // clearly faster than 2 once, so the bound is 2K: never the 8 the
+        // doubling would reach on a server without a slot limit.
+        assert!((1..=4).contains(&o), "optimum {o}: {text}");
         // Each count launched that many nodes (or ranks on one node).
         for p in v["points"].as_array().unwrap() {
             let c = &p["result"]["host"]["cluster"];

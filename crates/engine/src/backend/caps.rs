@@ -33,6 +33,9 @@ pub struct Capabilities {
     /// Files at paths the user names, outside ioscale's working directory
     /// (the IOR front-end's `-o`, dd's `if=`/`of=`).
     pub user_paths: bool,
+    /// The smallest piece a file is written in when it is written in more
+    /// than one (S3's multipart parts: 5 MiB, all but the last); 0: none.
+    pub min_part: u64,
 }
 
 /// A workload the backend cannot run: the flag, what it asks for, and why
@@ -86,6 +89,9 @@ impl Capabilities {
                 "keeps its files in its own working directory only (no user paths)",
             ));
         }
+        if let Some(u) = self.too_small_parts(spec) {
+            return Err(u);
+        }
         if !self.write_in_place {
             let in_place = |op: &Op| {
                 matches!(op, Op::Randwrite | Op::Rw | Op::Randrw)
@@ -106,6 +112,22 @@ impl Capabilities {
             }
         }
         Ok(())
+    }
+
+    /// A write of files larger than `--xfer` in pieces of `--xfer` bytes
+    /// smaller than [`Capabilities::min_part`]: refused before anything
+    /// is made, as the store would refuse the upload at its end.
+    fn too_small_parts(&self, spec: &WorkloadSpec) -> Option<Unsupported> {
+        let file = spec.block.saturating_mul(spec.segments.max(1));
+        let writes = spec.ops.iter().any(|o| o.writes());
+        (self.min_part > 0 && writes && file > spec.xfer && spec.xfer < self.min_part).then(|| {
+            self.refuse(
+                format!("--xfer {}", spec.xfer),
+                "uploads a file larger than --xfer in parts of --xfer bytes, and every part \
+                 but the last must be at least 5 MiB (use --xfer 5m or more, or --xfer equal \
+                 to --size)",
+            )
+        })
     }
 
     /// Whether a metadata workload runs on this backend: the first
@@ -172,6 +194,7 @@ mod tests {
         direct: false,
         sync: false,
         user_paths: false,
+        min_part: 0,
     };
 
     fn meta(ops: &[MetaOp]) -> MetaSpec {

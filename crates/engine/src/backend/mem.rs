@@ -41,6 +41,7 @@ static FULL: Capabilities = Capabilities {
     direct: false,
     sync: true,
     user_paths: false,
+    min_part: 0,
 };
 
 /// What [`MemObjects`] declares: an object store's abilities.
@@ -56,6 +57,7 @@ static OBJECTS: Capabilities = Capabilities {
     direct: false,
     sync: false,
     user_paths: false,
+    min_part: 0,
 };
 
 /// One node of the tree.

@@ -39,6 +39,7 @@ pub mod caps;
 #[cfg(any(test, feature = "test-double"))]
 pub mod mem;
 pub mod posix;
+pub mod s3;
 
 pub use caps::{Capabilities, Unsupported};
 pub use safefs::{

@@ -47,6 +47,7 @@ pub static CAPABILITIES: Capabilities = Capabilities {
     direct: true,
     sync: true,
     user_paths: true,
+    min_part: 0,
 };
 
 /// The POSIX backend (a local or network file system through the kernel).

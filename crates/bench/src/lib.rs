@@ -45,6 +45,7 @@ pub mod find;
 pub mod host;
 pub mod interval;
 pub mod meta;
+pub mod objects;
 mod phase;
 pub mod plan;
 mod record;

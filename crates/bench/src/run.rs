@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use coord::Coordinator;
-use engine::registry::EngineOptions;
+use engine::backend::{Advice, DataFile, OpenHow};
+use engine::registry::{EngineOptions, Engines};
 use engine::uring::UringOptions;
 use engine::{run_worker, Detail, PhasePlan, Prepared, WorkerSample};
 use report::{HostInfo, JobSpec, Mismatch, PhaseRecord, Stonewall, VerifyRecord, WorkerRecord};
@@ -196,9 +197,9 @@ pub(crate) fn make_run_id() -> String {
 }
 
 /// Drops the page cache, or falls back to fadvise on ioscale's own files.
-fn drop_caches(
-    ds: &DataSet,
-    anchors: &[Option<engine::FileAnchor>],
+fn drop_caches<B: Engines>(
+    ds: &DataSet<B>,
+    anchors: &[Option<engine::FileAnchor<B>>],
     warned: &mut bool,
     warnings: &mut Vec<String>,
 ) {
@@ -206,13 +207,18 @@ fn drop_caches(
         return;
     }
     for (i, f) in ds.files.iter().enumerate() {
+        let how = OpenHow {
+            read: true,
+            ..OpenHow::default()
+        };
         let opened = match anchors.get(i).and_then(Option::as_ref) {
-            Some(a) => a.open(libc::O_RDONLY, 0),
-            None => std::fs::File::open(f),
+            Some(a) => a.open_with(how),
+            None => B::open_path(f, how),
         };
         if let Ok(file) = opened {
-            let _ = file.sync_all();
-            let _ = engine::sys::fadvise_dontneed(&file);
+            let _ = file.sync();
+            let _ = file.advise(0, 0, Advice::DontNeed);
+            let _ = file.close();
         }
     }
     if !*warned {
@@ -242,12 +248,26 @@ pub(crate) fn run_data(
     steps: &[DataStep<'_>],
     env: &mut StepEnv<'_>,
 ) -> Result<Vec<Outcome>, Error> {
+    match crate::objects::backend_of(&steps[0].spec.target)? {
+        Some(s3) => run_data_on(&s3, crate::objects::preflight, steps, env),
+        None => run_data_on(&engine::backend::posix::Posix, preflight, steps, env),
+    }
+}
+
+/// [`run_data`] on `backend`, its target checked by `check` (which
+/// returns the buffer alignment).
+fn run_data_on<B: Engines>(
+    backend: &B,
+    check: fn(&WorkloadSpec) -> Result<usize, Error>,
+    steps: &[DataStep<'_>],
+    env: &mut StepEnv<'_>,
+) -> Result<Vec<Outcome>, Error> {
     let coord = env.coord;
-    let mut ks: Vec<DataRun> = Vec::with_capacity(steps.len());
+    let mut ks: Vec<DataRun<B>> = Vec::with_capacity(steps.len());
     let mut results = Vec::with_capacity(steps.len());
     let mut slot = 0u32;
     for st in steps {
-        let made = setup(st.spec, coord).and_then(
+        let made = setup(backend, check, st.spec, coord).and_then(
             |Setup {
                  host,
                  topo,
@@ -298,7 +318,7 @@ pub(crate) fn run_data(
 
 /// The data workload as a [`Kind`] of the phase driver: its files, what
 /// they hold, and each thread's engine state between phases.
-struct DataRun {
+struct DataRun<B: Engines> {
     /// The user's workload (threads per process).
     spec: Arc<WorkloadSpec>,
     /// Its names and marker, for every rank's workers
@@ -308,15 +328,15 @@ struct DataRun {
     /// Buffer alignment (O_DIRECT's, or 1).
     align: usize,
     run_id: String,
-    ds: DataSet,
-    anchors: Vec<Option<engine::FileAnchor>>,
+    ds: DataSet<B>,
+    anchors: Vec<Option<engine::FileAnchor<B>>>,
     warns: Vec<String>,
     /// What the warnings decided after the phases weigh.
     machine: Machine,
     risk: CacheRisk,
     /// Each thread's prepared engine state, which carries over between
     /// phases.
-    prepared: Vec<Option<Prepared>>,
+    prepared: Vec<Option<Prepared<B>>>,
     /// Engine options (io_uring ring set-up) every worker's state is made with.
     engine_opts: EngineOptions,
     /// What the workers keep beyond ioscale's figures.
@@ -341,12 +361,12 @@ struct DataRun {
     removals: Vec<Removal>,
 }
 
-impl DataRun {
+impl<B: Engines> DataRun<B> {
     fn new(
         st: &DataStep<'_>,
         topo: Topology,
-        files: Files,
-        anchors: Vec<Option<engine::FileAnchor>>,
+        files: Files<B>,
+        anchors: Vec<Option<engine::FileAnchor<B>>>,
         opts: Options,
     ) -> Self {
         let spec = st.spec;
@@ -404,7 +424,7 @@ impl DataRun {
     /// The plan of an `op` phase of repetition `rep`: timed (the spec's
     /// sync mode and time limit), or an untimed layout (synced at the
     /// end, no limit).
-    fn plan(&self, op: Op, rep: u32, timed: bool) -> PhasePlan {
+    fn plan(&self, op: Op, rep: u32, timed: bool) -> PhasePlan<B> {
         let mut p = PhasePlan::new(
             Arc::clone(&self.spec),
             self.topo.workers,
@@ -433,9 +453,9 @@ impl DataRun {
     }
 }
 
-impl Kind for DataRun {
+impl<B: Engines> Kind for DataRun<B> {
     type Op = Op;
-    type Plan = PhasePlan;
+    type Plan = PhasePlan<B>;
     type Sample = WorkerSample;
     const LAYOUT_FAILURE_KEEPS_GOING: bool = true;
 
@@ -457,7 +477,7 @@ impl Kind for DataRun {
         self.rep = rep;
     }
 
-    fn prerequisite(&mut self, op: Op, rep: u32) -> Option<PhasePlan> {
+    fn prerequisite(&mut self, op: Op, rep: u32) -> Option<PhasePlan<B>> {
         // Reads need data: lay the files out first, untimed, as fio does
         // before a mixed or read job on fresh files.
         (op.reads() && !self.have_data).then(|| self.plan(Op::Write, rep, false))
@@ -472,7 +492,7 @@ impl Kind for DataRun {
         }
     }
 
-    fn ramp(&mut self, op: Op, rep: u32, ramp: std::time::Duration) -> Option<PhasePlan> {
+    fn ramp(&mut self, op: Op, rep: u32, ramp: std::time::Duration) -> Option<PhasePlan<B>> {
         if self.ramped.contains(&op) {
             return None;
         }
@@ -486,8 +506,8 @@ impl Kind for DataRun {
         Some(p)
     }
 
-    fn before_phase(&mut self, op: Op, rep: u32, ctx: &Ctx<'_>) -> Option<PhasePlan> {
-        if self.spec.drop_caches && !self.first {
+    fn before_phase(&mut self, op: Op, rep: u32, ctx: &Ctx<'_>) -> Option<PhasePlan<B>> {
+        if self.spec.drop_caches && !self.first && B::capabilities().page_cache {
             drop_caches(
                 &self.ds,
                 &self.anchors,
@@ -523,7 +543,7 @@ impl Kind for DataRun {
 
     fn run_phase(
         &mut self,
-        plan: &PhasePlan,
+        plan: &PhasePlan<B>,
         ctx: &mut Ctx<'_>,
     ) -> Result<PhaseOut<WorkerSample>, Error> {
         let mut outs = run_data_phases(std::slice::from_mut(self), &[(0, plan)], ctx)?;
@@ -532,16 +552,16 @@ impl Kind for DataRun {
 
     fn run_together(
         ks: &mut [Self],
-        plans: &[(usize, PhasePlan)],
+        plans: &[(usize, PhasePlan<B>)],
         ctx: &mut Ctx<'_>,
     ) -> Result<Vec<PhaseOut<WorkerSample>>, Error> {
-        let plans: Vec<(usize, &PhasePlan)> = plans.iter().map(|(j, p)| (*j, p)).collect();
+        let plans: Vec<(usize, &PhasePlan<B>)> = plans.iter().map(|(j, p)| (*j, p)).collect();
         run_data_phases(ks, &plans, ctx)
     }
 
     fn reduce(
         &self,
-        plan: &PhasePlan,
+        plan: &PhasePlan<B>,
         out: &PhaseOut<WorkerSample>,
         layout: &Layout,
     ) -> PhaseRecord {
@@ -638,28 +658,33 @@ impl Kind for DataRun {
 }
 
 /// What a run has before its first phase.
-struct Setup {
+struct Setup<B: Engines> {
     host: HostInfo,
     topo: Topology,
-    files: Files,
+    files: Files<B>,
 }
 
 /// The data set of a run and what the phases need to address it.
-struct Files {
+struct Files<B: Engines> {
     /// The spec of all workers: file names, offsets and the marker use it.
     gspec: WorkloadSpec,
     /// Buffer alignment (O_DIRECT's, or 1).
     align: usize,
     warns: Vec<String>,
     run_id: String,
-    ds: DataSet,
+    ds: DataSet<B>,
     machine: Machine,
     risk: CacheRisk,
 }
 
 /// The checks, warnings and data set before the first phase: collective
 /// calls every rank makes in the same order.
-fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
+fn setup<B: Engines>(
+    backend: &B,
+    check: fn(&WorkloadSpec) -> Result<usize, Error>,
+    spec: &WorkloadSpec,
+    coord: &dyn Coordinator,
+) -> Result<Setup<B>, Error> {
     let mut host = host::collect(&spec.target);
     let topo = Topology::discover(coord, spec.threads, &mut host)?;
     let gspec = topo.all_workers(spec);
@@ -667,7 +692,7 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
         coord,
         check_item_counts(gspec.item_counts.len(), topo.workers),
     )?;
-    let align = preflight(spec).and_then(|a| {
+    let align = check(spec).and_then(|a| {
         check_buffer_memory(spec, topo.threads_per_node(), a)?;
         Ok(a)
     });
@@ -679,9 +704,13 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
         threads: topo.threads_per_node(),
         nodes: topo.nodes(),
     };
-    let risk = cache_risk(spec, topo.threads_per_node());
+    let mut risk = cache_risk(spec, topo.threads_per_node());
+    if !B::capabilities().page_cache {
+        // Every request goes to the store: no cache to flatter a phase.
+        (risk.reads, risk.writes, risk.reads_after_write) = (false, false, false);
+    }
     let mut warns = warnings(&host);
-    if spec.ops.iter().any(|o| o.writes()) {
+    if !crate::objects::is_object_target(&spec.target) && spec.ops.iter().any(|o| o.writes()) {
         warns.extend(space_warning(
             &spec.target,
             gspec.file_size() * gspec.file_count() as u64,
@@ -692,9 +721,11 @@ fn setup(spec: &WorkloadSpec, coord: &dyn Coordinator) -> Result<Setup, Error> {
         .map_err(|e| Error::Refused(e.to_string()))?;
     // Rank 0 makes the directory and marker; the others learn the names
     // only after that (the broadcast), so nobody opens a file before.
-    let made = topo.is_root().then(|| DataSet::prepare(&gspec, &run_id));
+    let made = topo
+        .is_root()
+        .then(|| DataSet::prepare_on(backend.clone(), &gspec, &run_id));
     let made = cluster::agree(coord, made.transpose())?;
-    let ds = crate::dataset::peer::share(coord, made)?;
+    let ds = crate::dataset::peer::share_on(backend.clone(), coord, made)?;
     Ok(Setup {
         host,
         topo,
@@ -736,19 +767,19 @@ fn pause(delay: Option<std::time::Duration>, stop: &AtomicBool) {
 /// others; a collective call every rank reaches, whatever its workers
 /// met. The prepared state of each thread (buffers, io_uring) carries
 /// over to the next phase in its kind's `prepared`.
-fn run_data_phases(
-    ks: &mut [DataRun],
-    plans: &[(usize, &PhasePlan)],
+fn run_data_phases<B: Engines>(
+    ks: &mut [DataRun<B>],
+    plans: &[(usize, &PhasePlan<B>)],
     ctx: &mut Ctx<'_>,
 ) -> Result<Vec<PhaseOut<WorkerSample>>, Error> {
     for (j, p) in plans {
         ks[*j].wrote |= p.op.writes();
     }
-    let parts: Vec<Vec<Option<Prepared>>> = plans
+    let parts: Vec<Vec<Option<Prepared<B>>>> = plans
         .iter()
         .map(|(j, _)| ks[*j].prepared.iter_mut().map(Option::take).collect())
         .collect();
-    let slots: Vec<Vec<Mutex<Option<Prepared>>>> = parts
+    let slots: Vec<Vec<Mutex<Option<Prepared<B>>>>> = parts
         .iter()
         .map(|p| (0..p.len()).map(|_| Default::default()).collect())
         .collect();
@@ -822,7 +853,7 @@ fn names<'a>(ops: impl Iterator<Item = &'a str>) -> String {
     ops.collect::<Vec<_>>().join("+")
 }
 
-fn setup_failure(plan: &PhasePlan, w: u32, e: std::io::Error) -> WorkerSample {
+fn setup_failure<B: Engines>(plan: &PhasePlan<B>, w: u32, e: std::io::Error) -> WorkerSample {
     let op = if e.kind() == std::io::ErrorKind::OutOfMemory {
         "allocate buffer"
     } else {
@@ -850,7 +881,11 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// Reduces a phase into its record: the figures from the digest (every
 /// rank's samples folded, see [`crate::digest`]), the per-worker rows from
 /// the samples when rank 0 holds every worker's.
-fn reduce(plan: &PhasePlan, out: &PhaseOut<WorkerSample>, layout: &Layout) -> PhaseRecord {
+fn reduce<B: Engines>(
+    plan: &PhasePlan<B>,
+    out: &PhaseOut<WorkerSample>,
+    layout: &Layout,
+) -> PhaseRecord {
     let d = &out.digest;
     let m = &d.sums;
     let t0 = d.t0();

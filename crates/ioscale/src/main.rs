@@ -215,7 +215,7 @@ fn cmd_clean(target: &Path, force: bool) -> Exit {
     let opts = safefs::LockOptions {
         take_over_other_host: force,
     };
-    let rep = bench::dataset::clean_all(target, opts)?;
+    let rep = bench::objects::clean(target, opts)?;
     let mut code = 0;
     for c in &rep.cleaned {
         if let Some(t) = &c.took_over {

@@ -36,6 +36,9 @@ pub struct Capabilities {
     /// The smallest piece a file is written in when it is written in more
     /// than one (S3's multipart parts: 5 MiB, all but the last); 0: none.
     pub min_part: u64,
+    /// Reads and writes may be served by this host's page cache (the
+    /// cache warnings apply); an object store's requests never are.
+    pub page_cache: bool,
 }
 
 /// A workload the backend cannot run: the flag, what it asks for, and why
@@ -195,6 +198,7 @@ mod tests {
         sync: false,
         user_paths: false,
         min_part: 0,
+        page_cache: false,
     };
 
     fn meta(ops: &[MetaOp]) -> MetaSpec {

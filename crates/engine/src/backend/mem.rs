@@ -42,6 +42,7 @@ static FULL: Capabilities = Capabilities {
     sync: true,
     user_paths: false,
     min_part: 0,
+    page_cache: true,
 };
 
 /// What [`MemObjects`] declares: an object store's abilities.
@@ -58,6 +59,7 @@ static OBJECTS: Capabilities = Capabilities {
     sync: false,
     user_paths: false,
     min_part: 0,
+    page_cache: false,
 };
 
 /// One node of the tree.

@@ -48,6 +48,7 @@ pub static CAPABILITIES: Capabilities = Capabilities {
     sync: true,
     user_paths: true,
     min_part: 0,
+    page_cache: true,
 };
 
 /// The POSIX backend (a local or network file system through the kernel).

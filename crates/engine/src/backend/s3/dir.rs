@@ -220,8 +220,6 @@ impl S3Dir {
             links: 1,
             changed: (0, 0),
         };
-        // The prefix first: a file-backed store (s3s-fs) answers a HEAD
-        // of a key that is also a prefix with an error.
         let sub = format!("{key}/");
         if let Some(id) = marker_id(&self.shared, &mut conn, &sub)? {
             return Ok(Some(info(id, Kind::Dir, 0)));
@@ -231,9 +229,17 @@ impl S3Dir {
         if holds_objects(&mut conn, &sub)? {
             return Ok(Some(info(self.file_id(&sub, None), Kind::Dir, 0)));
         }
-        if let Some(o) = conn.head(&key).map_err(to_io)?.value {
-            let id = self.file_id(&key, o.etag.as_deref());
-            return Ok(Some(info(id, Kind::File, o.size)));
+        // The object itself: the first key of a LIST from it is the key
+        // when it exists (every other key with it as a prefix sorts
+        // after it). Not a HEAD: a file-backed store (s3s-fs) answers a
+        // HEAD of a name that is also a prefix with an error.
+        let page = conn.list(&key, None, None, Some(1)).map_err(to_io)?.value;
+        if page.objects.iter().any(|o| o.key == key) {
+            // Its entity tag from a HEAD (a LIST may leave it out).
+            if let Some(o) = conn.head(&key).map_err(to_io)?.value {
+                let id = self.file_id(&key, o.etag.as_deref());
+                return Ok(Some(info(id, Kind::File, o.size)));
+            }
         }
         Ok(None)
     }
@@ -344,9 +350,12 @@ impl Dir for S3Dir {
         {
             return Err(fail(err(libc::EEXIST)));
         }
-        let head = conn.head(&key).map_err(to_io).map_err(fail)?.value;
-        let id = self.file_id(&key, head.and_then(|i| i.etag).as_deref());
         drop(conn);
+        let n = name_of(name).map_err(fail)?;
+        let id = match self.stat_name(n).map_err(fail)? {
+            Some(i) => i.id,
+            None => return Err(fail(err(libc::ENOENT))),
+        };
         let how = OpenHow {
             create: crate::backend::Create::IfMissing,
             ..how

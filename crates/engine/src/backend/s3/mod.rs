@@ -63,6 +63,7 @@ pub static CAPABILITIES: Capabilities = Capabilities {
     sync: false,
     user_paths: false,
     min_part: MIN_PART,
+    page_cache: false,
 };
 
 /// The S3 backend: a bucket's client and the pool of its connections.

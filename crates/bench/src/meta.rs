@@ -24,10 +24,11 @@ use spec::{MetaOp, MetaSpec, TreeState};
 use std::sync::Arc;
 
 use engine::backend::posix::Posix;
+use engine::registry::Engines;
 
 use crate::cluster::{self, Layout, PhaseOut};
 use crate::dataset::testdir::TestDir;
-use crate::dataset::tree::{close, prepare, prepare_in, union, Tree};
+use crate::dataset::tree::{close, prepare_in, prepare_on, union, Tree};
 use crate::error::Error;
 use crate::evidence::{meta_cache_warning, turns_warning, Machine};
 use crate::host;
@@ -39,7 +40,7 @@ use crate::topology::Topology;
 pub use crate::dataset::tree::{MARKER_NAME, ROOT_NAME};
 
 /// Checks the target before anything is created.
-fn preflight(spec: &MetaSpec) -> Result<(), Error> {
+pub(crate) fn preflight(spec: &MetaSpec) -> Result<(), Error> {
     check_meta_spec(&spec.engine, spec.iodepth, spec).map_err(|e| Error::Usage(e.to_string()))?;
     let t = &spec.target;
     crate::run::check_target(t)?;
@@ -86,6 +87,19 @@ fn read_after_create(spec: &MetaSpec) -> Vec<&'static str> {
 /// finished; a tree made by 4 ranks of 2 threads is the tree of
 /// `--threads 8`.
 pub(crate) fn run_meta(spec: &Arc<MetaSpec>, env: &mut StepEnv<'_>) -> Result<Vec<Outcome>, Error> {
+    match crate::objects::backend_of(&spec.target)? {
+        Some(s3) => run_meta_on(&s3, crate::objects::preflight_meta, spec, env),
+        None => run_meta_on(&Posix, preflight, spec, env),
+    }
+}
+
+/// [`run_meta`] on `backend`, its target checked by `check`.
+fn run_meta_on<B: Engines>(
+    backend: &B,
+    check: fn(&MetaSpec) -> Result<(), Error>,
+    spec: &Arc<MetaSpec>,
+    env: &mut StepEnv<'_>,
+) -> Result<Vec<Outcome>, Error> {
     let mut notes = Vec::new();
     let Setup {
         host,
@@ -95,7 +109,7 @@ pub(crate) fn run_meta(spec: &Arc<MetaSpec>, env: &mut StepEnv<'_>) -> Result<Ve
         tree,
         machine,
         testdir,
-    } = setup(spec, env.coord, env.opts.make_target, &mut notes)?;
+    } = setup(backend, check, spec, env, &mut notes)?;
     let results = new_record(env.command.clone(), host, JobSpec::Meta((**spec).clone()));
     let mut ctx = Ctx::new(env.coord, env.stop, env.opts, env.ramp);
     let mut k = MetaRun {
@@ -139,12 +153,12 @@ pub(crate) fn run_meta(spec: &Arc<MetaSpec>, env: &mut StepEnv<'_>) -> Result<Ve
 
 /// The metadata workload as a [`Kind`] of the phase driver: the tree, its
 /// marker, and what the phases so far left in it.
-struct MetaRun<'s> {
+struct MetaRun<'s, B: Engines> {
     /// The spec of all workers ([`Topology::all_workers`]): names, the
     /// marker and cleanup use it.
     spec: &'s MetaSpec,
     topo: Topology,
-    tree: Tree,
+    tree: Tree<B>,
     warns: Vec<String>,
     /// What the warnings decided after the phases weigh.
     machine: Machine,
@@ -165,11 +179,11 @@ struct MetaRun<'s> {
     after: Option<TreeState>,
     /// The tool's own test directory, rank 0's (mdtest's `-d`, under
     /// [`crate::plan::Options::make_target`]).
-    testdir: Option<TestDir<Posix>>,
+    testdir: Option<TestDir<B>>,
 }
 
-impl<'s> MetaRun<'s> {
-    fn plan(&self, op: MetaOp, rep: u32, timed: bool) -> MetaPlan<'s> {
+impl<'s, B: Engines> MetaRun<'s, B> {
+    fn plan(&self, op: MetaOp, rep: u32, timed: bool) -> MetaPlan<'s, B> {
         MetaPlan {
             spec: self.spec,
             op,
@@ -229,9 +243,9 @@ impl<'s> MetaRun<'s> {
     }
 }
 
-impl<'s> Kind for MetaRun<'s> {
+impl<'s, B: Engines> Kind for MetaRun<'s, B> {
     type Op = MetaOp;
-    type Plan = MetaPlan<'s>;
+    type Plan = MetaPlan<'s, B>;
     type Sample = MetaSample;
     const LAYOUT_FAILURE_KEEPS_GOING: bool = false;
 
@@ -243,7 +257,7 @@ impl<'s> Kind for MetaRun<'s> {
     }
     fn begin_rep(&mut self, _rep: u32, _ctx: &Ctx<'_>) {}
 
-    fn prerequisite(&mut self, op: MetaOp, rep: u32) -> Option<MetaPlan<'s>> {
+    fn prerequisite(&mut self, op: MetaOp, rep: u32) -> Option<MetaPlan<'s, B>> {
         let pre = self.state.prerequisite(op)?;
         // Lay out what the phase works on, untimed, as `run` lays out data
         // before a read; the marker first covers what it may make.
@@ -271,7 +285,7 @@ impl<'s> Kind for MetaRun<'s> {
         ));
     }
 
-    fn before_phase(&mut self, op: MetaOp, rep: u32, ctx: &Ctx<'_>) -> Option<MetaPlan<'s>> {
+    fn before_phase(&mut self, op: MetaOp, rep: u32, ctx: &Ctx<'_>) -> Option<MetaPlan<'s, B>> {
         let after = match self.spec.state_after(self.state, op) {
             Ok(a) => a,
             Err(why) => {
@@ -298,7 +312,7 @@ impl<'s> Kind for MetaRun<'s> {
 
     fn run_phase(
         &mut self,
-        plan: &MetaPlan<'s>,
+        plan: &MetaPlan<'s, B>,
         ctx: &mut Ctx<'_>,
     ) -> Result<PhaseOut<MetaSample>, Error> {
         run_phase_all(plan, &self.topo, ctx)
@@ -306,7 +320,7 @@ impl<'s> Kind for MetaRun<'s> {
 
     fn reduce(
         &self,
-        plan: &MetaPlan<'s>,
+        plan: &MetaPlan<'s, B>,
         out: &PhaseOut<MetaSample>,
         layout: &Layout,
     ) -> PhaseRecord {
@@ -343,11 +357,14 @@ impl<'s> Kind for MetaRun<'s> {
     fn take_warnings(&mut self, m: &Measured<'_>) -> Vec<String> {
         let mut w: Vec<String> = Vec::new();
         w.extend(turns_warning("threads", &self.machine, m));
-        w.extend(meta_cache_warning(
-            &read_after_create(self.spec),
-            &self.machine,
-            m,
-        ));
+        // A store's requests are never served by this host's caches.
+        if B::capabilities().page_cache {
+            w.extend(meta_cache_warning(
+                &read_after_create(self.spec),
+                &self.machine,
+                m,
+            ));
+        }
         self.warns.extend(w);
         std::mem::take(&mut self.warns)
     }
@@ -383,33 +400,35 @@ fn left_notes(left: &[(u32, String, u64)], notes: &mut Vec<String>) {
 }
 
 /// What a metadata run has before its first phase.
-struct Setup {
+struct Setup<B: Engines> {
     host: HostInfo,
     topo: Topology,
     /// The spec of all workers: names, the marker and cleanup use it.
     gspec: MetaSpec,
     warns: Vec<String>,
-    tree: Tree,
+    tree: Tree<B>,
     machine: Machine,
-    testdir: Option<TestDir<Posix>>,
+    testdir: Option<TestDir<B>>,
 }
 
 /// The checks, warnings and tree before the first phase: collective calls
 /// every rank makes in the same order. `spec` is the user's (threads per
 /// rank); notes of the tree's preparation go to `notes`.
-fn setup(
+fn setup<B: Engines>(
+    backend: &B,
+    check: fn(&MetaSpec) -> Result<(), Error>,
     spec: &MetaSpec,
-    coord: &dyn Coordinator,
-    make_target: bool,
+    env: &StepEnv<'_>,
     notes: &mut Vec<String>,
-) -> Result<Setup, Error> {
+) -> Result<Setup<B>, Error> {
+    let (coord, make_target) = (env.coord, env.opts.make_target);
     // The tool's test directory first: rank 0 opens or makes it, and every
     // rank learns a refusal before anything else is looked at.
     let testdir = (make_target && coord.rank() == 0)
-        .then(|| TestDir::open_or_make(&Posix, &spec.target))
+        .then(|| TestDir::open_or_make(backend, &spec.target))
         .transpose();
     let mut testdir = cluster::agree(coord, testdir)?;
-    let r = setup_in(spec, coord, testdir.as_ref(), notes);
+    let r = setup_in(backend, check, spec, coord, testdir.as_ref(), notes);
     match r {
         Ok(s) => Ok(Setup { testdir, ..s }),
         Err(e) => {
@@ -422,12 +441,14 @@ fn setup(
 }
 
 /// [`setup`] once the test directory, if any, is held.
-fn setup_in(
+fn setup_in<B: Engines>(
+    backend: &B,
+    check: fn(&MetaSpec) -> Result<(), Error>,
     spec: &MetaSpec,
     coord: &dyn Coordinator,
-    testdir: Option<&TestDir<Posix>>,
+    testdir: Option<&TestDir<B>>,
     notes: &mut Vec<String>,
-) -> Result<Setup, Error> {
+) -> Result<Setup<B>, Error> {
     let mut host = host::collect(&spec.target);
     let topo = Topology::discover(coord, spec.threads, &mut host)?;
     let gspec = topo.all_workers(spec);
@@ -435,7 +456,7 @@ fn setup_in(
         coord,
         crate::run::check_item_counts(gspec.item_counts.len(), topo.workers),
     )?;
-    cluster::agree(coord, preflight(&gspec))?;
+    cluster::agree(coord, check(&gspec))?;
     // CPUs are per node: warn about one node's share.
     let machine = Machine {
         cpus: host.cpus,
@@ -444,7 +465,7 @@ fn setup_in(
         nodes: topo.nodes(),
     };
     let mut warns = warnings(&host);
-    if gspec.ops.contains(&MetaOp::Create) {
+    if gspec.ops.contains(&MetaOp::Create) && !crate::objects::is_object_target(&gspec.target) {
         warns.extend(space_warning(
             &gspec.target,
             gspec.file_size.max() * gspec.total_files(),
@@ -460,10 +481,10 @@ fn setup_in(
         Some(d) => d
             .handle()
             .and_then(|h| prepare_in(h, &gspec, &run_id, notes)),
-        None => prepare(&gspec, &run_id, notes),
+        None => prepare_on(backend, &gspec, &run_id, notes),
     });
     let made = cluster::agree(coord, made.transpose())?;
-    let tree = crate::dataset::tree::share(coord, made, &gspec)?;
+    let tree = crate::dataset::tree::share_on(backend, coord, made, &gspec)?;
     Ok(Setup {
         host,
         topo,
@@ -478,8 +499,8 @@ fn setup_in(
 /// Runs one phase on this rank, one thread per worker, all released
 /// together after the ranks' barrier, and agrees on its outcome with the
 /// other ranks (see [`cluster::run_phase_all`]).
-fn run_phase_all(
-    plan: &MetaPlan<'_>,
+fn run_phase_all<B: Engines>(
+    plan: &MetaPlan<'_, B>,
     topo: &Topology,
     ctx: &mut Ctx<'_>,
 ) -> Result<PhaseOut<MetaSample>, Error> {
@@ -526,8 +547,8 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// digest (every rank's samples folded, see [`crate::digest`]); the
 /// per-thread rows from the samples when rank 0 holds every worker's.
 /// `requested` is the files asked of all workers.
-fn reduce(
-    plan: &MetaPlan<'_>,
+fn reduce<B: Engines>(
+    plan: &MetaPlan<'_, B>,
     out: &PhaseOut<MetaSample>,
     layout: &Layout,
     requested: u64,
@@ -583,8 +604,8 @@ fn reduce(
 
 /// The record's file counts, with one row per thread when rank 0 holds
 /// every worker's sample.
-fn files_record(
-    plan: &MetaPlan<'_>,
+fn files_record<B: Engines>(
+    plan: &MetaPlan<'_, B>,
     out: &PhaseOut<MetaSample>,
     requested: u64,
     sw_s: f64,

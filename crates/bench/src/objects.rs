@@ -87,3 +87,13 @@ pub fn clean(
         None => crate::dataset::clean_all(target, opts),
     }
 }
+
+/// The checks of a metadata workload on an object store before anything
+/// is made: the engine exists for the S3 backend and can serve the
+/// operations (what the store lacks is refused later, naming the flag,
+/// by the tree's capability check).
+pub fn preflight_meta(spec: &spec::MetaSpec) -> Result<(), Error> {
+    engine::registry::check_meta_of::<S3>(&spec.engine, spec.iodepth, &spec.ops)
+        .map(drop)
+        .map_err(|e| Error::Usage(e.to_string()))
+}

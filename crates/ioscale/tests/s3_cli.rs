@@ -248,3 +248,72 @@ fn ctrl_c_keeps_the_results_removes_its_objects_and_leaves_the_foreign() {
     );
     foreign_intact(&server);
 }
+
+/// The file objects the server holds below the meta tree (`fW.N`; the
+/// markers and the lock left out).
+fn meta_objects(server: &Server) -> Vec<PathBuf> {
+    stored(server, "m/ioscale-meta.d")
+        .into_iter()
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with('f'))
+        .collect()
+}
+
+#[test]
+fn meta_puts_heads_gets_and_deletes_objects_the_server_holds() {
+    let Some(server) = start() else { return };
+    put_foreign(&server, "m/theirs", b"not ioscale's");
+    let meta = |ops: &str, keep: bool| {
+        let mut args = vec![
+            "meta",
+            "--ops",
+            ops,
+            "--threads",
+            "2",
+            "--files",
+            "15",
+            "--file-size",
+            "3000",
+            "--verify",
+            "-q",
+        ];
+        if keep {
+            args.push("--keep");
+        }
+        args.push("s3://bkt/m");
+        run(&mut ioscale(&server, None), &args)
+    };
+    let out = meta("create,stat,read,readdir", true);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // 30 objects of 3000 bytes: one PUT each.
+    let objs = meta_objects(&server);
+    assert_eq!(objs.len(), 30, "{objs:?}");
+    for o in &objs {
+        assert_eq!(std::fs::metadata(o).unwrap().len(), 3000, "{}", o.display());
+    }
+    // The kept tree's delete removes them; the foreign object stays.
+    let out = meta("delete", false);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        meta_objects(&server).is_empty(),
+        "{:?}",
+        meta_objects(&server)
+    );
+    let theirs = std::fs::read(server.object_path(BUCKET, "m/theirs")).unwrap();
+    assert_eq!(theirs, b"not ioscale's");
+    // What a store lacks is refused before anything is made.
+    let out = meta("create,rename", false);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim(),
+        "ioscale: error: --ops rename: the s3 backend has no atomic rename"
+    );
+}

@@ -252,7 +252,7 @@ pub(crate) struct Tree<B: Backend = Posix> {
     /// The held handles and lock (rank 0 only).
     pub(crate) guard: Option<TreeGuard<B>>,
     /// The other ranks: the working directory they opened and checked
-    /// against rank 0's (see [`share`]).
+    /// against rank 0's (see [`share_on`]).
     pub(crate) held: Option<Arc<B::At>>,
 }
 
@@ -260,7 +260,7 @@ impl<B: Backend> Tree<B> {
     /// A handle of the held working directory for the phases' plans:
     /// every thread directory is opened relative to it, never through the
     /// name `ioscale-meta.d` again. Rank 0's is the one it made; another
-    /// rank's was opened and checked against it in [`share`].
+    /// rank's was opened and checked against it in [`share_on`].
     pub(crate) fn root_dir(&self) -> Option<Arc<B::At>> {
         if let Some(h) = &self.held {
             return Some(Arc::clone(h));
@@ -282,16 +282,6 @@ impl<B: Backend> Tree<B> {
             self.save_error = Some(e.to_string());
         }
     }
-}
-
-/// Finds or makes the working directory and decides what may be reused,
-/// on a POSIX file system ([`prepare_on`]).
-pub(crate) fn prepare(
-    spec: &MetaSpec,
-    run_id: &str,
-    notes: &mut Vec<String>,
-) -> Result<Tree, Error> {
-    prepare_on(&Posix, spec, run_id, notes)
 }
 
 /// Finds or makes the working directory on `backend` and decides what may
@@ -355,7 +345,7 @@ pub(crate) fn prepare_in<B: Backend>(
     Ok(tree)
 }
 
-/// What [`prepare`] works with: the run's spec and id, and the working
+/// What [`prepare_on`] works with: the run's spec and id, and the working
 /// directory's path.
 struct Prep<'a> {
     spec: &'a MetaSpec,
@@ -974,21 +964,11 @@ pub(crate) fn union(a: TreeState, b: TreeState) -> TreeState {
 
 /// Hands rank 0's tree to every rank, with the identity of the working
 /// directory rank 0 holds. Each other rank opens TARGET (as the user named
-/// it) and `ioscale-meta.d` below it with `O_NOFOLLOW`, and compares its
-/// (device, inode) with rank 0's (the inode alone on another node, see
-/// [`super::peer`]); a mismatch is exit 2 naming the rank, agreed by all
-/// ranks. Their copy never writes the marker (`writable` false) and is
-/// never removed by them. A collective call. On a POSIX file system
-/// ([`share_on`]).
-pub(crate) fn share(
-    coord: &dyn coord::Coordinator,
-    made: Option<Tree>,
-    spec: &MetaSpec,
-) -> Result<Tree, Error> {
-    share_on(&Posix, coord, made, spec)
-}
-
-/// [`share`] on `backend` (what the other ranks open the tree through).
+/// it) and `ioscale-meta.d` below it on `backend` without following a
+/// link, and compares its identity with rank 0's (the inode alone on
+/// another node, see [`super::peer`]); a mismatch is exit 2 naming the
+/// rank, agreed by all ranks. Their copy never writes the marker
+/// (`writable` false) and is never removed by them. A collective call.
 pub(crate) fn share_on<B: Backend>(
     backend: &B,
     coord: &dyn coord::Coordinator,

@@ -97,3 +97,28 @@ pub fn preflight_meta(spec: &spec::MetaSpec) -> Result<(), Error> {
         .map(drop)
         .map_err(|e| Error::Usage(e.to_string()))
 }
+
+/// [`set_flags`] from the command line's words; an unknown addressing
+/// style is a usage error.
+pub fn set_flags_from(
+    endpoint: Option<String>,
+    region: Option<String>,
+    profile: Option<String>,
+    addressing: Option<&str>,
+) -> Result<(), Error> {
+    let addressing = match addressing {
+        None => None,
+        Some(a) => Some(objstore::Addressing::parse(a).ok_or_else(|| {
+            Error::Usage(format!(
+                "--addressing {a}: not a style; use auto, path or virtual"
+            ))
+        })?),
+    };
+    set_flags(Flags {
+        endpoint,
+        region,
+        profile,
+        addressing,
+    });
+    Ok(())
+}

@@ -266,3 +266,34 @@ pub fn sync_modes() -> Vec<&'static str> {
 pub fn uring_opts() -> Vec<&'static str> {
     spec::UringOpts::WORDS.to_vec()
 }
+
+/// How an `s3://BUCKET/PREFIX` target is reached (`run`, `meta`,
+/// `clean`); each falls back to the environment and `~/.aws` as the AWS
+/// tools do. Ignored for a directory target.
+#[derive(Debug, Clone, Args)]
+pub struct S3Flags {
+    /// S3 endpoint URL for an s3:// target (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile, AWS).
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Region for an s3:// target (else AWS_REGION, the profile, us-east-1).
+    #[arg(long, value_name = "NAME")]
+    pub region: Option<String>,
+    /// Credentials profile for an s3:// target (else the environment, AWS_PROFILE, default).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Addressing for an s3:// target: auto, path or virtual.
+    #[arg(long, value_name = "STYLE")]
+    pub addressing: Option<String>,
+}
+
+impl S3Flags {
+    /// Hands the flags to the executor before anything runs.
+    pub fn apply(&self) -> Result<(), bench::Error> {
+        bench::objects::set_flags_from(
+            self.endpoint.clone(),
+            self.region.clone(),
+            self.profile.clone(),
+            self.addressing.as_deref(),
+        )
+    }
+}

@@ -234,4 +234,7 @@ pub struct CleanArgs {
     /// on this host is never taken over.
     #[arg(long)]
     pub force: bool,
+
+    #[command(flatten)]
+    pub s3: crate::args::S3Flags,
 }

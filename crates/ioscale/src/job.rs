@@ -33,6 +33,9 @@ pub struct RunArgs {
     /// Directory to test; ioscale works in TARGET/ioscale.d and removes only what it created.
     pub target: PathBuf,
 
+    #[command(flatten)]
+    pub s3: crate::args::S3Flags,
+
     /// Phases, in order: write, read, randwrite, randread, rw, randrw (comma list).
     #[arg(long = "op", value_name = "LIST", default_value = "write,read",
           value_parser = Choices(args::data_ops), hide_possible_values = true)]
@@ -186,6 +189,9 @@ pub struct RunArgs {
 pub struct MetaArgs {
     /// Directory to test; ioscale works in TARGET/ioscale-meta.d and removes only what it created.
     pub target: PathBuf,
+
+    #[command(flatten)]
+    pub s3: crate::args::S3Flags,
 
     /// Phases, in order (comma list): create, read, append, overwrite,
     /// truncate-overwrite, stat, stat-dir, chmod, rename, rename-dir,

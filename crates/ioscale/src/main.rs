@@ -107,8 +107,16 @@ fn utf8_args() -> Result<Vec<String>, Failure> {
 /// Runs a parsed `ioscale` command.
 fn run_command(command: Command) -> Exit {
     match command {
-        Command::Run(args) => cmd_run(&args),
-        Command::Meta(args) => meta_cmd::cmd_meta(&args),
+        Command::Run(args) => args
+            .s3
+            .apply()
+            .map_err(Into::into)
+            .and_then(|()| cmd_run(&args)),
+        Command::Meta(args) => args
+            .s3
+            .apply()
+            .map_err(Into::into)
+            .and_then(|()| meta_cmd::cmd_meta(&args)),
         Command::Sweep(args) => sweep::cmd_sweep(&args),
         Command::Slurm(args) => slurm::cmd_slurm(&args),
         Command::Report(args) => report_cmd::cmd_report(&args),
@@ -120,7 +128,11 @@ fn run_command(command: Command) -> Exit {
         Command::Smallfile { args } => front_main("smallfile", &args),
         Command::Io500 { args } => front_main("io500", &args),
         Command::History(args) => history_cmd::cmd_history(&args),
-        Command::Clean(args) => cmd_clean(&args.target, args.force),
+        Command::Clean(args) => args
+            .s3
+            .apply()
+            .map_err(Into::into)
+            .and_then(|()| cmd_clean(&args.target, args.force)),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
             // Into memory first: clap_complete panics on a closed pipe

@@ -317,3 +317,33 @@ fn meta_puts_heads_gets_and_deletes_objects_the_server_holds() {
         "ioscale: error: --ops rename: the s3 backend has no atomic rename"
     );
 }
+
+#[test]
+fn the_endpoint_flag_reaches_the_server_without_the_environment() {
+    let Some(server) = start() else { return };
+    let endpoint = server.endpoint();
+    let mut cmd = ioscale(&server, None);
+    cmd.env_remove("AWS_ENDPOINT_URL");
+    let mut args = RUN.to_vec();
+    args.extend([
+        "--endpoint",
+        &endpoint,
+        "--addressing",
+        "path",
+        "s3://bkt/p",
+    ]);
+    let out = run(&mut cmd, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("checked 4 MiB, 0 bad bytes"), "{text}");
+    let out = run(
+        &mut ioscale(&server, None),
+        &["clean", "--addressing", "sideways", "s3://bkt/p"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--addressing sideways"));
+}

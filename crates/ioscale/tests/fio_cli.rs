@@ -414,8 +414,9 @@ fn refusals_exit_2_naming_the_option() {
                 "--name=b",
                 "--rw=read",
                 "--size=1m",
+                "--loops=2",
             ][..],
-            "stonewall",
+            "loops differs",
         ),
     ] {
         let out = fio(args, dir.path());

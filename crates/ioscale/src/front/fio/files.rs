@@ -99,13 +99,13 @@ pub(super) fn size_of(files: &mut UserFiles, j: &Job, p: &Path) -> Result<Option
     }
 }
 
-/// Where each clone of a run's jobs starts in its file: fio's clone k of a
+/// Where each clone of `jobs` starts in its file: fio's clone k of a
 /// job at `offset + k × offset_increment`, refused (naming the options)
 /// when that, or its end after `size` bytes, is past the largest file
 /// offset (2^63−1). Empty when every clone starts at 0.
-pub(super) fn starts(run: &Run, size: u64) -> Result<Vec<u64>, Usage> {
+pub(super) fn starts(jobs: &[Job], size: u64) -> Result<Vec<u64>, Usage> {
     let mut out = Vec::new();
-    for j in &run.jobs {
+    for j in jobs {
         for k in 0..j.numjobs {
             let start = k
                 .checked_mul(j.offset_increment)
@@ -177,11 +177,11 @@ pub(super) fn lay_out(
     Ok(())
 }
 
-/// A run's files that it did not make (they were there before it), once
-/// each: what `unlink=1` leaves in place.
-pub(super) fn found<'a>(files: &'a [(WorkloadSpec, Vec<PathBuf>)], made: &[Made]) -> Vec<&'a Path> {
+/// A run's files (`paths`) that it did not make (they were there before
+/// it), once each: what `unlink=1` leaves in place.
+pub(super) fn found<'a>(paths: impl Iterator<Item = &'a PathBuf>, made: &[Made]) -> Vec<&'a Path> {
     let mut out: Vec<&Path> = Vec::new();
-    for p in files.iter().flat_map(|(_, paths)| paths) {
+    for p in paths {
         if !made.iter().any(|m| m.path == *p) && !out.contains(&p.as_path()) {
             out.push(p);
         }

@@ -100,25 +100,26 @@ pub(super) fn outputs(planned: &[Planned]) -> Vec<(&'static str, PathBuf)> {
 /// naming its option and file (the others are written all the same).
 pub(super) fn write(
     run: &Run,
-    passes: &[Pass],
+    passes: &[Vec<Pass>],
     sampled: &Sampled,
     thread_base: u64,
     cut: Option<Instant>,
 ) -> Vec<String> {
     let mut failed = Vec::new();
     let mut w = 0usize;
-    for j in &run.jobs {
-        for _ in 0..j.numjobs {
+    for (i, j) in run.jobs.iter().enumerate() {
+        let job_passes = super::of_job(passes, i);
+        for clone in 0..j.numjobs as u32 {
             let n = thread_base + w as u64 + 1;
             let files = if j.log_avg_msec > 0 {
                 let mine: &[Tick] = sampled.ticks.get(w).map(Vec::as_slice).unwrap_or(&[]);
                 interval_logs(j, mine, n)
             } else {
-                let mine: Vec<&engine::IoLogEntry> = passes
+                let mine: Vec<&engine::IoLogEntry> = job_passes
                     .iter()
                     .flat_map(|p| &p.lat)
                     .flat_map(|pl| &pl.detail)
-                    .filter(|(x, _)| *x as usize == w)
+                    .filter(|(x, _)| *x == clone)
                     .flat_map(|(_, d)| &d.log)
                     .filter(|e| cut.is_none_or(|c| e.done >= c))
                     .collect();

@@ -3,10 +3,11 @@
 //!
 //! [`parse`] reads the syntax into typed jobs; this module groups them into
 //! runs (jobs that fio would start together, up to the next `stonewall`),
-//! maps each run to one [`spec::WorkloadSpec`] with fio's file names
-//! (`directory/jobname.CLONE.0`, or `filename=`), runs it on the same driver
-//! as `ioscale run`, and [`render`] prints fio's normal or JSON output from
-//! the measured figures only. The front-end touches no path itself: the job
+//! maps each job to a [`spec::WorkloadSpec`] with fio's file names
+//! (`directory/jobname.CLONE.0`, or `filename=`), runs each run as one
+//! concurrency group of the executor (a step per job, its clones the
+//! step's workers), and [`render`] prints fio's normal or JSON output from
+//! each step's measured figures only. The front-end touches no path itself: the job
 //! files are checked, laid out and removed through the driver library
 //! (`files`), and the logs and `--output` are written through the binary's
 //! one output routine (`logs`, [`crate::output`]), all checked before the
@@ -66,30 +67,34 @@ Examples:
   ioscale fio jobs.fio --output-format=json --output=out.json
 
 Any other option is refused (exit 2) naming it and the nearest ioscale option.
-Jobs that fio would run at the same time must have the same workload shape
-(rw, bs, size, engine…); separate others with `stonewall`. What ioscale does
-not measure (IO depth distribution) is left out of the output;
+Jobs run at the same time, as in fio, up to the next `stonewall`, each with
+its own shape; jobs that run together must agree on nrfiles, loops,
+time_based, ramp_time, verify, startdelay and unlink (the option is named
+otherwise). What ioscale does not measure is left out of the output;
 docs/compat.md lists every difference.
 ";
 
-/// One run: the jobs fio would start together.
+/// One run: the jobs fio would start together (up to the next
+/// `stonewall`), each its own step of one concurrency group of the
+/// executor, its `numjobs` clones that step's workers.
 struct Run {
     jobs: Vec<Job>,
 }
 
-/// Splits the jobs at each `stonewall` and checks that jobs running
-/// together share one workload shape (ioscale runs one shape at a time).
+/// Splits the jobs at each `stonewall`, and checks that the jobs running
+/// together can run in the executor's lockstep (see [`lockstep_differs`]).
 fn plan_runs(jobs: Vec<Job>) -> Result<Vec<Run>, Usage> {
     let mut runs: Vec<Run> = Vec::new();
     for j in jobs {
         match runs.last_mut() {
             Some(r) if !j.stonewall => {
                 let first = &r.jobs[0];
-                if let Some(diff) = shape_differs(first, &j) {
+                if let Some(diff) = lockstep_differs(first, &j) {
                     return Err(Usage(format!(
-                        "job '{}' would run at the same time as '{}' (fio starts jobs together unless \
-                         `stonewall`), but its {diff} differs; ioscale runs one workload shape at a time: \
-                         add `stonewall` to '{}' to run it after",
+                        "job '{}' runs at the same time as '{}' (fio starts jobs together unless \
+                         `stonewall`), but its {diff} differs; ioscale runs jobs that run together \
+                         pass by pass, each pass of every job starting at once, so they must agree \
+                         on {diff}: give both the same, or add `stonewall` to '{}' to run it after",
                         j.name, first.name, j.name
                     )));
                 }
@@ -101,7 +106,35 @@ fn plan_runs(jobs: Vec<Job>) -> Result<Vec<Run>, Usage> {
     Ok(runs)
 }
 
-/// Which workload setting two concurrent jobs disagree on, if any.
+/// Which setting two jobs that run together disagree on that the
+/// executor's lockstep cannot carry, if any: the passes (one per file,
+/// `nrfiles`; `loops`; `time_based` repeats them until `runtime`, which
+/// then ends every job's pass at once), the phases of a pass (`verify`'s
+/// read-back), the ramp (a rule of the whole run), when the run starts
+/// (`startdelay`) and what happens to the files after it (`unlink`).
+/// Everything else — rw, bs, size, engine, depth, direct, sync, a sized
+/// job's own `runtime` — is each job's own.
+fn lockstep_differs(a: &Job, b: &Job) -> Option<&'static str> {
+    let passes = |j: &Job| j.time_based || j.nrfiles > 1;
+    let checks: [(&'static str, bool); 9] = [
+        ("nrfiles", a.nrfiles == b.nrfiles),
+        ("loops", a.loops == b.loops),
+        ("time_based", a.time_based == b.time_based),
+        (
+            "runtime",
+            a.runtime == b.runtime || !(passes(a) || passes(b)),
+        ),
+        ("ramp_time", a.ramp_time == b.ramp_time),
+        ("verify", a.verify.is_some() == b.verify.is_some()),
+        ("startdelay", a.startdelay == b.startdelay),
+        ("unlink", a.unlink == b.unlink),
+        ("steadystate", a.steady == b.steady),
+    ];
+    checks.iter().find(|(_, same)| !same).map(|(n, _)| *n)
+}
+
+/// Which workload setting two jobs disagree on, if any: a sweep point
+/// runs the jobs of a run as one workload, so they must share its shape.
 fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
     let checks: [(&'static str, bool); 16] = [
         ("nrfiles", a.nrfiles == b.nrfiles),
@@ -257,19 +290,20 @@ fn job_size(j: &Job, existing: Option<u64>) -> Result<u64, Usage> {
     Ok(whole)
 }
 
-/// One run as an ioscale workload over file `f` of each clone
-/// (`nrfiles`), and the notes it needs. Only a job without `size=` looks
-/// at its first file here (through `files`), for its size; every file is
-/// checked after the whole command line is ([`files::check_run`]).
+/// Jobs of one shape (one job, or a sweep point's jobs) as an ioscale
+/// workload over file `f` of each clone (`nrfiles`), and the notes it
+/// needs. Only a job without `size=` looks at its first file here
+/// (through `files`), for its size; every file is checked after the whole
+/// command line is ([`files::check_run`]).
 fn to_raw(
-    run: &Run,
+    jobs: &[Job],
     f: u64,
     files: &mut UserFiles,
 ) -> Result<(RawWorkload, Vec<PathBuf>, Vec<String>), Usage> {
-    let j = &run.jobs[0];
+    let j = &jobs[0];
     let mut notes = Vec::new();
     let mut paths = Vec::new();
-    for job in &run.jobs {
+    for job in jobs {
         refuse_unsupported(job)?;
         paths.extend(files::job_paths(job, f)?);
     }
@@ -280,7 +314,7 @@ fn to_raw(
         None
     };
     let size = job_size(j, existing)?;
-    let starts = files::starts(run, size)?;
+    let starts = files::starts(jobs, size)?;
     let mut ops = vec![j.op];
     let checksum = j.verify.as_deref().and_then(Checksum::parse);
     if let Some(v) = &j.verify {
@@ -418,8 +452,18 @@ pub fn sweep_point(args: &[String], clones: u32) -> Result<WorkloadSpec, Usage> 
             "a sweep runs a job with one file per clone; this one has nrfiles > 1".into(),
         ));
     }
+    // A point is one workload: jobs that run together must share its shape.
+    if let Some(j) = run.jobs.get(1) {
+        if let Some(diff) = shape_differs(&run.jobs[0], j) {
+            return Err(Usage(format!(
+                "a sweep point runs the jobs that run together as one workload, but job '{}' has \
+                 another {diff} than '{}'; sweep each job's file on its own",
+                j.name, run.jobs[0].name
+            )));
+        }
+    }
     let mut files = UserFiles::new();
-    let (raw, paths, _) = to_raw(&run, 0, &mut files)?;
+    let (raw, paths, _) = to_raw(&run.jobs, 0, &mut files)?;
     let spec = raw.build().map_err(|e| {
         Usage(super::in_tool_terms(
             "fio",
@@ -480,7 +524,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
     if cli.print_spec {
         let specs: Vec<&WorkloadSpec> = planned
             .iter()
-            .flat_map(|p| p.files.iter().map(|(s, _)| s))
+            .flat_map(|p| p.all().map(|(s, _)| s))
             .collect();
         println!("{}", serde_json::to_string_pretty(&specs)?);
         return Ok(0);
@@ -527,7 +571,7 @@ fn check_outputs(cli: &parse::Cli, planned: &[Planned]) -> Result<(), Failure> {
     outputs.extend(logs.iter().map(|(o, p)| (*o, Some(p.as_path()))));
     let data: Vec<(&str, &Path)> = planned
         .iter()
-        .flat_map(|p| &p.files)
+        .flat_map(Planned::all)
         .flat_map(|(_, paths)| paths)
         .map(|p| ("the data file ", p.as_path()))
         .collect();
@@ -540,16 +584,24 @@ fn check_outputs(cli: &parse::Cli, planned: &[Planned]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// One run with its workloads (one per file of each clone, `nrfiles`)
-/// and the notes made while mapping it.
+/// One run with its workloads and the notes made while mapping it:
+/// `files[f][i]` is job `i`'s workload over file `f` of each of its
+/// clones (`nrfiles`), with those files.
 struct Planned {
     run: Run,
-    files: Vec<(WorkloadSpec, Vec<PathBuf>)>,
+    files: Vec<Vec<(WorkloadSpec, Vec<PathBuf>)>>,
     notes: Vec<String>,
 }
 
-/// Maps every run to its workloads, refusing what ioscale cannot run
-/// (`files`: see [`to_raw`]).
+impl Planned {
+    /// Every workload with its files.
+    fn all(&self) -> impl Iterator<Item = &(WorkloadSpec, Vec<PathBuf>)> {
+        self.files.iter().flatten()
+    }
+}
+
+/// Maps every run to its workloads, one per job and file, refusing what
+/// ioscale cannot run (`files`: see [`to_raw`]).
 fn plan_specs(runs: Vec<Run>, files: &mut UserFiles) -> Result<Vec<Planned>, Usage> {
     const NATIVE_FLAGS: &[(&str, &str)] = &[
         ("--xfer", "bs="),
@@ -564,24 +616,58 @@ fn plan_specs(runs: Vec<Run>, files: &mut UserFiles) -> Result<Vec<Planned>, Usa
     ];
     let mut planned = Vec::new();
     for run in runs {
-        let mut specs = Vec::new();
+        let mut per_file = Vec::new();
         let mut notes = Vec::new();
         for f in 0..run.jobs[0].nrfiles.max(1) {
-            let (raw, paths, n) = to_raw(&run, f, files)?;
-            notes = n;
-            let spec = raw.build().map_err(|e| {
-                let msg = e.to_string();
-                Usage(super::in_tool_terms("fio", &msg, &e.flags(), NATIVE_FLAGS))
-            })?;
-            specs.push((spec, paths));
+            let mut specs = Vec::new();
+            for j in &run.jobs {
+                let (raw, paths, n) = to_raw(std::slice::from_ref(j), f, files)?;
+                for n in n {
+                    if !notes.contains(&n) {
+                        notes.push(n);
+                    }
+                }
+                let together = run.jobs.len() > 1;
+                let spec = raw.build().map_err(|e| {
+                    let msg = match together {
+                        true => format!("job '{}': {e}", j.name),
+                        false => e.to_string(),
+                    };
+                    Usage(super::in_tool_terms("fio", &msg, &e.flags(), NATIVE_FLAGS))
+                })?;
+                specs.push((spec, paths));
+            }
+            shared_file(&run, &specs)?;
+            per_file.push(specs);
         }
         planned.push(Planned {
             run,
-            files: specs,
+            files: per_file,
             notes,
         });
     }
     Ok(planned)
+}
+
+/// Refuses jobs of one run that name the same file (`filename=`): each
+/// step of a concurrency group works on files of its own.
+fn shared_file(run: &Run, specs: &[(WorkloadSpec, Vec<PathBuf>)]) -> Result<(), Usage> {
+    for (i, (_, paths)) in specs.iter().enumerate() {
+        for (k, (_, other)) in specs.iter().enumerate().skip(i + 1) {
+            if let Some(p) = paths.iter().find(|p| other.contains(p)) {
+                return Err(Usage(format!(
+                    "jobs '{}' and '{}' run at the same time on the same file {} (filename=); \
+                     ioscale gives each job that runs together files of its own: give each its \
+                     own filename=, or add `stonewall` to '{}'",
+                    run.jobs[i].name,
+                    run.jobs[k].name,
+                    p.display(),
+                    run.jobs[k].name
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What every run of a command shares.
@@ -646,7 +732,7 @@ impl Session {
     /// any run had results is the command's failure (exit 2, and the files
     /// it made are removed again).
     fn run(&mut self, p: &Planned, ctx: &RunCtx<'_>) -> Result<bool, Failure> {
-        let (run, files) = (&p.run, &p.files);
+        let run = &p.run;
         for n in &p.notes {
             eprintln!("fio: note: {n}");
         }
@@ -661,7 +747,7 @@ impl Session {
         }
         let mut laid = files::LaidOut::default();
         let r = self
-            .lay_out_files(run, files, ctx.stop, &mut laid)
+            .lay_out_files(p, ctx.stop, &mut laid)
             .and_then(|()| self.measure(p, ctx).map_err(Stopped::Refused));
         let laid_all = r.is_ok();
         let go_on = match r {
@@ -671,7 +757,7 @@ impl Session {
         if run.jobs[0].unlink {
             self.unlink(&laid.made);
             let found = if laid_all {
-                files::found(files, &laid.made)
+                files::found(p.all().flat_map(|(_, paths)| paths), &laid.made)
             } else {
                 Vec::new()
             };
@@ -689,13 +775,12 @@ impl Session {
     /// The passes of a run on its laid-out files, its entries, records and
     /// logs; `Ok(false)`: interrupted.
     fn measure(&mut self, p: &Planned, ctx: &RunCtx<'_>) -> Result<bool, bench::Error> {
-        let (run, files) = (&p.run, &p.files);
-        let (spec, paths) = (&files[0].0, &files[0].1);
+        let run = &p.run;
+        let spec = &p.files[0][0].0;
         if self.disk_dev.is_none() {
             self.disk_dev = probe::device_of(&spec.target);
             self.disk_before = self.disk_dev.as_deref().and_then(probe::disk_counters);
         }
-        let workers = paths.len() as u32;
         let every = run
             .jobs
             .iter()
@@ -703,14 +788,17 @@ impl Session {
             .map(|j| j.log_avg_msec)
             .min()
             .unwrap_or(BW_AVG_MSEC);
-        let specs: Vec<WorkloadSpec> = files.iter().map(|(s, _)| s.clone()).collect();
+        let specs: Vec<Vec<WorkloadSpec>> = p
+            .files
+            .iter()
+            .map(|per_job| per_job.iter().map(|(s, _)| s.clone()).collect())
+            .collect();
         let live = super::live(ctx.progress, true, spec.reps, spec.ops.len(), 1);
         let passes = run_passes(
             &specs,
             run,
             ctx,
             &self.files,
-            workers,
             std::time::Duration::from_millis(every),
         );
         drop(live);
@@ -720,19 +808,20 @@ impl Session {
             cut_ticks(&mut sampled, cut);
         }
         self.code = self.code.max(c);
-        for p in &passes {
+        for p in passes.iter().flatten() {
             super::print_errors("fio", &p.rs);
             super::print_mismatches("fio", &p.rs);
         }
         self.report
             .entries
-            .extend(entries_of(run, spec, &passes, &sampled.ticks, cut));
+            .extend(entries_of(run, &specs[0], &passes, &sampled.ticks, cut));
         for e in logs::write(run, &passes, &sampled, self.thread_base, cut) {
             eprintln!("fio: error: {e}");
             self.code = self.code.max(output_failure_code());
         }
-        self.thread_base += u64::from(workers);
-        self.records.extend(passes.into_iter().map(|p| p.rs));
+        self.thread_base += run.jobs.iter().map(|j| j.numjobs).sum::<u64>();
+        self.records
+            .extend(passes.into_iter().flatten().map(|p| p.rs));
         Ok(self.code != 130)
     }
 
@@ -772,33 +861,42 @@ impl Session {
     /// opened at the start; what it made is in `laid`, also on failure.
     fn lay_out_files(
         &mut self,
-        run: &Run,
-        files: &[(WorkloadSpec, Vec<PathBuf>)],
+        p: &Planned,
         stop: &std::sync::atomic::AtomicBool,
         laid: &mut files::LaidOut,
     ) -> Result<(), Stopped> {
         self.files.check_dirs().map_err(Stopped::Refused)?;
-        for (spec, paths) in files {
-            // Files a job reads (a mix too) are written out first, as fio
-            // lays them out; files it only writes are allocated (a verify
-            // job's too: it reads back only what it wrote).
-            let reads = spec.ops.first().is_some_and(|o| o.reads());
-            let r = files::lay_out(&mut self.files, spec, paths, reads, stop, laid);
-            if let Err(e) = r {
-                let name = &run.jobs[0].name;
-                return Err(match e {
-                    bench::Error::Interrupted => Stopped::Failed(e),
-                    bench::Error::Setup { what, source } => Stopped::Failed(bench::Error::Setup {
-                        what: format!("job '{name}': {what}"),
-                        source,
-                    }),
-                    e => Stopped::Refused(bench::Error::Refused(format!("job '{name}': {e}"))),
-                });
+        for per_job in &p.files {
+            let mut base = 0usize;
+            for (j, (spec, paths)) in p.run.jobs.iter().zip(per_job) {
+                // Files a job reads (a mix too) are written out first, as
+                // fio lays them out; files it only writes are allocated (a
+                // verify job's too: it reads back only what it wrote).
+                let reads = spec.ops.first().is_some_and(|o| o.reads());
+                let mut mine = files::LaidOut::default();
+                let r = files::lay_out(&mut self.files, spec, paths, reads, stop, &mut mine);
+                laid.made.append(&mut mine.made);
+                laid.lines
+                    .extend(mine.lines.into_iter().map(|(w, b)| (base + w, b)));
+                base += j.numjobs as usize;
+                if let Err(e) = r {
+                    let name = &j.name;
+                    return Err(match e {
+                        bench::Error::Interrupted => Stopped::Failed(e),
+                        bench::Error::Setup { what, source } => {
+                            Stopped::Failed(bench::Error::Setup {
+                                what: format!("job '{name}': {what}"),
+                                source,
+                            })
+                        }
+                        e => Stopped::Refused(bench::Error::Refused(format!("job '{name}': {e}"))),
+                    });
+                }
             }
         }
         self.report
             .layout_lines
-            .extend(files::layout_lines(run, &laid.lines));
+            .extend(files::layout_lines(&p.run, &laid.lines));
         Ok(())
     }
 
@@ -904,49 +1002,76 @@ fn emit(cli: &parse::Cli, report: &Report, records: &[report::ResultSet]) -> i32
     code
 }
 
-/// One pass of a run's spec: its record and each phase's per-worker
-/// latency histograms.
+/// One job's part of a pass: its step's record and each phase's
+/// per-worker latency histograms (workers numbered from 0 in the job).
 struct Pass {
     rs: report::ResultSet,
     lat: Vec<bench::run::PhaseLatency>,
+}
+
+/// Job `i`'s parts of every pass.
+fn of_job(passes: &[Vec<Pass>], i: usize) -> Vec<&Pass> {
+    passes.iter().filter_map(|p| p.get(i)).collect()
 }
 
 /// fio's `bw_avg_time`/`iops_avg_time` default: one bw/iops sample per
 /// 500 ms.
 const BW_AVG_MSEC: u64 = 500;
 
-/// Runs one run's specs (one per file of each clone, `nrfiles`) in turn:
-/// once, or (with `time_based`) again and again until `runtime` has
-/// passed, as fio loops over its files until time is up.
-/// A `ramp_time` runs first as passes that are not kept, as fio leaves
-/// the ramp out of its figures. Before each pass the job files'
-/// directories are checked to be the ones opened at the start (`files`).
-/// Returns the measured passes, the exit code and each worker's
-/// per-interval figures; a pass that fails after others were measured
-/// ends the run with those (said, exit code 1), the first one's failure
-/// is the caller's.
+/// Runs a run's passes: each pass one plan of one concurrency group, a
+/// step per job (its clones the step's workers), over file `f` of every
+/// clone (`specs[f][job]`, `nrfiles`), in turn: once, or (with
+/// `time_based`) again and again until `runtime` has passed, as fio loops
+/// over its files until time is up. A `ramp_time` runs first as passes
+/// that are not kept, as fio leaves the ramp out of its figures. Before
+/// each pass the job files' directories are checked to be the ones opened
+/// at the start (`files`). Returns the measured passes (each a [`Pass`]
+/// per job), the exit code and each worker's per-interval figures
+/// (workers numbered across the jobs); a pass that fails after others
+/// were measured ends the run with those (said, exit code 1), the first
+/// one's failure is the caller's.
 #[allow(clippy::type_complexity)]
 fn run_passes(
-    specs: &[WorkloadSpec],
+    specs: &[Vec<WorkloadSpec>],
     run: &Run,
     ctx: &RunCtx<'_>,
     files: &UserFiles,
-    workers: u32,
     every: std::time::Duration,
-) -> Result<(Vec<Pass>, i32, Sampled), bench::Error> {
+) -> Result<(Vec<Vec<Pass>>, i32, Sampled), bench::Error> {
     let j = &run.jobs[0];
     let pass = |i: usize, limit: Option<std::time::Duration>| {
-        let mut s = specs[i % specs.len()].clone();
-        if limit.is_some() {
-            s.time_limit = limit;
-        }
         files.check_dirs()?;
-        let mut plan = bench::plan::Plan::single(s)
+        let steps = run
+            .jobs
+            .iter()
+            .zip(&specs[i % specs.len()])
+            .map(|(job, s)| {
+                let mut s = s.clone();
+                if limit.is_some() {
+                    s.time_limit = limit;
+                }
+                let mut step = bench::plan::Step::new(s);
+                step.name = job.name.clone();
+                step
+            })
+            .collect();
+        let mut plan = bench::plan::Plan::of_stages(vec![bench::plan::Stage { steps }])
             .with_detail(ctx.detail)
             .rendered_by(bench::plan::Render::Fio);
         plan.options.steady = j.steady;
         let env = bench::exec::Env::new(ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord);
-        bench::exec::execute(&plan, env).map(bench::exec::Executed::into_single)
+        let done = bench::exec::execute(&plan, env)?;
+        let code = done.exit_code();
+        let outs: Vec<Pass> = done
+            .steps
+            .into_iter()
+            .flatten()
+            .map(|o| Pass {
+                rs: o.results,
+                lat: o.latency,
+            })
+            .collect();
+        Ok::<_, bench::Error>((outs, code))
     };
     if !j.ramp_time.is_zero() && j.time_based {
         let t0 = Instant::now();
@@ -955,39 +1080,38 @@ fn run_passes(
             if left.is_zero() {
                 break;
             }
-            let o = pass(i, Some(left))?;
-            let code = o.exit_code();
+            let (o, code) = pass(i, Some(left))?;
             if code != 0 {
-                return Ok((
-                    vec![Pass {
-                        rs: o.results,
-                        lat: o.latency,
-                    }],
-                    code,
-                    Sampled {
-                        ticks: Vec::new(),
-                        t0: Instant::now(),
-                    },
-                ));
+                let sampled = Sampled {
+                    ticks: Vec::new(),
+                    t0: Instant::now(),
+                };
+                return Ok((vec![o], code, sampled));
             }
         }
     }
-    let sampler = Sampler::start(workers, every, specs[0].ops[0]);
+    let steps = run.jobs.iter().zip(&specs[0]);
+    let sampler = Sampler::start(
+        steps
+            .map(|(job, s)| (job.numjobs as u32, s.ops[0]))
+            .collect(),
+        every,
+    );
     let t0 = Instant::now();
     let mut out = Vec::new();
     let mut code = 0;
     loop {
         let limit = match j.runtime {
-            Some(rt) => {
+            Some(rt) if j.time_based || specs.len() > 1 => {
                 let left = rt.saturating_sub(t0.elapsed());
                 if left.is_zero() {
                     break;
                 }
                 Some(left)
             }
-            None => None,
+            _ => None,
         };
-        let o = match pass(out.len(), limit) {
+        let (o, c) = match pass(out.len(), limit) {
             Ok(o) => o,
             Err(bench::Error::Interrupted) if !out.is_empty() => {
                 code = 130;
@@ -1003,16 +1127,12 @@ fn run_passes(
                 return Err(e);
             }
         };
-        code = o.exit_code();
+        code = c;
         let done = o
-            .results
-            .phases
             .iter()
+            .flat_map(|p| &p.rs.phases)
             .any(|p| p.time_limited || p.interrupted);
-        out.push(Pass {
-            rs: o.results,
-            lat: o.latency,
-        });
+        out.push(o);
         // Without time_based, one pass over each file.
         let once = !j.time_based || j.runtime.is_none();
         if code != 0 || done || (once && out.len() == specs.len()) || out.len() > 1_000_000 {
@@ -1022,49 +1142,113 @@ fn run_passes(
     Ok((out, code, sampler.finish()))
 }
 
-/// The report entries of one run: per job clone, or per job with
-/// `group_reporting`. Latency, bandwidth and IOPS samples, CPU time and
-/// faults are measured per worker (thread), so every entry has them.
+/// The report entries of one run: per job clone, or, with
+/// `group_reporting`, one per reporting group (the jobs of one group
+/// merged under the first one's name, as fio reports them). Latency,
+/// bandwidth and IOPS samples, CPU time and faults are measured per
+/// worker (thread), so every entry has them.
 fn entries_of(
     run: &Run,
-    spec: &WorkloadSpec,
-    passes: &[Pass],
+    specs: &[WorkloadSpec],
+    passes: &[Vec<Pass>],
     ticks: &[Vec<Tick>],
     cut: Option<Instant>,
 ) -> Vec<Entry> {
-    let total_workers: u64 = run.jobs.iter().map(|j| j.numjobs).sum();
-    let mut out = Vec::new();
+    let mut out: Vec<Entry> = Vec::new();
+    // The entry a job's group_reporting merges into: (group, index).
+    let mut grouped_at: Vec<(usize, usize)> = Vec::new();
     let mut first = 0u64;
-    for j in &run.jobs {
-        let grouped = j.group_reporting || j.numjobs == 1;
-        let sets: Vec<Vec<u32>> = if grouped {
-            vec![(first..first + j.numjobs).map(|w| w as u32).collect()]
+    for (i, (j, spec)) in run.jobs.iter().zip(specs).enumerate() {
+        let mine = of_job(passes, i);
+        let n = j.numjobs as u32;
+        let sets: Vec<Vec<u32>> = if j.group_reporting || n == 1 {
+            vec![(0..n).collect()]
         } else {
-            (first..first + j.numjobs).map(|w| vec![w as u32]).collect()
+            (0..n).map(|w| vec![w]).collect()
         };
         for ws in sets {
-            let whole = ws.len() as u64 == total_workers;
-            let mut e = entry(j, spec, passes, &ws, whole);
+            let mut e = entry(j, spec, &mine, &ws, ws.len() == n as usize);
             if let Some(cut) = cut {
-                after_ramp(&mut e, &ws, passes, cut);
+                after_ramp(&mut e, &ws, &mine, cut);
             }
             e.sampled = true;
             for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
                 for &w in &ws {
-                    let t = ticks.get(w as usize).map(Vec::as_slice).unwrap_or(&[]);
-                    let (bw, iops) = sample::samples(t, reads);
+                    let t = ticks.get((first + u64::from(w)) as usize);
+                    let (bw, iops) = sample::samples(t.map(Vec::as_slice).unwrap_or(&[]), reads);
                     d.bw_stat = SampleStat::sum(d.bw_stat, SampleStat::of(&bw));
                     d.iops_stat = SampleStat::sum(d.iops_stat, SampleStat::of(&iops));
                 }
             }
-            out.push(e);
+            match grouped_at.iter().find(|(g, _)| *g == j.group) {
+                Some(&(_, k)) if j.group_reporting => merge_entry(&mut out[k], e),
+                _ => {
+                    if j.group_reporting {
+                        grouped_at.push((j.group, out.len()));
+                    }
+                    out.push(e);
+                }
+            }
         }
         first += j.numjobs;
     }
     out
 }
 
-fn entry(j: &Job, spec: &WorkloadSpec, passes: &[Pass], ws: &[u32], whole: bool) -> Entry {
+/// Adds the entry of a later job of a reporting group to the group's
+/// (fio's `group_reporting` across jobs): bytes, requests, latencies,
+/// samples, CPU and faults summed; each direction's run time and the
+/// entry's the longest; the clones' run times summed; the first error.
+fn merge_entry(to: &mut Entry, e: Entry) {
+    to.jobs += e.jobs;
+    to.runtime_s = to.runtime_s.max(e.runtime_s);
+    to.clones_runtime_s += e.clones_runtime_s;
+    for (a, b) in [(&mut to.read, e.read), (&mut to.write, e.write)] {
+        a.bytes += b.bytes;
+        a.ios += b.ios;
+        a.short += b.short;
+        a.runtime_s = a.runtime_s.max(b.runtime_s);
+        for (x, y) in [
+            (&mut a.lat, b.lat),
+            (&mut a.clat, b.clat),
+            (&mut a.slat, b.slat),
+        ] {
+            if let Some(y) = y {
+                add_lat(x, &y.hist);
+            }
+        }
+        a.bw_stat = SampleStat::sum(a.bw_stat, b.bw_stat);
+        a.iops_stat = SampleStat::sum(a.iops_stat, b.iops_stat);
+    }
+    to.cpu_s = match (to.cpu_s, e.cpu_s) {
+        (Some(a), Some(b)) => Some((a.0 + b.0, a.1 + b.1)),
+        (a, b) => a.or(b),
+    };
+    to.faults = match (to.faults, e.faults) {
+        (Some(a), Some(b)) => Some((a.0 + b.0, a.1 + b.1, a.2 + b.2)),
+        (a, b) => a.or(b),
+    };
+    to.buckets = match (to.buckets.take(), e.buckets) {
+        (Some(mut a), Some(b)) => {
+            let add = |x: &mut [u64], y: &[u64]| x.iter_mut().zip(y).for_each(|(x, y)| *x += y);
+            add(&mut a.ns, &b.ns);
+            add(&mut a.us, &b.us);
+            add(&mut a.ms, &b.ms);
+            a.total += b.total;
+            Some(a)
+        }
+        (a, b) => a.or(b),
+    };
+    to.depths.merge(&e.depths);
+    if let Some(y) = e.syncs {
+        add_lat(&mut to.syncs, &y.hist);
+    }
+    if to.error == 0 {
+        to.error = e.error;
+    }
+}
+
+fn entry(j: &Job, spec: &WorkloadSpec, passes: &[&Pass], ws: &[u32], whole: bool) -> Entry {
     let mut e = Entry {
         name: j.name.clone(),
         group: j.group,
@@ -1139,7 +1323,7 @@ fn cut_ticks(sampled: &mut Sampled, cut: Instant) {
 /// that completed at or after `cut` (the end of the ramp), as fio counts a
 /// sized job after its ramp. Workers that were done before the ramp ended
 /// keep all their figures: fio resets only a job still running then.
-fn after_ramp(e: &mut Entry, ws: &[u32], passes: &[Pass], cut: Instant) {
+fn after_ramp(e: &mut Entry, ws: &[u32], passes: &[&Pass], cut: Instant) {
     let logs: Vec<&[engine::IoLogEntry]> = passes
         .iter()
         .flat_map(|p| &p.lat)
@@ -1361,13 +1545,43 @@ mod tests {
     }
 
     #[test]
-    fn concurrent_jobs_of_another_shape_are_refused() {
-        let c = parse::parse_cli(&argv(
-            "--name=a --rw=write --size=1m --name=b --rw=write --size=2m",
-        ))
-        .unwrap();
-        let (jobs, _) = parse::jobs(&c).unwrap();
-        let e = plan_runs(jobs).err().unwrap().0;
-        assert!(e.contains("size") && e.contains("stonewall"), "{e}");
+    fn concurrent_jobs_run_together_unless_the_lockstep_cannot_carry_them() {
+        let runs = |a: &str| {
+            let c = parse::parse_cli(&argv(a)).unwrap();
+            plan_runs(parse::jobs(&c).unwrap().0)
+        };
+        // Other shapes run together: one run of two jobs.
+        let r =
+            runs("--name=a --rw=write --bs=4k --size=1m --name=b --rw=randread --size=2m").unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0].jobs.len(), 2);
+        // A stonewall starts the next run.
+        let r =
+            runs("--name=a --rw=write --size=1m --name=b --stonewall --rw=read --size=1m").unwrap();
+        assert_eq!(r.len(), 2);
+        for (opt, extra) in [
+            ("loops", "--loops=2"),
+            ("nrfiles", "--nrfiles=2"),
+            ("time_based", "--time_based --runtime=1"),
+            ("ramp_time", "--ramp_time=1"),
+            ("verify", "--verify=md5"),
+            ("unlink", "--unlink=1"),
+        ] {
+            let e = runs(&format!(
+                "--name=a --rw=write --size=1m --name=b --rw=write --size=2m {extra}"
+            ))
+            .err()
+            .unwrap()
+            .0;
+            assert!(e.contains(opt) && e.contains("stonewall"), "{opt}: {e}");
+        }
+        // A sized job's own runtime is its own deadline; with passes it is
+        // the run's.
+        assert!(runs("--name=a --size=1m --runtime=1 --name=b --size=1m --runtime=2").is_ok());
+        let e = runs("--name=a --size=1m --nrfiles=2 --runtime=1 --name=b --size=1m --nrfiles=2")
+            .err()
+            .unwrap()
+            .0;
+        assert!(e.contains("runtime"), "{e}");
     }
 }

@@ -72,8 +72,10 @@ struct State {
     every: Duration,
     /// Per worker: the last reading.
     prev: Vec<Reading>,
-    /// The operation of the phase running at the last reading.
-    op: Op,
+    /// Workers per step of the run's concurrency group, in order.
+    sizes: Vec<u32>,
+    /// The operation of each worker's phase at the last reading.
+    ops: Vec<Op>,
     win_start: Instant,
     ticks: Vec<Vec<Tick>>,
 }
@@ -83,7 +85,16 @@ impl State {
     /// reading (at the end) is a partial interval.
     fn tick(&mut self, now: Instant, last: bool) {
         if let Some(snap) = engine::live::snapshot() {
-            self.op = Op::parse(&snap.info.op).unwrap_or(self.op);
+            // A group's phase is named by its steps' operations in order
+            // (`write+randread`).
+            let mut w = 0usize;
+            for (n, name) in self.sizes.iter().zip(snap.info.op.split('+')) {
+                let end = (w + *n as usize).min(self.ops.len());
+                if let Some(op) = Op::parse(name) {
+                    self.ops[w..end].iter_mut().for_each(|o| *o = op);
+                }
+                w = end;
+            }
         }
         let dt = now.saturating_duration_since(self.win_start);
         // Readings follow a fixed schedule, so a late one shortens the
@@ -107,7 +118,7 @@ impl State {
             // Single-direction phases by their operation; a mix by what
             // the workers count per direction (never by subtracting one
             // counter from another read at a different moment).
-            let split = match self.op {
+            let split = match self.ops[w] {
                 Op::Rw | Op::Randrw => [(false, rd, slat[0]), (true, wr, slat[1])],
                 op => [(!op.reads(), all, slat[0] + slat[1]), (false, (0, 0, 0), 0)],
             };
@@ -132,9 +143,16 @@ impl State {
 }
 
 impl Sampler {
-    /// Starts sampling workers `0..workers` every `every`; `op` is the
-    /// run's first operation.
-    pub fn start(workers: u32, every: Duration, op: Op) -> Sampler {
+    /// Starts sampling every `every` the workers of a run's steps (their
+    /// workers numbered one after another), each step given as its
+    /// workers and first operation.
+    pub fn start(steps: Vec<(u32, Op)>, every: Duration) -> Sampler {
+        let workers: u32 = steps.iter().map(|s| s.0).sum();
+        let ops: Vec<Op> = steps
+            .iter()
+            .flat_map(|&(n, op)| std::iter::repeat_n(op, n as usize))
+            .collect();
+        let sizes = steps.iter().map(|s| s.0).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         // Totals of earlier runs in this process are not this run's.
@@ -145,7 +163,8 @@ impl Sampler {
                 t0,
                 every,
                 prev,
-                op,
+                sizes,
+                ops,
                 win_start: t0,
                 ticks: vec![Vec::new(); workers as usize],
             };

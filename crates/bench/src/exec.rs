@@ -17,14 +17,14 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use coord::Coordinator;
 use report::ResultSet;
 
 use crate::error::Error;
 use crate::phase::{Outcome, StepEnv};
-use crate::plan::{Plan, Work};
+use crate::plan::{Passes, Plan, Work};
 use crate::run::DataStep;
 
 /// What a run follows as the plan executes. Every method has a default
@@ -50,6 +50,16 @@ pub trait Hooks {
     /// steps' outcomes, every repetition merged.
     fn stage_done(&mut self, stage: usize, outcomes: &[Outcome]) {
         let _ = (stage, outcomes);
+    }
+    /// Under [`crate::plan::Rules::passes`], right before each pass of
+    /// stage `stage` (after the delay; `recorded`: not a ramp pass). An
+    /// error ends the passes there (the first pass's is the plan's error):
+    /// the fio front-end checks here that the directories it holds are
+    /// still the ones it opened, and starts its sampler at the first
+    /// recorded pass.
+    fn before_pass(&mut self, stage: usize, recorded: bool) -> Result<(), Error> {
+        let _ = (stage, recorded);
+        Ok(())
     }
 }
 
@@ -110,8 +120,27 @@ pub struct Executed {
     pub interrupted: bool,
     /// A stage after the first could not run (its setup was refused): its
     /// index and why. The plan ended there; the steps before it ran. (The
-    /// first stage's refusal is [`execute`]'s error.)
+    /// first stage's refusal is [`execute`]'s error.) Under
+    /// [`crate::plan::Rules::passes`], a pass after the first that could
+    /// not run (refused, failed or interrupted in its setup): the passes
+    /// before it are kept.
     pub refused: Option<(usize, Error)>,
+    /// Under [`crate::plan::Rules::passes`]: each recorded pass, in the
+    /// order they ran (`steps` then holds none).
+    pub passes: Vec<PassOut>,
+}
+
+/// One recorded pass of a plan run as passes.
+pub struct PassOut {
+    /// The stage it ran.
+    pub stage: usize,
+    /// When the executor started it and when it ended (this process's
+    /// clock): the origin of a sized job's ramp cut and of its logs.
+    pub started: Instant,
+    /// When it ended.
+    pub ended: Instant,
+    /// The outcome of each of the stage's steps.
+    pub steps: Vec<Outcome>,
 }
 
 impl Executed {
@@ -128,7 +157,13 @@ impl Executed {
     /// clean, 1 I/O errors or failed data checks); 2 when a stage was
     /// refused.
     pub fn exit_code(&self) -> i32 {
-        let codes = self.steps.iter().flatten().map(Outcome::exit_code);
+        let passes = self.passes.iter().flat_map(|p| &p.steps);
+        let codes = self
+            .steps
+            .iter()
+            .flatten()
+            .chain(passes)
+            .map(Outcome::exit_code);
         let worst = codes.clone().filter(|&c| c != 130).max().unwrap_or(0);
         if codes.clone().any(|c| c == 130) {
             130
@@ -147,7 +182,10 @@ impl Executed {
 pub fn execute(plan: &Plan, mut env: Env<'_>) -> Result<Executed, Error> {
     plan.check()?;
     let timer = Timer::start(plan.rules.time_limit, &env.stop);
-    let result = run_stages(plan, &mut env);
+    let result = match plan.rules.passes {
+        Some(p) => run_passes(plan, p, &mut env),
+        None => run_stages(plan, &mut env),
+    };
     let timed_out = timer.finish();
     result.map(|mut e| {
         e.timed_out = timed_out;
@@ -213,7 +251,7 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
         if let Some(h) = env.hooks.as_deref_mut() {
             h.starting(stage, rep);
         }
-        let outs = match run_stage(plan, (stage, rep), bases[stage], env) {
+        let outs = match run_stage(plan, (stage, rep), bases[stage], None, env) {
             Ok(o) => o,
             Err(e) if call == 0 => return Err(e),
             Err(e) => {
@@ -258,16 +296,116 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
         timed_out: false,
         interrupted,
         refused,
+        passes: Vec::new(),
     })
 }
 
+/// The plan's stages as passes ([`Passes`]): the delay, the unrecorded
+/// ramp passes, then the recorded ones until the run time has passed (or
+/// once each). A pass that failed or was interrupted ends them; the first
+/// pass's refusal is the plan's error, a later one's is kept in
+/// [`Executed::refused`] with the passes before it.
+fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Error> {
+    let mut ex = Executed {
+        steps: plan.steps().map(|_| None).collect(),
+        timed_out: false,
+        interrupted: false,
+        refused: None,
+        passes: Vec::new(),
+    };
+    let n = plan.stages.len();
+    if let Some(d) = p.delay {
+        if safefs::sleep_or_stop(d, &env.stop) == safefs::Waited::Stopped {
+            ex.interrupted = true;
+            return Ok(ex);
+        }
+    }
+    let bases: Vec<usize> = plan
+        .stages
+        .iter()
+        .scan(0, |k, s| {
+            let b = *k;
+            *k += s.steps.len();
+            Some(b)
+        })
+        .collect();
+    // `started`: when the time left (`limit`) was taken.
+    let pass = |k: usize, at: (Instant, Option<Duration>), recorded: bool, env: &mut Env<'_>| {
+        let (started, limit) = at;
+        let stage = k % n;
+        if let Some(h) = env.hooks.as_deref_mut() {
+            h.before_pass(stage, recorded)?;
+        }
+        let steps = run_stage(plan, (stage, None), bases[stage], limit, env)?;
+        Ok::<_, Error>(PassOut {
+            stage,
+            started,
+            ended: Instant::now(),
+            steps,
+        })
+    };
+    if let Some(ramp) = p.ramp {
+        let t0 = Instant::now();
+        for k in 0.. {
+            let now = Instant::now();
+            let left = ramp.saturating_sub(now.duration_since(t0));
+            if left.is_zero() {
+                break;
+            }
+            let out = pass(k, (now, Some(left)), false, env)?;
+            if out.steps.iter().any(|o| o.exit_code() != 0) {
+                // A ramp that failed is what there is to show.
+                ex.passes.push(out);
+                return Ok(ex);
+            }
+        }
+    }
+    let t0 = Instant::now();
+    loop {
+        let k = ex.passes.len();
+        let now = Instant::now();
+        let limit = match p.runtime {
+            Some(rt) => match rt.saturating_sub(now.duration_since(t0)) {
+                left if left.is_zero() => break,
+                left => Some(left),
+            },
+            None => None,
+        };
+        let out = match pass(k, (now, limit), true, env) {
+            Ok(o) => o,
+            Err(e) if k == 0 => return Err(e),
+            Err(e) => {
+                ex.interrupted |= matches!(e, Error::Interrupted);
+                ex.refused = Some((k % n, e));
+                break;
+            }
+        };
+        let ended = out.steps.iter().any(|o| {
+            o.exit_code() != 0
+                || o.results
+                    .phases
+                    .iter()
+                    .any(|p| p.time_limited || p.interrupted)
+        });
+        ex.interrupted |= out.steps.iter().any(|o| o.results.interrupted);
+        ex.passes.push(out);
+        let last = !p.repeat && ex.passes.len() == n;
+        if ended || last || ex.passes.len() > 1_000_000 {
+            break;
+        }
+    }
+    Ok(ex)
+}
+
 /// One driver call of stage `stage`: every repetition, or only `rep`
-/// (under its own number). `base` is the index of its first step in the
+/// (under its own number), its steps' time limits replaced by `limit`
+/// when given. `base` is the index of its first step in the
 /// plan. The kind of its steps picks the driver.
 fn run_stage(
     plan: &Plan,
     (stage, rep): (usize, Option<u32>),
     base: usize,
+    limit: Option<Duration>,
     env: &mut Env<'_>,
 ) -> Result<Vec<Outcome>, Error> {
     let steps = &plan.stages[stage].steps;
@@ -283,6 +421,10 @@ fn run_stage(
         .into_iter()
         .zip(steps)
         .map(|(w, s)| {
+            let w = match limit {
+                Some(l) => w.with_time_limit(l),
+                None => w,
+            };
             if s.stonewall.wear_out {
                 w.with_wear_out()
             } else {

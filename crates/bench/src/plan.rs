@@ -184,6 +184,18 @@ impl Work {
         w
     }
 
+    /// The same workload with the time limit `limit` (a data or metadata
+    /// workload; a copy).
+    pub(crate) fn with_time_limit(&self, limit: Duration) -> Work {
+        let mut w = self.clone();
+        match &mut w {
+            Work::Data(s) => Arc::make_mut(s).time_limit = Some(limit),
+            Work::Meta(s) => Arc::make_mut(s).time_limit = Some(limit),
+            Work::Find(_) => {}
+        }
+        w
+    }
+
     /// The same workload with `reps` repetitions (a copy only when it
     /// differs).
     pub fn with_reps(&self, reps: u32) -> Work {
@@ -260,6 +272,39 @@ pub struct Rules {
     /// ramp that fails is recorded as `ramp OP`.
     #[serde(serialize_with = "opt_secs", skip_serializing_if = "Option::is_none")]
     pub ramp: Option<Duration>,
+    /// Run the stages as passes (fio's way of running a job's files): see
+    /// [`Passes`]. Without it, each stage runs once as above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub passes: Option<Passes>,
+}
+
+/// fio's passes: each stage of the plan is one pass over its steps'
+/// files (opened anew, as fio reopens a job's files), run in order —
+/// once each, or again and again until a run time has passed
+/// (`time_based`). The executor keeps the clock: it waits, ramps, gives
+/// each pass the time left and decides when the passes end, and it
+/// records when each pass started and ended
+/// ([`crate::exec::Executed::passes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Passes {
+    /// Waits this long before the first pass (fio's `startdelay`); a
+    /// signal ends the wait and the plan.
+    #[serde(serialize_with = "opt_secs", skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Duration>,
+    /// Before the recorded passes, passes that are not recorded run until
+    /// this long has passed (fio's `ramp_time` with `time_based`: the
+    /// ramp reopens the files as the passes do).
+    #[serde(serialize_with = "opt_secs", skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Duration>,
+    /// The recorded passes end when this long has passed since the first
+    /// started: each pass's steps get the time left as their time limit
+    /// (in place of their own), and no pass starts after it. Without it
+    /// each step keeps its own time limit.
+    #[serde(serialize_with = "opt_secs", skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Duration>,
+    /// With `runtime`: after the last stage the first runs again, until
+    /// the run time has passed (fio's `time_based`).
+    pub repeat: bool,
 }
 
 fn opt_secs<S: Serializer>(v: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -433,8 +478,22 @@ impl Plan {
                 "the stonewall wear-out needs a time limit (--time) to wear out from".into(),
             );
         }
-        if self.rules.ramp.is_some() && self.steps().any(|s| !matches!(s.work, Work::Data(_))) {
+        let ramps =
+            self.rules.ramp.is_some() || self.rules.passes.is_some_and(|p| p.ramp.is_some());
+        if ramps && self.steps().any(|s| !matches!(s.work, Work::Data(_))) {
             return usage("a ramp applies to data steps only".into());
+        }
+        if let Some(p) = self.rules.passes {
+            if p.repeat && p.runtime.is_none() {
+                return usage("passes that repeat need a run time to end at".into());
+            }
+            if self.rules.interleave || self.rules.ramp.is_some() {
+                return usage(
+                    "passes run their stages in order with their own ramp: no interleaving or \
+                     per-phase ramp with them"
+                        .into(),
+                );
+            }
         }
         self.stages.iter().try_for_each(Stage::check)
     }

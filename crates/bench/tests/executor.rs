@@ -411,3 +411,79 @@ fn a_ramp_runs_unrecorded_before_the_first_timed_phase() {
     assert!(o.results.phases.is_empty() && o.results.failed_phases.is_empty());
     assert!(cleaned(&a.0) && cleaned(&full.0));
 }
+
+#[test]
+fn passes_repeat_their_stages_until_the_run_time_the_executor_keeps() {
+    let t = Tmpfs::mount("passes", "64m");
+    let (a, b) = (t.0.join("a"), t.0.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    // Two stages (fio's files of a job), each a small sized write: far
+    // less than the run time, so the passes take turns until it is over.
+    let mut plan = Plan::of_stages(vec![
+        Stage {
+            steps: vec![Step::new(step(&a, Op::Write, 256 << 10, None))],
+        },
+        Stage {
+            steps: vec![Step::new(step(&b, Op::Write, 256 << 10, None))],
+        },
+    ]);
+    let rt = Duration::from_millis(600);
+    plan.rules.passes = Some(bench::plan::Passes {
+        runtime: Some(rt),
+        repeat: true,
+        ..Default::default()
+    });
+    let done = run(
+        &plan,
+        Arc::new(AtomicBool::new(false)),
+        &mut Seen::default(),
+    );
+    assert!(done.steps.iter().all(Option::is_none));
+    assert!(!done.interrupted && done.refused.is_none());
+    let p = &done.passes;
+    assert!(p.len() > 2, "{} passes", p.len());
+    for (k, pass) in p.iter().enumerate() {
+        assert_eq!(pass.stage, k % 2);
+        assert!(pass.ended >= pass.started);
+        if k > 0 {
+            assert!(
+                pass.started >= p[k - 1].ended,
+                "pass {k} overlaps the one before"
+            );
+        }
+        // Each pass's step is limited to the time left of the run.
+        let limit = match &pass.steps[0].results.spec {
+            report::JobSpec::Run(s) => s.time_limit.expect("a time limit"),
+            other => panic!("{other:?}"),
+        };
+        assert!(limit <= rt);
+    }
+    // No pass starts after the run time has passed since the first
+    // started (the last one is cut at it).
+    let first = p[0].started;
+    assert!(p.iter().all(|x| x.started.duration_since(first) < rt));
+    assert!(p.iter().all(|x| x.steps[0].exit_code() == 0));
+    // A delay that a signal ends runs no pass.
+    plan.rules.passes = Some(bench::plan::Passes {
+        delay: Some(Duration::from_secs(3600)),
+        ..Default::default()
+    });
+    let done = run(&plan, Arc::new(AtomicBool::new(true)), &mut Seen::default());
+    assert!(done.interrupted && done.passes.is_empty());
+    // Passes once each: one pass per stage, in order.
+    plan.rules.passes = Some(bench::plan::Passes::default());
+    let done = run(
+        &plan,
+        Arc::new(AtomicBool::new(false)),
+        &mut Seen::default(),
+    );
+    let stages: Vec<usize> = done.passes.iter().map(|p| p.stage).collect();
+    assert_eq!(stages, [0, 1]);
+    // Repeating without a run time is refused.
+    plan.rules.passes = Some(bench::plan::Passes {
+        repeat: true,
+        ..Default::default()
+    });
+    assert!(plan.check().is_err());
+}

@@ -103,7 +103,7 @@ pub(super) fn write(
     passes: &[Vec<Pass>],
     sampled: &Sampled,
     thread_base: u64,
-    cut: Option<Instant>,
+    cut: Option<super::ramp::Cut>,
 ) -> Vec<String> {
     let mut failed = Vec::new();
     let mut w = 0usize;

@@ -15,12 +15,12 @@
 
 mod files;
 mod logs;
+mod ramp;
 pub use compat::fio::{parse, render};
 pub mod sample;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use bench::dataset::user::{Made, UserFiles};
 use spec::{Checksum, FileNaming, IoHints, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
@@ -512,7 +512,7 @@ fn ranks_main(args: &[String], coord: &dyn coord::Coordinator) -> Exit {
     // cut out of its requests afterwards). Plan fields of each run.
     let detail = if jobs
         .iter()
-        .any(|j| (logs::has_logs(j) && j.log_avg_msec == 0) || sized_ramp(j))
+        .any(|j| (logs::has_logs(j) && j.log_avg_msec == 0) || ramp::sized(j))
     {
         engine::Detail::IoLog
     } else {
@@ -739,12 +739,6 @@ impl Session {
         for j in &run.jobs {
             self.report.headers.push(Header::of(j));
         }
-        if !run.jobs[0].startdelay.is_zero()
-            && safefs::sleep_or_stop(run.jobs[0].startdelay, ctx.stop) == safefs::Waited::Stopped
-        {
-            self.code = 130;
-            return Ok(false);
-        }
         let mut laid = files::LaidOut::default();
         let r = self
             .lay_out_files(p, ctx.stop, &mut laid)
@@ -802,12 +796,20 @@ impl Session {
             std::time::Duration::from_millis(every),
         );
         drop(live);
-        let (passes, c, mut sampled) = passes?;
-        let cut = sized_ramp(&run.jobs[0]).then(|| sampled.t0 + run.jobs[0].ramp_time);
-        if let Some(cut) = cut {
-            cut_ticks(&mut sampled, cut);
-        }
+        let Measured {
+            passes,
+            code: c,
+            mut sampled,
+            cut,
+        } = passes?;
         self.code = self.code.max(c);
+        if passes.is_empty() {
+            // Interrupted before the first pass (in its startdelay).
+            return Ok(self.code != 130);
+        }
+        if let Some(cut) = cut {
+            ramp::cut_ticks(&mut sampled, cut);
+        }
         for p in passes.iter().flatten() {
             super::print_errors("fio", &p.rs);
             super::print_mismatches("fio", &p.rs);
@@ -1018,128 +1020,137 @@ fn of_job(passes: &[Vec<Pass>], i: usize) -> Vec<&Pass> {
 /// 500 ms.
 const BW_AVG_MSEC: u64 = 500;
 
-/// Runs a run's passes: each pass one plan of one concurrency group, a
-/// step per job (its clones the step's workers), over file `f` of every
-/// clone (`specs[f][job]`, `nrfiles`), in turn: once, or (with
-/// `time_based`) again and again until `runtime` has passed, as fio loops
-/// over its files until time is up. A `ramp_time` runs first as passes
-/// that are not kept, as fio leaves the ramp out of its figures. Before
-/// each pass the job files' directories are checked to be the ones opened
-/// at the start (`files`). Returns the measured passes (each a [`Pass`]
-/// per job), the exit code and each worker's per-interval figures
-/// (workers numbered across the jobs); a pass that fails after others
-/// were measured ends the run with those (said, exit code 1), the first
-/// one's failure is the caller's.
-#[allow(clippy::type_complexity)]
+/// Runs a run's passes as one plan: a stage per file of every clone
+/// (`specs[f][job]`, `nrfiles`), each stage one concurrency group with a
+/// step per job (its clones the step's workers). The executor keeps the
+/// clock ([`bench::plan::Passes`]): `startdelay`, a `time_based` job's
+/// ramp as passes that are not kept, then the passes — once per file, or
+/// (with `time_based`) again and again until `runtime` has passed, as fio
+/// loops over its files until time is up. Before the run the job files'
+/// directories are checked to be the ones opened at the start (`files`).
+/// Returns the measured passes (each a [`Pass`] per job) with when the
+/// first started, the exit code and each worker's per-interval figures
+/// (workers numbered across the jobs); a pass that fails after others were
+/// measured ends the run with those (said, exit code 1), the first one's
+/// failure is the caller's.
 fn run_passes(
     specs: &[Vec<WorkloadSpec>],
     run: &Run,
     ctx: &RunCtx<'_>,
     files: &UserFiles,
     every: std::time::Duration,
-) -> Result<(Vec<Vec<Pass>>, i32, Sampled), bench::Error> {
+) -> Result<Measured, bench::Error> {
     let j = &run.jobs[0];
-    let pass = |i: usize, limit: Option<std::time::Duration>| {
-        files.check_dirs()?;
-        let steps = run
+    let stages = specs
+        .iter()
+        .map(|per_job| bench::plan::Stage {
+            steps: run
+                .jobs
+                .iter()
+                .zip(per_job)
+                .map(|(job, s)| {
+                    let mut step = bench::plan::Step::new(s.clone());
+                    step.name = job.name.clone();
+                    step
+                })
+                .collect(),
+        })
+        .collect();
+    let mut plan = bench::plan::Plan::of_stages(stages)
+        .with_detail(ctx.detail)
+        .rendered_by(bench::plan::Render::Fio);
+    plan.options.steady = j.steady;
+    let repeat = j.time_based && j.runtime.is_some();
+    plan.rules.passes = Some(bench::plan::Passes {
+        delay: (!j.startdelay.is_zero()).then_some(j.startdelay),
+        ramp: (!j.ramp_time.is_zero() && j.time_based).then_some(j.ramp_time),
+        // One deadline over the passes; a single pass keeps each job's.
+        runtime: j.runtime.filter(|_| repeat || specs.len() > 1),
+        repeat,
+    });
+    let mut hooks = PassHooks {
+        files,
+        steps: run
             .jobs
             .iter()
-            .zip(&specs[i % specs.len()])
-            .map(|(job, s)| {
-                let mut s = s.clone();
-                if limit.is_some() {
-                    s.time_limit = limit;
-                }
-                let mut step = bench::plan::Step::new(s);
-                step.name = job.name.clone();
-                step
-            })
-            .collect();
-        let mut plan = bench::plan::Plan::of_stages(vec![bench::plan::Stage { steps }])
-            .with_detail(ctx.detail)
-            .rendered_by(bench::plan::Render::Fio);
-        plan.options.steady = j.steady;
-        let env = bench::exec::Env::new(ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord);
-        let done = bench::exec::execute(&plan, env)?;
-        let code = done.exit_code();
-        let outs: Vec<Pass> = done
-            .steps
-            .into_iter()
-            .flatten()
-            .map(|o| Pass {
-                rs: o.results,
-                lat: o.latency,
-            })
-            .collect();
-        Ok::<_, bench::Error>((outs, code))
-    };
-    if !j.ramp_time.is_zero() && j.time_based {
-        let t0 = Instant::now();
-        for i in 0.. {
-            let left = j.ramp_time.saturating_sub(t0.elapsed());
-            if left.is_zero() {
-                break;
-            }
-            let (o, code) = pass(i, Some(left))?;
-            if code != 0 {
-                let sampled = Sampled {
-                    ticks: Vec::new(),
-                    t0: Instant::now(),
-                };
-                return Ok((vec![o], code, sampled));
-            }
-        }
-    }
-    let steps = run.jobs.iter().zip(&specs[0]);
-    let sampler = Sampler::start(
-        steps
+            .zip(&specs[0])
             .map(|(job, s)| (job.numjobs as u32, s.ops[0]))
             .collect(),
         every,
-    );
-    let t0 = Instant::now();
-    let mut out = Vec::new();
-    let mut code = 0;
-    loop {
-        let limit = match j.runtime {
-            Some(rt) if j.time_based || specs.len() > 1 => {
-                let left = rt.saturating_sub(t0.elapsed());
-                if left.is_zero() {
-                    break;
-                }
-                Some(left)
-            }
-            _ => None,
-        };
-        let (o, c) = match pass(out.len(), limit) {
-            Ok(o) => o,
-            Err(bench::Error::Interrupted) if !out.is_empty() => {
-                code = 130;
-                break;
-            }
-            Err(e) if !out.is_empty() => {
-                eprintln!("fio: error: {e}");
-                code = 1;
-                break;
-            }
-            Err(e) => {
-                sampler.finish();
-                return Err(e);
-            }
-        };
-        code = c;
-        let done = o
-            .iter()
-            .flat_map(|p| &p.rs.phases)
-            .any(|p| p.time_limited || p.interrupted);
-        out.push(o);
-        // Without time_based, one pass over each file.
-        let once = !j.time_based || j.runtime.is_none();
-        if code != 0 || done || (once && out.len() == specs.len()) || out.len() > 1_000_000 {
-            break;
+        sampler: None,
+    };
+    let env = bench::exec::Env::new(ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord)
+        .with_hooks(&mut hooks);
+    let done = bench::exec::execute(&plan, env);
+    let sampled = hooks.sampler.take().map(Sampler::finish);
+    let done = done?;
+    let sampled = sampled.unwrap_or_else(Sampled::none);
+    let mut code = done.exit_code();
+    match &done.refused {
+        Some((_, bench::Error::Interrupted)) => code = 130,
+        Some((_, e)) => {
+            eprintln!("fio: error: {e}");
+            code = code.max(1);
         }
+        None if done.interrupted => code = 130,
+        None => {}
     }
-    Ok((out, code, sampler.finish()))
+    // A sized job's ramp ends ramp_time after the executor started its
+    // first pass.
+    let cut = done
+        .passes
+        .first()
+        .and_then(|p| ramp::sized_cut(j, p.started));
+    let passes = done
+        .passes
+        .into_iter()
+        .map(|p| {
+            p.steps
+                .into_iter()
+                .map(|o| Pass {
+                    rs: o.results,
+                    lat: o.latency,
+                })
+                .collect()
+        })
+        .collect();
+    Ok(Measured {
+        passes,
+        code,
+        sampled,
+        cut,
+    })
+}
+
+/// What the fio front-end does between the executor's passes: checks
+/// that the job files' directories are still the ones opened at the start
+/// (a directory swapped for a link meanwhile ends the run), and starts
+/// the sampler of fio's bw/iops figures at the first recorded pass.
+struct PassHooks<'a> {
+    files: &'a UserFiles,
+    /// Each job's clones and first operation.
+    steps: Vec<(u32, Op)>,
+    every: std::time::Duration,
+    sampler: Option<Sampler>,
+}
+
+impl bench::exec::Hooks for PassHooks<'_> {
+    fn before_pass(&mut self, _stage: usize, recorded: bool) -> Result<(), bench::Error> {
+        self.files.check_dirs()?;
+        if recorded && self.sampler.is_none() {
+            self.sampler = Some(Sampler::start(self.steps.clone(), self.every));
+        }
+        Ok(())
+    }
+}
+
+/// A run's measured passes (each a [`Pass`] per job), the exit code,
+/// each worker's intervals and where a sized job's ramp ends.
+struct Measured {
+    passes: Vec<Vec<Pass>>,
+    code: i32,
+    sampled: Sampled,
+    cut: Option<ramp::Cut>,
 }
 
 /// The report entries of one run: per job clone, or, with
@@ -1152,7 +1163,7 @@ fn entries_of(
     specs: &[WorkloadSpec],
     passes: &[Vec<Pass>],
     ticks: &[Vec<Tick>],
-    cut: Option<Instant>,
+    cut: Option<ramp::Cut>,
 ) -> Vec<Entry> {
     let mut out: Vec<Entry> = Vec::new();
     // The entry a job's group_reporting merges into: (group, index).
@@ -1169,7 +1180,7 @@ fn entries_of(
         for ws in sets {
             let mut e = entry(j, spec, &mine, &ws, ws.len() == n as usize);
             if let Some(cut) = cut {
-                after_ramp(&mut e, &ws, &mine, cut);
+                ramp::after_ramp(&mut e, &ws, &mine, cut);
             }
             e.sampled = true;
             for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {
@@ -1303,70 +1314,6 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[&Pass], ws: &[u32], whole: bool
         e.buckets = Some(buckets);
     }
     e
-}
-
-/// A sized job with `ramp_time`: its figures leave out what completed in
-/// the ramp, as fio resets a job's statistics when its ramp ends.
-fn sized_ramp(j: &Job) -> bool {
-    !j.ramp_time.is_zero() && !j.time_based
-}
-
-/// Drops the intervals that began before the ramp ended.
-fn cut_ticks(sampled: &mut Sampled, cut: Instant) {
-    let ramp_ms = cut.saturating_duration_since(sampled.t0).as_millis() as f64;
-    for t in &mut sampled.ticks {
-        t.retain(|x| x.t_ms as f64 - x.dt_ms >= ramp_ms - 0.5);
-    }
-}
-
-/// An entry's bytes, requests, latencies and run time from its requests
-/// that completed at or after `cut` (the end of the ramp), as fio counts a
-/// sized job after its ramp. Workers that were done before the ramp ended
-/// keep all their figures: fio resets only a job still running then.
-fn after_ramp(e: &mut Entry, ws: &[u32], passes: &[&Pass], cut: Instant) {
-    let logs: Vec<&[engine::IoLogEntry]> = passes
-        .iter()
-        .flat_map(|p| &p.lat)
-        .flat_map(|pl| &pl.detail)
-        .filter(|(w, _)| ws.contains(w))
-        .map(|(_, d)| d.log.as_slice())
-        .collect();
-    let last = logs.iter().flat_map(|l| l.iter()).map(|x| x.done).max();
-    let Some(last) = last.filter(|&l| l >= cut) else {
-        return;
-    };
-    let mut d = engine::DirLatency::new();
-    let mut bytes = [0u64; 2];
-    for x in logs.iter().flat_map(|l| l.iter()).filter(|x| x.done >= cut) {
-        let k = usize::from(x.write);
-        d.lat[k].record(x.lat_ns);
-        d.clat[k].record(x.lat_ns - x.slat_ns.unwrap_or(0).min(x.lat_ns));
-        if let Some(sl) = x.slat_ns {
-            d.slat[k].record(sl);
-        }
-        bytes[k] += u64::from(x.len);
-    }
-    let secs = last.duration_since(cut).as_secs_f64();
-    e.runtime_s = secs;
-    let mut buckets = LatBuckets::default();
-    for (k, ds) in [(0, &mut e.read), (1, &mut e.write)] {
-        *ds = DirStats {
-            bytes: bytes[k],
-            ios: d.lat[k].count(),
-            runtime_s: secs,
-            ..DirStats::default()
-        };
-        if ds.ios == 0 {
-            ds.runtime_s = 0.0;
-        }
-        add_lat(&mut ds.lat, &d.lat[k]);
-        if d.clat[k] != d.lat[k] {
-            add_lat(&mut ds.clat, &d.clat[k]);
-        }
-        add_lat(&mut ds.slat, &d.slat[k]);
-        buckets.add(&d.lat[k]);
-    }
-    e.buckets = (buckets.total > 0).then_some(buckets);
 }
 
 /// An entry's workers' thread usage, summed over phases.

@@ -203,6 +203,16 @@ impl Sampler {
     }
 }
 
+impl Sampled {
+    /// Nothing sampled (no pass was recorded).
+    pub fn none() -> Sampled {
+        Sampled {
+            ticks: Vec::new(),
+            t0: Instant::now(),
+        }
+    }
+}
+
 /// A worker's lifetime totals.
 #[derive(Debug, Clone, Copy)]
 struct Reading {

@@ -330,12 +330,15 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
         })
         .collect();
     // `started`: when the time left (`limit`) was taken.
-    let pass = |k: usize, at: (Instant, Option<Duration>), recorded: bool, env: &mut Env<'_>| {
+    // The caller's check before each pass comes first: the clock of the
+    // pass (`started`, the time left) is read after it.
+    let before = |k: usize, recorded: bool, env: &mut Env<'_>| match env.hooks.as_deref_mut() {
+        Some(h) => h.before_pass(k % n, recorded),
+        None => Ok(()),
+    };
+    let pass = |k: usize, at: (Instant, Option<Duration>), env: &mut Env<'_>| {
         let (started, limit) = at;
         let stage = k % n;
-        if let Some(h) = env.hooks.as_deref_mut() {
-            h.before_pass(stage, recorded)?;
-        }
         let steps = run_stage(plan, (stage, None), bases[stage], limit, env)?;
         Ok::<_, Error>(PassOut {
             stage,
@@ -347,12 +350,16 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
     if let Some(ramp) = p.ramp {
         let t0 = Instant::now();
         for k in 0.. {
+            if ramp <= t0.elapsed() {
+                break;
+            }
+            before(k, false, env)?;
             let now = Instant::now();
             let left = ramp.saturating_sub(now.duration_since(t0));
             if left.is_zero() {
                 break;
             }
-            let out = pass(k, (now, Some(left)), false, env)?;
+            let out = pass(k, (now, Some(left)), env)?;
             if out.steps.iter().any(|o| o.exit_code() != 0) {
                 // A ramp that failed is what there is to show.
                 ex.passes.push(out);
@@ -363,6 +370,10 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
     let t0 = Instant::now();
     loop {
         let k = ex.passes.len();
+        if p.runtime.is_some_and(|rt| rt <= t0.elapsed()) {
+            break;
+        }
+        let checked = before(k, true, env);
         let now = Instant::now();
         let limit = match p.runtime {
             Some(rt) => match rt.saturating_sub(now.duration_since(t0)) {
@@ -371,7 +382,7 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
             },
             None => None,
         };
-        let out = match pass(k, (now, limit), true, env) {
+        let out = match checked.and_then(|()| pass(k, (now, limit), env)) {
             Ok(o) => o,
             Err(e) if k == 0 => return Err(e),
             Err(e) => {

@@ -271,6 +271,7 @@ pub fn uring_opts() -> Vec<&'static str> {
 /// `clean`); each falls back to the environment and `~/.aws` as the AWS
 /// tools do. Ignored for a directory target.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "S3 targets")]
 pub struct S3Flags {
     /// S3 endpoint URL for an s3:// target (else AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile, AWS).
     #[arg(long, value_name = "URL")]

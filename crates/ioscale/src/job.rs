@@ -33,9 +33,6 @@ pub struct RunArgs {
     /// Directory to test; ioscale works in TARGET/ioscale.d and removes only what it created.
     pub target: PathBuf,
 
-    #[command(flatten)]
-    pub s3: crate::args::S3Flags,
-
     /// Phases, in order: write, read, randwrite, randread, rw, randrw (comma list).
     #[arg(long = "op", value_name = "LIST", default_value = "write,read",
           value_parser = Choices(args::data_ops), hide_possible_values = true)]
@@ -182,6 +179,9 @@ pub struct RunArgs {
 
     #[command(flatten)]
     pub history: crate::history_run::HistoryArgs,
+
+    #[command(flatten)]
+    pub s3: crate::args::S3Flags,
 }
 
 /// Flags of `ioscale meta`.
@@ -189,9 +189,6 @@ pub struct RunArgs {
 pub struct MetaArgs {
     /// Directory to test; ioscale works in TARGET/ioscale-meta.d and removes only what it created.
     pub target: PathBuf,
-
-    #[command(flatten)]
-    pub s3: crate::args::S3Flags,
 
     /// Phases, in order (comma list): create, read, append, overwrite,
     /// truncate-overwrite, stat, stat-dir, chmod, rename, rename-dir,
@@ -317,6 +314,9 @@ pub struct MetaArgs {
 
     #[command(flatten)]
     pub history: crate::history_run::HistoryArgs,
+
+    #[command(flatten)]
+    pub s3: crate::args::S3Flags,
 }
 
 impl MetaArgs {

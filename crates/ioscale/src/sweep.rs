@@ -959,7 +959,7 @@ pub fn cmd_sweep(args: &SweepArgs) -> Exit {
         } else {
             "--ranks"
         };
-        adaptive::refuse_with(flag, &args).map_err(Failure::Usage)?;
+        adaptive::refuse_threads_with(flag, &args).map_err(Failure::Usage)?;
         return nodes::sweep_nodes(&args);
     }
     crate::launch::as_ranks("ioscale", |coord| sweep_ranks(&args, coord))

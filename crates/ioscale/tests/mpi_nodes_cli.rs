@@ -830,6 +830,58 @@ fn a_sweep_over_node_counts_runs_each_point_on_that_many_nodes() {
     }
 }
 
+/// `--reps auto` and `--max-reps` go to every launch of a node sweep:
+/// each point says how many repetitions it took (3 up to the most) and
+/// whether it reached the target, and one that did not took the most.
+/// `--threads auto` beside `--nodes` is refused before anything runs.
+#[test]
+fn a_node_sweep_repeats_each_point_until_its_interval_is_known() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = dir.path().join("t");
+    std::fs::create_dir(&target).unwrap();
+    let json = dir.path().join("s.json");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpi-nodes");
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sweep = |extra: &[&str]| {
+        Command::new("timeout")
+            .arg("300")
+            .arg(common::ioscale_path())
+            .args(["sweep", "--nodes", "1,2", "--ranks-per-node", "1"])
+            .arg("--sim-nodes")
+            .arg(&script)
+            .args(extra)
+            .arg("--json")
+            .arg(&json)
+            .args(["--no-history", "--", "run", "--op", "write", "--size", "1m"])
+            .arg(&target)
+            .output()
+            .unwrap()
+    };
+    let out = sweep(&["--threads", "1", "--reps", "auto", "--max-reps", "4"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}{err}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{v}");
+    for p in points {
+        let r = &p["reps_auto"];
+        let ran = r["ran"].as_u64().unwrap();
+        assert!((3..=4).contains(&ran), "{r}");
+        assert_eq!(r["max"], 4, "{r}");
+        if r["reached"] != true {
+            assert_eq!(ran, 4, "{r}");
+        }
+    }
+    assert!(text.contains("Repetitions (--reps auto)"), "{text}");
+    std::fs::remove_file(&json).unwrap();
+    let out = sweep(&["--threads", "auto"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--nodes takes listed --threads"), "{err}");
+    assert!(!json.exists());
+}
+
 #[test]
 fn a_node_sweep_is_refused_before_anything_runs() {
     let cases: [(&[&str], &str); 3] = [

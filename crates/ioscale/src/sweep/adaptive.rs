@@ -19,8 +19,20 @@ use bench::run::Outcome;
 use super::{Follow, Runner};
 use crate::job::SweepArgs;
 
+/// Refuses `--threads auto` under a launch sweep (`--nodes`, `--ranks`):
+/// each launch would search threads of its own. Its `--reps auto` and
+/// `--max-reps` go to every launch, whose sweep judges them per point.
+pub(super) fn refuse_threads_with(what: &str, args: &SweepArgs) -> Result<(), String> {
+    if args.threads.starts_with("auto") {
+        return Err(format!(
+            "{what} takes listed --threads (one count with {what} auto); the searched count is {what}'s"
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses `--threads auto`, `--reps auto` and `--max-reps` where the
-/// adaptive sweep is not wired (`what`: `--nodes`, an io500 sweep).
+/// adaptive sweep is not wired (`what`: an io500 sweep).
 pub(super) fn refuse_with(what: &str, args: &SweepArgs) -> Result<(), String> {
     let auto = |v: &Option<String>| v.as_deref().is_some_and(|v| v.starts_with("auto"));
     if args.threads.starts_with("auto") || auto(&args.reps) || args.max_reps.is_some() {

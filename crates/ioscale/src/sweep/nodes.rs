@@ -665,6 +665,7 @@ fn child_args(args: &SweepArgs, json: &Path, resume: bool) -> Vec<String> {
     opt("--target", &args.target);
     opt("--iodepth", &args.iodepth);
     opt("--reps", &args.reps);
+    opt("--max-reps", &args.max_reps);
     opt("--trim", &args.trim);
     if let Some(s) = args.scale {
         a.push("--scale".into());

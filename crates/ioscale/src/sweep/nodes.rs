@@ -184,8 +184,14 @@ fn check(args: &SweepArgs) -> Result<NodesPlan, Usage> {
         )
     };
     if ranks > limit {
+        let what = match axis {
+            Axis::Nodes { .. } => format!(
+                "{flag} {spec} with --ranks-per-node {per_node}: {most} node(s) × {per_node} rank(s)"
+            ),
+            _ => format!("{flag} {spec}: {per_node} rank(s) on one node"),
+        };
         return Err(Usage(format!(
-            "{flag} {spec}: {most} node(s) × {per_node} rank(s) is {ranks} ranks: at most {limit} ({why})"
+            "{what} is {ranks} ranks: at most {limit} ({why})"
         )));
     }
     let placement = match &args.hosts {
@@ -320,12 +326,18 @@ fn load_saved(args: &SweepArgs, np: &NodesPlan) -> Result<SweepRecord, Usage> {
         !n.is_some_and(|n| np.may_launch(n) && unlabel(np.axis, n, &p.series).is_some())
     }) {
         let flag = np.axis.flag();
+        let count = flag.trim_start_matches("--").trim_end_matches('s');
+        let point = if p.series.is_empty() {
+            format!("a point at {} threads with no {count} count", p.threads)
+        } else {
+            format!(
+                "point `{}` at {} threads, of no {count} count {flag} may launch",
+                p.series, p.threads
+            )
+        };
         return Err(Usage(format!(
-            "--resume: {} holds point `{}` at {} threads, of no count {flag} may launch; \
-             resume with the {flag} that wrote it",
+            "--resume: {} holds {point}; resume with the {flag} that wrote it",
             path.display(),
-            p.series,
-            p.threads
         )));
     }
     Ok(saved)

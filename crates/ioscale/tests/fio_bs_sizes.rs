@@ -24,28 +24,8 @@ fn have(tool: &str) -> bool {
 /// Runs fio (`real`) or `ioscale fio` with `args` in `dir` under strace;
 /// returns the trace and the standard output.
 fn traced(real: bool, args: &[&str], dir: &Path) -> (String, String) {
-    let trace = dir
-        .join("..")
-        .join(format!("bs-trace.{}", std::process::id()));
-    let mut c = Command::new("strace");
-    c.args(["-f", "-qq", "-y", "-e", "trace=pread64,pwrite64", "-o"])
-        .arg(&trace);
-    if real {
-        c.arg("fio");
-    } else {
-        c.arg(ioscale_path())
-            .arg("fio")
-            .env("IOSCALE_HISTORY", "off");
-    }
-    let out = c.args(args).current_dir(dir).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{} {args:?}: {}",
-        if real { "fio" } else { "ioscale fio" },
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = std::fs::read_to_string(&trace).unwrap();
-    std::fs::remove_file(&trace).unwrap();
+    let flags = ["-y", "-e", "trace=pread64,pwrite64"];
+    let (t, out) = common::strace::fio_traced(real, &flags, args, dir);
     (t, String::from_utf8_lossy(&out.stdout).into_owned())
 }
 

@@ -26,36 +26,10 @@ fn have(tool: &str) -> bool {
 /// Runs fio (`real`) or `ioscale fio` with `args` in `dir` under strace;
 /// returns the trace.
 fn traced(real: bool, args: &[&str], dir: &Path) -> String {
-    let trace = dir.join("..").join(format!("trace.{}", std::process::id()));
-    let mut c = Command::new("strace");
-    c.args(["-f", "-qq", "-e"])
-        .arg("trace=fadvise64,fsync,fdatasync,pread64,pwrite64")
-        .arg("-o")
-        .arg(&trace);
-    if real {
-        c.arg("fio");
-    } else {
-        // No results history: its SQLite pages are 4 KiB preads, pwrites
-        // and fsyncs too, which would be counted as the job's.
-        c.arg(ioscale_path())
-            .arg("fio")
-            .env("IOSCALE_HISTORY", "off");
-    }
-    let out = c
-        .args(args)
-        .arg("--output=/dev/null")
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{} {args:?}: {}",
-        if real { "fio" } else { "ioscale fio" },
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = std::fs::read_to_string(&trace).unwrap();
-    std::fs::remove_file(&trace).unwrap();
-    t
+    let flags = ["-e", "trace=fadvise64,fsync,fdatasync,pread64,pwrite64"];
+    let mut args = args.to_vec();
+    args.push("--output=/dev/null");
+    common::strace::fio_traced(real, &flags, &args, dir).0
 }
 
 /// The calls of a trace by kind: fadvise by advice, fsync, fdatasync, and

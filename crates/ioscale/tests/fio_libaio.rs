@@ -24,40 +24,18 @@ fn have(tool: &str) -> bool {
 }
 
 /// Runs fio (`real`) or `ioscale fio` with `args` in `dir` under strace;
-/// returns the trace.
+/// returns the trace. `-y`: descriptors shown with their paths, so the
+/// job's own file's calls can be told from others (ioscale's O_DIRECT
+/// probe).
 fn traced(real: bool, args: &[&str], dir: &Path) -> String {
-    let trace = dir
-        .join("..")
-        .join(format!("aio-trace.{}", std::process::id()));
-    let mut c = Command::new("strace");
-    // `-y`: descriptors shown with their paths, so the job's own file's
-    // calls can be told from others (ioscale's O_DIRECT probe).
-    c.args(["-f", "-qq", "-y", "-e"])
-        .arg("trace=io_setup,io_submit,io_getevents,io_destroy,pread64,pwrite64")
-        .arg("-o")
-        .arg(&trace);
-    if real {
-        c.arg("fio");
-    } else {
-        c.arg(ioscale_path())
-            .arg("fio")
-            .env("IOSCALE_HISTORY", "off");
-    }
-    let out = c
-        .args(args)
-        .arg("--output=/dev/null")
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{} {args:?}: {}",
-        if real { "fio" } else { "ioscale fio" },
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = std::fs::read_to_string(&trace).unwrap();
-    std::fs::remove_file(&trace).unwrap();
-    t
+    let flags = [
+        "-y",
+        "-e",
+        "trace=io_setup,io_submit,io_getevents,io_destroy,pread64,pwrite64",
+    ];
+    let mut args = args.to_vec();
+    args.push("--output=/dev/null");
+    common::strace::fio_traced(real, &flags, &args, dir).0
 }
 
 /// What a trace shows of one job.

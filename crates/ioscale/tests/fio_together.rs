@@ -24,36 +24,15 @@ fn have(tool: &str) -> bool {
 /// Runs fio (`real`) or `ioscale fio` on `job` in `dir` under `strace -f`;
 /// returns the trace (one line per call, `-tt` times) and the JSON report.
 fn traced(real: bool, job: &Path, dir: &Path) -> (String, Value) {
-    let trace = dir.join("..").join(format!("trace.{}", std::process::id()));
-    let mut c = Command::new("strace");
-    c.args(["-f", "-qq", "-tt", "-e"])
-        .arg("trace=fadvise64,fsync,fdatasync,pread64,pwrite64")
-        .arg("-o")
-        .arg(&trace);
-    if real {
-        c.arg("fio");
-    } else {
-        // No results history: its SQLite pages would be counted too.
-        c.arg(ioscale_path())
-            .arg("fio")
-            .env("IOSCALE_HISTORY", "off");
-    }
-    let out = c
-        .arg(job)
-        // On standard output: ioscale syncs an --output file, which would
-        // be counted as the job's.
-        .arg("--output-format=json")
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}: {}",
-        if real { "fio" } else { "ioscale fio" },
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let t = std::fs::read_to_string(&trace).unwrap();
-    std::fs::remove_file(&trace).unwrap();
+    let flags = [
+        "-tt",
+        "-e",
+        "trace=fadvise64,fsync,fdatasync,pread64,pwrite64",
+    ];
+    // The report on standard output: ioscale syncs an --output file,
+    // which would be counted as the job's.
+    let args = [s(job), "--output-format=json"];
+    let (t, out) = common::strace::fio_traced(real, &flags, &args, dir);
     // fio prints its notes (a depth capped at 1) before the report.
     let text = String::from_utf8_lossy(&out.stdout);
     let report = &text[text.find('{').unwrap_or(0)..];

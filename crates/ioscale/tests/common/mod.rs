@@ -7,6 +7,7 @@
 
 pub mod fuse;
 pub mod io500;
+pub mod strace;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

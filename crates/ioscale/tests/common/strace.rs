@@ -1,0 +1,41 @@
+//! fio, or `ioscale fio`, run under strace: the side-by-side system-call
+//! checks of the fio front-end (fio_calls, fio_libaio, fio_together,
+//! fio_bs_sizes) each trace both tools the same way.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Runs fio 3.33 (`real`) or `ioscale fio` with `args` in `dir` under
+/// `strace -f -qq FLAGS -o TRACE`, asserts it succeeded, and returns the
+/// trace and the run's output. ioscale runs without its results history
+/// (its SQLite pages are preads, pwrites and fsyncs too, which would be
+/// counted as the job's). The trace goes beside `dir` under a name of its
+/// own per call, so tests running at once never share one.
+pub fn fio_traced(real: bool, flags: &[&str], args: &[&str], dir: &Path) -> (String, Output) {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let trace = dir.join("..").join(format!(
+        "fio-trace.{}.{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut c = Command::new("strace");
+    c.args(["-f", "-qq"]).args(flags).arg("-o").arg(&trace);
+    if real {
+        c.arg("fio");
+    } else {
+        c.arg(super::ioscale_path())
+            .arg("fio")
+            .env("IOSCALE_HISTORY", "off");
+    }
+    let out = c.args(args).current_dir(dir).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{} {args:?}: {}",
+        if real { "fio" } else { "ioscale fio" },
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = std::fs::read_to_string(&trace).unwrap();
+    std::fs::remove_file(&trace).unwrap();
+    (t, out)
+}

@@ -16,6 +16,12 @@ use std::process::Command;
 
 use common::*;
 
+/// The kernel's AIO budget (`/proc/sys/fs/aio-max-nr`) is one for the
+/// whole machine: the test that exhausts it holds this exclusively, the
+/// tests that need a context of their own hold it shared, so they never
+/// meet an exhausted budget (CI failed on exactly that once).
+static AIO_BUDGET: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
 fn have(tool: &str) -> bool {
     Command::new(tool)
         .arg("--version")
@@ -90,6 +96,7 @@ fn calls(trace: &str, bs: u64) -> Calls {
 
 #[test]
 fn libaio_calls_and_bytes_are_fios() {
+    let _budget = AIO_BUDGET.read().unwrap_or_else(|e| e.into_inner());
     if !have("fio") || !have("strace") {
         eprintln!("SKIPPED: fio or strace not installed");
         return;
@@ -147,6 +154,7 @@ fn libaio_calls_and_bytes_are_fios() {
 
 #[test]
 fn native_libaio_writes_and_reads_back_verified() {
+    let _budget = AIO_BUDGET.read().unwrap_or_else(|e| e.into_inner());
     let Some(m) = loop_ext4("64M") else { return };
     let o = scratch();
     let j = o.path().join("r.json");
@@ -211,6 +219,7 @@ fn native_libaio_writes_and_reads_back_verified() {
 
 #[test]
 fn libaio_contexts_beyond_the_system_limit_fail_naming_io_setup() {
+    let _budget = AIO_BUDGET.write().unwrap_or_else(|e| e.into_inner());
     // 32 contexts of 4096 requests are more than the kernel's default
     // /proc/sys/fs/aio-max-nr (65536): the workers that
     // get none fail naming the call and the limit; nothing is left.

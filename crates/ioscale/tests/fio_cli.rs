@@ -400,6 +400,10 @@ fn refusals_exit_2_naming_the_option() {
             "runtime=",
         ),
         (&["--name=a", "--size=1m", "--nrfiles=3"][..], "nrfiles"),
+        (
+            &["--name=a", "--size=1m", "--ioengine=libaio", "--iodepth=0"][..],
+            "iodepth=0",
+        ),
         (&["--name=a", "--rw=write"][..], "size="),
         (&["--name=a", "--size=1m", "--rw=read:4k"][..], "rw=read:4k"),
         (

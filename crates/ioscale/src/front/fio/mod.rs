@@ -198,6 +198,11 @@ fn refuse_unsupported(j: &Job) -> Result<(), Usage> {
     if j.numjobs == 0 {
         return Err(Usage(format!("numjobs=0 (job '{n}'): must be at least 1")));
     }
+    // fio refuses iodepth=0 while parsing ("min value out of range"),
+    // whatever the engine.
+    if j.iodepth == 0 {
+        return Err(Usage(format!("iodepth=0 (job '{n}'): must be at least 1")));
+    }
     // Each clone is a thread with a file name made before the workload is
     // checked: the workload's thread limit, up front.
     const MAX_NUMJOBS: u64 = 4_096;

@@ -92,6 +92,7 @@ pub struct Recorder {
 /// A recorder's part in the live display ([`crate::live_interval`]).
 struct Share {
     slot: u32,
+    /// The display interval: [`display_ns`] of the record's.
     report_ns: u64,
     /// Every display interval before this is published, ns.
     done_to: u64,
@@ -108,7 +109,7 @@ impl Recorder {
                 .map(Box::new),
             share: grid.map(|g| Share {
                 slot: 0,
-                report_ns: g.report_ns,
+                report_ns: display_ns(g.report_ns),
                 done_to: 0,
             }),
             share_next: u64::MAX,
@@ -246,6 +247,26 @@ impl Recorder {
         }
         s
     }
+}
+
+/// The shortest interval the live display publishes: a person reads a
+/// line at most a few times a second, and workers of one phase drift
+/// apart by more than the display's ring of [`crate::live_interval::RING`]
+/// intervals when they are a few milliseconds each (`--interval 1ms`
+/// showed nothing at all).
+pub const DISPLAY_MIN_NS: u64 = 100_000_000;
+
+/// The display interval for a record reporting at `report_ns`: that
+/// interval doubled until it reaches [`DISPLAY_MIN_NS`] — a power-of-two
+/// multiple, so it is a whole number of the series' intervals (which
+/// coarsen by pairs) or a divisor of them, and each figure shown is still
+/// the exact sum of intervals the record keeps.
+fn display_ns(report_ns: u64) -> u64 {
+    let mut d = report_ns.max(1);
+    while d < DISPLAY_MIN_NS {
+        d *= 2;
+    }
+    d
 }
 
 /// Publishes the display intervals of `sh` that `series` has closed by

@@ -631,6 +631,80 @@ fn progress_log_agrees_with_the_series(args: &[&str], data: &Path, j: &Path) {
     }
 }
 
+/// At an interval of a few milliseconds the live display sums the
+/// record's intervals into display intervals of at least 100 ms (it
+/// showed each 5 ms interval, and at 1 ms, with workers further apart
+/// than its ring of 8 intervals, nothing): each printed figure is the
+/// exact sum of the recorded bins it spans.
+#[test]
+fn a_fine_interval_is_shown_as_sums_of_the_recorded_intervals() {
+    let _t = turn();
+    let dir = scratch();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let j = dir.path().join("r.json");
+    let out = run(&[
+        "run",
+        "--op",
+        "write",
+        "--threads",
+        "2",
+        "--size",
+        "1g",
+        "--xfer",
+        "64k",
+        "--time",
+        "3s",
+        "--interval",
+        "5ms",
+        "--json",
+        s(&j),
+        s(&data),
+    ]);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    let lines = interval_lines(&err);
+    assert!(!lines.is_empty(), "no interval line in:\n{err}");
+    let v = json(&j);
+    let bins = phases(&v)[0]["series"]["bins"]
+        .as_array()
+        .expect("a series")
+        .clone();
+    let width = bins[0]["dur_s"].as_f64().unwrap();
+    for (from, to, mib, ops) in lines {
+        let dur = to - from;
+        assert!(dur >= 0.1 - 1e-9, "a display interval of {dur} s:\n{err}");
+        // Whole recorded intervals, none cut.
+        let n = dur / width;
+        assert!((n - n.round()).abs() < 1e-6, "{dur} s over {width} s bins");
+        let inside: Vec<_> = bins
+            .iter()
+            .filter(|b| {
+                let t = b["t_s"].as_f64().unwrap();
+                t >= from - 1e-9 && t < to - 1e-9
+            })
+            .collect();
+        let sum = |k: &str| -> f64 {
+            inside
+                .iter()
+                .map(|b| b[k].as_f64().unwrap() * b["dur_s"].as_f64().unwrap())
+                .sum::<f64>()
+                / dur
+        };
+        assert!(
+            (sum("iops") - ops).abs() <= 0.5 + 1e-6,
+            "{ops} IOPS vs {}",
+            sum("iops")
+        );
+        let m = mib.expect("a data phase shows MiB/s");
+        assert!(
+            (sum("mib_s") - m).abs() <= 0.05 + 1e-6,
+            "{m} vs {}",
+            sum("mib_s")
+        );
+    }
+}
+
 #[test]
 fn the_progress_log_prints_the_series_intervals_of_data_and_metadata_phases() {
     let _t = turn();

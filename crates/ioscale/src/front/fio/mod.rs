@@ -1215,8 +1215,11 @@ fn entries_of(
 /// (fio's `group_reporting` across jobs): bytes, requests, latencies,
 /// samples, CPU and faults summed; each direction's run time and the
 /// entry's the longest; the clones' run times summed; the first error.
+/// The name stays the first job's and the "job options" become the last
+/// one's, as fio 3.33 writes them (tests/fio/42_together_clones_fsync.fio).
 fn merge_entry(to: &mut Entry, e: Entry) {
     to.jobs += e.jobs;
+    to.options = e.options.clone();
     to.runtime_s = to.runtime_s.max(e.runtime_s);
     to.clones_runtime_s += e.clones_runtime_s;
     for (a, b) in [(&mut to.read, e.read), (&mut to.write, e.write)] {

@@ -13,6 +13,18 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// counted as the job's). The trace goes beside `dir` under a name of its
 /// own per call, so tests running at once never share one.
 pub fn fio_traced(real: bool, flags: &[&str], args: &[&str], dir: &Path) -> (String, Output) {
+    fio_traced_env(real, flags, args, dir, &[])
+}
+
+/// [`fio_traced`] with `env` set for the traced tool (a job file's
+/// `${DIR}`).
+pub fn fio_traced_env(
+    real: bool,
+    flags: &[&str],
+    args: &[&str],
+    dir: &Path,
+    env: &[(&str, &Path)],
+) -> (String, Output) {
     static N: AtomicU32 = AtomicU32::new(0);
     let trace = dir.join("..").join(format!(
         "fio-trace.{}.{}",
@@ -27,6 +39,9 @@ pub fn fio_traced(real: bool, flags: &[&str], args: &[&str], dir: &Path) -> (Str
         c.arg(super::ioscale_path())
             .arg("fio")
             .env("IOSCALE_HISTORY", "off");
+    }
+    for (k, v) in env {
+        c.env(k, v);
     }
     let out = c.args(args).current_dir(dir).output().unwrap();
     assert!(

@@ -15,14 +15,7 @@ use common::*;
 use serde_json::Value;
 
 fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "fio"))
-        .collect();
-    v.sort();
-    v
+    strace::fio_corpus()
 }
 
 fn have_fio() -> bool {

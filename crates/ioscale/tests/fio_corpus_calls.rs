@@ -25,14 +25,7 @@ use std::process::Command;
 use common::*;
 
 fn corpus() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "fio"))
-        .collect();
-    v.sort();
-    v
+    strace::fio_corpus()
 }
 
 /// Why a job file's calls are not compared one by one, if they are not.

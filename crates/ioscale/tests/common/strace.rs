@@ -1,6 +1,7 @@
 //! fio, or `ioscale fio`, run under strace: the side-by-side system-call
 //! checks of the fio front-end (fio_calls, fio_libaio, fio_together,
-//! fio_bs_sizes) each trace both tools the same way.
+//! fio_bs_sizes, fio_corpus_calls) each trace both tools the same way,
+//! and the corpus of job files they share.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -53,4 +54,17 @@ pub fn fio_traced_env(
     let t = std::fs::read_to_string(&trace).unwrap();
     std::fs::remove_file(&trace).unwrap();
     (t, out)
+}
+
+/// The fio corpus: every job file in tests/fio/, in name order (fio_cli
+/// runs each beside fio, fio_corpus_calls traces them).
+pub fn fio_corpus() -> Vec<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fio");
+    let mut v: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "fio"))
+        .collect();
+    v.sort();
+    v
 }

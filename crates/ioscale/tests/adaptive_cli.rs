@@ -159,7 +159,7 @@ fn k_slots_give_an_optimum_within_one_of_k_after_at_most_8_counts() {
                     0,
                 );
                 let p = path(&v);
-                assert_eq!(p[..3], [1, 2, 4], "the doubling starts at 1");
+                assert!(p.starts_with(&[1, 2]), "the doubling starts at 1: {p:?}");
                 assert_eq!(v["search"]["done"], true);
                 assert!(text.contains("Search (--threads auto)"), "{text}");
                 assert!(text.contains("Search path: 1, 2"), "{text}");
@@ -169,7 +169,13 @@ fn k_slots_give_an_optimum_within_one_of_k_after_at_most_8_counts() {
             // on a busy machine the noise may carry the doubling past the
             // knee (1, …, 32 then 11, 13, 12 was seen), which is retried as
             // a disturbed attempt, never passed.
-            |v| (k - 1..=k + 1).contains(&optimum(v)) && path(v).len() <= 8,
+            // A search that stopped at 2 with a verdict (the CPUs busy)
+            // has not doubled past the knee: retried the same way.
+            |v| {
+                (k - 1..=k + 1).contains(&optimum(v))
+                    && path(v).len() <= 8
+                    && path(v).starts_with(&[1, 2, 4])
+            },
         );
         if let Some(v) = v {
             let o = line(&v)["optimum"]["text"].as_str().unwrap().to_string();
@@ -197,37 +203,37 @@ fn escape(t: &str) -> String {
 #[test]
 fn a_serialised_server_stops_within_4_counts_saying_so() {
     let _t = turn();
-    let Some(fs) = TestFs::mount(&["--slots", "1", "--service", "20ms"]) else {
+    // 50 ms a request, as for K = 2, 4, 8: at 20 ms the clients' own time
+    // per request on a machine at a load of 15 let 2 workers overlap it
+    // with the server's and run clearly faster than 1 (seen once).
+    let Some(fs) = TestFs::mount(&["--slots", "1", "--service", "50ms"]) else {
         return;
     };
-    let (v, text) = sweep(
-        &["--threads", "auto", "--reps", "5", "--trim", "1"],
-        &INNER,
-        fs.path(),
-        0,
+    let mut text = String::new();
+    let v = known(
+        "K=1",
+        || {
+            let (v, t) = sweep(
+                &["--threads", "auto", "--reps", "5", "--trim", "1"],
+                &INNER,
+                fs.path(),
+                0,
+            );
+            text = t;
+            v
+        },
+        |v| {
+            let c = &v["analysis"]["curves"][0];
+            // As case 3 of known_answers_cli: "cannot tell" only when the
+            // repetitions are noisier than ±15 % (a load average of 16 on
+            // 2 CPUs) — retried like a wrong answer, never passed.
+            path(v).len() <= 4
+                && c["verdict"]["kind"] == "serialised"
+                && line(v)["stop"]["verdict"] == "serialised"
+        },
     );
-    show("K=1", &v);
-    let p = path(&v);
-    assert!(p.len() <= 4, "{p:?}");
-    let c = &v["analysis"]["curves"][0];
-    let noise = c["noise"].as_f64().unwrap();
-    // As case 3 of known_answers_cli: "cannot tell" only when the
-    // repetitions are noisier than ±15 % (a load average of 16 on 2 CPUs).
-    if c["verdict"]["kind"] == "uncertain" && noise > 0.15 {
-        println!(
-            "[K=1] note: cannot tell within noise (±{:.0}%)",
-            noise * 100.0
-        );
-        return;
-    }
-    assert_eq!(c["verdict"]["kind"], "serialised", "{:#}", c["verdict"]);
+    let Some(v) = v else { return };
     // The verdict that stopped the search is the one printed.
-    assert_eq!(
-        line(&v)["stop"]["verdict"],
-        "serialised",
-        "{:#}",
-        v["search"]
-    );
     assert_eq!(line(&v)["stop"]["kind"], "verdict");
     assert!(optimum(&v) <= 2);
     assert!(text.contains("the line's verdict, serialised"), "{text}");

@@ -382,3 +382,173 @@ fn fio_steadystate_ends_a_job_once_steady_and_reports_fio_s_object() {
     let window: u64 = bw.iter().map(|b| b.as_u64().unwrap()).sum();
     assert!(p["bytes"].as_u64().unwrap() > window, "{p}");
 }
+
+/// The words and separators of a `steadystate  :` line, its numbers and
+/// their unit prefixes masked (`attained=<>, bw=N<B>/s (N<B>/s), …`).
+fn ss_shape(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            while chars
+                .peek()
+                .is_some_and(|c| c.is_ascii_digit() || *c == '.')
+            {
+                chars.next();
+            }
+            // A unit prefix after the number: k, M, G, Ki, Mi, Gi.
+            if chars.peek().is_some_and(|c| "kKMGT".contains(*c)) {
+                chars.next();
+                if chars.peek() == Some(&'i') {
+                    chars.next();
+                }
+            }
+            out.push('N');
+        } else {
+            out.push(c);
+        }
+    }
+    out.replace("attained=yes", "attained=<>")
+        .replace("attained=no", "attained=<>")
+}
+
+/// A number with fio's unit prefix (`867MiB`, `888MB`, `222k`, `8004`)
+/// times its prefix's base, and the prefix's multiplier.
+fn fio_number(text: &str) -> (f64, f64) {
+    let n: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let rest = &text[n.len()..];
+    let bin = rest.get(1..2) == Some("i");
+    let base = if bin { 1024f64 } else { 1000f64 };
+    let pow = match rest.chars().next() {
+        Some('k' | 'K') => 1,
+        Some('M') => 2,
+        Some('G') => 3,
+        Some('T') => 4,
+        _ => 0,
+    };
+    let m = base.powi(pow);
+    (n.parse::<f64>().unwrap() * m, m)
+}
+
+/// The value of `key=` in `line`, up to the next `, ` or space.
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    let at = line
+        .find(key)
+        .unwrap_or_else(|| panic!("no {key} in {line}"))
+        + key.len();
+    line[at..].split([',', ' ']).next().unwrap()
+}
+
+/// fio's normal output prints the `steadystate  :` line of a job with
+/// `ss=`: the same fields in the same order as fio 3.33's own lines (kept
+/// from real fio in `golden/fio-3.33-steadystate.txt`), and the values
+/// those of the judged window's one-second samples in the run's record.
+#[test]
+fn fio_normal_output_prints_fio_s_steadystate_line() {
+    let _t = turn();
+    let Some(fs) = TestFs::mount(&["--bw", "20m"]) else {
+        return;
+    };
+    let golden = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/fio-3.33-steadystate.txt"),
+    )
+    .unwrap();
+    let fio_lines: Vec<&str> = golden.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(fio_lines.len(), 3, "{golden}");
+    let dir = format!("--directory={}", s(fs.path()));
+    // iops:10% is attained on the steady file system; bw_slope:1000 (in
+    // bytes/s a second) runs to runtime=4 without.
+    for (ss, dur, runtime, like) in [
+        ("--ss=iops:10%", "--ss_dur=3", "--runtime=60", fio_lines[0]),
+        (
+            "--ss=bw_slope:1000",
+            "--ss_dur=2",
+            "--runtime=4",
+            fio_lines[1],
+        ),
+    ] {
+        let o = scratch();
+        let (text_out, rec) = (o.path().join("f.txt"), o.path().join("r.json"));
+        let output = format!("--output={}", s(&text_out));
+        let record = format!("--ioscale-json={}", s(&rec));
+        let out = run(&[
+            "fio",
+            "--name=j",
+            "--rw=write",
+            "--bs=64k",
+            "--size=1g",
+            "--time_based",
+            ss,
+            dur,
+            runtime,
+            &dir,
+            &output,
+            &record,
+        ]);
+        assert_code(&out, 0);
+        let text = std::fs::read_to_string(&text_out).unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("  steadystate  :"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        let line = lines[0];
+        assert_eq!(ss_shape(line), ss_shape(like), "{line}\nfio: {like}");
+        // Right after the latency line, before the blank line, as fio.
+        assert!(text.contains(&format!("depth=1\n{line}\n\n")), "{text}");
+        // The values are the window's, from the record's samples.
+        let rv = json(&rec);
+        let st = &phases(&rv)[0]["steady"];
+        let ops: Vec<f64> = st["sample_ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let bytes: Vec<f64> = st["sample_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert!(!ops.is_empty(), "{st}");
+        let mean = |v: &[f64]| (v.iter().sum::<f64>() / v.len() as f64).floor();
+        let (iops, bw) = (mean(&ops), mean(&bytes));
+        let attained = if st["reached"] == true { "yes" } else { "no" };
+        assert_eq!(field(line, "attained="), attained, "{line}");
+        // Four significant digits at most, so within 0.5% (or one unit).
+        let close = |(got, unit): (f64, f64), want: f64| {
+            assert!(
+                (got - want).abs() <= (0.005 * want).max(unit),
+                "{got} against {want}: {line}"
+            );
+        };
+        let kib = (bw / 1024.0).floor();
+        close(fio_number(field(line, "bw=")), kib * 1024.0);
+        // fio's parenthesised figure is the KiB count read as kB.
+        let alt = line.split('(').nth(1).unwrap();
+        close(fio_number(alt), kib * 1000.0);
+        close(fio_number(field(line, "iops=")), iops);
+        let crit_text = line.rsplit('=').next().unwrap();
+        let crit: f64 = crit_text.trim_end_matches('%').parse().unwrap();
+        if ss.contains("slope") {
+            // Least-squares slope of the seconds' bytes, no percentage.
+            let n = bytes.len() as f64;
+            let mx = (n - 1.0) / 2.0;
+            let my = bytes.iter().sum::<f64>() / n;
+            let (num, den) = bytes.iter().enumerate().fold((0.0, 0.0), |(a, b), (i, y)| {
+                (a + (i as f64 - mx) * (y - my), b + (i as f64 - mx).powi(2))
+            });
+            assert!((crit - num / den).abs() <= 0.001, "{line} {st}");
+            assert!(!crit_text.ends_with('%'));
+        } else {
+            let my = ops.iter().sum::<f64>() / ops.len() as f64;
+            let dev = ops.iter().map(|v| (v - my).abs()).fold(0.0, f64::max);
+            assert!((crit - 100.0 * dev / my).abs() <= 0.001, "{line} {st}");
+            assert_eq!(attained, "yes", "{line}");
+        }
+    }
+}

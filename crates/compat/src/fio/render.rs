@@ -228,6 +228,13 @@ pub struct SteadyState {
     pub attained: bool,
     /// The criterion's value, as fio prints it (`21.929239%`).
     pub criterion: String,
+    /// The same value as a number (a percentage when the limit is one).
+    pub criterion_value: f64,
+    /// Whether the limit, and so the criterion, is a percentage.
+    pub pct: bool,
+    /// What the normal output names the criterion (`iops mean dev`,
+    /// `bw slope`).
+    pub label: String,
     /// Largest distance of a sample from the window's mean (deviation
     /// criteria; 0 for a slope), in IOPS or bytes/s.
     pub max_deviation: f64,
@@ -285,6 +292,13 @@ impl SteadyState {
             duration: st.window_s as u64,
             attained: st.reached,
             criterion: format!("{crit:.6}{unit}"),
+            criterion_value: crit,
+            pct: st.limit_pct,
+            label: format!(
+                "{} {}",
+                if bw_kind { "bw" } else { "iops" },
+                if slope_kind { "slope" } else { "mean dev" }
+            ),
             max_deviation: if slope_kind { 0.0 } else { dev },
             slope,
             bw_mean: mean_of(&st.sample_bytes),
@@ -747,8 +761,31 @@ fn normal_entry(out: &mut String, r: &Report, e: &Entry) {
         e.read.ios, e.write.ios
     ));
     out.push_str(&format!(
-        "     latency   : target=0, window=0, percentile=100.00%, depth={}\n\n",
+        "     latency   : target=0, window=0, percentile=100.00%, depth={}\n",
         e.iodepth
+    ));
+    if let Some(ss) = &e.steadystate {
+        normal_ss(out, ss);
+    }
+    out.push('\n');
+}
+
+/// fio's `steadystate  :` line (fio 3.33's layout): attained or not, the
+/// judged window's mean bandwidth and IOPS, and the criterion to three
+/// decimals. fio turns the mean into whole KiB/s first and reads that
+/// same count as kB/s for the decimal figure in parentheses, so that
+/// figure is 1.024 times the true MB/s; it is printed as fio prints it.
+fn normal_ss(out: &mut String, ss: &SteadyState) {
+    let kib = (ss.bw_mean / 1024) as f64;
+    out.push_str(&format!(
+        "  steadystate  : attained={}, bw={}/s ({}/s), iops={}, {}={:.3}{}\n",
+        if ss.attained { "yes" } else { "no" },
+        num(kib, 1024.0, &IEC[1..]),
+        num(kib, 1000.0, &SI[1..]),
+        num(ss.iops_mean as f64, 1000.0, &["", "k", "M", "G", "T"]),
+        ss.label,
+        ss.criterion_value,
+        if ss.pct { "%" } else { "" }
     ));
 }
 
@@ -1299,6 +1336,43 @@ mod tests {
         // No samples: zeros, not a division by zero.
         let s = SteadyState::of(&rec("iops", true, &[]));
         assert_eq!((s.criterion.as_str(), s.iops_mean), ("0.000000%", 0));
+    }
+
+    /// The normal output's line, fio 3.33's for the same window: its
+    /// means, fio's bandwidth pair (KiB read as kB in parentheses), and
+    /// the criterion named and to three decimals.
+    #[test]
+    fn steadystate_line_is_fio_s() {
+        let ss = |criterion: &str, pct: bool, ops: &[u64]| {
+            let mut out = String::new();
+            normal_ss(
+                &mut out,
+                &SteadyState::of(&report::SteadyRecord {
+                    criterion: criterion.into(),
+                    limit: 5.0,
+                    limit_pct: pct,
+                    window_s: ops.len() as f64,
+                    reached: false,
+                    sample_ops: ops.to_vec(),
+                    sample_bytes: ops.iter().map(|o| o * 4096).collect(),
+                    ..Default::default()
+                }),
+            );
+            out
+        };
+        // 222k IOPS of 4 KiB: 867 MiB/s, and fio's 888 "MB/s"; the
+        // largest deviation 30k of the mean 222k.
+        assert_eq!(
+            ss("iops", true, &[192_000, 252_000, 222_000]),
+            "  steadystate  : attained=no, bw=867MiB/s (888MB/s), iops=222k, \
+             iops mean dev=13.514%\n"
+        );
+        // A bandwidth slope in bytes/s a second, without a percentage.
+        assert_eq!(
+            ss("bw_slope", false, &[100, 110]),
+            "  steadystate  : attained=no, bw=420KiB/s (420kB/s), iops=105, \
+             bw slope=40960.000\n"
+        );
     }
 
     #[test]

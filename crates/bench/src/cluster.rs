@@ -972,6 +972,7 @@ fn spawn_and_join<I: Send, S: Sample>(
                 w.tick(ctl, std::time::Instant::now());
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
+            w.settle(ctl);
         }
         for h in handles {
             out.push(h.join().expect("worker thread panicked"));

@@ -251,7 +251,7 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
         if let Some(h) = env.hooks.as_deref_mut() {
             h.starting(stage, rep);
         }
-        let outs = match run_stage(plan, (stage, rep), bases[stage], None, env) {
+        let outs = match run_stage(plan, (stage, rep), bases[stage], (None, None), env) {
             Ok(o) => o,
             Err(e) if call == 0 => return Err(e),
             Err(e) => {
@@ -336,10 +336,14 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
         Some(h) => h.before_pass(k % n, recorded),
         None => Ok(()),
     };
-    let pass = |k: usize, at: (Instant, Option<Duration>), env: &mut Env<'_>| {
+    // fio judges steadiness across the passes: the recorded ones share
+    // one watch.
+    let carried = plan.options.steady.map(crate::steady::Watch::new);
+    let pass = |k: usize, at: (Instant, Option<Duration>), env: &mut Env<'_>, recorded: bool| {
         let (started, limit) = at;
         let stage = k % n;
-        let steps = run_stage(plan, (stage, None), bases[stage], limit, env)?;
+        let watch = carried.as_ref().filter(|_| recorded);
+        let steps = run_stage(plan, (stage, None), bases[stage], (limit, watch), env)?;
         Ok::<_, Error>(PassOut {
             stage,
             started,
@@ -359,7 +363,7 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
             if left.is_zero() {
                 break;
             }
-            let out = pass(k, (now, Some(left)), env)?;
+            let out = pass(k, (now, Some(left)), env, false)?;
             if out.steps.iter().any(|o| o.exit_code() != 0) {
                 // A ramp that failed is what there is to show.
                 ex.passes.push(out);
@@ -382,7 +386,7 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
             },
             None => None,
         };
-        let out = match checked.and_then(|()| pass(k, (now, limit), env)) {
+        let out = match checked.and_then(|()| pass(k, (now, limit), env, true)) {
             Ok(o) => o,
             Err(e) if k == 0 => return Err(e),
             Err(e) => {
@@ -410,13 +414,14 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
 
 /// One driver call of stage `stage`: every repetition, or only `rep`
 /// (under its own number), its steps' time limits replaced by `limit`
-/// when given. `base` is the index of its first step in the
-/// plan. The kind of its steps picks the driver.
+/// when given, and judged by the steady `watch` carried across passes
+/// when given. `base` is the index of its first step in the plan. The
+/// kind of its steps picks the driver.
 fn run_stage(
     plan: &Plan,
     (stage, rep): (usize, Option<u32>),
     base: usize,
-    limit: Option<Duration>,
+    (limit, watch): (Option<Duration>, Option<&crate::steady::Watch>),
     env: &mut Env<'_>,
 ) -> Result<Vec<Outcome>, Error> {
     let steps = &plan.stages[stage].steps;
@@ -455,6 +460,7 @@ fn run_stage(
         coord: env.coord,
         opts,
         ramp: plan.rules.ramp,
+        steady: watch,
         before_cleanup: &mut before,
     };
     match works.as_slice() {

@@ -112,6 +112,7 @@ fn run_meta_on<B: Engines>(
     } = setup(backend, check, spec, env, &mut notes)?;
     let results = new_record(env.command.clone(), host, JobSpec::Meta((**spec).clone()));
     let mut ctx = Ctx::new(env.coord, env.stop, env.opts, env.ramp);
+    ctx.carried = env.steady;
     let mut k = MetaRun {
         // Indices per thread that the next phase may use: a time-limited
         // create leaves only a prefix of the files (an earlier create's
@@ -527,7 +528,7 @@ fn run_phase_all<B: Engines>(
         name: "m",
         rows: ctx.opts.rows(),
         wearout: plan.timed && plan.spec.wearout,
-        steady: watch.as_ref(),
+        steady: watch.as_ref().map(|w| w.get()),
     };
     let out = cluster::run_group_all(
         &phase,

@@ -209,6 +209,9 @@ pub(crate) struct Ctx<'a> {
     pub(crate) seq: u64,
     /// What `--steady` found in the phase that just ran, for its record.
     pub(crate) steady: std::sync::Mutex<Option<report::SteadyRecord>>,
+    /// The watch the executor carries across a job's passes, if any
+    /// ([`crate::steady::PhaseWatch::Carried`]).
+    pub(crate) carried: Option<&'a crate::steady::Watch>,
 }
 
 impl<'a> Ctx<'a> {
@@ -226,6 +229,7 @@ impl<'a> Ctx<'a> {
             ramp,
             seq: 0,
             steady: Default::default(),
+            carried: None,
         }
     }
 
@@ -236,15 +240,18 @@ impl<'a> Ctx<'a> {
         &self,
         time_limit: Option<Duration>,
         steps: usize,
-    ) -> Option<crate::steady::Watch> {
+    ) -> Option<crate::steady::PhaseWatch<'a>> {
+        use crate::steady::{PhaseWatch, Watch};
         let rule = self.opts.steady?;
-        (time_limit.is_some() && steps == 1 && self.coord.size() == 1)
-            .then(|| crate::steady::Watch::new(rule))
+        (time_limit.is_some() && steps == 1 && self.coord.size() == 1).then(|| match self.carried {
+            Some(w) => PhaseWatch::Carried(w),
+            None => PhaseWatch::Own(Watch::new(rule)),
+        })
     }
 
     /// Keeps what `watch` found for the phase's record.
-    pub(crate) fn steady_found(&self, watch: Option<crate::steady::Watch>) {
-        let found = watch.map(|w| w.record());
+    pub(crate) fn steady_found(&self, watch: Option<crate::steady::PhaseWatch<'_>>) {
+        let found = watch.map(|w| w.get().record());
         *self.steady.lock().unwrap_or_else(|e| e.into_inner()) = found;
     }
 
@@ -262,6 +269,8 @@ pub(crate) struct StepEnv<'a> {
     pub(crate) coord: &'a dyn Coordinator,
     pub(crate) opts: Options,
     pub(crate) ramp: Option<Duration>,
+    /// The steady watch carried across passes ([`Ctx::carried`]).
+    pub(crate) steady: Option<&'a crate::steady::Watch>,
     /// Rank 0, an interrupted step's record (by its index in the stage).
     pub(crate) before_cleanup: &'a mut dyn FnMut(usize, &ResultSet),
 }

@@ -308,6 +308,7 @@ fn run_data_on<B: Engines>(
         ks.push(k);
     }
     let mut ctx = Ctx::new(coord, env.stop, env.opts, env.ramp);
+    ctx.carried = env.steady;
     let seq = Sequence {
         ops: steps.iter().map(|s| &s.spec.ops[..]).collect(),
         reps: steps[0].spec.reps,
@@ -808,7 +809,7 @@ fn run_data_phases<B: Engines>(
         // A group's steps number their workers apart: the wear-out is a
         // lone phase's.
         wearout: plans.len() == 1 && plans[0].1.wearout,
-        steady: watch.as_ref(),
+        steady: watch.as_ref().map(|w| w.get()),
     };
     let outs = cluster::run_group_all(
         &phase,

@@ -14,6 +14,12 @@
 //! `--time`, and a phase that ends (its limit, its data) before it is
 //! steady says so in its record. The workers' loops are not touched: they
 //! already read the time limit, and read the cut beside it.
+//!
+//! A time-based fio job runs its files as passes, one phase each
+//! ([`crate::plan::Passes`]); fio judges steadiness across the whole loop,
+//! so the executor hands one watch to every recorded pass
+//! ([`PhaseWatch::Carried`]): its seconds run on the first pass's clock,
+//! and the totals of the passes before are carried into the next.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -191,8 +197,36 @@ struct State {
     last: (u64, u64),
     /// Samples taken.
     taken: u64,
-    /// ns since the epoch at which the last window was steady.
+    /// ns since `origin` at which the last window was steady.
     reached_ns: Option<u64>,
+    /// The clock the seconds run on: the first watched phase's epoch.
+    origin: Option<Instant>,
+    /// The epoch of the phase being watched.
+    phase: Option<Instant>,
+    /// Operations and bytes of the phases watched before it.
+    base: (u64, u64),
+    /// The live totals of this phase, as last read.
+    seen: (u64, u64),
+}
+
+/// The watch a phase is judged by: its own, or one the executor carries
+/// across a job's passes (see the module documentation).
+#[derive(Debug)]
+pub(crate) enum PhaseWatch<'a> {
+    /// This phase's alone.
+    Own(Watch),
+    /// Every recorded pass's.
+    Carried(&'a Watch),
+}
+
+impl PhaseWatch<'_> {
+    /// The watch.
+    pub(crate) fn get(&self) -> &Watch {
+        match self {
+            PhaseWatch::Own(w) => w,
+            PhaseWatch::Carried(w) => w,
+        }
+    }
 }
 
 impl Watch {
@@ -221,7 +255,14 @@ impl Watch {
         if st.reached_ns.is_some() {
             return;
         }
-        let since = now.saturating_duration_since(ctl.epoch);
+        if st.phase != Some(ctl.epoch) {
+            // A new pass: what the last one moved is carried.
+            st.base = (st.base.0 + st.seen.0, st.base.1 + st.seen.1);
+            st.seen = (0, 0);
+            st.phase = Some(ctl.epoch);
+        }
+        let origin = *st.origin.get_or_insert(ctl.epoch);
+        let since = now.saturating_duration_since(origin);
         let Some(after) = since.checked_sub(self.rule.ramp) else {
             return;
         };
@@ -232,7 +273,8 @@ impl Watch {
         let Some(snap) = engine::live::snapshot() else {
             return;
         };
-        let totals = (snap.units, snap.bytes);
+        st.seen = (snap.units, snap.bytes);
+        let totals = (st.base.0 + st.seen.0, st.base.1 + st.seen.1);
         // The first reading (at the ramp's end) starts the count.
         if st.taken > 0 {
             let (du, db) = (
@@ -252,13 +294,27 @@ impl Watch {
                 st.counts.remove(0);
             }
             if self.rule.judge(&st.values) {
-                let at = u64::try_from(since.as_nanos()).unwrap_or(u64::MAX);
-                st.reached_ns = Some(at);
-                ctl.cut(at);
+                let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+                st.reached_ns = Some(ns(since));
+                ctl.cut(ns(now.saturating_duration_since(ctl.epoch)));
             }
         }
         st.last = totals;
         st.taken = due + 1;
+    }
+}
+
+impl Watch {
+    /// Reads the phase's last live totals once its workers have
+    /// returned, so a carried watch counts the tail of the pass (the
+    /// seconds after its last sample) in the next pass's first second.
+    pub(crate) fn settle(&self, ctl: &engine::PhaseControl) {
+        let mut st = self.state();
+        if st.phase == Some(ctl.epoch) {
+            if let Some(snap) = engine::live::snapshot() {
+                st.seen = (snap.units, snap.bytes);
+            }
+        }
     }
 }
 

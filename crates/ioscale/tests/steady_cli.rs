@@ -552,3 +552,60 @@ fn fio_normal_output_prints_fio_s_steadystate_line() {
         }
     }
 }
+
+/// A time-based job whose size= is done in less than the window runs its
+/// file again and again; fio judges steadiness across the loop, and so
+/// does ioscale: the job is found steady and ends long before runtime=,
+/// where a judgement restarted on every pass could never fill a window.
+#[test]
+fn fio_steadystate_is_judged_across_a_time_based_job_s_passes() {
+    let _t = turn();
+    // 20 MiB/s: 8 MiB is one pass of 0.4 s, a window of 3 s takes 7.
+    let Some(fs) = TestFs::mount(&["--bw", "20m"]) else {
+        return;
+    };
+    let o = scratch();
+    let (out_json, rec) = (o.path().join("f.json"), o.path().join("r.json"));
+    let dir = format!("--directory={}", s(fs.path()));
+    let output = format!("--output={}", s(&out_json));
+    let record = format!("--ioscale-json={}", s(&rec));
+    let out = run(&[
+        "fio",
+        "--name=j",
+        "--rw=write",
+        "--bs=64k",
+        "--size=8m",
+        "--time_based",
+        "--runtime=60",
+        "--ss=bw:20%",
+        "--ss_dur=3",
+        "--output-format=json",
+        &dir,
+        &output,
+        &record,
+    ]);
+    assert_code(&out, 0);
+    let job = &json(&out_json)["jobs"][0];
+    let ss = &job["steadystate"];
+    assert_eq!(ss["attained"].as_u64(), Some(1), "{ss}");
+    let bw = ss["data"]["bw"].as_array().unwrap();
+    assert_eq!(bw.len(), 3, "{ss}");
+    // Each second of the window moved more than one pass's 8 MiB would
+    // leave for it if the seconds were counted per pass: the seconds
+    // span passes.
+    let window: u64 = bw.iter().map(|b| b.as_u64().unwrap()).sum();
+    assert!(window > 8 << 20, "{ss}");
+    // Many passes ran, and the job ended at steady state, well before
+    // its runtime.
+    let written = job["write"]["io_bytes"].as_u64().unwrap();
+    assert!(written >= 3 * (8 << 20), "{written}");
+    let runtime_ms = job["job_runtime"].as_u64().unwrap();
+    assert!(runtime_ms < 40_000, "ran {runtime_ms} ms: never steady");
+    // The record holds one result a pass: the last pass's watch is the
+    // one carried through all of them.
+    let rv = json(&rec);
+    let passes = rv.as_array().unwrap();
+    assert!(passes.len() >= 3, "{} passes", passes.len());
+    let last = phases(passes.last().unwrap()).last().unwrap().clone();
+    assert_eq!(last["steady"]["reached"], true, "{last}");
+}

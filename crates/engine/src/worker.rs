@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use spec::{Layout, Op, SyncMode, WorkloadSpec};
+use spec::{Layout, Op, SyncMode, WorkloadSpec, XferSizes};
 use stats::{IoCounters, LatencyHistogram};
 
 use crate::backend::posix::Posix;
@@ -182,10 +182,9 @@ impl<B: Backend> PhasePlan<B> {
 
     /// Bytes of each request buffer: the largest request.
     pub fn buf_len(&self) -> u64 {
-        self.spec
-            .xfer_sizes
-            .as_ref()
-            .map_or(self.spec.xfer, |z| z.max)
+        let s = &self.spec;
+        let r = s.xfer_sizes.as_ref().map_or(s.xfer, |z| z.max);
+        s.write_sizes.as_ref().map_or(r, |w| w.max.max(r))
     }
 
     /// The worker whose data worker `w` touches.
@@ -737,6 +736,34 @@ pub fn io_loop<B: Backend, Q: IoQueue>(q: &mut Q, file: &B::File, lp: &mut LoopC
 
 /// The state of [`io_loop`]: what it draws requests from, the free slots,
 /// and what it has seen so far.
+/// The walk of drawn sizes a phase takes, if any: a mixed phase with
+/// sizes drawn or per direction walks both directions as fio does
+/// ([`crate::sizes::SizeGen::mixed`]); a phase of one direction walks with
+/// that direction's sizes.
+fn size_walk<B: Backend>(plan: &PhasePlan<B>, seed: u64) -> Option<crate::sizes::SizeGen> {
+    let spec = &*plan.spec;
+    let fixed = XferSizes {
+        min: spec.xfer,
+        max: spec.xfer,
+        split: Vec::new(),
+    };
+    let read = spec.xfer_sizes.as_ref();
+    let write = spec.write_sizes.as_ref();
+    let (region, random) = (spec.bytes_per_worker(), plan.op.is_random());
+    let mixed = matches!(plan.op, Op::Rw | Op::Randrw);
+    let own = |z: &XferSizes| crate::sizes::SizeGen::new(z, region, random, seed);
+    match (mixed, plan.op.writes(), read, write) {
+        (_, _, None, None) => None,
+        (true, _, r, w) => {
+            let r = r.unwrap_or(&fixed);
+            let g = crate::sizes::SizeGen::mixed(r, w.unwrap_or(r), region, random, seed);
+            Some(g)
+        }
+        (false, true, r, w) => w.or(r).map(own),
+        (false, false, r, _) => r.map(own),
+    }
+}
+
 struct LoopState {
     gen: OffsetGen,
     /// Transfers issued so far, and the most this worker issues.
@@ -771,9 +798,9 @@ struct LoopState {
     sync_data: bool,
     writes_issued: u64,
     synced_at: u64,
-    /// The next transfer (offset, length), drawn but held back while a
-    /// sync is due.
-    held: Option<(u64, u32)>,
+    /// The next transfer (offset, length, write), drawn but held back
+    /// while a sync is due.
+    held: Option<(u64, u32, bool)>,
     /// Drawn request sizes ([`spec::WorkloadSpec::xfer_sizes`]): their
     /// walk and where the worker's region starts; `None`: `xfer` each.
     sizes: Option<(crate::sizes::SizeGen, u64)>,
@@ -817,11 +844,7 @@ impl LoopState {
         let slot = plan.live_slot(lp.w);
         let now = Instant::now();
         let exist = plan.items_of(owner);
-        let sizes = spec.xfer_sizes.as_ref().map(|z| {
-            let region = spec.bytes_per_worker();
-            let g = crate::sizes::SizeGen::new(z, region, plan.op.is_random(), seed);
-            (g, plan.offset_of(owner, 0))
-        });
+        let sizes = size_walk(plan, seed).map(|g| (g, plan.offset_of(owner, 0)));
         let (gen, cap) = match (plan.op.is_random(), spec.random_repeats) {
             _ if sizes.is_some() => (OffsetGen::sequential(0), u64::MAX),
             (true, true) => (OffsetGen::uniform(n, exist, seed), n),
@@ -905,29 +928,25 @@ impl LoopState {
                 // Drawn (and counted) before the sync it waited for.
                 Some(r) => Some(r),
                 None if self.issued < self.cap => {
-                    let n = self.draw(plan);
+                    // The direction first: a mixed walk with sizes per
+                    // direction draws the size from it.
+                    let write = self.pick_write();
+                    let n = self.draw(plan, write).map(|(o, l)| (o, l, write));
                     self.issued += u64::from(n.is_some());
                     n
                 }
                 None => None,
             };
-            let Some((off, len)) = next else {
+            let Some((off, len, write)) = next else {
                 self.exhausted = true;
                 break;
             };
             if self.sync_due() {
                 // fio issues the sync once the writes before it completed,
                 // and only when another request follows.
-                self.held = Some((off, len));
+                self.held = Some((off, len, write));
                 break;
             }
-            let write = if self.read_only {
-                false
-            } else if self.mixed {
-                !(self.read_always || splitmix64(&mut self.rng) < self.read_threshold)
-            } else {
-                true
-            };
             let slot = self
                 .free
                 .pop()
@@ -958,17 +977,31 @@ impl LoopState {
         }
     }
 
-    /// The next request's offset and length: the next transfer of the
-    /// fixed-size walk, or of the drawn sizes' walk.
+    /// Whether the next request writes: always in a write phase, never in
+    /// a read phase, drawn by `rwmix` in a mixed one.
     #[inline]
-    fn draw<B: Backend>(&mut self, plan: &PhasePlan<B>) -> Option<(u64, u32)> {
+    fn pick_write(&mut self) -> bool {
+        if self.read_only {
+            false
+        } else if self.mixed {
+            !(self.read_always || splitmix64(&mut self.rng) < self.read_threshold)
+        } else {
+            true
+        }
+    }
+
+    /// The next request's offset and length: the next transfer of the
+    /// fixed-size walk, or of the drawn sizes' walk (for direction
+    /// `write`).
+    #[inline]
+    fn draw<B: Backend>(&mut self, plan: &PhasePlan<B>, write: bool) -> Option<(u64, u32)> {
         match &mut self.sizes {
             None => {
                 let i = self.gen.next_index()?;
                 Some((self.start + plan.offset_of(self.owner, i), self.xfer))
             }
             Some((g, base)) => {
-                let (off, len) = g.next_request()?;
+                let (off, len) = g.next_for(write)?;
                 Some((self.start + *base + off, len))
             }
         }

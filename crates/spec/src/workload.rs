@@ -538,6 +538,9 @@ pub struct RawWorkload {
     /// Request sizes drawn per request (fio's `bsrange`, `bssplit`);
     /// `xfer` is then their minimum.
     pub xfer_sizes: Option<XferSizes>,
+    /// Write sizes when they differ from the reads' (`xfer_sizes`, or
+    /// `xfer`): fio's `bs=R,W`.
+    pub write_sizes: Option<XferSizes>,
 }
 
 /// A complete, consistent workload the engine can run without further checks.
@@ -644,6 +647,16 @@ pub struct WorkloadSpec {
     /// is `xfer` bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xfer_sizes: Option<XferSizes>,
+    /// The writes' sizes when they differ from the reads' (fio's
+    /// `bs=R,W`, or a list per direction of `bsrange`/`bssplit`);
+    /// `xfer_sizes` (or `xfer`) then are the reads'. A phase that only
+    /// writes walks with these; a mixed phase, or any mixed phase with
+    /// `xfer_sizes`, walks as fio's does: each direction sequentially from
+    /// the region's start until the bytes of both reach the region (a
+    /// random walk: blocks of `xfer`, the smaller minimum, not yet
+    /// touched), the direction drawn before the size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_sizes: Option<XferSizes>,
 }
 
 impl WorkloadSpec {
@@ -917,6 +930,7 @@ impl RawWorkload {
             random_repeats: self.random_repeats,
             shuffle_in_block: self.shuffle_in_block,
             xfer_sizes: self.xfer_sizes()?,
+            write_sizes: self.write_sizes()?,
         })
     }
 
@@ -927,9 +941,47 @@ impl RawWorkload {
         let Some(z) = &self.xfer_sizes else {
             return Ok(None);
         };
+        self.check_sizes(z)?;
+        Ok(Some(z.clone()))
+    }
+
+    /// The writes' own sizes, checked as the reads' are; a read size of
+    /// `xfer` when the reads have none drawn.
+    fn write_sizes(&self) -> Result<Option<XferSizes>, SpecError> {
+        let Some(z) = &self.write_sizes else {
+            return Ok(None);
+        };
+        self.check_sizes(z)?;
+        if self.verify {
+            return Err(SpecError::conflict(
+                "write sizes of their own do not go with --verify",
+                &["--verify"],
+            ));
+        }
+        Ok(Some(z.clone()))
+    }
+
+    /// One direction's sizes: multiples of their minimum, which is a
+    /// multiple of `--xfer` (the smallest of all; equal to it without
+    /// sizes per direction), at most 2 GiB.
+    fn check_sizes(&self, z: &XferSizes) -> Result<(), SpecError> {
         let bad = |hint: &str| Err(SpecError::range("--xfer", format_size(z.min), hint));
-        if self.xfer != Some(z.min) || z.min == 0 || z.max < z.min || z.max > (1 << 31) {
-            return bad("drawn sizes run from --xfer up to at most 2 GiB");
+        let unit = match (&self.xfer_sizes, &self.write_sizes) {
+            (Some(r), Some(w)) => r.min.min(w.min),
+            (None, Some(w)) => self.xfer.unwrap_or(0).min(w.min),
+            (Some(r), None) => r.min,
+            (None, None) => 0,
+        };
+        let paired = self.write_sizes.is_some();
+        if self.xfer != Some(unit)
+            || z.min == 0
+            || z.max < z.min
+            || z.max > (1 << 31)
+            || (paired && (unit == 0 || !z.min.is_multiple_of(unit)))
+        {
+            return bad(
+                "drawn sizes run from --xfer (a multiple of it per direction) up to at most 2 GiB",
+            );
         }
         if z.split
             .iter()
@@ -943,7 +995,7 @@ impl RawWorkload {
         if self.segments.is_some_and(|n| n > 1) || !self.item_counts.is_empty() || self.wearout {
             return bad("drawn sizes walk one region per worker");
         }
-        Ok(Some(z.clone()))
+        Ok(())
     }
 
     /// The wear-out needs a time limit to wear out from; random draws

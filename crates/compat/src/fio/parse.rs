@@ -585,10 +585,19 @@ pub struct Job {
     pub op: Op,
     /// The `rw=` value as written (for the header line).
     pub rw_text: String,
-    /// Block size (the smallest, with `bsrange`/`bssplit`).
+    /// Block size: the smallest request of the directions the job does
+    /// (the unit of its offsets and of its size).
     pub bs: u64,
-    /// Sizes drawn per request (`bsrange=` with two sizes, `bssplit=`).
+    /// Sizes per request when they are not all `bs`: drawn (`bsrange=`
+    /// with two sizes, `bssplit=`), or a mixed job's reads when its writes
+    /// differ (`bs=R,W`).
     pub bs_sizes: Option<spec::XferSizes>,
+    /// A mixed job's write sizes when they differ from its reads'
+    /// (`bs=R,W`, `bsrange=`/`bssplit=` with a list per direction).
+    pub bs_write: Option<spec::XferSizes>,
+    /// The sizes as given, per direction (read, write, trim): `bs`,
+    /// `bs_sizes` and `bs_write` are drawn from them once the job is read.
+    pub bs_dirs: [spec::XferSizes; 3],
     /// Bytes of I/O per clone (`size=`).
     pub size: Option<u64>,
     /// File size (`filesize=`).
@@ -768,6 +777,8 @@ impl Job {
             rw_text: "read".into(),
             bs: 4096,
             bs_sizes: None,
+            bs_write: None,
+            bs_dirs: std::array::from_fn(|_| fixed_bs(4096)),
             size: None,
             filesize: None,
             nrfiles: 1,
@@ -850,13 +861,46 @@ fn rw_mode(v: &str) -> Result<(Op, String), String> {
     Ok((op, mode.to_string()))
 }
 
-/// `bsrange=LOW-HIGH`: the smallest size, and the range when it is one.
-fn bs_range(v: &str, kb_base: u64) -> Result<(u64, Option<spec::XferSizes>), String> {
-    if v.contains(',') {
+/// One fixed request size.
+fn fixed_bs(b: u64) -> spec::XferSizes {
+    spec::XferSizes {
+        min: b,
+        max: b,
+        split: Vec::new(),
+    }
+}
+
+/// A per-direction list (`bs=R,W,T` and the like): each comma-separated
+/// part read by `one`, an empty one fio's default (4 KiB); the directions
+/// after the last part given take the last, as in fio (`bs=4k,64k`: reads
+/// of 4 KiB, writes and trims of 64 KiB).
+fn bs_list(
+    key: &str,
+    v: &str,
+    one: impl Fn(&str) -> Result<spec::XferSizes, String>,
+) -> Result<[spec::XferSizes; 3], String> {
+    let parts: Vec<&str> = v.split(',').collect();
+    if parts.len() > 3 {
         return Err(format!(
-            "bsrange={v}: separate read/write ranges are not supported; give one range"
+            "{key}={v}: at most three lists (reads, writes, trims)"
         ));
     }
+    let mut dirs = Vec::with_capacity(3);
+    for p in &parts {
+        dirs.push(if p.trim().is_empty() {
+            fixed_bs(4096)
+        } else {
+            one(p.trim())?
+        });
+    }
+    while dirs.len() < 3 {
+        dirs.push(dirs[dirs.len() - 1].clone());
+    }
+    Ok([dirs[0].clone(), dirs[1].clone(), dirs[2].clone()])
+}
+
+/// `bsrange=LOW-HIGH`, one direction's.
+fn bs_range(v: &str, kb_base: u64) -> Result<spec::XferSizes, String> {
     let (lo, hi) = v
         .split_once('-')
         .ok_or_else(|| format!("bsrange={v}: give LOW-HIGH"))?;
@@ -865,22 +909,16 @@ fn bs_range(v: &str, kb_base: u64) -> Result<(u64, Option<spec::XferSizes>), Str
     if lo == 0 || hi < lo {
         return Err(format!("bsrange={v}: give LOW-HIGH with 0 < LOW <= HIGH"));
     }
-    let range = (lo != hi).then(|| spec::XferSizes {
+    Ok(spec::XferSizes {
         min: lo,
         max: hi,
         split: Vec::new(),
-    });
-    Ok((lo, range))
+    })
 }
 
-/// `bssplit=SIZE/PCT:SIZE/PCT…`: sizes without a percentage share what the
-/// others leave of 100, as in fio. One list for reads and writes.
-fn bs_split(v: &str, kb_base: u64) -> Result<(u64, Option<spec::XferSizes>), String> {
-    if v.contains(',') {
-        return Err(format!(
-            "bssplit={v}: separate read/write lists are not supported; give one list"
-        ));
-    }
+/// `bssplit=SIZE/PCT:SIZE/PCT…`, one direction's: sizes without a
+/// percentage share what the others leave of 100, as in fio.
+fn bs_split(v: &str, kb_base: u64) -> Result<spec::XferSizes, String> {
     let mut split: Vec<(u64, Option<u64>)> = Vec::new();
     for e in v.split(':').filter(|e| !e.is_empty()) {
         let (b, p) = match e.split_once('/') {
@@ -929,16 +967,41 @@ fn bs_split(v: &str, kb_base: u64) -> Result<(u64, Option<spec::XferSizes>), Str
         ));
     }
     if min == max {
-        return Ok((min, None));
+        return Ok(fixed_bs(min));
     }
-    Ok((
+    Ok(spec::XferSizes {
         min,
-        Some(spec::XferSizes {
-            min,
-            max,
-            split: pairs,
-        }),
-    ))
+        max,
+        split: pairs,
+    })
+}
+
+/// Draws a job's `bs`, `bs_sizes` and `bs_write` from its per-direction
+/// sizes and `rw=`: a read or write job uses its direction's; a mixed job
+/// with the same sizes both ways uses them, and one with different sizes
+/// carries both, its unit the smaller minimum, which the larger must be a
+/// multiple of.
+fn settle_bs(j: &mut Job) -> Result<(), String> {
+    let [r, w, _] = &j.bs_dirs;
+    let drawn = |z: &spec::XferSizes| (z.min != z.max).then(|| z.clone());
+    let (bs, sizes, write) = match j.op {
+        Op::Read | Op::Randread => (r.min, drawn(r), None),
+        Op::Write | Op::Randwrite => (w.min, drawn(w), None),
+        _ if r == w => (r.min, drawn(r), None),
+        _ => {
+            let (lo, hi) = (r.min.min(w.min), r.min.max(w.min));
+            if lo != 0 && !hi.is_multiple_of(lo) {
+                return Err(format!(
+                    "bs: the smallest write ({}) and read ({}) must be multiples of the smaller \
+                     (ioscale aligns a mixed job's requests to it)",
+                    w.min, r.min
+                ));
+            }
+            (lo, Some(r.clone()), Some(w.clone()))
+        }
+    };
+    (j.bs, j.bs_sizes, j.bs_write) = (bs, sizes, write);
+    Ok(())
 }
 
 /// `ioengine=`.
@@ -1019,15 +1082,12 @@ fn typed(name: &str, opts: &[Opt]) -> Result<Job, Usage> {
         }
     }
     j.steady = steady_of(&j).map_err(|m| usage(format!("{m} (job '{name}')")))?;
-    if j.bs_sizes.is_some() {
-        let mixed = matches!(j.op, Op::Rw | Op::Randrw);
-        if mixed || j.verify.is_some() {
-            return Err(usage(format!(
-                "bsrange/bssplit: drawn block sizes are supported for read, write, randread \
-                 and randwrite without verify= (job {name}); give one bs= for {}",
-                if mixed { "a mixed job" } else { "a verify job" }
-            )));
-        }
+    settle_bs(&mut j).map_err(|m| usage(format!("{m} (job '{name}')")))?;
+    if j.bs_sizes.is_some() && j.verify.is_some() {
+        return Err(usage(format!(
+            "bs/bsrange/bssplit: drawn or per-direction block sizes are supported without \
+             verify= (job {name}); give one bs= for a verify job"
+        )));
     }
     Ok(j)
 }
@@ -1151,16 +1211,11 @@ fn set_io(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
         }
         "rw" => (j.op, j.rw_text) = rw_mode(v)?,
         "bs" => {
-            if v.contains(',') || v.contains(':') {
-                return Err(format!(
-                    "bs={v}: separate read/write block sizes are not supported; give one (native: --xfer)"
-                ));
-            }
-            j.bs = o.size()?;
-            j.bs_sizes = None;
+            let one = |p: &str| fio_size("bs", p, o.kb_base).map(fixed_bs).map_err(|e| e.0);
+            j.bs_dirs = bs_list("bs", v, one)?;
         }
-        "bsrange" => (j.bs, j.bs_sizes) = bs_range(v, o.kb_base)?,
-        "bssplit" => (j.bs, j.bs_sizes) = bs_split(v, o.kb_base)?,
+        "bsrange" => j.bs_dirs = bs_list("bsrange", v, |p| bs_range(p, o.kb_base))?,
+        "bssplit" => j.bs_dirs = bs_list("bssplit", v, |p| bs_split(p, o.kb_base))?,
         "rwmixread" => j.rwmixread = Some(o.int()?),
         "rwmixwrite" => j.rwmixread = Some(100u64.saturating_sub(o.int()?)),
         "numjobs" => j.numjobs = o.int()?,
@@ -1333,7 +1388,8 @@ mod tests {
             "4k/50",
             "4k/50:8k/60",
             "6k/50:4k/50",
-            "4k/50,8k/100",
+            "4k/50,8k/60",
+            "4k,8k,16k,32k",
             "0/100",
         ] {
             let c = parse_cli(&argv(&format!("--name=a --bssplit={bad}"))).unwrap();
@@ -1348,8 +1404,37 @@ mod tests {
             ),
             (None, 8192)
         );
-        let c = parse_cli(&argv("--name=a --rw=randrw --bsrange=4k-64k")).unwrap();
-        assert!(jobs(&c).unwrap_err().0.contains("mixed"));
+        // Per direction: a read job takes the first, a write job the
+        // second, a mixed job both.
+        let bs = |a: &str| {
+            let c = parse_cli(&argv(&format!("--name=a {a}"))).unwrap();
+            let j = jobs(&c).unwrap().0.remove(0);
+            (
+                j.bs,
+                j.bs_sizes.map(|z| (z.min, z.max)),
+                j.bs_write.map(|z| (z.min, z.max)),
+            )
+        };
+        assert_eq!(bs("--bs=4k,64k"), (4096, None, None));
+        assert_eq!(bs("--rw=write --bs=4k,64k"), (65536, None, None));
+        assert_eq!(
+            bs("--rw=rw --bs=64k,4k"),
+            (4096, Some((65536, 65536)), Some((4096, 4096)))
+        );
+        assert_eq!(
+            bs("--rw=randrw --bs=,8k"),
+            (4096, Some((4096, 4096)), Some((8192, 8192)))
+        );
+        assert_eq!(
+            bs("--rw=randrw --bsrange=4k-64k"),
+            (4096, Some((4096, 65536)), None)
+        );
+        assert_eq!(
+            bs("--rw=rw --bssplit=4k/50:8k/50,16k"),
+            (4096, Some((4096, 8192)), Some((16384, 16384)))
+        );
+        let c = parse_cli(&argv("--name=a --rw=rw --bs=4k,6k")).unwrap();
+        assert!(jobs(&c).unwrap_err().0.contains("multiples"));
         let e = parse_cli(&argv("--name=a --frobnicate=1")).unwrap_err().0;
         assert!(e.contains("--frobnicate"), "{e}");
         let c = parse_cli(&argv("--name=a --ioengine=libaio")).unwrap();

@@ -330,8 +330,8 @@ pub struct Header {
     name: String,
     group: usize,
     rw: String,
-    /// The smallest and largest block size.
-    bs: (u64, u64),
+    /// Smallest and largest request, read, write and trim.
+    bs: [(u64, u64); 3],
     ioengine: String,
     iodepth: u64,
     clones: u64,
@@ -344,7 +344,7 @@ impl Header {
             name: j.name.clone(),
             group: j.group,
             rw: j.rw_text.clone(),
-            bs: (j.bs, j.bs_sizes.as_ref().map_or(j.bs, |z| z.max)),
+            bs: j.bs_dirs.clone().map(|z| (z.min, z.max)),
             ioengine: j.ioengine.clone(),
             iodepth: j.iodepth,
             clones: j.numjobs,
@@ -708,9 +708,10 @@ fn normal_headers(out: &mut String, r: &Report) {
             continue;
         }
         last = Some(h.name.clone());
-        let bs = format!("{}-{}", size_text(h.bs.0), size_text(h.bs.1));
+        let [r, w, t] =
+            h.bs.map(|(lo, hi)| format!("{}-{}", size_text(lo), size_text(hi)));
         out.push_str(&format!(
-            "{}: (g={}): rw={}, bs=(R) {bs}, (W) {bs}, (T) {bs}, ioengine={}, iodepth={}\n",
+            "{}: (g={}): rw={}, bs=(R) {r}, (W) {w}, (T) {t}, ioengine={}, iodepth={}\n",
             h.name, h.group, h.rw, h.ioengine, h.iodepth
         ));
         if h.clones > 1 {

@@ -139,7 +139,10 @@ fn shape_differs(a: &Job, b: &Job) -> Option<&'static str> {
     let checks: [(&'static str, bool); 16] = [
         ("nrfiles", a.nrfiles == b.nrfiles),
         ("rw", a.op == b.op),
-        ("bs", a.bs == b.bs && a.bs_sizes == b.bs_sizes),
+        (
+            "bs",
+            a.bs == b.bs && a.bs_sizes == b.bs_sizes && a.bs_write == b.bs_write,
+        ),
         ("size", a.size == b.size && a.filesize == b.filesize),
         ("ioengine", a.engine == b.engine),
         ("iodepth", a.iodepth == b.iodepth),
@@ -335,6 +338,13 @@ fn to_raw(
             ));
         }
     }
+    if j.op == Op::Randrw && j.bs_write.is_some() {
+        notes.push(format!(
+            "bs (job '{}'): a randrw job with sizes per direction walks fio's random map, which \
+             each direction indexes by its own size, so it ends short of size= as fio 3.33's does",
+            j.name
+        ));
+    }
     let sync = sync_mode(j)?;
     let hints = IoHints {
         invalidate: j.invalidate,
@@ -367,6 +377,7 @@ fn to_raw(
         layout: Some(Layout::PerThread),
         xfer: Some(j.bs),
         xfer_sizes: j.bs_sizes.clone(),
+        write_sizes: j.bs_write.clone(),
         size: Some(size),
         direct: j.direct,
         sync: Some(sync),

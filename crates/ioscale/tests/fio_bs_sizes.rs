@@ -306,6 +306,90 @@ fn sizes_per_direction_are_fios() {
     }
 }
 
+/// `blockalign=` (where it is fio's default or fio ignores it) and
+/// `bs_unaligned=1` with one size, beside fio 3.33: every offset a
+/// multiple of the direction's alignment in both traces, the requests per
+/// size equal, and a sequential job's offsets (which fio does not align)
+/// fio's one for one.
+#[test]
+fn blockalign_is_fios() {
+    if !have("fio") || !have("strace") {
+        eprintln!("SKIPPED: fio or strace not installed");
+        return;
+    }
+    let Some(m) = tmpfs("size=100m") else { return };
+    let dir = m.path().join("d");
+    std::fs::create_dir(&dir).unwrap();
+    // (args, alignment of reads and writes, sequential)
+    let cases: &[(&[&str], [u64; 2], bool)] = &[
+        (
+            &["--rw=randread", "--bs=16k", "--blockalign=16k"],
+            [16384; 2],
+            false,
+        ),
+        (
+            &["--rw=randwrite", "--bs=8k", "--ba=8k", "--bs_unaligned=1"],
+            [8192; 2],
+            false,
+        ),
+        (
+            &[
+                "--rw=randrw",
+                "--rwmixwrite=100",
+                "--bs=4k,64k",
+                "--ba=4k,64k",
+            ],
+            [4096, 65536],
+            false,
+        ),
+        (
+            &["--rw=read", "--bs=4k", "--blockalign=8k"],
+            [4096; 2],
+            true,
+        ),
+        (
+            &["--rw=write", "--bsrange=4k-16k", "--blockalign=64k"],
+            [4096; 2],
+            true,
+        ),
+    ];
+    for &(opts, align, seq) in cases {
+        let mut args = vec!["--name=x", "--filename=x", "--size=4m"];
+        args.extend_from_slice(opts);
+        let case = opts.join(" ");
+        let (ft, _) = traced(true, &args, &dir);
+        std::fs::remove_file(dir.join("x")).unwrap();
+        let (ot, _) = traced(false, &args, &dir);
+        std::fs::remove_file(dir.join("x")).unwrap();
+        let (want, got) = (requests(&ft, 65536), requests(&ot, 65536));
+        assert!(!got.is_empty(), "{case}");
+        for (who, reqs) in [("fio", &want), ("ioscale", &got)] {
+            for &(w, len, off) in reqs.iter() {
+                let a = align[usize::from(w)];
+                assert_eq!(off % a, 0, "{case}: {who}'s request of {len} at {off}");
+            }
+        }
+        if seq {
+            let offs = |r: &[(bool, u64, u64)]| r.iter().map(|x| (x.0, x.2)).collect::<Vec<_>>();
+            if opts.iter().any(|o| o.starts_with("--bsrange")) {
+                in_order(&got, true, &case);
+            } else {
+                assert_eq!(offs(&got), offs(&want), "{case}: offsets");
+            }
+        }
+        if !opts
+            .iter()
+            .any(|o| o.starts_with("--bsrange") || o.contains("randrw"))
+        {
+            assert_eq!(
+                sizes(&ot, 65536),
+                sizes(&ft, 65536),
+                "{case}: requests by size"
+            );
+        }
+    }
+}
+
 #[test]
 fn bad_size_lists_exit_2_naming_the_option() {
     let d = scratch();
@@ -317,7 +401,12 @@ fn bad_size_lists_exit_2_naming_the_option() {
         (&["--bs=4k,8k,16k,32k"][..], "three"),
         (&["--bs=4k,64k", "--rw=rw", "--verify=md5"][..], "verify"),
         (&["--bssplit=4k/50:16k/50", "--verify=md5"][..], "verify"),
-        (&["--blockalign=8k"][..], "blockalign"),
+        (&["--blockalign=8k", "--rw=randread"][..], "blockalign="),
+        (&["--ba=4k,16k", "--rw=randrw"][..], "blockalign="),
+        (
+            &["--bsrange=4k-16k", "--bs_unaligned=1"][..],
+            "bs_unaligned",
+        ),
     ] {
         let out = ioscale()
             .env("IOSCALE_HISTORY", "off")

@@ -121,6 +121,8 @@ const OPTIONS: &[(&str, Kind)] = &[
     ("bs", Kind::Value),
     ("bsrange", Kind::Value),
     ("bssplit", Kind::Value),
+    ("blockalign", Kind::Value),
+    ("bs_unaligned", Kind::Bool),
     ("rwmixread", Kind::Value),
     ("rwmixwrite", Kind::Value),
     ("numjobs", Kind::Value),
@@ -176,6 +178,7 @@ fn canonical(key: &str) -> &str {
         "readwrite" => "rw",
         "blocksize" => "bs",
         "blocksize_range" => "bsrange",
+        "ba" => "blockalign",
         "wait_for_previous" => "stonewall",
         "ss" => "steadystate",
         "ss_dur" => "steadystate_duration",
@@ -189,9 +192,6 @@ fn canonical(key: &str) -> &str {
 /// Why an option fio has is refused, naming the nearest native option.
 pub fn refusal(key: &str) -> Option<&'static str> {
     Some(match key {
-        "blockalign" | "bs_unaligned" => {
-            "requests are aligned to the smallest block size, fio's default: leave it out"
-        }
         "io_size" | "io_limit" => {
             "ioscale moves each file's size once per loop: use size= and loops= (native: --size, --reps)"
         }
@@ -598,6 +598,10 @@ pub struct Job {
     /// The sizes as given, per direction (read, write, trim): `bs`,
     /// `bs_sizes` and `bs_write` are drawn from them once the job is read.
     pub bs_dirs: [spec::XferSizes; 3],
+    /// `blockalign=` per direction, when given.
+    pub blockalign: Option<[u64; 3]>,
+    /// `bs_unaligned=1`.
+    pub bs_unaligned: bool,
     /// Bytes of I/O per clone (`size=`).
     pub size: Option<u64>,
     /// File size (`filesize=`).
@@ -779,6 +783,8 @@ impl Job {
             bs_sizes: None,
             bs_write: None,
             bs_dirs: std::array::from_fn(|_| fixed_bs(4096)),
+            blockalign: None,
+            bs_unaligned: false,
             size: None,
             filesize: None,
             nrfiles: 1,
@@ -1001,6 +1007,36 @@ fn settle_bs(j: &mut Job) -> Result<(), String> {
         }
     };
     (j.bs, j.bs_sizes, j.bs_write) = (bs, sizes, write);
+    align_as_fio(j)
+}
+
+/// `blockalign=` and `bs_unaligned=1` where they leave fio's requests as
+/// ioscale makes them: fio aligns only random offsets, to each
+/// direction's smallest size unless told otherwise, and `bs_unaligned`
+/// changes only drawn sizes; other values are refused.
+fn align_as_fio(j: &Job) -> Result<(), String> {
+    let dirs: &[usize] = match j.op {
+        Op::Read | Op::Randread => &[0],
+        Op::Write | Op::Randwrite => &[1],
+        _ => &[0, 1],
+    };
+    let random = j.op.is_random();
+    if let Some(ba) = j.blockalign.filter(|_| random) {
+        if let Some(&d) = dirs.iter().find(|&&d| ba[d] != j.bs_dirs[d].min) {
+            return Err(format!(
+                "blockalign={}: random offsets aligned to other than each direction's smallest \
+                 block size ({}, fio's default) are not supported",
+                ba[d], j.bs_dirs[d].min
+            ));
+        }
+    }
+    if j.bs_unaligned && dirs.iter().any(|&d| j.bs_dirs[d].min != j.bs_dirs[d].max) {
+        return Err(
+            "bs_unaligned=1: drawn sizes that are not multiples of the smallest are not \
+             supported (it changes nothing with one bs=)"
+                .into(),
+        );
+    }
     Ok(())
 }
 
@@ -1216,6 +1252,15 @@ fn set_io(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
         }
         "bsrange" => j.bs_dirs = bs_list("bsrange", v, |p| bs_range(p, o.kb_base))?,
         "bssplit" => j.bs_dirs = bs_list("bssplit", v, |p| bs_split(p, o.kb_base))?,
+        "blockalign" => {
+            let one = |p: &str| {
+                fio_size("blockalign", p, o.kb_base)
+                    .map(fixed_bs)
+                    .map_err(|e| e.0)
+            };
+            j.blockalign = Some(bs_list("blockalign", v, one)?.map(|z| z.min));
+        }
+        "bs_unaligned" => j.bs_unaligned = o.bool()?,
         "rwmixread" => j.rwmixread = Some(o.int()?),
         "rwmixwrite" => j.rwmixread = Some(100u64.saturating_sub(o.int()?)),
         "numjobs" => j.numjobs = o.int()?,

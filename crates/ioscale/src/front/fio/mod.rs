@@ -42,7 +42,7 @@ Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse]
 
 Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   name filename directory nrfiles size filesize rw/readwrite bs bsrange bssplit
-  rwmixread rwmixwrite numjobs thread iodepth
+  rwmixread rwmixwrite blockalign/ba bs_unaligned numjobs thread iodepth
   ioengine(psync|sync|pvsync|io_uring|libaio)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
   runtime time_based ramp_time startdelay loops randrepeat

@@ -734,8 +734,6 @@ pub fn io_loop<B: Backend, Q: IoQueue>(q: &mut Q, file: &B::File, lp: &mut LoopC
     st.finish(lp);
 }
 
-/// The state of [`io_loop`]: what it draws requests from, the free slots,
-/// and what it has seen so far.
 /// The walk of drawn sizes a phase takes, if any: a mixed phase with
 /// sizes drawn or per direction walks both directions as fio does
 /// ([`crate::sizes::SizeGen::mixed`]); a phase of one direction walks with
@@ -764,6 +762,8 @@ fn size_walk<B: Backend>(plan: &PhasePlan<B>, seed: u64) -> Option<crate::sizes:
     }
 }
 
+/// The state of [`io_loop`]: what it draws requests from, the free slots,
+/// and what it has seen so far.
 struct LoopState {
     gen: OffsetGen,
     /// Transfers issued so far, and the most this worker issues.

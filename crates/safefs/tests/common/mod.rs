@@ -62,7 +62,19 @@ impl Tmpfs {
 impl Drop for Tmpfs {
     fn drop(&mut self) {
         if self.mounted {
-            let _ = Command::new("umount").arg(self.dir.path()).status();
+            // A file still open in it (a test that failed midway) makes it
+            // busy: detach it lazily then, rather than leave a mount
+            // behind for every failed run.
+            let ok = Command::new("umount")
+                .arg(self.dir.path())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                let _ = Command::new("umount")
+                    .arg("-l")
+                    .arg(self.dir.path())
+                    .status();
+            }
         }
     }
 }

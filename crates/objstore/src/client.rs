@@ -60,6 +60,7 @@ pub(crate) struct Shared {
     addressing: Addressing,
     policy: RetryPolicy,
     agent: ureq::config::Config,
+    connect_timeout: Duration,
 }
 
 /// The client of one bucket. Cheap to clone; make one `Conn` per worker.
@@ -106,6 +107,7 @@ impl Client {
                 addressing,
                 policy,
                 agent: agent_config(settings)?,
+                connect_timeout: connect_timeout(settings),
             }),
         })
     }
@@ -115,7 +117,11 @@ impl Client {
         Conn {
             shared: self.shared.clone(),
             io: Io {
-                agent: Agent::new_with_config(self.shared.agent.clone()),
+                agent: Agent::with_parts(
+                    self.shared.agent.clone(),
+                    crate::tcp::connector(self.shared.connect_timeout),
+                    ureq::unversioned::resolver::DefaultResolver::default(),
+                ),
                 jitter: Jitter::new(seed),
                 stop: None,
             },
@@ -147,6 +153,11 @@ impl Client {
     }
 }
 
+/// How long a connection may take to open.
+fn connect_timeout(settings: &Settings) -> Duration {
+    settings.timeout.min(Duration::from_secs(10))
+}
+
 /// The HTTP settings every connection of a client shares.
 fn agent_config(settings: &Settings) -> Result<ureq::config::Config, ConfigError> {
     let mut b = Agent::config_builder()
@@ -156,7 +167,7 @@ fn agent_config(settings: &Settings) -> Result<ureq::config::Config, ConfigError
         .max_idle_connections(1)
         .max_idle_connections_per_host(1)
         .no_delay(true)
-        .timeout_connect(Some(settings.timeout.min(Duration::from_secs(10))))
+        .timeout_connect(Some(connect_timeout(settings)))
         .timeout_per_read(Some(settings.timeout))
         .timeout_per_write(Some(settings.timeout));
     if let Some(p) = &settings.proxy {

@@ -42,6 +42,7 @@ mod ops;
 mod profile;
 mod retry;
 mod target;
+mod tcp;
 #[cfg(feature = "testing")]
 pub mod testing;
 

@@ -10,7 +10,9 @@
 //!   the command line).
 //! - [`Client`] (one per bucket, shared) and [`Conn`] (one per worker,
 //!   its own connection, reused): `put`, `put_if_absent`, the multipart
-//!   calls, `get` (whole or ranged, into the caller's buffer), `head`,
+//!   calls, `get` (whole or ranged, into the caller's buffer), `get_upto` (a
+//!   range without the size known first), `head` (size, entity tag,
+//!   modification time),
 //!   `list` (one page), `delete`, `copy`.
 //! - Every request returns [`Done`]: the value, the [`Timing`] of the
 //!   attempt that succeeded (to the answer's headers and to its last
@@ -38,6 +40,7 @@
 mod client;
 mod config;
 mod error;
+mod httpdate;
 mod ops;
 mod profile;
 mod retry;
@@ -52,6 +55,6 @@ pub use config::{
     DEFAULT_TIMEOUT,
 };
 pub use error::{Error, ErrorKind, Failure, Op};
-pub use ops::{ListPage, Listed, ObjectInfo, Upload, MAX_PARTS};
+pub use ops::{ListPage, Listed, ObjectInfo, Ranged, Upload, MAX_PARTS};
 pub use retry::{Retries, RetryPolicy, Transient};
 pub use target::{Target, TargetError, MAX_KEY_LEN};

@@ -19,6 +19,20 @@ pub struct ObjectInfo {
     pub size: u64,
     /// The entity tag, as the store gave it (with its quotes).
     pub etag: Option<String>,
+    /// The last modification, in seconds since the epoch, from the
+    /// answer's `Last-Modified` (`None`: the store sent none, or one
+    /// that is no HTTP date).
+    pub modified: Option<i64>,
+}
+
+/// What a [`Conn::get_upto`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ranged {
+    /// The bytes read into the buffer (0: the offset is at or past the
+    /// end of the object).
+    pub len: usize,
+    /// The object's size, where the answer said it (`Content-Range`).
+    pub size: Option<u64>,
 }
 
 /// An object of a LIST page.
@@ -111,13 +125,7 @@ impl Conn {
     ) -> Result<Done<usize>, crate::Error> {
         let action = self.shared.bucket.get_object(Some(&self.shared.creds), key);
         let range_value = match range {
-            Some((off, len)) => {
-                let last = len
-                    .checked_sub(1)
-                    .and_then(|l| off.checked_add(l))
-                    .ok_or_else(|| self.bad_range(key, off, len))?;
-                Some(format!("bytes={off}-{last}"))
-            }
+            Some((off, len)) => Some(self.range_header(key, off, len)?),
             None => None,
         };
         let range_header;
@@ -146,6 +154,60 @@ impl Conn {
         };
         self.io
             .exchange(&self.shared, &call, || action.sign(EXPIRES), fill)
+    }
+
+    /// GETs up to `buf.len()` bytes of `key` from `offset` without
+    /// knowing its size first (no HEAD): a range that runs past the end
+    /// reads what there is, one that starts at or past it reads nothing
+    /// (416). The answer's `Content-Range` gives the object's size.
+    pub fn get_upto(
+        &mut self,
+        key: &str,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<Done<Ranged>, crate::Error> {
+        let action = self.shared.bucket.get_object(Some(&self.shared.creds), key);
+        let range = self.range_header(key, offset, buf.len() as u64)?;
+        let call = Call {
+            op: Op::Get,
+            key,
+            method: Method::GET,
+            headers: &[("range", range.as_str())],
+            body: None,
+            also_ok: &[416],
+        };
+        let fill = |r: &mut Response<Body>| {
+            let size = header(r, "content-range").and_then(range_total);
+            match r.status().as_u16() {
+                416 => Ok(Ranged { len: 0, size }),
+                206 => Ok(Ranged {
+                    len: read_into(r, buf)?,
+                    size,
+                }),
+                // The range ignored: the whole object, which must fit.
+                _ if offset == 0 => {
+                    let len = read_into(r, buf)?;
+                    Ok(Ranged {
+                        len,
+                        size: Some(len as u64),
+                    })
+                }
+                _ => Err(Fail::protocol(
+                    "the store answered a ranged GET with the whole object",
+                )),
+            }
+        };
+        self.io
+            .exchange(&self.shared, &call, || action.sign(EXPIRES), fill)
+    }
+
+    /// The `Range` header of `len` bytes at `off`.
+    fn range_header(&self, key: &str, off: u64, len: u64) -> Result<String, crate::Error> {
+        let last = len
+            .checked_sub(1)
+            .and_then(|l| off.checked_add(l))
+            .ok_or_else(|| self.bad_range(key, off, len))?;
+        Ok(format!("bytes={off}-{last}"))
     }
 
     fn bad_range(&self, key: &str, off: u64, len: u64) -> crate::Error {
@@ -186,6 +248,7 @@ impl Conn {
             Ok(Some(ObjectInfo {
                 size,
                 etag: header(r, "etag").map(str::to_string),
+                modified: header(r, "last-modified").and_then(crate::httpdate::parse),
             }))
         };
         self.io
@@ -472,6 +535,17 @@ fn read_into(r: &mut Response<Body>, buf: &mut [u8]) -> Result<usize, Fail> {
     }
 }
 
+/// The object's size from a `Content-Range` (`bytes 0-9/42`, or
+/// `bytes */42` in a 416); `None` where it is `*` or unreadable.
+fn range_total(v: &str) -> Option<u64> {
+    v.strip_prefix("bytes ")?
+        .rsplit_once('/')?
+        .1
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// An answer's body as text, at most `limit` bytes.
 fn read_text(r: &mut Response<Body>, limit: u64) -> Result<String, Fail> {
     let mut text = String::new();
@@ -537,7 +611,19 @@ fn encode_key(key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::encode_key;
+    use super::{encode_key, range_total};
+
+    #[test]
+    fn content_range_totals() {
+        assert_eq!(range_total("bytes 0-9/42"), Some(42));
+        assert_eq!(range_total("bytes */42"), Some(42));
+        assert_eq!(range_total("bytes 0-9/*"), None);
+        assert_eq!(range_total("items 0-9/42"), None);
+        assert_eq!(
+            range_total("bytes 0-9/18446744073709551615"),
+            Some(u64::MAX)
+        );
+    }
 
     #[test]
     fn copy_source_keys_are_encoded() {

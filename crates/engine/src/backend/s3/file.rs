@@ -1,7 +1,7 @@
 //! An open object: an upload (the writes, in order, sent as one PUT at
 //! close, or as the parts of a multipart upload completed at close) or a
-//! download (a ranged GET per read). It holds one pooled connection for
-//! its life.
+//! download (a ranged GET per read, the first one without knowing the
+//! size). It holds one pooled connection for its life.
 
 use std::io;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -148,14 +148,19 @@ impl DataFile for S3File {
             return Err(err(libc::EBADF));
         }
         let mut st = self.state()?;
-        let size = match st.size {
-            Some(s) => s,
-            None => {
-                let info = st.conn.head(&self.key).map_err(to_io)?.value;
-                let s = info.ok_or_else(|| err(libc::ENOENT))?.size;
-                st.size = Some(s);
-                s
-            }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let Some(size) = st.size else {
+            // The first read asks for its range without a HEAD first:
+            // the answer says how large the object is.
+            let got = st
+                .conn
+                .get_upto(&self.key, offset, buf)
+                .map_err(to_io)?
+                .value;
+            st.size = got.size;
+            return Ok(got.len);
         };
         let len = (buf.len() as u64).min(size.saturating_sub(offset));
         if len == 0 {

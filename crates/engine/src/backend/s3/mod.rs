@@ -283,11 +283,18 @@ impl Backend for S3 {
         let key = at.key(name)?;
         let info = at.shared.lease().head(&key).map_err(to_io)?.value;
         let info = info.ok_or_else(|| err(libc::ENOENT))?;
+        // The store's Last-Modified (whole seconds); a store that sends
+        // none has no time to give, and a made-up one would be believed.
+        let modified = info.modified.ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("{key}: the store's HEAD answer has no Last-Modified date"),
+            )
+        })?;
         Ok(EntryStat {
             kind: Kind::File,
             size: info.size,
-            // Not read: an object's Last-Modified is not asked for.
-            modified: (0, 0),
+            modified: (modified, 0),
         })
     }
     fn chmod(_at: &S3At, _name: &[u8], _mode: u32) -> io::Result<()> {

@@ -353,3 +353,66 @@ fn held_prefixes_refuse_a_swapped_marker_and_leave_foreign_objects() {
     }
     assert!(S3::open_beneath(&S3::at_of(&top).unwrap(), b"../x\0").is_err());
 }
+
+/// A read opened without the size known is GETs alone (the first one's
+/// Content-Range gives the size: no HEAD before it), and a stat's
+/// modification time is the store's Last-Modified, not (0, 0).
+#[test]
+fn reads_need_no_head_and_stat_gives_the_stores_time() {
+    use objstore::testing::{Action, FaultProxy, Rule};
+    if skip_without_server() {
+        return;
+    }
+    let server = Server::start(&[BUCKET]).expect("s3s-fs starts");
+    // Rules that forward at once, there to count HEADs and GETs.
+    let proxy = FaultProxy::start(
+        server.addr(),
+        vec![
+            Rule::new(Action::Delay(std::time::Duration::ZERO)).method("HEAD"),
+            Rule::new(Action::Delay(std::time::Duration::ZERO))
+                .method("GET")
+                .path_contains("/r/obj"),
+        ],
+    )
+    .unwrap();
+    let mut settings = server.settings();
+    settings.endpoint = proxy.endpoint();
+    let client = Client::new(&settings, BUCKET, RetryPolicy::default()).unwrap();
+    let body: Vec<u8> = (0..1000u32).map(|i| (i % 251) as u8).collect();
+    client.connect(9).put("r/obj", &body).unwrap();
+    client.connect(9).put("r/empty", b"").unwrap();
+    let s3 = S3::new(client);
+    let at = S3::at_of(&s3.open_target(Path::new("s3://bkt/r")).unwrap()).unwrap();
+    let how = crate::backend::OpenHow {
+        read: true,
+        ..Default::default()
+    };
+    let mut f = S3::open(&at, b"obj\0", how, 0).unwrap();
+    let (mut got, mut buf) = (Vec::new(), [0u8; 256]);
+    loop {
+        match f.read(&mut buf).unwrap() {
+            0 => break,
+            n => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    f.close().unwrap();
+    assert_eq!(got, body);
+    // 4 ranged GETs of 256 bytes (the last one short); no HEAD, and the
+    // end found from the size, not by a fifth GET.
+    assert_eq!(proxy.stats().picked, vec![0, 4]);
+    // A read past the end of an object of unknown size reads nothing.
+    let g = S3::open(&at, b"obj\0", how, 0).unwrap();
+    assert_eq!(g.read_at(&mut buf, 1000).unwrap(), 0);
+    assert_eq!(g.read_at(&mut buf, 5000).unwrap(), 0);
+    let empty = S3::open(&at, b"empty\0", how, 0).unwrap();
+    assert_eq!(empty.read_at(&mut buf, 0).unwrap(), 0);
+    let missing = S3::open(&at, b"none\0", how, 0).unwrap();
+    let e = missing.read_at(&mut buf, 0).unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(libc::ENOENT), "{e}");
+
+    let st = S3::stat(&at, b"obj\0").unwrap();
+    assert_eq!((st.kind, st.size), (Kind::File, 1000));
+    let on_disk = std::fs::metadata(server.object_path(BUCKET, "r/obj")).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    assert_eq!(st.modified, (on_disk.mtime(), 0));
+}

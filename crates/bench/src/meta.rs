@@ -134,6 +134,7 @@ fn run_meta_on<B: Engines>(
         pre: None,
         after: None,
         testdir,
+        backend: backend.clone(),
     };
     let seq = Sequence::new(&gspec.ops, gspec.reps, &gspec.target);
     let out = drive(
@@ -181,6 +182,8 @@ struct MetaRun<'s, B: Engines> {
     /// The tool's own test directory, rank 0's (mdtest's `-d`, under
     /// [`crate::plan::Options::make_target`]).
     testdir: Option<TestDir<B>>,
+    /// The backend the tree is on (for its retry counts).
+    backend: B,
 }
 
 impl<'s, B: Engines> MetaRun<'s, B> {
@@ -317,6 +320,10 @@ impl<'s, B: Engines> Kind for MetaRun<'s, B> {
         ctx: &mut Ctx<'_>,
     ) -> Result<PhaseOut<MetaSample>, Error> {
         run_phase_all(plan, &self.topo, ctx)
+    }
+
+    fn retries(&self) -> Option<objstore::RetryTally> {
+        self.backend.retries()
     }
 
     fn reduce(
@@ -600,6 +607,7 @@ fn reduce<B: Engines>(
         },
         series: out.digest.reported_series(plan.series),
         steady: None,
+        retries: None,
     }
 }
 

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use coord::Coordinator;
 use probe::{PhaseProbe, Probe};
-use report::{PhaseRecord, ResultSet};
+use report::{PhaseRecord, ResultSet, RetryRecord};
 use stats::LatencyHistogram;
 
 use crate::cluster::{Layout, PhaseOut, Sample};
@@ -333,6 +333,12 @@ pub(crate) trait Kind: Sized {
             )),
         }
     }
+    /// The retries of every request the kind's backend made so far
+    /// ([`engine::backend::Backend::retries`]); `None` where it retries
+    /// nothing.
+    fn retries(&self) -> Option<objstore::RetryTally> {
+        None
+    }
     /// Rank 0's record of a timed phase.
     fn reduce(
         &self,
@@ -537,6 +543,7 @@ fn step<K: Kind>(
         return Ok(Flow::Continue);
     }
     let pr = (ctx.opts.probe && ctx.is_root()).then(|| Probe::start(seq.target));
+    let before: Vec<_> = plans.iter().map(|(j, _)| ks[*j].retries()).collect();
     let outs = K::run_together(ks, &plans, ctx)?;
     if let Some(pr) = pr {
         let resources = pr.finish();
@@ -550,13 +557,23 @@ fn step<K: Kind>(
     }
     let group = plans.len() > 1;
     let mut flow = Flow::Continue;
-    for ((j, plan), out) in plans.into_iter().zip(outs) {
+    for (((j, plan), out), before) in plans.into_iter().zip(outs).zip(before) {
+        // One process, one step: the client's counts are this phase's
+        // alone (steps side by side share a client; other ranks' clients
+        // count their own, not gathered).
+        let retries = match (ks[j].retries(), before) {
+            (Some(after), Some(b)) if !group && ctx.coord.size() == 1 => {
+                Some(retry_record(&after.since(&b)))
+            }
+            _ => None,
+        };
         let f = timed(
             &mut ks[j],
             ctx,
             &mut gs[j],
             (seq.ops[j][i], &plan, out),
             group,
+            retries,
         );
         flow = flow.max(f);
     }
@@ -614,6 +631,17 @@ fn layout<K: Kind>(
     Flow::Continue
 }
 
+/// A phase's retries as the record keeps them.
+fn retry_record(t: &objstore::RetryTally) -> RetryRecord {
+    RetryRecord {
+        requests_retried: t.retried,
+        throttled: t.throttled,
+        server_errors: t.server_errors,
+        dropped: t.dropped,
+        backoff_s: t.backoff.as_secs_f64(),
+    }
+}
+
 /// After a timed phase ran: reduce, record, and what comes next. `group`:
 /// the phase ran beside other steps'.
 fn timed<K: Kind>(
@@ -622,6 +650,7 @@ fn timed<K: Kind>(
     g: &mut Gathered,
     (op, plan, out): (K::Op, &K::Plan, PhaseOut<K::Sample>),
     group: bool,
+    retries: Option<RetryRecord>,
 ) -> Flow {
     let topo = k.topo();
     let layout = &topo.layout;
@@ -631,6 +660,7 @@ fn timed<K: Kind>(
     let steady = ctx.steady.lock().unwrap_or_else(|e| e.into_inner()).take();
     let rec = ctx.is_root().then(|| {
         let mut r = k.reduce(plan, &out, layout);
+        r.retries = retries;
         if let Some(st) = steady {
             let whole = ctx.opts.steady.is_some_and(|s| s.whole);
             crate::steady::apply(&mut r, st, whole);

@@ -551,6 +551,10 @@ impl<B: Engines> Kind for DataRun<B> {
         Ok(outs.remove(0))
     }
 
+    fn retries(&self) -> Option<objstore::RetryTally> {
+        self.ds.backend.retries()
+    }
+
     fn run_together(
         ks: &mut [Self],
         plans: &[(usize, PhasePlan<B>)],
@@ -934,6 +938,7 @@ fn reduce<B: Engines>(
         },
         series: out.digest.reported_series(plan.series),
         steady: None,
+        retries: None,
     }
 }
 

@@ -347,3 +347,105 @@ fn the_endpoint_flag_reaches_the_server_without_the_environment() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--addressing sideways"));
 }
+
+/// 503 SlowDown on the first two PUTs of data objects and a 500 on the
+/// first GET of one, injected by the fault proxy: the data still
+/// verifies, and each phase's record counts exactly what the proxy
+/// injected in it (throttles in the write phase, the server error in the
+/// read phase), shown in the human output too.
+#[test]
+fn injected_throttles_and_errors_are_counted_per_phase_and_the_data_verifies() {
+    use objstore::testing::{Action, FaultProxy, Rule};
+    let Some(server) = start() else { return };
+    let proxy = FaultProxy::start(
+        server.addr(),
+        vec![
+            Rule::new(Action::Status(503))
+                .method("PUT")
+                .path_contains("/ioscale.d/file.")
+                .limit(2),
+            Rule::new(Action::Status(500))
+                .method("GET")
+                .path_contains("/ioscale.d/file.")
+                .limit(1),
+        ],
+    )
+    .unwrap();
+    let json = server.root().join("retries.json");
+    let out = run(
+        ioscale(&server, None).env("AWS_ENDPOINT_URL", proxy.endpoint()),
+        &[
+            "run",
+            "--op",
+            "write,read",
+            "--size",
+            "64k",
+            "--xfer",
+            "64k",
+            "--threads",
+            "2",
+            "--verify",
+            "--json",
+            json.to_str().unwrap(),
+            "s3://bkt/t",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(proxy.stats().picked, vec![2, 1], "the proxy injected these");
+    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let phase = |op: &str| {
+        rec["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["op"] == op)
+            .unwrap_or_else(|| panic!("no {op} phase in {rec}"))
+            .clone()
+    };
+    let (w, r) = (phase("write"), phase("read"));
+    let n = |p: &serde_json::Value, k: &str| p["retries"][k].as_u64().unwrap();
+    assert_eq!((n(&w, "throttled"), n(&w, "server_errors")), (2, 0), "{w}");
+    assert_eq!(n(&w, "dropped"), 0);
+    // Two workers: the two 503s hit one request twice or two once each.
+    assert!((1..=2).contains(&n(&w, "requests_retried")), "{w}");
+    assert_eq!((n(&r, "throttled"), n(&r, "server_errors")), (0, 1), "{r}");
+    assert_eq!(n(&r, "requests_retried"), 1);
+    assert!(w["retries"]["backoff_s"].as_f64().unwrap() >= 0.0);
+    assert_eq!(
+        (w["errors"].as_u64(), r["errors"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(r["verify"]["bad_bytes"].as_u64(), Some(0), "{r}");
+    assert_eq!(r["verify"]["checked_bytes"].as_u64(), Some(128 << 10));
+    assert!(text.contains("2 throttled (503 SlowDown/429)"), "{text}");
+    assert!(text.contains("1 server error(s)"), "{text}");
+    // Without faults there is no retry line and the field says zero.
+    let clean = server.root().join("clean.json");
+    let out = run(
+        &mut ioscale(&server, None),
+        &[
+            "run",
+            "--op",
+            "write",
+            "--size",
+            "64k",
+            "--xfer",
+            "64k",
+            "--json",
+            clean.to_str().unwrap(),
+            "s3://bkt/t",
+        ],
+    );
+    assert!(out.status.success());
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("retried"));
+    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&clean).unwrap()).unwrap();
+    assert_eq!(
+        rec["phases"][0]["retries"]["requests_retried"].as_u64(),
+        Some(0)
+    );
+}

@@ -15,7 +15,7 @@ use ureq::{Agent, Body, SendBody};
 
 use crate::config::{Addressing, ConfigError, Settings};
 use crate::error::{code_of_status, parse_error_body, Error, ErrorKind, Failure, Op};
-use crate::retry::{classify_status, Jitter, Retries, RetryPolicy, Transient};
+use crate::retry::{classify_status, Jitter, Retries, RetryPolicy, RetryTally, Tally, Transient};
 
 /// How long a signed URL is valid: long enough for one attempt of any
 /// request, as each attempt is signed again.
@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     policy: RetryPolicy,
     agent: ureq::config::Config,
     connect_timeout: Duration,
+    /// Every request's retries, added up as they end.
+    tally: Tally,
 }
 
 /// The client of one bucket. Cheap to clone; make one `Conn` per worker.
@@ -108,6 +110,7 @@ impl Client {
                 policy,
                 agent: agent_config(settings)?,
                 connect_timeout: connect_timeout(settings),
+                tally: Tally::default(),
             }),
         })
     }
@@ -136,6 +139,12 @@ impl Client {
     /// The retry policy.
     pub fn policy(&self) -> RetryPolicy {
         self.shared.policy
+    }
+
+    /// The retries of every request this client's connections made so
+    /// far, added up.
+    pub fn tally(&self) -> RetryTally {
+        self.shared.tally.read()
     }
 
     /// One line for a run's header: endpoint, addressing, region, and
@@ -334,11 +343,12 @@ impl Io {
             let start = Instant::now();
             match self.attempt(call, &sign(), start, &mut read) {
                 Ok((value, timing)) => {
+                    shared.tally.add(&retries);
                     return Ok(Done {
                         value,
                         timing,
                         retries,
-                    })
+                    });
                 }
                 Err(fail) => {
                     let took = start.elapsed();
@@ -347,6 +357,7 @@ impl Io {
                         retries.note(t, took);
                     }
                     if transient.is_none() || attempt >= shared.policy.retries || self.stopped() {
+                        shared.tally.add(&retries);
                         return Err(shared.error(call, fail.into_kind(), attempt + 1, retries));
                     }
                     let wait = shared.policy.wait(attempt, self.jitter.unit());

@@ -56,5 +56,5 @@ pub use config::{
 };
 pub use error::{Error, ErrorKind, Failure, Op};
 pub use ops::{ListPage, Listed, ObjectInfo, Ranged, Upload, MAX_PARTS};
-pub use retry::{Retries, RetryPolicy, Transient};
+pub use retry::{Retries, RetryPolicy, RetryTally, Transient};
 pub use target::{Target, TargetError, MAX_KEY_LEN};

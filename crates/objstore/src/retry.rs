@@ -3,6 +3,7 @@
 //! counters that keep throttling and server errors visible instead of
 //! folding them into a request's latency.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How a failed attempt is retried: up to `retries` more attempts, the
@@ -98,6 +99,80 @@ impl Retries {
     }
 }
 
+/// The retries of every request a client made, added up as they end: a
+/// phase reads it before and after and keeps the difference
+/// ([`RetryTally::since`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetryTally {
+    /// Requests that needed more than one attempt (whether or not one
+    /// succeeded in the end).
+    pub retried: u64,
+    /// Attempts answered 503 `SlowDown` or 429.
+    pub throttled: u64,
+    /// Attempts answered 500, 502, 504 or `RequestTimeout`.
+    pub server_errors: u64,
+    /// Attempts with no answer.
+    pub dropped: u64,
+    /// Time spent waiting between attempts.
+    pub backoff: Duration,
+}
+
+impl RetryTally {
+    /// What was added after `before` was read.
+    pub fn since(&self, before: &RetryTally) -> RetryTally {
+        RetryTally {
+            retried: self.retried.saturating_sub(before.retried),
+            throttled: self.throttled.saturating_sub(before.throttled),
+            server_errors: self.server_errors.saturating_sub(before.server_errors),
+            dropped: self.dropped.saturating_sub(before.dropped),
+            backoff: self.backoff.saturating_sub(before.backoff),
+        }
+    }
+
+    /// Failed attempts of any kind.
+    pub fn attempts(&self) -> u64 {
+        self.throttled + self.server_errors + self.dropped
+    }
+}
+
+/// The shared counters behind [`RetryTally`], added to without a lock.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    retried: AtomicU64,
+    throttled: AtomicU64,
+    server_errors: AtomicU64,
+    dropped: AtomicU64,
+    backoff_ns: AtomicU64,
+}
+
+impl Tally {
+    /// Adds one ended request's retries (nothing when it had none).
+    pub(crate) fn add(&self, r: &Retries) {
+        if r.count() == 0 {
+            return;
+        }
+        let add = |c: &AtomicU64, n: u64| c.fetch_add(n, Ordering::Relaxed);
+        add(&self.retried, 1);
+        add(&self.throttled, r.throttled.into());
+        add(&self.server_errors, r.server_errors.into());
+        add(&self.dropped, r.dropped.into());
+        let ns = u64::try_from(r.backoff.as_nanos()).unwrap_or(u64::MAX);
+        add(&self.backoff_ns, ns);
+    }
+
+    /// The counters now.
+    pub(crate) fn read(&self) -> RetryTally {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        RetryTally {
+            retried: get(&self.retried),
+            throttled: get(&self.throttled),
+            server_errors: get(&self.server_errors),
+            dropped: get(&self.dropped),
+            backoff: Duration::from_nanos(get(&self.backoff_ns)),
+        }
+    }
+}
+
 /// Which answers are worth another attempt.
 pub(crate) fn classify_status(status: u16, code: Option<&str>) -> Option<Transient> {
     // A copy can fail after its 200 was sent: the code in the body says.
@@ -190,6 +265,28 @@ mod tests {
         s.add(&r);
         assert_eq!((s.throttled, s.dropped, s.count()), (2, 2, 4));
         assert_eq!(s.failed_time, Duration::from_millis(10));
+    }
+
+    #[test]
+    fn the_tally_counts_retried_requests_and_attempts() {
+        let t = Tally::default();
+        t.add(&Retries::default());
+        let before = t.read();
+        assert_eq!(before, RetryTally::default());
+        let mut r = Retries::default();
+        r.note(Transient::Throttled, Duration::ZERO);
+        r.note(Transient::Throttled, Duration::ZERO);
+        r.note(Transient::Dropped, Duration::ZERO);
+        r.backoff = Duration::from_millis(30);
+        t.add(&r);
+        t.add(&r);
+        let d = t.read().since(&before);
+        assert_eq!(
+            (d.retried, d.throttled, d.dropped, d.attempts()),
+            (2, 4, 2, 6)
+        );
+        assert_eq!(d.backoff, Duration::from_millis(60));
+        assert_eq!(before.since(&t.read()), RetryTally::default());
     }
 
     #[test]

@@ -764,7 +764,25 @@ fn phase_notes(p: &PhaseRecord) -> Vec<String> {
     if p.errors > 0 {
         notes.push(format!("{who}: {} failed request(s)", p.errors));
     }
+    if let Some(r) = retry_note(p) {
+        notes.push(format!("{who}: {r}"));
+    }
     notes
+}
+
+/// The phase's retried requests, when there were any: counted apart from
+/// the latencies, which are the successful attempts' alone.
+fn retry_note(p: &PhaseRecord) -> Option<String> {
+    let r = p.retries.filter(|r| r.any())?;
+    Some(format!(
+        "{} request(s) retried: {} throttled (503 SlowDown/429), {} server error(s), \
+         {} dropped connection(s), {} s of backoff (not in the latencies)",
+        r.requests_retried,
+        r.throttled,
+        r.server_errors,
+        r.dropped,
+        fmt_secs(r.backoff_s)
+    ))
 }
 
 fn summary_table(rs: &ResultSet) -> Vec<String> {
@@ -1022,6 +1040,7 @@ fn meta_phase_lines(p: &PhaseRecord) -> Vec<String> {
     if p.errors > 0 {
         l.push(format!("{} failed operation(s)", p.errors));
     }
+    l.extend(retry_note(p));
     l
 }
 
@@ -1095,6 +1114,7 @@ mod tests {
                 .collect(),
             series: None,
             steady: None,
+            retries: None,
         }
     }
 

@@ -16,7 +16,7 @@ pub use export::{
 };
 pub use model::{
     shown_rep, ClusterInfo, ErrorRecord, FailedPhase, FilesRecord, HostInfo, JobSpec, Mismatch,
-    NodePhase, PhaseGather, PhaseRecord, PhaseSummary, RankPhase, ResultSet, SteadyRecord,
-    SteadyWhole, Stonewall, ThreadFiles, VerifyRecord, WorkerRecord, SCHEMA,
+    NodePhase, PhaseGather, PhaseRecord, PhaseSummary, RankPhase, ResultSet, RetryRecord,
+    SteadyRecord, SteadyWhole, Stonewall, ThreadFiles, VerifyRecord, WorkerRecord, SCHEMA,
 };
 pub use series_csv::{series_csv, SERIES_CSV_HEADER};

@@ -334,6 +334,37 @@ pub struct PhaseRecord {
     /// phase's are here. Absent without `--steady`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<SteadyRecord>,
+    /// The requests of the phase that an object store made the client
+    /// retry, and why (docs/results.md). Absent on a file system (a
+    /// failed system call is never retried), under MPI (each rank's
+    /// client counts its own: not gathered yet) and in records written
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<RetryRecord>,
+}
+
+/// The retries of one phase's requests to an object store: kept apart
+/// from the latencies, which are the successful attempts' alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct RetryRecord {
+    /// Requests that needed more than one attempt.
+    pub requests_retried: u64,
+    /// Failed attempts answered 503 `SlowDown` or 429 (throttled).
+    pub throttled: u64,
+    /// Failed attempts answered 500, 502, 504 or `RequestTimeout`.
+    pub server_errors: u64,
+    /// Failed attempts with no answer (refused, reset, closed, timed out).
+    pub dropped: u64,
+    /// Seconds the workers spent waiting between attempts (summed over
+    /// the workers).
+    pub backoff_s: f64,
+}
+
+impl RetryRecord {
+    /// Whether anything was retried.
+    pub fn any(&self) -> bool {
+        self.requests_retried > 0 || self.throttled + self.server_errors + self.dropped > 0
+    }
 }
 
 /// What `--steady` found in a phase (docs/results.md).

@@ -359,6 +359,15 @@ pub trait Backend: Clone + Debug + Send + Sync + 'static {
     /// target that is a link to a directory is the user's choice).
     fn open_target(&self, path: &Path) -> Result<Self::Dir>;
 
+    /// The retried requests and the failed attempts (throttled, server
+    /// errors, dropped connections) of every request made through this
+    /// value so far, added up: a phase keeps the difference across it.
+    /// `None` where the backend retries nothing (POSIX: a failed system
+    /// call is an error, never tried again).
+    fn retries(&self) -> Option<objstore::RetryTally> {
+        None
+    }
+
     /// What is at the user's path `path` (following a link when
     /// `follow`): the IOR front-end's and dd's files, named by the user,
     /// whose links the tools follow. `None` when nothing is there.

@@ -235,6 +235,9 @@ impl Backend for S3 {
     fn open_target(&self, path: &Path) -> Result<S3Dir> {
         S3Dir::open_target(&self.shared, path)
     }
+    fn retries(&self) -> Option<objstore::RetryTally> {
+        Some(self.shared.client.tally())
+    }
     fn stat_path(path: &Path, _follow: bool) -> Result<Option<EntryInfo>> {
         Err(super::Error::io("stat", path, err(libc::EOPNOTSUPP)))
     }

@@ -451,6 +451,15 @@ fn plan(args: &SweepArgs) -> Result<Sweep, Usage> {
     let lists = Lists::parse(args)?;
     let first_target = lists.targets.first().map(String::as_str);
     let inner = parse_inner(&args.inner, first_target)?;
+    // The inner command's --endpoint, --region, --profile, --addressing
+    // reach every point's s3:// target (they were dropped: a sweep asked
+    // AWS's endpoint instead of the one named).
+    match &inner {
+        JobCommand::Run(r) => r.s3.apply(),
+        JobCommand::Meta(m) => m.s3.apply(),
+        _ => Ok(()),
+    }
+    .map_err(|e| Usage(e.to_string()))?;
     let (kind, inner_reps, has_total) = inner_kind(&inner, &lists, args)?;
     let per_worker = match &inner {
         JobCommand::Run(r) => r.per_worker,

@@ -449,3 +449,64 @@ fn injected_throttles_and_errors_are_counted_per_phase_and_the_data_verifies() {
         Some(0)
     );
 }
+
+/// A sweep over worker counts on an s3:// target, the endpoint given to
+/// the inner command only (not in the environment): every point runs
+/// against the server, verifies, and leaves no object of its own behind;
+/// the foreign objects stay.
+#[test]
+fn a_sweep_of_worker_counts_runs_on_the_store_and_cleans_up() {
+    let Some(server) = start() else { return };
+    put_foreign(&server, "p/theirs", b"not ioscale's");
+    put_foreign(&server, "p/ioscale.d-lookalike", b"also not");
+    let json = server.root().join("sweep.json");
+    let endpoint = server.endpoint();
+    let mut cmd = ioscale(&server, None);
+    cmd.env_remove("AWS_ENDPOINT_URL");
+    let out = run(
+        &mut cmd,
+        &[
+            "sweep",
+            "--threads",
+            "1,2,4",
+            "--json",
+            json.to_str().unwrap(),
+            "--",
+            "run",
+            "--endpoint",
+            &endpoint,
+            "s3://bkt/p",
+            "--op",
+            "write,read",
+            "--size",
+            "1m",
+            "--xfer",
+            "1m",
+            "--verify",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let points = rec["points"].as_array().unwrap();
+    let threads: Vec<u64> = points
+        .iter()
+        .map(|p| p["threads"].as_u64().unwrap())
+        .collect();
+    assert_eq!(threads, [1, 2, 4], "{rec}");
+    for p in points {
+        let ops: Vec<&str> = p["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["op"].as_str().unwrap())
+            .collect();
+        assert_eq!(ops, ["write", "read"], "{p}");
+    }
+    assert!(stored(&server, "p/ioscale.d").is_empty());
+    foreign_intact(&server);
+}

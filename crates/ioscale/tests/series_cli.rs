@@ -640,9 +640,12 @@ fn progress_log_agrees_with_the_series(args: &[&str], data: &Path, j: &Path) {
 fn a_fine_interval_is_shown_as_sums_of_the_recorded_intervals() {
     let _t = turn();
     let dir = scratch();
-    let data = dir.path().join("data");
-    std::fs::create_dir(&data).unwrap();
     let j = dir.path().join("r.json");
+    // Capped, so the write lasts its 3 s (on the disk a fast moment wrote
+    // the 2 GiB in 0.7 s, before any interval was shown).
+    let Some(fs) = TestFs::mount(&["--bw", "100m"]) else {
+        return;
+    };
     let out = run(&[
         "run",
         "--op",
@@ -659,7 +662,7 @@ fn a_fine_interval_is_shown_as_sums_of_the_recorded_intervals() {
         "5ms",
         "--json",
         s(&j),
-        s(&data),
+        s(fs.path()),
     ]);
     assert_code(&out, 0);
     let err = stderr(&out);
@@ -725,7 +728,13 @@ fn the_progress_log_prints_the_series_intervals_of_data_and_metadata_phases() {
         "--time",
         "3s",
     ];
-    progress_log_agrees_with_the_series(&write, &data, &j);
+    // A capped target keeps the write going for its 3 s: on the disk a
+    // fast moment wrote the 2 GiB in 0.7 s, before any interval was due.
+    let Some(fs) = TestFs::mount(&["--bw", "100m"]) else {
+        return;
+    };
+    progress_log_agrees_with_the_series(&write, fs.path(), &j);
+    drop(fs);
     let create = [
         "meta",
         "--ops",

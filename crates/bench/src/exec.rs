@@ -26,6 +26,7 @@ use crate::error::Error;
 use crate::phase::{Outcome, StepEnv};
 use crate::plan::{Passes, Plan, Work};
 use crate::run::DataStep;
+use crate::sampling::{Sampled, Sampling};
 
 /// What a run follows as the plan executes. Every method has a default
 /// that does nothing; each is called on every rank.
@@ -55,8 +56,8 @@ pub trait Hooks {
     /// stage `stage` (after the delay; `recorded`: not a ramp pass). An
     /// error ends the passes there (the first pass's is the plan's error):
     /// the fio front-end checks here that the directories it holds are
-    /// still the ones it opened, and starts its sampler at the first
-    /// recorded pass.
+    /// still the ones it opened. (The plan's samples start after it, at
+    /// the first recorded pass.)
     fn before_pass(&mut self, stage: usize, recorded: bool) -> Result<(), Error> {
         let _ = (stage, recorded);
         Ok(())
@@ -128,6 +129,10 @@ pub struct Executed {
     /// Under [`crate::plan::Rules::passes`]: each recorded pass, in the
     /// order they ran (`steps` then holds none).
     pub passes: Vec<PassOut>,
+    /// Under [`crate::plan::Rules::samples`]: each worker's intervals
+    /// from the start of the first recorded pass (or driver call) to the
+    /// end of the plan, with their origin; `None` when none started.
+    pub samples: Option<Sampled>,
 }
 
 /// One recorded pass of a plan run as passes.
@@ -144,6 +149,18 @@ pub struct PassOut {
 }
 
 impl Executed {
+    /// `steps`, nothing else yet.
+    fn of(steps: Vec<Option<Outcome>>) -> Executed {
+        Executed {
+            steps,
+            timed_out: false,
+            interrupted: false,
+            refused: None,
+            passes: Vec::new(),
+            samples: None,
+        }
+    }
+
     /// The outcome of the first step: a one-step plan's.
     pub fn into_single(self) -> Outcome {
         self.steps
@@ -182,13 +199,16 @@ impl Executed {
 pub fn execute(plan: &Plan, mut env: Env<'_>) -> Result<Executed, Error> {
     plan.check()?;
     let timer = Timer::start(plan.rules.time_limit, &env.stop);
+    let mut sampling = Sampling::new(plan.rules.samples);
     let result = match plan.rules.passes {
-        Some(p) => run_passes(plan, p, &mut env),
-        None => run_stages(plan, &mut env),
+        Some(p) => run_passes(plan, p, &mut env, &mut sampling),
+        None => run_stages(plan, &mut env, &mut sampling),
     };
+    let samples = sampling.end();
     let timed_out = timer.finish();
     result.map(|mut e| {
         e.timed_out = timed_out;
+        e.samples = samples;
         e
     })
 }
@@ -203,6 +223,18 @@ impl Plan {
             .steps()
             .any(|s| matches!(&s.work, Work::Data(d) if d.reuse_files));
         self.rules.interleave && self.stages.len() > 1 && self.max_reps() > 1 && !reuse
+    }
+
+    /// The index in [`Plan::steps`] of each stage's first step.
+    fn step_bases(&self) -> Vec<usize> {
+        self.stages
+            .iter()
+            .scan(0, |k, s| {
+                let b = *k;
+                *k += s.steps.len();
+                Some(b)
+            })
+            .collect()
     }
 
     fn max_reps(&self) -> u32 {
@@ -228,16 +260,8 @@ impl Plan {
 }
 
 /// The stages' driver calls, their outcomes merged per stage.
-fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
-    let bases: Vec<usize> = plan
-        .stages
-        .iter()
-        .scan(0, |n, s| {
-            let b = *n;
-            *n += s.steps.len();
-            Some(b)
-        })
-        .collect();
+fn run_stages(plan: &Plan, env: &mut Env<'_>, sampling: &mut Sampling) -> Result<Executed, Error> {
+    let bases = plan.step_bases();
     let mut got: Vec<Option<Vec<Outcome>>> = plan.stages.iter().map(|_| None).collect();
     let mut refused = None;
     let mut interrupted = false;
@@ -251,6 +275,7 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
         if let Some(h) = env.hooks.as_deref_mut() {
             h.starting(stage, rep);
         }
+        sampling.begin(plan, stage, Instant::now());
         let outs = match run_stage(plan, (stage, rep), bases[stage], (None, None), env) {
             Ok(o) => o,
             Err(e) if call == 0 => return Err(e),
@@ -292,11 +317,9 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
         })
         .collect();
     Ok(Executed {
-        steps,
-        timed_out: false,
         interrupted,
         refused,
-        passes: Vec::new(),
+        ..Executed::of(steps)
     })
 }
 
@@ -305,14 +328,13 @@ fn run_stages(plan: &Plan, env: &mut Env<'_>) -> Result<Executed, Error> {
 /// once each). A pass that failed or was interrupted ends them; the first
 /// pass's refusal is the plan's error, a later one's is kept in
 /// [`Executed::refused`] with the passes before it.
-fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Error> {
-    let mut ex = Executed {
-        steps: plan.steps().map(|_| None).collect(),
-        timed_out: false,
-        interrupted: false,
-        refused: None,
-        passes: Vec::new(),
-    };
+fn run_passes(
+    plan: &Plan,
+    p: Passes,
+    env: &mut Env<'_>,
+    sampling: &mut Sampling,
+) -> Result<Executed, Error> {
+    let mut ex = Executed::of(plan.steps().map(|_| None).collect());
     let n = plan.stages.len();
     if let Some(d) = p.delay {
         if safefs::sleep_or_stop(d, &env.stop) == safefs::Waited::Stopped {
@@ -320,15 +342,7 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
             return Ok(ex);
         }
     }
-    let bases: Vec<usize> = plan
-        .stages
-        .iter()
-        .scan(0, |k, s| {
-            let b = *k;
-            *k += s.steps.len();
-            Some(b)
-        })
-        .collect();
+    let bases = plan.step_bases();
     // `started`: when the time left (`limit`) was taken.
     // The caller's check before each pass comes first: the clock of the
     // pass (`started`, the time left) is read after it.
@@ -379,6 +393,10 @@ fn run_passes(plan: &Plan, p: Passes, env: &mut Env<'_>) -> Result<Executed, Err
         }
         let checked = before(k, true, env);
         let now = Instant::now();
+        if checked.is_ok() {
+            // The samples' origin is the first recorded pass's start.
+            sampling.begin(plan, k % n, now);
+        }
         let limit = match p.runtime {
             Some(rt) => match rt.saturating_sub(now.duration_since(t0)) {
                 left if left.is_zero() => break,

@@ -13,6 +13,9 @@
 //!   repetitions, time limit, ramp, driver options, renderer.
 //! - [`exec`]: the one executor of every plan: stages in order or taking
 //!   turns, each step's setup, phases and cleanup, the caller's hooks.
+//! - [`sampling`]: each worker's per-interval figures, read by the
+//!   executor from the engine's live counters under a plan's
+//!   `samples` rule (fio's bw/iops samples and logs).
 //! - [`dataset`]: the files and directories a run creates, their marker,
 //!   and removing exactly those again — every file-system mutation of a
 //!   dataset goes through it.
@@ -50,6 +53,7 @@ mod phase;
 pub mod plan;
 mod record;
 pub mod run;
+pub mod sampling;
 pub mod stamp;
 pub mod steady;
 pub mod topology;

@@ -276,6 +276,13 @@ pub struct Rules {
     /// [`Passes`]. Without it, each stage runs once as above.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub passes: Option<Passes>,
+    /// The executor reads each worker's live counters this often (at
+    /// least 1 ms), from the start of the first recorded pass (or the
+    /// first driver call) to the end of the plan, and returns the
+    /// per-interval figures in [`crate::exec::Executed::samples`] (fio's
+    /// bw/iops samples and logs). Data steps only.
+    #[serde(serialize_with = "opt_secs", skip_serializing_if = "Option::is_none")]
+    pub samples: Option<Duration>,
 }
 
 /// fio's passes: each stage of the plan is one pass over its steps'
@@ -482,6 +489,16 @@ impl Plan {
             self.rules.ramp.is_some() || self.rules.passes.is_some_and(|p| p.ramp.is_some());
         if ramps && self.steps().any(|s| !matches!(s.work, Work::Data(_))) {
             return usage("a ramp applies to data steps only".into());
+        }
+        if let Some(every) = self.rules.samples {
+            if every < Duration::from_millis(1) {
+                return usage(format!(
+                    "interval samples need an interval of at least 1 ms, not {every:?}"
+                ));
+            }
+            if self.steps().any(|s| !matches!(s.work, Work::Data(_))) {
+                return usage("interval samples are taken of data steps only".into());
+            }
         }
         if let Some(p) = self.rules.passes {
             if p.repeat && p.runtime.is_none() {

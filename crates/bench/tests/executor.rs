@@ -487,3 +487,106 @@ fn passes_repeat_their_stages_until_the_run_time_the_executor_keeps() {
     });
     assert!(plan.check().is_err());
 }
+
+/// Runs test `name` of this binary again in a process of its own (the
+/// engine's live counters, which the sampling reads, are one per process:
+/// workers of tests running beside it would share their slots). Returns
+/// whether this is that process.
+fn alone(name: &str) -> bool {
+    if std::env::var_os("EXECUTOR_TEST_ALONE").is_some() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let ok = std::process::Command::new(exe)
+        .args(["--exact", name, "--test-threads=1", "--nocapture"])
+        .env("EXECUTOR_TEST_ALONE", "1")
+        .status()
+        .expect("the test binary runs")
+        .success();
+    assert!(ok, "{name} failed in its own process");
+    false
+}
+
+#[test]
+fn the_samples_rule_returns_ticks_per_worker_that_sum_to_the_phases_bytes() {
+    if !alone("the_samples_rule_returns_ticks_per_worker_that_sum_to_the_phases_bytes") {
+        return;
+    }
+    let t = Tmpfs::mount("samples", "256m");
+    let (a, b) = (t.0.join("a"), t.0.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    // Two passes of a two-worker writer (fio's two files of a job).
+    let two = |dir: &Path| match step(dir, Op::Write, 48 << 20, None) {
+        Work::Data(w) => Step::new(Work::Data(Arc::new(spec::WorkloadSpec {
+            threads: 2,
+            ..(*w).clone()
+        }))),
+        _ => unreachable!(),
+    };
+    let mut plan = Plan::of_stages(vec![
+        Stage {
+            steps: vec![two(&a)],
+        },
+        Stage {
+            steps: vec![two(&b)],
+        },
+    ]);
+    plan.rules.passes = Some(bench::plan::Passes::default());
+    plan.rules.samples = Some(Duration::from_millis(5));
+    let done = run(
+        &plan,
+        Arc::new(AtomicBool::new(false)),
+        &mut Seen::default(),
+    );
+    assert_eq!(done.exit_code(), 0);
+    assert_eq!(done.passes.len(), 2);
+    let sampled = done.samples.as_ref().expect("the rule samples");
+    assert_eq!(sampled.ticks.len(), 2, "one list of ticks per worker");
+    // Per worker, what its ticks moved is what the two passes' records
+    // say it moved: every byte counted once, none lost at the ends.
+    for (w, ticks) in sampled.ticks.iter().enumerate() {
+        let recorded: u64 = done
+            .passes
+            .iter()
+            .flat_map(|p| &p.steps[0].results.phases)
+            .flat_map(|ph| &ph.workers)
+            .filter(|r| r.worker == w as u32)
+            .map(|r| r.bytes)
+            .sum();
+        let ticked: u64 = ticks.iter().map(|t| t.bytes).sum();
+        assert!(recorded > 0);
+        assert_eq!(ticked, recorded, "worker {w}");
+        assert!(ticks.iter().all(|t| t.write && t.ios > 0));
+        assert!(ticks.windows(2).all(|p| p[0].t_ms <= p[1].t_ms));
+    }
+    // The phases' bytes, summed, are the ticks' bytes summed.
+    let phase_bytes: u64 = done
+        .passes
+        .iter()
+        .flat_map(|p| &p.steps[0].results.phases)
+        .map(|ph| ph.bytes)
+        .sum();
+    let all: u64 = sampled.ticks.iter().flatten().map(|t| t.bytes).sum();
+    assert_eq!(all, phase_bytes);
+    // The origin is the first recorded pass's start.
+    assert_eq!(sampled.since(done.passes[0].started), Duration::ZERO);
+    assert!(sampled.since(done.passes[1].started) > Duration::ZERO);
+    // Without the rule nothing is sampled; a zero interval is refused
+    // before anything runs.
+    plan.rules.samples = None;
+    let none = run(
+        &plan,
+        Arc::new(AtomicBool::new(false)),
+        &mut Seen::default(),
+    );
+    assert!(none.samples.is_none() && none.exit_code() == 0);
+    plan.rules.samples = Some(Duration::ZERO);
+    let env = Env::new(
+        vec!["t".into()],
+        Arc::new(AtomicBool::new(false)),
+        &coord::Solo,
+    );
+    assert!(matches!(execute(&plan, env), Err(bench::Error::Usage(_))));
+    assert!(cleaned(&a) && cleaned(&b));
+}

@@ -10,10 +10,11 @@
 //! never followed.
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::Duration;
+
+use bench::sampling::{Sampled, Tick};
 
 use super::parse::{EngineKind, Job};
-use super::sample::{Sampled, Tick};
 use super::{Pass, Planned, Run};
 
 /// One of the logs fio writes for a job.
@@ -121,9 +122,9 @@ pub(super) fn write(
                     .flat_map(|pl| &pl.detail)
                     .filter(|(x, _)| *x == clone)
                     .flat_map(|(_, d)| &d.log)
-                    .filter(|e| cut.is_none_or(|c| e.done >= c))
+                    .filter(|e| cut.is_none_or(|c| sampled.since(e.done) >= c))
                     .collect();
-                io_logs(j, &mine, sampled.t0, n)
+                io_logs(j, &mine, sampled, n)
             };
             for (log, path, body) in files {
                 if let Err(e) =
@@ -163,22 +164,25 @@ fn interval_logs(j: &Job, mine: &[Tick], n: u64) -> Vec<(Log, PathBuf, String)> 
 }
 
 /// The log files of a job without `log_avg_msec`: a line per request,
-/// at its completion (its submission for slat), ms since the job started.
+/// at its completion (its submission for slat), ms since the job started
+/// (the samples' origin: the first recorded pass's start).
 /// bw is the request's bytes over its clat, in fio's unit
 /// (bytes × 10⁶ ÷ ns); iops is 1 per request.
 fn io_logs(
     j: &Job,
     mine: &[&engine::IoLogEntry],
-    t0: Instant,
+    sampled: &Sampled,
     n: u64,
 ) -> Vec<(Log, PathBuf, String)> {
-    let ms = |t: Instant| t.saturating_duration_since(t0).as_millis() as u64;
+    let ms = |t: Duration| t.as_millis() as u64;
     let line = |t: u64, v: u64, e: &engine::IoLogEntry| {
         format!("{t}, {v}, {}, {}, 0\n", u8::from(e.write), e.len)
     };
     let clat = |e: &engine::IoLogEntry| e.lat_ns - e.slat_ns.unwrap_or(0).min(e.lat_ns);
     let each = |f: &dyn Fn(&engine::IoLogEntry) -> u64| -> String {
-        mine.iter().map(|e| line(ms(e.done), f(e), e)).collect()
+        mine.iter()
+            .map(|e| line(ms(sampled.since(e.done)), f(e), e))
+            .collect()
     };
     let bw = |e: &engine::IoLogEntry| (e.len as u64 * 1_000_000).checked_div(clat(e)).unwrap_or(0);
     // Logged when the request was handed over, as fio does.
@@ -186,7 +190,9 @@ fn io_logs(
         mine.iter()
             .filter_map(|e| {
                 let sl = e.slat_ns?;
-                let issued = e.done - std::time::Duration::from_nanos(clat(e));
+                let issued = sampled
+                    .since(e.done)
+                    .saturating_sub(Duration::from_nanos(clat(e)));
                 Some(line(ms(issued), sl, e))
             })
             .collect()

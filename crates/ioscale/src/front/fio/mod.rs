@@ -17,7 +17,7 @@ mod files;
 mod logs;
 mod ramp;
 pub use compat::fio::{parse, render};
-pub mod sample;
+mod sample;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -27,9 +27,9 @@ use spec::{Checksum, FileNaming, IoHints, Layout, Op, RawWorkload, SyncMode, Wor
 
 use self::parse::{EngineKind, Format, Job};
 use self::render::{DirStats, Entry, Header, Lat, LatBuckets, Report, SampleStat};
-use self::sample::{Sampled, Sampler, Tick};
 use super::Usage;
 use crate::exit::{Exit, Failure};
+use bench::sampling::{Sampled, Tick};
 
 /// `ioscale fio --help`.
 pub const HELP: &str = "\
@@ -815,14 +815,15 @@ impl Session {
         let Measured {
             passes,
             code: c,
-            mut sampled,
+            sampled,
             cut,
         } = passes?;
         self.code = self.code.max(c);
-        if passes.is_empty() {
-            // Interrupted before the first pass (in its startdelay).
+        // Nothing ran when interrupted before the first pass (in its
+        // startdelay); the executor's samples start at the first.
+        let (false, Some(mut sampled)) = (passes.is_empty(), sampled) else {
             return Ok(self.code != 130);
-        }
+        };
         if let Some(cut) = cut {
             ramp::cut_ticks(&mut sampled, cut);
         }
@@ -832,7 +833,7 @@ impl Session {
         }
         self.report
             .entries
-            .extend(entries_of(run, &specs[0], &passes, &sampled.ticks, cut));
+            .extend(entries_of(run, &specs[0], &passes, &sampled, cut));
         for e in logs::write(run, &passes, &sampled, self.thread_base, cut) {
             eprintln!("fio: error: {e}");
             self.code = self.code.max(output_failure_code());
@@ -1044,9 +1045,11 @@ const BW_AVG_MSEC: u64 = 500;
 /// (with `time_based`) again and again until `runtime` has passed, as fio
 /// loops over its files until time is up. Before the run the job files'
 /// directories are checked to be the ones opened at the start (`files`).
-/// Returns the measured passes (each a [`Pass`] per job) with when the
-/// first started, the exit code and each worker's per-interval figures
-/// (workers numbered across the jobs); a pass that fails after others were
+/// The executor also takes each worker's per-interval figures every
+/// `every` from the first recorded pass (the plan's `samples` rule).
+/// Returns the measured passes (each a [`Pass`] per job) with where a
+/// sized job's ramp ends, the exit code and those figures (workers
+/// numbered across the jobs); a pass that fails after others were
 /// measured ends the run with those (said, exit code 1), the first one's
 /// failure is the caller's.
 fn run_passes(
@@ -1076,6 +1079,7 @@ fn run_passes(
         .with_detail(ctx.detail)
         .rendered_by(bench::plan::Render::Fio);
     plan.options.steady = j.steady;
+    plan.rules.samples = Some(every);
     let repeat = j.time_based && j.runtime.is_some();
     plan.rules.passes = Some(bench::plan::Passes {
         delay: (!j.startdelay.is_zero()).then_some(j.startdelay),
@@ -1084,23 +1088,10 @@ fn run_passes(
         runtime: j.runtime.filter(|_| repeat || specs.len() > 1),
         repeat,
     });
-    let mut hooks = PassHooks {
-        files,
-        steps: run
-            .jobs
-            .iter()
-            .zip(&specs[0])
-            .map(|(job, s)| (job.numjobs as u32, s.ops[0]))
-            .collect(),
-        every,
-        sampler: None,
-    };
+    let mut hooks = PassHooks { files };
     let env = bench::exec::Env::new(ctx.argv.to_vec(), ctx.stop.clone(), ctx.coord)
         .with_hooks(&mut hooks);
-    let done = bench::exec::execute(&plan, env);
-    let sampled = hooks.sampler.take().map(Sampler::finish);
-    let done = done?;
-    let sampled = sampled.unwrap_or_else(Sampled::none);
+    let done = bench::exec::execute(&plan, env)?;
     let mut code = done.exit_code();
     match &done.refused {
         Some((_, bench::Error::Interrupted)) => code = 130,
@@ -1113,10 +1104,12 @@ fn run_passes(
     }
     // A sized job's ramp ends ramp_time after the executor started its
     // first pass.
+    let sampled = done.samples;
     let cut = done
         .passes
         .first()
-        .and_then(|p| ramp::sized_cut(j, p.started));
+        .zip(sampled.as_ref())
+        .and_then(|(p, s)| ramp::sized_cut(j, s.since(p.started)));
     let passes = done
         .passes
         .into_iter()
@@ -1140,32 +1133,24 @@ fn run_passes(
 
 /// What the fio front-end does between the executor's passes: checks
 /// that the job files' directories are still the ones opened at the start
-/// (a directory swapped for a link meanwhile ends the run), and starts
-/// the sampler of fio's bw/iops figures at the first recorded pass.
+/// (a directory swapped for a link meanwhile ends the run).
 struct PassHooks<'a> {
     files: &'a UserFiles,
-    /// Each job's clones and first operation.
-    steps: Vec<(u32, Op)>,
-    every: std::time::Duration,
-    sampler: Option<Sampler>,
 }
 
 impl bench::exec::Hooks for PassHooks<'_> {
-    fn before_pass(&mut self, _stage: usize, recorded: bool) -> Result<(), bench::Error> {
-        self.files.check_dirs()?;
-        if recorded && self.sampler.is_none() {
-            self.sampler = Some(Sampler::start(self.steps.clone(), self.every));
-        }
-        Ok(())
+    fn before_pass(&mut self, _stage: usize, _recorded: bool) -> Result<(), bench::Error> {
+        self.files.check_dirs()
     }
 }
 
 /// A run's measured passes (each a [`Pass`] per job), the exit code,
-/// each worker's intervals and where a sized job's ramp ends.
+/// each worker's intervals as the executor sampled them (none when no
+/// pass was recorded) and where a sized job's ramp ends.
 struct Measured {
     passes: Vec<Vec<Pass>>,
     code: i32,
-    sampled: Sampled,
+    sampled: Option<Sampled>,
     cut: Option<ramp::Cut>,
 }
 
@@ -1178,9 +1163,10 @@ fn entries_of(
     run: &Run,
     specs: &[WorkloadSpec],
     passes: &[Vec<Pass>],
-    ticks: &[Vec<Tick>],
+    sampled: &Sampled,
     cut: Option<ramp::Cut>,
 ) -> Vec<Entry> {
+    let ticks: &[Vec<Tick>] = &sampled.ticks;
     let mut out: Vec<Entry> = Vec::new();
     // The entry a job's group_reporting merges into: (group, index).
     let mut grouped_at: Vec<(usize, usize)> = Vec::new();
@@ -1196,7 +1182,7 @@ fn entries_of(
         for ws in sets {
             let mut e = entry(j, spec, &mine, &ws, ws.len() == n as usize);
             if let Some(cut) = cut {
-                ramp::after_ramp(&mut e, &ws, &mine, cut);
+                ramp::after_ramp(&mut e, &ws, &mine, (cut, sampled));
             }
             e.sampled = true;
             for (d, reads) in [(&mut e.read, true), (&mut e.write, false)] {

@@ -205,18 +205,22 @@ impl State {
         self.win_start = now;
     }
 
-    /// Reads at `t0 + k × every` until `flag` is set, then once more.
+    /// Reads at `t0 + k × every` until `flag` is set, then once more (an
+    /// interval past the clock's range: only that last reading).
     fn run(mut self, flag: &AtomicBool) -> Vec<Vec<Tick>> {
         let (t0, every) = (self.t0, self.every);
         let mut k = 1u32;
         loop {
-            let next = t0 + every * k;
+            let next = every.checked_mul(k).and_then(|d| t0.checked_add(d));
             loop {
                 let now = Instant::now();
-                if flag.load(Ordering::Acquire) || now >= next {
+                if flag.load(Ordering::Acquire) || next.is_some_and(|n| now >= n) {
                     break;
                 }
-                std::thread::park_timeout(next - now);
+                match next {
+                    Some(n) => std::thread::park_timeout(n - now),
+                    None => std::thread::park(),
+                }
             }
             let last = flag.load(Ordering::Acquire);
             self.tick(Instant::now(), last);

@@ -572,6 +572,23 @@ fn the_samples_rule_returns_ticks_per_worker_that_sum_to_the_phases_bytes() {
     // The origin is the first recorded pass's start.
     assert_eq!(sampled.since(done.passes[0].started), Duration::ZERO);
     assert!(sampled.since(done.passes[1].started) > Duration::ZERO);
+    // An interval past the clock's range: one last reading, all the bytes.
+    plan.rules.samples = Some(Duration::MAX);
+    let long = run(
+        &plan,
+        Arc::new(AtomicBool::new(false)),
+        &mut Seen::default(),
+    );
+    let ticks = &long.samples.as_ref().expect("the rule samples").ticks;
+    let moved: u64 = ticks.iter().flatten().map(|t| t.bytes).sum();
+    assert!(moved > 0 && ticks.iter().flatten().all(|t| !t.full));
+    let recorded: u64 = long
+        .passes
+        .iter()
+        .flat_map(|p| &p.steps[0].results.phases)
+        .map(|ph| ph.bytes)
+        .sum();
+    assert_eq!(moved, recorded);
     // Without the rule nothing is sampled; a zero interval is refused
     // before anything runs.
     plan.rules.samples = None;

@@ -59,19 +59,55 @@ pub trait Front {
     /// Its `--help` text.
     const HELP: &'static str;
     /// What the tool's command line asked for, typed.
-    type Request;
+    type Request: AsksHelp;
     /// What its layout shows beyond the record (the command line as typed,
     /// its version, …).
     type Info;
-    /// Reads the tool's own syntax (the arguments after the program name);
-    /// `Ok(None)` when it asks for `--help`. An `Err` is a usage error.
-    fn parse(args: &[String]) -> Result<Option<Self::Request>, Usage>;
+    /// The tool's parser (in the `compat` crate): its own syntax (the
+    /// arguments after the program name) into a request. An `Err` is a
+    /// usage error.
+    const PARSE: fn(&[String]) -> Result<Self::Request, Usage>;
+    /// Reads the tool's own syntax with [`Front::PARSE`]; `Ok(None)` when
+    /// it asks for `--help`.
+    fn parse(args: &[String]) -> Result<Option<Self::Request>, Usage> {
+        (Self::PARSE)(args).map(|r| (!r.asks_help()).then_some(r))
+    }
     /// Runs a request as one rank of `coord` (every rank calls it; rank 0
     /// alone prints, with [`Front::render`]): the outcome code of the run,
     /// or why it could not run (said by `main` as `COMMAND: error: …`).
     fn run(call: &Call<'_>, req: Self::Request, coord: &dyn Coordinator) -> Exit;
     /// A finished run in the tool's own layout.
     fn render(info: &Self::Info, rs: &ResultSet) -> anyhow::Result<Vec<u8>>;
+}
+
+/// A tool's parsed command line, which may ask for its `--help` alone.
+pub trait AsksHelp {
+    /// It asks for `--help` (`-h`): the help is printed, nothing run.
+    fn asks_help(&self) -> bool;
+}
+
+impl AsksHelp for compat::dd::parse::DdArgs {
+    fn asks_help(&self) -> bool {
+        self.help
+    }
+}
+
+impl AsksHelp for compat::ior::parse::IorArgs {
+    fn asks_help(&self) -> bool {
+        self.help
+    }
+}
+
+impl AsksHelp for compat::mdtest::parse::MdArgs {
+    fn asks_help(&self) -> bool {
+        self.help
+    }
+}
+
+impl AsksHelp for compat::smallfile::parse::SfArgs {
+    fn asks_help(&self) -> bool {
+        self.help
+    }
 }
 
 /// How a front-end was started: the program name to show and the

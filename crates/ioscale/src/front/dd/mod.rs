@@ -75,9 +75,7 @@ impl Front for Dd {
     type Request = DdArgs;
     type Info = DdInfo;
 
-    fn parse(args: &[String]) -> Result<Option<DdArgs>, Usage> {
-        parse(args).map(|a| (!a.help).then_some(a))
-    }
+    const PARSE: fn(&[String]) -> Result<DdArgs, Usage> = parse;
 
     /// Runs the request as one rank of `coord`; rank 0 prints dd's lines.
     fn run(call: &Call<'_>, a: DdArgs, coord: &dyn Coordinator) -> Exit {

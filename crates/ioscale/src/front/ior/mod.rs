@@ -157,9 +157,7 @@ impl Front for Ior {
     type Request = IorArgs;
     type Info = IorInfo;
 
-    fn parse(args: &[String]) -> Result<Option<IorArgs>, Usage> {
-        parse(args).map(|a| (!a.help).then_some(a))
-    }
+    const PARSE: fn(&[String]) -> Result<IorArgs, Usage> = parse;
 
     /// Runs the request as one rank of `coord`; rank 0 prints in IOR's layout.
     fn run(call: &Call<'_>, mut a: IorArgs, coord: &dyn Coordinator) -> Exit {

@@ -96,9 +96,7 @@ impl Front for Mdtest {
     type Request = MdArgs;
     type Info = Shown;
 
-    fn parse(args: &[String]) -> Result<Option<MdArgs>, Usage> {
-        parse(args).map(|a| (!a.help).then_some(a))
-    }
+    const PARSE: fn(&[String]) -> Result<MdArgs, Usage> = parse;
 
     /// Runs the request as one rank of `coord`; rank 0 prints mdtest's layout.
     fn run(call: &Call<'_>, a: MdArgs, coord: &dyn Coordinator) -> Exit {

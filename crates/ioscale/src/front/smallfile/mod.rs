@@ -246,9 +246,7 @@ impl Front for Smallfile {
     type Request = SfArgs;
     type Info = SmallfileInfo;
 
-    fn parse(args: &[String]) -> Result<Option<SfArgs>, Usage> {
-        parse(args).map(|a| (!a.help).then_some(a))
-    }
+    const PARSE: fn(&[String]) -> Result<SfArgs, Usage> = parse;
 
     /// Runs the request as one rank of `coord`; rank 0 prints smallfile's
     /// lines and writes --output-json.

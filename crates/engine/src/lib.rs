@@ -9,6 +9,7 @@
 pub mod aio;
 pub mod backend;
 pub mod buf;
+pub mod calls;
 pub mod find;
 pub mod live;
 pub mod live_interval;

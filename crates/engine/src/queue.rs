@@ -9,6 +9,7 @@ use std::io;
 
 use crate::backend::DataFile;
 use crate::buf::AlignedBuf;
+use crate::calls::{Positioned, SyncCalls};
 
 /// One read or write of a whole transfer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,28 +116,38 @@ pub trait IoQueue {
     }
 }
 
-/// Positioned reads and writes on one file of any backend (pread/pwrite
-/// for POSIX): a queue of depth 1.
-pub struct SyncQueue<'f, F: DataFile> {
+/// One request at a time on one file, made of the calls of style `C`
+/// (by default the backend's positioned reads and writes, pread/pwrite for
+/// POSIX): a queue of depth 1.
+pub struct SyncQueue<'f, F: DataFile, C: SyncCalls<F> = Positioned> {
     file: &'f F,
     buf: &'f mut AlignedBuf,
     pending: Option<Request>,
     short: [u64; 2],
+    calls: C,
 }
 
 impl<'f, F: DataFile> SyncQueue<'f, F> {
     /// A queue over `file` with one buffer of `xfer` bytes.
     pub fn new(file: &'f F, buf: &'f mut AlignedBuf) -> Self {
+        Self::with_calls(file, buf, Positioned)
+    }
+}
+
+impl<'f, F: DataFile, C: SyncCalls<F>> SyncQueue<'f, F, C> {
+    /// A queue over `file` whose requests are made of the calls of `calls`.
+    pub fn with_calls(file: &'f F, buf: &'f mut AlignedBuf, calls: C) -> Self {
         SyncQueue {
             file,
             buf,
             pending: None,
             short: [0; 2],
+            calls,
         }
     }
 }
 
-impl<F: DataFile> IoQueue for SyncQueue<'_, F> {
+impl<F: DataFile, C: SyncCalls<F>> IoQueue for SyncQueue<'_, F, C> {
     fn depth(&self) -> usize {
         1
     }
@@ -168,10 +179,14 @@ impl<F: DataFile> IoQueue for SyncQueue<'_, F> {
         let mut done = 0usize;
         let result = loop {
             let r = if req.write {
-                self.file
-                    .write_at(&self.buf.as_slice()[done..len], req.offset + done as u64)
+                self.calls.write(
+                    self.file,
+                    &self.buf.as_slice()[done..len],
+                    req.offset + done as u64,
+                )
             } else {
-                self.file.read_at(
+                self.calls.read(
+                    self.file,
                     &mut self.buf.as_mut_slice()[done..len],
                     req.offset + done as u64,
                 )

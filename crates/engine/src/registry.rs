@@ -22,6 +22,7 @@ use crate::aio::{AioQueue, AioState};
 use crate::backend::posix::Posix;
 use crate::backend::Backend;
 use crate::buf::AlignedBuf;
+use crate::calls::{SeekThen, SyncCalls, Vectored};
 use crate::meta::{MetaPlan, MetaSample};
 use crate::queue::SyncQueue;
 use crate::uring::{UringOptions, UringQueue, UringState};
@@ -91,8 +92,9 @@ pub trait EngineState<B: Backend>: Send {
     fn bind(&mut self) -> io::Result<()> {
         Ok(())
     }
-    /// Runs the transfer loop of one phase over `file`. Returns false if
-    /// the state is unusable afterwards (requests stuck in flight).
+    /// Runs the transfer loop of one phase over `file`, opened for this
+    /// phase just before (its position is 0). Returns false if the state
+    /// is unusable afterwards (requests stuck in flight).
     fn run(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>) -> bool;
     /// Notes on features asked for but not available here.
     fn notes(&self) -> &[String] {
@@ -121,20 +123,117 @@ impl<B: Backend> DataEngine<B> for SyncEngine {
     }
     fn prepare(
         &self,
-        mut bufs: Vec<AlignedBuf>,
+        bufs: Vec<AlignedBuf>,
         _: &EngineOptions,
     ) -> io::Result<Box<dyn EngineState<B>>> {
-        let buf = bufs
-            .drain(..)
-            .next()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no buffer"))?;
-        Ok(Box::new(SyncState(buf)))
+        Ok(Box::new(SyncState(one_buf(bufs)?)))
     }
+}
+
+/// The one buffer of a synchronous engine's worker.
+fn one_buf(bufs: Vec<AlignedBuf>) -> io::Result<AlignedBuf> {
+    bufs.into_iter()
+        .next()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no buffer"))
 }
 
 impl<B: Backend> EngineState<B> for SyncState {
     fn run(&mut self, file: &B::File, lp: &mut LoopCtx<'_, B>) -> bool {
         let mut q = SyncQueue::new(file, &mut self.0);
+        io_loop(&mut q, file, lp);
+        true
+    }
+}
+
+/// A synchronous engine of the POSIX backend whose requests are made of
+/// other calls than pread/pwrite: fio's `sync`, `pvsync` and `pvsync2`,
+/// so that an emulated job makes fio's calls. The style is the type `C`:
+/// its calls are compiled into the loop, chosen when the engine is.
+struct StyledSync<C>(std::marker::PhantomData<fn() -> C>);
+
+/// A call style with its table entry.
+trait Style: SyncCalls<std::fs::File> {
+    /// The engine's entry.
+    const INFO: &'static EngineInfo;
+    /// The style for a file just opened for the phase.
+    fn at_open() -> Self;
+}
+
+static LSEEK_INFO: EngineInfo = EngineInfo {
+    name: "lseek",
+    summary: "lseek (left out when the file position is already the offset), then \
+              read/write, one request in flight per worker (fio's sync engine)",
+    queueing: false,
+    default_depth: 1,
+    direct: true,
+    setup_call: "allocate buffer",
+};
+
+static PVSYNC_INFO: EngineInfo = EngineInfo {
+    name: "pvsync",
+    summary: "preadv/pwritev with one iovec, one request in flight per worker \
+              (fio's pvsync engine)",
+    queueing: false,
+    default_depth: 1,
+    direct: true,
+    setup_call: "allocate buffer",
+};
+
+static PVSYNC2_INFO: EngineInfo = EngineInfo {
+    name: "pvsync2",
+    summary: "preadv2/pwritev2 with one iovec and flags 0, one request in flight per \
+              worker (fio's pvsync2 engine)",
+    queueing: false,
+    default_depth: 1,
+    direct: true,
+    setup_call: "allocate buffer",
+};
+
+impl Style for SeekThen {
+    const INFO: &'static EngineInfo = &LSEEK_INFO;
+    fn at_open() -> Self {
+        SeekThen::at_open()
+    }
+}
+
+impl Style for Vectored<false> {
+    const INFO: &'static EngineInfo = &PVSYNC_INFO;
+    fn at_open() -> Self {
+        Vectored
+    }
+}
+
+impl Style for Vectored<true> {
+    const INFO: &'static EngineInfo = &PVSYNC2_INFO;
+    fn at_open() -> Self {
+        Vectored
+    }
+}
+
+impl<C: Style + 'static> DataEngine<Posix> for StyledSync<C> {
+    fn info(&self) -> &'static EngineInfo {
+        C::INFO
+    }
+    fn prepare(
+        &self,
+        bufs: Vec<AlignedBuf>,
+        _: &EngineOptions,
+    ) -> io::Result<Box<dyn EngineState<Posix>>> {
+        Ok(Box::new(StyledState::<C>(
+            one_buf(bufs)?,
+            std::marker::PhantomData,
+        )))
+    }
+}
+
+/// A worker's buffer for the calls of style `C`.
+struct StyledState<C>(AlignedBuf, std::marker::PhantomData<fn() -> C>);
+
+impl<C: Style + 'static> EngineState<Posix> for StyledState<C> {
+    fn run(&mut self, file: &std::fs::File, lp: &mut LoopCtx<'_, Posix>) -> bool {
+        // The runner opens the file for the phase just before: its
+        // position is 0 (what the lseek style starts from).
+        let mut q = SyncQueue::with_calls(file, &mut self.0, C::at_open());
         io_loop(&mut q, file, lp);
         true
     }
@@ -220,7 +319,14 @@ impl EngineState<Posix> for AioState {
 }
 
 /// Every data engine of the POSIX backend, by name.
-pub static DATA_ENGINES: &[&dyn DataEngine<Posix>] = &[&SyncEngine, &UringEngine, &AioEngine];
+pub static DATA_ENGINES: &[&dyn DataEngine<Posix>] = &[
+    &SyncEngine,
+    &StyledSync::<SeekThen>(std::marker::PhantomData),
+    &StyledSync::<Vectored<false>>(std::marker::PhantomData),
+    &StyledSync::<Vectored<true>>(std::marker::PhantomData),
+    &UringEngine,
+    &AioEngine,
+];
 
 /// A refused engine choice; the message names the flag and the fix.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -581,7 +687,7 @@ mod tests {
         let e = check_data("aio", 1, false).err().unwrap();
         assert_eq!(
             e.to_string(),
-            "--engine aio: unknown engine (available: sync, io_uring, libaio)"
+            "--engine aio: unknown engine (available: sync, lseek, pvsync, pvsync2, io_uring, libaio)"
         );
         assert!(check_data("libaio", 64, true).is_ok());
         let e = check_data("sync", 8, false).err().unwrap();

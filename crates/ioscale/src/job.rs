@@ -107,9 +107,11 @@ pub struct RunArgs {
     )]
     pub reorder_offset: Option<String>,
 
-    /// I/O engine: sync (pread/pwrite), io_uring or libaio (Linux native
-    /// AIO, as fio's; with --direct: without it the kernel does each
-    /// request inside io_submit) (--iodepth requests in flight per worker).
+    /// I/O engine: sync (pread/pwrite), lseek (lseek, then read/write:
+    /// fio's sync), pvsync (preadv/pwritev), pvsync2 (preadv2/pwritev2),
+    /// io_uring or libaio (Linux native AIO, as fio's; with --direct:
+    /// without it the kernel does each request inside io_submit)
+    /// (--iodepth requests in flight per worker).
     #[arg(long, value_name = "NAME", default_value = "sync",
           value_parser = Choices(args::data_engines), hide_possible_values = true)]
     pub engine: String,

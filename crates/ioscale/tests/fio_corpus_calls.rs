@@ -10,6 +10,15 @@
 //! ends it) is compared by its bytes, syncs and advice: fio writes it in
 //! `bs`-sized write(2) calls, ioscale in pwrite64(2) calls of up to 1 MiB
 //! (docs/compat.md).
+//! fio's synchronous engines differ only in their calls: `psync` makes
+//! pread64/pwrite64, `sync` lseek then read/write (the lseek left out
+//! where the file position is already the offset), `pvsync`
+//! preadv/pwritev and `pvsync2` preadv2/pwritev2 with one iovec of the
+//! request's size; each is counted by its call and size, lseeks by
+//! number. In a random-order job the lseeks fio leaves out are the draws
+//! that happen to follow the previous request, which each tool draws in
+//! its own order: there both make an lseek before at least half their
+//! transfers and never more lseeks than transfers.
 //! Left out, with the reason: time-based jobs (their counts are the
 //! clock's), io_uring and libaio jobs (their transfers are ring entries and
 //! iocbs, which tests/fio_libaio.rs and crates/engine/tests/fio_blocks.rs
@@ -57,7 +66,7 @@ struct Layout {
 /// a file's layout is counted apart (`layout bytes`, `layout fsync`,
 /// `layout fadvise64 …`), the last one per file only: fio lays a shared
 /// file out again for each clone's region, ioscale once to the furthest.
-fn calls(trace: &str, dir: &Path) -> BTreeMap<String, usize> {
+fn calls(trace: &str, dir: &Path, random: &[String]) -> BTreeMap<String, usize> {
     let prefix = format!("<{}/", dir.display());
     let mut m = BTreeMap::new();
     let mut layouts: BTreeMap<String, Layout> = BTreeMap::new();
@@ -98,9 +107,17 @@ fn calls(trace: &str, dir: &Path) -> BTreeMap<String, usize> {
             }
             continue;
         }
+        let in_random = random
+            .iter()
+            .any(|j| file.rsplit('/').next() == Some(j.as_str()));
+        if in_random && matches!(call, "read" | "write") {
+            *m.entry("read/write (random order)".into()).or_insert(0) += 1;
+        }
         let key = match call {
             "pread64" | "pwrite64" | "read" | "write" => format!("{call} {n}"),
+            "preadv" | "pwritev" | "preadv2" | "pwritev2" => format!("{call} {}", iov_lens(rest)),
             "fadvise64" => format!("{call} {advice}"),
+            "lseek" if in_random => "lseek (random order)".into(),
             _ => call.to_string(),
         };
         *m.entry(key).or_insert(0) += 1;
@@ -112,6 +129,56 @@ fn calls(trace: &str, dir: &Path) -> BTreeMap<String, usize> {
         *m.entry(format!("layout fadvise64 {a}")).or_insert(0) += 1;
     }
     m
+}
+
+/// A vector call's iovecs as `count x len+len…` (fio's engines pass one).
+fn iov_lens(args: &str) -> String {
+    let lens: Vec<&str> = args
+        .split("iov_len=")
+        .skip(1)
+        .map(|p| p.split(|c: char| !c.is_ascii_digit()).next().unwrap_or("?"))
+        .collect();
+    format!("{}x{}", lens.len(), lens.join("+"))
+}
+
+/// The files of the random-order jobs of a job file (`rw=randread`, …,
+/// in the job's section or `[global]`), by the name both tools give the
+/// first file of the first clone: `JOB.0.0`.
+fn random_files(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut section, mut global_random) = (String::new(), false);
+    let mut random: Option<bool> = None;
+    let close = |section: &str, random: Option<bool>, global: bool, out: &mut Vec<String>| {
+        if !section.is_empty() && section != "global" && random.unwrap_or(global) {
+            out.push(format!("{section}.0.0"));
+        }
+    };
+    for l in text.lines().map(str::trim) {
+        if let Some(name) = l.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            close(&section, random, global_random, &mut out);
+            (section, random) = (name.to_string(), None);
+        } else if let Some(v) = l.strip_prefix("rw=").or(l.strip_prefix("readwrite=")) {
+            let r = v.trim().starts_with("rand");
+            if section == "global" {
+                global_random = r;
+            } else {
+                random = Some(r);
+            }
+        }
+    }
+    close(&section, random, global_random, &mut out);
+    out
+}
+
+/// Takes a random-order job's lseek count out of `c` (each tool's draw,
+/// see the module's note) and checks what holds whatever the draw.
+fn random_lseeks(name: &str, who: &str, c: &mut BTreeMap<String, usize>) {
+    let seeks = c.remove("lseek (random order)").unwrap_or(0);
+    let moved = c.get("read/write (random order)").copied().unwrap_or(0);
+    assert!(
+        seeks <= moved && seeks * 2 >= moved,
+        "{name} ({who}): {seeks} lseeks for {moved} read/write calls of random-order jobs"
+    );
 }
 
 /// The trace's calls, one line each without the PID: a call that
@@ -165,7 +232,8 @@ fn the_corpus_jobs_make_fios_calls_on_their_files() {
         "-s",
         "0",
         "-e",
-        "trace=fadvise64,fsync,fdatasync,pread64,pwrite64,read,write,fallocate,ftruncate",
+        "trace=fadvise64,fsync,fdatasync,pread64,pwrite64,read,write,fallocate,ftruncate,\
+         lseek,preadv,pwritev,preadv2,pwritev2",
     ];
     let mut compared = 0;
     let mut skipped = Vec::new();
@@ -184,7 +252,8 @@ fn the_corpus_jobs_make_fios_calls_on_their_files() {
             std::fs::create_dir(&d).unwrap();
             let args = ["--output=/dev/null", job.to_str().unwrap()];
             let (t, _) = strace::fio_traced_env(real, &flags, &args, &d, &[("DIR", &d)]);
-            let mut c = calls(&t, &d);
+            let mut c = calls(&t, &d, &random_files(&text));
+            random_lseeks(&name, if real { "fio" } else { "ioscale" }, &mut c);
             if mixed(&text) {
                 // A mix's split between reads and writes is each tool's
                 // random draw: the transfers of each size are compared.

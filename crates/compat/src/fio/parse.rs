@@ -16,8 +16,14 @@ use spec::Op;
 /// names it by its registry name ([`EngineKind::name`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineKind {
-    /// psync, sync, pvsync, pvsync2: pread/pwrite.
+    /// psync: pread/pwrite (the registry's `sync`).
     Sync,
+    /// sync: lseek (unless the position is right), then read/write.
+    Lseek,
+    /// pvsync: preadv/pwritev with one iovec.
+    Pvsync,
+    /// pvsync2: preadv2/pwritev2 with one iovec, flags 0.
+    Pvsync2,
     /// io_uring.
     IoUring,
     /// libaio: Linux native AIO.
@@ -25,10 +31,22 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    /// Whether it is one of fio's synchronous engines (one request at a
+    /// time, no submission latency).
+    pub fn is_sync(self) -> bool {
+        matches!(
+            self,
+            EngineKind::Sync | EngineKind::Lseek | EngineKind::Pvsync | EngineKind::Pvsync2
+        )
+    }
+
     /// The engine registry's name.
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Sync => "sync",
+            EngineKind::Lseek => "lseek",
+            EngineKind::Pvsync => "pvsync",
+            EngineKind::Pvsync2 => "pvsync2",
             EngineKind::IoUring => "io_uring",
             EngineKind::Libaio => "libaio",
         }
@@ -129,6 +147,9 @@ const OPTIONS: &[(&str, Kind)] = &[
     ("thread", Kind::Bool),
     ("iodepth", Kind::Value),
     ("ioengine", Kind::Value),
+    ("hipri", Kind::Bool),
+    ("uncached", Kind::Bool),
+    ("nowait", Kind::Bool),
     ("direct", Kind::Bool),
     ("buffered", Kind::Bool),
     ("sync", Kind::Value),
@@ -1040,10 +1061,26 @@ fn align_as_fio(j: &Job) -> Result<(), String> {
     Ok(())
 }
 
+/// `hipri=`, `uncached=`, `nowait=`: the per-request flags of fio's
+/// pvsync2 (and io_uring's polling); only their default 0 is run.
+fn no_rw_flag(o: &Val<'_>) -> Result<(), String> {
+    if o.bool()? {
+        return Err(format!(
+            "{}=1: not supported; ioscale passes no per-request flags (preadv2/pwritev2 \
+             with flags 0, io_uring without polling: fio's default {}=0)",
+            o.key, o.key
+        ));
+    }
+    Ok(())
+}
+
 /// `ioengine=`.
 fn engine_kind(v: &str) -> Result<EngineKind, String> {
     match v {
-        "psync" | "sync" | "pvsync" | "pvsync2" => Ok(EngineKind::Sync),
+        "psync" => Ok(EngineKind::Sync),
+        "sync" => Ok(EngineKind::Lseek),
+        "pvsync" => Ok(EngineKind::Pvsync),
+        "pvsync2" => Ok(EngineKind::Pvsync2),
         "io_uring" => Ok(EngineKind::IoUring),
         "libaio" => Ok(EngineKind::Libaio),
         "posixaio" => Err(format!(
@@ -1269,6 +1306,7 @@ fn set_io(j: &mut Job, o: &Val<'_>) -> Result<bool, String> {
             j.engine = engine_kind(v)?;
             j.ioengine = v.to_string();
         }
+        "hipri" | "uncached" | "nowait" => no_rw_flag(o)?,
         "direct" => j.direct = o.bool()?,
         "buffered" => j.direct = !o.bool()?,
         "sync" => match v {
@@ -1484,6 +1522,22 @@ mod tests {
         assert!(e.contains("--frobnicate"), "{e}");
         let c = parse_cli(&argv("--name=a --ioengine=libaio")).unwrap();
         assert_eq!(jobs(&c).unwrap().0[0].engine, EngineKind::Libaio);
+        // Each synchronous engine runs the registry engine of its calls.
+        for (io, name) in [
+            ("psync", "sync"),
+            ("sync", "lseek"),
+            ("pvsync", "pvsync"),
+            ("pvsync2", "pvsync2"),
+        ] {
+            let c = parse_cli(&argv(&format!("--name=a --ioengine={io} --hipri=0"))).unwrap();
+            let e = jobs(&c).unwrap().0[0].engine;
+            assert_eq!((e.name(), e.is_sync()), (name, true), "{io}");
+        }
+        for flag in ["hipri", "uncached", "nowait"] {
+            let c = parse_cli(&argv(&format!("--name=a --ioengine=pvsync2 --{flag}=1"))).unwrap();
+            let e = jobs(&c).unwrap_err().0;
+            assert!(e.contains(&format!("{flag}=1: not supported")), "{e}");
+        }
         let c = parse_cli(&argv("--name=a --ioengine=posixaio")).unwrap();
         let e = jobs(&c).unwrap_err().0;
         assert!(e.contains("libaio") && e.contains("io_uring"), "{e}");

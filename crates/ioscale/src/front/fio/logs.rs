@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bench::sampling::{Sampled, Tick};
 
-use super::parse::{EngineKind, Job};
+use super::parse::Job;
 use super::{Pass, Planned, Run};
 
 /// One of the logs fio writes for a job.
@@ -155,7 +155,7 @@ fn interval_logs(j: &Job, mine: &[Tick], n: u64) -> Vec<(Log, PathBuf, String)> 
                 Log::Lat => avg(|t| t.lat_ns),
                 Log::Clat => avg(|t| t.lat_ns.saturating_sub(t.slat_ns)),
                 // A sync engine times no submission: fio's empty file.
-                Log::Slat if j.engine == EngineKind::Sync => String::new(),
+                Log::Slat if j.engine.is_sync() => String::new(),
                 Log::Slat => avg(|t| t.slat_ns),
             };
             (log, path_of(prefix, log, n), body)

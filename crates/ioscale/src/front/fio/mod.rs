@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use bench::dataset::user::{Made, UserFiles};
 use spec::{Checksum, FileNaming, IoHints, Layout, Op, RawWorkload, SyncMode, WorkloadSpec};
 
-use self::parse::{EngineKind, Format, Job};
+use self::parse::{Format, Job};
 use self::render::{DirStats, Entry, Header, Lat, LatBuckets, Report, SampleStat};
 use super::Usage;
 use crate::exit::{Exit, Failure};
@@ -43,7 +43,7 @@ Usage: ioscale fio [--output=FILE] [--output-format=normal|json|json+|terse]
 Job options (fio's names and units; k/m/g are powers of 2 unless kb_base=1000):
   name filename directory nrfiles size filesize rw/readwrite bs bsrange bssplit
   rwmixread rwmixwrite blockalign/ba bs_unaligned numjobs thread iodepth
-  ioengine(psync|sync|pvsync|io_uring|libaio)
+  ioengine(psync|sync|pvsync|pvsync2|io_uring|libaio) hipri(0) uncached(0) nowait(0)
   direct buffered sync(0|1|dsync) dsync fsync fdatasync end_fsync fsync_on_close
   runtime time_based ramp_time startdelay loops randrepeat
   randseed norandommap verify(crc32c|crc32c-intel|md5|sha1|xxhash|pattern)
@@ -354,7 +354,7 @@ fn to_raw(
         verify_fatal: j.verify_fatal,
     };
     let iodepth = match j.engine {
-        EngineKind::Sync => {
+        e if e.is_sync() => {
             if j.iodepth > 1 {
                 notes.push(format!(
                     "ioengine={} is synchronous: queue depth capped at 1 (as fio does)",
@@ -363,7 +363,7 @@ fn to_raw(
             }
             1
         }
-        EngineKind::IoUring | EngineKind::Libaio => j.iodepth.max(1),
+        _ => j.iodepth.max(1),
     };
     let target = paths[0]
         .parent()
@@ -1275,7 +1275,7 @@ fn entry(j: &Job, spec: &WorkloadSpec, passes: &[&Pass], ws: &[u32], whole: bool
         cpu_s: None,
         faults: None,
         buckets: None,
-        sync_engine: j.engine == EngineKind::Sync,
+        sync_engine: j.engine.is_sync(),
         sampled: false,
         iodepth: spec.iodepth as u64,
         error: 0,

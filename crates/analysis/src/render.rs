@@ -823,12 +823,19 @@ pub fn render_text(rec: &SweepRecord) -> String {
         ),
         describe(rec),
         match rec.points.first() {
-            Some(p) => format!(
-                "workload (first point): {}; target {} ({})",
-                p.result.spec.describe(),
-                p.target,
-                p.result.host.fs_type
-            ),
+            // An object store's target has no file-system type: no "()".
+            Some(p) => match p.result.host.fs_type.as_str() {
+                "" => format!(
+                    "workload (first point): {}; target {}",
+                    p.result.spec.describe(),
+                    p.target
+                ),
+                fs => format!(
+                    "workload (first point): {}; target {} ({fs})",
+                    p.result.spec.describe(),
+                    p.target
+                ),
+            },
             None => "no point finished".into(),
         },
     ]);

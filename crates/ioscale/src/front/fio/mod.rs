@@ -345,6 +345,15 @@ fn to_raw(
             j.name
         ));
     }
+    if j.op == Op::Rw && j.bs_write.is_none() && j.bs_sizes.is_none() {
+        notes.push(format!(
+            "rw={} (job '{}'): ioscale's reads and writes share one walk through the file, each \
+             block once; fio keeps a position per direction, each from the file's start, so its \
+             reads and writes cover the same first blocks: the same bytes, other offsets \
+             (docs/compat.md)",
+            j.rw_text, j.name
+        ));
+    }
     let sync = sync_mode(j)?;
     let hints = IoHints {
         invalidate: j.invalidate,

@@ -404,6 +404,9 @@ fn ss_shape(line: &str) -> String {
                 }
             }
             out.push('N');
+        } else if c == '-' && chars.peek().is_some_and(|d| d.is_ascii_digit()) {
+            // A sign is part of the number: a measured slope falls as
+            // often as it rises (fio prints it signed too).
         } else {
             out.push(c);
         }
